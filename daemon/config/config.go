@@ -1,0 +1,389 @@
+// Package config loads ticketd's YAML configuration strictly: an unknown key or a value of the
+// wrong type is an error naming the file, the line and the key, because a typo in an unattended
+// night's config must fail at start, not silently fall back to a default at 2 a.m.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// Config is the whole configuration. Relative paths are resolved against the directory of
+// the file they were read from.
+type Config struct {
+	Store      Store           `yaml:"store"`
+	Night      Night           `yaml:"night"`
+	Budget     Budget          `yaml:"budget"`
+	Intake     []Source        `yaml:"intake"`
+	Priorities map[string]int  `yaml:"priorities"`
+	Repos      map[string]Repo `yaml:"repos"`
+	Workspace  string          `yaml:"workspace"`
+	Output     string          `yaml:"output"`
+	Models     model.Config    `yaml:"models"`
+	Log        Log             `yaml:"log"`
+
+	// File is the path the configuration was read from ("" when built in code).
+	File string `yaml:"-"`
+}
+
+// Store configures the SQLite ticket database.
+type Store struct {
+	Path        string `yaml:"path"`
+	Synchronous string `yaml:"synchronous"`
+}
+
+// Night configures one night's run: when it starts, how long it may claim, how many workers.
+type Night struct {
+	Schedule     string        `yaml:"schedule"`
+	Window       time.Duration `yaml:"window"`
+	Workers      int           `yaml:"workers"`
+	Lease        time.Duration `yaml:"lease"`
+	Heartbeat    time.Duration `yaml:"heartbeat"`
+	MaxAttempts  int           `yaml:"max_attempts"`
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
+	MaxDollars   float64       `yaml:"max_dollars"`
+	Poll         time.Duration `yaml:"poll"`
+}
+
+// Budget bounds one attempt at one ticket; the night's dollars are in Night.
+type Budget struct {
+	MaxSteps  int           `yaml:"max_steps"`
+	MaxTokens int64         `yaml:"max_tokens"`
+	WallClock time.Duration `yaml:"wall_clock"`
+}
+
+// Source is one place tickets come from.
+type Source struct {
+	Kind string `yaml:"kind"`
+	Path string `yaml:"path"`
+	Repo string `yaml:"repo"`
+}
+
+// Repo is a local git repository ticketd may fix, and the checks that gate its fixes.
+type Repo struct {
+	Path    string           `yaml:"path"`
+	BaseRef string           `yaml:"base_ref"`
+	Checks  []validate.Check `yaml:"checks"`
+}
+
+// Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
+type Log struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+// Defaults used where the file leaves a field out.
+const (
+	DefaultWorkers      = 3
+	DefaultLease        = 60 * time.Second
+	DefaultHeartbeat    = 10 * time.Second
+	DefaultMaxAttempts  = 3
+	DefaultRetryBackoff = 30 * time.Second
+	DefaultWindow       = 6 * time.Hour
+	DefaultPoll         = 2 * time.Second
+	DefaultMaxSteps     = 40
+	DefaultMaxTokens    = 2_000_000
+	DefaultWallClock    = 30 * time.Minute
+	DefaultSchedule     = "0 1 * * *"
+)
+
+// Default returns a configuration with every default filled in and no repositories.
+func Default() Config {
+	c := Config{}
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	or := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	or(&c.Store.Path, "ticketd.db")
+	or(&c.Store.Synchronous, "NORMAL")
+	or(&c.Night.Schedule, DefaultSchedule)
+	or(&c.Workspace, "work")
+	or(&c.Output, "results")
+	or(&c.Log.Format, "text")
+	or(&c.Log.Level, "info")
+	if c.Night.Window == 0 {
+		c.Night.Window = DefaultWindow
+	}
+	if c.Night.Workers == 0 {
+		c.Night.Workers = DefaultWorkers
+	}
+	if c.Night.Lease == 0 {
+		c.Night.Lease = DefaultLease
+	}
+	if c.Night.Heartbeat == 0 {
+		c.Night.Heartbeat = DefaultHeartbeat
+	}
+	if c.Night.MaxAttempts == 0 {
+		c.Night.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Night.RetryBackoff == 0 {
+		c.Night.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.Night.Poll == 0 {
+		c.Night.Poll = DefaultPoll
+	}
+	if c.Budget.MaxSteps == 0 {
+		c.Budget.MaxSteps = DefaultMaxSteps
+	}
+	if c.Budget.MaxTokens == 0 {
+		c.Budget.MaxTokens = DefaultMaxTokens
+	}
+	if c.Budget.WallClock == 0 {
+		c.Budget.WallClock = DefaultWallClock
+	}
+	for name, r := range c.Repos {
+		or(&r.BaseRef, "HEAD")
+		for i := range r.Checks {
+			if r.Checks[i].Name == "" {
+				r.Checks[i].Name = r.Checks[i].Kind
+			}
+		}
+		c.Repos[name] = r
+	}
+}
+
+// Load reads, defaults, resolves and validates the configuration file at path.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w (pass --config FILE, or copy the repository's config.yaml)", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes data strictly; name is used in error messages and to resolve relative paths.
+func Parse(name string, data []byte) (Config, error) {
+	var c Config
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, explain(name, &root, err)
+	}
+	c.File = name
+	c.applyDefaults()
+	c.resolvePaths(filepath.Dir(name))
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	c.Store.Path = abs(c.Store.Path)
+	c.Workspace = abs(c.Workspace)
+	c.Output = abs(c.Output)
+	for i := range c.Intake {
+		c.Intake[i].Path = abs(c.Intake[i].Path)
+	}
+	for name, r := range c.Repos {
+		r.Path = abs(r.Path)
+		c.Repos[name] = r
+	}
+}
+
+// Validate checks ranges and references; each error names the key, the value and a fix.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Night.Workers < 1 || c.Night.Workers > 64 {
+		bad("night.workers: must be 1..64, got %d", c.Night.Workers)
+	}
+	if c.Night.Lease < 5*time.Second {
+		bad("night.lease: must be at least 5s, got %s", c.Night.Lease)
+	}
+	if c.Night.Heartbeat <= 0 || c.Night.Heartbeat > c.Night.Lease/3 {
+		bad("night.heartbeat: must be positive and at most a third of night.lease (%s), got %s", c.Night.Lease, c.Night.Heartbeat)
+	}
+	if c.Night.Heartbeat > 15*time.Second {
+		bad("night.heartbeat: must be at most 15s so a cancelled ticket stops spending quickly, got %s", c.Night.Heartbeat)
+	}
+	if c.Night.MaxAttempts < 1 || c.Night.MaxAttempts > 20 {
+		bad("night.max_attempts: must be 1..20, got %d", c.Night.MaxAttempts)
+	}
+	if c.Night.Window <= 0 {
+		bad("night.window: must be positive, got %s", c.Night.Window)
+	}
+	if c.Night.MaxDollars < 0 {
+		bad("night.max_dollars: must be >= 0 (0 means no limit), got %g", c.Night.MaxDollars)
+	}
+	if c.Budget.MaxSteps < 1 {
+		bad("budget.max_steps: must be >= 1, got %d", c.Budget.MaxSteps)
+	}
+	if c.Budget.MaxTokens < 1000 {
+		bad("budget.max_tokens: must be >= 1000, got %d", c.Budget.MaxTokens)
+	}
+	if c.Budget.WallClock < time.Second {
+		bad("budget.wall_clock: must be >= 1s, got %s", c.Budget.WallClock)
+	}
+	switch strings.ToUpper(c.Store.Synchronous) {
+	case "NORMAL", "FULL":
+	default:
+		bad("store.synchronous: must be NORMAL or FULL, got %q", c.Store.Synchronous)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format: must be text or json, got %q", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level: must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	for i, s := range c.Intake {
+		if s.Kind != "dir" {
+			bad("intake[%d].kind: only \"dir\" is supported, got %q", i, s.Kind)
+		}
+		if s.Path == "" {
+			bad("intake[%d].path: required (a folder of *.md issue files)", i)
+		}
+		if s.Repo != "" {
+			if _, ok := c.Repos[s.Repo]; !ok {
+				bad("intake[%d].repo: %q is not defined under repos (have: %s)", i, s.Repo, keys(c.Repos))
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.Repos) {
+		r := c.Repos[name]
+		if r.Path == "" {
+			bad("repos.%s.path: required (a local git repository)", name)
+		}
+		for j, ch := range r.Checks {
+			switch ch.Kind {
+			case "pytest", "unittest", "ruff", "mypy", "command":
+			default:
+				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy or command, got %q", name, j, ch.Kind)
+			}
+			if ch.Kind != "pytest" && ch.Kind != "unittest" && len(ch.Command) == 0 {
+				bad("repos.%s.checks[%d].command: required for kind %q", name, j, ch.Kind)
+			}
+			if ch.Timeout < 0 {
+				bad("repos.%s.checks[%d].timeout: must be >= 0, got %s", name, j, ch.Timeout)
+			}
+		}
+	}
+	if err := c.Models.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func keys[V any](m map[string]V) string {
+	k := sortedKeys(m)
+	if len(k) == 0 {
+		return "none"
+	}
+	return strings.Join(k, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type .*$`)
+	typeRe    = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`(.*)` )?into (.*)$")
+)
+
+// explain turns yaml.v3's type errors into "file:line: key.path: what is wrong".
+func explain(name string, root *yaml.Node, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	paths := map[int]string{}
+	indexKeys(root, "", paths)
+	var errs []error
+	for _, msg := range te.Errors {
+		m := lineRe.FindStringSubmatch(msg)
+		if m == nil {
+			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		key := paths[line]
+		detail := m[2]
+		if u := unknownRe.FindStringSubmatch(detail); u != nil {
+			detail = fmt.Sprintf("unknown key %q (check the spelling against config.yaml in the repository)", u[1])
+		} else if t := typeRe.FindStringSubmatch(detail); t != nil {
+			detail = fmt.Sprintf("wrong type: want %s, got %s %q", t[3], t[1], t[2])
+		}
+		if key == "" {
+			errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, detail))
+		} else {
+			errs = append(errs, fmt.Errorf("%s:%d: %s: %s", name, line, key, detail))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// indexKeys records, for each line that holds a mapping key or a value, the dotted key path.
+func indexKeys(n *yaml.Node, prefix string, out map[int]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			indexKeys(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			if _, ok := out[k.Line]; !ok {
+				out[k.Line] = p
+			}
+			if v.Line != k.Line {
+				if _, ok := out[v.Line]; !ok && v.Kind == yaml.ScalarNode {
+					out[v.Line] = p
+				}
+			}
+			indexKeys(v, p, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", prefix, i)
+			if _, ok := out[c.Line]; !ok && c.Kind == yaml.ScalarNode {
+				out[c.Line] = p
+			}
+			indexKeys(c, p, out)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package intake
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// Enqueuer is the part of the store intake needs.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t store.NewTicket) (int64, bool, error)
+}
+
+var _ Enqueuer = (*store.Store)(nil)
+
+// Dir is a folder of *.md issue files.
+type Dir struct {
+	Path        string
+	DefaultRepo string         // used when a file names no repo
+	Priorities  map[string]int // label -> priority; a ticket takes its labels' highest
+	MaxAttempts int
+	KnownRepo   func(name string) bool
+}
+
+// ScanReport says what one scan did. Bad files do not stop the others; each is listed.
+type ScanReport struct {
+	Files   int
+	Added   []int64
+	Invalid []error
+}
+
+// Source is the ticket source name for this folder: a rescan of the same folder dedupes on
+// (source, file name), so adding nothing twice.
+func (d Dir) Source() string { return "dir:" + filepath.Clean(d.Path) }
+
+// Scan enqueues every issue file in the folder that is not in the queue yet.
+func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
+	var rep ScanReport
+	entries, err := os.ReadDir(d.Path)
+	if err != nil {
+		return rep, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rep.Files++
+		path := filepath.Join(d.Path, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			rep.Invalid = append(rep.Invalid, fmt.Errorf("read issue %s: %w", path, err))
+			continue
+		}
+		is, err := ParseIssue(data)
+		if err != nil {
+			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: %w", path, err))
+			continue
+		}
+		repo := is.Repo
+		if repo == "" {
+			repo = d.DefaultRepo
+		}
+		if repo == "" {
+			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: no repo: add \"repo: NAME\" to its front matter or set intake[].repo", path))
+			continue
+		}
+		if d.KnownRepo != nil && !d.KnownRepo(repo) {
+			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: repo %q is not configured under repos", path, repo))
+			continue
+		}
+		id, created, err := q.Enqueue(ctx, store.NewTicket{
+			Source:      d.Source(),
+			ExternalID:  name,
+			Repo:        repo,
+			Title:       is.Title,
+			Body:        is.Body,
+			Labels:      is.Labels,
+			Priority:    Priority(is.Labels, d.Priorities),
+			MaxAttempts: d.MaxAttempts,
+		})
+		if err != nil {
+			return rep, fmt.Errorf("enqueue issue %s: %w", path, err)
+		}
+		if created {
+			rep.Added = append(rep.Added, id)
+		}
+	}
+	return rep, nil
+}
+
+// Priority is the highest priority any of the labels maps to (0 when none does).
+func Priority(labels []string, prio map[string]int) int {
+	best, found := 0, false
+	for _, l := range labels {
+		if p, ok := prio[strings.ToLower(l)]; ok && (!found || p > best) {
+			best, found = p, true
+		}
+	}
+	return best
+}

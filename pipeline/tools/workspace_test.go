@@ -1,0 +1,148 @@
+package tools
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func setup(t *testing.T) (*Workspace, string) {
+	t.Helper()
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "pkg"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "pkg", "a.py"), []byte("def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644))
+	outside := t.TempDir()
+	must(os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644))
+	must(os.Symlink(outside, filepath.Join(dir, "escape")))
+	must(os.Symlink(filepath.Join(dir, "pkg"), filepath.Join(dir, "inner")))
+	w, err := NewWorkspace(dir)
+	must(err)
+	return w, dir
+}
+
+func TestResolveConfinement(t *testing.T) {
+	w, _ := setup(t)
+	tests := []struct {
+		path    string
+		wantErr bool
+	}{
+		{"pkg/a.py", false},
+		{"./pkg/../README.md", false},
+		{"new/dir/file.py", false},
+		{"inner/a.py", false},
+		{"../etc/passwd", true},
+		{"/etc/passwd", true},
+		{"pkg/../../x", true},
+		{"escape/secret.txt", true},
+		{"escape/new.txt", true},
+		{".git/config", true},
+		{"", true},
+	}
+	for _, tt := range tests {
+		_, err := w.Resolve(tt.path)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("Resolve(%q) error = %v, wantErr %v", tt.path, err, tt.wantErr)
+		}
+	}
+}
+
+func TestEditFile(t *testing.T) {
+	tests := []struct {
+		name, old, new, wantErr, wantFile string
+	}{
+		{name: "unique", old: "def f(x):\n    return x + 1", new: "def f(x):\n    return x + 2",
+			wantFile: "def f(x):\n    return x + 2\n\ndef g(x):\n    return x + 1\n"},
+		{name: "ambiguous", old: "    return x + 1", new: "", wantErr: "occurs 2 times"},
+		{name: "missing", old: "def f(y):", new: "", wantErr: "nearest line 1"},
+		{name: "empty old", old: "", new: "x", wantErr: "old_text is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, dir := setup(t)
+			_, err := w.EditFile("pkg/a.py", tt.old, tt.new)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("EditFile error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, "pkg", "a.py"))
+			if string(got) != tt.wantFile {
+				t.Errorf("file = %q, want %q", got, tt.wantFile)
+			}
+		})
+	}
+}
+
+func TestWriteFileNeedsRead(t *testing.T) {
+	w, dir := setup(t)
+	if _, err := w.WriteFile("README.md", "x"); err == nil || !strings.Contains(err.Error(), "was not read") {
+		t.Fatalf("overwrite unread file: err = %v", err)
+	}
+	if _, err := w.ReadFiles([]string{"README.md", "missing.py"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteFile("README.md", "new"); err != nil {
+		t.Fatalf("overwrite read file: %v", err)
+	}
+	if _, err := w.WriteFile("tests/test_new.py", "def test(): pass\n"); err != nil {
+		t.Fatalf("create file: %v", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "tests", "test_new.py"))
+	if string(got) != "def test(): pass\n" {
+		t.Errorf("created file = %q", got)
+	}
+}
+
+func TestExec(t *testing.T) {
+	w, _ := setup(t)
+	tests := []struct {
+		tool, args, want, wantErr string
+	}{
+		{tool: ReadFiles, args: `{"paths":["pkg/a.py","nope.py"]}`, want: "=== pkg/a.py (5 lines)"},
+		{tool: ReadFiles, args: `{"paths":["nope.py"]}`, want: "nope.py: error: no such file"},
+		{tool: ListFiles, args: `{}`, want: "pkg/a.py"},
+		{tool: Grep, args: `{"pattern":"def g"}`, want: "pkg/a.py:4: def g(x):"},
+		{tool: Grep, args: `{"pattern":"("}`, wantErr: "pattern"},
+		{tool: EditFile, args: `{"path":"pkg/a.py","old_text":`, wantErr: "not valid JSON"},
+		{tool: EditFile, args: `{"path":"pkg/a.py","old":"x","new":"y"}`, wantErr: "not valid JSON"},
+		{tool: "rm_rf", args: `{}`, wantErr: "unknown tool"},
+	}
+	for _, tt := range tests {
+		got, err := w.Exec(context.Background(), tt.tool, tt.args)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Exec(%s, %s) error = %v, want %q", tt.tool, tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !strings.Contains(got, tt.want) {
+			t.Errorf("Exec(%s, %s) = %q, %v; want containing %q", tt.tool, tt.args, got, err, tt.want)
+		}
+	}
+}
+
+func TestMakerToolsFixedOrder(t *testing.T) {
+	got := MakerTools()
+	want := []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit}
+	if len(got) != len(want) {
+		t.Fatalf("got %d tools, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Function.Name != want[i] {
+			t.Errorf("tool %d = %s, want %s", i, got[i].Function.Name, want[i])
+		}
+	}
+}
