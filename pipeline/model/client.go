@@ -1,0 +1,382 @@
+package model
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// continuePrompt is the user turn appended after an answer cut at finish_reason=length.
+const continuePrompt = "Your previous answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything."
+
+// Clock is the time source; tests inject one so that backoff and warm-up waits
+// return at once.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Option adjusts a Client built by New.
+type Option func(*options)
+
+type options struct {
+	httpClient *http.Client
+	clock      Clock
+	jitter     func() float64
+}
+
+// WithHTTPClient sets the HTTP client whose transport carries the requests (wrapped by
+// the wire shaping); default a fresh http.Client over http.DefaultTransport.
+func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.httpClient = hc } }
+
+// WithClock sets the clock used for timestamps, latency, backoff sleeps and the warm-up
+// bound.
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithRand sets the jitter source, a function returning values in [0, 1).
+func WithRand(f func() float64) Option { return func(o *options) { o.jitter = f } }
+
+// Client sends chat requests for the four roles. It is safe for concurrent use; one
+// Client should serve the whole daemon so that the warm-up gate sees every worker.
+type Client struct {
+	cfg       Config
+	rec       Recorder
+	log       *slog.Logger
+	clock     Clock
+	jitter    func() float64
+	endpoints map[string]*endpoint
+	warm      *warmup
+	warned    sync.Map // model name -> struct{}: unknown-price warnings given
+}
+
+type endpoint struct {
+	name    string
+	keyEnv  string
+	baseURL string
+	timeout time.Duration
+	oc      *openai.Client
+}
+
+// New checks cfg and prepares one go-openai client per endpoint a role uses, reading
+// each API key from the environment variable the endpoint names. rec may be nil only
+// where nothing is to be recorded (a tool that prints answers).
+func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	o := options{clock: realClock{}, jitter: rand.Float64}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	base := o.httpClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	hc := *base
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = &wireTransport{base: rt}
+
+	c := &Client{
+		cfg:       cfg,
+		rec:       rec,
+		log:       logger.With("component", "model"),
+		clock:     o.clock,
+		jitter:    o.jitter,
+		endpoints: make(map[string]*endpoint),
+		warm:      newWarmup(o.clock, cfg.WarmupWait),
+	}
+	for _, r := range Roles {
+		name := cfg.Roles[r].Endpoint
+		if _, ok := c.endpoints[name]; ok {
+			continue
+		}
+		ep := cfg.Endpoints[name]
+		key := ""
+		if ep.APIKeyEnv != "" {
+			key = os.Getenv(ep.APIKeyEnv)
+			if key == "" {
+				return nil, fmt.Errorf("models.endpoints.%s.api_key_env: environment variable %s is empty or unset; export it, or remove api_key_env for a server that needs no key", name, ep.APIKeyEnv)
+			}
+		}
+		oc := openai.DefaultConfig(key)
+		if ep.BaseURL != "" {
+			oc.BaseURL = strings.TrimRight(ep.BaseURL, "/")
+		}
+		oc.HTTPClient = &hc
+		c.endpoints[name] = &endpoint{
+			name:    name,
+			keyEnv:  ep.APIKeyEnv,
+			baseURL: oc.BaseURL,
+			timeout: cmpDuration(ep.Timeout, DefaultTimeout),
+			oc:      openai.NewClientWithConfig(oc),
+		}
+	}
+	return c, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Chat sends one logical call: it waits at the role's warm-up gate, retries transport
+// faults, continues an answer cut at finish_reason=length (at most MaxContinuations
+// times, merging the content), and records the call with its cost.
+//
+// Errors: ErrTransport (wrapped) when the retries ran out on transport faults: release
+// the ticket, the attempt is not at fault; ErrRejected when the endpoint refused the
+// request; the context's error when ctx ended. An answer still cut after the last
+// continuation is returned without error, with FinishReason "length".
+func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
+	rc, ok := c.cfg.Roles[req.Role]
+	if !ok {
+		return Response{}, fmt.Errorf("model chat: role %q is not one of triage, maker, checker, judge", req.Role)
+	}
+	ep := c.endpoints[rc.Endpoint]
+
+	open, done, err := c.warm.enter(ctx, req.Role)
+	if err != nil {
+		return Response{}, fmt.Errorf("models.roles.%s: wait for the first %s request: %w", req.Role, req.Role, err)
+	}
+	defer done()
+	if open != nil {
+		defer open()
+	}
+
+	start := c.clock.Now()
+	call := Call{
+		TicketID:  req.TicketID,
+		Attempt:   req.Attempt,
+		Role:      req.Role,
+		Model:     rc.Model,
+		Endpoint:  rc.Endpoint,
+		StartedAt: start,
+	}
+	oreq := openai.ChatCompletionRequest{
+		Model:               rc.Model,
+		Messages:            slices.Clone(req.Messages),
+		Tools:               req.Tools,
+		MaxCompletionTokens: c.cfg.maxOutput(req.Role, rc.Model),
+		ReasoningEffort:     rc.ReasoningEffort,
+	}
+	if req.JSON {
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	key := c.cacheKey(req)
+
+	var out Response
+	var callErr error
+	for {
+		resp, u, st, err := c.send(ctx, ep, req.Role, oreq, key, open)
+		call.Retries += st.retries
+		call.Timeouts += st.timeouts
+		call.Usage = call.Usage.Add(u)
+		if err != nil {
+			call.ErrorClass = st.class
+			call.Error = err.Error()
+			callErr = err
+			break
+		}
+		choice := resp.Choices[0]
+		if call.Continuations == 0 {
+			out.Message = choice.Message
+		} else {
+			out.Message.Content += choice.Message.Content
+			out.Message.ToolCalls = append(out.Message.ToolCalls, choice.Message.ToolCalls...)
+		}
+		out.FinishReason = string(choice.FinishReason)
+		// Continue only plain text: cut tool-call arguments cannot be resumed, and an
+		// empty cut answer (reasoning used the whole budget) would only repeat.
+		if choice.FinishReason != openai.FinishReasonLength || call.Continuations >= c.cfg.MaxContinuations ||
+			len(choice.Message.ToolCalls) > 0 || choice.Message.Content == "" {
+			break
+		}
+		oreq.Messages = append(oreq.Messages,
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: choice.Message.Content},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: continuePrompt})
+		call.Continuations++
+	}
+	call.FinishReason = out.FinishReason
+	call.Latency = c.clock.Now().Sub(start)
+	call.CostUSD = c.cost(rc.Model, call.Usage)
+	out.Usage, out.CostUSD = call.Usage, call.CostUSD
+
+	if c.rec != nil {
+		if err := c.rec.RecordModelCall(context.WithoutCancel(ctx), call); err != nil {
+			// The tokens are spent either way; failing the ticket would not unspend
+			// them, so the lost record is reported loudly and the answer is kept.
+			c.log.Error("record model call", "role", string(req.Role), "ticket_id", req.TicketID, "err", err)
+		}
+	}
+	if callErr != nil {
+		return out, callErr
+	}
+	return out, nil
+}
+
+// sendStats describes the HTTP attempts behind one chat request.
+type sendStats struct {
+	retries, timeouts int
+	class             string // error class of the final failure
+}
+
+// send performs one chat request with retries of transport faults.
+func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.ChatCompletionRequest, key string, open func()) (openai.ChatCompletionResponse, Usage, sendStats, error) {
+	var st sendStats
+	for n := 0; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, ep.timeout)
+		ws := &wireState{cacheKey: key, onResponse: open}
+		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
+		cancel()
+		if err == nil {
+			if len(resp.Choices) == 0 {
+				st.class = ErrorClassBadResponse
+				return resp, usageOf(resp.Usage, ws.extra), st, fmt.Errorf("models.roles.%s: %w: no choices in the answer from %s", role, ErrBadResponse, ep.baseURL)
+			}
+			return resp, usageOf(resp.Usage, ws.extra), st, nil
+		}
+		f := classify(ctx, err, ws)
+		st.class = f.class
+		if !f.retryable || n >= c.cfg.Retry.MaxRetries {
+			return resp, Usage{}, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+		}
+		st.retries++
+		if f.class == ErrorClassTimeout {
+			st.timeouts++
+		}
+		delay := backoff(n+1, c.cfg.Retry.BaseDelay, c.cfg.Retry.MaxDelay, c.jitter)
+		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
+			delay = ra
+		}
+		c.log.Warn("model request failed, retrying", "role", string(role), "endpoint", ep.name,
+			"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay)
+		select {
+		case <-c.clock.After(delay):
+		case <-ctx.Done():
+			st.class = ErrorClassCanceled
+			return resp, Usage{}, st, fmt.Errorf("models.roles.%s: wait to retry: %w", role, ctx.Err())
+		}
+	}
+}
+
+// failure builds the error for a request that will not be retried.
+func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model string, f fault, attempts int, err error) error {
+	switch f.class {
+	case ErrorClassCanceled:
+		return fmt.Errorf("models.roles.%s: %w", role, ctx.Err())
+	case ErrorClassRejected:
+		hint := ""
+		switch f.status {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			if ep.keyEnv != "" {
+				hint = ": check " + ep.keyEnv
+			} else {
+				hint = fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
+			}
+		case http.StatusNotFound:
+			hint = fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
+		case http.StatusTooManyRequests:
+			hint = ": the account is out of quota; check its billing"
+		}
+		msg := ""
+		if f.apiMsg != "" {
+			msg = " (server said: " + f.apiMsg + ")"
+		}
+		return fmt.Errorf("models.roles.%s: %w (%d)%s%s", role, ErrRejected, f.status, hint, msg)
+	case ErrorClassBadResponse:
+		return fmt.Errorf("models.roles.%s: %w from %s: %w", role, ErrBadResponse, ep.baseURL, err)
+	case ErrorClassClient:
+		return fmt.Errorf("models.roles.%s: request refused before sending: %w", role, err)
+	}
+	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s: %w: %w",
+		role, ep.name, ep.baseURL, attempts, f.class, ErrTransport, err)
+}
+
+// usageOf normalises go-openai's usage, whose detail blocks are pointers that local
+// servers omit, plus the fields other providers add.
+func usageOf(u openai.Usage, x usageExtra) Usage {
+	out := Usage{
+		PromptTokens:     int64(u.PromptTokens),
+		CompletionTokens: int64(u.CompletionTokens),
+		CacheWriteTokens: x.cacheWrite,
+	}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = int64(d.CachedTokens)
+	} else if x.hasHit {
+		out.CachedTokens = x.cacheHit
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = int64(d.ReasoningTokens)
+	}
+	return out
+}
+
+// cost prices a usage, or returns nil (and warns once per model) when the model has no
+// price: an unknown cost must never be recorded as zero.
+func (c *Client) cost(model string, u Usage) *float64 {
+	p, ok := c.cfg.PriceFor(model)
+	if !ok {
+		if _, warned := c.warned.LoadOrStore(model, struct{}{}); !warned {
+			c.log.Warn("model has no price; its cost is recorded as unknown", "model", model,
+				"hint", "add it under models.prices (USD per million tokens)")
+		}
+		return nil
+	}
+	v := Cost(p, u)
+	return &v
+}
+
+// cacheKey is the prompt_cache_key for a request, or "" when disabled.
+func (c *Client) cacheKey(req Request) string {
+	prefix := c.cfg.CacheKey
+	switch prefix {
+	case CacheKeyOff:
+		return ""
+	case CacheKeyAuto:
+		prefix = "ticketd"
+	}
+	version := req.PrefixVersion
+	if version == "" {
+		version = toolsVersion(req.Tools)
+	}
+	return prefix + "-" + string(req.Role) + "-" + version
+}
+
+// toolsVersion is a short hash of the tool definitions, the static head of the prompt.
+func toolsVersion(tools []openai.Tool) string {
+	if len(tools) == 0 {
+		return "v0"
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return "v0"
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:4])
+}

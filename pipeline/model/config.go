@@ -1,0 +1,233 @@
+package model
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults applied where a config field is zero.
+const (
+	DefaultTimeout          = 5 * time.Minute
+	DefaultMaxRetries       = 5
+	DefaultBaseDelay        = time.Second
+	DefaultMaxDelay         = 60 * time.Second
+	DefaultWarmupWait       = 20 * time.Second
+	DefaultMaxContinuations = 2
+	// DefaultMakerMaxOutput is large so that a maker answer is not cut at
+	// finish_reason=length; the model's own limit caps it.
+	DefaultMakerMaxOutput = 32000
+	// DefaultMaxOutput is for triage, checker and judge, whose answers are short JSON.
+	DefaultMaxOutput = 4000
+	// CacheKeyAuto derives prompt_cache_key as "ticketd-<role>-<prefix version>".
+	CacheKeyAuto = "auto"
+	// CacheKeyOff sends no prompt_cache_key.
+	CacheKeyOff = "off"
+)
+
+// Endpoint is one OpenAI-compatible server.
+type Endpoint struct {
+	// BaseURL up to and including /v1; empty means https://api.openai.com/v1.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the key. The key itself is
+	// never in config and never logged. Empty: the server needs no key (llama.cpp,
+	// Ollama, the scripted server).
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Timeout bounds one HTTP request; default 5m.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// RoleConfig maps a role to an endpoint and a model.
+type RoleConfig struct {
+	Endpoint        string `yaml:"endpoint"`
+	Model           string `yaml:"model"`
+	ReasoningEffort string `yaml:"reasoning_effort"` // optional
+	// MaxOutputTokens defaults to 32000 for the maker and 4000 for the others, and is
+	// capped by the model's Price.MaxOutput when known, since providers reject a request
+	// above the model's limit.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
+}
+
+// Price is in USD per million tokens.
+type Price struct {
+	Input float64 `yaml:"input"`
+	// CachedInput: 0 means no discount is known, and cached tokens are billed at Input
+	// (over-counting is safer than under-counting).
+	CachedInput float64 `yaml:"cached_input"`
+	// CacheWrite: 0 means writes carry no surcharge and are billed at Input (OpenAI).
+	CacheWrite float64 `yaml:"cache_write"`
+	Output     float64 `yaml:"output"`
+	// MaxOutput is the model's own output limit in tokens; 0 unknown.
+	MaxOutput int `yaml:"max_output"`
+}
+
+// RetryConfig bounds the retries of transport faults.
+type RetryConfig struct {
+	// MaxRetries after the first attempt; 0 means the default 5, negative disables.
+	MaxRetries int           `yaml:"max_retries"`
+	BaseDelay  time.Duration `yaml:"base_delay"` // default 1s
+	MaxDelay   time.Duration `yaml:"max_delay"`  // default 60s; Retry-After may exceed it
+}
+
+// Config is the `models:` section of ticketd's configuration.
+type Config struct {
+	Endpoints map[string]Endpoint `yaml:"endpoints"`
+	Roles     map[Role]RoleConfig `yaml:"roles"`
+	// Prices by model name, merged over DefaultPrices (an entry replaces the default
+	// entry of the same name as a whole).
+	Prices map[string]Price `yaml:"prices"`
+	// CacheKey: "auto" (default) sends prompt_cache_key "ticketd-<role>-<prefix
+	// version>"; "off" sends none; any other value replaces the "ticketd" part.
+	CacheKey string      `yaml:"prompt_cache_key"`
+	Retry    RetryConfig `yaml:"retry"`
+	// WarmupWait bounds how long the requests of a role wait for that role's first
+	// request to answer; default 20s.
+	WarmupWait time.Duration `yaml:"warmup_wait"`
+	// MaxContinuations bounds the finish_reason=length continuations; default 2,
+	// negative disables.
+	MaxContinuations int `yaml:"max_continuations"`
+}
+
+var reasoningEfforts = []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// Validate checks that every role names a defined endpoint and a model, and that the
+// numbers make sense. All problems are reported at once, each naming its config path.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	for _, name := range sortedKeys(c.Endpoints) {
+		ep := c.Endpoints[name]
+		path := "models.endpoints." + name
+		if ep.BaseURL != "" {
+			u, err := url.Parse(ep.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add("%s.base_url: %q is not an http(s) URL; write it like https://api.openai.com/v1", path, ep.BaseURL)
+			}
+		}
+		if ep.Timeout < 0 {
+			add("%s.timeout: %s is negative; use a duration such as 5m", path, ep.Timeout)
+		}
+		if strings.HasPrefix(ep.APIKeyEnv, "sk-") {
+			add("%s.api_key_env: holds what looks like a key itself; put the key in an environment variable and name the variable here", path)
+		}
+	}
+
+	for _, r := range sortedKeys(c.Roles) {
+		if !slices.Contains(Roles, r) {
+			add("models.roles.%s: unknown role; the roles are triage, maker, checker, judge", r)
+		}
+	}
+	for _, r := range Roles {
+		rc, ok := c.Roles[r]
+		path := "models.roles." + string(r)
+		if !ok {
+			add("%s: missing; every role (triage, maker, checker, judge) needs an endpoint and a model", path)
+			continue
+		}
+		switch {
+		case rc.Endpoint == "":
+			add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(sortedKeys(c.Endpoints), ", "))
+		default:
+			if _, ok := c.Endpoints[rc.Endpoint]; !ok {
+				add("%s.endpoint: %q is not defined in models.endpoints", path, rc.Endpoint)
+			}
+		}
+		if strings.TrimSpace(rc.Model) == "" {
+			add("%s.model: empty; name the model the endpoint serves, e.g. gpt-4.1-mini", path)
+		}
+		if !slices.Contains(reasoningEfforts, rc.ReasoningEffort) {
+			add("%s.reasoning_effort: %q is not one of none, minimal, low, medium, high, xhigh, max", path, rc.ReasoningEffort)
+		}
+		if rc.MaxOutputTokens < 0 {
+			add("%s.max_output_tokens: %d is negative", path, rc.MaxOutputTokens)
+		}
+	}
+
+	for _, name := range sortedKeys(c.Prices) {
+		p := c.Prices[name]
+		if p.Input < 0 || p.CachedInput < 0 || p.CacheWrite < 0 || p.Output < 0 || p.MaxOutput < 0 {
+			add("models.prices.%s: prices and max_output must not be negative", name)
+		}
+	}
+	if c.Retry.BaseDelay < 0 || c.Retry.MaxDelay < 0 {
+		add("models.retry: base_delay and max_delay must not be negative")
+	}
+	if c.WarmupWait < 0 {
+		add("models.warmup_wait: %s is negative", c.WarmupWait)
+	}
+	return errors.Join(errs...)
+}
+
+// PriceFor returns the price of a model from the configured table merged over
+// DefaultPrices. A dated snapshot ("gpt-4.1-2025-04-14") falls back to its base name.
+func (c Config) PriceFor(model string) (Price, bool) {
+	for _, name := range []string{model, undated(model)} {
+		if p, ok := c.Prices[name]; ok {
+			return p, true
+		}
+		if p, ok := defaultPrices[name]; ok {
+			return p, true
+		}
+	}
+	return Price{}, false
+}
+
+// undated strips a trailing -YYYY-MM-DD snapshot date.
+func undated(model string) string {
+	const n = len("-2006-01-02")
+	if len(model) <= n {
+		return model
+	}
+	if _, err := time.Parse("-2006-01-02", model[len(model)-n:]); err != nil {
+		return model
+	}
+	return model[:len(model)-n]
+}
+
+// maxOutput is the max_completion_tokens sent for a role.
+func (c Config) maxOutput(r Role, model string) int {
+	def := DefaultMaxOutput
+	if r == RoleMaker {
+		def = DefaultMakerMaxOutput
+	}
+	n := cmp.Or(c.Roles[r].MaxOutputTokens, def)
+	if p, ok := c.PriceFor(model); ok && p.MaxOutput > 0 && n > p.MaxOutput {
+		n = p.MaxOutput
+	}
+	return n
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	c.CacheKey = cmp.Or(c.CacheKey, CacheKeyAuto)
+	switch {
+	case c.Retry.MaxRetries == 0:
+		c.Retry.MaxRetries = DefaultMaxRetries
+	case c.Retry.MaxRetries < 0:
+		c.Retry.MaxRetries = 0
+	}
+	c.Retry.BaseDelay = cmp.Or(c.Retry.BaseDelay, DefaultBaseDelay)
+	c.Retry.MaxDelay = cmp.Or(c.Retry.MaxDelay, DefaultMaxDelay)
+	c.WarmupWait = cmp.Or(c.WarmupWait, DefaultWarmupWait)
+	switch {
+	case c.MaxContinuations == 0:
+		c.MaxContinuations = DefaultMaxContinuations
+	case c.MaxContinuations < 0:
+		c.MaxContinuations = 0
+	}
+	return c
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

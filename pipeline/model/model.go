@@ -1,0 +1,144 @@
+// Package model is ticketd's only door to a language model: any OpenAI-compatible
+// chat-completions endpoint, reached through github.com/sashabaranov/go-openai.
+//
+// It exists so that the rest of the pipeline never thinks about money or faults. Every
+// logical call (after retries and continuations) is handed to a Recorder with its tokens
+// and its cost from a per-model price table; transport faults (429, 5xx, resets, time-outs)
+// are retried with backoff and surface as ErrTransport so that a worker can release its
+// ticket without burning an attempt; the request is shaped on the wire for prompt caching
+// (a prompt_cache_key per role and prefix version, and a warm-up gate so that the first
+// request of a role writes the shared prefix to cache before the others send theirs).
+package model
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Role is one of the four jobs a model does for a ticket; each maps to its own endpoint,
+// model and limits in config.
+type Role string
+
+// The roles, as they appear in config and in the `ticketd role: <role>` system line.
+const (
+	RoleTriage  Role = "triage"
+	RoleMaker   Role = "maker"
+	RoleChecker Role = "checker"
+	RoleJudge   Role = "judge"
+)
+
+// Roles lists every role in pipeline order.
+var Roles = []Role{RoleTriage, RoleMaker, RoleChecker, RoleJudge}
+
+// Errors a caller classifies with errors.Is.
+var (
+	// ErrTransport means the endpoint could not be reached or kept failing with
+	// retryable faults (429, 5xx, connection resets, time-outs) until the retries ran
+	// out. The ticket should be released, not failed: no attempt is burnt by it.
+	ErrTransport = errors.New("model endpoint unavailable")
+	// ErrRejected means the endpoint answered and refused the request (400, 401, 403,
+	// 404, 422, or a quota error). Retrying the same request will not help; the message
+	// says which setting to check.
+	ErrRejected = errors.New("endpoint rejected the request")
+	// ErrBadResponse means the endpoint answered 2xx with something that is not a chat
+	// completion (no choices, or a body that is not JSON).
+	ErrBadResponse = errors.New("model endpoint sent an unusable response")
+)
+
+// Usage is what one call consumed, normalised across providers.
+//
+// Convention: PromptTokens is the whole prompt as the provider bills it; CachedTokens
+// (read from cache) and CacheWriteTokens (written to cache, where a provider reports
+// them) are parts of PromptTokens, never added to it. ReasoningTokens are part of
+// CompletionTokens, as OpenAI reports them.
+type Usage struct {
+	PromptTokens     int64
+	CachedTokens     int64
+	CacheWriteTokens int64
+	CompletionTokens int64
+	ReasoningTokens  int64
+}
+
+// Add returns the sum of two usages (continuations of one logical call).
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
+	}
+}
+
+// Call is the record of one logical call, after its retries and continuations, handed to
+// the Recorder whether it succeeded or not.
+type Call struct {
+	TicketID int64
+	Attempt  int
+	Role     Role
+	Model    string
+	Endpoint string
+	Usage    Usage
+	// CostUSD is nil when the model has no price: unknown is recorded as unknown,
+	// never as zero.
+	CostUSD *float64
+	// Latency runs from the first byte sent (after any warm-up wait) to the end of the
+	// call, retries, backoff and continuations included.
+	Latency      time.Duration
+	FinishReason string
+	// ErrorClass is empty on success, else one of the ErrorClass* constants.
+	ErrorClass string
+	Error      string
+	// Retries counts HTTP attempts repeated after a retryable fault; Timeouts counts
+	// those of them that were time-outs, so slow endpoints are told apart from
+	// failing ones.
+	Retries       int
+	Timeouts      int
+	Continuations int
+	StartedAt     time.Time
+}
+
+// Error classes recorded in Call.ErrorClass.
+const (
+	ErrorClassRateLimit   = "rate_limit"   // 429
+	ErrorClassServer      = "server"       // 5xx, 409
+	ErrorClassNetwork     = "network"      // reset, refused, EOF mid-body
+	ErrorClassTimeout     = "timeout"      // per-request time-out, 408
+	ErrorClassRejected    = "rejected"     // 4xx other than 408/409/429, quota
+	ErrorClassBadResponse = "bad_response" // 2xx that is not a completion
+	ErrorClassCanceled    = "canceled"     // the caller's context ended
+	ErrorClassClient      = "client"       // refused before sending (library validation)
+)
+
+// Recorder stores call records (the store's model_calls table). It is called with a
+// context that is not cancelled with the caller's, so a call cut short still lands.
+type Recorder interface {
+	RecordModelCall(ctx context.Context, c Call) error
+}
+
+// Request is one logical chat call for a ticket.
+type Request struct {
+	Role     Role
+	TicketID int64
+	Attempt  int
+	Messages []openai.ChatCompletionMessage
+	Tools    []openai.Tool
+	// JSON asks for a JSON object answer (response_format json_object).
+	JSON bool
+	// PrefixVersion names the version of the role's static prompt prefix for the
+	// prompt_cache_key. Empty: a short hash of Tools, which by contract are fixed in
+	// order and text, so the key changes exactly when the tool block does.
+	PrefixVersion string
+}
+
+// Response is the answer of one logical call; with continuations, Message holds the
+// merged content and Usage/CostUSD the sums.
+type Response struct {
+	Message      openai.ChatCompletionMessage
+	FinishReason string
+	Usage        Usage
+	CostUSD      *float64
+}

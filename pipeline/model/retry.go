@@ -1,0 +1,126 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// maxRetryAfter caps a server's Retry-After so a bogus header cannot park a worker for
+// the night; a longer wait is better spent releasing the ticket.
+const maxRetryAfter = 10 * time.Minute
+
+// fault is the classification of one failed HTTP attempt.
+type fault struct {
+	class     string // ErrorClass*
+	status    int    // HTTP status, 0 when none
+	retryable bool
+	apiMsg    string // the server's error message, if any
+}
+
+// classify sorts an error from go-openai into an error class. parent is the caller's
+// context: when it has ended, the failure is a cancellation, not a fault of the endpoint.
+func classify(parent context.Context, err error, ws *wireState) fault {
+	if parent.Err() != nil {
+		return fault{class: ErrorClassCanceled}
+	}
+	status, msg, code := 0, "", ""
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		status, msg = apiErr.HTTPStatusCode, apiErr.Message
+		if s, ok := apiErr.Code.(string); ok {
+			code = s
+		}
+		code += " " + apiErr.Type
+	case errors.As(err, &reqErr):
+		status, msg = reqErr.HTTPStatusCode, strings.TrimSpace(string(reqErr.Body))
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+	}
+	if status == 0 && ws != nil && ws.status >= 400 {
+		status = ws.status
+	}
+	if status != 0 {
+		f := fault{status: status, apiMsg: msg}
+		switch {
+		case status == http.StatusTooManyRequests && strings.Contains(code, "insufficient_quota"):
+			f.class = ErrorClassRejected // out of credit: waiting does not help
+		case status == http.StatusTooManyRequests:
+			f.class, f.retryable = ErrorClassRateLimit, true
+		case status == http.StatusRequestTimeout:
+			f.class, f.retryable = ErrorClassTimeout, true
+		case status == http.StatusConflict || status >= 500:
+			f.class, f.retryable = ErrorClassServer, true
+		default:
+			f.class = ErrorClassRejected
+		}
+		return f
+	}
+
+	var netErr net.Error
+	var urlErr *url.Error
+	var synErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fault{class: ErrorClassTimeout, retryable: true}
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.As(err, &urlErr), errors.As(err, &netErr):
+		return fault{class: ErrorClassNetwork, retryable: true}
+	case errors.As(err, &synErr), errors.As(err, &typeErr):
+		return fault{class: ErrorClassBadResponse}
+	}
+	return fault{class: ErrorClassClient}
+}
+
+// backoff is the wait before retry number n (1-based): exponential from base, capped
+// at maxDelay, with "equal jitter" (half fixed, half random) so that three workers hit
+// by the same 429 do not come back in step. jitter returns a value in [0, 1).
+func backoff(n int, base, maxDelay time.Duration, jitter func() float64) time.Duration {
+	d := float64(base) * math.Pow(2, float64(n-1))
+	d = min(d, float64(maxDelay))
+	return time.Duration(d/2 + jitter()*d/2)
+}
+
+// parseRetryAfter reads a Retry-After value: delay-seconds (fractions tolerated), an
+// HTTP date, or "<n>ms" (from OpenAI's retry-after-ms). It reports false for an absent
+// or unreadable value; the result is within [0, maxRetryAfter].
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if ms, ok := strings.CutSuffix(v, "ms"); ok {
+		f, err := strconv.ParseFloat(ms, 64)
+		if err != nil || math.IsNaN(f) || f < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(f, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
+	} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(f) || f < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(f, maxRetryAfter.Seconds()) * float64(time.Second))
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
+}
