@@ -1,0 +1,133 @@
+package scriptedmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// pastCall is one tool call the conversation already holds, with the result sent back.
+type pastCall struct {
+	name, args string
+	argsValid  bool
+	result     string
+	hasResult  bool
+	turn       int
+}
+
+// history is what the maker can learn from the messages alone: the model is stateless,
+// like a real one, and decides every answer from the conversation it is sent.
+type history struct {
+	calls    []pastCall
+	lastTurn int // turn index of the last assistant message with tool calls, -1 if none
+}
+
+// readHistory pairs assistant tool calls with their tool results.
+func readHistory(msgs []message) history {
+	h := history{lastTurn: -1}
+	byID := map[string]int{}
+	turn := 0
+	for _, m := range msgs {
+		switch m.Role {
+		case "assistant":
+			if len(m.ToolCalls) == 0 {
+				continue
+			}
+			for _, tc := range m.ToolCalls {
+				byID[tc.ID] = len(h.calls)
+				h.calls = append(h.calls, pastCall{
+					name: tc.Function.Name, args: tc.Function.Arguments,
+					argsValid: json.Valid([]byte(tc.Function.Arguments)), turn: turn,
+				})
+			}
+			h.lastTurn = turn
+			turn++
+		case "tool":
+			if i, ok := byID[m.ToolCallID]; ok {
+				h.calls[i].result, h.calls[i].hasResult = m.text, true
+			}
+		}
+	}
+	return h
+}
+
+func (c pastCall) ok() bool     { return c.hasResult && !strings.HasPrefix(c.result, "error:") }
+func (c pastCall) failed() bool { return c.hasResult && strings.HasPrefix(c.result, "error:") }
+
+// makerTurn decides the maker's next tool calls for plan p from the conversation.
+// The state machine is written out in Behaviour's doc comments; the rules, in order:
+// loop repeats its read; malformed_args sends its broken call once; an edit that just
+// failed is followed by a re-read (each edit is retried once); nothing happens before a
+// successful read; the wrong phase lasts until enough submits have failed; then the fix
+// (reverting the wrong guess first); then submit, re-reading after each failed submit.
+func makerTurn(p *plan, h history, title string) []intent {
+	if p.Behaviour == BehaviourLoop {
+		return []intent{p.read}
+	}
+	applied, failed := map[string]int{}, map[string]int{}
+	readOK, sentMalformed, failedSubmits := false, false, 0
+	lastWasSubmit, retryAfterRead := false, false
+	for _, c := range h.calls {
+		if !c.argsValid {
+			sentMalformed = true
+			continue
+		}
+		if c.name == "read_files" && c.ok() {
+			readOK = true
+		}
+		if c.name == "submit" && c.hasResult && strings.HasPrefix(c.result, "checks failed:") {
+			failedSubmits++
+		}
+		k := p.identify(c.name, c.args)
+		switch {
+		case k == "" || k == "read":
+		case c.ok():
+			applied[k]++
+		case c.failed():
+			failed[k]++
+			if c.turn == h.lastTurn && failed[k] < 2 {
+				retryAfterRead = true
+			}
+		}
+		if c.turn == h.lastTurn && c.name == "submit" {
+			lastWasSubmit = true
+		}
+	}
+	if p.Behaviour == BehaviourMalformedArgs && !sentMalformed {
+		broken := strings.TrimSuffix(p.read.args, "}") // valid JSON minus its closing brace
+		return []intent{{key: "malformed", name: "read_files", args: broken}}
+	}
+	if retryAfterRead || !readOK {
+		return []intent{p.read}
+	}
+	wrongApplied := applied["wrong"] > applied["revert"]
+	if cycles := p.wrongCycles(); cycles < 0 || failedSubmits < cycles {
+		if applied["wrong"] == 0 && failed["wrong"] < 2 {
+			return []intent{p.wrong}
+		}
+		if lastWasSubmit {
+			return []intent{p.read}
+		}
+		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title))}
+	}
+	var edits []intent
+	if wrongApplied && p.revert != nil && failed["revert"] < 2 {
+		edits = append(edits, *p.revert)
+	}
+	for _, f := range p.fixes {
+		if applied[f.key] == 0 && failed[f.key] < 2 {
+			edits = append(edits, f)
+		}
+	}
+	if len(edits) > 0 {
+		return edits
+	}
+	if lastWasSubmit {
+		return []intent{p.read}
+	}
+	return []intent{submitIntent("Fix for: " + title)}
+}
+
+func submitIntent(summary string) intent {
+	return intent{key: "submit", name: "submit", args: mustJSON(map[string]string{"summary": summary})}
+}

@@ -1,0 +1,164 @@
+package scriptedmodel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RoleLinePrefix starts the line of a system message that names the role of a request,
+// e.g. "ticketd role: maker".
+const RoleLinePrefix = "ticketd role: "
+
+// detectRole finds the role line in the system (or developer) messages.
+func detectRole(msgs []message) (string, error) {
+	for _, m := range msgs {
+		if m.Role != "system" && m.Role != "developer" {
+			continue
+		}
+		for line := range strings.SplitSeq(m.text, "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), RoleLinePrefix)
+			if !ok {
+				continue
+			}
+			switch role := strings.TrimSpace(rest); role {
+			case "triage", "maker", "checker", "judge":
+				return role, nil
+			default:
+				return "", fmt.Errorf("system message says %q; the scripted model knows the roles triage, maker, checker and judge", strings.TrimSpace(line))
+			}
+		}
+	}
+	return "", errors.New(`no system message contains a line "ticketd role: <triage|maker|checker|judge>"; the scripted model answers by role`)
+}
+
+// matchCase picks the case for the ticket: the first case whose Match occurs in the first
+// user message (which holds the ticket), else in any user message, else the default.
+func matchCase(plans []*plan, def *plan, msgs []message) (*plan, error) {
+	var users []string
+	for _, m := range msgs {
+		if m.Role == "user" {
+			users = append(users, m.text)
+		}
+	}
+	if len(users) > 0 {
+		for _, p := range plans {
+			if strings.Contains(users[0], p.Match) {
+				return p, nil
+			}
+		}
+		all := strings.Join(users, "\n")
+		for _, p := range plans {
+			if strings.Contains(all, p.Match) {
+				return p, nil
+			}
+		}
+	}
+	if def != nil {
+		return def, nil
+	}
+	return nil, fmt.Errorf("no scenario case matched the ticket: none of the %d cases' Match strings occurs in the user messages, and there is no default case (Match \"\")", len(plans))
+}
+
+// ticketTitle is the first non-empty line of the first user message, without Markdown
+// heading marks or a "title:" label: what a model would echo as the ticket's name.
+func ticketTitle(msgs []message) string {
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		for line := range strings.SplitSeq(m.text, "\n") {
+			line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
+			if low := strings.ToLower(line); strings.HasPrefix(low, "title:") {
+				line = strings.TrimSpace(line[len("title:"):])
+			}
+			if line == "" || line == "---" {
+				continue
+			}
+			if r := []rune(line); len(r) > 120 {
+				line = string(r[:120])
+			}
+			return line
+		}
+		break
+	}
+	return "the ticket"
+}
+
+type triageAnswer struct {
+	Summary            string   `json:"summary"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+	SuspectedFiles     []string `json:"suspected_files"`
+}
+
+func triageContent(p *plan, title string) string {
+	return mustJSON(triageAnswer{
+		Summary: "Scripted triage: " + title,
+		AcceptanceCriteria: []string{
+			"The problem described in the ticket no longer occurs: " + title,
+			"The existing tests still pass",
+		},
+		SuspectedFiles: p.allPaths,
+	})
+}
+
+type finding struct {
+	Severity string `json:"severity"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Message  string `json:"message"`
+	Evidence string `json:"evidence"`
+}
+
+type checkerAnswer struct {
+	Findings []finding `json:"findings"`
+}
+
+// checkerContent is the checker's review. The blocker quotes a line the fix adds, so a
+// pipeline that verifies evidence against the worktree finds it.
+func checkerContent(p *plan, block bool) string {
+	ans := checkerAnswer{Findings: []finding{}}
+	if block {
+		f, h := p.files[0], Hunk{NewStart: 1}
+		for _, fe := range p.files {
+			if len(fe.Hunks) > 0 {
+				f, h = fe, fe.Hunks[0]
+				break
+			}
+		}
+		evidence := firstLine(h.NewText)
+		for l := range strings.SplitSeq(h.NewText, "\n") {
+			if strings.TrimSpace(l) != "" && !strings.Contains(h.OldText, l) {
+				evidence = l
+				break
+			}
+		}
+		ans.Findings = append(ans.Findings, finding{
+			Severity: "blocker", File: f.Path, Line: max(h.NewStart, 1),
+			Message:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
+			Evidence: evidence,
+		})
+	}
+	return mustJSON(ans)
+}
+
+type judgeAnswer struct {
+	Verdict string   `json:"verdict"`
+	Unmet   []string `json:"unmet"`
+	Reason  string   `json:"reason"`
+}
+
+func judgeContent(title string, fail bool) string {
+	if fail {
+		crit := "The problem described in the ticket no longer occurs: " + title
+		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: []string{crit},
+			Reason: "Scripted judge: first verdict fails by scenario (JudgeFailsOnce)."})
+	}
+	return mustJSON(judgeAnswer{Verdict: "pass", Unmet: []string{},
+		Reason: "Scripted judge: the change addresses " + title + "."})
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
