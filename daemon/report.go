@@ -1,0 +1,220 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
+// under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
+// ticket's transition matters more than its report.
+func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree *worktree.Tree, out pipeline.Outcome, ending string) string {
+	t := lease.Ticket
+	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(t.ID, 10))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Error("create result folder", "dir", dir, "err", err)
+		return ""
+	}
+	diff, err := tree.Diff(ctx)
+	if err != nil {
+		log.Warn("diff for report", "err", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(diff), 0o644); err != nil {
+		log.Error("write patch", "dir", dir, "err", err)
+	}
+	calls, err := w.d.Store.ModelCalls(ctx, t.ID)
+	if err != nil {
+		log.Warn("model calls for report", "err", err)
+	}
+	events, err := w.d.Store.Events(ctx, t.ID)
+	if err != nil {
+		log.Warn("events for report", "err", err)
+	}
+	report := renderReport(reportInput{
+		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
+		Outcome: out, Diff: diff, Calls: calls, Events: events, Now: w.d.now(),
+	})
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(report), 0o644); err != nil {
+		log.Error("write report", "dir", dir, "err", err)
+	}
+	return dir
+}
+
+type reportInput struct {
+	Ticket  store.Ticket
+	Attempt int
+	Branch  string
+	Base    string
+	Ending  string // done, retry, escalated, cancelled
+	Outcome pipeline.Outcome
+	Diff    string
+	Calls   []store.ModelCall
+	Events  []store.Event
+	Now     time.Time
+}
+
+func renderReport(in reportInput) string {
+	t, out := in.Ticket, in.Outcome
+	var b strings.Builder
+	heading := map[string]string{
+		"done":      "Fixed",
+		"retry":     "Not fixed yet (will be retried)",
+		"escalated": "Escalated: needs a human",
+		"cancelled": "Cancelled",
+	}[in.Ending]
+	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, heading, in.Attempt, t.MaxAttempts)
+	if in.Ending == string(store.StateDone) {
+		fmt.Fprintf(&b, "Branch `%s` (from `%s`). Review it with:\n\n    git log -p %s..%s\n\n", in.Branch, short(in.Base), short(in.Base), in.Branch)
+	} else {
+		fmt.Fprintf(&b, "Why it stopped: %s\n\n", out.Reason)
+	}
+
+	b.WriteString("## What was asked\n\n")
+	fmt.Fprintf(&b, "Source: %s %s, repository `%s`", t.Source, t.ExternalID, t.Repo)
+	if len(t.Labels) > 0 {
+		fmt.Fprintf(&b, ", labels: %s", strings.Join(t.Labels, ", "))
+	}
+	fmt.Fprintf(&b, ".\n\n%s\n\n", quote(t.Body))
+	if out.Triage != nil {
+		fmt.Fprintf(&b, "Triage: %s\n\n", out.Triage.Summary)
+		for _, c := range out.Triage.AcceptanceCriteria {
+			fmt.Fprintf(&b, "- [ ] %s\n", c)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## What changed\n\n")
+	if out.Summary != "" {
+		fmt.Fprintf(&b, "%s\n\n", out.Summary)
+	}
+	if strings.TrimSpace(in.Diff) == "" {
+		b.WriteString("No changes were left in the working copy.\n\n")
+	} else {
+		label := "The change"
+		if in.Ending != string(store.StateDone) {
+			label = "The partial change this attempt left (not committed; saved as `patch` beside this report)"
+		}
+		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", label, diffStat(in.Diff), clipLines(in.Diff, 300))
+	}
+
+	b.WriteString("## Checks\n\n")
+	if len(out.Checks) == 0 {
+		b.WriteString("No check passed on a submitted change in this attempt.\n\n")
+	}
+	for _, c := range out.Checks {
+		status := "passed"
+		if !c.Passed {
+			status = "FAILED"
+		}
+		fmt.Fprintf(&b, "- %s (%s): %s — %s, %s\n", c.Name, c.Kind, status, c.Summary, c.Duration.Round(time.Millisecond))
+	}
+	if len(out.Findings) > 0 {
+		b.WriteString("\nChecker findings:\n")
+		for _, f := range out.Findings {
+			fmt.Fprintf(&b, "- %s %s:%d: %s\n", f.Severity, f.File, f.Line, f.Message)
+		}
+	}
+	if out.Verdict != nil {
+		fmt.Fprintf(&b, "\nJudge: %s. %s\n", out.Verdict.Verdict, out.Verdict.Reason)
+	}
+	b.WriteString("\n")
+
+	b.WriteString("## What was tried\n\n")
+	for _, e := range in.Events {
+		if e.Kind == "claimed" || e.Kind == "enqueued" {
+			continue
+		}
+		fmt.Fprintf(&b, "- attempt %d, %s: %s", e.Attempt, e.At.UTC().Format("15:04:05"), e.Kind)
+		if e.Reason != "" {
+			fmt.Fprintf(&b, ": %s", e.Reason)
+		}
+		b.WriteString("\n")
+	}
+	for _, h := range out.History {
+		fmt.Fprintf(&b, "- attempt %d: %s\n", in.Attempt, h)
+	}
+	b.WriteString("\n")
+
+	b.WriteString("## Cost and time\n\n")
+	var prompt, cached, completion int64
+	var cost float64
+	unknown := false
+	for _, c := range in.Calls {
+		prompt += c.PromptTokens
+		cached += c.CachedTokens
+		completion += c.CompletionTokens
+		if c.CostUSD == nil {
+			unknown = true
+		} else {
+			cost += *c.CostUSD
+		}
+	}
+	costText := fmt.Sprintf("$%.4f", cost)
+	if unknown {
+		costText += " plus calls to models without a price (cost unknown)"
+	}
+	fmt.Fprintf(&b, "- model calls: %d (all attempts); tokens: %d prompt (%d cached), %d completion\n", len(in.Calls), prompt, cached, completion)
+	fmt.Fprintf(&b, "- cost: %s\n", costText)
+	fmt.Fprintf(&b, "- this attempt: %d maker steps, %d submits, %s\n", out.Steps, out.Submits, out.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "- ticket age: %s\n", in.Now.Sub(t.CreatedAt).Round(time.Second))
+
+	if in.Ending == string(store.StateEscalated) {
+		b.WriteString("\n## For the human\n\n")
+		b.WriteString("ticketd could not produce a change that passes the checks and the review within its budgets. ")
+		b.WriteString("Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
+		fmt.Fprintf(&b, "    ticketctl requeue %d\n", t.ID)
+	}
+	return b.String()
+}
+
+func quote(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "> (no description)"
+	}
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = "> " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func diffStat(diff string) string {
+	files, add, del := 0, 0, 0
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			files++
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			add++
+		case strings.HasPrefix(l, "-"):
+			del++
+		}
+	}
+	return fmt.Sprintf("%d file(s), +%d -%d", files, add, del)
+}
+
+func clipLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… %d more lines in the patch file", len(lines)-n)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// workerPool is the state the night's workers share.
+type workerPool struct {
+	d         *Daemon
+	cfg       config.Config
+	log       *slog.Logger
+	trees     *worktree.Manager
+	baselines *baselines
+	runner    *pipeline.Runner
+	windowEnd time.Time
+
+	mu      sync.Mutex
+	touched []int64
+}
+
+func (w *workerPool) touchedIDs() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[int64]bool{}
+	var out []int64
+	for _, id := range w.touched {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// loop claims and works tickets until there is nothing left to do in the window.
+func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
+	log := w.log.With("worker", worker)
+	for claimCtx.Err() == nil {
+		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
+		if errors.Is(err, store.ErrNoTicket) {
+			wait, more := w.nextWork(claimCtx)
+			if !more {
+				return
+			}
+			if !sleep(claimCtx, wait) {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			if claimCtx.Err() == nil {
+				log.Error("claim ticket", "err", err)
+				sleep(claimCtx, w.cfg.Night.Poll)
+			}
+			continue
+		}
+		w.mu.Lock()
+		w.touched = append(w.touched, lease.Ticket.ID)
+		w.mu.Unlock()
+		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), worker, lease)
+	}
+}
+
+// nextWork says whether the queue may still give this worker something before the window
+// closes, and how long to wait before asking again.
+func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
+	open, err := w.d.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}})
+	if err != nil {
+		return w.cfg.Night.Poll, ctx.Err() == nil
+	}
+	now := w.d.now()
+	wait, more := w.cfg.Night.Poll, false
+	for _, t := range open {
+		switch {
+		case t.State == store.StateRunning:
+			more = true // it may come back as a retry, or its lease may expire
+			if !t.LeaseExpiresAt.IsZero() {
+				wait = min(wait, max(t.LeaseExpiresAt.Sub(now), 10*time.Millisecond))
+			}
+		case t.RunAfter.Before(w.windowEnd):
+			more = true
+			wait = min(wait, max(t.RunAfter.Sub(now), 10*time.Millisecond))
+		}
+	}
+	return wait, more
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// work runs one attempt at a leased ticket and records its end. Whatever happens, the
+// ticket leaves this function in a state the store allows, or with a lease that expires.
+func (w *workerPool) work(workCtx context.Context, log *slog.Logger, worker string, lease store.Lease) {
+	t := lease.Ticket
+	ctx, cancel := context.WithCancelCause(workCtx)
+	defer cancel(nil)
+	stopBeat := w.heartbeat(ctx, cancel, log, lease)
+	defer stopBeat()
+	// Writes after the attempt must land even when work is being cancelled.
+	bg := context.WithoutCancel(ctx)
+	log.Info("attempt started", "title", t.Title, "repo", t.Repo)
+
+	repo, ok := w.cfg.Repos[t.Repo]
+	if !ok {
+		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix,
+			Reason: fmt.Sprintf("repo %q is not configured under repos in %s", t.Repo, w.cfg.File)})
+		return
+	}
+	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("prepare worktree: %w", err))
+		return
+	}
+	keepBranch := false
+	defer func() {
+		if err := w.trees.Remove(bg, tree, keepBranch); err != nil {
+			log.Warn("remove worktree", "dir", tree.Dir, "err", err)
+		}
+	}()
+	facts, err := w.baselines.get(ctx, repo, tree)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
+		return
+	}
+	out := w.runner.Run(ctx, pipeline.Job{
+		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
+			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage},
+		Dir:      tree.Dir,
+		RepoMap:  facts.repoMap,
+		Checks:   repo.Checks,
+		Baseline: facts.results,
+		Diff:     tree.Diff,
+		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
+			WallClock: w.cfg.Budget.WallClock},
+		SaveTriage: func(ctx context.Context, triage string) error {
+			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
+		},
+	})
+	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
+		"tokens", out.Tokens, "took", out.Duration.Round(time.Millisecond))
+
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("lease lost: discarding this attempt's work")
+		return
+	case errors.Is(cause, errCancelRequested):
+		w.writeResult(bg, log, lease, tree, out, "cancelled")
+		if err := w.d.Store.FinishCancelled(bg, t.ID, lease.Token, "cancelled by an operator while running"); err != nil {
+			log.Error("finish cancelled ticket", "err", err)
+		}
+		return
+	case cause != nil && out.Status != pipeline.StatusFixed:
+		w.release(bg, log, lease, ctx, cause)
+		return
+	}
+
+	switch out.Status {
+	case pipeline.StatusFixed:
+		if _, err := tree.Commit(bg, commitMessage(t, out)); err != nil {
+			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
+			return
+		}
+		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone))
+		err := w.d.Store.Complete(bg, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
+		if err != nil {
+			log.Error("complete ticket: discarding the fix", "err", err)
+			return
+		}
+		keepBranch = true
+		log.Info("ticket done", "branch", tree.Branch, "result", dir)
+	case pipeline.StatusTransport:
+		w.release(bg, log, lease, ctx, errors.New(out.Reason))
+	case pipeline.StatusStopped:
+		w.release(bg, log, lease, ctx, errors.New(out.Reason))
+	default:
+		kind := store.FailFix
+		if out.Status == pipeline.StatusBudget {
+			kind = store.FailBudget
+		}
+		last := lease.Attempt >= t.MaxAttempts
+		state := "retry"
+		if last {
+			state = string(store.StateEscalated)
+		}
+		dir := w.writeResult(bg, log, lease, tree, out, state)
+		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: out.Reason, ResultDir: dir})
+		if err != nil {
+			log.Error("record failed attempt", "err", err)
+			return
+		}
+		log.Info("attempt failed", "state", newState, "reason", out.Reason)
+	}
+}
+
+func commitMessage(t store.Ticket, out pipeline.Outcome) string {
+	return fmt.Sprintf("Fix #%d: %s\n\n%s\n\nticketd ticket %d (%s %s).", t.ID, t.Title, out.Summary, t.ID, t.Source, t.ExternalID)
+}
+
+// release gives the ticket back without burning its attempt: the cause was not the ticket's
+// (shutdown, window, dollars, a transport fault, a worktree that could not be made).
+func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error) {
+	kind := store.FailTransport
+	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed)) {
+		kind, cause = store.FailShutdown, c
+	}
+	if _, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error()}); err != nil {
+		log.Error("release ticket", "err", err)
+		return
+	}
+	log.Info("ticket released", "kind", kind, "reason", cause)
+}
+
+func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lease, f store.Failure) {
+	state, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, f)
+	if err != nil {
+		log.Error("record failure", "err", err)
+		return
+	}
+	log.Warn("attempt failed", "state", state, "reason", f.Reason)
+}
+
+// heartbeat extends the lease until stopped. A lost lease or a cancel request cancels the
+// attempt with that cause; the check runs every heartbeat, well inside the 15 s promise.
+func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, log *slog.Logger, lease store.Lease) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(w.cfg.Night.Heartbeat)
+		defer tick.Stop()
+		failures := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			cancelReq, err := w.d.Store.Heartbeat(context.WithoutCancel(ctx), lease.Ticket.ID, lease.Token, w.cfg.Night.Lease)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				cancel(errLeaseLost)
+				return
+			case err != nil:
+				failures++
+				log.Warn("heartbeat", "err", err, "failures", failures)
+				if failures >= 3 {
+					cancel(fmt.Errorf("%w: %v", errHeartbeatFailing, err))
+					return
+				}
+			case cancelReq:
+				log.Info("cancel requested: stopping the attempt")
+				cancel(errCancelRequested)
+				return
+			default:
+				failures = 0
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}

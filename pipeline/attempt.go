@@ -1,0 +1,209 @@
+// Package pipeline runs one attempt at one ticket inside a prepared worktree: triage (once per
+// ticket), the maker loop with its tools, the validator gate, the checker and the judge. It
+// returns an Outcome; what happens to the ticket and the branch is the caller's business.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+)
+
+// Chatter is the model access the pipeline needs; *model.Client implements it.
+type Chatter interface {
+	Chat(ctx context.Context, req model.Request) (model.Response, error)
+}
+
+// CheckRunner runs the configured validators in a directory; *validate.Runner implements it.
+type CheckRunner interface {
+	Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result
+}
+
+// Recorder keeps the attempt's tool calls and notes; *store.Store implements it.
+type Recorder interface {
+	RecordToolCall(ctx context.Context, c store.ToolCall) (int64, error)
+}
+
+var (
+	_ Chatter     = (*model.Client)(nil)
+	_ CheckRunner = (*validate.Runner)(nil)
+	_ Recorder    = (*store.Store)(nil)
+)
+
+// Ticket is what the pipeline knows of the ticket it works on.
+type Ticket struct {
+	ID      int64
+	Attempt int
+	Title   string
+	Body    string
+	Labels  []string
+	Repo    string
+	// Triage is the triage JSON cached on the ticket by an earlier attempt ("" if none).
+	Triage string
+}
+
+// Budget bounds one attempt. Hitting a bound stops the attempt cleanly.
+type Budget struct {
+	MaxSteps  int           // maker model calls
+	MaxTokens int64         // prompt + completion tokens over all roles
+	WallClock time.Duration // whole attempt
+}
+
+// Job is one attempt's input.
+type Job struct {
+	Ticket   Ticket
+	Dir      string            // the worktree
+	RepoMap  string            // file map of the repository, shared by its tickets
+	Checks   []validate.Check  // the gate
+	Baseline []validate.Result // the same checks at the base commit
+	Diff     func(context.Context) (string, error)
+	Budget   Budget
+	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
+	SaveTriage func(ctx context.Context, triageJSON string) error
+}
+
+// Status is how an attempt ended.
+type Status string
+
+const (
+	StatusFixed     Status = "fixed"     // checks, checker and judge passed: commit it
+	StatusFailed    Status = "failed"    // the model gave up or could not produce a passing fix
+	StatusBudget    Status = "budget"    // a step, token or time bound, or the loop guard, stopped it
+	StatusTransport Status = "transport" // the model endpoint kept failing: not the ticket's fault
+	StatusStopped   Status = "stopped"   // the context was cancelled (shutdown or ticket cancelled)
+)
+
+// Outcome is what one attempt produced.
+type Outcome struct {
+	Status   Status
+	Reason   string
+	Summary  string            // the maker's submit summary
+	Triage   *Triage           // the triage used (fresh or cached)
+	Checks   []validate.Result // the last validator run
+	Findings []Finding         // the checker's verified findings on the last review
+	Verdict  *Verdict          // the judge's last verdict
+	Steps    int
+	Tokens   int64
+	Calls    int
+	Submits  int
+	History  []string // what was tried, one line each, for the report
+	Duration time.Duration
+}
+
+// Runner runs attempts. It is safe for concurrent use by several workers.
+type Runner struct {
+	Models   Chatter
+	Checks   CheckRunner
+	Recorder Recorder
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Roles that are configured; triage, checker and judge are skipped when absent.
+	Roles map[model.Role]bool
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// errBudget marks a stop by a budget bound; the message says which.
+var errBudget = errors.New("budget exhausted")
+
+// Run performs one attempt. It never panics on model nonsense and always returns an Outcome.
+func (r *Runner) Run(ctx context.Context, job Job) Outcome {
+	start := r.now()
+	if job.Budget.WallClock > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, job.Budget.WallClock,
+			fmt.Errorf("%w: wall clock of %s", errBudget, job.Budget.WallClock))
+		defer cancel()
+	}
+	a := &attempt{r: r, job: job, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
+	out := a.run(ctx)
+	out.Duration = r.now().Sub(start)
+	out.Steps, out.Tokens, out.Calls = a.steps, a.tokens, a.calls
+	out.History = a.history
+	return out
+}
+
+type attempt struct {
+	r      *Runner
+	job    Job
+	log    *slog.Logger
+	steps  int
+	tokens int64
+	calls  int
+	tri    *Triage
+	// history holds short lines of what was tried, for the escalation report.
+	history []string
+}
+
+func (a *attempt) note(format string, args ...any) {
+	a.history = append(a.history, fmt.Sprintf(format, args...))
+}
+
+// chat sends one request and accounts for it against the budget.
+func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
+	if a.job.Budget.MaxTokens > 0 && a.tokens >= a.job.Budget.MaxTokens {
+		return model.Response{}, fmt.Errorf("%w: %d tokens used of %d", errBudget, a.tokens, a.job.Budget.MaxTokens)
+	}
+	resp, err := a.r.Models.Chat(ctx, model.Request{
+		Role:     role,
+		TicketID: a.job.Ticket.ID,
+		Attempt:  a.job.Ticket.Attempt,
+		Messages: msgs,
+		Tools:    tools,
+		JSON:     jsonOut,
+		// The static prefix is the same for every ticket; its version keys the prompt cache.
+		PrefixVersion: PromptVersion,
+	})
+	a.calls++
+	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	return resp, err
+}
+
+// stop turns an error that ended the attempt into an Outcome.
+func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(err, errBudget):
+		out.Status, out.Reason = StatusBudget, err.Error()
+	case cause != nil && errors.Is(cause, errBudget):
+		out.Status, out.Reason = StatusBudget, cause.Error()
+	case ctx.Err() != nil:
+		out.Status, out.Reason = StatusStopped, fmt.Sprintf("stopped: %v", cause)
+	case errors.Is(err, model.ErrTransport):
+		out.Status, out.Reason = StatusTransport, err.Error()
+	default:
+		out.Status, out.Reason = StatusFailed, err.Error()
+	}
+	a.note("stopped: %s", out.Reason)
+	return out
+}
+
+func (a *attempt) run(ctx context.Context) Outcome {
+	var out Outcome
+	triage, err := a.triage(ctx)
+	if err != nil {
+		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
+	}
+	out.Triage, a.tri = triage, triage
+	return a.makerLoop(ctx, out)
+}

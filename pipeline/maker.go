@@ -1,0 +1,264 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/store"
+)
+
+// Loop guard: the same (tool, arguments, result) seen this many times within the window of
+// recent tool calls means the model is going round in circles; stop before it spends more.
+const (
+	loopWindow  = 12
+	loopRepeats = 3
+	// maxIdleTurns bounds consecutive answers without a tool call.
+	maxIdleTurns = 3
+)
+
+// makerMessages builds the opening of the maker conversation: static system prompt, then the
+// repository part, then the ticket part. See prompts.go for why the order matters.
+func (a *attempt) openingMessages(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
+	user := RepoContext(a.job.Ticket.Repo, a.job.RepoMap) + "\n" +
+		TicketContext(a.job.Ticket, triage, a.job.Dir, a.r.now())
+	return []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(role)},
+		{Role: openai.ChatMessageRoleUser, Content: user},
+	}
+}
+
+func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
+	ws, err := tools.NewWorkspace(a.job.Dir)
+	if err != nil {
+		return a.stop(ctx, out, err)
+	}
+	toolDefs := tools.MakerTools()
+	msgs := a.openingMessages(model.RoleMaker, out.Triage)
+	var recent []string
+	idle := 0
+	for {
+		if a.steps >= a.job.Budget.MaxSteps && a.job.Budget.MaxSteps > 0 {
+			return a.stop(ctx, out, fmt.Errorf("%w: step limit of %d maker calls reached", errBudget, a.job.Budget.MaxSteps))
+		}
+		a.steps++
+		resp, err := a.chat(ctx, model.RoleMaker, msgs, toolDefs, false)
+		if err != nil {
+			return a.stop(ctx, out, fmt.Errorf("maker: %w", err))
+		}
+		msg := resp.Message
+		msg.Role = openai.ChatMessageRoleAssistant
+		msgs = append(msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			idle++
+			if idle >= maxIdleTurns {
+				return a.stop(ctx, out, fmt.Errorf("maker answered %d times without using a tool; last answer: %q", idle, clip(msg.Content, 200)))
+			}
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
+				Content: "Nobody reads plain answers here. Use the tools to change the code, then call submit."})
+			continue
+		}
+		idle = 0
+		results := a.execTools(ctx, ws, msg.ToolCalls)
+		for i, tc := range msg.ToolCalls {
+			res := results[i]
+			if res.final != nil {
+				final := *res.final
+				final.Triage = out.Triage
+				final.Submits = a.submitsSeen(msgs)
+				return final
+			}
+			msgs = append(msgs, openai.ChatCompletionMessage{
+				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text,
+			})
+			h := hashCall(tc.Function.Name, tc.Function.Arguments, res.text)
+			recent = append(recent, h)
+			if len(recent) > loopWindow {
+				recent = recent[1:]
+			}
+			if count(recent, h) >= loopRepeats {
+				return a.stop(ctx, out, fmt.Errorf("%w: loop guard: %s called %d times with the same arguments and result", errBudget, tc.Function.Name, loopRepeats))
+			}
+		}
+		if ctx.Err() != nil {
+			return a.stop(ctx, out, ctx.Err())
+		}
+		// A submit that passed the gate but failed review carries the outcome so far.
+		for _, res := range results {
+			if res.review != nil {
+				out.Findings, out.Verdict, out.Checks, out.Summary = res.review.Findings, res.review.Verdict, res.review.Checks, res.review.Summary
+			}
+		}
+	}
+}
+
+func (a *attempt) submitsSeen(msgs []openai.ChatCompletionMessage) int {
+	n := 0
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			if tc.Function.Name == tools.Submit {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+type toolResult struct {
+	text   string
+	final  *Outcome // set by a submit that passed everything
+	review *Outcome // set by a submit that passed the checks but not the review
+}
+
+// execTools runs one turn's tool calls: read-only calls concurrently, the others in order.
+func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall) []toolResult {
+	results := make([]toolResult, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		if tools.ReadOnly(tc.Function.Name) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = a.execOne(ctx, ws, tc)
+			}()
+		}
+	}
+	wg.Wait()
+	for i, tc := range calls {
+		if !tools.ReadOnly(tc.Function.Name) {
+			results[i] = a.execOne(ctx, ws, tc)
+			if results[i].final != nil {
+				break
+			}
+		}
+	}
+	return results
+}
+
+func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall) toolResult {
+	start := a.r.now()
+	var res toolResult
+	var err error
+	switch tc.Function.Name {
+	case tools.RunChecks:
+		res.text, _ = a.runChecks(ctx)
+	case tools.Submit:
+		res = a.submit(ctx, tc.Function.Arguments)
+	default:
+		res.text, err = ws.Exec(ctx, tc.Function.Name, tc.Function.Arguments)
+		if err != nil {
+			res.text = "error: " + err.Error()
+		}
+	}
+	if a.r.Recorder != nil {
+		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
+			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
+			Tool: tc.Function.Name, Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
+			OK:       !strings.HasPrefix(res.text, "error:") && !strings.HasPrefix(res.text, "checks failed:"),
+			Duration: a.r.now().Sub(start), At: start,
+		})
+		if rerr != nil {
+			a.log.Warn("record tool call", "tool", tc.Function.Name, "err", rerr)
+		}
+	}
+	return res
+}
+
+// runChecks runs the gate and reports, for the model, the comparison with the baseline.
+func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
+	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
+	g := Compare(a.job.Baseline, results)
+	if g.Passed {
+		return "checks passed: " + g.Text, g
+	}
+	return "checks failed: " + g.Text, g
+}
+
+func (a *attempt) submit(ctx context.Context, args string) toolResult {
+	var s struct {
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &s); err != nil {
+		return toolResult{text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
+	}
+	diff, err := a.job.Diff(ctx)
+	if err != nil {
+		return toolResult{text: "error: could not read your changes: " + err.Error()}
+	}
+	if strings.TrimSpace(diff) == "" {
+		a.note("submit refused: no changes")
+		return toolResult{text: "error: submit refused: there are no changes in the repository; edit the code first"}
+	}
+	text, gate := a.runChecks(ctx)
+	if !gate.Passed {
+		a.note("submit %d: checks failed: %s", a.submitCount()+1, clip(gate.Text, 300))
+		return toolResult{text: text}
+	}
+	out := Outcome{Summary: s.Summary, Checks: gate.Results}
+	rev, err := a.review(ctx, diff, s.Summary)
+	if err != nil {
+		// A review that cannot run is not the fix's fault, but the fix may not ship unreviewed.
+		failed := a.stop(ctx, out, fmt.Errorf("review: %w", err))
+		return toolResult{final: &failed}
+	}
+	out.Findings, out.Verdict = rev.findings, rev.verdict
+	if rev.feedback != "" {
+		a.note("submit %d: checks passed, review rejected: %s", a.submitCount()+1, clip(rev.feedback, 300))
+		return toolResult{text: "checks failed: " + rev.feedback, review: &out}
+	}
+	a.note("submit %d: checks passed and review passed", a.submitCount()+1)
+	out.Status = StatusFixed
+	out.Reason = "checks, checker and judge passed"
+	return toolResult{final: &out}
+}
+
+func (a *attempt) submitCount() int {
+	n := 0
+	for _, h := range a.history {
+		if strings.HasPrefix(h, "submit ") {
+			n++
+		}
+	}
+	return n
+}
+
+func orEmptyObject(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "{}"
+	}
+	return s
+}
+
+func hashCall(name, args, result string) string {
+	h := sha256.New()
+	for _, s := range []string{name, args, result} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
