@@ -1,0 +1,95 @@
+// Package validate runs a repository's configured checks (pytest, unittest,
+// ruff, mypy or any command) in a worktree, safely — a time-out that kills
+// the whole process group, an environment without secrets, capped output —
+// and turns their output into short structured findings the maker model can
+// act on: which test failed, at which file and line, with what message.
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Check kinds. The kind decides how a command is completed (pytest gets a
+// JUnit report, ruff JSON output) and how its output is parsed.
+const (
+	KindPytest   = "pytest"
+	KindUnittest = "unittest"
+	KindRuff     = "ruff"
+	KindMypy     = "mypy"
+	KindCommand  = "command"
+)
+
+// Kinds lists the accepted Check.Kind values.
+var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand}
+
+// DefaultTimeout bounds a check whose Timeout is zero: long enough for a real
+// test suite, short enough that a hung test cannot eat the night.
+const DefaultTimeout = 10 * time.Minute
+
+// ErrInvalidCheck is returned by Check.Validate.
+var ErrInvalidCheck = errors.New("invalid check")
+
+// Check is one validator from the configuration.
+type Check struct {
+	Name    string        `yaml:"name"`
+	Kind    string        `yaml:"kind"`    // one of Kinds
+	Command []string      `yaml:"command"` // argv; empty for pytest means ResolvePytest, for unittest `python3 -m unittest discover`
+	Timeout time.Duration `yaml:"timeout"` // e.g. "5m"; zero means DefaultTimeout
+}
+
+// Validate reports a check the Runner could not run, naming the field and
+// the bad value, so that config loading can reject it up front.
+func (c Check) Validate() error {
+	if c.Name == "" {
+		return fmt.Errorf("%w: name is empty (kind %q)", ErrInvalidCheck, c.Kind)
+	}
+	if !slices.Contains(Kinds, c.Kind) {
+		return fmt.Errorf("%w %q: kind %q is not one of %v", ErrInvalidCheck, c.Name, c.Kind, Kinds)
+	}
+	if len(c.Command) == 0 && c.Kind != KindPytest && c.Kind != KindUnittest {
+		return fmt.Errorf("%w %q: command is empty; give the argv, e.g. [%q, \"check\", \".\"]", ErrInvalidCheck, c.Name, c.Kind)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w %q: timeout %s is negative", ErrInvalidCheck, c.Name, c.Timeout)
+	}
+	return nil
+}
+
+// Finding is one problem a check reported: a failing test, a lint or type
+// error. File is relative to the worktree when it lies inside it; Line is
+// 1-based, 0 when unknown; Test names the test (pytest node id, unittest
+// id) or the rule code (ruff, mypy).
+type Finding struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Test    string `json:"test,omitempty"`
+	Message string `json:"message"`
+}
+
+// Result is the outcome of one check. Output is the tail of the combined
+// stdout and stderr, capped by the Runner.
+type Result struct {
+	Name     string        `json:"name"`
+	Kind     string        `json:"kind"`
+	Passed   bool          `json:"passed"`
+	ExitCode int           `json:"exit_code"` // -1 when killed or not started
+	TimedOut bool          `json:"timed_out"`
+	Duration time.Duration `json:"duration"`
+	Summary  string        `json:"summary"` // one line, e.g. "2 failed, 5 passed"
+	Findings []Finding     `json:"findings,omitempty"`
+	Output   string        `json:"output,omitempty"`
+}
+
+// Passed reports whether every result passed. No results pass: a repository
+// without configured checks is gated by the later review steps alone.
+func Passed(results []Result) bool {
+	for _, r := range results {
+		if !r.Passed {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,262 @@
+package validate
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrPytestNotFound is returned by ResolvePytest when no working pytest exists.
+var ErrPytestNotFound = errors.New("pytest not found")
+
+// pytestExitNoTests is pytest's exit status when it collected no tests.
+const pytestExitNoTests = 5
+
+// ResolvePytest returns the argv prefix of the first pytest that actually
+// runs: `pytest` on PATH, `pytest-3`, then `<python> -m pytest` for the
+// python3 on PATH and /usr/bin/python3 (a pyenv python3 often lacks pytest
+// while Debian's has it). Candidates are run, not just looked up, because a
+// pyenv shim exists on PATH even where the command fails.
+func ResolvePytest(ctx context.Context) ([]string, error) {
+	var tried []string
+	for _, name := range []string{"pytest", "pytest-3"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			tried = append(tried, name+" (not on PATH)")
+			continue
+		}
+		if err := probe(ctx, p, "--version"); err != nil {
+			tried = append(tried, fmt.Sprintf("%s --version (%v)", p, err))
+			continue
+		}
+		return []string{p}, nil
+	}
+	var pythons []string
+	if p, err := exec.LookPath("python3"); err == nil {
+		pythons = append(pythons, p)
+	} else {
+		tried = append(tried, "python3 (not on PATH)")
+	}
+	if !slices.Contains(pythons, "/usr/bin/python3") {
+		pythons = append(pythons, "/usr/bin/python3")
+	}
+	for _, py := range pythons {
+		if err := probe(ctx, py, "-c", "import pytest"); err != nil {
+			tried = append(tried, fmt.Sprintf("%s -c 'import pytest' (%v)", py, err))
+			continue
+		}
+		return []string{py, "-m", "pytest"}, nil
+	}
+	return nil, fmt.Errorf("%w: tried %s; install it with `apt-get install -y python3-pytest` (or `pip install pytest`), or set the check's command",
+		ErrPytestNotFound, strings.Join(tried, "; "))
+}
+
+// probe runs a candidate briefly and reports why it does not work.
+func probe(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = (&Runner{}).env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if last := lastLines(stderr.String(), 1); len(last) == 1 {
+			return fmt.Errorf("%w: %s", err, clip(last[0], 120))
+		}
+		return err
+	}
+	return nil
+}
+
+// interpretPytest reads the JUnit report of a finished pytest run. Exit
+// status 5 (no tests collected) passes with the summary "no tests
+// collected": a repository without tests must not block every fix, and
+// which tests must pass is the gate's decision, not this runner's.
+func interpretPytest(junitPath, dir string, code int, output string) parsed {
+	var report junitReport
+	var parseErr error
+	data, err := os.ReadFile(junitPath)
+	if err == nil && len(data) > 0 {
+		report, parseErr = parseJUnit(data, dir)
+	}
+	if code == pytestExitNoTests {
+		return parsed{passed: true, summary: "no tests collected"}
+	}
+	if err != nil || len(data) == 0 || parseErr != nil {
+		// Usage errors, a broken conftest, a crash: no report, only output.
+		p := parsed{passed: code == 0, summary: fmt.Sprintf("pytest exited %d without a test report", code)}
+		if parseErr != nil {
+			p.summary = fmt.Sprintf("pytest exited %d; unreadable test report: %v", code, parseErr)
+		}
+		if code != 0 {
+			if tail := lastLines(output, 8); len(tail) > 0 {
+				p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+			}
+		}
+		return p
+	}
+	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings}
+	if code != 0 && len(report.findings) == 0 {
+		p.summary += fmt.Sprintf(" (pytest exited %d)", code)
+	}
+	return p
+}
+
+// junitReport is what ticketd needs from a JUnit XML report.
+type junitReport struct {
+	tests, failed, errors, skipped int
+	findings                       []Finding
+}
+
+func (r junitReport) summary() string {
+	passed := r.tests - r.failed - r.errors - r.skipped
+	var parts []string
+	if r.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", r.failed))
+	}
+	if r.errors > 0 {
+		parts = append(parts, fmt.Sprintf("%d errors", r.errors))
+	}
+	parts = append(parts, fmt.Sprintf("%d passed", max(passed, 0)))
+	if r.skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", r.skipped))
+	}
+	return strings.Join(parts, ", ")
+}
+
+type junitCase struct {
+	Classname string         `xml:"classname,attr"`
+	Name      string         `xml:"name,attr"`
+	File      string         `xml:"file,attr"`
+	Line      string         `xml:"line,attr"`
+	Failures  []junitProblem `xml:"failure"`
+	Errors    []junitProblem `xml:"error"`
+	Skipped   []junitProblem `xml:"skipped"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// crashLine matches pytest's "path.py:12: ExceptionType" traceback lines.
+var crashLine = regexp.MustCompile(`(?m)^([^\s:][^:\n]*\.py):(\d+):`)
+
+// parseJUnit reads every <testcase> anywhere in a JUnit XML document (pytest
+// nests them in <testsuites><testsuite>; other tools in a bare <testsuite>).
+// A failure's file and line are the deepest frame of its traceback — where
+// the exception was raised — falling back to the test's own location.
+func parseJUnit(data []byte, dir string) (junitReport, error) {
+	var r junitReport
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	dec.Strict = false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return r, fmt.Errorf("parse JUnit XML: %w", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok || se.Name.Local != "testcase" {
+			continue
+		}
+		var tc junitCase
+		if err := dec.DecodeElement(&tc, &se); err != nil {
+			return r, fmt.Errorf("parse JUnit XML testcase: %w", err)
+		}
+		r.tests++
+		switch {
+		case len(tc.Failures) > 0:
+			r.failed++
+		case len(tc.Errors) > 0:
+			r.errors++
+		case len(tc.Skipped) > 0:
+			r.skipped++
+		}
+		for _, p := range append(tc.Failures, tc.Errors...) {
+			r.findings = append(r.findings, junitFinding(tc, p, dir))
+		}
+	}
+	if r.tests == 0 && !bytes.Contains(data, []byte("<testsuite")) {
+		return r, errors.New("parse JUnit XML: no <testsuite> element")
+	}
+	return r, nil
+}
+
+func junitFinding(tc junitCase, p junitProblem, dir string) Finding {
+	f := Finding{Test: junitTestID(tc), File: relPath(dir, tc.File)}
+	if n, err := strconv.Atoi(tc.Line); err == nil && n >= 0 {
+		f.Line = n + 1 // pytest writes the 0-based line of the test function
+	}
+	if m := crashLine.FindAllStringSubmatch(p.Text, -1); len(m) > 0 {
+		last := m[len(m)-1]
+		if n, err := strconv.Atoi(last[2]); err == nil {
+			f.File, f.Line = relPath(dir, last[1]), n
+		}
+	}
+	msg := strings.TrimSpace(p.Message)
+	// The message of an error is often generic ("collection failure");
+	// the last "E   " line of the traceback names the real exception.
+	var eLast string
+	for _, line := range strings.Split(p.Text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "E "); ok {
+			eLast = strings.TrimSpace(rest)
+		}
+	}
+	if eLast != "" && !strings.Contains(msg, eLast) {
+		if msg == "" {
+			msg = eLast
+		} else {
+			msg += "\n" + eLast
+		}
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(p.Type)
+	}
+	f.Message = clip(limitLines(msg, 8), 600)
+	return f
+}
+
+// junitTestID rebuilds pytest's node id (tests/test_x.py::TestC::test_y)
+// from xunit1 attributes, or classname::name without a file.
+func junitTestID(tc junitCase) string {
+	if tc.File == "" {
+		if tc.Classname == "" {
+			return tc.Name
+		}
+		return tc.Classname + "::" + tc.Name
+	}
+	module := strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".")
+	switch {
+	case tc.Classname == module:
+		return tc.File + "::" + tc.Name
+	case strings.HasPrefix(tc.Classname, module+"."):
+		classes := strings.ReplaceAll(strings.TrimPrefix(tc.Classname, module+"."), ".", "::")
+		return tc.File + "::" + classes + "::" + tc.Name
+	case tc.Classname == "":
+		return tc.File + "::" + tc.Name
+	}
+	return tc.Classname + "::" + tc.Name
+}
+
+// limitLines keeps the first n lines of s.
+func limitLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		return strings.Join(lines[:n], "\n") + "\n…"
+	}
+	return s
+}

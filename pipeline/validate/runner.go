@@ -1,0 +1,354 @@
+package validate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults of the Runner's options.
+const (
+	DefaultOutputCap = 64 << 10 // bytes of output kept in Result.Output (the tail)
+	parseCap         = 1 << 20  // bytes of combined output the parsers see (the tail)
+	stdoutCap        = 8 << 20  // bytes of stdout kept for JSON parsers (the head)
+	drainTimeout     = 2 * time.Second
+)
+
+// secretMarkers are substrings of variable names that are never passed to a
+// check: the repository's tests are code ticketd did not write and a model
+// may have edited, so they must not see the daemon's API keys.
+var secretMarkers = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+
+// Runner runs checks. The zero value is ready to use with the defaults; it
+// is safe for concurrent use by several workers.
+type Runner struct {
+	// OutputCap is how many bytes of each check's output are kept in
+	// Result.Output, counted from the end; 0 means DefaultOutputCap.
+	OutputCap int
+	// BaseEnv is the environment secrets are stripped from; nil means the
+	// daemon's own environment.
+	BaseEnv []string
+	// KeepEnv names variables passed through even though their name looks
+	// like a secret (e.g. a test suite's harmless SORT_KEY).
+	KeepEnv []string
+	// ExtraEnv is NAME=value pairs set for every check, after stripping.
+	ExtraEnv []string
+	// Logger receives one record per check; nil discards.
+	Logger *slog.Logger
+
+	pytestMu  sync.Mutex
+	pytestCmd []string // resolved once, on first pytest check without a command
+}
+
+// Run runs checks one after another in dir (a worktree) and returns one
+// Result per check, in order. Checks run sequentially because they share
+// the working copy. When ctx ends, the running check is killed and the
+// remaining ones are reported as not run.
+func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
+	results := make([]Result, 0, len(checks))
+	for _, c := range checks {
+		if ctx.Err() != nil {
+			results = append(results, Result{Name: c.Name, Kind: c.Kind, ExitCode: -1,
+				Summary: "not run: " + context.Cause(ctx).Error()})
+			continue
+		}
+		res := r.runOne(ctx, dir, c)
+		r.logger().LogAttrs(ctx, slog.LevelInfo, "check finished",
+			slog.String("check", c.Name), slog.String("kind", c.Kind), slog.String("dir", dir),
+			slog.Bool("passed", res.Passed), slog.Int("exit_code", res.ExitCode),
+			slog.Bool("timed_out", res.TimedOut), slog.Int64("duration_ms", res.Duration.Milliseconds()),
+			slog.Int("findings", len(res.Findings)), slog.String("summary", res.Summary))
+		results = append(results, res)
+	}
+	return results
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// runOne runs a single check and interprets its outcome.
+func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
+	res := Result{Name: c.Name, Kind: c.Kind, ExitCode: -1}
+	if err := c.Validate(); err != nil {
+		res.Summary = err.Error()
+		return res
+	}
+	argv, junitPath, cleanup, err := r.command(ctx, c)
+	if err != nil {
+		res.Summary = err.Error()
+		return res
+	}
+	defer cleanup()
+
+	timeout := cmp.Or(c.Timeout, DefaultTimeout)
+	out, err := r.exec(ctx, dir, argv, timeout)
+	res.Duration = out.duration
+	res.ExitCode = out.exitCode
+	res.TimedOut = out.timedOut
+	res.Output = out.combined.tail(cmp.Or(r.OutputCap, DefaultOutputCap))
+	if err != nil {
+		res.Summary = err.Error()
+		return res
+	}
+
+	combined := out.combined.tail(parseCap)
+	var p parsed
+	switch c.Kind {
+	case KindPytest:
+		p = interpretPytest(junitPath, dir, out.exitCode, combined)
+	case KindUnittest:
+		p = interpretUnittest(dir, out.exitCode, combined)
+	case KindRuff:
+		p = interpretRuff(dir, out.exitCode, out.stdout.String(), combined)
+	case KindMypy:
+		p = interpretMypy(dir, out.exitCode, combined)
+	default:
+		p = parsed{passed: out.exitCode == 0, summary: exitSummary(out.exitCode, combined)}
+	}
+	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
+	switch {
+	case res.TimedOut:
+		res.Passed = false
+		res.Summary = fmt.Sprintf("timed out after %s (process group killed)", timeout)
+	case ctx.Err() != nil:
+		res.Passed = false
+		res.Summary = "cancelled: " + context.Cause(ctx).Error()
+	}
+	return res
+}
+
+// parsed is what a kind's interpreter makes of a finished command.
+type parsed struct {
+	passed   bool
+	summary  string
+	findings []Finding
+}
+
+// command completes a check's argv for its kind. For pytest it adds a JUnit
+// report in a fresh temporary directory outside the worktree (so the report
+// never shows in the diff); cleanup removes it.
+func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath string, cleanup func(), err error) {
+	cleanup = func() {}
+	argv = slices.Clone(c.Command)
+	switch c.Kind {
+	case KindPytest:
+		if len(argv) == 0 {
+			if argv, err = r.resolvePytest(ctx); err != nil {
+				return nil, "", cleanup, fmt.Errorf("check %q: %w", c.Name, err)
+			}
+		}
+		tmp, err := os.MkdirTemp("", "ticketd-junit-")
+		if err != nil {
+			return nil, "", cleanup, fmt.Errorf("check %q: create report dir: %w", c.Name, err)
+		}
+		junitPath = tmp + "/report.xml"
+		cleanup = func() { os.RemoveAll(tmp) }
+		// xunit1 keeps the file and line attributes that xunit2 drops;
+		// the cache provider would write .pytest_cache into the worktree.
+		argv = append(argv, "--junitxml="+junitPath, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
+		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
+			argv = append(argv, "-q")
+		}
+	case KindUnittest:
+		if len(argv) == 0 {
+			argv = []string{pythonForUnittest(), "-m", "unittest", "discover"}
+		}
+	case KindRuff:
+		if !hasFlag(argv, "format") {
+			if !hasFlag(argv, "--output-format") {
+				argv = append(argv, "--output-format=json")
+			}
+			if !hasFlag(argv, "--no-cache", "--cache-dir") {
+				argv = append(argv, "--no-cache") // no .ruff_cache in the worktree
+			}
+		}
+	case KindMypy:
+		if !hasFlag(argv, "--cache-dir") {
+			argv = append(argv, "--cache-dir=/dev/null") // no .mypy_cache in the worktree
+		}
+	}
+	return argv, junitPath, cleanup, nil
+}
+
+// hasFlag reports whether argv has one of flags, alone or as flag=value.
+func hasFlag(argv []string, flags ...string) bool {
+	for _, a := range argv {
+		for _, f := range flags {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pythonForUnittest is the python3 on PATH, else Debian's.
+func pythonForUnittest() string {
+	if p, err := exec.LookPath("python3"); err == nil {
+		return p
+	}
+	return "/usr/bin/python3"
+}
+
+func (r *Runner) resolvePytest(ctx context.Context) ([]string, error) {
+	r.pytestMu.Lock()
+	defer r.pytestMu.Unlock()
+	if r.pytestCmd == nil {
+		argv, err := ResolvePytest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.pytestCmd = argv
+	}
+	return slices.Clone(r.pytestCmd), nil
+}
+
+// execOutput is what a finished process left behind.
+type execOutput struct {
+	combined *tailBuffer
+	stdout   *headBuffer
+	exitCode int
+	timedOut bool
+	duration time.Duration
+}
+
+// exec runs argv in dir in its own process group. On time-out or
+// cancellation the whole group is killed with SIGKILL; after a normal exit
+// the group is killed too, so a test's stray background child cannot
+// outlive the check. The leader is always reaped by Wait. Output goes
+// through pipes we own, so Wait never blocks on a grandchild holding them.
+func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout time.Duration) (execOutput, error) {
+	out := execOutput{combined: newTailBuffer(parseCap), stdout: newHeadBuffer(stdoutCap), exitCode: -1}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = r.env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
+	}
+	defer outR.Close()
+	defer errR.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
+
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		out.duration = time.Since(start)
+		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), dir, err)
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() { io.Copy(io.MultiWriter(out.combined, out.stdout), outR) })
+	wg.Go(func() { io.Copy(out.combined, errR) })
+
+	waitErr := cmd.Wait()
+	out.duration = time.Since(start)
+	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
+
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		// A process that left the group (setsid) still holds a pipe.
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+
+	if cmd.ProcessState != nil {
+		out.exitCode = cmd.ProcessState.ExitCode()
+	}
+	out.timedOut = errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil {
+		return out, fmt.Errorf("wait for %q: %w", strings.Join(argv, " "), waitErr)
+	}
+	return out, nil
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// env is the environment of a check: BaseEnv without secret-looking
+// variables, then fixed settings that keep the worktree clean and the output
+// plain, then ExtraEnv.
+func (r *Runner) env() []string {
+	base := r.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+len(r.ExtraEnv)+4)
+	for _, kv := range base {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if !slices.Contains(r.KeepEnv, name) && (looksSecret(name) || hasURLCredentials(value)) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the worktree
+		"PYTHONUNBUFFERED=1",        // output up to a time-out is not lost in a buffer
+		"NO_COLOR=1", "PY_COLORS=0",
+	)
+	return append(env, r.ExtraEnv...)
+}
+
+// looksSecret reports whether a variable name suggests a credential.
+func looksSecret(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, m := range secretMarkers {
+		if strings.Contains(upper, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasURLCredentials reports a value like postgres://user:pass@host, whose
+// name (DATABASE_URL) gives no hint.
+func hasURLCredentials(value string) bool {
+	_, rest, ok := strings.Cut(value, "://")
+	if !ok {
+		return false
+	}
+	userinfo, _, ok := strings.Cut(rest, "@")
+	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
+}

@@ -1,0 +1,364 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// project writes a tiny Python project into a fresh directory: stats.py and
+// a test file that both pytest and `python -m unittest` run. With buggy,
+// mean([]) raises ZeroDivisionError instead of returning 0.
+func project(t *testing.T, buggy bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	body := "def mean(xs):\n    if not xs:\n        return 0.0\n    return sum(xs) / len(xs)\n"
+	if buggy {
+		body = "def mean(xs):\n    return sum(xs) / len(xs)\n"
+	}
+	files := map[string]string{
+		"stats.py":            body,
+		"tests/__init__.py":   "",
+		"tests/test_stats.py": "import unittest\n\nfrom stats import mean\n\n\nclass TestMean(unittest.TestCase):\n    def test_empty(self):\n        self.assertEqual(mean([]), 0.0)\n\n    def test_pair(self):\n        self.assertEqual(mean([1, 3]), 2)\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// listing returns the sorted relative paths under dir, to prove a check
+// left nothing behind in the worktree.
+func listing(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func requirePytest(t *testing.T) {
+	t.Helper()
+	if _, err := ResolvePytest(context.Background()); err != nil {
+		t.Fatalf("these tests run real pytest: %v", err)
+	}
+}
+
+func TestRunPytest(t *testing.T) {
+	requirePytest(t)
+	// The daemon's environment may lack it; the Runner must set it itself.
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "")
+	ctx := context.Background()
+	var r Runner
+	check := Check{Name: "tests", Kind: KindPytest}
+
+	t.Run("pass", func(t *testing.T) {
+		dir := project(t, false)
+		before := listing(t, dir)
+		res := r.Run(ctx, dir, []Check{check})[0]
+		if !res.Passed || res.ExitCode != 0 || res.Summary != "2 passed" || len(res.Findings) != 0 {
+			t.Errorf("got passed=%v exit=%d summary=%q findings=%v\noutput:\n%s", res.Passed, res.ExitCode, res.Summary, res.Findings, res.Output)
+		}
+		if after := listing(t, dir); !slices.Equal(before, after) {
+			t.Errorf("pytest left files in the worktree:\nbefore %q\nafter  %q", before, after)
+		}
+	})
+
+	t.Run("failure", func(t *testing.T) {
+		dir := project(t, true)
+		res := r.Run(ctx, dir, []Check{check})[0]
+		want := Finding{File: "stats.py", Line: 2, Test: "tests/test_stats.py::TestMean::test_empty", Message: "ZeroDivisionError: division by zero"}
+		if res.Passed || res.ExitCode != 1 || res.Summary != "1 failed, 1 passed" || len(res.Findings) != 1 || res.Findings[0] != want {
+			t.Errorf("got passed=%v exit=%d summary=%q findings=%+v\nwant 1 failed, 1 passed with %+v\noutput:\n%s", res.Passed, res.ExitCode, res.Summary, res.Findings, want, res.Output)
+		}
+		fb := Feedback([]Result{res}, 0)
+		for _, s := range []string{`check "tests" (pytest) failed: 1 failed, 1 passed`, "- stats.py:2 tests/test_stats.py::TestMean::test_empty", "    ZeroDivisionError: division by zero"} {
+			if !strings.Contains(fb, s) {
+				t.Errorf("Feedback lacks %q:\n%s", s, fb)
+			}
+		}
+	})
+
+	t.Run("assertion", func(t *testing.T) {
+		dir := project(t, false)
+		os.WriteFile(filepath.Join(dir, "tests", "test_extra.py"), []byte("from stats import mean\n\n\ndef test_three():\n    assert mean([1, 2]) == 2\n"), 0o644)
+		res := r.Run(ctx, dir, []Check{check})[0]
+		want := Finding{File: "tests/test_extra.py", Line: 5, Test: "tests/test_extra.py::test_three", Message: "assert 1.5 == 2\n +  where 1.5 = mean([1, 2])"}
+		if res.Passed || len(res.Findings) != 1 || res.Findings[0] != want {
+			t.Errorf("got passed=%v findings=%+v\nwant %+v", res.Passed, res.Findings, want)
+		}
+	})
+
+	t.Run("no tests collected", func(t *testing.T) {
+		dir := t.TempDir()
+		res := r.Run(ctx, dir, []Check{check})[0]
+		if !res.Passed || res.ExitCode != pytestExitNoTests || res.Summary != "no tests collected" {
+			t.Errorf("got passed=%v exit=%d summary=%q", res.Passed, res.ExitCode, res.Summary)
+		}
+	})
+
+	t.Run("usage error", func(t *testing.T) {
+		dir := project(t, false)
+		argv, _ := ResolvePytest(ctx)
+		res := r.Run(ctx, dir, []Check{{Name: "bad", Kind: KindPytest, Command: append(argv, "--no-such-flag")}})[0]
+		if res.Passed || res.ExitCode != 4 || !strings.Contains(res.Summary, "without a test report") || len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Message, "--no-such-flag") {
+			t.Errorf("got passed=%v exit=%d summary=%q findings=%+v", res.Passed, res.ExitCode, res.Summary, res.Findings)
+		}
+	})
+}
+
+func TestRunUnittest(t *testing.T) {
+	ctx := context.Background()
+	var r Runner
+	check := Check{Name: "unit", Kind: KindUnittest}
+	res := r.Run(ctx, project(t, false), []Check{check})[0]
+	if !res.Passed || res.Summary != "ran 2 tests: OK" {
+		t.Errorf("passing project: passed=%v summary=%q\n%s", res.Passed, res.Summary, res.Output)
+	}
+	dir := project(t, true)
+	res = r.Run(ctx, dir, []Check{check})[0]
+	want := Finding{File: "stats.py", Line: 2, Test: "tests.test_stats.TestMean.test_empty", Message: "ZeroDivisionError: division by zero"}
+	if res.Passed || res.Summary != "ran 2 tests: FAILED (errors=1)" || len(res.Findings) != 1 || res.Findings[0] != want {
+		t.Errorf("buggy project: passed=%v summary=%q findings=%+v\nwant %+v\n%s", res.Passed, res.Summary, res.Findings, want, res.Output)
+	}
+	res = r.Run(ctx, t.TempDir(), []Check{check})[0]
+	if !res.Passed || res.Summary != "no tests collected" {
+		t.Errorf("empty project: passed=%v summary=%q", res.Passed, res.Summary)
+	}
+}
+
+// processGone reports whether pid no longer runs: absent, or a zombie
+// waiting for init (which may not reap in a container).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	ctx := context.Background()
+	var r Runner
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := "sleep 300 & echo $! > child.pid; echo started; wait"
+	// The time-out is what is under test; a slow machine may kill the
+	// shell before it starts its child, so the time-out grows until the
+	// child was seen to start.
+	var res Result
+	var timeout time.Duration
+	for _, timeout = range []time.Duration{300 * time.Millisecond, time.Second, 5 * time.Second} {
+		res = r.Run(ctx, dir, []Check{{Name: "hang", Kind: KindCommand, Command: []string{"sh", "-c", script}, Timeout: timeout}})[0]
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the shell never started its child: %v (result %+v)", err, res)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.Passed || res.ExitCode != -1 || !strings.Contains(res.Summary, "timed out after "+timeout.String()) {
+		t.Errorf("got timed_out=%v passed=%v exit=%d summary=%q", res.TimedOut, res.Passed, res.ExitCode, res.Summary)
+	}
+	if !processGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("child %d of the timed-out check still runs: the process group was not killed", pid)
+	}
+	if res.Duration > timeout+drainTimeout {
+		t.Errorf("check took %s with a %s time-out", res.Duration, timeout)
+	}
+	if !strings.Contains(res.Output, "started") {
+		t.Errorf("output before the time-out was lost: %q", res.Output)
+	}
+}
+
+// TestStragglerKilledAfterExit pins that a background child left by a check
+// that exits normally is killed too, instead of outliving the check.
+func TestStragglerKilledAfterExit(t *testing.T) {
+	dir := t.TempDir()
+	var r Runner
+	res := r.Run(context.Background(), dir, []Check{{Name: "bg", Kind: KindCommand, Command: []string{"sh", "-c", "sleep 300 & echo $! > child.pid"}}})[0]
+	if !res.Passed {
+		t.Fatalf("got %+v", res)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if !processGone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("background child %d outlived its check", pid)
+	}
+}
+
+func TestPytestTimeout(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, false)
+	os.WriteFile(filepath.Join(dir, "tests", "test_hang.py"), []byte("import subprocess\n\n\ndef test_hang():\n    subprocess.run(['sleep', '300'])\n"), 0o644)
+	var r Runner
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: 300 * time.Millisecond}})[0]
+	if !res.TimedOut || res.Passed || res.Duration > 300*time.Millisecond+drainTimeout {
+		t.Errorf("got timed_out=%v passed=%v duration=%s summary=%q", res.TimedOut, res.Passed, res.Duration, res.Summary)
+	}
+}
+
+func TestEnvStripping(t *testing.T) {
+	t.Setenv("FOO_API_KEY", "sk-very-secret")
+	t.Setenv("GITHUB_TOKEN", "ghp_secret")
+	t.Setenv("db_password", "hunter2")
+	t.Setenv("DATABASE_URL", "postgres://app:hunter3@db/prod")
+	t.Setenv("PLAIN_SETTING", "visible")
+	t.Setenv("SORT_KEY", "name")
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "")
+	r := Runner{KeepEnv: []string{"SORT_KEY"}, ExtraEnv: []string{"TICKETD_CHECK=1"}}
+	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "env", Kind: KindCommand, Command: []string{"env"}}})[0]
+	if !res.Passed {
+		t.Fatalf("env check failed: %+v", res)
+	}
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"FOO_API_KEY", false}, {"sk-very-secret", false}, {"GITHUB_TOKEN", false}, {"db_password", false},
+		{"hunter3", false}, {"PLAIN_SETTING=visible", true}, {"SORT_KEY=name", true},
+		{"PYTHONDONTWRITEBYTECODE=1", true}, {"TICKETD_CHECK=1", true}, {"\nPATH=", true}, {"\nHOME=", true},
+	}
+	for _, tt := range tests {
+		if got := strings.Contains("\n"+res.Output, tt.text); got != tt.want {
+			t.Errorf("check environment contains %q = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	r := Runner{OutputCap: 1000}
+	script := "i=0; while [ $i -lt 5000 ]; do echo line $i; i=$((i+1)); done; echo last line >&2; exit 3"
+	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "loud", Kind: KindCommand, Command: []string{"sh", "-c", script}}})[0]
+	if res.Passed || res.ExitCode != 3 || res.Summary != "exit status 3: last line" {
+		t.Errorf("got passed=%v exit=%d summary=%q", res.Passed, res.ExitCode, res.Summary)
+	}
+	body := res.Output[strings.IndexByte(res.Output, '\n')+1:]
+	if len(body) > 1000 || !strings.HasPrefix(res.Output, "[... ") || !strings.HasSuffix(res.Output, "line 4999\nlast line\n") {
+		t.Errorf("output of %d bytes (body %d), starts %q ends %q", len(res.Output), len(body), res.Output[:min(40, len(res.Output))], res.Output[max(0, len(res.Output)-30):])
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	var r Runner
+	dir := t.TempDir()
+	res := r.Run(context.Background(), dir, []Check{
+		{Name: "missing", Kind: KindCommand, Command: []string{"/no/such/binary"}},
+		{Name: "odd", Kind: "eslint", Command: []string{"true"}},
+	})
+	if res[0].Passed || res[0].ExitCode != -1 || !strings.Contains(res[0].Summary, "could not start") {
+		t.Errorf("missing binary: %+v", res[0])
+	}
+	if res[1].Passed || !strings.Contains(res[1].Summary, `kind "eslint"`) {
+		t.Errorf("unknown kind: %+v", res[1])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res = r.Run(ctx, dir, []Check{{Name: "a", Kind: KindCommand, Command: []string{"true"}}})
+	if res[0].Passed || !strings.HasPrefix(res[0].Summary, "not run: ") {
+		t.Errorf("cancelled run: %+v", res[0])
+	}
+	if Passed(res) || !Passed(nil) {
+		t.Errorf("Passed(failed) = %v, Passed(nil) = %v", Passed(res), Passed(nil))
+	}
+}
+
+func TestRunMypy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy takes seconds without a cache")
+	}
+	if err := exec.Command("/usr/bin/python3", "-m", "mypy", "--version").Run(); err != nil {
+		t.Skipf("Debian's mypy is not installed (apt-get install -y python3-mypy): %v", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "typed.py"), []byte("def f(x: int) -> str:\n    return x\n"), 0o644)
+	var r Runner
+	res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy, Command: []string{"/usr/bin/python3", "-m", "mypy", "typed.py"}}})[0]
+	want := Finding{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "int", expected "str")`}
+	if res.Passed || len(res.Findings) != 1 || res.Findings[0] != want || !strings.HasPrefix(res.Summary, "Found 1 error") {
+		t.Errorf("got passed=%v summary=%q findings=%+v\nwant %+v\n%s", res.Passed, res.Summary, res.Findings, want, res.Output)
+	}
+	if l := listing(t, dir); !slices.Equal(l, []string{".", "typed.py"}) {
+		t.Errorf("mypy left files: %q", l)
+	}
+}
+
+func TestResolvePytest(t *testing.T) {
+	argv, err := ResolvePytest(context.Background())
+	if err != nil {
+		t.Fatalf("ResolvePytest: %v", err)
+	}
+	out, err := exec.Command(argv[0], append(argv[1:], "--version")...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "pytest") {
+		t.Errorf("resolved %q does not run: %v %s", argv, err, out)
+	}
+}
+
+func TestCheckValidateAndYAML(t *testing.T) {
+	var checks []Check
+	src := "- name: tests\n  kind: pytest\n  timeout: 5m\n- name: lint\n  kind: ruff\n  command: [ruff, check, .]\n"
+	if err := yaml.Unmarshal([]byte(src), &checks); err != nil {
+		t.Fatal(err)
+	}
+	if checks[0].Timeout != 5*time.Minute || len(checks[1].Command) != 3 {
+		t.Errorf("decoded %+v", checks)
+	}
+	tests := []struct {
+		check Check
+		want  string // "" means valid
+	}{
+		{checks[0], ""},
+		{checks[1], ""},
+		{Check{Name: "u", Kind: KindUnittest}, ""},
+		{Check{Kind: KindPytest}, "name is empty"},
+		{Check{Name: "x", Kind: "jest"}, `kind "jest"`},
+		{Check{Name: "m", Kind: KindMypy}, "command is empty"},
+		{Check{Name: "t", Kind: KindCommand, Command: []string{"make"}, Timeout: -time.Second}, "negative"},
+	}
+	for _, tt := range tests {
+		err := tt.check.Validate()
+		if (tt.want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalidCheck))) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.check, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package validate
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// unittestExitNoTests is the status of `python -m unittest` (3.12+) when it
+// ran no tests; 3.11 and earlier exit 0 with "Ran 0 tests".
+const unittestExitNoTests = 5
+
+var (
+	// unittestHeader matches "FAIL: test_x (pkg.mod.Class.test_x) (i=1)";
+	// before 3.11 the parenthesis holds only "pkg.mod.Class".
+	unittestHeader = regexp.MustCompile(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)]*)\)(.*)$`)
+	unittestFrame  = regexp.MustCompile(`^\s+File "([^"]+)", line (\d+)`)
+	unittestRan    = regexp.MustCompile(`^Ran (\d+) tests? in `)
+)
+
+// unittestReport is what parseUnittest reads from unittest's text output.
+type unittestReport struct {
+	ran      int    // -1 when no "Ran N tests" line was seen
+	status   string // final line: "OK", "OK (skipped=1)", "FAILED (failures=1)", "NO TESTS RAN"
+	findings []Finding
+}
+
+// parseUnittest reads the FAIL:/ERROR: blocks, "Ran N tests" and the final
+// status of `python -m unittest` output. Each block's file and line are its
+// traceback's deepest frame; its message is the exception text after it.
+func parseUnittest(output, dir string) unittestReport {
+	r := unittestReport{ran: -1}
+	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if m := unittestRan.FindStringSubmatch(line); m != nil {
+			r.ran, _ = strconv.Atoi(m[1])
+			for _, rest := range lines[i+1:] {
+				if s := strings.TrimSpace(rest); s != "" {
+					r.status = s
+					break
+				}
+			}
+			continue
+		}
+		m := unittestHeader.FindStringSubmatch(line)
+		if m == nil || i == 0 || !isRule(lines[i-1], '=') {
+			continue
+		}
+		f := Finding{Test: unittestID(m[2], m[3], m[4])}
+		if m[1] == "UNEXPECTED SUCCESS" {
+			f.Message = "unexpected success of a test marked expectedFailure"
+		}
+		// The block runs from the dashed rule after the header to the next
+		// "====" or "----" rule.
+		var body []string
+		j := i + 1
+		if j < len(lines) && isRule(lines[j], '-') {
+			j++
+		}
+		for ; j < len(lines) && !isRule(lines[j], '=') && !isRule(lines[j], '-'); j++ {
+			body = append(body, lines[j])
+		}
+		i = j - 1
+		lastFrame := -1
+		for k, b := range body {
+			if fm := unittestFrame.FindStringSubmatch(b); fm != nil {
+				f.File = relPath(dir, fm[1])
+				f.Line, _ = strconv.Atoi(fm[2])
+				lastFrame = k
+			}
+		}
+		var msg []string
+		for _, b := range body[lastFrame+1:] {
+			if b == "" || strings.HasPrefix(b, " ") || strings.HasPrefix(b, "\t") {
+				continue // source line, caret markers, blank separators
+			}
+			msg = append(msg, b)
+		}
+		if len(msg) > 0 {
+			f.Message = clip(limitLines(strings.Join(msg, "\n"), 8), 600)
+		}
+		if f.Message == "" {
+			f.Message = strings.ToLower(m[1])
+		}
+		r.findings = append(r.findings, f)
+	}
+	return r
+}
+
+// unittestID is the dotted id of a test ("pkg.mod.Class.test_x") plus any
+// subTest parameters. Python 3.11 puts the method in the parenthesis,
+// earlier versions only the class.
+func unittestID(method, paren, rest string) string {
+	id := paren
+	if !strings.HasSuffix(paren, "."+method) {
+		id = paren + "." + method
+	}
+	if s := strings.TrimSpace(rest); s != "" {
+		id += " " + s
+	}
+	return id
+}
+
+// isRule reports a unittest separator line: 70 '=' or '-' characters.
+func isRule(line string, c byte) bool {
+	line = strings.TrimRight(line, "\r ")
+	if len(line) < 20 {
+		return false
+	}
+	for i := range len(line) {
+		if line[i] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// interpretUnittest decides a unittest run: exit 0 passes; "no tests ran"
+// (exit 5 on 3.12+, "Ran 0 tests" before) passes as "no tests collected",
+// like pytest's exit 5.
+func interpretUnittest(dir string, code int, output string) parsed {
+	r := parseUnittest(output, dir)
+	if code == unittestExitNoTests || (code == 0 && r.ran == 0) {
+		return parsed{passed: true, summary: "no tests collected"}
+	}
+	p := parsed{passed: code == 0, findings: r.findings}
+	switch {
+	case r.ran >= 0 && r.status != "":
+		p.summary = fmt.Sprintf("ran %d tests: %s", r.ran, r.status)
+	case r.ran >= 0:
+		p.summary = fmt.Sprintf("ran %d tests, exit status %d", r.ran, code)
+	default:
+		p.summary = exitSummary(code, output)
+	}
+	if code != 0 && len(p.findings) == 0 {
+		if tail := lastLines(output, 8); len(tail) > 0 {
+			p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+		}
+	}
+	return p
+}
