@@ -222,7 +222,8 @@ func (p *patchParser) hunk() (Hunk, error) {
 	p.i++
 	var oldB, newB strings.Builder
 	oldN, newN := 0, 0
-	lastSide := byte(0)
+	lastSide, lastText := byte(0), ""
+	oldEnded, newEnded := false, false // a side ended by "\ No newline at end of file"
 	for oldN < h.OldLines || newN < h.NewLines {
 		if p.i >= len(p.lines) {
 			return h, fmt.Errorf("line %d: hunk %q ends early: found %d of %d old and %d of %d new lines",
@@ -246,22 +247,28 @@ func (p *patchParser) hunk() (Hunk, error) {
 			newB.WriteString(text + "\n")
 			newN++
 		case '\\':
-			if err := noNewline(&oldB, &newB, lastSide); err != nil {
+			if err := noNewline(&oldB, &newB, lastSide, lastText); err != nil {
 				return h, fmt.Errorf("line %d: %w", p.i+1, err)
 			}
+			oldEnded = oldEnded || lastSide != '+'
+			newEnded = newEnded || lastSide != '-'
+			lastSide = 0
 			p.i++
 			continue
 		default:
 			return h, fmt.Errorf("line %d: unexpected %q inside hunk %q (want a line starting with ' ', '-' or '+')", p.i+1, line, header)
 		}
+		if (kind != '+' && oldEnded) || (kind != '-' && newEnded) {
+			return h, fmt.Errorf("line %d: a line follows \"\\ No newline at end of file\" on the same side", p.i+1)
+		}
 		if oldN > h.OldLines || newN > h.NewLines {
 			return h, fmt.Errorf("line %d: hunk %q has more lines than its header declares", p.i+1, header)
 		}
-		lastSide = kind
+		lastSide, lastText = kind, text
 		p.i++
 	}
 	if p.i < len(p.lines) && strings.HasPrefix(p.lines[p.i], `\`) {
-		if err := noNewline(&oldB, &newB, lastSide); err != nil {
+		if err := noNewline(&oldB, &newB, lastSide, lastText); err != nil {
 			return h, fmt.Errorf("line %d: %w", p.i+1, err)
 		}
 		p.i++
@@ -271,7 +278,11 @@ func (p *patchParser) hunk() (Hunk, error) {
 }
 
 // noNewline applies "\ No newline at end of file" to the side(s) of the line before it.
-func noNewline(oldB, newB *strings.Builder, side byte) error {
+func noNewline(oldB, newB *strings.Builder, side byte, text string) error {
+	if side != 0 && text == "" {
+		// An empty last line without a newline is no line at all: git never writes this.
+		return errors.New(`"\ No newline at end of file" after an empty line`)
+	}
 	trim := func(b *strings.Builder) {
 		s := strings.TrimSuffix(b.String(), "\n")
 		b.Reset()
