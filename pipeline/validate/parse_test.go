@@ -1,0 +1,226 @@
+package validate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func findingsText(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "%s:%d [%s] %q\n", f.File, f.Line, f.Test, f.Message)
+	}
+	return b.String()
+}
+
+func TestParseJUnit(t *testing.T) {
+	tests := []struct {
+		file    string
+		summary string
+		want    []Finding
+	}{
+		{"junit/failures.xml", "4 failed, 1 passed", []Finding{
+			{File: "stats.py", Line: 2, Test: "tests/test_stats.py::TestMean::test_empty", Message: "ZeroDivisionError: division by zero"},
+			{File: "tests/test_stats.py", Line: 8, Test: "tests/test_stats.py::TestMean::test_one", Message: "AssertionError: 2.0 != 3"},
+			{File: "tests/test_stats.py", Line: 14, Test: "tests/test_stats.py::TestMean::test_sub", Message: "AssertionError: 1 != 0"},
+			{File: "tests/test_stats.py", Line: 17, Test: "tests/test_stats.py::test_plain", Message: "assert 1.5 == 2\n +  where 1.5 = mean([1, 2])"},
+		}},
+		{"junit/errors.xml", "1 errors, 0 passed", []Finding{
+			{File: "tests/test_broken.py", Line: 1, Test: "tests/test_broken.py::tests.test_broken", Message: "collection failure\nModuleNotFoundError: No module named 'nosuchmod'"},
+		}},
+		{"junit/setup_error_skip.xml", "1 errors, 0 passed, 1 skipped", []Finding{
+			{File: "tests/test_fix.py", Line: 4, Test: "tests/test_fix.py::test_a", Message: `failed on setup with "RuntimeError: fixture broke"`},
+		}},
+	}
+	for _, tt := range tests {
+		r, err := parseJUnit(readTestdata(t, tt.file), "/tmp/vt")
+		if err != nil {
+			t.Errorf("%s: %v", tt.file, err)
+			continue
+		}
+		if got, want := findingsText(r.findings), findingsText(tt.want); got != want || r.summary() != tt.summary {
+			t.Errorf("%s:\n got summary %q findings\n%s\nwant summary %q findings\n%s", tt.file, r.summary(), got, tt.summary, want)
+		}
+	}
+	for _, bad := range []string{"", "<html>", "<testsuite><testcase name='x'><failure>", "not xml at all"} {
+		if _, err := parseJUnit([]byte(bad), ""); err == nil {
+			t.Errorf("parseJUnit(%q): no error", bad)
+		}
+	}
+	// A bare <testsuite> root and absolute paths, as other JUnit writers make.
+	r, err := parseJUnit([]byte(`<testsuite><testcase classname="a.b" name="t" file="/w/a/b.py" line="0"><failure message="boom"/></testcase></testsuite>`), "/w")
+	if err != nil || findingsText(r.findings) != "a/b.py:1 [a.b::t] \"boom\"\n" {
+		t.Errorf("bare testsuite: %v %s", err, findingsText(r.findings))
+	}
+}
+
+func TestParseUnittest(t *testing.T) {
+	tests := []struct {
+		file   string
+		dir    string
+		ran    int
+		status string
+		want   []Finding
+	}{
+		{"unittest/failures.txt", "/tmp/vt", 4, "FAILED (failures=2, errors=1)", []Finding{
+			{File: "stats.py", Line: 2, Test: "tests.test_stats.TestMean.test_empty", Message: "ZeroDivisionError: division by zero"},
+			{File: "tests/test_stats.py", Line: 8, Test: "tests.test_stats.TestMean.test_one", Message: "AssertionError: 2.0 != 3"},
+			{File: "tests/test_stats.py", Line: 14, Test: "tests.test_stats.TestMean.test_sub (i=1)", Message: "AssertionError: 1 != 0"},
+		}},
+		{"unittest/import_error.txt", "/tmp/vt2", 2, "FAILED (errors=2)", []Finding{
+			{File: "tests/test_broken.py", Line: 1, Test: "unittest.loader._FailedTest.test_broken", Message: "ModuleNotFoundError: No module named 'nosuchmod'"},
+			{File: "tests/test_fix.py", Line: 1, Test: "unittest.loader._FailedTest.test_fix", Message: "ModuleNotFoundError: No module named 'pytest'"},
+		}},
+	}
+	for _, tt := range tests {
+		r := parseUnittest(string(readTestdata(t, tt.file)), tt.dir)
+		if got, want := findingsText(r.findings), findingsText(tt.want); got != want || r.ran != tt.ran || r.status != tt.status {
+			t.Errorf("%s:\n got ran=%d status=%q\n%s\nwant ran=%d status=%q\n%s", tt.file, r.ran, r.status, got, tt.ran, tt.status, want)
+		}
+	}
+	// Python before 3.11 names only the class in the parenthesis; a
+	// multi-line assertion message is kept.
+	old := strings.Join([]string{
+		strings.Repeat("=", 70),
+		"FAIL: test_list (test_m.T)",
+		strings.Repeat("-", 70),
+		"Traceback (most recent call last):",
+		`  File "test_m.py", line 5, in test_list`,
+		"    self.assertEqual([1], [2])",
+		"AssertionError: Lists differ: [1] != [2]",
+		"",
+		"First differing element 0:",
+		"",
+		strings.Repeat("-", 70),
+		"Ran 1 test in 0.000s",
+		"",
+		"FAILED (failures=1)",
+	}, "\n")
+	r := parseUnittest(old, "")
+	want := "test_m.py:5 [test_m.T.test_list] \"AssertionError: Lists differ: [1] != [2]\\nFirst differing element 0:\"\n"
+	if got := findingsText(r.findings); got != want || r.ran != 1 {
+		t.Errorf("pre-3.11 output:\n got %s ran=%d\nwant %s", got, r.ran, want)
+	}
+}
+
+func TestParseRuff(t *testing.T) {
+	got, err := parseRuff(readTestdata(t, "ruff/violations.json"), "/work/tree")
+	want := []Finding{
+		{File: "pkg/a.py", Line: 1, Test: "F401", Message: "`os` imported but unused"},
+		{File: "b.py", Line: 3, Message: "SyntaxError: Expected an expression"},
+		{File: "/elsewhere/c.py", Line: 10, Test: "E711", Message: "Comparison to `None` should be `cond is None`"},
+	}
+	if err != nil || findingsText(got) != findingsText(want) {
+		t.Errorf("violations.json: %v\n got\n%s\nwant\n%s", err, findingsText(got), findingsText(want))
+	}
+	if got, err := parseRuff(readTestdata(t, "ruff/clean.json"), ""); err != nil || len(got) != 0 {
+		t.Errorf("clean.json: %v %v", got, err)
+	}
+	tests := []struct {
+		code   int
+		stdout string
+		passed bool
+		sum    string
+	}{
+		{0, "[]", true, "no findings"},
+		{1, string(readTestdata(t, "ruff/violations.json")), false, "3 findings"},
+		{2, "", false, "exit status 2: ruff failed: bad config"},
+	}
+	for _, tt := range tests {
+		p := interpretRuff("/work/tree", tt.code, tt.stdout, "ruff failed: bad config\n")
+		if p.passed != tt.passed || p.summary != tt.sum {
+			t.Errorf("interpretRuff(exit %d, %.20q) = passed %v summary %q, want %v %q", tt.code, tt.stdout, p.passed, p.summary, tt.passed, tt.sum)
+		}
+	}
+}
+
+func TestParseMypy(t *testing.T) {
+	tests := []struct {
+		file    string
+		summary string
+		want    []Finding
+	}{
+		{"mypy/errors.txt", "Found 3 errors in 1 file (checked 2 source files)", []Finding{
+			{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "int", expected "str")`},
+			{File: "typed.py", Line: 5, Test: "arg-type", Message: `Argument 1 to "f" has incompatible type "str"; expected "int"`},
+			{File: "typed.py", Line: 6, Test: "name-defined", Message: `Name "undefined_name" is not defined`},
+		}},
+		{"mypy/columns.txt", "Found 3 errors in 1 file (checked 1 source file)", []Finding{
+			{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "int", expected "str")`},
+			{File: "typed.py", Line: 5, Test: "arg-type", Message: `Argument 1 to "f" has incompatible type "str"; expected "int"`},
+			{File: "typed.py", Line: 6, Test: "name-defined", Message: `Name "undefined_name" is not defined`},
+		}},
+		{"mypy/notes.txt", "Found 3 errors in 3 files (checked 7 source files)", []Finding{
+			{File: "pkg/models.py", Line: 10, Test: "union-attr", Message: "Item \"None\" of \"Optional[str]\" has no attribute \"upper\"\nLeft operand is of type \"Optional[str]\""},
+			{File: "pkg/models.py", Message: "Duplicate module named \"models\" (also at \"other/models.py\")\nSee https://mypy.readthedocs.io/en/stable/running_mypy.html#mapping-file-paths-to-modules for more info"},
+			{File: "pkg/util.py", Line: 3, Message: `unused "type: ignore" comment`},
+			{File: "stubs/x.pyi", Line: 1, Test: "syntax", Message: "Invalid syntax"},
+		}},
+		{"mypy/success.txt", "Success: no issues found in 4 source files", nil},
+	}
+	for _, tt := range tests {
+		got, summary := parseMypy(string(readTestdata(t, tt.file)), "/work/tree")
+		if findingsText(got) != findingsText(tt.want) || summary != tt.summary {
+			t.Errorf("%s:\n got %q\n%s\nwant %q\n%s", tt.file, summary, findingsText(got), tt.summary, findingsText(tt.want))
+		}
+	}
+}
+
+func TestFeedback(t *testing.T) {
+	many := make([]Finding, 12)
+	for i := range many {
+		many[i] = Finding{File: "a.py", Line: i + 1, Test: "E501", Message: "line too long"}
+	}
+	results := []Result{
+		{Name: "tests", Kind: KindPytest, Summary: "1 failed, 3 passed", Findings: []Finding{
+			{File: "stats.py", Line: 2, Test: "tests/test_stats.py::test_empty", Message: "ZeroDivisionError: division by zero"},
+		}},
+		{Name: "lint", Kind: KindRuff, Summary: "12 findings", Findings: many},
+		{Name: "build", Kind: KindCommand, Summary: "exit status 2: make: *** [all] Error 1", Output: "cc -o x x.c\nx.c:1: error: boom\nmake: *** [all] Error 1\n"},
+		{Name: "types", Kind: KindMypy, Passed: true, Summary: "Success"},
+	}
+	fb := Feedback(results, 0)
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"check \"tests\" (pytest) failed: 1 failed, 3 passed\n- stats.py:2 tests/test_stats.py::test_empty\n    ZeroDivisionError: division by zero\n", true},
+		{"- a.py:10 E501", true},
+		{"- a.py:11 E501", false},
+		{"  ... and 2 more\n", true},
+		{"  output (last lines):\n    cc -o x x.c\n    x.c:1: error: boom\n", true},
+		{"passed: types (mypy)\n", true},
+	}
+	for _, tt := range tests {
+		if got := strings.Contains(fb, tt.text); got != tt.want {
+			t.Errorf("Feedback contains %q = %v, want %v; feedback:\n%s", tt.text, got, tt.want, fb)
+		}
+	}
+	if got := Feedback(results, len(fb)); got != fb {
+		t.Errorf("Feedback(max %d) cut a text that fits", len(fb))
+	}
+	for _, n := range []int{100, 300, len(fb) - 1} {
+		cut := Feedback(results, n)
+		if len(cut) > n || !strings.HasSuffix(cut, "[feedback truncated]\n") || !strings.HasPrefix(fb, strings.TrimSuffix(cut, "[feedback truncated]\n")) {
+			t.Errorf("Feedback(max %d) = %d bytes:\n%s", n, len(cut), cut)
+		}
+	}
+	if got := Feedback(results[3:], 0); got != "all 1 checks passed: types (mypy)\n" {
+		t.Errorf("all passed: %q", got)
+	}
+	if got := Feedback(nil, 0); got != "no checks configured\n" {
+		t.Errorf("no checks: %q", got)
+	}
+}
