@@ -1,0 +1,1 @@
+"""Read settings from environment variables."""

@@ -1,0 +1,1 @@
+"""Holiday-flat booking helpers."""

@@ -1,0 +1,3 @@
+from .merge import DEFAULTS, load, merge
+
+__all__ = ["DEFAULTS", "load", "merge"]

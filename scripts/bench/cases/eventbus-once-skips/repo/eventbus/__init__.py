@@ -1,0 +1,3 @@
+from .bus import EventBus
+
+__all__ = ["EventBus"]

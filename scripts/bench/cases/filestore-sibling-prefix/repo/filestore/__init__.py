@@ -1,0 +1,1 @@
+"""Serve user files from a storage folder."""

@@ -1,0 +1,3 @@
+from .parser import Parser, evaluate
+
+__all__ = ["Parser", "evaluate"]

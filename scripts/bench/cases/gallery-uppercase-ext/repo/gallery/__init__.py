@@ -1,0 +1,1 @@
+"""Photo gallery import."""

@@ -1,0 +1,3 @@
+from .cache import LRUCache
+
+__all__ = ["LRUCache"]

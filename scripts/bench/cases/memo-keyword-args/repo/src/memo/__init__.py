@@ -1,0 +1,3 @@
+from .memoize import memoize
+
+__all__ = ["memoize"]

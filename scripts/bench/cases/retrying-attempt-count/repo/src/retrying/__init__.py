@@ -1,0 +1,3 @@
+from .retry import RetryError, retry
+
+__all__ = ["RetryError", "retry"]

@@ -1,0 +1,1 @@
+"""Compare dotted version numbers."""

@@ -1,0 +1,1 @@
+"""Temperature helpers for the greenhouse sensors."""

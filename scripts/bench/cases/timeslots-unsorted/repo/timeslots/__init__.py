@@ -1,0 +1,1 @@
+"""Working with time slots (start, end) in minutes."""

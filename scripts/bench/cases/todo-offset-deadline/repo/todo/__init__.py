@@ -1,0 +1,1 @@
+"""To-do list with due dates."""

@@ -1,0 +1,1 @@
+"""Journey planning on the tram network."""

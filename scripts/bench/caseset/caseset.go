@@ -1,0 +1,310 @@
+// Package caseset loads the bench's frozen bug cases and judges a produced
+// branch against a case's hidden tests.
+//
+// A case is a folder: case.yaml (difficulty, scripted behaviour), issue.md
+// (what a user reported), repo/ (the project at the bug), golden.patch (one
+// known fix) and hidden/ (tests that fail at the bug and pass once fixed).
+// The bench judges success only through the hidden tests, never through the
+// pipeline's own verdict, so the hidden files are never part of the repository
+// the pipeline sees. The format is documented in ../cases/README.md.
+package caseset
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Difficulties a case may declare in case.yaml.
+const (
+	Easy   = "easy"
+	Medium = "medium"
+	Hard   = "hard"
+)
+
+// Scripted behaviours of the offline scripted model for a case.
+const (
+	ScriptSolve          = "solve"            // the right patch at once
+	ScriptWrongThenRight = "wrong_then_right" // a first patch that fails a check, then the fix
+	ScriptLateFix        = "late_fix"         // several unhelpful steps, then the fix
+	ScriptLoop           = "loop"             // repeats itself until the step limit stops it
+	ScriptNever          = "never"            // never produces the fix
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	// ErrInvalidCase marks a case folder that does not follow the format.
+	ErrInvalidCase = errors.New("invalid case")
+	// ErrNoCases means the cases folder holds no case at all.
+	ErrNoCases = errors.New("no cases found")
+)
+
+// Case is one frozen bug: the project at the bug, what a user said about it,
+// one known fix and the tests that decide whether a fix works.
+type Case struct {
+	Name       string // folder name, unique in a set
+	Dir        string // absolute path of the case folder
+	Difficulty string // Easy, Medium or Hard
+	// Scripted is the offline scripted model's behaviour for this case; when
+	// case.yaml omits it: easy solve, medium wrong_then_right, hard late_fix.
+	Scripted string
+	Title    string   // from issue.md's front matter
+	Body     string   // issue.md after the front matter
+	Labels   []string // from issue.md's front matter
+	Issue    string   // issue.md as written
+	Golden   string   // golden.patch, a git-style unified diff against repo/
+	// HiddenFiles are the files under hidden/, slash-separated and relative
+	// to the repository root they are copied into, sorted.
+	HiddenFiles []string
+	// HiddenTestCommand, when case.yaml sets it, replaces pytest on the
+	// hidden test files as the judge's command (argv, run in the repository).
+	HiddenTestCommand []string
+}
+
+// caseFile is case.yaml; unknown keys are an error so a typo cannot silently
+// change how a case is run.
+type caseFile struct {
+	Difficulty        string   `yaml:"difficulty"`
+	Scripted          string   `yaml:"scripted"`
+	HiddenTestCommand []string `yaml:"hidden_test_command"`
+}
+
+// Load reads every case folder directly under dir, sorted by name. Entries
+// that are not folders, and folders whose name starts with "." or "_", are
+// skipped. Every broken case is reported, each error naming the case and the
+// file at fault.
+func Load(dir string) ([]Case, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load cases from %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load cases from %s: %w (pass --cases with a folder of case folders)", dir, err)
+	}
+	var cases []Case
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			continue
+		}
+		c, err := loadCase(filepath.Join(abs, name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cases = append(cases, c)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("load cases from %s: %w", dir, errors.Join(errs...))
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("load cases from %s: %w (each case is a folder holding case.yaml, issue.md, repo/, golden.patch and hidden/)", dir, ErrNoCases)
+	}
+	slices.SortFunc(cases, func(a, b Case) int { return strings.Compare(a.Name, b.Name) })
+	return cases, nil
+}
+
+func loadCase(dir string) (Case, error) {
+	c := Case{Name: filepath.Base(dir), Dir: dir}
+	bad := func(file, format string, args ...any) error {
+		return fmt.Errorf("case %q: %s: %s: %w", c.Name, file, fmt.Sprintf(format, args...), ErrInvalidCase)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(dir, "case.yaml"))
+	if err != nil {
+		return c, bad("case.yaml", "%v", err)
+	}
+	cf, err := parseCaseFile(raw)
+	if err != nil {
+		return c, bad("case.yaml", "%v", err)
+	}
+	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
+
+	raw, err = os.ReadFile(filepath.Join(dir, "issue.md"))
+	if err != nil {
+		return c, bad("issue.md", "%v", err)
+	}
+	c.Issue = string(raw)
+	if c.Title, c.Labels, c.Body, err = parseIssue(c.Issue); err != nil {
+		return c, bad("issue.md", "%v", err)
+	}
+
+	if fi, err := os.Stat(filepath.Join(dir, "repo")); err != nil || !fi.IsDir() {
+		return c, bad("repo/", "missing folder with the project's files at the bug")
+	}
+
+	raw, err = os.ReadFile(filepath.Join(dir, "golden.patch"))
+	if err != nil {
+		return c, bad("golden.patch", "%v", err)
+	}
+	if !bytes.Contains(raw, []byte("diff --git a/")) {
+		return c, bad("golden.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
+	}
+	c.Golden = string(raw)
+
+	c.HiddenFiles, err = listFiles(filepath.Join(dir, "hidden"))
+	if err != nil {
+		return c, bad("hidden/", "%v", err)
+	}
+	if len(c.HiddenFiles) == 0 {
+		return c, bad("hidden/", "holds no files; put the tests that fail at the bug there, e.g. hidden/tests/test_bug.py")
+	}
+	if len(c.HiddenTestCommand) == 0 && len(c.hiddenTests()) == 0 {
+		return c, bad("hidden/", "holds no test_*.py or *_test.py file for pytest to run (or set hidden_test_command in case.yaml)")
+	}
+	for _, f := range c.HiddenFiles {
+		if _, err := os.Lstat(filepath.Join(dir, "repo", filepath.FromSlash(f))); err == nil {
+			return c, bad("hidden/"+f, "also exists in repo/; hidden files must not be visible to the pipeline")
+		}
+	}
+	return c, nil
+}
+
+func parseCaseFile(raw []byte) (caseFile, error) {
+	var cf caseFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cf); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cf, errors.New("empty; want at least `difficulty: easy|medium|hard`")
+		}
+		return cf, err
+	}
+	switch cf.Difficulty {
+	case Easy, Medium, Hard:
+	case "":
+		return cf, errors.New("difficulty is missing; want easy, medium or hard")
+	default:
+		return cf, fmt.Errorf("difficulty %q is not easy, medium or hard", cf.Difficulty)
+	}
+	switch cf.Scripted {
+	case "":
+		cf.Scripted = defaultScripted(cf.Difficulty)
+	case ScriptSolve, ScriptWrongThenRight, ScriptLateFix, ScriptLoop, ScriptNever:
+	default:
+		return cf, fmt.Errorf("scripted %q is not one of solve, wrong_then_right, late_fix, loop, never", cf.Scripted)
+	}
+	for i, arg := range cf.HiddenTestCommand {
+		if arg == "" {
+			return cf, fmt.Errorf("hidden_test_command[%d] is empty", i)
+		}
+	}
+	return cf, nil
+}
+
+func defaultScripted(difficulty string) string {
+	switch difficulty {
+	case Easy:
+		return ScriptSolve
+	case Medium:
+		return ScriptWrongThenRight
+	default:
+		return ScriptLateFix
+	}
+}
+
+// issueFront is the front matter of issue.md. repo is accepted so an intake
+// issue file can be used as is, but a case does not need it: the bench
+// points every case at its own repository.
+type issueFront struct {
+	Title  string   `yaml:"title"`
+	Labels []string `yaml:"labels"`
+	Repo   string   `yaml:"repo"`
+}
+
+// parseIssue splits issue.md into its front matter (between two `---`
+// lines, keys title and labels) and the free-text body.
+func parseIssue(raw string) (title string, labels []string, body string, err error) {
+	text := strings.ReplaceAll(raw, "\r\n", "\n")
+	text = strings.TrimPrefix(text, "\ufeff")
+	rest, ok := strings.CutPrefix(text, "---\n")
+	if !ok {
+		return "", nil, "", errors.New("must start with a `---` line opening the front matter (title, labels)")
+	}
+	var front string
+	if strings.HasPrefix(rest, "---\n") || rest == "---" {
+		front, rest = "", strings.TrimPrefix(strings.TrimPrefix(rest, "---"), "\n")
+	} else {
+		var found bool
+		front, rest, found = strings.Cut(rest, "\n---\n")
+		if !found {
+			if f, ok := strings.CutSuffix(rest, "\n---"); ok {
+				front, rest, found = f, "", true
+			}
+		}
+		if !found {
+			return "", nil, "", errors.New("front matter is not closed by a `---` line")
+		}
+	}
+	var fm issueFront
+	dec := yaml.NewDecoder(strings.NewReader(front))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fm); err != nil && !errors.Is(err, io.EOF) {
+		return "", nil, "", fmt.Errorf("front matter: %w", err)
+	}
+	fm.Title = strings.TrimSpace(fm.Title)
+	if fm.Title == "" {
+		return "", nil, "", errors.New("front matter has no title")
+	}
+	body = strings.TrimSpace(rest)
+	if body == "" {
+		return "", nil, "", errors.New("body is empty; describe the symptom, how to reproduce it and what you expected")
+	}
+	return fm.Title, fm.Labels, body, nil
+}
+
+// listFiles returns the regular files under root, slash-separated and
+// relative to root, sorted. Anything else (symlinks, devices) is an error:
+// a case must copy the same way on every machine.
+func listFiles(root string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "__pycache__" || d.Name() == ".pytest_cache" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// hiddenTests are the hidden files pytest is pointed at: the test modules,
+// not helpers or data that sit beside them.
+func (c Case) hiddenTests() []string {
+	var tests []string
+	for _, f := range c.HiddenFiles {
+		base := path.Base(f)
+		if strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")) {
+			tests = append(tests, f)
+		}
+	}
+	return tests
+}

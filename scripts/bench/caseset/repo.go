@@ -1,0 +1,163 @@
+package caseset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// baseDate pins the author and committer date of the "base" commit, so a
+// case materializes to the same commit id on every run and machine.
+const baseDate = "2000-01-01T00:00:00+0000"
+
+// Materialize makes dst a git repository at the bug: a copy of repo/ with one
+// commit "base" on branch main. dst must not exist or be an empty folder.
+// Git runs without the user's global or system config, so hooks, signing or
+// templates on the host cannot change the result.
+func (c Case) Materialize(ctx context.Context, dst string) error {
+	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
+		return fmt.Errorf("materialize case %q: %s is not empty; pass a fresh folder", c.Name, dst)
+	}
+	src := filepath.Join(c.Dir, "repo")
+	files, err := listFiles(src)
+	if err != nil {
+		return fmt.Errorf("materialize case %q: list repo/: %w", c.Name, err)
+	}
+	for _, f := range files {
+		if err := copyFile(filepath.Join(src, filepath.FromSlash(f)), filepath.Join(dst, filepath.FromSlash(f))); err != nil {
+			return fmt.Errorf("materialize case %q: %w", c.Name, err)
+		}
+	}
+	steps := [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=ticketd bench", "-c", "user.email=bench@ticketd.invalid", "-c", "commit.gpgsign=false",
+			"commit", "-q", "--no-verify", "-m", "base"},
+	}
+	for _, args := range steps {
+		if out, err := runGit(ctx, dst, args...); err != nil {
+			return fmt.Errorf("materialize case %q: git %s: %w\n%s", c.Name, args[0], err, out)
+		}
+	}
+	return nil
+}
+
+// runGit runs git in dir, isolated from the host's global and system config and
+// with the base commit's fixed dates, and returns its combined output. The
+// bench and the verify test use it to apply golden patches the same way.
+func runGit(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_DATE="+baseDate,
+		"GIT_COMMITTER_DATE="+baseDate,
+		"GIT_TERMINAL_PROMPT=0",
+	)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Judge copies the hidden files into repoDir (a checkout of the produced
+// branch; existing files at those paths are overwritten) and runs the pytest
+// command on exactly the hidden test files, from repoDir. passed is pytest's
+// exit status 0. err is set only when the judging itself could not be done:
+// a copy failed, the command would not start, ctx ended, or pytest reported a
+// usage error or collected no tests (a broken case, not a failed fix).
+// When case.yaml sets hidden_test_command, that command replaces pytest.
+func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passed bool, output string, err error) {
+	for _, f := range c.HiddenFiles {
+		if err := copyFile(filepath.Join(c.Dir, "hidden", filepath.FromSlash(f)), filepath.Join(repoDir, filepath.FromSlash(f))); err != nil {
+			return false, "", fmt.Errorf("judge case %q: copy hidden file: %w", c.Name, err)
+		}
+	}
+	var argv []string
+	usePytest := len(c.HiddenTestCommand) == 0
+	if usePytest {
+		if len(pytest) == 0 {
+			return false, "", fmt.Errorf("judge case %q: empty pytest command (see PytestCommand)", c.Name)
+		}
+		argv = append(append(append([]string{}, pytest...), "-q", "-p", "no:cacheprovider"), c.hiddenTests()...)
+	} else {
+		argv = c.HiddenTestCommand
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = repoDir
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.WaitDelay = 5 * time.Second
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	runErr := cmd.Run()
+	output = buf.String()
+	if ctx.Err() != nil {
+		return false, output, fmt.Errorf("judge case %q: %w", c.Name, context.Cause(ctx))
+	}
+	if runErr == nil {
+		return true, output, nil
+	}
+	var exit *exec.ExitError
+	if !errors.As(runErr, &exit) {
+		return false, output, fmt.Errorf("judge case %q: run %s: %w", c.Name, strings.Join(argv, " "), runErr)
+	}
+	if usePytest {
+		switch exit.ExitCode() {
+		case 3, 4: // internal error, usage error
+			return false, output, fmt.Errorf("judge case %q: %s exited %d (pytest internal or usage error)", c.Name, strings.Join(argv, " "), exit.ExitCode())
+		case 5:
+			return false, output, fmt.Errorf("judge case %q: pytest collected no tests from %s", c.Name, strings.Join(c.hiddenTests(), " "))
+		}
+	}
+	return false, output, nil
+}
+
+// PytestCommand finds a pytest that runs here: `pytest`, then `pytest-3`,
+// then Debian's `/usr/bin/python3 -m pytest` (the python3 first on PATH may
+// be one without pytest). The error says how to install it.
+func PytestCommand(ctx context.Context) ([]string, error) {
+	candidates := [][]string{{"pytest"}, {"pytest-3"}, {"/usr/bin/python3", "-m", "pytest"}}
+	for _, cand := range candidates {
+		if _, err := exec.LookPath(cand[0]); err != nil {
+			continue
+		}
+		args := append(append([]string{}, cand[1:]...), "--version")
+		if err := exec.CommandContext(ctx, cand[0], args...).Run(); err == nil {
+			return cand, nil
+		}
+	}
+	return nil, errors.New("find pytest: none of pytest, pytest-3, /usr/bin/python3 -m pytest runs; install it with `sudo apt-get install -y python3-pytest`")
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm()|0o200)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
