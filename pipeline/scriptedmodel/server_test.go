@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -360,5 +362,105 @@ func TestNewValidatesCases(t *testing.T) {
 	}
 	if _, err := New([]Case{{Match: "b", Patch: "x"}}, Options{}); !errors.Is(err, ErrInvalidPatch) {
 		t.Errorf("bad patch error %v does not wrap ErrInvalidPatch", err)
+	}
+}
+
+func TestMaxTokensCutsAToolCall(t *testing.T) {
+	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch")}}, Options{})
+	resp, err := b.client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{
+		Model: "m", Tools: makerTools, MaxCompletionTokens: 5,
+		Messages: []openai.ChatCompletionMessage{{Role: "system", Content: "ticketd role: maker"}, {Role: "user", Content: ticketText}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Choices[0].Message.ToolCalls
+	if resp.Choices[0].FinishReason != openai.FinishReasonLength || len(calls) != 1 ||
+		calls[0].Function.Arguments != `{"paths":[` || json.Valid([]byte(calls[0].Function.Arguments)) {
+		t.Errorf("max 5 tokens: finish %q, calls %+v; want length and read_files arguments cut to 10 bytes", resp.Choices[0].FinishReason, calls)
+	}
+}
+
+func TestLatencyWaitsAndHonoursCancellation(t *testing.T) {
+	patch := readTestdata(t, "stats/fix.patch")
+	b := setup(t, []Case{{Match: "empty list", Patch: patch, Latency: 20 * time.Millisecond}}, Options{Latency: 10 * time.Millisecond})
+	start := time.Now()
+	ask(t, b, "triage", openai.ChatCompletionRequest{})
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Errorf("answer came after %v, want at least the 30ms of Options.Latency + Case.Latency", d)
+	}
+
+	srv, err := New([]Case{{Match: "empty list", Patch: patch}}, Options{Latency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("worker shut down"))
+	if err := srv.wait(ctx, &exchange{plan: srv.plans[0]}); err == nil || !strings.Contains(err.Error(), "worker shut down") {
+		t.Errorf("wait with a cancelled context = %v, want the cancellation cause", err)
+	}
+}
+
+// TestConcurrentTicketsShareTheStaticPrefix drives three maker conversations at once, as
+// three workers would, and checks the scenario routing under -race and that a ticket's
+// first request finds the shared static prefix (tools + instructions) in the cache.
+func TestConcurrentTicketsShareTheStaticPrefix(t *testing.T) {
+	patch := readTestdata(t, "stats/fix.patch")
+	b := setup(t, []Case{
+		{Match: "ticket-1", Patch: patch}, {Match: "ticket-2", Patch: patch, Behaviour: BehaviourWrongThenRight}, {Match: "ticket-3", Patch: patch},
+	}, Options{})
+	system := "ticketd role: maker\n" + strings.Repeat("Static instructions that never change. ", 200) // ~2000 tokens
+	run := func(ticket string) ([]string, bool, error) {
+		repo := &fakeRepo{files: map[string]string{"calc/stats.py": readTestdata(t, "stats/base/calc/stats.py")}, want: map[string]string{
+			"calc/stats.py": readTestdata(t, "stats/want/calc/stats.py"), "calc/test_empty.py": readTestdata(t, "stats/want/calc/test_empty.py"),
+		}}
+		msgs := []openai.ChatCompletionMessage{{Role: "system", Content: system}, {Role: "user", Content: ticket + ": " + ticketText}}
+		var turns []string
+		for range 10 {
+			resp, err := b.client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m", Messages: msgs, Tools: makerTools})
+			if err != nil {
+				return turns, false, err
+			}
+			m := resp.Choices[0].Message
+			msgs = append(msgs, m)
+			turns = append(turns, m.ToolCalls[0].Function.Name)
+			for _, tc := range m.ToolCalls {
+				res, done := repo.run(tc.Function.Name, tc.Function.Arguments)
+				if done {
+					return turns, true, nil
+				}
+				msgs = append(msgs, openai.ChatCompletionMessage{Role: "tool", ToolCallID: tc.ID, Content: res})
+			}
+		}
+		return turns, false, nil
+	}
+	// The first ticket runs alone, so it writes the prefix once; the others then run together.
+	if _, ok, err := run("ticket-1"); !ok || err != nil {
+		t.Fatalf("ticket-1 did not pass: %v", err)
+	}
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	for i, ticket := range []string{"ticket-2", "ticket-3"} {
+		wg.Go(func() {
+			turns, ok, err := run(ticket)
+			results[i] = fmt.Sprintf("%s passed=%v err=%v turns=%v", ticket, ok, err, turns)
+		})
+	}
+	wg.Wait()
+	if !strings.HasPrefix(results[0], "ticket-2 passed=true err=<nil> turns=[read_files edit_file submit edit_file submit]") ||
+		!strings.HasPrefix(results[1], "ticket-3 passed=true err=<nil> turns=[read_files edit_file submit]") {
+		t.Errorf("concurrent tickets:\n%s", strings.Join(results, "\n"))
+	}
+	firsts := map[string]Recorded{}
+	for _, r := range b.srv.Requests() {
+		if _, ok := firsts[r.Case]; !ok {
+			firsts[r.Case] = r
+		}
+	}
+	for _, c := range []string{"ticket-2", "ticket-3"} {
+		u := firsts[c].Usage
+		if share := float64(u.CachedTokens) / float64(u.PromptTokens); share < 0.9 {
+			t.Errorf("%s first request: cached %d of %d prompt tokens (%.2f), want >= 0.9", c, u.CachedTokens, u.PromptTokens, share)
+		}
 	}
 }
