@@ -234,7 +234,13 @@ func (m *Manager) add(ctx context.Context, top, dir, branch, base string) error 
 func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
 	_, commonDir, err := openRepo(ctx, t.RepoPath)
 	if err != nil {
-		return fmt.Errorf("remove worktree %s: %w", t.Dir, err)
+		// The repository is gone: nothing to unregister, but the copy
+		// must not stay behind on disk.
+		m.setLive(t.Dir, false)
+		if rmErr := os.RemoveAll(t.Dir); rmErr != nil {
+			return fmt.Errorf("remove worktree %s: %w", t.Dir, errors.Join(err, rmErr))
+		}
+		return fmt.Errorf("remove worktree %s: directory removed, but: %w", t.Dir, err)
 	}
 	unlock, err := lockRepo(commonDir)
 	if err != nil {

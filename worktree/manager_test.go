@@ -13,7 +13,7 @@ import (
 )
 
 // git runs git in dir for test set-up and fails the test on error.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -25,7 +25,7 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func writeFile(t *testing.T, path, content string) {
 // newRepo makes a git repository with a small Python project, one commit on
 // main, a .gitignore and an info/exclude rule. With identity, user.name and
 // user.email are set in the repository's own config.
-func newRepo(t *testing.T, identity bool) string {
+func newRepo(t testing.TB, identity bool) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sample")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -282,7 +282,10 @@ func TestPrepareConcurrent(t *testing.T) {
 						return
 					}
 					trees[i] = tree
-					writeFile(t, filepath.Join(tree.Dir, "w.txt"), branch)
+					if err := os.WriteFile(filepath.Join(tree.Dir, "w.txt"), []byte(branch), 0o644); err != nil {
+						errs[i] = err
+						return
+					}
 					if _, err := tree.Commit(ctx, "work of "+branch); err != nil {
 						errs[i] = err
 						return
@@ -430,5 +433,27 @@ func TestLockCollisionDetected(t *testing.T) {
 	_, err = runGit(ctx, repo, nil, "rev-parse", "--verify", "no-such-ref")
 	if lockCollision(err) {
 		t.Errorf("an unknown ref counted as a lock collision: %v", err)
+	}
+}
+
+// TestRemoveAfterRepoDeleted pins that a tree's directory is cleaned up even
+// when its repository vanished, and that the error says so.
+func TestRemoveAfterRepoDeleted(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/5-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Remove(ctx, tree, false)
+	if !errors.Is(err, ErrNotRepository) || !strings.Contains(err.Error(), "directory removed") {
+		t.Errorf("Remove with the repo gone: %v", err)
+	}
+	if _, err := os.Stat(tree.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tree dir left behind: %v", err)
 	}
 }
