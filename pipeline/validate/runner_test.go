@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -359,6 +360,49 @@ func TestCheckValidateAndYAML(t *testing.T) {
 		err := tt.check.Validate()
 		if (tt.want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrInvalidCheck))) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.check, err, tt.want)
+		}
+	}
+}
+
+// TestEscapedChildDoesNotHang pins that a process which left the check's
+// process group (setsid) and still holds its output pipe delays the result
+// by at most the drain bound.
+func TestEscapedChildDoesNotHang(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits the 2 s drain bound")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	dir := t.TempDir()
+	var r Runner
+	script := "setsid sh -c 'echo $$ > esc.tmp; mv esc.tmp esc.pid; exec sleep 300' & while [ ! -e esc.pid ]; do sleep 0.01; done; echo parent done"
+	res := r.Run(context.Background(), dir, []Check{{Name: "esc", Kind: KindCommand, Command: []string{"sh", "-c", script}}})[0]
+	if data, err := os.ReadFile(filepath.Join(dir, "esc.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		}
+	}
+	if !res.Passed || !strings.Contains(res.Output, "parent done") {
+		t.Errorf("got %+v", res)
+	}
+}
+
+// TestRunConcurrent runs pytest in three worktrees at once through one
+// Runner, as three workers do.
+func TestRunConcurrent(t *testing.T) {
+	requirePytest(t)
+	var r Runner
+	dirs := []string{project(t, false), project(t, true), project(t, false)}
+	results := make([][]Result, len(dirs))
+	var wg sync.WaitGroup
+	for i, dir := range dirs {
+		wg.Go(func() { results[i] = r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}}) })
+	}
+	wg.Wait()
+	for i, want := range []bool{true, false, true} {
+		if got := results[i][0].Passed; got != want {
+			t.Errorf("worktree %d: passed %v, want %v (%s)", i, got, want, results[i][0].Summary)
 		}
 	}
 }
