@@ -1,0 +1,314 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRetryInjectedFaults runs 60 calls against a server that answers 20% of requests
+// with 429 (Retry-After: 2) or 500: every call ends well, each fault costs exactly one
+// retry, and every 429 is waited out for exactly its Retry-After.
+func TestRetryInjectedFaults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 20))
+	var mu sync.Mutex
+	faults := map[int]int{}
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+		mu.Lock()
+		roll := rng.Float64()
+		mu.Unlock()
+		switch {
+		case roll < 0.10:
+			mu.Lock()
+			faults[429]++
+			mu.Unlock()
+			w.Header().Set("Retry-After", "2")
+			writeJSON(w, 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+		case roll < 0.20:
+			mu.Lock()
+			faults[500]++
+			mu.Unlock()
+			writeJSON(w, 500, `{"error":{"message":"The server had an error","type":"server_error"}}`)
+		default:
+			writeJSON(w, 200, completion("ok", "stop", ""))
+		}
+	})
+	cfg := testConfig(srv.URL)
+	cfg.Retry = RetryConfig{MaxRetries: 5, BaseDelay: time.Second, MaxDelay: 8 * time.Second}
+	b := setup(t, cfg)
+
+	const calls = 60
+	for i := range calls {
+		if _, err := b.client.Chat(context.Background(), Request{Role: RoleMaker, TicketID: int64(i), Messages: userMsg("x").Messages}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	recs := b.rec.all()
+	if len(recs) != calls {
+		t.Fatalf("recorded %d calls, want %d", len(recs), calls)
+	}
+	retries := 0
+	for _, c := range recs {
+		retries += c.Retries
+		if c.Retries > cfg.Retry.MaxRetries || c.ErrorClass != "" || c.Timeouts != 0 {
+			t.Errorf("call %d: retries %d class %q timeouts %d; want <= %d, \"\", 0", c.TicketID, c.Retries, c.ErrorClass, c.Timeouts, cfg.Retry.MaxRetries)
+		}
+	}
+	if faults[429] == 0 || faults[500] == 0 {
+		t.Fatalf("injected faults = %v, want both kinds (seed gives none?)", faults)
+	}
+	if retries != faults[429]+faults[500] {
+		t.Errorf("retries recorded = %d, want %d (429: %d, 500: %d)", retries, faults[429]+faults[500], faults[429], faults[500])
+	}
+	twoSecond := 0
+	for _, d := range b.clock.waited() {
+		if d == 2*time.Second {
+			twoSecond++
+		} else if d > cfg.Retry.MaxDelay {
+			t.Errorf("backoff wait %s exceeds max_delay %s", d, cfg.Retry.MaxDelay)
+		}
+	}
+	if twoSecond != faults[429] {
+		t.Errorf("waits of exactly Retry-After 2s = %d, want one per 429 (%d); waits: %v", twoSecond, faults[429], b.clock.waited())
+	}
+	t.Logf("60 calls, injected 429: %d, 500: %d, retries: %d", faults[429], faults[500], retries)
+}
+
+func TestRetryExhausted(t *testing.T) {
+	srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+		writeJSON(w, 503, `{"error":{"message":"overloaded","type":"server_error"}}`)
+	})
+	cfg := testConfig(srv.URL)
+	cfg.Retry = RetryConfig{MaxRetries: 3, BaseDelay: time.Second, MaxDelay: 3 * time.Second}
+	b := setup(t, cfg, WithRand(func() float64 { return 0 }))
+
+	_, err := b.client.Chat(context.Background(), userMsg("x"))
+	if !errors.Is(err, ErrTransport) {
+		t.Fatalf("err = %v, want ErrTransport", err)
+	}
+	if !strings.Contains(err.Error(), "models.roles.maker: endpoint local") || !strings.Contains(err.Error(), "4 attempts, last server") {
+		t.Errorf("err = %q, want the role, endpoint, attempts and class", err)
+	}
+	if n := log.count(); n != 4 {
+		t.Errorf("server saw %d requests, want 1 + MaxRetries 3", n)
+	}
+	// jitter 0: half of 1s, 2s, then 4s capped at 3s
+	want := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}
+	if got := b.clock.waited(); !equalDurations(got, want) {
+		t.Errorf("backoff waits = %v, want %v", got, want)
+	}
+	recs := b.rec.all()
+	if len(recs) != 1 || recs[0].ErrorClass != ErrorClassServer || recs[0].Retries != 3 || recs[0].Error == "" || recs[0].CostUSD == nil || *recs[0].CostUSD != 0 {
+		t.Errorf("recorded %+v, want one call with class server, 3 retries, an error and a known zero cost", recs)
+	}
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	var clock *fakeClock
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+		if n == 0 {
+			w.Header().Set("Retry-After", clock.Now().Add(7*time.Second).Format(http.TimeFormat))
+			writeJSON(w, 429, `{"error":{"message":"slow down"}}`)
+			return
+		}
+		writeJSON(w, 200, completion("ok", "stop", ""))
+	})
+	b := setup(t, testConfig(srv.URL))
+	clock = b.clock
+	if _, err := b.client.Chat(context.Background(), userMsg("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.clock.waited(); !equalDurations(got, []time.Duration{7 * time.Second}) {
+		t.Errorf("waits = %v, want [7s] from the HTTP-date Retry-After", got)
+	}
+}
+
+func TestNotRetried(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		body      string
+		wantErr   error
+		wantInErr string
+		wantClass string
+	}{
+		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			ErrRejected, "models.roles.maker: endpoint rejected the request (401): check TICKETD_TEST_KEY", ErrorClassRejected},
+		{"unknown model", 404, `{"error":{"message":"The model does not exist"}}`,
+			ErrRejected, `check models.endpoints.local.base_url`, ErrorClassRejected},
+		{"bad request", 400, `{"error":{"message":"Invalid value for messages"}}`,
+			ErrRejected, "(400) (server said: Invalid value for messages)", ErrorClassRejected},
+		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
+			ErrRejected, "out of quota", ErrorClassRejected},
+		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse},
+		{"no choices", 200, `{"choices":[],"usage":{"prompt_tokens":5}}`, ErrBadResponse, "no choices", ErrorClassBadResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, tt.status, tt.body)
+			})
+			t.Setenv("TICKETD_TEST_KEY", "sk-test-secret-123")
+			cfg := testConfig(srv.URL)
+			cfg.Endpoints["local"] = Endpoint{BaseURL: srv.URL + "/v1", APIKeyEnv: "TICKETD_TEST_KEY"}
+			b := setup(t, cfg)
+			_, err := b.client.Chat(context.Background(), userMsg("x"))
+			if errors.Is(err, ErrTransport) || !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantInErr) {
+				t.Errorf("err = %v\nwant %v containing %q, not ErrTransport", err, tt.wantErr, tt.wantInErr)
+			}
+			if n := log.count(); n != 1 {
+				t.Errorf("server saw %d requests, want 1 (no retry)", n)
+			}
+			if got := log.headers[0].Get("Authorization"); got != "Bearer sk-test-secret-123" {
+				t.Errorf("Authorization = %q, want the key from TICKETD_TEST_KEY", got)
+			}
+			if recs := b.rec.all(); len(recs) != 1 || recs[0].ErrorClass != tt.wantClass {
+				t.Errorf("recorded %+v, want one call of class %s", recs, tt.wantClass)
+			}
+			if strings.Contains(b.logs.String(), "sk-test-secret") {
+				t.Errorf("the API key appears in the logs:\n%s", b.logs)
+			}
+		})
+	}
+}
+
+// TestTimeoutsCountedApart uses a real 30ms per-request time-out against a server that
+// never answers: the time-outs are retried, counted in Timeouts, and end in ErrTransport.
+func TestTimeoutsCountedApart(t *testing.T) {
+	srv, log := newServer(t, func(_ http.ResponseWriter, r *http.Request, _ int, _ []byte) {
+		<-r.Context().Done()
+	})
+	cfg := testConfig(srv.URL)
+	cfg.Endpoints["local"] = Endpoint{BaseURL: srv.URL + "/v1", Timeout: 30 * time.Millisecond}
+	cfg.Retry.MaxRetries = 2
+	b := setup(t, cfg)
+	_, err := b.client.Chat(context.Background(), userMsg("x"))
+	if !errors.Is(err, ErrTransport) {
+		t.Fatalf("err = %v, want ErrTransport", err)
+	}
+	recs := b.rec.all()
+	if len(recs) != 1 || recs[0].ErrorClass != ErrorClassTimeout || recs[0].Timeouts != 2 || recs[0].Retries != 2 {
+		t.Errorf("recorded %+v, want class timeout with 2 retries, both time-outs", recs)
+	}
+	if n := log.count(); n != 3 {
+		t.Errorf("server saw %d requests, want 3", n)
+	}
+}
+
+// TestConnectionReset closes the connection without an answer twice, then answers.
+func TestConnectionReset(t *testing.T) {
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+		if n < 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Errorf("hijack: %v", err)
+				return
+			}
+			conn.Close()
+			return
+		}
+		writeJSON(w, 200, completion("ok", "stop", ""))
+	})
+	b := setup(t, testConfig(srv.URL))
+	resp, err := b.client.Chat(context.Background(), userMsg("x"))
+	if err != nil || resp.Message.Content != "ok" {
+		t.Fatalf("Chat = %+v, %v; want ok", resp, err)
+	}
+	if recs := b.rec.all(); recs[0].Retries != 2 || recs[0].Timeouts != 0 {
+		t.Errorf("recorded %+v, want 2 retries, no time-outs", recs[0])
+	}
+}
+
+func TestCanceledIsNotTransport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, _ := newServer(t, func(_ http.ResponseWriter, r *http.Request, _ int, _ []byte) {
+		cancel()
+		<-r.Context().Done()
+	})
+	b := setup(t, testConfig(srv.URL))
+	_, err := b.client.Chat(ctx, userMsg("x"))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTransport) {
+		t.Errorf("err = %v, want context.Canceled, not ErrTransport", err)
+	}
+	if recs := b.rec.all(); len(recs) != 1 || recs[0].ErrorClass != ErrorClassCanceled {
+		t.Errorf("recorded %+v, want one canceled call", recs)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in     string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"3", 3 * time.Second, true},
+		{" 0 ", 0, true},
+		{"1.5", 1500 * time.Millisecond, true},
+		{"250ms", 250 * time.Millisecond, true},
+		{now.Add(9 * time.Second).Format(http.TimeFormat), 9 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"86400", maxRetryAfter, true},
+		{"Inf", maxRetryAfter, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"NaN", 0, false},
+		{"soon", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseRetryAfter(tt.in, now)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"3", "1.5", "120ms", "Sun, 01 Mar 2026 02:00:09 GMT", "-0", "1e400", "NaNms", ""} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseRetryAfter(s, now)
+		if d < 0 || d > maxRetryAfter || (!ok && d != 0) {
+			t.Fatalf("parseRetryAfter(%q) = %s, %v: out of [0, %s]", s, d, ok, maxRetryAfter)
+		}
+	})
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		n      int
+		jitter float64
+		want   time.Duration
+	}{
+		{1, 0, 500 * time.Millisecond},
+		{1, 0.999999, 999999500 * time.Nanosecond},
+		{3, 0.5, 3 * time.Second},
+		{10, 0, 30 * time.Second}, // capped at 60s, half fixed
+		{60, 0.5, 45 * time.Second},
+	}
+	for _, tt := range tests {
+		got := backoff(tt.n, time.Second, time.Minute, func() float64 { return tt.jitter })
+		if got != tt.want {
+			t.Errorf("backoff(%d, jitter %v) = %s, want %s", tt.n, tt.jitter, got, tt.want)
+		}
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
