@@ -166,7 +166,11 @@ func FuzzRewriteChatBody(f *testing.F) {
 		if err := json.Unmarshal(out, &m); err != nil {
 			t.Fatalf("rewritten body is not JSON: %v\n%s", err, out)
 		}
-		if key != "" && (m.Key == nil || *m.Key != strings.ToValidUTF8(key, "\uFFFD")) {
+		// json.Marshal replaces each invalid UTF-8 byte of the key with U+FFFD.
+		var wantKey string
+		kb, _ := json.Marshal(key)
+		_ = json.Unmarshal(kb, &wantKey)
+		if key != "" && (m.Key == nil || *m.Key != wantKey) {
 			t.Fatalf("prompt_cache_key = %v, want %q", m.Key, key)
 		}
 		for i, msg := range m.Messages {
@@ -175,4 +179,24 @@ func FuzzRewriteChatBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkRewriteChatBody measures the wire shaping of a maker request late in a
+// conversation (about 200 KB of messages), the cost paid on every model call.
+func BenchmarkRewriteChatBody(b *testing.B) {
+	msgs := toolCallTurn()
+	for range 100 {
+		msgs = append(msgs, toolCallTurn()[2:]...)
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: "tool", ToolCallID: "call_1", Content: strings.Repeat("def mean(xs):\n    return sum(xs) / len(xs)\n", 40)})
+	}
+	body, err := json.Marshal(openai.ChatCompletionRequest{Model: "gpt-4.1", Messages: msgs, Tools: []openai.Tool{readFilesTool}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := rewriteChatBody(body, "ticketd-maker-v1"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
