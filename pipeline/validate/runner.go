@@ -95,7 +95,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	defer cleanup()
 
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
-	out, err := r.exec(ctx, dir, argv, timeout)
+	out, err := r.exec(ctx, dir, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
 	res.ExitCode = out.exitCode
 	res.TimedOut = out.timedOut
@@ -231,7 +231,9 @@ type execOutput struct {
 // the group is killed too, so a test's stray background child cannot
 // outlive the check. The leader is always reaped by Wait. Output goes
 // through pipes we own, so Wait never blocks on a grandchild holding them.
-func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout time.Duration) (execOutput, error) {
+// With splitStdout, stdout is also kept apart (from its start) for parsers
+// of a JSON document.
+func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout time.Duration, splitStdout bool) (execOutput, error) {
 	out := execOutput{combined: newTailBuffer(parseCap), stdout: newHeadBuffer(stdoutCap), exitCode: -1}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -242,32 +244,42 @@ func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout ti
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 
+	// One pipe for both streams keeps their order as a terminal would show
+	// it (2>&1); only a JSON-on-stdout kind gets stdout apart.
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
-	}
 	defer outR.Close()
-	defer errR.Close()
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = outW, outW
+	var errR, errW *os.File
+	if splitStdout {
+		if errR, errW, err = os.Pipe(); err != nil {
+			outW.Close()
+			return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
+		}
+		defer errR.Close()
+		cmd.Stderr = errW
+	}
 
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
-	errW.Close()
+	if errW != nil {
+		errW.Close()
+	}
 	if err != nil {
 		out.duration = time.Since(start)
 		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), dir, err)
 	}
 
 	var wg sync.WaitGroup
-	wg.Go(func() { io.Copy(io.MultiWriter(out.combined, out.stdout), outR) })
-	wg.Go(func() { io.Copy(out.combined, errR) })
+	if splitStdout {
+		wg.Go(func() { io.Copy(io.MultiWriter(out.combined, out.stdout), outR) })
+		wg.Go(func() { io.Copy(out.combined, errR) })
+	} else {
+		wg.Go(func() { io.Copy(out.combined, outR) })
+	}
 
 	waitErr := cmd.Wait()
 	out.duration = time.Since(start)
@@ -280,7 +292,9 @@ func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout ti
 	case <-time.After(drainTimeout):
 		// A process that left the group (setsid) still holds a pipe.
 		outR.Close()
-		errR.Close()
+		if errR != nil {
+			errR.Close()
+		}
 		<-drained
 	}
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
 )
 
 // project writes a tiny Python project into a fresh directory: stats.py and
@@ -154,12 +155,31 @@ func TestRunUnittest(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid no longer runs: absent, or a zombie
-// waiting for init (which may not reap in a container).
+// processGone reports whether pid has ended (exited or a zombie waiting for
+// a reaper, which in a container may never come), waiting up to 5 s for a
+// SIGKILL already sent to take effect: delivery is asynchronous, so the
+// process may still be on its way out. A pidfd makes this an event wait.
 func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
 		return true
 	}
+	if err != nil {
+		return zombieOrAbsent(pid)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 5000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n == 1
+	}
+}
+
+// zombieOrAbsent reads the process state where pidfds are unavailable.
+func zombieOrAbsent(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return true
