@@ -25,6 +25,9 @@ func (c Case) Materialize(ctx context.Context, dst string) error {
 	if entries, err := os.ReadDir(dst); err == nil && len(entries) > 0 {
 		return fmt.Errorf("materialize case %q: %s is not empty; pass a fresh folder", c.Name, dst)
 	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("materialize case %q: %w", c.Name, err)
+	}
 	src := filepath.Join(c.Dir, "repo")
 	files, err := listFiles(src)
 	if err != nil {

@@ -1,6 +1,6 @@
 import copy
 
-from confmerge import DEFAULTS, load, merge
+from confmerge import DEFAULTS, load
 
 
 def test_tenants_do_not_leak():
@@ -22,10 +22,3 @@ def test_changing_a_result_changes_nothing_else():
     a["db"]["pool"]["max"] = 99
     assert load({})["db"]["pool"]["max"] == 10
 
-
-def test_merge_leaves_arguments_alone():
-    base = {"s": {"x": 1}}
-    over = {"s": {"y": 2}}
-    assert merge(base, over) == {"s": {"x": 1, "y": 2}}
-    assert base == {"s": {"x": 1}}
-    assert over == {"s": {"y": 2}}

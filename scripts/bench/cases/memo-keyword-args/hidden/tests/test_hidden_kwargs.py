@@ -19,6 +19,7 @@ def test_keyword_calls_are_cached_separately():
 
     assert area(2, h=3) == "6 m2"
     assert area(2, h=4) == "8 m2"
-    assert area(2, unit="cm", h=3) == "6 cm2"
+    assert area(2, h=3, unit="cm") == "6 cm2"
+    assert area(2, h=3) == "6 m2"
     assert area(2, h=3, unit="cm") == "6 cm2"
     assert len(calls) == 3
