@@ -32,8 +32,10 @@ func detectRole(msgs []message) (string, error) {
 	return "", errors.New(`no system message contains a line "ticketd role: <triage|maker|checker|judge>"; the scripted model answers by role`)
 }
 
-// matchCase picks the case for the ticket: the first case whose Match occurs in the first
-// user message (which holds the ticket), else in any user message, else the default.
+// matchCase picks the case for the ticket: the case whose Match occurs earliest in the
+// first user message (which opens with the ticket, before any diff or file text that might
+// quote another ticket), the longer Match on a tie; else the same over all user messages;
+// else the default.
 func matchCase(plans []*plan, def *plan, msgs []message) (*plan, error) {
 	var users []string
 	for _, m := range msgs {
@@ -42,15 +44,20 @@ func matchCase(plans []*plan, def *plan, msgs []message) (*plan, error) {
 		}
 	}
 	if len(users) > 0 {
-		for _, p := range plans {
-			if strings.Contains(users[0], p.Match) {
-				return p, nil
+		for _, text := range []string{users[0], strings.Join(users, "\n")} {
+			var best *plan
+			bestAt := -1
+			for _, p := range plans {
+				at := strings.Index(text, p.Match)
+				if at < 0 {
+					continue
+				}
+				if best == nil || at < bestAt || at == bestAt && len(p.Match) > len(best.Match) {
+					best, bestAt = p, at
+				}
 			}
-		}
-		all := strings.Join(users, "\n")
-		for _, p := range plans {
-			if strings.Contains(all, p.Match) {
-				return p, nil
+			if best != nil {
+				return best, nil
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package scriptedmodel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -461,6 +462,36 @@ func TestConcurrentTicketsShareTheStaticPrefix(t *testing.T) {
 		u := firsts[c].Usage
 		if share := float64(u.CachedTokens) / float64(u.PromptTokens); share < 0.9 {
 			t.Errorf("%s first request: cached %d of %d prompt tokens (%.2f), want >= 0.9", c, u.CachedTokens, u.PromptTokens, share)
+		}
+	}
+}
+
+func TestCaseMatching(t *testing.T) {
+	plans := []*plan{{Case: Case{Match: "Totals are wrong"}}, {Case: Case{Match: "Average"}}, {Case: Case{Match: "Average of an empty list"}}}
+	def := &plan{Case: Case{Match: ""}}
+	tests := []struct {
+		name  string
+		users []string
+		def   *plan
+		want  string
+	}{
+		{"longest of two at the same place", []string{ticketText}, nil, "Average of an empty list"},
+		{"earliest wins over a later quote", []string{"Totals are wrong\n\n```diff\n+# Average of an empty list\n```"}, nil, "Totals are wrong"},
+		{"later user message", []string{"hello", "see: Totals are wrong"}, nil, "Totals are wrong"},
+		{"default", []string{"nothing known"}, def, "(default)"},
+		{"none", []string{"nothing known"}, nil, "(error)"},
+	}
+	for _, tt := range tests {
+		var msgs []message
+		for _, u := range tt.users {
+			msgs = append(msgs, message{Role: "user", text: u})
+		}
+		got := "(error)"
+		if p, err := matchCase(plans, tt.def, msgs); err == nil {
+			got = cmp.Or(p.Match, "(default)")
+		}
+		if got != tt.want {
+			t.Errorf("%s: users %q matched %q, want %q", tt.name, tt.users, got, tt.want)
 		}
 	}
 }
