@@ -62,8 +62,8 @@ func interpretMypy(dir string, code int, output string) parsed {
 		}
 	}
 	if code != 0 && len(p.findings) == 0 {
-		if tail := lastLines(output, 8); len(tail) > 0 {
-			p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+		if tail := outputFinding(output); tail.Message != "" {
+			p.findings = []Finding{tail}
 		}
 	}
 	return p

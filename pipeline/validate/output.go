@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -137,4 +138,20 @@ func evalSymlinks(p string) string {
 		return r
 	}
 	return p
+}
+
+// durations matches run times such as "in 0.05s" or "0.003 seconds", which
+// change from run to run.
+var durations = regexp.MustCompile(`\b\d+(\.\d+)?\s?(s|ms|sec|seconds)\b`)
+
+// outputFinding turns the last lines of a failed run without a parseable
+// report into one finding. Run times are masked so that the same failure at
+// the base commit and in the attempt reads the same (the gate compares
+// findings by text).
+func outputFinding(output string) Finding {
+	tail := lastLines(output, 8)
+	if len(tail) == 0 {
+		return Finding{}
+	}
+	return Finding{Message: durations.ReplaceAllString(strings.Join(tail, "\n"), "<time>")}
 }

@@ -224,3 +224,19 @@ func TestFeedback(t *testing.T) {
 		t.Errorf("no checks: %q", got)
 	}
 }
+
+func TestOutputFindingMasksTimes(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{"ERROR: file or directory not found: x\n\nno tests ran in 0.01s\n", "ERROR: file or directory not found: x\n\nno tests ran in 0.37s\n"},
+		{"Ran 2 tests in 0.000s\n\nFAILED (errors=1)\n", "Ran 2 tests in 1.250s\n\nFAILED (errors=1)\n"},
+	}
+	for _, tt := range tests {
+		fa, fb := outputFinding(tt.a), outputFinding(tt.b)
+		if fa != fb || !strings.Contains(fa.Message, "<time>") {
+			t.Errorf("outputFinding(%q) = %q\noutputFinding(%q) = %q\nwant equal, times masked", tt.a, fa.Message, tt.b, fb.Message)
+		}
+	}
+	if f := outputFinding("\n\n"); f.Message != "" {
+		t.Errorf("empty output gave %+v", f)
+	}
+}

@@ -99,8 +99,8 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 			p.summary = fmt.Sprintf("pytest exited %d; unreadable test report: %v", code, parseErr)
 		}
 		if code != 0 {
-			if tail := lastLines(output, 8); len(tail) > 0 {
-				p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+			if tail := outputFinding(output); tail.Message != "" {
+				p.findings = []Finding{tail}
 			}
 		}
 		return p

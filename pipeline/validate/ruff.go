@@ -52,8 +52,8 @@ func interpretRuff(dir string, code int, stdout, output string) parsed {
 	default:
 		p.summary = exitSummary(code, output)
 		if code != 0 {
-			if tail := lastLines(output, 8); len(tail) > 0 {
-				p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+			if tail := outputFinding(output); tail.Message != "" {
+				p.findings = []Finding{tail}
 			}
 		}
 	}

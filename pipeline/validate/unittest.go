@@ -135,8 +135,8 @@ func interpretUnittest(dir string, code int, output string) parsed {
 		p.summary = exitSummary(code, output)
 	}
 	if code != 0 && len(p.findings) == 0 {
-		if tail := lastLines(output, 8); len(tail) > 0 {
-			p.findings = []Finding{{Message: strings.Join(tail, "\n")}}
+		if tail := outputFinding(output); tail.Message != "" {
+			p.findings = []Finding{tail}
 		}
 	}
 	return p
