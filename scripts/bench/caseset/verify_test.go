@@ -111,6 +111,7 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 	if out, err := runGit(ctx, fixed, "apply", "--whitespace=nowarn", patch); err != nil {
 		t.Fatalf("git apply golden.patch: %v\n%s", err, out)
 	}
+	checkReplay(t, c, base, fixed)
 	passed, out, err = c.Judge(ctx, fixed, pytest)
 	if err != nil {
 		t.Fatalf("Judge with the golden patch: %v\n%s", err, out)
@@ -181,6 +182,7 @@ func isTestPath(p string) bool {
 
 type patchHunk struct {
 	old     string // context and removed lines, as they appear in the file
+	new     string // context and added lines, what old becomes
 	context int    // leading context lines
 	atEdge  bool   // hunk starts at line 1, so less leading context is normal
 }
@@ -228,6 +230,7 @@ func parsePatch(diff string) ([]patchFile, error) {
 			leading = true
 		case h != nil && strings.HasPrefix(line, " "):
 			h.old += line[1:] + "\n"
+			h.new += line[1:] + "\n"
 			if leading {
 				h.context++
 			}
@@ -235,6 +238,7 @@ func parsePatch(diff string) ([]patchFile, error) {
 			h.old += line[1:] + "\n"
 			leading = false
 		case h != nil && strings.HasPrefix(line, "+"):
+			h.new += line[1:] + "\n"
 			leading = false
 		case h != nil && strings.HasPrefix(line, `\`):
 			// "\ No newline at end of file"
@@ -244,4 +248,36 @@ func parsePatch(diff string) ([]patchFile, error) {
 	}
 	flush()
 	return files, nil
+}
+
+// checkReplay replays the golden hunks in order as exact-match edits on the
+// files at the bug, as the scripted model does, and checks the result equals
+// what git apply produced.
+func checkReplay(t *testing.T, c Case, base, fixed string) {
+	t.Helper()
+	files, err := parsePatch(c.Golden)
+	if err != nil {
+		t.Fatalf("golden.patch: %v", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(f.path)))
+		if err != nil {
+			continue // reported by checkGolden
+		}
+		text := string(src)
+		for i, h := range f.hunks {
+			if n := strings.Count(text, h.old); n != 1 {
+				t.Errorf("replay %s hunk %d: old text found %d times after the earlier hunks, want 1", f.path, i+1, n)
+				continue
+			}
+			text = strings.Replace(text, h.old, h.new, 1)
+		}
+		want, err := os.ReadFile(filepath.Join(fixed, filepath.FromSlash(f.path)))
+		if err != nil {
+			t.Fatalf("read patched %s: %v", f.path, err)
+		}
+		if text != string(want) {
+			t.Errorf("replaying golden.patch hunks on %s as exact-match edits differs from git apply:\n got  %q\n want %q", f.path, text, want)
+		}
+	}
 }
