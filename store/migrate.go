@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the forward-only schema steps; migrations[i] takes the schema from
+// version i to version i+1. Never edit a released step: append a new one. Each step runs in
+// its own transaction together with its schema_migrations row, so a crash mid-migration
+// leaves the database at the previous version.
+var migrations = []string{
+	// v1: the walking skeleton: tickets with the state machine enforced by CHECKs, the
+	// append-only event log and model call records.
+	`
+CREATE TABLE tickets (
+	id               INTEGER PRIMARY KEY,
+	source           TEXT    NOT NULL,
+	external_id      TEXT    NOT NULL,
+	repo             TEXT    NOT NULL DEFAULT '',
+	title            TEXT    NOT NULL DEFAULT '',
+	body             TEXT    NOT NULL DEFAULT '',
+	labels           TEXT    NOT NULL DEFAULT '[]',
+	priority         INTEGER NOT NULL DEFAULT 0,
+	state            TEXT    NOT NULL DEFAULT 'queued'
+	                 CHECK (state IN ('queued','running','done','escalated','cancelled')),
+	attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+	max_attempts     INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+	run_after        INTEGER NOT NULL,
+	lease_owner      TEXT    NOT NULL DEFAULT '',
+	lease_expires_at INTEGER,
+	fence_token      INTEGER NOT NULL DEFAULT 0,
+	cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested IN (0, 1)),
+	branch           TEXT    NOT NULL DEFAULT '',
+	result_dir       TEXT    NOT NULL DEFAULT '',
+	summary          TEXT    NOT NULL DEFAULT '',
+	reason           TEXT    NOT NULL DEFAULT '',
+	triage           TEXT    NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL,
+	finished_at      INTEGER,
+	UNIQUE (source, external_id),
+	CHECK ((state IN ('done','escalated','cancelled')) = (finished_at IS NOT NULL)),
+	CHECK ((state = 'running') = (lease_expires_at IS NOT NULL))
+);
+CREATE INDEX tickets_queued ON tickets (priority DESC, run_after, id) WHERE state = 'queued';
+CREATE INDEX tickets_running ON tickets (lease_expires_at) WHERE state = 'running';
+CREATE INDEX tickets_created ON tickets (created_at);
+
+CREATE TABLE events (
+	id         INTEGER PRIMARY KEY,
+	ticket_id  INTEGER NOT NULL REFERENCES tickets (id),
+	at         INTEGER NOT NULL,
+	kind       TEXT    NOT NULL,
+	from_state TEXT    NOT NULL DEFAULT '',
+	to_state   TEXT    NOT NULL DEFAULT '',
+	attempt    INTEGER NOT NULL DEFAULT 0,
+	actor      TEXT    NOT NULL DEFAULT '',
+	reason     TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX events_ticket ON events (ticket_id, id);
+
+CREATE TABLE model_calls (
+	id                 INTEGER PRIMARY KEY,
+	ticket_id          INTEGER NOT NULL REFERENCES tickets (id),
+	attempt            INTEGER NOT NULL DEFAULT 0,
+	role               TEXT    NOT NULL DEFAULT '',
+	model              TEXT    NOT NULL DEFAULT '',
+	endpoint           TEXT    NOT NULL DEFAULT '',
+	prompt_tokens      INTEGER NOT NULL DEFAULT 0,
+	cached_tokens      INTEGER NOT NULL DEFAULT 0,
+	completion_tokens  INTEGER NOT NULL DEFAULT 0,
+	cost_usd           REAL,
+	latency_ms         INTEGER NOT NULL DEFAULT 0,
+	finish_reason      TEXT    NOT NULL DEFAULT '',
+	error              TEXT    NOT NULL DEFAULT '',
+	started_at         INTEGER NOT NULL
+);
+CREATE INDEX model_calls_ticket ON model_calls (ticket_id, id);
+`,
+	// v2: the records issue 4 asks for: nights (runs), tool calls, the finer model call
+	// accounting, a marker for pruned tickets, the lease rescue marker, and triggers that
+	// make the event log append-only in the database itself.
+	`
+CREATE TABLE runs (
+	id         INTEGER PRIMARY KEY,
+	trigger    TEXT    NOT NULL DEFAULT '',
+	started_at INTEGER NOT NULL,
+	ended_at   INTEGER,
+	claimed    INTEGER NOT NULL DEFAULT 0,
+	done       INTEGER NOT NULL DEFAULT 0,
+	escalated  INTEGER NOT NULL DEFAULT 0,
+	retried    INTEGER NOT NULL DEFAULT 0,
+	cost_usd   REAL    NOT NULL DEFAULT 0
+);
+
+ALTER TABLE model_calls ADD COLUMN run_id INTEGER REFERENCES runs (id);
+ALTER TABLE model_calls ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_calls ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_calls ADD COLUMN error_class TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_calls ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX model_calls_run ON model_calls (run_id) WHERE run_id IS NOT NULL;
+
+CREATE TABLE tool_calls (
+	id          INTEGER PRIMARY KEY,
+	ticket_id   INTEGER NOT NULL REFERENCES tickets (id),
+	attempt     INTEGER NOT NULL DEFAULT 0,
+	step        INTEGER NOT NULL DEFAULT 0,
+	tool        TEXT    NOT NULL,
+	args        TEXT    NOT NULL DEFAULT '',
+	result      TEXT    NOT NULL DEFAULT '',
+	ok          INTEGER NOT NULL DEFAULT 0 CHECK (ok IN (0, 1)),
+	duration_ms INTEGER NOT NULL DEFAULT 0,
+	at          INTEGER NOT NULL
+);
+CREATE INDEX tool_calls_ticket ON tool_calls (ticket_id, id);
+
+ALTER TABLE tickets ADD COLUMN rescued_from TEXT;
+ALTER TABLE tickets ADD COLUMN pruned_at INTEGER;
+CREATE INDEX events_at ON events (at);
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+`,
+}
+
+// SchemaVersion is the schema version this build migrates databases to.
+var SchemaVersion = len(migrations)
+
+// migrate brings db forward to version target (len(migrations) in production; tests stop
+// earlier to build databases as older binaries left them).
+func migrate(ctx context.Context, db *sql.DB, target int, now int64) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	current, err := schemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("database schema is v%d but this ticketd knows only up to v%d: upgrade ticketd, the schema is never migrated backwards", current, len(migrations))
+	}
+	for v := current + 1; v <= target; v++ {
+		if err := applyMigration(ctx, db, v, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, version int, now int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate to v%d: begin: %w", version, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, migrations[version-1]); err != nil {
+		return fmt.Errorf("migrate to v%d: %w", version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, now); err != nil {
+		return fmt.Errorf("migrate to v%d: record version: %w", version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate to v%d: commit: %w", version, err)
+	}
+	return nil
+}
+
+func schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

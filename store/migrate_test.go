@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// openAtVersion builds a database as a binary knowing only the first v migrations left it.
+func openAtVersion(t *testing.T, path string, v int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(context.Background(), db, v, 1); err != nil {
+		t.Fatalf("migrate to v%d: %v", v, err)
+	}
+	return db
+}
+
+func TestMigrateFromEveryVersion(t *testing.T) {
+	for from := 0; from < len(migrations); from++ {
+		t.Run("from_v"+string(rune('0'+from)), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "old.db")
+			db := openAtVersion(t, path, from)
+			if from >= 1 {
+				// A ticket as a v1 binary wrote it, mid-run.
+				if _, err := db.Exec(`INSERT INTO tickets (source, external_id, title, state, attempts, run_after,
+					lease_owner, lease_expires_at, fence_token, created_at, updated_at)
+					VALUES ('dir', 'a.md', 'old ticket', 'running', 1, 1, 'w1', 1000, 1, 1, 1)`); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := db.Exec(`INSERT INTO model_calls (ticket_id, role, model, prompt_tokens, cost_usd, started_at)
+					VALUES (1, 'maker', 'm', 100, 0.5, 1)`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+
+			clock := newFakeClock()
+			s, err := Open(context.Background(), path, Options{Now: clock.Now})
+			if err != nil {
+				t.Fatalf("Open v%d database: %v", from, err)
+			}
+			defer s.Close()
+			v, err := schemaVersion(context.Background(), s.w)
+			if err != nil || v != SchemaVersion {
+				t.Fatalf("version after Open = %d, %v; want %d", v, err, SchemaVersion)
+			}
+			ctx := context.Background()
+			if from >= 1 {
+				// The old running ticket's lease has long expired: the new binary rescues it.
+				l, err := s.Claim(ctx, "w2", time.Minute)
+				if err != nil {
+					t.Fatalf("claim migrated ticket: %v", err)
+				}
+				if l.Ticket.Title != "old ticket" || l.Attempt != 2 || l.Ticket.RescuedFrom != "w1" {
+					t.Errorf("migrated claim = %+v; want old ticket, attempt 2, rescued from w1", l.Ticket)
+				}
+				calls, err := s.ModelCalls(ctx, 1)
+				if err != nil || len(calls) != 1 || calls[0].RunID != 0 || *calls[0].CostUSD != 0.5 {
+					t.Errorf("migrated model calls = %+v, %v", calls, err)
+				}
+			}
+			// New tables work.
+			run, err := s.StartRun(ctx, "once")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FinishRun(ctx, run); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	db := openAtVersion(t, path, len(migrations))
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 1)`, len(migrations)+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := Open(context.Background(), path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "upgrade ticketd") {
+		t.Fatalf("Open newer schema: %v; want an error asking to upgrade", err)
+	}
+}
+
+func TestOpenTwiceIsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	for i := range 2 {
+		s, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		var n int
+		if err := s.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != SchemaVersion {
+			t.Errorf("open %d: %d migrations recorded, %v; want %d", i, n, err, SchemaVersion)
+		}
+		var mode string
+		s.r.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+		if mode != "wal" {
+			t.Errorf("journal_mode = %q; want wal", mode)
+		}
+		if _, err := s.r.Exec(`DELETE FROM tickets`); err == nil {
+			t.Error("read pool accepted a write; want it read-only")
+		}
+		s.Close()
+	}
+}

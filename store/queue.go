@@ -1,0 +1,471 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Lease is a worker's hold on a claimed ticket.
+type Lease struct {
+	Ticket    Ticket // as claimed (State running, Attempts already incremented)
+	Token     int64  // fence token: every later write names it
+	Attempt   int    // == Ticket.Attempts
+	Worker    string
+	ExpiresAt time.Time
+}
+
+// Result is what a successful attempt leaves behind.
+type Result struct{ Branch, ResultDir, Summary string }
+
+// FailureKind classifies why an attempt stopped, which decides whether it counts.
+type FailureKind string
+
+const (
+	FailFix       FailureKind = "fix"       // counts the attempt: retry with backoff or escalate at max
+	FailBudget    FailureKind = "budget"    // counts the attempt
+	FailTransport FailureKind = "transport" // does not burn the attempt: back to queued (attempt count restored)
+	FailShutdown  FailureKind = "shutdown"  // does not burn the attempt
+)
+
+// Failure describes a stopped attempt.
+type Failure struct {
+	Kind      FailureKind
+	Reason    string
+	Branch    string // optional: partial work kept for the escalation report
+	ResultDir string // optional: where report.md / patch were written
+}
+
+// transportDelay is how long a ticket released after a transport fault waits, so a dead
+// endpoint is not hammered by the same ticket in a tight loop.
+func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
+
+func (s *Store) event(ctx context.Context, tx *sql.Tx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
+	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, at, kind, string(from), string(to), attempt, actor, reason)
+	if err != nil {
+		return fmt.Errorf("append %s event: %w", kind, err)
+	}
+	return nil
+}
+
+// Claim leases the next ready ticket to worker for leaseFor: a queued ticket whose
+// run_after has passed, or a running one whose lease expired (a rescue, recorded as a
+// lease_expired event). Order: priority desc, run_after, id. The claim counts the attempt
+// and issues a fresh fence token. Expired leases on a ticket's final attempt, or on a ticket
+// whose cancellation was requested, are settled (escalated / cancelled) instead of rerun.
+// Returns ErrNoTicket when nothing is ready.
+func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration) (Lease, error) {
+	if leaseFor <= 0 {
+		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
+	}
+	var l Lease
+	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+		l = Lease{}
+		now := s.nowMS()
+		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
+			return err
+		}
+		exp := now + leaseFor.Milliseconds()
+		row, err := s.queryRow(ctx, tx, `UPDATE tickets SET state = 'running', attempts = attempts + 1,
+				fence_token = fence_token + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+				rescued_from = CASE WHEN state = 'running' THEN lease_owner END
+			WHERE id = (
+				SELECT id FROM (
+					SELECT id, priority, run_after FROM tickets WHERE state = 'queued' AND run_after <= ?
+					UNION ALL
+					SELECT id, priority, run_after FROM tickets WHERE state = 'running' AND lease_expires_at <= ?
+				) ORDER BY priority DESC, run_after, id LIMIT 1)
+			RETURNING `+ticketCols, worker, exp, now, now, now)
+		if err != nil {
+			return err
+		}
+		t, err := scanTicket(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoTicket
+		}
+		if err != nil {
+			return err
+		}
+		if t.RescuedFrom != "" {
+			if err := s.event(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts-1, worker,
+				fmt.Sprintf("lease of %s expired; rescued by %s", t.RescuedFrom, worker)); err != nil {
+				return err
+			}
+		}
+		if err := s.event(ctx, tx, t.ID, now, "claimed", StateQueued, StateRunning, t.Attempts, worker, ""); err != nil {
+			return err
+		}
+		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
+		return nil
+	})
+	if errors.Is(err, ErrNoTicket) {
+		return Lease{}, ErrNoTicket
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
+	}
+	return l, nil
+}
+
+// settleExpired ends tickets whose lease expired when another run would be wrong: the final
+// attempt was spent (escalated: a ticket that keeps killing its worker must not loop), or
+// cancellation was requested (cancelled).
+func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor string) error {
+	st, err := s.stmt(ctx, tx, `UPDATE tickets SET
+			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
+			reason = CASE WHEN cancel_requested = 1
+				THEN 'cancel requested; lease of ' || lease_owner || ' expired'
+				ELSE 'lease of ' || lease_owner || ' expired on final attempt ' || attempts || ' of ' || max_attempts END,
+			lease_expires_at = NULL, finished_at = ?, updated_at = ?
+		WHERE state = 'running' AND lease_expires_at <= ? AND (attempts >= max_attempts OR cancel_requested = 1)
+		RETURNING id, state, attempts, reason`)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, now, now, now)
+	if err != nil {
+		return err
+	}
+	type settled struct {
+		id      int64
+		state   State
+		attempt int
+		reason  string
+	}
+	var done []settled
+	for rows.Next() {
+		var x settled
+		if err := rows.Scan(&x.id, &x.state, &x.attempt, &x.reason); err != nil {
+			rows.Close()
+			return err
+		}
+		done = append(done, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, x := range done {
+		if err := s.event(ctx, tx, x.id, now, "lease_expired", StateRunning, x.state, x.attempt, actor, x.reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fenced runs a worker write: update must change the row only under
+// "id = ? AND fence_token = ? AND state = 'running'" and RETURN one row scanned by scan.
+// No row means the lease is gone (ErrLeaseLost) or the ticket never existed (ErrNotFound).
+func (s *Store) fenced(ctx context.Context, tx *sql.Tx, id int64, query string, args []any, dest ...any) error {
+	row, err := s.queryRow(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	err = row.Scan(dest...)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return s.lostOrMissing(ctx, tx, id)
+}
+
+// lostOrMissing explains why a fenced write matched no row.
+func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
+	var one int
+	row, err := s.queryRow(ctx, tx, `SELECT 1 FROM tickets WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	} else if err != nil {
+		return err
+	}
+	return ErrLeaseLost
+}
+
+// Heartbeat extends the lease to now+leaseFor and reports whether cancellation was
+// requested. ErrLeaseLost means stop work and discard the result.
+func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
+	err = s.write(ctx, "heartbeat", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		var c int
+		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING cancel_requested`,
+			[]any{now + leaseFor.Milliseconds(), now, id, token}, &c); err != nil {
+			return err
+		}
+		cancelRequested = c != 0
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("heartbeat ticket %d token %d: %w", id, token, err)
+	}
+	return cancelRequested, nil
+}
+
+// Complete moves a running ticket to done with its result.
+func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
+	err := s.write(ctx, "complete", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		var attempt int
+		var owner string
+		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
+				finished_at = ?, updated_at = ?, branch = ?, result_dir = ?, summary = ?, reason = ''
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING attempts, lease_owner`,
+			[]any{now, now, r.Branch, r.ResultDir, r.Summary, id, token}, &attempt, &owner); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, now, "completed", StateRunning, StateDone, attempt, owner, "")
+	})
+	if err != nil {
+		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
+	}
+	return nil
+}
+
+// Fail ends an attempt and returns where the ticket went. Fix and budget failures count the
+// attempt: queued again after backoff (BackoffBase*2^(attempt-1), capped, ±20% jitter), or
+// escalated at max attempts. Transport and shutdown failures release the ticket without
+// burning the attempt (event "released"). A ticket whose cancellation was requested goes to
+// cancelled instead of back to the queue.
+func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
+	switch f.Kind {
+	case FailFix, FailBudget, FailTransport, FailShutdown:
+	default:
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
+	}
+	var to State
+	err := s.write(ctx, "fail", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		var attempts, maxAttempts, cancel int
+		var owner string
+		row, err := s.queryRow(ctx, tx, `SELECT attempts, max_attempts, cancel_requested, lease_owner FROM tickets
+			WHERE id = ? AND fence_token = ? AND state = 'running'`, id, token)
+		if err != nil {
+			return err
+		}
+		if err := row.Scan(&attempts, &maxAttempts, &cancel, &owner); errors.Is(err, sql.ErrNoRows) {
+			return s.lostOrMissing(ctx, tx, id)
+		} else if err != nil {
+			return err
+		}
+		var (
+			kind       string
+			runAfter   = now
+			newAttempt = attempts
+			finished   any
+		)
+		released := f.Kind == FailTransport || f.Kind == FailShutdown
+		switch {
+		case cancel != 0:
+			to, kind, finished = StateCancelled, "cancelled", now
+		case released:
+			to, kind, newAttempt = StateQueued, "released", max(attempts-1, 0)
+			if f.Kind == FailTransport {
+				runAfter = now + s.transportDelay().Milliseconds()
+			}
+		case attempts >= maxAttempts:
+			to, kind, finished = StateEscalated, "escalated", now
+		default:
+			to, kind = StateQueued, "retry"
+			runAfter = now + s.backoff(attempts).Milliseconds()
+		}
+		reason := fmt.Sprintf("%s: %s", f.Kind, f.Reason)
+		var n int
+		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
+				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?,
+				branch = CASE WHEN ? != '' THEN ? ELSE branch END,
+				result_dir = CASE WHEN ? != '' THEN ? ELSE result_dir END
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
+			[]any{string(to), newAttempt, runAfter, finished, now, reason, f.Branch, f.Branch, f.ResultDir, f.ResultDir, id, token}, &n); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+	})
+	if err != nil {
+		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
+	}
+	return to, nil
+}
+
+// FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
+func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
+	err := s.write(ctx, "finish cancelled", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		var attempt int
+		var owner string
+		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'cancelled', lease_expires_at = NULL,
+				finished_at = ?, updated_at = ?, reason = ?
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING attempts, lease_owner`,
+			[]any{now, now, reason, id, token}, &attempt, &owner); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, attempt, owner, reason)
+	})
+	if err != nil {
+		return fmt.Errorf("finish cancelled ticket %d token %d: %w", id, token, err)
+	}
+	return nil
+}
+
+// SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
+func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
+	err := s.write(ctx, "save triage", func(tx *sql.Tx) error {
+		var n int
+		return s.fenced(ctx, tx, id, `UPDATE tickets SET triage = ?, updated_at = ?
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
+			[]any{triageJSON, s.nowMS(), id, token}, &n)
+	})
+	if err != nil {
+		return fmt.Errorf("save triage for ticket %d token %d: %w", id, token, err)
+	}
+	return nil
+}
+
+// currentState reads a ticket's state inside tx (ErrNotFound when missing).
+func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, int, error) {
+	row, err := s.queryRow(ctx, tx, `SELECT state, attempts FROM tickets WHERE id = ?`, id)
+	if err != nil {
+		return "", 0, err
+	}
+	var st State
+	var attempts int
+	if err := row.Scan(&st, &attempts); errors.Is(err, sql.ErrNoRows) {
+		return "", 0, ErrNotFound
+	} else if err != nil {
+		return "", 0, err
+	}
+	return st, attempts, nil
+}
+
+// RequestCancel cancels a queued ticket at once and flags a running one (its worker sees the
+// flag on its next Heartbeat and calls FinishCancelled). Cancelling a cancelled ticket is a
+// no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
+func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
+	var after State
+	err := s.write(ctx, "request cancel", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		st, attempts, err := s.currentState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		after = st
+		switch st {
+		case StateCancelled:
+			return nil
+		case StateDone, StateEscalated:
+			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
+		case StateQueued:
+			after = StateCancelled
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?
+				WHERE id = ? AND state = 'queued'`, now, now, reason, id); err != nil {
+				return err
+			}
+			return s.event(ctx, tx, id, now, "cancelled", StateQueued, StateCancelled, attempts, who, reason)
+		default: // running
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?
+				WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
+				return err
+			}
+			return s.event(ctx, tx, id, now, "cancel_requested", StateRunning, StateRunning, attempts, who, reason)
+		}
+	})
+	if err != nil {
+		return "", fmt.Errorf("cancel ticket %d: %w", id, err)
+	}
+	return after, nil
+}
+
+// Requeue puts a finished ticket (escalated, cancelled, done) back in the queue with its
+// attempts reset to 0. A running ticket is requeued only with force (an operator rescuing a
+// ticket stuck on a dead worker): the fence token moves on, so the old holder's writes are
+// refused. Both cases are recorded as a requeued event naming who.
+func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
+	err := s.write(ctx, "requeue", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		st, attempts, err := s.currentState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		reason := "requeued by operator"
+		switch {
+		case st == StateQueued:
+			return fmt.Errorf("%w: ticket is already queued", ErrInvalidTransition)
+		case st == StateRunning && !force:
+			return fmt.Errorf("%w: ticket is running; use force to take it from its worker", ErrInvalidTransition)
+		case st == StateRunning:
+			reason = "forced requeue of a running ticket"
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, run_after = ?,
+				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
+				finished_at = NULL, updated_at = ?, reason = ?
+			WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
+	})
+	if err != nil {
+		return fmt.Errorf("requeue ticket %d: %w", id, err)
+	}
+	return nil
+}
+
+// Event is one row of a ticket's append-only history.
+type Event struct {
+	ID        int64     `json:"id"`
+	TicketID  int64     `json:"ticket_id"`
+	At        time.Time `json:"at"`
+	Kind      string    `json:"kind"` // enqueued, claimed, completed, retry, escalated, released, lease_expired, cancel_requested, cancelled, requeued, note
+	FromState State     `json:"from_state"`
+	ToState   State     `json:"to_state"`
+	Attempt   int       `json:"attempt"`
+	Actor     string    `json:"actor"`
+	Reason    string    `json:"reason"`
+}
+
+// AddNote appends an operator note to a ticket's history without changing its state.
+func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error {
+	err := s.write(ctx, "add note", func(tx *sql.Tx) error {
+		st, attempts, err := s.currentState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, s.nowMS(), "note", st, st, attempts, actor, text)
+	})
+	if err != nil {
+		return fmt.Errorf("add note to ticket %d: %w", id, err)
+	}
+	return nil
+}
+
+// Events returns a ticket's history, oldest first (ErrNotFound for an unknown id).
+func (s *Store) Events(ctx context.Context, id int64) ([]Event, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, at, kind, from_state, to_state, attempt, actor, reason
+		FROM events WHERE ticket_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("events of ticket %d: %w", id, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var e Event
+		var at sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.TicketID, &at, &e.Kind, &e.FromState, &e.ToState, &e.Attempt, &e.Actor, &e.Reason); err != nil {
+			return nil, fmt.Errorf("events of ticket %d: %w", id, err)
+		}
+		e.At = fromMS(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events of ticket %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := s.Get(ctx, id); err != nil {
+			return nil, fmt.Errorf("events of ticket %d: %w", id, ErrNotFound)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,359 @@
+// Package store is ticketd's durable ticket queue: the SQLite schema and its migrations,
+// the ticket state machine with leases and fence tokens, and the append-only records
+// (events, model calls, tool calls, runs) that explain every night afterwards.
+//
+// All writes go through one writer connection inside BEGIN IMMEDIATE transactions, so the
+// state machine never races itself; reads use a separate read-only pool and never wait for
+// the writer (WAL). Every transition appends its event in the same transaction. Nothing
+// else in ticketd touches SQL.
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// State is a ticket's place in the state machine; the database CHECKs the same set.
+type State string
+
+// The ticket states. done, escalated and cancelled are terminal and carry finished_at.
+const (
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateDone      State = "done"
+	StateEscalated State = "escalated"
+	StateCancelled State = "cancelled"
+)
+
+// Terminal reports whether no worker will touch a ticket in state s again.
+func (s State) Terminal() bool {
+	return s == StateDone || s == StateEscalated || s == StateCancelled
+}
+
+// Valid reports whether s is one of the five known states.
+func (s State) Valid() bool {
+	return s == StateQueued || s == StateRunning || s.Terminal()
+}
+
+var (
+	ErrNotFound          = errors.New("ticket not found")
+	ErrNoTicket          = errors.New("no ticket ready to claim")
+	ErrLeaseLost         = errors.New("lease lost: the ticket was reclaimed or finished by someone else")
+	ErrInvalidTransition = errors.New("transition not allowed")
+	// ErrBusy is returned only when the database stayed locked by another process through
+	// every retry; the transition did not happen and may be retried later.
+	ErrBusy = errors.New("database busy: another process held the write lock through every retry")
+	// ErrRunNotFound is returned by FinishRun and Stats for an unknown run id.
+	ErrRunNotFound = errors.New("run not found")
+)
+
+// Defaults applied by Open to zero Options fields.
+const (
+	DefaultBackoffBase = 30 * time.Second
+	DefaultBackoffMax  = 30 * time.Minute
+	DefaultMaxAttempts = 3
+	DefaultBusyRetries = 8
+	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
+	journalSizeLimit = 64 << 20
+)
+
+// Options tunes a Store; the zero value is the production default.
+type Options struct {
+	Synchronous string           // "NORMAL" (default) or "FULL" (fsync every commit)
+	Now         func() time.Time // clock; default time.Now
+	BackoffBase time.Duration    // retry backoff base, default 30s, exponential with jitter
+	BackoffMax  time.Duration    // default 30m
+	Rand        *rand.Rand       // jitter source; default seeded from time
+	// BusyTimeout is how long SQLite itself waits for another process's lock before the
+	// store's own retry loop takes over; default 5s.
+	BusyTimeout time.Duration
+	// BusyRetries is how many times a write that met SQLITE_BUSY is retried (with a short
+	// growing pause) before ErrBusy is returned; default 8.
+	BusyRetries int
+	// OnRetry, when set, is called after each busy retry (for logs and metrics).
+	OnRetry func(op string, try int, err error)
+
+	driverName string // tests wrap the driver to inject faults
+}
+
+// Store is the ticket queue on one SQLite file. Safe for concurrent use.
+type Store struct {
+	path  string
+	opts  Options
+	w     *sql.DB  // the single writer connection
+	r     *sql.DB  // read-only pool
+	stmts sync.Map // query -> *sql.Stmt prepared on w
+
+	pendingMu  sync.Mutex
+	pending    map[string]struct{}
+	hasPending atomic.Bool
+
+	randMu sync.Mutex
+}
+
+// Open opens (creating if needed) the database at path and migrates it to SchemaVersion.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts.Synchronous = strings.ToUpper(cmp.Or(opts.Synchronous, "NORMAL"))
+	if opts.Synchronous != "NORMAL" && opts.Synchronous != "FULL" {
+		return nil, fmt.Errorf("open store %s: synchronous %q: want NORMAL or FULL", path, opts.Synchronous)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.BackoffBase = cmp.Or(opts.BackoffBase, DefaultBackoffBase)
+	opts.BackoffMax = cmp.Or(opts.BackoffMax, DefaultBackoffMax)
+	opts.BusyTimeout = cmp.Or(opts.BusyTimeout, 5*time.Second)
+	opts.BusyRetries = cmp.Or(opts.BusyRetries, DefaultBusyRetries)
+	if opts.Rand == nil {
+		seed := uint64(time.Now().UnixNano())
+		opts.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
+	}
+	driverName := cmp.Or(opts.driverName, "sqlite")
+
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("open store %s: create directory: %w", abs, err)
+	}
+	uri := (&url.URL{Scheme: "file", OmitHost: true, Path: abs}).String()
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	wdsn := uri + "?" + busy +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(" + opts.Synchronous + ")" +
+		"&_pragma=foreign_keys(1)" +
+		fmt.Sprintf("&_pragma=journal_size_limit(%d)", journalSizeLimit) +
+		"&_pragma=wal_autocheckpoint(1000)&_txlock=immediate"
+	w, err := sql.Open(driverName, wdsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	s := &Store{path: abs, opts: opts, w: w, pending: map[string]struct{}{}}
+	if err := s.retry(ctx, "migrate", func() error {
+		return migrate(ctx, w, len(migrations), s.nowMS())
+	}); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+
+	rdsn := uri + "?mode=ro&" + busy + "&_pragma=query_only(1)&_pragma=foreign_keys(1)"
+	r, err := sql.Open(driverName, rdsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
+	}
+	s.r = r
+	return s, nil
+}
+
+// Close checkpoints the WAL into the main file (best effort) and closes both pools.
+func (s *Store) Close() error {
+	cerr := s.Checkpoint(context.Background())
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	rerr := s.r.Close()
+	werr := s.w.Close()
+	if err := errors.Join(werr, rerr); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	if cerr != nil && !errors.Is(cerr, ErrBusy) {
+		return cerr
+	}
+	return nil
+}
+
+// Path is the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Checkpoint copies the WAL into the database file and truncates it (wal_checkpoint
+// TRUNCATE), so a long-lived daemon's WAL cannot grow without bound. FinishRun and Close
+// call it; SQLite's auto-checkpoint and journal_size_limit bound the WAL between runs.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	return s.retry(ctx, "checkpoint", func() error {
+		var busy, logFrames, done int
+		if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", s.path, err)
+		}
+		if busy != 0 {
+			return fmt.Errorf("checkpoint %s: %w", s.path, errCheckpointBusy)
+		}
+		return nil
+	})
+}
+
+var errCheckpointBusy = &busyError{msg: "readers kept the WAL in use"}
+
+// busyError is a SQLITE_BUSY produced by the store itself (an incomplete checkpoint).
+type busyError struct{ msg string }
+
+func (e *busyError) Error() string { return e.msg + " (SQLITE_BUSY)" }
+func (e *busyError) Code() int     { return 5 }
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended code): the
+// operation did not happen and can be retried.
+func isBusy(err error) bool {
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		primary := c.Code() & 0xff
+		return primary == 5 || primary == 6
+	}
+	return false
+}
+
+// retry runs fn until it succeeds, fails with something other than busy, or the retries
+// run out (ErrBusy). fn must be safe to rerun: every write is a whole transaction that
+// rolled back when it met busy.
+func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
+	pause := 2 * time.Millisecond
+	for try := 0; ; try++ {
+		err := fn()
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		if try >= s.opts.BusyRetries {
+			return fmt.Errorf("%s: %w (%d tries; last: %v); retry later or find the process holding %s", op, ErrBusy, try+1, err, s.path)
+		}
+		if s.opts.OnRetry != nil {
+			s.opts.OnRetry(op, try+1, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w (while retrying busy database: %v)", op, ctx.Err(), err)
+		case <-t.C:
+		}
+		pause = min(pause*2, 250*time.Millisecond)
+	}
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection, retrying the
+// whole transaction on busy.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.retry(ctx, op, func() error {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("%s: begin: %w", op, err)
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("%s: commit: %w", op, err)
+		}
+		if s.hasPending.Load() {
+			s.preparePending(ctx)
+		}
+		return nil
+	})
+}
+
+// stmt returns query bound to tx, prepared once on the writer connection. The single
+// connection is busy with tx, so a query seen for the first time is prepared on tx itself
+// and remembered; write prepares it for good once the connection is free again.
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if v, ok := s.stmts.Load(query); ok {
+		return tx.StmtContext(ctx, v.(*sql.Stmt)), nil
+	}
+	s.pendingMu.Lock()
+	s.pending[query] = struct{}{}
+	s.hasPending.Store(true)
+	s.pendingMu.Unlock()
+	return tx.PrepareContext(ctx, query)
+}
+
+// preparePending prepares the queries stmt met for the first time (writer connection idle).
+func (s *Store) preparePending(ctx context.Context) {
+	s.pendingMu.Lock()
+	queries := s.pending
+	s.pending = map[string]struct{}{}
+	s.hasPending.Store(false)
+	s.pendingMu.Unlock()
+	for q := range queries {
+		if _, ok := s.stmts.Load(q); ok {
+			continue
+		}
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			continue // stmt falls back to preparing on the transaction
+		}
+		if _, loaded := s.stmts.LoadOrStore(q, st); loaded {
+			st.Close()
+		}
+	}
+}
+
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := s.stmt(ctx, tx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Row, error) {
+	st, err := s.stmt(ctx, tx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
+}
+
+func (s *Store) now() time.Time { return s.opts.Now().UTC() }
+func (s *Store) nowMS() int64   { return s.opts.Now().UnixMilli() }
+
+// Times are stored as UTC unix milliseconds; NULL or 0 is the zero time.
+func fromMS(v sql.NullInt64) time.Time {
+	if !v.Valid || v.Int64 == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}
+
+func toMS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// backoff is base*2^(attempt-1), capped at BackoffMax, with ±20% jitter.
+func (s *Store) backoff(attempt int) time.Duration {
+	d := s.opts.BackoffBase
+	for i := 1; i < attempt && d < s.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.opts.BackoffMax)
+	s.randMu.Lock()
+	f := 0.8 + 0.4*s.opts.Rand.Float64()
+	s.randMu.Unlock()
+	return time.Duration(float64(d) * f)
+}

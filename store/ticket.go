@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// NewTicket is what a source hands to Enqueue.
+type NewTicket struct {
+	Source, ExternalID, Repo, Title, Body string
+	Labels                                []string
+	Priority                              int // higher first
+	MaxAttempts                           int // 0 = DefaultMaxAttempts
+}
+
+// Ticket is one row of the queue as stored.
+type Ticket struct {
+	ID              int64     `json:"id"`
+	Source          string    `json:"source"`
+	ExternalID      string    `json:"external_id"`
+	Repo            string    `json:"repo"`
+	Title           string    `json:"title"`
+	Body            string    `json:"body"`
+	Labels          []string  `json:"labels"`
+	Priority        int       `json:"priority"`
+	State           State     `json:"state"`
+	Attempts        int       `json:"attempts"`
+	MaxAttempts     int       `json:"max_attempts"`
+	RunAfter        time.Time `json:"run_after"`
+	LeaseOwner      string    `json:"lease_owner"`               // current or last holder
+	LeaseExpiresAt  time.Time `json:"lease_expires_at,omitzero"` // zero when not leased
+	FenceToken      int64     `json:"fence_token"`
+	CancelRequested bool      `json:"cancel_requested"`
+	Branch          string    `json:"branch"`
+	ResultDir       string    `json:"result_dir"`
+	Summary         string    `json:"summary"`
+	Reason          string    `json:"reason"` // last failure / escalation / cancel reason
+	Triage          string    `json:"triage,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	FinishedAt      time.Time `json:"finished_at,omitzero"` // zero unless terminal
+	// RescuedFrom names the worker whose expired lease the latest claim took over.
+	RescuedFrom string `json:"rescued_from,omitempty"`
+	// PrunedAt is when GC emptied the bulky columns (body, triage, tool call payloads).
+	PrunedAt time.Time `json:"pruned_at,omitzero"`
+}
+
+const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
+	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
+	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
+	coalesce(rescued_from, ''), pruned_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTicket(sc scanner, extra ...any) (Ticket, error) {
+	var (
+		t                                    Ticket
+		labels                               string
+		runAfter, leaseExp, created, updated sql.NullInt64
+		finished, pruned                     sql.NullInt64
+		cancel                               int
+	)
+	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
+		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
+		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned}
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
+		return Ticket{}, err
+	}
+	if labels != "" {
+		if err := json.Unmarshal([]byte(labels), &t.Labels); err != nil {
+			return Ticket{}, fmt.Errorf("ticket %d: decode labels %q: %w", t.ID, labels, err)
+		}
+	}
+	if t.Labels == nil {
+		t.Labels = []string{}
+	}
+	t.RunAfter, t.LeaseExpiresAt = fromMS(runAfter), fromMS(leaseExp)
+	t.CreatedAt, t.UpdatedAt, t.FinishedAt = fromMS(created), fromMS(updated), fromMS(finished)
+	t.PrunedAt = fromMS(pruned)
+	t.CancelRequested = cancel != 0
+	return t, nil
+}
+
+// Enqueue adds a ticket unless one with the same (Source, ExternalID) exists, in which case
+// it returns that ticket's id and created=false and changes nothing.
+func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bool, err error) {
+	if nt.Source == "" || nt.ExternalID == "" {
+		return 0, false, fmt.Errorf("enqueue %q: source and external id are required (got source=%q external_id=%q)", nt.Title, nt.Source, nt.ExternalID)
+	}
+	if nt.MaxAttempts < 0 {
+		return 0, false, fmt.Errorf("enqueue %s/%s: max attempts %d: want >= 0 (0 = default %d)", nt.Source, nt.ExternalID, nt.MaxAttempts, DefaultMaxAttempts)
+	}
+	labels := nt.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	lj, err := json.Marshal(labels)
+	if err != nil {
+		return 0, false, fmt.Errorf("enqueue %s/%s: encode labels: %w", nt.Source, nt.ExternalID, err)
+	}
+	maxAttempts := nt.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	err = s.write(ctx, "enqueue", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		id, created = 0, false
+		row, err := s.queryRow(ctx, tx, `INSERT INTO tickets
+			(source, external_id, repo, title, body, labels, priority, max_attempts, run_after, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (source, external_id) DO NOTHING RETURNING id`,
+			nt.Source, nt.ExternalID, nt.Repo, nt.Title, nt.Body, string(lj), nt.Priority, maxAttempts, now, now, now)
+		if err != nil {
+			return err
+		}
+		switch err := row.Scan(&id); {
+		case errors.Is(err, sql.ErrNoRows):
+			row, err := s.queryRow(ctx, tx, `SELECT id FROM tickets WHERE source = ? AND external_id = ?`, nt.Source, nt.ExternalID)
+			if err != nil {
+				return err
+			}
+			return row.Scan(&id)
+		case err != nil:
+			return err
+		}
+		created = true
+		return s.event(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, "")
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("enqueue %s/%s: %w", nt.Source, nt.ExternalID, err)
+	}
+	return id, created, nil
+}
+
+// Get returns one ticket, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) {
+	t, err := scanTicket(s.r.QueryRowContext(ctx, `SELECT `+ticketCols+` FROM tickets WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// Filter narrows List; zero fields do not filter.
+type Filter struct {
+	States []State
+	Repo   string
+	Since  time.Time // created_at >= Since
+	Limit  int
+}
+
+// Summary is a ticket with its model spend, as ticketctl list shows it.
+type Summary struct {
+	Ticket
+	ModelCalls       int           `json:"model_calls"`
+	PromptTokens     int64         `json:"prompt_tokens"`
+	CachedTokens     int64         `json:"cached_tokens"`
+	CompletionTokens int64         `json:"completion_tokens"`
+	CostUSD          float64       `json:"cost_usd"`
+	CostUnknown      bool          `json:"cost_unknown"` // some call had unknown cost
+	Duration         time.Duration `json:"-"`            // created->finished, or so far
+}
+
+// MarshalJSON writes Duration as duration_s (seconds).
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	return json.Marshal(struct {
+		plain
+		DurationS float64 `json:"duration_s"`
+	}{plain(s), s.Duration.Seconds()})
+}
+
+// List returns tickets matching f, newest first, with their model call totals.
+func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.States) > 0 {
+		ph := make([]string, len(f.States))
+		for i, st := range f.States {
+			if !st.Valid() {
+				return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, done, escalated, cancelled", st)
+			}
+			ph[i] = "?"
+			args = append(args, string(st))
+		}
+		where = append(where, "t.state IN ("+strings.Join(ph, ",")+")")
+	}
+	if f.Repo != "" {
+		where = append(where, "t.repo = ?")
+		args = append(args, f.Repo)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "t.created_at >= ?")
+		args = append(args, f.Since.UnixMilli())
+	}
+	q := `SELECT ` + prefixCols("t.", ticketCols) + `,
+		coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
+		FROM tickets t LEFT JOIN (
+			SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
+				sum(completion_tokens) AS o, sum(cost_usd) AS cost, max(cost_usd IS NULL) AS unknown
+			FROM model_calls GROUP BY ticket_id) m ON m.ticket_id = t.id`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY t.id DESC"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tickets: %w", err)
+	}
+	defer rows.Close()
+	now := s.now()
+	out := []Summary{}
+	for rows.Next() {
+		var (
+			sm      Summary
+			unknown int
+		)
+		t, err := scanTicket(rows, &sm.ModelCalls, &sm.PromptTokens, &sm.CachedTokens, &sm.CompletionTokens, &sm.CostUSD, &unknown)
+		if err != nil {
+			return nil, fmt.Errorf("list tickets: %w", err)
+		}
+		sm.Ticket, sm.CostUnknown = t, unknown != 0
+		end := t.FinishedAt
+		if end.IsZero() {
+			end = now
+		}
+		sm.Duration = max(end.Sub(t.CreatedAt), 0)
+		out = append(out, sm)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tickets: %w", err)
+	}
+	return out, nil
+}
+
+// prefixCols qualifies each column of a ticketCols-style list with prefix.
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if strings.HasPrefix(p, "coalesce(") {
+			p = "coalesce(" + prefix + strings.TrimPrefix(p, "coalesce(")
+		} else if strings.HasPrefix(p, "'") {
+			// literal, part of a coalesce above
+		} else {
+			p = prefix + p
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ", ")
+}
