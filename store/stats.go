@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Stats are the figures of one night (or of all time) that ticketctl stats and the
+// benchmark report.
+type Stats struct {
+	ByState                 map[State]int      `json:"by_state"`
+	Tickets                 int                `json:"tickets"`
+	SuccessRate             float64            `json:"success_rate"` // done / (done+escalated)
+	AttemptsPerTicket       float64            `json:"attempts_per_ticket"`
+	ModelRequestsPerTicket  float64            `json:"model_requests_per_ticket"`
+	CostUSD                 float64            `json:"cost_usd"`
+	CostPerDoneTicketUSD    float64            `json:"cost_per_done_ticket_usd"`
+	DurationP50             time.Duration      `json:"-"` // of terminal tickets, created->finished
+	DurationP90             time.Duration      `json:"-"`
+	FirstRequestCachedShare map[string]float64 `json:"first_request_cached_share"` // per role: sum(cached)/sum(prompt) over each ticket's first request of that role
+	PromptTokens            int64              `json:"prompt_tokens"`
+	CachedTokens            int64              `json:"cached_tokens"`
+	CompletionTokens        int64              `json:"completion_tokens"`
+	// CostUnknown is true when some model call had no known price (its cost is not in CostUSD).
+	CostUnknown bool `json:"cost_unknown"`
+}
+
+// MarshalJSON writes the durations as duration_p50_s / duration_p90_s (seconds).
+func (st Stats) MarshalJSON() ([]byte, error) {
+	type plain Stats
+	return json.Marshal(struct {
+		plain
+		P50 float64 `json:"duration_p50_s"`
+		P90 float64 `json:"duration_p90_s"`
+	}{plain(st), st.DurationP50.Seconds(), st.DurationP90.Seconds()})
+}
+
+// Stats computes figures over all tickets (runID 0) or over one run: the tickets claimed in
+// its window or charged to it by a model call, and the model calls tagged with it.
+func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
+	st := Stats{ByState: map[State]int{}, FirstRequestCachedShare: map[string]float64{}}
+	for _, k := range []State{StateQueued, StateRunning, StateDone, StateEscalated, StateCancelled} {
+		st.ByState[k] = 0
+	}
+	ticketScope, callScope := `SELECT id FROM tickets`, `SELECT id FROM model_calls`
+	var args []any
+	if runID != 0 {
+		var started int64
+		var ended sql.NullInt64
+		err := s.r.QueryRowContext(ctx, `SELECT started_at, ended_at FROM runs WHERE id = ?`, runID).Scan(&started, &ended)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Stats{}, fmt.Errorf("stats of run %d: %w", runID, ErrRunNotFound)
+		} else if err != nil {
+			return Stats{}, fmt.Errorf("stats of run %d: %w", runID, err)
+		}
+		end := s.nowMS()
+		if ended.Valid {
+			end = ended.Int64
+		}
+		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND at BETWEEN ?1 AND ?2
+			UNION SELECT ticket_id FROM model_calls WHERE run_id = ?3`
+		callScope = `SELECT id FROM model_calls WHERE run_id = ?3`
+		args = []any{started, end, runID}
+	}
+
+	rows, err := s.r.QueryContext(ctx, `SELECT state, attempts, created_at, finished_at FROM tickets
+		WHERE id IN (`+ticketScope+`)`, args...)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
+	}
+	var durations []time.Duration
+	attempts := 0
+	for rows.Next() {
+		var (
+			state             State
+			n                 int
+			created, finished sql.NullInt64
+		)
+		if err := rows.Scan(&state, &n, &created, &finished); err != nil {
+			rows.Close()
+			return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
+		}
+		st.ByState[state]++
+		st.Tickets++
+		attempts += n
+		if finished.Valid {
+			durations = append(durations, fromMS(finished).Sub(fromMS(created)))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
+	}
+
+	var calls int
+	var unknown int
+	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL), 0),
+			coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0), coalesce(sum(completion_tokens), 0)
+		FROM model_calls WHERE id IN (`+callScope+`)`, args...).
+		Scan(&calls, &st.CostUSD, &unknown, &st.PromptTokens, &st.CachedTokens, &st.CompletionTokens)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: model calls: %w", runID, err)
+	}
+	st.CostUnknown = unknown != 0
+
+	rows, err = s.r.QueryContext(ctx, `SELECT role, sum(cached_tokens), sum(prompt_tokens) FROM model_calls
+		WHERE id IN (SELECT min(id) FROM model_calls WHERE id IN (`+callScope+`) GROUP BY ticket_id, role)
+		GROUP BY role`, args...)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
+	}
+	for rows.Next() {
+		var role string
+		var cached, prompt int64
+		if err := rows.Scan(&role, &cached, &prompt); err != nil {
+			rows.Close()
+			return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
+		}
+		if prompt > 0 {
+			st.FirstRequestCachedShare[role] = float64(cached) / float64(prompt)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
+	}
+
+	done, esc := st.ByState[StateDone], st.ByState[StateEscalated]
+	if done+esc > 0 {
+		st.SuccessRate = float64(done) / float64(done+esc)
+	}
+	if st.Tickets > 0 {
+		st.AttemptsPerTicket = float64(attempts) / float64(st.Tickets)
+		st.ModelRequestsPerTicket = float64(calls) / float64(st.Tickets)
+	}
+	if done > 0 {
+		st.CostPerDoneTicketUSD = st.CostUSD / float64(done)
+	}
+	st.DurationP50, st.DurationP90 = percentile(durations, 50), percentile(durations, 90)
+	return st, nil
+}
+
+// percentile is the nearest-rank percentile p of ds (0 when empty).
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	rank := (p*len(ds) + 99) / 100 // ceil(p/100 * n)
+	return ds[max(rank, 1)-1]
+}
+
+// GC empties the bulky columns (body, triage, summary; tool call arguments and results) of
+// terminal tickets finished more than olderThan ago, keeping the ticket rows, events and
+// model call accounting. Returns how many tickets it pruned; pruned tickets are skipped
+// next time.
+func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("gc: older than %v: want >= 0", olderThan)
+	}
+	var n int
+	err := s.write(ctx, "gc", func(tx *sql.Tx) error {
+		now := s.nowMS()
+		cutoff := now - olderThan.Milliseconds()
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET args = '', result = ''
+			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`, cutoff); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
+			WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL`, now, cutoff)
+		if err != nil {
+			return err
+		}
+		rows, err := res.RowsAffected()
+		n = int(rows)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("gc tickets finished over %v ago: %w", olderThan, err)
+	}
+	return n, nil
+}
