@@ -173,6 +173,22 @@ func TestFaultsAreDeterministicUnderASeed(t *testing.T) {
 	}
 }
 
+func TestRoleFaults(t *testing.T) {
+	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch")}},
+		Options{RoleFaults: map[string]Faults{"checker": {ServerErrorRate: 1}}})
+	for _, role := range []string{"triage", "checker", "judge", "checker"} {
+		body := []byte(`{"model":"m","messages":[{"role":"system","content":"ticketd role: ` + role + `"},{"role":"user","content":"empty list"}]}`)
+		status, _, msg, _ := post(t, b.url, body)
+		want := 200
+		if role == "checker" {
+			want = 500
+		}
+		if status != want {
+			t.Errorf("%s: status %d %s, want %d", role, status, msg, want)
+		}
+	}
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false

@@ -45,6 +45,9 @@ type Options struct {
 	// response time; the benchmark sets a realistic figure, tests leave it 0.
 	Latency time.Duration
 	Faults  Faults
+	// RoleFaults replaces Faults for the roles it names ("triage", "maker", "checker",
+	// "judge"), e.g. a checker that always answers 500.
+	RoleFaults map[string]Faults
 	// CacheTTL is how long an unused prefix-cache entry lives; default 5 minutes.
 	CacheTTL time.Duration
 	// Now is the clock for cache expiry and records; default time.Now.
@@ -108,12 +111,21 @@ func New(cases []Case, opts Options) (*Server, error) {
 	if len(opts.Models) == 0 {
 		opts.Models = []string{DefaultModel}
 	}
-	f := opts.Faults
-	if f.RateLimitRate < 0 || f.ServerErrorRate < 0 || f.RateLimitRate+f.ServerErrorRate > 1 {
-		return nil, fmt.Errorf("new scripted model: fault rates %.3f (429) and %.3f (500) must be >= 0 and sum to at most 1", f.RateLimitRate, f.ServerErrorRate)
+	if err := checkFaults("Faults", opts.Faults); err != nil {
+		return nil, err
 	}
-	if opts.Latency < 0 || f.RetryAfter < 0 {
-		return nil, errors.New("new scripted model: Latency and Faults.RetryAfter must not be negative")
+	for role, f := range opts.RoleFaults {
+		if err := checkFaults("RoleFaults["+role+"]", f); err != nil {
+			return nil, err
+		}
+		switch role {
+		case "triage", "maker", "checker", "judge":
+		default:
+			return nil, fmt.Errorf("new scripted model: RoleFaults names role %q; want triage, maker, checker or judge", role)
+		}
+	}
+	if opts.Latency < 0 {
+		return nil, fmt.Errorf("new scripted model: Latency %v is negative", opts.Latency)
 	}
 	s := &Server{opts: opts, cache: newPrefixCache(opts.CacheTTL), seen: map[uint64]int{}, reviews: map[string]int{}}
 	for i, c := range cases {
@@ -134,6 +146,16 @@ func New(cases []Case, opts Options) (*Server, error) {
 		return nil, errors.New("new scripted model: no cases; give at least one Case with a Patch")
 	}
 	return s, nil
+}
+
+func checkFaults(field string, f Faults) error {
+	if f.RateLimitRate < 0 || f.ServerErrorRate < 0 || f.RateLimitRate+f.ServerErrorRate > 1 {
+		return fmt.Errorf("new scripted model: %s rates %.3f (429) and %.3f (500) must be >= 0 and sum to at most 1", field, f.RateLimitRate, f.ServerErrorRate)
+	}
+	if f.RetryAfter < 0 {
+		return fmt.Errorf("new scripted model: %s.RetryAfter %v is negative", field, f.RetryAfter)
+	}
+	return nil
 }
 
 // Start serves on a fresh loopback port and returns the base URL to give an OpenAI
@@ -333,7 +355,10 @@ func checkToolPairing(msgs []message) error {
 // depends on the body and on how often that exact body was seen, not on arrival order,
 // so concurrent clients see the same faults run after run and a retry draws afresh.
 func (s *Server) fault(w http.ResponseWriter, ex *exchange) (int, string, error) {
-	f := s.opts.Faults
+	f, ok := s.opts.RoleFaults[ex.rec.Role]
+	if !ok {
+		f = s.opts.Faults
+	}
 	if f.RateLimitRate == 0 && f.ServerErrorRate == 0 {
 		return 0, "", nil
 	}

@@ -354,6 +354,8 @@ func TestNewValidatesCases(t *testing.T) {
 		{"deleted file", []Case{{Match: "a", Patch: del}}, Options{}, "deletes x.py"},
 		{"no cases", nil, Options{}, "no cases"},
 		{"fault rates", []Case{{Patch: patch}}, Options{Faults: Faults{RateLimitRate: 0.7, ServerErrorRate: 0.5}}, "sum to at most 1"},
+		{"role fault rates", []Case{{Patch: patch}}, Options{RoleFaults: map[string]Faults{"judge": {RateLimitRate: -1}}}, "RoleFaults[judge] rates"},
+		{"role fault role", []Case{{Patch: patch}}, Options{RoleFaults: map[string]Faults{"poet": {}}}, `role "poet"`},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cases, tt.opts)
