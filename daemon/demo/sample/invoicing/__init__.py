@@ -1,0 +1,1 @@
+"""Small invoicing helpers used by the billing dashboard."""
