@@ -1,0 +1,195 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// changeJSON is the stable shape of requeue --json and cancel --json.
+type changeJSON struct {
+	ID              int64       `json:"id"`
+	PreviousState   store.State `json:"previous_state"`
+	State           store.State `json:"state"`
+	CancelRequested bool        `json:"cancel_requested"`
+}
+
+func cmdRequeue(e *env, args []string) error {
+	fs := e.flagSet("requeue")
+	force := fs.Bool("force", false, "also take a running ticket from its worker (one stuck on a dead worker)")
+	pos, err := e.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *store.Store) error {
+		before, err := s.Get(e.ctx, id)
+		if err != nil {
+			return notFoundHint(err)
+		}
+		if err := s.Requeue(e.ctx, id, e.actor(), *force); err != nil {
+			if before.State == store.StateRunning && !*force {
+				return fmt.Errorf("%w; if its worker is dead: ticketctl requeue --force %d", err, id)
+			}
+			return err
+		}
+		after, err := s.Get(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		if e.g.json {
+			return e.printJSON(changeJSON{ID: id, PreviousState: before.State, State: after.State, CancelRequested: after.CancelRequested})
+		}
+		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (attempts reset)\n", id, before.State, after.State)
+		return nil
+	})
+}
+
+func cmdCancel(e *env, args []string) error {
+	fs := e.flagSet("cancel")
+	reason := fs.String("reason", "cancelled by operator", "why, recorded in the ticket's events")
+	pos, err := e.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *store.Store) error {
+		before, err := s.Get(e.ctx, id)
+		if err != nil {
+			return notFoundHint(err)
+		}
+		after, err := s.RequestCancel(e.ctx, id, e.actor(), *reason)
+		if err != nil {
+			return err
+		}
+		running := after == store.StateRunning
+		if e.g.json {
+			return e.printJSON(changeJSON{ID: id, PreviousState: before.State, State: after, CancelRequested: running})
+		}
+		switch {
+		case running:
+			fmt.Fprintf(e.stdout, "ticket %d: cancel requested; its worker stops at its next heartbeat\n", id)
+		case before.State == store.StateCancelled:
+			fmt.Fprintf(e.stdout, "ticket %d: already cancelled\n", id)
+		default:
+			fmt.Fprintf(e.stdout, "ticket %d: %s -> %s\n", id, before.State, after)
+		}
+		return nil
+	})
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// addJSON is the stable shape of add --json.
+type addJSON struct {
+	ID         int64       `json:"id"`
+	Created    bool        `json:"created"`
+	Source     string      `json:"source"`
+	ExternalID string      `json:"external_id"`
+	State      store.State `json:"state"`
+}
+
+func cmdAdd(e *env, args []string) error {
+	fs := e.flagSet("add")
+	var (
+		nt       = store.NewTicket{Source: "ticketctl"}
+		bodyFile string
+		labels   stringList
+	)
+	fs.StringVar(&nt.Repo, "repo", "", "repository name, as under repos: in the config (required)")
+	fs.StringVar(&nt.Title, "title", "", "one-line summary of the problem (required)")
+	fs.StringVar(&nt.Body, "body", "", "the issue text: symptom and expected behaviour")
+	fs.StringVar(&bodyFile, "body-file", "", "read the body from `FILE` (- for standard input)")
+	fs.Var(&labels, "label", "a `LABEL` (repeatable, or comma separated)")
+	fs.IntVar(&nt.Priority, "priority", 0, "higher is claimed first")
+	fs.IntVar(&nt.MaxAttempts, "max-attempts", 0, "attempts before escalation (0: the store's default)")
+	if _, err := e.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	try := `ticketctl add --repo sample --title "Average of an empty list crashes" --body-file issue.md`
+	switch {
+	case strings.TrimSpace(nt.Repo) == "":
+		return usagef(try, "add: --repo is required")
+	case strings.TrimSpace(nt.Title) == "":
+		return usagef(try, "add: --title is required")
+	case nt.Body != "" && bodyFile != "":
+		return usagef(try, "add: give --body or --body-file, not both")
+	case nt.MaxAttempts < 0:
+		return usagef(try, "add: --max-attempts %d: want 0 (default) or more", nt.MaxAttempts)
+	}
+	if bodyFile != "" {
+		var (
+			data []byte
+			err  error
+		)
+		if bodyFile == "-" {
+			data, err = io.ReadAll(e.stdin)
+		} else {
+			data, err = os.ReadFile(bodyFile)
+		}
+		if err != nil {
+			return fmt.Errorf("add: read --body-file %s: %w", bodyFile, err)
+		}
+		nt.Body = string(data)
+	}
+	nt.Labels = labels
+	externalID, err := newExternalID(time.Now())
+	if err != nil {
+		return err
+	}
+	nt.ExternalID = externalID
+	return e.withStore(func(s *store.Store) error {
+		if e.cfg != nil && len(e.cfg.Repos) > 0 {
+			if _, ok := e.cfg.Repos[nt.Repo]; !ok {
+				return usagef("ticketctl add --repo "+strings.Join(sortedKeys(e.cfg.Repos), "|")+" ...",
+					"add: repository %q is not under repos: in %s (have: %s)", nt.Repo, e.g.config, strings.Join(sortedKeys(e.cfg.Repos), ", "))
+			}
+		}
+		id, created, err := s.Enqueue(e.ctx, nt)
+		if err != nil {
+			return err
+		}
+		if e.g.json {
+			return e.printJSON(addJSON{ID: id, Created: created, Source: nt.Source, ExternalID: nt.ExternalID, State: store.StateQueued})
+		}
+		fmt.Fprintf(e.stdout, "%d\n", id)
+		fmt.Fprintf(e.stderr, "ticket %d queued (source ticketctl, external id %s); follow it with: ticketctl show %d\n", id, nt.ExternalID, id)
+		return nil
+	})
+}
+
+// newExternalID makes a unique id for a hand-made ticket: sortable time plus randomness, so two
+// operators adding the same title in the same millisecond still get two tickets.
+func newExternalID(now time.Time) (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("add: make external id: %w", err)
+	}
+	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+var _ flag.Value = (*stringList)(nil)

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/store"
+)
+
+// command is one ticketctl subcommand.
+type command struct {
+	name  string
+	args  string // synopsis after the name
+	short string
+	long  string // extra help text, may be empty
+	run   func(e *env, args []string) error
+}
+
+// commands in the order help lists them; filled in init because help refers back to it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
+			long: "States: queued, running, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
+		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
+		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
+		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset)",
+			long: "A running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
+		{name: "cancel", args: "ID [--reason TEXT]", short: "cancel a queued ticket, or ask a running one's worker to stop", run: cmdCancel},
+		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
+			long: "--body-file - reads the body from standard input.", run: cmdAdd},
+		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
+		{name: "stats", args: "[--run ID] [--nights N]", short: "counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
+		{name: "gc", args: "--older-than 720h", short: "prune bulky columns of old finished tickets (history and costs kept)", run: cmdGC},
+		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
+	}
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// globals are the flags every command accepts, before or after its name.
+type globals struct {
+	db, config string
+	json       bool
+}
+
+// env is one invocation: where output goes, the global flags, and how to reach the database.
+type env struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	lookupEnv      func(string) (string, bool)
+	g              globals
+	cmd            string
+	cfg            *config.Config // loaded when --config was used
+}
+
+func (e *env) dispatch(args []string) error {
+	fs := e.flagSet("")
+	rest, err := e.parseUntilCommand(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		e.usage(e.stderr)
+		return usagef("ticketctl help", "no command given")
+	}
+	c, ok := findCommand(rest[0])
+	if !ok {
+		return usagef("ticketctl help", "unknown command %q", rest[0])
+	}
+	e.cmd = c.name
+	return c.run(e, rest[1:])
+}
+
+// parseUntilCommand parses global flags up to the command name.
+func (e *env) parseUntilCommand(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			e.usage(e.stdout)
+			return nil, errHelpShown
+		}
+		return nil, usagef("ticketctl help", "%v", err)
+	}
+	return fs.Args(), nil
+}
+
+// flagSet returns a FlagSet for command name with the global flags registered on it. The
+// globals are bound with Func so registering them on several sets never resets a value.
+func (e *env) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("db", "database `PATH` (wins over --config and TICKETD_DB)", func(v string) error { e.g.db = v; return nil })
+	fs.Func("config", "ticketd config `FILE`: its store.path names the database", func(v string) error { e.g.config = v; return nil })
+	fs.BoolFunc("json", "print the result as JSON", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		e.g.json = b
+		return err
+	})
+	return fs
+}
+
+// parse parses a command's flags wherever they stand among its positional arguments, and
+// checks the number of positionals is between lo and hi (hi < 0: no limit).
+func (e *env) parse(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				e.commandUsage(e.stdout, fs)
+				return nil, errHelpShown
+			}
+			return nil, usagef("ticketctl help "+e.cmd, "%s: %v", e.cmd, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	if len(pos) < lo || (hi >= 0 && len(pos) > hi) {
+		c, _ := findCommand(e.cmd)
+		want := "no arguments"
+		if hi != 0 {
+			want = c.args
+		}
+		return nil, usagef("ticketctl help "+e.cmd, "%s: got %d argument(s) %q, want %s", e.cmd, len(pos), pos, want)
+	}
+	return pos, nil
+}
+
+// parseID reads a ticket id argument.
+func (e *env) parseID(v string) (int64, error) {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("ticketctl list", "%s: ticket id %q is not a positive number; list shows the ids", e.cmd, v)
+	}
+	return id, nil
+}
+
+// dbPath finds the database: --db, else --config's store.path, else $TICKETD_DB.
+func (e *env) dbPath() (path, from string, err error) {
+	switch {
+	case e.g.db != "":
+		return e.g.db, "--db", nil
+	case e.g.config != "":
+		cfg, err := config.Load(e.g.config)
+		if err != nil {
+			return "", "", fmt.Errorf("load --config %s: %w", e.g.config, err)
+		}
+		e.cfg = &cfg
+		return cfg.Store.Path, "store.path in " + e.g.config, nil
+	}
+	if v, ok := e.lookupEnv("TICKETD_DB"); ok && v != "" {
+		return v, "TICKETD_DB", nil
+	}
+	return "", "", usagef("ticketctl --db ./ticketd.db "+e.cmd, "no database named: pass --db PATH or --config FILE, or set TICKETD_DB")
+}
+
+// open opens the existing database; it never creates one (a typo must not yield an empty queue).
+func (e *env) open() (*store.Store, error) {
+	path, from, err := e.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("database %s (from %s) does not exist: check the path, or run `ticketd once` to create it", path, from)
+	case err != nil:
+		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("database %s (from %s) is a directory: name the ticketd.db file inside it", path, from)
+	}
+	var opts store.Options
+	if e.cfg != nil {
+		opts.Synchronous = e.cfg.Store.Synchronous
+	}
+	s, err := store.Open(e.ctx, path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s (from %s): %w", path, from, err)
+	}
+	return s, nil
+}
+
+// withStore opens the database, runs fn and closes it, keeping fn's error first.
+func (e *env) withStore(fn func(s *store.Store) error) error {
+	s, err := e.open()
+	if err != nil {
+		return err
+	}
+	err = fn(s)
+	if cerr := s.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close database: %w", cerr)
+	}
+	return err
+}
+
+// actor names who did an operator action, for the ticket's events.
+func (e *env) actor() string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if v, ok := e.lookupEnv("USER"); ok && v != "" {
+		name = v
+	}
+	if name == "" {
+		return "ticketctl"
+	}
+	return "ticketctl:" + name
+}
+
+// printJSON writes v as indented JSON with a trailing newline.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("%s: write JSON: %w", e.cmd, err)
+	}
+	return nil
+}
+
+// table returns an aligned table writer on stdout; call Flush when done.
+func (e *env) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+}
+
+func (e *env) usage(w io.Writer) {
+	fmt.Fprintf(w, "ticketctl inspects and steers ticketd's queue.\n\nUsage: ticketctl [--db PATH | --config FILE] [--json] COMMAND [ARGS]\n\nCommands:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.short)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, `
+Global flags (before or after the command):
+  --db PATH      the database file
+  --config FILE  a ticketd config; its store.path names the database
+  --json         print the result as JSON (stable field names; errors stay on stderr)
+The database is --db, else --config's store.path, else $TICKETD_DB. It must exist.
+
+%s
+
+Run 'ticketctl help COMMAND' for a command's flags.
+`, exitHelp)
+}
+
+// commandUsage prints the help of the command fs belongs to, with its own flags.
+func (e *env) commandUsage(w io.Writer, fs *flag.FlagSet) {
+	c, ok := findCommand(fs.Name())
+	if !ok {
+		e.usage(w)
+		return
+	}
+	fmt.Fprintf(w, "Usage: ticketctl %s %s\n\n%s.\n", c.name, c.args, upperFirst(c.short))
+	if c.long != "" {
+		fmt.Fprintf(w, "%s\n", c.long)
+	}
+	global := map[string]bool{"db": true, "config": true, "json": true}
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !global[f.Name] {
+			own = append(own, f)
+		}
+	})
+	if len(own) > 0 {
+		fmt.Fprintf(w, "\nFlags:\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range own {
+			name, usage := flag.UnquoteUsage(f)
+			def := ""
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+				def = " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(tw, "  --%s %s\t%s%s\n", f.Name, name, usage, def)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "\nGlobal flags: --db PATH, --config FILE, --json (see 'ticketctl help').\n")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func cmdHelp(e *env, args []string) error {
+	pos, err := e.parse(e.flagSet("help"), args, 0, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		e.usage(e.stdout)
+		return nil
+	}
+	c, ok := findCommand(pos[0])
+	if !ok {
+		return usagef("ticketctl help", "help: unknown command %q", pos[0])
+	}
+	if c.name == "help" {
+		e.usage(e.stdout)
+		return nil
+	}
+	// A command's help lives with its flags: run it with -h.
+	e.cmd = c.name
+	if err := c.run(e, []string{"-h"}); !errors.Is(err, errHelpShown) {
+		return err
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys in order, for stable tables.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// spend totals a set of model calls.
+type spend struct {
+	Requests         int     `json:"requests"`
+	Failed           int     `json:"failed"` // calls that ended with an error
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostUnknown      bool    `json:"cost_unknown"` // some call's price is unknown: cost_usd is a lower bound
+	LatencyS         float64 `json:"latency_s"`
+}
+
+func (s *spend) add(c store.ModelCall) {
+	s.Requests++
+	if c.Error != "" || c.ErrorClass != "" {
+		s.Failed++
+	}
+	s.PromptTokens += c.PromptTokens
+	s.CachedTokens += c.CachedTokens
+	s.CacheWriteTokens += c.CacheWriteTokens
+	s.CompletionTokens += c.CompletionTokens
+	s.ReasoningTokens += c.ReasoningTokens
+	if c.CostUSD != nil {
+		s.CostUSD += *c.CostUSD
+	} else {
+		s.CostUnknown = true
+	}
+	s.LatencyS += c.Latency.Seconds()
+}
+
+// roleFigures is one role's spend on a ticket plus how well its first request hit the cache:
+// the first request of a role is the one a stable prompt prefix should make cheap.
+type roleFigures struct {
+	spend
+	FirstRequestPromptTokens int64   `json:"first_request_prompt_tokens"`
+	FirstRequestCachedTokens int64   `json:"first_request_cached_tokens"`
+	FirstRequestCachedShare  float64 `json:"first_request_cached_share"`
+}
+
+// figures totals calls overall and per role.
+func figures(calls []store.ModelCall) (spend, map[string]*roleFigures) {
+	var total spend
+	roles := map[string]*roleFigures{}
+	for _, c := range calls {
+		total.add(c)
+		r, ok := roles[c.Role]
+		if !ok {
+			r = &roleFigures{FirstRequestPromptTokens: c.PromptTokens, FirstRequestCachedTokens: c.CachedTokens}
+			if c.PromptTokens > 0 {
+				r.FirstRequestCachedShare = float64(c.CachedTokens) / float64(c.PromptTokens)
+			}
+			roles[c.Role] = r
+		}
+		r.add(c)
+	}
+	return total, roles
+}
+
+// showJSON is the stable shape of show --json.
+type showJSON struct {
+	Ticket     store.Ticket            `json:"ticket"`
+	Totals     spend                   `json:"totals"`
+	Roles      map[string]*roleFigures `json:"roles"`
+	Events     []store.Event           `json:"events"`
+	ModelCalls []store.ModelCall       `json:"model_calls"`
+}
+
+func cmdShow(e *env, args []string) error {
+	pos, err := e.parse(e.flagSet("show"), args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *store.Store) error {
+		t, err := s.Get(e.ctx, id)
+		if err != nil {
+			return notFoundHint(err)
+		}
+		events, err := s.Events(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		calls, err := s.ModelCalls(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		total, roles := figures(calls)
+		if e.g.json {
+			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls})
+		}
+		w := e.stdout
+		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
+		tw := e.table()
+		state := string(t.State)
+		if t.CancelRequested && !t.State.Terminal() {
+			state += " (cancel requested)"
+		}
+		rows := [][2]string{
+			{"state", state},
+			{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
+			{"repo", orDash(t.Repo)},
+			{"source", t.Source + " / " + t.ExternalID},
+			{"labels", orDash(strings.Join(t.Labels, ", "))},
+			{"priority", fmt.Sprint(t.Priority)},
+			{"created", fmtTime(t.CreatedAt)},
+			{"finished", fmtTime(t.FinishedAt)},
+			{"branch", orDash(t.Branch)},
+			{"result dir", orDash(t.ResultDir)},
+			{"reason", orDash(t.Reason)},
+			{"summary", orDash(clip(t.Summary, 200))},
+			{"model calls", fmt.Sprintf("%d (%d failed)", total.Requests, total.Failed)},
+			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d",
+				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens)},
+			{"cost", fmtCost(total.CostUSD, total.CostUnknown)},
+		}
+		if t.State == store.StateRunning {
+			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s until %s", orDash(t.LeaseOwner), fmtTime(t.LeaseExpiresAt))})
+		}
+		if !t.PrunedAt.IsZero() {
+			rows = append(rows, [2]string{"pruned", fmtTime(t.PrunedAt) + " (body and payloads removed by gc)"})
+		}
+		for _, r := range rows {
+			fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if t.Body != "" {
+			fmt.Fprintf(w, "\nBody:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Body), "\n", "\n  "))
+		}
+
+		if len(roles) > 0 {
+			fmt.Fprintf(w, "\nPer role:\n")
+			tw = e.table()
+			fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
+			for _, name := range sortedKeys(roles) {
+				r := roles[name]
+				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\n", name, r.Requests, r.PromptTokens, r.CachedTokens,
+					r.CompletionTokens, fmtShare(r.FirstRequestCachedShare), fmtCost(r.CostUSD, r.CostUnknown))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+
+		fmt.Fprintf(w, "\nEvents:\n")
+		tw = e.table()
+		fmt.Fprintln(tw, "  TIME\tKIND\tFROM\tTO\tATTEMPT\tACTOR\tREASON")
+		for _, ev := range events {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", fmtTime(ev.At), ev.Kind, orDash(string(ev.FromState)),
+				orDash(string(ev.ToState)), ev.Attempt, orDash(ev.Actor), orDash(clip(ev.Reason, 80)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+
+		if len(calls) > 0 {
+			fmt.Fprintf(w, "\nModel calls:\n")
+			tw = e.table()
+			fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tERROR")
+			for i, c := range calls {
+				cost := "unknown"
+				if c.CostUSD != nil {
+					cost = fmtCost(*c.CostUSD, false)
+				}
+				errText := c.ErrorClass
+				if c.Retries > 0 {
+					errText = strings.TrimSpace(fmt.Sprintf("%s (%d retries)", c.ErrorClass, c.Retries))
+				}
+				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", i+1, c.Attempt, c.Role, c.Model,
+					c.PromptTokens, c.CachedTokens, c.CompletionTokens, cost, fmtDur(c.Latency), orDash(c.FinishReason), orDash(errText))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(e.stderr, "full timeline with tool calls: ticketctl logs %d\n", t.ID)
+		return nil
+	})
+}
+
+// notFoundHint adds the command to try to an unknown-id error, keeping ErrNotFound wrapped.
+func notFoundHint(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w (ticketctl list shows the ids)", err)
+	}
+	return err
+}
