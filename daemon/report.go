@@ -108,15 +108,17 @@ func renderReport(in reportInput) string {
 	}
 
 	b.WriteString("## Checks\n\n")
-	if len(out.Checks) == 0 {
-		b.WriteString("No check passed on a submitted change in this attempt.\n\n")
-	}
-	for _, c := range out.Checks {
-		status := "passed"
-		if !c.Passed {
-			status = "FAILED"
+	if out.Gate == nil {
+		b.WriteString("No submitted change passed the checks in this attempt.\n")
+	} else {
+		fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
+			len(out.Gate.Fixed), len(out.Gate.Remaining))
+		for _, c := range out.Checks {
+			fmt.Fprintf(&b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
 		}
-		fmt.Fprintf(&b, "- %s (%s): %s — %s, %s\n", c.Name, c.Kind, status, c.Summary, c.Duration.Round(time.Millisecond))
+		for _, r := range out.Gate.Remaining {
+			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
+		}
 	}
 	if len(out.Findings) > 0 {
 		b.WriteString("\nChecker findings:\n")

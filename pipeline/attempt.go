@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -87,7 +88,8 @@ type Outcome struct {
 	Reason   string
 	Summary  string            // the maker's submit summary
 	Triage   *Triage           // the triage used (fresh or cached)
-	Checks   []validate.Result // the last validator run
+	Checks   []validate.Result // the last validator run on a submitted change
+	Gate     *Gate             // that run compared with the base commit
 	Findings []Finding         // the checker's verified findings on the last review
 	Verdict  *Verdict          // the judge's last verdict
 	Steps    int
@@ -155,8 +157,9 @@ type attempt struct {
 	history []string
 }
 
+// note adds one line to the attempt's history, flattened so reports stay one line per step.
 func (a *attempt) note(format string, args ...any) {
-	a.history = append(a.history, fmt.Sprintf(format, args...))
+	a.history = append(a.history, clip(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "), 400))
 }
 
 // chat sends one request and accounts for it against the budget.

@@ -90,7 +90,9 @@ func Compare(baseline, current []validate.Result) Gate {
 	if len(g.Remaining) > 0 {
 		fmt.Fprintf(&b, "\n%d failure(s) already present at the base commit, still failing:\n- %s\n", len(g.Remaining), strings.Join(g.Remaining, "\n- "))
 	}
-	if len(g.Fixed) > 0 {
+	// With new failures (a collection error, say) a run may stop early, so baseline failures
+	// that did not run would look fixed: only claim fixes for a clean run.
+	if len(g.Fixed) > 0 && len(g.New) == 0 {
 		fmt.Fprintf(&b, "\n%d failure(s) of the base commit now pass.\n", len(g.Fixed))
 	}
 	g.Text = clip(b.String(), 12_000)

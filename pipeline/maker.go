@@ -94,7 +94,8 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		// A submit that passed the gate but failed review carries the outcome so far.
 		for _, res := range results {
 			if res.review != nil {
-				out.Findings, out.Verdict, out.Checks, out.Summary = res.review.Findings, res.review.Verdict, res.review.Checks, res.review.Summary
+				r := res.review
+				out.Findings, out.Verdict, out.Checks, out.Gate, out.Summary = r.Findings, r.Verdict, r.Checks, r.Gate, r.Summary
 			}
 		}
 	}
@@ -202,7 +203,7 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		a.note("submit %d: checks failed: %s", a.submitCount()+1, clip(gate.Text, 300))
 		return toolResult{text: text}
 	}
-	out := Outcome{Summary: s.Summary, Checks: gate.Results}
+	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}
 	rev, err := a.review(ctx, diff, s.Summary)
 	if err != nil {
 		// A review that cannot run is not the fix's fault, but the fix may not ship unreviewed.

@@ -67,29 +67,34 @@ func matchCase(plans []*plan, def *plan, msgs []message) (*plan, error) {
 	return nil, fmt.Errorf("no scenario case matched the ticket: none of the %d cases' Match strings occurs in the user messages, and there is no default case (Match \"\")", len(plans))
 }
 
-// ticketTitle is the first non-empty line of the first user message, without Markdown
-// heading marks or a "title:" label: what a model would echo as the ticket's name.
+// ticketTitle is what a model would echo as the ticket's name: the value of a "Title:"
+// line in the first user message if there is one (ticketd puts the repository part before
+// the ticket), else its first non-empty line without Markdown heading marks.
 func ticketTitle(msgs []message) string {
 	for _, m := range msgs {
 		if m.Role != "user" {
 			continue
 		}
+		first := ""
 		for line := range strings.SplitSeq(m.text, "\n") {
 			line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
 			if low := strings.ToLower(line); strings.HasPrefix(low, "title:") {
-				line = strings.TrimSpace(line[len("title:"):])
+				return clipTitle(strings.TrimSpace(line[len("title:"):]))
 			}
-			if line == "" || line == "---" {
-				continue
+			if first == "" && line != "" && line != "---" {
+				first = line
 			}
-			if r := []rune(line); len(r) > 120 {
-				line = string(r[:120])
-			}
-			return line
 		}
-		break
+		return clipTitle(first)
 	}
-	return "the ticket"
+	return ""
+}
+
+func clipTitle(line string) string {
+	if r := []rune(line); len(r) > 120 {
+		return string(r[:120])
+	}
+	return line
 }
 
 type triageAnswer struct {
