@@ -8,13 +8,16 @@ import (
 	"unicode/utf8"
 )
 
+// maxDays keeps a day count inside time.Duration's range (about 292 years).
+const maxDays = 100 * 365
+
 // parseDuration accepts Go durations (90m, 24h) and whole days (7d, 30d), which operators
 // reach for first when talking about retention.
 func parseDuration(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("duration %q: want a Go duration like 24h or whole days like 7d", v)
+		if err != nil || n < 0 || n > maxDays { // beyond maxDays a Duration overflows
+			return 0, fmt.Errorf("duration %q: want a Go duration like 24h or whole days like 7d (at most %dd)", v, maxDays)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}

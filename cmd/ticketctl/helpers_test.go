@@ -48,7 +48,7 @@ func setup(t *testing.T) fixture {
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := fixture{db: filepath.Join(dir, "ticketd.db")}
-	clock := &fakeClock{t: time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{t: time.Now().Add(-48 * time.Hour).Truncate(time.Second)}
 	s, err := store.Open(ctx, f.db, store.Options{Now: clock.now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// events returns the kinds and actors of a ticket's events, read back through show --json.
+func eventsOf(t *testing.T, db string, id int64) []store.Event {
+	t.Helper()
+	var got showJSON
+	decode(t, ctl(t, "--db", db, "show", "--json", strconv.FormatInt(id, 10)), &got)
+	return got.Events
+}
+
+func TestRequeueAndCancel(t *testing.T) {
+	f := setup(t)
+	t.Setenv("USER", "alice")
+	id := func(v int64) string { return strconv.FormatInt(v, 10) }
+	tests := []struct {
+		name      string
+		args      []string
+		code      int
+		want      changeJSON
+		lastEvent string
+	}{
+		{"requeue an escalated ticket", []string{"requeue", id(f.escalated)}, exitOK,
+			changeJSON{ID: f.escalated, PreviousState: store.StateEscalated, State: store.StateQueued}, "requeued"},
+		{"force a running ticket back", []string{"requeue", "--force", id(f.running)}, exitOK,
+			changeJSON{ID: f.running, PreviousState: store.StateRunning, State: store.StateQueued}, "requeued"},
+		{"cancel a queued ticket", []string{"cancel", id(f.queued), "--reason", "duplicate of #1"}, exitOK,
+			changeJSON{ID: f.queued, PreviousState: store.StateQueued, State: store.StateCancelled}, "cancelled"},
+		{"cancel it again is a no-op", []string{"cancel", id(f.queued)}, exitOK,
+			changeJSON{ID: f.queued, PreviousState: store.StateCancelled, State: store.StateCancelled}, "cancelled"},
+		{"requeue a done ticket", []string{"requeue", id(f.done)}, exitOK,
+			changeJSON{ID: f.done, PreviousState: store.StateDone, State: store.StateQueued}, "requeued"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ctl(t, append([]string{"--db", f.db, "--json"}, tt.args...)...)
+			if r.code != tt.code {
+				t.Fatalf("ticketctl %q: exit %d, want %d\n%s", tt.args, r.code, tt.code, r.stderr)
+			}
+			var got changeJSON
+			decode(t, r, &got)
+			if got != tt.want {
+				t.Errorf("ticketctl %q: got %+v, want %+v", tt.args, got, tt.want)
+			}
+			evs := eventsOf(t, f.db, tt.want.ID)
+			last := evs[len(evs)-1]
+			if last.Kind != tt.lastEvent || last.Actor != "ticketctl:alice" {
+				t.Errorf("ticketctl %q: last event %s by %q, want %s by ticketctl:alice", tt.args, last.Kind, last.Actor, tt.lastEvent)
+			}
+		})
+	}
+	var tk showJSON
+	decode(t, ctl(t, "--db", f.db, "show", "--json", id(f.escalated)), &tk)
+	if tk.Ticket.Attempts != 0 {
+		t.Errorf("requeued ticket has %d attempts, want 0 (reset)", tk.Ticket.Attempts)
+	}
+	decode(t, ctl(t, "--db", f.db, "show", "--json", id(f.queued)), &tk)
+	if tk.Ticket.Reason != "duplicate of #1" {
+		t.Errorf("cancelled ticket reason %q, want the --reason", tk.Ticket.Reason)
+	}
+}
+
+func TestCancelRunningFlagsTheWorker(t *testing.T) {
+	f := setup(t)
+	r := ctl(t, "--db", f.db, "cancel", strconv.FormatInt(f.running, 10))
+	if r.code != exitOK {
+		t.Fatalf("cancel running: exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stdout", r.stdout, "cancel requested", "next heartbeat")
+	var got showJSON
+	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(f.running, 10)), &got)
+	if got.Ticket.State != store.StateRunning || !got.Ticket.CancelRequested {
+		t.Errorf("after cancel: state %s cancel_requested %v, want running with the flag set", got.Ticket.State, got.Ticket.CancelRequested)
+	}
+}
+
+func TestAdd(t *testing.T) {
+	f := setup(t)
+	bodyFile := filepath.Join(t.TempDir(), "issue.md")
+	if err := os.WriteFile(bodyFile, []byte("mean([]) raises ZeroDivisionError\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	add := func(args ...string) addJSON {
+		t.Helper()
+		r := ctl(t, append([]string{"--db", f.db, "add", "--json"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("add %q: exit %d: %s", args, r.code, r.stderr)
+		}
+		var got addJSON
+		decode(t, r, &got)
+		return got
+	}
+	a := add("--repo", "sample", "--title", "Mean of nothing", "--body-file", bodyFile, "--label", "bug", "--label", "math,urgent", "--priority", "7")
+	b := add("--repo", "sample", "--title", "Mean of nothing")
+	if !a.Created || !b.Created || a.ID == b.ID || a.ExternalID == b.ExternalID || a.Source != "ticketctl" {
+		t.Errorf("two adds of the same title: %+v and %+v, want two created tickets with distinct external ids, source ticketctl", a, b)
+	}
+	var got showJSON
+	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(a.ID, 10)), &got)
+	tk := got.Ticket
+	if tk.State != store.StateQueued || tk.Repo != "sample" || tk.Priority != 7 || tk.Body != "mean([]) raises ZeroDivisionError\n" ||
+		!slices.Equal(tk.Labels, []string{"bug", "math", "urgent"}) || tk.Source != "ticketctl" {
+		t.Errorf("added ticket = %+v, want queued, repo sample, priority 7, the file's body, labels bug,math,urgent", tk)
+	}
+
+	// Without --json the result (the id) is alone on stdout, the note on stderr.
+	r := ctl(t, "--db", f.db, "add", "--repo", "sample", "--title", "Plain")
+	if n, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64); r.code != exitOK || err != nil || n <= b.ID {
+		t.Errorf("add: exit %d, stdout %q, want a new id alone", r.code, r.stdout)
+	}
+	mustContain(t, "stderr", r.stderr, "queued", "ticketctl show")
+
+	// With --config, the repository must be one the daemon knows.
+	cfg := writeConfig(t, f.db)
+	r = ctl(t, "--config", cfg, "add", "--repo", "nosuch", "--title", "x")
+	if r.code != exitUsage {
+		t.Errorf("add to an unknown repo: exit %d, want %d: %s", r.code, exitUsage, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, `"nosuch"`, "have: sample")
+	if r := ctl(t, "--config", cfg, "add", "--repo", "sample", "--title", "x"); r.code != exitOK {
+		t.Errorf("add to a configured repo: exit %d: %s", r.code, r.stderr)
+	}
+	if r := ctl(t, "--db", f.db, "add", "--repo", "sample", "--title", "x", "--body-file", filepath.Join(t.TempDir(), "none")); r.code != exitError {
+		t.Errorf("add with a missing body file: exit %d, want %d", r.code, exitError)
+	}
+}
+
+func TestLogsTimeline(t *testing.T) {
+	f := setup(t)
+	var got []logEntry
+	decode(t, ctl(t, "--db", f.db, "logs", "--json", strconv.FormatInt(f.done, 10)), &got)
+	var types []string
+	for i, l := range got {
+		types = append(types, l.Type)
+		if i > 0 && l.At.Before(got[i-1].At) {
+			t.Errorf("entry %d at %s is before entry %d at %s", i, l.At, i-1, got[i-1].At)
+		}
+	}
+	want := []string{"event", "event", "model_call", "model_call", "model_call", "tool_call", "event"}
+	if !slices.Equal(types, want) {
+		t.Errorf("timeline types = %v, want %v", types, want)
+	}
+	if got[5].ToolCall == nil || got[5].ToolCall.Tool != "read_files" || got[2].ModelCall == nil || got[2].ModelCall.Role != "triage" {
+		t.Errorf("timeline entries do not carry their records: %+v", got)
+	}
+
+	var first []logEntry
+	decode(t, ctl(t, "--db", f.db, "logs", "--json", "--attempt", "1", strconv.FormatInt(f.done, 10)), &first)
+	if len(first) != len(got)-1 { // all but the enqueued event (attempt 0)
+		t.Errorf("logs --attempt 1: %d entries, want %d", len(first), len(got)-1)
+	}
+}
+
+func TestGC(t *testing.T) {
+	f := setup(t)
+	var got gcJSON
+	decode(t, ctl(t, "--db", f.db, "gc", "--json", "--older-than", "30d"), &got)
+	if got.Pruned != 0 || got.OlderThanS != 30*24*3600 {
+		t.Errorf("gc --older-than 30d on a two-day-old database: %+v, want 0 pruned", got)
+	}
+	decode(t, ctl(t, "--db", f.db, "gc", "--json", "--older-than", "24h"), &got)
+	if got.Pruned != 2 {
+		t.Errorf("gc --older-than 24h: pruned %d, want 2 (the done and escalated tickets)", got.Pruned)
+	}
+	var tk showJSON
+	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(f.done, 10)), &tk)
+	if tk.Ticket.Body != "" || tk.Ticket.PrunedAt.IsZero() || len(tk.Events) != 3 || tk.Totals.Requests != 3 {
+		t.Errorf("pruned ticket: body %q pruned_at %v, %d events, %d calls; want empty body, pruned, history and calls kept",
+			tk.Ticket.Body, tk.Ticket.PrunedAt, len(tk.Events), tk.Totals.Requests)
+	}
+	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(f.queued, 10)), &tk)
+	if tk.Ticket.Body == "" {
+		t.Errorf("gc pruned the queued ticket's body")
+	}
+}
+
+// TestSafeWhileDaemonRuns drives commands while another store handle (the daemon's) is open
+// and writing.
+func TestSafeWhileDaemonRuns(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	daemon, err := store.Open(ctx, f.db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Close() })
+	for i := range 5 {
+		if _, _, err := daemon.Enqueue(ctx, store.NewTicket{Source: "daemon", ExternalID: strconv.Itoa(i), Repo: "sample", Title: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := ctl(t, "--db", f.db, "add", "--repo", "sample", "--title", "by hand"); r.code != exitOK {
+			t.Fatalf("add while the daemon's handle writes: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	var all []struct{ ID int64 }
+	decode(t, ctl(t, "--db", f.db, "list", "--json", "--limit", "0"), &all)
+	if len(all) != 4+10 {
+		t.Errorf("list: %d tickets, want 14", len(all))
+	}
+}
