@@ -38,6 +38,10 @@ type Failure struct {
 	ResultDir string // optional: where report.md / patch were written
 }
 
+// settleEvery bounds how often Claim looks for expired leases that must end rather than
+// rerun (see settleExpired).
+const settleEvery = time.Second
+
 // transportDelay is how long a ticket released after a transport fault waits, so a dead
 // endpoint is not hammered by the same ticket in a tight loop.
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
@@ -62,11 +66,17 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
+	err := s.write(ctx, "claim", func(ctx context.Context, tx *sql.Tx) error {
 		l = Lease{}
 		now := s.nowMS()
-		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
-			return err
+		// Settling costs a statement, so it runs at most every settleEvery of store time, and
+		// whenever the queue looks empty; the claim below never rescues a ticket that settling
+		// would end, so a late settle is only late, never wrong.
+		if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
+			if err := s.settleExpired(ctx, tx, now, worker); err != nil {
+				return err
+			}
+			s.lastSettle.Store(now)
 		}
 		exp := now + leaseFor.Milliseconds()
 		row, err := s.queryRow(ctx, tx, `UPDATE tickets SET state = 'running', attempts = attempts + 1,
@@ -74,9 +84,13 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 				rescued_from = CASE WHEN state = 'running' THEN lease_owner END
 			WHERE id = (
 				SELECT id FROM (
-					SELECT id, priority, run_after FROM tickets WHERE state = 'queued' AND run_after <= ?
+					SELECT * FROM (SELECT id, priority, run_after FROM tickets
+						WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?
+						ORDER BY priority DESC, run_after, id LIMIT 1)
 					UNION ALL
-					SELECT id, priority, run_after FROM tickets WHERE state = 'running' AND lease_expires_at <= ?
+					SELECT * FROM (SELECT id, priority, run_after FROM tickets
+						WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ? AND attempts < max_attempts AND cancel_requested = 0
+						ORDER BY priority DESC, run_after, id LIMIT 1)
 				) ORDER BY priority DESC, run_after, id LIMIT 1)
 			RETURNING `+ticketCols, worker, exp, now, now, now)
 		if err != nil {
@@ -84,7 +98,8 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		}
 		t, err := scanTicket(row)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNoTicket
+			// Commit what settling did; ErrNoTicket is reported after the transaction.
+			return s.settleExpired(ctx, tx, now, worker)
 		}
 		if err != nil {
 			return err
@@ -101,7 +116,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
 		return nil
 	})
-	if errors.Is(err, ErrNoTicket) {
+	if err == nil && l.Token == 0 {
 		return Lease{}, ErrNoTicket
 	}
 	if err != nil {
@@ -120,7 +135,7 @@ func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor 
 				THEN 'cancel requested; lease of ' || lease_owner || ' expired'
 				ELSE 'lease of ' || lease_owner || ' expired on final attempt ' || attempts || ' of ' || max_attempts END,
 			lease_expires_at = NULL, finished_at = ?, updated_at = ?
-		WHERE state = 'running' AND lease_expires_at <= ? AND (attempts >= max_attempts OR cancel_requested = 1)
+		WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ? AND (attempts >= max_attempts OR cancel_requested = 1)
 		RETURNING id, state, attempts, reason`)
 	if err != nil {
 		return err
@@ -189,7 +204,7 @@ func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
 // Heartbeat extends the lease to now+leaseFor and reports whether cancellation was
 // requested. ErrLeaseLost means stop work and discard the result.
 func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
-	err = s.write(ctx, "heartbeat", func(tx *sql.Tx) error {
+	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		var c int
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
@@ -208,7 +223,7 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 
 // Complete moves a running ticket to done with its result.
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
-	err := s.write(ctx, "complete", func(tx *sql.Tx) error {
+	err := s.write(ctx, "complete", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -238,7 +253,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
 	}
 	var to State
-	err := s.write(ctx, "fail", func(tx *sql.Tx) error {
+	err := s.write(ctx, "fail", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		var attempts, maxAttempts, cancel int
 		var owner string
@@ -293,7 +308,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 
 // FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
-	err := s.write(ctx, "finish cancelled", func(tx *sql.Tx) error {
+	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -313,7 +328,7 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
 func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
-	err := s.write(ctx, "save triage", func(tx *sql.Tx) error {
+	err := s.write(ctx, "save triage", func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		return s.fenced(ctx, tx, id, `UPDATE tickets SET triage = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
@@ -346,7 +361,7 @@ func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, 
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
 	var after State
-	err := s.write(ctx, "request cancel", func(tx *sql.Tx) error {
+	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -384,7 +399,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 // ticket stuck on a dead worker): the fence token moves on, so the old holder's writes are
 // refused. Both cases are recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
-	err := s.write(ctx, "requeue", func(tx *sql.Tx) error {
+	err := s.write(ctx, "requeue", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -428,7 +443,7 @@ type Event struct {
 
 // AddNote appends an operator note to a ticket's history without changing its state.
 func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error {
-	err := s.write(ctx, "add note", func(tx *sql.Tx) error {
+	err := s.write(ctx, "add note", func(ctx context.Context, tx *sql.Tx) error {
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
 			return err

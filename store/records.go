@@ -62,7 +62,7 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 	if c.CostUSD != nil {
 		cost = *c.CostUSD
 	}
-	err := s.write(ctx, "record model call", func(tx *sql.Tx) error {
+	err := s.write(ctx, "record model call", func(ctx context.Context, tx *sql.Tx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at)
@@ -161,7 +161,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record tool call", func(tx *sql.Tx) error {
+	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *sql.Tx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
@@ -221,8 +221,8 @@ type Run struct {
 // StartRun opens a night and returns its id (pass it to ModelCall.RunID and FinishRun).
 func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 	var id int64
-	err := s.write(ctx, "start run", func(tx *sql.Tx) error {
-		row, err := s.queryRow(ctx, tx, `INSERT INTO runs (trigger, started_at) VALUES (?, ?) RETURNING id`, trigger, s.nowMS())
+	err := s.write(ctx, "start run", func(ctx context.Context, tx *sql.Tx) error {
+		row, err := s.queryRow(ctx, tx, `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events)) RETURNING id`, trigger, s.nowMS())
 		if err != nil {
 			return err
 		}
@@ -237,25 +237,25 @@ func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 // FinishRun closes a night, computing its totals from the events in its window and the
 // model calls tagged with it, then checkpoints the WAL.
 func (s *Store) FinishRun(ctx context.Context, id int64) error {
-	err := s.write(ctx, "finish run", func(tx *sql.Tx) error {
+	err := s.write(ctx, "finish run", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
-		var started int64
-		row, err := s.queryRow(ctx, tx, `SELECT started_at FROM runs WHERE id = ?`, id)
+		var after int64
+		row, err := s.queryRow(ctx, tx, `SELECT after_event_id FROM runs WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
-		if err := row.Scan(&started); errors.Is(err, sql.ErrNoRows) {
+		if err := row.Scan(&after); errors.Is(err, sql.ErrNoRows) {
 			return ErrRunNotFound
 		} else if err != nil {
 			return err
 		}
 		_, err = s.exec(ctx, tx, `UPDATE runs SET ended_at = ?,
-			claimed   = (SELECT count(*) FROM events WHERE at BETWEEN ?2 AND ?1 AND kind = 'claimed'),
-			done      = (SELECT count(*) FROM events WHERE at BETWEEN ?2 AND ?1 AND to_state = 'done'),
-			escalated = (SELECT count(*) FROM events WHERE at BETWEEN ?2 AND ?1 AND to_state = 'escalated'),
-			retried   = (SELECT count(*) FROM events WHERE at BETWEEN ?2 AND ?1 AND kind = 'retry'),
+			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
+			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done'),
+			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated'),
+			retried   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'retry'),
 			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?3)
-			WHERE id = ?3`, now, started, id)
+			WHERE id = ?3`, now, after, id)
 		return err
 	})
 	if err != nil {

@@ -50,9 +50,9 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	ticketScope, callScope := `SELECT id FROM tickets`, `SELECT id FROM model_calls`
 	var args []any
 	if runID != 0 {
-		var started int64
+		var after int64
 		var ended sql.NullInt64
-		err := s.r.QueryRowContext(ctx, `SELECT started_at, ended_at FROM runs WHERE id = ?`, runID).Scan(&started, &ended)
+		err := s.r.QueryRowContext(ctx, `SELECT after_event_id, ended_at FROM runs WHERE id = ?`, runID).Scan(&after, &ended)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Stats{}, fmt.Errorf("stats of run %d: %w", runID, ErrRunNotFound)
 		} else if err != nil {
@@ -62,10 +62,10 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 		if ended.Valid {
 			end = ended.Int64
 		}
-		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND at BETWEEN ?1 AND ?2
+		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND id > ?1 AND at <= ?2
 			UNION SELECT ticket_id FROM model_calls WHERE run_id = ?3`
 		callScope = `SELECT id FROM model_calls WHERE run_id = ?3`
-		args = []any{started, end, runID}
+		args = []any{after, end, runID}
 	}
 
 	rows, err := s.r.QueryContext(ctx, `SELECT state, attempts, created_at, finished_at FROM tickets
@@ -165,7 +165,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 		return 0, fmt.Errorf("gc: older than %v: want >= 0", olderThan)
 	}
 	var n int
-	err := s.write(ctx, "gc", func(tx *sql.Tx) error {
+	err := s.write(ctx, "gc", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		cutoff := now - olderThan.Milliseconds()
 		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET args = '', result = ''

@@ -86,7 +86,8 @@ type Options struct {
 	// OnRetry, when set, is called after each busy retry (for logs and metrics).
 	OnRetry func(op string, try int, err error)
 
-	driverName string // tests wrap the driver to inject faults
+	driverName   string        // tests wrap the driver to inject faults
+	busyPauseMax time.Duration // longest pause between busy retries; default 250ms
 }
 
 // Store is the ticket queue on one SQLite file. Safe for concurrent use.
@@ -101,7 +102,12 @@ type Store struct {
 	pending    map[string]struct{}
 	hasPending atomic.Bool
 
-	randMu sync.Mutex
+	reqs    chan *writeReq // to the committer, which owns w
+	quit    chan struct{}
+	stopped chan struct{}
+
+	randMu     sync.Mutex
+	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
 }
 
 // Open opens (creating if needed) the database at path and migrates it to SchemaVersion.
@@ -168,11 +174,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
 	}
 	s.r = r
+	s.reqs, s.quit, s.stopped = make(chan *writeReq), make(chan struct{}), make(chan struct{})
+	go s.committer()
 	return s, nil
 }
 
 // Close checkpoints the WAL into the main file (best effort) and closes both pools.
 func (s *Store) Close() error {
+	close(s.quit)
+	<-s.stopped
 	cerr := s.Checkpoint(context.Background())
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
@@ -231,7 +241,8 @@ func isBusy(err error) bool {
 // run out (ErrBusy). fn must be safe to rerun: every write is a whole transaction that
 // rolled back when it met busy.
 func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
-	pause := 2 * time.Millisecond
+	maxPause := cmp.Or(s.opts.busyPauseMax, 250*time.Millisecond)
+	pause := min(2*time.Millisecond, maxPause)
 	for try := 0; ; try++ {
 		err := fn()
 		if err == nil || !isBusy(err) {
@@ -250,30 +261,8 @@ func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
 			return fmt.Errorf("%s: %w (while retrying busy database: %v)", op, ctx.Err(), err)
 		case <-t.C:
 		}
-		pause = min(pause*2, 250*time.Millisecond)
+		pause = min(pause*2, maxPause)
 	}
-}
-
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection, retrying the
-// whole transaction on busy.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	return s.retry(ctx, op, func() error {
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("%s: begin: %w", op, err)
-		}
-		if err := fn(tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("%s: commit: %w", op, err)
-		}
-		if s.hasPending.Load() {
-			s.preparePending(ctx)
-		}
-		return nil
-	})
 }
 
 // stmt returns query bound to tx, prepared once on the writer connection. The single

@@ -108,7 +108,7 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	if maxAttempts == 0 {
 		maxAttempts = DefaultMaxAttempts
 	}
-	err = s.write(ctx, "enqueue", func(tx *sql.Tx) error {
+	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.nowMS()
 		id, created = 0, false
 		row, err := s.queryRow(ctx, tx, `INSERT INTO tickets
