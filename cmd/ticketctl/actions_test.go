@@ -209,3 +209,46 @@ func TestSafeWhileDaemonRuns(t *testing.T) {
 		t.Errorf("list: %d tickets, want 14", len(all))
 	}
 }
+
+func TestAddBodyFromStdin(t *testing.T) {
+	f := setup(t)
+	var out, errb strings.Builder
+	e := &env{ctx: context.Background(), stdout: &out, stderr: &errb, lookupEnv: func(string) (string, bool) { return "", false },
+		stdin: strings.NewReader("typed into a pipe\n")}
+	if err := e.dispatch([]string{"--db", f.db, "--json", "add", "--repo", "sample", "--title", "piped", "--body-file", "-"}); err != nil {
+		t.Fatalf("add --body-file -: %v (stderr %s)", err, errb.String())
+	}
+	var got addJSON
+	decode(t, result{stdout: out.String()}, &got)
+	var tk showJSON
+	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(got.ID, 10)), &tk)
+	if tk.Ticket.Body != "typed into a pipe\n" {
+		t.Errorf("body = %q, want what stdin held", tk.Ticket.Body)
+	}
+}
+
+func TestEscalationsJSON(t *testing.T) {
+	f := setup(t)
+	var got []map[string]any
+	decode(t, ctl(t, "--db", f.db, "escalations", "--json"), &got)
+	if len(got) != 1 || got[0]["id"] != float64(f.escalated) || got[0]["result_dir"] != "/out/2" ||
+		!strings.Contains(got[0]["reason"].(string), "tests still fail") {
+		t.Errorf("escalations --json = %v, want ticket %d with its reason and result_dir /out/2", got, f.escalated)
+	}
+	decode(t, ctl(t, "--db", f.db, "escalations", "--json", "--repo", "other"), &got)
+	if len(got) != 0 {
+		t.Errorf("escalations --repo other = %v, want []", got)
+	}
+}
+
+func TestNotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("this is not SQLite, it is a shopping list\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := ctl(t, "--db", path, "list")
+	if r.code != exitError {
+		t.Fatalf("list on a text file: exit %d, want %d\n%s", r.code, exitError, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "open database "+path)
+}
