@@ -151,8 +151,15 @@ func (c *Config) applyDefaults() {
 	if c.Budget.WallClock == 0 {
 		c.Budget.WallClock = DefaultWallClock
 	}
+	c.applyRepoDefaults()
+}
+
+// applyRepoDefaults fills the defaults inside map entries, which decoding cannot pre-fill.
+func (c *Config) applyRepoDefaults() {
 	for name, r := range c.Repos {
-		or(&r.BaseRef, "HEAD")
+		if r.BaseRef == "" {
+			r.BaseRef = "HEAD"
+		}
 		for i := range r.Checks {
 			if r.Checks[i].Name == "" {
 				r.Checks[i].Name = r.Checks[i].Kind
@@ -173,7 +180,9 @@ func Load(path string) (Config, error) {
 
 // Parse decodes data strictly; name is used in error messages and to resolve relative paths.
 func Parse(name string, data []byte) (Config, error) {
-	var c Config
+	// Decoding over the defaults keeps an explicit zero (workers: 0) as zero, so validation
+	// can reject it instead of silently replacing it with the default.
+	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
@@ -184,8 +193,12 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, explain(name, &root, err)
 	}
 	c.File = name
-	c.applyDefaults()
-	c.resolvePaths(filepath.Dir(name))
+	c.applyRepoDefaults()
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	c.resolvePaths(dir)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -244,6 +257,9 @@ func (c Config) Validate() error {
 	}
 	if c.Budget.WallClock < time.Second {
 		bad("budget.wall_clock: must be >= 1s, got %s", c.Budget.WallClock)
+	}
+	if c.Store.Path == "" {
+		bad("store.path: required (the SQLite file of the ticket queue)")
 	}
 	switch strings.ToUpper(c.Store.Synchronous) {
 	case "NORMAL", "FULL":

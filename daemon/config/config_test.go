@@ -1,0 +1,107 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRootConfigParses keeps the repository's config.yaml complete and valid.
+func TestRootConfigParses(t *testing.T) {
+	path := filepath.Join("..", "..", "config.yaml")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	if c.Night.Workers != 3 || c.Night.Lease != 60*time.Second || c.Budget.MaxSteps != 40 {
+		t.Errorf("defaults: workers %d lease %s max_steps %d", c.Night.Workers, c.Night.Lease, c.Budget.MaxSteps)
+	}
+	if !filepath.IsAbs(c.Store.Path) || filepath.Base(c.Store.Path) != "ticketd.db" {
+		t.Errorf("store.path = %q, want an absolute path ending in ticketd.db", c.Store.Path)
+	}
+	if c.Models.Endpoints["openai"].APIKeyEnv != "OPENAI_API_KEY" {
+		t.Errorf("api_key_env = %q", c.Models.Endpoints["openai"].APIKeyEnv)
+	}
+}
+
+const valid = `
+night:
+  workers: 2
+repos:
+  app:
+    path: ../app
+    checks:
+      - kind: pytest
+intake:
+  - kind: dir
+    path: issues
+    repo: app
+models:
+  endpoints:
+    local: {base_url: "http://127.0.0.1:8080/v1"}
+  roles:
+    triage: {endpoint: local, model: m}
+    maker: {endpoint: local, model: m}
+    checker: {endpoint: local, model: m}
+    judge: {endpoint: local, model: m}
+`
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // substrings of the error
+	}{
+		{name: "unknown key names file, line and key", yaml: strings.Replace(valid, "  workers: 2", "  wokers: 2", 1),
+			want: []string{"cfg.yaml:3:", "night.wokers", `unknown key "wokers"`}},
+		{name: "wrong type", yaml: strings.Replace(valid, "workers: 2", "workers: many", 1),
+			want: []string{"cfg.yaml:3:", "night.workers", "wrong type", `"many"`}},
+		{name: "bad duration", yaml: valid + "budget:\n  wall_clock: soon\n",
+			want: []string{"cfg.yaml:22:", "budget.wall_clock"}},
+		{name: "range", yaml: strings.Replace(valid, "workers: 2", "workers: 0", 1),
+			want: []string{"night.workers: must be 1..64, got 0"}},
+		{name: "unknown repo in intake", yaml: strings.Replace(valid, "    repo: app", "    repo: web", 1),
+			want: []string{`intake[0].repo: "web" is not defined under repos (have: app)`}},
+		{name: "bad check kind", yaml: strings.Replace(valid, "kind: pytest", "kind: nose", 1),
+			want: []string{"repos.app.checks[0].kind"}},
+		{name: "undefined endpoint", yaml: strings.Replace(valid, "maker: {endpoint: local", "maker: {endpoint: cloud", 1),
+			want: []string{"models.roles.maker.endpoint"}},
+		{name: "not yaml", yaml: "night: [", want: []string{"cfg.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("cfg.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", tt.yaml)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseResolvesPathsAndDefaults(t *testing.T) {
+	c, err := Parse(filepath.Join("/etc/ticketd", "config.yaml"), []byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ got, want string }{
+		{c.Store.Path, "/etc/ticketd/ticketd.db"},
+		{c.Repos["app"].Path, "/etc/app"},
+		{c.Repos["app"].BaseRef, "HEAD"},
+		{c.Repos["app"].Checks[0].Name, "pytest"},
+		{c.Intake[0].Path, "/etc/ticketd/issues"},
+		{c.Workspace, "/etc/ticketd/work"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if c.Night.MaxAttempts != DefaultMaxAttempts || c.Night.Heartbeat != DefaultHeartbeat {
+		t.Errorf("defaults not applied: %+v", c.Night)
+	}
+}
