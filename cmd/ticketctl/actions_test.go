@@ -12,7 +12,7 @@ import (
 	"github.com/ticketd/ticketd/store"
 )
 
-// events returns the kinds and actors of a ticket's events, read back through show --json.
+// eventsOf returns a ticket's events, read back through show --json.
 func eventsOf(t *testing.T, db string, id int64) []store.Event {
 	t.Helper()
 	var got showJSON

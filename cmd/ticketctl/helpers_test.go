@@ -124,7 +124,7 @@ type result struct {
 	stdout, stderr string
 }
 
-// ctl runs ticketctl with args, isolated from the caller's TICKETD_DB.
+// ctl runs ticketctl with args in-process and captures what it printed.
 func ctl(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
