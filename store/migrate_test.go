@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,5 +114,46 @@ func TestOpenTwiceIsIdempotent(t *testing.T) {
 			t.Error("read pool accepted a write; want it read-only")
 		}
 		s.Close()
+	}
+}
+
+func TestPragmasAndCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		sync string
+		want int
+	}{{"", 1}, {"normal", 1}, {"FULL", 2}} {
+		b := setup(t, func(o *Options) { o.Synchronous = tc.sync })
+		var got, fk, limit int
+		b.s.w.QueryRow(`PRAGMA synchronous`).Scan(&got)
+		b.s.w.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
+		b.s.w.QueryRow(`PRAGMA journal_size_limit`).Scan(&limit)
+		if got != tc.want || fk != 1 || limit != journalSizeLimit {
+			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, journalSizeLimit)
+		}
+	}
+	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Synchronous: "OFF"}); err == nil {
+		t.Error("Synchronous OFF accepted; want an error")
+	}
+
+	b := setup(t)
+	for i := range 300 {
+		b.enqueue(t, fmt.Sprint(i))
+	}
+	walSize := func() int64 {
+		fi, err := os.Stat(b.s.Path() + "-wal")
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	if walSize() == 0 {
+		t.Fatal("WAL empty after 300 writes; the test measures nothing")
+	}
+	run, _ := b.s.StartRun(b.ctx, "once")
+	if err := b.s.FinishRun(b.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if n := walSize(); n != 0 {
+		t.Errorf("WAL is %d bytes after FinishRun; want truncated to 0", n)
 	}
 }
