@@ -13,10 +13,6 @@ import (
 	"github.com/ticketd/ticketd/worktree"
 )
 
-// maxRepoMapFiles bounds the file map sent to the models; a large repository gets its first
-// files and a note, and the maker uses list_files for the rest.
-const maxRepoMapFiles = 400
-
 // repoFacts is what is computed once per repository and base commit: the checks at the base
 // (the gate compares against them) and the file map (shared by every ticket's prompt).
 type repoFacts struct {
@@ -79,12 +75,7 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	if err != nil {
 		return f, fmt.Errorf("list files of %s: %w", tree.RepoPath, err)
 	}
-	files := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(files) > maxRepoMapFiles {
-		extra := len(files) - maxRepoMapFiles
-		files = append(files[:maxRepoMapFiles], fmt.Sprintf("(and %d more files: use list_files)", extra))
-	}
-	f.repoMap = strings.Join(files, "\n")
+	f.repoMap = pipeline.RepoMap(tree.Dir, strings.Split(strings.TrimSpace(string(out)), "\n"))
 	f.results = b.checks.Run(ctx, tree.Dir, repo.Checks)
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)

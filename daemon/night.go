@@ -32,6 +32,8 @@ type Daemon struct {
 	ModelOptions []model.Option
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// PromptLayout is the pipeline's prompt layout; the zero value is the cache-friendly one.
+	PromptLayout pipeline.Layout
 }
 
 // Causes recorded when a night stops work in flight.
@@ -171,6 +173,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		baselines: newBaselines(checks),
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
+			Layout: d.PromptLayout,
 		},
 		windowEnd: windowEnd,
 	}

@@ -109,7 +109,23 @@ type Runner struct {
 	Now      func() time.Time
 	// Roles that are configured; triage, checker and judge are skipped when absent.
 	Roles map[model.Role]bool
+	// Layout is where the dynamic values go; the zero value is the cache-friendly layout.
+	Layout Layout
 }
+
+// Layout says where a request's dynamic values (work directory, date) are placed.
+type Layout int
+
+const (
+	// LayoutCacheFriendly: tool definitions and role instructions first (byte-identical
+	// across tickets, workers and days), then the repository part, then the ticket with
+	// its work directory and date. The default.
+	LayoutCacheFriendly Layout = iota
+	// LayoutDynamicFirst puts the work directory and date at the top of the system prompt,
+	// as many agents do. It is kept to measure what the default saves: every worktree has
+	// its own directory, so no two tickets share a cached prefix past the tool block.
+	LayoutDynamicFirst
+)
 
 func (r *Runner) now() time.Time {
 	if r.Now != nil {

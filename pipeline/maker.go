@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -30,8 +31,12 @@ const (
 func (a *attempt) openingMessages(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
 	user := RepoContext(a.job.Ticket.Repo, a.job.RepoMap) + "\n" +
 		TicketContext(a.job.Ticket, triage, a.job.Dir, a.r.now())
+	system := SystemPrompt(role)
+	if a.r.Layout == LayoutDynamicFirst {
+		system = fmt.Sprintf("Working directory: %s\nDate: %s\n\n", a.job.Dir, a.r.now().UTC().Format(time.DateOnly)) + system
+	}
 	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(role)},
+		{Role: openai.ChatMessageRoleSystem, Content: system},
 		{Role: openai.ChatMessageRoleUser, Content: user},
 	}
 }

@@ -1,0 +1,312 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+)
+
+// fixture is a Python repository with one bug per ticket, its issue files and the scripted
+// model's cases.
+type fixture struct {
+	dir, repo, issues string
+	cases             []scriptedmodel.Case
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newFixture builds a repository of a realistic size (modules enough for a repository map of
+// a few thousand tokens) with n bugs, each with a failing test, one issue and one patch.
+func newFixture(t *testing.T, n int) fixture {
+	t.Helper()
+	f := fixture{dir: t.TempDir()}
+	f.repo = filepath.Join(f.dir, "shop")
+	f.issues = filepath.Join(f.dir, "issues")
+	write(t, filepath.Join(f.repo, "shop", "__init__.py"), "")
+	write(t, filepath.Join(f.repo, "tests", "__init__.py"), "")
+	for j := range 60 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "\"\"\"Catalogue helpers, part %d.\"\"\"\n\n", j)
+		for k := range 10 {
+			fmt.Fprintf(&b, "def catalogue_%d_lookup_%d(items, key, default=None):\n    return items.get(key, default)\n\n\n", j, k)
+		}
+		write(t, filepath.Join(f.repo, "shop", fmt.Sprintf("catalogue_%02d.py", j)), b.String())
+	}
+	for i := range n {
+		write(t, filepath.Join(f.repo, "shop", fmt.Sprintf("rule_%02d.py", i)), fmt.Sprintf(
+			"\"\"\"Pricing rule %d.\"\"\"\n\n\ndef surcharge_%d(cents):\n    \"\"\"Add the rule's surcharge of %d cents.\"\"\"\n    return cents + %d\n", i, i, i, i+1))
+		write(t, filepath.Join(f.repo, "tests", fmt.Sprintf("test_rule_%02d.py", i)), fmt.Sprintf(
+			"import unittest\n\nfrom shop.rule_%02d import surcharge_%d\n\n\nclass RuleTest(unittest.TestCase):\n    def test_surcharge(self):\n        self.assertEqual(surcharge_%d(100), %d)\n", i, i, i, 100+i))
+	}
+	git(t, f.repo, "init", "-q", "-b", "main")
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-q", "-m", "base")
+	for i := range n {
+		path := filepath.Join(f.repo, "shop", fmt.Sprintf("rule_%02d.py", i))
+		data, _ := os.ReadFile(path)
+		write(t, path, strings.Replace(string(data), fmt.Sprintf("cents + %d\n", i+1), fmt.Sprintf("cents + %d\n", i), 1))
+		patch := git(t, f.repo, "diff")
+		git(t, f.repo, "checkout", "-q", ".")
+		title := fmt.Sprintf("Surcharge rule %d charges one cent too much", i)
+		write(t, filepath.Join(f.issues, fmt.Sprintf("%02d.md", i)), fmt.Sprintf(
+			"---\ntitle: %s\nrepo: shop\nlabels: [bug]\n---\nAn order of 1.00 with rule %d shows %d cents, but the rule adds %d cents, so it should be %d.\n",
+			title, i, 101+i, i, 100+i))
+		f.cases = append(f.cases, scriptedmodel.Case{Match: title, Patch: patch})
+	}
+	return f
+}
+
+func (f fixture) config(t *testing.T, baseURL string, workers int) config.Config {
+	t.Helper()
+	text := fmt.Sprintf(`
+night: {workers: %d, lease: 30s, heartbeat: 5s, max_attempts: 3, retry_backoff: 50ms, poll: 20ms}
+intake: [{kind: dir, path: %s}]
+repos:
+  shop:
+    path: %s
+    base_ref: main
+    checks: [{name: tests, kind: pytest, timeout: 2m}]
+models:
+  endpoints: {scripted: {base_url: %s}}
+  roles:
+    triage: {endpoint: scripted, model: gpt-4.1-mini}
+    maker: {endpoint: scripted, model: gpt-4.1}
+    checker: {endpoint: scripted, model: gpt-4.1-mini}
+    judge: {endpoint: scripted, model: gpt-4.1-mini}
+  retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
+`, workers, f.issues, f.repo, baseURL)
+	cfg, err := config.Parse(filepath.Join(f.dir, "config.yaml"), []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func requirePytest(t *testing.T) {
+	t.Helper()
+	if _, err := validate.ResolvePytest(context.Background()); err != nil {
+		t.Fatalf("pytest is needed (apt-get install -y python3-pytest): %v", err)
+	}
+}
+
+type night struct {
+	store *store.Store
+	rep   NightReport
+}
+
+func runNight(t *testing.T, cfg config.Config, layout pipeline.Layout, opts ...model.Option) night {
+	t.Helper()
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PromptLayout: layout, ModelOptions: opts}
+	rep, err := d.RunNight(context.Background(), "test")
+	if err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	return night{store: st, rep: rep}
+}
+
+// firstRequestShares returns, per role, the cached share of each ticket's first request of
+// that role, in the order those requests were made, leaving out the very first one (the
+// request that writes the shared prefix to the cache).
+func firstRequestShares(t *testing.T, st *store.Store, tickets int) map[string][]float64 {
+	t.Helper()
+	type first struct {
+		id    int64
+		share float64
+	}
+	byRole := map[string][]first{}
+	for id := int64(1); id <= int64(tickets); id++ {
+		calls, err := st.ModelCalls(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range calls {
+			if seen[c.Role] || c.ErrorClass != "" {
+				continue
+			}
+			seen[c.Role] = true
+			byRole[c.Role] = append(byRole[c.Role], first{c.ID, float64(c.CachedTokens) / float64(c.PromptTokens)})
+		}
+	}
+	out := map[string][]float64{}
+	for role, fs := range byRole {
+		sort.Slice(fs, func(i, j int) bool { return fs[i].id < fs[j].id })
+		for _, f := range fs[1:] {
+			out[role] = append(out[role], f.share)
+		}
+	}
+	return out
+}
+
+// TestPromptCacheShare: with the static prefix first, every role's first request of every
+// ticket after the first finds at least 95% of its prompt in the (simulated, OpenAI-rules)
+// prefix cache. The negative control puts the work directory and date at the top of the
+// system prompt, as many agents do, and must fall below 30%: the measurement can fail.
+func TestPromptCacheShare(t *testing.T) {
+	requirePytest(t)
+	tests := []struct {
+		name   string
+		layout pipeline.Layout
+		check  func(share float64) bool
+		want   string
+	}{
+		{"cache-friendly layout", pipeline.LayoutCacheFriendly, func(s float64) bool { return s >= 0.95 }, ">= 0.95"},
+		{"dynamic values first (negative control)", pipeline.LayoutDynamicFirst, func(s float64) bool { return s < 0.3 }, "< 0.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const tickets = 10
+			f := newFixture(t, tickets)
+			server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url, err := server.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { server.Close() })
+			n := runNight(t, f.config(t, url, 3), tt.layout)
+			list, err := n.store.List(context.Background(), store.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range list {
+				if tk.State != store.StateDone {
+					t.Errorf("ticket %d: %s (%s)", tk.ID, tk.State, tk.Reason)
+				}
+			}
+			shares := firstRequestShares(t, n.store, tickets)
+			for _, role := range model.Roles {
+				got := shares[string(role)]
+				if len(got) != tickets-1 {
+					t.Errorf("%s: %d first requests after the first, want %d", role, len(got), tickets-1)
+				}
+				for i, s := range got {
+					if !tt.check(s) {
+						t.Errorf("%s: first request #%d has cached share %.3f, want %s", role, i+2, s, tt.want)
+					}
+				}
+				t.Logf("%s first-request cached shares: %v", role, fmtShares(got))
+			}
+		})
+	}
+}
+
+func fmtShares(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return strings.Join(parts, " ")
+}
+
+// instantClock makes the model client's backoff waits return at once, recording them.
+type instantClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *instantClock) Now() time.Time { return time.Now() }
+func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
+}
+
+// TestTransportFaultsBurnNoAttempt: with 20% of responses 429 or 500, every ticket is fixed
+// on its first attempt, the faults were retried (within the configured bound), and no
+// attempt was spent on them.
+func TestTransportFaultsBurnNoAttempt(t *testing.T) {
+	requirePytest(t)
+	const tickets = 6
+	f := newFixture(t, tickets)
+	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 3,
+		Faults: scriptedmodel.Faults{RateLimitRate: 0.1, ServerErrorRate: 0.1, RetryAfter: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	clock := &instantClock{}
+	cfg := f.config(t, url, 3)
+	n := runNight(t, cfg, pipeline.LayoutCacheFriendly, model.WithClock(clock))
+
+	faults := 0
+	for _, r := range server.Requests() {
+		if r.Status == 429 || r.Status >= 500 {
+			faults++
+		}
+	}
+	if faults == 0 {
+		t.Fatal("the scripted model injected no faults: the test proves nothing")
+	}
+	retries := 0
+	for id := int64(1); id <= tickets; id++ {
+		tk, err := n.store.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.State != store.StateDone || tk.Attempts != 1 {
+			t.Errorf("ticket %d: %s after %d attempts (%s), want done after 1", id, tk.State, tk.Attempts, tk.Reason)
+		}
+		calls, _ := n.store.ModelCalls(context.Background(), id)
+		for _, c := range calls {
+			retries += c.Retries
+			if c.Retries > cfg.Models.Retry.MaxRetries {
+				t.Errorf("ticket %d call %d: %d retries, more than the bound %d", id, c.ID, c.Retries, cfg.Models.Retry.MaxRetries)
+			}
+		}
+	}
+	if retries != faults {
+		t.Errorf("recorded %d retries, the server injected %d faults", retries, faults)
+	}
+	t.Logf("%d requests, %d faults injected and retried; %d backoff waits", len(server.Requests()), faults, len(clock.waits))
+}
