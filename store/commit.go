@@ -10,63 +10,94 @@ import (
 // maxBatch bounds how many writes share one transaction.
 const maxBatch = 64
 
-// writeReq is one caller's transaction body waiting for the committer.
+// writeReq is one caller's transaction body waiting to be committed.
 type writeReq struct {
 	ctx  context.Context
 	op   string
 	fn   func(ctx context.Context, tx *sql.Tx) error
-	done chan error
+	done chan error    // the outcome, once committed or refused
+	lead chan struct{} // closed when this caller must take over as leader
 }
 
 var errClosed = errors.New("store is closed")
 
 // write runs fn in a BEGIN IMMEDIATE transaction on the writer connection and returns its
-// error once the transaction is durable (per Options.Synchronous).
+// outcome once the transaction is durable (per Options.Synchronous).
 //
-// Writes are group-committed: one committer goroutine owns the writer connection and runs
-// the requests waiting at that moment in one transaction, each inside its own SAVEPOINT,
-// so one request's failure rolls back only its own changes. A busy database rolls back
-// the whole batch and reruns it (every fn is safe to rerun). With one caller this is a
-// plain transaction per write; with several it divides the WAL writes and lock round trips
-// among them, which is what lets three workers outrun one.
+// Writes are group-committed without a background goroutine: the first caller to find no
+// leader becomes the leader and runs the requests queued at that moment in one
+// transaction, then the next group, until its own request is done; it then hands leadership
+// to the oldest waiting caller. One caller alone pays no handoff; several share the WAL
+// writes and lock round trips of one commit, which is what lets three workers outrun one.
+// A request that fails (other than busy) makes its group rerun one request per
+// transaction, so no caller's changes ride on another's failure.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.reqs <- req:
-	case <-s.quit:
+	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
 		return fmt.Errorf("%s: %w", op, errClosed)
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", op, ctx.Err())
 	}
-	// Once queued the request runs to its end: waiting for it keeps the caller's view
-	// (error or success) true even if its context ends meanwhile.
-	return <-req.done
-}
-
-// committer serves write requests until quit closes.
-func (s *Store) committer() {
-	defer close(s.stopped)
-	for {
-		var first *writeReq
-		select {
-		case first = <-s.reqs:
-		case <-s.quit:
-			return
-		}
-		batch := []*writeReq{first}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
+	s.queue = append(s.queue, req)
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	if !s.leading {
+		s.leading = true
+		s.qmu.Unlock()
+		return s.leadUntilDone(req)
+	}
+	s.qmu.Unlock()
+	select {
+	case err := <-req.done:
+		return err
+	case <-req.lead:
+		return s.leadUntilDone(req)
+	case <-ctx.Done():
+		s.qmu.Lock()
+		for i, r := range s.queue {
+			if r == req { // not started: withdraw it
+				s.queue = append(s.queue[:i:i], s.queue[i+1:]...)
+				s.qmu.Unlock()
+				return fmt.Errorf("%s: %w", op, ctx.Err())
 			}
 		}
-		s.runBatch(batch)
+		s.qmu.Unlock()
+		// Already in a transaction: its outcome is the truth, wait for it (or to lead).
+		select {
+		case err := <-req.done:
+			return err
+		case <-req.lead:
+			return s.leadUntilDone(req)
+		}
+	}
+}
+
+// leadUntilDone commits queued groups until own is answered, then passes leadership on.
+func (s *Store) leadUntilDone(own *writeReq) error {
+	for {
+		s.qmu.Lock()
+		n := min(len(s.queue), maxBatch)
+		batch := append([]*writeReq(nil), s.queue[:n]...)
+		s.queue = s.queue[n:]
+		s.qmu.Unlock()
+		if len(batch) > 0 {
+			s.runBatch(batch)
+		}
+		select {
+		case err := <-own.done:
+			s.qmu.Lock()
+			if len(s.queue) > 0 {
+				close(s.queue[0].lead)
+			} else {
+				s.leading = false
+			}
+			s.qmu.Unlock()
+			return err
+		default:
+		}
 	}
 }
 

@@ -102,9 +102,12 @@ type Store struct {
 	pending    map[string]struct{}
 	hasPending atomic.Bool
 
-	reqs    chan *writeReq // to the committer, which owns w
-	quit    chan struct{}
-	stopped chan struct{}
+	qmu     sync.Mutex
+	queue   []*writeReq // writes waiting for the leader (see write)
+	leading bool
+	closed  bool
+	// inflight counts writes accepted before Close, which waits for them.
+	inflight sync.WaitGroup
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
@@ -174,15 +177,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
 	}
 	s.r = r
-	s.reqs, s.quit, s.stopped = make(chan *writeReq), make(chan struct{}), make(chan struct{})
-	go s.committer()
 	return s, nil
 }
 
 // Close checkpoints the WAL into the main file (best effort) and closes both pools.
 func (s *Store) Close() error {
-	close(s.quit)
-	<-s.stopped
+	s.qmu.Lock()
+	s.closed = true
+	s.qmu.Unlock()
+	s.inflight.Wait()
 	cerr := s.Checkpoint(context.Background())
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
