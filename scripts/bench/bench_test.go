@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/intake"
+	"github.com/ticketd/ticketd/scripts/bench/caseset"
+)
+
+// smallCases are three easy cases whose scripted wrong guess is a syntax error the visible
+// tests catch, so scenario never must end every one of them escalated.
+const smallCases = `^(pager-last-page|ledger-negative-amounts|thermo-fahrenheit)$`
+
+// smallConfig keeps nights short: quick retries, two attempts, a fast poll. Its loopback
+// endpoint makes the bench start the scripted model and point the roles at it.
+const smallConfig = `night:
+  workers: 3
+  lease: 15s
+  heartbeat: 5s
+  max_attempts: 2
+  retry_backoff: 100ms
+  poll: 50ms
+budget:
+  max_steps: 12
+  wall_clock: 2m
+models:
+  endpoints:
+    scripted: {base_url: "http://127.0.0.1:1/v1"}
+  roles:
+    triage:  {endpoint: scripted, model: gpt-4.1-mini}
+    maker:   {endpoint: scripted, model: gpt-4.1}
+    checker: {endpoint: scripted, model: gpt-4.1-mini}
+    judge:   {endpoint: scripted, model: gpt-4.1-mini}
+`
+
+// benchRun is one in-process `go run ./scripts/bench` with --config smallConfig, --json
+// and --out in a fresh folder; it returns the summary and the result lines.
+func benchRun(t *testing.T, args ...string) (Summary, []Record) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(cfg, []byte(smallConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results.jsonl")
+	args = append([]string{"--config", cfg, "--json", "--out", out, "--rounds", "1"}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d, want 0\nstderr:\n%s", args, code, stderr.String())
+	}
+	var sum Summary
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("run(%q): stdout is not one JSON summary: %v\n%s", args, err, stdout.String())
+	}
+	n, err := countLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make([]int, n)
+	for i := range lines {
+		lines[i] = i + 1
+	}
+	recs, err := readRecords(out, lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, recs
+}
+
+func TestBenchSolveSucceeds(t *testing.T) {
+	sum, recs := benchRun(t, "--scenario", "solve", "--filter", smallCases)
+	if sum.SuccessRate != 1 || sum.Escalated != 0 || sum.Cases != 3 {
+		t.Errorf("scenario solve: success_rate %v, escalated %v, cases %d; want 1, 0, 3", sum.SuccessRate, sum.Escalated, sum.Cases)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("results lines = %d, want 1 (one per round)", len(recs))
+	}
+	r := recs[0]
+	for _, o := range r.Cases {
+		if !o.Success || o.State != "done" || o.ModelCalls == 0 || o.DurationS <= 0 || o.Branch == "" {
+			t.Errorf("case %s: success %v state %q calls %d duration %v branch %q; want a judged, done ticket with calls and a duration",
+				o.Name, o.Success, o.State, o.ModelCalls, o.DurationS, o.Branch)
+		}
+	}
+	if !strings.HasPrefix(r.ConfigHash, "sha256:") || r.Commit == "" || r.Machine.NumCPU == 0 || r.Workers != 3 || r.Scenario != "solve" {
+		t.Errorf("record header: hash %q commit %q cpus %d workers %d scenario %q", r.ConfigHash, r.Commit, r.Machine.NumCPU, r.Workers, r.Scenario)
+	}
+	if sum.ModelRequestsPerTicket <= 0 || sum.PromptTokensPerTicket <= 0 || sum.TicketsPerHour <= 0 || sum.CostPerTicketUSD <= 0 {
+		t.Errorf("summary figures: requests %v prompt %v tickets/h %v cost %v; want all > 0",
+			sum.ModelRequestsPerTicket, sum.PromptTokensPerTicket, sum.TicketsPerHour, sum.CostPerTicketUSD)
+	}
+	if _, ok := sum.FirstRequestCachedShare["maker"]; !ok {
+		t.Errorf("first_request_cached_share = %v, want a maker entry", sum.FirstRequestCachedShare)
+	}
+}
+
+// TestBenchNeverFails is issue 3's negative control: the number can fail.
+func TestBenchNeverFails(t *testing.T) {
+	sum, recs := benchRun(t, "--scenario", "never", "--filter", smallCases)
+	if sum.SuccessRate != 0 || sum.Escalated != 3 {
+		t.Errorf("scenario never: success_rate %v, escalated %v; want 0 and 3", sum.SuccessRate, sum.Escalated)
+	}
+	for _, o := range recs[0].Cases {
+		if o.Success || o.State != "escalated" || o.Attempts != 2 {
+			t.Errorf("case %s: success %v state %q attempts %d; want false, escalated, 2", o.Name, o.Success, o.State, o.Attempts)
+		}
+	}
+}
+
+// TestBenchCasesOutsideRepo runs a case folder copied outside the repository.
+func TestBenchCasesOutsideRepo(t *testing.T) {
+	cases := t.TempDir()
+	copyTree(t, filepath.Join("cases", "pager-last-page"), filepath.Join(cases, "my-pager"))
+	sum, recs := benchRun(t, "--cases", cases)
+	if sum.Cases != 1 || sum.SuccessRate != 1 {
+		t.Fatalf("--cases %s: cases %d success_rate %v; want 1 and 1 (easy case, scripted solve)", cases, sum.Cases, sum.SuccessRate)
+	}
+	if got := recs[0].Cases[0].Name; got != "my-pager" {
+		t.Errorf("case name = %q, want my-pager", got)
+	}
+	if recs[0].CasesDir != cases {
+		t.Errorf("cases_dir = %q, want %q", recs[0].CasesDir, cases)
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if d.Name() == "__pycache__" || d.Name() == ".pytest_cache" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy %s to %s: %v", src, dst, err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr bool
+		check   func(options) bool
+	}{
+		{args: nil, check: func(o options) bool {
+			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && o.out == "results.jsonl" && !o.compare
+		}},
+		{args: []string{"--compare"}, check: func(o options) bool { return o.compare && o.compareLines == "" }},
+		{args: []string{"--compare", "2,5"}, check: func(o options) bool { return o.compare && o.compareLines == "2,5" }},
+		{args: []string{"--compare=1,3"}, check: func(o options) bool { return o.compare && o.compareLines == "1,3" }},
+		{args: []string{"--latency", "2s", "--workers", "1"}, check: func(o options) bool { return o.latency == 2*time.Second && o.workers == 1 }},
+		{args: []string{"--compare=a,b"}, wantErr: true},
+		{args: []string{"--scenario", "bogus"}, wantErr: true},
+		{args: []string{"--rounds", "0"}, wantErr: true},
+		{args: []string{"--filter", "("}, wantErr: true},
+		{args: []string{"stray"}, wantErr: true},
+	}
+	for _, tc := range tests {
+		o, err := parseFlags(tc.args, &bytes.Buffer{})
+		if (err != nil) != tc.wantErr {
+			t.Errorf("parseFlags(%q): err = %v, want error %v", tc.args, err, tc.wantErr)
+			continue
+		}
+		if err == nil && !tc.check(o) {
+			t.Errorf("parseFlags(%q) = %+v, not what was asked", tc.args, o)
+		}
+	}
+}
+
+func TestMedianAndPercentile(t *testing.T) {
+	tests := []struct {
+		in           []float64
+		median, p90  float64
+		wantP50Equal float64
+	}{
+		{in: nil, median: 0, p90: 0, wantP50Equal: 0},
+		{in: []float64{3}, median: 3, p90: 3, wantP50Equal: 3},
+		{in: []float64{5, 1, 3}, median: 3, p90: 5, wantP50Equal: 3},
+		{in: []float64{4, 1, 3, 2}, median: 2.5, p90: 4, wantP50Equal: 2},
+	}
+	for _, tc := range tests {
+		if got := median(tc.in); got != tc.median {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.median)
+		}
+		if got := percentile(tc.in, 90); got != tc.p90 {
+			t.Errorf("percentile(%v, 90) = %v, want %v", tc.in, got, tc.p90)
+		}
+		if got := percentile(tc.in, 50); got != tc.wantP50Equal {
+			t.Errorf("percentile(%v, 50) = %v, want %v", tc.in, got, tc.wantP50Equal)
+		}
+	}
+}
+
+func TestMedianTotalsPerRole(t *testing.T) {
+	rounds := []Totals{
+		{SuccessRate: 0.9, TicketsPerHour: 100, FirstRequestCachedShare: map[string]float64{"maker": 0.5}},
+		{SuccessRate: 0.8, TicketsPerHour: 300, FirstRequestCachedShare: map[string]float64{"maker": 0.9, "triage": 0.2}},
+		{SuccessRate: 1.0, TicketsPerHour: 200, FirstRequestCachedShare: map[string]float64{"maker": 0.7}},
+	}
+	m := medianTotals(rounds)
+	if m.SuccessRate != 0.9 || m.TicketsPerHour != 200 || m.FirstRequestCachedShare["maker"] != 0.7 || m.FirstRequestCachedShare["triage"] != 0.2 {
+		t.Errorf("medianTotals(%+v) = %+v; want success 0.9, tickets/h 200, maker 0.7, triage 0.2", rounds, m)
+	}
+}
+
+func TestTotals(t *testing.T) {
+	outs := []Outcome{
+		{State: "done", Success: true, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1},
+		{State: "done", Success: false, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3},
+		{State: "escalated", ModelCalls: 8, CostUSD: 0.06, DurationS: 2},
+		{State: "not_enqueued"},
+	}
+	got := totals(outs, 30*time.Second, nil)
+	want := Totals{Tickets: 4, Solved: 1, PipelineDone: 2, SuccessRate: 0.25, Escalated: 1, CostPerTicketUSD: 0.03,
+		ModelRequestsPerTicket: 4.5, PromptTokensPerTicket: 100, DurationP50S: 1, DurationP90S: 3, TicketsPerHour: 480, NightS: 30}
+	if got.Tickets != want.Tickets || got.Solved != want.Solved || got.PipelineDone != want.PipelineDone ||
+		got.SuccessRate != want.SuccessRate || got.Escalated != want.Escalated || !near(got.CostPerTicketUSD, want.CostPerTicketUSD) ||
+		got.ModelRequestsPerTicket != want.ModelRequestsPerTicket || got.PromptTokensPerTicket != want.PromptTokensPerTicket ||
+		got.DurationP50S != want.DurationP50S || got.DurationP90S != want.DurationP90S || !near(got.TicketsPerHour, want.TicketsPerHour) {
+		t.Errorf("totals(%+v)\n got  %+v\n want %+v", outs, got, want)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestIsLoopback(t *testing.T) {
+	tests := []struct {
+		url  string
+		want bool
+	}{
+		{"http://127.0.0.1:8080/v1", true},
+		{"http://localhost:11434/v1", true},
+		{"http://[::1]:9000/v1", true},
+		{"https://api.openai.com/v1", false},
+		{"http://10.0.0.5:8000/v1", false},
+		{"", false}, // empty means api.openai.com
+	}
+	for _, tc := range tests {
+		if got := isLoopback(tc.url); got != tc.want {
+			t.Errorf("isLoopback(%q) = %v, want %v", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestDirty(t *testing.T) {
+	tests := []struct {
+		status string
+		want   bool
+	}{
+		{"", false},
+		{"?? results.jsonl\n", false},
+		{" M store/queue.go\n", true},
+		{"?? store/commit.go\n", true},
+	}
+	for _, tc := range tests {
+		if got := dirty(tc.status); got != tc.want {
+			t.Errorf("dirty(%q) = %v, want %v", tc.status, got, tc.want)
+		}
+	}
+}
+
+// TestIssueFileParses checks that every case's intake file parses back to its own title,
+// labels and body, and names the case as its repo.
+func TestIssueFileParses(t *testing.T) {
+	cases, err := caseset.Load("cases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range cases {
+		is, err := intake.ParseIssue([]byte(issueFile(k)))
+		if err != nil {
+			t.Errorf("case %s: ParseIssue(issueFile) error %v", k.Name, err)
+			continue
+		}
+		if is.Title != k.Title || is.Repo != k.Name || is.Body != k.Body || strings.Join(is.Labels, ",") != strings.Join(k.Labels, ",") {
+			t.Errorf("case %s: parsed %+v; want title %q repo %q labels %v and the body", k.Name, is, k.Title, k.Name, k.Labels)
+		}
+	}
+}
+
+// TestRoundConfigHash checks that the hash ignores the round's folder and the scripted
+// model's port but not a knob.
+func TestRoundConfigHash(t *testing.T) {
+	cases, err := caseset.Load("cases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = cases[:2]
+	base, err := baseConfig(options{workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(cfg config.Config, url string) string {
+		t.Helper()
+		_, _, h, err := roundConfig(cfg, t.TempDir(), cases, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := hash(base, "http://127.0.0.1:40001/v1"), hash(base, "http://127.0.0.1:40002/v1")
+	if a != b {
+		t.Errorf("hash differs between rounds of one config: %s vs %s", a, b)
+	}
+	other := base
+	other.Night.Workers = 1
+	if c := hash(other, "http://127.0.0.1:40001/v1"); c == a {
+		t.Errorf("hash %s is the same for workers 3 and 1", c)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results.jsonl")
+	for i, rate := range []float64{0.5, 0.8, 0.9} {
+		rec := Record{Round: 1, Rounds: 1, Scenario: "solve", Workers: i + 1, ConfigHash: "sha256:abc",
+			Totals: Totals{SuccessRate: rate, FirstRequestCachedShare: map[string]float64{"maker": 0.5}}}
+		if err := appendRecord(out, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--compare"}, []string{"LINE 2", "LINE 3", "80.0%", "90.0%", "+12.5%", "first request cached share: maker"}},
+		{[]string{"--compare", "1,3"}, []string{"LINE 1", "LINE 3", "50.0%", "90.0%", "+80.0%"}},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		args := append(tc.args, "--out", out)
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("run(%q) = %d\n%s", args, code, stderr.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("run(%q) output lacks %q:\n%s", args, w, stdout.String())
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--compare", "1,9", "--out", out}, &stdout, &stderr); code != exitError {
+		t.Errorf("--compare 1,9 on a 3-line file: exit %d, want %d", code, exitError)
+	}
+}

@@ -1,0 +1,254 @@
+// Command bench is ticketd's benchmark: it runs the frozen case set (scripts/bench/cases)
+// through real nights and judges every produced branch with the case's hidden tests, never
+// with the pipeline's own verdict.
+//
+// Each round starts from nothing: a fresh temporary folder with a fresh database, every
+// case materialized fresh at its bug as its own git repository, the issue files written
+// anew, and (offline) a fresh scripted model. One JSON line per round is appended to
+// results.jsonl, which is never rewritten, and the median over the rounds is printed.
+//
+//	go run ./scripts/bench                          # offline, 3 rounds × 30 cases
+//	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
+//	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
+//	go run ./scripts/bench --compare                # the last two result lines side by side
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the bench could not run (a case, the config, git, pytest)
+	exitUsage = 2
+)
+
+// Scenario names for --scenario besides the scripted behaviours themselves.
+const scenarioByDifficulty = "by-difficulty"
+
+// scenarios are the --scenario values: by-difficulty uses each case's own `scripted`
+// behaviour from case.yaml; the others apply one scripted maker behaviour to every case.
+var scenarios = []string{scenarioByDifficulty, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
+
+// options are the parsed flags.
+type options struct {
+	casesDir     string
+	rounds       int
+	workers      int // 0: the config's night.workers, or 3
+	configFile   string
+	scenario     string
+	latency      time.Duration
+	jsonOut      bool
+	out          string
+	compare      bool
+	compareLines string // "A,B" (1-based); empty: the last two lines
+	filter       *regexp.Regexp
+	seed         int64
+	nightTimeout time.Duration
+	keep         bool
+	verbose      bool
+}
+
+// compareFlag is --compare, which may stand alone or carry "A,B".
+type compareFlag struct {
+	set   bool
+	lines string
+}
+
+func (c *compareFlag) String() string   { return c.lines }
+func (c *compareFlag) IsBoolFlag() bool { return true }
+func (c *compareFlag) Set(s string) error {
+	switch s {
+	case "true":
+		c.set = true
+	case "false":
+		c.set = false
+	default:
+		c.set, c.lines = true, s
+	}
+	return nil
+}
+
+var lineRangeRe = regexp.MustCompile(`^\d+,\d+$`)
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o      options
+		cmp    compareFlag
+		filter string
+	)
+	fs.StringVar(&o.casesDir, "cases", "", "folder of case folders (default: scripts/bench/cases of this repository)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds to run; the median is reported")
+	fs.IntVar(&o.workers, "workers", 0, "concurrent workers per night (default: the config's night.workers, else 3)")
+	fs.StringVar(&o.configFile, "config", "", "ticketd config whose models, night and budget knobs are used; a non-loopback endpoint means a real model")
+	fs.StringVar(&o.scenario, "scenario", scenarioByDifficulty, "scripted model scenario: "+strings.Join(scenarios, ", "))
+	fs.DurationVar(&o.latency, "latency", 0, "scripted model's simulated latency per call, e.g. 2s")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object")
+	fs.StringVar(&o.out, "out", "results.jsonl", "append one JSON line per round to this file")
+	fs.Var(&cmp, "compare", "print two result lines of --out side by side: the last two, or --compare A,B (1-based)")
+	fs.StringVar(&filter, "filter", "", "run only the cases whose name matches this regular expression")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the scripted model's random decisions")
+	fs.DurationVar(&o.nightTimeout, "night-timeout", 30*time.Minute, "stop a night that runs longer than this")
+	fs.BoolVar(&o.keep, "keep", false, "keep each round's folder (database, repositories, results) and print where")
+	fs.BoolVar(&o.verbose, "verbose", false, "log the daemon at info level (default: warnings only)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./scripts/bench [flags]\n\nRuns the frozen bug cases through real nights and judges each branch with hidden tests.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(joinCompare(args)); err != nil {
+		return o, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return o, fmt.Errorf("unexpected arguments %q; flags only, e.g. go run ./scripts/bench --rounds 1", rest)
+	}
+	o.compare, o.compareLines = cmp.set, cmp.lines
+	if o.compareLines != "" && !lineRangeRe.MatchString(o.compareLines) {
+		return o, fmt.Errorf("--compare %q: want two 1-based line numbers of %s, e.g. --compare 3,5", o.compareLines, o.out)
+	}
+	if o.rounds < 1 {
+		return o, fmt.Errorf("--rounds %d: want at least 1", o.rounds)
+	}
+	if o.workers < 0 || o.workers > 64 {
+		return o, fmt.Errorf("--workers %d: want 1..64", o.workers)
+	}
+	if o.latency < 0 {
+		return o, fmt.Errorf("--latency %s: must not be negative", o.latency)
+	}
+	if !validScenario(o.scenario) {
+		return o, fmt.Errorf("--scenario %q: want one of %s", o.scenario, strings.Join(scenarios, ", "))
+	}
+	if filter != "" {
+		re, err := regexp.Compile(filter)
+		if err != nil {
+			return o, fmt.Errorf("--filter %q: %w", filter, err)
+		}
+		o.filter = re
+	}
+	return o, nil
+}
+
+// joinCompare turns "--compare A,B" into "--compare=A,B": --compare may stand alone, so
+// the flag package would otherwise stop at A,B as the first positional argument.
+func joinCompare(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--compare" || a == "-compare") && i+1 < len(args) && lineRangeRe.MatchString(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func validScenario(s string) bool {
+	for _, v := range scenarios {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// run is the whole command; tests call it in-process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return exitUsage
+	}
+	if o.compare {
+		a, b, err := compareLineNumbers(o.out, o.compareLines)
+		if err == nil {
+			err = printCompare(stdout, o.out, a, b, o.jsonOut)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	sum, err := bench(ctx, o, stderr, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return exitError
+	}
+	if o.jsonOut {
+		err = writeSummaryJSON(stdout, sum)
+	} else {
+		err = printSummary(stdout, sum)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: print summary: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// compareLineNumbers turns --compare's value into two 1-based line numbers of out.
+func compareLineNumbers(out, spec string) (int, int, error) {
+	if spec == "" {
+		n, err := countLines(out)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n < 2 {
+			return 0, 0, fmt.Errorf("compare: %s holds %d result line(s); run the bench twice first", out, n)
+		}
+		return n - 1, n, nil
+	}
+	as, bs, _ := strings.Cut(spec, ",")
+	a, _ := strconv.Atoi(as)
+	b, _ := strconv.Atoi(bs)
+	if a < 1 || b < 1 {
+		return 0, 0, fmt.Errorf("compare %q: line numbers start at 1", spec)
+	}
+	return a, b, nil
+}
+
+// moduleRoot walks up from dir to the folder holding go.mod ("" when there is none).
+func moduleRoot(dir string) string {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

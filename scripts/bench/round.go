@@ -1,0 +1,464 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ticketd/ticketd/daemon"
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/bench/caseset"
+	"github.com/ticketd/ticketd/store"
+)
+
+// Offline night and budget knobs, used when --config is not given. They are the product's
+// defaults except where a default only makes sense for a real night: a retry waits 1 s,
+// not 30 s, and an idle worker polls every 100 ms, so a round measures the pipeline rather
+// than the sleeps between attempts.
+const (
+	benchWorkers      = 3
+	benchMaxAttempts  = 3
+	benchRetryBackoff = time.Second
+	benchPoll         = 100 * time.Millisecond
+	benchLease        = 30 * time.Second
+	benchHeartbeat    = 5 * time.Second
+	benchMaxSteps     = 20
+	benchWallClock    = 10 * time.Minute
+	checkTimeout      = 2 * time.Minute
+	scriptedEndpoint  = "scripted"
+	benchTrigger      = "bench"
+)
+
+// baseConfig is the configuration a round starts from: the --config file, or the offline
+// defaults pointing every role at the scripted model.
+func baseConfig(o options) (config.Config, error) {
+	if o.configFile != "" {
+		cfg, err := config.Load(o.configFile)
+		if err != nil {
+			return config.Config{}, fmt.Errorf("--config: %w", err)
+		}
+		if o.workers > 0 {
+			cfg.Night.Workers = o.workers
+		}
+		return cfg, nil
+	}
+	cfg := config.Default()
+	cfg.Night.Workers = benchWorkers
+	if o.workers > 0 {
+		cfg.Night.Workers = o.workers
+	}
+	cfg.Night.MaxAttempts = benchMaxAttempts
+	cfg.Night.RetryBackoff = benchRetryBackoff
+	cfg.Night.Poll = benchPoll
+	cfg.Night.Lease = benchLease
+	cfg.Night.Heartbeat = benchHeartbeat
+	cfg.Budget.MaxSteps = benchMaxSteps
+	cfg.Budget.WallClock = benchWallClock
+	cfg.Models = model.Config{
+		Endpoints: map[string]model.Endpoint{scriptedEndpoint: {BaseURL: "http://127.0.0.1:1/v1"}},
+		Roles: map[model.Role]model.RoleConfig{
+			model.RoleTriage:  {Endpoint: scriptedEndpoint, Model: "gpt-4.1-mini"},
+			model.RoleMaker:   {Endpoint: scriptedEndpoint, Model: "gpt-4.1"},
+			model.RoleChecker: {Endpoint: scriptedEndpoint, Model: "gpt-4.1-mini"},
+			model.RoleJudge:   {Endpoint: scriptedEndpoint, Model: "gpt-4.1-mini"},
+		},
+	}
+	return cfg, nil
+}
+
+// usesRealEndpoint says whether the configured models are a real endpoint: only a --config
+// file can name one, and only an endpoint off loopback counts (an empty base_url is
+// api.openai.com). Otherwise the bench starts the scripted model and points every
+// endpoint at it.
+func usesRealEndpoint(o options, cfg config.Config) bool {
+	if o.configFile == "" {
+		return false
+	}
+	for _, ep := range cfg.Models.Endpoints {
+		if !isLoopback(ep.BaseURL) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLoopback(baseURL string) bool {
+	if baseURL == "" {
+		return false
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// roundConfig replaces everything a round owns (store, intake, repositories, workspace,
+// output and, offline, the endpoints' URL) and returns the parsed configuration, its YAML
+// and the hash of that YAML with the round's folder and the scripted model's port masked,
+// so that two rounds of the same configuration hash alike.
+func roundConfig(base config.Config, root string, cases []caseset.Case, scriptedURL string) (config.Config, []byte, string, error) {
+	c := base
+	c.File = ""
+	c.Store = config.Store{Path: filepath.Join(root, "ticketd.db"), Synchronous: base.Store.Synchronous}
+	c.Intake = []config.Source{{Kind: "dir", Path: filepath.Join(root, "issues")}}
+	c.Priorities = nil
+	c.Workspace = filepath.Join(root, "work")
+	c.Output = filepath.Join(root, "results")
+	c.Repos = map[string]config.Repo{}
+	for _, k := range cases {
+		c.Repos[k.Name] = config.Repo{
+			Path:    filepath.Join(root, "repos", k.Name),
+			BaseRef: "main",
+			Checks:  []validate.Check{{Name: "tests", Kind: validate.KindPytest, Timeout: checkTimeout}},
+		}
+	}
+	c.Models.Endpoints = map[string]model.Endpoint{}
+	for name, ep := range base.Models.Endpoints {
+		if scriptedURL != "" {
+			ep.BaseURL, ep.APIKeyEnv = scriptedURL, ""
+		}
+		c.Models.Endpoints[name] = ep
+	}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return config.Config{}, nil, "", fmt.Errorf("write round config: %w", err)
+	}
+	file := filepath.Join(root, "config.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return config.Config{}, nil, "", fmt.Errorf("write round config: %w", err)
+	}
+	cfg, err := config.Parse(file, data)
+	if err != nil {
+		return config.Config{}, nil, "", fmt.Errorf("round config: %w", err)
+	}
+	masked := strings.ReplaceAll(string(data), root, "$ROUND")
+	if scriptedURL != "" {
+		masked = strings.ReplaceAll(masked, scriptedURL, "$SCRIPTED")
+	}
+	sum := sha256.Sum256([]byte(masked))
+	return cfg, data, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// scriptedCases are the scripted model's cases: one per bench case, matched by the issue
+// title, answering with the golden patch in the scenario's behaviour.
+func scriptedCases(cases []caseset.Case, scenario string) []scriptedmodel.Case {
+	out := make([]scriptedmodel.Case, 0, len(cases))
+	for _, k := range cases {
+		b := scriptedmodel.Behaviour(scenario)
+		if scenario == scenarioByDifficulty {
+			b = scriptedmodel.Behaviour(k.Scripted)
+		}
+		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: k.Golden, Behaviour: b})
+	}
+	return out
+}
+
+// issueFile is the intake file for a case: its issue with `repo: <case name>` in the front
+// matter, so every case goes to its own repository.
+func issueFile(k caseset.Case) string {
+	var b strings.Builder
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "title: %s\n", k.Title)
+	fmt.Fprintf(&b, "repo: %s\n", k.Name)
+	if len(k.Labels) > 0 {
+		fmt.Fprintf(&b, "labels: [%s]\n", strings.Join(k.Labels, ", "))
+	}
+	b.WriteString("---\n")
+	b.WriteString(k.Body)
+	b.WriteString("\n")
+	return b.String()
+}
+
+// env is what every round shares.
+type env struct {
+	o       options
+	cases   []caseset.Case
+	base    config.Config
+	real    bool
+	pytest  []string
+	log     *slog.Logger
+	stderr  io.Writer
+	commit  string
+	machine Machine
+}
+
+// runRound resets everything, runs one night and judges its branches.
+func (e *env) runRound(ctx context.Context, n int) (Record, error) {
+	rec := Record{
+		Round: n, Rounds: e.o.rounds, Scenario: e.scenarioName(), Endpoint: "scripted",
+		Latency: e.o.latency.Seconds(), Seed: e.o.seed, Commit: e.commit, Machine: e.machine,
+		CasesDir: e.casesDir(), Filter: e.filterString(),
+	}
+	if e.real {
+		rec.Endpoint, rec.Latency = "real", 0
+	}
+	rec.Machine.Load1 = load1()
+	root, err := os.MkdirTemp("", "ticketd-bench-")
+	if err != nil {
+		return rec, fmt.Errorf("round %d: create round folder: %w", n, err)
+	}
+	if e.o.keep {
+		fmt.Fprintf(e.stderr, "round %d folder: %s\n", n, root)
+	} else {
+		defer os.RemoveAll(root)
+	}
+
+	if err := e.materialize(ctx, root); err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
+	scriptedURL := ""
+	if !e.real {
+		srv, err := scriptedmodel.New(scriptedCases(e.cases, e.o.scenario), scriptedmodel.Options{Seed: e.o.seed, Latency: e.o.latency})
+		if err != nil {
+			return rec, fmt.Errorf("round %d: %w", n, err)
+		}
+		if scriptedURL, err = srv.Start(); err != nil {
+			return rec, fmt.Errorf("round %d: %w", n, err)
+		}
+		defer srv.Close()
+	}
+	cfg, _, hash, err := roundConfig(e.base, root, e.cases, scriptedURL)
+	if err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
+	rec.ConfigHash, rec.Workers = hash, cfg.Night.Workers
+
+	st, err := daemon.OpenStore(ctx, cfg)
+	if err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
+	defer st.Close()
+	nightCtx, cancel := context.WithTimeout(ctx, e.o.nightTimeout)
+	defer cancel()
+	d := &daemon.Daemon{Config: cfg, Store: st, Logger: e.log}
+	rec.Timestamp = time.Now().UTC()
+	night, err := d.RunNight(nightCtx, benchTrigger)
+	if err != nil {
+		return rec, fmt.Errorf("round %d: night: %w", n, err)
+	}
+	if ctx.Err() != nil {
+		return rec, fmt.Errorf("round %d: %w", n, context.Cause(ctx))
+	}
+	if night.Stopped != nil {
+		rec.Stopped = night.Stopped.Error()
+		fmt.Fprintf(e.stderr, "round %d: the night stopped early: %v\n", n, night.Stopped)
+	}
+	nightWall := night.Finished.Sub(night.Started)
+
+	outcomes, err := e.outcomes(ctx, st, night)
+	if err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
+	e.judgeAll(ctx, root, cfg, outcomes)
+	stats, err := st.Stats(ctx, night.RunID)
+	if err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
+	rec.Cases = outcomes
+	rec.Totals = totals(outcomes, nightWall, stats.FirstRequestCachedShare)
+	return rec, nil
+}
+
+func (e *env) scenarioName() string {
+	if e.real {
+		return "real"
+	}
+	return e.o.scenario
+}
+
+func (e *env) casesDir() string {
+	if len(e.cases) > 0 {
+		return filepath.Dir(e.cases[0].Dir)
+	}
+	return e.o.casesDir
+}
+
+func (e *env) filterString() string {
+	if e.o.filter == nil {
+		return ""
+	}
+	return e.o.filter.String()
+}
+
+// materialize writes every case's repository at the bug and its issue file.
+func (e *env) materialize(ctx context.Context, root string) error {
+	issues := filepath.Join(root, "issues")
+	if err := os.MkdirAll(issues, 0o755); err != nil {
+		return fmt.Errorf("create issue folder: %w", err)
+	}
+	for _, k := range e.cases {
+		if err := k.Materialize(ctx, filepath.Join(root, "repos", k.Name)); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(issues, k.Name+".md"), []byte(issueFile(k)), 0o644); err != nil {
+			return fmt.Errorf("write issue of case %q: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+// outcomes reads each case's ticket back from the store: state, attempts, spend and the
+// time from its first claim to its finish.
+func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightReport) ([]Outcome, error) {
+	tickets, err := st.List(ctx, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	byRepo := map[string]store.Summary{}
+	for _, t := range tickets {
+		byRepo[t.Repo] = t
+	}
+	out := make([]Outcome, 0, len(e.cases))
+	for _, k := range e.cases {
+		o := Outcome{Name: k.Name, Difficulty: k.Difficulty, Scripted: k.Scripted, State: "not_enqueued"}
+		if e.real {
+			o.Scripted = ""
+		} else if e.o.scenario != scenarioByDifficulty {
+			o.Scripted = e.o.scenario
+		}
+		t, ok := byRepo[k.Name]
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		o.Ticket, o.State, o.Attempts, o.Branch = t.ID, string(t.State), t.Attempts, t.Branch
+		o.ModelCalls, o.PromptTokens, o.CachedTokens, o.CompletionTokens = t.ModelCalls, t.PromptTokens, t.CachedTokens, t.CompletionTokens
+		o.CostUSD, o.CostUnknown, o.Reason = t.CostUSD, t.CostUnknown, t.Reason
+		events, err := st.Events(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		end := t.FinishedAt
+		if end.IsZero() {
+			end = night.Finished
+		}
+		for _, ev := range events {
+			if ev.Kind == "claimed" {
+				o.DurationS = max(end.Sub(ev.At), 0).Seconds()
+				break
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// judgeAll judges every done ticket's branch with the case's hidden tests, a few at a
+// time. A ticket that is not done is a failure whatever else happened.
+func (e *env) judgeAll(ctx context.Context, root string, cfg config.Config, outs []Outcome) {
+	byName := map[string]caseset.Case{}
+	for _, k := range e.cases {
+		byName[k.Name] = k
+	}
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	var wg sync.WaitGroup
+	for i := range outs {
+		o := &outs[i]
+		if o.State != string(store.StateDone) {
+			continue
+		}
+		if o.Branch == "" {
+			o.JudgeError = "ticket is done but names no branch"
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			k := byName[o.Name]
+			passed, err := judge(ctx, k, cfg.Repos[k.Name].Path, o.Branch, filepath.Join(root, "judge", k.Name), e.pytest)
+			o.Success = passed
+			if err != nil {
+				o.JudgeError = err.Error()
+				fmt.Fprintf(e.stderr, "judge %s: %v\n", k.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// judge checks the branch out of repo into a fresh folder, never the pipeline's worktree,
+// and runs the case's hidden tests there.
+func judge(ctx context.Context, k caseset.Case, repo, branch, dir string, pytest []string) (bool, error) {
+	cmd := exec.CommandContext(ctx, "git", "clone", "-q", "--no-hardlinks", "--single-branch", "--branch", branch, repo, dir)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("check out branch %s of %s: %w: %s", branch, repo, err, strings.TrimSpace(string(out)))
+	}
+	passed, _, err := k.Judge(ctx, dir, pytest)
+	return passed, err
+}
+
+// load1 is the one-minute load average, recorded so a slow round on a busy machine can be
+// told apart from a slow ticketd (-1 where /proc/loadavg is missing).
+func load1() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var v float64
+	if _, err := fmt.Sscanf(string(data), "%f", &v); err != nil {
+		return -1
+	}
+	return v
+}
+
+// gitCommit is `git rev-parse HEAD` of the ticketd checkout, with "-dirty" when it has
+// uncommitted changes, or "unknown" outside a checkout.
+func gitCommit(ctx context.Context, dir string) string {
+	if dir == "" {
+		return "unknown"
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	commit := strings.TrimSpace(string(out))
+	status, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=all").Output()
+	if err != nil || dirty(string(status)) {
+		commit += "-dirty"
+	}
+	return commit
+}
+
+// dirty says whether `git status --porcelain` output shows a change that can alter the
+// build: any tracked change, or an untracked Go file (results.jsonl and the like are not).
+func dirty(status string) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "??") || strings.HasSuffix(line, ".go") {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoCaseMatches is returned when --filter leaves no case to run.
+var errNoCaseMatches = errors.New("no case matches --filter")
