@@ -10,9 +10,9 @@ import (
 
 // Gate is the validator verdict on a worktree compared with the base commit.
 //
-// The rule: no failure that the baseline did not have, and, where the baseline had failures,
-// at least one of them now passes (the ticket's target). A repository with unrelated broken
-// tests can still get fixes, and a fix may not break anything that worked.
+// The rule: no failure that the baseline did not have, and, where the baseline had failing
+// tests, at least one of them now passes (the ticket's target). A fix may not break anything
+// that worked; lint and type debt already at the base neither blocks a fix nor counts as one.
 type Gate struct {
 	Passed    bool
 	New       []string // failures the baseline did not have
@@ -55,10 +55,23 @@ func failureKeys(results []validate.Result) map[string]string {
 	return keys
 }
 
+// isTestKey reports whether a failure key belongs to a test check (pytest or unittest).
+func isTestKey(results []validate.Result, key string) bool {
+	for _, r := range results {
+		if r.Kind == validate.KindPytest || r.Kind == validate.KindUnittest {
+			if strings.HasPrefix(key, r.Name+": ") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Compare applies the gate rule to the current results against the baseline.
 func Compare(baseline, current []validate.Result) Gate {
 	base, cur := failureKeys(baseline), failureKeys(current)
 	g := Gate{Results: current}
+	baseTests, fixedTests := 0, 0
 	for k, d := range cur {
 		if _, ok := base[k]; ok {
 			g.Remaining = append(g.Remaining, d)
@@ -67,14 +80,21 @@ func Compare(baseline, current []validate.Result) Gate {
 		}
 	}
 	for k, d := range base {
-		if _, ok := cur[k]; !ok {
+		_, still := cur[k]
+		if !still {
 			g.Fixed = append(g.Fixed, d)
+		}
+		if isTestKey(baseline, k) {
+			baseTests++
+			if !still {
+				fixedTests++
+			}
 		}
 	}
 	sort.Strings(g.New)
 	sort.Strings(g.Fixed)
 	sort.Strings(g.Remaining)
-	g.Passed = len(g.New) == 0 && (len(base) == 0 || len(g.Fixed) > 0)
+	g.Passed = len(g.New) == 0 && (baseTests == 0 || fixedTests > 0)
 
 	var b strings.Builder
 	for _, r := range current {
@@ -85,7 +105,7 @@ func Compare(baseline, current []validate.Result) Gate {
 	case len(g.New) > 0:
 		fmt.Fprintf(&b, "\n%d failure(s) that the base commit did not have (you caused these):\n- %s\n", len(g.New), strings.Join(g.New, "\n- "))
 	case !g.Passed:
-		b.WriteString("\nNo failing check was fixed: the failures at the base commit all still fail.\n")
+		b.WriteString("\nNo failing test was fixed: the tests failing at the base commit all still fail.\n")
 	}
 	if len(g.Remaining) > 0 {
 		fmt.Fprintf(&b, "\n%d failure(s) already present at the base commit, still failing:\n- %s\n", len(g.Remaining), strings.Join(g.Remaining, "\n- "))

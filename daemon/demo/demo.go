@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,7 +59,8 @@ type Result struct {
 	Database string
 	Night    daemon.NightReport
 	Tickets  []store.Summary
-	Gate     string // "pytest" or "unittest"
+	Stats    store.Stats // the night's figures
+	Gate     string      // "pytest" or "unittest"
 }
 
 // fixes maps each issue file to its intended patch and the scripted maker's behaviour.
@@ -145,6 +147,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	res.Tickets, err = st.List(ctx, store.Filter{})
 	if err != nil {
+		return res, err
+	}
+	sort.Slice(res.Tickets, func(i, j int) bool { return res.Tickets[i].ID < res.Tickets[j].ID })
+	if res.Stats, err = st.Stats(ctx, night.RunID); err != nil {
 		return res, err
 	}
 	printSummary(out, res)
@@ -290,8 +296,18 @@ func printSummary(out io.Writer, res Result) {
 			t.Duration.Round(10*time.Millisecond), t.Branch)
 	}
 	tw.Flush()
+	st := res.Stats
 	fmt.Fprintf(out, "\nnight took %s; model cost $%.4f at the configured models' list prices.\n",
 		res.Night.Finished.Sub(res.Night.Started).Round(10*time.Millisecond), cost)
+	fmt.Fprintf(out, "per ticket: %.1f model requests, $%.4f per done ticket; prompt tokens %d, of which cached %d (%.0f%%)\n",
+		st.ModelRequestsPerTicket, st.CostPerDoneTicketUSD, st.PromptTokens, st.CachedTokens, 100*ratio(st.CachedTokens, st.PromptTokens))
+	var shares []string
+	for _, role := range []string{"triage", "maker", "checker", "judge"} {
+		if v, ok := st.FirstRequestCachedShare[role]; ok {
+			shares = append(shares, fmt.Sprintf("%s %.2f", role, v))
+		}
+	}
+	fmt.Fprintf(out, "first request of each role, cached share: %s (the first ticket writes the cache)\n", strings.Join(shares, ", "))
 	fmt.Fprintf(out, `
 These answers came from the SCRIPTED MODEL, a test double that replays known fixes; no real
 model was called and no money was spent. Everything else was real: the SQLite queue, the git
@@ -307,6 +323,13 @@ copy config.yaml from the repository, set models.endpoints.*.base_url and api_ke
 repos at your repository and run: go run ./cmd/ticketd once --config config.yaml
 `, filepath.Join(res.Dir, RepoName), filepath.Join(res.Dir, "results"), res.Database, res.Database,
 		filepath.Join(res.Dir, "results", "1", "report.md"))
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 func clip(s string, n int) string {

@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+func failing(tests ...string) validate.Result {
+	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Passed: len(tests) == 0, Summary: "x"}
+	for _, id := range tests {
+		r.Findings = append(r.Findings, validate.Finding{Test: id, File: "t.py", Line: 1, Message: "boom"})
+	}
+	return r
+}
+
+func TestCompare(t *testing.T) {
+	lint := func(file, code, msg string) validate.Result {
+		return validate.Result{Name: "lint", Kind: validate.KindRuff, Findings: []validate.Finding{{File: file, Line: 9, Test: code, Message: msg}}}
+	}
+	tests := []struct {
+		name           string
+		base, cur      []validate.Result
+		pass           bool
+		nNew, nFixed   int
+		wantTextSubstr string
+	}{
+		{name: "clean stays clean", base: []validate.Result{failing()}, cur: []validate.Result{failing()}, pass: true},
+		{name: "target fixed, unrelated failure remains", base: []validate.Result{failing("a", "b")}, cur: []validate.Result{failing("b")},
+			pass: true, nFixed: 1, wantTextSubstr: "already present at the base"},
+		{name: "nothing fixed", base: []validate.Result{failing("a")}, cur: []validate.Result{failing("a")},
+			pass: false, wantTextSubstr: "No failing test was fixed"},
+		{name: "new failure", base: []validate.Result{failing()}, cur: []validate.Result{failing("c")},
+			pass: false, nNew: 1, wantTextSubstr: "you caused these"},
+		{name: "fixed one, broke another", base: []validate.Result{failing("a")}, cur: []validate.Result{failing("c")},
+			pass: false, nNew: 1, nFixed: 1},
+		{name: "crashed check without findings", base: []validate.Result{failing()},
+			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, ExitCode: 2, Output: "usage error"}}, pass: false, nNew: 1},
+		{name: "timed out", base: []validate.Result{failing()},
+			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, TimedOut: true}}, pass: false, nNew: 1, wantTextSubstr: "timed out"},
+		{name: "lint finding moved by an edit is not new", base: []validate.Result{lint("a.py", "E501", "line too long")},
+			cur: []validate.Result{lint("a.py", "E501", "line too long")}, pass: true},
+		{name: "same rule elsewhere is new", base: []validate.Result{lint("a.py", "E501", "line too long")},
+			cur: []validate.Result{lint("b.py", "E501", "line too long")}, pass: false, nNew: 1, nFixed: 1},
+		{name: "lint debt does not block a test fix", base: []validate.Result{failing("a"), lint("a.py", "F401", "unused")},
+			cur: []validate.Result{failing(), lint("a.py", "F401", "unused")}, pass: true, nFixed: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := Compare(tt.base, tt.cur)
+			if g.Passed != tt.pass || len(g.New) != tt.nNew || len(g.Fixed) != tt.nFixed {
+				t.Errorf("Compare: passed %v new %d fixed %d; want %v %d %d\n%s", g.Passed, len(g.New), len(g.Fixed), tt.pass, tt.nNew, tt.nFixed, g.Text)
+			}
+			if tt.wantTextSubstr != "" && !strings.Contains(g.Text, tt.wantTextSubstr) {
+				t.Errorf("text lacks %q:\n%s", tt.wantTextSubstr, g.Text)
+			}
+		})
+	}
+}
+
+func TestVerifyEvidence(t *testing.T) {
+	diff := "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x + 1\n+    return x  +  2\n"
+	fs := []Finding{
+		{Severity: "blocker", Evidence: "+    return x + 2"},     // whitespace differs: kept
+		{Severity: "blocker", Evidence: "return x * 3"},          // invented: dropped
+		{Severity: "minor", Evidence: ""},                        // no evidence: dropped
+		{Severity: "major", Evidence: "def f(x):\nreturn x + 1"}, // spans lines without markers: kept
+	}
+	got := verifyEvidence(fs, diff)
+	if len(got) != 2 || got[0].Evidence != fs[0].Evidence || got[1].Evidence != fs[3].Evidence {
+		t.Errorf("verifyEvidence kept %+v", got)
+	}
+}
