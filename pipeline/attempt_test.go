@@ -1,0 +1,178 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+)
+
+const buggy = "def double(x):\n    return x + x + 1\n"
+
+const fixPatch = `diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def double(x):
+-    return x + x + 1
++    return x + x
+`
+
+type calls struct {
+	mu    sync.Mutex
+	model []model.Call
+	tools []store.ToolCall
+}
+
+func (c *calls) RecordModelCall(_ context.Context, m model.Call) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.model = append(c.model, m)
+	return nil
+}
+
+func (c *calls) RecordToolCall(_ context.Context, tc store.ToolCall) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tools = append(c.tools, tc)
+	return int64(len(c.tools)), nil
+}
+
+// setupAttempt makes a one-file Python repository with a failing test, the scripted model
+// with one case, and a Runner wired to the real model client and real pytest.
+func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"calc.py":      buggy,
+		"test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	gitRun("init", "-q")
+	gitRun("add", "-A")
+	gitRun("commit", "-q", "-m", "base")
+
+	c.Match = "double is wrong"
+	c.Patch = fixPatch
+	server, err := scriptedmodel.New([]scriptedmodel.Case{c}, scriptedmodel.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	rec := &calls{}
+	roles := map[model.Role]model.RoleConfig{}
+	for _, r := range model.Roles {
+		roles[r] = model.RoleConfig{Endpoint: "s", Model: "gpt-4.1-mini"}
+	}
+	client, err := model.New(model.Config{Endpoints: map[string]model.Endpoint{"s": {BaseURL: url}}, Roles: roles}, rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	vr := &validate.Runner{}
+	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
+		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
+	job := Job{
+		Ticket:   Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
+		Dir:      dir,
+		Checks:   checks,
+		Baseline: vr.Run(context.Background(), dir, checks),
+		Diff: func(ctx context.Context) (string, error) {
+			gitRun("add", "-A")
+			return gitRun("diff", "--cached"), nil
+		},
+		Budget: Budget{MaxSteps: 12, MaxTokens: 1_000_000},
+	}
+	return r, job, rec
+}
+
+func TestAttempt(t *testing.T) {
+	if _, err := validate.ResolvePytest(context.Background()); err != nil {
+		t.Fatalf("pytest is needed: %v", err)
+	}
+	tests := []struct {
+		name       string
+		c          scriptedmodel.Case
+		maxSteps   int
+		status     Status
+		reason     string
+		minSubmits int
+	}{
+		{name: "solve", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourSolve}, status: StatusFixed, minSubmits: 1},
+		{name: "wrong first, then right", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, status: StatusFixed, minSubmits: 2},
+		{name: "malformed arguments recovered", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourMalformedArgs}, status: StatusFixed, minSubmits: 1},
+		{name: "checker blocks once", c: scriptedmodel.Case{CheckerBlocksOnce: true}, status: StatusFixed, minSubmits: 2},
+		{name: "judge fails once", c: scriptedmodel.Case{JudgeFailsOnce: true}, status: StatusFixed, minSubmits: 2},
+		{name: "loop stopped by the guard", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLoop}, status: StatusBudget, reason: "loop guard"},
+		{name: "never fixed", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever}, status: StatusBudget},
+		{name: "step limit", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, maxSteps: 3, status: StatusBudget, reason: "step limit of 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, job, rec := setupAttempt(t, tt.c)
+			if tt.maxSteps > 0 {
+				job.Budget.MaxSteps = tt.maxSteps
+			}
+			var saved string
+			job.SaveTriage = func(_ context.Context, s string) error { saved = s; return nil }
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.status || !strings.Contains(out.Reason, tt.reason) {
+				t.Fatalf("status %s (%s), want %s containing %q\nhistory:\n%s", out.Status, out.Reason, tt.status, tt.reason, strings.Join(out.History, "\n"))
+			}
+			if out.Submits < tt.minSubmits {
+				t.Errorf("%d submits, want at least %d", out.Submits, tt.minSubmits)
+			}
+			if saved == "" || out.Triage == nil {
+				t.Errorf("triage not computed and saved (saved %q)", saved)
+			}
+			data, _ := os.ReadFile(filepath.Join(job.Dir, "calc.py"))
+			if fixed := string(data) == "def double(x):\n    return x + x\n"; fixed != (tt.status == StatusFixed) {
+				t.Errorf("calc.py = %q after status %s", data, out.Status)
+			}
+			if len(rec.model) != out.Calls || len(rec.tools) == 0 {
+				t.Errorf("recorded %d model calls (outcome says %d) and %d tool calls", len(rec.model), out.Calls, len(rec.tools))
+			}
+		})
+	}
+}
+
+func TestAttemptReusesCachedTriage(t *testing.T) {
+	r, job, rec := setupAttempt(t, scriptedmodel.Case{})
+	job.Ticket.Triage = `{"summary":"cached","acceptance_criteria":["double(2) == 4"],"suspected_files":["calc.py"]}`
+	job.SaveTriage = func(context.Context, string) error { t.Error("triage saved again"); return nil }
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed || out.Triage == nil || out.Triage.Summary != "cached" {
+		t.Fatalf("status %s, triage %+v", out.Status, out.Triage)
+	}
+	for _, c := range rec.model {
+		if c.Role == model.RoleTriage {
+			t.Error("triage model called although the ticket had a cached triage")
+		}
+	}
+}
