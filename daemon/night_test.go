@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -309,4 +310,130 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 		t.Errorf("recorded %d retries, the server injected %d faults", retries, faults)
 	}
 	t.Logf("%d requests, %d faults injected and retried; %d backoff waits", len(server.Requests()), faults, len(clock.waits))
+}
+
+// slowNight starts a night whose scripted model answers slowly, so the test can act while
+// tickets are running; it returns the store and a channel with the night's result.
+func slowNight(t *testing.T, ctx context.Context, tickets int, edit func(*config.Config)) (*store.Store, <-chan NightReport) {
+	t.Helper()
+	requirePytest(t)
+	f := newFixture(t, tickets)
+	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	cfg := f.config(t, url, 2)
+	cfg.Night.Lease, cfg.Night.Heartbeat = 5*time.Second, 50*time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	done := make(chan NightReport, 1)
+	go func() {
+		rep, err := d.RunNight(ctx, "test")
+		if err != nil {
+			t.Errorf("night: %v", err)
+		}
+		done <- rep
+	}()
+	return st, done
+}
+
+// waitRunning polls the store until a ticket is running (a state change, not a timing guess).
+func waitRunning(t *testing.T, st *store.Store) int64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := st.List(context.Background(), store.Filter{States: []store.State{store.StateRunning}})
+		if err == nil && len(list) > 0 {
+			return list[0].ID
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no ticket started running within 30s")
+	return 0
+}
+
+// TestCancelRunningTicket: an operator's cancel reaches the running worker through its
+// heartbeat; the ticket ends cancelled and the others are fixed.
+func TestCancelRunningTicket(t *testing.T) {
+	st, done := slowNight(t, context.Background(), 3, nil)
+	id := waitRunning(t, st)
+	if _, err := st.RequestCancel(context.Background(), id, "test", "not wanted"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	list, _ := st.List(context.Background(), store.Filter{})
+	for _, tk := range list {
+		want := store.StateDone
+		if tk.ID == id {
+			want = store.StateCancelled
+		}
+		if tk.State != want {
+			t.Errorf("ticket %d: %s (%s), want %s", tk.ID, tk.State, tk.Reason, want)
+		}
+	}
+}
+
+// TestShutdownReleasesTickets: stopping the daemon mid-night puts running tickets back in
+// the queue without spending their attempt; nothing is lost or left running.
+func TestShutdownReleasesTickets(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, done := slowNight(t, ctx, 4, nil)
+	waitRunning(t, st)
+	cancel()
+	rep := <-done
+	if !errors.Is(rep.Stopped, ErrShutdown) {
+		t.Errorf("night stopped with %v, want ErrShutdown", rep.Stopped)
+	}
+	assertNothingLost(t, st)
+}
+
+// TestNightDollarLimit: when the night's spend reaches max_dollars the night stops and the
+// tickets in flight are released, not failed.
+func TestNightDollarLimit(t *testing.T) {
+	st, done := slowNight(t, context.Background(), 4, func(c *config.Config) { c.Night.MaxDollars = 0.01 })
+	rep := <-done
+	if !errors.Is(rep.Stopped, ErrNightBudget) {
+		t.Fatalf("night stopped with %v, want ErrNightBudget", rep.Stopped)
+	}
+	if rep.Dollars < 0.01 {
+		t.Errorf("night spent $%.4f, below the limit it stopped for", rep.Dollars)
+	}
+	assertNothingLost(t, st)
+}
+
+func assertNothingLost(t *testing.T, st *store.Store) {
+	t.Helper()
+	list, err := st.List(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := 0
+	for _, tk := range list {
+		switch tk.State {
+		case store.StateDone:
+		case store.StateQueued:
+			queued++
+			if tk.Attempts != 0 {
+				t.Errorf("ticket %d: released with %d attempts spent, want 0", tk.ID, tk.Attempts)
+			}
+		default:
+			t.Errorf("ticket %d: %s (%s), want done or queued", tk.ID, tk.State, tk.Reason)
+		}
+	}
+	if queued == 0 {
+		t.Error("no ticket was released: the stop came too late to test anything")
+	}
 }
