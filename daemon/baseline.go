@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
-	"strings"
 	"sync"
 
 	"github.com/ticketd/ticketd/daemon/config"
@@ -71,11 +68,11 @@ func (b *baselines) get(ctx context.Context, repo config.Repo, tree *worktree.Tr
 
 func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktree.Tree) (repoFacts, error) {
 	var f repoFacts
-	out, err := exec.CommandContext(ctx, "git", "-C", tree.Dir, "ls-files").Output()
+	files, err := worktree.FilesAt(tree.RepoPath, tree.BaseCommit)
 	if err != nil {
-		return f, fmt.Errorf("list files of %s: %w", tree.RepoPath, err)
+		return f, err
 	}
-	f.repoMap = pipeline.RepoMap(tree.Dir, strings.Split(strings.TrimSpace(string(out)), "\n"))
+	f.repoMap = pipeline.RepoMap(tree.Dir, files)
 	f.results = b.checks.Run(ctx, tree.Dir, repo.Checks)
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)
