@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,8 +167,8 @@ func cmdAdd(e *env, args []string) error {
 	return e.withStore(func(s *store.Store) error {
 		if e.cfg != nil && len(e.cfg.Repos) > 0 {
 			if _, ok := e.cfg.Repos[nt.Repo]; !ok {
-				return usagef("ticketctl add --repo "+strings.Join(sortedKeys(e.cfg.Repos), "|")+" ...",
-					"add: repository %q is not under repos: in %s (have: %s)", nt.Repo, e.g.config, strings.Join(sortedKeys(e.cfg.Repos), ", "))
+				return usagef("ticketctl add --repo "+strings.Join(slices.Sorted(maps.Keys(e.cfg.Repos)), "|")+" ...",
+					"add: repository %q is not under repos: in %s (have: %s)", nt.Repo, e.g.config, strings.Join(slices.Sorted(maps.Keys(e.cfg.Repos)), ", "))
 			}
 		}
 		id, created, err := s.Enqueue(e.ctx, nt)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -333,14 +332,4 @@ func cmdHelp(e *env, args []string) error {
 		return err
 	}
 	return nil
-}
-
-// sortedKeys returns m's keys in order, for stable tables.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ticketd/ticketd/store"
@@ -148,7 +150,7 @@ func cmdShow(e *env, args []string) error {
 			fmt.Fprintf(w, "\nPer role:\n")
 			tw = e.table()
 			fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
-			for _, name := range sortedKeys(roles) {
+			for _, name := range slices.Sorted(maps.Keys(roles)) {
 				r := roles[name]
 				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\n", name, r.Requests, r.PromptTokens, r.CachedTokens,
 					r.CompletionTokens, fmtShare(r.FirstRequestCachedShare), fmtCost(r.CostUSD, r.CostUnknown))

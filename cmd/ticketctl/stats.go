@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -162,7 +163,7 @@ func printStats(e *env, rep statsReport) error {
 		{"cached tokens", func(s statsJSON) string { return fmtTokens(s.CachedTokens) }},
 		{"completion tokens", func(s statsJSON) string { return fmtTokens(s.CompletionTokens) }},
 	}
-	for _, role := range sortedKeys(roles) {
+	for _, role := range slices.Sorted(maps.Keys(roles)) {
 		rows = append(rows, struct {
 			name string
 			f    func(statsJSON) string

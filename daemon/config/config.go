@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -289,7 +290,7 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(c.Repos) {
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
 		r := c.Repos[name]
 		if r.Path == "" {
 			bad("repos.%s.path: required (a local git repository)", name)
@@ -315,20 +316,11 @@ func (c Config) Validate() error {
 }
 
 func keys[V any](m map[string]V) string {
-	k := sortedKeys(m)
+	k := slices.Sorted(maps.Keys(m))
 	if len(k) == 0 {
 		return "none"
 	}
 	return strings.Join(k, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 var (

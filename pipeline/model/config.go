@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	for _, name := range sortedKeys(c.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(c.Endpoints)) {
 		ep := c.Endpoints[name]
 		path := "models.endpoints." + name
 		if ep.BaseURL != "" {
@@ -117,7 +118,7 @@ func (c Config) Validate() error {
 		}
 	}
 
-	for _, r := range sortedKeys(c.Roles) {
+	for _, r := range slices.Sorted(maps.Keys(c.Roles)) {
 		if !slices.Contains(Roles, r) {
 			add("models.roles.%s: unknown role; the roles are triage, maker, checker, judge", r)
 		}
@@ -131,7 +132,7 @@ func (c Config) Validate() error {
 		}
 		switch {
 		case rc.Endpoint == "":
-			add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(sortedKeys(c.Endpoints), ", "))
+			add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(slices.Sorted(maps.Keys(c.Endpoints)), ", "))
 		default:
 			if _, ok := c.Endpoints[rc.Endpoint]; !ok {
 				add("%s.endpoint: %q is not defined in models.endpoints", path, rc.Endpoint)
@@ -148,7 +149,7 @@ func (c Config) Validate() error {
 		}
 	}
 
-	for _, name := range sortedKeys(c.Prices) {
+	for _, name := range slices.Sorted(maps.Keys(c.Prices)) {
 		p := c.Prices[name]
 		if p.Input < 0 || p.CachedInput < 0 || p.CacheWrite < 0 || p.Output < 0 || p.MaxOutput < 0 {
 			add("models.prices.%s: prices and max_output must not be negative", name)
@@ -221,13 +222,4 @@ func (c Config) withDefaults() Config {
 		c.MaxContinuations = 0
 	}
 	return c
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
