@@ -437,3 +437,23 @@ func assertNothingLost(t *testing.T, st *store.Store) {
 		t.Error("no ticket was released: the stop came too late to test anything")
 	}
 }
+
+// TestBadBaseRefEscalates: a repository configured with a ref that does not exist is a
+// configuration error; tickets escalate with the reason instead of being retried all night.
+func TestBadBaseRefEscalates(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	cfg := f.config(t, "http://127.0.0.1:1/v1", 1)
+	r := cfg.Repos["shop"]
+	r.BaseRef = "no-such-branch"
+	cfg.Repos["shop"] = r
+	cfg.Night.MaxAttempts = 2
+	n := runNight(t, cfg, pipeline.LayoutCacheFriendly)
+	tk, err := n.store.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "no-such-branch") {
+		t.Errorf("ticket: %s (%s), want escalated naming the ref", tk.State, tk.Reason)
+	}
+}

@@ -125,7 +125,13 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, worker stri
 		return
 	}
 	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
-	if err != nil {
+	switch {
+	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
+		// A configuration error does not heal by retrying all night: spend the attempt, so
+		// the ticket escalates with the reason instead of spinning.
+		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("prepare worktree: %v", err)})
+		return
+	case err != nil:
 		w.release(bg, log, lease, ctx, fmt.Errorf("prepare worktree: %w", err))
 		return
 	}
