@@ -67,7 +67,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		w.mu.Lock()
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
-		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), worker, lease)
+		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), lease)
 	}
 }
 
@@ -108,7 +108,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // work runs one attempt at a leased ticket and records its end. Whatever happens, the
 // ticket leaves this function in a state the store allows, or with a lease that expires.
-func (w *workerPool) work(workCtx context.Context, log *slog.Logger, worker string, lease store.Lease) {
+func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store.Lease) {
 	t := lease.Ticket
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
