@@ -457,3 +457,47 @@ func TestBadBaseRefEscalates(t *testing.T) {
 		t.Errorf("ticket: %s (%s), want escalated naming the ref", tk.State, tk.Reason)
 	}
 }
+
+// TestFailingRoleSurfacesInEvents: a role whose endpoint keeps failing (every judge request
+// answers 500) never costs the ticket an attempt, and the ticket's events say which role
+// failed and how.
+func TestFailingRoleSurfacesInEvents(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 1,
+		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	cfg := f.config(t, url, 1)
+	cfg.Night.Window = 1500 * time.Millisecond
+	cfg.Models.Retry.MaxRetries = 1
+	n := runNight(t, cfg, pipeline.LayoutCacheFriendly, model.WithClock(&instantClock{}))
+
+	tk, err := n.store.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket: %s with %d attempts spent, want queued with 0", tk.State, tk.Attempts)
+	}
+	events, err := n.store.Events(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events {
+		if e.Kind == "released" && strings.Contains(e.Reason, "judge") && strings.Contains(e.Reason, "500") {
+			found = true
+			t.Logf("released: %s", e.Reason)
+		}
+	}
+	if !found {
+		t.Errorf("no released event names the judge and the 500; events: %+v", events)
+	}
+}
