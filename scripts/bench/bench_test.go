@@ -228,14 +228,14 @@ func TestMedianTotalsPerRole(t *testing.T) {
 
 func TestTotals(t *testing.T) {
 	outs := []Outcome{
-		{State: "done", Success: true, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1},
-		{State: "done", Success: false, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3},
-		{State: "escalated", ModelCalls: 8, CostUSD: 0.06, DurationS: 2},
+		{State: "done", Success: true, Attempts: 1, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1},
+		{State: "done", Success: false, Attempts: 1, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3},
+		{State: "escalated", Attempts: 2, ModelCalls: 8, CostUSD: 0.06, DurationS: 2},
 		{State: "not_enqueued"},
 	}
 	got := totals(outs, 30*time.Second, nil)
 	want := Totals{Tickets: 4, Solved: 1, PipelineDone: 2, SuccessRate: 0.25, Escalated: 1, CostPerTicketUSD: 0.03,
-		ModelRequestsPerTicket: 4.5, PromptTokensPerTicket: 100, DurationP50S: 1, DurationP90S: 3, TicketsPerHour: 480, NightS: 30}
+		ModelRequestsPerTicket: 4.5, PromptTokensPerTicket: 100, DurationP50S: 2, DurationP90S: 3, TicketsPerHour: 480, NightS: 30}
 	if got.Tickets != want.Tickets || got.Solved != want.Solved || got.PipelineDone != want.PipelineDone ||
 		got.SuccessRate != want.SuccessRate || got.Escalated != want.Escalated || !near(got.CostPerTicketUSD, want.CostPerTicketUSD) ||
 		got.ModelRequestsPerTicket != want.ModelRequestsPerTicket || got.PromptTokensPerTicket != want.PromptTokensPerTicket ||

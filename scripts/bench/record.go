@@ -131,7 +131,9 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		t.CostUnknown = t.CostUnknown || o.CostUnknown
 		calls += o.ModelCalls
 		prompt, cached, completion = prompt+o.PromptTokens, cached+o.CachedTokens, completion+o.CompletionTokens
-		durations = append(durations, o.DurationS)
+		if o.Attempts > 0 || o.DurationS > 0 { // a ticket never claimed has no duration
+			durations = append(durations, o.DurationS)
+		}
 	}
 	if n := float64(len(outs)); n > 0 {
 		t.SuccessRate = float64(t.Solved) / n
