@@ -156,19 +156,20 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	a := &attempt{r: r, job: job, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
 	out := a.run(ctx)
 	out.Duration = r.now().Sub(start)
-	out.Steps, out.Tokens, out.Calls = a.steps, a.tokens, a.calls
+	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
 	out.History = a.history
 	return out
 }
 
 type attempt struct {
-	r      *Runner
-	job    Job
-	log    *slog.Logger
-	steps  int
-	tokens int64
-	calls  int
-	tri    *Triage
+	r       *Runner
+	job     Job
+	log     *slog.Logger
+	steps   int
+	tokens  int64
+	calls   int
+	submits int
+	tri     *Triage
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }

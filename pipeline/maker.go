@@ -78,7 +78,6 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			if res.final != nil {
 				final := *res.final
 				final.Triage = out.Triage
-				final.Submits = a.submitsSeen(msgs)
 				return final
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{
@@ -104,18 +103,6 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			}
 		}
 	}
-}
-
-func (a *attempt) submitsSeen(msgs []openai.ChatCompletionMessage) int {
-	n := 0
-	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			if tc.Function.Name == tools.Submit {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 type toolResult struct {
@@ -203,9 +190,10 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		a.note("submit refused: no changes")
 		return toolResult{text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
+	a.submits++
 	text, gate := a.runChecks(ctx)
 	if !gate.Passed {
-		a.note("submit %d: checks failed: %s", a.submitCount()+1, clip(gate.Text, 300))
+		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
 		return toolResult{text: text}
 	}
 	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}
@@ -217,23 +205,13 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	out.Findings, out.Verdict = rev.findings, rev.verdict
 	if rev.feedback != "" {
-		a.note("submit %d: checks passed, review rejected: %s", a.submitCount()+1, clip(rev.feedback, 300))
+		a.note("submit %d: checks passed, review rejected: %s", a.submits, clip(rev.feedback, 300))
 		return toolResult{text: "checks failed: " + rev.feedback, review: &out}
 	}
-	a.note("submit %d: checks passed and review passed", a.submitCount()+1)
+	a.note("submit %d: checks passed and review passed", a.submits)
 	out.Status = StatusFixed
 	out.Reason = "checks, checker and judge passed"
 	return toolResult{final: &out}
-}
-
-func (a *attempt) submitCount() int {
-	n := 0
-	for _, h := range a.history {
-		if strings.HasPrefix(h, "submit ") {
-			n++
-		}
-	}
-	return n
 }
 
 func orEmptyObject(s string) string {
