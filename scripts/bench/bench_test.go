@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/intake"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
 )
 
@@ -363,5 +365,49 @@ func TestCompare(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--compare", "1,9", "--out", out}, &stdout, &stderr); code != exitError {
 		t.Errorf("--compare 1,9 on a 3-line file: exit %d, want %d", code, exitError)
+	}
+}
+
+func TestUsesRealEndpoint(t *testing.T) {
+	withURL := func(urls ...string) config.Config {
+		c := config.Default()
+		c.Models.Endpoints = map[string]model.Endpoint{}
+		for i, u := range urls {
+			c.Models.Endpoints[fmt.Sprint("ep", i)] = model.Endpoint{BaseURL: u}
+		}
+		return c
+	}
+	tests := []struct {
+		name string
+		o    options
+		cfg  config.Config
+		want bool
+	}{
+		{"no --config is always scripted", options{}, withURL("https://api.openai.com/v1"), false},
+		{"loopback endpoints are scripted", options{configFile: "x.yaml"}, withURL("http://127.0.0.1:1/v1", "http://localhost:2/v1"), false},
+		{"a remote endpoint is real", options{configFile: "x.yaml"}, withURL("http://127.0.0.1:1/v1", "https://api.openai.com/v1"), true},
+		{"an empty base_url is api.openai.com", options{configFile: "x.yaml"}, withURL(""), true},
+	}
+	for _, tc := range tests {
+		if got := usesRealEndpoint(tc.o, tc.cfg); got != tc.want {
+			t.Errorf("%s: usesRealEndpoint(%+v, endpoints %v) = %v, want %v", tc.name, tc.o, tc.cfg.Models.Endpoints, got, tc.want)
+		}
+	}
+}
+
+func TestPrintSummary(t *testing.T) {
+	r1 := Totals{SuccessRate: 0.9, CostPerTicketUSD: 0.0141, DurationP50S: 1.2, TicketsPerHour: 7000,
+		FirstRequestCachedShare: map[string]float64{"maker": 0.756}}
+	s := Summary{Totals: r1, Rounds: 1, Workers: 3, Scenario: "by-difficulty", Endpoint: "scripted", Cases: 30,
+		Out: "results.jsonl", PerRound: []Totals{r1}}
+	var b bytes.Buffer
+	if err := printSummary(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"30 cases × 1 round(s), 3 workers", "success rate (hidden tests)", "90.0%", "$0.0141",
+		"first request cached share: maker", "75.6%", "ROUND 1", "7000"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printSummary output lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -428,9 +429,29 @@ func load1() float64 {
 	return v
 }
 
-// gitCommit is `git rev-parse HEAD` of the ticketd checkout, with "-dirty" when it has
-// uncommitted changes, or "unknown" outside a checkout.
+// gitCommit is the commit the running bench was built from: the VCS stamp of a binary
+// made with go build, else (go run and go test stamp none) `git rev-parse HEAD` of the
+// ticketd checkout, with "-dirty" when it has uncommitted changes, or "unknown" outside a
+// checkout. The stamp comes first because the checkout may have moved on since the build.
 func gitCommit(ctx context.Context, dir string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if modified {
+				rev += "-dirty"
+			}
+			return rev
+		}
+	}
 	if dir == "" {
 		return "unknown"
 	}
