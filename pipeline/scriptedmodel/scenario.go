@@ -132,15 +132,24 @@ func compileCase(i int, c Case) (*plan, error) {
 }
 
 // wrongGuess builds the deliberately broken first edit and its revert: the marker line
-// inserted before the first hunk's old text (or, for a patch that only adds files, a new
-// file starting with the marker, which the real write_file later overwrites).
+// inserted in the first hunk's old text just before the first line the fix changes (or, for
+// a patch that only adds files, a new file starting with the marker, which the real
+// write_file later overwrites). The changed line is code, so the marker is a syntax error
+// there; at the top of the hunk it could fall inside a docstring and break nothing.
 func wrongGuess(files []FileEdit) (intent, *intent) {
 	for _, f := range files {
 		if f.New {
 			continue
 		}
-		old := f.Hunks[0].OldText
-		broken := WrongEditMarker + "\n" + old
+		h := f.Hunks[0]
+		old := h.OldText
+		oldLines := strings.SplitAfter(old, "\n")
+		newLines := strings.SplitAfter(h.NewText, "\n")
+		k := 0
+		for k < len(oldLines) && k < len(newLines) && oldLines[k] == newLines[k] {
+			k++
+		}
+		broken := strings.Join(oldLines[:k], "") + WrongEditMarker + "\n" + strings.Join(oldLines[k:], "")
 		revert := intent{key: "revert", name: "edit_file",
 			args: mustJSON(map[string]string{"path": f.Path, "old_text": broken, "new_text": old})}
 		return intent{key: "wrong", name: "edit_file",

@@ -240,8 +240,8 @@ func TestWrongEditIsAMergeMarker(t *testing.T) {
 	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch"), Behaviour: BehaviourWrongThenRight}}, Options{})
 	repo := newFakeRepo(t)
 	turns, _ := drive(t, b, repo, 2)
-	if len(turns) != 2 || !strings.Contains(repo.files["calc/stats.py"], "\n"+WrongEditMarker+"\n\n\ndef mean(xs):") {
-		t.Errorf("after %q stats.py is:\n%s\nwant the marker line before the first hunk", turns, repo.files["calc/stats.py"])
+	if len(turns) != 2 || !strings.Contains(repo.files["calc/stats.py"], "def mean(xs):\n"+WrongEditMarker+"\n    total = 0\n") {
+		t.Errorf("after %q stats.py is:\n%s\nwant the marker line where the fix's first change goes", turns, repo.files["calc/stats.py"])
 	}
 }
 
