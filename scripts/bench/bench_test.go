@@ -168,7 +168,7 @@ func TestParseFlags(t *testing.T) {
 		check   func(options) bool
 	}{
 		{args: nil, check: func(o options) bool {
-			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && o.out == "results.jsonl" && !o.compare
+			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.jsonl")) && !o.compare
 		}},
 		{args: []string{"--compare"}, check: func(o options) bool { return o.compare && o.compareLines == "" }},
 		{args: []string{"--compare", "2,5"}, check: func(o options) bool { return o.compare && o.compareLines == "2,5" }},

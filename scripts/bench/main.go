@@ -107,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", scenarioByDifficulty, "scripted model scenario: "+strings.Join(scenarios, ", "))
 	fs.DurationVar(&o.latency, "latency", 0, "scripted model's simulated latency per call, e.g. 2s")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object")
-	fs.StringVar(&o.out, "out", "results.jsonl", "append one JSON line per round to this file")
+	fs.StringVar(&o.out, "out", "", "append one JSON line per round to this file (default: scripts/bench/results.jsonl of this repository, the shared record)")
 	fs.Var(&cmp, "compare", "print two result lines of --out side by side: the last two, or --compare A,B (1-based)")
 	fs.StringVar(&filter, "filter", "", "run only the cases whose name matches this regular expression")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the scripted model's random decisions")
@@ -125,6 +125,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q; flags only, e.g. go run ./scripts/bench --rounds 1", rest)
 	}
 	o.compare, o.compareLines = cmp.set, cmp.lines
+	if o.out == "" {
+		o.out = "results.jsonl"
+		if wd, err := os.Getwd(); err == nil {
+			if root := moduleRoot(wd); root != "" {
+				o.out = filepath.Join(root, "scripts", "bench", "results.jsonl")
+			}
+		}
+	}
 	if o.compareLines != "" && !lineRangeRe.MatchString(o.compareLines) {
 		return o, fmt.Errorf("--compare %q: want two 1-based line numbers of %s, e.g. --compare 3,5", o.compareLines, o.out)
 	}
