@@ -92,6 +92,21 @@ func newFixture(t *testing.T, n int) fixture {
 	return f
 }
 
+// scripted starts the scripted model (the test double) with the fixture's cases.
+func (f fixture) scripted(t *testing.T, opts scriptedmodel.Options) (*scriptedmodel.Server, string) {
+	t.Helper()
+	server, err := scriptedmodel.New(f.cases, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return server, url
+}
+
 func (f fixture) config(t *testing.T, baseURL string, workers int) config.Config {
 	t.Helper()
 	text := fmt.Sprintf(`
@@ -199,15 +214,7 @@ func TestPromptCacheShare(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			const tickets = 10
 			f := newFixture(t, tickets)
-			server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 7})
-			if err != nil {
-				t.Fatal(err)
-			}
-			url, err := server.Start()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { server.Close() })
+			_, url := f.scripted(t, scriptedmodel.Options{Seed: 7})
 			n := runNight(t, f.config(t, url, 3), tt.layout)
 			list, err := n.store.List(context.Background(), store.Filter{})
 			if err != nil {
@@ -266,16 +273,8 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 	requirePytest(t)
 	const tickets = 6
 	f := newFixture(t, tickets)
-	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 3,
+	server, url := f.scripted(t, scriptedmodel.Options{Seed: 3,
 		Faults: scriptedmodel.Faults{RateLimitRate: 0.1, ServerErrorRate: 0.1, RetryAfter: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
 	clock := &instantClock{}
 	cfg := f.config(t, url, 3)
 	n := runNight(t, cfg, pipeline.LayoutCacheFriendly, model.WithClock(clock))
@@ -318,15 +317,7 @@ func slowNight(t *testing.T, ctx context.Context, tickets int, edit func(*config
 	t.Helper()
 	requirePytest(t)
 	f := newFixture(t, tickets)
-	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
 	cfg := f.config(t, url, 2)
 	cfg.Night.Lease, cfg.Night.Heartbeat = 5*time.Second, 50*time.Millisecond
 	if edit != nil {
@@ -464,16 +455,8 @@ func TestBadBaseRefEscalates(t *testing.T) {
 func TestFailingRoleSurfacesInEvents(t *testing.T) {
 	requirePytest(t)
 	f := newFixture(t, 1)
-	server, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 1,
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
 	cfg := f.config(t, url, 1)
 	cfg.Night.Window = 1500 * time.Millisecond
 	cfg.Models.Retry.MaxRetries = 1

@@ -102,57 +102,26 @@ const (
 	DefaultSchedule     = "0 1 * * *"
 )
 
-// Default returns a configuration with every default filled in and no repositories.
+// Default returns a configuration with every default filled in and no repositories. Parse
+// decodes the file over it, so a key the file leaves out keeps its default.
 func Default() Config {
-	c := Config{}
-	c.applyDefaults()
-	return c
-}
-
-func (c *Config) applyDefaults() {
-	or := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
+	return Config{
+		Store: Store{Path: "ticketd.db", Synchronous: "NORMAL"},
+		Night: Night{
+			Schedule:     DefaultSchedule,
+			Window:       DefaultWindow,
+			Workers:      DefaultWorkers,
+			Lease:        DefaultLease,
+			Heartbeat:    DefaultHeartbeat,
+			MaxAttempts:  DefaultMaxAttempts,
+			RetryBackoff: DefaultRetryBackoff,
+			Poll:         DefaultPoll,
+		},
+		Budget:    Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock},
+		Workspace: "work",
+		Output:    "results",
+		Log:       Log{Format: "text", Level: "info"},
 	}
-	or(&c.Store.Path, "ticketd.db")
-	or(&c.Store.Synchronous, "NORMAL")
-	or(&c.Night.Schedule, DefaultSchedule)
-	or(&c.Workspace, "work")
-	or(&c.Output, "results")
-	or(&c.Log.Format, "text")
-	or(&c.Log.Level, "info")
-	if c.Night.Window == 0 {
-		c.Night.Window = DefaultWindow
-	}
-	if c.Night.Workers == 0 {
-		c.Night.Workers = DefaultWorkers
-	}
-	if c.Night.Lease == 0 {
-		c.Night.Lease = DefaultLease
-	}
-	if c.Night.Heartbeat == 0 {
-		c.Night.Heartbeat = DefaultHeartbeat
-	}
-	if c.Night.MaxAttempts == 0 {
-		c.Night.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Night.RetryBackoff == 0 {
-		c.Night.RetryBackoff = DefaultRetryBackoff
-	}
-	if c.Night.Poll == 0 {
-		c.Night.Poll = DefaultPoll
-	}
-	if c.Budget.MaxSteps == 0 {
-		c.Budget.MaxSteps = DefaultMaxSteps
-	}
-	if c.Budget.MaxTokens == 0 {
-		c.Budget.MaxTokens = DefaultMaxTokens
-	}
-	if c.Budget.WallClock == 0 {
-		c.Budget.WallClock = DefaultWallClock
-	}
-	c.applyRepoDefaults()
 }
 
 // applyRepoDefaults fills the defaults inside map entries, which decoding cannot pre-fill.
