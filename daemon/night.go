@@ -143,7 +143,8 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	defer stopClaims(nil)
 	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopWork(nil)
-	context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
+	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
+	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
 	windowEnd := rep.Started.Add(cfg.Night.Window)
 	windowTimer := time.AfterFunc(cfg.Night.Window, func() { stopClaims(ErrWindowClosed) })
 	defer windowTimer.Stop()
