@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -212,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	if c.Night.MaxAttempts < 1 || c.Night.MaxAttempts > 20 {
 		bad("night.max_attempts: must be 1..20, got %d", c.Night.MaxAttempts)
+	}
+	if _, err := cron.ParseStandard(c.Night.Schedule); err != nil {
+		bad("night.schedule: %q is not a cron schedule (%v); use five fields such as \"0 1 * * *\", or @daily / @hourly / @every 6h", c.Night.Schedule, err)
 	}
 	if c.Night.Window <= 0 {
 		bad("night.window: must be positive, got %s", c.Night.Window)

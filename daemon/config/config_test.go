@@ -67,6 +67,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "undefined endpoint", yaml: strings.Replace(valid, "maker: {endpoint: local", "maker: {endpoint: cloud", 1),
 			want: []string{"models.roles.maker.endpoint"}},
 		{name: "not yaml", yaml: "night: [", want: []string{"cfg.yaml"}},
+		{name: "bad schedule", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
+			want: []string{`night.schedule: "@nightly" is not a cron schedule`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
