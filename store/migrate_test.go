@@ -123,12 +123,20 @@ func TestPragmasAndCheckpoint(t *testing.T) {
 		want int
 	}{{"", 1}, {"normal", 1}, {"FULL", 2}} {
 		b := setup(t, func(o *Options) { o.Synchronous = tc.sync })
-		var got, fk, limit int
+		var got, fk, limit, pageSize, autoCkpt int
+		var mode string
 		b.s.w.QueryRow(`PRAGMA synchronous`).Scan(&got)
 		b.s.w.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
 		b.s.w.QueryRow(`PRAGMA journal_size_limit`).Scan(&limit)
+		b.s.w.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+		b.s.w.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+		b.s.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
 		if got != tc.want || fk != 1 || limit != journalSizeLimit {
 			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, journalSizeLimit)
+		}
+		// page_size only takes effect if it ran before the switch to WAL.
+		if mode != "wal" || pageSize != newPageSize || autoCkpt != walCheckpointPages {
+			t.Errorf("new database: journal_mode=%s page_size=%d wal_autocheckpoint=%d; want wal, %d, %d", mode, pageSize, autoCkpt, newPageSize, walCheckpointPages)
 		}
 	}
 	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Synchronous: "OFF"}); err == nil {
