@@ -296,6 +296,14 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 		}
 		if tk.State != store.StateDone || tk.Attempts != 1 {
 			t.Errorf("ticket %d: %s after %d attempts (%s), want done after 1", id, tk.State, tk.Attempts, tk.Reason)
+			events, _ := n.store.Events(context.Background(), id)
+			for _, e := range events {
+				t.Logf("  event %s %s->%s attempt %d: %s", e.Kind, e.FromState, e.ToState, e.Attempt, e.Reason)
+			}
+			tcs, _ := n.store.ToolCalls(context.Background(), id)
+			for _, tc := range tcs {
+				t.Logf("  tool %s attempt %d: %.600s", tc.Tool, tc.Attempt, tc.Result)
+			}
 		}
 		calls, _ := n.store.ModelCalls(context.Background(), id)
 		for _, c := range calls {

@@ -2,10 +2,12 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFilesAt(t *testing.T) {
@@ -40,4 +42,37 @@ func TestFilesAt(t *testing.T) {
 			t.Errorf("FilesAt(%s, %s) = %v, %v; want %v", tt.path, tt.commit, got, err, tt.want)
 		}
 	}
+}
+
+// TestDiffSeesSameSizeEditRightAfterPrepare: an edit that keeps the file's size, made in the
+// same second as the checkout, must show in a diff taken in a later second. Git trusts an
+// index entry's stat data (mtime and ctime to the second here) unless the entry is "racily
+// clean", not older than the index file; a scratch copy of the index with a fresh mtime
+// hid such edits. The wait is for the file system's clock to reach the next second, which is
+// the condition under test, not a guess at how long something takes.
+func TestDiffSeesSameSizeEditRightAfterPrepare(t *testing.T) {
+	repo := newRepo(t, false)
+	m := NewManager(t.TempDir(), nil)
+	for i := range 3 {
+		start := time.Now()
+		tree, err := m.Prepare(context.Background(), repo, "main", fmt.Sprintf("ticketd/%d-x", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// stats.py: "return sum(xs) / len(xs)" -> same length, different text.
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) * len(xs)\n")
+		if time.Now().Unix() != start.Unix() {
+			continue // crossed a second boundary: not the case under test, try again
+		}
+		time.Sleep(time.Until(start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		diff, err := tree.Diff(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(diff, "+    return sum(xs) * len(xs)") {
+			t.Fatalf("round %d: diff misses a same-size edit made in the checkout's second:\n%q", i, diff)
+		}
+		return
+	}
+	t.Fatal("could not make the edit within the checkout's second in 3 tries")
 }

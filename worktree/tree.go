@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Tree is one prepared worktree. Its methods may be called from one goroutine
@@ -65,7 +66,11 @@ func (t *Tree) withScratchIndex(ctx context.Context, args ...string) (string, er
 	tmpPath := tmp.Name()
 	defer os.Remove(tmpPath)
 	defer os.Remove(tmpPath + ".lock")
+	var idxTime time.Time
 	if src, err := os.Open(strings.TrimSpace(idxPath)); err == nil {
+		if fi, err := src.Stat(); err == nil {
+			idxTime = fi.ModTime()
+		}
 		_, err = io.Copy(tmp, src)
 		src.Close()
 		if err != nil {
@@ -78,6 +83,16 @@ func (t *Tree) withScratchIndex(ctx context.Context, args ...string) (string, er
 	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("write scratch index: %w", err)
+	}
+	// The copy must keep the index's mtime: git trusts an entry's stat data unless the
+	// entry is "racily clean" (not older than the index file). A file checked out and
+	// then edited to the same size within one second has the same stat as its entry; only
+	// the racy check catches that, and a fresh mtime on the copy would switch it off, so
+	// such an edit would never show in the diff.
+	if !idxTime.IsZero() {
+		if err := os.Chtimes(tmpPath, idxTime, idxTime); err != nil {
+			return "", fmt.Errorf("keep the scratch index's time: %w", err)
+		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmpPath}
 	if fi, err := os.Stat(tmpPath); err == nil && fi.Size() == 0 {
