@@ -26,19 +26,8 @@ type changeJSON struct {
 func cmdRequeue(e *env, args []string) error {
 	fs := e.flagSet("requeue")
 	force := fs.Bool("force", false, "also take a running ticket from its worker (one stuck on a dead worker)")
-	pos, err := e.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.parseID(pos[0])
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s *store.Store) error {
-		before, err := s.Get(e.ctx, id)
-		if err != nil {
-			return notFoundHint(err)
-		}
+	return e.withTicket(fs, args, func(s *store.Store, before store.Ticket) error {
+		id := before.ID
 		if err := s.Requeue(e.ctx, id, e.actor(), *force); err != nil {
 			if before.State == store.StateRunning && !*force {
 				return fmt.Errorf("%w; if its worker is dead: ticketctl requeue --force %d", err, id)
@@ -60,19 +49,8 @@ func cmdRequeue(e *env, args []string) error {
 func cmdCancel(e *env, args []string) error {
 	fs := e.flagSet("cancel")
 	reason := fs.String("reason", "cancelled by operator", "why, recorded in the ticket's events")
-	pos, err := e.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.parseID(pos[0])
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s *store.Store) error {
-		before, err := s.Get(e.ctx, id)
-		if err != nil {
-			return notFoundHint(err)
-		}
+	return e.withTicket(fs, args, func(s *store.Store, before store.Ticket) error {
+		id := before.ID
 		after, err := s.RequestCancel(e.ctx, id, e.actor(), *reason)
 		if err != nil {
 			return err

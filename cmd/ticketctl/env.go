@@ -206,6 +206,26 @@ func (e *env) open() (*store.Store, error) {
 }
 
 // withStore opens the database, runs fn and closes it, keeping fn's error first.
+// withTicket parses the one ticket id the command takes, opens the store and hands over the
+// ticket as it stands, or an error that names an unknown id (exit 3).
+func (e *env) withTicket(fs *flag.FlagSet, args []string, fn func(s *store.Store, t store.Ticket) error) error {
+	pos, err := e.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	return e.withStore(func(s *store.Store) error {
+		t, err := s.Get(e.ctx, id)
+		if err != nil {
+			return notFoundHint(err)
+		}
+		return fn(s, t)
+	})
+}
+
 func (e *env) withStore(fn func(s *store.Store) error) error {
 	s, err := e.open()
 	if err != nil {

@@ -75,18 +75,8 @@ func (l logEntry) detail() (kind, text string) {
 func cmdLogs(e *env, args []string) error {
 	fs := e.flagSet("logs")
 	attempt := fs.Int("attempt", 0, "only attempt `N` (0: all)")
-	pos, err := e.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.parseID(pos[0])
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s *store.Store) error {
-		if _, err := s.Get(e.ctx, id); err != nil {
-			return notFoundHint(err)
-		}
+	return e.withTicket(fs, args, func(s *store.Store, t store.Ticket) error {
+		id := t.ID
 		events, err := s.Events(e.ctx, id)
 		if err != nil {
 			return err

@@ -80,19 +80,8 @@ type showJSON struct {
 }
 
 func cmdShow(e *env, args []string) error {
-	pos, err := e.parse(e.flagSet("show"), args, 1, 1)
-	if err != nil {
-		return err
-	}
-	id, err := e.parseID(pos[0])
-	if err != nil {
-		return err
-	}
-	return e.withStore(func(s *store.Store) error {
-		t, err := s.Get(e.ctx, id)
-		if err != nil {
-			return notFoundHint(err)
-		}
+	return e.withTicket(e.flagSet("show"), args, func(s *store.Store, t store.Ticket) error {
+		id := t.ID
 		events, err := s.Events(e.ctx, id)
 		if err != nil {
 			return err
