@@ -152,28 +152,36 @@ func (w *Workspace) ReadFiles(paths []string) (string, error) {
 	return capResult(b.String()), nil
 }
 
-// ListFiles lists files below a directory, skipping .git and common caches.
-func (w *Workspace) ListFiles(dir string) (string, error) {
+// walkFiles calls fn for every file below a model-given directory, skipping .git and common
+// caches; fn may return fs.SkipAll to stop.
+func (w *Workspace) walkFiles(dir string, fn func(path string, d fs.DirEntry) error) error {
 	if dir == "" {
 		dir = "."
 	}
 	abs, err := w.Resolve(dir)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var out []string
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+	return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && skipDir(d.Name()) && p != abs:
+			return filepath.SkipDir
+		case d.IsDir():
 			return nil
 		}
-		if d.IsDir() && skipDir(d.Name()) && p != abs {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() {
-			out = append(out, w.rel(p))
-			if len(out) >= MaxListEntries {
-				return fs.SkipAll
-			}
+		return fn(p, d)
+	})
+}
+
+// ListFiles lists files below a directory, skipping .git and common caches.
+func (w *Workspace) ListFiles(dir string) (string, error) {
+	var out []string
+	err := w.walkFiles(dir, func(p string, _ fs.DirEntry) error {
+		out = append(out, w.rel(p))
+		if len(out) >= MaxListEntries {
+			return fs.SkipAll
 		}
 		return nil
 	})
@@ -205,24 +213,8 @@ func (w *Workspace) Grep(pattern, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("pattern %q: %w", pattern, err)
 	}
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := w.Resolve(dir)
-	if err != nil {
-		return "", err
-	}
 	var out []string
-	_ = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() {
-			if skipDir(d.Name()) && p != abs {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err = w.walkFiles(dir, func(p string, d fs.DirEntry) error {
 		info, err := d.Info()
 		if err != nil || info.Size() > MaxReadBytes || !info.Mode().IsRegular() {
 			return nil
@@ -244,6 +236,9 @@ func (w *Workspace) Grep(pattern, dir string) (string, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		return "", err
+	}
 	if len(out) == 0 {
 		return "(no matches)", nil
 	}
