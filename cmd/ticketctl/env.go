@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,11 +67,13 @@ type globals struct {
 type env struct {
 	ctx            context.Context
 	stdout, stderr io.Writer
-	stdin          io.Reader
-	lookupEnv      func(string) (string, bool)
-	g              globals
-	cmd            string
-	cfg            *config.Config // loaded when --config was used
+	// jsonOut is stdout for --json documents; nil means stdout.
+	jsonOut   io.Writer
+	stdin     io.Reader
+	lookupEnv func(string) (string, bool)
+	g         globals
+	cmd       string
+	cfg       *config.Config // loaded when --config was used
 }
 
 func (e *env) dispatch(args []string) error {
@@ -255,7 +258,7 @@ func (e *env) actor() string {
 
 // printJSON writes v as indented JSON with a trailing newline.
 func (e *env) printJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(cmp.Or[io.Writer](e.jsonOut, e.stdout))
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("%s: write JSON: %w", e.cmd, err)

@@ -44,7 +44,9 @@ func main() {
 
 // run executes one ticketctl command line and returns its exit code. Tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, stdin: os.Stdin}
+	// Everything printed may carry untrusted text (issue titles, model output): see termWriter.
+	e := &env{ctx: ctx, stdout: newTermWriter(stdout, false), jsonOut: newTermWriter(stdout, true),
+		stderr: newTermWriter(stderr, false), lookupEnv: os.LookupEnv, stdin: os.Stdin}
 	err := e.dispatch(args)
 	if err == nil {
 		return exitOK
@@ -53,10 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "ticketctl: %v\n", err)
+	fmt.Fprintf(e.stderr, "ticketctl: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) && ue.hint != "" {
-		fmt.Fprintf(stderr, "try: %s\n", ue.hint)
+		fmt.Fprintf(e.stderr, "try: %s\n", ue.hint)
 	}
 	return code
 }
