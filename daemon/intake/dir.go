@@ -2,11 +2,14 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -55,7 +58,7 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	for _, name := range names {
 		rep.Files++
 		path := filepath.Join(d.Path, name)
-		data, err := os.ReadFile(path)
+		data, err := readIssueFile(path)
 		if err != nil {
 			rep.Invalid = append(rep.Invalid, fmt.Errorf("read issue %s: %w", path, err))
 			continue
@@ -106,4 +109,38 @@ func Priority(labels []string, prio map[string]int) int {
 		}
 	}
 	return best
+}
+
+// readIssueFile reads an issue file without trusting it: whoever can write to the intake
+// folder may leave a FIFO (which would block a plain read forever), a symlink to a file the
+// daemon may read but should not publish, or a file of gigabytes. It opens without following
+// a symlink and without blocking, checks on the open file that it is a regular file of at
+// most MaxIssueBytes, and never reads more than that.
+func readIssueFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symlink: issue files must be regular files in the folder")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("is not a regular file (%s): issue files must be regular files", info.Mode().Type())
+	}
+	if info.Size() > MaxIssueBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than the %d allowed; shorten it or attach logs elsewhere", ErrIssueTooLarge, info.Size(), MaxIssueBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxIssueBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxIssueBytes { // it grew after the stat
+		return nil, fmt.Errorf("%w: more than the %d bytes allowed", ErrIssueTooLarge, MaxIssueBytes)
+	}
+	return data, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ticketd/ticketd/store"
@@ -70,5 +71,80 @@ func TestDirScanMissingFolder(t *testing.T) {
 	_, err := Dir{Path: filepath.Join(t.TempDir(), "nope")}.Scan(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "intake[].path") {
 		t.Fatalf("err = %v, want a hint at intake[].path", err)
+	}
+}
+
+// Whoever can write to the intake folder is not trusted: nothing they leave there may block
+// the scan, make the daemon read gigabytes, or publish a file the folder only links to.
+func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	mustWrite := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := os.WriteFile(secret, []byte("---\ntitle: s\n---\nkey"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.md")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.md")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.md")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(3 << 30); err != nil { // sparse: 3 GiB that take no disk
+		t.Fatal(err)
+	}
+	f.Close()
+
+	tests := []struct {
+		name, path, wantErr string
+	}{
+		{"regular file", mustWrite("ok.md", "---\ntitle: ok\n---\n"), ""},
+		{"exactly the limit", mustWrite("max.md", strings.Repeat("x", MaxIssueBytes)), ""},
+		{"one byte over", mustWrite("over.md", strings.Repeat("x", MaxIssueBytes+1)), "more than the 262144 allowed"},
+		{"3 GiB sparse file", huge, "3221225472 bytes, more than"},
+		{"FIFO", fifo, "not a regular file"},
+		{"symlink", link, "is a symlink"},
+		{"directory", dir, "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := readIssueFile(tt.path)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("readIssueFile(%s) = %v, want no error", tt.path, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("readIssueFile(%s) = %d bytes, %v; want error containing %q", tt.path, len(data), err, tt.wantErr)
+			case tt.wantErr != "" && len(data) != 0:
+				t.Errorf("readIssueFile(%s) returned %d bytes with its error", tt.path, len(data))
+			}
+		})
+	}
+
+	// The scan skips what is not a regular file, lists the oversized files as invalid and
+	// goes on with the rest.
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Added) != 1 || len(rep.Invalid) != 3 || rep.Files != 4 {
+		t.Errorf("scan: %d files, %d added, invalid %v; want 4 files (ok, max, over, huge), 1 added, 3 invalid", rep.Files, len(rep.Added), rep.Invalid)
 	}
 }

@@ -20,6 +20,9 @@ type Issue struct {
 // MaxIssueBytes bounds an issue file; a larger one is refused rather than sent to a model.
 const MaxIssueBytes = 256 << 10
 
+// ErrIssueTooLarge is returned for an issue file over MaxIssueBytes.
+var ErrIssueTooLarge = errors.New("issue file too large")
+
 // ErrNoFrontMatter is returned for a file that does not start with a "---" line.
 var ErrNoFrontMatter = errors.New("no front matter: the file must start with a line \"---\", then title/repo/labels, then \"---\"")
 
@@ -36,7 +39,7 @@ var ErrNoFrontMatter = errors.New("no front matter: the file must start with a l
 // list (a, b) or a block list of "- a" lines. Values may be quoted. The title is required.
 func ParseIssue(data []byte) (Issue, error) {
 	if len(data) > MaxIssueBytes {
-		return Issue{}, fmt.Errorf("issue file is %d bytes, more than the %d allowed", len(data), MaxIssueBytes)
+		return Issue{}, fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrIssueTooLarge, len(data), MaxIssueBytes)
 	}
 	if !utf8.Valid(data) {
 		return Issue{}, errors.New("issue file is not valid UTF-8")
