@@ -129,7 +129,7 @@ func TestAttempt(t *testing.T) {
 		{name: "malformed arguments recovered", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourMalformedArgs}, status: StatusFixed, minSubmits: 1},
 		{name: "checker blocks once", c: scriptedmodel.Case{CheckerBlocksOnce: true}, status: StatusFixed, minSubmits: 2},
 		{name: "judge fails once", c: scriptedmodel.Case{JudgeFailsOnce: true}, status: StatusFixed, minSubmits: 2},
-		{name: "loop stopped by the guard", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLoop}, status: StatusBudget, reason: "loop guard"},
+		{name: "loop stopped by the guard", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLoop}, status: StatusBudget, reason: "loop: read_files called 5 times"},
 		{name: "never fixed", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever}, status: StatusBudget},
 		{name: "step limit", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, maxSteps: 3, status: StatusBudget, reason: "step limit of 3"},
 	}
@@ -154,6 +154,15 @@ func TestAttempt(t *testing.T) {
 			data, _ := os.ReadFile(filepath.Join(job.Dir, "calc.py"))
 			if fixed := string(data) == "def double(x):\n    return x + x\n"; fixed != (tt.status == StatusFixed) {
 				t.Errorf("calc.py = %q after status %s", data, out.Status)
+			}
+			makerCalls := 0
+			for _, c := range rec.model {
+				if c.Role == model.RoleMaker {
+					makerCalls++
+				}
+			}
+			if tt.name == "solve" && makerCalls > 3 {
+				t.Errorf("an easy ticket took %d maker calls, want at most 3 (read, edit, submit)", makerCalls)
 			}
 			if len(rec.model) != out.Calls || len(rec.tools) == 0 {
 				t.Errorf("recorded %d model calls (outcome says %d) and %d tool calls", len(rec.model), out.Calls, len(rec.tools))

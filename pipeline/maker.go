@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -17,14 +15,8 @@ import (
 	"github.com/ticketd/ticketd/store"
 )
 
-// Loop guard: the same (tool, arguments, result) seen this many times within the window of
-// recent tool calls means the model is going round in circles; stop before it spends more.
-const (
-	loopWindow  = 12
-	loopRepeats = 3
-	// maxIdleTurns bounds consecutive answers without a tool call.
-	maxIdleTurns = 3
-)
+// maxIdleTurns bounds consecutive answers without a tool call.
+const maxIdleTurns = 3
 
 // makerMessages builds the opening of the maker conversation: static system prompt, then the
 // repository part, then the ticket part. See prompts.go for why the order matters.
@@ -48,12 +40,25 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 	}
 	toolDefs := tools.MakerTools()
 	msgs := a.openingMessages(model.RoleMaker, out.Triage)
-	var recent []string
+	guard := &loopGuard{}
+	fit := newCompactor(a.r.ContextWindows[model.RoleMaker], a.r.CompactAt)
 	idle := 0
 	for {
 		if a.steps >= a.job.Budget.MaxSteps && a.job.Budget.MaxSteps > 0 {
 			return a.stop(ctx, out, fmt.Errorf("%w: step limit of %d maker calls reached", errBudget, a.job.Budget.MaxSteps))
 		}
+		if err := a.checkBudget(); err != nil {
+			return a.stop(ctx, out, err)
+		}
+		compacted, passes, err := fit.fit(ctx, msgs, toolDefs, a.summariseWith(model.RoleTriage))
+		if passes > 0 {
+			a.compactions += passes
+			a.note("conversation compacted (%d pass(es)): about %d tokens now", passes, estimateTokens(compacted, toolDefs))
+		}
+		if err != nil {
+			return a.stop(ctx, out, err)
+		}
+		msgs = compacted
 		a.steps++
 		resp, err := a.chat(ctx, model.RoleMaker, msgs, toolDefs, false)
 		if err != nil {
@@ -80,17 +85,17 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 				final.Triage = out.Triage
 				return final
 			}
+			nudge, stop, seen := guard.observe(tc.Function.Name, tc.Function.Arguments, res.text)
+			if stop {
+				return a.stop(ctx, out, fmt.Errorf("%w: %s%s called %d times with the same arguments and the same result within %d tool calls",
+					errBudget, loopStopPrefix, tc.Function.Name, seen, loopWindow))
+			}
+			if nudge != "" {
+				a.note("loop guard: nudged after %s repeated %d times", tc.Function.Name, seen)
+			}
 			msgs = append(msgs, openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text,
+				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text + nudge,
 			})
-			h := hashCall(tc.Function.Name, tc.Function.Arguments, res.text)
-			recent = append(recent, h)
-			if len(recent) > loopWindow {
-				recent = recent[1:]
-			}
-			if count(recent, h) >= loopRepeats {
-				return a.stop(ctx, out, fmt.Errorf("%w: loop guard: %s called %d times with the same arguments and result", errBudget, tc.Function.Name, loopRepeats))
-			}
 		}
 		if ctx.Err() != nil {
 			return a.stop(ctx, out, ctx.Err())
@@ -111,27 +116,31 @@ type toolResult struct {
 	review *Outcome // set by a submit that passed the checks but not the review
 }
 
-// execTools runs one turn's tool calls: read-only calls concurrently, the others in order.
+// execTools runs one turn's tool calls in the order the model gave them, so each result
+// reflects every earlier call of the turn (a read after an edit shows the edit). A run of
+// consecutive read-only calls runs concurrently; any other call is a barrier. After a
+// submit that ended the attempt, the remaining calls are not run.
 func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall) []toolResult {
 	results := make([]toolResult, len(calls))
-	var wg sync.WaitGroup
-	for i, tc := range calls {
-		if tools.ReadOnly(tc.Function.Name) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = a.execOne(ctx, ws, tc)
-			}()
-		}
-	}
-	wg.Wait()
-	for i, tc := range calls {
-		if !tools.ReadOnly(tc.Function.Name) {
-			results[i] = a.execOne(ctx, ws, tc)
+	for i := 0; i < len(calls); {
+		if !tools.ReadOnly(calls[i].Function.Name) {
+			results[i] = a.execOne(ctx, ws, calls[i])
 			if results[i].final != nil {
-				break
+				return results
 			}
+			i++
+			continue
 		}
+		j := i
+		for j < len(calls) && tools.ReadOnly(calls[j].Function.Name) {
+			j++
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k]) })
+		}
+		wg.Wait()
+		i = j
 	}
 	return results
 }
@@ -219,25 +228,6 @@ func orEmptyObject(s string) string {
 		return "{}"
 	}
 	return s
-}
-
-func hashCall(name, args, result string) string {
-	h := sha256.New()
-	for _, s := range []string{name, args, result} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-func count(xs []string, x string) int {
-	n := 0
-	for _, y := range xs {
-		if y == x {
-			n++
-		}
-	}
-	return n
 }
 
 func clip(s string, n int) string {

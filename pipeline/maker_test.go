@@ -1,0 +1,384 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// fakeModel is a test double for the model: each role's answers come from a function of
+// the request, so a test scripts a conversation turn by turn. Usage is reported as a real
+// provider would (prompt size estimated from the request), and CostPerCall, when set, is
+// the price of every call.
+type fakeModel struct {
+	mu          sync.Mutex
+	maker       func(n int, req model.Request) openai.ChatCompletionMessage
+	summary     string // the triage-tier model's answer to a summary request
+	CostPerCall float64
+	PromptSize  func(req model.Request) int64
+	requests    []model.Request
+}
+
+func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	n := 0
+	for _, r := range f.requests {
+		if r.Role == req.Role {
+			n++
+		}
+	}
+	f.mu.Unlock()
+	var msg openai.ChatCompletionMessage
+	switch req.Role {
+	case model.RoleMaker:
+		msg = f.maker(n, req)
+	case model.RoleTriage:
+		content := `{"summary":"double adds one too many","acceptance_criteria":["double(2) == 4"],"suspected_files":["calc.py"]}`
+		if req.Messages[0].Content == summaryInstructions {
+			content = f.summary
+		}
+		msg = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: content}
+	default:
+		return model.Response{}, fmt.Errorf("fakeModel: no answer scripted for role %s", req.Role)
+	}
+	prompt := int64(estimateTokens(req.Messages, req.Tools))
+	if f.PromptSize != nil {
+		prompt = f.PromptSize(req)
+	}
+	resp := model.Response{Message: msg, FinishReason: "stop", Usage: model.Usage{PromptTokens: prompt, CompletionTokens: 50}}
+	if f.CostPerCall > 0 {
+		c := f.CostPerCall
+		resp.CostUSD = &c
+	}
+	return resp, nil
+}
+
+func (f *fakeModel) makerRequests() []model.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []model.Request
+	for _, r := range f.requests {
+		if r.Role == model.RoleMaker {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// noChecks is a CheckRunner for tests of the loop itself: there are no checks, so every
+// submit passes the gate (the gate itself is tested with real pytest elsewhere).
+type noChecks struct{}
+
+func (noChecks) Run(context.Context, string, []validate.Check) []validate.Result { return nil }
+
+// call builds a tool call the way a server sends it.
+func call(id, name string, args any) openai.ToolCall {
+	raw, _ := json.Marshal(args)
+	return openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: string(raw)}}
+}
+
+func turn(calls ...openai.ToolCall) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ToolCalls: calls}
+}
+
+// setupLoop makes a git repository with calc.py and a Runner around fm, with only the maker
+// role configured, so the loop is all that runs.
+func setupLoop(t *testing.T, fm *fakeModel) (*Runner, Job) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "calc.py"), []byte(buggy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	r := &Runner{Models: fm, Checks: noChecks{}, Roles: map[model.Role]bool{model.RoleMaker: true}}
+	job := Job{
+		Ticket: Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
+		Dir:    dir,
+		Diff: func(ctx context.Context) (string, error) {
+			git("add", "-A")
+			return git("diff", "--cached"), nil
+		},
+		Budget: Budget{MaxSteps: 12, MaxTokens: 1_000_000},
+	}
+	return r, job
+}
+
+var fixEdit = map[string]string{"path": "calc.py", "old_text": "return x + x + 1", "new_text": "return x + x"}
+
+func toolResults(req model.Request) map[string]string {
+	out := map[string]string{}
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleTool {
+			out[m.ToolCallID] = m.Content
+		}
+	}
+	return out
+}
+
+// A turn of [read, edit, read] runs in the order given: the second read shows the edit.
+func TestTurnOrderReadEditRead(t *testing.T) {
+	fm := &fakeModel{}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		if n == 1 {
+			return turn(call("r1", tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}),
+				call("e1", tools.EditFile, fixEdit),
+				call("r2", tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}))
+		}
+		return turn(call("s1", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+	}
+	r, job := setupLoop(t, fm)
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed", out.Status, out.Reason)
+	}
+	res := toolResults(fm.makerRequests()[1])
+	if !strings.Contains(res["r1"], "return x + x + 1") {
+		t.Errorf("first read (before the edit) = %q, want the buggy line", res["r1"])
+	}
+	if !strings.Contains(res["e1"], "edited calc.py") {
+		t.Errorf("edit result = %q", res["e1"])
+	}
+	if strings.Contains(res["r2"], "x + x + 1") || !strings.Contains(res["r2"], "return x + x\n") {
+		t.Errorf("second read (after the edit) = %q, want the edited line", res["r2"])
+	}
+}
+
+// Consecutive read-only calls run concurrently, and results come back in call order.
+func TestTurnReadsRunConcurrentlyInOrder(t *testing.T) {
+	fm := &fakeModel{}
+	var paths []string
+	for i := range 8 {
+		paths = append(paths, fmt.Sprintf("f%d.py", i))
+	}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		if n == 1 {
+			var calls []openai.ToolCall
+			for i, p := range paths {
+				calls = append(calls, call(fmt.Sprintf("r%d", i), tools.ReadFiles, map[string]any{"paths": []string{p}}))
+			}
+			return turn(calls...)
+		}
+		return turn(call("e", tools.EditFile, fixEdit), call("s", tools.Submit, map[string]string{"summary": "x"}))
+	}
+	r, job := setupLoop(t, fm)
+	for i, p := range paths {
+		os.WriteFile(filepath.Join(job.Dir, p), []byte(fmt.Sprintf("content %d\n", i)), 0o644)
+	}
+	if out := r.Run(context.Background(), job); out.Status != StatusFixed {
+		t.Fatalf("status %s (%s)", out.Status, out.Reason)
+	}
+	msgs := fm.makerRequests()[1].Messages
+	var order []string
+	for _, m := range msgs {
+		if m.Role == openai.ChatMessageRoleTool {
+			order = append(order, m.ToolCallID)
+			want := fmt.Sprintf("content %s", strings.TrimPrefix(m.ToolCallID, "r"))
+			if !strings.Contains(m.Content, want) {
+				t.Errorf("result of %s = %q, want it to contain %q", m.ToolCallID, m.Content, want)
+			}
+		}
+	}
+	if got := strings.Join(order, ","); got != "r0,r1,r2,r3,r4,r5,r6,r7" {
+		t.Errorf("tool results in order %s, want r0..r7", got)
+	}
+}
+
+// An easy ticket with batched reads takes three maker calls: read, edit, submit.
+func TestEasyTicketTakesThreeMakerCalls(t *testing.T) {
+	fm := &fakeModel{}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		switch n {
+		case 1:
+			return turn(call("r", tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}))
+		case 2:
+			return turn(call("e", tools.EditFile, fixEdit))
+		}
+		return turn(call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+	}
+	r, job := setupLoop(t, fm)
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed || out.Steps > 3 || len(fm.makerRequests()) > 3 {
+		t.Fatalf("status %s, %d steps, %d maker requests; want fixed in at most 3", out.Status, out.Steps, len(fm.makerRequests()))
+	}
+}
+
+// A doom loop is nudged at the third identical call and stopped at the fifth.
+func TestLoopGuardNudgesThenStops(t *testing.T) {
+	fm := &fakeModel{}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		if n == 1 {
+			return turn(call("e", tools.EditFile, map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # partial"}))
+		}
+		return turn(call(fmt.Sprintf("r%d", n), tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}))
+	}
+	r, job := setupLoop(t, fm)
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusBudget || !strings.Contains(out.Reason, "loop: read_files called 5 times") {
+		t.Fatalf("status %s (%s), want budget with reason loop after 5 calls", out.Status, out.Reason)
+	}
+	reqs := fm.makerRequests()
+	if len(reqs) != 6 { // the edit, then five identical reads
+		t.Fatalf("%d maker requests, want 6", len(reqs))
+	}
+	// The last request carries the results of reads 1..4 (ids r2..r5); the fifth read
+	// ended the attempt.
+	res := toolResults(reqs[len(reqs)-1])
+	for i := 1; i <= 4; i++ {
+		got := res[fmt.Sprintf("r%d", i+1)]
+		nudged := strings.Contains(got, "Repeating it will not change it")
+		if want := i >= 3; nudged != want {
+			t.Errorf("read %d: nudged=%v, want %v: %q", i, nudged, want, clip(got, 300))
+		}
+	}
+	if !strings.Contains(strings.Join(out.History, "\n"), "loop guard: nudged") {
+		t.Errorf("history does not mention the nudge:\n%s", strings.Join(out.History, "\n"))
+	}
+	if d, _ := job.Diff(context.Background()); !strings.Contains(d, "# partial") {
+		t.Errorf("partial change lost: diff %q", d)
+	}
+}
+
+// steadyClock advances a fixed step per reading.
+type steadyClock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *steadyClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+// Each budget stops the attempt cleanly, with the reason, and leaves the partial change in
+// the worktree for the report.
+func TestBudgetsStopCleanly(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget Budget
+		cost   float64
+		clock  time.Duration // per clock reading; 0 = real clock
+		reason string
+	}{
+		{name: "steps", budget: Budget{MaxSteps: 4}, reason: "step limit of 4"},
+		{name: "tokens", budget: Budget{MaxSteps: 50, MaxTokens: 3_000}, reason: "token limit"},
+		{name: "wall clock", budget: Budget{MaxSteps: 50, WallClock: 5 * time.Minute}, clock: time.Minute, reason: "wall clock of 5m0s"},
+		{name: "dollars", budget: Budget{MaxSteps: 50, MaxDollars: 0.05}, cost: 0.02, reason: "dollar limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{CostPerCall: tt.cost}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				if n == 1 {
+					return turn(call("e", tools.EditFile, map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # partial"}))
+				}
+				// Different greps each time: no loop, just no progress.
+				return turn(call(fmt.Sprintf("g%d", n), tools.Grep, map[string]string{"pattern": fmt.Sprintf("x{%d}", n)}))
+			}
+			r, job := setupLoop(t, fm)
+			if tt.clock > 0 {
+				r.Now = (&steadyClock{t: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), step: tt.clock}).now
+			}
+			job.Budget = tt.budget
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusBudget || !strings.Contains(out.Reason, tt.reason) {
+				t.Fatalf("status %s (%s), want budget with %q", out.Status, out.Reason, tt.reason)
+			}
+			if d, _ := job.Diff(context.Background()); !strings.Contains(d, "# partial") {
+				t.Errorf("partial change lost: diff %q", d)
+			}
+			if tt.cost > 0 && out.Dollars > tt.budget.MaxDollars+tt.cost {
+				t.Errorf("spent $%.2f, more than one call past the $%.2f limit", out.Dollars, tt.budget.MaxDollars)
+			}
+		})
+	}
+}
+
+// A session that would pass the window is compacted and still finishes; the compaction is
+// in the outcome and the history, and no request after it is over the limit.
+func TestCompactionLetsALongSessionFinish(t *testing.T) {
+	big := strings.Repeat("# filler line to make the module long\n", 400) // ~15k chars, ~4k tokens
+	fm := &fakeModel{summary: "Read big.py and calc.py; calc.py line 2 adds 1 too many."}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		switch {
+		case n <= 6:
+			return turn(call(fmt.Sprintf("r%d", n), tools.ReadFiles, map[string]any{"paths": []string{fmt.Sprintf("big%d.py", n)}}))
+		case n == 7:
+			return turn(call("e", tools.EditFile, fixEdit))
+		}
+		return turn(call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+	}
+	r, job := setupLoop(t, fm)
+	for i := 1; i <= 6; i++ {
+		os.WriteFile(filepath.Join(job.Dir, fmt.Sprintf("big%d.py", i)), []byte(big), 0o644)
+	}
+	r.ContextWindows = map[model.Role]int{model.RoleMaker: 16_000} // compact above 11,200 tokens
+	r.Roles[model.RoleTriage] = true                               // the summariser
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if out.Compactions == 0 || !strings.Contains(strings.Join(out.History, "\n"), "conversation compacted") {
+		t.Errorf("compactions %d, history:\n%s", out.Compactions, strings.Join(out.History, "\n"))
+	}
+	for i, req := range fm.makerRequests() {
+		if n := estimateTokens(req.Messages, req.Tools); n > 11_200 {
+			t.Errorf("maker request %d is about %d tokens, over the compaction limit", i+1, n)
+		}
+	}
+	// The edit's call survives compaction verbatim.
+	last := fm.makerRequests()[len(fm.makerRequests())-1]
+	found := false
+	for _, m := range last.Messages {
+		for _, tc := range m.ToolCalls {
+			found = found || tc.Function.Name == tools.EditFile
+		}
+	}
+	if !found {
+		t.Error("the edit_file call is gone from the compacted conversation")
+	}
+}
+
+// A session that cannot shrink (its one huge, recent tool output is the problem) stops with
+// a clear reason instead of sending a request the server would refuse.
+func TestCompactionGivesUpClearly(t *testing.T) {
+	fm := &fakeModel{}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		return turn(call(fmt.Sprintf("r%d", n), tools.ReadFiles, map[string]any{"paths": []string{"huge.py"}}))
+	}
+	r, job := setupLoop(t, fm)
+	os.WriteFile(filepath.Join(job.Dir, "huge.py"), []byte(strings.Repeat("x = 1  # a long module line\n", 2000)), 0o644)
+	r.ContextWindows = map[model.Role]int{model.RoleMaker: 8_000}
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusBudget || !strings.Contains(out.Reason, "compaction cannot shrink it further") {
+		t.Fatalf("status %s (%s), want a clear context stop", out.Status, out.Reason)
+	}
+}
