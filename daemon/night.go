@@ -174,7 +174,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		baselines: newBaselines(checks),
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
-			Layout: d.PromptLayout,
+			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt,
 		},
 		windowEnd: windowEnd,
 	}

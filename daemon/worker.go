@@ -155,7 +155,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		Baseline: facts.results,
 		Diff:     tree.Diff,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
-			WallClock: w.cfg.Budget.WallClock},
+			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
 			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
 		},

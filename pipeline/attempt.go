@@ -51,11 +51,12 @@ type Ticket struct {
 	Triage string
 }
 
-// Budget bounds one attempt. Hitting a bound stops the attempt cleanly.
+// Budget bounds one attempt. Hitting a bound stops the attempt cleanly; zero means no bound.
 type Budget struct {
-	MaxSteps  int           // maker model calls
-	MaxTokens int64         // prompt + completion tokens over all roles
-	WallClock time.Duration // whole attempt
+	MaxSteps   int           // maker model calls
+	MaxTokens  int64         // prompt + completion tokens over all roles
+	WallClock  time.Duration // whole attempt, checks included
+	MaxDollars float64       // model spend over all roles; calls of unknown cost count 0
 }
 
 // Job is one attempt's input.
@@ -94,10 +95,13 @@ type Outcome struct {
 	Verdict  *Verdict          // the judge's last verdict
 	Steps    int
 	Tokens   int64
+	Dollars  float64 // known model spend of this attempt
 	Calls    int
 	Submits  int
-	History  []string // what was tried, one line each, for the report
-	Duration time.Duration
+	// Compactions counts the passes that shrank the maker's conversation to fit its window.
+	Compactions int
+	History     []string // what was tried, one line each, for the report
+	Duration    time.Duration
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -111,6 +115,12 @@ type Runner struct {
 	Roles map[model.Role]bool
 	// Layout is where the dynamic values go; the zero value is the cache-friendly layout.
 	Layout Layout
+	// ContextWindows is each role's context window in tokens; a missing role is assumed
+	// to have DefaultContextWindow.
+	ContextWindows map[model.Role]int
+	// CompactAt is the share of the window at which the maker's conversation is
+	// compacted; 0 means DefaultCompactAt.
+	CompactAt float64
 }
 
 // Layout says where a request's dynamic values (work directory, date) are placed.
@@ -153,23 +163,27 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 			fmt.Errorf("%w: wall clock of %s", errBudget, job.Budget.WallClock))
 		defer cancel()
 	}
-	a := &attempt{r: r, job: job, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
+	a := &attempt{r: r, job: job, start: start, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
 	out := a.run(ctx)
 	out.Duration = r.now().Sub(start)
 	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
+	out.Dollars, out.Compactions = a.dollars, a.compactions
 	out.History = a.history
 	return out
 }
 
 type attempt struct {
-	r       *Runner
-	job     Job
-	log     *slog.Logger
-	steps   int
-	tokens  int64
-	calls   int
-	submits int
-	tri     *Triage
+	r           *Runner
+	job         Job
+	log         *slog.Logger
+	start       time.Time
+	steps       int
+	tokens      int64
+	dollars     float64
+	calls       int
+	submits     int
+	compactions int
+	tri         *Triage
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }
@@ -179,10 +193,26 @@ func (a *attempt) note(format string, args ...any) {
 	a.history = append(a.history, clip(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "), 400))
 }
 
+// checkBudget says whether the attempt may make another model call. The wall clock is read
+// from the Runner's clock here, and also enforced by a context deadline in Run for a call
+// or a check that hangs.
+func (a *attempt) checkBudget() error {
+	b := a.job.Budget
+	switch {
+	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
+		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
+	case b.MaxDollars > 0 && a.dollars >= b.MaxDollars:
+		return fmt.Errorf("%w: dollar limit: $%.4f spent of $%.2f", errBudget, a.dollars, b.MaxDollars)
+	case b.WallClock > 0 && a.r.now().Sub(a.start) >= b.WallClock:
+		return fmt.Errorf("%w: wall clock of %s", errBudget, b.WallClock)
+	}
+	return nil
+}
+
 // chat sends one request and accounts for it against the budget.
 func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
-	if a.job.Budget.MaxTokens > 0 && a.tokens >= a.job.Budget.MaxTokens {
-		return model.Response{}, fmt.Errorf("%w: %d tokens used of %d", errBudget, a.tokens, a.job.Budget.MaxTokens)
+	if err := a.checkBudget(); err != nil {
+		return model.Response{}, err
 	}
 	resp, err := a.r.Models.Chat(ctx, model.Request{
 		Role:     role,
@@ -196,6 +226,9 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 	})
 	a.calls++
 	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if resp.CostUSD != nil {
+		a.dollars += *resp.CostUSD
+	}
 	return resp, err
 }
 
@@ -207,6 +240,8 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 		out.Status, out.Reason = StatusBudget, err.Error()
 	case cause != nil && errors.Is(cause, errBudget):
 		out.Status, out.Reason = StatusBudget, cause.Error()
+	case errors.Is(err, errContextFull):
+		out.Status, out.Reason = StatusBudget, err.Error()
 	case ctx.Err() != nil:
 		out.Status, out.Reason = StatusStopped, fmt.Sprintf("stopped: %v", cause)
 	case errors.Is(err, model.ErrTransport):

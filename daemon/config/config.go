@@ -63,9 +63,13 @@ type Night struct {
 
 // Budget bounds one attempt at one ticket; the night's dollars are in Night.
 type Budget struct {
-	MaxSteps  int           `yaml:"max_steps"`
-	MaxTokens int64         `yaml:"max_tokens"`
-	WallClock time.Duration `yaml:"wall_clock"`
+	MaxSteps   int           `yaml:"max_steps"`
+	MaxTokens  int64         `yaml:"max_tokens"`
+	WallClock  time.Duration `yaml:"wall_clock"`
+	MaxDollars float64       `yaml:"max_dollars"` // 0 = no per-attempt dollar cap
+	// CompactAt is the share of the maker's context window at which its conversation is
+	// compacted.
+	CompactAt float64 `yaml:"compact_at"`
 }
 
 // Source is one place tickets come from.
@@ -97,10 +101,13 @@ const (
 	DefaultRetryBackoff = 30 * time.Second
 	DefaultWindow       = 6 * time.Hour
 	DefaultPoll         = 2 * time.Second
-	DefaultMaxSteps     = 40
-	DefaultMaxTokens    = 2_000_000
-	DefaultWallClock    = 30 * time.Minute
-	DefaultSchedule     = "0 1 * * *"
+	// Per-attempt budget defaults: the point past which, in the seed team's sweep, success
+	// stopped rising while cost kept growing (12 maker steps, 200k tokens, 300 s).
+	DefaultMaxSteps  = 12
+	DefaultMaxTokens = 200_000
+	DefaultWallClock = 300 * time.Second
+	DefaultCompactAt = 0.70
+	DefaultSchedule  = "0 1 * * *"
 )
 
 // Default returns a configuration with every default filled in and no repositories. Parse
@@ -118,7 +125,8 @@ func Default() Config {
 			RetryBackoff: DefaultRetryBackoff,
 			Poll:         DefaultPoll,
 		},
-		Budget:    Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock},
+		Budget: Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock,
+			CompactAt: DefaultCompactAt},
 		Workspace: "work",
 		Output:    "results",
 		Log:       Log{Format: "text", Level: "info"},
@@ -231,6 +239,12 @@ func (c Config) Validate() error {
 	}
 	if c.Budget.WallClock < time.Second {
 		bad("budget.wall_clock: must be >= 1s, got %s", c.Budget.WallClock)
+	}
+	if c.Budget.MaxDollars < 0 {
+		bad("budget.max_dollars: must be >= 0 (0 means no per-attempt limit), got %g", c.Budget.MaxDollars)
+	}
+	if c.Budget.CompactAt <= 0.1 || c.Budget.CompactAt >= 1 {
+		bad("budget.compact_at: must be a share of the context window between 0.1 and 1, such as 0.7; got %g", c.Budget.CompactAt)
 	}
 	if c.Store.Path == "" {
 		bad("store.path: required (the SQLite file of the ticket queue)")

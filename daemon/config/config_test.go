@@ -14,7 +14,7 @@ func TestRootConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(%s): %v", path, err)
 	}
-	if c.Night.Workers != 3 || c.Night.Lease != 60*time.Second || c.Budget.MaxSteps != 40 {
+	if c.Night.Workers != 3 || c.Night.Lease != 60*time.Second || c.Budget.MaxSteps != DefaultMaxSteps || c.Budget.MaxTokens != DefaultMaxTokens || c.Budget.WallClock != DefaultWallClock {
 		t.Errorf("defaults: workers %d lease %s max_steps %d", c.Night.Workers, c.Night.Lease, c.Budget.MaxSteps)
 	}
 	if !filepath.IsAbs(c.Store.Path) || filepath.Base(c.Store.Path) != "ticketd.db" {
