@@ -145,9 +145,19 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	defer stopWork(nil)
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
+	// The window stops claims; attempts still running get the grace period to finish, then
+	// they are stopped too (keeping their partial work) and released without spending an
+	// attempt.
 	windowEnd := rep.Started.Add(cfg.Night.Window)
-	windowTimer := time.AfterFunc(cfg.Night.Window, func() { stopClaims(ErrWindowClosed) })
+	windowTimer := time.AfterFunc(cfg.Night.Window, func() {
+		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
+		stopClaims(ErrWindowClosed)
+	})
 	defer windowTimer.Stop()
+	graceTimer := time.AfterFunc(cfg.Night.Window+cfg.Night.Grace, func() {
+		stopWork(fmt.Errorf("%w and its grace period of %s ran out", ErrWindowClosed, cfg.Night.Grace))
+	})
+	defer graceTimer.Stop()
 
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
 		log.Warn("night dollar budget spent: stopping", "limit_usd", cfg.Night.MaxDollars)

@@ -59,6 +59,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
+	// Grace is how long attempts still running when the window closes may go on before
+	// they are stopped, keeping their partial work, and released without spending an attempt.
+	Grace time.Duration `yaml:"grace"`
 }
 
 // Budget bounds one attempt at one ticket; the night's dollars are in Night.
@@ -100,6 +103,7 @@ const (
 	DefaultMaxAttempts  = 3
 	DefaultRetryBackoff = 30 * time.Second
 	DefaultWindow       = 6 * time.Hour
+	DefaultGrace        = 10 * time.Minute
 	DefaultPoll         = 2 * time.Second
 	// Per-attempt budget defaults: the point past which, in the seed team's sweep, success
 	// stopped rising while cost kept growing (12 maker steps, 200k tokens, 300 s).
@@ -118,6 +122,7 @@ func Default() Config {
 		Night: Night{
 			Schedule:     DefaultSchedule,
 			Window:       DefaultWindow,
+			Grace:        DefaultGrace,
 			Workers:      DefaultWorkers,
 			Lease:        DefaultLease,
 			Heartbeat:    DefaultHeartbeat,
@@ -227,6 +232,9 @@ func (c Config) Validate() error {
 	}
 	if c.Night.Window <= 0 {
 		bad("night.window: must be positive, got %s", c.Night.Window)
+	}
+	if c.Night.Grace < 0 {
+		bad("night.grace: must be >= 0 (0 stops running attempts when the window closes), got %s", c.Night.Grace)
 	}
 	if c.Night.MaxDollars < 0 {
 		bad("night.max_dollars: must be >= 0 (0 means no limit), got %g", c.Night.MaxDollars)
