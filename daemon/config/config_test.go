@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,5 +106,46 @@ func TestParseResolvesPathsAndDefaults(t *testing.T) {
 	}
 	if c.Night.MaxAttempts != DefaultMaxAttempts || c.Night.Heartbeat != DefaultHeartbeat {
 		t.Errorf("defaults not applied: %+v", c.Night)
+	}
+}
+
+// The schedule forms the README promises: five fields, descriptors, @every, and a time zone.
+func TestScheduleForms(t *testing.T) {
+	tests := []struct {
+		schedule string
+		ok       bool
+	}{
+		{"0 1 * * *", true},
+		{"30 23 * * 1-5", true},
+		{"@daily", true},
+		{"@midnight", true},
+		{"@every 6h", true},
+		{"CRON_TZ=Europe/Berlin 0 1 * * *", true},
+		{"TZ=America/New_York 0 2 * * *", true},
+		{"@nightly", false},
+		{"0 1 * *", false},
+		{"CRON_TZ=Mars/Olympus 0 1 * * *", false},
+		{"0 25 * * *", false},
+	}
+	for _, tt := range tests {
+		yaml := strings.Replace(valid, "  workers: 2", fmt.Sprintf("  workers: 2\n  schedule: %q", tt.schedule), 1)
+		_, err := Parse("cfg.yaml", []byte(yaml))
+		if (err == nil) != tt.ok {
+			t.Errorf("schedule %q: err %v, want ok=%v", tt.schedule, err, tt.ok)
+		}
+	}
+}
+
+func TestGraceAndBudgetLimits(t *testing.T) {
+	tests := []struct{ extra, want string }{
+		{"night:\n  grace: -1s\n", "night.grace: must be >= 0"},
+		{"budget:\n  max_dollars: -2\n", "budget.max_dollars: must be >= 0"},
+		{"budget:\n  compact_at: 1.5\n", "budget.compact_at: must be a share"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("cfg.yaml", []byte(strings.Replace(valid, "night:\n  workers: 2\n", "", 1)+tt.extra))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want %q", tt.extra, err, tt.want)
+		}
 	}
 }
