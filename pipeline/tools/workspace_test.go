@@ -61,14 +61,14 @@ func TestEditFile(t *testing.T) {
 	}{
 		{name: "unique", old: "def f(x):\n    return x + 1", new: "def f(x):\n    return x + 2",
 			wantFile: "def f(x):\n    return x + 2\n\ndef g(x):\n    return x + 1\n"},
-		{name: "ambiguous", old: "    return x + 1", new: "", wantErr: "occurs 2 times"},
-		{name: "missing", old: "def f(y):", new: "", wantErr: "nearest line 1"},
+		{name: "ambiguous", old: "    return x + 1", new: "", wantErr: "matches 2 places in pkg/a.py, at lines 2, 5"},
+		{name: "missing", old: "def f(y):", new: "", wantErr: "closest block is lines 1-1"},
 		{name: "empty old", old: "", new: "x", wantErr: "old_text is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, dir := setup(t)
-			_, err := w.EditFile("pkg/a.py", tt.old, tt.new)
+			_, err := w.EditFile(context.Background(), "pkg/a.py", tt.old, tt.new, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("EditFile error = %v, want %q", err, tt.wantErr)
@@ -88,16 +88,16 @@ func TestEditFile(t *testing.T) {
 
 func TestWriteFileNeedsRead(t *testing.T) {
 	w, dir := setup(t)
-	if _, err := w.WriteFile("README.md", "x"); err == nil || !strings.Contains(err.Error(), "was not read") {
+	if _, err := w.WriteFile(context.Background(), "README.md", "x"); err == nil || !strings.Contains(err.Error(), "was not read") {
 		t.Fatalf("overwrite unread file: err = %v", err)
 	}
-	if _, err := w.ReadFiles([]string{"README.md", "missing.py"}); err != nil {
+	if _, err := w.ReadFiles(context.Background(), []ReadRequest{{Path: "README.md"}, {Path: "missing.py"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteFile("README.md", "new"); err != nil {
+	if _, err := w.WriteFile(context.Background(), "README.md", "new"); err != nil {
 		t.Fatalf("overwrite read file: %v", err)
 	}
-	if _, err := w.WriteFile("tests/test_new.py", "def test(): pass\n"); err != nil {
+	if _, err := w.WriteFile(context.Background(), "tests/test_new.py", "def test(): pass\n"); err != nil {
 		t.Fatalf("create file: %v", err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "tests", "test_new.py"))
