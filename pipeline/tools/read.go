@@ -23,6 +23,8 @@ type ReadRequest struct {
 	EndLine   int    `json:"end_line,omitempty"`
 }
 
+var errScanLimit = errors.New("scan limit reached")
+
 // sniffBytes is how much of a file's head decides whether it is binary (a NUL byte in it).
 const sniffBytes = 8 << 10
 
@@ -117,13 +119,19 @@ func (w *Workspace) readOne(ctx context.Context, b *strings.Builder, r ReadReque
 		if !whole && (cut || (end > 0 && line >= end)) {
 			break // nothing more to show, and the rest cannot be counted anyway
 		}
+		var text []byte
+		var long int64
 		if !whole && scanned > MaxScanBytes {
+			err = errScanLimit
+		} else {
+			text, long, err = readLine(br)
+		}
+		if errors.Is(err, errScanLimit) {
 			if first == 0 {
 				return fmt.Errorf("start_line %d is beyond the first %s of this %s file, which is as far as read_files reads; use grep to find the lines you need", start, humanBytes(MaxScanBytes), humanBytes(size))
 			}
 			break
 		}
-		text, long, err := readLine(br)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read: %w", err)
 		}
@@ -199,13 +207,13 @@ func (w *Workspace) readOne(ctx context.Context, b *strings.Builder, r ReadReque
 
 // readLine returns the next line with its newline, keeping at most 64 KiB of it in memory;
 // long is how many further bytes of the same line were skipped. A line longer than
-// MaxScanBytes ends the file as far as the tools are concerned (io.EOF).
+// MaxScanBytes stops the scan (errScanLimit).
 func readLine(br *bufio.Reader) (text []byte, long int64, err error) {
 	chunk, err := br.ReadSlice('\n')
 	text = append([]byte(nil), chunk...)
 	for errors.Is(err, bufio.ErrBufferFull) {
 		if long > MaxScanBytes {
-			return text, long, io.EOF
+			return text, long, errScanLimit
 		}
 		chunk, err = br.ReadSlice('\n')
 		long += int64(len(chunk))
