@@ -218,12 +218,43 @@ func (fl *fileLines) anchorBlocks(old []string) []block {
 				best, bestSim = j, s
 			}
 		}
-		if best >= 0 {
+		if best >= 0 && !fl.borrowsElsewhere(core[1:k-1], i, best) {
 			out = append(out, block{from: i, to: best + 1, tab: 4,
 				pairs: [][2]int{{i, lo}, {best, lo + k - 1}}})
 		}
 	}
 	return out
+}
+
+// borrowsElsewhere reports whether an old middle line that is not in the anchored block is
+// a real line elsewhere in the file: old_text then mixes two places (the signature of one
+// function with the body of its twin), and editing either would be a guess.
+func (fl *fileLines) borrowsElsewhere(mid []string, from, to int) bool {
+	inBlock := map[string]bool{}
+	for _, l := range fl.lines[from : to+1] {
+		inBlock[normQuotes(l)] = true
+	}
+	var missing []string
+	for _, l := range mid {
+		if n := normQuotes(l); len(n) >= 8 && !inBlock[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return false
+	}
+	for x, l := range fl.lines {
+		if x >= from && x <= to {
+			continue
+		}
+		n := normQuotes(l)
+		for _, m := range missing {
+			if n == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func joinNonBlank(ls []string) string {
@@ -355,6 +386,8 @@ func (fl *fileLines) reindent(b block, old, newLines []string) []string {
 	if d0 != nil {
 		first = *d0
 	}
+	// A uniform factor instead of a shift: two-space old_text for a tab-indented file.
+	up, down := fl.indentRatio(b, old, tab, len(order) > 1)
 	useTabs := fl.tabStyle(b)
 	out := make([]string, len(newLines))
 	firstDone := false
@@ -363,17 +396,54 @@ func (fl *fileLines) reindent(b block, old, newLines []string) []string {
 			out[k] = ""
 			continue
 		}
-		d := body
+		c := indentCols(l, tab)
+		cols := c + body
+		if up > 1 || down > 1 {
+			cols = c * max(up, 1) / max(down, 1)
+		}
 		if !firstDone {
 			firstDone = true
-			if oldFirst >= 0 && indentCols(l, tab) == indentCols(old[oldFirst], tab) {
-				d = first
+			if oldFirst >= 0 && c == indentCols(old[oldFirst], tab) && d0 != nil {
+				cols = c + first
 			}
 		}
-		cols := max(indentCols(l, tab)+d, 0)
-		out[k] = renderIndent(cols, tab, useTabs) + strings.TrimLeft(l, " \t")
+		out[k] = renderIndent(max(cols, 0), tab, useTabs) + strings.TrimLeft(l, " \t")
 	}
 	return out
+}
+
+// indentRatio finds a whole factor between the file's and old_text's indentation of the
+// block's lines (file = old*up, or old = file*down), when the shifts are not uniform.
+func (fl *fileLines) indentRatio(b block, old []string, tab int, mixed bool) (up, down int) {
+	if !mixed {
+		return 0, 0
+	}
+	up, down = -1, -1
+	first := firstNonBlank(old)
+	for _, p := range b.pairs {
+		f, o := fl.lines[p[0]], old[p[1]]
+		if isBlank(f) || isBlank(o) || p[1] == first {
+			continue
+		}
+		fc, oc := indentCols(f, tab), indentCols(o, tab)
+		switch {
+		case fc == 0 && oc == 0:
+			continue
+		case fc == 0 || oc == 0:
+			return 0, 0
+		}
+		if fc%oc == 0 && (up == -1 || up == fc/oc) {
+			up = fc / oc
+		} else {
+			up = 0
+		}
+		if oc%fc == 0 && (down == -1 || down == oc/fc) {
+			down = oc / fc
+		} else {
+			down = 0
+		}
+	}
+	return max(up, 0), max(down, 0)
 }
 
 func firstNonBlank(ls []string) int {

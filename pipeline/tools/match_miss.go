@@ -275,7 +275,7 @@ func (fl *fileLines) differences(core []string, from, to int, pairs []int) []str
 		}
 	}
 	if blankF != blankO {
-		add(fmt.Sprintf("the file has %d blank lines in this block, your old_text %d", blankF, blankO))
+		add(fmt.Sprintf("the file has %s in this block, your old_text %d", plural(blankF, "blank line"), blankO))
 	}
 	return notes
 }
