@@ -94,9 +94,9 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 		rung Rung
 		try  func() []block
 	}{
-		{RungTrimmed, func() []block { return fl.lineBlocks(o.lines, eqTrimmed) }},
+		{RungTrimmed, func() []block { return fl.lineBlocks(o.lines, trimRight) }},
 		{RungIndent, func() []block { return fl.indentBlocks(o.lines) }},
-		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, eqCollapsed) }},
+		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, collapse) }},
 	}
 	for _, step := range ladder {
 		if e, ok, err := fl.resolveBlocks(step.rung, path, replaceAll, step.try(), o, n); ok || err != nil {
@@ -110,11 +110,11 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 		if v, ok := unescape(lf(new)); ok {
 			un = splitOld(v)
 		}
-		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, eqQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
+		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
 			return e, err
 		}
 	}
-	if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, eqQuotes), o, fl.quotesLike(n, o)); ok || err != nil {
+	if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o)); ok || err != nil {
 		return e, err
 	}
 	// Rung 7: blank lines ignored.

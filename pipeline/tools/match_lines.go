@@ -65,31 +65,59 @@ func (fl *fileLines) lineOf(off int) int {
 	return strings.Count(fl.content[:off], "\n") + 1
 }
 
-func eqTrimmed(f, o string) bool {
-	return strings.TrimRight(f, " \t\r") == strings.TrimRight(o, " \t\r")
-}
+func trimRight(s string) string { return strings.TrimRight(s, " \t\r") }
 
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func eqCollapsed(f, o string) bool { return collapse(f) == collapse(o) }
-
-func eqQuotes(f, o string) bool { return collapse(plainQuotes(f)) == collapse(plainQuotes(o)) }
 
 func normQuotes(s string) string { return collapse(plainQuotes(s)) }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// lineBlocks finds every run of file lines equal to old line by line under eq.
-func (fl *fileLines) lineBlocks(old []string, eq func(f, o string) bool) []block {
-	var out []block
+// maxCandidates bounds how many matches a rung collects; more is ambiguous anyway, except
+// for replace_all, which this many covers.
+const maxCandidates = 1000
+
+// lineBlocks finds every run of file lines equal to old line by line once both are
+// normalised by norm (KMP over lines, so a file of repeated lines stays linear).
+func (fl *fileLines) lineBlocks(old []string, norm func(string) string) []block {
 	k := len(old)
-	for i := 0; i+k <= len(fl.lines); i++ {
-		ok := true
-		for j := 0; j < k && ok; j++ {
-			ok = eq(fl.lines[i+j], old[j])
+	var out []block
+	for _, i := range kmpAll(mapLines(fl.lines, norm), mapLines(old, norm)) {
+		out = append(out, block{from: i, to: i + k, pairs: pairsFrom(i, k), tab: 4})
+	}
+	return out
+}
+
+// kmpAll returns the start of every (possibly overlapping) occurrence of pat in text, at
+// most maxCandidates.
+func kmpAll(text, pat []string) []int {
+	if len(pat) == 0 || len(pat) > len(text) {
+		return nil
+	}
+	fail := make([]int, len(pat))
+	for i, k := 1, 0; i < len(pat); i++ {
+		for k > 0 && pat[i] != pat[k] {
+			k = fail[k-1]
 		}
-		if ok {
-			out = append(out, block{from: i, to: i + k, pairs: pairsFrom(i, k), tab: 4})
+		if pat[i] == pat[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	var out []int
+	for i, k := 0, 0; i < len(text); i++ {
+		for k > 0 && text[i] != pat[k] {
+			k = fail[k-1]
+		}
+		if text[i] == pat[k] {
+			k++
+		}
+		if k == len(pat) {
+			out = append(out, i-len(pat)+1)
+			if len(out) >= maxCandidates {
+				break
+			}
+			k = fail[k-1]
 		}
 	}
 	return out
@@ -112,26 +140,21 @@ func (fl *fileLines) indentBlocks(old []string) []block {
 		widths = append(widths, 8)
 	}
 	k := len(old)
+	cands := kmpAll(mapLines(fl.lines, strings.TrimSpace), mapLines(old, strings.TrimSpace))
 	for _, tab := range widths {
 		var out []block
-		for i := 0; i+k <= len(fl.lines); i++ {
+		for _, i := range cands {
 			delta, set, ok := 0, false, true
 			for j := 0; j < k && ok; j++ {
 				f, o := fl.lines[i+j], old[j]
-				fb, ob := isBlank(f), isBlank(o)
-				switch {
-				case fb && ob:
-				case fb != ob:
-					ok = false
-				case strings.TrimSpace(f) != strings.TrimSpace(o):
-					ok = false
-				default:
-					d := indentCols(f, tab) - indentCols(o, tab)
-					if !set {
-						delta, set = d, true
-					}
-					ok = d == delta
+				if isBlank(f) {
+					continue // both blank: the candidate search compared trimmed lines
 				}
+				d := indentCols(f, tab) - indentCols(o, tab)
+				if !set {
+					delta, set = d, true
+				}
+				ok = d == delta
 			}
 			if ok && set {
 				out = append(out, block{from: i, to: i + k, pairs: pairsFrom(i, k), tab: tab})
@@ -148,29 +171,26 @@ func (fl *fileLines) indentBlocks(old []string) []block {
 // blank lines on both sides (a missing, extra or trimmed blank line).
 func (fl *fileLines) sparseBlocks(old []string) []block {
 	var on []int
+	var ov []string
 	for j, l := range old {
 		if !isBlank(l) {
 			on = append(on, j)
+			ov = append(ov, normQuotes(l))
 		}
 	}
 	if len(on) == 0 {
 		return nil
 	}
 	var fn []int
+	var fv []string
 	for i, l := range fl.lines {
 		if !isBlank(l) {
 			fn = append(fn, i)
+			fv = append(fv, normQuotes(l))
 		}
 	}
 	var out []block
-	for s := 0; s+len(on) <= len(fn); s++ {
-		ok := true
-		for j := 0; j < len(on) && ok; j++ {
-			ok = eqQuotes(fl.lines[fn[s+j]], old[on[j]])
-		}
-		if !ok {
-			continue
-		}
+	for _, s := range kmpAll(fv, ov) {
 		b := block{from: fn[s], to: fn[s+len(on)-1] + 1, tab: 4}
 		for j := range on {
 			b.pairs = append(b.pairs, [2]int{fn[s+j], on[j]})
@@ -179,6 +199,13 @@ func (fl *fileLines) sparseBlocks(old []string) []block {
 	}
 	return out
 }
+
+// Anchor limits bound the similarity work one edit can cause: blocks up to this many lines,
+// and this many (first, last) pairs compared.
+const (
+	maxAnchorLines = 400
+	maxAnchorTries = 100
+)
 
 // anchorBlocks matches a block of 3+ non-blank lines by its first and last lines, with the
 // lines between alike (edit-distance similarity at least anchorSimilarity) and about as many.
@@ -201,19 +228,25 @@ func (fl *fileLines) anchorBlocks(old []string) []block {
 		return nil
 	}
 	k := len(core)
+	if k > maxAnchorLines {
+		return nil
+	}
 	first, last := normQuotes(core[0]), normQuotes(core[k-1])
 	mid := joinNonBlank(core[1 : k-1])
 	slack := max(1, k/4)
+	nf := mapLines(fl.lines, normQuotes)
 	var out []block
-	for i := range fl.lines {
-		if normQuotes(fl.lines[i]) != first {
+	budget := maxAnchorTries
+	for i := range nf {
+		if nf[i] != first {
 			continue
 		}
 		best, bestSim := -1, 0.0
-		for j := max(i+2, i+k-1-slack); j <= i+k-1+slack && j < len(fl.lines); j++ {
-			if normQuotes(fl.lines[j]) != last {
+		for j := max(i+2, i+k-1-slack); j <= i+k-1+slack && j < len(nf) && budget > 0; j++ {
+			if nf[j] != last {
 				continue
 			}
+			budget--
 			if s := similarity(joinNonBlank(fl.lines[i+1:j]), mid); s >= anchorSimilarity && s > bestSim {
 				best, bestSim = j, s
 			}
@@ -273,7 +306,7 @@ func similarity(a, b string) float64 {
 		return 1
 	}
 	ra, rb := []rune(a), []rune(b)
-	if len(ra)+len(rb) > 8000 {
+	if len(ra)*len(rb) > 1<<21 { // bound the quadratic work a huge old_text could cause
 		return lineSimilarity(strings.Split(a, "\n"), strings.Split(b, "\n"))
 	}
 	n := max(len(ra), len(rb))

@@ -27,6 +27,7 @@ func (fl *fileLines) describeMiss(path string, old []string) string {
 		hi--
 	}
 	core := old[lo:hi]
+	core = core[:min(len(core), 300)] // bounds the alignment table
 	if len(core) == 0 {
 		return head + " old_text holds only whitespace; include the lines around the place you want to change."
 	}
@@ -63,7 +64,8 @@ func (fl *fileLines) describeMiss(path string, old []string) string {
 // closestWindow scores every window of len(core) file lines by how alike its lines are to
 // core's (each old line may also match a neighbour, to survive one missing or extra line).
 func (fl *fileLines) closestWindow(core []string) (from, to int, score float64) {
-	k := min(len(core), 200)
+	// Bound the work on a huge file: about 20M line comparisons at most.
+	k := min(len(core), 200, max(1, 20_000_000/(3*max(len(fl.lines), 1))))
 	nf := make([]string, len(fl.lines))
 	for i, l := range fl.lines {
 		nf[i] = normQuotes(l)
