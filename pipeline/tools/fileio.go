@@ -36,7 +36,7 @@ func kindOf(m fs.FileMode) string {
 
 // openRegular opens an existing regular file for reading. The type is checked on the Lstat
 // result before opening, so a FIFO, socket or device is never opened; the open itself is
-// non-blocking, no-follow and confined by os.Root as a second net, and the opened file is
+// non-blocking and refuses any symlink on the way (openInRoot) as a second net, and the opened file is
 // checked again with fstat in case it was swapped in between.
 func (w *Workspace) openRegular(t target) (*os.File, fs.FileInfo, error) {
 	if !t.exists() {
@@ -45,12 +45,7 @@ func (w *Workspace) openRegular(t target) (*os.File, fs.FileInfo, error) {
 	if !t.info.Mode().IsRegular() {
 		return nil, nil, notRegular(t.given, t.info.Mode())
 	}
-	root, err := os.OpenRoot(w.root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open worktree %s: %w", w.root, err)
-	}
-	defer root.Close()
-	f, err := root.OpenFile(t.rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := openInRoot(w.root, t.rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", t.given, err)
 	}
@@ -113,7 +108,7 @@ func (w *Workspace) writeAtomic(t target, data []byte, perm fs.FileMode) error {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(dir, "."+path.Base(t.rel)+".ticketd-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	f, err := openInRoot(w.root, tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", t.given, err)
 	}

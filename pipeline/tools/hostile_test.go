@@ -270,3 +270,23 @@ func TestWalksHonourContext(t *testing.T) {
 		t.Errorf("cancelled edit changed the file: %q", got)
 	}
 }
+
+// TestOpenRefusesSwappedSymlink: a path resolve found clean but that holds a symlink by the
+// time it is opened (swapped in between) is refused by the open itself.
+func TestOpenRefusesSwappedSymlink(t *testing.T) {
+	h := setupHostile(t)
+	for _, rel := range []string{"inner/a.py", "link_git/config", "escape/secret.txt"} {
+		f, err := openInRoot(h.w.Root(), rel, os.O_RDONLY, 0)
+		if err == nil {
+			f.Close()
+			t.Errorf("openInRoot(%q) opened it, want a refusal", rel)
+			continue
+		}
+		t.Logf("openInRoot(%q): %v", rel, err)
+	}
+	if f, err := openInRoot(h.w.Root(), "pkg/a.py", os.O_RDONLY, 0); err != nil {
+		t.Errorf("openInRoot(pkg/a.py): %v", err)
+	} else {
+		f.Close()
+	}
+}
