@@ -42,7 +42,7 @@ func (w *Workspace) ReadFiles(ctx context.Context, reqs []ReadRequest) (string, 
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if budget <= 256 {
+		if budget <= 2048 {
 			left := make([]string, 0, len(reqs)-i)
 			for _, r := range reqs[i:] {
 				left = append(left, r.Path)

@@ -69,6 +69,9 @@ func (w *Workspace) resolve(p string) (target, error) {
 			continue
 		case "..":
 			if len(cur) == 0 {
+				if t.link != "" {
+					return t, fmt.Errorf("%q: %w: the symlink %s -> %s leads above the repository root", p, ErrOutside, t.link, t.linkTo)
+				}
 				return t, fmt.Errorf("%q: %w: \"..\" would climb above the repository root; paths are relative to the root", p, ErrOutside)
 			}
 			cur = cur[:len(cur)-1]
