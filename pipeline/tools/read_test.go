@@ -72,6 +72,13 @@ func TestReadHugeSparseFiles(t *testing.T) {
 			}
 		})
 	}
+	before := w.BytesRead()
+	if got, err := w.Grep(context.Background(), "line 0001", ""); err != nil || !strings.Contains(got, "(not searched, larger than 2.0 MiB: huge.txt, zeros.bin)") {
+		t.Errorf("grep over huge files = %q, %v; want them named as not searched", got, err)
+	}
+	if read := w.BytesRead() - before; read != 0 {
+		t.Errorf("grep read %d bytes of files it does not search", read)
+	}
 	// A 3 GiB file was "read": it is too large to hash, so write_file refuses to overwrite it.
 	if _, err := w.WriteFile(context.Background(), "huge.txt", "x"); err == nil || !strings.Contains(err.Error(), "too large to overwrite") {
 		t.Errorf("overwrite huge file: err = %v", err)
