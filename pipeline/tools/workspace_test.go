@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,14 +62,14 @@ func TestEditFile(t *testing.T) {
 	}{
 		{name: "unique", old: "def f(x):\n    return x + 1", new: "def f(x):\n    return x + 2",
 			wantFile: "def f(x):\n    return x + 2\n\ndef g(x):\n    return x + 1\n"},
-		{name: "ambiguous", old: "    return x + 1", new: "", wantErr: "occurs 2 times"},
-		{name: "missing", old: "def f(y):", new: "", wantErr: "nearest line 1"},
+		{name: "ambiguous", old: "    return x + 1", new: "", wantErr: "matches 2 places in pkg/a.py, at lines 2, 5"},
+		{name: "missing", old: "def f(y):", new: "", wantErr: "closest block is lines 1-1"},
 		{name: "empty old", old: "", new: "x", wantErr: "old_text is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, dir := setup(t)
-			_, err := w.EditFile("pkg/a.py", tt.old, tt.new)
+			_, err := w.EditFile(context.Background(), "pkg/a.py", tt.old, tt.new, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("EditFile error = %v, want %q", err, tt.wantErr)
@@ -88,16 +89,16 @@ func TestEditFile(t *testing.T) {
 
 func TestWriteFileNeedsRead(t *testing.T) {
 	w, dir := setup(t)
-	if _, err := w.WriteFile("README.md", "x"); err == nil || !strings.Contains(err.Error(), "was not read") {
+	if _, err := w.WriteFile(context.Background(), "README.md", "x"); err == nil || !strings.Contains(err.Error(), "was not read") {
 		t.Fatalf("overwrite unread file: err = %v", err)
 	}
-	if _, err := w.ReadFiles([]string{"README.md", "missing.py"}); err != nil {
+	if _, err := w.ReadFiles(context.Background(), []ReadRequest{{Path: "README.md"}, {Path: "missing.py"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteFile("README.md", "new"); err != nil {
+	if _, err := w.WriteFile(context.Background(), "README.md", "new"); err != nil {
 		t.Fatalf("overwrite read file: %v", err)
 	}
-	if _, err := w.WriteFile("tests/test_new.py", "def test(): pass\n"); err != nil {
+	if _, err := w.WriteFile(context.Background(), "tests/test_new.py", "def test(): pass\n"); err != nil {
 		t.Fatalf("create file: %v", err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "tests", "test_new.py"))
@@ -144,5 +145,52 @@ func TestMakerToolsFixedOrder(t *testing.T) {
 		if got[i].Function.Name != want[i] {
 			t.Errorf("tool %d = %s, want %s", i, got[i].Function.Name, want[i])
 		}
+	}
+}
+
+// TestRunReportsRung: the tool-call record gets the rung through Run; Exec keeps its text.
+func TestRunReportsRung(t *testing.T) {
+	tests := []struct {
+		name, args, wantRung, wantText string
+	}{
+		{"exact", `{"path":"pkg/a.py","old_text":"def f(x):\n    return x + 1","new_text":"def f(x):\n    return x + 2"}`, "exact", "edited pkg/a.py at line 1 (-2 +2 lines)"},
+		{"second function", `{"path":"pkg/a.py","old_text":"def g(x):\n    return x + 1","new_text":"def g(x):\n    return x * 2"}`, "exact", "edited pkg/a.py at line 4"},
+		{"dedented", `{"path":"pkg/a.py","old_text":"  def f(x):\n      return x + 1\n","new_text":"  def f(x):\n      return x - 1\n"}`, "indent_shift", "Lines 1-2 now read:\ndef f(x):\n    return x - 1"},
+		{"replace_all", `{"path":"pkg/a.py","old_text":"return x + 1","new_text":"return x","replace_all":true}`, "exact", "in 2 places (replace_all), at lines 2, 5"},
+		{"missing field", `{"path":"pkg/a.py","old_text":"x"}`, "", "error: edit_file needs"},
+		{"miss", `{"path":"pkg/a.py","old_text":"def h():\n    pass","new_text":"x"}`, "", "error: old_text was not found in pkg/a.py"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _ := setup(t)
+			r, err := w.Run(context.Background(), EditFile, tt.args)
+			text := r.Text
+			if err != nil {
+				text = "error: " + err.Error()
+			}
+			if string(r.Rung) != tt.wantRung || !strings.Contains(text, tt.wantText) {
+				t.Errorf("Run(edit_file, %s) = rung %q, %q; want rung %q, text containing %q", tt.args, r.Rung, text, tt.wantRung, tt.wantText)
+			}
+		})
+	}
+}
+
+// TestToolSchemasAreJSON: every parameter schema parses and is an object schema, and
+// read_files still accepts plain string paths.
+func TestToolSchemasAreJSON(t *testing.T) {
+	for _, tool := range MakerTools() {
+		var schema map[string]any
+		if err := json.Unmarshal(tool.Function.Parameters.(json.RawMessage), &schema); err != nil {
+			t.Errorf("%s: parameters are not JSON: %v", tool.Function.Name, err)
+			continue
+		}
+		if schema["type"] != "object" {
+			t.Errorf("%s: schema type = %v", tool.Function.Name, schema["type"])
+		}
+	}
+	w, _ := setup(t)
+	got, err := w.Exec(context.Background(), ReadFiles, `{"paths":["README.md"]}`)
+	if err != nil || got != "=== README.md (1 lines)\nhello\n" {
+		t.Errorf("plain string paths: %q, %v", got, err)
 	}
 }

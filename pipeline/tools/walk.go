@@ -1,0 +1,173 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// walkFiles calls fn for every non-directory entry below a model-given directory (or for the
+// file itself), skipping .git in any letter case and common caches. Symlinks are reported,
+// not followed, so a symlinked directory (or a loop of them) is never entered. The walk stops
+// when ctx is done; fn may return fs.SkipAll to stop early.
+func (w *Workspace) walkFiles(ctx context.Context, dir string, fn func(rel string, d fs.DirEntry) error) error {
+	if dir == "" {
+		dir = "."
+	}
+	t, err := w.resolve(dir)
+	if err != nil {
+		return err
+	}
+	if !t.exists() {
+		return fmt.Errorf("%s does not exist (list_files on the root shows the layout)", dir)
+	}
+	err = filepath.WalkDir(t.abs, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		switch {
+		case err != nil:
+			return nil // unreadable entry: leave it out
+		case d.IsDir() && p != t.abs && skipDir(d.Name()):
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		case isGitName(d.Name()):
+			return nil // a submodule's .git file
+		}
+		return fn(w.rel(p), d)
+	})
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+func (w *Workspace) rel(abs string) string {
+	r, err := filepath.Rel(w.root, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.ToSlash(r)
+}
+
+func skipDir(name string) bool {
+	if isGitName(name) {
+		return true
+	}
+	switch name {
+	case "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".venv", "venv", ".tox":
+		return true
+	}
+	return false
+}
+
+// ListFiles lists files below a directory, skipping .git and common caches. Symlinks are
+// listed with their target; entries that are not regular files say what they are.
+func (w *Workspace) ListFiles(ctx context.Context, dir string) (string, error) {
+	var out []string
+	full := false
+	err := w.walkFiles(ctx, dir, func(rel string, d fs.DirEntry) error {
+		if len(out) >= MaxListEntries {
+			full = true
+			return fs.SkipAll
+		}
+		switch m := d.Type(); {
+		case m&fs.ModeSymlink != 0:
+			out = append(out, rel+" (symlink)")
+		case !m.IsRegular():
+			out = append(out, rel+" ("+kindOf(m)+")")
+		default:
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(out)
+	res := strings.Join(out, "\n")
+	if full {
+		res += fmt.Sprintf("\n(listing stopped at %d files; list a subdirectory)", MaxListEntries)
+	}
+	if res == "" {
+		res = "(no files)"
+	}
+	return capResult(res), nil
+}
+
+// Grep searches the regular text files below dir for a regular expression, "path:line: text"
+// per match. Binary files are left out; files over MaxGrepFileBytes are named as skipped.
+func (w *Workspace) Grep(ctx context.Context, pattern, dir string) (string, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return "", fmt.Errorf("pattern %q is not a valid Go (RE2) regular expression: %w", pattern, err)
+	}
+	var out, big []string
+	full := false
+	err = w.walkFiles(ctx, dir, func(rel string, d fs.DirEntry) error {
+		if !d.Type().IsRegular() {
+			return nil // symlinks, FIFOs, sockets, devices: never opened
+		}
+		t, err := w.resolve(rel)
+		if err != nil || !t.exists() {
+			return nil
+		}
+		if t.info.Size() > MaxGrepFileBytes {
+			big = append(big, rel)
+			return nil
+		}
+		data, _, err := w.readWhole(t, MaxGrepFileBytes, "grep")
+		if err != nil || strings.IndexByte(string(data[:min(len(data), sniffBytes)]), 0) >= 0 {
+			return nil
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if !re.MatchString(line) {
+				continue
+			}
+			if len(out) >= MaxGrepMatches {
+				full = true
+				return fs.SkipAll
+			}
+			line = strings.TrimSuffix(line, "\r")
+			if len(line) > 300 {
+				line = string(validUTF8Prefix([]byte(line), 300)) + "..."
+			}
+			out = append(out, fmt.Sprintf("%s:%d: %s", rel, i+1, line))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	res := strings.Join(out, "\n")
+	if len(out) == 0 {
+		res = "(no matches)"
+	}
+	if full {
+		res += fmt.Sprintf("\n(stopped at %d matches; narrow the pattern or path)", MaxGrepMatches)
+	}
+	if len(big) > 0 {
+		res += fmt.Sprintf("\n(not searched, larger than %s: %s)", humanBytes(MaxGrepFileBytes), strings.Join(clipList(big, 10), ", "))
+	}
+	return capResult(res), nil
+}
+
+func clipList(xs []string, n int) []string {
+	if len(xs) <= n {
+		return xs
+	}
+	return append(xs[:n:n], fmt.Sprintf("and %d more", len(xs)-n))
+}
+
+func capResult(s string) string {
+	if len(s) <= MaxResultBytes {
+		return s
+	}
+	return string(validUTF8Prefix([]byte(s), MaxResultBytes)) + fmt.Sprintf("\n(result cut at %s)", humanBytes(MaxResultBytes))
+}
