@@ -400,4 +400,3 @@ func killGroup(pid int) error {
 	}
 	return err
 }
-

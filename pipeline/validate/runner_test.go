@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/sys/unix"
 )
 
 // project writes a tiny Python project into a fresh directory: stats.py and
@@ -152,29 +151,6 @@ func TestRunUnittest(t *testing.T) {
 	res = r.Run(ctx, t.TempDir(), []Check{check})[0]
 	if !res.Passed || res.Summary != "no tests collected" {
 		t.Errorf("empty project: passed=%v summary=%q", res.Passed, res.Summary)
-	}
-}
-
-// processGone reports whether pid has ended (exited or a zombie waiting for
-// a reaper, which in a container may never come), waiting up to 5 s for a
-// SIGKILL already sent to take effect: delivery is asynchronous, so the
-// process may still be on its way out. A pidfd makes this an event wait.
-func processGone(pid int) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	if err != nil {
-		return zombieOrAbsent(pid)
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 5000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil && n == 1
 	}
 }
 
