@@ -302,6 +302,7 @@ func GitPaths(dir string) []string {
 	if !filepath.IsAbs(gitdir) {
 		gitdir = filepath.Join(dir, gitdir)
 	}
+	gitdir = filepath.Clean(gitdir)
 	paths = append(paths, gitdir)
 	if common, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
 		c := strings.TrimSpace(string(common))
