@@ -16,7 +16,6 @@ import (
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
-	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -108,6 +107,10 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	cfg := d.Config
 	log := d.logger().With("trigger", trigger)
 	rep := NightReport{Trigger: trigger, Started: d.now()}
+	bwrap, err := prepareSandbox(ctx, cfg, log)
+	if err != nil {
+		return rep, err
+	}
 	runID, err := d.Store.StartRun(ctx, trigger)
 	if err != nil {
 		return rep, err
@@ -160,7 +163,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	}
 	checks := d.Checks
 	if checks == nil {
-		checks = &validate.Runner{Logger: log}
+		checks = checkRunner(cfg, bwrap, log)
 	}
 	roles := map[model.Role]bool{}
 	for r := range cfg.Models.Roles {
