@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -116,6 +118,10 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		return rep, err
 	}
 	rep.RunID = runID
+	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
+	if err := d.Store.SetRunSandbox(ctx, runID, string(mode)); err != nil {
+		log.Warn("record the night's sandbox", "run", runID, "err", err)
+	}
 	defer func() {
 		if err := d.Store.FinishRun(context.WithoutCancel(ctx), runID); err != nil {
 			log.Warn("finish run", "run", runID, "err", err)
