@@ -155,12 +155,12 @@ func TestRunUnittest(t *testing.T) {
 }
 
 // processesLeftIn returns the host pids of live processes whose working
-// directory is dir or below it, after giving a SIGKILL already sent up to 5 s
-// to take effect (polled, not slept). The pids a sandboxed check writes are
+// directory is dir or below it, after giving a SIGKILL already sent up to
+// within to take effect (polled, not slept). The pids a sandboxed check writes are
 // those of its own PID namespace, so the working directory identifies its
 // processes from the outside; the stragglers are killed so they do not
 // outlive the test.
-func processesLeftIn(dir string) []int {
+func processesLeftIn(dir string, within time.Duration) []int {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		real = dir
@@ -181,7 +181,7 @@ func processesLeftIn(dir string) []int {
 		}
 		return pids
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(within)
 	for {
 		pids := scan()
 		if len(pids) == 0 || time.Now().After(deadline) {
@@ -231,7 +231,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if !res.TimedOut || res.Passed || res.ExitCode != -1 || !strings.Contains(res.Summary, "timed out after "+timeout.String()) {
 		t.Errorf("got timed_out=%v passed=%v exit=%d summary=%q", res.TimedOut, res.Passed, res.ExitCode, res.Summary)
 	}
-	if left := processesLeftIn(dir); len(left) > 0 {
+	if left := processesLeftIn(dir, 5*time.Second); len(left) > 0 {
 		t.Errorf("processes %v of the timed-out check still run in %s: its processes were not killed", left, dir)
 	}
 	if res.Duration > timeout+drainTimeout {
@@ -254,7 +254,7 @@ func TestStragglerKilledAfterExit(t *testing.T) {
 	if _, err := os.ReadFile(filepath.Join(dir, "child.pid")); err != nil {
 		t.Fatal(err)
 	}
-	if left := processesLeftIn(dir); len(left) > 0 {
+	if left := processesLeftIn(dir, 5*time.Second); len(left) > 0 {
 		t.Errorf("background children %v outlived their check", left)
 	}
 }

@@ -239,7 +239,9 @@ def test_escape():
 			if !res.TimedOut {
 				t.Fatalf("mode %s: the check did not time out: %+v", m.mode, res)
 			}
-			left := processesLeftIn(dir)
+			// Under bwrap they must be gone at once (the init died with the
+			// check); the control needs only show that something survived.
+			left := processesLeftIn(dir, 2*time.Second)
 			t.Logf("mode %s: after the time-out, processes left: %v", m.mode, left)
 			if (len(left) == 0) != m.isolated {
 				t.Errorf("mode %s: processes left after the time-out: %v; want none=%v", m.mode, left, m.isolated)
