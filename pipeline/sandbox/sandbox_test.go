@@ -74,7 +74,7 @@ func TestEnv(t *testing.T) {
 }
 
 func TestToolPaths(t *testing.T) {
-	env := []string{"PATH=/root/.pyenv/shims:/root/go/bin:/usr/bin:relative:/root/go/bin", "HOME=/root"}
+	env := []string{"PATH=/root/.pyenv/shims:/root/go/bin:/usr/bin:relative:/root/go/bin:/root:/root/", "HOME=/root"}
 	got := ToolPaths(env, []string{"/root"})
 	want := []string{"/root/.pyenv/shims", "/root/go/bin", "/root/.pyenv"}
 	if !slices.Equal(got, want) {

@@ -319,9 +319,12 @@ func GitPaths(dir string) []string {
 // hidden home), and the pyenv root (PYENV_ROOT, else ~/.pyenv when a PATH entry is in it),
 // whose shims and interpreters a Python project's tests run. They are bound read-only.
 func ToolPaths(env []string, hidden []string) []string {
+	// under reports p strictly below a hidden directory: a PATH entry that is the hidden
+	// directory itself (PATH=$HOME:...) must not undo the hiding.
 	under := func(p string) bool {
+		p = filepath.Clean(p)
 		for _, h := range hidden {
-			if h != "" && (p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")) {
+			if h != "" && p != filepath.Clean(h) && strings.HasPrefix(p, strings.TrimSuffix(filepath.Clean(h), "/")+"/") {
 				return true
 			}
 		}
