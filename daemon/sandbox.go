@@ -59,7 +59,12 @@ func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Ru
 		}
 	}
 	slices.Sort(deny)
+	var extra []string
+	if root := sandbox.PyenvRoot(os.Environ()); root != "" && os.Getenv("PYENV_ROOT") == "" {
+		extra = append(extra, "PYENV_ROOT="+root) // its shims must not look under the private $HOME
+	}
 	return &validate.Runner{
+		ExtraEnv:        extra,
 		Logger:          log,
 		Sandbox:         cfg.Sandbox,
 		Bwrap:           bwrap,

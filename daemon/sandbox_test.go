@@ -78,3 +78,35 @@ func TestCheckRunnerHidesDaemonFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRunnerRunsPyenvPython: a pyenv interpreter under the hidden home still runs
+// inside the sandbox, found through its shim, even when PYENV_ROOT is not exported.
+func TestCheckRunnerRunsPyenvPython(t *testing.T) {
+	bwrap, err := sandbox.Probe(context.Background(), "")
+	if err != nil {
+		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
+	}
+	root := sandbox.PyenvRoot(os.Environ())
+	if root == "" {
+		t.Skip("no pyenv on this machine")
+	}
+	if old, ok := os.LookupEnv("PYENV_ROOT"); ok {
+		os.Unsetenv("PYENV_ROOT")
+		t.Cleanup(func() { os.Setenv("PYENV_ROOT", old) })
+	}
+	if _, err := os.Stat(filepath.Join(root, "shims", "python3")); err != nil {
+		t.Skipf("pyenv at %s has no python3 shim: %v", root, err)
+	}
+	t.Setenv("PATH", filepath.Join(root, "shims")+":"+os.Getenv("PATH"))
+	cfg := config.Default()
+	dir := t.TempDir()
+	cfg.Store.Path, cfg.Workspace, cfg.Output = filepath.Join(dir, "ticketd.db"), filepath.Join(dir, "work"), filepath.Join(dir, "results")
+	tree := filepath.Join(cfg.Workspace, "tree")
+	os.MkdirAll(tree, 0o755)
+	r := checkRunner(cfg, bwrap, nil)
+	res := r.Run(context.Background(), tree, []validate.Check{{Name: "py", Kind: validate.KindCommand, Command: []string{"python3", "-c", "import sys; print(sys.executable)"}}})[0]
+	t.Logf("hidden %q, read-only %q: %s", r.Hide, r.ReadOnly, res.Output)
+	if !res.Passed || !strings.Contains(res.Output, root) {
+		t.Errorf("pyenv's python3 did not run in the sandbox: %+v", res)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func requireBwrap(t *testing.T) {
@@ -82,6 +83,17 @@ func TestToolPaths(t *testing.T) {
 	}
 	if got := ToolPaths(append(env, "PYENV_ROOT=/opt/pyenv"), []string{"/root"}); slices.Contains(got, "/opt/pyenv") || slices.Contains(got, "/root/.pyenv") {
 		t.Errorf("a pyenv root outside the hidden paths needs no binding: %q", got)
+	}
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{env, "/root/.pyenv"}, {[]string{"PYENV_ROOT=/opt/pyenv/", "PATH=/root/.pyenv/shims"}, "/opt/pyenv"},
+		{[]string{"PATH=/usr/bin"}, ""}, {[]string{"PYENV_ROOT=rel", "PATH=/usr/bin"}, ""},
+	} {
+		if got := PyenvRoot(tt.env); got != tt.want {
+			t.Errorf("PyenvRoot(%q) = %q, want %q", tt.env, got, tt.want)
+		}
 	}
 }
 
@@ -221,16 +233,21 @@ func TestRemoveLeftovers(t *testing.T) {
 	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
 	live := filepath.Join(root, scratchPrefix+strconv.Itoa(sleeper.Process.Pid)+"-3")
 	other := filepath.Join(root, "unrelated")
-	for _, d := range []string{dead, mine, live, other} {
+	oldJunit := filepath.Join(root, "ticketd-junit-123")
+	newJunit := filepath.Join(root, "ticketd-junit-456")
+	for _, d := range []string{dead, mine, live, other, oldJunit, newJunit} {
 		os.MkdirAll(filepath.Join(d, "ro"), 0o755)
 	}
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(oldJunit, old, old)
 	os.Chmod(filepath.Join(dead, "ro"), 0o500)
 	os.WriteFile(filepath.Join(dead, "ro", "f"), nil, 0o644)
 	removed, err := RemoveLeftovers(root)
-	if err != nil || !slices.Equal(removed, []string{dead}) {
-		t.Errorf("RemoveLeftovers = %q, %v; want only %s", removed, err, dead)
+	slices.Sort(removed)
+	if want := []string{oldJunit, dead}; err != nil || !slices.Equal(removed, want) {
+		t.Errorf("RemoveLeftovers = %q, %v; want %q", removed, err, want)
 	}
-	for _, d := range []string{mine, live, other} {
+	for _, d := range []string{mine, live, other, newJunit} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: it belongs to a live process or is not ours", d)
 		}

@@ -8,12 +8,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // scratchPrefix starts the name of every scratch directory, followed by the owning daemon's
 // pid, so that a daemon starting after a crash can tell its predecessors' leftovers from the
 // live directories of another daemon on the same machine.
 const scratchPrefix = "ticketd-scratch-"
+
+// legacyPrefix named the JUnit folders of releases before the sandbox, without a pid: they
+// are removed once a day old, when no check can still be writing them.
+const (
+	legacyPrefix = "ticketd-junit-"
+	legacyAge    = 24 * time.Hour
+)
 
 // Scratch is one command's private temporary directory on the host, seen as /tmp inside the
 // sandbox (Spec.Tmp), with the private $HOME in it. Reports the caller reads back (pytest's
@@ -55,14 +63,23 @@ func RemoveLeftovers(root string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), scratchPrefix)
-		if !ok || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() || processAlive(pid) {
-			continue
+		if strings.HasPrefix(e.Name(), legacyPrefix) {
+			if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < legacyAge {
+				continue
+			}
+		} else {
+			rest, ok := strings.CutPrefix(e.Name(), scratchPrefix)
+			if !ok {
+				continue
+			}
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid == os.Getpid() || processAlive(pid) {
+				continue
+			}
 		}
 		p := filepath.Join(root, e.Name())
 		if err := removeAll(p); err != nil {

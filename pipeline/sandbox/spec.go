@@ -316,8 +316,8 @@ func GitPaths(dir string) []string {
 
 // ToolPaths returns what must show through hidden directories for commands to find their
 // tools: each PATH entry of env that lies under one of hidden (~/.local/bin, ~/go/bin under the
-// hidden home), and the pyenv root (PYENV_ROOT, else ~/.pyenv when a PATH entry is in it),
-// whose shims and interpreters a Python project's tests run. They are bound read-only.
+// hidden home), and the pyenv root (PyenvRoot), whose shims and interpreters a Python
+// project's tests run. They are bound read-only.
 func ToolPaths(env []string, hidden []string) []string {
 	// under reports p strictly below a hidden directory: a PATH entry that is the hidden
 	// directory itself (PATH=$HOME:...) must not undo the hiding.
@@ -331,27 +331,39 @@ func ToolPaths(env []string, hidden []string) []string {
 		return false
 	}
 	var out []string
-	var path, pyenv string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-		if v, ok := strings.CutPrefix(kv, "PYENV_ROOT="); ok {
-			pyenv = v
-		}
-	}
-	for _, p := range filepath.SplitList(path) {
+	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
 		if filepath.IsAbs(p) && under(p) && !slices.Contains(out, p) {
 			out = append(out, p)
-			if pyenv == "" {
-				if i := strings.Index(p, "/.pyenv/"); i >= 0 {
-					pyenv = p[:i+len("/.pyenv")]
-				}
-			}
 		}
 	}
-	if pyenv != "" && filepath.IsAbs(pyenv) && under(pyenv) {
-		out = append(out, pyenv)
+	if root := PyenvRoot(env); root != "" && under(root) {
+		out = append(out, root)
 	}
 	return out
+}
+
+// PyenvRoot is the pyenv root of env: PYENV_ROOT, else the .pyenv directory a PATH entry
+// (its shims) lies in, else "". Inside the sandbox $HOME is private, so pyenv's default
+// ($HOME/.pyenv) would be wrong: the caller passes PYENV_ROOT explicitly.
+func PyenvRoot(env []string) string {
+	if root := lookup(env, "PYENV_ROOT"); filepath.IsAbs(root) {
+		return filepath.Clean(root)
+	}
+	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
+		if i := strings.Index(p, "/.pyenv/"); i >= 0 && filepath.IsAbs(p) {
+			return p[:i+len("/.pyenv")]
+		}
+	}
+	return ""
+}
+
+// lookup returns the value of name in env, the last one when repeated.
+func lookup(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
 }
