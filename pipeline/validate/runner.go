@@ -163,7 +163,11 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	switch {
 	case res.TimedOut:
 		res.Passed = false
-		res.Summary = fmt.Sprintf("timed out after %s (every process of the check killed)", timeout)
+		killed := "the sandbox and every process in it killed"
+		if r.Sandbox == sandbox.ModeNone {
+			killed = "process group killed"
+		}
+		res.Summary = fmt.Sprintf("timed out after %s (%s)", timeout, killed)
 	case ctx.Err() != nil:
 		res.Passed = false
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
