@@ -273,6 +273,13 @@ func TestSandboxNoHostLoopback(t *testing.T) {
 	test := fmt.Sprintf(`import socket
 
 
+def test_own_loopback_works():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    socket.create_connection(server.getsockname(), timeout=5).close()
+
+
 def test_host_loopback_unreachable():
     try:
         socket.create_connection(("127.0.0.1", %d), timeout=5).close()
