@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
-	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -108,11 +109,19 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	cfg := d.Config
 	log := d.logger().With("trigger", trigger)
 	rep := NightReport{Trigger: trigger, Started: d.now()}
+	bwrap, err := prepareSandbox(ctx, cfg, log)
+	if err != nil {
+		return rep, err
+	}
 	runID, err := d.Store.StartRun(ctx, trigger)
 	if err != nil {
 		return rep, err
 	}
 	rep.RunID = runID
+	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
+	if err := d.Store.SetRunSandbox(ctx, runID, string(mode)); err != nil {
+		log.Warn("record the night's sandbox", "run", runID, "err", err)
+	}
 	defer func() {
 		if err := d.Store.FinishRun(context.WithoutCancel(ctx), runID); err != nil {
 			log.Warn("finish run", "run", runID, "err", err)
@@ -170,7 +179,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	}
 	checks := d.Checks
 	if checks == nil {
-		checks = &validate.Runner{Logger: log}
+		checks = checkRunner(cfg, bwrap, log)
 	}
 	roles := map[model.Role]bool{}
 	for r := range cfg.Models.Roles {

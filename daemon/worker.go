@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -144,6 +145,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	facts, err := w.baselines.get(ctx, repo, tree)
 	if err != nil {
 		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
+		return
+	}
+	if reason := validate.Aborted(facts.results); reason != "" {
+		// The base commit's own checks broke a limit: no attempt can run them safely.
+		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: "baseline checks: " + reason})
 		return
 	}
 	out := w.runner.Run(ctx, pipeline.Job{

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -151,7 +153,12 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	var err error
 	switch tc.Function.Name {
 	case tools.RunChecks:
-		res.text, _ = a.runChecks(ctx)
+		var gate Gate
+		res.text, gate = a.runChecks(ctx)
+		if reason := validate.Aborted(gate.Results); reason != "" {
+			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
+			res.final = &failed
+		}
 	case tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
 	default:
@@ -201,6 +208,11 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	a.submits++
 	text, gate := a.runChecks(ctx)
+	if reason := validate.Aborted(gate.Results); reason != "" {
+		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
+		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
+		return toolResult{final: &failed}
+	}
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
 		return toolResult{text: text}

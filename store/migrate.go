@@ -129,6 +129,11 @@ BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 `,
+	// v3 (issue 8, the sandbox): how each night isolated the code under test, so that
+	// ticketctl stats shows a night that ran with sandbox: none.
+	`
+ALTER TABLE runs ADD COLUMN sandbox TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.

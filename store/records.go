@@ -209,6 +209,7 @@ func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, erro
 type Run struct {
 	ID        int64     `json:"id"`
 	Trigger   string    `json:"trigger"` // "once", "cron", "demo", "bench"
+	Sandbox   string    `json:"sandbox"` // "bwrap", "none"; "" when not recorded (older nights, tests)
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	Claimed   int       `json:"claimed"`
@@ -232,6 +233,24 @@ func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 		return 0, fmt.Errorf("start %s run: %w", trigger, err)
 	}
 	return id, nil
+}
+
+// SetRunSandbox records how the night isolates the code under test ("bwrap", "none").
+func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error {
+	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE runs SET sandbox = ? WHERE id = ?`, mode, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrRunNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record sandbox of run %d: %w", id, err)
+	}
+	return nil
 }
 
 // FinishRun closes a night, computing its totals from the events in its window and the
@@ -272,7 +291,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, trigger, started_at, ended_at, claimed, done, escalated, retried, cost_usd
+	rows, err := s.r.QueryContext(ctx, `SELECT id, trigger, sandbox, started_at, ended_at, claimed, done, escalated, retried, cost_usd
 		FROM runs ORDER BY id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -282,7 +301,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Trigger, &started, &ended, &r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
+		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		r.StartedAt, r.EndedAt = fromMS(started), fromMS(ended)

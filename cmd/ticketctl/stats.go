@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -126,15 +128,24 @@ func cmdStats(e *env, args []string) error {
 // printStats shows the figures as a table: one column per scope (overall first, then nights).
 func printStats(e *env, rep statsReport) error {
 	type column struct {
-		title string
-		st    statsJSON
+		title   string
+		st      statsJSON
+		sandbox string
 	}
-	cols := []column{{"OVERALL", rep.statsJSON}}
+	cols := []column{{"OVERALL", rep.statsJSON, "-"}}
+	var unsandboxed []int64
 	if rep.Run != nil {
 		cols[0].title = fmt.Sprintf("RUN %d (%s %s)", rep.Run.ID, rep.Run.Trigger, rep.Run.StartedAt.Local().Format("01-02 15:04"))
+		cols[0].sandbox = cmp.Or(rep.Run.Sandbox, "-")
+		if rep.Run.Sandbox == string(sandbox.ModeNone) {
+			unsandboxed = append(unsandboxed, rep.Run.ID)
+		}
 	}
 	for _, n := range rep.Nights {
-		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04")), n.statsJSON})
+		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04")), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
+		if n.Run.Sandbox == string(sandbox.ModeNone) {
+			unsandboxed = append(unsandboxed, n.Run.ID)
+		}
 	}
 	roles := map[string]bool{}
 	for _, c := range cols {
@@ -188,8 +199,16 @@ func printStats(e *env, rep statsReport) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	fmt.Fprint(tw, "sandbox")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.sandbox)
+	}
+	fmt.Fprintln(tw)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, id := range unsandboxed {
+		fmt.Fprintf(e.stderr, "warning: run %d: %s\n", id, sandbox.NoneWarning)
 	}
 	if rep.Run == nil && len(rep.Nights) == 0 {
 		fmt.Fprintln(e.stderr, "no nights recorded yet: per-night columns appear after ticketd once or a scheduled night")

@@ -22,6 +22,7 @@ import (
 	"github.com/ticketd/ticketd/daemon"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/demo"
+	"github.com/ticketd/ticketd/daemon/reaper"
 )
 
 const usage = `ticketd fixes bugs overnight.
@@ -92,6 +93,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 			return 2
+		}
+		if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+			return 1
+		}
+		// Orphans of what the daemon starts (a git helper gone to the background) become
+		// ours and are reaped, and killed at exit, instead of piling up under PID 1.
+		rp := &reaper.Reaper{Logger: log}
+		if err := rp.Start(); err != nil {
+			log.Warn("orphaned processes will not be reaped", "err", err)
+		} else {
+			defer rp.Stop()
 		}
 		st, err := daemon.OpenStore(ctx, cfg)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -37,6 +38,10 @@ type Config struct {
 	Output     string          `yaml:"output"`
 	Models     model.Config    `yaml:"models"`
 	Log        Log             `yaml:"log"`
+	// Sandbox is how the repositories' checks are isolated: bwrap (default) or none.
+	Sandbox sandbox.Mode `yaml:"sandbox"`
+	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
+	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
@@ -87,6 +92,10 @@ type Repo struct {
 	Path    string           `yaml:"path"`
 	BaseRef string           `yaml:"base_ref"`
 	Checks  []validate.Check `yaml:"checks"`
+	// PassEnv names variables of the daemon's environment the checks may see besides the
+	// sandbox's allowlist (PATH, LANG, LC_*, TZ, PYTHON*...). An endpoint's api_key_env is
+	// refused.
+	PassEnv []string `yaml:"pass_env"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -107,11 +116,12 @@ const (
 	DefaultPoll         = 2 * time.Second
 	// Per-attempt budget defaults: the point past which, in the seed team's sweep, success
 	// stopped rising while cost kept growing (12 maker steps, 200k tokens, 300 s).
-	DefaultMaxSteps  = 12
-	DefaultMaxTokens = 200_000
-	DefaultWallClock = 300 * time.Second
-	DefaultCompactAt = 0.70
-	DefaultSchedule  = "0 1 * * *"
+	DefaultMaxSteps    = 12
+	DefaultMaxTokens   = 200_000
+	DefaultWallClock   = 300 * time.Second
+	DefaultCompactAt   = 0.70
+	DefaultSchedule    = "0 1 * * *"
+	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
 )
 
 // Default returns a configuration with every default filled in and no repositories. Parse
@@ -135,6 +145,9 @@ func Default() Config {
 		Workspace: "work",
 		Output:    "results",
 		Log:       Log{Format: "text", Level: "info"},
+		Sandbox:   sandbox.ModeBwrap,
+
+		MaxWorktreeSize: DefaultMaxWorktree,
 	}
 }
 
@@ -148,6 +161,7 @@ func (c *Config) applyRepoDefaults() {
 			if r.Checks[i].Name == "" {
 				r.Checks[i].Name = r.Checks[i].Kind
 			}
+			r.Checks[i].PassEnv = r.PassEnv
 		}
 		c.Repos[name] = r
 	}
@@ -304,6 +318,28 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if err := c.Sandbox.Valid(); err != nil || c.Sandbox == "" {
+		bad("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q", string(c.Sandbox))
+	}
+	if c.MaxWorktreeSize < 1<<20 {
+		bad("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
+	}
+	keyEnvs := map[string]string{}
+	for name, ep := range c.Models.Endpoints {
+		if ep.APIKeyEnv != "" {
+			keyEnvs[ep.APIKeyEnv] = name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		for j, v := range c.Repos[name].PassEnv {
+			if !envName.MatchString(v) {
+				bad("repos.%s.pass_env[%d]: %q is not an environment variable name", name, j, v)
+			}
+			if ep, ok := keyEnvs[v]; ok {
+				bad("repos.%s.pass_env[%d]: %s is the API key of models.endpoints.%s; an endpoint's key never enters the sandbox", name, j, v, ep)
+			}
+		}
+	}
 	if err := c.Models.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -317,6 +353,8 @@ func keys[V any](m map[string]V) string {
 	}
 	return strings.Join(k, ", ")
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var (
 	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)

@@ -149,3 +149,61 @@ func TestGraceAndBudgetLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxConfig(t *testing.T) {
+	withKey := strings.Replace(valid, "    checks:", "    pass_env: [APP_MODE, OPENAI_API_KEY]\n    checks:", 1) +
+		"  \nsandbox: none\nmax_worktree_size: 512MiB\n"
+	withKey = strings.Replace(withKey, `local: {base_url: "http://127.0.0.1:8080/v1"}`, `local: {base_url: "http://127.0.0.1:8080/v1", api_key_env: OPENAI_API_KEY}`, 1)
+	tests := []struct {
+		name, yaml string
+		want       string // substring of the error; "" means valid
+	}{
+		{name: "defaults", yaml: valid},
+		{name: "none and a size", yaml: valid + "sandbox: none\nmax_worktree_size: 512MiB\n"},
+		{name: "unknown mode", yaml: valid + "sandbox: docker\n", want: `sandbox: must be bwrap`},
+		{name: "empty mode", yaml: valid + "sandbox: \"\"\n", want: `sandbox: must be bwrap`},
+		{name: "bad size", yaml: valid + "max_worktree_size: huge\n", want: `"huge" is not a size`},
+		{name: "tiny size", yaml: valid + "max_worktree_size: 10KiB\n", want: "max_worktree_size: must be at least 1MiB"},
+		{name: "endpoint key passed", yaml: withKey, want: "repos.app.pass_env[1]: OPENAI_API_KEY is the API key of models.endpoints.local"},
+		{name: "bad name passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [\"A=B\"]\n    checks:", 1), want: `repos.app.pass_env[0]: "A=B" is not`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("cfg.yaml", []byte(tt.yaml))
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Parse error = %v, want %q", err, tt.want)
+			}
+			if err != nil {
+				return
+			}
+			if tt.name == "defaults" && (c.Sandbox != "bwrap" || c.MaxWorktreeSize != 1<<30 || c.MaxWorktreeSize.String() != "1GiB") {
+				t.Errorf("defaults: sandbox %q, max_worktree_size %s", c.Sandbox, c.MaxWorktreeSize)
+			}
+			if tt.name == "none and a size" && (c.Sandbox != "none" || c.MaxWorktreeSize != 512<<20) {
+				t.Errorf("got sandbox %q, max_worktree_size %d", c.Sandbox, c.MaxWorktreeSize)
+			}
+		})
+	}
+	c, err := Parse("cfg.yaml", []byte(strings.Replace(valid, "    checks:", "    pass_env: [APP_MODE]\n    checks:", 1)))
+	if err != nil || len(c.Repos["app"].Checks[0].PassEnv) != 1 || c.Repos["app"].Checks[0].PassEnv[0] != "APP_MODE" {
+		t.Errorf("pass_env does not reach the checks: %v %+v", err, c.Repos["app"].Checks)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ByteSize
+		ok   bool
+	}{
+		{"1GiB", 1 << 30, true}, {"512MiB", 512 << 20, true}, {"1G", 1 << 30, true}, {"100MB", 100_000_000, true},
+		{"1.5GiB", 3 << 29, true}, {"2048", 2048, true}, {"10 KiB", 10 << 10, true},
+		{"", 0, false}, {"-1GiB", 0, false}, {"1XB", 0, false}, {"GiB", 0, false}, {"1e30TiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseByteSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

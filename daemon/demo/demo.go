@@ -22,6 +22,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon"
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
@@ -61,6 +62,7 @@ type Result struct {
 	Tickets  []store.Summary
 	Stats    store.Stats // the night's figures
 	Gate     string      // "pytest" or "unittest"
+	Sandbox  sandbox.Mode
 }
 
 // fixes maps each issue file to its intended patch and the scripted maker's behaviour.
@@ -116,12 +118,19 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		fmt.Fprintf(out, "pytest is not installed, so the demo's test gate uses python3 -m unittest instead\n(install it with: apt-get install -y python3-pytest)\n")
 	}
 	res.Gate = gate
+	res.Sandbox = sandbox.ModeBwrap
+	if _, err := sandbox.Probe(ctx, ""); err != nil {
+		res.Sandbox = sandbox.ModeNone
+		fmt.Fprintf(out, "bubblewrap is not usable here, so the demo runs the sample's tests WITHOUT the sandbox (sandbox: none):\n  %v\nticketd once/run refuse to start like this unless their config says sandbox: none.\n", err)
+	} else {
+		fmt.Fprintf(out, "the sample's tests run in the bubblewrap sandbox (sandbox: bwrap)\n")
+	}
 
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = 3
 	}
-	cfgText := configYAML(dir, baseURL, gate, maxAttempts)
+	cfgText := configYAML(dir, baseURL, gate, maxAttempts) + "sandbox: " + string(res.Sandbox) + "\n"
 	res.Config = filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(res.Config, []byte(cfgText), 0o644); err != nil {
 		return res, fmt.Errorf("write demo config: %w", err)

@@ -1,6 +1,7 @@
 // Package validate runs a repository's configured checks (pytest, unittest,
-// ruff, mypy or any command) in a worktree, safely — a time-out that kills
-// the whole process group, an environment without secrets, capped output —
+// ruff, mypy or any command) in a worktree, safely — inside the sandbox
+// (pipeline/sandbox), with a time-out that kills everything the check
+// started, an allowlisted environment, capped output and a size limit —
 // and turns their output into short structured findings the maker model can
 // act on: which test failed, at which file and line, with what message.
 //
@@ -43,6 +44,9 @@ type Check struct {
 	Kind    string        `yaml:"kind"`    // one of Kinds
 	Command []string      `yaml:"command"` // argv; empty for pytest means ResolvePytest, for unittest `python3 -m unittest discover`
 	Timeout time.Duration `yaml:"timeout"` // e.g. "5m"; zero means DefaultTimeout
+	// PassEnv names variables of the daemon's environment this check may see besides the
+	// sandbox's allowlist; the config fills it from the repository's pass_env.
+	PassEnv []string `yaml:"-"`
 }
 
 // Validate reports a check the Runner could not run, naming the field and
@@ -86,6 +90,19 @@ type Result struct {
 	Summary  string        `json:"summary"` // one line, e.g. "2 failed, 5 passed"
 	Findings []Finding     `json:"findings,omitempty"`
 	Output   string        `json:"output,omitempty"`
+	// Abort is set when the check broke a limit that makes the attempt unsafe to continue
+	// (the worktree outgrew MaxWorktreeSize): the attempt must stop with this reason.
+	Abort string `json:"abort,omitempty"`
+}
+
+// Aborted returns the first result's Abort reason, "" when none broke a limit.
+func Aborted(results []Result) string {
+	for _, r := range results {
+		if r.Abort != "" {
+			return r.Abort
+		}
+	}
+	return ""
 }
 
 // Passed reports whether every result passed. No results pass: a repository

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // ErrPytestNotFound is returned by ResolvePytest when no working pytest exists.
@@ -66,7 +68,7 @@ func probe(ctx context.Context, name string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = (&Runner{}).env()
+	cmd.Env, _ = sandbox.Env(sandbox.EnvRequest{Base: os.Environ()})
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -9,11 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // Defaults of the Runner's options.
@@ -24,25 +27,48 @@ const (
 	drainTimeout     = 2 * time.Second
 )
 
-// secretMarkers are substrings of variable names that are never passed to a
-// check: the repository's tests are code ticketd did not write and a model
-// may have edited, so they must not see the daemon's API keys.
-var secretMarkers = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+// DefaultMaxWorktreeSize bounds how large a worktree (with the check's private /tmp) may
+// grow while a check runs: a test that fills the disk must not take the machine down.
+const DefaultMaxWorktreeSize int64 = 1 << 30
 
-// Runner runs checks. The zero value is ready to use with the defaults; it
-// is safe for concurrent use by several workers.
+// defaultSizePoll is how often the worktree's size is measured while a check runs.
+const defaultSizePoll = time.Second
+
+// Runner runs checks. The zero value is ready to use with the defaults — bubblewrap
+// sandbox, allowlisted environment — and is safe for concurrent use by several workers.
 type Runner struct {
 	// OutputCap is how many bytes of each check's output are kept in
 	// Result.Output, counted from the end; 0 means DefaultOutputCap.
 	OutputCap int
-	// BaseEnv is the environment secrets are stripped from; nil means the
+	// Sandbox is how checks are isolated: sandbox.ModeBwrap (the zero value) or
+	// sandbox.ModeNone, which isolates nothing.
+	Sandbox sandbox.Mode
+	// Bwrap is the bubblewrap binary; empty means bwrap on PATH.
+	Bwrap string
+	// Hide are directories a check must not see (the daemon's database, results, workspace,
+	// config, home); the worktree itself shows through. See sandbox.Spec.
+	Hide []string
+	// ReadOnly are paths shown read-only through Hide (tools under the hidden home).
+	ReadOnly []string
+	// BaseEnv is the environment the allowlist picks from; nil means the
 	// daemon's own environment.
 	BaseEnv []string
-	// KeepEnv names variables passed through even though their name looks
-	// like a secret (e.g. a test suite's harmless SORT_KEY).
-	KeepEnv []string
-	// ExtraEnv is NAME=value pairs set for every check, after stripping.
+	// PassEnv names variables passed to every check besides the allowlist
+	// (sandbox.Env); a check adds its own in Check.PassEnv.
+	PassEnv []string
+	// DenyEnv names variables that never reach a check even when passed: the
+	// model endpoints' api_key_env.
+	DenyEnv []string
+	// ExtraEnv is NAME=value pairs set for every check, last.
 	ExtraEnv []string
+	// ScratchRoot is where each check's private temporary directory is made; empty means
+	// os.TempDir(). sandbox.RemoveLeftovers cleans it after a crash.
+	ScratchRoot string
+	// MaxWorktreeSize is how many bytes the worktree plus the check's temporary directory
+	// may hold while the check runs; 0 means DefaultMaxWorktreeSize, negative no limit.
+	MaxWorktreeSize int64
+	// SizePoll is how often the size is measured; 0 means every second.
+	SizePoll time.Duration
 	// Logger receives one record per check; nil discards.
 	Logger *slog.Logger
 
@@ -87,21 +113,35 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Summary = err.Error()
 		return res
 	}
-	argv, junitPath, cleanup, err := r.command(ctx, c)
+	scratch, err := sandbox.NewScratch(r.ScratchRoot)
+	if err != nil {
+		res.Summary = fmt.Sprintf("check %q: %v", c.Name, err)
+		return res
+	}
+	defer func() {
+		if err := scratch.Remove(); err != nil {
+			r.logger().Warn("remove check scratch directory", "check", c.Name, "err", err)
+		}
+	}()
+	spec := r.spec(ctx, dir, scratch, c)
+	argv, junitPath, err := r.command(ctx, c, spec, scratch)
 	if err != nil {
 		res.Summary = err.Error()
 		return res
 	}
-	defer cleanup()
 
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
-	out, err := r.exec(ctx, dir, argv, timeout, c.Kind == KindRuff)
+	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
 	res.ExitCode = out.exitCode
 	res.TimedOut = out.timedOut
 	res.Output = out.combined.tail(cmp.Or(r.OutputCap, DefaultOutputCap))
 	if err != nil {
 		res.Summary = err.Error()
+		return res
+	}
+	if out.oversize != "" {
+		res.Passed, res.Abort, res.Summary = false, out.oversize, out.oversize
 		return res
 	}
 
@@ -123,12 +163,43 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	switch {
 	case res.TimedOut:
 		res.Passed = false
-		res.Summary = fmt.Sprintf("timed out after %s (process group killed)", timeout)
+		killed := "the sandbox and every process in it killed"
+		if r.Sandbox == sandbox.ModeNone {
+			killed = "process group killed"
+		}
+		res.Summary = fmt.Sprintf("timed out after %s (%s)", timeout, killed)
 	case ctx.Err() != nil:
 		res.Passed = false
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
 	}
 	return res
+}
+
+// spec is the sandbox of one check in dir.
+func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch, c Check) sandbox.Spec {
+	base := r.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	env, dropped := sandbox.Env(sandbox.EnvRequest{
+		Base: base,
+		Pass: append(slices.Clone(r.PassEnv), c.PassEnv...),
+		Deny: r.DenyEnv,
+		Set:  r.ExtraEnv,
+	})
+	if len(dropped) > 0 {
+		r.logger().LogAttrs(ctx, slog.LevelWarn, "passed variables withheld from the check: they are an endpoint's key or their value looks like a credential",
+			slog.String("check", c.Name), slog.Any("names", dropped))
+	}
+	return sandbox.Spec{
+		Mode:     r.Sandbox,
+		Bwrap:    r.Bwrap,
+		Dir:      dir,
+		Tmp:      scratch.Dir,
+		Hide:     r.Hide,
+		ReadOnly: r.ReadOnly,
+		Env:      env,
+	}
 }
 
 // parsed is what a kind's interpreter makes of a finished command.
@@ -139,27 +210,22 @@ type parsed struct {
 }
 
 // command completes a check's argv for its kind. For pytest it adds a JUnit
-// report in a fresh temporary directory outside the worktree (so the report
-// never shows in the diff); cleanup removes it.
-func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath string, cleanup func(), err error) {
-	cleanup = func() {}
+// report in the check's scratch directory, outside the worktree (so the report
+// never shows in the diff), and returns the report's path on the host.
+func (r *Runner) command(ctx context.Context, c Check, spec sandbox.Spec, scratch *sandbox.Scratch) (argv []string, junitPath string, err error) {
 	argv = slices.Clone(c.Command)
 	switch c.Kind {
 	case KindPytest:
 		if len(argv) == 0 {
 			if argv, err = r.resolvePytest(ctx); err != nil {
-				return nil, "", cleanup, fmt.Errorf("check %q: %w", c.Name, err)
+				return nil, "", fmt.Errorf("check %q: %w", c.Name, err)
 			}
 		}
-		tmp, err := os.MkdirTemp("", "ticketd-junit-")
-		if err != nil {
-			return nil, "", cleanup, fmt.Errorf("check %q: create report dir: %w", c.Name, err)
-		}
-		junitPath = tmp + "/report.xml"
-		cleanup = func() { os.RemoveAll(tmp) }
+		const report = "ticketd-junit.xml"
+		junitPath = filepath.Join(scratch.Dir, report)
 		// xunit1 keeps the file and line attributes that xunit2 drops;
 		// the cache provider would write .pytest_cache into the worktree.
-		argv = append(argv, "--junitxml="+junitPath, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
+		argv = append(argv, "--junitxml="+spec.InnerTmp()+"/"+report, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
@@ -181,7 +247,7 @@ func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath
 			argv = append(argv, "--cache-dir=/dev/null") // no .mypy_cache in the worktree
 		}
 	}
-	return argv, junitPath, cleanup, nil
+	return argv, junitPath, nil
 }
 
 // hasFlag reports whether argv has one of flags, alone or as flag=value.
@@ -223,25 +289,32 @@ type execOutput struct {
 	stdout   *headBuffer
 	exitCode int
 	timedOut bool
+	oversize string // why the size limit stopped the check; "" when it did not
 	duration time.Duration
 }
 
-// exec runs argv in dir in its own process group. On time-out or
-// cancellation the whole group is killed with SIGKILL; after a normal exit
-// the group is killed too, so a test's stray background child cannot
-// outlive the check. The leader is always reaped by Wait. Output goes
-// through pipes we own, so Wait never blocks on a grandchild holding them.
-// With splitStdout, stdout is also kept apart (from its start) for parsers
-// of a JSON document.
-func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout time.Duration, splitStdout bool) (execOutput, error) {
-	out := execOutput{combined: newTailBuffer(parseCap), stdout: newHeadBuffer(stdoutCap), exitCode: -1}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// errOversize is the cancellation cause when the worktree outgrew its limit.
+var errOversize = errors.New("worktree outgrew its size limit")
 
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = r.env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+// exec runs argv under spec in its own process group. Under bwrap the group's
+// leader is bwrap: killing it kills the namespace's init, and with it every
+// process of the check, setsid or not. On time-out, cancellation or an
+// oversize worktree the group is killed with SIGKILL; after a normal exit the
+// group is killed too, so a stray background child cannot outlive the check.
+// The leader is always reaped by Wait. Output goes through pipes we own, so
+// Wait never blocks on a grandchild holding them. With splitStdout, stdout is
+// also kept apart (from its start) for parsers of a JSON document.
+func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.Scratch, argv []string, timeout time.Duration, splitStdout bool) (execOutput, error) {
+	out := execOutput{combined: newTailBuffer(parseCap), stdout: newHeadBuffer(stdoutCap), exitCode: -1}
+	tctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
+	cctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+
+	cmd, err := spec.Command(cctx, argv)
+	if err != nil {
+		return out, fmt.Errorf("could not start %q in %s: %w", strings.Join(argv, " "), spec.Dir, err)
+	}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 
 	// One pipe for both streams keeps their order as a terminal would show
@@ -270,7 +343,7 @@ func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout ti
 	}
 	if err != nil {
 		out.duration = time.Since(start)
-		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), dir, err)
+		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), spec.Dir, err)
 	}
 
 	var wg sync.WaitGroup
@@ -280,17 +353,31 @@ func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout ti
 	} else {
 		wg.Go(func() { io.Copy(out.combined, outR) })
 	}
+	limit := cmp.Or(r.MaxWorktreeSize, DefaultMaxWorktreeSize)
+	var oversize string
+	var watch sync.WaitGroup
+	if limit > 0 {
+		watch.Go(func() {
+			oversize = watchSize(cctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, spec.Dir, scratch.Dir)
+			if oversize != "" {
+				cancel(errOversize)
+			}
+		})
+	}
 
 	waitErr := cmd.Wait()
 	out.duration = time.Since(start)
 	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
+	cancel(nil)
+	watch.Wait()
+	out.oversize = oversize
 
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
-		// A process that left the group (setsid) still holds a pipe.
+		// A process that left the group (setsid, without the sandbox) still holds a pipe.
 		outR.Close()
 		if errR != nil {
 			errR.Close()
@@ -301,9 +388,9 @@ func (r *Runner) exec(ctx context.Context, dir string, argv []string, timeout ti
 	if cmd.ProcessState != nil {
 		out.exitCode = cmd.ProcessState.ExitCode()
 	}
-	out.timedOut = errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	out.timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && oversize == ""
 	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil {
+	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil && oversize == "" {
 		return out, fmt.Errorf("wait for %q: %w", strings.Join(argv, " "), waitErr)
 	}
 	return out, nil
@@ -316,53 +403,4 @@ func killGroup(pid int) error {
 		return os.ErrProcessDone
 	}
 	return err
-}
-
-// env is the environment of a check: BaseEnv without secret-looking
-// variables, then fixed settings that keep the worktree clean and the output
-// plain, then ExtraEnv.
-func (r *Runner) env() []string {
-	base := r.BaseEnv
-	if base == nil {
-		base = os.Environ()
-	}
-	env := make([]string, 0, len(base)+len(r.ExtraEnv)+4)
-	for _, kv := range base {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			continue
-		}
-		if !slices.Contains(r.KeepEnv, name) && (looksSecret(name) || hasURLCredentials(value)) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env,
-		"PYTHONDONTWRITEBYTECODE=1", // no __pycache__ in the worktree
-		"PYTHONUNBUFFERED=1",        // output up to a time-out is not lost in a buffer
-		"NO_COLOR=1", "PY_COLORS=0",
-	)
-	return append(env, r.ExtraEnv...)
-}
-
-// looksSecret reports whether a variable name suggests a credential.
-func looksSecret(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, m := range secretMarkers {
-		if strings.Contains(upper, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasURLCredentials reports a value like postgres://user:pass@host, whose
-// name (DATABASE_URL) gives no hint.
-func hasURLCredentials(value string) bool {
-	_, rest, ok := strings.Cut(value, "://")
-	if !ok {
-		return false
-	}
-	userinfo, _, ok := strings.Cut(rest, "@")
-	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
 }

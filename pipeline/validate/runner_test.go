@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/sys/unix"
 )
 
 // project writes a tiny Python project into a fresh directory: stats.py and
@@ -155,26 +154,43 @@ func TestRunUnittest(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid has ended (exited or a zombie waiting for
-// a reaper, which in a container may never come), waiting up to 5 s for a
-// SIGKILL already sent to take effect: delivery is asynchronous, so the
-// process may still be on its way out. A pidfd makes this an event wait.
-func processGone(pid int) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
+// processesLeftIn returns the host pids of live processes whose working
+// directory is dir or below it, after giving a SIGKILL already sent up to
+// within to take effect (polled, not slept). The pids a sandboxed check writes are
+// those of its own PID namespace, so the working directory identifies its
+// processes from the outside; the stragglers are killed so they do not
+// outlive the test.
+func processesLeftIn(dir string, within time.Duration) []int {
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return zombieOrAbsent(pid)
+		real = dir
 	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 5000)
-		if errors.Is(err, unix.EINTR) {
-			continue
+	scan := func() []int {
+		var pids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+			if err != nil || (cwd != real && !strings.HasPrefix(cwd, real+"/")) || zombieOrAbsent(pid) {
+				continue
+			}
+			pids = append(pids, pid)
 		}
-		return err == nil && n == 1
+		return pids
+	}
+	deadline := time.Now().Add(within)
+	for {
+		pids := scan()
+		if len(pids) == 0 || time.Now().After(deadline) {
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return pids
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -209,16 +225,14 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the shell never started its child: %v (result %+v)", err, res)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
+	if _, err := strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
 		t.Fatal(err)
 	}
 	if !res.TimedOut || res.Passed || res.ExitCode != -1 || !strings.Contains(res.Summary, "timed out after "+timeout.String()) {
 		t.Errorf("got timed_out=%v passed=%v exit=%d summary=%q", res.TimedOut, res.Passed, res.ExitCode, res.Summary)
 	}
-	if !processGone(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("child %d of the timed-out check still runs: the process group was not killed", pid)
+	if left := processesLeftIn(dir, 5*time.Second); len(left) > 0 {
+		t.Errorf("processes %v of the timed-out check still run in %s: its processes were not killed", left, dir)
 	}
 	if res.Duration > timeout+drainTimeout {
 		t.Errorf("check took %s with a %s time-out", res.Duration, timeout)
@@ -237,14 +251,11 @@ func TestStragglerKilledAfterExit(t *testing.T) {
 	if !res.Passed {
 		t.Fatalf("got %+v", res)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
-	if err != nil {
+	if _, err := os.ReadFile(filepath.Join(dir, "child.pid")); err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if !processGone(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("background child %d outlived its check", pid)
+	if left := processesLeftIn(dir, 5*time.Second); len(left) > 0 {
+		t.Errorf("background children %v outlived their check", left)
 	}
 }
 
@@ -259,15 +270,22 @@ func TestPytestTimeout(t *testing.T) {
 	}
 }
 
-func TestEnvStripping(t *testing.T) {
+// TestEnvAllowlist pins that a check sees the allowlist and the passed names
+// only: secrets under any name stay out, and so does everything unlisted.
+func TestEnvAllowlist(t *testing.T) {
 	t.Setenv("FOO_API_KEY", "sk-very-secret")
 	t.Setenv("GITHUB_TOKEN", "ghp_secret")
 	t.Setenv("db_password", "hunter2")
 	t.Setenv("DATABASE_URL", "postgres://app:hunter3@db/prod")
-	t.Setenv("PLAIN_SETTING", "visible")
+	t.Setenv("GH_PAT", "plainvalue1")
+	t.Setenv("SENTRY_DSN", "plainvalue2")
+	t.Setenv("PLAIN_SETTING", "notlisted")
+	t.Setenv("APP_MODE", "test")
 	t.Setenv("SORT_KEY", "name")
+	t.Setenv("LLM_ENDPOINT_KEY", "plainvalue3")
+	t.Setenv("PYTHONHASHSEED", "0")
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "")
-	r := Runner{KeepEnv: []string{"SORT_KEY"}, ExtraEnv: []string{"TICKETD_CHECK=1"}}
+	r := Runner{PassEnv: []string{"APP_MODE", "SORT_KEY", "LLM_ENDPOINT_KEY", "DATABASE_URL"}, DenyEnv: []string{"LLM_ENDPOINT_KEY"}, ExtraEnv: []string{"TICKETD_CHECK=1"}}
 	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "env", Kind: KindCommand, Command: []string{"env"}}})[0]
 	if !res.Passed {
 		t.Fatalf("env check failed: %+v", res)
@@ -277,12 +295,13 @@ func TestEnvStripping(t *testing.T) {
 		want bool
 	}{
 		{"FOO_API_KEY", false}, {"sk-very-secret", false}, {"GITHUB_TOKEN", false}, {"db_password", false},
-		{"hunter3", false}, {"PLAIN_SETTING=visible", true}, {"SORT_KEY=name", true},
-		{"PYTHONDONTWRITEBYTECODE=1", true}, {"TICKETD_CHECK=1", true}, {"\nPATH=", true}, {"\nHOME=", true},
+		{"hunter3", false}, {"GH_PAT", false}, {"SENTRY_DSN", false}, {"plainvalue", false},
+		{"PLAIN_SETTING", false}, {"\nAPP_MODE=test", true}, {"\nSORT_KEY=name", true}, {"\nPYTHONHASHSEED=0", true},
+		{"PYTHONDONTWRITEBYTECODE=1", true}, {"TICKETD_CHECK=1", true}, {"\nPATH=", true}, {"\nHOME=", true}, {"\nTMPDIR=", true},
 	}
 	for _, tt := range tests {
 		if got := strings.Contains("\n"+res.Output, tt.text); got != tt.want {
-			t.Errorf("check environment contains %q = %v, want %v", tt.text, got, tt.want)
+			t.Errorf("check environment contains %q = %v, want %v\n%s", tt.text, got, tt.want, res.Output)
 		}
 	}
 }

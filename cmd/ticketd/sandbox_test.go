@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// processesUnder returns the live processes whose working directory is under dir: from the
+// outside, that is how the processes of a sandboxed check are found (their own pids are
+// those of their PID namespace).
+func processesUnder(dir string) map[int]string {
+	found := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		found[pid] = strings.ReplaceAll(string(cmdline), "\x00", " ")
+	}
+	return found
+}
+
+// TestSIGKILLLeavesNoProcess builds ticketd, runs a night whose repository's test sleeps,
+// SIGKILLs the daemon while pytest runs, and requires that within 2 s no process of the check
+// remains. Under sandbox: none the same kill leaves pytest running (the negative control).
+func TestSIGKILLLeavesNoProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ticketd binary")
+	}
+	if _, err := validate.ResolvePytest(context.Background()); err != nil {
+		t.Fatalf("this test runs real pytest: %v", err)
+	}
+	if _, err := sandbox.Probe(context.Background(), ""); err != nil {
+		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "ticketd")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, tt := range []struct {
+		mode     sandbox.Mode
+		isolated bool
+	}{{sandbox.ModeBwrap, true}, {sandbox.ModeNone, false}} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo := filepath.Join(dir, "app")
+			os.MkdirAll(filepath.Join(repo, "tests"), 0o755)
+			os.WriteFile(filepath.Join(repo, "app.py"), []byte("def f():\n    return 1\n"), 0o644)
+			os.WriteFile(filepath.Join(repo, "tests", "test_slow.py"), []byte(
+				"import subprocess\nimport time\n\n\ndef test_slow():\n    subprocess.Popen(['sleep', '600'], start_new_session=True)\n    time.sleep(600)\n"), 0o644)
+			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
+				{"-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "base"}} {
+				c := exec.Command("git", args...)
+				c.Dir = repo
+				if out, err := c.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			os.MkdirAll(filepath.Join(dir, "issues"), 0o755)
+			os.WriteFile(filepath.Join(dir, "issues", "01.md"), []byte("---\ntitle: f returns the wrong value\nrepo: app\nlabels: [bug]\n---\nf() should return 2.\n"), 0o644)
+			cfg := fmt.Sprintf(`store: {path: ticketd.db}
+night: {workers: 1, lease: 30s, heartbeat: 5s}
+intake: [{kind: dir, path: issues}]
+repos:
+  app:
+    path: %s
+    base_ref: main
+    checks: [{name: tests, kind: pytest, timeout: 10m}]
+workspace: work
+output: results
+sandbox: %s
+models:
+  endpoints: {local: {base_url: "http://127.0.0.1:9/v1"}}
+  roles:
+    triage: {endpoint: local, model: m}
+    maker: {endpoint: local, model: m}
+    checker: {endpoint: local, model: m}
+    judge: {endpoint: local, model: m}
+`, repo, tt.mode)
+			cfgPath := filepath.Join(dir, "config.yaml")
+			os.WriteFile(cfgPath, []byte(cfg), 0o644)
+
+			daemon := exec.Command(bin, "once", "--config", cfgPath, "--log-format", "json")
+			daemon.Dir = dir
+			logFile, _ := os.Create(filepath.Join(dir, "ticketd.log"))
+			defer logFile.Close()
+			daemon.Stdout, daemon.Stderr = logFile, logFile
+			if err := daemon.Start(); err != nil {
+				t.Fatal(err)
+			}
+			workspace := filepath.Join(dir, "work")
+			t.Cleanup(func() {
+				for pid := range processesUnder(workspace) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				sandbox.RemoveLeftovers("") // the killed daemon's scratch folder
+			})
+			// Wait (polled) until pytest and its setsid sleep run in the worktree.
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				procs := processesUnder(workspace)
+				var pytest, sleep bool
+				for _, cmdline := range procs {
+					pytest = pytest || strings.Contains(cmdline, "pytest")
+					sleep = sleep || strings.HasPrefix(cmdline, "sleep 600")
+				}
+				if pytest && sleep {
+					break
+				}
+				if time.Now().After(deadline) {
+					daemon.Process.Kill()
+					daemon.Wait()
+					log, _ := os.ReadFile(filepath.Join(dir, "ticketd.log"))
+					t.Fatalf("pytest never started in %s (saw %v); daemon log:\n%s", workspace, procs, log)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			killed := time.Now()
+			if err := daemon.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			daemon.Wait()
+			var left map[int]string
+			for {
+				left = processesUnder(workspace)
+				if len(left) == 0 || time.Since(killed) > 2*time.Second {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("mode %s: %d processes of the check left %s after SIGKILL of ticketd: %v", tt.mode, len(left), time.Since(killed).Round(time.Millisecond), left)
+			if (len(left) == 0) != tt.isolated {
+				t.Errorf("mode %s: processes left 2 s after SIGKILL: %v; want none=%v", tt.mode, left, tt.isolated)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "ticketd.log"))
+			first, _, _ := strings.Cut(string(log), "\n")
+			if warned := strings.Contains(first, "WITHOUT isolation"); warned == tt.isolated {
+				t.Errorf("mode %s: the night's first log line warns of no isolation: %v, want %v:\n%s", tt.mode, warned, !tt.isolated, first)
+			}
+		})
+	}
+}
+
+// TestRefusesWithoutBwrap: with sandbox: bwrap (the default) and no bubblewrap, once and run
+// refuse to start and say how to install it; with sandbox: none they get past the check.
+func TestRefusesWithoutBwrap(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", t.TempDir()) // no bwrap on it
+	base := `store: {path: ticketd.db}
+models:
+  endpoints: {local: {base_url: "http://127.0.0.1:9/v1"}}
+  roles:
+    triage: {endpoint: local, model: m}
+    maker: {endpoint: local, model: m}
+    checker: {endpoint: local, model: m}
+    judge: {endpoint: local, model: m}
+`
+	for _, tt := range []struct {
+		cmd, extra string
+		code       int
+		want       string
+	}{
+		{"once", "", 1, "refusing to start: the bubblewrap sandbox is unavailable"},
+		{"run", "sandbox: bwrap\n", 1, "apt-get install -y bubblewrap"},
+		{"once", "sandbox: none\n", 0, ""},
+	} {
+		path := filepath.Join(dir, tt.cmd+strconv.Itoa(len(tt.extra))+".yaml")
+		os.WriteFile(path, []byte(base+tt.extra), 0o644)
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{tt.cmd, "--config", path}, &stdout, &stderr)
+		t.Logf("%s with %q: exit %d, stderr %q", tt.cmd, tt.extra, code, stderr.String())
+		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("ticketd %s with %q = %d, stderr %q; want %d and %q", tt.cmd, tt.extra, code, stderr.String(), tt.code, tt.want)
+		}
+		if tt.code == 0 && !strings.Contains(stderr.String(), "WITHOUT isolation") {
+			t.Errorf("sandbox: none started without the warning:\n%s", stderr.String())
+		}
+	}
+}
