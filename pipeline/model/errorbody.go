@@ -139,19 +139,19 @@ func clean(s string) string {
 
 // overflowWords are how servers say a prompt does not fit, lower case.
 var overflowWords = []string{
-	"context_length_exceeded",          // OpenAI code
-	"maximum context length",           // OpenAI, vLLM: "This model's maximum context length is ..."
-	"exceeds the available context",    // llama.cpp: "request (4476 tokens) exceeds the available context size"
-	"exceed_context_size",              // llama.cpp type
-	"context size exceeded",            // llama.cpp builds answering 500
-	"context size has been exceeded",   // llama.cpp
-	"exceeds the context",              // generic
-	"exceeds the context window",       // Ollama/LiteLLM wording
+	"context_length_exceeded",        // OpenAI code
+	"maximum context length",         // OpenAI, vLLM: "This model's maximum context length is ..."
+	"exceeds the available context",  // llama.cpp: "request (4476 tokens) exceeds the available context size"
+	"exceed_context_size",            // llama.cpp type
+	"context size exceeded",          // llama.cpp builds answering 500
+	"context size has been exceeded", // llama.cpp
+	"exceeds the context",            // generic
+	"exceeds the context window",     // Ollama/LiteLLM wording
 	"context window exceeded",
-	"prompt is too long",               // Anthropic through gateways
-	"input is too long",                // Bedrock/LiteLLM
+	"prompt is too long",                // Anthropic through gateways
+	"input is too long",                 // Bedrock/LiteLLM
 	"reduce the length of the messages", // OpenAI, vLLM
-	"max_tokens must be at least 1",    // vLLM when the prompt fills max_model_len
+	"max_tokens must be at least 1",     // vLLM when the prompt fills max_model_len
 }
 
 // quotaWords are how servers say the account has no credit left, lower case.
