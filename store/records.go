@@ -14,32 +14,32 @@ const maxPayload = 4 << 10
 
 // ModelCall is one request to a model endpoint, successful or not.
 type ModelCall struct {
-	ID               int64         `json:"id"`
-	TicketID         int64         `json:"ticket_id"`
-	RunID            int64         `json:"run_id"` // 0 when none
-	Attempt          int           `json:"attempt"`
-	Role             string        `json:"role"`
-	Model            string        `json:"model"`
-	Endpoint         string        `json:"endpoint"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CachedTokens     int64         `json:"cached_tokens"`
-	CacheWriteTokens int64         `json:"cache_write_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	ReasoningTokens  int64         `json:"reasoning_tokens"`
-	CostUSD          *float64      `json:"cost_usd"` // nil = unknown model price, never recorded as zero
+	ID               int64    `json:"id"`
+	TicketID         int64    `json:"ticket_id"`
+	RunID            int64    `json:"run_id"` // 0 when none
+	Attempt          int      `json:"attempt"`
+	Role             string   `json:"role"`
+	Model            string   `json:"model"`
+	Endpoint         string   `json:"endpoint"`
+	PromptTokens     int64    `json:"prompt_tokens"`
+	CachedTokens     int64    `json:"cached_tokens"`
+	CacheWriteTokens int64    `json:"cache_write_tokens"`
+	CompletionTokens int64    `json:"completion_tokens"`
+	ReasoningTokens  int64    `json:"reasoning_tokens"`
+	CostUSD          *float64 `json:"cost_usd"` // nil = unknown model price, never recorded as zero
 	// UsageReported is false when the server sent no usage and the token counts are
 	// estimates (then CostUSD is an estimate too).
 	UsageReported bool `json:"usage_reported"`
 	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
-	CostSource      string   `json:"cost_source"`
-	PriceCostUSD    *float64 `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
-	ProviderCostUSD *float64 `json:"provider_cost_usd"` // the provider's own reported cost
-	Latency          time.Duration `json:"-"`
-	FinishReason     string        `json:"finish_reason"`
-	ErrorClass       string        `json:"error_class"` // "", "rate_limit", "server", "network", "timeout", "bad_request", ...
-	Error            string        `json:"error"`
-	Retries          int           `json:"retries"`
-	StartedAt        time.Time     `json:"started_at"`
+	CostSource      string        `json:"cost_source"`
+	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
+	ProviderCostUSD *float64      `json:"provider_cost_usd"` // the provider's own reported cost
+	Latency         time.Duration `json:"-"`
+	FinishReason    string        `json:"finish_reason"`
+	ErrorClass      string        `json:"error_class"` // "", "rate_limit", "server", "network", "timeout", "bad_request", ...
+	Error           string        `json:"error"`
+	Retries         int           `json:"retries"`
+	StartedAt       time.Time     `json:"started_at"`
 }
 
 // MarshalJSON writes Latency as latency_s (seconds).
@@ -115,7 +115,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 	out := []ModelCall{}
 	for rows.Next() {
 		var (
-			c         ModelCall
+			c                 ModelCall
 			cost, price, prov sql.NullFloat64
 			latencyMS         int64
 			started           sql.NullInt64

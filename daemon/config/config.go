@@ -59,6 +59,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
+	// MaxTransportReleases is how many times one ticket may be released for transport
+	// faults in a night before it is parked until the next night; default 3.
+	MaxTransportReleases int `yaml:"max_transport_releases"`
 }
 
 // Budget bounds one attempt at one ticket; the night's dollars are in Night.
@@ -101,6 +104,8 @@ const (
 	DefaultMaxTokens    = 2_000_000
 	DefaultWallClock    = 30 * time.Minute
 	DefaultSchedule     = "0 1 * * *"
+	// DefaultMaxTransportReleases bounds transport releases of one ticket per night.
+	DefaultMaxTransportReleases = 3
 )
 
 // Default returns a configuration with every default filled in and no repositories. Parse
@@ -117,6 +122,8 @@ func Default() Config {
 			MaxAttempts:  DefaultMaxAttempts,
 			RetryBackoff: DefaultRetryBackoff,
 			Poll:         DefaultPoll,
+
+			MaxTransportReleases: DefaultMaxTransportReleases,
 		},
 		Budget:    Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock},
 		Workspace: "work",
@@ -219,6 +226,9 @@ func (c Config) Validate() error {
 	}
 	if c.Night.Window <= 0 {
 		bad("night.window: must be positive, got %s", c.Night.Window)
+	}
+	if c.Night.MaxTransportReleases < 1 {
+		bad("night.max_transport_releases: must be at least 1, got %d", c.Night.MaxTransportReleases)
 	}
 	if c.Night.MaxDollars < 0 {
 		bad("night.max_dollars: must be >= 0 (0 means no limit), got %g", c.Night.MaxDollars)

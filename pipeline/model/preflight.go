@@ -59,7 +59,7 @@ func (c *Client) Unavailable(ctx context.Context) []EndpointStatus {
 	for _, name := range slices.Sorted(maps.Keys(c.endpoints)) {
 		ep := c.endpoints[name]
 		if ep.brk.takeProbe() {
-			err := c.probe(ctx, ep, false)
+			err := c.probeUp(ctx, ep)
 			msg := ""
 			if err != nil {
 				msg = c.redact(ep, clean(err.Error()))
@@ -90,6 +90,17 @@ func (c *Client) Endpoints() []EndpointStatus {
 		out = append(out, c.endpoints[name].brk.status())
 	}
 	return out
+}
+
+// probeUp is the circuit breaker's probe: a one-token chat request, since the model list
+// may still answer while completions fail. Any answer that is not a transport fault (a
+// refusal included) means the endpoint is up again.
+func (c *Client) probeUp(ctx context.Context, ep *endpoint) error {
+	err := c.probeChat(ctx, ep)
+	if err == nil || !errors.Is(err, ErrTransport) {
+		return nil
+	}
+	return err
 }
 
 // probe sends the preflight request to one endpoint.
