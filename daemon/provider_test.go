@@ -235,7 +235,7 @@ func TestProviderConformance(t *testing.T) {
 					price += *c.PriceCostUSD
 				}
 				sources[c.CostSource]++
-				if !c.UsageReported {
+				if c.UsageEstimated {
 					estimated++
 				}
 			}

@@ -45,7 +45,7 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		CompletionTokens: c.Usage.CompletionTokens,
 		ReasoningTokens:  c.Usage.ReasoningTokens,
 		CostUSD:          c.CostUSD,
-		UsageReported:    c.UsageReported,
+		UsageEstimated:   c.UsageEstimated,
 		CostSource:       c.CostSource,
 		PriceCostUSD:     c.PriceCostUSD,
 		ProviderCostUSD:  c.ProviderCostUSD,

@@ -71,9 +71,9 @@ func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
 	run, _ := b.s.StartRun(b.ctx, "once")
 	id := b.enqueue(t, "1")
 	calls := []ModelCall{
-		{TicketID: id, RunID: run, Role: "maker", PromptTokens: 100, UsageReported: true, CostUSD: ptr(0.01), CostSource: "price_table", PriceCostUSD: ptr(0.01)},
-		{TicketID: id, RunID: run, Role: "maker", PromptTokens: 900, UsageReported: false, CostUSD: ptr(0.02), CostSource: "estimate", PriceCostUSD: ptr(0.02)},
-		{TicketID: id, RunID: run, Role: "judge", PromptTokens: 50, UsageReported: true, CostUSD: ptr(0.003), CostSource: "provider", PriceCostUSD: ptr(0.004), ProviderCostUSD: ptr(0.003)},
+		{TicketID: id, RunID: run, Role: "maker", PromptTokens: 100, CostUSD: ptr(0.01), CostSource: "price_table", PriceCostUSD: ptr(0.01)},
+		{TicketID: id, RunID: run, Role: "maker", PromptTokens: 900, UsageEstimated: true, CostUSD: ptr(0.02), CostSource: "estimate", PriceCostUSD: ptr(0.02)},
+		{TicketID: id, RunID: run, Role: "judge", PromptTokens: 50, CostUSD: ptr(0.003), CostSource: "provider", PriceCostUSD: ptr(0.004), ProviderCostUSD: ptr(0.003)},
 	}
 	for _, c := range calls {
 		if _, err := b.s.RecordModelCall(b.ctx, c); err != nil {
@@ -84,7 +84,7 @@ func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("ModelCalls = %v, %v", got, err)
 	}
-	if got[1].UsageReported || got[1].CostSource != "estimate" || !got[0].UsageReported ||
+	if !got[1].UsageEstimated || got[1].CostSource != "estimate" || got[0].UsageEstimated ||
 		got[2].ProviderCostUSD == nil || *got[2].ProviderCostUSD != 0.003 || *got[2].PriceCostUSD != 0.004 {
 		t.Errorf("round trip = %+v", got)
 	}

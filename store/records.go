@@ -27,9 +27,9 @@ type ModelCall struct {
 	CompletionTokens int64    `json:"completion_tokens"`
 	ReasoningTokens  int64    `json:"reasoning_tokens"`
 	CostUSD          *float64 `json:"cost_usd"` // nil = unknown model price, never recorded as zero
-	// UsageReported is false when the server sent no usage and the token counts are
-	// estimates (then CostUSD is an estimate too).
-	UsageReported bool `json:"usage_reported"`
+	// UsageEstimated is true when the server sent no usage and the token counts are
+	// estimates (then CostUSD is an estimate too). Stored as usage_reported = 0.
+	UsageEstimated bool `json:"usage_estimated"`
 	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
 	CostSource      string        `json:"cost_source"`
 	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
@@ -89,7 +89,7 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			c.UsageReported, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD))
+			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD))
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)
-		c.UsageReported = reported != 0
+		c.UsageEstimated = reported == 0
 		c.Latency = time.Duration(latencyMS) * time.Millisecond
 		c.StartedAt = fromMS(started)
 		out = append(out, c)

@@ -209,13 +209,12 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 
 	start := c.clock.Now()
 	call := Call{
-		TicketID:      req.TicketID,
-		Attempt:       req.Attempt,
-		Role:          req.Role,
-		Model:         rc.Model,
-		Endpoint:      rc.Endpoint,
-		StartedAt:     start,
-		UsageReported: true,
+		TicketID:  req.TicketID,
+		Attempt:   req.Attempt,
+		Role:      req.Role,
+		Model:     rc.Model,
+		Endpoint:  rc.Endpoint,
+		StartedAt: start,
 	}
 	oreq := openai.ChatCompletionRequest{
 		Model:               rc.Model,
@@ -245,7 +244,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		call.Timeouts += st.timeouts
 		call.Usage = call.Usage.Add(u)
 		if st.estimated {
-			call.UsageReported = false
+			call.UsageEstimated = true
 		}
 		if err != nil {
 			call.ErrorClass = st.class
@@ -293,12 +292,12 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		call.ProviderCostUSD, call.CostUSD, call.CostSource = &v, &v, CostSourceProvider
 	case call.PriceCostUSD == nil:
 		call.CostSource = CostSourceUnknown
-	case !call.UsageReported:
+	case call.UsageEstimated:
 		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourceEstimate
 	default:
 		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourcePriceTable
 	}
-	out.Usage, out.CostUSD, out.UsageReported = call.Usage, call.CostUSD, call.UsageReported
+	out.Usage, out.CostUSD, out.UsageEstimated = call.Usage, call.CostUSD, call.UsageEstimated
 
 	if c.rec != nil {
 		if err := c.rec.RecordModelCall(context.WithoutCancel(ctx), call); err != nil {

@@ -139,7 +139,7 @@ func TestTruncatedBodyCounted(t *testing.T) {
 		t.Fatalf("Chat = %+v, %v after %d requests; want ok after a retry", resp, err, log.count())
 	}
 	rec := b.rec.all()[0]
-	if rec.UsageReported || rec.Usage.PromptTokens <= 100 || rec.CostSource != CostSourceEstimate || rec.Retries != 1 {
+	if !rec.UsageEstimated || rec.Usage.PromptTokens <= 100 || rec.CostSource != CostSourceEstimate || rec.Retries != 1 {
 		t.Errorf("recorded %+v\nwant the reported 100 prompt tokens plus the cut answer's estimated prompt, flagged estimated", rec)
 	}
 }

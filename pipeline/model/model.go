@@ -95,12 +95,12 @@ type Call struct {
 	Model    string
 	Endpoint string
 	Usage    Usage
-	// UsageReported is false when some answer of the call carried no usage block: its
+	// UsageEstimated is true when some answer of the call carried no usage block: its
 	// token counts are then estimated (see EstimateTokens) and its cost is an estimate.
-	UsageReported bool
+	UsageEstimated bool
 	// CostUSD is the figure budgets count: the provider's own reported cost when every
 	// answer carried one (OpenRouter usage.cost), else the price-table cost of Usage
-	// (an estimate when UsageReported is false). nil when neither is known: unknown is
+	// (an estimate when UsageEstimated). nil when neither is known: unknown is
 	// recorded as unknown, never as zero.
 	CostUSD *float64
 	// PriceCostUSD is the price-table figure, kept beside a provider-reported cost;
@@ -183,6 +183,6 @@ type Response struct {
 	FinishReason string
 	Usage        Usage
 	CostUSD      *float64
-	// UsageReported is false when Usage is an estimate (the server sent no usage).
-	UsageReported bool
+	// UsageEstimated is true when Usage is an estimate (the server sent no usage).
+	UsageEstimated bool
 }
