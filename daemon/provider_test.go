@@ -431,3 +431,25 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 		t.Errorf("took %s, want well under 30s", took)
 	}
 }
+
+// TestQuotaStopsNight: out of quota stops the night with a clear message; the ticket is
+// given back without burning its attempt.
+func TestQuotaStopsNight(t *testing.T) {
+	requirePytest(t)
+	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
+		if role == "maker" {
+			return 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}`
+		}
+		return 0, ""
+	}}
+	n, _ := shapedNight(t, 3, s, func(c *config.Config) { c.Night.Workers = 2 })
+	if !errors.Is(n.rep.Stopped, ErrQuota) || !strings.Contains(n.rep.Stopped.Error(), "exceeded your current quota") {
+		t.Fatalf("night stopped with %v, want ErrQuota with the server's words", n.rep.Stopped)
+	}
+	for id := int64(1); id <= 3; id++ {
+		tk, _ := n.store.Get(context.Background(), id)
+		if tk.State != store.StateQueued || tk.Attempts != 0 {
+			t.Errorf("ticket %d: %s with %d attempts, want queued with none burnt", id, tk.State, tk.Attempts)
+		}
+	}
+}

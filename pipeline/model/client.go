@@ -420,6 +420,16 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 	}
 }
 
+// cleanError shows an underlying error's text cleaned like a server message (go-openai
+// puts the whole server message in its error text) while keeping it for errors.As.
+type cleanError struct {
+	msg string
+	err error
+}
+
+func (e *cleanError) Error() string { return e.msg }
+func (e *cleanError) Unwrap() error { return e.err }
+
 // redact removes the endpoint's own key from a server message (some echo it back).
 func (c *Client) redact(ep *endpoint, msg string) string {
 	if ep.key != "" && len(ep.key) >= 6 {
@@ -463,6 +473,9 @@ func (c *Client) notify(s EndpointStatus) {
 // failure builds the error for a request that will not be retried. Every error keeps
 // the server's own words (cleaned: whitespace collapsed, keys removed, truncated).
 func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model string, f fault, attempts int, err error) error {
+	if err != nil {
+		err = &cleanError{msg: c.redact(ep, clean(err.Error())), err: err}
+	}
 	said := ""
 	if f.apiMsg != "" {
 		said = " (server said: " + f.apiMsg + ")"

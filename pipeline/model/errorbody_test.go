@@ -161,3 +161,33 @@ func FuzzParseErrorBody(f *testing.F) {
 		_ = classifyHTTP(200, se)
 	})
 }
+
+// TestSecretsNeverKept: a server that echoes the key (in JSON or plain text) never gets
+// it into the error, the record or the log.
+func TestSecretsNeverKept(t *testing.T) {
+	const key = "live-key-0123456789abcdef"
+	for _, body := range []string{
+		`{"error":{"message":"key ` + key + ` is not allowed on this deployment"}}`,
+		`upstream rejected Authorization: Bearer ` + key,
+	} {
+		srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(body))
+		})
+		t.Setenv("TICKETD_TEST_KEY", key)
+		cfg := testConfig(srv.URL)
+		cfg.Endpoints["local"] = Endpoint{BaseURL: srv.URL + "/v1", APIKeyEnv: "TICKETD_TEST_KEY"}
+		cfg.Retry.MaxRetries = 1
+		b := setup(t, cfg)
+		_, err := b.client.Chat(context.Background(), userMsg("x"))
+		rec := b.rec.all()[0]
+		for what, text := range map[string]string{"error": err.Error(), "record": rec.Error, "log": b.logs.String()} {
+			if strings.Contains(text, key) {
+				t.Errorf("the key is in the %s: %s", what, text)
+			}
+		}
+		if !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("err = %v, want the server's words with the key redacted", err)
+		}
+	}
+}
