@@ -294,8 +294,9 @@ func TestNoUsageNightCap(t *testing.T) {
 	assertNothingLost(t, n.store)
 }
 
-// TestContextOverflow500: a 500 whose body says the context is exceeded (some llama.cpp
-// builds) is not retried as a transport fault: the attempt fails with the server's words.
+// TestContextOverflow500: a 500 whose body says the context is exceeded (llama.cpp's
+// server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: the
+// attempt fails with the server's words.
 func TestContextOverflow500(t *testing.T) {
 	requirePytest(t)
 	var makerAsks atomic.Int64
@@ -304,14 +305,14 @@ func TestContextOverflow500(t *testing.T) {
 			return 0, ""
 		}
 		makerAsks.Add(1)
-		return 500, `{"error":{"code":500,"message":"the request exceeds the available context size, try increasing it","type":"server_error"}}`
+		return 500, `{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`
 	}}
 	n, _ := shapedNight(t, 1, s, func(c *config.Config) { c.Night.MaxAttempts = 1 })
 	tk, err := n.store.Get(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "context window") || !strings.Contains(tk.Reason, "exceeds the available context size") {
+	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "context window") || !strings.Contains(tk.Reason, "Context size has been exceeded.") {
 		t.Errorf("ticket = %s (%s), want escalated with the overflow and the server's words", tk.State, tk.Reason)
 	}
 	if m := makerAsks.Load(); m != 1 {

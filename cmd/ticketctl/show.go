@@ -203,8 +203,12 @@ func cmdShow(e *env, args []string) error {
 			fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
 			for _, name := range slices.Sorted(maps.Keys(roles)) {
 				r := roles[name]
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\n", name, r.Requests, r.PromptTokens, r.CachedTokens,
-					r.CompletionTokens, fmtShare(r.FirstRequestCachedShare), r.costText())
+				mark := ""
+				if r.EstimatedCalls > 0 {
+					mark = "~"
+				}
+				fmt.Fprintf(tw, "  %s\t%d\t%s%d\t%s%d\t%s%d\t%s%s\t%s\n", name, r.Requests, mark, r.PromptTokens, mark, r.CachedTokens,
+					mark, r.CompletionTokens, mark, fmtShare(r.FirstRequestCachedShare), r.costText())
 			}
 			if err := tw.Flush(); err != nil {
 				return err

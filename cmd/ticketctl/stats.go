@@ -190,6 +190,9 @@ func printStats(e *env, rep statsReport) error {
 			if !ok {
 				return "-"
 			}
+			if s.EstimatedCalls > 0 {
+				return "~" + fmtShare(v)
+			}
 			return fmtShare(v)
 		}})
 	}

@@ -78,7 +78,8 @@ type Client struct {
 type endpoint struct {
 	name     string
 	keyEnv   string
-	key      string // never logged; removed from any server message kept
+	key      string   // never logged; removed from any server message kept
+	secrets  []string // header_env values, removed likewise
 	baseURL  string
 	timeout  time.Duration
 	parallel *bool
@@ -140,12 +141,14 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 		for h, v := range ep.Headers {
 			wt.headers[h] = v
 		}
+		var secrets []string
 		for h, env := range ep.HeaderEnv {
 			v := os.Getenv(env)
 			if v == "" {
 				return nil, fmt.Errorf("models.endpoints.%s.header_env.%s: environment variable %s is empty or unset; export it", name, h, env)
 			}
 			wt.headers[h] = v
+			secrets = append(secrets, v)
 		}
 		for k, v := range ep.ExtraBody {
 			b, err := json.Marshal(v)
@@ -165,6 +168,7 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 			name:     name,
 			keyEnv:   ep.APIKeyEnv,
 			key:      key,
+			secrets:  secrets,
 			baseURL:  oc.BaseURL,
 			timeout:  cmpDuration(ep.Timeout, DefaultTimeout),
 			parallel: ep.ParallelToolCalls,
@@ -432,8 +436,10 @@ func (e *cleanError) Unwrap() error { return e.err }
 
 // redact removes the endpoint's own key from a server message (some echo it back).
 func (c *Client) redact(ep *endpoint, msg string) string {
-	if ep.key != "" && len(ep.key) >= 6 {
-		msg = strings.ReplaceAll(msg, ep.key, "[redacted]")
+	for _, k := range append([]string{ep.key}, ep.secrets...) {
+		if len(k) >= 6 {
+			msg = strings.ReplaceAll(msg, k, "[redacted]")
+		}
 	}
 	return msg
 }
