@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
@@ -39,9 +41,13 @@ type Daemon struct {
 
 // Causes recorded when a night stops work in flight.
 var (
-	ErrShutdown         = errors.New("ticketd is shutting down")
-	ErrWindowClosed     = errors.New("the night's run window closed")
-	ErrNightBudget      = errors.New("the night's dollar budget is spent")
+	ErrShutdown     = errors.New("ticketd is shutting down")
+	ErrWindowClosed = errors.New("the night's run window closed")
+	ErrNightBudget  = errors.New("the night's dollar budget is spent")
+	// ErrQuota stops a night whose model account is out of quota or credit.
+	ErrQuota = errors.New("a model account is out of quota or credit")
+	// ErrPreflight means an endpoint failed the start-of-night check; nothing was claimed.
+	ErrPreflight        = errors.New("model endpoint preflight failed")
 	errCancelRequested  = errors.New("cancel requested by an operator")
 	errLeaseLost        = errors.New("lease lost to another worker")
 	errHeartbeatFailing = errors.New("heartbeat kept failing")
@@ -56,7 +62,10 @@ type NightReport struct {
 	Intake   []intake.ScanReport
 	Touched  []int64 // tickets claimed during the night, in claim order
 	Dollars  float64
-	Stopped  error // why the night ended early, nil when the queue drained
+	// EstimatedDollars is the part of Dollars computed from estimated usage (servers
+	// that sent no usage).
+	EstimatedDollars float64
+	Stopped          error // why the night ended early, nil when the queue drained
 }
 
 func (d *Daemon) now() time.Time {
@@ -172,10 +181,19 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		log.Warn("night dollar budget spent: stopping", "limit_usd", cfg.Night.MaxDollars)
 		stopClaims(ErrNightBudget)
 		stopWork(ErrNightBudget)
+	}, quota: func(msg string) {
+		cause := fmt.Errorf("%w: %s", ErrQuota, msg)
+		log.Error("model account out of quota or credit: stopping the night", "err", msg)
+		stopClaims(cause)
+		stopWork(cause)
 	}}
-	client, err := model.New(cfg.Models, rec, log, d.ModelOptions...)
+	opts := append([]model.Option{model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
+	client, err := model.New(cfg.Models, rec, log, opts...)
 	if err != nil {
 		return rep, fmt.Errorf("model client: %w", err)
+	}
+	if err := client.Preflight(ctx); err != nil {
+		return rep, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	checks := d.Checks
 	if checks == nil {
@@ -196,6 +214,9 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt,
 		},
 		windowEnd: windowEnd,
+		gate:      client,
+		runID:     runID,
+		parkUntil: nextNight(cfg.Night.Schedule, windowEnd),
 	}
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
@@ -209,12 +230,37 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rep.Dollars = rec.Dollars()
+	rep.EstimatedDollars = rec.EstimatedDollars()
 	if cause := context.Cause(claimCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		rep.Stopped = cause
 	} else if ctx.Err() != nil {
 		rep.Stopped = fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))
 	}
-	log.Info("night finished", "run", runID, "tickets", len(rep.Touched), "cost_usd", rep.Dollars,
+	log.Info("night finished", "run", runID, "tickets", len(rep.Touched), "cost_usd", rep.Dollars, "estimated_cost_usd", rep.EstimatedDollars,
 		"took", rep.Finished.Sub(rep.Started).Round(time.Millisecond), "stopped", rep.Stopped)
 	return rep, nil
+}
+
+// Preflight checks every configured model endpoint with one cheap request (see
+// model.Client.Preflight), so `ticketd run` fails at start, with the server's own words,
+// instead of at the first night.
+func (d *Daemon) Preflight(ctx context.Context) error {
+	client, err := model.New(d.Config.Models, nil, d.logger(), d.ModelOptions...)
+	if err != nil {
+		return fmt.Errorf("model client: %w", err)
+	}
+	if err := client.Preflight(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	return nil
+}
+
+// nextNight is when a parked ticket may run again: the schedule's first tick after this
+// night's window closes (the window's end when the schedule cannot be read).
+func nextNight(schedule string, windowEnd time.Time) time.Time {
+	sched, err := cron.ParseStandard(schedule)
+	if err != nil {
+		return windowEnd
+	}
+	return sched.Next(windowEnd)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -9,17 +10,23 @@ import (
 )
 
 // callRecorder writes each model call to the store under the current night, and keeps the
-// night's running cost so the dollar budget is enforced without a query per call.
+// night's running cost so the dollar budget is enforced without a query per call. Estimated
+// costs (a server that sends no usage) count like reported ones: a budget that ignored
+// them could never trip.
 type callRecorder struct {
 	store *store.Store
 	runID int64
 
-	mu      sync.Mutex
-	dollars float64
+	mu        sync.Mutex
+	dollars   float64
+	estimated float64 // the part of dollars that rests on estimated usage
 	// over is called once when the night's dollars pass the limit (0 = no limit).
 	limit float64
 	over  func()
 	fired bool
+	// quota is called once when a call finds the account out of quota or credit.
+	quota      func(msg string)
+	quotaFired bool
 }
 
 var _ model.Recorder = (*callRecorder)(nil)
@@ -38,6 +45,10 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		CompletionTokens: c.Usage.CompletionTokens,
 		ReasoningTokens:  c.Usage.ReasoningTokens,
 		CostUSD:          c.CostUSD,
+		UsageEstimated:   c.UsageEstimated,
+		CostSource:       c.CostSource,
+		PriceCostUSD:     c.PriceCostUSD,
+		ProviderCostUSD:  c.ProviderCostUSD,
 		Latency:          c.Latency,
 		FinishReason:     c.FinishReason,
 		ErrorClass:       c.ErrorClass,
@@ -48,6 +59,9 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 	if c.CostUSD != nil {
 		r.mu.Lock()
 		r.dollars += *c.CostUSD
+		if c.CostSource == model.CostSourceEstimate {
+			r.estimated += *c.CostUSD
+		}
 		fire := r.limit > 0 && r.dollars >= r.limit && !r.fired
 		if fire {
 			r.fired = true
@@ -57,12 +71,46 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 			r.over()
 		}
 	}
+	if c.ErrorClass == model.ErrorClassQuota {
+		r.mu.Lock()
+		fire := !r.quotaFired
+		r.quotaFired = true
+		r.mu.Unlock()
+		if fire && r.quota != nil {
+			r.quota(c.Error)
+		}
+	}
 	return err
 }
 
-// Dollars is the night's model spend so far.
+// Dollars is the night's model spend so far, estimates included.
 func (r *callRecorder) Dollars() float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dollars
+}
+
+// EstimatedDollars is the part of Dollars computed from estimated usage.
+func (r *callRecorder) EstimatedDollars() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.estimated
+}
+
+// endpointLog returns the model client's endpoint observer for one night: it logs each
+// health change and keeps it in the store, where ticketctl stats reads it.
+func endpointLog(st *store.Store, runID int64, log *slog.Logger) func(model.EndpointStatus) {
+	return func(s model.EndpointStatus) {
+		if s.Down {
+			log.Warn("claims paused: model endpoint down", "endpoint", s.Name, "base_url", s.BaseURL,
+				"down_since", s.Since, "last_error", s.LastError, "next_probe", s.NextProbe)
+		} else {
+			log.Info("claims resume: model endpoint up again", "endpoint", s.Name, "base_url", s.BaseURL)
+		}
+		err := st.RecordEndpointEvent(context.Background(), store.EndpointEvent{RunID: runID, Endpoint: s.Name,
+			BaseURL: s.BaseURL, Down: s.Down, Since: s.Since, LastError: s.LastError})
+		if err != nil {
+			log.Error("record endpoint health", "endpoint", s.Name, "err", err)
+		}
+	}
 }

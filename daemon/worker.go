@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
@@ -24,6 +25,12 @@ type workerPool struct {
 	baselines *baselines
 	runner    *pipeline.Runner
 	windowEnd time.Time
+	// gate says which model endpoints are down; claims pause while any is (a ticket
+	// needs every role's endpoint). nil: never paused.
+	gate endpointGate
+	// runID and parkUntil park a ticket released too often for transport faults.
+	runID     int64
+	parkUntil time.Time
 
 	mu      sync.Mutex
 	touched []int64
@@ -43,10 +50,32 @@ func (w *workerPool) touchedIDs() []int64 {
 	return out
 }
 
+// endpointGate is the model client's breaker view; *model.Client implements it.
+type endpointGate interface {
+	Unavailable(ctx context.Context) []model.EndpointStatus
+}
+
+var _ endpointGate = (*model.Client)(nil)
+
 // loop claims and works tickets until there is nothing left to do in the window.
 func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 	log := w.log.With("worker", worker)
 	for claimCtx.Err() == nil {
+		if w.gate != nil {
+			if down := w.gate.Unavailable(claimCtx); len(down) > 0 {
+				wait, more := w.nextWork(claimCtx)
+				if !more {
+					return
+				}
+				for _, s := range down {
+					wait = min(wait, max(time.Until(s.NextProbe), 10*time.Millisecond))
+				}
+				if !sleep(claimCtx, wait) {
+					return
+				}
+				continue
+			}
+		}
 		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
 		if errors.Is(err, store.ErrNoTicket) {
 			wait, more := w.nextWork(claimCtx)
@@ -231,8 +260,11 @@ func commitMessage(t store.Ticket, out pipeline.Outcome) string {
 // (shutdown, window, dollars, a transport fault, a worktree that could not be made).
 func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error) {
 	kind := store.FailTransport
-	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed)) {
+	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed) || errors.Is(c, ErrQuota)) {
 		kind, cause = store.FailShutdown, c
+	}
+	if kind == store.FailTransport && w.park(ctx, log, lease, cause) {
+		return
 	}
 	if _, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error()}); err != nil {
 		log.Error("release ticket", "err", err)
@@ -293,4 +325,28 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 		close(done)
 		<-stopped
 	}
+}
+
+// park keeps a ticket released too often for transport faults tonight out of the queue
+// until the next night, so the queue moves on; it reports whether it parked the ticket.
+func (w *workerPool) park(ctx context.Context, log *slog.Logger, lease store.Lease, cause error) bool {
+	if w.runID == 0 || w.cfg.Night.MaxTransportReleases <= 0 {
+		return false
+	}
+	n, err := w.d.Store.TransportReleases(ctx, lease.Ticket.ID, w.runID)
+	if err != nil {
+		log.Warn("count transport releases", "err", err)
+		return false
+	}
+	if n < w.cfg.Night.MaxTransportReleases {
+		return false
+	}
+	reason := fmt.Sprintf("parked until the next night (%s): released %d times tonight for transport faults (night.max_transport_releases), last: %v",
+		w.parkUntil.UTC().Format(time.RFC3339), n, cause)
+	if _, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil, reason); err != nil {
+		log.Error("park ticket", "err", err)
+		return true
+	}
+	log.Warn("ticket parked", "until", w.parkUntil, "transport_releases", n, "reason", cause)
+	return true
 }

@@ -14,25 +14,32 @@ const maxPayload = 4 << 10
 
 // ModelCall is one request to a model endpoint, successful or not.
 type ModelCall struct {
-	ID               int64         `json:"id"`
-	TicketID         int64         `json:"ticket_id"`
-	RunID            int64         `json:"run_id"` // 0 when none
-	Attempt          int           `json:"attempt"`
-	Role             string        `json:"role"`
-	Model            string        `json:"model"`
-	Endpoint         string        `json:"endpoint"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CachedTokens     int64         `json:"cached_tokens"`
-	CacheWriteTokens int64         `json:"cache_write_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	ReasoningTokens  int64         `json:"reasoning_tokens"`
-	CostUSD          *float64      `json:"cost_usd"` // nil = unknown model price, never recorded as zero
-	Latency          time.Duration `json:"-"`
-	FinishReason     string        `json:"finish_reason"`
-	ErrorClass       string        `json:"error_class"` // "", "rate_limit", "server", "network", "timeout", "bad_request", ...
-	Error            string        `json:"error"`
-	Retries          int           `json:"retries"`
-	StartedAt        time.Time     `json:"started_at"`
+	ID               int64    `json:"id"`
+	TicketID         int64    `json:"ticket_id"`
+	RunID            int64    `json:"run_id"` // 0 when none
+	Attempt          int      `json:"attempt"`
+	Role             string   `json:"role"`
+	Model            string   `json:"model"`
+	Endpoint         string   `json:"endpoint"`
+	PromptTokens     int64    `json:"prompt_tokens"`
+	CachedTokens     int64    `json:"cached_tokens"`
+	CacheWriteTokens int64    `json:"cache_write_tokens"`
+	CompletionTokens int64    `json:"completion_tokens"`
+	ReasoningTokens  int64    `json:"reasoning_tokens"`
+	CostUSD          *float64 `json:"cost_usd"` // nil = unknown model price, never recorded as zero
+	// UsageEstimated is true when the server sent no usage and the token counts are
+	// estimates (then CostUSD is an estimate too). Stored as usage_reported = 0.
+	UsageEstimated bool `json:"usage_estimated"`
+	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
+	CostSource      string        `json:"cost_source"`
+	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
+	ProviderCostUSD *float64      `json:"provider_cost_usd"` // the provider's own reported cost
+	Latency         time.Duration `json:"-"`
+	FinishReason    string        `json:"finish_reason"`
+	ErrorClass      string        `json:"error_class"` // "", "rate_limit", "server", "network", "timeout", "bad_request", ...
+	Error           string        `json:"error"`
+	Retries         int           `json:"retries"`
+	StartedAt       time.Time     `json:"started_at"`
 }
 
 // MarshalJSON writes Latency as latency_s (seconds).
@@ -42,6 +49,21 @@ func (c ModelCall) MarshalJSON() ([]byte, error) {
 		plain
 		LatencyS float64 `json:"latency_s"`
 	}{plain(c), c.Latency.Seconds()})
+}
+
+func nullFloat(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func floatPtr(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	f := v.Float64
+	return &f
 }
 
 func nullID(id int64) any {
@@ -58,18 +80,16 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 	if started.IsZero() {
 		started = s.now()
 	}
-	var cost any
-	if c.CostUSD != nil {
-		cost = *c.CostUSD
-	}
 	err := s.write(ctx, "record model call", func(ctx context.Context, tx *sql.Tx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
-				latency_ms, finish_reason, error_class, error, retries, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				latency_ms, finish_reason, error_class, error, retries, started_at,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
-			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, cost,
-			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli())
+			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
+			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
+			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD))
 		if err != nil {
 			return err
 		}
@@ -85,7 +105,8 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
-			latency_ms, finish_reason, error_class, error, retries, started_at
+			latency_ms, finish_reason, error_class, error, retries, started_at,
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
@@ -94,20 +115,20 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 	out := []ModelCall{}
 	for rows.Next() {
 		var (
-			c         ModelCall
-			cost      sql.NullFloat64
-			latencyMS int64
-			started   sql.NullInt64
+			c                 ModelCall
+			cost, price, prov sql.NullFloat64
+			latencyMS         int64
+			started           sql.NullInt64
+			reported          int
 		)
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
-			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started); err != nil {
+			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
+			&reported, &c.CostSource, &price, &prov); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
-		if cost.Valid {
-			v := cost.Float64
-			c.CostUSD = &v
-		}
+		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)
+		c.UsageEstimated = reported == 0
 		c.Latency = time.Duration(latencyMS) * time.Millisecond
 		c.StartedAt = fromMS(started)
 		out = append(out, c)
@@ -309,6 +330,95 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// UsageEstimates counts, over all model calls (runID 0) or one run's, how many there were
+// and how many carried estimated usage (the server sent none), so reports can mark the
+// figures that rest on estimates.
+type UsageEstimates struct {
+	Calls          int     `json:"calls"`
+	EstimatedCalls int     `json:"estimated_calls"`
+	EstimatedUSD   float64 `json:"estimated_cost_usd"` // the part of the cost that is estimated
+	ProviderUSD    float64 `json:"provider_cost_usd"`  // the part the provider reported itself
+}
+
+// UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.
+func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates, error) {
+	var u UsageEstimates
+	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0),
+			coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0),
+			coalesce(sum(CASE WHEN cost_source = 'provider' THEN cost_usd END), 0)
+		FROM model_calls`
+	args := []any{}
+	if runID != 0 {
+		q += ` WHERE run_id = ?`
+		args = append(args, runID)
+	}
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
+		return u, fmt.Errorf("usage estimates of run %d: %w", runID, err)
+	}
+	return u, nil
+}
+
+// EndpointEvent is one change of a model endpoint's health seen by the circuit breaker:
+// marked down, still down after a failed probe, or up again.
+type EndpointEvent struct {
+	ID        int64     `json:"id"`
+	RunID     int64     `json:"run_id"`
+	Endpoint  string    `json:"endpoint"`
+	BaseURL   string    `json:"base_url"`
+	Down      bool      `json:"down"`
+	Since     time.Time `json:"since"` // down since, or up since
+	At        time.Time `json:"at"`
+	LastError string    `json:"last_error"` // truncated to 4 KiB
+}
+
+// RecordEndpointEvent appends e (ID ignored; At defaults to now).
+func (s *Store) RecordEndpointEvent(ctx context.Context, e EndpointEvent) error {
+	at := e.At
+	if at.IsZero() {
+		at = s.now()
+	}
+	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO endpoint_events (run_id, endpoint, base_url, down, since, at, last_error)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, nullID(e.RunID), e.Endpoint, e.BaseURL, e.Down, e.Since.UnixMilli(), at.UnixMilli(),
+			truncate(e.LastError, maxPayload))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record endpoint %s event: %w", e.Endpoint, err)
+	}
+	return nil
+}
+
+// EndpointEvents returns one run's endpoint events in order (runID 0: every run's).
+func (s *Store) EndpointEvents(ctx context.Context, runID int64) ([]EndpointEvent, error) {
+	q := `SELECT id, coalesce(run_id, 0), endpoint, base_url, down, since, at, last_error FROM endpoint_events`
+	args := []any{}
+	if runID != 0 {
+		q += ` WHERE run_id = ?`
+		args = append(args, runID)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint events of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	out := []EndpointEvent{}
+	for rows.Next() {
+		var e EndpointEvent
+		var down int
+		var since, at sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.RunID, &e.Endpoint, &e.BaseURL, &down, &since, &at, &e.LastError); err != nil {
+			return nil, fmt.Errorf("endpoint events of run %d: %w", runID, err)
+		}
+		e.Down, e.Since, e.At = down != 0, fromMS(since), fromMS(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("endpoint events of run %d: %w", runID, err)
 	}
 	return out, nil
 }

@@ -21,6 +21,10 @@ type spend struct {
 	ReasoningTokens  int64   `json:"reasoning_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
 	CostUnknown      bool    `json:"cost_unknown"` // some call's price is unknown: cost_usd is a lower bound
+	// EstimatedCalls sent no usage: their tokens (and costs) are estimates.
+	EstimatedCalls   int     `json:"estimated_calls"`
+	EstimatedCostUSD float64 `json:"estimated_cost_usd"` // the part of cost_usd that rests on estimates
+	ProviderCostUSD  float64 `json:"provider_cost_usd"`  // the part the provider reported itself
 	LatencyS         float64 `json:"latency_s"`
 }
 
@@ -36,10 +40,68 @@ func (s *spend) add(c store.ModelCall) {
 	s.ReasoningTokens += c.ReasoningTokens
 	if c.CostUSD != nil {
 		s.CostUSD += *c.CostUSD
+		switch c.CostSource {
+		case "estimate":
+			s.EstimatedCostUSD += *c.CostUSD
+		case "provider":
+			s.ProviderCostUSD += *c.CostUSD
+		}
 	} else {
 		s.CostUnknown = true
 	}
+	if c.UsageEstimated {
+		s.EstimatedCalls++
+	}
 	s.LatencyS += c.Latency.Seconds()
+}
+
+// tokensNote marks token totals that include estimates.
+func (s spend) tokensNote() string {
+	if s.EstimatedCalls == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (estimated for %d of %d calls: the server sent no usage)", s.EstimatedCalls, s.Requests)
+}
+
+// costText shows a total cost with its estimated and provider-reported parts marked.
+func (s spend) costText() string {
+	out := fmtCost(s.CostUSD, s.CostUnknown)
+	switch {
+	case s.EstimatedCostUSD > 0 && s.EstimatedCostUSD >= s.CostUSD-1e-12:
+		out += " (estimated)"
+	case s.EstimatedCostUSD > 0:
+		out += fmt.Sprintf(" (of which $%.4f estimated)", s.EstimatedCostUSD)
+	}
+	if s.ProviderCostUSD > 0 {
+		out += fmt.Sprintf(" ($%.4f as reported by the provider)", s.ProviderCostUSD)
+	}
+	return out
+}
+
+// callCost shows one call's cost: "unknown", "~$x (estimated)", "$x (provider; table $y)".
+func callCost(c store.ModelCall) string {
+	if c.CostUSD == nil {
+		return "unknown"
+	}
+	v := fmtCost(*c.CostUSD, false)
+	switch c.CostSource {
+	case "estimate":
+		return "~" + v + " (estimated)"
+	case "provider":
+		if c.PriceCostUSD != nil {
+			return fmt.Sprintf("%s (provider; table %s)", v, fmtCost(*c.PriceCostUSD, false))
+		}
+		return v + " (provider)"
+	}
+	return v
+}
+
+// callTokens shows a token count, marked "~" when estimated.
+func callTokens(c store.ModelCall, n int64) string {
+	if c.UsageEstimated {
+		return fmt.Sprintf("~%d", n)
+	}
+	return fmt.Sprint(n)
 }
 
 // roleFigures is one role's spend on a ticket plus how well its first request hit the cache:
@@ -115,9 +177,9 @@ func cmdShow(e *env, args []string) error {
 			{"reason", orDash(t.Reason)},
 			{"summary", orDash(clip(t.Summary, 200))},
 			{"model calls", fmt.Sprintf("%d (%d failed)", total.Requests, total.Failed)},
-			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d",
-				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens)},
-			{"cost", fmtCost(total.CostUSD, total.CostUnknown)},
+			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
+				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
+			{"cost", total.costText()},
 		}
 		if t.State == store.StateRunning {
 			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s until %s", orDash(t.LeaseOwner), fmtTime(t.LeaseExpiresAt))})
@@ -141,8 +203,12 @@ func cmdShow(e *env, args []string) error {
 			fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
 			for _, name := range slices.Sorted(maps.Keys(roles)) {
 				r := roles[name]
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\n", name, r.Requests, r.PromptTokens, r.CachedTokens,
-					r.CompletionTokens, fmtShare(r.FirstRequestCachedShare), fmtCost(r.CostUSD, r.CostUnknown))
+				mark := ""
+				if r.EstimatedCalls > 0 {
+					mark = "~"
+				}
+				fmt.Fprintf(tw, "  %s\t%d\t%s%d\t%s%d\t%s%d\t%s%s\t%s\n", name, r.Requests, mark, r.PromptTokens, mark, r.CachedTokens,
+					mark, r.CompletionTokens, mark, fmtShare(r.FirstRequestCachedShare), r.costText())
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -165,19 +231,20 @@ func cmdShow(e *env, args []string) error {
 			tw = e.table()
 			fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tERROR")
 			for i, c := range calls {
-				cost := "unknown"
-				if c.CostUSD != nil {
-					cost = fmtCost(*c.CostUSD, false)
-				}
+				cost := callCost(c)
 				errText := c.ErrorClass
 				if c.Retries > 0 {
 					errText = strings.TrimSpace(fmt.Sprintf("%s (%d retries)", c.ErrorClass, c.Retries))
 				}
-				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", i+1, c.Attempt, c.Role, c.Model,
-					c.PromptTokens, c.CachedTokens, c.CompletionTokens, cost, fmtDur(c.Latency), orDash(c.FinishReason), orDash(errText))
+				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, c.Attempt, c.Role, c.Model,
+					callTokens(c, c.PromptTokens), callTokens(c, c.CachedTokens), callTokens(c, c.CompletionTokens), cost,
+					fmtDur(c.Latency), orDash(c.FinishReason), orDash(errText))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if total.EstimatedCalls > 0 {
+				fmt.Fprintf(w, "  ~ estimated: the server sent no usage; tokens are ceil(bytes/4) of the request and answer, cost is those tokens at the price table\n")
 			}
 		}
 		fmt.Fprintf(e.stderr, "full timeline with tool calls: ticketctl logs %d\n", t.ID)

@@ -27,6 +27,13 @@ type statsJSON struct {
 	CachedTokens            int64               `json:"cached_tokens"`
 	CompletionTokens        int64               `json:"completion_tokens"`
 	FirstRequestCachedShare map[string]float64  `json:"first_request_cached_share"` // per role: sum(cached)/sum(prompt) of each ticket's first request of the role
+	// EstimatedCalls sent no usage: token figures include estimates; EstimatedCostUSD is
+	// the part of cost_usd priced from them, ProviderCostUSD the part providers reported.
+	EstimatedCalls   int     `json:"estimated_calls"`
+	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+	ProviderCostUSD  float64 `json:"provider_cost_usd"`
+	// Endpoints are the night's endpoint down periods (empty for the overall scope).
+	Endpoints []endpointJSON `json:"endpoints"`
 }
 
 // nightJSON is one run's figures.
@@ -98,12 +105,18 @@ func cmdStats(e *env, args []string) error {
 				return err
 			}
 			rep.Scope, rep.Run, rep.statsJSON = "run", &runs[i], fromStore(st)
+			if err := addEstimates(e.ctx, s, *runID, &rep.statsJSON); err != nil {
+				return err
+			}
 		} else {
 			st, err := s.Stats(e.ctx, 0)
 			if err != nil {
 				return err
 			}
 			rep.statsJSON = fromStore(st)
+			if err := addEstimates(e.ctx, s, 0, &rep.statsJSON); err != nil {
+				return err
+			}
 			if *nights > 0 {
 				runs, err := s.Runs(e.ctx, *nights)
 				if err != nil {
@@ -114,7 +127,11 @@ func cmdStats(e *env, args []string) error {
 					if err != nil {
 						return err
 					}
-					rep.Nights = append(rep.Nights, nightJSON{Run: r, statsJSON: fromStore(st)})
+					nj := nightJSON{Run: r, statsJSON: fromStore(st)}
+					if err := addEstimates(e.ctx, s, r.ID, &nj.statsJSON); err != nil {
+						return err
+					}
+					rep.Nights = append(rep.Nights, nj)
 				}
 			}
 		}
@@ -166,13 +183,14 @@ func printStats(e *env, rep statsReport) error {
 		{"success rate", func(s statsJSON) string { return fmtShare(s.SuccessRate) }},
 		{"attempts per ticket", func(s statsJSON) string { return fmt.Sprintf("%.2f", s.AttemptsPerTicket) }},
 		{"model requests per ticket", func(s statsJSON) string { return fmt.Sprintf("%.1f", s.ModelRequestsPerTicket) }},
-		{"cost", func(s statsJSON) string { return fmtCost(s.CostUSD, s.CostUnknown) }},
-		{"cost per done ticket", func(s statsJSON) string { return fmtCost(s.CostPerDoneTicketUSD, s.CostUnknown) }},
+		{"cost", func(s statsJSON) string { return costCell(s.CostUSD, s, true) }},
+		{"cost per done ticket", func(s statsJSON) string { return costCell(s.CostPerDoneTicketUSD, s, false) }},
 		{"duration P50", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP50S * float64(time.Second))) }},
 		{"duration P90", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP90S * float64(time.Second))) }},
-		{"prompt tokens", func(s statsJSON) string { return fmtTokens(s.PromptTokens) }},
-		{"cached tokens", func(s statsJSON) string { return fmtTokens(s.CachedTokens) }},
-		{"completion tokens", func(s statsJSON) string { return fmtTokens(s.CompletionTokens) }},
+		{"prompt tokens", func(s statsJSON) string { return tokensCell(s.PromptTokens, s) }},
+		{"cached tokens", func(s statsJSON) string { return tokensCell(s.CachedTokens, s) }},
+		{"completion tokens", func(s statsJSON) string { return tokensCell(s.CompletionTokens, s) }},
+		{"calls with estimated usage", func(s statsJSON) string { return fmt.Sprint(s.EstimatedCalls) }},
 	}
 	for _, role := range slices.Sorted(maps.Keys(roles)) {
 		rows = append(rows, struct {
@@ -182,6 +200,9 @@ func printStats(e *env, rep statsReport) error {
 			v, ok := s.FirstRequestCachedShare[role]
 			if !ok {
 				return "-"
+			}
+			if s.EstimatedCalls > 0 {
+				return "~" + fmtShare(v)
 			}
 			return fmtShare(v)
 		}})
@@ -210,6 +231,7 @@ func printStats(e *env, rep statsReport) error {
 	for _, id := range unsandboxed {
 		fmt.Fprintf(e.stderr, "warning: run %d: %s\n", id, sandbox.NoneWarning)
 	}
+	printHealth(e.stdout, rep)
 	if rep.Run == nil && len(rep.Nights) == 0 {
 		fmt.Fprintln(e.stderr, "no nights recorded yet: per-night columns appear after ticketd once or a scheduled night")
 	}

@@ -119,12 +119,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "ticketd once: %v\n", err)
 				return 1
 			}
-			fmt.Fprintf(stdout, "night %d: %d tickets worked, $%.4f, %s\n", rep.RunID, len(rep.Touched), rep.Dollars,
+			est := ""
+			if rep.EstimatedDollars > 0 {
+				est = fmt.Sprintf(" ($%.4f of it estimated: the server sent no usage)", rep.EstimatedDollars)
+			}
+			fmt.Fprintf(stdout, "night %d: %d tickets worked, $%.4f%s, %s\n", rep.RunID, len(rep.Touched), rep.Dollars, est,
 				rep.Finished.Sub(rep.Started).Round(time.Second))
 			if rep.Stopped != nil {
 				fmt.Fprintf(stdout, "stopped early: %v\n", rep.Stopped)
 			}
 			return 0
+		}
+		if err := d.Preflight(ctx); err != nil {
+			fmt.Fprintf(stderr, "ticketd run: %v\n", err)
+			return 1
 		}
 		if err := schedule(ctx, d, log); err != nil {
 			fmt.Fprintf(stderr, "ticketd run: %v\n", err)

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRun(t *testing.T) {
@@ -44,5 +47,41 @@ func TestRun(t *testing.T) {
 				t.Errorf("run(%q) stderr lacks %q:\n%s", tt.args, tt.wantStderr, stderr.String())
 			}
 		})
+	}
+}
+
+// TestOnceDeadEndpoint: `ticketd once` against an endpoint nobody listens on exits at once,
+// naming the endpoint's URL and the error, without working any ticket.
+func TestOnceDeadEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "app")
+	if err := os.MkdirAll(filepath.Join(dir, "issues"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	ln.Close() // nobody listens there now
+	cfg := filepath.Join(dir, "config.yaml")
+	text := "intake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
+		"    triage: {endpoint: local, model: m}\n    maker: {endpoint: local, model: m}\n    checker: {endpoint: local, model: m}\n    judge: {endpoint: local, model: m}\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"once", "--config", cfg, "--log-level", "error"}, &stdout, &stderr)
+	took := time.Since(start)
+	t.Logf("exit %d after %s\nstderr: %s", code, took, stderr.String())
+	if code != 1 || !strings.Contains(stderr.String(), url) || !strings.Contains(stderr.String(), "connection refused") {
+		t.Errorf("exit %d, stderr %q; want 1 naming %s and the refusal", code, stderr.String(), url)
+	}
+	if took > 30*time.Second {
+		t.Errorf("took %s, want under 30s", took)
 	}
 }

@@ -67,6 +67,9 @@ type Night struct {
 	// Grace is how long attempts still running when the window closes may go on before
 	// they are stopped, keeping their partial work, and released without spending an attempt.
 	Grace time.Duration `yaml:"grace"`
+	// MaxTransportReleases is how many times one ticket may be released for transport
+	// faults in a night before it is parked until the next night; default 3.
+	MaxTransportReleases int `yaml:"max_transport_releases"`
 }
 
 // Budget bounds one attempt at one ticket; the night's dollars are in Night.
@@ -122,6 +125,8 @@ const (
 	DefaultCompactAt   = 0.70
 	DefaultSchedule    = "0 1 * * *"
 	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
+	// DefaultMaxTransportReleases bounds transport releases of one ticket per night.
+	DefaultMaxTransportReleases = 3
 )
 
 // Default returns a configuration with every default filled in and no repositories. Parse
@@ -139,6 +144,8 @@ func Default() Config {
 			MaxAttempts:  DefaultMaxAttempts,
 			RetryBackoff: DefaultRetryBackoff,
 			Poll:         DefaultPoll,
+
+			MaxTransportReleases: DefaultMaxTransportReleases,
 		},
 		Budget: Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock,
 			CompactAt: DefaultCompactAt},
@@ -249,6 +256,9 @@ func (c Config) Validate() error {
 	}
 	if c.Night.Grace < 0 {
 		bad("night.grace: must be >= 0 (0 stops running attempts when the window closes), got %s", c.Night.Grace)
+	}
+	if c.Night.MaxTransportReleases < 1 {
+		bad("night.max_transport_releases: must be at least 1, got %d", c.Night.MaxTransportReleases)
 	}
 	if c.Night.MaxDollars < 0 {
 		bad("night.max_dollars: must be >= 0 (0 means no limit), got %g", c.Night.MaxDollars)

@@ -102,7 +102,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	server, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: 1, Latency: opts.Latency})
+	server, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: 1, Latency: opts.Latency, Models: []string{"gpt-4.1", "gpt-4.1-mini"}})
 	if err != nil {
 		return res, fmt.Errorf("start the scripted model: %w", err)
 	}

@@ -40,6 +40,14 @@ type options struct {
 	httpClient *http.Client
 	clock      Clock
 	jitter     func() float64
+	observer   func(EndpointStatus)
+}
+
+// WithEndpointObserver sets a function called whenever an endpoint is marked down, comes
+// back, or fails a probe, so the daemon can log it and keep it for ticketctl stats. It is
+// called on the goroutine that saw the change and must not block.
+func WithEndpointObserver(f func(EndpointStatus)) Option {
+	return func(o *options) { o.observer = f }
 }
 
 // WithHTTPClient sets the HTTP client whose transport carries the requests (wrapped by
@@ -64,14 +72,20 @@ type Client struct {
 	endpoints map[string]*endpoint
 	warm      *warmup
 	warned    sync.Map // model name -> struct{}: unknown-price warnings given
+	observer  func(EndpointStatus)
 }
 
 type endpoint struct {
-	name    string
-	keyEnv  string
-	baseURL string
-	timeout time.Duration
-	oc      *openai.Client
+	name     string
+	keyEnv   string
+	key      string   // never logged; removed from any server message kept
+	secrets  []string // header_env values, removed likewise
+	baseURL  string
+	timeout  time.Duration
+	parallel *bool
+	oc       *openai.Client
+	hc       *http.Client
+	brk      *breaker
 }
 
 // New checks cfg and prepares one go-openai client per endpoint a role uses, reading
@@ -93,12 +107,10 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 	if base == nil {
 		base = &http.Client{}
 	}
-	hc := *base
 	rt := base.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	hc.Transport = &wireTransport{base: rt}
 
 	c := &Client{
 		cfg:       cfg,
@@ -108,6 +120,7 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 		jitter:    o.jitter,
 		endpoints: make(map[string]*endpoint),
 		warm:      newWarmup(o.clock, cfg.WarmupWait),
+		observer:  o.observer,
 	}
 	for _, r := range Roles {
 		name := cfg.Roles[r].Endpoint
@@ -122,17 +135,46 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 				return nil, fmt.Errorf("models.endpoints.%s.api_key_env: environment variable %s is empty or unset; export it, or remove api_key_env for a server that needs no key", name, ep.APIKeyEnv)
 			}
 		}
+		wt := &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query,
+			delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
+			body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
+		for h, v := range ep.Headers {
+			wt.headers[h] = v
+		}
+		var secrets []string
+		for h, env := range ep.HeaderEnv {
+			v := os.Getenv(env)
+			if v == "" {
+				return nil, fmt.Errorf("models.endpoints.%s.header_env.%s: environment variable %s is empty or unset; export it", name, h, env)
+			}
+			wt.headers[h] = v
+			secrets = append(secrets, v)
+		}
+		for k, v := range ep.ExtraBody {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("models.endpoints.%s.extra_body.%s: %w", name, k, err)
+			}
+			wt.body.extra[k] = b
+		}
+		hc := *base
+		hc.Transport = wt
 		oc := openai.DefaultConfig(key)
 		if ep.BaseURL != "" {
 			oc.BaseURL = strings.TrimRight(ep.BaseURL, "/")
 		}
 		oc.HTTPClient = &hc
 		c.endpoints[name] = &endpoint{
-			name:    name,
-			keyEnv:  ep.APIKeyEnv,
-			baseURL: oc.BaseURL,
-			timeout: cmpDuration(ep.Timeout, DefaultTimeout),
-			oc:      openai.NewClientWithConfig(oc),
+			name:     name,
+			keyEnv:   ep.APIKeyEnv,
+			key:      key,
+			secrets:  secrets,
+			baseURL:  oc.BaseURL,
+			timeout:  cmpDuration(ep.Timeout, DefaultTimeout),
+			parallel: ep.ParallelToolCalls,
+			oc:       openai.NewClientWithConfig(oc),
+			hc:       &hc,
+			brk:      newBreaker(name, oc.BaseURL, cfg.Breaker, o.clock),
 		}
 	}
 	return c, nil
@@ -185,6 +227,9 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		MaxCompletionTokens: c.cfg.maxOutput(req.Role, rc.Model),
 		ReasoningEffort:     rc.ReasoningEffort,
 	}
+	if ep.parallel != nil && len(req.Tools) > 0 {
+		oreq.ParallelToolCalls = *ep.parallel
+	}
 	if req.JSON {
 		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
 	}
@@ -192,18 +237,38 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 
 	var out Response
 	var callErr error
-	for {
+	var providerCost float64
+	allProviderCost := true
+	if err := c.fitWindow(req.Role, rc, &oreq); err != nil {
+		call.ErrorClass, call.Error, callErr = ErrorClassContextOverflow, err.Error(), err
+	}
+	for callErr == nil {
 		resp, u, st, err := c.send(ctx, ep, req.Role, oreq, key, open)
 		call.Retries += st.retries
 		call.Timeouts += st.timeouts
 		call.Usage = call.Usage.Add(u)
+		if st.estimated {
+			call.UsageEstimated = true
+		}
 		if err != nil {
 			call.ErrorClass = st.class
 			call.Error = err.Error()
 			callErr = err
+			allProviderCost = false
 			break
 		}
+		if st.providerCost != nil {
+			providerCost += *st.providerCost
+		} else {
+			allProviderCost = false
+		}
 		choice := resp.Choices[0]
+		if choice.Message.Content == "" && len(choice.Message.MultiContent) > 0 {
+			for _, p := range choice.Message.MultiContent {
+				choice.Message.Content += p.Text
+			}
+		}
+		choice.Message.MultiContent = nil
 		if call.Continuations == 0 {
 			out.Message = choice.Message
 		} else {
@@ -224,8 +289,19 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	call.FinishReason = out.FinishReason
 	call.Latency = c.clock.Now().Sub(start)
-	call.CostUSD = c.cost(rc.Model, call.Usage)
-	out.Usage, out.CostUSD = call.Usage, call.CostUSD
+	call.PriceCostUSD = c.cost(rc.Model, call.Usage)
+	switch {
+	case allProviderCost && callErr == nil:
+		v := providerCost
+		call.ProviderCostUSD, call.CostUSD, call.CostSource = &v, &v, CostSourceProvider
+	case call.PriceCostUSD == nil:
+		call.CostSource = CostSourceUnknown
+	case call.UsageEstimated:
+		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourceEstimate
+	default:
+		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourcePriceTable
+	}
+	out.Usage, out.CostUSD, out.UsageEstimated = call.Usage, call.CostUSD, call.UsageEstimated
 
 	if c.rec != nil {
 		if err := c.rec.RecordModelCall(context.WithoutCancel(ctx), call); err != nil {
@@ -240,31 +316,94 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
+// fitWindow caps the output limit to what the role's context window leaves after the
+// estimated prompt (vLLM rejects prompt + max_tokens over max_model_len), and reports
+// ErrContextOverflow when less than MinOutputRoom would be left.
+func (c *Client) fitWindow(role Role, rc RoleConfig, oreq *openai.ChatCompletionRequest) error {
+	if rc.ContextWindow <= 0 {
+		return nil
+	}
+	b, err := json.Marshal(struct {
+		M []openai.ChatCompletionMessage `json:"messages"`
+		T []openai.Tool                  `json:"tools"`
+	}{oreq.Messages, oreq.Tools})
+	if err != nil {
+		return nil // go-openai will report it when sending
+	}
+	prompt := int(EstimateTokens(len(b)))
+	room := rc.ContextWindow - prompt
+	if room < MinOutputRoom {
+		return fmt.Errorf("models.roles.%s: %w: about %d prompt tokens leave %d of the %d-token context_window for the answer (at least %d needed)",
+			role, ErrContextOverflow, prompt, max(room, 0), rc.ContextWindow, MinOutputRoom)
+	}
+	oreq.MaxCompletionTokens = min(oreq.MaxCompletionTokens, room)
+	return nil
+}
+
+// ContextWindow is the role's configured context window in tokens, 0 when unknown; the
+// maker's compaction reads it.
+func (c *Client) ContextWindow(role Role) int { return c.cfg.Roles[role].ContextWindow }
+
 // sendStats describes the HTTP attempts behind one chat request.
 type sendStats struct {
 	retries, timeouts int
 	class             string // error class of the final failure
+	estimated         bool   // some usage was estimated (no usage block, or a truncated body)
+	providerCost      *float64
 }
 
-// send performs one chat request with retries of transport faults.
+// send performs one chat request with retries of transport faults. Transport faults
+// feed the endpoint's breaker; once it opens, the retries stop and the request fails
+// with ErrEndpointDown.
 func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.ChatCompletionRequest, key string, open func()) (openai.ChatCompletionResponse, Usage, sendStats, error) {
 	var st sendStats
+	var spent Usage // estimated usage of truncated answers, which may be billed
 	for n := 0; ; n++ {
+		if ep.brk.down() {
+			s := ep.brk.status()
+			st.class = ErrorClassEndpointDown
+			return openai.ChatCompletionResponse{}, spent, st, fmt.Errorf("models.roles.%s: endpoint %s (%s) down since %s after %d transport failures, last: %s: %w: %w",
+				role, ep.name, ep.baseURL, s.Since.UTC().Format(time.RFC3339), s.Failures, s.LastError, ErrEndpointDown, ErrTransport)
+		}
 		actx, cancel := context.WithTimeout(ctx, ep.timeout)
 		ws := &wireState{cacheKey: key, onResponse: open}
 		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
 		cancel()
-		if err == nil {
-			if len(resp.Choices) == 0 {
-				st.class = ErrorClassBadResponse
-				return resp, usageOf(resp.Usage, ws.extra), st, fmt.Errorf("models.roles.%s: %w: no choices in the answer from %s", role, ErrBadResponse, ep.baseURL)
+		if err == nil && len(resp.Choices) > 0 {
+			c.breakerSuccess(ep)
+			u := usageOf(resp.Usage, ws.info)
+			if !ws.info.usageReported {
+				u = estimateUsage(ws.reqBytes, resp.Choices[0].Message)
+				st.estimated = true
 			}
-			return resp, usageOf(resp.Usage, ws.extra), st, nil
+			st.providerCost = ws.info.providerCost
+			return resp, spent.Add(u), st, nil
 		}
-		f := classify(ctx, err, ws)
+		var f fault
+		switch {
+		case err == nil && ws.info.errObj != nil:
+			f = classifyHTTP(ws.status, *ws.info.errObj)
+			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil:
+			st.class = ErrorClassBadResponse
+			c.breakerSuccess(ep)
+			return resp, spent, st, fmt.Errorf("models.roles.%s: %w: no choices in the answer from %s", role, ErrBadResponse, ep.baseURL)
+		default:
+			f = classify(ctx, err, ws)
+		}
+		f.apiMsg = c.redact(ep, f.apiMsg)
 		st.class = f.class
-		if !f.retryable || n >= c.cfg.Retry.MaxRetries {
-			return resp, Usage{}, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+		if f.class == ErrorClassTruncated {
+			spent = spent.Add(Usage{PromptTokens: EstimateTokens(ws.reqBytes)})
+			st.estimated = true
+		}
+		if transportClass(f.class) {
+			c.breakerFailure(ep, f, err)
+		} else if f.class != ErrorClassCanceled && f.class != ErrorClassClient && f.class != ErrorClassRateLimit {
+			c.breakerSuccess(ep) // the server answered: it is up, whatever it thought of the request
+		}
+		if !f.retryable || n >= c.cfg.Retry.MaxRetries || ep.brk.down() {
+			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		}
 		st.retries++
 		if f.class == ErrorClassTimeout {
@@ -275,21 +414,86 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			delay = ra
 		}
 		c.log.Warn("model request failed, retrying", "role", string(role), "endpoint", ep.name,
-			"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay)
+			"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay, "server_said", f.apiMsg)
 		select {
 		case <-c.clock.After(delay):
 		case <-ctx.Done():
 			st.class = ErrorClassCanceled
-			return resp, Usage{}, st, fmt.Errorf("models.roles.%s: wait to retry: %w", role, ctx.Err())
+			return resp, spent, st, fmt.Errorf("models.roles.%s: wait to retry: %w", role, ctx.Err())
 		}
 	}
 }
 
-// failure builds the error for a request that will not be retried.
+// cleanError shows an underlying error's text cleaned like a server message (go-openai
+// puts the whole server message in its error text) while keeping it for errors.As.
+type cleanError struct {
+	msg string
+	err error
+}
+
+func (e *cleanError) Error() string { return e.msg }
+func (e *cleanError) Unwrap() error { return e.err }
+
+// redact removes the endpoint's own key from a server message (some echo it back).
+func (c *Client) redact(ep *endpoint, msg string) string {
+	for _, k := range append([]string{ep.key}, ep.secrets...) {
+		if len(k) >= 6 {
+			msg = strings.ReplaceAll(msg, k, "[redacted]")
+		}
+	}
+	return msg
+}
+
+func (c *Client) breakerFailure(ep *endpoint, f fault, err error) {
+	msg := f.class
+	if f.status != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", f.status)
+	}
+	if f.apiMsg != "" {
+		msg += ": " + f.apiMsg
+	} else if err != nil {
+		msg += ": " + c.redact(ep, clean(err.Error()))
+	}
+	if ep.brk.failure(msg) {
+		s := ep.brk.status()
+		c.log.Error("model endpoint down: requests to it stop until a probe passes", "endpoint", ep.name, "base_url", ep.baseURL,
+			"since", s.Since, "failures", s.Failures, "last_error", s.LastError, "next_probe", s.NextProbe)
+		c.notify(s)
+	}
+}
+
+func (c *Client) breakerSuccess(ep *endpoint) {
+	if ep.brk.success() {
+		s := ep.brk.status()
+		c.log.Info("model endpoint up again", "endpoint", ep.name, "base_url", ep.baseURL)
+		c.notify(s)
+	}
+}
+
+func (c *Client) notify(s EndpointStatus) {
+	if c.observer != nil {
+		c.observer(s)
+	}
+}
+
+// failure builds the error for a request that will not be retried. Every error keeps
+// the server's own words (cleaned: whitespace collapsed, keys removed, truncated).
 func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model string, f fault, attempts int, err error) error {
+	if err != nil {
+		err = &cleanError{msg: c.redact(ep, clean(err.Error())), err: err}
+	}
+	said := ""
+	if f.apiMsg != "" {
+		said = " (server said: " + f.apiMsg + ")"
+	}
 	switch f.class {
 	case ErrorClassCanceled:
 		return fmt.Errorf("models.roles.%s: %w", role, ctx.Err())
+	case ErrorClassContextOverflow:
+		return fmt.Errorf("models.roles.%s: %w (HTTP %d from %s)%s", role, ErrContextOverflow, f.status, ep.name, said)
+	case ErrorClassQuota:
+		return fmt.Errorf("models.roles.%s: %w (HTTP %d from %s at %s): add credit or raise the account's limit%s: %w",
+			role, ErrQuota, f.status, ep.name, ep.baseURL, said, ErrRejected)
 	case ErrorClassRejected:
 		hint := ""
 		switch f.status {
@@ -301,26 +505,26 @@ func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model str
 			}
 		case http.StatusNotFound:
 			hint = fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
-		case http.StatusTooManyRequests:
-			hint = ": the account is out of quota; check its billing"
+		case http.StatusBadRequest, http.StatusUnprocessableEntity:
+			hint = fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", ep.name)
 		}
-		msg := ""
-		if f.apiMsg != "" {
-			msg = " (server said: " + f.apiMsg + ")"
-		}
-		return fmt.Errorf("models.roles.%s: %w (%d)%s%s", role, ErrRejected, f.status, hint, msg)
+		return fmt.Errorf("models.roles.%s: %w (%d)%s%s", role, ErrRejected, f.status, said, hint)
 	case ErrorClassBadResponse:
 		return fmt.Errorf("models.roles.%s: %w from %s: %w", role, ErrBadResponse, ep.baseURL, err)
 	case ErrorClassClient:
 		return fmt.Errorf("models.roles.%s: request refused before sending: %w", role, err)
 	}
-	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s: %w: %w",
-		role, ep.name, ep.baseURL, attempts, f.class, ErrTransport, err)
+	if ep.brk.down() {
+		return fmt.Errorf("models.roles.%s: endpoint %s (%s) marked down after this request's %d attempts, last %s%s: %w: %w: %w",
+			role, ep.name, ep.baseURL, attempts, f.class, said, ErrEndpointDown, ErrTransport, err)
+	}
+	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
+		role, ep.name, ep.baseURL, attempts, f.class, said, ErrTransport, err)
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local
 // servers omit, plus the fields other providers add.
-func usageOf(u openai.Usage, x usageExtra) Usage {
+func usageOf(u openai.Usage, x answerInfo) Usage {
 	out := Usage{
 		PromptTokens:     int64(u.PromptTokens),
 		CompletionTokens: int64(u.CompletionTokens),

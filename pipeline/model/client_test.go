@@ -92,7 +92,6 @@ func TestUsageNilSafety(t *testing.T) {
 			Usage{PromptTokens: 1200, CompletionTokens: 80}},
 		{"details null", `{"prompt_tokens": 5, "completion_tokens": 2, "prompt_tokens_details": null, "completion_tokens_details": null}`,
 			Usage{PromptTokens: 5, CompletionTokens: 2}},
-		{"no usage at all", `null`, Usage{}},
 		{"openai with cache and reasoning", `{"prompt_tokens": 2048, "completion_tokens": 900, "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 640}}`,
 			Usage{PromptTokens: 2048, CachedTokens: 1920, CompletionTokens: 900, ReasoningTokens: 640}},
 		{"openrouter cache writes", `{"prompt_tokens": 3000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 2900}}`,

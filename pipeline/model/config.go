@@ -2,10 +2,12 @@ package model
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +30,21 @@ const (
 	CacheKeyAuto = "auto"
 	// CacheKeyOff sends no prompt_cache_key.
 	CacheKeyOff = "off"
+	// DefaultBreakerFailures is how many transport failures in a row mark an endpoint down.
+	DefaultBreakerFailures = 5
+	// DefaultProbeBase is the first wait before a down endpoint is probed; it doubles
+	// after each failed probe up to DefaultProbeMax.
+	DefaultProbeBase = 15 * time.Second
+	DefaultProbeMax  = 5 * time.Minute
+	// DefaultPreflightTimeout bounds each preflight request at start.
+	DefaultPreflightTimeout = 10 * time.Second
+)
+
+// The values of Endpoint.MaxTokensField.
+const (
+	MaxTokensFieldCompletion = "max_completion_tokens" // OpenAI's current field; the default
+	MaxTokensFieldMaxTokens  = "max_tokens"            // older servers (Ollama reads only this)
+	MaxTokensFieldBoth       = "both"                  // send both with the same value
 )
 
 // Endpoint is one OpenAI-compatible server.
@@ -40,6 +57,27 @@ type Endpoint struct {
 	APIKeyEnv string `yaml:"api_key_env"`
 	// Timeout bounds one HTTP request; default 5m.
 	Timeout time.Duration `yaml:"timeout"`
+	// PromptCacheKey, when false, never sends prompt_cache_key to this endpoint (NVIDIA
+	// NIM and Azure answer 400 to unknown parameters); default true, and the global
+	// models.prompt_cache_key: off turns it off everywhere.
+	PromptCacheKey *bool `yaml:"prompt_cache_key"`
+	// Headers are sent with every request, e.g. OpenRouter's HTTP-Referer and X-Title.
+	// Values are plain text in config: put secrets in HeaderEnv.
+	Headers map[string]string `yaml:"headers"`
+	// HeaderEnv maps a header name to the environment variable holding its value, for
+	// secrets (Azure's api-key). An unset variable is an error at start.
+	HeaderEnv map[string]string `yaml:"header_env"`
+	// Query parameters added to every request URL, e.g. Azure's api-version.
+	Query map[string]string `yaml:"query"`
+	// ExtraBody are static JSON fields added to every chat request (a field ticketd
+	// sets itself is never overridden), e.g. OpenRouter's provider routing.
+	ExtraBody map[string]any `yaml:"extra_body"`
+	// MaxTokensField names the output-limit field: max_completion_tokens (default),
+	// max_tokens (Ollama ignores the former), or both.
+	MaxTokensField string `yaml:"max_tokens_field"`
+	// ParallelToolCalls, when set, is sent as parallel_tool_calls with requests that
+	// offer tools; unset sends nothing (the server's default).
+	ParallelToolCalls *bool `yaml:"parallel_tool_calls"`
 }
 
 // RoleConfig maps a role to an endpoint and a model.
@@ -51,6 +89,27 @@ type RoleConfig struct {
 	// capped by the model's Price.MaxOutput when known, since providers reject a request
 	// above the model's limit.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// ContextWindow is the model's context in tokens as this endpoint serves it (vLLM's
+	// max_model_len, llama.cpp's --ctx-size); 0 unknown. When set, the output limit sent
+	// is capped to what is left after the (estimated) prompt, a prompt that leaves less
+	// than MinOutputRoom fails with ErrContextOverflow before sending, and compaction
+	// reads it (Client.ContextWindow).
+	ContextWindow int `yaml:"context_window"`
+}
+
+// MinOutputRoom is the fewest output tokens a request with a known context window must
+// leave room for; less is reported as ErrContextOverflow without sending.
+const MinOutputRoom = 256
+
+// BreakerConfig is the per-endpoint circuit breaker.
+type BreakerConfig struct {
+	// Failures in a row (5xx, resets, time-outs, truncated bodies; not 429s) that mark
+	// an endpoint down; default 5, negative disables the breaker.
+	Failures int `yaml:"failures"`
+	// ProbeBase is the first wait before probing a down endpoint; default 15s, doubling
+	// up to ProbeMax (default 5m).
+	ProbeBase time.Duration `yaml:"probe_base"`
+	ProbeMax  time.Duration `yaml:"probe_max"`
 }
 
 // Price is in USD per million tokens.
@@ -91,7 +150,17 @@ type Config struct {
 	// MaxContinuations bounds the finish_reason=length continuations; default 2,
 	// negative disables.
 	MaxContinuations int `yaml:"max_continuations"`
+	// Breaker marks an endpoint down after consecutive transport failures.
+	Breaker BreakerConfig `yaml:"breaker"`
+	// PreflightTimeout bounds each preflight request at start; default 10s.
+	PreflightTimeout time.Duration `yaml:"preflight_timeout"`
 }
+
+// reservedBody are the request fields ticketd sets itself; extra_body may not name them.
+var reservedBody = []string{"model", "messages", "tools", "tool_choice", "stream", "max_tokens",
+	"max_completion_tokens", "response_format", "prompt_cache_key", "reasoning_effort", "parallel_tool_calls"}
+
+var headerNameRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 var reasoningEfforts = []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max"}
 
@@ -115,6 +184,45 @@ func (c Config) Validate() error {
 		}
 		if strings.HasPrefix(ep.APIKeyEnv, "sk-") {
 			add("%s.api_key_env: holds what looks like a key itself; put the key in an environment variable and name the variable here", path)
+		}
+		for _, h := range slices.Sorted(maps.Keys(ep.Headers)) {
+			v := ep.Headers[h]
+			switch {
+			case !headerNameRe.MatchString(h):
+				add("%s.headers: %q is not a valid header name", path, h)
+			case looksSecret(h, v):
+				add("%s.headers.%s: looks like a secret; name an environment variable under header_env instead", path, h)
+			case strings.ContainsAny(v, "\r\n"):
+				add("%s.headers.%s: the value contains a line break", path, h)
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(ep.HeaderEnv)) {
+			if !headerNameRe.MatchString(h) {
+				add("%s.header_env: %q is not a valid header name", path, h)
+			}
+			if v := ep.HeaderEnv[h]; v == "" || strings.HasPrefix(v, "sk-") || strings.ContainsAny(v, " =") {
+				add("%s.header_env.%s: %q is not an environment variable name; write the variable's name, never its value", path, h, v)
+			}
+			if _, dup := ep.Headers[h]; dup {
+				add("%s.header_env.%s: also set under headers; keep one", path, h)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(ep.Query)) {
+			if k == "" {
+				add("%s.query: an empty parameter name", path)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(ep.ExtraBody)) {
+			if slices.Contains(reservedBody, k) {
+				add("%s.extra_body.%s: ticketd sets this field itself; use the dedicated setting (max_tokens_field, prompt_cache_key, parallel_tool_calls, models.roles)", path, k)
+			} else if _, err := json.Marshal(ep.ExtraBody[k]); err != nil {
+				add("%s.extra_body.%s: cannot be sent as JSON: %v", path, k, err)
+			}
+		}
+		switch ep.MaxTokensField {
+		case "", MaxTokensFieldCompletion, MaxTokensFieldMaxTokens, MaxTokensFieldBoth:
+		default:
+			add("%s.max_tokens_field: %q is not max_completion_tokens, max_tokens or both", path, ep.MaxTokensField)
 		}
 	}
 
@@ -147,6 +255,12 @@ func (c Config) Validate() error {
 		if rc.MaxOutputTokens < 0 {
 			add("%s.max_output_tokens: %d is negative", path, rc.MaxOutputTokens)
 		}
+		switch {
+		case rc.ContextWindow < 0:
+			add("%s.context_window: %d is negative", path, rc.ContextWindow)
+		case rc.ContextWindow > 0 && rc.ContextWindow < 2*MinOutputRoom:
+			add("%s.context_window: %d tokens is too small to hold a prompt and an answer; give the model's context length, e.g. 32768", path, rc.ContextWindow)
+		}
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(c.Prices)) {
@@ -160,6 +274,12 @@ func (c Config) Validate() error {
 	}
 	if c.WarmupWait < 0 {
 		add("models.warmup_wait: %s is negative", c.WarmupWait)
+	}
+	if c.Breaker.ProbeBase < 0 || c.Breaker.ProbeMax < 0 {
+		add("models.breaker: probe_base and probe_max must not be negative")
+	}
+	if c.PreflightTimeout < 0 {
+		add("models.preflight_timeout: %s is negative", c.PreflightTimeout)
 	}
 	return errors.Join(errs...)
 }
@@ -221,5 +341,17 @@ func (c Config) withDefaults() Config {
 	case c.MaxContinuations < 0:
 		c.MaxContinuations = 0
 	}
+	c.Breaker.Failures = cmp.Or(c.Breaker.Failures, DefaultBreakerFailures)
+	c.Breaker.ProbeBase = cmp.Or(c.Breaker.ProbeBase, DefaultProbeBase)
+	c.Breaker.ProbeMax = max(cmp.Or(c.Breaker.ProbeMax, DefaultProbeMax), c.Breaker.ProbeBase)
+	c.PreflightTimeout = cmp.Or(c.PreflightTimeout, DefaultPreflightTimeout)
 	return c
+}
+
+// looksSecret reports whether a static header value looks like a credential.
+func looksSecret(name, value string) bool {
+	n := strings.ToLower(name)
+	v := strings.ToLower(strings.TrimSpace(value))
+	return n == "authorization" || strings.Contains(n, "key") || strings.Contains(n, "token") || strings.Contains(n, "secret") ||
+		strings.HasPrefix(v, "bearer ") || strings.HasPrefix(v, "sk-")
 }

@@ -46,6 +46,19 @@ var (
 	// ErrBadResponse means the endpoint answered 2xx with something that is not a chat
 	// completion (no choices, or a body that is not JSON).
 	ErrBadResponse = errors.New("model endpoint sent an unusable response")
+	// ErrContextOverflow means the conversation no longer fits the model's context window,
+	// whatever shape the server said it in (OpenAI's context_length_exceeded, vLLM's flat
+	// 400, llama.cpp's exceed_context_size_error, a 500 whose text says so), or the
+	// role's context_window says so before sending. It is the ticket's problem, never a
+	// transport fault: compact the conversation, or fail the attempt.
+	ErrContextOverflow = errors.New("the conversation exceeds the model's context window")
+	// ErrQuota means the account is out of quota or credit (OpenAI insufficient_quota,
+	// HTTP 402). Nothing else will succeed on that account tonight: stop the night. It
+	// also matches ErrRejected.
+	ErrQuota = errors.New("the model account is out of quota or credit")
+	// ErrEndpointDown means the endpoint's circuit breaker is open after consecutive
+	// transport failures; the request was not sent. It also matches ErrTransport.
+	ErrEndpointDown = errors.New("model endpoint is marked down")
 )
 
 // Usage is what one call consumed, normalised across providers.
@@ -82,9 +95,22 @@ type Call struct {
 	Model    string
 	Endpoint string
 	Usage    Usage
-	// CostUSD is nil when the model has no price: unknown is recorded as unknown,
-	// never as zero.
+	// UsageEstimated is true when some answer of the call carried no usage block: its
+	// token counts are then estimated (see EstimateTokens) and its cost is an estimate.
+	UsageEstimated bool
+	// CostUSD is the figure budgets count: the provider's own reported cost when every
+	// answer carried one (OpenRouter usage.cost), else the price-table cost of Usage
+	// (an estimate when UsageEstimated). nil when neither is known: unknown is
+	// recorded as unknown, never as zero.
 	CostUSD *float64
+	// PriceCostUSD is the price-table figure, kept beside a provider-reported cost;
+	// nil when the model has no price.
+	PriceCostUSD *float64
+	// ProviderCostUSD is the cost the provider reported itself, nil when it reported none.
+	ProviderCostUSD *float64
+	// CostSource says where CostUSD came from: CostSourceProvider, CostSourcePriceTable,
+	// CostSourceEstimate, or CostSourceUnknown.
+	CostSource string
 	// Latency runs from the first byte sent (after any warm-up wait) to the end of the
 	// call, retries, backoff and continuations included.
 	Latency      time.Duration
@@ -111,6 +137,22 @@ const (
 	ErrorClassBadResponse = "bad_response" // 2xx that is not a completion
 	ErrorClassCanceled    = "canceled"     // the caller's context ended
 	ErrorClassClient      = "client"       // refused before sending (library validation)
+	// ErrorClassContextOverflow: the prompt does not fit the model's context (any status).
+	ErrorClassContextOverflow = "context_overflow"
+	// ErrorClassQuota: out of quota or credit (402, insufficient_quota).
+	ErrorClassQuota = "quota"
+	// ErrorClassTruncated: a 2xx body cut mid-way; the provider may have billed it.
+	ErrorClassTruncated = "truncated"
+	// ErrorClassEndpointDown: not sent, the endpoint's circuit breaker is open.
+	ErrorClassEndpointDown = "endpoint_down"
+)
+
+// Where Call.CostUSD came from.
+const (
+	CostSourceProvider   = "provider"    // the provider's own usage.cost
+	CostSourcePriceTable = "price_table" // reported usage × models.prices
+	CostSourceEstimate   = "estimate"    // estimated usage × models.prices
+	CostSourceUnknown    = "unknown"     // no price and no provider cost
 )
 
 // Recorder stores call records (the store's model_calls table). It is called with a
@@ -141,4 +183,6 @@ type Response struct {
 	FinishReason string
 	Usage        Usage
 	CostUSD      *float64
+	// UsageEstimated is true when Usage is an estimate (the server sent no usage).
+	UsageEstimated bool
 }

@@ -31,44 +31,30 @@ type fault struct {
 
 // classify sorts an error from go-openai into an error class. parent is the caller's
 // context: when it has ended, the failure is a cancellation, not a fault of the endpoint.
+// The HTTP status and raw body come from the wire (ws): go-openai wraps a body whose
+// error is a string, or that is not JSON, in a RequestError around an empty APIError, so
+// its own values lose the server's words.
 func classify(parent context.Context, err error, ws *wireState) fault {
 	if parent.Err() != nil {
 		return fault{class: ErrorClassCanceled}
 	}
-	status, msg, code := 0, "", ""
+	if ws != nil && ws.status >= 400 {
+		return classifyHTTP(ws.status, parseErrorBody(ws.errBody))
+	}
+	if ws != nil && ws.truncated {
+		return fault{class: ErrorClassTruncated, retryable: true, status: ws.status}
+	}
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
-	case errors.As(err, &apiErr):
-		status, msg = apiErr.HTTPStatusCode, apiErr.Message
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode >= 400:
+		return classifyHTTP(reqErr.HTTPStatusCode, parseErrorBody(reqErr.Body))
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode >= 400:
+		se := serverError{msg: clean(apiErr.Message), typ: apiErr.Type, found: true}
 		if s, ok := apiErr.Code.(string); ok {
-			code = s
+			se.code = s
 		}
-		code += " " + apiErr.Type
-	case errors.As(err, &reqErr):
-		status, msg = reqErr.HTTPStatusCode, strings.TrimSpace(string(reqErr.Body))
-		if len(msg) > 300 {
-			msg = msg[:300] + "..."
-		}
-	}
-	if status == 0 && ws != nil && ws.status >= 400 {
-		status = ws.status
-	}
-	if status != 0 {
-		f := fault{status: status, apiMsg: msg}
-		switch {
-		case status == http.StatusTooManyRequests && strings.Contains(code, "insufficient_quota"):
-			f.class = ErrorClassRejected // out of credit: waiting does not help
-		case status == http.StatusTooManyRequests:
-			f.class, f.retryable = ErrorClassRateLimit, true
-		case status == http.StatusRequestTimeout:
-			f.class, f.retryable = ErrorClassTimeout, true
-		case status == http.StatusConflict || status >= 500:
-			f.class, f.retryable = ErrorClassServer, true
-		default:
-			f.class = ErrorClassRejected
-		}
-		return f
+		return classifyHTTP(apiErr.HTTPStatusCode, se)
 	}
 
 	var netErr net.Error
@@ -86,6 +72,17 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 		return fault{class: ErrorClassBadResponse}
 	}
 	return fault{class: ErrorClassClient}
+}
+
+// transportClass reports whether a fault class says the endpoint itself is failing (the
+// circuit breaker counts these). A 429 is a live server asking to slow down; it is
+// waited out with its Retry-After, not counted.
+func transportClass(class string) bool {
+	switch class {
+	case ErrorClassServer, ErrorClassNetwork, ErrorClassTimeout, ErrorClassTruncated:
+		return true
+	}
+	return false
 }
 
 // backoff is the wait before retry number n (1-based): exponential from base, capped

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,17 +12,37 @@ import (
 	"sync"
 )
 
-// wireTransport shapes chat-completion requests on the wire, where go-openai cannot:
+// maxErrorBody bounds how much of an error answer is read to find the server's words.
+const maxErrorBody = 64 << 10
+
+// wireTransport shapes chat-completion requests and answers on the wire, where go-openai
+// cannot, for one endpoint:
 //
-//   - it adds prompt_cache_key, which go-openai's ChatCompletionRequest lacks;
-//   - it adds "content": "" to messages serialised without content (an assistant turn
-//     that only carries tool calls, an empty tool result), which some compatible
-//     servers reject;
-//   - it reports back what go-openai's error values drop: the status, Retry-After, and
-//     usage fields of other providers (cache writes), through the per-attempt wireState
+//   - it adds prompt_cache_key (go-openai's ChatCompletionRequest lacks it), the
+//     endpoint's extra_body fields, and renames max_completion_tokens as the endpoint's
+//     max_tokens_field asks;
+//   - it replays the conversation in a shape strict servers accept: "content": "" on
+//     messages serialised without content (an assistant turn that only carries tool
+//     calls), no reasoning_content (DeepSeek answers 400 when it is sent back), no
+//     streaming-only tool call index, a tool_call_id on every tool result;
+//   - it adds the endpoint's headers and query parameters;
+//   - it normalises answers go-openai would misread (content as an array of parts,
+//     arguments as an object, tool calls without an id or type) and reports back what
+//     go-openai's values drop: the status, the raw error body, Retry-After, whether usage
+//     was sent, and usage fields of other providers, through the per-attempt wireState
 //     found in the request's context.
 type wireTransport struct {
-	base http.RoundTripper
+	base     http.RoundTripper
+	headers  map[string]string // resolved values, secrets included: never logged
+	query    map[string]string
+	body     bodyOptions
+	delCache bool // the endpoint takes no prompt_cache_key
+}
+
+// bodyOptions are the per-endpoint changes to a chat request body.
+type bodyOptions struct {
+	maxTokensField string                     // MaxTokensField*
+	extra          map[string]json.RawMessage // extra_body, marshalled once
 }
 
 type wireKey struct{}
@@ -34,15 +55,11 @@ type wireState struct {
 
 	status     int
 	retryAfter string // Retry-After, or "<n>ms" from retry-after-ms
-	extra      usageExtra
+	errBody    []byte // the body of a >= 400 answer (bounded)
+	truncated  bool   // a 2xx body that ended early
+	reqBytes   int    // the request body as sent, for usage estimates
+	info       answerInfo
 	once       sync.Once
-}
-
-// usageExtra holds usage fields outside OpenAI's schema.
-type usageExtra struct {
-	cacheWrite int64 // prompt_tokens_details.cache_write_tokens or usage.cache_creation_input_tokens
-	cacheHit   int64 // usage.prompt_cache_hit_tokens (DeepSeek), used when details are absent
-	hasHit     bool
 }
 
 func withWire(ctx context.Context, ws *wireState) context.Context {
@@ -57,24 +74,39 @@ func (ws *wireState) responded() {
 
 func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ws, _ := req.Context().Value(wireKey{}).(*wireState)
-	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if len(t.query) > 0 {
+		q := req.URL.Query()
+		for k, v := range t.query {
+			q.Set(k, v)
+		}
+		req.URL.RawQuery = q.Encode()
+	}
+	chat := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil
+	turn := 0
+	if chat {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("read chat request body: %w", err)
 		}
 		key := ""
-		if ws != nil {
+		if ws != nil && !t.delCache {
 			key = ws.cacheKey
 		}
-		body, err = rewriteChatBody(body, key)
+		body, turn, err = rewriteChatBody(body, key, t.body)
 		if err != nil {
 			return nil, err
 		}
-		req = req.Clone(req.Context())
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		if ws != nil {
+			ws.reqBytes = len(body)
+		}
 	}
 
 	resp, err := t.base.RoundTrip(req)
@@ -90,81 +122,133 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if ms := resp.Header.Get("Retry-After-Ms"); ms != "" {
 		ws.retryAfter = ms + "ms"
 	}
-	if resp.StatusCode/100 != 2 {
+	if resp.StatusCode >= 400 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		ws.errBody = data
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		resp.ContentLength = int64(len(data))
 		return resp, nil
 	}
-	// Read the body here so that a reset or time-out mid-body is a transport error and
-	// the usage fields go-openai does not know can be picked up.
+	if resp.StatusCode/100 != 2 || !chat {
+		return resp, nil
+	}
+	// Read the body here so that a reset or time-out mid-body is seen, and the answer can
+	// be normalised before go-openai reads it.
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return nil, fmt.Errorf("read chat response body: %w", err)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ws.truncated = true
+		}
+		return nil, fmt.Errorf("read chat response body (%d bytes before it ended): %w", len(data), err)
 	}
-	ws.extra = parseUsageExtra(data)
+	data, ws.info = normalizeAnswer(data, turn)
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 
-// rewriteChatBody adds prompt_cache_key (when key is not empty) and an empty content to
-// messages serialised without one. Keys are re-emitted in sorted order, so the body is
-// deterministic for a given request.
-func rewriteChatBody(body []byte, key string) ([]byte, error) {
+// rewriteChatBody adds prompt_cache_key (when key is not empty) and the endpoint's body
+// options, and replays messages in the strict shape (see wireTransport). It returns the
+// number of messages, which seeds the ids synthesised for the answer's tool calls. Keys
+// are re-emitted in sorted order, so the body is deterministic for a given request.
+func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, int, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
+		return nil, 0, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
+	}
+	if top == nil {
+		return nil, 0, errors.New("rewrite chat request body: null instead of an object")
+	}
+	for k, v := range o.extra {
+		if _, set := top[k]; !set {
+			top[k] = v
+		}
 	}
 	if key != "" {
 		k, _ := json.Marshal(key)
 		top["prompt_cache_key"] = k
 	}
+	if n, ok := top["max_completion_tokens"]; ok {
+		switch o.maxTokensField {
+		case MaxTokensFieldMaxTokens:
+			delete(top, "max_completion_tokens")
+			top["max_tokens"] = n
+		case MaxTokensFieldBoth:
+			top["max_tokens"] = n
+		}
+	}
+	turn := 0
 	if raw, ok := top["messages"]; ok {
 		var msgs []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &msgs); err != nil {
-			return nil, fmt.Errorf("rewrite chat request body: messages: %w", err)
+			return nil, 0, fmt.Errorf("rewrite chat request body: messages: %w", err)
 		}
-		changed := false
-		for _, m := range msgs {
-			if _, has := m["content"]; !has {
-				m["content"] = json.RawMessage(`""`)
-				changed = true
-			}
-		}
-		if changed {
+		turn = len(msgs)
+		if replayShape(msgs) {
 			b, err := json.Marshal(msgs)
 			if err != nil {
-				return nil, fmt.Errorf("rewrite chat request body: %w", err)
+				return nil, 0, fmt.Errorf("rewrite chat request body: %w", err)
 			}
 			top["messages"] = b
 		}
 	}
-	return json.Marshal(top)
+	out, err := json.Marshal(top)
+	return out, turn, err
 }
 
-// parseUsageExtra reads the usage fields that go-openai's Usage lacks. Absent or
-// malformed fields read as zero: accounting falls back to what go-openai parsed.
-func parseUsageExtra(data []byte) usageExtra {
-	var r struct {
-		Usage *struct {
-			PromptTokensDetails *struct {
-				CacheWriteTokens *int64 `json:"cache_write_tokens"`
-			} `json:"prompt_tokens_details"`
-			CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-			PromptCacheHitTokens     *int64 `json:"prompt_cache_hit_tokens"`
-		} `json:"usage"`
+// replayShape fixes messages in place and reports whether it changed any.
+func replayShape(msgs []map[string]json.RawMessage) bool {
+	changed := false
+	var pending []string // ids of the last assistant turn's tool calls, in order
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if _, has := m["content"]; !has {
+			m["content"] = json.RawMessage(`""`)
+			changed = true
+		}
+		if _, has := m["reasoning_content"]; has {
+			delete(m, "reasoning_content")
+			changed = true
+		}
+		var role string
+		_ = json.Unmarshal(m["role"], &role)
+		switch role {
+		case "assistant":
+			pending = pending[:0]
+			var calls []map[string]json.RawMessage
+			if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
+				continue
+			}
+			for _, c := range calls {
+				if _, has := c["index"]; has {
+					delete(c, "index")
+					changed = true
+				}
+				var id string
+				_ = json.Unmarshal(c["id"], &id)
+				pending = append(pending, id)
+			}
+			if changed {
+				b, _ := json.Marshal(calls)
+				m["tool_calls"] = b
+			}
+		case "tool":
+			var id string
+			_ = json.Unmarshal(m["tool_call_id"], &id)
+			if id == "" && len(pending) > 0 && pending[0] != "" {
+				b, _ := json.Marshal(pending[0])
+				m["tool_call_id"] = b
+				changed = true
+			}
+			if len(pending) > 0 {
+				pending = pending[1:]
+			}
+		}
 	}
-	var x usageExtra
-	if json.Unmarshal(data, &r) != nil || r.Usage == nil {
-		return x
-	}
-	u := r.Usage
-	if d := u.PromptTokensDetails; d != nil && d.CacheWriteTokens != nil {
-		x.cacheWrite = max(*d.CacheWriteTokens, 0)
-	} else if u.CacheCreationInputTokens != nil {
-		x.cacheWrite = max(*u.CacheCreationInputTokens, 0)
-	}
-	if u.PromptCacheHitTokens != nil {
-		x.cacheHit, x.hasHit = max(*u.PromptCacheHitTokens, 0), true
-	}
-	return x
+	return changed
 }

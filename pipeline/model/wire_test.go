@@ -140,12 +140,12 @@ func TestRewriteChatBody(t *testing.T) {
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"model":"m","prompt_cache_key":"k"}`},
 	}
 	for _, tt := range tests {
-		got, err := rewriteChatBody([]byte(tt.in), tt.key)
+		got, _, err := rewriteChatBody([]byte(tt.in), tt.key, bodyOptions{})
 		if err != nil || string(got) != tt.want {
 			t.Errorf("rewriteChatBody(%s, %q) =\n%s, %v\nwant\n%s", tt.in, tt.key, got, err, tt.want)
 		}
 	}
-	if _, err := rewriteChatBody([]byte(`[1]`), "k"); err == nil {
+	if _, _, err := rewriteChatBody([]byte(`[1]`), "k", bodyOptions{}); err == nil {
 		t.Error("rewriteChatBody of a JSON array: want an error")
 	}
 }
@@ -155,7 +155,7 @@ func FuzzRewriteChatBody(f *testing.F) {
 	f.Add([]byte(`{"messages":null}`), "")
 	f.Add([]byte(`{"messages":[{}],"x":"\u003c"}`), "k")
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		out, err := rewriteChatBody(body, key)
+		out, _, err := rewriteChatBody(body, key, bodyOptions{})
 		if err != nil {
 			return
 		}
@@ -195,7 +195,7 @@ func BenchmarkRewriteChatBody(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := rewriteChatBody(body, "ticketd-maker-v1"); err != nil {
+		if _, _, err := rewriteChatBody(body, "ticketd-maker-v1", bodyOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,117 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// TestAnswerShapes feeds answer shapes compatible servers really send and checks what the
+// maker gets back, and that the next request replays it in a shape strict servers take.
+func TestAnswerShapes(t *testing.T) {
+	tests := []struct {
+		name, source string
+		message      string // the answer's message object
+		wantContent  string
+		wantArgs     string
+		wantSynthID  bool
+	}{
+		{"tool call without id", "local servers (llama.cpp builds, LocalAI) that send no id; issue 10",
+			`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}}]}`,
+			"", `{"paths":["a.py"]}`, true},
+		{"content as parts", "OpenAI-style content parts from gateways; issue 10",
+			`{"role":"assistant","content":[{"type":"text","text":"Hello, "},{"type":"text","text":"world."}]}`,
+			"Hello, world.", "", false},
+		{"arguments as object", "Ollama-style arguments object; issue 10",
+			`{"role":"assistant","content":"","tool_calls":[{"id":"c9","function":{"name":"read_files","arguments":{"paths":["b.py"]}}}]}`,
+			"", `{"paths":["b.py"]}`, false},
+		{"vllm content null with tool calls", "vLLM tool calling: content null beside tool_calls",
+			`{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"chatcmpl-tool-1","type":"function","function":{"name":"read_files","arguments":"{}"}}]}`,
+			"", `{}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+tt.message+`,"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			req := userMsg("fix it")
+			resp, err := b.client.Chat(context.Background(), req)
+			if err != nil {
+				t.Fatalf("Chat: %v (source: %s)", err, tt.source)
+			}
+			m := resp.Message
+			if m.Content != tt.wantContent || len(m.MultiContent) != 0 {
+				t.Errorf("content = %q (parts %v), want %q", m.Content, m.MultiContent, tt.wantContent)
+			}
+			if tt.wantArgs == "" {
+				return
+			}
+			if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Arguments != tt.wantArgs || m.ToolCalls[0].ID == "" || m.ToolCalls[0].Type != "function" {
+				t.Fatalf("tool calls = %+v, want one with arguments %s, an id and type function", m.ToolCalls, tt.wantArgs)
+			}
+			if tt.wantSynthID && !strings.HasPrefix(m.ToolCalls[0].ID, "call_") {
+				t.Errorf("id = %q, want a synthetic call_ id", m.ToolCalls[0].ID)
+			}
+			// the same answer gets the same id (stable for the prompt cache)
+			again, _ := b.client.Chat(context.Background(), req)
+			if again.Message.ToolCalls[0].ID != m.ToolCalls[0].ID {
+				t.Errorf("ids differ between identical answers: %q, %q", m.ToolCalls[0].ID, again.Message.ToolCalls[0].ID)
+			}
+			// replay: the assistant turn and the tool result carry the id
+			next := req
+			next.Messages = append(next.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "ok"})
+			if _, err := b.client.Chat(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			msgs := log.body(t, log.count()-1)["messages"].([]any)
+			a, tool := msgs[1].(map[string]any), msgs[2].(map[string]any)
+			calls := a["tool_calls"].([]any)
+			id := calls[0].(map[string]any)["id"]
+			if id != m.ToolCalls[0].ID || tool["tool_call_id"] != id || a["content"] != "" {
+				t.Errorf("replayed %v / %v; want the id on both and content \"\"", a, tool)
+			}
+			if _, has := a["reasoning_content"]; has {
+				t.Errorf("replayed reasoning_content: %v (DeepSeek answers 400 to it)", a)
+			}
+		})
+	}
+}
+
+// TestReplayFillsToolCallID: a tool result recorded without an id is sent under the id of
+// the assistant's tool call at the same position.
+func TestReplayFillsToolCallID(t *testing.T) {
+	in := `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","index":0,"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},{"role":"tool","content":"1"},{"role":"tool","tool_call_id":"","content":"2"}]}`
+	out, turn, err := rewriteChatBody([]byte(in), "", bodyOptions{})
+	if err != nil || turn != 3 {
+		t.Fatalf("rewrite = %s, %d, %v", out, turn, err)
+	}
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(out, &body)
+	if body.Messages[1]["tool_call_id"] != "a" || body.Messages[2]["tool_call_id"] != "b" || strings.Contains(string(out), `"index"`) {
+		t.Errorf("rewritten = %s\nwant tool_call_id a then b, no index", out)
+	}
+}
+
+func FuzzNormalizeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"}]}}]}`,
+		`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"cost":0.1}}`,
+		`{"error":{"code":502,"message":"x"}}`, `{"choices":null}`, `[]`, `{"timings":{"cache_n":5},"usage":{}}`,
+	} {
+		f.Add([]byte(s), 3)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, turn int) {
+		out, _ := normalizeAnswer(data, turn)
+		var resp openai.ChatCompletionResponse
+		if json.Unmarshal(data, &resp) == nil && json.Unmarshal(out, &resp) != nil {
+			t.Fatalf("normalising made a readable answer unreadable:\n%s\n->\n%s", data, out)
+		}
+	})
+}

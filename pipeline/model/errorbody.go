@@ -1,0 +1,207 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// maxServerMessage bounds the server's own words kept in an error and its record.
+const maxServerMessage = 300
+
+// serverError is what a server said about a failure, whatever shape it said it in.
+type serverError struct {
+	msg     string // human words, whitespace collapsed, secrets removed, truncated
+	code    string // error.code as text ("context_length_exceeded", "400", ...)
+	codeNum int    // error.code when it is an HTTP-like number (OpenRouter, vLLM, llama.cpp)
+	typ     string // error.type
+	found   bool   // the body carried an error at all
+}
+
+// parseErrorBody reads an error body in every shape compatible servers use:
+//
+//   - {"error": {"message", "type", "code"}}: OpenAI, OpenRouter (numeric code), llama.cpp
+//     (numeric code, type exceed_context_size_error), vLLM >= 0.6;
+//   - {"error": "text"}: LM Studio, Ollama, some proxies;
+//   - {"object": "error", "message", "type", "code"}: vLLM's older flat shape;
+//   - {"detail": "text"} or {"message": "text"}: FastAPI servers and gateways;
+//   - HTML (a proxy's error page: its <title>, else its text) and plain text.
+//
+// Anything else yields found=false with the raw text as msg.
+func parseErrorBody(body []byte) serverError {
+	raw := bytes.TrimSpace(body)
+	var se serverError
+	if len(raw) == 0 {
+		return se
+	}
+	if raw[0] == '{' {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(raw, &top) == nil {
+			if e, ok := top["error"]; ok && string(e) != "null" {
+				var s string
+				if json.Unmarshal(e, &s) == nil {
+					se.msg, se.found = s, true
+				} else {
+					var obj map[string]json.RawMessage
+					if json.Unmarshal(e, &obj) == nil {
+						se.found = true
+						readErrorObject(obj, &se)
+					}
+				}
+			} else if string(top["object"]) == `"error"` {
+				se.found = true
+				readErrorObject(top, &se)
+			} else {
+				for _, k := range []string{"detail", "message"} {
+					var s string
+					if json.Unmarshal(top[k], &s) == nil && s != "" {
+						se.msg, se.found = s, true
+						break
+					}
+				}
+			}
+			se.msg = clean(se.msg)
+			return se
+		}
+	}
+	text := string(raw)
+	if raw[0] == '<' {
+		if m := titleRe.FindStringSubmatch(text); m != nil {
+			text = m[1]
+		} else {
+			text = tagRe.ReplaceAllString(text, " ")
+		}
+		text = html.UnescapeString(text)
+	}
+	se.msg = clean(text)
+	return se
+}
+
+var (
+	titleRe = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+	tagRe   = regexp.MustCompile(`(?s)<[^>]*>`)
+)
+
+func readErrorObject(obj map[string]json.RawMessage, se *serverError) {
+	var s string
+	if json.Unmarshal(obj["message"], &s) == nil {
+		se.msg = s
+	} else {
+		var parts []string // go-openai issue #381: message as a list
+		if json.Unmarshal(obj["message"], &parts) == nil {
+			se.msg = strings.Join(parts, ", ")
+		}
+	}
+	_ = json.Unmarshal(obj["type"], &se.typ)
+	if c, ok := obj["code"]; ok {
+		var n json.Number
+		if json.Unmarshal(c, &s) == nil {
+			se.code = s
+			if v, err := strconv.Atoi(s); err == nil {
+				se.codeNum = v
+			}
+		} else if json.Unmarshal(c, &n) == nil {
+			se.code = n.String()
+			if v, err := n.Int64(); err == nil {
+				se.codeNum = int(v)
+			}
+		}
+	}
+	// OpenRouter puts the upstream provider's words in metadata.raw.
+	var meta struct {
+		Raw string `json:"raw"`
+	}
+	if json.Unmarshal(obj["metadata"], &meta) == nil && meta.Raw != "" && !strings.Contains(se.msg, meta.Raw) {
+		se.msg = strings.TrimSpace(se.msg + ": " + meta.Raw)
+	}
+}
+
+var secretRe = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-*]{6,}|bearer\s+\S+|api[_-]?key[=:]\s*\S+)`)
+
+// clean collapses whitespace, removes anything that looks like a key and truncates, so a
+// server's message can be kept in errors, logs and records.
+func clean(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = secretRe.ReplaceAllString(s, "[redacted]")
+	if len(s) > maxServerMessage {
+		cut := maxServerMessage
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// overflowWords are how servers say a prompt does not fit, lower case.
+var overflowWords = []string{
+	"context_length_exceeded",        // OpenAI code
+	"maximum context length",         // OpenAI, vLLM: "This model's maximum context length is ..."
+	"exceeds the available context",  // llama.cpp: "request (4476 tokens) exceeds the available context size"
+	"exceed_context_size",            // llama.cpp type
+	"context size exceeded",          // llama.cpp builds answering 500
+	"context size has been exceeded", // llama.cpp
+	"exceeds the context",            // generic
+	"exceeds the context window",     // Ollama/LiteLLM wording
+	"context window exceeded",
+	"prompt is too long",                // Anthropic through gateways
+	"input is too long",                 // Bedrock/LiteLLM
+	"reduce the length of the messages", // OpenAI, vLLM
+	"max_tokens must be at least 1",     // vLLM when the prompt fills max_model_len
+}
+
+// quotaWords are how servers say the account has no credit left, lower case.
+var quotaWords = []string{
+	"insufficient_quota", "exceeded your current quota", "insufficient credits", "insufficient_balance",
+	"insufficient balance", "billing_hard_limit", "credit balance is too low", "out of credits",
+}
+
+func (se serverError) says(words []string) bool {
+	hay := strings.ToLower(se.msg + " " + se.code + " " + se.typ)
+	for _, w := range words {
+		if strings.Contains(hay, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// classifyHTTP sorts an HTTP answer that carries an error (status >= 400, or a 2xx whose
+// body is an error object instead of a completion) into a fault, keeping the server's
+// words. The body decides before the status: a 500 that says the context is exceeded is
+// the ticket's problem, not a fault to retry.
+func classifyHTTP(status int, se serverError) fault {
+	if status/100 == 2 {
+		// A 200 that carries an error: OpenRouter documents this for failures after
+		// generation started, with the real status in error.code; LM Studio answers an
+		// unknown path this way.
+		switch {
+		case se.codeNum >= 400 && se.codeNum <= 599:
+			status = se.codeNum
+		case strings.Contains(strings.ToLower(se.msg), "unexpected endpoint"):
+			status = http.StatusNotFound
+		default:
+			status = http.StatusBadGateway
+		}
+	}
+	f := fault{status: status, apiMsg: se.msg}
+	switch {
+	case se.says(overflowWords):
+		f.class = ErrorClassContextOverflow
+	case status == http.StatusPaymentRequired || se.says(quotaWords):
+		f.class = ErrorClassQuota
+	case status == http.StatusTooManyRequests:
+		f.class, f.retryable = ErrorClassRateLimit, true
+	case status == http.StatusRequestTimeout:
+		f.class, f.retryable = ErrorClassTimeout, true
+	case status == http.StatusConflict || status >= 500:
+		f.class, f.retryable = ErrorClassServer, true
+	default:
+		f.class = ErrorClassRejected
+	}
+	return f
+}

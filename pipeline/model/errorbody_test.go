@@ -1,0 +1,196 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestErrorShapes pins how each real error shape is classified: HTTP status × body (error
+// as object, as string, absent, HTML, plain text) × a 200 carrying an error, the
+// context-overflow forms, and quota. Every case names where the shape comes from.
+func TestErrorShapes(t *testing.T) {
+	tests := []struct {
+		name, source string
+		status       int
+		ctype        string
+		body         string
+		wantClass    string
+		wantErr      error
+		wantRequests int    // 1: not retried; 2: retried once (MaxRetries 1)
+		wantSaid     string // the server's words kept in the error
+	}{
+		{"openai bad key", "OpenAI API reference, Error codes: 401 invalid_api_key",
+			401, "", `{"error":{"message":"Incorrect API key provided: sk-proj-****************abcd. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			ErrorClassRejected, ErrRejected, 1, "Incorrect API key provided: [redacted]"},
+		{"openai context_length_exceeded", "OpenAI API, error code context_length_exceeded",
+			400, "", `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "maximum context length is 128000"},
+		{"vllm flat 400", "vLLM OpenAI server before PR #37011, quoted in ogx-ai/ogx#4534",
+			400, "", `{"object":"error","message":"This model's maximum context length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "you requested 6616 tokens"},
+		{"vllm nested 400 with code", "vllm-project/vllm PR #37011 (after)",
+			400, "", `{"error":{"message":"This model's maximum context length is 16384 tokens. However, you requested 122946 tokens.","type":"BadRequestError","code":"context_length_exceeded"}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "16384 tokens"},
+		{"vllm negative max_tokens", "vllm-project/vllm#4667",
+			400, "", `{"object":"error","message":"max_tokens must be at least 1, got -186.","type":"BadRequestError","param":null,"code":400}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "got -186"},
+		{"llama.cpp exceed_context_size_error 400", "ggml-org/llama.cpp#19774 (the 400 form)",
+			400, "", `{"error":{"code":400,"message":"request (4390 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4390,"n_ctx":4096}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "4390 tokens"},
+		{"llama.cpp exceed_context_size_error 500", "ggml-org/llama.cpp PR #15780 (code 500 with the new type)",
+			500, "", `{"error":{"code":500,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"exceed_context_size_error","n_prompt_tokens":1407,"n_ctx":256}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "enable context shift"},
+		{"llama.cpp 500 server_error context exceeded", "ggml-org/llama.cpp#19774 (the 500 form)",
+			500, "", `{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "Context size has been exceeded."},
+		{"openai insufficient_quota 429", "OpenAI API, Error codes: 429 You exceeded your current quota",
+			429, "", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			ErrorClassQuota, ErrQuota, 1, "exceeded your current quota"},
+		{"openrouter 402", "openrouter.ai/docs/api/reference/errors-and-debugging: 402 insufficient credits",
+			402, "", `{"error":{"code":402,"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits"}}`,
+			ErrorClassQuota, ErrQuota, 1, "Insufficient credits"},
+		{"openai rate limit", "OpenAI API, 429 rate_limit_exceeded",
+			429, "", `{"error":{"message":"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29800, Requested 900.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			ErrorClassRateLimit, ErrTransport, 2, "Rate limit reached"},
+		{"error as string 404", "Ollama: model not found, try pulling it first",
+			404, "", `{"error":"model \"qwen3-coder\" not found, try pulling it first"}`,
+			ErrorClassRejected, ErrRejected, 1, `model "qwen3-coder" not found`},
+		{"error as string 400", "LiteLLM/proxies: {\"error\": \"...\"}",
+			400, "", `{"error":"Unrecognized request argument supplied: prompt_cache_key"}`,
+			ErrorClassRejected, ErrRejected, 1, "Unrecognized request argument supplied: prompt_cache_key"},
+		{"fastapi detail 422", "FastAPI servers (validation errors as detail)",
+			422, "", `{"detail":"Extra inputs are not permitted: prompt_cache_key"}`,
+			ErrorClassRejected, ErrRejected, 1, "Extra inputs are not permitted"},
+		{"error absent 502", "a gateway answering 502 with an empty body",
+			502, "", ``, ErrorClassServer, ErrTransport, 2, ""},
+		{"html 502", "nginx's default 502 page",
+			502, "text/html", `<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>`,
+			ErrorClassServer, ErrTransport, 2, "502 Bad Gateway"},
+		{"plain text 503", "Envoy's plain-text upstream failure",
+			503, "text/plain", `upstream connect error or disconnect/reset before headers. reset reason: connection failure`,
+			ErrorClassServer, ErrTransport, 2, "upstream connect error"},
+		{"200 with error object", "openrouter.ai/docs/api/reference/errors-and-debugging: errors after processing started come with 200",
+			200, "", `{"id":"gen-1","object":"chat.completion","error":{"code":502,"message":"Provider returned error","metadata":{"raw":"upstream read timeout","provider_name":"Example"}}}`,
+			ErrorClassServer, ErrTransport, 2, "Provider returned error: upstream read timeout"},
+		{"200 with error string", "lmstudio-ai/lmstudio-bug-tracker#618: unknown path answered 200",
+			200, "", `{"error":"Unexpected endpoint or method. (POST /chat/completions)"}`,
+			ErrorClassRejected, ErrRejected, 1, "Unexpected endpoint or method"},
+		{"200 with quota error", "OpenRouter: 200 carrying error.code 402",
+			200, "", `{"error":{"code":402,"message":"Insufficient credits"}}`,
+			ErrorClassQuota, ErrQuota, 1, "Insufficient credits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				w.Header().Set("Content-Type", cmpOr(tt.ctype, "application/json"))
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			})
+			cfg := testConfig(srv.URL)
+			cfg.Retry.MaxRetries = 1
+			b := setup(t, cfg)
+			_, err := b.client.Chat(context.Background(), userMsg("x"))
+			t.Logf("source: %s\nstatus %d body %.80s\nerr: %v", tt.source, tt.status, tt.body, err)
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v\nwant errors.Is %v", err, tt.wantErr)
+			}
+			if tt.wantErr != ErrTransport && errors.Is(err, ErrTransport) {
+				t.Errorf("err = %v: a %s must not be a transport fault", err, tt.wantClass)
+			}
+			if !strings.Contains(err.Error(), tt.wantSaid) {
+				t.Errorf("err = %v\nwant the server's words %q", err, tt.wantSaid)
+			}
+			if strings.Contains(err.Error(), "sk-proj-") {
+				t.Errorf("err = %v: carries the key", err)
+			}
+			if n := log.count(); n != tt.wantRequests {
+				t.Errorf("requests = %d, want %d", n, tt.wantRequests)
+			}
+			recs := b.rec.all()
+			if len(recs) != 1 || recs[0].ErrorClass != tt.wantClass || !strings.Contains(recs[0].Error, tt.wantSaid) {
+				t.Errorf("recorded %+v\nwant class %s with the server's words", recs, tt.wantClass)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestTruncatedBodyCounted: a 200 whose body is cut is retried, but its prompt is counted
+// as estimated spend, since the provider may have billed it.
+func TestTruncatedBodyCounted(t *testing.T) {
+	srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+		if n == 0 {
+			w.Header().Set("Content-Length", "500")
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"hal`))
+			return
+		}
+		writeJSON(w, 200, completion("ok", "stop", ""))
+	})
+	b := setup(t, testConfig(srv.URL))
+	resp, err := b.client.Chat(context.Background(), userMsg(strings.Repeat("x", 400)))
+	if err != nil || resp.Message.Content != "ok" || log.count() != 2 {
+		t.Fatalf("Chat = %+v, %v after %d requests; want ok after a retry", resp, err, log.count())
+	}
+	rec := b.rec.all()[0]
+	if !rec.UsageEstimated || rec.Usage.PromptTokens <= 100 || rec.CostSource != CostSourceEstimate || rec.Retries != 1 {
+		t.Errorf("recorded %+v\nwant the reported 100 prompt tokens plus the cut answer's estimated prompt, flagged estimated", rec)
+	}
+}
+
+func FuzzParseErrorBody(f *testing.F) {
+	for _, s := range []string{
+		`{"error":{"message":"m","type":"t","code":"c"}}`, `{"error":"s"}`, `{"object":"error","message":"m","code":400}`,
+		`{"detail":"d"}`, `<html><title>502</title></html>`, `plain`, ``, `{"error":{"message":["a","b"],"code":1e400}}`,
+		`{"error":{"code":502,"message":"x","metadata":{"raw":"y"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		se := parseErrorBody(body)
+		if len(se.msg) > maxServerMessage+len("…") {
+			t.Fatalf("message of %d bytes, want at most %d", len(se.msg), maxServerMessage)
+		}
+		_ = classifyHTTP(500, se)
+		_ = classifyHTTP(200, se)
+	})
+}
+
+// TestSecretsNeverKept: a server that echoes the key (in JSON or plain text) never gets
+// it into the error, the record or the log.
+func TestSecretsNeverKept(t *testing.T) {
+	const key = "live-key-0123456789abcdef"
+	for _, body := range []string{
+		`{"error":{"message":"key ` + key + ` is not allowed on this deployment"}}`,
+		`upstream rejected Authorization: Bearer ` + key,
+	} {
+		srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(body))
+		})
+		t.Setenv("TICKETD_TEST_KEY", key)
+		cfg := testConfig(srv.URL)
+		cfg.Endpoints["local"] = Endpoint{BaseURL: srv.URL + "/v1", APIKeyEnv: "TICKETD_TEST_KEY"}
+		cfg.Retry.MaxRetries = 1
+		b := setup(t, cfg)
+		_, err := b.client.Chat(context.Background(), userMsg("x"))
+		rec := b.rec.all()[0]
+		for what, text := range map[string]string{"error": err.Error(), "record": rec.Error, "log": b.logs.String()} {
+			if strings.Contains(text, key) {
+				t.Errorf("the key is in the %s: %s", what, text)
+			}
+		}
+		if !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("err = %v, want the server's words with the key redacted", err)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TransportReleases counts the times a ticket was released for a transport fault during
+// one run (its events after the run's start), so a ticket whose endpoint keeps failing
+// can be parked instead of spinning all night.
+func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (int, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM events
+		WHERE ticket_id = ? AND kind = 'released' AND reason LIKE 'transport:%'
+		AND id > (SELECT after_event_id FROM runs WHERE id = ?)`, ticketID, runID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("transport releases of ticket %d in run %d: %w", ticketID, runID, err)
+	}
+	return n, nil
+}
+
+// Park gives a leased ticket back without burning its attempt, like a transport release,
+// but not claimable before until (the next night): running -> queued, event "parked"
+// with reason. A ticket whose cancellation was requested goes to cancelled instead.
+func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reason string) (State, error) {
+	var to State
+	err := s.write(ctx, "park", func(ctx context.Context, tx *sql.Tx) error {
+		now := s.nowMS()
+		var attempts, cancel int
+		var owner string
+		row, err := s.queryRow(ctx, tx, `SELECT attempts, cancel_requested, lease_owner FROM tickets
+			WHERE id = ? AND fence_token = ? AND state = 'running'`, id, token)
+		if err != nil {
+			return err
+		}
+		if err := row.Scan(&attempts, &cancel, &owner); errors.Is(err, sql.ErrNoRows) {
+			return s.lostOrMissing(ctx, tx, id)
+		} else if err != nil {
+			return err
+		}
+		kind, finished, runAfter, newAttempts := "parked", any(nil), until.UnixMilli(), max(attempts-1, 0)
+		to = StateQueued
+		if cancel != 0 {
+			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, attempts
+		}
+		var n int
+		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
+				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?
+			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
+			[]any{string(to), newAttempts, runAfter, finished, now, reason, id, token}, &n); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+	})
+	if err != nil {
+		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)
+	}
+	return to, nil
+}
