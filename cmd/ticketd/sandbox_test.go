@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -95,13 +96,13 @@ workspace: work
 output: results
 sandbox: %s
 models:
-  endpoints: {local: {base_url: "http://127.0.0.1:9/v1"}}
+  endpoints: {local: {base_url: %q}}
   roles:
-    triage: {endpoint: local, model: m}
-    maker: {endpoint: local, model: m}
-    checker: {endpoint: local, model: m}
-    judge: {endpoint: local, model: m}
-`, repo, tt.mode)
+    triage: {endpoint: local, model: gpt-4.1-mini}
+    maker: {endpoint: local, model: gpt-4.1}
+    checker: {endpoint: local, model: gpt-4.1-mini}
+    judge: {endpoint: local, model: gpt-4.1-mini}
+`, repo, tt.mode, scriptedURL(t))
 			cfgPath := filepath.Join(dir, "config.yaml")
 			os.WriteFile(cfgPath, []byte(cfg), 0o644)
 
@@ -171,15 +172,15 @@ models:
 func TestRefusesWithoutBwrap(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PATH", t.TempDir()) // no bwrap on it
-	base := `store: {path: ticketd.db}
+	base := fmt.Sprintf(`store: {path: ticketd.db}
 models:
-  endpoints: {local: {base_url: "http://127.0.0.1:9/v1"}}
+  endpoints: {local: {base_url: %q}}
   roles:
-    triage: {endpoint: local, model: m}
-    maker: {endpoint: local, model: m}
-    checker: {endpoint: local, model: m}
-    judge: {endpoint: local, model: m}
-`
+    triage: {endpoint: local, model: gpt-4.1-mini}
+    maker: {endpoint: local, model: gpt-4.1}
+    checker: {endpoint: local, model: gpt-4.1-mini}
+    judge: {endpoint: local, model: gpt-4.1-mini}
+`, scriptedURL(t))
 	for _, tt := range []struct {
 		cmd, extra string
 		code       int
@@ -201,4 +202,21 @@ models:
 			t.Errorf("sandbox: none started without the warning:\n%s", stderr.String())
 		}
 	}
+}
+
+// scriptedURL starts the scripted model (a test double), so the start-up preflight finds a
+// live endpoint; these tests stop before any ticket reaches a model.
+func scriptedURL(t *testing.T) string {
+	t.Helper()
+	patch := "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
+	server, err := scriptedmodel.New([]scriptedmodel.Case{{Match: "f returns the wrong value", Patch: patch}}, scriptedmodel.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return url
 }
