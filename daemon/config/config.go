@@ -37,6 +37,8 @@ type Config struct {
 	Output     string          `yaml:"output"`
 	Models     model.Config    `yaml:"models"`
 	Log        Log             `yaml:"log"`
+	GitHub     GitHub          `yaml:"github"`
+	HTTP       HTTP            `yaml:"http"`
 
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
@@ -122,6 +124,7 @@ func Default() Config {
 		Workspace: "work",
 		Output:    "results",
 		Log:       Log{Format: "text", Level: "info"},
+		GitHub:    defaultGitHub(),
 	}
 }
 
@@ -165,6 +168,7 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	c.File = name
 	c.applyRepoDefaults()
+	c.applyGitHubDefaults()
 	dir, err := filepath.Abs(filepath.Dir(name))
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
@@ -282,6 +286,7 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	c.validateGitHub(bad)
 	if err := c.Models.Validate(); err != nil {
 		errs = append(errs, err)
 	}
