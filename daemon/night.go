@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -34,6 +35,8 @@ type Daemon struct {
 	Now func() time.Time
 	// PromptLayout is the pipeline's prompt layout; the zero value is the cache-friendly one.
 	PromptLayout pipeline.Layout
+	// GitHub is the GitHub intake and output (github.New); nil when not configured.
+	GitHub *github.Syncer
 }
 
 // Causes recorded when a night stops work in flight.
@@ -98,6 +101,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		}
 		reps = append(reps, rep)
 	}
+	d.githubScan(ctx)
 	return reps, nil
 }
 
@@ -178,6 +182,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		},
 		windowEnd: windowEnd,
 	}
+	defer d.runGitHub(workCtx)()
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/github/githubfake"
 	"github.com/ticketd/ticketd/store"
 )
 
 const testRepo = "acme/app"
 
 type bundle struct {
-	fake   *fakeGitHub
+	fake   *githubfake.Server
 	store  *store.Store
 	client *Client
 	intake *Intake
@@ -31,8 +32,8 @@ func setup(t *testing.T) bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := newFakeGitHub(t)
-	c, err := NewClient(ClientOptions{BaseURL: f.URL(), Token: f.token, Reserve: 100})
+	f := githubfake.New(t)
+	c, err := NewClient(ClientOptions{BaseURL: f.URL(), Token: githubfake.Token, Reserve: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +58,11 @@ func (b bundle) tickets(t *testing.T) map[string]store.Summary {
 
 func TestScanLabelFiltering(t *testing.T) {
 	b := setup(t)
-	b.fake.addIssue(testRepo, fakeIssue{Title: "labelled", Labels: []string{"ticketd", "urgent"}, Author: "owner"})
-	b.fake.addIssue(testRepo, fakeIssue{Title: "other label", Labels: []string{"bug"}, Author: "owner"})
-	b.fake.addIssue(testRepo, fakeIssue{Title: "a pull request", Labels: []string{"ticketd"}, Author: "owner", PullRequest: true})
-	b.fake.addIssue(testRepo, fakeIssue{Title: "closed", Labels: []string{"ticketd"}, Author: "owner", State: "closed"})
-	b.fake.addIssue("acme/other", fakeIssue{Title: "other repo", Labels: []string{"ticketd"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "labelled", Labels: []string{"ticketd", "urgent"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "other label", Labels: []string{"bug"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "a pull request", Labels: []string{"ticketd"}, Author: "owner", PullRequest: true})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "closed", Labels: []string{"ticketd"}, Author: "owner", State: "closed"})
+	b.fake.AddIssue("acme/other", githubfake.Issue{Title: "other repo", Labels: []string{"ticketd"}, Author: "owner"})
 	rep, err := b.intake.Scan(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +95,13 @@ func TestScanLabelFiltering(t *testing.T) {
 func TestScanPaginates(t *testing.T) {
 	b := setup(t)
 	for i := range 230 {
-		b.fake.addIssue(testRepo, fakeIssue{Title: fmt.Sprintf("issue %d", i), Labels: []string{"ticketd"}, Author: "owner"})
+		b.fake.AddIssue(testRepo, githubfake.Issue{Title: fmt.Sprintf("issue %d", i), Labels: []string{"ticketd"}, Author: "owner"})
 	}
 	rep, err := b.intake.Scan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, pages := len(b.tickets(t)), b.fake.count("GET", "/repos/acme/app/issues?"); got != 230 || pages != 3 {
+	if got, pages := len(b.tickets(t)), b.fake.Count("GET", "/repos/acme/app/issues?"); got != 230 || pages != 3 {
 		t.Errorf("230 issues at 100 a page: got %d tickets in %d page requests, want 230 in 3 (report %+v)", got, pages, rep.Listed)
 	}
 }
@@ -108,22 +109,22 @@ func TestScanPaginates(t *testing.T) {
 func TestScanUnchangedIsNotModified(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	b.fake.addIssue(testRepo, fakeIssue{Title: "one", Labels: []string{"ticketd"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "one", Labels: []string{"ticketd"}, Author: "owner"})
 	if _, err := b.intake.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := b.fake.rateRemaining
+	before := b.fake.RateRemaining
 	rep, err := b.intake.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("second scan: unchanged pages %d, 304s %d, rate %d -> %d", rep.Unchanged, b.fake.notModified, before, b.fake.rateRemaining)
-	if rep.Unchanged != 1 || b.fake.notModified != 1 || b.fake.rateRemaining != before || b.client.NotModified() != 1 {
+	t.Logf("second scan: unchanged pages %d, 304s %d, rate %d -> %d", rep.Unchanged, b.fake.NotModified, before, b.fake.RateRemaining)
+	if rep.Unchanged != 1 || b.fake.NotModified != 1 || b.fake.RateRemaining != before || b.client.NotModified() != 1 {
 		t.Errorf("unchanged listing: got unchanged=%d fake 304s=%d client 304s=%d rate %d->%d; want 1, 1, 1 and no rate spent",
-			rep.Unchanged, b.fake.notModified, b.client.NotModified(), before, b.fake.rateRemaining)
+			rep.Unchanged, b.fake.NotModified, b.client.NotModified(), before, b.fake.RateRemaining)
 	}
 	// Negative control: a change is a 200 again and the new issue is seen.
-	b.fake.addIssue(testRepo, fakeIssue{Title: "two", Labels: []string{"ticketd"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "two", Labels: []string{"ticketd"}, Author: "owner"})
 	rep, err = b.intake.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +136,9 @@ func TestScanUnchangedIsNotModified(t *testing.T) {
 
 func TestAuthorGate(t *testing.T) {
 	b := setup(t)
-	b.fake.perms[testRepo+"\x00writer"] = "write"
-	b.fake.perms[testRepo+"\x00reader"] = "read"
-	b.fake.perms[testRepo+"\x00admin"] = "admin"
+	b.fake.Perms[testRepo+"\x00writer"] = "write"
+	b.fake.Perms[testRepo+"\x00reader"] = "read"
+	b.fake.Perms[testRepo+"\x00admin"] = "admin"
 	tests := []struct {
 		author, assoc string
 		want          bool
@@ -152,7 +153,7 @@ func TestAuthorGate(t *testing.T) {
 		{"ghost", "MEMBER", false}, // not a collaborator: permission answers 404
 	}
 	for _, tt := range tests {
-		b.fake.addIssue(testRepo, fakeIssue{Title: "by " + tt.author, Labels: []string{"ticketd"}, Author: tt.author, Assoc: tt.assoc})
+		b.fake.AddIssue(testRepo, githubfake.Issue{Title: "by " + tt.author, Labels: []string{"ticketd"}, Author: tt.author, Assoc: tt.assoc})
 	}
 	rep, err := b.intake.Scan(context.Background())
 	if err != nil {
@@ -169,13 +170,13 @@ func TestAuthorGate(t *testing.T) {
 		t.Errorf("ignored = %v, want 4", rep.Ignored)
 	}
 	// Only members and collaborators cost a permission request; the cache answers a rescan.
-	if n := b.fake.count("GET", "/repos/acme/app/collaborators/"); n != 4 {
+	if n := b.fake.Count("GET", "/repos/acme/app/collaborators/"); n != 4 {
 		t.Errorf("permission requests = %d, want 4 (writer, admin, reader, ghost)", n)
 	}
 	if _, err := b.intake.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.fake.count("GET", "/repos/acme/app/collaborators/"); n != 4 {
+	if n := b.fake.Count("GET", "/repos/acme/app/collaborators/"); n != 4 {
 		t.Errorf("permission requests after rescan = %d, want still 4 (cached)", n)
 	}
 }
@@ -183,12 +184,12 @@ func TestAuthorGate(t *testing.T) {
 func TestSpamCostsNoRequests(t *testing.T) {
 	b := setup(t)
 	for i := range 50 {
-		b.fake.addIssue(testRepo, fakeIssue{Title: fmt.Sprintf("spam %d", i), Labels: []string{"ticketd"}, Author: "spammer", Assoc: "NONE"})
+		b.fake.AddIssue(testRepo, githubfake.Issue{Title: fmt.Sprintf("spam %d", i), Labels: []string{"ticketd"}, Author: "spammer", Assoc: "NONE"})
 	}
 	if _, err := b.intake.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n, reqs := len(b.tickets(t)), len(b.fake.requests); n != 0 || reqs != 1 {
+	if n, reqs := len(b.tickets(t)), len(b.fake.Requests); n != 0 || reqs != 1 {
 		t.Errorf("50 spam issues: %d tickets, %d requests; want 0 tickets from 1 listing request", n, reqs)
 	}
 }
@@ -196,9 +197,9 @@ func TestSpamCostsNoRequests(t *testing.T) {
 func TestClosedOrUnlabelledCancels(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	running := b.fake.addIssue(testRepo, fakeIssue{Title: "will close", Labels: []string{"ticketd"}, Author: "owner"})
-	queued := b.fake.addIssue(testRepo, fakeIssue{Title: "will lose its label", Labels: []string{"ticketd"}, Author: "owner"})
-	kept := b.fake.addIssue(testRepo, fakeIssue{Title: "stays", Labels: []string{"ticketd"}, Author: "owner"})
+	running := b.fake.AddIssue(testRepo, githubfake.Issue{Title: "will close", Labels: []string{"ticketd"}, Author: "owner"})
+	queued := b.fake.AddIssue(testRepo, githubfake.Issue{Title: "will lose its label", Labels: []string{"ticketd"}, Author: "owner"})
+	kept := b.fake.AddIssue(testRepo, githubfake.Issue{Title: "stays", Labels: []string{"ticketd"}, Author: "owner"})
 	if _, err := b.intake.Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +216,10 @@ func TestClosedOrUnlabelledCancels(t *testing.T) {
 			t.Fatalf("watch of an open issue: cancelled %v, err %v", rep.Cancelled, err)
 		}
 	}
-	if b.fake.notModified != 1 {
-		t.Errorf("second watch read: %d 304s, want 1", b.fake.notModified)
+	if b.fake.NotModified != 1 {
+		t.Errorf("second watch read: %d 304s, want 1", b.fake.NotModified)
 	}
-	b.fake.edit(func() {
+	b.fake.Edit(func() {
 		running.State = "closed"
 		queued.Labels = []string{"bug"}
 	})
@@ -252,24 +253,24 @@ func TestScanRespectsRateReserve(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	for i := range 150 {
-		b.fake.addIssue(testRepo, fakeIssue{Title: fmt.Sprintf("i%d", i), Labels: []string{"ticketd"}, Author: "owner"})
+		b.fake.AddIssue(testRepo, githubfake.Issue{Title: fmt.Sprintf("i%d", i), Labels: []string{"ticketd"}, Author: "owner"})
 	}
-	b.fake.rateRemaining = 102 // after two pages: 100 left, not below the reserve of 100
+	b.fake.RateRemaining = 102 // after two pages: 100 left, not below the reserve of 100
 	if _, err := b.intake.Scan(ctx); err != nil {
 		t.Fatalf("at the reserve: %v", err)
 	}
-	b.fake.rateRemaining = 50
-	before := len(b.fake.requests)
+	b.fake.RateRemaining = 50
+	before := len(b.fake.Requests)
 	_, err := b.intake.Scan(ctx)
 	if !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("below the reserve: err %v, want ErrRateLimited", err)
 	}
-	if n := len(b.fake.requests) - before; n != 1 {
+	if n := len(b.fake.Requests) - before; n != 1 {
 		t.Errorf("below the reserve: %d requests, want 1 (the page that reported it)", n)
 	}
 	_, err = b.intake.Scan(ctx)
-	if !errors.Is(err, ErrRateLimited) || len(b.fake.requests)-before != 1 {
-		t.Errorf("paused: err %v, requests %d; want ErrRateLimited and no request", err, len(b.fake.requests)-before)
+	if !errors.Is(err, ErrRateLimited) || len(b.fake.Requests)-before != 1 {
+		t.Errorf("paused: err %v, requests %d; want ErrRateLimited and no request", err, len(b.fake.Requests)-before)
 	}
 }
 

@@ -1,4 +1,9 @@
-package github
+// Package githubfake is a TEST DOUBLE: an in-memory stand-in for the parts of the GitHub
+// REST API ticketd uses, served by httptest. It behaves like the real API where ticketd
+// depends on it (bearer auth, label filtering, Link-header pagination, strong ETags with 304
+// answers that cost no rate limit, X-RateLimit headers, author_association, 422 on a
+// duplicate pull request) so tests exercise the real client code.
+package githubfake
 
 import (
 	"crypto/sha256"
@@ -15,28 +20,29 @@ import (
 	"time"
 )
 
-// fakeGitHub is an in-memory stand-in for the parts of the GitHub REST API ticketd uses. It
-// behaves like the real one where ticketd depends on it: bearer auth, label filtering,
-// Link-header pagination, strong ETags with 304 answers that do not count against the rate
-// limit, X-RateLimit headers, author_association, and 422 on a duplicate pull request.
-type fakeGitHub struct {
-	t     *testing.T
+// Token is the only bearer token the fake accepts.
+const Token = "test-token"
+
+// Server is the fake API. Its exported fields are for tests to read and set under Edit.
+type Server struct {
+	t     testing.TB
 	srv   *httptest.Server
 	token string
 
 	mu            sync.Mutex
-	issues        map[string][]*fakeIssue // "owner/name" -> issues
-	perms         map[string]string       // "owner/name\x00login" -> admin|write|read
-	pulls         []map[string]any
-	comments      map[string][]map[string]any // "owner/name#n" -> comments
-	requests      []string                    // "METHOD path?query", in order
-	notModified   int
-	rateRemaining int
+	issues        map[string][]*Issue // "owner/name" -> issues
+	Perms         map[string]string   // "owner/name\x00login" -> admin|write|read
+	Pulls         []map[string]any
+	Comments      map[string][]map[string]any // "owner/name#n" -> comments
+	Requests      []string                    // "METHOD path?query", in order
+	NotModified   int
+	RateRemaining int
 	rateReset     time.Time
-	defaultBranch string
+	DefaultBranch string
 }
 
-type fakeIssue struct {
+// Issue is one issue (or pull request, when PullRequest) of a repository.
+type Issue struct {
 	Number      int
 	Title, Body string
 	State       string
@@ -46,10 +52,11 @@ type fakeIssue struct {
 	PullRequest bool
 }
 
-func newFakeGitHub(t *testing.T) *fakeGitHub {
+// New starts a fake closed at the end of the test.
+func New(t testing.TB) *Server {
 	t.Helper()
-	f := &fakeGitHub{t: t, token: "test-token", issues: map[string][]*fakeIssue{}, perms: map[string]string{},
-		comments: map[string][]map[string]any{}, rateRemaining: 5000, rateReset: time.Now().Add(time.Hour), defaultBranch: "main"}
+	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
+		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
@@ -61,7 +68,7 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
-		f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
+		f.Requests = append(f.Requests, r.Method+" "+r.URL.RequestURI())
 		f.mu.Unlock()
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
@@ -73,9 +80,12 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	return f
 }
 
-func (f *fakeGitHub) URL() string { return f.srv.URL + "/" }
+// URL is the API base URL, with its trailing slash.
+func (f *Server) URL() string { return f.srv.URL + "/" }
 
-func (f *fakeGitHub) addIssue(repo string, is fakeIssue) *fakeIssue {
+// AddIssue adds an issue (number, state and association defaulted) and returns it; change
+// it later only inside Edit.
+func (f *Server) AddIssue(repo string, is Issue) *Issue {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if is.State == "" {
@@ -92,18 +102,19 @@ func (f *fakeGitHub) addIssue(repo string, is fakeIssue) *fakeIssue {
 	return p
 }
 
-func (f *fakeGitHub) edit(fn func()) {
+// Edit runs fn with the fake locked, for changing issues and fields.
+func (f *Server) Edit(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn()
 }
 
-// count returns how many requests matched method and a path prefix.
-func (f *fakeGitHub) count(method, prefix string) int {
+// Count returns how many requests matched method and a path prefix.
+func (f *Server) Count(method, prefix string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
-	for _, r := range f.requests {
+	for _, r := range f.Requests {
 		if strings.HasPrefix(r, method+" "+prefix) {
 			n++
 		}
@@ -111,7 +122,7 @@ func (f *fakeGitHub) count(method, prefix string) int {
 	return n
 }
 
-func (f *fakeGitHub) issueJSON(repo string, is *fakeIssue) map[string]any {
+func (f *Server) issueJSON(repo string, is *Issue) map[string]any {
 	labels := []map[string]any{}
 	for _, l := range is.Labels {
 		labels = append(labels, map[string]any{"name": l})
@@ -127,7 +138,7 @@ func (f *fakeGitHub) issueJSON(repo string, is *fakeIssue) map[string]any {
 
 // reply writes v as JSON with a strong ETag, answering 304 (rate limit untouched) when the
 // client already has it. Called with f.mu held.
-func (f *fakeGitHub) reply(w http.ResponseWriter, r *http.Request, status int, v any) {
+func (f *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		f.t.Errorf("fake github: marshal: %v", err)
@@ -141,14 +152,14 @@ func (f *fakeGitHub) reply(w http.ResponseWriter, r *http.Request, status int, v
 	if r.Method == http.MethodGet && status == 200 {
 		h.Set("ETag", etag)
 		if r.Header.Get("If-None-Match") == etag {
-			f.notModified++
-			h.Set("X-RateLimit-Remaining", strconv.Itoa(f.rateRemaining))
+			f.NotModified++
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
-	f.rateRemaining--
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(f.rateRemaining))
+	f.RateRemaining--
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(body)
@@ -156,13 +167,13 @@ func (f *fakeGitHub) reply(w http.ResponseWriter, r *http.Request, status int, v
 
 func repoOf(r *http.Request) string { return r.PathValue("o") + "/" + r.PathValue("r") }
 
-func (f *fakeGitHub) getRepo(w http.ResponseWriter, r *http.Request) {
+func (f *Server) getRepo(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, map[string]any{"full_name": repoOf(r), "default_branch": f.defaultBranch})
+	f.reply(w, r, 200, map[string]any{"full_name": repoOf(r), "default_branch": f.DefaultBranch})
 }
 
-func (f *fakeGitHub) listIssues(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	repo, q := repoOf(r), r.URL.Query()
@@ -193,7 +204,7 @@ func (f *fakeGitHub) listIssues(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
 }
 
-func (f *fakeGitHub) findIssue(r *http.Request) (string, *fakeIssue) {
+func (f *Server) findIssue(r *http.Request) (string, *Issue) {
 	repo := repoOf(r)
 	n, _ := strconv.Atoi(r.PathValue("n"))
 	for _, is := range f.issues[repo] {
@@ -204,7 +215,7 @@ func (f *fakeGitHub) findIssue(r *http.Request) (string, *fakeIssue) {
 	return repo, nil
 }
 
-func (f *fakeGitHub) getIssue(w http.ResponseWriter, r *http.Request) {
+func (f *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	repo, is := f.findIssue(r)
@@ -215,10 +226,10 @@ func (f *fakeGitHub) getIssue(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, f.issueJSON(repo, is))
 }
 
-func (f *fakeGitHub) permission(w http.ResponseWriter, r *http.Request) {
+func (f *Server) permission(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, ok := f.perms[repoOf(r)+"\x00"+r.PathValue("u")]
+	p, ok := f.Perms[repoOf(r)+"\x00"+r.PathValue("u")]
 	if !ok {
 		f.reply(w, r, 404, map[string]any{"message": "Not Found"})
 		return
@@ -226,12 +237,12 @@ func (f *fakeGitHub) permission(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"permission": p, "user": map[string]any{"login": r.PathValue("u")}})
 }
 
-func (f *fakeGitHub) listPulls(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	repo, head := repoOf(r), r.URL.Query().Get("head")
 	out := []map[string]any{}
-	for _, p := range f.pulls {
+	for _, p := range f.Pulls {
 		if p["repo"] == repo && (head == "" || head == p["head_label"]) {
 			out = append(out, p)
 		}
@@ -239,7 +250,7 @@ func (f *fakeGitHub) listPulls(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, out)
 }
 
-func (f *fakeGitHub) createPull(w http.ResponseWriter, r *http.Request) {
+func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Title, Head, Base, Body string
 		Draft                   bool
@@ -252,29 +263,29 @@ func (f *fakeGitHub) createPull(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	repo := repoOf(r)
 	label := r.PathValue("o") + ":" + in.Head
-	for _, p := range f.pulls {
+	for _, p := range f.Pulls {
 		if p["repo"] == repo && p["head_label"] == label {
 			f.reply(w, r, 422, map[string]any{"message": "Validation Failed",
 				"errors": []map[string]any{{"message": "A pull request already exists for " + label + "."}}})
 			return
 		}
 	}
-	n := 100 + len(f.pulls)
+	n := 100 + len(f.Pulls)
 	p := map[string]any{"repo": repo, "number": n, "title": in.Title, "body": in.Body, "draft": in.Draft,
 		"head_label": label, "head": map[string]any{"ref": in.Head, "label": label}, "base": map[string]any{"ref": in.Base},
 		"html_url": fmt.Sprintf("https://github.example/%s/pull/%d", repo, n), "state": "open"}
-	f.pulls = append(f.pulls, p)
+	f.Pulls = append(f.Pulls, p)
 	f.reply(w, r, 201, p)
 }
 
-func (f *fakeGitHub) listComments(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := repoOf(r) + "#" + r.PathValue("n")
-	f.reply(w, r, 200, append([]map[string]any{}, f.comments[key]...))
+	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key]...))
 }
 
-func (f *fakeGitHub) createComment(w http.ResponseWriter, r *http.Request) {
+func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	var in struct{ Body string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		http.Error(w, err.Error(), 400)
@@ -283,8 +294,11 @@ func (f *fakeGitHub) createComment(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := repoOf(r) + "#" + r.PathValue("n")
-	c := map[string]any{"id": len(f.comments[key]) + 1, "body": in.Body,
-		"html_url": fmt.Sprintf("https://github.example/%s/issues/%s#comment-%d", repoOf(r), r.PathValue("n"), len(f.comments[key])+1)}
-	f.comments[key] = append(f.comments[key], c)
+	c := map[string]any{"id": len(f.Comments[key]) + 1, "body": in.Body,
+		"html_url": fmt.Sprintf("https://github.example/%s/issues/%s#comment-%d", repoOf(r), r.PathValue("n"), len(f.Comments[key])+1)}
+	f.Comments[key] = append(f.Comments[key], c)
 	f.reply(w, r, 201, c)
 }
+
+// IssuesOf returns repo's issues; call it inside Edit to change them.
+func (f *Server) IssuesOf(repo string) []*Issue { return f.issues[repo] }
