@@ -12,8 +12,10 @@ need_python_tool() { # module package
 missing=()
 need_python_tool pytest python3-pytest
 need_python_tool mypy python3-mypy
+# Headless Chromium renders the status page in daemon/status's test.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing ${missing[*]} (Debian packages for /usr/bin/python3)"
+  echo "installing ${missing[*]} (Debian packages the tests need)"
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
