@@ -91,6 +91,9 @@ func TestGitHubNight(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	<-done
+	if got, _ := st.Get(ctx, id); got.State == store.StateCancelled {
+		t.Logf("issue closed -> ticket cancelled (worker stopped) in %s", got.FinishedAt.Sub(closed).Round(time.Millisecond))
+	}
 
 	list, _ := st.List(ctx, store.Filter{})
 	if len(list) != 2 {

@@ -23,7 +23,11 @@ func startExtras(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error 
 	if d.Config.HTTP.Addr == "" {
 		return nil
 	}
-	srv, err := status.New(d.Store, status.Options{Logger: log.With("component", "status")})
+	opts := status.Options{Logger: log.With("component", "status")}
+	if gh != nil {
+		opts.Collectors = gh.Collectors()
+	}
+	srv, err := status.New(d.Store, opts)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,9 @@ func TestScanUnchangedIsNotModified(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("second scan: unchanged pages %d, 304s %d, rate %d -> %d", rep.Unchanged, b.fake.NotModified, before, b.fake.RateRemaining)
+	if got := b.client.Rate(); got.Limit != 5000 || got.Remaining != before {
+		t.Errorf("rate seen after a 304 = %d/%d, want %d/5000 (the 304's headers)", got.Remaining, got.Limit, before)
+	}
 	if rep.Unchanged != 1 || b.fake.NotModified != 1 || b.fake.RateRemaining != before || b.client.NotModified() != 1 {
 		t.Errorf("unchanged listing: got unchanged=%d fake 304s=%d client 304s=%d rate %d->%d; want 1, 1, 1 and no rate spent",
 			rep.Unchanged, b.fake.NotModified, b.client.NotModified(), before, b.fake.RateRemaining)

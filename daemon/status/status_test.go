@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -128,7 +129,14 @@ func TestHealthz(t *testing.T) {
 
 func TestMetricsParse(t *testing.T) {
 	fx := setup(t)
-	srv := serve(t, fx.store)
+	// A component with live state (here a stand-in for a circuit breaker) adds its collector.
+	breaker := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ticketd_breaker_open", Help: "test"}, func() float64 { return 1 })
+	s, err := New(fx.store, Options{Collectors: []prometheus.Collector{breaker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +188,7 @@ func TestMetricsParse(t *testing.T) {
 		{"ticketd_model_tokens_total", map[string]string{"role": "triage", "kind": "prompt"}, 3000},
 		{"ticketd_tool_call_duration_seconds", map[string]string{"tool": "run_checks"}, 1},
 		{"ticketd_store_up", nil, 1},
+		{"ticketd_breaker_open", nil, 1},
 	}
 	for _, tt := range tests {
 		got, ok := value(tt.name, tt.labels)
