@@ -80,3 +80,16 @@ func TestPushSendsTokenOnlyInHeader(t *testing.T) {
 		t.Errorf("server saw Authorization %q, want %q", auth, want)
 	}
 }
+
+func TestBranches(t *testing.T) {
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "a")
+	for _, b := range []string{"ticketd/1-a", "ticketd/1-b", "ticketd/12-c", "other"} {
+		gitT(t, dir, "branch", b)
+	}
+	got, err := Branches(context.Background(), dir, "ticketd/1-")
+	if err != nil || strings.Join(got, ",") != "ticketd/1-a,ticketd/1-b" {
+		t.Errorf("Branches(ticketd/1-) = %v, %v; want ticketd/1-a, ticketd/1-b (not ticketd/12-c)", got, err)
+	}
+}

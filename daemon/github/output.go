@@ -39,8 +39,8 @@ type Publisher struct {
 	Token   string // for git push; the API client holds its own copy
 	// Push defaults to worktree.Push; tests may replace it.
 	Push func(ctx context.Context, dir, remoteURL, branch, token string) error
-	// Branches lists a ticket's attempt branches in dir (default: none known); the worker
-	// keeps only a done ticket's branch today.
+	// Branches lists a ticket's attempt branches in dir (nil: only the ticket's own
+	// branch); New uses worktree.Branches. They are pushed and named in the comment.
 	Branches func(ctx context.Context, dir string, ticketID int64) ([]string, error)
 	Logger   *slog.Logger
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // Syncer runs the GitHub side of a night: a scan every Poll (intake, cancellation of
@@ -47,7 +48,10 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 		targets = append(targets, Target{Name: r.Name, Dir: cfg.Repos[r.Repo].Path, PushURL: r.PushURL, Base: r.Base})
 	}
 	if g.Output.Enabled {
-		s.Publisher = &Publisher{Client: client, Store: st, Targets: targets, Token: token, Logger: log}
+		s.Publisher = &Publisher{Client: client, Store: st, Targets: targets, Token: token, Logger: log,
+			Branches: func(ctx context.Context, dir string, id int64) ([]string, error) {
+				return worktree.Branches(ctx, dir, fmt.Sprintf("ticketd/%d-", id))
+			}}
 	}
 	return s, nil
 }
