@@ -156,6 +156,9 @@ func (c Config) validateGitHub(bad func(string, ...any)) {
 		if g.Output.Enabled && r.PushURL == "" {
 			bad("github.repos[%d].push_url: required when github.output.enabled (an https clone URL)", i)
 		}
+		if u, err := url.Parse(r.PushURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			bad("github.repos[%d].push_url: %q would send the token in clear text; use https", i, r.PushURL)
+		}
 		if strings.HasPrefix(r.Base, "-") {
 			bad("github.repos[%d].base: %q is not a branch name", i, r.Base)
 		}

@@ -55,6 +55,7 @@ func TestGitHubValidation(t *testing.T) {
 		{"bad login", "[alice]", "[\"al ice\"]", `github.allow_authors[0]: "al ice" is not a GitHub login`},
 		{"token env", "github:\n", "github:\n  token_env: \"ghp_abc-123\"\n", "github.token_env: must name an environment variable"},
 		{"unknown key", "      repo: app\nhttp", "      repo: app\n      lable: x\nhttp", `unknown key "lable"`},
+		{"clear-text push", "      repo: app\nhttp", "      repo: app\n      push_url: http://git.example.com/acme/app.git\nhttp", "would send the token in clear text"},
 		{"duplicate", "      repo: app\nhttp", "      repo: app\n    - name: ACME/app\n      repo: app\nhttp", `"ACME/app" is listed twice`},
 	}
 	for _, tt := range tests {
