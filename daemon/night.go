@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -37,6 +38,8 @@ type Daemon struct {
 	Now func() time.Time
 	// PromptLayout is the pipeline's prompt layout; the zero value is the cache-friendly one.
 	PromptLayout pipeline.Layout
+	// GitHub is the GitHub intake and output (github.New); nil when not configured.
+	GitHub *github.Syncer
 }
 
 // Causes recorded when a night stops work in flight.
@@ -108,6 +111,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		}
 		reps = append(reps, rep)
 	}
+	d.githubScan(ctx)
 	return reps, nil
 }
 
@@ -218,6 +222,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		runID:     runID,
 		parkUntil: nextNight(cfg.Night.Schedule, windowEnd),
 	}
+	defer d.runGitHub(workCtx)()
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)

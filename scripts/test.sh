@@ -15,8 +15,10 @@ need_python_tool pytest python3-pytest
 need_python_tool mypy python3-mypy
 # The validators' sandbox (pipeline/sandbox) and its tests need bubblewrap.
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# Headless Chromium renders the status page in daemon/status's test.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing ${missing[*]} (Debian packages)"
+  echo "installing ${missing[*]} (Debian packages the tests need)"
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq

@@ -44,6 +44,7 @@ func init() {
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
 		{name: "gc", args: "--older-than 720h", short: "prune bulky columns of old finished tickets (history and costs kept)", run: cmdGC},
+		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}
 }

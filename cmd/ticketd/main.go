@@ -113,6 +113,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer st.Close()
 		d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
+		if err := startExtras(ctx, d, log); err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
+			return 1
+		}
 		if cmd == "once" {
 			rep, err := d.RunNight(ctx, "once")
 			if err != nil {

@@ -42,6 +42,8 @@ type Config struct {
 	Sandbox sandbox.Mode `yaml:"sandbox"`
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
+	GitHub          GitHub   `yaml:"github"`
+	HTTP            HTTP     `yaml:"http"`
 
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
@@ -155,6 +157,7 @@ func Default() Config {
 		Sandbox:   sandbox.ModeBwrap,
 
 		MaxWorktreeSize: DefaultMaxWorktree,
+		GitHub:          defaultGitHub(),
 	}
 }
 
@@ -199,6 +202,7 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	c.File = name
 	c.applyRepoDefaults()
+	c.applyGitHubDefaults()
 	dir, err := filepath.Abs(filepath.Dir(name))
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
@@ -350,6 +354,7 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	c.validateGitHub(bad)
 	if err := c.Models.Validate(); err != nil {
 		errs = append(errs, err)
 	}

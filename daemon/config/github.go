@@ -1,0 +1,182 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// GitHub configures issue intake from GitHub and, when Output.Enabled, pushing fixes back as
+// draft pull requests and escalations as comments. Intake is on when Repos is not empty.
+type GitHub struct {
+	// TokenEnv names the environment variable holding the API token (default GITHUB_TOKEN);
+	// the token itself never appears in the file.
+	TokenEnv string `yaml:"token_env"`
+	// APIURL is the REST API base (default https://api.github.com/); a GitHub Enterprise
+	// server's is https://HOST/api/v3/. Plain http is accepted for loopback only (tests).
+	APIURL string `yaml:"api_url"`
+	// Poll is how often the labelled issues are listed (default 60s). Unchanged pages are
+	// answered 304 against their ETag and cost no rate limit.
+	Poll time.Duration `yaml:"poll"`
+	// Watch is how often the issues of running tickets are re-read so a closed issue or a
+	// removed label cancels the work quickly (default 10s; conditional, so free when unchanged).
+	Watch time.Duration `yaml:"watch"`
+	// MinRateRemaining is the reserve of API calls left untouched: below it, polling pauses
+	// until the rate-limit window resets (default 100).
+	MinRateRemaining int `yaml:"min_rate_remaining"`
+	// AllowAuthors may open tickets even without write access to the repository. Issues by
+	// anyone else without write access are ignored: issue text is untrusted and every ticket
+	// spends money.
+	AllowAuthors []string `yaml:"allow_authors"`
+	// Repos are the GitHub repositories to take labelled issues from.
+	Repos  []GitHubRepo `yaml:"repos"`
+	Output GitHubOutput `yaml:"output"`
+}
+
+// GitHubRepo maps one GitHub repository to a local repository under repos.
+type GitHubRepo struct {
+	Name  string `yaml:"name"`  // owner/name on GitHub
+	Repo  string `yaml:"repo"`  // key under repos: the local clone fixes are made in
+	Label string `yaml:"label"` // issues with this label become tickets (default "ticketd")
+	// PushURL is where fix branches are pushed (default https://github.com/OWNER/NAME.git,
+	// or the Enterprise host's equivalent).
+	PushURL string `yaml:"push_url"`
+	// Base is the pull request's base branch (default: the repository's default branch).
+	Base string `yaml:"base"`
+}
+
+// GitHubOutput turns results into GitHub writes. Off by default: a first night should be
+// read in the morning before ticketd is allowed to write anywhere.
+type GitHubOutput struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// HTTP configures the status listener: /healthz, /metrics and the status page.
+type HTTP struct {
+	// Addr is host:port on a loopback address ("" = no listener). The page has no
+	// authentication, so it is never served on a public interface.
+	Addr string `yaml:"addr"`
+}
+
+// GitHub defaults.
+const (
+	DefaultGitHubAPI      = "https://api.github.com/"
+	DefaultGitHubTokenEnv = "GITHUB_TOKEN"
+	DefaultGitHubPoll     = 60 * time.Second
+	DefaultGitHubWatch    = 10 * time.Second
+	DefaultGitHubReserve  = 100
+	DefaultGitHubLabel    = "ticketd"
+)
+
+func defaultGitHub() GitHub {
+	return GitHub{TokenEnv: DefaultGitHubTokenEnv, APIURL: DefaultGitHubAPI, Poll: DefaultGitHubPoll,
+		Watch: DefaultGitHubWatch, MinRateRemaining: DefaultGitHubReserve}
+}
+
+var (
+	ghRepoRe  = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
+	ghLoginRe = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func (c *Config) applyGitHubDefaults() {
+	for i := range c.GitHub.Repos {
+		r := &c.GitHub.Repos[i]
+		if r.Label == "" {
+			r.Label = DefaultGitHubLabel
+		}
+		if r.PushURL == "" && ghRepoRe.MatchString(r.Name) {
+			r.PushURL = defaultPushURL(c.GitHub.APIURL, r.Name)
+		}
+	}
+}
+
+// defaultPushURL is the HTTPS clone URL matching the API host: api.github.com pushes to
+// github.com, an Enterprise https://HOST/api/v3/ to https://HOST/.
+func defaultPushURL(api, name string) string {
+	u, err := url.Parse(api)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	host := u.Host
+	if host == "api.github.com" {
+		host = "github.com"
+	}
+	return u.Scheme + "://" + host + "/" + name + ".git"
+}
+
+// validateGitHub checks the github and http sections.
+func (c Config) validateGitHub(bad func(string, ...any)) {
+	g := c.GitHub
+	if len(g.Repos) > 0 || g.Output.Enabled {
+		if !envNameRe.MatchString(g.TokenEnv) {
+			bad("github.token_env: must name an environment variable (such as GITHUB_TOKEN), got %q", g.TokenEnv)
+		}
+	}
+	if u, err := url.Parse(g.APIURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+		bad("github.api_url: want an https URL such as %s (plain http only on loopback), got %q", DefaultGitHubAPI, g.APIURL)
+	} else if !strings.HasSuffix(u.Path, "/") {
+		bad("github.api_url: must end with a slash, got %q", g.APIURL)
+	}
+	if g.Poll < time.Second {
+		bad("github.poll: must be at least 1s, got %s", g.Poll)
+	}
+	if g.Watch <= 0 || g.Watch > 15*time.Second {
+		bad("github.watch: must be positive and at most 15s so a closed issue stops spending quickly, got %s", g.Watch)
+	}
+	if g.MinRateRemaining < 0 {
+		bad("github.min_rate_remaining: must be >= 0, got %d", g.MinRateRemaining)
+	}
+	for i, a := range g.AllowAuthors {
+		if !ghLoginRe.MatchString(a) {
+			bad("github.allow_authors[%d]: %q is not a GitHub login", i, a)
+		}
+	}
+	if g.Output.Enabled && len(g.Repos) == 0 {
+		bad("github.output.enabled: needs at least one entry under github.repos")
+	}
+	seen := map[string]bool{}
+	for i, r := range g.Repos {
+		if !ghRepoRe.MatchString(r.Name) {
+			bad("github.repos[%d].name: want OWNER/NAME, got %q", i, r.Name)
+		}
+		key := strings.ToLower(r.Name)
+		if seen[key] {
+			bad("github.repos[%d].name: %q is listed twice", i, r.Name)
+		}
+		seen[key] = true
+		if _, ok := c.Repos[r.Repo]; !ok {
+			bad("github.repos[%d].repo: %q is not defined under repos (have: %s)", i, r.Repo, keys(c.Repos))
+		}
+		if strings.ContainsAny(r.Label, ",\n") {
+			bad("github.repos[%d].label: %q may not contain a comma or newline", i, r.Label)
+		}
+		if g.Output.Enabled && r.PushURL == "" {
+			bad("github.repos[%d].push_url: required when github.output.enabled (an https clone URL)", i)
+		}
+		if u, err := url.Parse(r.PushURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			bad("github.repos[%d].push_url: %q would send the token in clear text; use https", i, r.PushURL)
+		}
+		if strings.HasPrefix(r.Base, "-") {
+			bad("github.repos[%d].base: %q is not a branch name", i, r.Base)
+		}
+	}
+	if a := c.HTTP.Addr; a != "" {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || port == "" {
+			bad("http.addr: want HOST:PORT such as 127.0.0.1:8377, got %q", a)
+		} else if !isLoopback(host) {
+			bad("http.addr: %q is not a loopback address; the status page has no authentication, so serve it on 127.0.0.1 or ::1 (put a proxy in front to share it)", a)
+		}
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,34 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// githubScan runs the GitHub intake once at the start of a night (no-op without GitHub).
+func (d *Daemon) githubScan(ctx context.Context) {
+	if d.GitHub != nil {
+		d.GitHub.Scan(ctx)
+	}
+}
+
+// runGitHub keeps the GitHub side going while the night runs: intake polls, the watch that
+// cancels tickets whose issue was closed, and publishing. The returned stop ends it and
+// publishes once more, so a ticket finished in the night's last minute is not left for the
+// next night.
+func (d *Daemon) runGitHub(ctx context.Context) (stop func()) {
+	if d.GitHub == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.GitHub.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+		final, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer done()
+		d.GitHub.Publish(final)
+	}
+}

@@ -1,0 +1,168 @@
+// Package github connects ticketd to GitHub: it turns labelled issues into tickets (only
+// from authors allowed to start a paid run), cancels a ticket whose issue was closed or
+// unlabelled, and, when output is enabled, pushes a done ticket's branch and opens a draft
+// pull request, or comments on the issue of an escalated one. Every write is looked up
+// first, so a restart never opens a second pull request or posts a second comment.
+package github
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gh "github.com/google/go-github/v89/github"
+)
+
+// ErrRateLimited is returned while the API budget is paused (below the reserve, or after a
+// rate-limit answer) until the window resets.
+var ErrRateLimited = errors.New("github API rate limit: paused until the window resets")
+
+// Client is the GitHub API as ticketd uses it: go-github with conditional GETs and a
+// rate-limit guard shared by intake and output.
+type Client struct {
+	api   *gh.Client
+	cache *etagCache
+	now   func() time.Time
+	// reserve is how many calls of the hourly budget Scan leaves untouched.
+	reserve int
+
+	mu          sync.Mutex
+	rate        gh.Rate
+	pausedUntil time.Time
+}
+
+// ClientOptions configure NewClient; zero fields take the defaults.
+type ClientOptions struct {
+	BaseURL string // default https://api.github.com/
+	Token   string // required: sent as a bearer token, never logged
+	// Reserve is the rate-limit reserve below which Scan pauses (default 100).
+	Reserve   int
+	Transport http.RoundTripper // default http.DefaultTransport
+	Now       func() time.Time  // default time.Now
+	Timeout   time.Duration     // per request, default 30s
+}
+
+// NewClient builds a client for the API at opts.BaseURL.
+func NewClient(opts ClientOptions) (*Client, error) {
+	if opts.Token == "" {
+		return nil, errors.New("github client: no token (set the variable named by github.token_env)")
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = "https://api.github.com/"
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cache := newETagCache(opts.Transport)
+	api, err := gh.NewClient(gh.WithTransport(cache), gh.WithAuthToken(opts.Token), gh.WithURLs(&base, &base),
+		gh.WithTimeout(opts.Timeout), gh.WithUserAgent("ticketd"))
+	if err != nil {
+		return nil, fmt.Errorf("github client for %s: %w", base, err)
+	}
+	return &Client{api: api, cache: cache, now: opts.Now, reserve: opts.Reserve}, nil
+}
+
+// NotModified is how many GETs GitHub answered 304 (free of rate limit) so far.
+func (c *Client) NotModified() int64 { return c.cache.notModified.Load() }
+
+// Rate is the last rate-limit state GitHub reported.
+func (c *Client) Rate() gh.Rate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate
+}
+
+// ready returns ErrRateLimited while paused; withReserve also pauses when fewer than the
+// reserve calls are left (intake stops before output and the cancel watch run dry).
+func (c *Client) ready(withReserve bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if now.Before(c.pausedUntil) {
+		return fmt.Errorf("%w (until %s)", ErrRateLimited, c.pausedUntil.UTC().Format(time.RFC3339))
+	}
+	if withReserve && c.rate.Limit > 0 && c.rate.Remaining < c.reserve && now.Before(c.rate.Reset.Time) {
+		return fmt.Errorf("%w: %d of %d calls left, reserve %d (until %s)", ErrRateLimited,
+			c.rate.Remaining, c.rate.Limit, c.reserve, c.rate.Reset.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// observe records the rate-limit state of a response and pauses on a rate-limit error.
+func (c *Client) observe(resp *gh.Response, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if resp != nil && resp.Rate.Limit > 0 {
+		c.rate = resp.Rate
+	}
+	var rl *gh.RateLimitError
+	var abuse *gh.AbuseRateLimitError
+	switch {
+	case errors.As(err, &rl):
+		c.pausedUntil = rl.Rate.Reset.Time
+	case errors.As(err, &abuse):
+		wait := time.Minute
+		if abuse.RetryAfter != nil {
+			wait = *abuse.RetryAfter
+		}
+		c.pausedUntil = c.now().Add(wait)
+	case resp != nil && resp.StatusCode == http.StatusTooManyRequests:
+		wait := time.Minute
+		if s, e := strconv.Atoi(resp.Header.Get("Retry-After")); e == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		c.pausedUntil = c.now().Add(wait)
+	}
+}
+
+// statusOf returns the HTTP status of a go-github error, or 0.
+func statusOf(err error) int {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	return 0
+}
+
+// repoRef is OWNER/NAME split.
+type repoRef struct{ owner, name string }
+
+func (r repoRef) String() string { return r.owner + "/" + r.name }
+
+func parseRepo(full string) (repoRef, error) {
+	owner, name, ok := strings.Cut(full, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return repoRef{}, fmt.Errorf("github repository %q: want OWNER/NAME", full)
+	}
+	return repoRef{owner, name}, nil
+}
+
+// ExternalID is a ticket's external id for issue number of repo: "OWNER/NAME#N".
+func ExternalID(repo string, number int) string { return repo + "#" + strconv.Itoa(number) }
+
+// ParseExternalID splits "OWNER/NAME#N".
+func ParseExternalID(id string) (repo string, number int, err error) {
+	repo, num, ok := strings.Cut(id, "#")
+	if !ok {
+		return "", 0, fmt.Errorf("github external id %q: want OWNER/NAME#NUMBER", id)
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 {
+		return "", 0, fmt.Errorf("github external id %q: issue number %q is not a positive integer", id, num)
+	}
+	if _, err := parseRepo(repo); err != nil {
+		return "", 0, fmt.Errorf("github external id %q: %w", id, err)
+	}
+	return repo, n, nil
+}
+
+// Source is the store source name of GitHub tickets.
+const Source = "github"

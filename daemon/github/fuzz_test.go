@@ -1,0 +1,47 @@
+package github
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParseExternalID: any string either is rejected or parses into a repository and a
+// positive number whose formatted id parses back to the same; it never panics.
+func FuzzParseExternalID(f *testing.F) {
+	for _, s := range []string{"acme/app#12", "acme/app#0", "a/b/c#1", "#", "acme/app#-1", "acme/app#99999999999999999999", "x/y#1#2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		repo, n, err := ParseExternalID(s)
+		if err != nil {
+			return
+		}
+		repo2, n2, err := ParseExternalID(ExternalID(repo, n))
+		if n <= 0 || err != nil || repo2 != repo || n2 != n {
+			t.Errorf("ParseExternalID(%q) = %q, %d; formatted back: %q, %d, %v", s, repo, n, repo2, n2, err)
+		}
+	})
+}
+
+// FuzzDefuse: defusing untrusted text leaves no live @mention or closing keyword, keeps
+// valid UTF-8 valid, and is idempotent.
+func FuzzDefuse(f *testing.F) {
+	for _, s := range []string{"thanks @alice", "Fixes #12", "closes: acme/app#3 and resolves #4", "a@b.com", "`@x`", "fix #1 @a @b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := defuse(s)
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("defuse(%q) = %q: invalid UTF-8", s, got)
+		}
+		if mentionRe.MatchString(got) {
+			t.Errorf("defuse(%q) = %q: still has a mention", s, got)
+		}
+		if closeRe.MatchString(got) {
+			t.Errorf("defuse(%q) = %q: still has a closing keyword", s, got)
+		}
+		if again := defuse(got); again != got {
+			t.Errorf("defuse is not idempotent on %q: %q then %q", s, got, again)
+		}
+	})
+}

@@ -1,0 +1,304 @@
+// Package githubfake is a TEST DOUBLE: an in-memory stand-in for the parts of the GitHub
+// REST API ticketd uses, served by httptest. It behaves like the real API where ticketd
+// depends on it (bearer auth, label filtering, Link-header pagination, strong ETags with 304
+// answers that cost no rate limit, X-RateLimit headers, author_association, 422 on a
+// duplicate pull request) so tests exercise the real client code.
+package githubfake
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Token is the only bearer token the fake accepts.
+const Token = "test-token"
+
+// Server is the fake API. Its exported fields are for tests to read and set under Edit.
+type Server struct {
+	t     testing.TB
+	srv   *httptest.Server
+	token string
+
+	mu            sync.Mutex
+	issues        map[string][]*Issue // "owner/name" -> issues
+	Perms         map[string]string   // "owner/name\x00login" -> admin|write|read
+	Pulls         []map[string]any
+	Comments      map[string][]map[string]any // "owner/name#n" -> comments
+	Requests      []string                    // "METHOD path?query", in order
+	NotModified   int
+	RateRemaining int
+	rateReset     time.Time
+	DefaultBranch string
+}
+
+// Issue is one issue (or pull request, when PullRequest) of a repository.
+type Issue struct {
+	Number      int
+	Title, Body string
+	State       string
+	Labels      []string
+	Author      string
+	Assoc       string
+	PullRequest bool
+}
+
+// New starts a fake closed at the end of the test.
+func New(t testing.TB) *Server {
+	t.Helper()
+	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
+		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
+	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
+	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}", f.getIssue)
+	mux.HandleFunc("GET /repos/{o}/{r}/collaborators/{u}/permission", f.permission)
+	mux.HandleFunc("GET /repos/{o}/{r}/pulls", f.listPulls)
+	mux.HandleFunc("POST /repos/{o}/{r}/pulls", f.createPull)
+	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}/comments", f.listComments)
+	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.Requests = append(f.Requests, r.Method+" "+r.URL.RequestURI())
+		f.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+f.token {
+			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// URL is the API base URL, with its trailing slash.
+func (f *Server) URL() string { return f.srv.URL + "/" }
+
+// AddIssue adds an issue (number, state and association defaulted) and returns it; change
+// it later only inside Edit.
+func (f *Server) AddIssue(repo string, is Issue) *Issue {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if is.State == "" {
+		is.State = "open"
+	}
+	if is.Assoc == "" {
+		is.Assoc = "OWNER"
+	}
+	if is.Number == 0 {
+		is.Number = len(f.issues[repo]) + 1
+	}
+	p := &is
+	f.issues[repo] = append(f.issues[repo], p)
+	return p
+}
+
+// Edit runs fn with the fake locked, for changing issues and fields.
+func (f *Server) Edit(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+// Count returns how many requests matched method and a path prefix.
+func (f *Server) Count(method, prefix string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.Requests {
+		if strings.HasPrefix(r, method+" "+prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *Server) issueJSON(repo string, is *Issue) map[string]any {
+	labels := []map[string]any{}
+	for _, l := range is.Labels {
+		labels = append(labels, map[string]any{"name": l})
+	}
+	m := map[string]any{"number": is.Number, "title": is.Title, "body": is.Body, "state": is.State,
+		"labels": labels, "user": map[string]any{"login": is.Author}, "author_association": is.Assoc,
+		"html_url": fmt.Sprintf("https://github.example/%s/issues/%d", repo, is.Number)}
+	if is.PullRequest {
+		m["pull_request"] = map[string]any{"url": "x"}
+	}
+	return m
+}
+
+// reply writes v as JSON with a strong ETag, answering 304 (rate limit untouched) when the
+// client already has it. Called with f.mu held.
+func (f *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		f.t.Errorf("fake github: marshal: %v", err)
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(f.rateReset.Unix(), 10))
+	h.Set("X-RateLimit-Resource", "core")
+	if r.Method == http.MethodGet && status == 200 {
+		h.Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			f.NotModified++
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	f.RateRemaining--
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func repoOf(r *http.Request) string { return r.PathValue("o") + "/" + r.PathValue("r") }
+
+func (f *Server) getRepo(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reply(w, r, 200, map[string]any{"full_name": repoOf(r), "default_branch": f.DefaultBranch})
+}
+
+func (f *Server) listIssues(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo, q := repoOf(r), r.URL.Query()
+	var match []map[string]any
+	for _, is := range f.issues[repo] {
+		if st := q.Get("state"); st != "all" && is.State != st {
+			continue
+		}
+		if want := q.Get("labels"); want != "" && !slices.Contains(is.Labels, want) {
+			continue
+		}
+		match = append(match, f.issueJSON(repo, is))
+	}
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 30
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	lo, hi := min((page-1)*per, len(match)), min(page*per, len(match))
+	if hi < len(match) {
+		next := *r.URL
+		nq := next.Query()
+		nq.Set("page", strconv.Itoa(page+1))
+		next.RawQuery = nq.Encode()
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, f.srv.URL, next.RequestURI()))
+	}
+	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
+}
+
+func (f *Server) findIssue(r *http.Request) (string, *Issue) {
+	repo := repoOf(r)
+	n, _ := strconv.Atoi(r.PathValue("n"))
+	for _, is := range f.issues[repo] {
+		if is.Number == n {
+			return repo, is
+		}
+	}
+	return repo, nil
+}
+
+func (f *Server) getIssue(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo, is := f.findIssue(r)
+	if is == nil {
+		f.reply(w, r, 404, map[string]any{"message": "Not Found"})
+		return
+	}
+	f.reply(w, r, 200, f.issueJSON(repo, is))
+}
+
+func (f *Server) permission(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.Perms[repoOf(r)+"\x00"+r.PathValue("u")]
+	if !ok {
+		f.reply(w, r, 404, map[string]any{"message": "Not Found"})
+		return
+	}
+	f.reply(w, r, 200, map[string]any{"permission": p, "user": map[string]any{"login": r.PathValue("u")}})
+}
+
+func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo, head := repoOf(r), r.URL.Query().Get("head")
+	out := []map[string]any{}
+	for _, p := range f.Pulls {
+		if p["repo"] == repo && (head == "" || head == p["head_label"]) {
+			out = append(out, p)
+		}
+	}
+	f.reply(w, r, 200, out)
+}
+
+func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title, Head, Base, Body string
+		Draft                   bool
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo := repoOf(r)
+	label := r.PathValue("o") + ":" + in.Head
+	for _, p := range f.Pulls {
+		if p["repo"] == repo && p["head_label"] == label {
+			f.reply(w, r, 422, map[string]any{"message": "Validation Failed",
+				"errors": []map[string]any{{"message": "A pull request already exists for " + label + "."}}})
+			return
+		}
+	}
+	n := 100 + len(f.Pulls)
+	p := map[string]any{"repo": repo, "number": n, "title": in.Title, "body": in.Body, "draft": in.Draft,
+		"head_label": label, "head": map[string]any{"ref": in.Head, "label": label}, "base": map[string]any{"ref": in.Base},
+		"html_url": fmt.Sprintf("https://github.example/%s/pull/%d", repo, n), "state": "open"}
+	f.Pulls = append(f.Pulls, p)
+	f.reply(w, r, 201, p)
+}
+
+func (f *Server) listComments(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := repoOf(r) + "#" + r.PathValue("n")
+	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key]...))
+}
+
+func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
+	var in struct{ Body string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := repoOf(r) + "#" + r.PathValue("n")
+	c := map[string]any{"id": len(f.Comments[key]) + 1, "body": in.Body,
+		"html_url": fmt.Sprintf("https://github.example/%s/issues/%s#comment-%d", repoOf(r), r.PathValue("n"), len(f.Comments[key])+1)}
+	f.Comments[key] = append(f.Comments[key], c)
+	f.reply(w, r, 201, c)
+}
+
+// IssuesOf returns repo's issues; call it inside Edit to change them.
+func (f *Server) IssuesOf(repo string) []*Issue { return f.issues[repo] }

@@ -1,0 +1,328 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	gh "github.com/google/go-github/v89/github"
+
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// Target is where a GitHub repository's fixes are pushed from and to.
+type Target struct {
+	Name    string // OWNER/NAME
+	Dir     string // the local clone the fix branches live in
+	PushURL string
+	Base    string // pull request base; "" = the repository's default branch
+}
+
+// Publisher turns finished GitHub tickets into GitHub writes: a done ticket's branch is
+// pushed and a draft pull request "Fixes #N" opened with the report as its body; an
+// escalated ticket gets one comment with the reason and its attempt branches. Each write
+// is looked up on GitHub first (pull requests by head branch, comments by a hidden marker)
+// and recorded in the store after, so neither a restart nor a crash between the two
+// duplicates it.
+type Publisher struct {
+	Client  *Client
+	Store   *store.Store
+	Targets []Target
+	Token   string // for git push; the API client holds its own copy
+	// Push defaults to worktree.Push; tests may replace it.
+	Push func(ctx context.Context, dir, remoteURL, branch, token string) error
+	// Branches lists a ticket's attempt branches in dir (nil: only the ticket's own
+	// branch); New uses worktree.Branches. They are pushed and named in the comment.
+	Branches func(ctx context.Context, dir string, ticketID int64) ([]string, error)
+	Logger   *slog.Logger
+
+	mu    sync.Mutex
+	bases map[string]string // repo -> default branch
+}
+
+// PublishReport is what one Publish did.
+type PublishReport struct {
+	PullRequests []string // URLs opened or found
+	Comments     []string
+}
+
+// publishBatch bounds the tickets one Publish handles, so a backlog cannot burn the API
+// budget in one pass; the rest follow at the next poll.
+const publishBatch = 20
+
+// Publish handles every done or escalated GitHub ticket not yet published.
+func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
+	var rep PublishReport
+	var errs []error
+	done, err := p.Store.Unpublished(ctx, Source, store.StateDone, store.OutputPullRequest, publishBatch)
+	if err != nil {
+		return rep, err
+	}
+	for _, t := range done {
+		url, err := p.pullRequest(ctx, t)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pull request for ticket %d (%s): %w", t.ID, t.ExternalID, err))
+			if errors.Is(err, ErrRateLimited) {
+				return rep, errors.Join(errs...)
+			}
+			continue
+		}
+		rep.PullRequests = append(rep.PullRequests, url)
+	}
+	esc, err := p.Store.Unpublished(ctx, Source, store.StateEscalated, store.OutputComment, publishBatch)
+	if err != nil {
+		return rep, errors.Join(append(errs, err)...)
+	}
+	for _, t := range esc {
+		url, err := p.comment(ctx, t)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("escalation comment for ticket %d (%s): %w", t.ID, t.ExternalID, err))
+			if errors.Is(err, ErrRateLimited) {
+				break
+			}
+			continue
+		}
+		rep.Comments = append(rep.Comments, url)
+	}
+	return rep, errors.Join(errs...)
+}
+
+func (p *Publisher) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
+}
+
+func (p *Publisher) target(ext string) (Target, repoRef, int, error) {
+	name, num, err := ParseExternalID(ext)
+	if err != nil {
+		return Target{}, repoRef{}, 0, err
+	}
+	for _, tg := range p.Targets {
+		if strings.EqualFold(tg.Name, name) {
+			ref, err := parseRepo(tg.Name)
+			return tg, ref, num, err
+		}
+	}
+	return Target{}, repoRef{}, 0, fmt.Errorf("repository %s is not under github.repos in the config", name)
+}
+
+// PullRequestTitle is the title of the draft pull request for issue number.
+func PullRequestTitle(number int, issueTitle string) string {
+	title := fmt.Sprintf("Fixes #%d: %s", number, strings.Join(strings.Fields(issueTitle), " "))
+	return truncateRunes(title, 200)
+}
+
+// marker is the hidden line that identifies ticketd's pull request body or comment.
+func marker(kind string, ticketID int64) string {
+	return fmt.Sprintf("<!-- ticketd:%s ticket=%d -->", kind, ticketID)
+}
+
+func (p *Publisher) pullRequest(ctx context.Context, t store.Ticket) (string, error) {
+	tg, ref, num, err := p.target(t.ExternalID)
+	if err != nil {
+		return "", err
+	}
+	if t.Branch == "" {
+		return "", errors.New("ticket is done but names no branch")
+	}
+	push := p.Push
+	if push == nil {
+		push = worktree.Push
+	}
+	if err := push(ctx, tg.Dir, tg.PushURL, t.Branch, p.Token); err != nil {
+		return "", err
+	}
+	if err := p.Client.ready(false); err != nil {
+		return "", err
+	}
+	head := ref.owner + ":" + t.Branch
+	existing, resp, err := p.Client.api.PullRequests.List(ctx, ref.owner, ref.name,
+		&gh.PullRequestListOptions{State: "all", Head: head, ListOptions: gh.ListOptions{PerPage: 10}})
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("look up pull requests from %s: %w", head, err)
+	}
+	if len(existing) > 0 {
+		url := existing[0].GetHTMLURL()
+		p.logger().Info("github pull request already open", "ticket", t.ID, "url", url)
+		return url, p.Store.RecordOutput(ctx, t.ID, store.OutputPullRequest, url)
+	}
+	base, err := p.base(ctx, tg, ref)
+	if err != nil {
+		return "", err
+	}
+	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, defuse(readReport(t)), marker("pr", t.ID))
+	pr, resp, err := p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, &gh.NewPullRequest{
+		Title: gh.Ptr(PullRequestTitle(num, t.Title)), Head: gh.Ptr(t.Branch), Base: gh.Ptr(base),
+		Body: gh.Ptr(body), Draft: gh.Ptr(true),
+	})
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("open draft pull request %s -> %s: %w", t.Branch, base, err)
+	}
+	url := pr.GetHTMLURL()
+	p.logger().Info("github draft pull request opened", "ticket", t.ID, "url", url)
+	return url, p.Store.RecordOutput(ctx, t.ID, store.OutputPullRequest, url)
+}
+
+func (p *Publisher) base(ctx context.Context, tg Target, ref repoRef) (string, error) {
+	if tg.Base != "" {
+		return tg.Base, nil
+	}
+	p.mu.Lock()
+	b := p.bases[tg.Name]
+	p.mu.Unlock()
+	if b != "" {
+		return b, nil
+	}
+	r, resp, err := p.Client.api.Repositories.Get(ctx, ref.owner, ref.name)
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("read default branch of %s (or set github.repos[].base): %w", ref, err)
+	}
+	b = r.GetDefaultBranch()
+	if b == "" {
+		return "", fmt.Errorf("%s reports no default branch; set github.repos[].base", ref)
+	}
+	p.mu.Lock()
+	if p.bases == nil {
+		p.bases = map[string]string{}
+	}
+	p.bases[tg.Name] = b
+	p.mu.Unlock()
+	return b, nil
+}
+
+func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error) {
+	tg, ref, num, err := p.target(t.ExternalID)
+	if err != nil {
+		return "", err
+	}
+	mark := marker("escalation", t.ID)
+	if err := p.Client.ready(false); err != nil {
+		return "", err
+	}
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := p.Client.api.Issues.ListComments(ctx, ref.owner, ref.name, num, opts)
+		p.Client.observe(resp, err)
+		if err != nil {
+			return "", fmt.Errorf("look up comments on %s: %w", t.ExternalID, err)
+		}
+		for _, c := range cs {
+			if strings.Contains(c.GetBody(), mark) {
+				return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.ListOptions.Page = resp.NextPage
+	}
+	var branches []string
+	if p.Branches != nil {
+		if branches, err = p.Branches(ctx, tg.Dir, t.ID); err != nil {
+			return "", err
+		}
+	}
+	if t.Branch != "" && !contains(branches, t.Branch) {
+		branches = append(branches, t.Branch)
+	}
+	push := p.Push
+	if push == nil {
+		push = worktree.Push
+	}
+	for _, b := range branches {
+		if err := push(ctx, tg.Dir, tg.PushURL, b, p.Token); err != nil {
+			return "", err
+		}
+	}
+	c, resp, err := p.Client.api.Issues.CreateComment(ctx, ref.owner, ref.name, num,
+		&gh.IssueComment{Body: gh.Ptr(EscalationComment(t, branches, mark))})
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("comment on %s: %w", t.ExternalID, err)
+	}
+	p.logger().Info("github escalation comment posted", "ticket", t.ID, "url", c.GetHTMLURL())
+	return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
+}
+
+// EscalationComment is the comment posted on an escalated ticket's issue: the short why,
+// the attempt branches, and the hidden marker that makes it findable after a restart.
+func EscalationComment(t store.Ticket, branches []string, mark string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ticketd could not fix this issue on its own after %d attempt(s) and hands it to a human.\n\n", t.Attempts)
+	why := truncateRunes(strings.Join(strings.Fields(t.Reason), " "), 500)
+	if why == "" {
+		why = "no reason recorded"
+	}
+	fmt.Fprintf(&b, "**Why it stopped:** %s\n\n", defuse(why))
+	if len(branches) > 0 {
+		b.WriteString("**Attempt branches:**")
+		for _, br := range branches {
+			fmt.Fprintf(&b, " `%s`", br)
+		}
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "ticketd ticket %d; the full report is in its results folder on the ticketd host.\n\n%s\n", t.ID, mark)
+	return b.String()
+}
+
+// maxReport keeps the body under GitHub's 65,536-character limit with room for the rest.
+const maxReport = 60000
+
+func readReport(t store.Ticket) string {
+	if t.ResultDir == "" {
+		return "(no report was written)"
+	}
+	data, err := os.ReadFile(filepath.Join(t.ResultDir, "report.md"))
+	if err != nil {
+		return fmt.Sprintf("(report unreadable: %v)", err)
+	}
+	s := strings.ToValidUTF8(string(data), "\uFFFD")
+	if utf8.RuneCountInString(s) > maxReport {
+		s = truncateRunes(s, maxReport) + "\n\n(report truncated)"
+	}
+	return s
+}
+
+var (
+	mentionRe = regexp.MustCompile(`(^|[^\w` + "`" + `])@([A-Za-z0-9][A-Za-z0-9-]*)`)
+	closeRe   = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)([\w./-]*#\d+)`)
+)
+
+// defuse keeps text ticketd did not write (issue text and model output quoted in a report)
+// from acting on GitHub: an @mention would notify whoever it names, and "fixes #12" would
+// close another issue when the pull request is merged. A zero-width joiner breaks both
+// without changing what a reader sees.
+func defuse(s string) string {
+	s = mentionRe.ReplaceAllString(s, "$1@\u200d$2")
+	return closeRe.ReplaceAllString(s, "$1\u200d$2$3")
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n])
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

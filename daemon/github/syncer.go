@@ -1,0 +1,108 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// Syncer runs the GitHub side of a night: a scan every Poll (intake, cancellation of
+// closed issues, then publishing), and a watch of running tickets every Watch.
+type Syncer struct {
+	Intake    *Intake
+	Publisher *Publisher // nil when github.output.enabled is false
+	Poll      time.Duration
+	Watch     time.Duration
+	Logger    *slog.Logger
+}
+
+// New builds the Syncer for cfg.GitHub; nil, nil when no GitHub repository is configured.
+// getenv reads the token from the variable github.token_env names.
+func New(cfg config.Config, getenv func(string) string, st *store.Store, log *slog.Logger, opts ClientOptions) (*Syncer, error) {
+	g := cfg.GitHub
+	if len(g.Repos) == 0 {
+		return nil, nil
+	}
+	token := getenv(g.TokenEnv)
+	if token == "" {
+		return nil, fmt.Errorf("github: environment variable %s is empty; export a token with issues (and, for output, contents and pull requests) access, or set github.token_env", g.TokenEnv)
+	}
+	opts.BaseURL, opts.Token, opts.Reserve = g.APIURL, token, g.MinRateRemaining
+	client, err := NewClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	log = log.With("component", "github")
+	s := &Syncer{Poll: g.Poll, Watch: g.Watch, Logger: log,
+		Intake: &Intake{Client: client, Store: st, Allow: g.AllowAuthors, Priorities: cfg.Priorities,
+			MaxAttempts: cfg.Night.MaxAttempts, Logger: log}}
+	var targets []Target
+	for _, r := range g.Repos {
+		s.Intake.Repos = append(s.Intake.Repos, Repo{Name: r.Name, Local: r.Repo, Label: r.Label})
+		targets = append(targets, Target{Name: r.Name, Dir: cfg.Repos[r.Repo].Path, PushURL: r.PushURL, Base: r.Base})
+	}
+	if g.Output.Enabled {
+		s.Publisher = &Publisher{Client: client, Store: st, Targets: targets, Token: token, Logger: log,
+			Branches: func(ctx context.Context, dir string, id int64) ([]string, error) {
+				return worktree.Branches(ctx, dir, fmt.Sprintf("ticketd/%d-", id))
+			}}
+	}
+	return s, nil
+}
+
+// Scan runs one intake scan, and publishing when enabled. Errors are logged, not returned:
+// GitHub being down must not stop a night that has local work.
+func (s *Syncer) Scan(ctx context.Context) ScanReport {
+	rep, err := s.Intake.Scan(ctx)
+	s.logErr("github scan", err)
+	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 {
+		s.Logger.Info("github intake", "listed", rep.Listed, "added", len(rep.Added), "cancelled", len(rep.Cancelled),
+			"ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)
+	}
+	s.Publish(ctx)
+	return rep
+}
+
+// Publish runs one publishing pass when output is enabled.
+func (s *Syncer) Publish(ctx context.Context) {
+	if s.Publisher == nil {
+		return
+	}
+	_, err := s.Publisher.Publish(ctx)
+	s.logErr("github publish", err)
+}
+
+func (s *Syncer) logErr(what string, err error) {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrRateLimited):
+		s.Logger.Warn(what+" paused", "err", err)
+	default:
+		s.Logger.Error(what, "err", err)
+	}
+}
+
+// Run scans every Poll and watches running tickets every Watch until ctx ends.
+func (s *Syncer) Run(ctx context.Context) {
+	poll := time.NewTicker(s.Poll)
+	defer poll.Stop()
+	watch := time.NewTicker(s.Watch)
+	defer watch.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			s.Scan(ctx)
+		case <-watch.C:
+			_, err := s.Intake.Watch(ctx)
+			s.logErr("github watch", err)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
+	"github.com/ticketd/ticketd/daemon/github/githubfake"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/store"
+)
+
+// TestGitHubNight runs a night whose tickets come from a fake GitHub: closing one issue
+// while its ticket runs cancels it through the watch and the worker's next heartbeat; the
+// other is fixed, its branch pushed and a draft pull request opened; publishing again after
+// a restart opens nothing twice.
+func TestGitHubNight(t *testing.T) {
+	requirePytest(t)
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
+	cfg := f.config(t, url, 2)
+	fake := githubfake.New(t)
+	remote := filepath.Join(t.TempDir(), "shop.git")
+	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	cfg.Intake = nil
+	cfg.Night.Lease, cfg.Night.Heartbeat = 5*time.Second, 50*time.Millisecond
+	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Second, 50*time.Millisecond
+	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
+	cfg.GitHub.Output.Enabled = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.cases {
+		fake.AddIssue("acme/shop", githubfake.Issue{Title: c.Match, Body: "see title", Labels: []string{"ticketd"}, Author: "maintainer"})
+	}
+	fake.AddIssue("acme/shop", githubfake.Issue{Title: "spam", Labels: []string{"ticketd"}, Author: "stranger", Assoc: "NONE"})
+
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	getenv := func(string) string { return githubfake.Token }
+	sync, err := github.New(cfg, getenv, st, log, github.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Config: cfg, Store: st, Logger: log, GitHub: sync}
+	done := make(chan NightReport, 1)
+	go func() {
+		rep, err := d.RunNight(ctx, "test")
+		if err != nil {
+			t.Errorf("night: %v", err)
+		}
+		done <- rep
+	}()
+	id := waitRunning(t, st)
+	tk, err := st.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, num, _ := github.ParseExternalID(tk.ExternalID)
+	closed := time.Now()
+	fake.Edit(func() {
+		for _, is := range fake.IssuesOf("acme/shop") {
+			if is.Number == num {
+				is.State = "closed"
+			}
+		}
+	})
+	for {
+		got, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CancelRequested || got.State == store.StateCancelled {
+			t.Logf("issue closed -> cancel requested in %s (watch %s, heartbeat %s)", time.Since(closed).Round(time.Millisecond), cfg.GitHub.Watch, cfg.Night.Heartbeat)
+			break
+		}
+		if got.State.Terminal() {
+			t.Fatalf("ticket %d ended %s before the close was noticed", id, got.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	<-done
+	if got, _ := st.Get(ctx, id); got.State == store.StateCancelled {
+		t.Logf("issue closed -> ticket cancelled (worker stopped) in %s", got.FinishedAt.Sub(closed).Round(time.Millisecond))
+	}
+
+	list, _ := st.List(ctx, store.Filter{})
+	if len(list) != 2 {
+		t.Fatalf("tickets = %d, want 2 (the spam issue ignored)", len(list))
+	}
+	var fixed store.Summary
+	for _, s := range list {
+		want := store.StateDone
+		if s.ID == id {
+			want = store.StateCancelled
+		} else {
+			fixed = s
+		}
+		if s.State != want {
+			t.Errorf("ticket %d (%s): %s (%s), want %s", s.ID, s.ExternalID, s.State, s.Reason, want)
+		}
+	}
+	_, fixedNum, _ := github.ParseExternalID(fixed.ExternalID)
+	var pulls []map[string]any
+	fake.Edit(func() { pulls = append(pulls, fake.Pulls...) })
+	if len(pulls) != 1 {
+		t.Fatalf("pull requests = %d, want 1", len(pulls))
+	}
+	wantTitle := github.PullRequestTitle(fixedNum, fixed.Title)
+	if pulls[0]["title"] != wantTitle || pulls[0]["draft"] != true ||
+		!strings.HasPrefix(pulls[0]["body"].(string), "Fixes #") || !strings.Contains(pulls[0]["body"].(string), "# ") {
+		t.Errorf("pull request = title %q draft %v body:\n%s\nwant title %q, a draft, Fixes and the report", pulls[0]["title"], pulls[0]["draft"], pulls[0]["body"], wantTitle)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", fixed.Branch)); got != strings.TrimSpace(git(t, f.repo, "rev-parse", fixed.Branch)) {
+		t.Errorf("pushed branch %s at %s, not the local commit", fixed.Branch, got)
+	}
+	// A restarted daemon publishes nothing twice.
+	sync2, err := github.New(cfg, getenv, st, log, github.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync2.Scan(ctx)
+	if n := fake.Count("POST", "/repos/acme/shop/pulls"); n != 1 {
+		t.Errorf("pull request creations after restart = %d, want 1", n)
+	}
+}

@@ -1,0 +1,91 @@
+package status
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// storeCollector reads the store's figures at scrape time: the metrics are what the
+// database says, so they survive restarts, cover `ticketctl serve` with no daemon running,
+// and need no instrumentation in the code that writes the records. A feature that appends
+// a new event kind (a rescuer, a circuit breaker opening) is counted by
+// ticketd_events_total{kind} with no change here.
+type storeCollector struct {
+	store   *store.Store
+	timeout time.Duration
+
+	tickets, events, claims, leaseExpiries, rescues *prometheus.Desc
+	calls, callErrors, tokens, cost, latency        *prometheus.Desc
+	toolDuration, up                                *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*storeCollector)(nil)
+
+func newStoreCollector(st *store.Store) *storeCollector {
+	rm := []string{"role", "model"}
+	return &storeCollector{
+		store:         st,
+		timeout:       5 * time.Second,
+		tickets:       prometheus.NewDesc("ticketd_tickets", "Tickets by state.", []string{"state"}, nil),
+		events:        prometheus.NewDesc("ticketd_events_total", "Ticket events by kind (the append-only history).", []string{"kind"}, nil),
+		claims:        prometheus.NewDesc("ticketd_claims_total", "Claims of a ticket by a worker (one per attempt).", nil, nil),
+		leaseExpiries: prometheus.NewDesc("ticketd_lease_expiries_total", "Leases that expired without the worker finishing.", nil, nil),
+		rescues:       prometheus.NewDesc("ticketd_rescues_total", "Claims that took over a ticket whose lease had expired.", nil, nil),
+		calls:         prometheus.NewDesc("ticketd_model_calls_total", "Model calls.", rm, nil),
+		callErrors:    prometheus.NewDesc("ticketd_model_call_errors_total", "Model calls that ended in an error.", rm, nil),
+		tokens:        prometheus.NewDesc("ticketd_model_tokens_total", "Model tokens by kind: prompt (all, cached included), cached, completion, reasoning.", []string{"role", "model", "kind"}, nil),
+		cost:          prometheus.NewDesc("ticketd_model_cost_usd_total", "Model spend in USD (calls with a known price).", rm, nil),
+		latency:       prometheus.NewDesc("ticketd_model_latency_seconds_total", "Summed model call latency.", rm, nil),
+		toolDuration:  prometheus.NewDesc("ticketd_tool_call_duration_seconds", "Duration of the maker's tool calls; run_checks and submit are the validator runs.", []string{"tool"}, nil),
+		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape.", nil, nil),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tickets, c.events, c.claims, c.leaseExpiries, c.rescues, c.calls,
+		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	ov, err := c.store.Overview(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		ch <- prometheus.NewInvalidMetric(c.tickets, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for st, n := range ov.ByState {
+		ch <- prometheus.MustNewConstMetric(c.tickets, prometheus.GaugeValue, float64(n), string(st))
+	}
+	for kind, n := range ov.Events {
+		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(n), kind)
+	}
+	ch <- prometheus.MustNewConstMetric(c.claims, prometheus.CounterValue, float64(ov.Events["claimed"]))
+	ch <- prometheus.MustNewConstMetric(c.leaseExpiries, prometheus.CounterValue, float64(ov.Events["lease_expired"]))
+	ch <- prometheus.MustNewConstMetric(c.rescues, prometheus.CounterValue, float64(ov.Rescues))
+	for _, m := range ov.Calls {
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(m.Calls), m.Role, m.Model)
+		ch <- prometheus.MustNewConstMetric(c.callErrors, prometheus.CounterValue, float64(m.Errors), m.Role, m.Model)
+		for kind, n := range map[string]int64{"prompt": m.PromptTokens, "cached": m.CachedTokens,
+			"completion": m.CompletionTokens, "reasoning": m.ReasoningTokens} {
+			ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.CounterValue, float64(n), m.Role, m.Model, kind)
+		}
+		ch <- prometheus.MustNewConstMetric(c.cost, prometheus.CounterValue, m.CostUSD, m.Role, m.Model)
+		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.CounterValue, m.LatencySeconds, m.Role, m.Model)
+	}
+	for _, t := range ov.Tools {
+		buckets := map[float64]uint64{}
+		for i, b := range store.DurationBuckets {
+			buckets[b] = uint64(t.Buckets[i])
+		}
+		ch <- prometheus.MustNewConstHistogram(c.toolDuration, uint64(t.Calls), t.SumSeconds, buckets, t.Tool)
+	}
+}

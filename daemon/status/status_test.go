@@ -1,0 +1,277 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+const evilTitle = `<script>alert("title")</script> average of []`
+
+type fixture struct {
+	store              *store.Store
+	running, escalated int64
+	done               int64
+	runningCalls       int
+}
+
+func f64(v float64) *float64 { return &v }
+
+// setup builds a database as a night leaves it: a running ticket with model and tool calls,
+// a done one and an escalated one whose title and reason carry markup.
+func setup(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.StartRun(ctx, "once"); err != nil {
+		t.Fatal(err)
+	}
+	var fx fixture
+	fx.store = st
+	enqueueClaim := func(ext, title string, attempts int) store.Lease {
+		if _, _, err := st.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: ext, Repo: "app", Title: title, MaxAttempts: attempts}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.Claim(ctx, "w1", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	call := func(id int64, i int, prompt, cached, out int64, role string) {
+		t.Helper()
+		if _, err := st.RecordModelCall(ctx, store.ModelCall{TicketID: id, Attempt: 1, Role: role, Model: "gpt-4.1",
+			PromptTokens: prompt, CachedTokens: cached, CompletionTokens: out, CostUSD: f64(0.001 * float64(i+1)),
+			Latency: time.Second, StartedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := enqueueClaim("d", "Truncate cuts words in half", 3)
+	call(d.Ticket.ID, 0, 3000, 0, 200, "triage")
+	call(d.Ticket.ID, 1, 5000, 2944, 300, "maker")
+	if err := st.Complete(ctx, d.Ticket.ID, d.Token, store.Result{Branch: "ticketd/1-truncate"}); err != nil {
+		t.Fatal(err)
+	}
+	fx.done = d.Ticket.ID
+	e := enqueueClaim("e", evilTitle, 1)
+	call(e.Ticket.ID, 0, 2000, 0, 100, "maker")
+	if _, err := st.Fail(ctx, e.Ticket.ID, e.Token, store.Failure{Kind: store.FailFix, Reason: `budget exhausted <img src=x onerror=alert(1)>`}); err != nil {
+		t.Fatal(err)
+	}
+	fx.escalated = e.Ticket.ID
+	r := enqueueClaim("r", "Discount applied twice", 3)
+	fx.running = r.Ticket.ID
+	for i, c := range [][3]int64{{3100, 0, 150}, {6200, 2944, 400}, {8100, 6016, 250}, {9400, 7936, 600}} {
+		call(r.Ticket.ID, i, c[0], c[1], c[2], "maker")
+		fx.runningCalls++
+	}
+	for i, tool := range []string{"read_files", "edit_file", "run_checks"} {
+		if _, err := st.RecordToolCall(ctx, store.ToolCall{TicketID: r.Ticket.ID, Attempt: 1, Step: i + 1, Tool: tool, OK: true,
+			Duration: time.Duration(i+1) * 700 * time.Millisecond, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fx
+}
+
+func serve(t *testing.T, st *store.Store) *httptest.Server {
+	t.Helper()
+	s, err := New(st, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHealthz(t *testing.T) {
+	fx := setup(t)
+	srv := serve(t, fx.store)
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("healthz = %d %q, want 200 ok", code, body)
+	}
+	fx.store.Close() // negative control: a dead database is not healthy
+	if code, _ := get(t, srv.URL+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("healthz with a closed store = %d, want 503", code)
+	}
+}
+
+func TestMetricsParse(t *testing.T) {
+	fx := setup(t)
+	// A component with live state (here a stand-in for a circuit breaker) adds its collector.
+	breaker := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ticketd_breaker_open", Help: "test"}, func() float64 { return 1 })
+	s, err := New(fx.store, Options{Collectors: []prometheus.Collector{breaker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	value := func(name string, labels map[string]string) (float64, bool) {
+		fam, ok := fams[name]
+		if !ok {
+			return 0, false
+		}
+	next:
+		for _, m := range fam.Metric {
+			for k, v := range labels {
+				if !hasLabel(m, k, v) {
+					continue next
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount()), true
+			}
+		}
+		return 0, false
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"ticketd_tickets", map[string]string{"state": "running"}, 1},
+		{"ticketd_tickets", map[string]string{"state": "done"}, 1},
+		{"ticketd_tickets", map[string]string{"state": "escalated"}, 1},
+		{"ticketd_tickets", map[string]string{"state": "queued"}, 0},
+		{"ticketd_claims_total", nil, 3},
+		{"ticketd_lease_expiries_total", nil, 0},
+		{"ticketd_rescues_total", nil, 0},
+		{"ticketd_events_total", map[string]string{"kind": "escalated"}, 1},
+		{"ticketd_model_calls_total", map[string]string{"role": "maker", "model": "gpt-4.1"}, 6},
+		{"ticketd_model_tokens_total", map[string]string{"role": "maker", "kind": "cached"}, 2944 + 2944 + 6016 + 7936},
+		{"ticketd_model_tokens_total", map[string]string{"role": "triage", "kind": "prompt"}, 3000},
+		{"ticketd_tool_call_duration_seconds", map[string]string{"tool": "run_checks"}, 1},
+		{"ticketd_store_up", nil, 1},
+		{"ticketd_breaker_open", nil, 1},
+	}
+	for _, tt := range tests {
+		got, ok := value(tt.name, tt.labels)
+		if !ok || got != tt.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tt.name, tt.labels, got, ok, tt.want)
+		}
+	}
+	if v, ok := value("ticketd_model_cost_usd_total", map[string]string{"role": "maker"}); !ok || v <= 0 {
+		t.Errorf("maker cost = %v, %v; want > 0", v, ok)
+	}
+	if _, ok := fams["go_goroutines"]; !ok {
+		t.Error("go runtime metrics missing")
+	}
+}
+
+func hasLabel(m *dto.Metric, k, v string) bool {
+	for _, l := range m.Label {
+		if l.GetName() == k && l.GetValue() == v {
+			return true
+		}
+	}
+	return false
+}
+
+var barRe = regexp.MustCompile(`<g class="bar[^"]*"`)
+
+// bars counts the bars of ticket id's chart in an HTML document.
+func bars(t *testing.T, html string, id int64) int {
+	t.Helper()
+	start := strings.Index(html, fmt.Sprintf(`<svg class="chart" data-ticket="%d"`, id))
+	if start < 0 {
+		return -1
+	}
+	end := strings.Index(html[start:], "</svg>")
+	return len(barRe.FindAllString(html[start:start+end], -1))
+}
+
+func TestPageEscapesAndCharts(t *testing.T) {
+	fx := setup(t)
+	srv := serve(t, fx.store)
+	code, html := get(t, srv.URL+"/")
+	if code != 200 {
+		t.Fatalf("GET / = %d:\n%s", code, html)
+	}
+	for _, bad := range []string{`<script>alert`, `<img src=x`} {
+		if strings.Contains(html, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+	for _, want := range []string{`&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; average of []`, `&lt;img src=x onerror=alert(1)&gt;`,
+		"Discount applied twice", "step 3 (run_checks)", "Truncate cuts words in half"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	tests := []struct {
+		id   int64
+		want int
+	}{{fx.running, 4}, {fx.done, 2}, {fx.escalated, 1}}
+	for _, tt := range tests {
+		if got := bars(t, html, tt.id); got != tt.want {
+			t.Errorf("ticket %d chart: %d bars, want %d (one per model call)", tt.id, got, tt.want)
+		}
+	}
+	_, live := get(t, srv.URL+"/live")
+	if strings.Contains(live, "<html") || bars(t, live, fx.running) != 4 {
+		t.Errorf("/live is not the page's fragment with the charts:\n%.300s", live)
+	}
+}
+
+func TestChartGeometry(t *testing.T) {
+	calls := []store.ModelCall{{PromptTokens: 1000, CachedTokens: 0, CompletionTokens: 0, Attempt: 1},
+		{PromptTokens: 1000, CachedTokens: 500, CompletionTokens: 0, Attempt: 1},
+		{PromptTokens: 500, CachedTokens: 900, CompletionTokens: 100, Attempt: 2}}
+	c := newChart(7, calls)
+	b := c.Bars
+	if len(b) != 3 || b[0].UncachedH != chartPlot || b[1].CachedH != chartPlot/2 || b[1].UncachedH != chartPlot/2 {
+		t.Fatalf("bars = %+v", b)
+	}
+	if b[2].Cached != 500 || b[2].Uncached != 0 || !b[2].AttemptStart || b[1].AttemptStart {
+		t.Errorf("cached is capped at prompt and the attempt boundary marked: %+v", b[2])
+	}
+	if top := b[1].OutY; top != 2 {
+		t.Errorf("a full bar reaches y=2, got %v", top)
+	}
+}

@@ -1,0 +1,95 @@
+package worktree
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestPushToBareRemote(t *testing.T) {
+	ctx := context.Background()
+	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
+	gitT(t, src, "init", "-q")
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
+	gitT(t, src, "add", ".")
+	gitT(t, src, "commit", "-qm", "a")
+	gitT(t, src, "branch", "ticketd/1-fix")
+	gitT(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	for i := range 2 { // the second push is a no-op: a restart re-pushing is harmless
+		if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err != nil {
+			t.Fatalf("push %d: %v", i+1, err)
+		}
+	}
+	if got, want := gitT(t, remote, "rev-parse", "ticketd/1-fix"), gitT(t, src, "rev-parse", "ticketd/1-fix"); got != want {
+		t.Errorf("remote branch at %s, want %s", got, want)
+	}
+	// A remote branch moved by someone else is not overwritten.
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("b\n"), 0o644)
+	gitT(t, src, "commit", "-qam", "b")
+	gitT(t, src, "branch", "-f", "ticketd/1-fix", "HEAD~1")
+	gitT(t, src, "push", "-q", remote, "main:refs/heads/ticketd/1-fix", "--force")
+	if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err == nil {
+		t.Error("push over a diverged remote branch succeeded; want a non-fast-forward error")
+	}
+}
+
+func TestPushSendsTokenOnlyInHeader(t *testing.T) {
+	src := t.TempDir()
+	gitT(t, src, "init", "-q")
+	gitT(t, src, "commit", "-q", "--allow-empty", "-m", "a")
+	gitT(t, src, "branch", "b")
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	const token = "s3cret-token-value"
+	err := Push(context.Background(), src, srv.URL+"/acme/app.git", "b", token)
+	if err == nil {
+		t.Fatal("push to a refusing server succeeded")
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Errorf("error leaks the token: %v", err)
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) == 0 || auth[0] != want {
+		t.Errorf("server saw Authorization %q, want %q", auth, want)
+	}
+}
+
+func TestBranches(t *testing.T) {
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "a")
+	for _, b := range []string{"ticketd/1-a", "ticketd/1-b", "ticketd/12-c", "other"} {
+		gitT(t, dir, "branch", b)
+	}
+	got, err := Branches(context.Background(), dir, "ticketd/1-")
+	if err != nil || strings.Join(got, ",") != "ticketd/1-a,ticketd/1-b" {
+		t.Errorf("Branches(ticketd/1-) = %v, %v; want ticketd/1-a, ticketd/1-b (not ticketd/12-c)", got, err)
+	}
+}
