@@ -204,8 +204,12 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		checks = checkRunner(cfg, bwrap, log)
 	}
 	roles := map[model.Role]bool{}
-	for r := range cfg.Models.Roles {
+	windows := map[model.Role]int{}
+	for r, rc := range cfg.Models.Roles {
 		roles[r] = true
+		if rc.ContextWindow > 0 {
+			windows[r] = rc.ContextWindow
+		}
 	}
 	w := &workerPool{
 		d:         d,
@@ -215,7 +219,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		baselines: newBaselines(checks),
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
-			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt,
+			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 		},
 		windowEnd: windowEnd,
 		gate:      client,

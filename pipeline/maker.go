@@ -45,6 +45,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 	guard := &loopGuard{}
 	fit := newCompactor(a.r.ContextWindows[model.RoleMaker], a.r.CompactAt)
 	idle := 0
+	overflowed := false
 	for {
 		if a.steps >= a.job.Budget.MaxSteps && a.job.Budget.MaxSteps > 0 {
 			return a.stop(ctx, out, fmt.Errorf("%w: step limit of %d maker calls reached", errBudget, a.job.Budget.MaxSteps))
@@ -63,6 +64,14 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		msgs = compacted
 		a.steps++
 		resp, err := a.chat(ctx, model.RoleMaker, msgs, toolDefs, false)
+		if errors.Is(err, model.ErrContextOverflow) && !overflowed && ctx.Err() == nil {
+			// The server's window is smaller than configured or estimated: compact to well
+			// under what was just refused, once, before giving up on the attempt.
+			overflowed = true
+			fit.limit = min(fit.limit, estimateTokens(msgs, toolDefs)*6/10)
+			a.note("maker request refused as too long for the context window; compacting and retrying")
+			continue
+		}
 		if err != nil {
 			return a.stop(ctx, out, fmt.Errorf("maker: %w", err))
 		}

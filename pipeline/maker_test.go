@@ -382,3 +382,49 @@ func TestCompactionGivesUpClearly(t *testing.T) {
 		t.Fatalf("status %s (%s), want a clear context stop", out.Status, out.Reason)
 	}
 }
+
+// overflowModel refuses any maker request above limit tokens as a server does when its real
+// window is smaller than configured (model.ErrContextOverflow), and answers the rest.
+type overflowModel struct {
+	*fakeModel
+	limit   int
+	refused int
+}
+
+func (o *overflowModel) Chat(ctx context.Context, req model.Request) (model.Response, error) {
+	if req.Role == model.RoleMaker && estimateTokens(req.Messages, req.Tools) > o.limit {
+		o.refused++
+		return model.Response{}, fmt.Errorf("models.roles.maker: %w (HTTP 400 from local)", model.ErrContextOverflow)
+	}
+	return o.fakeModel.Chat(ctx, req)
+}
+
+// A server that refuses a request as too long (its window is smaller than the configured
+// one) gets a compacted conversation on the next call, and the attempt finishes.
+func TestContextOverflowCompactsAndRetries(t *testing.T) {
+	big := strings.Repeat("# filler line to make the module long\n", 300)
+	fm := &fakeModel{summary: "Read the big modules; calc.py adds 1 too many."}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		switch {
+		case n <= 4:
+			return turn(call(fmt.Sprintf("r%d", n), tools.ReadFiles, map[string]any{"paths": []string{fmt.Sprintf("big%d.py", n)}}))
+		case n == 5:
+			return turn(call("e", tools.EditFile, fixEdit))
+		}
+		return turn(call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+	}
+	om := &overflowModel{fakeModel: fm, limit: 9_000}
+	r, job := setupLoop(t, fm)
+	r.Models = om
+	r.Roles[model.RoleTriage] = true
+	for i := 1; i <= 4; i++ {
+		os.WriteFile(filepath.Join(job.Dir, fmt.Sprintf("big%d.py", i)), []byte(big), 0o644)
+	}
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if om.refused != 1 || out.Compactions == 0 {
+		t.Errorf("%d requests refused, %d compactions; want 1 refusal, then compaction", om.refused, out.Compactions)
+	}
+}
