@@ -81,7 +81,25 @@ func estimateTokens(msgs []openai.ChatCompletionMessage, toolDefs []openai.Tool)
 type compactor struct {
 	limit  int // tokens above which a request is compacted
 	window int
+	share  float64
 	passes int // compaction passes that shrank the conversation
+	// refused is the server's context-length error, once it refused a request that fit
+	// the configured window; limit is then lowered below that request.
+	refused error
+}
+
+// why says where the limit comes from, for the stop reason.
+func (c *compactor) why() string {
+	if c.refused != nil {
+		return fmt.Sprintf("below a request the server refused: %v", c.refused)
+	}
+	return fmt.Sprintf("%.0f%% of the %d-token window", 100*c.share, c.window)
+}
+
+// lower sets the limit below a request the server refused as too long.
+func (c *compactor) lower(tokens int, refused error) {
+	c.limit = min(c.limit, tokens*6/10)
+	c.refused = refused
 }
 
 func newCompactor(window int, share float64) *compactor {
@@ -91,7 +109,7 @@ func newCompactor(window int, share float64) *compactor {
 	if share <= 0 || share >= 1 {
 		share = DefaultCompactAt
 	}
-	return &compactor{limit: int(float64(window) * share), window: window}
+	return &compactor{limit: int(float64(window) * share), window: window, share: share}
 }
 
 // fit returns msgs shrunk below the limit, or errContextFull. summarise is the second pass
@@ -119,8 +137,8 @@ func (c *compactor) fit(ctx context.Context, msgs []openai.ChatCompletionMessage
 	}
 	c.passes += passes
 	if size > c.limit {
-		return msgs, passes, fmt.Errorf("%w: the conversation needs about %d tokens, over %d (%.0f%% of the %d-token window), and compaction cannot shrink it further",
-			errContextFull, size, c.limit, 100*float64(c.limit)/float64(c.window), c.window)
+		return msgs, passes, fmt.Errorf("%w: the conversation needs about %d tokens, over the %d allowed (%s), and compaction cannot shrink it further",
+			errContextFull, size, c.limit, c.why())
 	}
 	return msgs, passes, nil
 }

@@ -68,7 +68,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			// The server's window is smaller than configured or estimated: compact to well
 			// under what was just refused, once, before giving up on the attempt.
 			overflowed = true
-			fit.limit = min(fit.limit, estimateTokens(msgs, toolDefs)*6/10)
+			fit.lower(estimateTokens(msgs, toolDefs), err)
 			a.note("maker request refused as too long for the context window; compacting and retrying")
 			continue
 		}
