@@ -129,6 +129,11 @@ BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 `,
+	// v3 (issue 12, crashes spend nothing): an attempt cut short by a lost lease is counted
+	// in rescues, not in attempts, and bounded by the store's MaxRescues.
+	`
+ALTER TABLE tickets ADD COLUMN rescues INTEGER NOT NULL DEFAULT 0 CHECK (rescues >= 0);
+`,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.

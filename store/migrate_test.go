@@ -61,8 +61,8 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				if err != nil {
 					t.Fatalf("claim migrated ticket: %v", err)
 				}
-				if l.Ticket.Title != "old ticket" || l.Attempt != 2 || l.Ticket.RescuedFrom != "w1" {
-					t.Errorf("migrated claim = %+v; want old ticket, attempt 2, rescued from w1", l.Ticket)
+				if l.Ticket.Title != "old ticket" || l.Attempt != 1 || l.Ticket.Rescues != 1 || l.Ticket.RescuedFrom != "w1" {
+					t.Errorf("migrated claim = %+v; want old ticket, attempt 1 (not charged), rescues 1, rescued from w1", l.Ticket)
 				}
 				calls, err := s.ModelCalls(ctx, 1)
 				if err != nil || len(calls) != 1 || calls[0].RunID != 0 || *calls[0].CostUSD != 0.5 {

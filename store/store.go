@@ -65,6 +65,9 @@ const (
 	DefaultBackoffBase = 30 * time.Second
 	DefaultBackoffMax  = 30 * time.Minute
 	DefaultMaxAttempts = 3
+	// DefaultMaxRescues is how many lost leases a ticket may suffer: the one that reaches it
+	// escalates the ticket (one that keeps killing its worker must not loop all night).
+	DefaultMaxRescues  = 5
 	DefaultBusyRetries = 8
 	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
 	journalSizeLimit = 64 << 20
@@ -95,6 +98,11 @@ type Options struct {
 	BusyRetries int
 	// OnRetry, when set, is called after each busy retry (for logs and metrics).
 	OnRetry func(op string, try int, err error)
+	// MaxRescues bounds the attempts a ticket may lose to an expired lease (daemon crash,
+	// kill, reboot). Such attempts are not charged to the ticket's attempts; the lost lease
+	// that brings a ticket's count to MaxRescues escalates it instead of rerunning it.
+	// Default DefaultMaxRescues (5); 1 escalates on the first lost lease.
+	MaxRescues int
 
 	driverName   string        // tests wrap the driver to inject faults
 	busyPauseMax time.Duration // longest pause between busy retries; default 250ms
@@ -121,6 +129,9 @@ type Store struct {
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
+
+	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
+	paused atomic.Pointer[pausedRepos]
 }
 
 // Open opens (creating if needed) the database at path and migrates it to SchemaVersion.
@@ -136,6 +147,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts.BackoffMax = cmp.Or(opts.BackoffMax, DefaultBackoffMax)
 	opts.BusyTimeout = cmp.Or(opts.BusyTimeout, 5*time.Second)
 	opts.BusyRetries = cmp.Or(opts.BusyRetries, DefaultBusyRetries)
+	if opts.MaxRescues < 0 {
+		return nil, fmt.Errorf("open store %s: max rescues %d: want >= 1 (0 = default %d)", path, opts.MaxRescues, DefaultMaxRescues)
+	}
+	opts.MaxRescues = cmp.Or(opts.MaxRescues, DefaultMaxRescues)
 	if opts.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		opts.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
