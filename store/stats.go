@@ -62,8 +62,10 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 		if ended.Valid {
 			end = ended.Int64
 		}
+		// UNION ALL: the IN list needs no de-duplication, and a plain UNION makes SQLite walk
+		// events in ticket order (the whole table) instead of the run's rowid range.
 		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND id > ?1 AND at <= ?2
-			UNION SELECT ticket_id FROM model_calls WHERE run_id = ?3`
+			UNION ALL SELECT ticket_id FROM model_calls WHERE run_id = ?3`
 		callScope = `SELECT id FROM model_calls WHERE run_id = ?3`
 		args = []any{after, end, runID}
 	}
