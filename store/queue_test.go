@@ -301,3 +301,115 @@ func BenchmarkQueueCycle(b *testing.B) {
 		})
 	}
 }
+
+// TestSetPausedSkipsRepos: Claim hands out no ticket of a paused repository (neither queued
+// nor a rescue of an expired lease) until the pause is lifted, and NextDue counts them apart.
+func TestSetPausedSkipsRepos(t *testing.T) {
+	b := setup(t)
+	a := b.enqueue(t, "a", func(n *NewTicket) { n.Repo = "broken"; n.Priority = 9 })
+	ok := b.enqueue(t, "ok", func(n *NewTicket) { n.Repo = "fine" })
+	crashed := b.enqueue(t, "crashed", func(n *NewTicket) { n.Repo = "down"; n.Priority = 5 })
+	b.s.SetPaused([]string{"broken", "down", "broken"})
+	if got := b.s.Paused(); !equal(got, []string{"broken", "down"}) {
+		t.Errorf("Paused() = %v; want [broken down]", got)
+	}
+	b.s.SetPaused([]string{"broken"})
+	l := b.claim(t, "w1") // "down" is not paused yet: its high priority wins
+	if l.Ticket.ID != crashed {
+		t.Fatalf("first claim = ticket %d; want %d", l.Ticket.ID, crashed)
+	}
+	b.s.SetPaused([]string{"broken", "down"})
+	b.clock.Advance(2 * time.Minute) // w1 dies holding the "down" ticket
+	steps := []struct {
+		name   string
+		paused []string
+		want   int64 // 0: ErrNoTicket
+	}{
+		{"both paused: only the healthy repo", []string{"broken", "down"}, ok},
+		{"both paused: nothing else", []string{"broken", "down"}, 0},
+		{"down resumed: its expired lease is rescued", []string{"broken"}, crashed},
+		{"broken resumed", nil, a},
+	}
+	for _, st := range steps {
+		b.s.SetPaused(st.paused)
+		l, err := b.s.Claim(b.ctx, "w2", time.Hour)
+		got := l.Ticket.ID
+		t.Logf("%s: paused %v: claimed %d, %v", st.name, st.paused, got, err)
+		if st.want == 0 && !errors.Is(err, ErrNoTicket) || st.want != 0 && (err != nil || got != st.want) {
+			t.Errorf("%s: claim = %d, %v; want %d", st.name, got, err, st.want)
+		}
+		if st.want == 0 {
+			d, err := b.s.NextDue(b.ctx)
+			if err != nil || d.Paused != 1 || d.Queued != 0 || d.Running != 2 || !d.NextLeaseExpiry.Equal(b.clock.Now().Add(time.Hour).Truncate(time.Millisecond)) {
+				t.Errorf("NextDue with broken's ticket paused = %+v, %v; want paused 1, queued 0, running 2, next lease expiry in 1h", d, err)
+			}
+		}
+	}
+}
+
+func TestNextDue(t *testing.T) {
+	b := setup(t)
+	if d, err := b.s.NextDue(b.ctx); err != nil || !d.Idle() {
+		t.Fatalf("NextDue on an empty store = %+v, %v; want idle", d, err)
+	}
+	start := b.clock.Now().Truncate(time.Millisecond)
+	id1 := b.enqueue(t, "1")
+	b.clock.Advance(time.Second)
+	b.enqueue(t, "2")
+	l := b.claim(t, "w1") // ticket 1, lease 1 minute
+	if _, err := b.s.Fail(b.ctx, id1, l.Token, Failure{Kind: FailFix}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := b.s.Get(b.ctx, id1)
+	l2 := b.claim(t, "w2") // ticket 2
+	d, err := b.s.NextDue(b.ctx)
+	want := Due{Queued: 1, Running: 1, NextRunAfter: after.RunAfter, NextLeaseExpiry: l2.ExpiresAt}
+	t.Logf("got %+v, want %+v (start %v)", d, want, start)
+	if err != nil || d != want {
+		t.Errorf("NextDue = %+v, %v; want %+v", d, err, want)
+	}
+	if err := b.s.Complete(b.ctx, l2.Ticket.ID, l2.Token, Result{}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = b.s.NextDue(b.ctx)
+	if d.Running != 0 || d.Queued != 1 || !d.NextLeaseExpiry.IsZero() {
+		t.Errorf("NextDue after complete = %+v; want 1 queued, none running", d)
+	}
+}
+
+func TestListStatesUseLiterals(t *testing.T) {
+	b := setup(t)
+	for i := range 4 {
+		b.enqueue(t, fmt.Sprint(i))
+	}
+	l := b.claim(t, "w")
+	b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{})
+	b.s.RecordModelCall(b.ctx, ModelCall{TicketID: l.Ticket.ID, PromptTokens: 7, CostUSD: ptr(0.5)})
+	l = b.claim(t, "w")
+	tests := []struct {
+		states []State
+		limit  int
+		want   int
+	}{
+		{[]State{StateQueued}, 0, 2},
+		{[]State{StateQueued, StateRunning}, 0, 3},
+		{[]State{StateRunning}, 0, 1},
+		{[]State{StateDone}, 0, 1},
+		{[]State{StateDone, StateQueued}, 0, 3},
+		{nil, 2, 2},
+		{nil, 0, 4},
+	}
+	for _, tc := range tests {
+		got, err := b.s.List(b.ctx, Filter{States: tc.states, Limit: tc.limit})
+		if err != nil || len(got) != tc.want {
+			t.Errorf("List(%v, limit %d) = %d tickets, %v; want %d", tc.states, tc.limit, len(got), err, tc.want)
+		}
+	}
+	done, _ := b.s.List(b.ctx, Filter{States: []State{StateDone}})
+	if len(done) != 1 || done[0].ModelCalls != 1 || done[0].PromptTokens != 7 || done[0].CostUSD != 0.5 {
+		t.Errorf("done ticket totals = %+v; want 1 call, 7 prompt tokens, $0.5", done)
+	}
+	if _, err := b.s.List(b.ctx, Filter{States: []State{"queued') OR 1=1 --"}}); err == nil {
+		t.Error("List with a made-up state succeeded; want an error (states are written as literals)")
+	}
+}
