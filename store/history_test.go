@@ -25,7 +25,7 @@ func buildHistory(tb testing.TB, s *Store) {
 	now := s.nowMS()
 	old := now - 400*24*3600*1000 // the history starts a year and a bit ago
 	perNight := historyTickets / historyNights
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.wc.BeginTx(ctx, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func TestPlanCheckCatchesScans(t *testing.T) {
 // explain returns the detail column of EXPLAIN QUERY PLAN for q (parameters left NULL).
 func explain(t *testing.T, s *Store, q string) []string {
 	t.Helper()
-	rows, err := s.w.Query("EXPLAIN QUERY PLAN "+q, make([]any, countParams(q))...)
+	rows, err := s.wc.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, make([]any, countParams(q))...)
 	if err != nil {
 		t.Fatalf("explain %s: %v", q, err)
 	}

@@ -48,7 +48,7 @@ const settleEvery = time.Second
 // endpoint is not hammered by the same ticket in a tight loop.
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
 
-func (s *Store) event(ctx context.Context, tx *sql.Tx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
+func (s *Store) event(ctx context.Context, tx *wtx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
 	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, at, kind, string(from), string(to), attempt, actor, reason)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	}
 	var l Lease
 	paused := s.paused.Load()
-	err := s.write(ctx, "claim", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "claim", func(ctx context.Context, tx *wtx) error {
 		l = Lease{}
 		now := s.nowMS()
 		// Settling costs a statement, so it runs at most every settleEvery of store time, and
@@ -189,7 +189,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 // settleExpired ends tickets whose lease expired when another run would be wrong: the lost
 // lease is the MaxRescues-th (escalated: a ticket that keeps killing its worker must not
 // loop), or cancellation was requested (cancelled). Either way the lost lease is counted.
-func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor string) error {
+func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor string) error {
 	st, err := s.stmt(ctx, tx, `UPDATE tickets SET
 			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
 			reason = CASE WHEN cancel_requested = 1
@@ -237,7 +237,7 @@ func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor 
 // fenced runs a worker write: update must change the row only under
 // "id = ? AND fence_token = ? AND state = 'running'" and RETURN one row scanned by scan.
 // No row means the lease is gone (ErrLeaseLost) or the ticket never existed (ErrNotFound).
-func (s *Store) fenced(ctx context.Context, tx *sql.Tx, id int64, query string, args []any, dest ...any) error {
+func (s *Store) fenced(ctx context.Context, tx *wtx, id int64, query string, args []any, dest ...any) error {
 	row, err := s.queryRow(ctx, tx, query, args...)
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func (s *Store) fenced(ctx context.Context, tx *sql.Tx, id int64, query string, 
 }
 
 // lostOrMissing explains why a fenced write matched no row.
-func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
+func (s *Store) lostOrMissing(ctx context.Context, tx *wtx, id int64) error {
 	var one int
 	row, err := s.queryRow(ctx, tx, `SELECT 1 FROM tickets WHERE id = ?`, id)
 	if err != nil {
@@ -267,7 +267,7 @@ func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
 // Heartbeat extends the lease to now+leaseFor and reports whether cancellation was
 // requested. ErrLeaseLost means stop work and discard the result.
 func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
-	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var c int
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
@@ -286,7 +286,7 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 
 // Complete moves a running ticket to done with its result.
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
-	err := s.write(ctx, "complete", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "complete", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -316,7 +316,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
 	}
 	var to State
-	err := s.write(ctx, "fail", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "fail", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempts, maxAttempts, cancel int
 		var owner string
@@ -371,7 +371,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 
 // FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
-	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -391,7 +391,7 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
 func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
-	err := s.write(ctx, "save triage", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "save triage", func(ctx context.Context, tx *wtx) error {
 		var n int
 		return s.fenced(ctx, tx, id, `UPDATE tickets SET triage = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
@@ -404,7 +404,7 @@ func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON stri
 }
 
 // currentState reads a ticket's state inside tx (ErrNotFound when missing).
-func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, int, error) {
+func (s *Store) currentState(ctx context.Context, tx *wtx, id int64) (State, int, error) {
 	row, err := s.queryRow(ctx, tx, `SELECT state, attempts FROM tickets WHERE id = ?`, id)
 	if err != nil {
 		return "", 0, err
@@ -424,7 +424,7 @@ func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, 
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
 	var after State
-	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -462,7 +462,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 // ticket stuck on a dead worker): the fence token moves on, so the old holder's writes are
 // refused. Both cases are recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
-	err := s.write(ctx, "requeue", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "requeue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -506,7 +506,7 @@ type Event struct {
 
 // AddNote appends an operator note to a ticket's history without changing its state.
 func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error {
-	err := s.write(ctx, "add note", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "add note", func(ctx context.Context, tx *wtx) error {
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
 			return err

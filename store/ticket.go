@@ -75,7 +75,7 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
-	if labels != "" {
+	if labels != "" && labels != "[]" { // most tickets have none: skip the decoder
 		if err := json.Unmarshal([]byte(labels), &t.Labels); err != nil {
 			return Ticket{}, fmt.Errorf("ticket %d: decode labels %q: %w", t.ID, labels, err)
 		}
@@ -111,7 +111,7 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	if maxAttempts == 0 {
 		maxAttempts = DefaultMaxAttempts
 	}
-	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		id, created = 0, false
 		row, err := s.queryRow(ctx, tx, `INSERT INTO tickets
