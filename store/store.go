@@ -110,10 +110,10 @@ type Options struct {
 
 // Store is the ticket queue on one SQLite file. Safe for concurrent use.
 type Store struct {
-	path  string
-	opts  Options
-	w *sql.DB // the writer pool: one connection, pinned as wc once migrated
-	r *sql.DB // read-only pool
+	path string
+	opts Options
+	w    *sql.DB // the writer pool: one connection, pinned as wc once migrated
+	r    *sql.DB // read-only pool
 
 	// wmu guards the writer connection: held by a write group from BEGIN to COMMIT, and by
 	// Checkpoint and Close. stmts and inTx are used only under it.
