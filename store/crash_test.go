@@ -96,7 +96,7 @@ func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(envCrashDB) != "" {
 		t.Skip("inside the helper process")
 	}
-	kills, tickets := 50, 120
+	kills, tickets := 50, 200 // enough tickets that 50 kills land before the queue drains
 	if testing.Short() {
 		kills, tickets = 10, 30
 	}
