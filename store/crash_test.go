@@ -96,9 +96,12 @@ func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(envCrashDB) != "" {
 		t.Skip("inside the helper process")
 	}
-	kills, tickets := 50, 200 // enough tickets that 50 kills land before the queue drains
+	// The child runs ahead of the lines the parent has read, so a kill lands a random way
+	// past its line (mid-call included) and each child finishes several tickets: enqueue
+	// enough that the kills land before the queue drains.
+	kills, tickets := 50, 200
 	if testing.Short() {
-		kills, tickets = 10, 30
+		kills, tickets = 10, 100
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
 	ctx := context.Background()
