@@ -104,23 +104,21 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 // nextWork says whether the queue may still give this worker something before the window
 // closes, and how long to wait before asking again.
 func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
-	open, err := w.d.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}})
+	due, err := w.d.Store.NextDue(ctx)
 	if err != nil {
 		return w.cfg.Night.Poll, ctx.Err() == nil
 	}
 	now := w.d.now()
-	wait, more := w.cfg.Night.Poll, false
-	for _, t := range open {
-		switch {
-		case t.State == store.StateRunning:
-			more = true // it may come back as a retry, or its lease may expire
-			if !t.LeaseExpiresAt.IsZero() {
-				wait = min(wait, max(t.LeaseExpiresAt.Sub(now), 10*time.Millisecond))
-			}
-		case t.RunAfter.Before(w.windowEnd):
-			more = true
-			wait = min(wait, max(t.RunAfter.Sub(now), 10*time.Millisecond))
+	wait, more := w.cfg.Night.Poll, due.Paused > 0 // a paused repo may be resumed
+	if due.Running > 0 {
+		more = true // it may come back as a retry, or its lease may expire
+		if !due.NextLeaseExpiry.IsZero() {
+			wait = min(wait, max(due.NextLeaseExpiry.Sub(now), 10*time.Millisecond))
 		}
+	}
+	if due.Queued > 0 && due.NextRunAfter.Before(w.windowEnd) {
+		more = true
+		wait = min(wait, max(due.NextRunAfter.Sub(now), 10*time.Millisecond))
 	}
 	return wait, more
 }

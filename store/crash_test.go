@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,17 +83,25 @@ func TestCrashHelperProcess(t *testing.T) {
 	}
 }
 
+// crashMaxAttempts is small on purpose: kills must not spend attempts (issue 12).
+const crashMaxAttempts = 3
+
 // TestCrashRecovery kills a worker process with SIGKILL at random points, at least 50 times
 // (10 with -short), restarting it each time with the clock moved past the dead worker's
 // lease; then lets a last worker drain the queue. Every ticket must end in exactly one
-// terminal state, none done twice, and its attempts must match its claimed events.
+// terminal state, none done twice, and its attempts must match its claimed events less its
+// rescues. No ticket whose lost leases stay below the rescue limit may escalate for them,
+// however small max_attempts is; one that reaches the limit must escalate saying so.
 func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(envCrashDB) != "" {
 		t.Skip("inside the helper process")
 	}
-	kills, tickets := 50, 120
+	// The child runs ahead of the lines the parent has read, so a kill lands a random way
+	// past its line (mid-call included) and each child finishes several tickets: enqueue
+	// enough that the kills land before the queue drains.
+	kills, tickets := 50, 200
 	if testing.Short() {
-		kills, tickets = 10, 30
+		kills, tickets = 10, 100
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
 	ctx := context.Background()
@@ -101,7 +110,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range tickets {
-		if _, _, err := s.Enqueue(ctx, NewTicket{Source: "crash", ExternalID: fmt.Sprint(i), MaxAttempts: 4}); err != nil {
+		if _, _, err := s.Enqueue(ctx, NewTicket{Source: "crash", ExternalID: fmt.Sprint(i), MaxAttempts: crashMaxAttempts}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,10 +190,60 @@ func TestCrashRecovery(t *testing.T) {
 	if rescues == 0 {
 		t.Error("no lease_expired events: the kills never landed inside a lease")
 	}
+	checkCrashesSpendNothing(t, s, DefaultMaxRescues)
 	var ok string
 	if err := s.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
 		t.Errorf("integrity_check = %q, %v", ok, err)
 	}
+}
+
+// checkCrashesSpendNothing checks each ticket's lost leases against how it ended.
+func checkCrashesSpendNothing(t *testing.T, s *Store, limit int) {
+	t.Helper()
+	rows, err := s.r.Query(`SELECT t.id, t.state, t.attempts, t.max_attempts, t.rescues, t.reason,
+			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired'),
+			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'escalated')
+		FROM tickets t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var hit, wouldHaveEscalated, atLimit int
+	for rows.Next() {
+		var (
+			id                                            int64
+			state                                         State
+			attempts, maxAttempts, rescues, lost, failEsc int
+			reason                                        string
+		)
+		if err := rows.Scan(&id, &state, &attempts, &maxAttempts, &rescues, &reason, &lost, &failEsc); err != nil {
+			t.Fatal(err)
+		}
+		if lost > 0 {
+			hit++
+		}
+		if attempts+lost > maxAttempts {
+			wouldHaveEscalated++ // charging lost leases as attempts would have ended it early
+		}
+		switch {
+		case attempts > maxAttempts:
+			t.Errorf("ticket %d: attempts %d > max %d", id, attempts, maxAttempts)
+		case lost < limit && state == StateEscalated && failEsc != 1:
+			t.Errorf("ticket %d: escalated after %d lost leases (limit %d), attempts %d of %d, reason %q; want lost leases not charged",
+				id, lost, limit, attempts, maxAttempts, reason)
+		case lost >= limit:
+			atLimit++
+			if state != StateEscalated || !strings.Contains(reason, "lost leases reach the limit") {
+				t.Errorf("ticket %d: %d lost leases (limit %d) but state %s reason %q; want escalated for the rescue limit",
+					id, lost, limit, state, reason)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tickets lost a lease; %d would have escalated had lost leases been charged (max_attempts %d); %d reached the rescue limit %d",
+		hit, wouldHaveEscalated, crashMaxAttempts, atLimit, limit)
 }
 
 // limitedBuffer keeps the first 8 KiB written to it.

@@ -28,7 +28,23 @@ type faultDriver struct {
 	slowFor  time.Duration // a slow write's extra duration
 	gate     chan struct{} // when non-nil, the next writer statement waits here
 	entered  chan struct{} // signalled when a statement is held at gate
-	injected atomic.Int64
+	// failQuery, while failLeft > 0, makes prepared statements with exactly this text fail
+	// with busy (failLeft counts down): a fault aimed at one statement, e.g. ROLLBACK.
+	failQuery string
+	failLeft  int
+	injected  atomic.Int64
+}
+
+// aimed reports whether the statement q must fail now (see failQuery).
+func (d *faultDriver) aimed(q string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failLeft > 0 && q == d.failQuery {
+		d.failLeft--
+		d.injected.Add(1)
+		return true
+	}
+	return false
 }
 
 type busyErr struct{}
@@ -75,7 +91,7 @@ func (c *faultConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, 
 	if err != nil {
 		return nil, err
 	}
-	return &faultStmt{Stmt: st, d: c.d}, nil
+	return &faultStmt{Stmt: st, d: c.d, q: q}, nil
 }
 
 func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -103,9 +119,13 @@ func (c *faultConn) QueryContext(ctx context.Context, q string, args []driver.Na
 type faultStmt struct {
 	driver.Stmt
 	d *faultDriver
+	q string
 }
 
 func (s *faultStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if s.d.aimed(s.q) {
+		return nil, busyErr{}
+	}
 	if err := s.d.fault(); err != nil {
 		return nil, err
 	}
@@ -145,6 +165,7 @@ func setupFaulty(t *testing.T, busyRate, slowRate float64) (bundle, *atomic.Int6
 	t.Cleanup(func() {
 		faults.mu.Lock()
 		faults.busyRate, faults.slowRate, faults.gate = 0, 0, nil
+		faults.failQuery, faults.failLeft = "", 0
 		faults.mu.Unlock()
 	})
 	var retries atomic.Int64
@@ -321,5 +342,48 @@ func TestBusyExhaustedIsClear(t *testing.T) {
 	b.s.r.QueryRow(`SELECT count(*) FROM tickets`).Scan(&n)
 	if n != 0 {
 		t.Errorf("%d tickets after a refused enqueue; want 0", n)
+	}
+}
+
+// TestFailedRollbackNeverLeaksIntoTheNextWrite: a write that changed a row and then failed
+// is rolled back; should ROLLBACK itself fail through every try, the next write group rolls
+// back first, so the failed write's change is never committed with someone else's.
+func TestFailedRollbackNeverLeaksIntoTheNextWrite(t *testing.T) {
+	for _, fails := range []int{0, 2, 3, 5} {
+		t.Run(fmt.Sprintf("rollback fails %d times", fails), func(t *testing.T) {
+			b, _ := setupFaulty(t, 0, 0)
+			id := b.enqueue(t, "1")
+			faults.mu.Lock()
+			faults.failQuery, faults.failLeft = "ROLLBACK", fails
+			faults.mu.Unlock()
+			errBoom := errors.New("boom")
+			err := b.s.write(b.ctx, "doomed", func(ctx context.Context, tx *wtx) error {
+				if err := b.s.event(ctx, tx, id, 1, "note", StateQueued, StateQueued, 0, "doomed", "must never be committed"); err != nil {
+					return err
+				}
+				return errBoom
+			})
+			if !errors.Is(err, errBoom) {
+				t.Fatalf("doomed write: %v; want boom", err)
+			}
+			// The next writes must succeed (busy retries absorb the failing ROLLBACKs) and
+			// must not carry the doomed event along.
+			b.enqueue(t, "2")
+			l := b.claim(t, "w")
+			if err := b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{}); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := b.s.r.QueryRow(`SELECT count(*) FROM events WHERE actor = 'doomed'`).Scan(&n); err != nil || n != 0 {
+				t.Errorf("doomed events committed: %d, %v; want 0", n, err)
+			}
+			faults.mu.Lock()
+			left := faults.failLeft
+			faults.mu.Unlock()
+			t.Logf("rollback failures left unused: %d", left)
+			if left != 0 {
+				t.Errorf("%d aimed ROLLBACK failures never happened: the test did not reach the path", left)
+			}
+		})
 	}
 }

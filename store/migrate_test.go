@@ -50,7 +50,7 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				t.Fatalf("Open v%d database: %v", from, err)
 			}
 			defer s.Close()
-			v, err := schemaVersion(context.Background(), s.w)
+			v, err := schemaVersion(context.Background(), s.r)
 			if err != nil || v != SchemaVersion {
 				t.Fatalf("version after Open = %d, %v; want %d", v, err, SchemaVersion)
 			}
@@ -61,8 +61,8 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				if err != nil {
 					t.Fatalf("claim migrated ticket: %v", err)
 				}
-				if l.Ticket.Title != "old ticket" || l.Attempt != 2 || l.Ticket.RescuedFrom != "w1" {
-					t.Errorf("migrated claim = %+v; want old ticket, attempt 2, rescued from w1", l.Ticket)
+				if l.Ticket.Title != "old ticket" || l.Attempt != 1 || l.Ticket.Rescues != 1 || l.Ticket.RescuedFrom != "w1" {
+					t.Errorf("migrated claim = %+v; want old ticket, attempt 1 (not charged), rescues 1, rescued from w1", l.Ticket)
 				}
 				calls, err := s.ModelCalls(ctx, 1)
 				if err != nil || len(calls) != 1 || calls[0].RunID != 0 || *calls[0].CostUSD != 0.5 {
@@ -125,12 +125,12 @@ func TestPragmasAndCheckpoint(t *testing.T) {
 		b := setup(t, func(o *Options) { o.Synchronous = tc.sync })
 		var got, fk, limit, pageSize, autoCkpt int
 		var mode string
-		b.s.w.QueryRow(`PRAGMA synchronous`).Scan(&got)
-		b.s.w.QueryRow(`PRAGMA foreign_keys`).Scan(&fk)
-		b.s.w.QueryRow(`PRAGMA journal_size_limit`).Scan(&limit)
-		b.s.w.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
-		b.s.w.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
-		b.s.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA synchronous`).Scan(&got)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA foreign_keys`).Scan(&fk)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA journal_size_limit`).Scan(&limit)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA journal_mode`).Scan(&mode)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA page_size`).Scan(&pageSize)
+		b.s.wc.QueryRowContext(b.ctx, `PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
 		if got != tc.want || fk != 1 || limit != journalSizeLimit {
 			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, journalSizeLimit)
 		}

@@ -27,7 +27,7 @@ type Output struct {
 // RecordOutput remembers that kind was published for ticket id at url, and appends a
 // "published" event. Recording the same kind twice keeps the first and is not an error.
 func (s *Store) RecordOutput(ctx context.Context, id int64, kind OutputKind, url string) error {
-	err := s.write(ctx, "record output", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "record output", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {

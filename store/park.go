@@ -27,7 +27,7 @@ func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (i
 // with reason. A ticket whose cancellation was requested goes to cancelled instead.
 func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reason string) (State, error) {
 	var to State
-	err := s.write(ctx, "park", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "park", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempts, cancel int
 		var owner string

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -46,7 +48,7 @@ const settleEvery = time.Second
 // endpoint is not hammered by the same ticket in a tight loop.
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
 
-func (s *Store) event(ctx context.Context, tx *sql.Tx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
+func (s *Store) event(ctx context.Context, tx *wtx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
 	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, at, kind, string(from), string(to), attempt, actor, reason)
 	if err != nil {
@@ -55,18 +57,85 @@ func (s *Store) event(ctx context.Context, tx *sql.Tx, id, at int64, kind string
 	return nil
 }
 
+// claimQuery is Claim's one statement: the queued branch and the rescue branch each walk
+// tickets_active in claim order and yield at most one candidate. Both repeat the index's
+// WHERE term verbatim with literal states (SQLite uses a partial index only on a literal
+// match). A rescue does not charge the attempt its expired lease cut short: attempts stay,
+// rescues grows. skipPaused adds the SetPaused filter (a row lookup per candidate).
+func claimQuery(skipPaused bool) string {
+	filter := ""
+	if skipPaused {
+		filter = ` AND repo NOT IN (SELECT value FROM json_each(?5))`
+	}
+	return `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
+			rescues = rescues + (state = 'running'),
+			fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
+			rescued_from = CASE WHEN state = 'running' THEN lease_owner END
+		WHERE id = (
+			SELECT id FROM (
+				SELECT * FROM (SELECT id, priority, run_after FROM tickets
+					WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?3` + filter + `
+					ORDER BY priority DESC, run_after, id LIMIT 1)
+				UNION ALL
+				SELECT * FROM (SELECT id, priority, run_after FROM tickets
+					WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?3
+						AND rescues + 1 < ?4 AND cancel_requested = 0` + filter + `
+					ORDER BY priority DESC, run_after, id LIMIT 1)
+			) ORDER BY priority DESC, run_after, id LIMIT 1)
+		RETURNING ` + ticketCols
+}
+
+var (
+	claimAll        = claimQuery(false)
+	claimSkipPaused = claimQuery(true)
+)
+
+// pausedRepos is the set SetPaused installed, as Claim binds it.
+type pausedRepos struct {
+	repos []string
+	json  string
+}
+
+// SetPaused replaces the set of repositories whose tickets Claim must not hand out now: a
+// repository whose baseline checks are broken, or whose model endpoint is down. Their queued
+// tickets wait (and expired leases on them wait to be rescued) until a later SetPaused drops
+// them; NextDue counts them apart. The set lives in this process only, starts empty, and
+// SetPaused(nil) clears it. The claim stays one statement on the active-tickets index.
+func (s *Store) SetPaused(repos []string) {
+	if len(repos) == 0 {
+		s.paused.Store(nil)
+		return
+	}
+	rs := slices.Clone(repos)
+	slices.Sort(rs)
+	rs = slices.Compact(rs)
+	j, _ := json.Marshal(rs) // []string always encodes
+	s.paused.Store(&pausedRepos{repos: rs, json: string(j)})
+}
+
+// Paused returns the repositories SetPaused installed, sorted (nil when none).
+func (s *Store) Paused() []string {
+	if p := s.paused.Load(); p != nil {
+		return slices.Clone(p.repos)
+	}
+	return nil
+}
+
 // Claim leases the next ready ticket to worker for leaseFor: a queued ticket whose
 // run_after has passed, or a running one whose lease expired (a rescue, recorded as a
-// lease_expired event). Order: priority desc, run_after, id. The claim counts the attempt
-// and issues a fresh fence token. Expired leases on a ticket's final attempt, or on a ticket
-// whose cancellation was requested, are settled (escalated / cancelled) instead of rerun.
+// lease_expired event), skipping repositories paused by SetPaused. Order: priority desc,
+// run_after, id. A claim of a queued ticket counts the attempt; a rescue reruns the attempt
+// the lost lease cut short without charging it, and counts the rescue instead. Every claim
+// issues a fresh fence token. An expired lease that reaches MaxRescues, or on a ticket whose
+// cancellation was requested, is settled (escalated / cancelled) instead of rerun.
 // Returns ErrNoTicket when nothing is ready.
 func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration) (Lease, error) {
 	if leaseFor <= 0 {
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	err := s.write(ctx, "claim", func(ctx context.Context, tx *sql.Tx) error {
+	paused := s.paused.Load()
+	err := s.write(ctx, "claim", func(ctx context.Context, tx *wtx) error {
 		l = Lease{}
 		now := s.nowMS()
 		// Settling costs a statement, so it runs at most every settleEvery of store time, and
@@ -79,20 +148,11 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			s.lastSettle.Store(now)
 		}
 		exp := now + leaseFor.Milliseconds()
-		row, err := s.queryRow(ctx, tx, `UPDATE tickets SET state = 'running', attempts = attempts + 1,
-				fence_token = fence_token + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-				rescued_from = CASE WHEN state = 'running' THEN lease_owner END
-			WHERE id = (
-				SELECT id FROM (
-					SELECT * FROM (SELECT id, priority, run_after FROM tickets
-						WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?
-						ORDER BY priority DESC, run_after, id LIMIT 1)
-					UNION ALL
-					SELECT * FROM (SELECT id, priority, run_after FROM tickets
-						WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ? AND attempts < max_attempts AND cancel_requested = 0
-						ORDER BY priority DESC, run_after, id LIMIT 1)
-				) ORDER BY priority DESC, run_after, id LIMIT 1)
-			RETURNING `+ticketCols, worker, exp, now, now, now)
+		q, args := claimAll, []any{worker, exp, now, s.opts.MaxRescues}
+		if paused != nil {
+			q, args = claimSkipPaused, append(args, paused.json)
+		}
+		row, err := s.queryRow(ctx, tx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -105,8 +165,9 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			return err
 		}
 		if t.RescuedFrom != "" {
-			if err := s.event(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts-1, worker,
-				fmt.Sprintf("lease of %s expired; rescued by %s", t.RescuedFrom, worker)); err != nil {
+			if err := s.event(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
+				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
+					t.RescuedFrom, worker, t.Rescues, s.opts.MaxRescues-1)); err != nil {
 				return err
 			}
 		}
@@ -125,22 +186,24 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	return l, nil
 }
 
-// settleExpired ends tickets whose lease expired when another run would be wrong: the final
-// attempt was spent (escalated: a ticket that keeps killing its worker must not loop), or
-// cancellation was requested (cancelled).
-func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor string) error {
+// settleExpired ends tickets whose lease expired when another run would be wrong: the lost
+// lease is the MaxRescues-th (escalated: a ticket that keeps killing its worker must not
+// loop), or cancellation was requested (cancelled). Either way the lost lease is counted.
+func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor string) error {
 	st, err := s.stmt(ctx, tx, `UPDATE tickets SET
 			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
 			reason = CASE WHEN cancel_requested = 1
 				THEN 'cancel requested; lease of ' || lease_owner || ' expired'
-				ELSE 'lease of ' || lease_owner || ' expired on final attempt ' || attempts || ' of ' || max_attempts END,
-			lease_expires_at = NULL, finished_at = ?, updated_at = ?
-		WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ? AND (attempts >= max_attempts OR cancel_requested = 1)
+				ELSE 'lease of ' || lease_owner || ' expired: ' || (rescues + 1) || ' lost leases reach the limit of ' || ?2 ||
+					' (the ticket may be crashing its worker; see its events and the daemon log)' END,
+			rescues = rescues + 1, lease_expires_at = NULL, finished_at = ?1, updated_at = ?1
+		WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?1
+			AND (rescues + 1 >= ?2 OR cancel_requested = 1)
 		RETURNING id, state, attempts, reason`)
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(ctx, now, now, now)
+	rows, err := st.QueryContext(ctx, now, s.opts.MaxRescues)
 	if err != nil {
 		return err
 	}
@@ -174,7 +237,7 @@ func (s *Store) settleExpired(ctx context.Context, tx *sql.Tx, now int64, actor 
 // fenced runs a worker write: update must change the row only under
 // "id = ? AND fence_token = ? AND state = 'running'" and RETURN one row scanned by scan.
 // No row means the lease is gone (ErrLeaseLost) or the ticket never existed (ErrNotFound).
-func (s *Store) fenced(ctx context.Context, tx *sql.Tx, id int64, query string, args []any, dest ...any) error {
+func (s *Store) fenced(ctx context.Context, tx *wtx, id int64, query string, args []any, dest ...any) error {
 	row, err := s.queryRow(ctx, tx, query, args...)
 	if err != nil {
 		return err
@@ -187,7 +250,7 @@ func (s *Store) fenced(ctx context.Context, tx *sql.Tx, id int64, query string, 
 }
 
 // lostOrMissing explains why a fenced write matched no row.
-func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
+func (s *Store) lostOrMissing(ctx context.Context, tx *wtx, id int64) error {
 	var one int
 	row, err := s.queryRow(ctx, tx, `SELECT 1 FROM tickets WHERE id = ?`, id)
 	if err != nil {
@@ -204,7 +267,7 @@ func (s *Store) lostOrMissing(ctx context.Context, tx *sql.Tx, id int64) error {
 // Heartbeat extends the lease to now+leaseFor and reports whether cancellation was
 // requested. ErrLeaseLost means stop work and discard the result.
 func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
-	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var c int
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
@@ -223,7 +286,7 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 
 // Complete moves a running ticket to done with its result.
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
-	err := s.write(ctx, "complete", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "complete", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -253,7 +316,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
 	}
 	var to State
-	err := s.write(ctx, "fail", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "fail", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempts, maxAttempts, cancel int
 		var owner string
@@ -308,7 +371,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 
 // FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
-	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var attempt int
 		var owner string
@@ -328,7 +391,7 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
 func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
-	err := s.write(ctx, "save triage", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "save triage", func(ctx context.Context, tx *wtx) error {
 		var n int
 		return s.fenced(ctx, tx, id, `UPDATE tickets SET triage = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
@@ -341,7 +404,7 @@ func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON stri
 }
 
 // currentState reads a ticket's state inside tx (ErrNotFound when missing).
-func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, int, error) {
+func (s *Store) currentState(ctx context.Context, tx *wtx, id int64) (State, int, error) {
 	row, err := s.queryRow(ctx, tx, `SELECT state, attempts FROM tickets WHERE id = ?`, id)
 	if err != nil {
 		return "", 0, err
@@ -361,7 +424,7 @@ func (s *Store) currentState(ctx context.Context, tx *sql.Tx, id int64) (State, 
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
 	var after State
-	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -395,11 +458,11 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 }
 
 // Requeue puts a finished ticket (escalated, cancelled, done) back in the queue with its
-// attempts reset to 0. A running ticket is requeued only with force (an operator rescuing a
+// attempts and rescues reset to 0. A running ticket is requeued only with force (an operator rescuing a
 // ticket stuck on a dead worker): the fence token moves on, so the old holder's writes are
 // refused. Both cases are recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
-	err := s.write(ctx, "requeue", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "requeue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -414,7 +477,7 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 		case st == StateRunning:
 			reason = "forced requeue of a running ticket"
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, run_after = ?,
+		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
 				finished_at = NULL, updated_at = ?, reason = ?
 			WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
@@ -443,7 +506,7 @@ type Event struct {
 
 // AddNote appends an operator note to a ticket's history without changing its state.
 func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error {
-	err := s.write(ctx, "add note", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "add note", func(ctx context.Context, tx *wtx) error {
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
 			return err

@@ -5,22 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// checkExactlyOnce asserts every ticket is terminal, done at most once, and that its
-// attempts match its claimed events (since the last requeue) and its state matches the
-// last event.
+// checkExactlyOnce asserts every ticket is terminal, done at most once, that its attempts
+// match its claimed events less the releases and rescues (neither is charged), that its
+// rescues match its lease_expired events, and that its state matches the last event.
 func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated int) {
 	t.Helper()
 	ctx := context.Background()
 	var bad int
-	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.state, t.attempts,
+	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.state, t.attempts, t.rescues,
 			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'claimed'),
 			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'released'),
+			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired' AND e.to_state = 'queued'),
+			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired'),
 			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.to_state IN ('done','escalated','cancelled')),
 			(SELECT to_state FROM events e WHERE e.ticket_id = t.id ORDER BY e.id DESC LIMIT 1)
 		FROM tickets t`)
@@ -30,11 +33,12 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			id                                    int64
-			state, lastTo                         State
-			attempts, claimed, released, terminal int
+			id                                                     int64
+			state, lastTo                                          State
+			attempts, rescues, claimed, released, rescued, expired int
+			terminal                                               int
 		)
-		if err := rows.Scan(&id, &state, &attempts, &claimed, &released, &terminal, &lastTo); err != nil {
+		if err := rows.Scan(&id, &state, &attempts, &rescues, &claimed, &released, &rescued, &expired, &terminal, &lastTo); err != nil {
 			t.Fatal(err)
 		}
 		switch {
@@ -42,8 +46,10 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 			t.Errorf("ticket %d: state %s; want terminal", id, state)
 		case terminal != 1:
 			t.Errorf("ticket %d: %d terminal events; want exactly 1", id, terminal)
-		case attempts != claimed-released:
-			t.Errorf("ticket %d: attempts %d; want claimed events %d - released %d", id, attempts, claimed, released)
+		case attempts != claimed-released-rescued:
+			t.Errorf("ticket %d: attempts %d; want claimed events %d - released %d - rescued %d", id, attempts, claimed, released, rescued)
+		case rescues != expired:
+			t.Errorf("ticket %d: rescues %d; want its lease_expired events %d", id, rescues, expired)
 		case lastTo != state:
 			t.Errorf("ticket %d: state %s but last event says %s", id, state, lastTo)
 		case wantDone && state != StateDone:
@@ -142,8 +148,8 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 	b.clock.Advance(11 * time.Second) // past the extended lease
 	nl := b.claim(t, "new")
-	if nl.Ticket.ID != id || nl.Attempt != 2 || nl.Token == old.Token || nl.Ticket.RescuedFrom != "old" {
-		t.Fatalf("rescue claim = %+v; want ticket %d attempt 2, new token, rescued from old", nl, id)
+	if nl.Ticket.ID != id || nl.Attempt != 1 || nl.Ticket.Rescues != 1 || nl.Token == old.Token || nl.Ticket.RescuedFrom != "old" {
+		t.Fatalf("rescue claim = %+v; want ticket %d attempt 1 (the lost one is not charged), rescues 1, new token, rescued from old", nl, id)
 	}
 	before, _ := b.s.Get(b.ctx, id)
 	beforeEvents := eventKinds(t, b, id)
@@ -175,36 +181,79 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 }
 
-func TestLeaseExpiryOnFinalAttemptEscalates(t *testing.T) {
+// TestLostLeases: a lease that expires (the worker crashed) is rescued without charging the
+// attempt, even on the final attempt, until the lost leases reach MaxRescues; a ticket whose
+// cancellation was requested is cancelled instead of rerun.
+func TestLostLeases(t *testing.T) {
 	tests := []struct {
-		name   string
-		cancel bool
-		want   State
+		name        string
+		maxAttempts int
+		maxRescues  int
+		crashes     int // leases lost in a row
+		cancel      bool
+		want        State // after the last lost lease; running = rescued by a new claim
+		wantRescues int
+		wantReason  string
 	}{
-		{"final attempt", false, StateEscalated},
-		{"cancel requested", true, StateCancelled},
+		{"final attempt is rescued, not escalated", 1, 5, 1, false, StateRunning, 1, ""},
+		{"crashes below the limit are all rescued", 3, 5, 4, false, StateRunning, 4, ""},
+		{"the crash that reaches the limit escalates", 3, 3, 3, false, StateEscalated, 3, "3 lost leases reach the limit of 3"},
+		{"limit 1 escalates the first crash", 3, 1, 1, false, StateEscalated, 1, "1 lost leases reach the limit of 1"},
+		{"cancel requested", 3, 5, 1, true, StateCancelled, 1, "cancel requested"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := setup(t)
-			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = 1 })
-			if !tc.cancel {
-				b.claim(t, "crashy")
-			} else {
-				b.s.Enqueue(b.ctx, NewTicket{Source: "test", ExternalID: "1"}) // no-op
-				l := b.claim(t, "crashy")
-				_ = l
-				b.s.RequestCancel(b.ctx, id, "op", "stop")
+			b := setup(t, func(o *Options) { o.MaxRescues = tc.maxRescues })
+			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = tc.maxAttempts })
+			// Charge every attempt but the last one with real failures first.
+			for range tc.maxAttempts - 1 {
+				l := b.claim(t, "w")
+				if _, err := b.s.Fail(b.ctx, id, l.Token, Failure{Kind: FailFix, Reason: "tests fail"}); err != nil {
+					t.Fatal(err)
+				}
+				b.clock.Advance(time.Hour)
 			}
-			b.clock.Advance(2 * time.Minute)
-			if _, err := b.s.Claim(b.ctx, "next", time.Minute); !errors.Is(err, ErrNoTicket) {
-				t.Fatalf("claim: %v; want ErrNoTicket (the ticket must not run again)", err)
+			l := b.claim(t, "crashy")
+			if tc.cancel {
+				if _, err := b.s.RequestCancel(b.ctx, id, "op", "stop"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var last Lease
+			var err error
+			for i := range tc.crashes {
+				b.clock.Advance(2 * time.Minute) // past the lease: the worker died
+				last, err = b.s.Claim(b.ctx, fmt.Sprint("next", i), time.Minute)
+				if err != nil && (i < tc.crashes-1 || tc.want == StateRunning) {
+					t.Fatalf("claim after crash %d: %v; want the ticket rescued", i+1, err)
+				}
 			}
 			got, _ := b.s.Get(b.ctx, id)
 			kinds := eventKinds(t, b, id)
-			t.Logf("got state %s reason %q events %v", got.State, got.Reason, kinds)
-			if got.State != tc.want || got.FinishedAt.IsZero() || kinds[len(kinds)-1] != "lease_expired" {
-				t.Errorf("state %s; want %s with a lease_expired event", got.State, tc.want)
+			t.Logf("%s: got state %s attempts %d rescues %d reason %q events %v", tc.name, got.State, got.Attempts, got.Rescues, got.Reason, kinds)
+			if got.State != tc.want || got.Rescues != tc.wantRescues || got.Attempts != tc.maxAttempts {
+				t.Errorf("state %s rescues %d attempts %d; want %s rescues %d attempts %d (lost leases are not charged)",
+					got.State, got.Rescues, got.Attempts, tc.want, tc.wantRescues, tc.maxAttempts)
+			}
+			if tc.want == StateRunning {
+				if last.Attempt != tc.maxAttempts || last.Token <= l.Token || last.Ticket.Rescues != tc.wantRescues {
+					t.Errorf("rescue lease = attempt %d token %d rescues %d; want attempt %d, a newer token than %d, rescues %d",
+						last.Attempt, last.Token, last.Ticket.Rescues, tc.maxAttempts, l.Token, tc.wantRescues)
+				}
+				if err := b.s.Complete(b.ctx, id, last.Token, Result{}); err != nil {
+					t.Errorf("rescuer completes: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoTicket) {
+				t.Errorf("claim after the settling crash: %v; want ErrNoTicket (the ticket must not run again)", err)
+			}
+			if got.FinishedAt.IsZero() || kinds[len(kinds)-1] != "lease_expired" || !strings.Contains(got.Reason, tc.wantReason) {
+				t.Errorf("finished %v, last event %s, reason %q; want finished with a lease_expired event and reason containing %q",
+					got.FinishedAt, kinds[len(kinds)-1], got.Reason, tc.wantReason)
+			}
+			if err := b.s.Complete(b.ctx, id, l.Token, Result{}); !errors.Is(err, ErrLeaseLost) {
+				t.Errorf("crashed worker's late complete: %v; want ErrLeaseLost", err)
 			}
 		})
 	}
@@ -250,5 +299,117 @@ func BenchmarkQueueCycle(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
 		})
+	}
+}
+
+// TestSetPausedSkipsRepos: Claim hands out no ticket of a paused repository (neither queued
+// nor a rescue of an expired lease) until the pause is lifted, and NextDue counts them apart.
+func TestSetPausedSkipsRepos(t *testing.T) {
+	b := setup(t)
+	a := b.enqueue(t, "a", func(n *NewTicket) { n.Repo = "broken"; n.Priority = 9 })
+	ok := b.enqueue(t, "ok", func(n *NewTicket) { n.Repo = "fine" })
+	crashed := b.enqueue(t, "crashed", func(n *NewTicket) { n.Repo = "down"; n.Priority = 5 })
+	b.s.SetPaused([]string{"broken", "down", "broken"})
+	if got := b.s.Paused(); !equal(got, []string{"broken", "down"}) {
+		t.Errorf("Paused() = %v; want [broken down]", got)
+	}
+	b.s.SetPaused([]string{"broken"})
+	l := b.claim(t, "w1") // "down" is not paused yet: its high priority wins
+	if l.Ticket.ID != crashed {
+		t.Fatalf("first claim = ticket %d; want %d", l.Ticket.ID, crashed)
+	}
+	b.s.SetPaused([]string{"broken", "down"})
+	b.clock.Advance(2 * time.Minute) // w1 dies holding the "down" ticket
+	steps := []struct {
+		name   string
+		paused []string
+		want   int64 // 0: ErrNoTicket
+	}{
+		{"both paused: only the healthy repo", []string{"broken", "down"}, ok},
+		{"both paused: nothing else", []string{"broken", "down"}, 0},
+		{"down resumed: its expired lease is rescued", []string{"broken"}, crashed},
+		{"broken resumed", nil, a},
+	}
+	for _, st := range steps {
+		b.s.SetPaused(st.paused)
+		l, err := b.s.Claim(b.ctx, "w2", time.Hour)
+		got := l.Ticket.ID
+		t.Logf("%s: paused %v: claimed %d, %v", st.name, st.paused, got, err)
+		if st.want == 0 && !errors.Is(err, ErrNoTicket) || st.want != 0 && (err != nil || got != st.want) {
+			t.Errorf("%s: claim = %d, %v; want %d", st.name, got, err, st.want)
+		}
+		if st.want == 0 {
+			d, err := b.s.NextDue(b.ctx)
+			if err != nil || d.Paused != 1 || d.Queued != 0 || d.Running != 2 || !d.NextLeaseExpiry.Equal(b.clock.Now().Add(time.Hour).Truncate(time.Millisecond)) {
+				t.Errorf("NextDue with broken's ticket paused = %+v, %v; want paused 1, queued 0, running 2, next lease expiry in 1h", d, err)
+			}
+		}
+	}
+}
+
+func TestNextDue(t *testing.T) {
+	b := setup(t)
+	if d, err := b.s.NextDue(b.ctx); err != nil || !d.Idle() {
+		t.Fatalf("NextDue on an empty store = %+v, %v; want idle", d, err)
+	}
+	start := b.clock.Now().Truncate(time.Millisecond)
+	id1 := b.enqueue(t, "1")
+	b.clock.Advance(time.Second)
+	b.enqueue(t, "2")
+	l := b.claim(t, "w1") // ticket 1, lease 1 minute
+	if _, err := b.s.Fail(b.ctx, id1, l.Token, Failure{Kind: FailFix}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := b.s.Get(b.ctx, id1)
+	l2 := b.claim(t, "w2") // ticket 2
+	d, err := b.s.NextDue(b.ctx)
+	want := Due{Queued: 1, Running: 1, NextRunAfter: after.RunAfter, NextLeaseExpiry: l2.ExpiresAt}
+	t.Logf("got %+v, want %+v (start %v)", d, want, start)
+	if err != nil || d != want {
+		t.Errorf("NextDue = %+v, %v; want %+v", d, err, want)
+	}
+	if err := b.s.Complete(b.ctx, l2.Ticket.ID, l2.Token, Result{}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = b.s.NextDue(b.ctx)
+	if d.Running != 0 || d.Queued != 1 || !d.NextLeaseExpiry.IsZero() {
+		t.Errorf("NextDue after complete = %+v; want 1 queued, none running", d)
+	}
+}
+
+func TestListStatesUseLiterals(t *testing.T) {
+	b := setup(t)
+	for i := range 4 {
+		b.enqueue(t, fmt.Sprint(i))
+	}
+	l := b.claim(t, "w")
+	b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{})
+	b.s.RecordModelCall(b.ctx, ModelCall{TicketID: l.Ticket.ID, PromptTokens: 7, CostUSD: ptr(0.5)})
+	l = b.claim(t, "w")
+	tests := []struct {
+		states []State
+		limit  int
+		want   int
+	}{
+		{[]State{StateQueued}, 0, 2},
+		{[]State{StateQueued, StateRunning}, 0, 3},
+		{[]State{StateRunning}, 0, 1},
+		{[]State{StateDone}, 0, 1},
+		{[]State{StateDone, StateQueued}, 0, 3},
+		{nil, 2, 2},
+		{nil, 0, 4},
+	}
+	for _, tc := range tests {
+		got, err := b.s.List(b.ctx, Filter{States: tc.states, Limit: tc.limit})
+		if err != nil || len(got) != tc.want {
+			t.Errorf("List(%v, limit %d) = %d tickets, %v; want %d", tc.states, tc.limit, len(got), err, tc.want)
+		}
+	}
+	done, _ := b.s.List(b.ctx, Filter{States: []State{StateDone}})
+	if len(done) != 1 || done[0].ModelCalls != 1 || done[0].PromptTokens != 7 || done[0].CostUSD != 0.5 {
+		t.Errorf("done ticket totals = %+v; want 1 call, 7 prompt tokens, $0.5", done)
+	}
+	if _, err := b.s.List(b.ctx, Filter{States: []State{"queued') OR 1=1 --"}}); err == nil {
+		t.Error("List with a made-up state succeeded; want an error (states are written as literals)")
 	}
 }

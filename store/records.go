@@ -80,7 +80,7 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 	if started.IsZero() {
 		started = s.now()
 	}
-	err := s.write(ctx, "record model call", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "record model call", func(ctx context.Context, tx *wtx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
@@ -182,7 +182,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *wtx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
@@ -243,7 +243,7 @@ type Run struct {
 // StartRun opens a night and returns its id (pass it to ModelCall.RunID and FinishRun).
 func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 	var id int64
-	err := s.write(ctx, "start run", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "start run", func(ctx context.Context, tx *wtx) error {
 		row, err := s.queryRow(ctx, tx, `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events)) RETURNING id`, trigger, s.nowMS())
 		if err != nil {
 			return err
@@ -258,7 +258,7 @@ func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 
 // SetRunSandbox records how the night isolates the code under test ("bwrap", "none").
 func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error {
-	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx *wtx) error {
 		res, err := s.exec(ctx, tx, `UPDATE runs SET sandbox = ? WHERE id = ?`, mode, id)
 		if err != nil {
 			return err
@@ -277,7 +277,7 @@ func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error 
 // FinishRun closes a night, computing its totals from the events in its window and the
 // model calls tagged with it, then checkpoints the WAL.
 func (s *Store) FinishRun(ctx context.Context, id int64) error {
-	err := s.write(ctx, "finish run", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "finish run", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var after int64
 		row, err := s.queryRow(ctx, tx, `SELECT after_event_id FROM runs WHERE id = ?`, id)
@@ -381,7 +381,7 @@ func (s *Store) RecordEndpointEvent(ctx context.Context, e EndpointEvent) error 
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx *wtx) error {
 		_, err := s.exec(ctx, tx, `INSERT INTO endpoint_events (run_id, endpoint, base_url, down, since, at, last_error)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, nullID(e.RunID), e.Endpoint, e.BaseURL, e.Down, e.Since.UnixMilli(), at.UnixMilli(),
 			truncate(e.LastError, maxPayload))

@@ -62,8 +62,10 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 		if ended.Valid {
 			end = ended.Int64
 		}
+		// UNION ALL: the IN list needs no de-duplication, and a plain UNION makes SQLite walk
+		// events in ticket order (the whole table) instead of the run's rowid range.
 		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND id > ?1 AND at <= ?2
-			UNION SELECT ticket_id FROM model_calls WHERE run_id = ?3`
+			UNION ALL SELECT ticket_id FROM model_calls WHERE run_id = ?3`
 		callScope = `SELECT id FROM model_calls WHERE run_id = ?3`
 		args = []any{after, end, runID}
 	}
@@ -165,14 +167,14 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 		return 0, fmt.Errorf("gc: older than %v: want >= 0", olderThan)
 	}
 	var n int
-	err := s.write(ctx, "gc", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, "gc", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		cutoff := now - olderThan.Milliseconds()
-		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET args = '', result = ''
+		if _, err := s.exec(ctx, tx, `UPDATE tool_calls SET args = '', result = ''
 			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`, cutoff); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
+		res, err := s.exec(ctx, tx, `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
 			WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL`, now, cutoff)
 		if err != nil {
 			return err

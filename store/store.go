@@ -65,6 +65,9 @@ const (
 	DefaultBackoffBase = 30 * time.Second
 	DefaultBackoffMax  = 30 * time.Minute
 	DefaultMaxAttempts = 3
+	// DefaultMaxRescues is how many lost leases a ticket may suffer: the one that reaches it
+	// escalates the ticket (one that keeps killing its worker must not loop all night).
+	DefaultMaxRescues  = 5
 	DefaultBusyRetries = 8
 	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
 	journalSizeLimit = 64 << 20
@@ -95,6 +98,11 @@ type Options struct {
 	BusyRetries int
 	// OnRetry, when set, is called after each busy retry (for logs and metrics).
 	OnRetry func(op string, try int, err error)
+	// MaxRescues bounds the attempts a ticket may lose to an expired lease (daemon crash,
+	// kill, reboot). Such attempts are not charged to the ticket's attempts; the lost lease
+	// that brings a ticket's count to MaxRescues escalates it instead of rerunning it.
+	// Default DefaultMaxRescues (5); 1 escalates on the first lost lease.
+	MaxRescues int
 
 	driverName   string        // tests wrap the driver to inject faults
 	busyPauseMax time.Duration // longest pause between busy retries; default 250ms
@@ -102,15 +110,17 @@ type Options struct {
 
 // Store is the ticket queue on one SQLite file. Safe for concurrent use.
 type Store struct {
-	path  string
-	opts  Options
-	w     *sql.DB  // the single writer connection
-	r     *sql.DB  // read-only pool
-	stmts sync.Map // query -> *sql.Stmt prepared on w
+	path string
+	opts Options
+	w    *sql.DB // the writer pool: one connection, pinned as wc once migrated
+	r    *sql.DB // read-only pool
 
-	pendingMu  sync.Mutex
-	pending    map[string]struct{}
-	hasPending atomic.Bool
+	// wmu guards the writer connection: held by a write group from BEGIN to COMMIT, and by
+	// Checkpoint and Close. stmts and inTx are used only under it.
+	wmu   sync.Mutex
+	wc    *sql.Conn
+	stmts map[string]*sql.Stmt // query -> statement prepared on wc
+	inTx  bool                 // a ROLLBACK failed: the next write group rolls back first
 
 	qmu     sync.Mutex
 	queue   []*writeReq // writes waiting for the leader (see write)
@@ -121,6 +131,9 @@ type Store struct {
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
+
+	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
+	paused atomic.Pointer[pausedRepos]
 }
 
 // Open opens (creating if needed) the database at path and migrates it to SchemaVersion.
@@ -136,6 +149,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts.BackoffMax = cmp.Or(opts.BackoffMax, DefaultBackoffMax)
 	opts.BusyTimeout = cmp.Or(opts.BusyTimeout, 5*time.Second)
 	opts.BusyRetries = cmp.Or(opts.BusyRetries, DefaultBusyRetries)
+	if opts.MaxRescues < 0 {
+		return nil, fmt.Errorf("open store %s: max rescues %d: want >= 1 (0 = default %d)", path, opts.MaxRescues, DefaultMaxRescues)
+	}
+	opts.MaxRescues = cmp.Or(opts.MaxRescues, DefaultMaxRescues)
 	if opts.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		opts.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
@@ -168,23 +185,29 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	s := &Store{path: abs, opts: opts, w: w, pending: map[string]struct{}{}}
+	s := &Store{path: abs, opts: opts, w: w, stmts: map[string]*sql.Stmt{}}
 	if err := s.retry(ctx, "migrate", func() error {
 		return migrate(ctx, w, len(migrations), s.nowMS())
 	}); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	if s.wc, err = w.Conn(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s writer: %w", abs, err)
+	}
 
 	rdsn := uri + "?mode=ro&" + busy + "&_pragma=query_only(1)&_pragma=foreign_keys(1)"
 	r, err := sql.Open(driverName, rdsn)
 	if err != nil {
+		s.wc.Close()
 		w.Close()
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	if err := r.PingContext(ctx); err != nil {
+		s.wc.Close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
@@ -200,13 +223,16 @@ func (s *Store) Close() error {
 	s.qmu.Unlock()
 	s.inflight.Wait()
 	cerr := s.Checkpoint(context.Background())
-	s.stmts.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
+	s.wmu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	cwerr := s.wc.Close()
+	s.wmu.Unlock()
 	rerr := s.r.Close()
 	werr := s.w.Close()
-	if err := errors.Join(werr, rerr); err != nil {
+	if err := errors.Join(cwerr, werr, rerr); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
 	if cerr != nil && !errors.Is(cerr, ErrBusy) {
@@ -224,7 +250,10 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Checkpoint(ctx context.Context) error {
 	return s.retry(ctx, "checkpoint", func() error {
 		var busy, logFrames, done int
-		if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		s.wmu.Lock()
+		err := s.wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+		s.wmu.Unlock()
+		if err != nil {
 			return fmt.Errorf("checkpoint %s: %w", s.path, err)
 		}
 		if busy != 0 {
@@ -281,42 +310,27 @@ func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
 	}
 }
 
-// stmt returns query bound to tx, prepared once on the writer connection. The single
-// connection is busy with tx, so a query seen for the first time is prepared on tx itself
-// and remembered; write prepares it for good once the connection is free again.
-func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	if v, ok := s.stmts.Load(query); ok {
-		return tx.StmtContext(ctx, v.(*sql.Stmt)), nil
+// wtx is the writer connection inside a BEGIN IMMEDIATE transaction: the statements of one
+// group commit run through it. The store drives the transaction itself (prepared BEGIN and
+// COMMIT on a connection pinned for its lifetime) rather than through *sql.Tx, which starts
+// a goroutine per transaction and per query inside it to watch for cancellation and
+// prepares BEGIN and COMMIT anew each time: together about a sixth of a queue cycle's CPU.
+type wtx struct{ c *sql.Conn }
+
+// stmt returns query prepared once on the writer connection (kept until Close).
+func (s *Store) stmt(ctx context.Context, tx *wtx, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
 	}
-	s.pendingMu.Lock()
-	s.pending[query] = struct{}{}
-	s.hasPending.Store(true)
-	s.pendingMu.Unlock()
-	return tx.PrepareContext(ctx, query)
+	st, err := tx.c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
 }
 
-// preparePending prepares the queries stmt met for the first time (writer connection idle).
-func (s *Store) preparePending(ctx context.Context) {
-	s.pendingMu.Lock()
-	queries := s.pending
-	s.pending = map[string]struct{}{}
-	s.hasPending.Store(false)
-	s.pendingMu.Unlock()
-	for q := range queries {
-		if _, ok := s.stmts.Load(q); ok {
-			continue
-		}
-		st, err := s.w.PrepareContext(ctx, q)
-		if err != nil {
-			continue // stmt falls back to preparing on the transaction
-		}
-		if _, loaded := s.stmts.LoadOrStore(q, st); loaded {
-			st.Close()
-		}
-	}
-}
-
-func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return nil, err
@@ -324,7 +338,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 	return st.ExecContext(ctx, args...)
 }
 
-func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Row, error) {
+func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) (*sql.Row, error) {
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
 		return nil, err

@@ -294,7 +294,7 @@ func TestDatabaseRejectsBadRows(t *testing.T) {
 		`DELETE FROM events WHERE ticket_id = ?`,                                  // append-only
 		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`, // foreign key
 	} {
-		if _, err := b.s.w.ExecContext(b.ctx, q, id); err == nil {
+		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil {
 			t.Errorf("%s: accepted; want the database to refuse it", q)
 		}
 	}

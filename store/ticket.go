@@ -48,12 +48,15 @@ type Ticket struct {
 	RescuedFrom string `json:"rescued_from,omitempty"`
 	// PrunedAt is when GC emptied the bulky columns (body, triage, tool call payloads).
 	PrunedAt time.Time `json:"pruned_at,omitzero"`
+	// Rescues counts attempts lost to an expired lease (crash, kill, reboot): they are not in
+	// Attempts, and reaching the store's MaxRescues escalates the ticket.
+	Rescues int `json:"rescues"`
 }
 
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at`
+	coalesce(rescued_from, ''), pruned_at, rescues`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -68,11 +71,11 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
-		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned}
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
-	if labels != "" {
+	if labels != "" && labels != "[]" { // most tickets have none: skip the decoder
 		if err := json.Unmarshal([]byte(labels), &t.Labels); err != nil {
 			return Ticket{}, fmt.Errorf("ticket %d: decode labels %q: %w", t.ID, labels, err)
 		}
@@ -108,7 +111,7 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	if maxAttempts == 0 {
 		maxAttempts = DefaultMaxAttempts
 	}
-	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		id, created = 0, false
 		row, err := s.queryRow(ctx, tx, `INSERT INTO tickets
@@ -179,44 +182,14 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	}{plain(s), s.Duration.Seconds()})
 }
 
-// List returns tickets matching f, newest first, with their model call totals.
+// List returns tickets matching f, newest first, with their model call totals. Its cost
+// grows with the tickets it returns, not with the history: a state filter inside
+// {queued, running} walks the active-tickets index, and the totals aggregate only the
+// listed tickets' calls through model_calls_ticket.
 func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if len(f.States) > 0 {
-		ph := make([]string, len(f.States))
-		for i, st := range f.States {
-			if !st.Valid() {
-				return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, done, escalated, cancelled", st)
-			}
-			ph[i] = "?"
-			args = append(args, string(st))
-		}
-		where = append(where, "t.state IN ("+strings.Join(ph, ",")+")")
-	}
-	if f.Repo != "" {
-		where = append(where, "t.repo = ?")
-		args = append(args, f.Repo)
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "t.created_at >= ?")
-		args = append(args, f.Since.UnixMilli())
-	}
-	q := `SELECT ` + prefixCols("t.", ticketCols) + `,
-		coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
-		FROM tickets t LEFT JOIN (
-			SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
-				sum(completion_tokens) AS o, sum(cost_usd) AS cost, max(cost_usd IS NULL) AS unknown
-			FROM model_calls GROUP BY ticket_id) m ON m.ticket_id = t.id`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY t.id DESC"
-	if f.Limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, f.Limit)
+	q, args, err := listQuery(f)
+	if err != nil {
+		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -246,6 +219,56 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	return out, nil
+}
+
+// listQuery builds List's statement. States are validated and written as literals, never
+// bound: SQLite matches a partial index only against literal terms.
+func listQuery(f Filter) (string, []any, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.States) > 0 {
+		lits := make([]string, len(f.States))
+		active := true
+		for i, st := range f.States {
+			if !st.Valid() {
+				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, done, escalated, cancelled", st)
+			}
+			lits[i] = "'" + string(st) + "'" // one of five known words: safe as a literal
+			active = active && !st.Terminal()
+		}
+		if active {
+			where = append(where, "state IN ('queued', 'running')") // the tickets_active term, verbatim
+		}
+		where = append(where, "state IN ("+strings.Join(lits, ", ")+")")
+	}
+	if f.Repo != "" {
+		where = append(where, "repo = ?")
+		args = append(args, f.Repo)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "created_at >= ?")
+		args = append(args, f.Since.UnixMilli())
+	}
+	ids := "SELECT id FROM tickets"
+	if len(where) > 0 {
+		ids += " WHERE " + strings.Join(where, " AND ")
+	}
+	ids += " ORDER BY id DESC"
+	if f.Limit > 0 {
+		ids += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	q := `WITH ids AS MATERIALIZED (` + ids + `),
+		m AS (SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
+				sum(completion_tokens) AS o, sum(cost_usd) AS cost, max(cost_usd IS NULL) AS unknown
+			FROM model_calls WHERE ticket_id IN (SELECT id FROM ids) GROUP BY ticket_id)
+		SELECT ` + prefixCols("t.", ticketCols) + `,
+			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
+		FROM tickets t LEFT JOIN m ON m.ticket_id = t.id
+		WHERE t.id IN (SELECT id FROM ids) ORDER BY t.id DESC`
+	return q, args, nil
 }
 
 // prefixCols qualifies each column of a ticketCols-style list with prefix.

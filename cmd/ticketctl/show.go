@@ -166,6 +166,7 @@ func cmdShow(e *env, args []string) error {
 		rows := [][2]string{
 			{"state", state},
 			{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
+			{"rescues", fmt.Sprintf("%d (attempts lost to an expired lease, not charged)", t.Rescues)},
 			{"repo", orDash(t.Repo)},
 			{"source", t.Source + " / " + t.ExternalID},
 			{"labels", orDash(strings.Join(t.Labels, ", "))},

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Due is what an idle worker needs to decide how long to sleep before claiming again, read
+// from the active tickets alone (the tickets_active index), so its cost does not grow with
+// the history of finished tickets.
+type Due struct {
+	Queued  int // queued tickets outside paused repositories, whether ready or backing off
+	Running int // tickets leased now, expired leases included
+	// Paused counts queued tickets in repositories SetPaused holds back (not in Queued).
+	Paused int
+	// NextRunAfter is the earliest run_after among the Queued tickets (zero when none): a
+	// time in the past means one is ready now.
+	NextRunAfter time.Time
+	// NextLeaseExpiry is the earliest lease expiry among the Running tickets outside paused
+	// repositories (zero when none): when it passes, that ticket can be rescued or settled.
+	// Running counts tickets of paused repositories too: their workers still hold them.
+	NextLeaseExpiry time.Time
+}
+
+// Idle reports whether no ticket is queued or running at all.
+func (d Due) Idle() bool { return d.Queued == 0 && d.Running == 0 && d.Paused == 0 }
+
+const (
+	dueQuery = `SELECT state, 0, count(*), min(run_after), min(lease_expires_at) FROM tickets
+		WHERE state IN ('queued', 'running') GROUP BY state`
+	// With repositories paused, each active ticket's row is read for its repo: the active
+	// set is small, the history is not touched.
+	duePausedQuery = `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at)
+		FROM tickets WHERE state IN ('queued', 'running') GROUP BY 1, 2`
+)
+
+// NextDue summarizes the active tickets for a worker that found nothing to claim: the
+// daemon's idle poll. It is one read on the read pool and never waits for the writer.
+func (s *Store) NextDue(ctx context.Context) (Due, error) {
+	q, args := dueQuery, []any(nil)
+	if p := s.paused.Load(); p != nil {
+		q, args = duePausedQuery, []any{p.json}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return Due{}, fmt.Errorf("next due ticket: %w", err)
+	}
+	defer rows.Close()
+	var d Due
+	for rows.Next() {
+		var (
+			state         State
+			paused, n     int
+			runAfter, exp sql.NullInt64
+		)
+		if err := rows.Scan(&state, &paused, &n, &runAfter, &exp); err != nil {
+			return Due{}, fmt.Errorf("next due ticket: %w", err)
+		}
+		switch {
+		case state == StateQueued && paused != 0:
+			d.Paused += n
+		case state == StateQueued:
+			d.Queued, d.NextRunAfter = n, fromMS(runAfter)
+		default:
+			d.Running += n
+			if paused == 0 {
+				d.NextLeaseExpiry = fromMS(exp)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Due{}, fmt.Errorf("next due ticket: %w", err)
+	}
+	return d, nil
+}
