@@ -19,6 +19,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store.Path, store.Options{
 		Synchronous: cfg.Store.Synchronous,
 		BackoffBase: cfg.Night.RetryBackoff,
+		MaxRescues:  cfg.Night.MaxRescues,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Store.Path, err)

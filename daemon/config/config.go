@@ -66,6 +66,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
+	// MaxRescues is how many lost leases (daemon crash, kill, reboot mid-attempt) a ticket
+	// may have before it is escalated; they never count against max_attempts.
+	MaxRescues int `yaml:"max_rescues"`
 	// Grace is how long attempts still running when the window closes may go on before
 	// they are stopped, keeping their partial work, and released without spending an attempt.
 	Grace time.Duration `yaml:"grace"`
@@ -118,6 +121,7 @@ const (
 	DefaultRetryBackoff = 30 * time.Second
 	DefaultWindow       = 6 * time.Hour
 	DefaultGrace        = 10 * time.Minute
+	DefaultMaxRescues   = 5
 	DefaultPoll         = 2 * time.Second
 	// Per-attempt budget defaults: the point past which, in the seed team's sweep, success
 	// stopped rising while cost kept growing (12 maker steps, 200k tokens, 300 s).
@@ -140,6 +144,7 @@ func Default() Config {
 			Schedule:     DefaultSchedule,
 			Window:       DefaultWindow,
 			Grace:        DefaultGrace,
+			MaxRescues:   DefaultMaxRescues,
 			Workers:      DefaultWorkers,
 			Lease:        DefaultLease,
 			Heartbeat:    DefaultHeartbeat,
@@ -257,6 +262,9 @@ func (c Config) Validate() error {
 	}
 	if c.Night.Window <= 0 {
 		bad("night.window: must be positive, got %s", c.Night.Window)
+	}
+	if c.Night.MaxRescues < 1 || c.Night.MaxRescues > 100 {
+		bad("night.max_rescues: must be 1..100, got %d", c.Night.MaxRescues)
 	}
 	if c.Night.Grace < 0 {
 		bad("night.grace: must be >= 0 (0 stops running attempts when the window closes), got %s", c.Night.Grace)
