@@ -69,7 +69,6 @@ func BranchName(ticketID int64, title string) string {
 	return "ticketd/" + strconv.FormatInt(ticketID, 10) + "-" + slug
 }
 
-
 // Manager creates and removes worktrees under one root directory. It is safe
 // for concurrent use. The steps that change a repository's worktree list or
 // refs (registering a worktree, creating or deleting its branch, pruning)
