@@ -153,6 +153,9 @@ type repoDirs struct {
 // git runs ticketd's hardened git on the repository with args and returns
 // its stdout; extra is added to the environment.
 func (d repoDirs) git(ctx context.Context, extra []string, args ...string) (string, error) {
+	if err := d.checkCommonDirLink(); err != nil {
+		return "", err
+	}
 	cfg, err := d.filterOverrides(ctx)
 	if err != nil {
 		return "", err
@@ -170,6 +173,29 @@ func (d repoDirs) git(ctx context.Context, extra []string, args ...string) (stri
 // may hold index.lock for a moment.
 func (d repoDirs) gitRetry(ctx context.Context, extra []string, args ...string) (string, error) {
 	return retryLocked(ctx, func() (string, error) { return d.git(ctx, extra, args...) })
+}
+
+// checkCommonDirLink verifies, for a linked worktree's git dir, that its
+// commondir file still leads to CommonDir. GIT_COMMON_DIR decides where git
+// reads config and objects, but git's ref store follows the file, so a file
+// rewritten by the code under test would send ticketd's commits and branch
+// reads to another repository.
+func (d repoDirs) checkCommonDirLink() error {
+	if d.GitDir == d.CommonDir {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(d.GitDir, "commondir"))
+	if err != nil {
+		return fmt.Errorf("check worktree git dir %s: %w", d.GitDir, err)
+	}
+	target := strings.TrimSpace(string(data))
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(d.GitDir, target)
+	}
+	if !sameFile(target, d.CommonDir) {
+		return fmt.Errorf("worktree git dir %s: its commondir file now leads to %s, not to the repository %s: something in the worktree rewrote it; ticketd will not run git there (remove the worktree)", d.GitDir, target, d.CommonDir)
+	}
+	return nil
 }
 
 // filterOverrides returns command-scope config that disables every filter
