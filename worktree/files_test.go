@@ -3,8 +3,10 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +77,41 @@ func TestDiffSeesSameSizeEditRightAfterPrepare(t *testing.T) {
 		return
 	}
 	t.Fatal("could not make the edit within the checkout's second in 3 tries")
+}
+
+// TestFilesAtListsBlobsOnly: nested directories, names git would quote,
+// symlinks; a submodule (gitlink) is not a file of the commit.
+func TestFilesAtListsBlobsOnly(t *testing.T) {
+	repo := newRepo(t, true)
+	for _, f := range []string{"pkg/sub/deep.py", "with space.txt", "ünï cödé.md", "tab\tname", "a-b", "a/z", "a0"} {
+		writeFile(t, filepath.Join(repo, filepath.FromSlash(f)), f+"\n")
+	}
+	if err := os.Symlink("stats.py", filepath.Join(repo, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	head := git(t, repo, "rev-parse", "HEAD")
+	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
+	git(t, repo, "commit", "--quiet", "-m", "more")
+	got, err := FilesAt(repo, git(t, repo, "rev-parse", "HEAD"))
+	want := []string{".gitignore", "a-b", "a/z", "a0", "link.py", "old.py", "pkg/sub/deep.py", "stats.py", "tab\tname", "with space.txt", "ünï cödé.md"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("FilesAt = %q, %v\nwant %q", got, err, want)
+	}
+}
+
+func FuzzParseLsTree(f *testing.F) {
+	f.Add("100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta.py\x00160000 commit e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tsub\x00")
+	f.Add("120000 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tl\tx\x00garbage\x00\x00")
+	f.Fuzz(func(t *testing.T, out string) {
+		files := parseLsTree(out)
+		if !slices.IsSorted(files) {
+			t.Fatalf("parseLsTree(%q) = %q: not sorted", out, files)
+		}
+		for _, p := range files {
+			if !strings.Contains(out, "\t"+p) {
+				t.Fatalf("parseLsTree(%q) invented %q", out, p)
+			}
+		}
+	})
 }
