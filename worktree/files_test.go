@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -114,4 +115,107 @@ func FuzzParseLsTree(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDiffKinds: the diff of a tree carries mode changes, binary files (new,
+// changed, deleted) and symlinks, applies with `git apply` to the base and
+// reproduces the tree; ignored files stay out.
+func TestDiffKinds(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, "logo.bin"), "\x00\x01\x02binary\x00")
+	writeFile(t, filepath.Join(repo, "gone.bin"), "\x00gone\x00")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "binaries")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-kinds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(tree.Dir, "stats.py"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tree.Dir, "logo.bin"), "\x00\x01\x02changed\x00\xff")
+	writeFile(t, filepath.Join(tree.Dir, "new.bin"), "\x00new\x00")
+	if err := os.Remove(filepath.Join(tree.Dir, "gone.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("stats.py", filepath.Join(tree.Dir, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tree.Dir, "build", "out.log"), "ignored\n")
+	diff, err := tree.Diff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"old mode 100644\nnew mode 100755", "GIT binary patch", "diff --git a/new.bin b/new.bin", "deleted file mode 100644", "new file mode 120000"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("Diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "out.log") {
+		t.Errorf("Diff includes an ignored file:\n%s", diff)
+	}
+	check := filepath.Join(t.TempDir(), "check")
+	git(t, repo, "worktree", "add", "--quiet", "--detach", check, tree.BaseCommit)
+	cmd := exec.Command("git", "apply", "--index", "-")
+	cmd.Dir, cmd.Stdin, cmd.Env = check, strings.NewReader(diff), userGitEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply of Diff output: %v\n%s", err, out)
+	}
+	if got := git(t, check, "write-tree"); got != treeOf(t, tree) {
+		t.Errorf("applying Diff to the base gives tree %s, the worktree holds %s", got, treeOf(t, tree))
+	}
+}
+
+// treeOf is the tree object the worktree's files would be committed as.
+func treeOf(t *testing.T, tree *Tree) string {
+	t.Helper()
+	idx := filepath.Join(t.TempDir(), "index")
+	cmd := exec.Command("git", "add", "-A")
+	cmd.Dir, cmd.Env = tree.Dir, append(userGitEnv(), "GIT_INDEX_FILE="+idx)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git add: %v\n%s", err, out)
+	}
+	cmd = exec.Command("git", "write-tree")
+	cmd.Dir, cmd.Env = tree.Dir, append(userGitEnv(), "GIT_INDEX_FILE="+idx)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDiffSeesSameSizeEditAfterDiff: the scratch index persists across
+// Diffs; an edit keeping the size, made in the second a Diff wrote that
+// index, must show in the next Diff taken a second later.
+func TestDiffSeesSameSizeEditAfterDiff(t *testing.T) {
+	repo := newRepo(t, false)
+	m := NewManager(t.TempDir(), nil)
+	ctx := context.Background()
+	for i := range 10 {
+		tree, err := m.Prepare(ctx, repo, "main", fmt.Sprintf("ticketd/%d-again", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) - len(xs)\n")
+		start := time.Now()
+		if d, err := tree.Diff(ctx); err != nil || !strings.Contains(d, "sum(xs) - len(xs)") {
+			t.Fatalf("first Diff = %v\n%s", err, d)
+		}
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) + len(xs)\n")
+		if time.Now().Unix() != start.Unix() {
+			continue // crossed a second boundary: not the case under test, try again
+		}
+		time.Sleep(time.Until(start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		diff, err := tree.Diff(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(diff, "+    return sum(xs) + len(xs)") {
+			t.Fatalf("round %d: second Diff misses a same-size edit made in the first Diff's second:\n%s", i, diff)
+		}
+		return
+	}
+	t.Fatal("could not make the edit within the first Diff's second in 10 tries")
 }

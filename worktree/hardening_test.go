@@ -18,7 +18,7 @@ import (
 func plainGit(t testing.TB, dir string, args ...string) (string, error) {
 	t.Helper()
 	// A configured helper that misbehaves must not hang the test.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
