@@ -11,20 +11,19 @@ import (
 	"testing"
 )
 
-// markerArg makes the test binary act as a command a repository config names
-// (a hook, a filter, an external diff, gpg): it appends its name to a log, so
-// a test can tell whether git ran it, then does that command's job well
-// enough for git to carry on. See writeMarkers.
+// markerArg makes the test binary act as the long-running filter process a
+// repository config names: it logs its name and hands blobs back unchanged.
+// The other markers are shell scripts (see writeMarkers).
 const markerArg = "ticketd-test-marker"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 3 && os.Args[1] == markerArg {
-		os.Exit(runMarker(os.Args[2], os.Args[3], os.Args[4:]))
+	if len(os.Args) == 4 && os.Args[1] == markerArg {
+		os.Exit(runProcessMarker(os.Args[2], os.Args[3]))
 	}
 	os.Exit(m.Run())
 }
 
-func runMarker(logPath, name string, args []string) int {
+func runProcessMarker(logPath, name string) int {
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -32,23 +31,9 @@ func runMarker(logPath, name string, args []string) int {
 	}
 	fmt.Fprintln(f, name)
 	f.Close()
-	switch {
-	case name == "process":
-		if err := processFilter(os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "process filter:", err)
-			return 1
-		}
-	case strings.HasPrefix(name, "clean"), strings.HasPrefix(name, "smudge"):
-		_, _ = io.Copy(os.Stdout, os.Stdin)
-	case name == "textconv" && len(args) > 0:
-		data, _ := os.ReadFile(args[0])
-		os.Stdout.Write(data)
-	case name == "gpg":
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		fmt.Fprint(os.Stderr, "\n[GNUPG:] SIG_CREATED D 1 8 00 0 0\n")
-		fmt.Print("-----BEGIN PGP SIGNATURE-----\n\nfake\n-----END PGP SIGNATURE-----\n")
-	case name == "reference-transaction":
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := processFilter(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "process filter:", err)
+		return 1
 	}
 	return 0
 }
@@ -129,8 +114,9 @@ var markerNames = []string{
 	"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "reference-transaction", "post-index-change",
 }
 
-// writeMarkers writes, for every name in markerNames, an executable script
-// dir/bin/<name> that runs the test binary as that marker, logging to log.
+// writeMarkers writes, for every name in markerNames, an executable
+// dir/bin/<name> that appends its name to log and then does that command's
+// job well enough for git to carry on (a filter copies, gpg "signs").
 func writeMarkers(t testing.TB, dir, log string) map[string]string {
 	t.Helper()
 	exe, err := os.Executable()
@@ -140,8 +126,25 @@ func writeMarkers(t testing.TB, dir, log string) map[string]string {
 	bin := filepath.Join(dir, "bin")
 	paths := map[string]string{}
 	for _, name := range markerNames {
+		body := ""
+		switch {
+		case name == "process":
+			body = fmt.Sprintf("exec %s %s %s %s\n", shQuote(exe), markerArg, shQuote(log), name)
+		case strings.HasPrefix(name, "clean"), strings.HasPrefix(name, "smudge"):
+			body = "exec cat\n"
+		case name == "textconv":
+			body = "exec cat \"$1\"\n"
+		case name == "gpg":
+			body = "cat >/dev/null\nprintf '\\n[GNUPG:] SIG_CREATED D 1 8 00 0 0\\n' >&2\n" +
+				"printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nfake\\n-----END PGP SIGNATURE-----\\n'\n"
+		case name == "reference-transaction":
+			body = "cat >/dev/null\n"
+		}
+		if name != "process" {
+			body = "echo " + name + " >> " + shQuote(log) + "\n" + body
+		}
 		p := filepath.Join(bin, name)
-		writeFile(t, p, fmt.Sprintf("#!/bin/sh\nexec %s %s %s %s \"$@\"\n", shQuote(exe), markerArg, shQuote(log), name))
+		writeFile(t, p, "#!/bin/sh\n"+body)
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
