@@ -324,7 +324,10 @@ func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]stri
 	var removed, admins []string
 	var errs []error
 	for _, path := range slices.Sorted(maps.Keys(registered)) {
-		if !under(root, path) && !under(m.root, path) || m.isLive(path) {
+		// Prepare makes trees as direct children of the root; a record naming
+		// anything deeper (the records are writable from a worktree) could
+		// otherwise point into a live tree.
+		if parent := filepath.Dir(path); parent != root && parent != m.root || m.isLive(path) {
 			continue
 		}
 		if err := os.RemoveAll(path); err != nil {
@@ -384,12 +387,6 @@ func (m *Manager) isLive(dir string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.live[filepath.Clean(dir)]
-}
-
-// under reports whether path lies strictly inside dir.
-func under(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func cmpOr(a, b string) string {

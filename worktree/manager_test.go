@@ -475,3 +475,35 @@ func TestRemoveAfterRepoDeleted(t *testing.T) {
 		t.Errorf("tree dir left behind: %v", err)
 	}
 }
+
+// under reports whether path lies strictly inside dir.
+func under(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// TestCollectLeftoversStaysOutOfLiveTrees: worktree records are writable from
+// a worktree; one naming a directory inside a live tree must not get it
+// deleted.
+func TestCollectLeftoversStaysOutOfLiveTrees(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(t.TempDir(), nil)
+	live, err := m.Prepare(ctx, repo, "main", "ticketd/7-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(live.Dir, "pkg")
+	writeFile(t, filepath.Join(inner, "keep.py"), "x = 1\n")
+	writeFile(t, filepath.Join(inner, ".git"), "gitdir: "+filepath.Join(repo, ".git", "worktrees", "forged")+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "gitdir"), filepath.Join(inner, ".git")+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "HEAD"), live.BaseCommit+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "commondir"), "../..\n")
+	removed, err := m.CollectLeftovers(ctx, repo)
+	if err != nil {
+		t.Fatalf("CollectLeftovers: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(inner, "keep.py")); err != nil || len(removed) != 0 {
+		t.Errorf("CollectLeftovers removed %q; the live tree's pkg/keep.py: %v", removed, err)
+	}
+}
