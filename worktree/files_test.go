@@ -3,8 +3,11 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +78,144 @@ func TestDiffSeesSameSizeEditRightAfterPrepare(t *testing.T) {
 		return
 	}
 	t.Fatal("could not make the edit within the checkout's second in 3 tries")
+}
+
+// TestFilesAtListsBlobsOnly: nested directories, names git would quote,
+// symlinks; a submodule (gitlink) is not a file of the commit.
+func TestFilesAtListsBlobsOnly(t *testing.T) {
+	repo := newRepo(t, true)
+	for _, f := range []string{"pkg/sub/deep.py", "with space.txt", "ünï cödé.md", "tab\tname", "a-b", "a/z", "a0"} {
+		writeFile(t, filepath.Join(repo, filepath.FromSlash(f)), f+"\n")
+	}
+	if err := os.Symlink("stats.py", filepath.Join(repo, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	head := git(t, repo, "rev-parse", "HEAD")
+	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
+	git(t, repo, "commit", "--quiet", "-m", "more")
+	got, err := FilesAt(repo, git(t, repo, "rev-parse", "HEAD"))
+	want := []string{".gitignore", "a-b", "a/z", "a0", "link.py", "old.py", "pkg/sub/deep.py", "stats.py", "tab\tname", "with space.txt", "ünï cödé.md"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("FilesAt = %q, %v\nwant %q", got, err, want)
+	}
+}
+
+func FuzzParseLsTree(f *testing.F) {
+	f.Add("100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta.py\x00160000 commit e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tsub\x00")
+	f.Add("120000 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tl\tx\x00garbage\x00\x00")
+	f.Fuzz(func(t *testing.T, out string) {
+		files := parseLsTree(out)
+		if !slices.IsSorted(files) {
+			t.Fatalf("parseLsTree(%q) = %q: not sorted", out, files)
+		}
+		for _, p := range files {
+			if !strings.Contains(out, "\t"+p) {
+				t.Fatalf("parseLsTree(%q) invented %q", out, p)
+			}
+		}
+	})
+}
+
+// TestDiffKinds: the diff of a tree carries mode changes, binary files (new,
+// changed, deleted) and symlinks, applies with `git apply` to the base and
+// reproduces the tree; ignored files stay out.
+func TestDiffKinds(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, "logo.bin"), "\x00\x01\x02binary\x00")
+	writeFile(t, filepath.Join(repo, "gone.bin"), "\x00gone\x00")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "binaries")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-kinds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(tree.Dir, "stats.py"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tree.Dir, "logo.bin"), "\x00\x01\x02changed\x00\xff")
+	writeFile(t, filepath.Join(tree.Dir, "new.bin"), "\x00new\x00")
+	if err := os.Remove(filepath.Join(tree.Dir, "gone.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("stats.py", filepath.Join(tree.Dir, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tree.Dir, "build", "out.log"), "ignored\n")
+	diff, err := tree.Diff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"old mode 100644\nnew mode 100755", "GIT binary patch", "diff --git a/new.bin b/new.bin", "deleted file mode 100644", "new file mode 120000"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("Diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "out.log") {
+		t.Errorf("Diff includes an ignored file:\n%s", diff)
+	}
+	check := filepath.Join(t.TempDir(), "check")
+	git(t, repo, "worktree", "add", "--quiet", "--detach", check, tree.BaseCommit)
+	cmd := exec.Command("git", "apply", "--index", "-")
+	cmd.Dir, cmd.Stdin, cmd.Env = check, strings.NewReader(diff), userGitEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply of Diff output: %v\n%s", err, out)
+	}
+	if got := git(t, check, "write-tree"); got != treeOf(t, tree) {
+		t.Errorf("applying Diff to the base gives tree %s, the worktree holds %s", got, treeOf(t, tree))
+	}
+}
+
+// treeOf is the tree object the worktree's files would be committed as.
+func treeOf(t *testing.T, tree *Tree) string {
+	t.Helper()
+	idx := filepath.Join(t.TempDir(), "index")
+	cmd := exec.Command("git", "add", "-A")
+	cmd.Dir, cmd.Env = tree.Dir, append(userGitEnv(), "GIT_INDEX_FILE="+idx)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git add: %v\n%s", err, out)
+	}
+	cmd = exec.Command("git", "write-tree")
+	cmd.Dir, cmd.Env = tree.Dir, append(userGitEnv(), "GIT_INDEX_FILE="+idx)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDiffSeesSameSizeEditAfterDiff: the scratch index persists across
+// Diffs; an edit keeping the size, made in the second a Diff wrote that
+// index, must show in the next Diff taken a second later.
+func TestDiffSeesSameSizeEditAfterDiff(t *testing.T) {
+	repo := newRepo(t, false)
+	m := NewManager(t.TempDir(), nil)
+	ctx := context.Background()
+	for i := range 10 {
+		tree, err := m.Prepare(ctx, repo, "main", fmt.Sprintf("ticketd/%d-again", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) - len(xs)\n")
+		start := time.Now()
+		if d, err := tree.Diff(ctx); err != nil || !strings.Contains(d, "sum(xs) - len(xs)") {
+			t.Fatalf("first Diff = %v\n%s", err, d)
+		}
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) + len(xs)\n")
+		if time.Now().Unix() != start.Unix() {
+			continue // crossed a second boundary: not the case under test, try again
+		}
+		time.Sleep(time.Until(start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		diff, err := tree.Diff(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(diff, "+    return sum(xs) + len(xs)") {
+			t.Fatalf("round %d: second Diff misses a same-size edit made in the first Diff's second:\n%s", i, diff)
+		}
+		return
+	}
+	t.Fatal("could not make the edit within the first Diff's second in 10 tries")
 }

@@ -7,46 +7,105 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Why the git CLI and not go-git for everything here:
-//   - go-git v5 cannot create linked worktrees (`git worktree add`), and its
-//     local clone copies objects slowly;
-//   - its status/add ignore .git/info/exclude and core.excludesFile, and
-//     CommitOptions.All does not add new files, so a commit or diff made with it
+// Why the git CLI and not go-git:
+//   - go-git v5 cannot create linked worktrees (`git worktree add`), its tree
+//     walk reads every blob, and its local clone copies objects slowly;
+//   - its status/add ignore .git/info/exclude, so a commit or diff made with it
 //     would disagree with what the user's own `git status` shows;
 //   - a go-git Repository is not safe for concurrent use, while three workers
 //     share one repository.
 //
-// The CLI is already required (worktree add), honours every ignore rule and
-// filter the user configured, and its locks are the ones other git processes
-// respect. Every invocation is hermetic: identity is passed with -c so nothing
-// depends on a global ~/.gitconfig, hooks are disabled so an unattended night
-// never runs (or hangs on) a repository hook, and GIT_DIR-style variables
-// inherited from a parent git process are dropped.
+// ticketd's own git is hardened, because the repository's git directory is
+// writable from a worktree and so by the code under test: a test can append
+// core.fsmonitor, a hook path or a filter driver to .git/config, or point a
+// worktree's .git file at a fake repository. Every invocation therefore
+//   - gets a minimal environment built from an allowlist (no API keys, no
+//     tokens, no GIT_* variables of the parent), with system and global config
+//     switched off (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null) so the
+//     result does not depend on the machine either;
+//   - gets command-scope config (GIT_CONFIG_COUNT, which beats the repository
+//     config) that switches off everything a repository config can make git
+//     execute: see hardening;
+//   - neutralises the repository's filter drivers, which cannot be switched off
+//     by a wildcard: see filterOverrides;
+//   - names its repository explicitly (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE)
+//     once it is known, so no .git file or commondir file written by the code
+//     under test is consulted;
+//   - runs in its own process group, killed as a whole on cancellation, and is
+//     waited for (exec.Cmd.Wait) so no child is left unreaped.
+// Diff commands also pass --no-ext-diff and --no-textconv, which are per
+// driver in config and so cannot be overridden there.
 
-// gitEnv is the environment for every git command: the process environment
-// without variables that would redirect git to another repository or index,
-// plus settings that keep git non-interactive and its messages in English
-// (lock-collision detection matches on them).
-func gitEnv(extra ...string) []string {
-	drop := map[string]bool{
-		"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true,
-		"GIT_COMMON_DIR": true, "GIT_OBJECT_DIRECTORY": true, "GIT_PREFIX": true,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "GIT_CEILING_DIRECTORIES": true,
-		"LC_ALL": true, "LANGUAGE": true,
-	}
-	env := make([]string, 0, len(os.Environ())+len(extra)+4)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if drop[name] {
-			continue
+// envAllow are the only variables ticketd's git inherits from the daemon.
+// HOME and XDG_CONFIG_HOME locate the default global ignore file
+// (~/.config/git/ignore; the global config itself is off); TZ keeps commit
+// dates in local time. Nothing else: the daemon's environment holds API keys.
+var envAllow = []string{"PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "TZ", "SYSTEMROOT"}
+
+// hardening is the command-scope config of every git invocation: each entry
+// switches off a way for a repository config to make ticketd's git run a
+// command, or fixes a setting whose repository value would change the
+// output ticketd parses or hands on.
+var hardening = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"}, // no hook runs: pre-commit, post-checkout, reference-transaction...
+	{"core.sshCommand", "false"},
+	{"core.askPass", ""},
+	{"core.pager", "cat"},
+	{"core.editor", ":"},
+	{"sequence.editor", ":"},
+	{"credential.helper", ""}, // an empty value resets the helper list
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"gpg.program", "false"},
+	{"gpg.openpgp.program", "false"},
+	{"gpg.x509.program", "false"},
+	{"gpg.ssh.program", "false"},
+	{"gpg.ssh.defaultKeyCommand", "false"},
+	{"log.showSignature", "false"},
+	{"protocol.allow", "never"},
+	{"protocol.ext.allow", "never"},
+	{"protocol.file.allow", "never"},
+	{"submodule.recurse", "false"},
+	{"gc.auto", "0"},
+	{"maintenance.auto", "false"},
+	{"core.quotePath", "false"},
+}
+
+// hardenedEnv is the environment of ticketd's git: the allowlisted variables
+// of the daemon, the fixed settings, the command-scope config (hardening,
+// then cfg), then extra (GIT_DIR, GIT_INDEX_FILE, identities...).
+func hardenedEnv(cfg [][2]string, extra ...string) []string {
+	env := make([]string, 0, len(envAllow)+16+2*(len(hardening)+len(cfg))+len(extra))
+	for _, name := range envAllow {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
 		}
-		env = append(env, kv)
 	}
-	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	env = append(env,
+		"LC_ALL=C", // lock-collision detection matches on git's English messages
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=", // set and empty: no askpass program, whatever core.askPass says
+		"GIT_PAGER=cat",
+		"GIT_EDITOR=:",
+		"GIT_ALLOW_PROTOCOL=", // set and empty: no transport at all (fetch, submodule, promisor)
+		"GIT_OPTIONAL_LOCKS=0",
+	)
+	all := append(append([][2]string{}, hardening...), cfg...)
+	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(all)))
+	for i, kv := range all {
+		n := strconv.Itoa(i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
+	}
 	return append(env, extra...)
 }
 
@@ -83,17 +142,148 @@ func lockCollision(err error) bool {
 		strings.Contains(s, "could not lock config file")
 }
 
-// runGit runs git with args in dir and returns its stdout. Identity and hooks
-// are fixed by -c options so the product never depends on global config.
-func runGit(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	full := append([]string{
-		"-c", "core.hooksPath=/dev/null",
-		"-c", "commit.gpgSign=false",
-		"-c", "core.quotePath=false",
-	}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
+// repoDirs names the repository a git command works on, so that git
+// discovers nothing: GitDir is GIT_DIR (the common dir for repository-wide
+// commands, <common>/worktrees/<name> for a linked worktree), CommonDir is
+// GIT_COMMON_DIR, WorkTree is GIT_WORK_TREE and the command's directory.
+type repoDirs struct {
+	GitDir, CommonDir, WorkTree string
+}
+
+// git runs ticketd's hardened git on the repository with args and returns
+// its stdout; extra is added to the environment.
+func (d repoDirs) git(ctx context.Context, extra []string, args ...string) (string, error) {
+	if err := d.checkCommonDirLink(); err != nil {
+		return "", err
+	}
+	cfg, err := d.filterOverrides(ctx)
+	if err != nil {
+		return "", err
+	}
+	env := append([]string{
+		"GIT_DIR=" + d.GitDir,
+		"GIT_COMMON_DIR=" + d.CommonDir,
+		"GIT_WORK_TREE=" + d.WorkTree,
+	}, extra...)
+	return execGit(ctx, d.WorkTree, hardenedEnv(cfg, env...), args...)
+}
+
+// gitRetry is git that retries lock collisions with a short, growing pause:
+// another process (a user's IDE, a concurrent worker outside this Manager)
+// may hold index.lock for a moment.
+func (d repoDirs) gitRetry(ctx context.Context, extra []string, args ...string) (string, error) {
+	return retryLocked(ctx, func() (string, error) { return d.git(ctx, extra, args...) })
+}
+
+// checkCommonDirLink verifies, for a linked worktree's git dir, that its
+// commondir file still leads to CommonDir. GIT_COMMON_DIR decides where git
+// reads config and objects, but git's ref store follows the file, so a file
+// rewritten by the code under test would send ticketd's commits and branch
+// reads to another repository.
+func (d repoDirs) checkCommonDirLink() error {
+	if d.GitDir == d.CommonDir {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(d.GitDir, "commondir"))
+	if err != nil {
+		return fmt.Errorf("check worktree git dir %s: %w", d.GitDir, err)
+	}
+	target := strings.TrimSpace(string(data))
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(d.GitDir, target)
+	}
+	if !sameFile(target, d.CommonDir) {
+		return fmt.Errorf("worktree git dir %s: its commondir file now leads to %s, not to the repository %s: something in the worktree rewrote it; ticketd will not run git there (remove the worktree)", d.GitDir, target, d.CommonDir)
+	}
+	return nil
+}
+
+// filterOverrides returns command-scope config that disables every filter
+// driver the repository configures (filter.<name>.clean, smudge and process
+// set empty, which git reads as "no filter", and required off, so the file
+// is taken as it is). A driver runs for the paths the attributes name it
+// on, and attributes come from files in the worktree itself, so the drivers
+// must be switched off by name: they are listed with a hardened
+// `git config --get-regexp`. Listing costs a process, so it is skipped when
+// neither config file git reads for the repository mentions "filter" or
+// "include" (section names are plain words in the file; an include could
+// bring drivers from elsewhere). A driver added between the listing and
+// the command is not covered: keeping the git directory out of the reach of
+// the code under test is the sandbox's part.
+func (d repoDirs) filterOverrides(ctx context.Context) ([][2]string, error) {
+	if !d.configMayHaveFilters() {
+		return nil, nil
+	}
+	env := hardenedEnv(nil, "GIT_DIR="+d.GitDir, "GIT_COMMON_DIR="+d.CommonDir, "GIT_WORK_TREE="+d.WorkTree)
+	out, err := execGit(ctx, d.WorkTree, env, "config", "-z", "--get-regexp", `^filter\.`)
+	if err != nil && exitCode(err) != 1 { // 1: no such key
+		return nil, fmt.Errorf("list the filter drivers of %s to switch them off: %w", d.CommonDir, err)
+	}
+	return filterConfig(out), nil
+}
+
+// filterConfig turns `git config -z --get-regexp` output (key, newline,
+// value, NUL) into overrides for each named filter driver. Driver names may
+// hold dots, so the variable is what follows the last one.
+func filterConfig(out string) [][2]string {
+	var cfg [][2]string
+	seen := map[string]bool{}
+	for _, entry := range strings.Split(out, "\x00") {
+		key, _, _ := strings.Cut(entry, "\n")
+		rest, ok := strings.CutPrefix(key, "filter.")
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i <= 0 {
+			continue
+		}
+		name := rest[:i]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		for _, v := range [][2]string{{"clean", ""}, {"smudge", ""}, {"process", ""}, {"required", "false"}} {
+			cfg = append(cfg, [2]string{"filter." + name + "." + v[0], v[1]})
+		}
+	}
+	return cfg
+}
+
+// configMayHaveFilters reports whether the repository's config files
+// (<common>/config, and <gitdir>/config.worktree read under
+// extensions.worktreeConfig) could configure a filter driver. Unreadable
+// files count as "could".
+func (d repoDirs) configMayHaveFilters() bool {
+	for _, p := range []string{filepath.Join(d.CommonDir, "config"), filepath.Join(d.GitDir, "config.worktree")} {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		lower := bytes.ToLower(data)
+		if bytes.Contains(lower, []byte("filter")) || bytes.Contains(lower, []byte("include")) {
+			return true
+		}
+	}
+	return false
+}
+
+// runGit runs hardened git in dir, letting git discover the repository from
+// there. It is only for commands that read no file contents (rev-parse,
+// check-ref-format): they are what finds the repository in the first place.
+func runGit(ctx context.Context, dir string, args ...string) (string, error) {
+	return execGit(ctx, dir, hardenedEnv(nil), args...)
+}
+
+// execGit runs git with the given complete environment and returns stdout.
+func execGit(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv(env...)
+	cmd.Env = env
+	ownProcessGroup(cmd)
+	// If a child of git outlives a kill while holding stdout, Wait still
+	// returns after this long; the child is reaped by whoever reaps orphans.
+	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -106,14 +296,13 @@ func runGit(ctx context.Context, dir string, env []string, args ...string) (stri
 	return stdout.String(), nil
 }
 
-// runGitRetry is runGit that retries lock collisions with a short, growing
-// pause: another process (a user's IDE, a concurrent worker outside this
-// Manager) may hold index.lock for a moment.
-func runGitRetry(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+// retryLocked runs run again while it fails with a lock collision, at most
+// eight times, pausing 25 ms and doubling.
+func retryLocked(ctx context.Context, run func() (string, error)) (string, error) {
 	const attempts = 8
 	delay := 25 * time.Millisecond
 	for i := 0; ; i++ {
-		out, err := runGit(ctx, dir, env, args...)
+		out, err := run()
 		if err == nil || i == attempts-1 || !lockCollision(err) {
 			return out, err
 		}

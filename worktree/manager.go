@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,11 +70,14 @@ func BranchName(ticketID int64, title string) string {
 }
 
 // Manager creates and removes worktrees under one root directory. It is safe
-// for concurrent use: operations that change a repository's worktree list or
-// refs are serialized per repository (in-process mutex plus a flock in the
-// git dir), because concurrent `git worktree add` and `prune` calls on one
-// repository corrupt each other; lock collisions with other git processes
-// (a user's editor holding index.lock) are retried.
+// for concurrent use. The steps that change a repository's worktree list or
+// refs (registering a worktree, creating or deleting its branch, pruning)
+// are serialized per repository, in-process and with a flock in the git dir,
+// because concurrent `git worktree add` and `prune` on one repository corrupt
+// each other; the slow parts (checking files out, deleting them) run outside
+// that lock, so workers on one big repository do not wait for each other.
+// Lock collisions with other git processes (a user's editor holding
+// index.lock) are retried.
 type Manager struct {
 	root   string
 	logger *slog.Logger
@@ -82,8 +87,9 @@ type Manager struct {
 	AuthorName  string
 	AuthorEmail string
 
-	mu   sync.Mutex
-	live map[string]bool // worktree dirs prepared and not yet removed
+	mu    sync.Mutex
+	live  map[string]bool     // worktree dirs prepared and not yet removed
+	repos map[string]repoDirs // repository path as given -> where git found it
 }
 
 // NewManager returns a Manager keeping worktrees under root, which is created
@@ -99,55 +105,37 @@ func NewManager(root string, logger *slog.Logger) *Manager {
 		root:   filepath.Clean(root),
 		logger: logger.With("component", "worktree"),
 		live:   map[string]bool{},
+		repos:  map[string]repoDirs{},
 	}
 }
 
 // Root is the directory the worktrees live under.
 func (m *Manager) Root() string { return m.root }
 
-// repoLocks serializes changes to one repository's worktree list and refs
-// within this process, whichever Manager makes them: concurrent `git
-// worktree add` and `git worktree prune` on one repository corrupt each
-// other's metadata (prune deletes a half-made worktree's record). It is a
-// registry of locks for an outside resource, not state tests change.
-var repoLocks sync.Map // common git dir -> *sync.Mutex
-
-// lockRepo takes the in-process lock and the cross-process file lock of the
-// repository whose common git dir is given, and returns the release func.
-func lockRepo(commonDir string) (func(), error) {
-	l, _ := repoLocks.LoadOrStore(commonDir, &sync.Mutex{})
-	mu := l.(*sync.Mutex)
-	mu.Lock()
-	unlockFile, err := lockRepoFile(commonDir)
-	if err != nil {
-		mu.Unlock()
-		return nil, err
-	}
-	return func() { unlockFile(); mu.Unlock() }, nil
-}
-
-// openRepo checks that repoPath is a git repository and returns its top
-// level and its common git dir (shared by all its worktrees), both absolute.
-func openRepo(ctx context.Context, repoPath string) (top, commonDir string, err error) {
+// repo returns where the repository at repoPath lives, found by git the
+// first time and remembered: found again later, a commondir file or .git
+// file written meanwhile by code under test could move it.
+func (m *Manager) repo(ctx context.Context, repoPath string) (repoDirs, error) {
 	abs, err := filepath.Abs(repoPath)
 	if err != nil {
-		return "", "", fmt.Errorf("open repository %q: %w", repoPath, err)
+		return repoDirs{}, fmt.Errorf("open repository %q: %w", repoPath, err)
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", "", fmt.Errorf("open repository %q: %w: the directory does not exist; check the repo path in the config", repoPath, ErrNotRepository)
-	}
-	out, err := runGit(ctx, abs, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", "", err
+	m.mu.Lock()
+	r, ok := m.repos[abs]
+	m.mu.Unlock()
+	if ok {
+		if _, err := os.Stat(filepath.Join(r.CommonDir, "HEAD")); err == nil {
+			return r, nil
 		}
-		return "", "", fmt.Errorf("open repository %q: %w (%v); run `git init` there or fix the repo path in the config", repoPath, ErrNotRepository, err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
-		return "", "", fmt.Errorf("open repository %q: %w: unexpected rev-parse output %q (bare repository?)", repoPath, ErrNotRepository, out)
+	r, err = openRepo(ctx, abs)
+	if err != nil {
+		return repoDirs{}, err
 	}
-	return lines[0], filepath.Clean(lines[1]), nil
+	m.mu.Lock()
+	m.repos[abs] = r
+	m.mu.Unlock()
+	return r, nil
 }
 
 // Prepare creates a fresh worktree of repoPath on branch, reset to baseRef,
@@ -155,14 +143,15 @@ func openRepo(ctx context.Context, repoPath string) (top, commonDir string, err 
 // name is reset to baseRef (a retried attempt starts clean). Missing
 // repositories and unknown refs return ErrNotRepository and ErrUnknownRef.
 func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string) (*Tree, error) {
-	top, commonDir, err := openRepo(ctx, repoPath)
+	repo, err := m.repo(ctx, repoPath)
 	if err != nil {
 		return nil, err
 	}
+	top := repo.WorkTree
 	if baseRef == "" {
 		baseRef = "HEAD"
 	}
-	base, err := runGit(ctx, top, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", baseRef+"^{commit}")
+	base, err := repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", baseRef+"^{commit}")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -170,7 +159,7 @@ func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string)
 		return nil, fmt.Errorf("prepare worktree of %s at %q: %w; check base_ref in the config (a branch, tag or commit that exists)", top, baseRef, ErrUnknownRef)
 	}
 	base = strings.TrimSpace(base)
-	if out, err := runGit(ctx, top, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
+	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return nil, fmt.Errorf("prepare worktree of %s: invalid branch name %q: %w", top, branch, err)
 	}
 
@@ -184,12 +173,13 @@ func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string)
 	if err != nil {
 		return nil, fmt.Errorf("prepare worktree: create directory under %s: %w", m.root, err)
 	}
-
 	m.setLive(dir, true)
 
-	unlock, err := lockRepo(commonDir)
+	// Only the registration and the branch need the lock; the checkout,
+	// which is most of the time on a big repository, runs outside it.
+	unlock, err := lockRepo(repo.CommonDir)
 	if err == nil {
-		err = m.add(ctx, top, dir, branch, base)
+		err = m.register(ctx, repo, dir, branch, base)
 		unlock()
 	}
 	if err != nil {
@@ -197,34 +187,62 @@ func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string)
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	m.logger.Debug("worktree prepared", "repo", top, "dir", dir, "branch", branch, "base_commit", base)
-	return &Tree{
+	tree := &Tree{
 		Dir:         dir,
 		Branch:      branch,
 		BaseCommit:  base,
 		RepoPath:    top,
+		commonDir:   repo.CommonDir,
 		authorName:  cmpOr(m.AuthorName, DefaultAuthorName),
 		authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail),
-	}, nil
+	}
+	// The .git file is read once, now, before anything untrusted ran in the
+	// directory; later commands name the git dir it pointed at explicitly.
+	tree.gitDir, err = linkedGitDir(repo.CommonDir, dir)
+	if err == nil {
+		_, err = tree.dirs().git(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+		if err != nil {
+			err = fmt.Errorf("prepare worktree for branch %s: check out %s: %w", branch, short(base), err)
+		}
+	}
+	if err != nil {
+		if rmErr := m.Remove(context.WithoutCancel(ctx), tree, true); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		return nil, err
+	}
+	m.logger.Debug("worktree prepared", "repo", top, "dir", dir, "branch", branch, "base_commit", base)
+	return tree, nil
 }
 
-// add runs `git worktree add -B`; the caller holds the repository lock.
-func (m *Manager) add(ctx context.Context, top, dir, branch, base string) error {
-	// A worktree whose directory vanished (a crash, a manual rm) still
-	// claims its branch until pruned; prune first so -B can take it.
-	if _, err := runGitRetry(ctx, top, nil, "worktree", "prune"); err != nil {
-		return fmt.Errorf("prepare worktree: %w", err)
+// register runs `git worktree add --no-checkout -B`; the caller holds the
+// repository lock. A worktree whose directory vanished (a crash, a manual
+// rm) still claims its branch until pruned: then it prunes and tries again.
+func (m *Manager) register(ctx context.Context, repo repoDirs, dir, branch, base string) error {
+	add := func() error {
+		_, err := repo.gitRetry(ctx, nil, "worktree", "add", "--quiet", "--no-checkout", "--no-track", "-B", branch, dir, base)
+		return err
 	}
-	_, err := runGitRetry(ctx, top, nil, "worktree", "add", "--quiet", "--no-track", "-B", branch, dir, base)
-	if err == nil {
+	err := add()
+	if branchInUse(err) {
+		if _, pruneErr := repo.gitRetry(ctx, nil, "worktree", "prune"); pruneErr != nil {
+			return fmt.Errorf("prepare worktree: %w", pruneErr)
+		}
+		err = add()
+	}
+	switch {
+	case err == nil:
 		return nil
-	}
-	var ge *gitError
-	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "already checked out") ||
-		errors.As(err, &ge) && strings.Contains(ge.Stderr, "is already used by worktree") {
+	case branchInUse(err):
 		return fmt.Errorf("prepare worktree for branch %s: %w (%v); remove that worktree or run CollectLeftovers", branch, ErrBranchInUse, err)
+	default:
+		return fmt.Errorf("prepare worktree for branch %s at %s: %w", branch, base, err)
 	}
-	return fmt.Errorf("prepare worktree for branch %s at %s: %w", branch, base, err)
+}
+
+func branchInUse(err error) bool {
+	var ge *gitError
+	return errors.As(err, &ge) && (strings.Contains(ge.Stderr, "already checked out") || strings.Contains(ge.Stderr, "is already used by worktree"))
 }
 
 // Remove deletes the worktree directory (even with uncommitted changes) and
@@ -232,37 +250,34 @@ func (m *Manager) add(ctx context.Context, top, dir, branch, base string) error 
 // whose directory is already gone is not an error. Pass a context that is not
 // cancelled by shutdown (context.WithoutCancel) so clean-up still runs.
 func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
-	_, commonDir, err := openRepo(ctx, t.RepoPath)
-	if err != nil {
-		// The repository is gone: nothing to unregister, but the copy
-		// must not stay behind on disk.
-		m.setLive(t.Dir, false)
-		if rmErr := os.RemoveAll(t.Dir); rmErr != nil {
-			return fmt.Errorf("remove worktree %s: %w", t.Dir, errors.Join(err, rmErr))
+	m.setLive(t.Dir, false) // before the directory goes, so its resolved name is found
+	// Deleting the files is the slow part and needs no lock: until the
+	// registration goes too, git sees a worktree whose directory vanished.
+	rmErr := os.RemoveAll(t.Dir)
+	if _, err := os.Stat(filepath.Join(t.commonDir, "HEAD")); err != nil {
+		// The repository is gone: nothing to unregister.
+		if rmErr != nil {
+			return fmt.Errorf("remove worktree %s: %w (%v), and the repository is gone: %w", t.Dir, rmErr, err, ErrNotRepository)
 		}
-		return fmt.Errorf("remove worktree %s: directory removed, but: %w", t.Dir, err)
+		return fmt.Errorf("remove worktree %s: directory removed, but the repository is gone: %w (%v)", t.Dir, ErrNotRepository, err)
 	}
-	unlock, err := lockRepo(commonDir)
+	repo := repoDirs{GitDir: t.commonDir, CommonDir: t.commonDir, WorkTree: t.RepoPath}
+	unlock, err := lockRepo(t.commonDir)
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", t.Dir, err)
 	}
 	defer unlock()
 
-	m.setLive(t.Dir, false) // before the directory goes, so its resolved name is found
-	var errs []error
-	if _, err := os.Stat(t.Dir); err == nil {
-		if _, err := runGitRetry(ctx, t.RepoPath, nil, "worktree", "remove", "--force", "--force", t.Dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := os.RemoveAll(t.Dir); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := runGitRetry(ctx, t.RepoPath, nil, "worktree", "prune"); err != nil {
+	errs := []error{rmErr}
+	if t.gitDir != "" {
+		// Verified at Prepare to be <common>/worktrees/<name>: removing it is
+		// what `git worktree remove` does after deleting the files.
+		errs = append(errs, os.RemoveAll(t.gitDir))
+	} else if _, err := repo.gitRetry(ctx, nil, "worktree", "prune"); err != nil {
 		errs = append(errs, err)
 	}
 	if !keepBranch {
-		if _, err := runGitRetry(ctx, t.RepoPath, nil, "branch", "-D", "--", t.Branch); err != nil {
+		if _, err := repo.gitRetry(ctx, nil, "branch", "-D", "--", t.Branch); err != nil {
 			var ge *gitError
 			if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "not found") {
 				errs = append(errs, err)
@@ -284,52 +299,54 @@ func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
 // Manager prepared and has not removed are never touched, so it is safe to
 // call while workers run, though its intended place is daemon start-up.
 func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]string, error) {
-	top, commonDir, err := openRepo(ctx, repoPath)
+	repo, err := m.repo(ctx, repoPath)
 	if err != nil {
 		return nil, fmt.Errorf("collect leftover worktrees: %w", err)
 	}
-	unlock, err := lockRepo(commonDir)
+	top := repo.WorkTree
+	unlock, err := lockRepo(repo.CommonDir)
 	if err != nil {
 		return nil, fmt.Errorf("collect leftover worktrees: %w", err)
 	}
-	defer unlock()
+	var registered map[string]string
+	if _, err = repo.gitRetry(ctx, nil, "worktree", "prune"); err == nil {
+		registered, err = registeredWorktrees(repo.CommonDir)
+	}
+	unlock()
+	if err != nil {
+		return nil, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
+	}
 
-	if _, err := runGitRetry(ctx, top, nil, "worktree", "prune"); err != nil {
-		return nil, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
-	}
-	out, err := runGit(ctx, top, nil, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return nil, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
-	}
 	root := m.root
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	var removed []string
+	var removed, admins []string
 	var errs []error
-	for _, field := range strings.Split(out, "\x00") {
-		path, ok := strings.CutPrefix(field, "worktree ")
-		if !ok {
+	for _, path := range slices.Sorted(maps.Keys(registered)) {
+		// Prepare makes trees as direct children of the root; a record naming
+		// anything deeper (the records are writable from a worktree) could
+		// otherwise point into a live tree.
+		if parent := filepath.Dir(path); parent != root && parent != m.root || m.isLive(path) {
 			continue
-		}
-		path = filepath.Clean(path)
-		if !under(root, path) && !under(m.root, path) {
-			continue
-		}
-		if m.isLive(path) {
-			continue
-		}
-		if _, err := runGitRetry(ctx, top, nil, "worktree", "remove", "--force", "--force", path); err != nil {
-			errs = append(errs, err)
 		}
 		if err := os.RemoveAll(path); err != nil {
 			errs = append(errs, err)
+			continue
 		}
 		removed = append(removed, path)
+		admins = append(admins, registered[path])
 		m.logger.Info("leftover worktree removed", "repo", top, "dir", path)
 	}
-	if _, err := runGitRetry(ctx, top, nil, "worktree", "prune"); err != nil {
-		errs = append(errs, err)
+	if len(admins) > 0 {
+		if unlock, err := lockRepo(repo.CommonDir); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, a := range admins {
+				errs = append(errs, os.RemoveAll(a))
+			}
+			unlock()
+		}
 	}
 	// Empty directories come from a crash between MkdirTemp and worktree add.
 	if entries, err := os.ReadDir(m.root); err == nil {
@@ -370,12 +387,6 @@ func (m *Manager) isLive(dir string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.live[filepath.Clean(dir)]
-}
-
-// under reports whether path lies strictly inside dir.
-func under(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func cmpOr(a, b string) string {

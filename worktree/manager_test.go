@@ -12,12 +12,29 @@ import (
 	"testing"
 )
 
+// userGitEnv is the environment of the tests' own git, standing for a user's:
+// the test process's environment without variables that would point git at
+// another repository (the tests may run under a git hook), messages in English.
+func userGitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+			"GIT_PREFIX", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "LC_ALL", "LANGUAGE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
+}
+
 // git runs git in dir for test set-up and fails the test on error.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = userGitEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
@@ -420,17 +437,18 @@ func TestLockCollisionDetected(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "new.py"), "z = 3\n")
 	lock := filepath.Join(repo, ".git", "index.lock")
 	writeFile(t, lock, "")
-	_, err := runGit(ctx, repo, nil, "add", "new.py")
+	dirs := repoDirs{GitDir: filepath.Join(repo, ".git"), CommonDir: filepath.Join(repo, ".git"), WorkTree: repo}
+	_, err := dirs.git(ctx, nil, "add", "new.py")
 	if err == nil || !lockCollision(err) {
 		t.Fatalf("git add with index.lock held: err %v, lockCollision %v; want a detected collision", err, lockCollision(err))
 	}
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runGitRetry(ctx, repo, nil, "add", "new.py"); err != nil {
+	if _, err := dirs.gitRetry(ctx, nil, "add", "new.py"); err != nil {
 		t.Fatalf("git add after the lock is gone: %v", err)
 	}
-	_, err = runGit(ctx, repo, nil, "rev-parse", "--verify", "no-such-ref")
+	_, err = dirs.git(ctx, nil, "rev-parse", "--verify", "no-such-ref")
 	if lockCollision(err) {
 		t.Errorf("an unknown ref counted as a lock collision: %v", err)
 	}
@@ -455,5 +473,37 @@ func TestRemoveAfterRepoDeleted(t *testing.T) {
 	}
 	if _, err := os.Stat(tree.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("tree dir left behind: %v", err)
+	}
+}
+
+// under reports whether path lies strictly inside dir.
+func under(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// TestCollectLeftoversStaysOutOfLiveTrees: worktree records are writable from
+// a worktree; one naming a directory inside a live tree must not get it
+// deleted.
+func TestCollectLeftoversStaysOutOfLiveTrees(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(t.TempDir(), nil)
+	live, err := m.Prepare(ctx, repo, "main", "ticketd/7-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(live.Dir, "pkg")
+	writeFile(t, filepath.Join(inner, "keep.py"), "x = 1\n")
+	writeFile(t, filepath.Join(inner, ".git"), "gitdir: "+filepath.Join(repo, ".git", "worktrees", "forged")+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "gitdir"), filepath.Join(inner, ".git")+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "HEAD"), live.BaseCommit+"\n")
+	writeFile(t, filepath.Join(repo, ".git", "worktrees", "forged", "commondir"), "../..\n")
+	removed, err := m.CollectLeftovers(ctx, repo)
+	if err != nil {
+		t.Fatalf("CollectLeftovers: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(inner, "keep.py")); err != nil || len(removed) != 0 {
+		t.Errorf("CollectLeftovers removed %q; the live tree's pkg/keep.py: %v", removed, err)
 	}
 }

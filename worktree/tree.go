@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Tree is one prepared worktree. Its methods may be called from one goroutine
@@ -18,8 +18,23 @@ type Tree struct {
 	BaseCommit string // full hash the tree was made at
 	RepoPath   string // top level of the repository it belongs to
 
+	// gitDir is <commonDir>/worktrees/<name>, read from Dir/.git at Prepare
+	// and checked; git is always told it, never left to read Dir/.git again.
+	gitDir, commonDir string
+
 	authorName, authorEmail string
 }
+
+// dirs is where ticketd's git finds the tree.
+func (t *Tree) dirs() repoDirs {
+	return repoDirs{GitDir: t.gitDir, CommonDir: t.commonDir, WorkTree: t.Dir}
+}
+
+// scratchIndexName is the index Diff and Changed stage the working copy
+// into, kept in the tree's git dir (so removing the tree removes it) and
+// never the tree's own index, which stays what the maker's `git status`
+// would show.
+const scratchIndexName = "ticketd-diff-index"
 
 // Diff returns a unified diff (git format, binary-safe, renames as delete
 // plus add so plain patch(1) can apply it) from BaseCommit to the current
@@ -27,7 +42,7 @@ type Tree struct {
 // not ignored, committed or not. It is empty when nothing changed. The
 // tree's own index is left untouched.
 func (t *Tree) Diff(ctx context.Context) (string, error) {
-	out, err := t.withScratchIndex(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-renames", "--binary", t.BaseCommit, "--")
+	out, err := t.againstScratch(ctx, "diff-index", "--cached", "-p", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", t.BaseCommit, "--")
 	if err != nil {
 		return "", fmt.Errorf("diff worktree %s against %s: %w", t.Dir, short(t.BaseCommit), err)
 	}
@@ -37,7 +52,7 @@ func (t *Tree) Diff(ctx context.Context) (string, error) {
 // Changed returns the paths (relative to the tree, slash-separated) that
 // differ from BaseCommit, in git's order, including new and deleted files.
 func (t *Tree) Changed(ctx context.Context) ([]string, error) {
-	out, err := t.withScratchIndex(ctx, "diff", "--cached", "--no-renames", "--name-only", "-z", t.BaseCommit, "--")
+	out, err := t.againstScratch(ctx, "diff-index", "--cached", "--name-only", "-z", "--no-renames", t.BaseCommit, "--")
 	if err != nil {
 		return nil, fmt.Errorf("list changed files in worktree %s: %w", t.Dir, err)
 	}
@@ -50,60 +65,72 @@ func (t *Tree) Changed(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
-// withScratchIndex stages everything into a copy of the tree's index and
-// runs git with args against that copy, so that untracked files show in the
-// diff without Diff having side effects. Copying (rather than read-tree)
-// keeps the stat cache, so unchanged files are not re-hashed.
-func (t *Tree) withScratchIndex(ctx context.Context, args ...string) (string, error) {
-	idxPath, err := runGit(ctx, t.Dir, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+// againstScratch stages the whole working copy into the tree's scratch
+// index and runs git with args against it: two git processes. The scratch
+// index persists across calls, so its stat cache means only files changed
+// since the last call are read and hashed.
+func (t *Tree) againstScratch(ctx context.Context, args ...string) (string, error) {
+	idx := filepath.Join(t.gitDir, scratchIndexName)
+	fresh, err := seedScratchIndex(idx, filepath.Join(t.gitDir, "index"))
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp("", "ticketd-index-")
-	if err != nil {
-		return "", fmt.Errorf("create scratch index: %w", err)
-	}
-	tmpPath := tmp.Name()
-	defer os.Remove(tmpPath)
-	defer os.Remove(tmpPath + ".lock")
-	var idxTime time.Time
-	if src, err := os.Open(strings.TrimSpace(idxPath)); err == nil {
-		if fi, err := src.Stat(); err == nil {
-			idxTime = fi.ModTime()
-		}
-		_, err = io.Copy(tmp, src)
-		src.Close()
-		if err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("copy index to scratch: %w", err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		tmp.Close()
-		return "", fmt.Errorf("open index: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write scratch index: %w", err)
-	}
-	// The copy must keep the index's mtime: git trusts an entry's stat data unless the
-	// entry is "racily clean" (not older than the index file). A file checked out and
-	// then edited to the same size within one second has the same stat as its entry; only
-	// the racy check catches that, and a fresh mtime on the copy would switch it off, so
-	// such an edit would never show in the diff.
-	if !idxTime.IsZero() {
-		if err := os.Chtimes(tmpPath, idxTime, idxTime); err != nil {
-			return "", fmt.Errorf("keep the scratch index's time: %w", err)
-		}
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmpPath}
-	if fi, err := os.Stat(tmpPath); err == nil && fi.Size() == 0 {
-		if _, err := runGit(ctx, t.Dir, env, "read-tree", "HEAD"); err != nil {
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if fresh {
+		if _, err := t.dirs().git(ctx, env, "read-tree", "HEAD"); err != nil {
 			return "", err
 		}
 	}
-	if _, err := runGit(ctx, t.Dir, env, "add", "--all", "--", "."); err != nil {
+	if _, err := t.dirs().git(ctx, env, "add", "--all", "--", "."); err != nil {
 		return "", err
 	}
-	return runGit(ctx, t.Dir, env, args...)
+	return t.dirs().git(ctx, env, args...)
+}
+
+// seedScratchIndex creates the scratch index at idx, the first time, as a
+// copy of the tree's index (its stat cache spares hashing every file once),
+// and reports fresh when there was no index to copy. The copy keeps the
+// index's mtime: git trusts an entry's stat data unless the entry is "racily
+// clean" (not older than the index file). A file checked out and then edited
+// to the same size within one second has the same stat as its entry; only
+// the racy check catches that, and a fresh mtime on the copy would switch it
+// off, so the edit would never show in the diff. From then on only git writes
+// the scratch index, and git's own racy-entry handling covers it.
+func seedScratchIndex(idx, treeIndex string) (fresh bool, err error) {
+	if _, err := os.Stat(idx); err == nil {
+		return false, nil
+	}
+	src, err := os.Open(treeIndex)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open index: %w", err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return false, fmt.Errorf("open index: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(idx), scratchIndexName+"-*")
+	if err != nil {
+		return false, fmt.Errorf("create scratch index: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	_, err = io.Copy(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime())
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), idx)
+	}
+	if err != nil {
+		return false, fmt.Errorf("copy index to scratch: %w", err)
+	}
+	return false, nil
 }
 
 // Commit stages every change in the tree (new files included, ignored files
@@ -115,10 +142,11 @@ func (t *Tree) Commit(ctx context.Context, message string) (string, error) {
 	if strings.TrimSpace(message) == "" {
 		return "", fmt.Errorf("commit in worktree %s: empty commit message", t.Dir)
 	}
-	if _, err := runGitRetry(ctx, t.Dir, nil, "add", "--all", "--", "."); err != nil {
+	g := t.dirs()
+	if _, err := g.gitRetry(ctx, nil, "add", "--all", "--", "."); err != nil {
 		return "", fmt.Errorf("commit in worktree %s: stage changes: %w", t.Dir, err)
 	}
-	_, err := runGit(ctx, t.Dir, nil, "diff", "--cached", "--quiet", "HEAD", "--")
+	_, err := g.git(ctx, nil, "diff-index", "--cached", "--quiet", "HEAD", "--")
 	switch {
 	case err == nil:
 		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, ErrNothingToCommit)
@@ -127,18 +155,16 @@ func (t *Tree) Commit(ctx context.Context, message string) (string, error) {
 	}
 	name := cmpOr(t.authorName, DefaultAuthorName)
 	email := cmpOr(t.authorEmail, DefaultAuthorEmail)
-	// The environment beats any GIT_AUTHOR_* inherited by the daemon, and
-	// -c user.* makes git never consult a (possibly missing) global identity.
+	// The identity is fixed in the environment, which beats any user.* of
+	// the repository; the daemon's own GIT_AUTHOR_* never reach git.
 	env := []string{
 		"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
 		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email,
 	}
-	if _, err := runGitRetry(ctx, t.Dir, env,
-		"-c", "user.name="+name, "-c", "user.email="+email,
-		"commit", "--quiet", "--no-verify", "--cleanup=whitespace", "-m", message); err != nil {
+	if _, err := g.gitRetry(ctx, env, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace", "-m", message); err != nil {
 		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, err)
 	}
-	out, err := runGit(ctx, t.Dir, nil, "rev-parse", "HEAD")
+	out, err := g.git(ctx, nil, "rev-parse", "HEAD")
 	if err != nil {
 		return "", fmt.Errorf("commit in worktree %s: read new HEAD: %w", t.Dir, err)
 	}
