@@ -9,7 +9,11 @@ import (
 // Branches lists the local branches of the repository at dir whose name starts with
 // prefix (such as "ticketd/12-": one ticket's attempt branches), sorted by name.
 func Branches(ctx context.Context, dir, prefix string) ([]string, error) {
-	out, err := runGit(ctx, dir, nil, "for-each-ref", "--format=%(refname:short)", "--sort=refname", "refs/heads/"+prefix+"*")
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := repo.git(ctx, nil, "for-each-ref", "--format=%(refname:short)", "--sort=refname", "refs/heads/"+prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("list branches %s* in %s: %w", prefix, dir, err)
 	}

@@ -153,6 +153,12 @@ type repoDirs struct {
 // git runs ticketd's hardened git on the repository with args and returns
 // its stdout; extra is added to the environment.
 func (d repoDirs) git(ctx context.Context, extra []string, args ...string) (string, error) {
+	return d.gitWith(ctx, nil, extra, args...)
+}
+
+// gitWith is git with more command-scope config after the hardening (a push's
+// transport and credentials).
+func (d repoDirs) gitWith(ctx context.Context, more [][2]string, extra []string, args ...string) (string, error) {
 	if err := d.checkCommonDirLink(); err != nil {
 		return "", err
 	}
@@ -160,6 +166,7 @@ func (d repoDirs) git(ctx context.Context, extra []string, args ...string) (stri
 	if err != nil {
 		return "", err
 	}
+	cfg = append(cfg, more...)
 	env := append([]string{
 		"GIT_DIR=" + d.GitDir,
 		"GIT_COMMON_DIR=" + d.CommonDir,

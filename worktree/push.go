@@ -4,28 +4,60 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
 // Push pushes branch from the repository at dir to remoteURL under the same name, without
-// force: a branch someone else moved on the remote is an error, never overwritten. token,
-// when set, is sent as HTTP basic auth (x-access-token, GitHub's scheme) through an
-// http.<remoteURL>.extraHeader given in the environment (GIT_CONFIG_COUNT), so it is never
-// on a command line (visible in ps), in a config file or in an error message, and is sent
-// only to remoteURL.
+// force: a branch someone else moved on the remote is an error, never overwritten.
+//
+// ticketd's git allows no transport at all by default; a push allows exactly the remote's
+// own (https, or http/file for a loopback or local remote). token, when set, is sent as
+// HTTP basic auth (x-access-token, GitHub's scheme) through http.<remoteURL>.extraHeader in
+// command-scope config (GIT_CONFIG_COUNT in the environment), so it is never on a command
+// line (visible in ps), in a config file or in an error message, and goes only to remoteURL.
 func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
 	if strings.HasPrefix(remoteURL, "-") || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("push %q to %q: remote and branch may not start with a dash", branch, remoteURL)
 	}
-	var env []string
+	scheme := "file"
+	if u, err := url.Parse(remoteURL); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	switch scheme {
+	case "https", "http", "file":
+	default:
+		return fmt.Errorf("push branch %s to %s: only https (or http/file for local remotes) is supported, not %q", branch, remoteURL, scheme)
+	}
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return err
+	}
+	cfg := [][2]string{{"protocol." + scheme + ".allow", "always"}}
 	if token != "" {
-		auth := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-		env = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http." + remoteURL + ".extraHeader",
-			"GIT_CONFIG_VALUE_0=Authorization: Basic " + auth}
+		cfg = append(cfg, [2]string{"http." + remoteURL + ".extraHeader", "Authorization: Basic " + basicAuth(token)})
 	}
 	ref := "refs/heads/" + branch
-	if _, err := runGit(ctx, dir, env, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
-		return fmt.Errorf("push branch %s to %s: %w", branch, remoteURL, err)
+	if _, err := repo.gitWith(ctx, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
+		return fmt.Errorf("push branch %s to %s: %w", branch, remoteURL, redact(err, token, basicAuth(token)))
 	}
 	return nil
+}
+
+func basicAuth(token string) string {
+	return base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+}
+
+// redact keeps secrets out of an error message, should git ever echo its configuration.
+func redact(err error, secrets ...string) error {
+	msg := err.Error()
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return fmt.Errorf("%s", msg)
 }
