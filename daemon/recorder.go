@@ -55,6 +55,7 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		Error:            c.Error,
 		Retries:          c.Retries,
 		StartedAt:        c.StartedAt,
+		Compactions:      c.Compactions,
 	})
 	if c.CostUSD != nil {
 		r.mu.Lock()

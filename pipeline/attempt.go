@@ -183,7 +183,9 @@ type attempt struct {
 	calls       int
 	submits     int
 	compactions int
-	tri         *Triage
+	// unrecorded counts compaction passes not yet recorded on a maker call.
+	unrecorded int
+	tri        *Triage
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }
@@ -209,6 +211,17 @@ func (a *attempt) checkBudget() error {
 	return nil
 }
 
+// takeCompactions returns the compaction passes to record on a request of role: those
+// that ran since the last maker request, recorded on the next one.
+func (a *attempt) takeCompactions(role model.Role) int {
+	if role != model.RoleMaker {
+		return 0
+	}
+	n := a.unrecorded
+	a.unrecorded = 0
+	return n
+}
+
 // chat sends one request and accounts for it against the budget.
 func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
 	if err := a.checkBudget(); err != nil {
@@ -223,6 +236,7 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 		JSON:     jsonOut,
 		// The static prefix is the same for every ticket; its version keys the prompt cache.
 		PrefixVersion: PromptVersion,
+		Compactions:   a.takeCompactions(role),
 	})
 	a.calls++
 	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens

@@ -56,6 +56,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		compacted, passes, err := fit.fit(ctx, msgs, toolDefs, a.summariseWith(model.RoleTriage))
 		if passes > 0 {
 			a.compactions += passes
+			a.unrecorded += passes
 			a.note("conversation compacted (%d pass(es)): about %d tokens now", passes, estimateTokens(compacted, toolDefs))
 		}
 		if err != nil {

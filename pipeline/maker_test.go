@@ -349,6 +349,13 @@ func TestCompactionLetsALongSessionFinish(t *testing.T) {
 	if out.Compactions == 0 || !strings.Contains(strings.Join(out.History, "\n"), "conversation compacted") {
 		t.Errorf("compactions %d, history:\n%s", out.Compactions, strings.Join(out.History, "\n"))
 	}
+	recorded := 0
+	for _, req := range fm.makerRequests() {
+		recorded += req.Compactions
+	}
+	if recorded != out.Compactions {
+		t.Errorf("maker requests carry %d compactions for the record, the outcome counts %d", recorded, out.Compactions)
+	}
 	for i, req := range fm.makerRequests() {
 		if n := estimateTokens(req.Messages, req.Tools); n > 11_200 {
 			t.Errorf("maker request %d is about %d tokens, over the compaction limit", i+1, n)

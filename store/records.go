@@ -30,6 +30,9 @@ type ModelCall struct {
 	// UsageEstimated is true when the server sent no usage and the token counts are
 	// estimates (then CostUSD is an estimate too). Stored as usage_reported = 0.
 	UsageEstimated bool `json:"usage_estimated"`
+	// Compactions is how many compaction passes shrank the maker's conversation just
+	// before this call.
+	Compactions int `json:"compactions,omitempty"`
 	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
 	CostSource      string        `json:"cost_source"`
 	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
@@ -84,12 +87,12 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 		row, err := s.queryRow(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD))
+			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
 		if err != nil {
 			return err
 		}
@@ -106,7 +109,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
@@ -124,7 +127,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
 			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
-			&reported, &c.CostSource, &price, &prov); err != nil {
+			&reported, &c.CostSource, &price, &prov, &c.Compactions); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)
@@ -141,14 +144,17 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 
 // ToolCall is one tool the maker ran.
 type ToolCall struct {
-	ID       int64         `json:"id"`
-	TicketID int64         `json:"ticket_id"`
-	Attempt  int           `json:"attempt"`
-	Step     int           `json:"step"`
-	Tool     string        `json:"tool"`
-	Args     string        `json:"args"`   // truncated to 4 KiB
-	Result   string        `json:"result"` // truncated to 4 KiB
-	OK       bool          `json:"ok"`
+	ID       int64  `json:"id"`
+	TicketID int64  `json:"ticket_id"`
+	Attempt  int    `json:"attempt"`
+	Step     int    `json:"step"`
+	Tool     string `json:"tool"`
+	Args     string `json:"args"`   // truncated to 4 KiB
+	Result   string `json:"result"` // truncated to 4 KiB
+	OK       bool   `json:"ok"`
+	// Rung is the edit_file matching rung that applied an edit ("exact", "indent_shift",
+	// ...); empty for other tools and failed edits.
+	Rung     string        `json:"rung,omitempty"`
 	Duration time.Duration `json:"-"`
 	At       time.Time     `json:"at"`
 }
@@ -183,10 +189,10 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 		at = s.now()
 	}
 	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *wtx) error {
-		row, err := s.queryRow(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		row, err := s.queryRow(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
-			c.OK, c.Duration.Milliseconds(), at.UnixMilli())
+			c.OK, c.Duration.Milliseconds(), at.UnixMilli(), c.Rung)
 		if err != nil {
 			return err
 		}
@@ -200,7 +206,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 
 // ToolCalls returns a ticket's tool calls in the order they ran.
 func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, attempt, step, tool, args, result, ok, duration_ms, at
+	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung
 		FROM tool_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("tool calls of ticket %d: %w", ticketID, err)
@@ -214,7 +220,7 @@ func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, erro
 			at sql.NullInt64
 			ok int
 		)
-		if err := rows.Scan(&c.ID, &c.TicketID, &c.Attempt, &c.Step, &c.Tool, &c.Args, &c.Result, &ok, &ms, &at); err != nil {
+		if err := rows.Scan(&c.ID, &c.TicketID, &c.Attempt, &c.Step, &c.Tool, &c.Args, &c.Result, &ok, &ms, &at, &c.Rung); err != nil {
 			return nil, fmt.Errorf("tool calls of ticket %d: %w", ticketID, err)
 		}
 		c.OK, c.Duration, c.At = ok != 0, time.Duration(ms)*time.Millisecond, fromMS(at)

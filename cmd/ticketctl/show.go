@@ -26,6 +26,8 @@ type spend struct {
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"` // the part of cost_usd that rests on estimates
 	ProviderCostUSD  float64 `json:"provider_cost_usd"`  // the part the provider reported itself
 	LatencyS         float64 `json:"latency_s"`
+	// Compactions counts the passes that shrank the maker's conversation to fit its window.
+	Compactions int `json:"compactions"`
 }
 
 func (s *spend) add(c store.ModelCall) {
@@ -53,6 +55,7 @@ func (s *spend) add(c store.ModelCall) {
 		s.EstimatedCalls++
 	}
 	s.LatencyS += c.Latency.Seconds()
+	s.Compactions += c.Compactions
 }
 
 // tokensNote marks token totals that include estimates.
@@ -181,6 +184,7 @@ func cmdShow(e *env, args []string) error {
 			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
 				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
 			{"cost", total.costText()},
+			{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
 		}
 		if t.State == store.StateRunning {
 			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s until %s", orDash(t.LeaseOwner), fmtTime(t.LeaseExpiresAt))})

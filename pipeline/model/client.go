@@ -219,6 +219,8 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		Model:     rc.Model,
 		Endpoint:  rc.Endpoint,
 		StartedAt: start,
+
+		Compactions: req.Compactions,
 	}
 	oreq := openai.ChatCompletionRequest{
 		Model:               rc.Model,

@@ -125,6 +125,8 @@ type Call struct {
 	Timeouts      int
 	Continuations int
 	StartedAt     time.Time
+	// Compactions is copied from the Request.
+	Compactions int
 }
 
 // Error classes recorded in Call.ErrorClass.
@@ -174,6 +176,9 @@ type Request struct {
 	// prompt_cache_key. Empty: a short hash of Tools, which by contract are fixed in
 	// order and text, so the key changes exactly when the tool block does.
 	PrefixVersion string
+	// Compactions is how many compaction passes shrank the conversation just before this
+	// request; it is recorded on the call.
+	Compactions int
 }
 
 // Response is the answer of one logical call; with continuations, Message holds the
