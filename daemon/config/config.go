@@ -80,6 +80,9 @@ type Repo struct {
 	Path    string           `yaml:"path"`
 	BaseRef string           `yaml:"base_ref"`
 	Checks  []validate.Check `yaml:"checks"`
+	// Python is the interpreter the repository's checks run with (pytest, mypy); empty
+	// means its .venv/bin/python when present, else the first python3 that has the tool.
+	Python string `yaml:"python"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -134,6 +137,9 @@ func (c *Config) applyRepoDefaults() {
 		for i := range r.Checks {
 			if r.Checks[i].Name == "" {
 				r.Checks[i].Name = r.Checks[i].Kind
+			}
+			if r.Checks[i].Python == "" {
+				r.Checks[i].Python = r.Python
 			}
 		}
 		c.Repos[name] = r

@@ -46,8 +46,7 @@ type Runner struct {
 	// Logger receives one record per check; nil discards.
 	Logger *slog.Logger
 
-	pytestMu  sync.Mutex
-	pytestCmd []string // resolved once, on first pytest check without a command
+	pythons pythonCache // system python3 per tool module, resolved once
 }
 
 // Run runs checks one after another in dir (a worktree) and returns one
@@ -87,9 +86,12 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Summary = err.Error()
 		return res
 	}
-	argv, junitPath, cleanup, err := r.command(ctx, c)
+	argv, junitPath, cleanup, err := r.command(ctx, dir, c)
+	res.Command = argv
 	if err != nil {
+		res.Command = c.Command
 		res.Summary = err.Error()
+		res.NotStarted = errors.Is(err, ErrToolMissing)
 		return res
 	}
 	defer cleanup()
@@ -102,6 +104,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	res.Output = out.combined.tail(cmp.Or(r.OutputCap, DefaultOutputCap))
 	if err != nil {
 		res.Summary = err.Error()
+		res.NotStarted = out.exitCode == -1 && !out.timedOut && ctx.Err() == nil
 		return res
 	}
 
@@ -120,6 +123,11 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		p = parsed{passed: out.exitCode == 0, summary: exitSummary(out.exitCode, combined)}
 	}
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
+	res.Tests, res.Errored = p.tests, p.errored
+	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
+		res.NotStarted = true
+		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
+	}
 	switch {
 	case res.TimedOut:
 		res.Passed = false
@@ -136,21 +144,37 @@ type parsed struct {
 	passed   bool
 	summary  string
 	findings []Finding
+	// tests and errored count a test report's cases; tests is -1 without a report.
+	tests, errored int
 }
 
-// command completes a check's argv for its kind. For pytest it adds a JUnit
-// report in a fresh temporary directory outside the worktree (so the report
-// never shows in the diff); cleanup removes it.
-func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath string, cleanup func(), err error) {
+// toolAbsent recognises a tool that never ran: the shell's "command not found"
+// status, or a Python without the module (`python -m mypy` where mypy is not
+// installed), whose output is one line, not a run.
+func toolAbsent(code int, output string) bool {
+	if code == 126 || code == 127 {
+		return true
+	}
+	out := strings.TrimSpace(output)
+	return code == 1 && strings.Count(out, "\n") < 2 && strings.Contains(out, ": No module named ")
+}
+
+// command completes a check's argv for its kind. An empty command gets the
+// kind's default, run by the interpreter the project uses (see Interpreter).
+// For pytest it adds a JUnit report in a fresh temporary directory outside the
+// worktree (so the report never shows in the diff); cleanup removes it.
+func (r *Runner) command(ctx context.Context, dir string, c Check) (argv []string, junitPath string, cleanup func(), err error) {
 	cleanup = func() {}
 	argv = slices.Clone(c.Command)
+	if len(argv) == 0 {
+		if argv, err = r.defaultCommand(ctx, dir, c); err != nil {
+			return nil, "", cleanup, err
+		}
+	} else if argv, err = r.lookTool(ctx, dir, c, argv); err != nil {
+		return nil, "", cleanup, err
+	}
 	switch c.Kind {
 	case KindPytest:
-		if len(argv) == 0 {
-			if argv, err = r.resolvePytest(ctx); err != nil {
-				return nil, "", cleanup, fmt.Errorf("check %q: %w", c.Name, err)
-			}
-		}
 		tmp, err := os.MkdirTemp("", "ticketd-junit-")
 		if err != nil {
 			return nil, "", cleanup, fmt.Errorf("check %q: create report dir: %w", c.Name, err)
@@ -163,9 +187,8 @@ func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
-	case KindUnittest:
-		if len(argv) == 0 {
-			argv = []string{pythonForUnittest(), "-m", "unittest", "discover"}
+		if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
+			argv = append(argv, "--rootdir="+dir)
 		}
 	case KindRuff:
 		if !hasFlag(argv, "format") {
@@ -184,6 +207,28 @@ func (r *Runner) command(ctx context.Context, c Check) (argv []string, junitPath
 	return argv, junitPath, cleanup, nil
 }
 
+// defaultCommand is the argv of a check configured without a command.
+func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]string, error) {
+	switch c.Kind {
+	case KindPytest, KindMypy, KindUnittest:
+		module := map[string]string{KindPytest: "pytest", KindMypy: "mypy", KindUnittest: "unittest"}[c.Kind]
+		py, err := r.Interpreter(ctx, dir, c, module)
+		if err != nil {
+			return nil, fmt.Errorf("check %q: %w", c.Name, err)
+		}
+		switch c.Kind {
+		case KindMypy:
+			return []string{py, "-m", "mypy", "."}, nil
+		case KindUnittest:
+			return []string{py, "-m", "unittest", "discover"}, nil
+		}
+		return []string{py, "-m", "pytest"}, nil
+	case KindRuff:
+		return r.lookTool(ctx, dir, c, []string{"ruff", "check", "."})
+	}
+	return nil, fmt.Errorf("%w %q: command is empty", ErrInvalidCheck, c.Name)
+}
+
 // hasFlag reports whether argv has one of flags, alone or as flag=value.
 func hasFlag(argv []string, flags ...string) bool {
 	for _, a := range argv {
@@ -194,27 +239,6 @@ func hasFlag(argv []string, flags ...string) bool {
 		}
 	}
 	return false
-}
-
-// pythonForUnittest is the python3 on PATH, else Debian's.
-func pythonForUnittest() string {
-	if p, err := exec.LookPath("python3"); err == nil {
-		return p
-	}
-	return "/usr/bin/python3"
-}
-
-func (r *Runner) resolvePytest(ctx context.Context) ([]string, error) {
-	r.pytestMu.Lock()
-	defer r.pytestMu.Unlock()
-	if r.pytestCmd == nil {
-		argv, err := ResolvePytest(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r.pytestCmd = argv
-	}
-	return slices.Clone(r.pytestCmd), nil
 }
 
 // execOutput is what a finished process left behind.
