@@ -106,7 +106,10 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 }
 
 type toolResult struct {
-	text   string
+	text string
+	// failed marks a call that did not do what was asked: a tool error, checks that
+	// fail, a submit that was not accepted. It is the recorded tool call's OK flag.
+	failed bool
 	final  *Outcome // set by a submit that passed everything
 	review *Outcome // set by a submit that passed the checks but not the review
 }
@@ -142,20 +145,23 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	var err error
 	switch tc.Function.Name {
 	case tools.RunChecks:
-		res.text, _ = a.runChecks(ctx)
+		var g Gate
+		res.text, g = a.runChecks(ctx)
+		res.failed = !g.Passed
 	case tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
 	default:
 		res.text, err = ws.Exec(ctx, tc.Function.Name, tc.Function.Arguments)
 		if err != nil {
 			res.text = "error: " + err.Error()
+			res.failed = true
 		}
 	}
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
 			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
 			Tool: tc.Function.Name, Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
-			OK:       !strings.HasPrefix(res.text, "error:") && !strings.HasPrefix(res.text, "checks failed:"),
+			OK:       !res.failed,
 			Duration: a.r.now().Sub(start), At: start,
 		})
 		if rerr != nil {
@@ -170,31 +176,39 @@ func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
 	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
 	g := Compare(a.job.Baseline, results)
 	if g.Passed {
-		return "checks passed: " + g.Text, g
+		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
-	return "checks failed: " + g.Text, g
+	return "The checks fail (compared with the base commit): " + g.Text, g
 }
+
+// Who refused a submit, in the words the maker reads. Each names the gate that spoke and
+// what already passed, so a model never chases a test failure that a reviewer's remark was.
+const (
+	refusedByChecks  = "Not accepted: the checks failed (tests, lint and type checks, compared with the base commit). The change was not reviewed.\n\n"
+	refusedByChecker = "Not accepted: the checks passed, but the code reviewer (checker) found blocking defects in your change.\n\n"
+	refusedByJudge   = "Not accepted: the checks passed and the code reviewer found no blocker, but the judge found acceptance criteria not met.\n\n"
+)
 
 func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	var s struct {
 		Summary string `json:"summary"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &s); err != nil {
-		return toolResult{text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
+		return toolResult{failed: true, text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
 	}
 	diff, err := a.job.Diff(ctx)
 	if err != nil {
-		return toolResult{text: "error: could not read your changes: " + err.Error()}
+		return toolResult{failed: true, text: "error: could not read your changes: " + err.Error()}
 	}
 	if strings.TrimSpace(diff) == "" {
 		a.note("submit refused: no changes")
-		return toolResult{text: "error: submit refused: there are no changes in the repository; edit the code first"}
+		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
-	text, gate := a.runChecks(ctx)
+	_, gate := a.runChecks(ctx)
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
-		return toolResult{text: text}
+		return toolResult{failed: true, text: refusedByChecks + gate.Text + "\nFix these and call submit again."}
 	}
 	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}
 	rev, err := a.review(ctx, diff, s.Summary)
@@ -205,8 +219,12 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	out.Findings, out.Verdict = rev.findings, rev.verdict
 	if rev.feedback != "" {
-		a.note("submit %d: checks passed, review rejected: %s", a.submits, clip(rev.feedback, 300))
-		return toolResult{text: "checks failed: " + rev.feedback, review: &out}
+		who, prefix := "checker", refusedByChecker
+		if rev.by == model.RoleJudge {
+			who, prefix = "judge", refusedByJudge
+		}
+		a.note("submit %d: checks passed, %s rejected: %s", a.submits, who, clip(rev.feedback, 300))
+		return toolResult{failed: true, text: prefix + rev.feedback, review: &out}
 	}
 	a.note("submit %d: checks passed and review passed", a.submits)
 	out.Status = StatusFixed

@@ -109,7 +109,8 @@ func stripFence(s string) string {
 type reviewResult struct {
 	findings []Finding
 	verdict  *Verdict
-	feedback string // non-empty: the fix was rejected, and this goes back to the maker
+	feedback string     // non-empty: the fix was rejected, and this goes back to the maker
+	by       model.Role // who rejected it: the checker or the judge
 }
 
 // review runs the checker, then the judge, on a diff that passed the checks.
@@ -133,8 +134,8 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 			}
 		}
 		if len(blockers) > 0 {
-			rr.feedback = "the reviewer found blocking defects in your change:\n" + strings.Join(blockers, "\n") +
-				"\nFix them and submit again."
+			rr.feedback = "Blocking defects:\n" + strings.Join(blockers, "\n") + "\nFix them and call submit again."
+			rr.by = model.RoleChecker
 			return rr, nil
 		}
 	}
@@ -157,7 +158,8 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 			if len(v.Unmet) > 0 {
 				unmet = "- " + strings.Join(v.Unmet, "\n- ")
 			}
-			rr.feedback = fmt.Sprintf("the judge found acceptance criteria not met: %s\nUnmet:\n%s\nChange the fix so they hold and submit again.", v.Reason, unmet)
+			rr.feedback = fmt.Sprintf("Judge's reason: %s\nUnmet criteria:\n%s\nChange the fix so they hold and call submit again.", v.Reason, unmet)
+			rr.by = model.RoleJudge
 		}
 	}
 	return rr, nil

@@ -54,6 +54,11 @@ func readHistory(msgs []message) history {
 func (c pastCall) ok() bool     { return c.hasResult && !strings.HasPrefix(c.result, "error:") }
 func (c pastCall) failed() bool { return c.hasResult && strings.HasPrefix(c.result, "error:") }
 
+// refused reads a submit's answer as a model would: an accepted submit ends the
+// conversation, so a submit that got an answer at all was judged and not accepted —
+// unless the answer is a tool error (nothing to submit, bad arguments), which judged nothing.
+func (c pastCall) refused() bool { return c.hasResult && !c.failed() }
+
 // makerTurn decides the maker's next tool calls for plan p from the conversation.
 // The state machine is written out in Behaviour's doc comments; the rules, in order:
 // loop repeats its read; malformed_args sends its broken call once; an edit that just
@@ -75,7 +80,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 		if c.name == "read_files" && c.ok() {
 			readOK = true
 		}
-		if c.name == "submit" && c.hasResult && strings.HasPrefix(c.result, "checks failed:") {
+		if c.name == "submit" && c.refused() {
 			failedSubmits++
 		}
 		k := p.identify(c.name, c.args)

@@ -15,7 +15,8 @@ const (
 	// BehaviourSolve reads the patch's files, applies every hunk in one turn, submits.
 	BehaviourSolve Behaviour = "solve"
 	// BehaviourWrongThenRight first inserts a leftover merge marker (a syntax error), submits,
-	// and after "checks failed:" reverts it, applies the real hunks and submits again.
+	// and once that submit is answered (not accepted) reverts it, applies the real hunks and
+	// submits again.
 	BehaviourWrongThenRight Behaviour = "wrong_then_right"
 	// BehaviourNever inserts the wrong edit and then alternates re-reading and submitting;
 	// it never applies the fix, so only a step limit or loop guard ends it.
