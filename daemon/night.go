@@ -166,6 +166,9 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	for r := range cfg.Models.Roles {
 		roles[r] = true
 	}
+	if err := preflight(ctx, checks, cfg.Repos); err != nil {
+		return rep, fmt.Errorf("checks: %w", err)
+	}
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
@@ -178,6 +181,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		},
 		windowEnd: windowEnd,
 	}
+	w.checkRepos(claimCtx)
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -23,6 +24,7 @@ type workerPool struct {
 	baselines *baselines
 	runner    *pipeline.Runner
 	windowEnd time.Time
+	unhealthy unhealthyRepos
 
 	mu      sync.Mutex
 	touched []int64
@@ -46,7 +48,7 @@ func (w *workerPool) touchedIDs() []int64 {
 func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 	log := w.log.With("worker", worker)
 	for claimCtx.Err() == nil {
-		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
+		lease, err := w.d.Store.ClaimExcept(claimCtx, worker, w.cfg.Night.Lease, w.unhealthy.list())
 		if errors.Is(err, store.ErrNoTicket) {
 			wait, more := w.nextWork(claimCtx)
 			if !more {
@@ -81,6 +83,9 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 	now := w.d.now()
 	wait, more := w.cfg.Night.Poll, false
 	for _, t := range open {
+		if w.unhealthy.has(t.Repo) {
+			continue
+		}
 		switch {
 		case t.State == store.StateRunning:
 			more = true // it may come back as a retry, or its lease may expire
@@ -144,6 +149,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	facts, err := w.baselines.get(ctx, repo, tree)
 	if err != nil {
 		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
+		return
+	}
+	if w.markUnhealthy(ctx, t.Repo, tree.BaseCommit, validate.Health(facts.results)) {
+		// The base moved to a broken commit during the night: give the ticket back unspent.
+		w.release(bg, log, lease, ctx, fmt.Errorf("repository %s is unhealthy at base %s; see the note on this ticket", t.Repo, short(tree.BaseCommit)))
 		return
 	}
 	out := w.runner.Run(ctx, pipeline.Job{

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -62,11 +63,21 @@ func (s *Store) event(ctx context.Context, tx *sql.Tx, id, at int64, kind string
 // whose cancellation was requested, are settled (escalated / cancelled) instead of rerun.
 // Returns ErrNoTicket when nothing is ready.
 func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration) (Lease, error) {
+	return s.ClaimExcept(ctx, worker, leaseFor, nil)
+}
+
+// ClaimExcept is Claim skipping the tickets of skipRepos (repositories whose baseline is
+// unhealthy tonight: claiming their tickets would spend attempts no fix can pass).
+func (s *Store) ClaimExcept(ctx context.Context, worker string, leaseFor time.Duration, skipRepos []string) (Lease, error) {
+	skip, err := json.Marshal(append([]string{}, skipRepos...))
+	if err != nil {
+		return Lease{}, fmt.Errorf("claim for %s: encode skipped repos: %w", worker, err)
+	}
 	if leaseFor <= 0 {
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	err := s.write(ctx, "claim", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "claim", func(ctx context.Context, tx *sql.Tx) error {
 		l = Lease{}
 		now := s.nowMS()
 		// Settling costs a statement, so it runs at most every settleEvery of store time, and
@@ -86,13 +97,15 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 				SELECT id FROM (
 					SELECT * FROM (SELECT id, priority, run_after FROM tickets
 						WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?
+							AND repo NOT IN (SELECT value FROM json_each(?))
 						ORDER BY priority DESC, run_after, id LIMIT 1)
 					UNION ALL
 					SELECT * FROM (SELECT id, priority, run_after FROM tickets
 						WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ? AND attempts < max_attempts AND cancel_requested = 0
+							AND repo NOT IN (SELECT value FROM json_each(?))
 						ORDER BY priority DESC, run_after, id LIMIT 1)
 				) ORDER BY priority DESC, run_after, id LIMIT 1)
-			RETURNING `+ticketCols, worker, exp, now, now, now)
+			RETURNING `+ticketCols, worker, exp, now, now, string(skip), now, string(skip))
 		if err != nil {
 			return err
 		}

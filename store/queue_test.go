@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,5 +251,29 @@ func BenchmarkQueueCycle(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
 		})
+	}
+}
+
+func TestClaimExceptSkipsRepos(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i, repo := range []string{"broken", "ok"} {
+		if _, _, err := s.Enqueue(ctx, NewTicket{Source: "t", ExternalID: strconv.Itoa(i), Repo: repo, Title: repo, Priority: 10 - i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := s.ClaimExcept(ctx, "w", time.Minute, []string{"broken"})
+	if err != nil || l.Ticket.Repo != "ok" {
+		t.Fatalf("ClaimExcept(skip broken) = repo %q, %v; want the ok repo's ticket", l.Ticket.Repo, err)
+	}
+	if _, err := s.ClaimExcept(ctx, "w", time.Minute, []string{"broken"}); !errors.Is(err, ErrNoTicket) {
+		t.Fatalf("second ClaimExcept = %v, want ErrNoTicket (only the skipped repo's ticket is left)", err)
+	}
+	if l, err := s.Claim(ctx, "w", time.Minute); err != nil || l.Ticket.Repo != "broken" {
+		t.Fatalf("Claim = repo %q, %v; want the broken repo's ticket once nothing is skipped", l.Ticket.Repo, err)
 	}
 }

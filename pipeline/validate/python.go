@@ -146,3 +146,31 @@ func hasPytestConfig(dir string) bool {
 	}
 	return false
 }
+
+// Preflight resolves a check's command in dir (a checkout of the repository)
+// and makes sure its tool starts, so that a configured but missing tool is an
+// error at start-up, naming the check and how to install it, rather than a
+// check that "fails at the base too" and silently gates nothing.
+func (r *Runner) Preflight(ctx context.Context, dir string, c Check) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	argv, _, cleanup, err := r.command(ctx, dir, c)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	tool := c.Kind
+	if c.Kind == KindCommand || c.Kind == KindUnittest {
+		tool = filepath.Base(argv[0])
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return fmt.Errorf("%w: check %q: %q cannot run (%v); %s", ErrToolMissing, c.Name, argv[0], err, installHint(tool))
+	}
+	if len(argv) >= 3 && argv[1] == "-m" {
+		if err := probe(ctx, argv[0], "-c", "import "+argv[2]); err != nil {
+			return fmt.Errorf("%w: check %q: %s cannot import %s (%v); %s", ErrToolMissing, c.Name, argv[0], argv[2], err, installHint(argv[2]))
+		}
+	}
+	return nil
+}
