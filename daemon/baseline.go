@@ -21,6 +21,7 @@ import (
 type repoFacts struct {
 	results []validate.Result
 	repoMap string
+	flaky   []string // tests that failed at the base, then passed when re-run alone
 }
 
 // baselines computes repoFacts once per (repository, base commit), even when several workers
@@ -80,6 +81,9 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	}
 	f.repoMap = pipeline.RepoMap(tree.Dir, files)
 	f.results = b.checks.Run(ctx, tree.Dir, repo.Checks)
+	// A test failing at the base is run once more alone: a flaky one must neither count as a
+	// failure a fix has to make pass nor make a later flake look like a fix.
+	f.results, f.flaky = pipeline.Rerun(ctx, b.checks, tree.Dir, repo.Checks, f.results, pipeline.FailingTests(f.results), 1)
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)
 	}

@@ -120,6 +120,9 @@ func renderReport(in reportInput) string {
 			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
 		}
 	}
+	for _, f := range out.Flaky {
+		fmt.Fprintf(&b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
+	}
 	if len(out.Findings) > 0 {
 		b.WriteString("\nChecker findings:\n")
 		for _, f := range out.Findings {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,6 +174,15 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "took", out.Duration.Round(time.Millisecond))
+	if len(facts.flaky) > 0 {
+		out.Flaky = append(slices.Clone(facts.flaky), out.Flaky...)
+	}
+	if len(out.Flaky) > 0 {
+		log.Warn("flaky tests: failed, then passed when re-run alone", "tests", strings.Join(out.Flaky, ", "))
+		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", "flaky tests (failed, then passed when re-run alone; not blamed on the fix): "+strings.Join(out.Flaky, ", ")); err != nil {
+			log.Warn("note flaky tests", "err", err)
+		}
+	}
 
 	cause := context.Cause(ctx)
 	switch {

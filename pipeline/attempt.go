@@ -97,6 +97,7 @@ type Outcome struct {
 	Calls    int
 	Submits  int
 	History  []string // what was tried, one line each, for the report
+	Flaky    []string // tests that failed on a candidate, then passed alone ("check: id")
 	Duration time.Duration
 }
 
@@ -111,6 +112,19 @@ type Runner struct {
 	Roles map[model.Role]bool
 	// Layout is where the dynamic values go; the zero value is the cache-friendly layout.
 	Layout Layout
+	// FlakeReruns is how often a newly failing test is re-run alone before it counts
+	// against a fix; 0 means DefaultFlakeReruns, negative disables re-runs.
+	FlakeReruns int
+}
+
+func (r *Runner) flakeReruns() int {
+	switch {
+	case r.FlakeReruns < 0:
+		return 0
+	case r.FlakeReruns == 0:
+		return DefaultFlakeReruns
+	}
+	return r.FlakeReruns
 }
 
 // Layout says where a request's dynamic values (work directory, date) are placed.
@@ -158,6 +172,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.Duration = r.now().Sub(start)
 	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
 	out.History = a.history
+	out.Flaky = a.flaky
 	return out
 }
 
@@ -170,6 +185,7 @@ type attempt struct {
 	calls   int
 	submits int
 	tri     *Triage
+	flaky   []string
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }

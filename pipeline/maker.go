@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,6 +176,22 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
 	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
 	g := Compare(a.job.Baseline, results)
+	if len(g.newTests) > 0 {
+		// A test that passed at the base and fails now may be flaky: re-run it alone before
+		// blaming the fix.
+		rerun, flaky := Rerun(ctx, a.r.Checks, a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
+		if len(flaky) > 0 {
+			g = Compare(a.job.Baseline, rerun)
+			g.Flaky = flaky
+			g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
+			for _, f := range flaky {
+				if !slices.Contains(a.flaky, f) {
+					a.flaky = append(a.flaky, f)
+					a.note("flaky test: %s failed, then passed when re-run alone; not blamed on the fix", f)
+				}
+			}
+		}
+	}
 	if g.Passed {
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}

@@ -47,6 +47,9 @@ type Check struct {
 	// worktree's .venv/bin/python when present, else the first python3 that imports the
 	// tool. The repository's `python:` key fills it for every check of the repository.
 	Python string `yaml:"python"`
+	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
+	// flaky tests); they are appended to the command. Not configurable.
+	Only []string `yaml:"-"`
 }
 
 // Validate reports a check the Runner could not run, naming the field and

@@ -190,6 +190,11 @@ func (r *Runner) command(ctx context.Context, dir string, c Check) (argv []strin
 		if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
 			argv = append(argv, "--rootdir="+dir)
 		}
+		for _, id := range c.Only {
+			if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
+				argv = append(argv, id)
+			}
+		}
 	case KindRuff:
 		if !hasFlag(argv, "format") {
 			if !hasFlag(argv, "--output-format") {
