@@ -182,6 +182,9 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		windowEnd: windowEnd,
 	}
 	w.checkRepos(claimCtx)
+	// The claim window counts from here: the baselines are the night's preparation.
+	windowTimer.Reset(cfg.Night.Window)
+	w.windowEnd = d.now().Add(cfg.Night.Window)
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)
