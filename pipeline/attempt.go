@@ -186,6 +186,7 @@ type attempt struct {
 	submits int
 	tri     *Triage
 	flaky   []string
+	targets []string // tests the maker named on submit: they must pass
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }

@@ -92,3 +92,63 @@ func FailingTests(results []validate.Result) map[string][]string {
 	}
 	return out
 }
+
+// targetTests are the tests a fix must make pass: those the maker named on submit, and those
+// triage named that fail at the base (a triage guess that names no failing test binds nothing).
+func (a *attempt) targetTests() []string {
+	out := slices.Clone(a.targets)
+	if a.tri != nil {
+		base := FailingTests(a.job.Baseline)
+		for _, id := range a.tri.TargetTests {
+			for _, ids := range base {
+				if slices.Contains(ids, id) && !slices.Contains(out, id) {
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requireTargets applies the target tests to a gate: with targets named, the fix must add no
+// failure and every target must pass when run alone; the rule "one of the base's failing tests
+// now passes" gives way to them, so in a repository whose base has only unrelated failures a
+// fix that adds a passing test for the bug is accepted.
+func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
+	targets := a.targetTests()
+	if len(targets) == 0 || len(g.New) > 0 {
+		return g
+	}
+	var failed []string
+	ran := false
+	for _, c := range a.job.Checks {
+		if c.Kind != validate.KindPytest {
+			continue
+		}
+		ran = true
+		only := c
+		only.Only = targets
+		res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{only})
+		if len(res) != 1 || !res[0].Passed || res[0].Tests < len(targets) {
+			detail := "did not run"
+			if len(res) == 1 {
+				detail = res[0].Summary
+				for _, f := range res[0].Findings {
+					detail += "\n  " + orDash(f.Test) + ": " + clip(f.Message, 300)
+				}
+			}
+			failed = append(failed, fmt.Sprintf("%s: %s", c.Name, detail))
+		}
+	}
+	if !ran {
+		return g
+	}
+	g.Targets = targets
+	g.Passed = len(failed) == 0
+	if g.Passed {
+		g.Text += fmt.Sprintf("\nThe target tests pass: %s\n", strings.Join(targets, ", "))
+	} else {
+		g.Text += fmt.Sprintf("\nThe target tests (%s) must pass, and do not:\n- %s\n", strings.Join(targets, ", "), strings.Join(failed, "\n- "))
+	}
+	return g
+}

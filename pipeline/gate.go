@@ -19,6 +19,7 @@ type Gate struct {
 	Fixed     []string // baseline failures that now pass
 	Remaining []string // baseline failures still failing
 	Flaky     []string // tests that failed, then passed when re-run alone ("check: id")
+	Targets   []string // tests the fix was required to make pass, when any were named
 	Results   []validate.Result
 	Text      string // for the model and the report
 

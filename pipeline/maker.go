@@ -192,6 +192,7 @@ func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
 			}
 		}
 	}
+	g = a.requireTargets(ctx, g)
 	if g.Passed {
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
@@ -208,7 +209,8 @@ const (
 
 func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	var s struct {
-		Summary string `json:"summary"`
+		Summary string   `json:"summary"`
+		Tests   []string `json:"tests"` // node ids the maker added or that reproduce the bug
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &s); err != nil {
 		return toolResult{failed: true, text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
@@ -222,6 +224,11 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
+	for _, id := range s.Tests {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(a.targets, id) {
+			a.targets = append(a.targets, id)
+		}
+	}
 	_, gate := a.runChecks(ctx)
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))

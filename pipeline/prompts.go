@@ -38,7 +38,7 @@ How to work:
 3. Find the cause, not just the line that crashes. Ask why the wrong value arises. Check the other callers of what you change, the edge cases (empty input, zero, None, negative numbers, boundaries, unicode, time zones), and whether the same mistake is repeated nearby.
 4. Make the smallest change that fixes the cause. Keep the project's style, naming and structure. Do not reformat untouched code, do not rename things, do not add dependencies, do not change public behaviour that the report does not ask to change. Independent edits can be sent as parallel edit_file calls in one turn.
 5. Where the project has tests, add or extend a test that fails before your fix and passes after it, next to the existing tests and in their style. Never delete or weaken an existing test to make the checks pass, and never mark tests as skipped or expected to fail.
-6. Call submit with a short summary: the cause, and what you changed. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit. If they fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again. You may call run_checks before submitting if you want an early answer, but do not call it after every edit.
+6. Call submit with a short summary: the cause, and what you changed. If the submit tool offers "tests", name there the pytest node ids of the tests you added or that reproduce the bug: they must pass. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit. If they fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again. You may call run_checks before submitting if you want an early answer, but do not call it after every edit.
 
 Rules for the tools:
 - Paths are relative to the repository root. You cannot leave the repository, and the .git directory is off limits.
@@ -61,7 +61,8 @@ You are the triage engineer. You read one bug report and the repository map, and
 Answer with one JSON object and nothing else, in exactly this shape:
 {"summary": "one or two sentences: the symptom and the most likely area of the code",
  "acceptance_criteria": ["observable, testable statements that must hold after the fix", "..."],
- "suspected_files": ["repository-relative paths most likely involved, best first"]}
+ "suspected_files": ["repository-relative paths most likely involved, best first"],
+ "target_tests": ["pytest node ids of existing tests that show the bug, e.g. tests/test_stats.py::test_mean_empty; empty if none does"]}
 
 Guidance:
 - Acceptance criteria describe behaviour, not implementation: "average([]) returns 0.0 instead of raising", not "add an if statement".

@@ -17,6 +17,9 @@ type Triage struct {
 	Summary            string   `json:"summary"`
 	AcceptanceCriteria []string `json:"acceptance_criteria"`
 	SuspectedFiles     []string `json:"suspected_files"`
+	// TargetTests are pytest node ids that should show the bug (fail before the fix); those
+	// failing at the base must pass for a fix to be accepted.
+	TargetTests []string `json:"target_tests,omitempty"`
 }
 
 // Finding is one checker finding whose evidence was found in the diff.

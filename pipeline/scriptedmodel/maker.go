@@ -113,7 +113,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 		if lastWasSubmit {
 			return []intent{p.read}
 		}
-		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title))}
+		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title), nil)}
 	}
 	var edits []intent
 	if wrongApplied && p.revert != nil && failed["revert"] < 2 {
@@ -130,9 +130,14 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if lastWasSubmit {
 		return []intent{p.read}
 	}
-	return []intent{submitIntent("Fix for: " + title)}
+	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
 }
 
-func submitIntent(summary string) intent {
-	return intent{key: "submit", name: "submit", args: mustJSON(map[string]string{"summary": summary})}
+// submitIntent is a submit with the summary and, when the fix added tests, their node ids.
+func submitIntent(summary string, tests []string) intent {
+	args := map[string]any{"summary": summary}
+	if len(tests) > 0 {
+		args["tests"] = tests
+	}
+	return intent{key: "submit", name: "submit", args: mustJSON(args)}
 }

@@ -3,6 +3,8 @@ package scriptedmodel
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -73,6 +75,9 @@ type plan struct {
 	fixes     []intent
 	wrong     intent
 	revert    *intent // nil when the wrong guess is a write_file the fix overwrites
+	// addedTests are the pytest node ids of test functions the patch adds in test files,
+	// which the maker names on submit as a model that wrote them would.
+	addedTests []string
 }
 
 func compileCase(i int, c Case) (*plan, error) {
@@ -127,6 +132,7 @@ func compileCase(i int, c Case) (*plan, error) {
 	if len(readPaths) == 0 {
 		readPaths = p.allPaths
 	}
+	p.addedTests = addedTests(files)
 	p.read = intent{key: "read", name: "read_files", args: mustJSON(map[string][]string{"paths": readPaths})}
 	p.wrong, p.revert = wrongGuess(files)
 	return p, nil
@@ -209,4 +215,28 @@ func mustJSON(v any) string {
 		panic(fmt.Sprintf("scriptedmodel: marshal %T: %v", v, err))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// addedTests lists "path::test_name" for each top-level `def test_...` line a patch adds to a
+// file named test_*.py or *_test.py.
+func addedTests(files []FileEdit) []string {
+	var out []string
+	for _, f := range files {
+		base := path.Base(f.Path)
+		if !strings.HasSuffix(base, ".py") || !(strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")) {
+			continue
+		}
+		for _, h := range f.Hunks {
+			old := strings.Split(h.OldText, "\n")
+			for _, l := range strings.Split(h.NewText, "\n") {
+				rest, ok := strings.CutPrefix(l, "def test")
+				if !ok || slices.Contains(old, l) {
+					continue
+				}
+				name, _, _ := strings.Cut("test"+rest, "(")
+				out = append(out, f.Path+"::"+name)
+			}
+		}
+	}
+	return out
 }
