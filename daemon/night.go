@@ -177,12 +177,13 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		baselines: newBaselines(checks),
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
-			Layout: d.PromptLayout,
+			Layout: d.PromptLayout, JudgeAdvisory: cfg.Judge == "advisory",
 		},
 		windowEnd: windowEnd,
 	}
+	// The claim window counts from the end of the baselines: they are the night's preparation.
+	windowTimer.Stop()
 	w.checkRepos(claimCtx)
-	// The claim window counts from here: the baselines are the night's preparation.
 	windowTimer.Reset(cfg.Night.Window)
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	var wg sync.WaitGroup

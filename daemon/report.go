@@ -126,11 +126,21 @@ func renderReport(in reportInput) string {
 	if len(out.Findings) > 0 {
 		b.WriteString("\nChecker findings:\n")
 		for _, f := range out.Findings {
-			fmt.Fprintf(&b, "- %s %s:%d: %s\n", f.Severity, f.File, f.Line, f.Message)
+			fmt.Fprintf(&b, "- %s [%s] %s:%d: %s\n", f.Severity, f.Category, f.File, f.Line, f.Finding)
 		}
 	}
+	if out.DroppedFindings > 0 {
+		fmt.Fprintf(&b, "\nChecker findings dropped (evidence not in the diff or changed files, bad schema, or new in round 2): %d, over %d review round(s).\n", out.DroppedFindings, out.ReviewRounds)
+	}
 	if out.Verdict != nil {
-		fmt.Fprintf(&b, "\nJudge: %s. %s\n", out.Verdict.Verdict, out.Verdict.Reason)
+		mode := "Judge"
+		if out.JudgeAdvisory {
+			mode = "Judge (advisory, does not block)"
+		}
+		fmt.Fprintf(&b, "\n%s: %s. %s\n", mode, out.Verdict.Verdict, out.Verdict.Reason)
+		for _, u := range out.Verdict.Unmet {
+			fmt.Fprintf(&b, "- unmet: %s\n", u)
+		}
 	}
 	b.WriteString("\n")
 

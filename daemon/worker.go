@@ -177,6 +177,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	if len(facts.flaky) > 0 {
 		out.Flaky = append(slices.Clone(facts.flaky), out.Flaky...)
 	}
+	if out.DroppedFindings > 0 {
+		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", fmt.Sprintf("review: %d checker finding(s) dropped over %d round(s) (evidence not in the diff or changed files, bad schema, or new in round 2)", out.DroppedFindings, out.ReviewRounds)); err != nil {
+			log.Warn("note dropped findings", "err", err)
+		}
+	}
 	if len(out.Flaky) > 0 {
 		log.Warn("flaky tests: failed, then passed when re-run alone", "tests", strings.Join(out.Flaky, ", "))
 		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", "flaky tests (failed, then passed when re-run alone; not blamed on the fix): "+strings.Join(out.Flaky, ", ")); err != nil {

@@ -98,7 +98,12 @@ type Outcome struct {
 	Submits  int
 	History  []string // what was tried, one line each, for the report
 	Flaky    []string // tests that failed on a candidate, then passed alone ("check: id")
-	Duration time.Duration
+	// ReviewRounds and DroppedFindings count the attempt's reviews and the checker findings
+	// dropped (invented evidence, bad schema, new in round 2).
+	ReviewRounds    int
+	DroppedFindings int
+	JudgeAdvisory   bool // the verdict only annotates (judge: advisory)
+	Duration        time.Duration
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -115,6 +120,9 @@ type Runner struct {
 	// FlakeReruns is how often a newly failing test is re-run alone before it counts
 	// against a fix; 0 means DefaultFlakeReruns, negative disables re-runs.
 	FlakeReruns int
+	// JudgeAdvisory makes the judge annotate the report without blocking (config judge:
+	// advisory); the default gates.
+	JudgeAdvisory bool
 }
 
 func (r *Runner) flakeReruns() int {
@@ -173,6 +181,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
 	out.History = a.history
 	out.Flaky = a.flaky
+	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
+	out.JudgeAdvisory = r.JudgeAdvisory
 	return out
 }
 
@@ -187,6 +197,10 @@ type attempt struct {
 	tri     *Triage
 	flaky   []string
 	targets []string // tests the maker named on submit: they must pass
+	// reviewRounds counts checker-and-judge reviews; lastFindings are the last round's.
+	reviewRounds    int
+	lastFindings    []Finding
+	droppedFindings int
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }

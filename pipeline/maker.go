@@ -247,7 +247,14 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		if rev.by == model.RoleJudge {
 			who, prefix = "judge", refusedByJudge
 		}
-		a.note("submit %d: checks passed, %s rejected: %s", a.submits, who, clip(rev.feedback, 300))
+		a.note("submit %d: checks passed, %s rejected (review round %d of %d): %s", a.submits, who, a.reviewRounds, MaxReviewRounds, clip(rev.feedback, 300))
+		if rev.final {
+			stopped := out
+			stopped.Status = StatusFailed
+			stopped.Reason = fmt.Sprintf("the %s still rejects the fix after %d review rounds: %s", who, MaxReviewRounds, clip(strings.Join(strings.Fields(rev.feedback), " "), 400))
+			a.note("stopped: %s", stopped.Reason)
+			return toolResult{failed: true, text: prefix + rev.feedback, final: &stopped}
+		}
 		return toolResult{failed: true, text: prefix + rev.feedback, review: &out}
 	}
 	a.note("submit %d: checks passed and review passed", a.submits)

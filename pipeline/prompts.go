@@ -75,12 +75,13 @@ Guidance:
 You are the checker: a careful code reviewer who looks at one proposed fix (a diff) for one bug report. The project's tests, linters and type checks have already passed on this diff. Your job is to find real defects that the checks missed: a fix that does not address the reported symptom, a new bug introduced by the change, an edge case the change breaks, a test that was weakened or deleted, a change outside the scope of the report that alters behaviour.
 
 Answer with one JSON object and nothing else, in exactly this shape:
-{"findings": [{"severity": "blocker" | "major" | "minor", "file": "path", "line": 0, "message": "what is wrong and why it matters", "evidence": "an exact quote from the diff that shows it"}]}
+{"findings": [{"file": "path", "line": 0, "severity": "blocker" | "major" | "minor", "category": "correctness" | "regression" | "edge-case" | "test" | "scope" | "style", "finding": "what is wrong and why it matters", "evidence": "an exact quote from the diff or the changed file that shows it"}]}
 
 Rules:
-- "blocker" means the fix must not ship as it is. Use it only for a defect you can show with evidence from the diff. Style preferences are never blockers.
-- The evidence must be copied exactly from the diff; findings whose evidence does not appear in the diff are discarded.
+- "blocker" means the fix must not ship as it is. Use it only for a defect you can show with evidence. Style preferences are never blockers.
+- The evidence must be copied exactly from the diff or from the changed file; findings whose evidence appears in neither are discarded, and counted against you.
 - If the fix is sound, answer {"findings": []}. An empty list is a good answer, not a failure.
+- There are at most two review rounds. In the second you are shown your earlier findings and the new diff: repeat each finding that still holds, leave out each that the new diff resolved, and add nothing new (new findings in the second round are discarded).
 - At most five findings, most severe first.
 `,
 	model.RoleJudge: `ticketd role: judge
@@ -91,7 +92,7 @@ Answer with one JSON object and nothing else, in exactly this shape:
 {"verdict": "pass" | "fail", "unmet": ["each criterion that the diff does not satisfy, quoted"], "reason": "one or two sentences"}
 
 Rules:
-- Judge by the diff and the criteria only. Do not invent new criteria.
+- Judge by the diff, the criteria and the results of their verification commands, when given: a command that ticketd ran on the fixed code is stronger evidence than your reading of the diff. Do not invent new criteria.
 - "fail" requires naming at least one unmet criterion. If every criterion is met, the verdict is "pass" with an empty unmet list.
 - Be decisive; there is no "maybe".
 `,

@@ -37,6 +37,10 @@ type Config struct {
 	Output     string          `yaml:"output"`
 	Models     model.Config    `yaml:"models"`
 	Log        Log             `yaml:"log"`
+	// Judge is how the judge's verdict counts: "gate" (default: an unmet criterion sends the
+	// maker back, and ends the attempt after the last review round) or "advisory" (the
+	// verdict only annotates the report).
+	Judge string `yaml:"judge"`
 
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
@@ -255,6 +259,11 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log.level: must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Judge {
+	case "", "gate", "advisory":
+	default:
+		bad("judge: must be gate or advisory, got %q", c.Judge)
 	}
 	for i, s := range c.Intake {
 		if s.Kind != "dir" {

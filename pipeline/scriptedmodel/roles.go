@@ -114,11 +114,13 @@ func triageContent(p *plan, title string) string {
 	})
 }
 
+// finding is the checker's fixed schema, as ticketd's checker prompt asks for it.
 type finding struct {
-	Severity string `json:"severity"`
 	File     string `json:"file"`
 	Line     int    `json:"line"`
-	Message  string `json:"message"`
+	Severity string `json:"severity"`
+	Category string `json:"category"`
+	Finding  string `json:"finding"`
 	Evidence string `json:"evidence"`
 }
 
@@ -126,11 +128,20 @@ type checkerAnswer struct {
 	Findings []finding `json:"findings"`
 }
 
-// checkerContent is the checker's review. The blocker quotes a line the fix adds, so a
-// pipeline that verifies evidence against the worktree finds it.
-func checkerContent(p *plan, block bool) string {
+// checkerReview is what the scripted checker says on its n-th review (1-based) of a case.
+// A blocker quotes a line the fix adds, so a pipeline that verifies evidence finds it; an
+// invented finding quotes code that is nowhere; from the second review on, a checker that
+// keeps blocking also adds a new minor remark, as real models do when asked to confirm.
+func checkerReview(p *plan, n int) string {
 	ans := checkerAnswer{Findings: []finding{}}
-	if block {
+	if p.CheckerInventsEvidence {
+		ans.Findings = append(ans.Findings, finding{
+			File: p.allPaths[0], Line: 1, Severity: "blocker", Category: "correctness",
+			Finding:  "Scripted checker: an invented defect whose evidence is in no file.",
+			Evidence: "return scripted_invented_evidence_that_is_nowhere()",
+		})
+	}
+	if p.CheckerBlocksAlways || p.CheckerBlocksOnce && n == 1 {
 		f, h := p.files[0], Hunk{NewStart: 1}
 		for _, fe := range p.files {
 			if len(fe.Hunks) > 0 {
@@ -146,10 +157,17 @@ func checkerContent(p *plan, block bool) string {
 			}
 		}
 		ans.Findings = append(ans.Findings, finding{
-			Severity: "blocker", File: f.Path, Line: max(h.NewStart, 1),
-			Message:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
+			File: f.Path, Line: max(h.NewStart, 1), Severity: "blocker", Category: "test",
+			Finding:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
 			Evidence: evidence,
 		})
+		if p.CheckerBlocksAlways && n > 1 {
+			ans.Findings = append(ans.Findings, finding{
+				File: f.Path, Line: max(h.NewStart, 1), Severity: "minor", Category: "style",
+				Finding:  "Scripted checker: a new remark in a confirming round.",
+				Evidence: evidence,
+			})
+		}
 	}
 	return mustJSON(ans)
 }

@@ -54,6 +54,13 @@ type Case struct {
 	CheckerBlocksOnce bool
 	// JudgeFailsOnce makes the judge fail its first verdict on this ticket, then pass.
 	JudgeFailsOnce bool
+	// CheckerBlocksAlways makes the checker report the blocker on every review, and a new
+	// minor remark from its second review on.
+	CheckerBlocksAlways bool
+	// CheckerInventsEvidence adds to every review a blocker whose evidence is in no file.
+	CheckerInventsEvidence bool
+	// JudgeFailsAlways makes every verdict fail.
+	JudgeFailsAlways bool
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 }

@@ -264,7 +264,7 @@ func TestReviewRoles(t *testing.T) {
 	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch"), CheckerBlocksOnce: true, JudgeFailsOnce: true}}, Options{})
 	tests := []struct{ role, want string }{
 		{"triage", `{"summary":"Scripted triage: Average of an empty list crashes","acceptance_criteria":["The problem described in the ticket no longer occurs: Average of an empty list crashes","The existing tests still pass"],"suspected_files":["calc/stats.py","calc/test_empty.py"]}`},
-		{"checker", `{"findings":[{"severity":"blocker","file":"calc/stats.py","line":2,"message":"Scripted checker blocker: the change lacks a regression test for the reported case.","evidence":"    if not xs:"}]}`},
+		{"checker", `{"findings":[{"file":"calc/stats.py","line":2,"severity":"blocker","category":"test","finding":"Scripted checker blocker: the change lacks a regression test for the reported case.","evidence":"    if not xs:"}]}`},
 		{"checker", `{"findings":[]}`},
 		{"judge", `{"verdict":"fail","unmet":["The problem described in the ticket no longer occurs: Average of an empty list crashes"],"reason":"Scripted judge: first verdict fails by scenario (JudgeFailsOnce)."}`},
 		{"judge", `{"verdict":"pass","unmet":[],"reason":"Scripted judge: the change addresses Average of an empty list crashes."}`},
