@@ -62,11 +62,13 @@ Answer with one JSON object and nothing else, in exactly this shape:
 {"summary": "one or two sentences: the symptom and the most likely area of the code",
  "acceptance_criteria": ["observable, testable statements that must hold after the fix", "..."],
  "suspected_files": ["repository-relative paths most likely involved, best first"],
- "target_tests": ["pytest node ids of existing tests that show the bug, e.g. tests/test_stats.py::test_mean_empty; empty if none does"]}
+ "target_tests": ["pytest node ids of existing tests that show the bug, e.g. tests/test_stats.py::test_mean_empty; empty if none does"],
+ "verifications": [{"criterion": "one of the acceptance criteria, quoted", "test": "a pytest node id that shows it"}, {"criterion": "...", "python": "python code run with python -c in the repository root that exits non-zero unless the criterion holds, e.g. from stats import mean; assert mean([]) == 0.0"}]}
 
 Guidance:
 - Acceptance criteria describe behaviour, not implementation: "average([]) returns 0.0 instead of raising", not "add an if statement".
 - Two to five criteria. Include the reported case, the expected result, and one nearby edge case the fix must not break.
+- Where you can, give each criterion a verification: an existing test, or a one-line Python check with an assert. ticketd runs them on the fix and shows the judge the results.
 - Suspected files come from the repository map; list at most five, and only paths that exist in the map.
 - If the report is ambiguous, choose the most plausible reading and say so in the summary.
 `,

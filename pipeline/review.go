@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
 // Triage is the triage role's note on a ticket, computed once and reused by later attempts.
@@ -23,7 +26,24 @@ type Triage struct {
 	// TargetTests are pytest node ids that should show the bug (fail before the fix); those
 	// failing at the base must pass for a fix to be accepted.
 	TargetTests []string `json:"target_tests,omitempty"`
+	// Verifications pair criteria with a command that shows them; the pipeline runs them on
+	// the candidate and gives the judge their results.
+	Verifications []Verification `json:"verifications,omitempty"`
 }
+
+// Verification is one way to show a criterion holds: a pytest node id, or Python code run
+// as `python -c` by the project's interpreter. Exactly one of Test and Python is set.
+type Verification struct {
+	Criterion string `json:"criterion"`
+	Test      string `json:"test,omitempty"`
+	Python    string `json:"python,omitempty"`
+}
+
+// Bounds of the judge's verification commands.
+const (
+	maxVerifications   = 5
+	verificationTimeout = 2 * time.Minute
+)
 
 // Finding is one checker finding in the fixed schema; the pipeline keeps only findings whose
 // evidence appears verbatim in the diff or the changed file.
@@ -311,6 +331,72 @@ func stripDiffMarkers(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// criteriaEvidence runs the acceptance criteria's commands (item 7); "" until triage gives
-// commands.
-func (a *attempt) criteriaEvidence(ctx context.Context) string { return "" }
+// criteriaEvidence runs the triage's verification commands on the candidate, through the
+// check runner (so they get the same sandbox and environment as the checks), and renders
+// their results for the judge; "" when triage gave none.
+func (a *attempt) criteriaEvidence(ctx context.Context) string {
+	if a.tri == nil || len(a.tri.Verifications) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n# Verification of the criteria\n\nticketd ran these commands on the fixed code:\n")
+	for i, v := range a.tri.Verifications {
+		if i == maxVerifications {
+			break
+		}
+		c, what, ok := a.verificationCheck(i, v)
+		if !ok {
+			continue
+		}
+		res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{c})
+		if len(res) != 1 {
+			continue
+		}
+		r := res[0]
+		verdict := "FAILED"
+		if r.Passed {
+			verdict = "passed"
+		}
+		fmt.Fprintf(&b, "\n- criterion: %s\n  command: %s\n  result: %s (%s)\n", v.Criterion, what, verdict, r.Summary)
+		if !r.Passed {
+			for _, l := range lastLinesOf(r.Output, 6) {
+				fmt.Fprintf(&b, "    %s\n", clip(l, 200))
+			}
+		}
+		a.note("verification %d (%s): %s", i+1, what, verdict)
+	}
+	return b.String()
+}
+
+// verificationCheck turns a verification into a check the runner can run.
+func (a *attempt) verificationCheck(i int, v Verification) (validate.Check, string, bool) {
+	name := fmt.Sprintf("verify-%d", i+1)
+	switch {
+	case v.Test != "" && !strings.HasPrefix(v.Test, "-"):
+		for _, c := range a.job.Checks {
+			if c.Kind == validate.KindPytest {
+				c.Name, c.Only, c.Timeout = name, []string{v.Test}, verificationTimeout
+				return c, "pytest " + v.Test, true
+			}
+		}
+	case v.Python != "":
+		python := ""
+		for _, c := range a.job.Checks {
+			if c.Python != "" {
+				python = c.Python
+				break
+			}
+		}
+		return validate.Check{Name: name, Kind: validate.KindPython, Command: []string{"-c", v.Python},
+			Timeout: verificationTimeout, Python: python}, "python -c " + strconv.Quote(clip(v.Python, 200)), true
+	}
+	return validate.Check{}, "", false
+}
+
+func lastLinesOf(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

@@ -178,7 +178,33 @@ type judgeAnswer struct {
 	Reason  string   `json:"reason"`
 }
 
-func judgeContent(title string, fail bool) string {
+// failedVerifications reads the verification results a judge request shows ("- criterion: X"
+// followed by "result: FAILED ..."), as a judge model weighs what was run over the diff.
+func failedVerifications(msgs []message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		crit := ""
+		for line := range strings.SplitSeq(m.text, "\n") {
+			t := strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(t, "- criterion:"); ok {
+				crit = strings.TrimSpace(rest)
+			} else if strings.HasPrefix(t, "result: FAILED") && crit != "" {
+				out = append(out, crit)
+				crit = ""
+			}
+		}
+	}
+	return out
+}
+
+func judgeContent(title string, fail bool, failed []string) string {
+	if len(failed) > 0 {
+		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: failed,
+			Reason: "Scripted judge: the verification of these criteria failed on the fixed code."})
+	}
 	if fail {
 		crit := "The problem described in the ticket no longer occurs: " + title
 		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: []string{crit},

@@ -25,10 +25,14 @@ const (
 	KindRuff     = "ruff"
 	KindMypy     = "mypy"
 	KindCommand  = "command"
+	// KindPython runs Command as the arguments of the project's interpreter (see
+	// Runner.Interpreter), e.g. ["-c", "from calc import double; assert double(2) == 4"]:
+	// how the judge's criteria are verified in the same environment as the tests.
+	KindPython = "python"
 )
 
 // Kinds lists the accepted Check.Kind values.
-var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand}
+var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand, KindPython}
 
 // DefaultTimeout bounds a check whose Timeout is zero: long enough for a real
 // test suite, short enough that a hung test cannot eat the night.
@@ -61,7 +65,7 @@ func (c Check) Validate() error {
 	if !slices.Contains(Kinds, c.Kind) {
 		return fmt.Errorf("%w %q: kind %q is not one of %v", ErrInvalidCheck, c.Name, c.Kind, Kinds)
 	}
-	if len(c.Command) == 0 && c.Kind == KindCommand {
+	if len(c.Command) == 0 && (c.Kind == KindCommand || c.Kind == KindPython) {
 		return fmt.Errorf("%w %q: command is empty; give the argv, e.g. [%q, \"check\", \".\"]", ErrInvalidCheck, c.Name, c.Kind)
 	}
 	if c.Timeout < 0 {

@@ -166,7 +166,14 @@ func toolAbsent(code int, output string) bool {
 func (r *Runner) command(ctx context.Context, dir string, c Check) (argv []string, junitPath string, cleanup func(), err error) {
 	cleanup = func() {}
 	argv = slices.Clone(c.Command)
-	if len(argv) == 0 {
+	if c.Kind == KindPython {
+		py, err := r.Interpreter(ctx, dir, c, "pytest")
+		if err != nil {
+			// Any python3 will do for a one-liner when none has pytest.
+			py = debianPython
+		}
+		argv = append([]string{py}, argv...)
+	} else if len(argv) == 0 {
 		if argv, err = r.defaultCommand(ctx, dir, c); err != nil {
 			return nil, "", cleanup, err
 		}
