@@ -41,7 +41,7 @@ type Verification struct {
 
 // Bounds of the judge's verification commands.
 const (
-	maxVerifications   = 5
+	maxVerifications    = 5
 	verificationTimeout = 2 * time.Minute
 )
 
