@@ -195,7 +195,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		log.Warn("lease lost: discarding this attempt's work")
 		return
 	case errors.Is(cause, errCancelRequested):
-		w.writeResult(bg, log, lease, tree, out, "cancelled")
+		w.writeResult(bg, log, lease, tree, out, "cancelled", "")
 		if err := w.d.Store.FinishCancelled(bg, t.ID, lease.Token, "cancelled by an operator while running"); err != nil {
 			log.Error("finish cancelled ticket", "err", err)
 		}
@@ -211,7 +211,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone))
+		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone), tree.Branch)
 		err := w.d.Store.Complete(bg, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		if err != nil {
 			log.Error("complete ticket: discarding the fix", "err", err)
@@ -233,8 +233,10 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		if last {
 			state = string(store.StateEscalated)
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, state)
-		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: out.Reason, ResultDir: dir})
+		// The next attempt resets the ticket's branch: keep this one's work on its own.
+		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, out.Reason)
+		dir := w.writeResult(bg, log, lease, tree, out, state, branch)
+		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
 		if err != nil {
 			log.Error("record failed attempt", "err", err)
 			return
