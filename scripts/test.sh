@@ -21,6 +21,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 command -v git >/dev/null || { echo "git is required" >&2; exit 1; }
 
+# Ruff's engine for the ruff checks' integration tests, where no ruff binary exists: the npm
+# package under the cache folder that scripts/ruff-wasm/ruff.js looks in.
+ruff_wasm_version=0.17.4
+ruff_wasm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/ticketd/ruff-wasm"
+if ! command -v ruff >/dev/null && [ ! -f "$ruff_wasm_dir/node_modules/@astral-sh/ruff-wasm-nodejs/package.json" ]; then
+  command -v npm >/dev/null || { echo "npm is required to install Ruff's engine (or put ruff on PATH)" >&2; exit 1; }
+  echo "installing @astral-sh/ruff-wasm-nodejs@$ruff_wasm_version into $ruff_wasm_dir"
+  mkdir -p "$ruff_wasm_dir"
+  npm install --silent --no-audit --no-fund --prefix "$ruff_wasm_dir" "@astral-sh/ruff-wasm-nodejs@$ruff_wasm_version" >/dev/null
+fi
+
 echo "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

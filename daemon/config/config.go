@@ -285,11 +285,11 @@ func (c Config) Validate() error {
 		}
 		for j, ch := range r.Checks {
 			switch ch.Kind {
-			case "pytest", "unittest", "ruff", "mypy", "command":
+			case "pytest", "unittest", "ruff", "mypy", "command", "python":
 			default:
-				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy or command, got %q", name, j, ch.Kind)
+				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy, python or command, got %q", name, j, ch.Kind)
 			}
-			if ch.Kind != "pytest" && ch.Kind != "unittest" && len(ch.Command) == 0 {
+			if (ch.Kind == "command" || ch.Kind == "python") && len(ch.Command) == 0 {
 				bad("repos.%s.checks[%d].command: required for kind %q", name, j, ch.Kind)
 			}
 			if ch.Timeout < 0 {

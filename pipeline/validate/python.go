@@ -104,7 +104,7 @@ func installHint(tool string) string {
 	case "mypy":
 		return "install it with `apt-get install -y python3-mypy` (or `pip install mypy` in the project's .venv)"
 	case "ruff":
-		return "install ruff (`pip install ruff`, or the npm package @astral-sh/ruff-wasm-nodejs with ticketd's ruff shim on PATH)"
+		return "install ruff (`pip install ruff`), or put ticketd's scripts/ruff-wasm on PATH after `npm install --prefix ~/.cache/ticketd/ruff-wasm @astral-sh/ruff-wasm-nodejs`"
 	}
 	return "install " + tool
 }
