@@ -3,6 +3,7 @@ package scriptedmodel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -200,7 +201,12 @@ func failedVerifications(msgs []message) []string {
 	return out
 }
 
-func judgeContent(title string, fail bool, failed []string) string {
+func judgeContent(title string, fail bool, failed []string, complete bool) string {
+	if !complete {
+		crit := "The problem described in the ticket no longer occurs: " + title
+		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: []string{crit},
+			Reason: "Scripted judge: the diff does not hold the whole fix; part of the cause is left as it was."})
+	}
 	if len(failed) > 0 {
 		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: failed,
 			Reason: "Scripted judge: the verification of these criteria failed on the fixed code."})
@@ -217,4 +223,32 @@ func judgeContent(title string, fail bool, failed []string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// fixReviewed reports whether the diff a judge is shown holds the whole intended fix: each
+// line the case's patch adds appears as an added line. The scripted judge knows the right
+// answer, as a careful reviewer would recognise a partial fix.
+func fixReviewed(p *plan, msgs []message) bool {
+	var text strings.Builder
+	for _, m := range msgs {
+		if m.Role == "user" {
+			text.WriteString(m.text)
+			text.WriteString("\n")
+		}
+	}
+	shown := text.String()
+	for _, f := range p.files {
+		for _, h := range f.Hunks {
+			oldLines := strings.Split(h.OldText, "\n")
+			for l := range strings.SplitSeq(h.NewText, "\n") {
+				if strings.TrimSpace(l) == "" || slices.Contains(oldLines, l) {
+					continue
+				}
+				if !strings.Contains(shown, "\n+"+l+"\n") {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -427,7 +427,7 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	case "checker":
 		content = checkerReview(ex.plan, s.review("checker", ex.plan))
 	case "judge":
-		content = judgeContent(title, ex.plan.JudgeFailsAlways || ex.plan.JudgeFailsOnce && s.review("judge", ex.plan) == 1, failedVerifications(ex.msgs))
+		content = judgeContent(title, ex.plan.JudgeFailsAlways || ex.plan.JudgeFailsOnce && s.review("judge", ex.plan) == 1, failedVerifications(ex.msgs), fixReviewed(ex.plan, ex.msgs))
 	}
 
 	limit := cmp.Or(ex.req.MaxCompletionTokens, ex.req.MaxTokens)
