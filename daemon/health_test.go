@@ -101,3 +101,33 @@ func TestMissingToolIsStartupError(t *testing.T) {
 		t.Fatalf("RunNight = %v, want a start-up error naming check \"lint\" and an install hint", err)
 	}
 }
+
+// A package at the repository root, not installed, with its tests in test/ (no __init__.py)
+// and no conftest.py: the pytest script would fail collection at the base; ticketd's
+// `python -m pytest` collects and runs it, and the correct fix is accepted.
+func TestRootPackageNotInstalledIsFixed(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	git(t, f.repo, "mv", "tests", "test")
+	git(t, f.repo, "rm", "-qf", "test/__init__.py")
+	git(t, f.repo, "commit", "-qm", "tests in test/, not a package")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	var logs syncBuffer
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	tk, err := st.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone || strings.Contains(logs.String(), "repository unhealthy") {
+		t.Fatalf("ticket %s (%s), want done with a healthy baseline; log:\n%s", tk.State, tk.Reason, logs.String())
+	}
+}

@@ -143,6 +143,11 @@ func loadCase(dir string) (Case, error) {
 	if fi, err := os.Stat(filepath.Join(dir, "repo")); err != nil || !fi.IsDir() {
 		return c, bad("repo/", "missing folder with the project's files at the bug")
 	}
+	if _, err := os.Lstat(filepath.Join(dir, "repo", ".git")); err == nil {
+		// The bench makes the repository itself (one pinned "base" commit); a copied .git
+		// would carry another history, hooks and config into every round.
+		return c, bad("repo/.git", "repo/ must hold the project's files only, not a git repository; export them with `git -C <clone> archive HEAD | tar -x -C repo/` or remove repo/.git")
+	}
 
 	raw, err = os.ReadFile(filepath.Join(dir, "golden.patch"))
 	if err != nil {

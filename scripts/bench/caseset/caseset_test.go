@@ -113,6 +113,7 @@ func TestLoadErrors(t *testing.T) {
 		{"no hidden", map[string]string{"hidden": ""}, "hidden/"},
 		{"hidden without tests", map[string]string{"hidden/tests/test_hidden.py": "", "hidden/tests/helper.py": "x = 1\n"}, "test_*.py"},
 		{"hidden visible", map[string]string{"repo/tests/test_hidden.py": "def test_x():\n    pass\n"}, "also exists in repo/"},
+		{"git repository in repo/", map[string]string{"repo/.git/HEAD": "ref: refs/heads/main\n"}, "not a git repository"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
