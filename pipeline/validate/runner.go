@@ -194,6 +194,9 @@ func (r *Runner) command(ctx context.Context, dir string, c Check) (argv []strin
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
+		// One module that fails to import must not hide every other test's result: the gate
+		// compares test by test, and a base that ran nothing cannot gate a fix.
+		argv = append(argv, "--continue-on-collection-errors")
 		if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
 			argv = append(argv, "--rootdir="+dir)
 		}
