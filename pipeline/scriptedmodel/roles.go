@@ -226,7 +226,7 @@ func firstLine(s string) string {
 }
 
 // fixReviewed reports whether the diff a judge is shown holds the whole intended fix: each
-// line the case's patch adds appears as an added line. The scripted judge knows the right
+// line the case's patch adds appears as an added line, each line it removes as removed. The scripted judge knows the right
 // answer, as a careful reviewer would recognise a partial fix.
 func fixReviewed(p *plan, msgs []message) bool {
 	var text strings.Builder
@@ -240,11 +240,22 @@ func fixReviewed(p *plan, msgs []message) bool {
 	for _, f := range p.files {
 		for _, h := range f.Hunks {
 			oldLines := strings.Split(h.OldText, "\n")
-			for l := range strings.SplitSeq(h.NewText, "\n") {
+			newLines := strings.Split(h.NewText, "\n")
+			for _, l := range newLines {
 				if strings.TrimSpace(l) == "" || slices.Contains(oldLines, l) {
 					continue
 				}
 				if !strings.Contains(shown, "\n+"+l+"\n") {
+					return false
+				}
+			}
+			// A line the fix replaces must be gone too: keeping it beside the new one is
+			// the partial fix a careful judge refuses.
+			for _, l := range oldLines {
+				if strings.TrimSpace(l) == "" || slices.Contains(newLines, l) {
+					continue
+				}
+				if !strings.Contains(shown, "\n-"+l+"\n") {
 					return false
 				}
 			}
