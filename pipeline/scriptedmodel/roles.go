@@ -3,7 +3,6 @@ package scriptedmodel
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -225,41 +224,63 @@ func firstLine(s string) string {
 	return line
 }
 
-// fixReviewed reports whether the diff a judge is shown holds the whole intended fix: each
-// line the case's patch adds appears as an added line, each line it removes as removed. The scripted judge knows the right
-// answer, as a careful reviewer would recognise a partial fix.
+// fixReviewed reports whether the diff a judge is shown holds the whole intended fix: the new
+// side of each of the case's hunks (its changed lines in their context) appears, in order,
+// on the new side of the shown diff. A partial fix, a replaced line kept beside the new one,
+// or a right line in the wrong place all fail, as a careful judge would fail them.
 func fixReviewed(p *plan, msgs []message) bool {
-	var text strings.Builder
+	var side strings.Builder
 	for _, m := range msgs {
-		if m.Role == "user" {
-			text.WriteString(m.text)
-			text.WriteString("\n")
+		if m.Role != "user" {
+			continue
+		}
+		for l := range strings.SplitSeq(m.text, "\n") {
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			case strings.HasPrefix(l, "-"): // the old side: not part of the new text
+			case strings.HasPrefix(l, "+"), strings.HasPrefix(l, " "):
+				side.WriteString(l[1:])
+				side.WriteString("\n")
+			case l == "":
+				side.WriteString("\n") // an empty context line whose space was stripped
+			default:
+				side.WriteString("\x00\n") // anything else breaks a run of lines
+			}
 		}
 	}
-	shown := text.String()
+	shown := "\n" + side.String()
 	for _, f := range p.files {
 		for _, h := range f.Hunks {
-			oldLines := strings.Split(h.OldText, "\n")
-			newLines := strings.Split(h.NewText, "\n")
-			for _, l := range newLines {
-				if strings.TrimSpace(l) == "" || slices.Contains(oldLines, l) {
-					continue
-				}
-				if !strings.Contains(shown, "\n+"+l+"\n") {
-					return false
-				}
-			}
-			// A line the fix replaces must be gone too: keeping it beside the new one is
-			// the partial fix a careful judge refuses.
-			for _, l := range oldLines {
-				if strings.TrimSpace(l) == "" || slices.Contains(newLines, l) {
-					continue
-				}
-				if !strings.Contains(shown, "\n-"+l+"\n") {
-					return false
-				}
+			if !strings.Contains(shown, "\n"+changedCore(h)) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+// changedCore is a hunk's new side from one line before its first change to one line after
+// its last: what any diff of the same fix shows, whatever its amount of context.
+func changedCore(h Hunk) string {
+	newLines := strings.SplitAfter(h.NewText, "\n")
+	added := addedFlags(h, newLines)
+	first, last := -1, -1
+	for j, a := range added {
+		if a {
+			if first < 0 {
+				first = j
+			}
+			last = j
+		}
+	}
+	if first < 0 {
+		// Only removals: the lines on either side of the gap must now be neighbours.
+		return h.NewText
+	}
+	lo, hi := max(first-1, 0), min(last+2, len(newLines))
+	core := strings.Join(newLines[lo:hi], "")
+	if !strings.HasSuffix(core, "\n") {
+		core += "\n"
+	}
+	return core
 }

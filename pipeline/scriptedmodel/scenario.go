@@ -342,11 +342,9 @@ func lastRemovedCode(h Hunk) string {
 	return last
 }
 
-// lastAddedCode is the index in newLines of the hunk's last added line of code, -1 if none.
-// Docstrings are tracked from the hunk's first line, which is good enough for the
-// three-line context git gives.
-func lastAddedCode(h Hunk, newLines []string) int {
-	// Which new lines are additions: walk both sides as the hunk's line order allows.
+// addedFlags marks which of a hunk's new lines are additions, pairing equal lines of the two
+// sides in order.
+func addedFlags(h Hunk, newLines []string) []bool {
 	added := make([]bool, len(newLines))
 	oldLines := strings.SplitAfter(h.OldText, "\n")
 	i := 0
@@ -364,6 +362,14 @@ func lastAddedCode(h Hunk, newLines []string) int {
 			added[j] = true
 		}
 	}
+	return added
+}
+
+// lastAddedCode is the index in newLines of the hunk's last added line of code, -1 if none.
+// Docstrings are tracked from the hunk's first line, which is good enough for the
+// three-line context git gives.
+func lastAddedCode(h Hunk, newLines []string) int {
+	added := addedFlags(h, newLines)
 	inDoc := false
 	last := -1
 	for j, l := range newLines {
