@@ -81,8 +81,8 @@ type Case struct {
 // caseFile is case.yaml; unknown keys are an error so a typo cannot silently
 // change how a case is run.
 type caseFile struct {
-	Difficulty        string   `yaml:"difficulty"`
-	Scripted          string   `yaml:"scripted"`
+	Difficulty        string           `yaml:"difficulty"`
+	Scripted          string           `yaml:"scripted"`
 	HiddenTestCommand []string         `yaml:"hidden_test_command"`
 	FailToPass        []string         `yaml:"fail_to_pass"`
 	PassToPass        []string         `yaml:"pass_to_pass"`
