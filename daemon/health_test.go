@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -129,5 +130,45 @@ func TestRootPackageNotInstalledIsFixed(t *testing.T) {
 	}
 	if tk.State != store.StateDone || strings.Contains(logs.String(), "repository unhealthy") {
 		t.Fatalf("ticket %s (%s), want done with a healthy baseline; log:\n%s", tk.State, tk.Reason, logs.String())
+	}
+}
+
+// A test that fails one run in two is never blamed on a fix: the ticket is done, and the
+// flake is on record in the ticket's events and its report.
+func TestFlakyTestRecorded(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	write(t, filepath.Join(f.repo, ".gitignore"), "*.count\n")
+	// The counter lives outside the worktrees, which are fresh for the baseline and each attempt.
+	counter := filepath.Join(t.TempDir(), "flake.count")
+	write(t, filepath.Join(f.repo, "tests", "test_flaky.py"), `import os
+
+
+def test_sometimes():
+    p = "`+counter+`"
+    n = int(open(p).read()) if os.path.exists(p) else 0
+    with open(p, "w") as f:
+        f.write(str(n + 1))
+    assert n % 2 == 0, "fails one run in two (run %d)" % n
+`)
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-qm", "a flaky test")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	n := runNight(t, f.config(t, url, 1), 0)
+	tk, err := n.store.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone {
+		t.Fatalf("ticket %s (%s), want done: a flake must not block the fix", tk.State, tk.Reason)
+	}
+	events, _ := n.store.Events(context.Background(), 1)
+	noted := false
+	for _, e := range events {
+		noted = noted || e.Kind == "note" && strings.Contains(e.Reason, "flaky") && strings.Contains(e.Reason, "tests/test_flaky.py::test_sometimes")
+	}
+	report, _ := os.ReadFile(filepath.Join(tk.ResultDir, "report.md"))
+	if !noted || !strings.Contains(string(report), "flaky: tests: tests/test_flaky.py::test_sometimes") {
+		t.Errorf("flake not recorded: note=%v; report:\n%s", noted, report)
 	}
 }
