@@ -211,6 +211,9 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			windows[r] = rc.ContextWindow
 		}
 	}
+	if err := preflight(ctx, checks, cfg.Repos); err != nil {
+		return rep, fmt.Errorf("checks: %w", err)
+	}
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
@@ -220,6 +223,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
+			JudgeAdvisory: cfg.Judge == "advisory",
 		},
 		windowEnd: windowEnd,
 		gate:      client,
@@ -227,6 +231,13 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		parkUntil: nextNight(cfg.Night.Schedule, windowEnd),
 	}
 	defer d.runGitHub(workCtx)()
+	// The claim window counts from the end of the baselines: they are the night's preparation.
+	windowTimer.Stop()
+	graceTimer.Stop()
+	w.checkRepos(claimCtx)
+	windowTimer.Reset(cfg.Night.Window)
+	graceTimer.Reset(cfg.Night.Window + cfg.Night.Grace)
+	w.windowEnd = d.now().Add(cfg.Night.Window)
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)

@@ -18,7 +18,7 @@ import (
 // writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
 // under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
 // ticket's transition matters more than its report.
-func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree *worktree.Tree, out pipeline.Outcome, ending string) string {
+func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree *worktree.Tree, out pipeline.Outcome, ending, branch string) string {
 	t := lease.Ticket
 	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(t.ID, 10))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -32,6 +32,11 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(diff), 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
 	}
+	writeAttempt(log, dir, attemptRecord{
+		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
+		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
+		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict,
+	}, diff, out)
 	calls, err := w.d.Store.ModelCalls(ctx, t.ID)
 	if err != nil {
 		log.Warn("model calls for report", "err", err)
@@ -42,7 +47,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	}
 	report := renderReport(reportInput{
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
-		Outcome: out, Diff: diff, Calls: calls, Events: events, Now: w.d.now(),
+		Outcome: out, Diff: diff, Calls: calls, Events: events, Now: w.d.now(), Attempts: readAttempts(dir),
 	})
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(report), 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
@@ -61,6 +66,8 @@ type reportInput struct {
 	Calls   []store.ModelCall
 	Events  []store.Event
 	Now     time.Time
+	// Attempts are every attempt's record so far (results/<id>/attempt-<n>/).
+	Attempts []attemptRecord
 }
 
 func renderReport(in reportInput) string {
@@ -120,16 +127,41 @@ func renderReport(in reportInput) string {
 			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
 		}
 	}
+	for _, f := range out.Flaky {
+		fmt.Fprintf(&b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
+	}
 	if len(out.Findings) > 0 {
 		b.WriteString("\nChecker findings:\n")
 		for _, f := range out.Findings {
-			fmt.Fprintf(&b, "- %s %s:%d: %s\n", f.Severity, f.File, f.Line, f.Message)
+			fmt.Fprintf(&b, "- %s [%s] %s:%d: %s\n", f.Severity, f.Category, f.File, f.Line, f.Finding)
 		}
 	}
+	if out.DroppedFindings > 0 {
+		fmt.Fprintf(&b, "\nChecker findings dropped (evidence not in the diff or changed files, bad schema, or new in round 2): %d, over %d review round(s).\n", out.DroppedFindings, out.ReviewRounds)
+	}
 	if out.Verdict != nil {
-		fmt.Fprintf(&b, "\nJudge: %s. %s\n", out.Verdict.Verdict, out.Verdict.Reason)
+		mode := "Judge"
+		if out.JudgeAdvisory {
+			mode = "Judge (advisory, does not block)"
+		}
+		fmt.Fprintf(&b, "\n%s: %s. %s\n", mode, out.Verdict.Verdict, out.Verdict.Reason)
+		for _, u := range out.Verdict.Unmet {
+			fmt.Fprintf(&b, "- unmet: %s\n", u)
+		}
 	}
 	b.WriteString("\n")
+
+	if len(in.Attempts) > 0 {
+		b.WriteString("## Attempts\n\n")
+		for _, a := range in.Attempts {
+			fmt.Fprintf(&b, "- attempt %d (%s, %s): %s", a.Attempt, a.Ending, a.Status, oneLine(a.Reason))
+			if a.Branch != "" {
+				fmt.Fprintf(&b, "; branch `%s`", a.Branch)
+			}
+			fmt.Fprintf(&b, "; patch `attempt-%d/patch`, %d submit(s), %d review round(s)\n", a.Attempt, a.Submits, a.Rounds)
+		}
+		b.WriteString("\n")
+	}
 
 	b.WriteString("## What was tried\n\n")
 	for _, e := range in.Events {
@@ -219,4 +251,13 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
+}
+
+// oneLine flattens s to one line of at most 300 bytes.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
 }

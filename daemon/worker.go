@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +33,7 @@ type workerPool struct {
 	// runID and parkUntil park a ticket released too often for transport faults.
 	runID     int64
 	parkUntil time.Time
+	unhealthy unhealthyRepos
 
 	mu      sync.Mutex
 	touched []int64
@@ -109,7 +112,7 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		return w.cfg.Night.Poll, ctx.Err() == nil
 	}
 	now := w.d.now()
-	wait, more := w.cfg.Night.Poll, due.Paused > 0 // a paused repo may be resumed
+	wait, more := w.cfg.Night.Poll, false // a paused (unhealthy) repository's tickets wait for the next night
 	if due.Running > 0 {
 		more = true // it may come back as a retry, or its lease may expire
 		if !due.NextLeaseExpiry.IsZero() {
@@ -174,6 +177,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
 		return
 	}
+	if w.markUnhealthy(ctx, t.Repo, tree.BaseCommit, validate.Health(facts.results)) {
+		// The base moved to a broken commit during the night (or a check's tool stopped
+		// starting): give the ticket back unspent.
+		w.release(bg, log, lease, ctx, fmt.Errorf("repository %s is unhealthy at base %s; see the note on this ticket", t.Repo, short(tree.BaseCommit)))
+		return
+	}
 	if reason := validate.Aborted(facts.results); reason != "" {
 		// The base commit's own checks broke a limit: no attempt can run them safely.
 		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: "baseline checks: " + reason})
@@ -195,6 +204,20 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "took", out.Duration.Round(time.Millisecond))
+	if len(facts.flaky) > 0 {
+		out.Flaky = append(slices.Clone(facts.flaky), out.Flaky...)
+	}
+	if out.DroppedFindings > 0 {
+		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", fmt.Sprintf("review: %d checker finding(s) dropped over %d round(s) (evidence not in the diff or changed files, bad schema, or new in round 2)", out.DroppedFindings, out.ReviewRounds)); err != nil {
+			log.Warn("note dropped findings", "err", err)
+		}
+	}
+	if len(out.Flaky) > 0 {
+		log.Warn("flaky tests: failed, then passed when re-run alone", "tests", strings.Join(out.Flaky, ", "))
+		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", "flaky tests (failed, then passed when re-run alone; not blamed on the fix): "+strings.Join(out.Flaky, ", ")); err != nil {
+			log.Warn("note flaky tests", "err", err)
+		}
+	}
 
 	cause := context.Cause(ctx)
 	switch {
@@ -202,7 +225,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		log.Warn("lease lost: discarding this attempt's work")
 		return
 	case errors.Is(cause, errCancelRequested):
-		w.writeResult(bg, log, lease, tree, out, "cancelled")
+		w.writeResult(bg, log, lease, tree, out, "cancelled", "")
 		if err := w.d.Store.FinishCancelled(bg, t.ID, lease.Token, "cancelled by an operator while running"); err != nil {
 			log.Error("finish cancelled ticket", "err", err)
 		}
@@ -218,7 +241,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone))
+		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone), tree.Branch)
 		err := w.d.Store.Complete(bg, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		if err != nil {
 			log.Error("complete ticket: discarding the fix", "err", err)
@@ -240,8 +263,10 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		if last {
 			state = string(store.StateEscalated)
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, state)
-		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: out.Reason, ResultDir: dir})
+		// The next attempt resets the ticket's branch: keep this one's work on its own.
+		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, out.Reason)
+		dir := w.writeResult(bg, log, lease, tree, out, state, branch)
+		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
 		if err != nil {
 			log.Error("record failed attempt", "err", err)
 			return

@@ -101,7 +101,13 @@ type Outcome struct {
 	// Compactions counts the passes that shrank the maker's conversation to fit its window.
 	Compactions int
 	History     []string // what was tried, one line each, for the report
-	Duration    time.Duration
+	Flaky       []string // tests that failed on a candidate, then passed alone ("check: id")
+	// ReviewRounds and DroppedFindings count the attempt's reviews and the checker findings
+	// dropped (invented evidence, bad schema, new in round 2).
+	ReviewRounds    int
+	DroppedFindings int
+	JudgeAdvisory   bool // the verdict only annotates (judge: advisory)
+	Duration        time.Duration
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -121,6 +127,22 @@ type Runner struct {
 	// CompactAt is the share of the window at which the maker's conversation is
 	// compacted; 0 means DefaultCompactAt.
 	CompactAt float64
+	// FlakeReruns is how often a newly failing test is re-run alone before it counts
+	// against a fix; 0 means DefaultFlakeReruns, negative disables re-runs.
+	FlakeReruns int
+	// JudgeAdvisory makes the judge annotate the report without blocking (config judge:
+	// advisory); the default gates.
+	JudgeAdvisory bool
+}
+
+func (r *Runner) flakeReruns() int {
+	switch {
+	case r.FlakeReruns < 0:
+		return 0
+	case r.FlakeReruns == 0:
+		return DefaultFlakeReruns
+	}
+	return r.FlakeReruns
 }
 
 // Layout says where a request's dynamic values (work directory, date) are placed.
@@ -169,6 +191,9 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
 	out.Dollars, out.Compactions = a.dollars, a.compactions
 	out.History = a.history
+	out.Flaky = a.flaky
+	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
+	out.JudgeAdvisory = r.JudgeAdvisory
 	return out
 }
 
@@ -186,6 +211,12 @@ type attempt struct {
 	// unrecorded counts compaction passes not yet recorded on a maker call.
 	unrecorded int
 	tri        *Triage
+	flaky      []string
+	targets    []string // tests the maker named on submit: they must pass
+	// reviewRounds counts checker-and-judge reviews; lastFindings are the last round's.
+	reviewRounds    int
+	lastFindings    []Finding
+	droppedFindings int
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 }

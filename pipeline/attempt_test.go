@@ -52,11 +52,25 @@ func (c *calls) RecordToolCall(_ context.Context, tc store.ToolCall) (int64, err
 // with one case, and a Runner wired to the real model client and real pytest.
 func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 	t.Helper()
+	return setupAttemptWith(t, c, nil)
+}
+
+// setupAttemptWith is setupAttempt with extra files in the repository (and, when c.Patch is
+// set, that patch instead of the fix).
+func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]string) (*Runner, Job, *calls) {
+	t.Helper()
 	dir := t.TempDir()
-	for name, content := range map[string]string{
+	files := map[string]string{
 		"calc.py":      buggy,
 		"test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-	} {
+	}
+	for name, content := range extra {
+		files[name] = content
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +89,9 @@ func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 	gitRun("commit", "-q", "-m", "base")
 
 	c.Match = "double is wrong"
-	c.Patch = fixPatch
+	if c.Patch == "" {
+		c.Patch = fixPatch
+	}
 	server, err := scriptedmodel.New([]scriptedmodel.Case{c}, scriptedmodel.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,14 @@ type Gate struct {
 	New       []string // failures the baseline did not have
 	Fixed     []string // baseline failures that now pass
 	Remaining []string // baseline failures still failing
+	Flaky     []string // tests that failed, then passed when re-run alone ("check: id")
+	Targets   []string // tests the fix was required to make pass, when any were named
 	Results   []validate.Result
 	Text      string // for the model and the report
+
+	// newTests names the new failures that are single tests (check → node ids): what a
+	// flake re-run can retry.
+	newTests map[string][]string
 }
 
 // failureKeys names each failure of a run so that runs can be compared: a test id where the
@@ -70,7 +76,14 @@ func isTestKey(results []validate.Result, key string) bool {
 // Compare applies the gate rule to the current results against the baseline.
 func Compare(baseline, current []validate.Result) Gate {
 	base, cur := failureKeys(baseline), failureKeys(current)
-	g := Gate{Results: current}
+	g := Gate{Results: current, newTests: map[string][]string{}}
+	for check, ids := range FailingTests(current) {
+		for _, id := range ids {
+			if _, ok := base[check+": "+id]; !ok {
+				g.newTests[check] = append(g.newTests[check], id)
+			}
+		}
+	}
 	baseTests, fixedTests := 0, 0
 	for k, d := range cur {
 		if _, ok := base[k]; ok {

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,16 +61,34 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestVerifyEvidence(t *testing.T) {
-	diff := "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x + 1\n+    return x  +  2\n"
-	fs := []Finding{
-		{Severity: "blocker", Evidence: "+    return x + 2"},     // whitespace differs: kept
-		{Severity: "blocker", Evidence: "return x * 3"},          // invented: dropped
-		{Severity: "minor", Evidence: ""},                        // no evidence: dropped
-		{Severity: "major", Evidence: "def f(x):\nreturn x + 1"}, // spans lines without markers: kept
+func TestVerifyFindings(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.py"), []byte("def f(x):\n    # unchanged context far from the hunk\n    return x  +  2\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	got := verifyEvidence(fs, diff)
-	if len(got) != 2 || got[0].Evidence != fs[0].Evidence || got[1].Evidence != fs[3].Evidence {
-		t.Errorf("verifyEvidence kept %+v", got)
+	if err := os.WriteFile(filepath.Join(dir, "other.py"), []byte("secret = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &attempt{job: Job{Dir: dir}}
+	diff := "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x + 1\n+    return x  +  2\n"
+	tests := []struct {
+		f    Finding
+		kept bool
+	}{
+		{Finding{Severity: "blocker", File: "x.py", Finding: "f", Evidence: "+    return x + 2"}, true},                       // whitespace differs
+		{Finding{Severity: "blocker", File: "x.py", Finding: "f", Evidence: "return x * 3"}, false},                           // invented
+		{Finding{Severity: "minor", File: "x.py", Finding: "f", Evidence: ""}, false},                                         // no evidence
+		{Finding{Severity: "major", File: "x.py", Finding: "f", Evidence: "def f(x):\nreturn x + 1"}, true},                   // spans lines
+		{Finding{Severity: "major", File: "x.py", Finding: "f", Evidence: "# unchanged context far from the hunk"}, true},     // in the changed file
+		{Finding{Severity: "major", File: "other.py", Finding: "f", Evidence: "secret = 1"}, false},                           // file not changed
+		{Finding{Severity: "major", File: "../x.py", Finding: "f", Evidence: "# unchanged context far from the hunk"}, false}, // escapes
+		{Finding{Severity: "critical", File: "x.py", Finding: "f", Evidence: "return x + 2"}, false},                          // not in the schema
+		{Finding{Severity: "Blocker", File: "x.py", Finding: "", Evidence: "return x + 2"}, false},                            // no finding text
+	}
+	for _, tt := range tests {
+		kept, dropped := a.verifyFindings([]Finding{tt.f}, diff)
+		if got := len(kept) == 1; got != tt.kept || dropped != 1-len(kept) {
+			t.Errorf("verifyFindings(%+v): kept=%v dropped=%d, want kept=%v", tt.f, got, dropped, tt.kept)
+		}
 	}
 }

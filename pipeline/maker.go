@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,7 +124,11 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 }
 
 type toolResult struct {
-	text   string
+	text string
+	// failed marks a call that did not do what was asked: a tool error, checks that
+	// fail, a submit that was not accepted. It is the recorded tool call's OK flag.
+	failed bool
+	rung   string   // edit_file's matching rung, for the record
 	final  *Outcome // set by a submit that passed everything
 	review *Outcome // set by a submit that passed the checks but not the review
 }
@@ -165,6 +170,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	case tools.RunChecks:
 		var gate Gate
 		res.text, gate = a.runChecks(ctx)
+		res.failed = !gate.Passed
 		if reason := validate.Aborted(gate.Results); reason != "" {
 			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
 			res.final = &failed
@@ -172,16 +178,19 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	case tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
 	default:
-		res.text, err = ws.Exec(ctx, tc.Function.Name, tc.Function.Arguments)
+		var r tools.Result
+		r, err = ws.Run(ctx, tc.Function.Name, tc.Function.Arguments)
+		res.text, res.rung = r.Text, string(r.Rung)
 		if err != nil {
 			res.text = "error: " + err.Error()
+			res.failed = true
 		}
 	}
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
 			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
 			Tool: tc.Function.Name, Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
-			OK:       !strings.HasPrefix(res.text, "error:") && !strings.HasPrefix(res.text, "checks failed:"),
+			OK: !res.failed, Rung: res.rung,
 			Duration: a.r.now().Sub(start), At: start,
 		})
 		if rerr != nil {
@@ -195,29 +204,60 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
 	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
 	g := Compare(a.job.Baseline, results)
-	if g.Passed {
-		return "checks passed: " + g.Text, g
+	if len(g.newTests) > 0 {
+		// A test that passed at the base and fails now may be flaky: re-run it alone before
+		// blaming the fix.
+		rerun, flaky := Rerun(ctx, a.r.Checks, a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
+		if len(flaky) > 0 {
+			g = Compare(a.job.Baseline, rerun)
+			g.Flaky = flaky
+			g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
+			for _, f := range flaky {
+				if !slices.Contains(a.flaky, f) {
+					a.flaky = append(a.flaky, f)
+					a.note("flaky test: %s failed, then passed when re-run alone; not blamed on the fix", f)
+				}
+			}
+		}
 	}
-	return "checks failed: " + g.Text, g
+	g = a.requireTargets(ctx, g)
+	if g.Passed {
+		return "The checks pass (compared with the base commit): " + g.Text, g
+	}
+	return "The checks fail (compared with the base commit): " + g.Text, g
 }
+
+// Who refused a submit, in the words the maker reads. Each names the gate that spoke and
+// what already passed, so a model never chases a test failure that a reviewer's remark was.
+const (
+	refusedByChecks  = "Not accepted: the checks failed (tests, lint and type checks, compared with the base commit). The change was not reviewed.\n\n"
+	refusedByChecker = "Not accepted: the checks passed, but the code reviewer (checker) found blocking defects in your change.\n\n"
+	refusedByJudge   = "Not accepted: the checks passed and the code reviewer found no blocker, but the judge found acceptance criteria not met.\n\n"
+)
 
 func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	var s struct {
-		Summary string `json:"summary"`
+		Summary string   `json:"summary"`
+		Tests   []string `json:"tests"` // node ids the maker added or that reproduce the bug
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &s); err != nil {
-		return toolResult{text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
+		return toolResult{failed: true, text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
 	}
 	diff, err := a.job.Diff(ctx)
 	if err != nil {
-		return toolResult{text: "error: could not read your changes: " + err.Error()}
+		return toolResult{failed: true, text: "error: could not read your changes: " + err.Error()}
 	}
 	if strings.TrimSpace(diff) == "" {
 		a.note("submit refused: no changes")
-		return toolResult{text: "error: submit refused: there are no changes in the repository; edit the code first"}
+		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
-	text, gate := a.runChecks(ctx)
+	for _, id := range s.Tests {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(a.targets, id) {
+			a.targets = append(a.targets, id)
+		}
+	}
+	_, gate := a.runChecks(ctx)
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
@@ -225,7 +265,7 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
-		return toolResult{text: text}
+		return toolResult{failed: true, text: refusedByChecks + gate.Text + "\nFix these and call submit again."}
 	}
 	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}
 	rev, err := a.review(ctx, diff, s.Summary)
@@ -236,8 +276,19 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	out.Findings, out.Verdict = rev.findings, rev.verdict
 	if rev.feedback != "" {
-		a.note("submit %d: checks passed, review rejected: %s", a.submits, clip(rev.feedback, 300))
-		return toolResult{text: "checks failed: " + rev.feedback, review: &out}
+		who, prefix := "checker", refusedByChecker
+		if rev.by == model.RoleJudge {
+			who, prefix = "judge", refusedByJudge
+		}
+		a.note("submit %d: checks passed, %s rejected (review round %d of %d): %s", a.submits, who, a.reviewRounds, MaxReviewRounds, clip(rev.feedback, 300))
+		if rev.final {
+			stopped := out
+			stopped.Status = StatusFailed
+			stopped.Reason = fmt.Sprintf("the %s still rejects the fix after %d review rounds: %s", who, MaxReviewRounds, clip(strings.Join(strings.Fields(rev.feedback), " "), 400))
+			a.note("stopped: %s", stopped.Reason)
+			return toolResult{failed: true, text: prefix + rev.feedback, final: &stopped}
+		}
+		return toolResult{failed: true, text: prefix + rev.feedback, review: &out}
 	}
 	a.note("submit %d: checks passed and review passed", a.submits)
 	out.Status = StatusFixed

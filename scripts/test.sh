@@ -29,6 +29,18 @@ if ! bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --u
   echo "bwrap is installed but cannot create namespaces here; the sandbox tests will skip (run as root, or allow unprivileged user namespaces)" >&2
 fi
 
+# Ruff's engine for the ruff checks' integration tests, where no ruff binary exists: the npm
+# package in the shim's own folder, where scripts/ruff-wasm/ruff.js looks first (the checks'
+# sandbox has a private, empty $HOME, so a cache under ~ is not visible to it).
+ruff_wasm_version=0.17.4
+ruff_wasm_dir="scripts/ruff-wasm"
+if ! command -v ruff >/dev/null && [ ! -f "$ruff_wasm_dir/node_modules/@astral-sh/ruff-wasm-nodejs/package.json" ]; then
+  command -v npm >/dev/null || { echo "npm is required to install Ruff's engine (or put ruff on PATH)" >&2; exit 1; }
+  echo "installing @astral-sh/ruff-wasm-nodejs@$ruff_wasm_version into $ruff_wasm_dir"
+  mkdir -p "$ruff_wasm_dir"
+  npm install --silent --no-audit --no-fund --prefix "$ruff_wasm_dir" "@astral-sh/ruff-wasm-nodejs@$ruff_wasm_version" >/dev/null
+fi
+
 echo "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -44,6 +44,10 @@ type Config struct {
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	GitHub          GitHub   `yaml:"github"`
 	HTTP            HTTP     `yaml:"http"`
+	// Judge is how the judge's verdict counts: "gate" (default: an unmet criterion sends the
+	// maker back, and ends the attempt after the last review round) or "advisory" (the
+	// verdict only annotates the report).
+	Judge string `yaml:"judge"`
 
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
@@ -104,6 +108,9 @@ type Repo struct {
 	// sandbox's allowlist (PATH, LANG, LC_*, TZ, PYTHON*...). An endpoint's api_key_env is
 	// refused.
 	PassEnv []string `yaml:"pass_env"`
+	// Python is the interpreter the repository's checks run with (pytest, mypy); empty
+	// means its .venv/bin/python when present, else the first python3 that has the tool.
+	Python string `yaml:"python"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -177,6 +184,9 @@ func (c *Config) applyRepoDefaults() {
 				r.Checks[i].Name = r.Checks[i].Kind
 			}
 			r.Checks[i].PassEnv = r.PassEnv
+			if r.Checks[i].Python == "" {
+				r.Checks[i].Python = r.Python
+			}
 		}
 		c.Repos[name] = r
 	}
@@ -308,6 +318,11 @@ func (c Config) Validate() error {
 	default:
 		bad("log.level: must be debug, info, warn or error, got %q", c.Log.Level)
 	}
+	switch c.Judge {
+	case "", "gate", "advisory":
+	default:
+		bad("judge: must be gate or advisory, got %q", c.Judge)
+	}
 	for i, s := range c.Intake {
 		if s.Kind != "dir" {
 			bad("intake[%d].kind: only \"dir\" is supported, got %q", i, s.Kind)
@@ -328,11 +343,11 @@ func (c Config) Validate() error {
 		}
 		for j, ch := range r.Checks {
 			switch ch.Kind {
-			case "pytest", "unittest", "ruff", "mypy", "command":
+			case "pytest", "unittest", "ruff", "mypy", "command", "python":
 			default:
-				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy or command, got %q", name, j, ch.Kind)
+				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy, python or command, got %q", name, j, ch.Kind)
 			}
-			if ch.Kind != "pytest" && ch.Kind != "unittest" && len(ch.Command) == 0 {
+			if (ch.Kind == "command" || ch.Kind == "python") && len(ch.Command) == 0 {
 				bad("repos.%s.checks[%d].command: required for kind %q", name, j, ch.Kind)
 			}
 			if ch.Timeout < 0 {

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,9 +119,11 @@ func TestDemoNeverFixedEscalates(t *testing.T) {
 				t.Errorf("ticket %d: report lacks %q:\n%s", tk.ID, want, report)
 			}
 		}
-		out, err := exec.Command("git", "-C", filepath.Join(res.Dir, RepoName), "branch", "--list", "ticketd/*").Output()
-		if err != nil || strings.TrimSpace(string(out)) != "" {
-			t.Errorf("escalated tickets left branches behind: %q %v", out, err)
+		// Only the attempts' own branches stay, for the human: ticketd/<id>-attempt-<n>.
+		out, err := exec.Command("git", "-C", filepath.Join(res.Dir, RepoName), "branch", "--list", fmt.Sprintf("ticketd/%d-*", tk.ID)).Output()
+		want := fmt.Sprintf("ticketd/%d-attempt-1\nticketd/%d-attempt-2", tk.ID, tk.ID)
+		if got := strings.Join(strings.Fields(string(out)), "\n"); err != nil || got != want {
+			t.Errorf("ticket %d: branches %q %v, want exactly %q", tk.ID, got, err, want)
 		}
 	}
 }

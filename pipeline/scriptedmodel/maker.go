@@ -54,6 +54,11 @@ func readHistory(msgs []message) history {
 func (c pastCall) ok() bool     { return c.hasResult && !strings.HasPrefix(c.result, "error:") }
 func (c pastCall) failed() bool { return c.hasResult && strings.HasPrefix(c.result, "error:") }
 
+// refused reads a submit's answer as a model would: an accepted submit ends the
+// conversation, so a submit that got an answer at all was judged and not accepted —
+// unless the answer is a tool error (nothing to submit, bad arguments), which judged nothing.
+func (c pastCall) refused() bool { return c.hasResult && !c.failed() }
+
 // makerTurn decides the maker's next tool calls for plan p from the conversation.
 // The state machine is written out in Behaviour's doc comments; the rules, in order:
 // loop repeats its read; malformed_args sends its broken call once; an edit that just
@@ -75,7 +80,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 		if c.name == "read_files" && c.ok() {
 			readOK = true
 		}
-		if c.name == "submit" && c.hasResult && strings.HasPrefix(c.result, "checks failed:") {
+		if c.name == "submit" && c.refused() {
 			failedSubmits++
 		}
 		k := p.identify(c.name, c.args)
@@ -108,7 +113,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 		if lastWasSubmit {
 			return []intent{p.read}
 		}
-		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title))}
+		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title), nil)}
 	}
 	var edits []intent
 	if wrongApplied && p.revert != nil && failed["revert"] < 2 {
@@ -125,9 +130,14 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if lastWasSubmit {
 		return []intent{p.read}
 	}
-	return []intent{submitIntent("Fix for: " + title)}
+	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
 }
 
-func submitIntent(summary string) intent {
-	return intent{key: "submit", name: "submit", args: mustJSON(map[string]string{"summary": summary})}
+// submitIntent is a submit with the summary and, when the fix added tests, their node ids.
+func submitIntent(summary string, tests []string) intent {
+	args := map[string]any{"summary": summary}
+	if len(tests) > 0 {
+		args["tests"] = tests
+	}
+	return intent{key: "submit", name: "submit", args: mustJSON(args)}
 }

@@ -114,11 +114,13 @@ func triageContent(p *plan, title string) string {
 	})
 }
 
+// finding is the checker's fixed schema, as ticketd's checker prompt asks for it.
 type finding struct {
-	Severity string `json:"severity"`
 	File     string `json:"file"`
 	Line     int    `json:"line"`
-	Message  string `json:"message"`
+	Severity string `json:"severity"`
+	Category string `json:"category"`
+	Finding  string `json:"finding"`
 	Evidence string `json:"evidence"`
 }
 
@@ -126,11 +128,20 @@ type checkerAnswer struct {
 	Findings []finding `json:"findings"`
 }
 
-// checkerContent is the checker's review. The blocker quotes a line the fix adds, so a
-// pipeline that verifies evidence against the worktree finds it.
-func checkerContent(p *plan, block bool) string {
+// checkerReview is what the scripted checker says on its n-th review (1-based) of a case.
+// A blocker quotes a line the fix adds, so a pipeline that verifies evidence finds it; an
+// invented finding quotes code that is nowhere; from the second review on, a checker that
+// keeps blocking also adds a new minor remark, as real models do when asked to confirm.
+func checkerReview(p *plan, n int) string {
 	ans := checkerAnswer{Findings: []finding{}}
-	if block {
+	if p.CheckerInventsEvidence {
+		ans.Findings = append(ans.Findings, finding{
+			File: p.allPaths[0], Line: 1, Severity: "blocker", Category: "correctness",
+			Finding:  "Scripted checker: an invented defect whose evidence is in no file.",
+			Evidence: "return scripted_invented_evidence_that_is_nowhere()",
+		})
+	}
+	if p.CheckerBlocksAlways || p.CheckerBlocksOnce && n == 1 {
 		f, h := p.files[0], Hunk{NewStart: 1}
 		for _, fe := range p.files {
 			if len(fe.Hunks) > 0 {
@@ -146,10 +157,17 @@ func checkerContent(p *plan, block bool) string {
 			}
 		}
 		ans.Findings = append(ans.Findings, finding{
-			Severity: "blocker", File: f.Path, Line: max(h.NewStart, 1),
-			Message:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
+			File: f.Path, Line: max(h.NewStart, 1), Severity: "blocker", Category: "test",
+			Finding:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
 			Evidence: evidence,
 		})
+		if p.CheckerBlocksAlways && n > 1 {
+			ans.Findings = append(ans.Findings, finding{
+				File: f.Path, Line: max(h.NewStart, 1), Severity: "minor", Category: "style",
+				Finding:  "Scripted checker: a new remark in a confirming round.",
+				Evidence: evidence,
+			})
+		}
 	}
 	return mustJSON(ans)
 }
@@ -160,7 +178,38 @@ type judgeAnswer struct {
 	Reason  string   `json:"reason"`
 }
 
-func judgeContent(title string, fail bool) string {
+// failedVerifications reads the verification results a judge request shows ("- criterion: X"
+// followed by "result: FAILED ..."), as a judge model weighs what was run over the diff.
+func failedVerifications(msgs []message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		crit := ""
+		for line := range strings.SplitSeq(m.text, "\n") {
+			t := strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(t, "- criterion:"); ok {
+				crit = strings.TrimSpace(rest)
+			} else if strings.HasPrefix(t, "result: FAILED") && crit != "" {
+				out = append(out, crit)
+				crit = ""
+			}
+		}
+	}
+	return out
+}
+
+func judgeContent(title string, fail bool, failed []string, complete bool) string {
+	if !complete {
+		crit := "The problem described in the ticket no longer occurs: " + title
+		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: []string{crit},
+			Reason: "Scripted judge: the diff does not hold the whole fix; part of the cause is left as it was."})
+	}
+	if len(failed) > 0 {
+		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: failed,
+			Reason: "Scripted judge: the verification of these criteria failed on the fixed code."})
+	}
 	if fail {
 		crit := "The problem described in the ticket no longer occurs: " + title
 		return mustJSON(judgeAnswer{Verdict: "fail", Unmet: []string{crit},
@@ -173,4 +222,65 @@ func judgeContent(title string, fail bool) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// fixReviewed reports whether the diff a judge is shown holds the whole intended fix: the new
+// side of each of the case's hunks (its changed lines in their context) appears, in order,
+// on the new side of the shown diff. A partial fix, a replaced line kept beside the new one,
+// or a right line in the wrong place all fail, as a careful judge would fail them.
+func fixReviewed(p *plan, msgs []message) bool {
+	var side strings.Builder
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		for l := range strings.SplitSeq(m.text, "\n") {
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			case strings.HasPrefix(l, "-"): // the old side: not part of the new text
+			case strings.HasPrefix(l, "+"), strings.HasPrefix(l, " "):
+				side.WriteString(l[1:])
+				side.WriteString("\n")
+			case l == "":
+				side.WriteString("\n") // an empty context line whose space was stripped
+			default:
+				side.WriteString("\x00\n") // anything else breaks a run of lines
+			}
+		}
+	}
+	shown := "\n" + side.String()
+	for _, f := range p.files {
+		for _, h := range f.Hunks {
+			if !strings.Contains(shown, "\n"+changedCore(h)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// changedCore is a hunk's new side from one line before its first change to one line after
+// its last: what any diff of the same fix shows, whatever its amount of context.
+func changedCore(h Hunk) string {
+	newLines := strings.SplitAfter(h.NewText, "\n")
+	added := addedFlags(h, newLines)
+	first, last := -1, -1
+	for j, a := range added {
+		if a {
+			if first < 0 {
+				first = j
+			}
+			last = j
+		}
+	}
+	if first < 0 {
+		// Only removals: the lines on either side of the gap must now be neighbours.
+		return h.NewText
+	}
+	lo, hi := max(first-1, 0), min(last+2, len(newLines))
+	core := strings.Join(newLines[lo:hi], "")
+	if !strings.HasSuffix(core, "\n") {
+		core += "\n"
+	}
+	return core
 }

@@ -3,6 +3,8 @@ package scriptedmodel
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,7 +17,8 @@ const (
 	// BehaviourSolve reads the patch's files, applies every hunk in one turn, submits.
 	BehaviourSolve Behaviour = "solve"
 	// BehaviourWrongThenRight first inserts a leftover merge marker (a syntax error), submits,
-	// and after "checks failed:" reverts it, applies the real hunks and submits again.
+	// and once that submit is answered (not accepted) reverts it, applies the real hunks and
+	// submits again.
 	BehaviourWrongThenRight Behaviour = "wrong_then_right"
 	// BehaviourNever inserts the wrong edit and then alternates re-reading and submitting;
 	// it never applies the fix, so only a step limit or loop guard ends it.
@@ -28,10 +31,6 @@ const (
 	// BehaviourLateFix keeps the wrong edit through LateAfter failed submits, then fixes.
 	BehaviourLateFix Behaviour = "late_fix"
 )
-
-// WrongEditMarker is the line the wrong first guess inserts: a leftover merge marker, a
-// syntax error in Python, so any test run fails.
-const WrongEditMarker = "<<<<<<< ticketd scripted first guess"
 
 // Case is one ticket the scripted model knows how to answer.
 type Case struct {
@@ -51,6 +50,13 @@ type Case struct {
 	CheckerBlocksOnce bool
 	// JudgeFailsOnce makes the judge fail its first verdict on this ticket, then pass.
 	JudgeFailsOnce bool
+	// CheckerBlocksAlways makes the checker report the blocker on every review, and a new
+	// minor remark from its second review on.
+	CheckerBlocksAlways bool
+	// CheckerInventsEvidence adds to every review a blocker whose evidence is in no file.
+	CheckerInventsEvidence bool
+	// JudgeFailsAlways makes every verdict fail.
+	JudgeFailsAlways bool
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 }
@@ -72,6 +78,9 @@ type plan struct {
 	fixes     []intent
 	wrong     intent
 	revert    *intent // nil when the wrong guess is a write_file the fix overwrites
+	// addedTests are the pytest node ids of test functions the patch adds in test files,
+	// which the maker names on submit as a model that wrote them would.
+	addedTests []string
 }
 
 func compileCase(i int, c Case) (*plan, error) {
@@ -126,38 +135,256 @@ func compileCase(i int, c Case) (*plan, error) {
 	if len(readPaths) == 0 {
 		readPaths = p.allPaths
 	}
+	p.addedTests = addedTests(files)
 	p.read = intent{key: "read", name: "read_files", args: mustJSON(map[string][]string{"paths": readPaths})}
 	p.wrong, p.revert = wrongGuess(files)
 	return p, nil
 }
 
-// wrongGuess builds the deliberately broken first edit and its revert: the marker line
-// inserted in the first hunk's old text just before the first line the fix changes (or, for
-// a patch that only adds files, a new file starting with the marker, which the real
-// write_file later overwrites). The changed line is code, so the marker is a syntax error
-// there; at the top of the hunk it could fall inside a docstring and break nothing.
+// wrongGuess builds the deliberately wrong first edit and its revert: one hunk of the fix,
+// applied without its last line of code (see WrongGuess). The other hunks are left out too,
+// so the guess is a partial fix: a real behavioural bug the case's tests catch, never a
+// marker that a docstring or comment could swallow.
 func wrongGuess(files []FileEdit) (intent, *intent) {
+	g := guess(files)
+	if g.file.New {
+		return intent{key: "wrong", name: "write_file",
+			args: mustJSON(map[string]string{"path": g.file.Path, "content": g.broken})}, nil
+	}
+	revert := intent{key: "revert", name: "edit_file",
+		args: mustJSON(map[string]string{"path": g.file.Path, "old_text": g.broken, "new_text": g.old})}
+	return intent{key: "wrong", name: "edit_file",
+		args: mustJSON(map[string]string{"path": g.file.Path, "old_text": g.old, "new_text": g.broken})}, &revert
+}
+
+type wrongEdit struct {
+	file        FileEdit
+	old, broken string // the text replaced, and what the wrong guess puts there
+}
+
+// WrongGuess returns the scripted maker's wrong first guess at a patch: the path it edits,
+// the text it replaces and what it writes instead. The guess is the last hunk that adds
+// code, applied without its last added line of code (a line that is neither blank, nor a
+// comment, nor inside a docstring); a hunk that adds only that line gets it one line late.
+// The bench verifies that every case's wrong guess fails its hidden tests.
+func WrongGuess(patch string) (path, old, broken string, err error) {
+	files, err := ParsePatch(patch)
+	if err != nil {
+		return "", "", "", err
+	}
+	g := guess(files)
+	return g.file.Path, g.old, g.broken, nil
+}
+
+func guess(files []FileEdit) wrongEdit {
+	// Project code first: a guess that only breaks a test the fix adds is no guess at the bug.
+	var code, tests []FileEdit
 	for _, f := range files {
-		if f.New {
+		if isTestFile(f.Path) {
+			tests = append(tests, f)
+		} else {
+			code = append(code, f)
+		}
+	}
+	if g := guessIn(code); g != nil {
+		return *g
+	}
+	if g := guessIn(tests); g != nil {
+		return *g
+	}
+	// A patch that adds no code (only deletes): the first file, first hunk, left out
+	// half-way — its removed lines stay, its other lines go.
+	f := files[0]
+	h := f.Hunks[0]
+	return wrongEdit{file: f, old: h.OldText, broken: h.OldText + h.NewText}
+}
+
+func isTestFile(p string) bool {
+	base := path.Base(p)
+	return strings.HasPrefix(p, "tests/") || strings.HasPrefix(p, "test/") || strings.Contains(p, "/tests/") ||
+		strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "conftest.py"
+}
+
+func guessIn(files []FileEdit) *wrongEdit {
+	var best *wrongEdit
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			newLines := strings.SplitAfter(h.NewText, "\n")
+			drop := lastAddedCode(h, newLines)
+			if drop < 0 {
+				continue
+			}
+			broken := strings.Join(newLines[:drop], "") + strings.Join(newLines[drop+1:], "")
+			if gone := lastRemovedCode(h); gone != "" {
+				// A replaced line: keep the old one where it still decides — before a new
+				// return (it returns first), after a new assignment (it overwrites it).
+				if isExit(gone) {
+					broken = strings.Join(newLines[:drop], "") + gone + strings.Join(newLines[drop:], "")
+				} else {
+					broken = strings.Join(newLines[:drop+1], "") + gone + strings.Join(newLines[drop+1:], "")
+				}
+			}
+			if r := lastRegionOnly(h); r != "" {
+				// Several changed regions: apply only the last; the cause usually sits in an
+				// earlier one (the last is often the call site of what the fix changed).
+				broken = r
+			}
+			if broken == h.OldText {
+				// The hunk adds only this line: add it one line late instead.
+				moved := slices.Clone(newLines)
+				if drop+1 < len(moved) && moved[drop+1] != "" {
+					moved[drop], moved[drop+1] = moved[drop+1], moved[drop]
+				} else if drop > 0 {
+					moved[drop], moved[drop-1] = moved[drop-1], moved[drop]
+				}
+				broken = strings.Join(moved, "")
+			}
+			old := h.OldText
+			if f.New {
+				old, broken = "", strings.Replace(f.Content(), h.NewText, broken, 1)
+			}
+			best = &wrongEdit{file: f, old: old, broken: broken}
+		}
+	}
+	return best
+}
+
+// lastRegionOnly returns the hunk's old text with only its last region of changed lines
+// applied, when the hunk has two or more regions that change code; "" otherwise.
+func lastRegionOnly(h Hunk) string {
+	oldLines := strings.SplitAfter(h.OldText, "\n")
+	newLines := strings.SplitAfter(h.NewText, "\n")
+	// Pair equal lines in order (context), greedily, as the other helpers do.
+	type pair struct{ o, n int }
+	var pairs []pair
+	i := 0
+	for j, l := range newLines {
+		if l == "" {
 			continue
 		}
-		h := f.Hunks[0]
-		old := h.OldText
-		oldLines := strings.SplitAfter(old, "\n")
-		newLines := strings.SplitAfter(h.NewText, "\n")
-		k := 0
-		for k < len(oldLines) && k < len(newLines) && oldLines[k] == newLines[k] {
+		k := i
+		for k < len(oldLines) && oldLines[k] != l {
 			k++
 		}
-		broken := strings.Join(oldLines[:k], "") + WrongEditMarker + "\n" + strings.Join(oldLines[k:], "")
-		revert := intent{key: "revert", name: "edit_file",
-			args: mustJSON(map[string]string{"path": f.Path, "old_text": broken, "new_text": old})}
-		return intent{key: "wrong", name: "edit_file",
-			args: mustJSON(map[string]string{"path": f.Path, "old_text": old, "new_text": broken})}, &revert
+		if k < len(oldLines) {
+			pairs = append(pairs, pair{k, j})
+			i = k + 1
+		}
 	}
-	f := files[0]
-	return intent{key: "wrong", name: "write_file",
-		args: mustJSON(map[string]string{"path": f.Path, "content": WrongEditMarker + "\n" + f.Content()})}, nil
+	pairs = append(pairs, pair{len(oldLines), len(newLines)})
+	type region struct{ o0, o1, n0, n1 int }
+	var regions []region
+	po, pn := 0, 0
+	for _, p := range pairs {
+		if p.o > po || p.n > pn {
+			if hasCode(oldLines[po:p.o]) || hasCode(newLines[pn:p.n]) {
+				regions = append(regions, region{po, p.o, pn, p.n})
+			}
+		}
+		po, pn = p.o+1, p.n+1
+	}
+	if len(regions) < 2 {
+		return ""
+	}
+	last := regions[len(regions)-1]
+	return strings.Join(oldLines[:last.o0], "") + strings.Join(newLines[last.n0:last.n1], "") + strings.Join(oldLines[last.o1:], "")
+}
+
+func hasCode(lines []string) bool {
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+// isExit reports a line that leaves its block, so that what follows it never runs.
+func isExit(line string) bool {
+	t := strings.TrimSpace(line)
+	for _, kw := range []string{"return", "raise", "break", "continue"} {
+		if t == kw || strings.HasPrefix(t, kw+" ") || strings.HasPrefix(t, kw+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// lastRemovedCode is the hunk's last removed line of code (with its newline), "" if none.
+func lastRemovedCode(h Hunk) string {
+	oldLines := strings.SplitAfter(h.OldText, "\n")
+	newLines := strings.SplitAfter(h.NewText, "\n")
+	kept := make([]bool, len(oldLines))
+	i := 0
+	for _, l := range newLines {
+		if l == "" {
+			continue
+		}
+		k := i
+		for k < len(oldLines) && oldLines[k] != l {
+			k++
+		}
+		if k < len(oldLines) {
+			kept[k] = true
+			i = k + 1
+		}
+	}
+	last := ""
+	for k, l := range oldLines {
+		t := strings.TrimSpace(l)
+		if !kept[k] && t != "" && !strings.HasPrefix(t, "#") && !strings.Contains(t, `"""`) && !strings.Contains(t, "'''") {
+			last = l
+			if !strings.HasSuffix(last, "\n") {
+				last += "\n"
+			}
+		}
+	}
+	return last
+}
+
+// addedFlags marks which of a hunk's new lines are additions, pairing equal lines of the two
+// sides in order.
+func addedFlags(h Hunk, newLines []string) []bool {
+	added := make([]bool, len(newLines))
+	oldLines := strings.SplitAfter(h.OldText, "\n")
+	i := 0
+	for j, l := range newLines {
+		if l == "" {
+			continue
+		}
+		k := i
+		for k < len(oldLines) && oldLines[k] != l {
+			k++
+		}
+		if k < len(oldLines) {
+			i = k + 1
+		} else {
+			added[j] = true
+		}
+	}
+	return added
+}
+
+// lastAddedCode is the index in newLines of the hunk's last added line of code, -1 if none.
+// Docstrings are tracked from the hunk's first line, which is good enough for the
+// three-line context git gives.
+func lastAddedCode(h Hunk, newLines []string) int {
+	added := addedFlags(h, newLines)
+	inDoc := false
+	last := -1
+	for j, l := range newLines {
+		t := strings.TrimSpace(l)
+		quotes := strings.Count(t, `"""`) + strings.Count(t, "'''")
+		wasDoc := inDoc
+		if quotes%2 == 1 {
+			inDoc = !inDoc
+		}
+		if !added[j] || t == "" || strings.HasPrefix(t, "#") || wasDoc || quotes > 0 {
+			continue
+		}
+		last = j
+	}
+	return last
 }
 
 // wrongCycles is how many failed submits the behaviour makes before it fixes; -1 is never.
@@ -208,4 +435,28 @@ func mustJSON(v any) string {
 		panic(fmt.Sprintf("scriptedmodel: marshal %T: %v", v, err))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// addedTests lists "path::test_name" for each top-level `def test_...` line a patch adds to a
+// file named test_*.py or *_test.py.
+func addedTests(files []FileEdit) []string {
+	var out []string
+	for _, f := range files {
+		base := path.Base(f.Path)
+		if !strings.HasSuffix(base, ".py") || !(strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")) {
+			continue
+		}
+		for _, h := range f.Hunks {
+			old := strings.Split(h.OldText, "\n")
+			for _, l := range strings.Split(h.NewText, "\n") {
+				rest, ok := strings.CutPrefix(l, "def test")
+				if !ok || slices.Contains(old, l) {
+					continue
+				}
+				name, _, _ := strings.Cut("test"+rest, "(")
+				out = append(out, f.Path+"::"+name)
+			}
+		}
+	}
+	return out
 }

@@ -425,9 +425,9 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	case "triage":
 		content = triageContent(ex.plan, title)
 	case "checker":
-		content = checkerContent(ex.plan, ex.plan.CheckerBlocksOnce && s.firstReview("checker", ex.plan))
+		content = checkerReview(ex.plan, s.review("checker", ex.plan))
 	case "judge":
-		content = judgeContent(title, ex.plan.JudgeFailsOnce && s.firstReview("judge", ex.plan))
+		content = judgeContent(title, ex.plan.JudgeFailsAlways || ex.plan.JudgeFailsOnce && s.review("judge", ex.plan) == 1, failedVerifications(ex.msgs), fixReviewed(ex.plan, ex.msgs))
 	}
 
 	limit := cmp.Or(ex.req.MaxCompletionTokens, ex.req.MaxTokens)
@@ -475,13 +475,13 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	}
 }
 
-// firstReview counts answers per role and case and reports whether this is the first.
-func (s *Server) firstReview(role string, p *plan) bool {
+// review counts answers per role and case and returns this one's number, from 1.
+func (s *Server) review(role string, p *plan) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := role + "\x00" + p.Match
 	s.reviews[key]++
-	return s.reviews[key] == 1
+	return s.reviews[key]
 }
 
 // reasoningTokens is a computed stand-in for hidden reasoning: none unless the request

@@ -236,12 +236,15 @@ func TestLoopRepeatsIdenticalCall(t *testing.T) {
 	}
 }
 
-func TestWrongEditIsAMergeMarker(t *testing.T) {
+// The wrong first guess is a partial fix of the project code, a behavioural bug: here the
+// median hunk with the old return kept before the new one, so the old answer still wins.
+func TestWrongEditIsAPartialFix(t *testing.T) {
 	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch"), Behaviour: BehaviourWrongThenRight}}, Options{})
 	repo := newFakeRepo(t)
 	turns, _ := drive(t, b, repo, 2)
-	if len(turns) != 2 || !strings.Contains(repo.files["calc/stats.py"], "def mean(xs):\n"+WrongEditMarker+"\n    total = 0\n") {
-		t.Errorf("after %q stats.py is:\n%s\nwant the marker line where the fix's first change goes", turns, repo.files["calc/stats.py"])
+	got := repo.files["calc/stats.py"]
+	if len(turns) != 2 || !strings.HasSuffix(got, "        return s[mid]\n    return s[mid]\n    return (s[mid - 1] + s[mid]) / 2\n") || strings.Contains(got, "if not xs") {
+		t.Errorf("after %q stats.py is:\n%s\nwant the old return kept before the new one and the mean hunk not applied", turns, got)
 	}
 }
 
@@ -264,19 +267,30 @@ func TestReviewRoles(t *testing.T) {
 	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch"), CheckerBlocksOnce: true, JudgeFailsOnce: true}}, Options{})
 	tests := []struct{ role, want string }{
 		{"triage", `{"summary":"Scripted triage: Average of an empty list crashes","acceptance_criteria":["The problem described in the ticket no longer occurs: Average of an empty list crashes","The existing tests still pass"],"suspected_files":["calc/stats.py","calc/test_empty.py"]}`},
-		{"checker", `{"findings":[{"severity":"blocker","file":"calc/stats.py","line":2,"message":"Scripted checker blocker: the change lacks a regression test for the reported case.","evidence":"    if not xs:"}]}`},
+		{"checker", `{"findings":[{"file":"calc/stats.py","line":2,"severity":"blocker","category":"test","finding":"Scripted checker blocker: the change lacks a regression test for the reported case.","evidence":"    if not xs:"}]}`},
 		{"checker", `{"findings":[]}`},
 		{"judge", `{"verdict":"fail","unmet":["The problem described in the ticket no longer occurs: Average of an empty list crashes"],"reason":"Scripted judge: first verdict fails by scenario (JudgeFailsOnce)."}`},
 		{"judge", `{"verdict":"pass","unmet":[],"reason":"Scripted judge: the change addresses Average of an empty list crashes."}`},
 	}
+	// The judge is shown the diff under review, as ticketd shows it.
+	shown := []openai.ChatCompletionMessage{{Role: "user", Content: "# Proposed fix\n\n```diff\n" + readTestdata(t, "stats/fix.patch") + "```\n"}}
 	for i, tt := range tests {
-		resp := ask(t, b, tt.role, openai.ChatCompletionRequest{})
+		var req openai.ChatCompletionRequest
+		if tt.role == "judge" {
+			req.Messages = shown
+		}
+		resp := ask(t, b, tt.role, req)
 		if got := resp.Choices[0].Message.Content; got != tt.want || resp.Choices[0].FinishReason != "stop" {
 			t.Errorf("request %d (%s):\n got  %s (finish %s)\n want %s", i, tt.role, got, resp.Choices[0].FinishReason, tt.want)
 		}
 		if resp.SystemFingerprint != SystemFingerprint || resp.Model != "cheap-model" {
 			t.Errorf("request %d labelled %q/%q, want %q/cheap-model", i, resp.SystemFingerprint, resp.Model, SystemFingerprint)
 		}
+	}
+	// A diff without the whole fix fails, whatever the scenario says.
+	partial := []openai.ChatCompletionMessage{{Role: "user", Content: "```diff\n+    if not xs:\n+        return 0.0\n```\n"}}
+	if got := ask(t, b, "judge", openai.ChatCompletionRequest{Messages: partial}).Choices[0].Message.Content; !strings.Contains(got, `"verdict":"fail"`) {
+		t.Errorf("judge on a partial fix: %s, want fail", got)
 	}
 }
 

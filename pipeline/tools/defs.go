@@ -40,7 +40,7 @@ var makerDefs = []def{
 	{RunChecks, "Run the repository's configured checks (tests, linters, type checks) on the current state of your changes and get a short report of what fails. Compared against the checks at the base commit: only failures you introduced, and failures that remain, are reported.",
 		`{"type":"object","properties":{},"additionalProperties":false}`},
 	{Submit, "Submit your fix when you believe it is complete. The checks run first; if they fail you get the failures back and can continue. If they pass, your work is reviewed and the conversation ends: do not call any tool after a successful submit.",
-		`{"type":"object","properties":{"summary":{"type":"string","description":"Two to five sentences for the human reviewer: the cause of the bug and what you changed."}},"required":["summary"],"additionalProperties":false}`},
+		`{"type":"object","properties":{"summary":{"type":"string","description":"Two to five sentences for the human reviewer: the cause of the bug and what you changed."},"tests":{"type":"array","items":{"type":"string"},"description":"pytest node ids of the tests you added or that reproduce the bug, e.g. [\"tests/test_core.py::test_empty_list\"]; they must pass for the fix to be accepted."}},"required":["summary"],"additionalProperties":false}`},
 }
 
 // MakerTools returns the maker's tool definitions in their fixed order.

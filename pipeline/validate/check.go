@@ -26,10 +26,14 @@ const (
 	KindRuff     = "ruff"
 	KindMypy     = "mypy"
 	KindCommand  = "command"
+	// KindPython runs Command as the arguments of the project's interpreter (see
+	// Runner.Interpreter), e.g. ["-c", "from calc import double; assert double(2) == 4"]:
+	// how the judge's criteria are verified in the same environment as the tests.
+	KindPython = "python"
 )
 
 // Kinds lists the accepted Check.Kind values.
-var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand}
+var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand, KindPython}
 
 // DefaultTimeout bounds a check whose Timeout is zero: long enough for a real
 // test suite, short enough that a hung test cannot eat the night.
@@ -42,11 +46,18 @@ var ErrInvalidCheck = errors.New("invalid check")
 type Check struct {
 	Name    string        `yaml:"name"`
 	Kind    string        `yaml:"kind"`    // one of Kinds
-	Command []string      `yaml:"command"` // argv; empty for pytest means ResolvePytest, for unittest `python3 -m unittest discover`
+	Command []string      `yaml:"command"` // argv; empty means the kind's default (pytest: `<python> -m pytest`, mypy: `<python> -m mypy .`, ruff: `ruff check .`, unittest: `<python> -m unittest discover`)
 	Timeout time.Duration `yaml:"timeout"` // e.g. "5m"; zero means DefaultTimeout
 	// PassEnv names variables of the daemon's environment this check may see besides the
 	// sandbox's allowlist; the config fills it from the repository's pass_env.
 	PassEnv []string `yaml:"-"`
+	// Python is the interpreter of pytest, mypy and unittest checks; empty means the
+	// worktree's .venv/bin/python when present, else the first python3 that imports the
+	// tool. The repository's `python:` key fills it for every check of the repository.
+	Python string `yaml:"python"`
+	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
+	// flaky tests); they are appended to the command. Not configurable.
+	Only []string `yaml:"-"`
 }
 
 // Validate reports a check the Runner could not run, naming the field and
@@ -58,7 +69,7 @@ func (c Check) Validate() error {
 	if !slices.Contains(Kinds, c.Kind) {
 		return fmt.Errorf("%w %q: kind %q is not one of %v", ErrInvalidCheck, c.Name, c.Kind, Kinds)
 	}
-	if len(c.Command) == 0 && c.Kind != KindPytest && c.Kind != KindUnittest {
+	if len(c.Command) == 0 && (c.Kind == KindCommand || c.Kind == KindPython) {
 		return fmt.Errorf("%w %q: command is empty; give the argv, e.g. [%q, \"check\", \".\"]", ErrInvalidCheck, c.Name, c.Kind)
 	}
 	if c.Timeout < 0 {
@@ -88,8 +99,17 @@ type Result struct {
 	TimedOut bool          `json:"timed_out"`
 	Duration time.Duration `json:"duration"`
 	Summary  string        `json:"summary"` // one line, e.g. "2 failed, 5 passed"
-	Findings []Finding     `json:"findings,omitempty"`
-	Output   string        `json:"output,omitempty"`
+	// Command is the argv that ran (or was to run), for messages to a human.
+	Command []string `json:"command,omitempty"`
+	// NotStarted is set when the tool could not start or is not installed: the
+	// environment is broken, not the code under test.
+	NotStarted bool `json:"not_started,omitempty"`
+	// Tests and Errored count the test cases a test check's report holds and those
+	// that errored (collection or set-up errors); -1 Tests means no report was read.
+	Tests    int       `json:"tests"`
+	Errored  int       `json:"errored,omitempty"`
+	Findings []Finding `json:"findings,omitempty"`
+	Output   string    `json:"output,omitempty"`
 	// Abort is set when the check broke a limit that makes the attempt unsafe to continue
 	// (the worktree outgrew MaxWorktreeSize): the attempt must stop with this reason.
 	Abort string `json:"abort,omitempty"`

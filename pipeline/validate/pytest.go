@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,43 +23,18 @@ var ErrPytestNotFound = errors.New("pytest not found")
 // pytestExitNoTests is pytest's exit status when it collected no tests.
 const pytestExitNoTests = 5
 
-// ResolvePytest returns the argv prefix of the first pytest that actually
-// runs: `pytest` on PATH, `pytest-3`, then `<python> -m pytest` for the
-// python3 on PATH and /usr/bin/python3 (a pyenv python3 often lacks pytest
-// while Debian's has it). Candidates are run, not just looked up, because a
-// pyenv shim exists on PATH even where the command fails.
+// ResolvePytest returns the argv prefix of a pytest that actually runs:
+// `<python> -m pytest` for the first python3 on PATH that imports pytest, else
+// /usr/bin/python3 (a pyenv shim often lacks pytest while Debian's python has
+// it). `python -m pytest` rather than the pytest script, because only it puts
+// the repository root on sys.path, as a project that is not installed needs.
+// Runner resolves per worktree (a .venv wins); this is the system fallback.
 func ResolvePytest(ctx context.Context) ([]string, error) {
-	var tried []string
-	for _, name := range []string{"pytest", "pytest-3"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			tried = append(tried, name+" (not on PATH)")
-			continue
-		}
-		if err := probe(ctx, p, "--version"); err != nil {
-			tried = append(tried, fmt.Sprintf("%s --version (%v)", p, err))
-			continue
-		}
-		return []string{p}, nil
+	py, err := findPython(ctx, "pytest")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPytestNotFound, err)
 	}
-	var pythons []string
-	if p, err := exec.LookPath("python3"); err == nil {
-		pythons = append(pythons, p)
-	} else {
-		tried = append(tried, "python3 (not on PATH)")
-	}
-	if !slices.Contains(pythons, "/usr/bin/python3") {
-		pythons = append(pythons, "/usr/bin/python3")
-	}
-	for _, py := range pythons {
-		if err := probe(ctx, py, "-c", "import pytest"); err != nil {
-			tried = append(tried, fmt.Sprintf("%s -c 'import pytest' (%v)", py, err))
-			continue
-		}
-		return []string{py, "-m", "pytest"}, nil
-	}
-	return nil, fmt.Errorf("%w: tried %s; install it with `apt-get install -y python3-pytest` (or `pip install pytest`), or set the check's command",
-		ErrPytestNotFound, strings.Join(tried, "; "))
+	return []string{py, "-m", "pytest"}, nil
 }
 
 // probe runs a candidate briefly and reports why it does not work.
@@ -92,11 +66,11 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		report, parseErr = parseJUnit(data, dir)
 	}
 	if code == pytestExitNoTests {
-		return parsed{passed: true, summary: "no tests collected"}
+		return parsed{passed: true, summary: "no tests collected", tests: 0}
 	}
 	if err != nil || len(data) == 0 || parseErr != nil {
 		// Usage errors, a broken conftest, a crash: no report, only output.
-		p := parsed{passed: code == 0, summary: fmt.Sprintf("pytest exited %d without a test report", code)}
+		p := parsed{passed: code == 0, summary: fmt.Sprintf("pytest exited %d without a test report", code), tests: -1}
 		if parseErr != nil {
 			p.summary = fmt.Sprintf("pytest exited %d; unreadable test report: %v", code, parseErr)
 		}
@@ -107,7 +81,8 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		}
 		return p
 	}
-	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings}
+	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings,
+		tests: report.tests, errored: report.errors}
 	if code != 0 && len(report.findings) == 0 {
 		p.summary += fmt.Sprintf(" (pytest exited %d)", code)
 	}

@@ -72,8 +72,7 @@ type Runner struct {
 	// Logger receives one record per check; nil discards.
 	Logger *slog.Logger
 
-	pytestMu  sync.Mutex
-	pytestCmd []string // resolved once, on first pytest check without a command
+	pythons pythonCache // system python3 per tool module, resolved once
 }
 
 // Run runs checks one after another in dir (a worktree) and returns one
@@ -124,10 +123,13 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		}
 	}()
 	spec := r.spec(ctx, dir, scratch, c)
-	argv, junitPath, err := r.command(ctx, c, spec, scratch)
+	argv, junitPath, err := r.command(ctx, dir, c, spec, scratch)
+	res.Command = argv
 	if err != nil {
+		res.Command = c.Command
 		res.Summary = err.Error()
-		return res
+		res.NotStarted = errors.Is(err, ErrToolMissing)
+		return notStarted(res)
 	}
 
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
@@ -138,7 +140,8 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	res.Output = out.combined.tail(cmp.Or(r.OutputCap, DefaultOutputCap))
 	if err != nil {
 		res.Summary = err.Error()
-		return res
+		res.NotStarted = out.exitCode == -1 && !out.timedOut && ctx.Err() == nil
+		return notStarted(res)
 	}
 	if out.oversize != "" {
 		res.Passed, res.Abort, res.Summary = false, out.oversize, out.oversize
@@ -160,6 +163,12 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		p = parsed{passed: out.exitCode == 0, summary: exitSummary(out.exitCode, combined)}
 	}
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
+	res.Tests, res.Errored = p.tests, p.errored
+	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
+		res.NotStarted = true
+		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
+	}
+	res = notStarted(res)
 	switch {
 	case res.TimedOut:
 		res.Passed = false
@@ -171,6 +180,16 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	case ctx.Err() != nil:
 		res.Passed = false
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
+	}
+	return res
+}
+
+// notStarted sets Abort on a result whose tool could not start. Such a check gates nothing:
+// comparing "failed here" with "failed at the base too" would pass any change, so the
+// attempt must stop with the reason instead.
+func notStarted(res Result) Result {
+	if res.NotStarted && res.Abort == "" {
+		res.Abort = fmt.Sprintf("check %q could not start, so it cannot judge the change (an environment problem, not the fix): %s", res.Name, res.Summary)
 	}
 	return res
 }
@@ -207,20 +226,44 @@ type parsed struct {
 	passed   bool
 	summary  string
 	findings []Finding
+	// tests and errored count a test report's cases; tests is -1 without a report.
+	tests, errored int
 }
 
-// command completes a check's argv for its kind. For pytest it adds a JUnit
-// report in the check's scratch directory, outside the worktree (so the report
-// never shows in the diff), and returns the report's path on the host.
-func (r *Runner) command(ctx context.Context, c Check, spec sandbox.Spec, scratch *sandbox.Scratch) (argv []string, junitPath string, err error) {
+// toolAbsent recognises a tool that never ran: the shell's "command not found"
+// status, or a Python without the module (`python -m mypy` where mypy is not
+// installed), whose output is one line, not a run.
+func toolAbsent(code int, output string) bool {
+	if code == 126 || code == 127 {
+		return true
+	}
+	out := strings.TrimSpace(output)
+	return code == 1 && strings.Count(out, "\n") < 2 && strings.Contains(out, ": No module named ")
+}
+
+// command completes a check's argv for its kind. An empty command gets the
+// kind's default, run by the interpreter the project uses (see Interpreter).
+// For pytest it adds a JUnit report in the check's scratch directory, outside
+// the worktree (so the report never shows in the diff), and returns the
+// report's path on the host.
+func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.Spec, scratch *sandbox.Scratch) (argv []string, junitPath string, err error) {
 	argv = slices.Clone(c.Command)
+	if c.Kind == KindPython {
+		py, err := r.Interpreter(ctx, dir, c, "pytest")
+		if err != nil {
+			// Any python3 will do for a one-liner when none has pytest.
+			py = debianPython
+		}
+		argv = append([]string{py}, argv...)
+	} else if len(argv) == 0 {
+		if argv, err = r.defaultCommand(ctx, dir, c); err != nil {
+			return nil, "", err
+		}
+	} else if argv, err = r.lookTool(ctx, dir, c, argv); err != nil {
+		return nil, "", err
+	}
 	switch c.Kind {
 	case KindPytest:
-		if len(argv) == 0 {
-			if argv, err = r.resolvePytest(ctx); err != nil {
-				return nil, "", fmt.Errorf("check %q: %w", c.Name, err)
-			}
-		}
 		const report = "ticketd-junit.xml"
 		junitPath = filepath.Join(scratch.Dir, report)
 		// xunit1 keeps the file and line attributes that xunit2 drops;
@@ -229,9 +272,16 @@ func (r *Runner) command(ctx context.Context, c Check, spec sandbox.Spec, scratc
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
-	case KindUnittest:
-		if len(argv) == 0 {
-			argv = []string{pythonForUnittest(), "-m", "unittest", "discover"}
+		// One module that fails to import must not hide every other test's result: the gate
+		// compares test by test, and a base that ran nothing cannot gate a fix.
+		argv = append(argv, "--continue-on-collection-errors")
+		if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
+			argv = append(argv, "--rootdir="+dir)
+		}
+		for _, id := range c.Only {
+			if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
+				argv = append(argv, id)
+			}
 		}
 	case KindRuff:
 		if !hasFlag(argv, "format") {
@@ -250,6 +300,28 @@ func (r *Runner) command(ctx context.Context, c Check, spec sandbox.Spec, scratc
 	return argv, junitPath, nil
 }
 
+// defaultCommand is the argv of a check configured without a command.
+func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]string, error) {
+	switch c.Kind {
+	case KindPytest, KindMypy, KindUnittest:
+		module := map[string]string{KindPytest: "pytest", KindMypy: "mypy", KindUnittest: "unittest"}[c.Kind]
+		py, err := r.Interpreter(ctx, dir, c, module)
+		if err != nil {
+			return nil, fmt.Errorf("check %q: %w", c.Name, err)
+		}
+		switch c.Kind {
+		case KindMypy:
+			return []string{py, "-m", "mypy", "."}, nil
+		case KindUnittest:
+			return []string{py, "-m", "unittest", "discover"}, nil
+		}
+		return []string{py, "-m", "pytest"}, nil
+	case KindRuff:
+		return r.lookTool(ctx, dir, c, []string{"ruff", "check", "."})
+	}
+	return nil, fmt.Errorf("%w %q: command is empty", ErrInvalidCheck, c.Name)
+}
+
 // hasFlag reports whether argv has one of flags, alone or as flag=value.
 func hasFlag(argv []string, flags ...string) bool {
 	for _, a := range argv {
@@ -260,27 +332,6 @@ func hasFlag(argv []string, flags ...string) bool {
 		}
 	}
 	return false
-}
-
-// pythonForUnittest is the python3 on PATH, else Debian's.
-func pythonForUnittest() string {
-	if p, err := exec.LookPath("python3"); err == nil {
-		return p
-	}
-	return "/usr/bin/python3"
-}
-
-func (r *Runner) resolvePytest(ctx context.Context) ([]string, error) {
-	r.pytestMu.Lock()
-	defer r.pytestMu.Unlock()
-	if r.pytestCmd == nil {
-		argv, err := ResolvePytest(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r.pytestCmd = argv
-	}
-	return slices.Clone(r.pytestCmd), nil
 }
 
 // execOutput is what a finished process left behind.

@@ -392,7 +392,7 @@ func TestCheckValidateAndYAML(t *testing.T) {
 		{Check{Name: "u", Kind: KindUnittest}, ""},
 		{Check{Kind: KindPytest}, "name is empty"},
 		{Check{Name: "x", Kind: "jest"}, `kind "jest"`},
-		{Check{Name: "m", Kind: KindMypy}, "command is empty"},
+		{Check{Name: "m", Kind: KindCommand}, "command is empty"},
 		{Check{Name: "t", Kind: KindCommand, Command: []string{"make"}, Timeout: -time.Second}, "negative"},
 	}
 	for _, tt := range tests {

@@ -131,10 +131,14 @@ func roundConfig(base config.Config, root string, cases []caseset.Case, scripted
 	c.Output = filepath.Join(root, "results")
 	c.Repos = map[string]config.Repo{}
 	for _, k := range cases {
+		checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest, Timeout: checkTimeout}}
+		if len(k.Checks) > 0 {
+			checks = k.Checks // the case's own gate
+		}
 		c.Repos[k.Name] = config.Repo{
 			Path:    filepath.Join(root, "repos", k.Name),
 			BaseRef: "main",
-			Checks:  []validate.Check{{Name: "tests", Kind: validate.KindPytest, Timeout: checkTimeout}},
+			Checks:  checks,
 		}
 	}
 	c.Models.Endpoints = map[string]model.Endpoint{}

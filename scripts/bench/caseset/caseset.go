@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
 // Difficulties a case may declare in case.yaml.
@@ -68,14 +70,23 @@ type Case struct {
 	// HiddenTestCommand, when case.yaml sets it, replaces pytest on the
 	// hidden test files as the judge's command (argv, run in the repository).
 	HiddenTestCommand []string
+	// FailToPass and PassToPass are pytest node ids (visible or hidden) the judge also runs:
+	// the first must pass only once fixed, the second at the bug and once fixed.
+	FailToPass, PassToPass []string
+	// Checks, when case.yaml sets them, replace the bench's default gate (pytest alone) for
+	// this case's repository, e.g. a lint and a type check the fix must not regress.
+	Checks []validate.Check
 }
 
 // caseFile is case.yaml; unknown keys are an error so a typo cannot silently
 // change how a case is run.
 type caseFile struct {
-	Difficulty        string   `yaml:"difficulty"`
-	Scripted          string   `yaml:"scripted"`
-	HiddenTestCommand []string `yaml:"hidden_test_command"`
+	Difficulty        string           `yaml:"difficulty"`
+	Scripted          string           `yaml:"scripted"`
+	HiddenTestCommand []string         `yaml:"hidden_test_command"`
+	FailToPass        []string         `yaml:"fail_to_pass"`
+	PassToPass        []string         `yaml:"pass_to_pass"`
+	Checks            []validate.Check `yaml:"checks"`
 }
 
 // Load reads every case folder directly under dir, sorted by name. Entries
@@ -130,6 +141,20 @@ func loadCase(dir string) (Case, error) {
 		return c, bad("case.yaml", "%v", err)
 	}
 	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
+	c.FailToPass, c.PassToPass, c.Checks = cf.FailToPass, cf.PassToPass, cf.Checks
+	for i, ch := range c.Checks {
+		if ch.Name == "" {
+			c.Checks[i].Name = ch.Kind
+		}
+		if err := c.Checks[i].Validate(); err != nil {
+			return c, bad("case.yaml", "checks[%d]: %v", i, err)
+		}
+	}
+	for _, id := range append(slices.Clone(c.FailToPass), c.PassToPass...) {
+		if !strings.Contains(id, "::") || strings.HasPrefix(id, "-") {
+			return c, bad("case.yaml", "test id %q is not a pytest node id like tests/test_x.py::test_y", id)
+		}
+	}
 
 	raw, err = os.ReadFile(filepath.Join(dir, "issue.md"))
 	if err != nil {
@@ -142,6 +167,15 @@ func loadCase(dir string) (Case, error) {
 
 	if fi, err := os.Stat(filepath.Join(dir, "repo")); err != nil || !fi.IsDir() {
 		return c, bad("repo/", "missing folder with the project's files at the bug")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "repo", ".git")); err == nil {
+		// The bench makes the repository itself (one pinned "base" commit); a copied .git
+		// would carry another history, hooks and config into every round.
+		return c, bad("repo/.git", "repo/ must hold the project's files only, not a git repository; export them with `git -C <clone> archive HEAD | tar -x -C repo/` or remove repo/.git")
+	}
+
+	if _, err := listFiles(filepath.Join(dir, "repo")); err != nil {
+		return c, bad("repo/", "%v", err)
 	}
 
 	raw, err = os.ReadFile(filepath.Join(dir, "golden.patch"))
@@ -279,7 +313,17 @@ func listFiles(root string) ([]string, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
+		if d.Type()&fs.ModeSymlink != 0 {
+			// A symlink is kept as one, if it points inside the tree it belongs to.
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			resolved := filepath.Join(filepath.Dir(p), target)
+			if filepath.IsAbs(target) || !strings.HasPrefix(resolved, filepath.Clean(root)+string(filepath.Separator)) {
+				return fmt.Errorf("%s is a symlink to %s, which leaves repo/; use a relative link inside it", p, target)
+			}
+		} else if !d.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", p)
 		}
 		rel, err := filepath.Rel(root, p)

@@ -35,6 +35,12 @@ func writeCase(t *testing.T, root, name string, edits map[string]string) string 
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if target, ok := strings.CutPrefix(content, "symlink:"); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +119,10 @@ func TestLoadErrors(t *testing.T) {
 		{"no hidden", map[string]string{"hidden": ""}, "hidden/"},
 		{"hidden without tests", map[string]string{"hidden/tests/test_hidden.py": "", "hidden/tests/helper.py": "x = 1\n"}, "test_*.py"},
 		{"hidden visible", map[string]string{"repo/tests/test_hidden.py": "def test_x():\n    pass\n"}, "also exists in repo/"},
+		{"git repository in repo/", map[string]string{"repo/.git/HEAD": "ref: refs/heads/main\n"}, "not a git repository"},
+		{"symlink out of repo/", map[string]string{"repo/mathx/evil.py": "symlink:../../../outside.py"}, "leaves repo/"},
+		{"bad check", map[string]string{"case.yaml": "difficulty: easy\nchecks: [{name: x, kind: eslint}]\n"}, "checks[0]"},
+		{"bad test id", map[string]string{"case.yaml": "difficulty: easy\nfail_to_pass: [tests/test_x.py]\n"}, "not a pytest node id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,6 +277,12 @@ func TestJudge(t *testing.T) {
 		{name: "command override fails", edits: map[string]string{"case.yaml": "difficulty: easy\nhidden_test_command: [git, no-such-command]\n"}, wantPassed: false},
 		{name: "command missing", edits: map[string]string{"case.yaml": "difficulty: easy\nhidden_test_command: [/nonexistent/judge]\n"}, wantErr: "run /nonexistent/judge"},
 		{name: "no tests collected", edits: map[string]string{"hidden/tests/test_hidden.py": "x = 1\n"}, wantErr: "collected no tests"},
+		{name: "pass-to-pass holds with the fix", patch: true, wantPassed: true,
+			edits: map[string]string{"case.yaml": "difficulty: easy\npass_to_pass: [tests/test_mean.py::test_mean]\nfail_to_pass: [tests/test_hidden.py::test_empty]\n"}},
+		{name: "broken pass-to-pass fails the fix", patch: true, wantPassed: false,
+			edits: map[string]string{"case.yaml": "difficulty: easy\npass_to_pass: [tests/test_mean.py::test_mean]\n", "repo/tests/test_mean.py": "from mathx import mean\n\n\ndef test_mean():\n    assert mean([1, 3]) == 3\n"}},
+		{name: "symlinked module", patch: true, wantPassed: true,
+			edits: map[string]string{"repo/mathx/alias.py": "symlink:__init__.py", "case.yaml": "difficulty: easy\nchecks: [{name: tests, kind: pytest}]\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,6 +82,25 @@ func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passe
 			return false, "", fmt.Errorf("judge case %q: copy hidden file: %w", c.Name, err)
 		}
 	}
+	if len(c.FailToPass)+len(c.PassToPass) > 0 {
+		if len(pytest) == 0 {
+			return false, "", fmt.Errorf("judge case %q: empty pytest command (see PytestCommand)", c.Name)
+		}
+		// The named tests first: a fix that breaks a pass-to-pass test fails whatever the
+		// hidden files say.
+		args := append(append(append([]string{}, pytest[1:]...), "-q", "-p", "no:cacheprovider"), c.FailToPass...)
+		cmd := exec.CommandContext(ctx, pytest[0], append(args, c.PassToPass...)...)
+		cmd.Dir = repoDir
+		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			return false, string(out), fmt.Errorf("judge case %q: %w", c.Name, context.Cause(ctx))
+		}
+		if err != nil {
+			return false, string(out), nil
+		}
+	}
 	var argv []string
 	usePytest := len(c.HiddenTestCommand) == 0
 	if usePytest {
@@ -139,6 +158,19 @@ func PytestCommand(ctx context.Context) ([]string, error) {
 }
 
 func copyFile(src, dst string) error {
+	if fi, err := os.Lstat(src); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(src)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+		if err := os.Symlink(target, dst); err != nil {
+			return fmt.Errorf("copy symlink %s: %w", src, err)
+		}
+		return nil
+	}
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 )
 
 // pytestOnce finds pytest once per test binary; every verifying test needs it.
@@ -64,7 +66,7 @@ func checkMix(t *testing.T, cases []Case) {
 			hardScript[c.Scripted]++
 		}
 	}
-	want := map[string]int{Easy: 10, Medium: 15, Hard: 5}
+	want := map[string]int{Easy: 11, Medium: 15, Hard: 5}
 	for d, n := range want {
 		if count[d] != n {
 			t.Errorf("%s cases: got %d, want %d (all: %v)", d, count[d], n, count)
@@ -99,6 +101,8 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 	if passed {
 		t.Errorf("hidden tests pass at the bug; they must fail there:\n%s", out)
 	}
+
+	checkWrongGuess(ctx, t, c, filepath.Join(root, "wrong"), pytest)
 
 	fixed := filepath.Join(root, "fixed")
 	if err := c.Materialize(ctx, fixed); err != nil {
@@ -279,5 +283,40 @@ func checkReplay(t *testing.T, c Case, base, fixed string) {
 		if text != string(want) {
 			t.Errorf("replaying golden.patch hunks on %s as exact-match edits differs from git apply:\n got  %q\n want %q", f.path, text, want)
 		}
+	}
+}
+
+// checkWrongGuess applies the scripted maker's wrong first guess to a fresh checkout and
+// checks the hidden tests catch it: the guess must be a real bug, so a `never` scenario can
+// never be judged fixed (a harmless edit inside a docstring would be).
+func checkWrongGuess(ctx context.Context, t *testing.T, c Case, dir string, pytest []string) {
+	t.Helper()
+	if err := c.Materialize(ctx, dir); err != nil {
+		t.Fatalf("Materialize: %v", err)
+	}
+	rel, old, broken, err := scriptedmodel.WrongGuess(c.Golden)
+	if err != nil {
+		t.Fatalf("WrongGuess(golden.patch): %v", err)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	src, _ := os.ReadFile(p)
+	text := string(src)
+	switch {
+	case old == "":
+		text = broken
+	case strings.Count(text, old) != 1:
+		t.Fatalf("wrong guess: its old text is found %d times in %s, want 1", strings.Count(text, old), rel)
+	default:
+		text = strings.Replace(text, old, broken, 1)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	passed, out, _ := c.Judge(ctx, dir, pytest)
+	if passed {
+		t.Errorf("the scripted wrong guess (%s: %q → %q) passes the hidden tests; it must be a bug they catch:\n%s", rel, old, broken, out)
 	}
 }

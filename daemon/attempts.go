@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// attemptRecord is results/<id>/attempt-<n>/attempt.json: what one attempt left for the human.
+type attemptRecord struct {
+	Attempt  int                `json:"attempt"`
+	Ending   string             `json:"ending"` // done, retry, escalated, cancelled
+	Status   pipeline.Status    `json:"status"`
+	Reason   string             `json:"reason"`
+	Branch   string             `json:"branch,omitempty"` // holds the attempt's (partial) change
+	Summary  string             `json:"summary,omitempty"`
+	Submits  int                `json:"submits"`
+	Steps    int                `json:"steps"`
+	Rounds   int                `json:"review_rounds"`
+	Dropped  int                `json:"dropped_findings"`
+	Flaky    []string           `json:"flaky,omitempty"`
+	Findings []pipeline.Finding `json:"findings,omitempty"`
+	Verdict  *pipeline.Verdict  `json:"verdict,omitempty"`
+}
+
+// AttemptBranch names the branch that keeps attempt n's partial change of a ticket.
+func AttemptBranch(ticketID int64, n int) string {
+	return fmt.Sprintf("ticketd/%d-attempt-%d", ticketID, n)
+}
+
+// keepAttempt commits an attempt's partial change and points ticketd/<id>-attempt-<n> at it,
+// so that an escalation keeps every attempt's work even though the next attempt resets the
+// ticket's branch. It returns the branch, "" when there was nothing to keep.
+func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
+	commit, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason))
+	if err != nil {
+		log.Info("attempt left no change to keep", "err", err)
+		return ""
+	}
+	branch := AttemptBranch(id, n)
+	// update-ref is plumbing: no hook, filter or other repository-configured command runs.
+	cmd := exec.CommandContext(ctx, "git", "-C", tree.RepoPath, "update-ref", "refs/heads/"+branch, commit)
+	cmd.Env = append(minimalGitEnv(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Warn("keep attempt branch", "branch", branch, "err", err, "output", strings.TrimSpace(string(out)))
+		return ""
+	}
+	return branch
+}
+
+// minimalGitEnv is the daemon's environment without variables that would point git at
+// another repository, index or configuration.
+func minimalGitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") || name == "LC_ALL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
+// verdict and the stop reason of one attempt. Errors are logged: the ticket matters more.
+func writeAttempt(log *slog.Logger, dir string, rec attemptRecord, diff string, out pipeline.Outcome) {
+	adir := filepath.Join(dir, "attempt-"+strconv.Itoa(rec.Attempt))
+	if err := os.MkdirAll(adir, 0o755); err != nil {
+		log.Error("create attempt folder", "dir", adir, "err", err)
+		return
+	}
+	files := map[string]any{"attempt.json": rec, "checks.json": out.Checks, "findings.json": out.Findings, "verdict.json": out.Verdict}
+	for name, v := range files {
+		data, _ := json.MarshalIndent(v, "", "  ")
+		if err := os.WriteFile(filepath.Join(adir, name), append(data, '\n'), 0o644); err != nil {
+			log.Error("write attempt file", "file", name, "err", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(adir, "patch"), []byte(diff), 0o644); err != nil {
+		log.Error("write attempt patch", "dir", adir, "err", err)
+	}
+	if err := os.WriteFile(filepath.Join(adir, "stop-reason"), []byte(rec.Reason+"\n"), 0o644); err != nil {
+		log.Error("write stop reason", "dir", adir, "err", err)
+	}
+}
+
+// readAttempts reads every attempt record under results/<id>/, in attempt order.
+func readAttempts(dir string) []attemptRecord {
+	matches, _ := filepath.Glob(filepath.Join(dir, "attempt-*", "attempt.json"))
+	var out []attemptRecord
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var r attemptRecord
+		if json.Unmarshal(data, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
+	return out
+}

@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/store"
+)
+
+// syncBuffer is a log sink safe for the night's concurrent workers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A repository whose whole suite fails at the base (a broken import in the package) is
+// reported unhealthy once, in the log and on its tickets, and no attempt is spent.
+func TestUnhealthyBaseline(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 2)
+	write(t, filepath.Join(f.repo, "shop", "__init__.py"), "import shop_vendor_sdk  # not installed\n")
+	git(t, f.repo, "commit", "-qam", "break the import")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 2)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuffer
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	if n := strings.Count(logs.String(), "repository unhealthy"); n != 1 {
+		t.Errorf("log says %d times that the repository is unhealthy, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "-m pytest") || !strings.Contains(logs.String(), "shop_vendor_sdk") {
+		t.Errorf("log lacks the command or the first error lines:\n%s", logs.String())
+	}
+	tickets, err := st.List(context.Background(), store.Filter{})
+	if err != nil || len(tickets) != 2 {
+		t.Fatalf("list: %d tickets, %v", len(tickets), err)
+	}
+	for _, tk := range tickets {
+		if tk.State != store.StateQueued || tk.Attempts != 0 {
+			t.Errorf("ticket %d: state %s, %d attempts; want queued with 0 attempts", tk.ID, tk.State, tk.Attempts)
+		}
+		events, _ := st.Events(context.Background(), tk.ID)
+		notes := 0
+		for _, e := range events {
+			if e.Kind == "note" && strings.Contains(e.Reason, "unhealthy") && strings.Contains(e.Reason, "-m pytest") {
+				notes++
+			}
+			if e.Kind == "claimed" {
+				t.Errorf("ticket %d was claimed", tk.ID)
+			}
+		}
+		if notes != 1 {
+			t.Errorf("ticket %d has %d unhealthy notes, want 1: %+v", tk.ID, notes, events)
+		}
+	}
+}
+
+// A configured check whose tool is not installed stops the night at start, naming the check
+// and how to install it.
+func TestMissingToolIsStartupError(t *testing.T) {
+	f := newFixture(t, 1)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	r := cfg.Repos["shop"]
+	r.Checks = append(r.Checks, r.Checks[0])
+	r.Checks[1].Name, r.Checks[1].Kind, r.Checks[1].Command = "lint", "ruff", []string{"ruff-not-installed-anywhere", "check", "."}
+	cfg.Repos["shop"] = r
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
+	_, err = d.RunNight(context.Background(), "test")
+	if err == nil || !strings.Contains(err.Error(), `"lint"`) || !strings.Contains(err.Error(), "install") {
+		t.Fatalf("RunNight = %v, want a start-up error naming check \"lint\" and an install hint", err)
+	}
+}
+
+// A package at the repository root, not installed, with its tests in test/ (no __init__.py)
+// and no conftest.py: the pytest script would fail collection at the base; ticketd's
+// `python -m pytest` collects and runs it, and the correct fix is accepted.
+func TestRootPackageNotInstalledIsFixed(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	git(t, f.repo, "mv", "tests", "test")
+	git(t, f.repo, "rm", "-qf", "test/__init__.py")
+	git(t, f.repo, "commit", "-qm", "tests in test/, not a package")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	var logs syncBuffer
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	tk, err := st.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone || strings.Contains(logs.String(), "repository unhealthy") {
+		t.Fatalf("ticket %s (%s), want done with a healthy baseline; log:\n%s", tk.State, tk.Reason, logs.String())
+	}
+}
+
+// A test that fails one run in two is never blamed on a fix: the ticket is done, and the
+// flake is on record in the ticket's events and its report.
+func TestFlakyTestRecorded(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 1)
+	write(t, filepath.Join(f.repo, ".gitignore"), "*.count\n")
+	// The counter lives beside the test, in each worktree (ignored by git): the checks' sandbox
+	// shows them nothing else that persists between runs. Each worktree's first run fails and
+	// its re-run passes, at the base and on the candidate alike.
+	write(t, filepath.Join(f.repo, "tests", "test_flaky.py"), `import os
+
+
+def test_sometimes():
+    p = os.path.join(os.path.dirname(__file__), "flake.count")
+    n = int(open(p).read()) if os.path.exists(p) else 0
+    with open(p, "w") as f:
+        f.write(str(n + 1))
+    assert n % 2 == 1, "fails one run in two (run %d)" % n
+`)
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-qm", "a flaky test")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	n := runNight(t, f.config(t, url, 1), 0)
+	tk, err := n.store.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone {
+		t.Fatalf("ticket %s (%s), want done: a flake must not block the fix", tk.State, tk.Reason)
+	}
+	events, _ := n.store.Events(context.Background(), 1)
+	noted := false
+	for _, e := range events {
+		noted = noted || e.Kind == "note" && strings.Contains(e.Reason, "flaky") && strings.Contains(e.Reason, "tests/test_flaky.py::test_sometimes")
+	}
+	report, _ := os.ReadFile(filepath.Join(tk.ResultDir, "report.md"))
+	if !noted || !strings.Contains(string(report), "flaky: tests: tests/test_flaky.py::test_sometimes") {
+		t.Errorf("flake not recorded: note=%v; report:\n%s", noted, report)
+	}
+}

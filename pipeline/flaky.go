@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// DefaultFlakeReruns is how many times a test that fails on a candidate, but did not fail at
+// the base, is re-run alone before the failure is blamed on the fix.
+const DefaultFlakeReruns = 2
+
+// maxRerunTests bounds the re-runs of one check: more new failures than this is a real break,
+// and re-running each would cost more than it could save.
+const maxRerunTests = 10
+
+// Rerun re-runs, alone and up to times each, the failing tests that suspect names (check name
+// → pytest node ids), and returns results without those that passed on a re-run (recorded as
+// flaky, "check: test id"). A check left with no failure passes, its summary saying why.
+// Only pytest checks are re-run: their node ids select single tests.
+func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int) ([]validate.Result, []string) {
+	if times <= 0 || len(suspect) == 0 {
+		return results, nil
+	}
+	out := slices.Clone(results)
+	var flaky []string
+	for i, r := range out {
+		ids := suspect[r.Name]
+		if r.Kind != validate.KindPytest || len(ids) == 0 || len(ids) > maxRerunTests {
+			continue
+		}
+		c, ok := checkNamed(checks, r.Name)
+		if !ok {
+			continue
+		}
+		passed := map[string]bool{}
+		for _, id := range ids {
+			for range times {
+				if ctx.Err() != nil {
+					return out, flaky
+				}
+				alone := c
+				alone.Only = []string{id}
+				res := runner.Run(ctx, dir, []validate.Check{alone})
+				if len(res) == 1 && res[0].Passed && res[0].Tests > 0 {
+					passed[id] = true
+					break
+				}
+			}
+		}
+		if len(passed) == 0 {
+			continue
+		}
+		r.Findings = slices.DeleteFunc(slices.Clone(r.Findings), func(f validate.Finding) bool { return passed[f.Test] })
+		for _, id := range slices.Sorted(maps.Keys(passed)) {
+			flaky = append(flaky, r.Name+": "+id)
+		}
+		if len(r.Findings) == 0 {
+			r.Passed = true
+			r.Summary += fmt.Sprintf("; %d flaky test(s) passed when re-run alone", len(passed))
+		}
+		out[i] = r
+	}
+	return out, flaky
+}
+
+func checkNamed(checks []validate.Check, name string) (validate.Check, bool) {
+	for _, c := range checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return validate.Check{}, false
+}
+
+// FailingTests names each test check's failing tests (check name → node ids), what Rerun takes.
+func FailingTests(results []validate.Result) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range results {
+		if r.Passed || (r.Kind != validate.KindPytest && r.Kind != validate.KindUnittest) {
+			continue
+		}
+		for _, f := range r.Findings {
+			if f.Test != "" && strings.Contains(f.Test, "::") {
+				out[r.Name] = append(out[r.Name], f.Test)
+			}
+		}
+	}
+	return out
+}
+
+// targetTests are the tests a fix must make pass: those the maker named on submit, and those
+// triage named that fail at the base (a triage guess that names no failing test binds nothing).
+func (a *attempt) targetTests() []string {
+	out := slices.Clone(a.targets)
+	if a.tri != nil {
+		base := FailingTests(a.job.Baseline)
+		for _, id := range a.tri.TargetTests {
+			for _, ids := range base {
+				if slices.Contains(ids, id) && !slices.Contains(out, id) {
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requireTargets applies the target tests to a gate: with targets named, the fix must add no
+// failure and every target must pass when run alone; the rule "one of the base's failing tests
+// now passes" gives way to them, so in a repository whose base has only unrelated failures a
+// fix that adds a passing test for the bug is accepted.
+func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
+	targets := a.targetTests()
+	if len(targets) == 0 || len(g.New) > 0 {
+		return g
+	}
+	var failed []string
+	ran := false
+	for _, c := range a.job.Checks {
+		if c.Kind != validate.KindPytest {
+			continue
+		}
+		ran = true
+		only := c
+		only.Only = targets
+		res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{only})
+		if len(res) != 1 || !res[0].Passed || res[0].Tests < len(targets) {
+			detail := "did not run"
+			if len(res) == 1 {
+				detail = res[0].Summary
+				for _, f := range res[0].Findings {
+					detail += "\n  " + orDash(f.Test) + ": " + clip(f.Message, 300)
+				}
+			}
+			failed = append(failed, fmt.Sprintf("%s: %s", c.Name, detail))
+		}
+	}
+	if !ran {
+		return g
+	}
+	g.Targets = targets
+	g.Passed = len(failed) == 0
+	if g.Passed {
+		g.Text += fmt.Sprintf("\nThe target tests pass: %s\n", strings.Join(targets, ", "))
+	} else {
+		g.Text += fmt.Sprintf("\nThe target tests (%s) must pass, and do not:\n- %s\n", strings.Join(targets, ", "), strings.Join(failed, "\n- "))
+	}
+	return g
+}

@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/tools"
+)
+
+// flakyTest passes on even runs and fails on odd ones: run 0 (the baseline) passes, run 1
+// (the first submit) fails, run 2 (the re-run alone) passes. Its counter is git-ignored so it
+// never shows in the diff.
+var flakyFiles = map[string]string{
+	".gitignore": "*.count\n",
+	"test_flaky.py": `import os
+
+
+def test_sometimes():
+    p = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flake.count")
+    n = int(open(p).read()) if os.path.exists(p) else 0
+    with open(p, "w") as f:
+        f.write(str(n + 1))
+    assert n % 2 == 0, "fails one run in two (run %d)" % n
+`,
+}
+
+func TestFlakyTestNotBlamedOnFix(t *testing.T) {
+	tests := []struct {
+		name      string
+		reruns    int
+		flaky     []string
+		refusedAt int // index of a refused submit; -1 for none
+	}{
+		{"re-run finds the flake", 0, []string{"tests: test_flaky.py::test_sometimes"}, -1},
+		{"negative control: no re-runs", -1, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{}, flakyFiles)
+			r.FlakeReruns = tt.reruns
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusFixed {
+				t.Fatalf("status %s (%s), want fixed\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+			}
+			if !slices.Equal(out.Flaky, tt.flaky) {
+				t.Errorf("flaky = %q, want %q", out.Flaky, tt.flaky)
+			}
+			var submits []string
+			for _, tc := range rec.tools {
+				if tc.Tool == tools.Submit {
+					submits = append(submits, tc.Result)
+				}
+			}
+			refused := -1
+			for i, s := range submits {
+				if strings.HasPrefix(s, "Not accepted") {
+					refused = i
+					break
+				}
+			}
+			if refused != tt.refusedAt {
+				t.Errorf("first refused submit #%d, want #%d; submits:\n%s", refused, tt.refusedAt, strings.Join(submits, "\n---\n"))
+			}
+		})
+	}
+}
+
+// A patch that fixes the bug but breaks an unrelated test is refused, and the maker is told
+// which test it broke; re-running that (deterministic) failure does not excuse it.
+func TestBreakingUnrelatedTestIsBlocked(t *testing.T) {
+	extra := map[string]string{
+		"shipping.py":      "def fee(cents):\n    return 500 if cents < 5000 else 0\n",
+		"test_shipping.py": "from shipping import fee\n\n\ndef test_free_over_fifty():\n    assert fee(6000) == 0\n",
+	}
+	patch := fixPatch + `diff --git a/shipping.py b/shipping.py
+--- a/shipping.py
++++ b/shipping.py
+@@ -1,2 +1,2 @@
+ def fee(cents):
+-    return 500 if cents < 5000 else 0
++    return 500
+`
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: patch}, extra)
+	job.Budget.MaxSteps = 6
+	out := r.Run(context.Background(), job)
+	if out.Status == StatusFixed {
+		t.Fatalf("a patch breaking test_shipping.py was accepted")
+	}
+	var first string
+	for _, tc := range rec.tools {
+		if tc.Tool == tools.Submit {
+			first = tc.Result
+			break
+		}
+	}
+	for _, want := range []string{refusedByChecks, "test_shipping.py::test_free_over_fifty", "did not have"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first submit's answer lacks %q:\n%s", want, first)
+		}
+	}
+	if len(out.Flaky) != 0 {
+		t.Errorf("deterministic failure recorded as flaky: %q", out.Flaky)
+	}
+}

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// ruffCommand is a real ruff on PATH, else ticketd's shim over Ruff's WebAssembly engine
+// (installed by scripts/test.sh).
+func ruffCommand(t *testing.T) []string {
+	t.Helper()
+	if p, err := exec.LookPath("ruff"); err == nil {
+		return []string{p, "check", "."}
+	}
+	shim, err := filepath.Abs("../scripts/ruff-wasm/ruff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(shim, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("no ruff on PATH and the wasm shim does not run (scripts/test.sh installs its engine): %v\n%s", err, out)
+	}
+	return []string{shim, "check", "."}
+}
+
+// Pre-existing mypy errors and ruff warnings do not block a fix; a new type error or a new
+// lint error that the patch introduces does, with real mypy and the real ruff engine.
+func TestLintAndTypeGate(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-m", "mypy", "--version").Run(); err != nil {
+		t.Fatalf("mypy is needed (apt-get install -y python3-mypy): %v", err)
+	}
+	ruff := ruffCommand(t)
+	extra := map[string]string{
+		// Debt at the base: an unused import (F401) and a type error.
+		"legacy.py": "import os\n\n\ndef port() -> int:\n    return \"8080\"\n",
+	}
+	typeErr := `diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,6 @@
+ def double(x):
+-    return x + x + 1
++    return x + x
++
++
++def half(x: int) -> int:
++    return str(x // 2)
+`
+	lintErr := `diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,5 @@
++import sys
++
++
+ def double(x):
+-    return x + x + 1
++    return x + x
+`
+	tests := []struct {
+		name   string
+		patch  string
+		status Status
+		told   string // in the first refused submit's answer
+	}{
+		{"debt at the base does not block", fixPatch, StatusFixed, ""},
+		{"new type error blocks", typeErr, StatusBudget, "calc.py:6: Incompatible return value type"},
+		{"new lint error blocks", lintErr, StatusBudget, "F401"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
+			job.Checks = append(job.Checks,
+				validate.Check{Name: "lint", Kind: validate.KindRuff, Command: ruff},
+				validate.Check{Name: "types", Kind: validate.KindMypy})
+			job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			for _, b := range job.Baseline[1:] {
+				if b.Passed || len(b.Findings) == 0 || b.NotStarted {
+					t.Fatalf("baseline %s should report the debt: passed=%v not_started=%v summary=%q findings=%+v", b.Name, b.Passed, b.NotStarted, b.Summary, b.Findings)
+				}
+			}
+			job.Budget.MaxSteps = 4
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.status {
+				t.Fatalf("status %s (%s), want %s\nhistory:\n%s", out.Status, out.Reason, tt.status, strings.Join(out.History, "\n"))
+			}
+			if tt.told == "" {
+				return
+			}
+			for _, tc := range rec.tools {
+				if tc.Tool == "submit" {
+					if !strings.Contains(tc.Result, tt.told) || strings.Contains(tc.Result, "legacy.py:4") && !strings.Contains(tc.Result, "already present") {
+						t.Errorf("first submit's answer lacks %q:\n%s", tt.told, tc.Result)
+					}
+					break
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,37 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHealth(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Result
+		want string // "" for healthy
+	}{
+		{"passing suite", Result{Name: "t", Kind: KindPytest, Passed: true, Tests: 4}, ""},
+		{"some failures", Result{Name: "t", Kind: KindPytest, Tests: 4, Errored: 1, Findings: []Finding{{Test: "a::b", Message: "boom"}}}, ""},
+		{"lint debt", Result{Name: "l", Kind: KindRuff, Findings: []Finding{{Test: "F401", Message: "unused"}}}, ""},
+		{"no tests", Result{Name: "t", Kind: KindPytest, Passed: true, Tests: 0, Summary: "no tests collected"}, "collected no test"},
+		{"no report", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage\n"}, "no test report"},
+		{"all errored", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 3, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}}, "every one of the 3"},
+		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
+		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "no test report"},
+	}
+	for _, tt := range tests {
+		ps := Health([]Result{tt.r})
+		switch {
+		case tt.want == "" && len(ps) != 0:
+			t.Errorf("%s: Health(%+v) = %v, want healthy", tt.name, tt.r, ps)
+		case tt.want != "" && (len(ps) != 1 || !strings.Contains(ps[0].Reason, tt.want)):
+			t.Errorf("%s: Health(%+v) = %v, want one problem saying %q", tt.name, tt.r, ps, tt.want)
+		}
+	}
+	ps := Health([]Result{{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Command: []string{"/usr/bin/python3", "-m", "pytest"},
+		Findings: []Finding{{Test: "tests.test_a", Message: "ImportError\nNo module named 'vendor'"}}}})
+	if len(ps) != 1 || !strings.Contains(ps[0].String(), "/usr/bin/python3 -m pytest") || len(ps[0].Lines) != 2 {
+		t.Errorf("problem %+v: want the command in String() and the first error lines", ps)
+	}
+}

@@ -1,0 +1,125 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFiles writes name → content under a fresh directory and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(content, "#!") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A package at the repository root, not installed, tests in test/ without
+// __init__.py and no conftest.py: the pytest script fails collection with
+// ModuleNotFoundError; `python -m pytest` (what the Runner runs) does not.
+func TestPytestRootPackageNotInstalled(t *testing.T) {
+	requirePytest(t)
+	dir := writeFiles(t, map[string]string{
+		"shop/__init__.py":   "",
+		"shop/cart.py":       "def total(xs):\n    return sum(xs)\n",
+		"test/test_cart.py":  "from shop.cart import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+		"pyproject.toml":     "[project]\nname = \"shop\"\nversion = \"0\"\n",
+		"README.md":          "not installed\n",
+		"test/data/keep.txt": "x\n",
+	})
+	var r Runner
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	if !res.Passed || res.Summary != "1 passed" || res.Tests != 1 {
+		t.Fatalf("got passed=%v summary=%q tests=%d command=%q\nwant 1 passed\noutput:\n%s", res.Passed, res.Summary, res.Tests, res.Command, res.Output)
+	}
+	if len(res.Command) < 3 || res.Command[1] != "-m" || res.Command[2] != "pytest" {
+		t.Errorf("command %q: want <python> -m pytest", res.Command)
+	}
+}
+
+func TestInterpreter(t *testing.T) {
+	ctx := context.Background()
+	venv := writeFiles(t, map[string]string{".venv/bin/python": "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n"})
+	plain := t.TempDir()
+	// A pyenv-like shim that exists on PATH but cannot import anything useful.
+	shimDir := writeFiles(t, map[string]string{"python3": "#!/bin/sh\necho 'pyenv: python3: command not found' >&2\nexit 127\n"})
+	t.Setenv("PATH", shimDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	tests := []struct {
+		name   string
+		dir    string
+		check  Check
+		module string
+		want   string
+	}{
+		{"configured absolute", plain, Check{Python: "/opt/py/bin/python"}, "pytest", "/opt/py/bin/python"},
+		{"configured relative", plain, Check{Python: ".venv/bin/python"}, "pytest", filepath.Join(plain, ".venv/bin/python")},
+		{"repository venv", venv, Check{}, "pytest", filepath.Join(venv, ".venv/bin/python")},
+		{"shim skipped", plain, Check{}, "json", ""}, // first working python3 after the shim
+	}
+	for _, tc := range tests {
+		var r Runner
+		got, err := r.Interpreter(ctx, tc.dir, tc.check, tc.module)
+		if err != nil {
+			t.Errorf("%s: Interpreter(%q, %+v, %s): %v", tc.name, tc.dir, tc.check, tc.module, err)
+			continue
+		}
+		if tc.want == "" {
+			if got == filepath.Join(shimDir, "python3") {
+				t.Errorf("%s: got the broken shim %q", tc.name, got)
+			}
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s: Interpreter(%q, %+v, %s) = %q, want %q", tc.name, tc.dir, tc.check, tc.module, got, tc.want)
+		}
+	}
+
+	var r Runner
+	_, err := r.Interpreter(ctx, plain, Check{}, "no_such_module_ticketd")
+	if !errors.Is(err, ErrToolMissing) || !strings.Contains(err.Error(), "no_such_module_ticketd") {
+		t.Errorf("missing module: got %v, want ErrToolMissing naming the module", err)
+	}
+}
+
+// A configured tool that cannot start is reported as NotStarted, with the
+// command, so the baseline can call the repository unhealthy instead of
+// treating the failure as "failing at the base too".
+func TestToolNotStarted(t *testing.T) {
+	dir := t.TempDir()
+	var r Runner
+	tests := []struct {
+		check Check
+		want  string
+	}{
+		{Check{Name: "lint", Kind: KindRuff, Command: []string{"ruff-not-installed-here", "check", "."}}, "not on PATH"},
+		{Check{Name: "types", Kind: KindMypy, Command: []string{"/usr/bin/python3", "-m", "no_such_mypy_module"}}, "did not start"},
+		{Check{Name: "x", Kind: KindCommand, Command: []string{"/no/such/binary"}}, "could not start"},
+	}
+	for _, tc := range tests {
+		res := r.Run(context.Background(), dir, []Check{tc.check})[0]
+		if !res.NotStarted || res.Passed || !strings.Contains(res.Summary, tc.want) || len(res.Command) == 0 {
+			t.Errorf("%+v: got not_started=%v passed=%v summary=%q command=%q, want not started with %q", tc.check, res.NotStarted, res.Passed, res.Summary, res.Command, tc.want)
+		}
+	}
+	// A run that fails for real is not "not started".
+	res := r.Run(context.Background(), dir, []Check{{Name: "f", Kind: KindCommand, Command: []string{"false"}}})[0]
+	if res.NotStarted {
+		t.Errorf("false: NotStarted set for a tool that ran and failed")
+	}
+}
