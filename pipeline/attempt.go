@@ -31,6 +31,7 @@ type CheckRunner interface {
 // Recorder keeps the attempt's tool calls and notes; *store.Store implements it.
 type Recorder interface {
 	RecordToolCall(ctx context.Context, c store.ToolCall) (int64, error)
+	RecordReview(ctx context.Context, r store.Review) error
 }
 
 var (

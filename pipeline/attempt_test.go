@@ -29,9 +29,17 @@ const fixPatch = `diff --git a/calc.py b/calc.py
 `
 
 type calls struct {
-	mu    sync.Mutex
-	model []model.Call
-	tools []store.ToolCall
+	mu      sync.Mutex
+	model   []model.Call
+	tools   []store.ToolCall
+	reviews []store.Review
+}
+
+func (c *calls) RecordReview(_ context.Context, r store.Review) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reviews = append(c.reviews, r)
+	return nil
 }
 
 func (c *calls) RecordModelCall(_ context.Context, m model.Call) error {

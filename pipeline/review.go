@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
 )
 
 // Triage is the triage role's note on a ticket, computed once and reused by later attempts.
@@ -178,6 +179,12 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 		}
 		rr.findings, rr.dropped = kept, dropped
 		a.droppedFindings += dropped
+		if a.r.Recorder != nil {
+			if err := a.r.Recorder.RecordReview(context.WithoutCancel(ctx), store.Review{TicketID: a.job.Ticket.ID,
+				Attempt: a.job.Ticket.Attempt, Round: round, Kept: len(kept), Dropped: dropped, At: a.r.now()}); err != nil {
+				a.log.Warn("record review round", "round", round, "err", err)
+			}
+		}
 		if dropped > 0 {
 			a.note("review round %d: %d checker finding(s) dropped (evidence not in the diff or changed files, bad schema, or new in round 2)", round, dropped)
 		}

@@ -58,6 +58,13 @@ func TestReviewRounds(t *testing.T) {
 			if out.DroppedFindings != tt.dropped || out.Submits != tt.submits {
 				t.Errorf("dropped %d findings over %d submits; want %d over %d", out.DroppedFindings, out.Submits, tt.dropped, tt.submits)
 			}
+			recorded := 0
+			for _, rv := range rec.reviews {
+				recorded += rv.Dropped
+			}
+			if len(rec.reviews) != byRole[model.RoleChecker] || recorded != tt.dropped {
+				t.Errorf("recorded %d review rounds dropping %d; want one per checker call (%d) dropping %d", len(rec.reviews), recorded, byRole[model.RoleChecker], tt.dropped)
+			}
 			if out.ReviewRounds > MaxReviewRounds {
 				t.Errorf("%d review rounds, at most %d allowed", out.ReviewRounds, MaxReviewRounds)
 			}

@@ -28,6 +28,10 @@ type Stats struct {
 	CompletionTokens        int64              `json:"completion_tokens"`
 	// CostUnknown is true when some model call had no known price (its cost is not in CostUSD).
 	CostUnknown bool `json:"cost_unknown"`
+	// ReviewRounds and DroppedFindings count the checker's review rounds and the findings
+	// the pipeline dropped from them (evidence not in the diff, bad schema, new in round 2).
+	ReviewRounds    int `json:"review_rounds"`
+	DroppedFindings int `json:"dropped_findings"`
 }
 
 // MarshalJSON writes the durations as duration_p50_s / duration_p90_s (seconds).
@@ -130,6 +134,14 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
+	}
+
+	reviewScope := `SELECT count(*), coalesce(sum(dropped), 0) FROM reviews WHERE ticket_id IN (` + ticketScope + `)`
+	if runID != 0 {
+		reviewScope += ` AND at >= (SELECT started_at FROM runs WHERE id = ?3) AND at <= ?2`
+	}
+	if err := s.r.QueryRowContext(ctx, reviewScope, args...).Scan(&st.ReviewRounds, &st.DroppedFindings); err != nil {
+		return Stats{}, fmt.Errorf("stats of run %d: reviews: %w", runID, err)
 	}
 
 	done, esc := st.ByState[StateDone], st.ByState[StateEscalated]

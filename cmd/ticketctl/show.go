@@ -142,6 +142,7 @@ type showJSON struct {
 	Roles      map[string]*roleFigures `json:"roles"`
 	Events     []store.Event           `json:"events"`
 	ModelCalls []store.ModelCall       `json:"model_calls"`
+	Reviews    []store.Review          `json:"reviews"`
 }
 
 func cmdShow(e *env, args []string) error {
@@ -155,9 +156,17 @@ func cmdShow(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		reviews, err := s.Reviews(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		dropped := 0
+		for _, r := range reviews {
+			dropped += r.Dropped
+		}
 		total, roles := figures(calls)
 		if e.g.json {
-			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls})
+			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews})
 		}
 		w := e.stdout
 		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
@@ -184,6 +193,7 @@ func cmdShow(e *env, args []string) error {
 			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
 				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
 			{"cost", total.costText()},
+			{"reviews", fmt.Sprintf("%d checker round(s), %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), dropped)},
 			{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
 		}
 		if t.State == store.StateRunning {

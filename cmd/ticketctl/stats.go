@@ -34,6 +34,10 @@ type statsJSON struct {
 	ProviderCostUSD  float64 `json:"provider_cost_usd"`
 	// Endpoints are the night's endpoint down periods (empty for the overall scope).
 	Endpoints []endpointJSON `json:"endpoints"`
+	// ReviewRounds counts checker review rounds; DroppedFindings the findings dropped from
+	// them (evidence not in the diff, bad schema, new in round 2).
+	ReviewRounds    int `json:"review_rounds"`
+	DroppedFindings int `json:"dropped_findings"`
 }
 
 // nightJSON is one run's figures.
@@ -69,6 +73,8 @@ func fromStore(st store.Stats) statsJSON {
 		CachedTokens:            st.CachedTokens,
 		CompletionTokens:        st.CompletionTokens,
 		FirstRequestCachedShare: map[string]float64{},
+		ReviewRounds:            st.ReviewRounds,
+		DroppedFindings:         st.DroppedFindings,
 	}
 	for _, k := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
 		out.ByState[k] = st.ByState[k]
@@ -191,6 +197,8 @@ func printStats(e *env, rep statsReport) error {
 		{"cached tokens", func(s statsJSON) string { return tokensCell(s.CachedTokens, s) }},
 		{"completion tokens", func(s statsJSON) string { return tokensCell(s.CompletionTokens, s) }},
 		{"calls with estimated usage", func(s statsJSON) string { return fmt.Sprint(s.EstimatedCalls) }},
+		{"review rounds", func(s statsJSON) string { return fmt.Sprint(s.ReviewRounds) }},
+		{"checker findings dropped", func(s statsJSON) string { return fmt.Sprint(s.DroppedFindings) }},
 	}
 	for _, role := range slices.Sorted(maps.Keys(roles)) {
 		rows = append(rows, struct {
