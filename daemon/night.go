@@ -167,6 +167,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	defer stopWork(nil)
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
+
 	windowEnd := rep.Started.Add(cfg.Night.Window) // until the preparation below is done
 
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
