@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -69,7 +71,7 @@ func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Ru
 		Sandbox:         cfg.Sandbox,
 		Bwrap:           bwrap,
 		Hide:            hide,
-		ReadOnly:        sandbox.ToolPaths(os.Environ(), hide),
+		ReadOnly:        append(sandbox.ToolPaths(os.Environ(), hide), venvPaths(cfg, hide)...),
 		DenyEnv:         deny,
 		MaxWorktreeSize: int64(cfg.MaxWorktreeSize),
 	}
@@ -94,4 +96,25 @@ func prepareSandbox(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 		log.Info("removed leftover check folders of a crashed run", "count", len(removed))
 	}
 	return bwrap, nil
+}
+
+// venvPaths are the repositories' virtualenvs that lie under a hidden folder (a checkout in
+// the daemon's home, say): bound read-only so the checks' interpreter still runs.
+func venvPaths(cfg config.Config, hide []string) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
+		for _, c := range cfg.Repos[name].Checks {
+			if !filepath.IsAbs(c.Python) {
+				continue
+			}
+			// .venv/bin/python -> .venv: the interpreter needs its lib/ and pyvenv.cfg too.
+			root := filepath.Dir(filepath.Dir(c.Python))
+			for _, h := range hide {
+				if strings.HasPrefix(root, strings.TrimSuffix(h, "/")+"/") && !slices.Contains(out, root) {
+					out = append(out, root)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -244,8 +244,31 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	for name, r := range c.Repos {
 		r.Path = abs(r.Path)
+		r.Python = repoPython(r.Path, r.Python)
+		for i := range r.Checks {
+			r.Checks[i].Python = repoPython(r.Path, r.Checks[i].Python)
+		}
 		c.Repos[name] = r
 	}
+}
+
+// repoPython resolves a repository's interpreter against its own checkout, the one the
+// operator set up: a relative python: (".venv/bin/python") names the repository's
+// virtualenv, not a file in a worktree, where a gitignored .venv does not exist and any
+// file could be written by the code under test. Empty means the repository's
+// .venv/bin/python when there is one; otherwise the checks find a python3 that has the tool.
+func repoPython(repoPath, python string) string {
+	switch {
+	case python == "":
+		venv := filepath.Join(repoPath, ".venv", "bin", "python")
+		if fi, err := os.Stat(venv); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return venv
+		}
+		return ""
+	case filepath.IsAbs(python) || !strings.ContainsRune(python, '/'):
+		return python // absolute, or a name looked up on PATH
+	}
+	return filepath.Join(repoPath, python)
 }
 
 // Validate checks ranges and references; each error names the key, the value and a fix.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,6 +205,31 @@ func TestParseByteSize(t *testing.T) {
 		got, err := ParseByteSize(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseByteSize(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// A repository's interpreter is resolved against its own checkout: python: relative to the
+// repository, and by default its .venv/bin/python when there is one.
+func TestRepoPython(t *testing.T) {
+	withVenv := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(withVenv, ".venv", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withVenv, ".venv", "bin", "python"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := t.TempDir()
+	tests := []struct{ repo, python, want string }{
+		{withVenv, "", filepath.Join(withVenv, ".venv", "bin", "python")},
+		{plain, "", ""},
+		{plain, "env/bin/python", filepath.Join(plain, "env", "bin", "python")},
+		{plain, "/opt/py/bin/python3", "/opt/py/bin/python3"},
+		{plain, "python3.12", "python3.12"},
+	}
+	for _, tt := range tests {
+		if got := repoPython(tt.repo, tt.python); got != tt.want {
+			t.Errorf("repoPython(%s, %q) = %q, want %q", tt.repo, tt.python, got, tt.want)
 		}
 	}
 }

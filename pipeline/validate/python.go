@@ -22,23 +22,21 @@ var ErrToolMissing = errors.New("check tool missing")
 // debianPython is where Debian's python3-pytest and python3-mypy install.
 const debianPython = "/usr/bin/python3"
 
-// Interpreter picks the Python a check runs with in dir, the way the
-// project itself would: the check's Python (from the repository's `python:`
-// in the config; relative paths are taken from the worktree root), else the
-// repository's .venv/bin/python when present, else the first python3 on
-// PATH that can import module, else /usr/bin/python3 if it can. A pyenv
-// shim on PATH whose python lacks the module is skipped, not chosen.
+// Interpreter picks the Python a check runs with, the way the project itself
+// would: the check's Python (the repository's `python:` in the config, which
+// defaults to the repository checkout's own .venv/bin/python), else the first
+// python3 on PATH that can import module, else /usr/bin/python3 if it can. A
+// pyenv shim on PATH whose python lacks the module is skipped, not chosen.
+//
+// The interpreter never comes from the worktree (dir): a .venv/bin/python there
+// would be a file the code under test or the model could have written, and
+// one that prints a passing report would pass any fix.
 func (r *Runner) Interpreter(ctx context.Context, dir string, c Check, module string) (string, error) {
 	if c.Python != "" {
-		py := c.Python
-		if !filepath.IsAbs(py) && strings.ContainsRune(py, '/') {
-			py = filepath.Join(dir, py)
+		if !filepath.IsAbs(c.Python) && strings.ContainsRune(c.Python, '/') {
+			return "", fmt.Errorf("%w: check %q: python %q is relative; give an absolute path (the config resolves it against the repository)", ErrInvalidCheck, c.Name, c.Python)
 		}
-		return py, nil
-	}
-	venv := filepath.Join(dir, ".venv", "bin", "python")
-	if fi, err := os.Stat(venv); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-		return venv, nil
+		return c.Python, nil
 	}
 	return r.systemPython(ctx, module)
 }

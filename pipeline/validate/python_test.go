@@ -68,8 +68,9 @@ func TestInterpreter(t *testing.T) {
 		want   string
 	}{
 		{"configured absolute", plain, Check{Python: "/opt/py/bin/python"}, "pytest", "/opt/py/bin/python"},
-		{"configured relative", plain, Check{Python: ".venv/bin/python"}, "pytest", filepath.Join(plain, ".venv/bin/python")},
-		{"repository venv", venv, Check{}, "pytest", filepath.Join(venv, ".venv/bin/python")},
+		// A .venv in the worktree is a file the code under test could have written: never used
+		// (the repository checkout's own .venv comes in through the config's python).
+		{"worktree venv ignored", venv, Check{}, "json", ""},
 		{"shim skipped", plain, Check{}, "json", ""}, // first working python3 after the shim
 	}
 	for _, tc := range tests {
@@ -80,8 +81,8 @@ func TestInterpreter(t *testing.T) {
 			continue
 		}
 		if tc.want == "" {
-			if got == filepath.Join(shimDir, "python3") {
-				t.Errorf("%s: got the broken shim %q", tc.name, got)
+			if got == filepath.Join(shimDir, "python3") || strings.HasPrefix(got, tc.dir) {
+				t.Errorf("%s: got %q (the broken shim, or a file in the worktree)", tc.name, got)
 			}
 			continue
 		}
@@ -91,6 +92,9 @@ func TestInterpreter(t *testing.T) {
 	}
 
 	var r Runner
+	if _, err := r.Interpreter(ctx, plain, Check{Python: ".venv/bin/python"}, "pytest"); !errors.Is(err, ErrInvalidCheck) {
+		t.Errorf("relative python: got %v, want ErrInvalidCheck (the config makes it absolute)", err)
+	}
 	_, err := r.Interpreter(ctx, plain, Check{}, "no_such_module_ticketd")
 	if !errors.Is(err, ErrToolMissing) || !strings.Contains(err.Error(), "no_such_module_ticketd") {
 		t.Errorf("missing module: got %v, want ErrToolMissing naming the module", err)
