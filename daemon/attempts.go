@@ -87,7 +87,7 @@ func writeAttempt(log *slog.Logger, dir string, rec attemptRecord, diff string, 
 			log.Error("write attempt file", "file", name, "err", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(adir, "patch"), []byte(diff), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(adir, "patch"), []byte(capText(diff, MaxPatchBytes, "the whole change is on the attempt's branch")), 0o644); err != nil {
 		log.Error("write attempt patch", "dir", adir, "err", err)
 	}
 	if err := os.WriteFile(filepath.Join(adir, "stop-reason"), []byte(rec.Reason+"\n"), 0o644); err != nil {

@@ -29,7 +29,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	if err != nil {
 		log.Warn("diff for report", "err", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(diff), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch")), 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
 	}
 	writeAttempt(log, dir, attemptRecord{
@@ -49,7 +49,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
 		Outcome: out, Diff: diff, Calls: calls, Events: events, Now: w.d.now(), Attempts: readAttempts(dir),
 	})
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(report), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it")), 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
 	}
 	return dir
