@@ -132,6 +132,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		return notStarted(res)
 	}
 
+	spec.ReadOnly = append(spec.ReadOnly, toolRoots(argv[0], spec)...)
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
@@ -238,7 +239,36 @@ func toolAbsent(code int, output string) bool {
 		return true
 	}
 	out := strings.TrimSpace(output)
+	if strings.HasPrefix(out, "bwrap: execvp ") { // the sandbox could not find or run it
+		return true
+	}
 	return code == 1 && strings.Count(out, "\n") < 2 && strings.Contains(out, ": No module named ")
+}
+
+// toolRoots is what must show through the sandbox for a check's program to run when it
+// lies where the sandbox hides things (under /tmp, which is private there, or under a
+// hidden folder): its folder, or for a virtualenv's python the whole virtualenv. Read-only.
+func toolRoots(prog string, spec sandbox.Spec) []string {
+	if !filepath.IsAbs(prog) || spec.Mode == sandbox.ModeNone {
+		return nil
+	}
+	root := filepath.Dir(prog)
+	if venv := filepath.Dir(root); fileExists(filepath.Join(venv, "pyvenv.cfg")) {
+		root = venv // .venv/bin/python needs .venv/lib and pyvenv.cfg
+	}
+	hidden := append([]string{os.TempDir(), "/tmp"}, spec.Hide...)
+	for _, h := range hidden {
+		h = strings.TrimSuffix(filepath.Clean(h), "/")
+		if h != "" && strings.HasPrefix(root, h+"/") {
+			return []string{root}
+		}
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // command completes a check's argv for its kind. An empty command gets the
