@@ -82,7 +82,7 @@ func TestTestsAffectedBy(t *testing.T) {
 			name: "package __init__ affects every importer of the package",
 			files: map[string]string{
 				"calc/__init__.py": "", "calc/core.py": "",
-				"tests/test_core.py": "from calc.core import add\n",
+				"tests/test_core.py":  "from calc.core import add\n",
 				"tests/test_other.py": "import json\n",
 			},
 			changed: []string{"calc/__init__.py"},
