@@ -53,7 +53,7 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 		return nil, nil
 	}
 	start := a.r.now()
-	graph, err := validate.ScanImports(a.job.Dir)
+	graph, err := validate.ScanImports(a.job.Dir, changed...)
 	if err != nil {
 		a.log.Warn("first tier: import scan", "err", err)
 		return nil, nil

@@ -149,6 +149,7 @@ var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", 
 // ImportGraph is the repository's Python files and, for each, the repository files its
 // imports resolve to. Paths are slash-separated and relative to the repository root.
 type ImportGraph struct {
+	root    string
 	files   map[string]bool
 	dirs    map[string]bool // directories holding Python files, for namespace packages
 	imports map[string][]string
@@ -156,10 +157,16 @@ type ImportGraph struct {
 
 // ScanImports reads every .py file under dir (skipping environments and caches, not
 // following symlinks) and resolves its imports to files of the repository. Roots tried for
-// an absolute import, in order: the repository root, src/, and the importing file's directory
-// and its parents (pytest's rootdir insertion for test files without __init__.py).
-func ScanImports(dir string) (*ImportGraph, error) {
-	g := &ImportGraph{files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}}
+// an absolute import: the repository root, src/, and the importing file's directory and its
+// parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
+// (files the change deleted) count as modules, so the tests that still import them are found.
+func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
+	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}}
+	for _, p := range gone {
+		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
+			g.files[p] = true
+		}
+	}
 	sources := map[string][]Import{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -327,7 +334,7 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	}
 	var out []string
 	for f := range reached {
-		if IsTestFile(f) && g.files[f] {
+		if IsTestFile(f) && g.files[f] && fileExists(g.root, f) {
 			out = append(out, f)
 		}
 	}
@@ -347,4 +354,9 @@ func (g *ImportGraph) TestFiles() int {
 		}
 	}
 	return n
+}
+
+func fileExists(root, rel string) bool {
+	_, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+	return err == nil
 }

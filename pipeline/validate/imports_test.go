@@ -138,6 +138,14 @@ func TestTestsAffectedBy(t *testing.T) {
 			want:    nil,
 		},
 		{
+			name: "deleted module: its importers, not the deleted test",
+			files: map[string]string{
+				"calc/__init__.py": "", "tests/test_old.py": "from calc.old import f\n", "tests/test_new.py": "import calc\n",
+			},
+			changed: []string{"calc/old.py", "tests/test_gone.py"},
+			want:    []string{"tests/test_old.py"},
+		},
+		{
 			name:    "the changed test itself",
 			files:   map[string]string{"tests/test_a.py": "", "tests/test_b.py": ""},
 			changed: []string{"tests/test_b.py"},
@@ -151,7 +159,7 @@ func TestTestsAffectedBy(t *testing.T) {
 		},
 	} {
 		dir := writeTree(t, tc.files)
-		g, err := ScanImports(dir)
+		g, err := ScanImports(dir, tc.changed...)
 		if err != nil {
 			t.Fatal(err)
 		}
