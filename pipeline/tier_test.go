@@ -2,6 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -139,5 +143,82 @@ diff --git "a/sp ace.py" "b/sp ace.py"
 	t.Logf("DiffPaths -> %v", got)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DiffPaths = %v; want %v", got, want)
+	}
+}
+
+// scriptedChecks answers each run from a table keyed by the run's selection (its Only list
+// joined by spaces, "" for the whole suite): a stand-in for pytest to test the tier rules.
+type scriptedChecks struct {
+	answers map[string][]validate.Finding
+	runs    []string
+}
+
+func (s *scriptedChecks) Run(_ context.Context, _ string, checks []validate.Check) []validate.Result {
+	key := strings.Join(checks[0].Only, " ")
+	s.runs = append(s.runs, key)
+	fs := s.answers[key]
+	return []validate.Result{{Name: "tests", Kind: validate.KindPytest, Passed: len(fs) == 0, Tests: 3, Findings: fs, Summary: "scripted"}}
+}
+
+// The first tier's verdicts against the baseline, each case printing what ran: a base
+// failure still failing outside any target does not refuse (the whole suite decides) unless
+// every base failure ran there; a target that still fails refuses; a regression refuses.
+func TestFirstTierRules(t *testing.T) {
+	dir := t.TempDir()
+	for p, c := range map[string]string{"calc.py": "", "tests/test_calc.py": "import calc\n", "tests/test_other.py": "import os\n", "tests/test_more.py": "import os\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail := func(id string) validate.Finding { return validate.Finding{Test: id, Message: "assert"} }
+	baseFail := func(ids ...string) []validate.Result {
+		var fs []validate.Finding
+		for _, id := range ids {
+			fs = append(fs, fail(id))
+		}
+		return []validate.Result{{Name: "tests", Kind: validate.KindPytest, Passed: len(fs) == 0, Tests: 5, Findings: fs}}
+	}
+	tests := []struct {
+		name     string
+		baseline []validate.Result
+		targets  []string
+		answer   []validate.Finding // of the first tier's run
+		refuse   bool
+	}{
+		{"clean first tier", baseFail("tests/test_calc.py::test_bug"), nil, nil, false},
+		{"regression", baseFail(), nil, []validate.Finding{fail("tests/test_calc.py::test_ok")}, true},
+		{"every base failure ran and still fails", baseFail("tests/test_calc.py::test_bug"), nil, []validate.Finding{fail("tests/test_calc.py::test_bug")}, true},
+		{"a base failure elsewhere may be the fixed one", baseFail("tests/test_calc.py::test_bug", "tests/test_other.py::test_x"), nil,
+			[]validate.Finding{fail("tests/test_calc.py::test_bug")}, false},
+		{"named target still fails", baseFail("tests/test_other.py::test_x"), []string{"tests/test_calc.py::test_new"},
+			[]validate.Finding{fail("tests/test_calc.py::test_new")}, true},
+	}
+	for _, tt := range tests {
+		checks := &scriptedChecks{answers: map[string][]validate.Finding{"tests/test_calc.py": tt.answer}}
+		a := &attempt{r: &Runner{Checks: checks, FlakeReruns: -1}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			job: Job{Dir: dir, Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}, Baseline: tt.baseline}, targets: tt.targets}
+		run, refused := a.firstTier(context.Background(), []string{"calc.py"})
+		t.Logf("%s: runs %q, refused %v, failures %v", tt.name, checks.runs, refused != nil, run.Failures)
+		if (refused != nil) != tt.refuse {
+			t.Errorf("%s: refused = %v; want %v (failures %v)", tt.name, refused != nil, tt.refuse, run.Failures)
+		}
+		if refused != nil && (refused.Tier != TierFirst || refused.Passed) {
+			t.Errorf("%s: refusing gate %+v; want tier %q, not passed", tt.name, refused, TierFirst)
+		}
+		if len(checks.runs) != 1 || checks.runs[0] != "tests/test_calc.py" {
+			t.Errorf("%s: runs %q; want one run of tests/test_calc.py (the targets in it are not added again)", tt.name, checks.runs)
+		}
+	}
+	// No pytest check, or a change that selects no test: no first tier at all.
+	a := &attempt{r: &Runner{Checks: &scriptedChecks{}}, log: slog.Default(), job: Job{Dir: dir, Checks: []validate.Check{{Name: "lint", Kind: validate.KindRuff}}}}
+	if run, refused := a.firstTier(context.Background(), []string{"calc.py"}); run != nil || refused != nil {
+		t.Errorf("first tier with no pytest check = %+v, %+v; want none", run, refused)
+	}
+	a.job.Checks = []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	if run, refused := a.firstTier(context.Background(), []string{"README.md"}); run != nil || refused != nil {
+		t.Errorf("first tier for a README change = %+v, %+v; want none", run, refused)
 	}
 }
