@@ -1,13 +1,19 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
@@ -22,12 +28,23 @@ type repoFacts struct {
 	results []validate.Result
 	repoMap string
 	flaky   []string // tests that failed at the base, then passed when re-run alone
+	// reused is set when the results came from the database (a baseline computed on an
+	// earlier night at the same base commit and checks); computedAt and took describe the
+	// run that produced them.
+	reused     bool
+	computedAt time.Time
+	took       time.Duration
 }
 
 // baselines computes repoFacts once per (repository, base commit), even when several workers
-// ask at the same moment: the first computes, the others wait for its answer.
+// ask at the same moment: the first computes, the others wait for its answer. With a store,
+// a healthy baseline is kept in the database per (repository, base commit, checks hash), so
+// a later night at an unchanged base runs no baseline check.
 type baselines struct {
 	checks pipeline.CheckRunner
+	store  *store.Store // nil: kept for this night only
+	log    *slog.Logger
+	now    func() time.Time
 
 	mu    sync.Mutex
 	facts map[string]*baselineEntry
@@ -39,8 +56,28 @@ type baselineEntry struct {
 	err   error
 }
 
-func newBaselines(checks pipeline.CheckRunner) *baselines {
-	return &baselines{checks: checks, facts: map[string]*baselineEntry{}}
+// newBaselines keeps baselines in st across nights (nil: in memory for this night only),
+// logging what it cannot keep to log.
+func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger) *baselines {
+	return &baselines{checks: checks, store: st, log: cmp.Or(log, slog.Default()), now: time.Now, facts: map[string]*baselineEntry{}}
+}
+
+// baselineFormat versions what a stored baseline means: bump it when the parsers or the
+// gate's reading of results change, so older stored baselines are recomputed.
+const baselineFormat = 1
+
+// checksHash names a checks configuration: a baseline is valid only for the checks (names,
+// kinds, commands, time-outs, interpreters, passed environment) that produced it.
+func checksHash(checks []validate.Check) string {
+	data, err := json.Marshal(struct {
+		Format int
+		Checks []validate.Check
+	}{baselineFormat, checks})
+	if err != nil {
+		return "" // unreachable for plain structs; an empty hash disables the store
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
 }
 
 // get returns the facts for the tree's base commit, computing them in tree (which must still
@@ -80,6 +117,13 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		return f, err
 	}
 	f.repoMap = pipeline.RepoMap(tree.Dir, files)
+	hash := checksHash(repo.Checks)
+	if b.store != nil && hash != "" {
+		if f, ok := b.load(ctx, tree, hash, f); ok {
+			return f, nil
+		}
+	}
+	start := b.now()
 	f.results = b.checks.Run(ctx, tree.Dir, repo.Checks)
 	// A test failing at the base is run once more alone: a flaky one must neither count as a
 	// failure a fix has to make pass nor make a later flake look like a fix.
@@ -87,7 +131,42 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)
 	}
+	f.computedAt, f.took = start, b.now().Sub(start)
+	// Only a baseline that can gate fixes is kept: an unhealthy one (a tool that did not
+	// start, a suite that collected nothing) may heal by tomorrow without a new commit.
+	if b.store != nil && hash != "" && len(validate.Health(f.results)) == 0 && validate.Aborted(f.results) == "" {
+		results, rerr := json.Marshal(f.results)
+		flaky, ferr := json.Marshal(f.flaky)
+		if err := errors.Join(rerr, ferr); err == nil {
+			err = b.store.SaveBaseline(context.WithoutCancel(ctx), store.Baseline{Repo: tree.RepoPath, BaseCommit: tree.BaseCommit,
+				ChecksHash: hash, Results: string(results), Flaky: string(flaky), Duration: f.took})
+		}
+		if err != nil {
+			// The night goes on with the baseline in memory; the next night recomputes it.
+			b.log.Warn("keep baseline", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
+		}
+	}
 	return f, nil
+}
+
+// load returns the stored baseline for the tree's base commit and checks, when one is kept
+// and still reads as results.
+func (b *baselines) load(ctx context.Context, tree *worktree.Tree, hash string, f repoFacts) (repoFacts, bool) {
+	kept, ok, err := b.store.LoadBaseline(ctx, tree.RepoPath, tree.BaseCommit, hash)
+	if err != nil || !ok {
+		if err != nil {
+			b.log.Warn("load kept baseline; computing it", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
+		}
+		return f, false
+	}
+	if err := json.Unmarshal([]byte(kept.Results), &f.results); err != nil {
+		return f, false
+	}
+	if err := json.Unmarshal([]byte(kept.Flaky), &f.flaky); err != nil {
+		return f, false
+	}
+	f.reused, f.computedAt, f.took = true, kept.CreatedAt, kept.Duration
+	return f, true
 }
 
 // preflighter is implemented by a check runner that can tell, before any run, whether a
@@ -178,7 +257,31 @@ func (w *workerPool) checkRepos(ctx context.Context) {
 			w.log.Warn("baseline checks", "repo", name, "err", err)
 			continue
 		}
+		w.noteBaseline(ctx, name, tree.BaseCommit, facts)
 		w.markUnhealthy(ctx, name, tree.BaseCommit, validate.Health(facts.results))
+	}
+}
+
+// noteBaseline says, in the night's log and as a note on each open ticket of the repository,
+// whether tonight's baseline ran the checks or was reused from an earlier night.
+func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts repoFacts) {
+	var text string
+	if facts.reused {
+		text = fmt.Sprintf("baseline of %s at %s reused (computed %s in %s); no baseline check ran",
+			repo, short(base), facts.computedAt.UTC().Format(time.RFC3339), facts.took.Round(time.Millisecond))
+	} else {
+		text = fmt.Sprintf("baseline of %s at %s computed: the checks ran at the base commit in %s",
+			repo, short(base), facts.took.Round(time.Millisecond))
+	}
+	w.log.Info("baseline", "repo", repo, "base_commit", short(base), "reused", facts.reused, "took", facts.took)
+	open, err := w.d.Store.List(context.WithoutCancel(ctx), store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: repo})
+	if err != nil {
+		w.log.Warn("list tickets for baseline note", "repo", repo, "err", err)
+	}
+	for _, t := range open {
+		if err := w.d.Store.AddNote(context.WithoutCancel(ctx), t.ID, "ticketd", text); err != nil {
+			w.log.Warn("note baseline on ticket", "ticket", t.ID, "err", err)
+		}
 	}
 }
 

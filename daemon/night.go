@@ -208,7 +208,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		cfg:       cfg,
 		log:       log,
 		trees:     trees,
-		baselines: newBaselines(checks),
+		baselines: newBaselines(checks, d.Store, log),
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,

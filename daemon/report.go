@@ -127,6 +127,13 @@ func renderReport(in reportInput) string {
 			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
 		}
 	}
+	if ft := out.FirstTierCaught; ft > 0 || (out.Gate != nil && out.Gate.FirstTier != nil) {
+		fmt.Fprintf(&b, "- first tier (tests importing the change, run before the whole suite): caught %d failing run(s) without the whole suite, %s in all", ft, out.FirstTierTime.Round(time.Millisecond))
+		if out.Gate != nil && out.Gate.FirstTier != nil {
+			fmt.Fprintf(&b, "; on the last run it passed (%d test file(s): %s) and the whole suite gave the verdict", len(out.Gate.FirstTier.Files), out.Gate.FirstTier.Summary)
+		}
+		b.WriteString("\n")
+	}
 	for _, f := range out.Flaky {
 		fmt.Fprintf(&b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
 	}

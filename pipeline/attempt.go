@@ -68,7 +68,10 @@ type Job struct {
 	Checks   []validate.Check  // the gate
 	Baseline []validate.Result // the same checks at the base commit
 	Diff     func(context.Context) (string, error)
-	Budget   Budget
+	// Changed lists the paths that differ from the base commit (worktree.Tree.Changed); nil
+	// means they are read from the diff's headers. The first tier of the checks uses them.
+	Changed func(context.Context) ([]string, error)
+	Budget  Budget
 	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
 	SaveTriage func(ctx context.Context, triageJSON string) error
 }
@@ -109,6 +112,10 @@ type Outcome struct {
 	DroppedFindings int
 	JudgeAdvisory   bool // the verdict only annotates (judge: advisory)
 	Duration        time.Duration
+	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
+	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
+	FirstTierCaught int
+	FirstTierTime   time.Duration
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -195,6 +202,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.Flaky = a.flaky
 	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
 	out.JudgeAdvisory = r.JudgeAdvisory
+	out.FirstTierCaught, out.FirstTierTime = a.firstTierCaught, a.firstTierTime
 	return out
 }
 
@@ -220,6 +228,9 @@ type attempt struct {
 	droppedFindings int
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
+	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
+	firstTierCaught int
+	firstTierTime   time.Duration
 }
 
 // note adds one line to the attempt's history, flattened so reports stay one line per step.

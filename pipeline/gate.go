@@ -22,6 +22,12 @@ type Gate struct {
 	Targets   []string // tests the fix was required to make pass, when any were named
 	Results   []validate.Result
 	Text      string // for the model and the report
+	// Tier says which tier of the checks gave the verdict: TierFirst when the tests the
+	// change can affect failed and the whole suite was not run, TierFull otherwise.
+	Tier string
+	// FirstTier is the first tier's run, nil when none was chosen (no pytest check, or the
+	// change affects no test file by the import scan).
+	FirstTier *TierRun
 
 	// newTests names the new failures that are single tests (check → node ids): what a
 	// flake re-run can retry.

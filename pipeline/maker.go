@@ -169,7 +169,13 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	switch tc.Function.Name {
 	case tools.RunChecks:
 		var gate Gate
-		res.text, gate = a.runChecks(ctx)
+		var changed []string
+		if a.job.Diff != nil {
+			if diff, err := a.job.Diff(ctx); err == nil {
+				changed = a.changedPaths(ctx, diff)
+			}
+		}
+		res.text, gate = a.runChecks(ctx, changed)
 		res.failed = !gate.Passed
 		if reason := validate.Aborted(gate.Results); reason != "" {
 			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
@@ -200,8 +206,32 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	return res
 }
 
-// runChecks runs the gate and reports, for the model, the comparison with the baseline.
-func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
+// runChecks runs the gate and reports, for the model, the comparison with the baseline. The
+// tests the change can affect run first (see firstTier); their failures come back at once,
+// and the whole suite, on which the verdict is made, runs only when they pass.
+func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate) {
+	first, failed := a.firstTier(ctx, changed)
+	if first != nil {
+		a.firstTierTime += first.Duration
+	}
+	if failed != nil {
+		a.firstTierCaught++
+		a.note("first tier failed in %s (%d test file(s), %d target(s)); whole suite not run", first.Duration.Round(time.Millisecond), len(first.Files), len(first.Targets))
+		return "The checks fail (compared with the base commit): " + failed.Text, *failed
+	}
+	if first != nil {
+		a.note("first tier passed in %s (%d test file(s), %d target(s)); running the whole suite", first.Duration.Round(time.Millisecond), len(first.Files), len(first.Targets))
+	}
+	g := a.fullChecks(ctx)
+	g.Tier, g.FirstTier = TierFull, first
+	if g.Passed {
+		return "The checks pass (compared with the base commit): " + g.Text, g
+	}
+	return "The checks fail (compared with the base commit): " + g.Text, g
+}
+
+// fullChecks runs every configured check and applies the gate: flakes re-run, targets required.
+func (a *attempt) fullChecks(ctx context.Context) Gate {
 	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
 	g := Compare(a.job.Baseline, results)
 	if len(g.newTests) > 0 {
@@ -212,19 +242,20 @@ func (a *attempt) runChecks(ctx context.Context) (string, Gate) {
 			g = Compare(a.job.Baseline, rerun)
 			g.Flaky = flaky
 			g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
-			for _, f := range flaky {
-				if !slices.Contains(a.flaky, f) {
-					a.flaky = append(a.flaky, f)
-					a.note("flaky test: %s failed, then passed when re-run alone; not blamed on the fix", f)
-				}
-			}
+			a.noteFlaky(flaky)
 		}
 	}
-	g = a.requireTargets(ctx, g)
-	if g.Passed {
-		return "The checks pass (compared with the base commit): " + g.Text, g
+	return a.requireTargets(ctx, g)
+}
+
+// noteFlaky records tests that failed, then passed alone, once each per attempt.
+func (a *attempt) noteFlaky(flaky []string) {
+	for _, f := range flaky {
+		if !slices.Contains(a.flaky, f) {
+			a.flaky = append(a.flaky, f)
+			a.note("flaky test: %s failed, then passed when re-run alone; not blamed on the fix", f)
+		}
 	}
-	return "The checks fail (compared with the base commit): " + g.Text, g
 }
 
 // Who refused a submit, in the words the maker reads. Each names the gate that spoke and
@@ -257,7 +288,7 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 			a.targets = append(a.targets, id)
 		}
 	}
-	_, gate := a.runChecks(ctx)
+	_, gate := a.runChecks(ctx, a.changedPaths(ctx, diff))
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))

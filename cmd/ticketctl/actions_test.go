@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -164,14 +165,25 @@ func TestLogsTimeline(t *testing.T) {
 
 func TestGC(t *testing.T) {
 	f := setup(t)
+	// A baseline last used two days ago, and one used now.
+	for _, at := range []time.Time{time.Now().Add(-48 * time.Hour), time.Now()} {
+		s, err := store.Open(context.Background(), f.db, store.Options{Now: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveBaseline(context.Background(), store.Baseline{Repo: "sample", BaseCommit: at.Format(time.RFC3339), ChecksHash: "h", Results: "[]"}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
 	var got gcJSON
 	decode(t, ctl(t, "--db", f.db, "gc", "--json", "--older-than", "30d"), &got)
-	if got.Pruned != 0 || got.OlderThanS != 30*24*3600 {
+	if got.Pruned != 0 || got.BaselinesPruned != 0 || got.OlderThanS != 30*24*3600 {
 		t.Errorf("gc --older-than 30d on a two-day-old database: %+v, want 0 pruned", got)
 	}
 	decode(t, ctl(t, "--db", f.db, "gc", "--json", "--older-than", "24h"), &got)
-	if got.Pruned != 2 {
-		t.Errorf("gc --older-than 24h: pruned %d, want 2 (the done and escalated tickets)", got.Pruned)
+	if got.Pruned != 2 || got.BaselinesPruned != 1 {
+		t.Errorf("gc --older-than 24h: pruned %d tickets, %d baselines; want 2 (the done and escalated tickets) and 1 (the unused baseline)", got.Pruned, got.BaselinesPruned)
 	}
 	var tk showJSON
 	decode(t, ctl(t, "--db", f.db, "show", "--json", strconv.FormatInt(f.done, 10)), &tk)

@@ -253,7 +253,7 @@ func toolRoots(prog string, spec sandbox.Spec) []string {
 		return nil
 	}
 	root := filepath.Dir(prog)
-	if venv := filepath.Dir(root); fileExists(filepath.Join(venv, "pyvenv.cfg")) {
+	if venv := filepath.Dir(root); pathExists(filepath.Join(venv, "pyvenv.cfg")) {
 		root = venv // .venv/bin/python needs .venv/lib and pyvenv.cfg
 	}
 	hidden := append([]string{os.TempDir(), "/tmp"}, spec.Hide...)
@@ -266,7 +266,7 @@ func toolRoots(prog string, spec sandbox.Spec) []string {
 	return nil
 }
 
-func fileExists(p string) bool {
+func pathExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }

@@ -68,6 +68,7 @@ type options struct {
 	nightTimeout time.Duration
 	keep         bool
 	verbose      bool
+	large        bool // run the generated large-repository case instead of the case set (large.go)
 }
 
 // compareFlag is --compare, which may stand alone or carry "A,B".
@@ -114,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.nightTimeout, "night-timeout", 30*time.Minute, "stop a night that runs longer than this")
 	fs.BoolVar(&o.keep, "keep", false, "keep each round's folder (database, repositories, results) and print where")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the daemon at info level (default: warnings only)")
+	fs.BoolVar(&o.large, "large", false, "run the generated large-repository case (~5,000 files, a few hundred tests): tier timings, baseline reuse, peak RSS")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./scripts/bench [flags]\n\nRuns the frozen bug cases through real nights and judges each branch with hidden tests.\n\n")
 		fs.PrintDefaults()
@@ -209,6 +211,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.large {
+		return runLarge(ctx, o, stdout, stderr, log)
+	}
 	sum, err := bench(ctx, o, stderr, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)

@@ -1,0 +1,116 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+)
+
+// countingChecks runs the real checks and counts the whole-suite runs (no Only selection).
+type countingChecks struct {
+	inner *validate.Runner
+	mu    sync.Mutex
+	full  int
+}
+
+func (c *countingChecks) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	c.mu.Lock()
+	for _, ch := range checks {
+		if len(ch.Only) == 0 {
+			c.full++
+			break
+		}
+	}
+	c.mu.Unlock()
+	return c.inner.Run(ctx, dir, checks)
+}
+
+func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.Check) error {
+	return c.inner.Preflight(ctx, dir, ch)
+}
+
+// The second night at an unchanged base commit reuses the baseline the first night kept in
+// the database: it runs no whole-suite check beyond the attempt's own, and the ticket's
+// history says the baseline was reused. A third night with a changed checks configuration
+// computes it again (the negative control).
+func TestBaselineKeptAcrossNights(t *testing.T) {
+	requirePytest(t)
+	f := newFixture(t, 3)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	issues := f.issues
+	nights := []struct {
+		name       string
+		issue      string
+		edit       func(cfg *config.Config)
+		wantFull   int // whole-suite runs: the baseline's (if computed) and one per submit
+		wantReused bool
+	}{
+		{"first night computes", "00.md", nil, 2, false},
+		{"second night at the same base reuses", "01.md", nil, 1, true},
+		{"changed checks compute again", "02.md", func(cfg *config.Config) { cfg.Repos["shop"].Checks[0].Timeout *= 2 }, 2, false},
+	}
+	// Each night sees one more issue: move the others aside.
+	all, _ := filepath.Glob(filepath.Join(issues, "*.md"))
+	hidden := filepath.Join(f.dir, "hidden")
+	for _, p := range all {
+		move(t, p, filepath.Join(hidden, filepath.Base(p)))
+	}
+	for _, n := range nights {
+		move(t, filepath.Join(hidden, n.issue), filepath.Join(issues, n.issue))
+		cfg := f.config(t, url, 1)
+		if n.edit != nil {
+			n.edit(&cfg)
+		}
+		st, err := OpenStore(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checks := &countingChecks{inner: checkRunner(cfg, "", slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Checks: checks}
+		rep, err := d.RunNight(context.Background(), "test")
+		if err != nil {
+			t.Fatalf("%s: night: %v", n.name, err)
+		}
+		tickets, err := st.List(context.Background(), store.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var notes []string
+		for _, tk := range tickets {
+			events, _ := st.Events(context.Background(), tk.ID)
+			for _, e := range events {
+				if e.Kind == "note" && strings.HasPrefix(e.Reason, "baseline of shop") && e.At.After(rep.Started.Add(-1)) {
+					notes = append(notes, e.Reason)
+				}
+			}
+		}
+		st.Close()
+		t.Logf("%s: whole-suite runs %d, baseline notes %q", n.name, checks.full, notes)
+		if checks.full != n.wantFull {
+			t.Errorf("%s: %d whole-suite check runs; want %d", n.name, checks.full, n.wantFull)
+		}
+		if len(notes) != 1 || strings.Contains(notes[0], "reused") != n.wantReused {
+			t.Errorf("%s: baseline notes %q; want one saying reused=%v", n.name, notes, n.wantReused)
+		}
+	}
+}
+
+func move(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// Which tier of the checks gave a gate its verdict.
+const (
+	// TierFirst: the tests the change can affect (the target tests and the test files that
+	// import a changed module) failed, so the whole suite did not run.
+	TierFirst = "first"
+	// TierFull: the whole configured suite ran (after a first tier that passed, or when no
+	// first tier could be chosen) and the verdict is on it.
+	TierFull = "full"
+)
+
+// TierRun is what the first tier of a check run did: which tests it chose, how long they
+// took and what they found.
+type TierRun struct {
+	Files    []string      `json:"files"`   // test files chosen by the import scan
+	Targets  []string      `json:"targets"` // target test ids run besides those files
+	Duration time.Duration `json:"duration"`
+	Summary  string        `json:"summary"`  // each check's one-line summary
+	Failures []string      `json:"failures"` // what made it fail; empty when it passed
+}
+
+// maxFirstTierShare bounds the first tier: when the scan selects more than this share of the
+// repository's test files (a changed conftest.py at the root, a core module everything
+// imports), the first tier would cost nearly the whole suite and is skipped.
+const maxFirstTierShare = 0.8
+
+// firstTier runs, before the whole suite, the target tests and the test files the change can
+// affect (validate.ScanImports). It returns the run (nil when no first tier was chosen) and,
+// when the first tier already shows the submit must fail, the gate that says so. Its failures
+// are judged against the baseline as the full gate would be: a new failure, a target test
+// that fails, or, when every failing test of the base ran, none of them fixed.
+func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *Gate) {
+	var pytests []validate.Check
+	for _, c := range a.job.Checks {
+		if c.Kind == validate.KindPytest {
+			pytests = append(pytests, c)
+		}
+	}
+	if len(pytests) == 0 || len(changed) == 0 {
+		return nil, nil
+	}
+	start := a.r.now()
+	graph, err := validate.ScanImports(a.job.Dir, changed...)
+	if err != nil {
+		a.log.Warn("first tier: import scan", "err", err)
+		return nil, nil
+	}
+	files := graph.TestsAffectedBy(changed)
+	targets := slices.DeleteFunc(a.targetTests(), func(id string) bool {
+		file, _, _ := strings.Cut(id, "::")
+		return slices.Contains(files, file)
+	})
+	if len(files)+len(targets) == 0 {
+		return nil, nil
+	}
+	if total := graph.TestFiles(); total > 0 && float64(len(files)) > maxFirstTierShare*float64(total) {
+		return nil, nil
+	}
+	run := &TierRun{Files: files, Targets: targets}
+	only := append(slices.Clone(files), targets...)
+	var results []validate.Result
+	for _, c := range pytests {
+		c.Only = only
+		results = append(results, a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{c})...)
+	}
+	g := Compare(a.job.Baseline, results)
+	if len(g.newTests) > 0 {
+		rerun, flaky := Rerun(ctx, a.r.Checks, a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
+		if len(flaky) > 0 {
+			results = rerun
+			g = Compare(a.job.Baseline, results)
+			a.noteFlaky(flaky)
+		}
+	}
+	run.Duration = a.r.now().Sub(start)
+	var sums []string
+	for _, r := range results {
+		sums = append(sums, r.Name+": "+orDash(r.Summary))
+	}
+	run.Summary = strings.Join(sums, "; ")
+	run.Failures = append(run.Failures, g.New...)
+	failing := FailingTests(results)
+	for _, id := range a.targetTests() {
+		for _, ids := range failing {
+			if slices.Contains(ids, id) {
+				run.Failures = append(run.Failures, "target test still fails: "+id)
+			}
+		}
+	}
+	if len(run.Failures) == 0 && len(a.targetTests()) == 0 {
+		// Every failing test of the base ran here and still fails: the full gate's "one of the
+		// base's failing tests now passes" cannot hold either. (With targets named, the
+		// targets replace that rule, and they were checked above.)
+		if base := FailingTests(a.job.Baseline); len(base) > 0 && allSelected(base, files, only) {
+			baseIDs := 0
+			for _, ids := range base {
+				baseIDs += len(ids)
+			}
+			if stillFailing(failing, base) == baseIDs {
+				run.Failures = append(run.Failures, "No failing test was fixed: the tests failing at the base commit all still fail.")
+			}
+		}
+	}
+	if len(run.Failures) == 0 {
+		return run, nil
+	}
+	g.Passed = false
+	g.Tier, g.FirstTier = TierFirst, run
+	var b strings.Builder
+	fmt.Fprintf(&b, "First tier (the %d test file(s) that import what you changed%s, %s): %s. The whole suite was not run.\n",
+		len(files), targetsPhrase(targets), run.Duration.Round(time.Millisecond), run.Summary)
+	if len(g.New) > 0 {
+		fmt.Fprintf(&b, "\n%d failure(s) that the base commit did not have (you caused these):\n- %s\n", len(g.New), strings.Join(g.New, "\n- "))
+	}
+	for _, f := range run.Failures {
+		if !slices.Contains(g.New, f) {
+			fmt.Fprintf(&b, "\n%s\n", f)
+		}
+	}
+	g.Text = clip(b.String(), 12_000)
+	return run, &g
+}
+
+func targetsPhrase(targets []string) string {
+	if len(targets) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %d target test(s)", len(targets))
+}
+
+// allSelected reports whether every failing test of the base (check → ids) lies in a chosen
+// test file or is one of the chosen ids.
+func allSelected(base map[string][]string, files, only []string) bool {
+	for _, ids := range base {
+		for _, id := range ids {
+			file, _, _ := strings.Cut(id, "::")
+			if !slices.Contains(files, file) && !slices.Contains(only, id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func stillFailing(now, base map[string][]string) int {
+	n := 0
+	for check, ids := range base {
+		for _, id := range ids {
+			if slices.Contains(now[check], id) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// changedPaths returns the paths a change touches: Job.Changed when set, else the paths named
+// by the diff's headers (a new file's "+++ b/", a deleted file's "--- a/").
+func (a *attempt) changedPaths(ctx context.Context, diff string) []string {
+	if a.job.Changed != nil {
+		paths, err := a.job.Changed(ctx)
+		if err == nil {
+			return paths
+		}
+		a.log.Warn("first tier: list changed files", "err", err)
+	}
+	return DiffPaths(diff)
+}
+
+// DiffPaths returns the paths a unified git diff changes, in order, each once.
+func DiffPaths(diff string) []string {
+	var out []string
+	add := func(p string) {
+		p = strings.TrimRight(p, "\r")
+		if strings.HasPrefix(p, `"`) {
+			if u, err := strconv.Unquote(p); err == nil {
+				p = u
+			}
+		}
+		if p == "/dev/null" {
+			return
+		}
+		if rest, ok := strings.CutPrefix(p, "a/"); ok {
+			p = rest
+		} else if rest, ok := strings.CutPrefix(p, "b/"); ok {
+			p = rest
+		}
+		if p = path.Clean(p); p != "." && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, line := range strings.Split(diff, "\n") {
+		if rest, ok := strings.CutPrefix(line, "+++ "); ok {
+			add(strings.SplitN(rest, "\t", 2)[0])
+		} else if rest, ok := strings.CutPrefix(line, "--- "); ok {
+			add(strings.SplitN(rest, "\t", 2)[0])
+		}
+	}
+	return out
+}

@@ -1,0 +1,362 @@
+package validate
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// An Import is one module a Python file names in an import statement. Module is the dotted
+// name after `import` or `from` (without the leading dots); Level counts those dots (0 for an
+// absolute import); Names are what a `from` import takes from it (submodules or attributes:
+// a static scan cannot tell which).
+type Import struct {
+	Module string
+	Level  int
+	Names  []string
+}
+
+// maxScanBytes bounds how much of one Python file the import scan reads: imports sit at the
+// top, and a generated multi-megabyte file must not slow every submit.
+const maxScanBytes = 256 << 10
+
+// ParseImports returns the import statements of Python source: `import a.b as c, d`,
+// `from x import y, z`, `from . import y`, `from ..p import (y,\n z)`, indented ones (inside
+// functions or try blocks) included. It reads lines, not a syntax tree, so an import written
+// in a string may be counted: the caller uses the answer to run more tests, never fewer.
+func ParseImports(src []byte) []Import {
+	var out []Import
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	var pending strings.Builder // a statement continued by "(" or "\"
+	open := false
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if open {
+			pending.WriteString(" " + line)
+			if strings.Contains(line, ")") || (!strings.Contains(pending.String(), "(") && !strings.HasSuffix(strings.TrimSpace(line), "\\")) {
+				open = false
+				out = append(out, parseStatement(pending.String())...)
+				pending.Reset()
+			}
+			continue
+		}
+		trimmed := strings.TrimSpace(line)
+		if !strings.HasPrefix(trimmed, "import ") && !strings.HasPrefix(trimmed, "from ") {
+			continue
+		}
+		if (strings.Contains(trimmed, "(") && !strings.Contains(trimmed, ")")) || strings.HasSuffix(trimmed, "\\") {
+			open = true
+			pending.WriteString(trimmed)
+			continue
+		}
+		out = append(out, parseStatement(trimmed)...)
+	}
+	if open {
+		out = append(out, parseStatement(pending.String())...)
+	}
+	return out
+}
+
+// parseStatement parses one logical import line (semicolon-separated statements allowed).
+func parseStatement(s string) []Import {
+	var out []Import
+	for _, stmt := range strings.Split(s, ";") {
+		stmt = strings.NewReplacer("\\", " ", "(", " ", ")", " ", "\t", " ").Replace(stmt)
+		fields := strings.Fields(stmt)
+		if len(fields) < 2 {
+			continue
+		}
+		switch fields[0] {
+		case "import":
+			for _, part := range strings.Split(strings.Join(fields[1:], " "), ",") {
+				if name, ok := dotted(firstField(part)); ok {
+					out = append(out, Import{Module: name})
+				}
+			}
+		case "from":
+			mod := fields[1]
+			level := len(mod) - len(strings.TrimLeft(mod, "."))
+			mod = mod[level:]
+			if mod != "" {
+				if _, ok := dotted(mod); !ok {
+					continue
+				}
+			} else if level == 0 {
+				continue
+			}
+			imp := Import{Module: mod, Level: level}
+			if len(fields) >= 4 && fields[2] == "import" {
+				for _, part := range strings.Split(strings.Join(fields[3:], " "), ",") {
+					if name, ok := dotted(firstField(part)); ok && !strings.Contains(name, ".") {
+						imp.Names = append(imp.Names, name)
+					}
+				}
+			}
+			out = append(out, imp)
+		}
+	}
+	return out
+}
+
+func firstField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// dotted reports whether s is a dotted Python name (a.b.c), returning it.
+func dotted(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" {
+			return "", false
+		}
+		for i, r := range part {
+			ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 127 || (i > 0 && r >= '0' && r <= '9')
+			if !ok {
+				return "", false
+			}
+		}
+	}
+	return s, true
+}
+
+// IsTestFile reports whether a slash-separated path is a pytest test file by pytest's default
+// names (test_*.py, *_test.py).
+func IsTestFile(p string) bool {
+	base := path.Base(p)
+	return strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py"))
+}
+
+// skipDirs are never scanned for Python sources: tools' caches, environments, VCS data.
+var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", "build", "dist"}
+
+// ImportGraph is the repository's Python files and, for each, the repository files its
+// imports resolve to. Paths are slash-separated and relative to the repository root.
+type ImportGraph struct {
+	root    string
+	files   map[string]bool
+	dirs    map[string]bool // directories holding Python files, for namespace packages
+	imports map[string][]string
+}
+
+// ScanImports reads every .py file under dir (skipping environments and caches, not
+// following symlinks) and resolves its imports to files of the repository. Roots tried for
+// an absolute import: the repository root, src/, and the importing file's directory and its
+// parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
+// (files the change deleted) count as modules, so the tests that still import them are found.
+func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
+	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}}
+	for _, p := range gone {
+		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
+			g.files[p] = true
+		}
+	}
+	sources := map[string][]Import{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // an unreadable corner of the tree: skip it, the full suite still runs
+		}
+		if d.IsDir() {
+			if p != dir && (slices.Contains(skipDirs, d.Name()) || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".py") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		g.files[rel] = true
+		for d := path.Dir(rel); d != "." && !g.dirs[d]; d = path.Dir(d) {
+			g.dirs[d] = true
+		}
+		src, err := readHead(p, maxScanBytes)
+		if err != nil {
+			return nil
+		}
+		sources[rel] = ParseImports(src)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan python imports under %s: %w", dir, err)
+	}
+	for file, imps := range sources {
+		seen := map[string]bool{}
+		for _, imp := range imps {
+			for _, target := range g.resolve(file, imp) {
+				if target != file && !seen[target] {
+					seen[target] = true
+					g.imports[file] = append(g.imports[file], target)
+				}
+			}
+		}
+	}
+	return g, nil
+}
+
+func readHead(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// resolve maps one import of file to the repository files it may load: the module itself,
+// every package __init__.py on its way, and for a `from` import each name that is a
+// submodule.
+func (g *ImportGraph) resolve(file string, imp Import) []string {
+	var roots []string
+	if imp.Level > 0 {
+		d := path.Dir(file)
+		for range imp.Level - 1 {
+			d = path.Dir(d)
+		}
+		roots = []string{d}
+	} else {
+		roots = []string{".", "src"}
+		for d := path.Dir(file); ; d = path.Dir(d) {
+			roots = append(roots, d)
+			if d == "." || d == "/" {
+				break
+			}
+		}
+	}
+	var out []string
+	for _, root := range roots {
+		var parts []string
+		if imp.Module != "" {
+			parts = strings.Split(imp.Module, ".")
+		}
+		// Every root that has the module counts: which one sys.path puts first depends on
+		// pytest's import mode, and a wider answer only runs more tests.
+		g.modulePath(root, parts, &out)
+		for _, name := range imp.Names {
+			g.modulePath(root, append(slices.Clone(parts), name), &out)
+		}
+	}
+	return out
+}
+
+// modulePath appends to out the files that importing parts under root loads (each package's
+// __init__.py, then the module) and reports whether the whole dotted name exists there. A
+// directory without __init__.py is a namespace package: nothing to load, the walk goes on.
+func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) bool {
+	if len(parts) == 0 {
+		if init := path.Join(root, "__init__.py"); g.files[init] {
+			*out = append(*out, init)
+			return true
+		}
+		return g.dirs[root]
+	}
+	dir := root
+	for i, part := range parts {
+		dir = path.Join(dir, part)
+		last := i == len(parts)-1
+		switch {
+		case g.files[dir+"/__init__.py"]:
+			*out = append(*out, dir+"/__init__.py")
+		case g.files[dir+".py"]:
+			*out = append(*out, dir+".py")
+			return true // a module: later parts are its attributes
+		case g.dirs[dir]:
+		default:
+			return false
+		}
+		if last {
+			return true
+		}
+	}
+	return false
+}
+
+// TestsAffectedBy returns the test files (pytest's default names) that a change of the given
+// paths may affect, sorted: the changed test files themselves, the test files that import a
+// changed module directly or through other repository modules, and every test file at or
+// below a changed conftest.py. A changed non-Python file affects no test by this scan.
+func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
+	reverse := map[string][]string{}
+	for file, targets := range g.imports {
+		for _, t := range targets {
+			reverse[t] = append(reverse[t], file)
+		}
+	}
+	reached := map[string]bool{}
+	queue := []string{}
+	for _, c := range changed {
+		c = path.Clean(filepath.ToSlash(c))
+		if path.Base(c) == "conftest.py" {
+			d := path.Dir(c)
+			for f := range g.files {
+				if IsTestFile(f) && (d == "." || strings.HasPrefix(f, d+"/")) {
+					reached[f] = true
+				}
+			}
+		}
+		if strings.HasSuffix(c, ".py") && !reached[c] {
+			reached[c] = true
+			queue = append(queue, c)
+		}
+	}
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		for _, importer := range reverse[f] {
+			if !reached[importer] {
+				reached[importer] = true
+				queue = append(queue, importer)
+			}
+		}
+	}
+	var out []string
+	for f := range reached {
+		if IsTestFile(f) && g.files[f] && fileExists(g.root, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Files is how many Python files the scan read.
+func (g *ImportGraph) Files() int { return len(g.files) }
+
+// TestFiles is how many of the scanned files are test files by pytest's default names.
+func (g *ImportGraph) TestFiles() int {
+	n := 0
+	for f := range g.files {
+		if IsTestFile(f) {
+			n++
+		}
+	}
+	return n
+}
+
+func fileExists(root, rel string) bool {
+	_, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+	return err == nil
+}

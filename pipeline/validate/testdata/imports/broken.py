@@ -1,0 +1,3 @@
+from ... import
+import
+from .. import (
