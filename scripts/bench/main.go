@@ -45,11 +45,18 @@ const (
 )
 
 // Scenario names for --scenario besides the scripted behaviours themselves.
-const scenarioByDifficulty = "by-difficulty"
+const (
+	scenarioByDifficulty = "by-difficulty"
+	scenarioPlain        = "plain"
+	scenarioRealistic    = "realistic"
+)
 
-// scenarios are the --scenario values: by-difficulty uses each case's own `scripted`
-// behaviour from case.yaml; the others apply one scripted maker behaviour to every case.
-var scenarios = []string{scenarioByDifficulty, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
+// scenarios are the --scenario values. by-difficulty (the default mix) uses each case's own
+// `scripted` behaviour from case.yaml, and the cases that solve or fix wrongly first also
+// make the mistakes real models make (scriptedmodel.Realism); plain is that mix without
+// the mistakes; realistic makes every case's maker err so, loop and never cases included;
+// the others apply one scripted maker behaviour to every case.
+var scenarios = []string{scenarioByDifficulty, scenarioPlain, scenarioRealistic, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
 
 // options are the parsed flags.
 type options struct {
