@@ -277,6 +277,8 @@ func TestDirty(t *testing.T) {
 		{"?? results.jsonl\n", false},
 		{" M store/queue.go\n", true},
 		{"?? store/commit.go\n", true},
+		{" M scripts/bench/results.jsonl\n", false},
+		{" M scripts/bench/results.jsonl\n M scripts/bench/round.go\n", true},
 	}
 	for _, tc := range tests {
 		if got := dirty(tc.status); got != tc.want {
