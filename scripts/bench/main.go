@@ -9,6 +9,7 @@
 //
 //	go run ./scripts/bench                          # offline, 3 rounds × 30 cases
 //	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
+//	go run ./scripts/bench --scenario realistic     # every maker errs as real models do
 //	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
 //	go run ./scripts/bench --compare                # the last two result lines side by side
 package main
