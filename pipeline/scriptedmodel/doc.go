@@ -13,6 +13,10 @@
 // calls made so far with their results. The one exception is CheckerBlocksOnce and
 // JudgeFailsOnce, which count reviews per case, so use a fresh Server per night.
 //
+// A Case with Realistic set errs as real models do (see Realism): mangled old_text, a path
+// that does not exist, redundant reads, prose, broken JSON, a wrong first fix, each drawn
+// reproducibly from Options.Seed, and recovers from the product's real tool answers.
+//
 // Usage is computed from the request, never constant: prompt tokens are ceil(bytes/4) of
 // the canonical prompt (tools, then messages), completion tokens likewise of the answer,
 // and a simulated prefix cache follows OpenAI's rules (see cache.go). Faults (429, 500)

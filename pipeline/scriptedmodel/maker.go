@@ -20,6 +20,7 @@ type pastCall struct {
 type history struct {
 	calls    []pastCall
 	lastTurn int // turn index of the last assistant message with tool calls, -1 if none
+	prose    int // assistant answers without a tool call
 }
 
 // readHistory pairs assistant tool calls with their tool results.
@@ -31,6 +32,9 @@ func readHistory(msgs []message) history {
 		switch m.Role {
 		case "assistant":
 			if len(m.ToolCalls) == 0 {
+				if strings.TrimSpace(m.text) != "" {
+					h.prose++
+				}
 				continue
 			}
 			for _, tc := range m.ToolCalls {
@@ -61,36 +65,52 @@ func (c pastCall) refused() bool { return c.hasResult && !c.failed() }
 
 // makerTurn decides the maker's next tool calls for plan p from the conversation.
 // The state machine is written out in Behaviour's doc comments; the rules, in order:
-// loop repeats its read; malformed_args sends its broken call once; an edit that just
-// failed is followed by a re-read (each edit is retried once); nothing happens before a
-// successful read; the wrong phase lasts until enough submits have failed; then the fix
-// (reverting the wrong guess first); then submit, re-reading after each failed submit.
+// loop repeats its read; malformed_args sends its broken call once; a realistic case
+// first reads a path that does not exist and lists the files when told so; an edit that
+// just failed is followed by a re-read (each edit is retried once) unless the refusal
+// quoted the real block, which is copied; nothing happens before a successful read; a
+// realistic case may re-read, or answer in prose once; the wrong phase lasts until enough
+// submits have failed; then the fix (reverting the wrong guess first; a realistic case may
+// mangle an edit's old_text, break one call's JSON, or read the lines it edits in the same
+// turn); then submit, re-reading after each failed submit.
 func makerTurn(p *plan, h history, title string) []intent {
 	if p.Behaviour == BehaviourLoop {
 		return []intent{p.read}
 	}
+	r := p.real
 	applied, failed := map[string]int{}, map[string]int{}
-	readOK, sentMalformed, failedSubmits := false, false, 0
+	readOK, sentMalformed, failedSubmits, okReads := false, false, 0, 0
 	lastWasSubmit, retryAfterRead := false, false
+	missingSent, missingReported, listed, mixedSent := false, false, false, false
 	for _, c := range h.calls {
 		if !c.argsValid {
 			sentMalformed = true
 			continue
 		}
-		if c.name == "read_files" && c.ok() {
-			readOK = true
-		}
 		if c.name == "submit" && c.refused() {
 			failedSubmits++
 		}
+		if c.name == "list_files" {
+			listed = true
+		}
 		k := p.identify(c.name, c.args)
 		switch {
-		case k == "" || k == "read":
+		case k == "read":
+			if c.ok() {
+				readOK = true
+				okReads++
+			}
+		case k == "missing":
+			missingSent = true
+			missingReported = missingReported || strings.Contains(c.result, r.missingPath+": error:")
+		case k == "mixed":
+			mixedSent = true
+		case k == "":
 		case c.ok():
 			applied[k]++
 		case c.failed():
 			failed[k]++
-			if c.turn == h.lastTurn && failed[k] < 2 {
+			if c.turn == h.lastTurn && failed[k] < 2 && !p.blockQuoted(k, c.result) {
 				retryAfterRead = true
 			}
 		}
@@ -102,11 +122,32 @@ func makerTurn(p *plan, h history, title string) []intent {
 		broken := strings.TrimSuffix(p.read.args, "}") // valid JSON minus its closing brace
 		return []intent{{key: "malformed", name: "read_files", args: broken}}
 	}
+	if r != nil && r.missingPath != "" && !readOK {
+		if !missingSent {
+			return []intent{r.missingRead()}
+		}
+		if missingReported && !listed {
+			return []intent{{key: "list", name: "list_files", args: "{}"}}
+		}
+	}
 	if retryAfterRead || !readOK {
 		return []intent{p.read}
 	}
+	edited := len(applied)+len(failed) > 0
+	if r != nil && !edited {
+		if r.redundantRead && okReads == 1 {
+			return []intent{p.read}
+		}
+		if r.prose != "" && h.prose == 0 {
+			return []intent{{key: "prose", args: r.prose}}
+		}
+	}
 	wrongApplied := applied["wrong"] > applied["revert"]
-	if cycles := p.wrongCycles(); cycles < 0 || failedSubmits < cycles {
+	cycles := p.wrongCycles()
+	if r != nil && r.wrongFirst {
+		cycles = 1
+	}
+	if cycles < 0 || failedSubmits < cycles {
 		if applied["wrong"] == 0 && failed["wrong"] < 2 {
 			return []intent{p.wrong}
 		}
@@ -119,10 +160,23 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if wrongApplied && p.revert != nil && failed["revert"] < 2 {
 		edits = append(edits, *p.revert)
 	}
+	fixing := false
 	for _, f := range p.fixes {
 		if applied[f.key] == 0 && failed[f.key] < 2 {
+			if r != nil && failed[f.key] == 0 {
+				if m, ok := r.mangled[f.key]; ok {
+					f = m
+				}
+				if r.brokenJSON == f.key && !sentMalformed {
+					f.args = brokenArgs(f.args)
+				}
+			}
 			edits = append(edits, f)
+			fixing = fixing || applied[f.key]+failed[f.key] == 0
 		}
+	}
+	if r != nil && r.mixedTurn != nil && !mixedSent && fixing {
+		edits = append([]intent{*r.mixedTurn}, edits...)
 	}
 	if len(edits) > 0 {
 		return edits
@@ -131,6 +185,20 @@ func makerTurn(p *plan, h history, title string) []intent {
 		return []intent{p.read}
 	}
 	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
+}
+
+// blockQuoted reports whether an edit_file refusal of fix k quotes the very lines the fix
+// replaces, so a model copies them instead of reading the file again.
+func (p *plan) blockQuoted(k, result string) bool {
+	for i, f := range p.fixes {
+		if f.key != k || f.name != "edit_file" {
+			continue
+		}
+		block := closestBlock(result)
+		old := p.fixEdit(i).hunk.OldText
+		return block != "" && strings.TrimRight(block, "\n") == strings.TrimRight(old, "\n")
+	}
+	return false
 }
 
 // submitIntent is a submit with the summary and, when the fix added tests, their node ids.

@@ -59,6 +59,13 @@ type Case struct {
 	JudgeFailsAlways bool
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
+	// Realistic makes the maker err as real models do, on top of its Behaviour, at the
+	// rates of Options.Realism (see Realism): a mangled old_text, a path that does not
+	// exist, a redundant read, a turn mixing reads and edits, prose instead of a tool
+	// call, broken argument JSON, a first fix wrong in behaviour. It reacts to the tools'
+	// real answers: it copies the block an edit refusal quotes, lists the files after a
+	// path is not found.
+	Realistic bool
 }
 
 // intent is one tool call the maker may make; key names its role in the plan.
@@ -78,6 +85,8 @@ type plan struct {
 	fixes     []intent
 	wrong     intent
 	revert    *intent // nil when the wrong guess is a write_file the fix overwrites
+	// real is the realistic maker's drawn mistakes; nil unless Case.Realistic.
+	real *realism
 	// addedTests are the pytest node ids of test functions the patch adds in test files,
 	// which the maker names on submit as a model that wrote them would.
 	addedTests []string
@@ -406,6 +415,17 @@ func (p *plan) identify(name, args string) string {
 	cands := append([]intent{p.read, p.wrong}, p.fixes...)
 	if p.revert != nil {
 		cands = append(cands, *p.revert)
+	}
+	if r := p.real; r != nil {
+		for _, m := range r.mangled {
+			cands = append(cands, m)
+		}
+		if r.missingPath != "" {
+			cands = append(cands, r.missingRead())
+		}
+		if r.mixedTurn != nil {
+			cands = append(cands, *r.mixedTurn)
+		}
 	}
 	for _, c := range cands {
 		if c.name == name && jsonEqual(c.args, args) {

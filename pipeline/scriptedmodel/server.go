@@ -54,6 +54,9 @@ type Options struct {
 	Now func() time.Time
 	// Models are listed by GET /v1/models; default [DefaultModel].
 	Models []string
+	// Realism are the mistake rates of realistic cases (Case.Realistic); the zero value
+	// means DefaultRealism.
+	Realism Realism
 }
 
 // Usage is the usage a Server reported for one answer.
@@ -124,6 +127,12 @@ func New(cases []Case, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("new scripted model: RoleFaults names role %q; want triage, maker, checker or judge", role)
 		}
 	}
+	if opts.Realism == (Realism{}) {
+		opts.Realism = DefaultRealism
+	}
+	if err := opts.Realism.check(); err != nil {
+		return nil, err
+	}
 	if opts.Latency < 0 {
 		return nil, fmt.Errorf("new scripted model: Latency %v is negative", opts.Latency)
 	}
@@ -132,6 +141,9 @@ func New(cases []Case, opts Options) (*Server, error) {
 		p, err := compileCase(i, c)
 		if err != nil {
 			return nil, fmt.Errorf("new scripted model: %w", err)
+		}
+		if c.Realistic {
+			p.real = compileRealism(p, opts.Seed, opts.Realism)
 		}
 		if c.Match == "" {
 			if s.def != nil {
@@ -416,6 +428,10 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	switch ex.rec.Role {
 	case "maker":
 		for i, in := range makerTurn(ex.plan, readHistory(ex.msgs), title) {
+			if in.name == "" { // an answer in prose, no tool call
+				content = in.args
+				continue
+			}
 			calls = append(calls, toolCall{
 				ID:       fmt.Sprintf("call_%s_%d", hex.EncodeToString(digest[:6]), i),
 				Type:     "function",

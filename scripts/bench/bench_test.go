@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
+	"github.com/ticketd/ticketd/store"
 )
 
 // smallCases are three easy cases whose scripted wrong guess is a syntax error the visible
@@ -276,6 +277,8 @@ func TestDirty(t *testing.T) {
 		{"?? results.jsonl\n", false},
 		{" M store/queue.go\n", true},
 		{"?? store/commit.go\n", true},
+		{" M scripts/bench/results.jsonl\n", false},
+		{" M scripts/bench/results.jsonl\n M scripts/bench/round.go\n", true},
 	}
 	for _, tc := range tests {
 		if got := dirty(tc.status); got != tc.want {
@@ -397,7 +400,8 @@ func TestUsesRealEndpoint(t *testing.T) {
 
 func TestPrintSummary(t *testing.T) {
 	r1 := Totals{SuccessRate: 0.9, CostPerTicketUSD: 0.0141, DurationP50S: 1.2, TicketsPerHour: 7000,
-		FirstRequestCachedShare: map[string]float64{"maker": 0.756}}
+		FirstRequestCachedShare: map[string]float64{"maker": 0.756}, MakerCallsPerTicket: 4.25, FailedEditsPerTicket: 0.33,
+		EditRungs: map[string]float64{"exact": 40, "indent_shift": 3, "anchors": 1}}
 	s := Summary{Totals: r1, Rounds: 1, Workers: 3, Scenario: "by-difficulty", Endpoint: "scripted", Cases: 30,
 		Out: "results.jsonl", PerRound: []Totals{r1}}
 	var b bytes.Buffer
@@ -405,9 +409,104 @@ func TestPrintSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"30 cases × 1 round(s), 3 workers", "success rate (hidden tests)", "90.0%", "$0.0141",
-		"first request cached share: maker", "75.6%", "ROUND 1", "7000"} {
+		"first request cached share: maker", "75.6%", "ROUND 1", "7000", "maker calls per ticket", "4.2",
+		"failed edits per ticket", "0.33", "edits on rung exact", "edits on rung indent_shift"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("printSummary output lacks %q:\n%s", want, b.String())
+		}
+	}
+	// The rung rows follow the ladder's order: exact, then indent_shift, then anchors.
+	if i, j, k := strings.Index(b.String(), "rung exact"), strings.Index(b.String(), "rung indent_shift"), strings.Index(b.String(), "rung anchors"); !(i < j && j < k) {
+		t.Errorf("rung rows out of ladder order (%d, %d, %d):\n%s", i, j, k, b.String())
+	}
+}
+
+// TestToolFigures reads a ticket's maker calls, compactions, failed calls and rungs back
+// from a real store file, as outcomes does after a night.
+func TestToolFigures(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "1", Repo: "r", Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mc := range []store.ModelCall{
+		{TicketID: id, Attempt: 1, Role: "triage", Model: "m"},
+		{TicketID: id, Attempt: 1, Role: "maker", Model: "m"},
+		{TicketID: id, Attempt: 1, Role: "maker", Model: "m", Compactions: 2},
+		{TicketID: id, Attempt: 1, Role: "judge", Model: "m", Compactions: 0},
+	} {
+		if _, err := st.RecordModelCall(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, tc := range []store.ToolCall{
+		{Tool: "read_files", OK: true},
+		{Tool: "edit_file", OK: false},
+		{Tool: "edit_file", OK: true, Rung: "indent_shift"},
+		{Tool: "edit_file", OK: true, Rung: "exact"},
+		{Tool: "edit_file", OK: true, Rung: "exact"},
+		{Tool: "submit", OK: false},
+	} {
+		tc.TicketID, tc.Attempt, tc.Step = id, 1, i
+		if _, err := st.RecordToolCall(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := Outcome{Ticket: id}
+	if err := toolFigures(ctx, st, &o); err != nil {
+		t.Fatal(err)
+	}
+	want := Outcome{Ticket: id, MakerCalls: 2, Compactions: 2, ToolCalls: 6, FailedToolCalls: 2, FailedEdits: 1,
+		EditRungs: map[string]int{"exact": 2, "indent_shift": 1}}
+	if fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Errorf("toolFigures\n got  %+v\n want %+v", o, want)
+	}
+}
+
+func TestTotalsToolFigures(t *testing.T) {
+	outs := []Outcome{
+		{MakerCalls: 3, ToolCalls: 4, FailedToolCalls: 1, FailedEdits: 1, Compactions: 1, EditRungs: map[string]int{"exact": 2}},
+		{MakerCalls: 5, ToolCalls: 8, FailedToolCalls: 3, FailedEdits: 0, EditRungs: map[string]int{"exact": 1, "whitespace": 1}},
+	}
+	got := totals(outs, time.Minute, nil)
+	if got.MakerCallsPerTicket != 4 || got.ToolCallsPerTicket != 6 || got.FailedToolCallsPerTicket != 2 ||
+		got.FailedEditsPerTicket != 0.5 || got.CompactionsPerTicket != 0.5 || got.EditRungs["exact"] != 3 || got.EditRungs["whitespace"] != 1 {
+		t.Errorf("totals(%+v) = %+v", outs, got)
+	}
+	m := medianTotals([]Totals{got, {EditRungs: map[string]float64{"exact": 1}}, {EditRungs: map[string]float64{"exact": 5}}})
+	if m.EditRungs["exact"] != 3 || m.EditRungs["whitespace"] != 0 {
+		t.Errorf("median rungs = %v, want exact 3 and whitespace 0 (absent in two rounds of three)", m.EditRungs)
+	}
+}
+
+// TestBenchRealisticScenario runs the small cases plain and realistic: both solve them all,
+// and the realistic maker works harder, which the new figures show.
+func TestBenchRealisticScenario(t *testing.T) {
+	plain, precs := benchRun(t, "--scenario", "plain", "--filter", smallCases)
+	real, rrecs := benchRun(t, "--scenario", "realistic", "--filter", smallCases)
+	t.Logf("plain: maker %.2f tools %.2f failed %.2f rungs %v", plain.MakerCallsPerTicket, plain.ToolCallsPerTicket, plain.FailedToolCallsPerTicket, plain.EditRungs)
+	t.Logf("realistic: maker %.2f tools %.2f failed %.2f rungs %v", real.MakerCallsPerTicket, real.ToolCallsPerTicket, real.FailedToolCallsPerTicket, real.EditRungs)
+	if plain.SuccessRate != 1 || real.SuccessRate != 1 {
+		t.Errorf("success: plain %v, realistic %v; want 1 and 1", plain.SuccessRate, real.SuccessRate)
+	}
+	if real.Scenario != "realistic" || rrecs[0].Scenario != "realistic" || precs[0].Scenario != "plain" {
+		t.Errorf("scenario names: summary %q, lines %q and %q", real.Scenario, rrecs[0].Scenario, precs[0].Scenario)
+	}
+	if plain.MakerCallsPerTicket <= 0 || plain.ToolCallsPerTicket <= 0 || plain.EditRungs["exact"] == 0 {
+		t.Errorf("plain figures missing: maker %v tools %v rungs %v", plain.MakerCallsPerTicket, plain.ToolCallsPerTicket, plain.EditRungs)
+	}
+	if real.ToolCallsPerTicket <= plain.ToolCallsPerTicket || real.MakerCallsPerTicket <= plain.MakerCallsPerTicket {
+		t.Errorf("realistic maker made no extra calls: maker %v vs %v, tools %v vs %v",
+			real.MakerCallsPerTicket, plain.MakerCallsPerTicket, real.ToolCallsPerTicket, plain.ToolCallsPerTicket)
+	}
+	for _, o := range rrecs[0].Cases {
+		if o.MakerCalls == 0 || o.ToolCalls == 0 || o.Scripted == "" {
+			t.Errorf("case %s line: maker_calls %d tool_calls %d scripted %q", o.Name, o.MakerCalls, o.ToolCalls, o.Scripted)
 		}
 	}
 }

@@ -9,6 +9,7 @@
 //
 //	go run ./scripts/bench                          # offline, 3 rounds × 30 cases
 //	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
+//	go run ./scripts/bench --scenario realistic     # every maker errs as real models do
 //	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
 //	go run ./scripts/bench --compare                # the last two result lines side by side
 package main
@@ -45,11 +46,18 @@ const (
 )
 
 // Scenario names for --scenario besides the scripted behaviours themselves.
-const scenarioByDifficulty = "by-difficulty"
+const (
+	scenarioByDifficulty = "by-difficulty"
+	scenarioPlain        = "plain"
+	scenarioRealistic    = "realistic"
+)
 
-// scenarios are the --scenario values: by-difficulty uses each case's own `scripted`
-// behaviour from case.yaml; the others apply one scripted maker behaviour to every case.
-var scenarios = []string{scenarioByDifficulty, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
+// scenarios are the --scenario values. by-difficulty (the default mix) uses each case's own
+// `scripted` behaviour from case.yaml, and the cases that solve or fix wrongly first also
+// make the mistakes real models make (scriptedmodel.Realism); plain is that mix without
+// the mistakes; realistic makes every case's maker err so, loop and never cases included;
+// the others apply one scripted maker behaviour to every case.
+var scenarios = []string{scenarioByDifficulty, scenarioPlain, scenarioRealistic, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
 
 // options are the parsed flags.
 type options struct {

@@ -68,6 +68,15 @@ type Outcome struct {
 	CostUnknown      bool    `json:"cost_unknown,omitempty"`
 	DurationS        float64 `json:"duration_s"` // first claim to finish
 	Reason           string  `json:"reason,omitempty"`
+	// How the maker worked, from the store's model_calls and tool_calls rows. A failed tool
+	// call is any the product answered with an error, refused submits included; failed
+	// edits are the edit_file calls among them.
+	MakerCalls      int            `json:"maker_calls"`
+	Compactions     int            `json:"compactions"`
+	ToolCalls       int            `json:"tool_calls"`
+	FailedToolCalls int            `json:"failed_tool_calls"`
+	FailedEdits     int            `json:"failed_edits"`
+	EditRungs       map[string]int `json:"edit_rungs,omitempty"` // applied edit_file calls per matching rung
 }
 
 // Totals are one round's figures, and (as medians) the summary's.
@@ -89,6 +98,13 @@ type Totals struct {
 	Escalated                 float64            `json:"escalated"`
 	NightS                    float64            `json:"night_s"`
 	TicketsPerHour            float64            `json:"tickets_per_hour"`
+	MakerCallsPerTicket       float64            `json:"maker_calls_per_ticket"`
+	ToolCallsPerTicket        float64            `json:"tool_calls_per_ticket"`
+	FailedToolCallsPerTicket  float64            `json:"failed_tool_calls_per_ticket"`
+	FailedEditsPerTicket      float64            `json:"failed_edits_per_ticket"`
+	CompactionsPerTicket      float64            `json:"compactions_per_ticket"`
+	// EditRungs counts the applied edit_file calls of all tickets per matching rung.
+	EditRungs map[string]float64 `json:"edit_rungs"`
 }
 
 // Summary is the median over the rounds of one bench run.
@@ -114,7 +130,8 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 	if t.FirstRequestCachedShare == nil {
 		t.FirstRequestCachedShare = map[string]float64{}
 	}
-	var calls int
+	var calls, makers, toolCalls, failedTools, failedEdits, compactions int
+	t.EditRungs = map[string]float64{}
 	var prompt, cached, completion int64
 	var durations []float64
 	for _, o := range outs {
@@ -130,6 +147,11 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		t.CostUSD += o.CostUSD
 		t.CostUnknown = t.CostUnknown || o.CostUnknown
 		calls += o.ModelCalls
+		makers, toolCalls, compactions = makers+o.MakerCalls, toolCalls+o.ToolCalls, compactions+o.Compactions
+		failedTools, failedEdits = failedTools+o.FailedToolCalls, failedEdits+o.FailedEdits
+		for r, n := range o.EditRungs {
+			t.EditRungs[r] += float64(n)
+		}
 		prompt, cached, completion = prompt+o.PromptTokens, cached+o.CachedTokens, completion+o.CompletionTokens
 		if o.Attempts > 0 || o.DurationS > 0 { // a ticket never claimed has no duration
 			durations = append(durations, o.DurationS)
@@ -142,6 +164,11 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		t.PromptTokensPerTicket = float64(prompt) / n
 		t.CachedTokensPerTicket = float64(cached) / n
 		t.CompletionTokensPerTicket = float64(completion) / n
+		t.MakerCallsPerTicket = float64(makers) / n
+		t.ToolCallsPerTicket = float64(toolCalls) / n
+		t.FailedToolCallsPerTicket = float64(failedTools) / n
+		t.FailedEditsPerTicket = float64(failedEdits) / n
+		t.CompactionsPerTicket = float64(compactions) / n
 	}
 	t.DurationP50S, t.DurationP90S = percentile(durations, 50), percentile(durations, 90)
 	if night > 0 {
@@ -200,7 +227,22 @@ func medianTotals(rounds []Totals) Totals {
 		Escalated:                 pick(func(t Totals) float64 { return t.Escalated }),
 		NightS:                    pick(func(t Totals) float64 { return t.NightS }),
 		TicketsPerHour:            pick(func(t Totals) float64 { return t.TicketsPerHour }),
+		MakerCallsPerTicket:       pick(func(t Totals) float64 { return t.MakerCallsPerTicket }),
+		ToolCallsPerTicket:        pick(func(t Totals) float64 { return t.ToolCallsPerTicket }),
+		FailedToolCallsPerTicket:  pick(func(t Totals) float64 { return t.FailedToolCallsPerTicket }),
+		FailedEditsPerTicket:      pick(func(t Totals) float64 { return t.FailedEditsPerTicket }),
+		CompactionsPerTicket:      pick(func(t Totals) float64 { return t.CompactionsPerTicket }),
 		FirstRequestCachedShare:   map[string]float64{},
+		EditRungs:                 map[string]float64{},
+	}
+	rungs := map[string]bool{}
+	for _, r := range rounds {
+		for rung := range r.EditRungs {
+			rungs[rung] = true
+		}
+	}
+	for rung := range rungs {
+		m.EditRungs[rung] = pick(func(t Totals) float64 { return t.EditRungs[rung] }) // a round without it counts 0
 	}
 	roles := map[string]bool{}
 	for _, r := range rounds {

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ticketd/ticketd/pipeline/tools"
 )
 
 // metric is one row of the summary and compare tables.
@@ -36,6 +39,45 @@ var metrics = []metric{
 	{"escalated", func(t Totals) float64 { return t.Escalated }, integer},
 	{"night wall time", func(t Totals) float64 { return t.NightS }, secs},
 	{"tickets per hour", func(t Totals) float64 { return t.TicketsPerHour }, integer},
+	{"maker calls per ticket", func(t Totals) float64 { return t.MakerCallsPerTicket }, num},
+	{"tool calls per ticket", func(t Totals) float64 { return t.ToolCallsPerTicket }, num},
+	{"failed tool calls per ticket", func(t Totals) float64 { return t.FailedToolCallsPerTicket }, dec2},
+	{"failed edits per ticket", func(t Totals) float64 { return t.FailedEditsPerTicket }, dec2},
+	{"compactions per ticket", func(t Totals) float64 { return t.CompactionsPerTicket }, dec2},
+}
+
+func dec2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// rungMetric is the row of applied edits matched on one rung of edit_file's ladder.
+func rungMetric(rung string) metric {
+	return metric{"edits on rung " + rung, func(t Totals) float64 { return t.EditRungs[rung] }, integer}
+}
+
+// rungRows are the rung rows for the rungs any of ts used, in the ladder's order, then any
+// rung the ladder no longer knows.
+func rungRows(ts ...Totals) []metric {
+	seen := map[string]bool{}
+	for _, t := range ts {
+		for r := range t.EditRungs {
+			seen[r] = true
+		}
+	}
+	var out []metric
+	for _, r := range tools.Rungs {
+		if seen[string(r)] {
+			out = append(out, rungMetric(string(r)))
+			delete(seen, string(r))
+		}
+	}
+	rest := make([]string, 0, len(seen))
+	for r := range seen {
+		rest = append(rest, r)
+	}
+	sort.Strings(rest)
+	for _, r := range rest {
+		out = append(out, rungMetric(r))
+	}
+	return out
 }
 
 func shareMetric(role string) metric {
@@ -57,6 +99,7 @@ func printSummary(w io.Writer, s Summary) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	rows := append([]metric{}, metrics...)
+	rows = append(rows, rungRows(append([]Totals{s.Totals}, s.PerRound...)...)...)
 	for _, role := range sortedRoles(s.FirstRequestCachedShare) {
 		rows = append(rows, shareMetric(role))
 	}
@@ -119,6 +162,7 @@ func printCompare(w io.Writer, path string, a, b int, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", i.name, x, y, change)
 	}
 	rows := append([]metric{}, metrics...)
+	rows = append(rows, rungRows(ra.Totals, rb.Totals)...)
 	roles := map[string]float64{}
 	for k, v := range ra.Totals.FirstRequestCachedShare {
 		roles[k] = v

@@ -25,6 +25,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
 	"github.com/ticketd/ticketd/store"
@@ -174,12 +175,31 @@ func scriptedCases(cases []caseset.Case, scenario string) []scriptedmodel.Case {
 	out := make([]scriptedmodel.Case, 0, len(cases))
 	for _, k := range cases {
 		b := scriptedmodel.Behaviour(scenario)
-		if scenario == scenarioByDifficulty {
+		realistic := false
+		switch scenario {
+		case scenarioByDifficulty:
+			// The mix: tickets a model fixes make its slips on the way; the loop, never
+			// and late-fix cases stay exact, as they measure the guards and budgets.
 			b = scriptedmodel.Behaviour(k.Scripted)
+			realistic = b == scriptedmodel.BehaviourSolve || b == scriptedmodel.BehaviourWrongThenRight
+		case scenarioPlain:
+			b = scriptedmodel.Behaviour(k.Scripted)
+		case scenarioRealistic:
+			b, realistic = scriptedmodel.Behaviour(k.Scripted), true
 		}
-		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: k.Golden, Behaviour: b})
+		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: k.Golden, Behaviour: b, Realistic: realistic})
 	}
 	return out
+}
+
+// scenarioBehaviour is the scripted behaviour a case has under scenario: its own for the
+// mixes, else the scenario's.
+func scenarioBehaviour(k caseset.Case, scenario string) string {
+	switch scenario {
+	case scenarioByDifficulty, scenarioPlain, scenarioRealistic:
+		return k.Scripted
+	}
+	return scenario
 }
 
 // issueFile is the intake file for a case: its issue with `repo: <case name>` in the front
@@ -342,8 +362,8 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 		o := Outcome{Name: k.Name, Difficulty: k.Difficulty, Scripted: k.Scripted, State: "not_enqueued"}
 		if e.real {
 			o.Scripted = ""
-		} else if e.o.scenario != scenarioByDifficulty {
-			o.Scripted = e.o.scenario
+		} else {
+			o.Scripted = scenarioBehaviour(k, e.o.scenario)
 		}
 		t, ok := byRepo[k.Name]
 		if !ok {
@@ -367,9 +387,51 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 				break
 			}
 		}
+		if err := toolFigures(ctx, st, &o); err != nil {
+			return nil, err
+		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// toolFigures reads a ticket's maker calls, compactions and tool calls back from the store:
+// how the maker worked, beside what it cost.
+func toolFigures(ctx context.Context, st *store.Store, o *Outcome) error {
+	calls, err := st.ModelCalls(ctx, o.Ticket)
+	if err != nil {
+		return fmt.Errorf("read model calls of ticket %d: %w", o.Ticket, err)
+	}
+	for _, c := range calls {
+		if c.Role == string(model.RoleMaker) {
+			o.MakerCalls++
+		}
+		o.Compactions += c.Compactions
+	}
+	tcs, err := st.ToolCalls(ctx, o.Ticket)
+	if err != nil {
+		return fmt.Errorf("read tool calls of ticket %d: %w", o.Ticket, err)
+	}
+	for _, c := range tcs {
+		o.ToolCalls++
+		if !c.OK {
+			o.FailedToolCalls++
+		}
+		if c.Tool != tools.EditFile {
+			continue
+		}
+		if !c.OK {
+			o.FailedEdits++
+			continue
+		}
+		if c.Rung != "" {
+			if o.EditRungs == nil {
+				o.EditRungs = map[string]int{}
+			}
+			o.EditRungs[c.Rung]++
+		}
+	}
+	return nil
 }
 
 // judgeAll judges every done ticket's branch with the case's hidden tests, a few at a
@@ -473,9 +535,11 @@ func gitCommit(ctx context.Context, dir string) string {
 
 // dirty says whether `git status --porcelain` output shows a change that can alter the
 // build: any tracked change, or an untracked Go file (results.jsonl and the like are not).
+// The bench's own record, scripts/bench/results.jsonl, is not: a second bench run the same
+// day must not call the first one's appended lines a change to the code.
 func dirty(status string) bool {
 	for _, line := range strings.Split(status, "\n") {
-		if line == "" {
+		if line == "" || strings.HasSuffix(line, " scripts/bench/results.jsonl") {
 			continue
 		}
 		if !strings.HasPrefix(line, "??") || strings.HasSuffix(line, ".go") {
