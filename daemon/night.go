@@ -167,20 +167,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	defer stopWork(nil)
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
-	// The window stops claims; attempts still running get the grace period to finish, then
-	// they are stopped too (keeping their partial work) and released without spending an
-	// attempt.
-	windowEnd := rep.Started.Add(cfg.Night.Window)
-	windowTimer := time.AfterFunc(cfg.Night.Window, func() {
-		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
-		stopClaims(ErrWindowClosed)
-	})
-	defer windowTimer.Stop()
-	graceTimer := time.AfterFunc(cfg.Night.Window+cfg.Night.Grace, func() {
-		stopWork(fmt.Errorf("%w and its grace period of %s ran out", ErrWindowClosed, cfg.Night.Grace))
-	})
-	defer graceTimer.Stop()
-
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
 		log.Warn("night dollar budget spent: stopping", "limit_usd", cfg.Night.MaxDollars)
 		stopClaims(ErrNightBudget)
@@ -225,19 +211,26 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory",
 		},
-		windowEnd: windowEnd,
-		gate:      client,
-		runID:     runID,
-		parkUntil: nextNight(cfg.Night.Schedule, windowEnd),
+		gate:  client,
+		runID: runID,
 	}
 	defer d.runGitHub(workCtx)()
-	// The claim window counts from the end of the baselines: they are the night's preparation.
-	windowTimer.Stop()
-	graceTimer.Stop()
 	w.checkRepos(claimCtx)
-	windowTimer.Reset(cfg.Night.Window)
-	graceTimer.Reset(cfg.Night.Window + cfg.Night.Grace)
+	// The window stops claims; attempts still running get the grace period to finish, then
+	// they are stopped too (keeping their partial work) and released without spending an
+	// attempt. It counts from the end of the preparation (preflights, baselines): a slow
+	// start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
+	w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
+	windowTimer := time.AfterFunc(cfg.Night.Window, func() {
+		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
+		stopClaims(ErrWindowClosed)
+	})
+	defer windowTimer.Stop()
+	graceTimer := time.AfterFunc(cfg.Night.Window+cfg.Night.Grace, func() {
+		stopWork(fmt.Errorf("%w and its grace period of %s ran out", ErrWindowClosed, cfg.Night.Grace))
+	})
+	defer graceTimer.Stop()
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)

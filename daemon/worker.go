@@ -231,7 +231,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		}
 		return
 	case cause != nil && out.Status != pipeline.StatusFixed:
-		w.release(bg, log, lease, ctx, cause)
+		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
+		// far is kept like a failed attempt's, and the attempt is not spent.
+		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, tree, out, "released", branch)
+		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
 	}
 
@@ -282,6 +286,12 @@ func commitMessage(t store.Ticket, out pipeline.Outcome) string {
 // release gives the ticket back without burning its attempt: the cause was not the ticket's
 // (shutdown, window, dollars, a transport fault, a worktree that could not be made).
 func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error) {
+	w.releaseKept(ctx, log, lease, attemptCtx, cause, "", "")
+}
+
+// releaseKept is release for an attempt whose partial work was kept on branch, with its
+// report in dir (either may be empty).
+func (w *workerPool) releaseKept(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error, branch, dir string) {
 	kind := store.FailTransport
 	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed) || errors.Is(c, ErrQuota)) {
 		kind, cause = store.FailShutdown, c
@@ -289,11 +299,11 @@ func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.
 	if kind == store.FailTransport && w.park(ctx, log, lease, cause) {
 		return
 	}
-	if _, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error()}); err != nil {
+	if _, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error(), Branch: branch, ResultDir: dir}); err != nil {
 		log.Error("release ticket", "err", err)
 		return
 	}
-	log.Info("ticket released", "kind", kind, "reason", cause)
+	log.Info("ticket released", "kind", kind, "reason", cause, "kept_branch", branch)
 }
 
 func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lease, f store.Failure) {
