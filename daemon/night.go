@@ -151,13 +151,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		return rep, fmt.Errorf("create output folder %s: %w", cfg.Output, err)
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
-	for name, r := range cfg.Repos {
-		if removed, err := trees.CollectLeftovers(ctx, r.Path); err != nil {
-			log.Warn("collect leftover worktrees", "repo", name, "err", err)
-		} else if len(removed) > 0 {
-			log.Info("removed leftover worktrees", "repo", name, "count", len(removed))
-		}
-	}
 
 	// claimCtx stops new claims; workCtx cancels work in flight. They differ so that the
 	// window closing lets running attempts finish while a shutdown stops them at once.
@@ -197,9 +190,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			windows[r] = rc.ContextWindow
 		}
 	}
-	if err := preflight(ctx, checks, cfg.Repos); err != nil {
-		return rep, fmt.Errorf("checks: %w", err)
-	}
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
@@ -214,6 +204,14 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		gate:  client,
 		runID: runID,
 	}
+	// Repositories that fail their start-up check are reported and paused; the night goes
+	// on with the others. The pool sees only those that passed.
+	healthy, err := w.checkStartup(ctx, checks)
+	if err != nil {
+		return rep, err
+	}
+	w.cfg.Repos = healthy
+	d.collectLeftovers(ctx, log, trees, healthy)
 	defer d.runGitHub(workCtx)()
 	w.checkRepos(claimCtx)
 	// The window stops claims; attempts still running get the grace period to finish, then
