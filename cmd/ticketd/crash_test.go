@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +42,12 @@ type nightFixture struct {
 }
 
 func newNightFixture(t *testing.T, n int, latency time.Duration, night string) nightFixture {
+	return newHeldNightFixture(t, n, latency, night, "")
+}
+
+// newHeldNightFixture is newNightFixture whose checker never answers a request that
+// contains hold (when not empty): that attempt cannot end by itself.
+func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold string) nightFixture {
 	t.Helper()
 	if _, err := validate.ResolvePytest(context.Background()); err != nil {
 		t.Fatalf("this test runs real pytest: %v", err)
@@ -86,6 +99,9 @@ func newNightFixture(t *testing.T, n int, latency time.Duration, night string) n
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { server.Close() })
+	if hold != "" {
+		url = holdChecker(t, url, hold)
+	}
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}
 workspace: work
 output: results
@@ -104,6 +120,11 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge:   {endpoint: scripted, model: gpt-4.1-mini}
 `, night, url)
+	if hold != "" {
+		// The held request is a role's first: the others must not wait the default 20 s
+		// for its answer to start (the prompt-cache warm-up gate).
+		cfg += "  warmup_wait: 200ms\n"
+	}
 	put("config.yaml", cfg)
 	return f
 }
@@ -340,4 +361,133 @@ func TestSIGKILLNight(t *testing.T) {
 func tail(log []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// holdChecker puts a proxy in front of the model server at url that never answers a checker
+// request containing hold (until the client gives up) and passes everything else through.
+func holdChecker(t *testing.T, url, hold string) string {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("ticketd role: checker")) && bytes.Contains(body, []byte(hold)) {
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// logRecord is one JSON log line of the daemon.
+type logRecord struct {
+	Time   time.Time `json:"time"`
+	Msg    string    `json:"msg"`
+	Ticket int64     `json:"ticket"`
+	Reason string    `json:"reason"`
+	Kept   string    `json:"kept_branch"`
+}
+
+func readLog(t *testing.T, path string) []logRecord {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []logRecord
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r logRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("log line is not JSON (%v): %q", err, line)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRunWindowEnd runs the built `ticketd run` on a schedule that fires every second with a
+// 10 s window and a 2 s grace period. Two tickets start; one is fixed; the other's checker
+// never answers, so it is still running when the window closes: the grace period ends it,
+// its partial diff is kept (branch and patch) and it is released with no attempt spent.
+func TestRunWindowEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ticketd binary")
+	}
+	bin := buildTicketd(t)
+	f := newHeldNightFixture(t, 2, 100*time.Millisecond,
+		`{schedule: "@every 1s", window: 10s, grace: 2s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
+	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+	}()
+	var released []store.Event
+	deadline := time.Now().Add(90 * time.Second)
+	for len(released) == 0 {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+			t.Fatalf("no release within 90 s\n%s", tail(log, 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+		if ts := f.tickets(t); len(ts) == 2 {
+			for _, e := range f.events(t, 2) {
+				if e.Kind == "released" {
+					released = append(released, e)
+				}
+			}
+		}
+	}
+	// Stop before the next night claims the ticket again.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Errorf("ticketd run exited with %v after SIGTERM", err)
+	}
+	done <- nil // for the deferred stop
+	if log, err := os.ReadFile(filepath.Join(f.dir, "daemon.log")); err == nil && os.Getenv("TICKETD_TEST_LOG") != "" {
+		t.Log(string(log))
+	}
+
+	byID := map[int64]store.Ticket{}
+	for _, tk := range f.tickets(t) {
+		byID[tk.ID] = tk
+	}
+	if tk := byID[1]; tk.State != store.StateDone {
+		t.Errorf("ticket 1: %s (%s), want done within the window", tk.State, tk.Reason)
+	}
+	if tk := byID[2]; !strings.Contains(released[0].Reason, "grace period") || tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket 2 released with %q, now %s with %d attempts; want the grace period named, queued, none spent", released[0].Reason, tk.State, tk.Attempts)
+	}
+	var closed, rel time.Time
+	for _, r := range readLog(t, filepath.Join(f.dir, "daemon.log")) {
+		switch {
+		case r.Msg == "run window closed: no new claims" && closed.IsZero():
+			closed = r.Time
+		case r.Msg == "ticket released" && r.Ticket == 2 && rel.IsZero():
+			rel = r.Time
+			if r.Kept != "ticketd/2-attempt-1" {
+				t.Errorf("released with kept_branch %q, want ticketd/2-attempt-1", r.Kept)
+			}
+		}
+	}
+	windDown := rel.Sub(closed)
+	t.Logf("window closed at %s; ticket 2 released %s later (grace 2 s)", closed.Format(time.TimeOnly), windDown.Round(time.Millisecond))
+	if closed.IsZero() || rel.IsZero() || windDown > 2*time.Second+3*time.Second {
+		t.Errorf("window closed %v, release %v: want the release within the grace period (2 s, plus a few for the release itself)", closed, rel)
+	}
+	patch, err := os.ReadFile(filepath.Join(f.dir, "results", "2", "attempt-1", "patch"))
+	if err != nil || !strings.Contains(string(patch), "+    return cents + 1") {
+		t.Errorf("results/2/attempt-1/patch = %q (%v), want the partial fix", patch, err)
+	}
+	out, err := exec.Command("git", "-C", f.repo, "diff", "main", "ticketd/2-attempt-1", "--", "rule_01.py").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "+    return cents + 1") {
+		t.Errorf("branch ticketd/2-attempt-1 vs main: %s (%v), want the partial fix", out, err)
+	}
 }
