@@ -411,6 +411,47 @@ func TestNightDollarLimit(t *testing.T) {
 		t.Errorf("night spent $%.4f, below the limit it stopped for", rep.Dollars)
 	}
 	assertNothingLost(t, st)
+	// No claim after the call that reached the cap: when did the spend reach $0.01?
+	list, _ := st.List(context.Background(), store.Filter{})
+	var calls []store.ModelCall
+	for _, tk := range list {
+		c, err := st.ModelCalls(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c...)
+	}
+	end := func(c store.ModelCall) time.Time { return c.StartedAt.Add(c.Latency) }
+	sort.Slice(calls, func(i, j int) bool { return end(calls[i]).Before(end(calls[j])) })
+	var spent float64
+	var capAt time.Time
+	for _, c := range calls {
+		if c.CostUSD != nil {
+			spent += *c.CostUSD
+		}
+		if spent >= 0.01 {
+			capAt = end(c)
+			break
+		}
+	}
+	if capAt.IsZero() {
+		t.Fatalf("the recorded calls add up to $%.4f, never the cap", spent)
+	}
+	claims := 0
+	for _, tk := range list {
+		events, _ := st.Events(context.Background(), tk.ID)
+		for _, e := range events {
+			if e.Kind != "claimed" {
+				continue
+			}
+			claims++
+			// A claim already in its statement when the cap was reached may land just after.
+			if e.At.After(capAt.Add(250 * time.Millisecond)) {
+				t.Errorf("ticket %d claimed at %s, after the spend reached the cap at %s", tk.ID, e.At.Format(time.StampMilli), capAt.Format(time.StampMilli))
+			}
+		}
+	}
+	t.Logf("cap reached at %s after %d calls; %d claims in the night, of %d tickets", capAt.Format(time.StampMilli), len(calls), claims, len(list))
 }
 
 func assertNothingLost(t *testing.T, st *store.Store) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
@@ -72,10 +73,10 @@ func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.
 
 // sandboxCheck runs `true` through the check runner in an empty folder of the workspace,
 // where every check runs: the same sandbox, binds and hidden paths as a real check. A runner
-// that cannot preflight (a test double) is not probed. It returns "" when the sandbox works.
-func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, workspace string) string {
-	if _, ok := checks.(preflighter); !ok {
-		return ""
+// that cannot preflight (a test double) is not probed, nor is `sandbox: none`. It returns "" when the sandbox works.
+func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, mode sandbox.Mode, workspace string) string {
+	if _, ok := checks.(preflighter); !ok || mode == sandbox.ModeNone {
+		return "" // sandbox: none has nothing to probe (the night's first line warns of it)
 	}
 	dir, err := os.MkdirTemp(workspace, "sandbox-probe-")
 	if err != nil {
@@ -101,7 +102,7 @@ func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, workspace st
 func (w *workerPool) checkStartup(ctx context.Context, checks pipeline.CheckRunner) (map[string]config.Repo, error) {
 	healthy := map[string]config.Repo{}
 	var reasons []string
-	box := sandboxCheck(ctx, checks, w.cfg.Workspace)
+	box := sandboxCheck(ctx, checks, w.cfg.Sandbox, w.cfg.Workspace)
 	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
 		r := w.cfg.Repos[name]
 		reason := box
