@@ -1,12 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 // attemptRecord is results/<id>/attempt-<n>/attempt.json: what one attempt left for the human.
 type attemptRecord struct {
 	Attempt  int                `json:"attempt"`
-	Ending   string             `json:"ending"` // done, retry, escalated, cancelled
+	Ending   string             `json:"ending"` // done, retry, escalated, cancelled, released
 	Status   pipeline.Status    `json:"status"`
 	Reason   string             `json:"reason"`
 	Branch   string             `json:"branch,omitempty"` // holds the attempt's (partial) change
@@ -31,6 +32,7 @@ type attemptRecord struct {
 	Flaky    []string           `json:"flaky,omitempty"`
 	Findings []pipeline.Finding `json:"findings,omitempty"`
 	Verdict  *pipeline.Verdict  `json:"verdict,omitempty"`
+	folder   string             // results/<id>/ sub-folder; "" means attempt-<n>
 }
 
 // AttemptBranch names the branch that keeps attempt n's partial change of a ticket.
@@ -40,42 +42,50 @@ func AttemptBranch(ticketID int64, n int) string {
 
 // keepAttempt commits an attempt's partial change and points ticketd/<id>-attempt-<n> at it,
 // so that an escalation keeps every attempt's work even though the next attempt resets the
-// ticket's branch. It returns the branch, "" when there was nothing to keep.
+// ticket's branch. A released attempt (window, grace, shutdown) keeps its work the same way
+// and gives its number back, so the next attempt has the same n: a name already taken gets a
+// suffix (ticketd/<id>-attempt-<n>-2, ...) instead of moving the branch. It returns the
+// branch, "" when there was nothing to keep.
 func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
-	commit, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason))
-	if err != nil {
+	if _, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
 		log.Info("attempt left no change to keep", "err", err)
 		return ""
 	}
-	branch := AttemptBranch(id, n)
-	// update-ref is plumbing: no hook, filter or other repository-configured command runs.
-	cmd := exec.CommandContext(ctx, "git", "-C", tree.RepoPath, "update-ref", "refs/heads/"+branch, commit)
-	cmd.Env = append(minimalGitEnv(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		log.Warn("keep attempt branch", "branch", branch, "err", err, "output", strings.TrimSpace(string(out)))
-		return ""
-	}
-	return branch
-}
-
-// minimalGitEnv is the daemon's environment without variables that would point git at
-// another repository, index or configuration.
-func minimalGitEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "GIT_") || name == "LC_ALL" {
+	for k := 1; k <= maxKeptPerAttempt; k++ {
+		branch := AttemptBranch(id, n)
+		if k > 1 {
+			branch += "-" + strconv.Itoa(k)
+		}
+		err := tree.SaveAs(ctx, branch)
+		if errors.Is(err, worktree.ErrBranchExists) {
 			continue
 		}
-		env = append(env, kv)
+		if err != nil {
+			log.Warn("keep attempt branch", "branch", branch, "err", err)
+			return ""
+		}
+		return branch
 	}
-	return env
+	log.Warn("keep attempt branch: every name is taken", "branch", AttemptBranch(id, n), "tried", maxKeptPerAttempt)
+	return ""
+}
+
+// maxKeptPerAttempt bounds the names tried for one attempt number's kept branches.
+const maxKeptPerAttempt = 100
+
+// attemptFolder is the results/<id>/ sub-folder of an attempt kept on branch: the branch's
+// name after ticketd/<id>- ("attempt-2", "attempt-2-3"), else attempt-<n>.
+func attemptFolder(id int64, n int, branch string) string {
+	if rest, ok := strings.CutPrefix(branch, AttemptBranch(id, n)); ok {
+		return "attempt-" + strconv.Itoa(n) + rest
+	}
+	return "attempt-" + strconv.Itoa(n)
 }
 
 // writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
 // verdict and the stop reason of one attempt. Errors are logged: the ticket matters more.
 func writeAttempt(log *slog.Logger, dir string, rec attemptRecord, diff string, out pipeline.Outcome) {
-	adir := filepath.Join(dir, "attempt-"+strconv.Itoa(rec.Attempt))
+	adir := filepath.Join(dir, cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt)))
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		log.Error("create attempt folder", "dir", adir, "err", err)
 		return

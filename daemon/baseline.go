@@ -175,26 +175,6 @@ type preflighter interface {
 	Preflight(ctx context.Context, dir string, c validate.Check) error
 }
 
-// preflight makes a configured check whose tool is missing a start-up error naming the
-// repository, the check and how to install the tool, instead of a check that fails at the
-// base and so silently gates nothing.
-func preflight(ctx context.Context, checks pipeline.CheckRunner, repos map[string]config.Repo) error {
-	pf, ok := checks.(preflighter)
-	if !ok {
-		return nil
-	}
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(repos)) {
-		r := repos[name]
-		for _, c := range r.Checks {
-			if err := pf.Preflight(ctx, r.Path, c); err != nil {
-				errs = append(errs, fmt.Errorf("repos.%s: %w", name, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // unhealthyRepos is the set of repositories whose baseline cannot gate fixes tonight; their
 // tickets are not claimed. Safe for concurrent use.
 type unhealthyRepos struct {

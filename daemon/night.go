@@ -151,13 +151,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		return rep, fmt.Errorf("create output folder %s: %w", cfg.Output, err)
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
-	for name, r := range cfg.Repos {
-		if removed, err := trees.CollectLeftovers(ctx, r.Path); err != nil {
-			log.Warn("collect leftover worktrees", "repo", name, "err", err)
-		} else if len(removed) > 0 {
-			log.Info("removed leftover worktrees", "repo", name, "count", len(removed))
-		}
-	}
 
 	// claimCtx stops new claims; workCtx cancels work in flight. They differ so that the
 	// window closing lets running attempts finish while a shutdown stops them at once.
@@ -167,9 +160,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	defer stopWork(nil)
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
-
-	windowEnd := rep.Started.Add(cfg.Night.Window) // until the preparation below is done
-
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
 		log.Warn("night dollar budget spent: stopping", "limit_usd", cfg.Night.MaxDollars)
 		stopClaims(ErrNightBudget)
@@ -200,9 +190,6 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			windows[r] = rc.ContextWindow
 		}
 	}
-	if err := preflight(ctx, checks, cfg.Repos); err != nil {
-		return rep, fmt.Errorf("checks: %w", err)
-	}
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
@@ -214,18 +201,25 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory",
 		},
-		windowEnd: windowEnd,
-		gate:      client,
-		runID:     runID,
-		parkUntil: nextNight(cfg.Night.Schedule, windowEnd),
+		gate:  client,
+		runID: runID,
 	}
+	// Repositories that fail their start-up check are reported and paused; the night goes
+	// on with the others. The pool sees only those that passed.
+	healthy, err := w.checkStartup(ctx, checks)
+	if err != nil {
+		return rep, err
+	}
+	w.cfg.Repos = healthy
+	d.collectLeftovers(ctx, log, trees, healthy)
 	defer d.runGitHub(workCtx)()
 	w.checkRepos(claimCtx)
-	// The claim window counts from the end of the preparation (intake, preflights,
-	// baselines). It stops claims; attempts still running get the grace period to finish,
-	// then they are stopped too (keeping their partial work) and released without spending
-	// an attempt.
+	// The window stops claims; attempts still running get the grace period to finish, then
+	// they are stopped too (keeping their partial work) and released without spending an
+	// attempt. It counts from the end of the preparation (preflights, baselines): a slow
+	// start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
+	w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
 	windowTimer := time.AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
 		stopClaims(ErrWindowClosed)

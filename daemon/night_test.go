@@ -411,6 +411,47 @@ func TestNightDollarLimit(t *testing.T) {
 		t.Errorf("night spent $%.4f, below the limit it stopped for", rep.Dollars)
 	}
 	assertNothingLost(t, st)
+	// No claim after the call that reached the cap: when did the spend reach $0.01?
+	list, _ := st.List(context.Background(), store.Filter{})
+	var calls []store.ModelCall
+	for _, tk := range list {
+		c, err := st.ModelCalls(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c...)
+	}
+	end := func(c store.ModelCall) time.Time { return c.StartedAt.Add(c.Latency) }
+	sort.Slice(calls, func(i, j int) bool { return end(calls[i]).Before(end(calls[j])) })
+	var spent float64
+	var capAt time.Time
+	for _, c := range calls {
+		if c.CostUSD != nil {
+			spent += *c.CostUSD
+		}
+		if spent >= 0.01 {
+			capAt = end(c)
+			break
+		}
+	}
+	if capAt.IsZero() {
+		t.Fatalf("the recorded calls add up to $%.4f, never the cap", spent)
+	}
+	claims := 0
+	for _, tk := range list {
+		events, _ := st.Events(context.Background(), tk.ID)
+		for _, e := range events {
+			if e.Kind != "claimed" {
+				continue
+			}
+			claims++
+			// A claim already in its statement when the cap was reached may land just after.
+			if e.At.After(capAt.Add(250 * time.Millisecond)) {
+				t.Errorf("ticket %d claimed at %s, after the spend reached the cap at %s", tk.ID, e.At.Format(time.StampMilli), capAt.Format(time.StampMilli))
+			}
+		}
+	}
+	t.Logf("cap reached at %s after %d calls; %d claims in the night, of %d tickets", capAt.Format(time.StampMilli), len(calls), claims, len(list))
 }
 
 func assertNothingLost(t *testing.T, st *store.Store) {
@@ -437,24 +478,83 @@ func assertNothingLost(t *testing.T, st *store.Store) {
 	}
 }
 
-// TestBadBaseRefEscalates: a repository configured with a ref that does not exist is a
-// configuration error; tickets escalate with the reason instead of being retried all night.
-func TestBadBaseRefEscalates(t *testing.T) {
+// TestBadReposPaused: beside a healthy repository, one whose path is not a git repository
+// and one whose base_ref does not exist are found before anything is claimed. Each is
+// reported once (one log line, one note on each of its tickets, not repeated the next night)
+// and its tickets are not claimed: zero attempts spent. The healthy one's tickets are done.
+func TestBadReposPaused(t *testing.T) {
 	requirePytest(t)
-	f := newFixture(t, 1)
-	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1}) // answers the preflight; never asked for a fix
+	f := newFixture(t, 2)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	cfg := f.config(t, url, 1)
-	r := cfg.Repos["shop"]
-	r.BaseRef = "no-such-branch"
-	cfg.Repos["shop"] = r
-	cfg.Night.MaxAttempts = 2
-	n := runNight(t, cfg, pipeline.LayoutCacheFriendly)
-	tk, err := n.store.Get(context.Background(), 1)
+	notRepo := filepath.Join(f.dir, "not-a-repo")
+	write(t, filepath.Join(notRepo, "README"), "a folder, not a repository\n")
+	bad := map[string]struct{ path, ref, want, inLog string }{
+		"gone":   {path: notRepo, ref: "main", want: "not a git repository", inLog: "not a git repository"},
+		"badref": {path: f.repo, ref: "no-such-branch", want: `"no-such-branch" does not resolve`, inLog: "no-such-branch"},
+	}
+	for name, b := range bad {
+		r := cfg.Repos["shop"]
+		r.Path, r.BaseRef = b.path, b.ref
+		cfg.Repos[name] = r
+		write(t, filepath.Join(f.issues, name+".md"), fmt.Sprintf("---\ntitle: ticket of %s\nrepo: %s\n---\nsomething is wrong\n", name, name))
+	}
+	st, err := OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "no-such-branch") {
-		t.Errorf("ticket: %s (%s), want escalated naming the ref", tk.State, tk.Reason)
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuffer
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	for night := range 2 {
+		if _, err := d.RunNight(context.Background(), "test"); err != nil {
+			t.Fatalf("night %d: %v", night+1, err)
+		}
+	}
+	list, err := st.List(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sum := range list {
+		tk, _ := st.Get(context.Background(), sum.ID)
+		b, isBad := bad[tk.Repo]
+		if !isBad {
+			if tk.State != store.StateDone {
+				t.Errorf("ticket %d of the healthy repository: %s (%s), want done", tk.ID, tk.State, tk.Reason)
+			}
+			continue
+		}
+		events, _ := st.Events(context.Background(), tk.ID)
+		var notes []string
+		for _, e := range events {
+			if e.Kind == "note" {
+				notes = append(notes, e.Reason)
+			}
+			if e.Kind == "claimed" {
+				t.Errorf("ticket %d of %s was claimed: %+v", tk.ID, tk.Repo, e)
+			}
+		}
+		t.Logf("ticket %d (%s): %s, %d attempts, notes %q", tk.ID, tk.Repo, tk.State, tk.Attempts, notes)
+		if tk.State != store.StateQueued || tk.Attempts != 0 || tk.Rescues != 0 {
+			t.Errorf("ticket %d of %s: %s with %d attempts, %d rescues; want queued with none spent", tk.ID, tk.Repo, tk.State, tk.Attempts, tk.Rescues)
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], b.want) {
+			t.Errorf("ticket %d of %s: notes %q, want exactly one saying %q", tk.ID, tk.Repo, notes, b.want)
+		}
+	}
+	for name, b := range bad {
+		lines := 0
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "failed its start-up check") && strings.Contains(l, "repo="+name) {
+				lines++
+				if !strings.Contains(l, b.inLog) {
+					t.Errorf("log line for %s lacks %q: %s", name, b.inLog, l)
+				}
+			}
+		}
+		if lines != 2 { // once per night
+			t.Errorf("repository %s reported in %d log lines over 2 nights, want one per night", name, lines)
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict,
+		folder: attemptFolder(t.ID, lease.Attempt, branch),
 	}, diff, out)
 	calls, err := w.d.Store.ModelCalls(ctx, t.ID)
 	if err != nil {
@@ -60,7 +61,7 @@ type reportInput struct {
 	Attempt int
 	Branch  string
 	Base    string
-	Ending  string // done, retry, escalated, cancelled
+	Ending  string // done, retry, escalated, cancelled, released
 	Outcome pipeline.Outcome
 	Diff    string
 	Calls   []store.ModelCall
@@ -78,6 +79,7 @@ func renderReport(in reportInput) string {
 		"retry":     "Not fixed yet (will be retried)",
 		"escalated": "Escalated: needs a human",
 		"cancelled": "Cancelled",
+		"released":  "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
 	}[in.Ending]
 	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, heading, in.Attempt, t.MaxAttempts)
 	if in.Ending == string(store.StateDone) {

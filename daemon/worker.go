@@ -34,6 +34,10 @@ type workerPool struct {
 	runID     int64
 	parkUntil time.Time
 	unhealthy unhealthyRepos
+	// stop ends when work in flight must stop (shutdown, the grace period): a write the
+	// database did not take is retried until then. nil: never.
+	stop        context.Context
+	storeHealth storeHealth
 
 	mu      sync.Mutex
 	touched []int64
@@ -79,6 +83,13 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 				continue
 			}
 		}
+		if w.storeDown() {
+			// No claims while the database does not take writes; a claim every second is
+			// the probe that finds it writable again.
+			if !sleep(claimCtx, time.Second) {
+				return
+			}
+		}
 		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
 		if errors.Is(err, store.ErrNoTicket) {
 			wait, more := w.nextWork(claimCtx)
@@ -92,11 +103,16 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		}
 		if err != nil {
 			if claimCtx.Err() == nil {
-				log.Error("claim ticket", "err", err)
+				if isStoreFault(err) {
+					w.writeFailed(log, "claim", 0, err)
+				} else {
+					log.Error("claim ticket", "err", err)
+				}
 				sleep(claimCtx, w.cfg.Night.Poll)
 			}
 			continue
 		}
+		w.writeOK(claimCtx, log)
 		w.mu.Lock()
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
@@ -226,12 +242,18 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		return
 	case errors.Is(cause, errCancelRequested):
 		w.writeResult(bg, log, lease, tree, out, "cancelled", "")
-		if err := w.d.Store.FinishCancelled(bg, t.ID, lease.Token, "cancelled by an operator while running"); err != nil {
+		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
+			return w.d.Store.FinishCancelled(ctx, t.ID, lease.Token, "cancelled by an operator while running")
+		}); err != nil {
 			log.Error("finish cancelled ticket", "err", err)
 		}
 		return
 	case cause != nil && out.Status != pipeline.StatusFixed:
-		w.release(bg, log, lease, ctx, cause)
+		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
+		// far is kept like a failed attempt's, and the attempt is not spent.
+		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, tree, out, "released", branch)
+		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
 	}
 
@@ -242,7 +264,16 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			return
 		}
 		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone), tree.Branch)
-		err := w.d.Store.Complete(bg, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
+		err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
+			return w.d.Store.Complete(ctx, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
+		})
+		if isStoreFault(err) {
+			// The database never took the result: the fix stays on its branch and in its
+			// result folder for a human; the ticket reruns when its lease expires.
+			keepBranch = true
+			log.Error("complete ticket: the database did not take the result; the fix is kept on its branch", "branch", tree.Branch, "result", dir, "err", err)
+			return
+		}
 		if err != nil {
 			log.Error("complete ticket: discarding the fix", "err", err)
 			return
@@ -266,7 +297,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		// The next attempt resets the ticket's branch: keep this one's work on its own.
 		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, out.Reason)
 		dir := w.writeResult(bg, log, lease, tree, out, state, branch)
-		newState, err := w.d.Store.Fail(bg, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
+		var newState store.State
+		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
+			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
+			return err
+		})
 		if err != nil {
 			log.Error("record failed attempt", "err", err)
 			return
@@ -282,6 +317,12 @@ func commitMessage(t store.Ticket, out pipeline.Outcome) string {
 // release gives the ticket back without burning its attempt: the cause was not the ticket's
 // (shutdown, window, dollars, a transport fault, a worktree that could not be made).
 func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error) {
+	w.releaseKept(ctx, log, lease, attemptCtx, cause, "", "")
+}
+
+// releaseKept is release for an attempt whose partial work was kept on branch, with its
+// report in dir (either may be empty).
+func (w *workerPool) releaseKept(ctx context.Context, log *slog.Logger, lease store.Lease, attemptCtx context.Context, cause error, branch, dir string) {
 	kind := store.FailTransport
 	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed) || errors.Is(c, ErrQuota)) {
 		kind, cause = store.FailShutdown, c
@@ -289,15 +330,22 @@ func (w *workerPool) release(ctx context.Context, log *slog.Logger, lease store.
 	if kind == store.FailTransport && w.park(ctx, log, lease, cause) {
 		return
 	}
-	if _, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error()}); err != nil {
+	if err := w.persist(w.stopCtx(), log, "release ticket", lease.Ticket.ID, func(ctx context.Context) error {
+		_, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: kind, Reason: cause.Error(), Branch: branch, ResultDir: dir})
+		return err
+	}); err != nil {
 		log.Error("release ticket", "err", err)
 		return
 	}
-	log.Info("ticket released", "kind", kind, "reason", cause)
+	log.Info("ticket released", "kind", kind, "reason", cause, "kept_branch", branch)
 }
 
 func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lease, f store.Failure) {
-	state, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, f)
+	var state store.State
+	err := w.persist(w.stopCtx(), log, "record failure", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, f)
+		return err
+	})
 	if err != nil {
 		log.Error("record failure", "err", err)
 		return
@@ -329,6 +377,9 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				cancel(errLeaseLost)
 				return
 			case err != nil:
+				if isStoreFault(err) {
+					w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
+				}
 				failures++
 				log.Warn("heartbeat", "err", err, "failures", failures)
 				if failures >= 3 {
@@ -341,6 +392,7 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				return
 			default:
 				failures = 0
+				w.writeOK(ctx, log)
 			}
 		}
 	}()
@@ -372,4 +424,12 @@ func (w *workerPool) park(ctx context.Context, log *slog.Logger, lease store.Lea
 	}
 	log.Warn("ticket parked", "until", w.parkUntil, "transport_releases", n, "reason", cause)
 	return true
+}
+
+// stopCtx is w.stop, or a context that never ends.
+func (w *workerPool) stopCtx() context.Context {
+	if w.stop != nil {
+		return w.stop
+	}
+	return context.Background()
 }

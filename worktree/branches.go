@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -24,4 +25,55 @@ func Branches(ctx context.Context, dir, prefix string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// ErrBranchExists is returned by SaveAs when the branch it would create already exists.
+var ErrBranchExists = errors.New("branch already exists")
+
+// SaveAs creates branch at the tree's current HEAD commit (after Commit) without checking it
+// out, so the commit outlives the tree and its working branch. It never moves an existing
+// branch: one of that name gives ErrBranchExists, and the caller picks another name.
+// update-ref is plumbing: no hook, filter or other repository-configured command runs.
+func (t *Tree) SaveAs(ctx context.Context, branch string) error {
+	head, err := t.dirs().git(ctx, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return fmt.Errorf("save worktree %s as %s: read HEAD: %w", t.Dir, branch, err)
+	}
+	repo := repoDirs{GitDir: t.commonDir, CommonDir: t.commonDir, WorkTree: t.RepoPath}
+	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
+		return fmt.Errorf("save worktree %s: invalid branch name %q: %w", t.Dir, branch, err)
+	}
+	// An empty old value makes update-ref refuse a ref that exists: the check and the
+	// creation are one step.
+	if _, err := repo.gitRetry(ctx, nil, "update-ref", "--no-deref", "refs/heads/"+branch, strings.TrimSpace(head), ""); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "already exists") || strings.Contains(ge.Stderr, "reference already exists")) {
+			return fmt.Errorf("save worktree %s as %s: %w", t.Dir, branch, ErrBranchExists)
+		}
+		return fmt.Errorf("save worktree %s as %s: %w", t.Dir, branch, err)
+	}
+	return nil
+}
+
+// DeleteBranch deletes a local branch of the repository at dir; a branch that does not exist
+// is not an error. git refuses to delete a branch checked out in a worktree, so a live
+// attempt's branch survives a mistaken call.
+func DeleteBranch(ctx context.Context, dir, branch string) error {
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockRepo(repo.CommonDir)
+	if err != nil {
+		return fmt.Errorf("delete branch %s: %w", branch, err)
+	}
+	defer unlock()
+	if _, err := repo.gitRetry(ctx, nil, "branch", "-D", "--", branch); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not found") {
+			return nil
+		}
+		return fmt.Errorf("delete branch %s in %s: %w", branch, dir, err)
+	}
+	return nil
 }

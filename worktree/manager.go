@@ -348,6 +348,29 @@ func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]stri
 			unlock()
 		}
 	}
+	// A crash inside Remove (its files half deleted, the .git file among them) leaves a
+	// directory that `worktree prune` no longer lists; a crash inside `worktree add` leaves
+	// one never registered. Prepare names this repository's trees <base>-...: those that are
+	// not live, not registered, and hold no .git or one naming a record of this repository
+	// that does not exist, are leftovers.
+	if entries, err := os.ReadDir(m.root); err == nil {
+		prefix := filepath.Base(top) + "-"
+		for _, e := range entries {
+			p := filepath.Join(m.root, e.Name())
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || m.isLive(p) || registered[p] != "" || registered[filepath.Join(root, e.Name())] != "" {
+				continue
+			}
+			if !unregisteredTree(repo.CommonDir, p) {
+				continue
+			}
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, p)
+			m.logger.Info("leftover worktree removed", "repo", top, "dir", p, "registered", false)
+		}
+	}
 	// Empty directories come from a crash between MkdirTemp and worktree add.
 	if entries, err := os.ReadDir(m.root); err == nil {
 		for _, e := range entries {
@@ -394,4 +417,29 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// unregisteredTree says whether dir, under the root and not registered, is a leftover of
+// this repository: it has no .git (half removed, or never registered), or its .git file
+// names a record under commonDir/worktrees that no longer exists.
+func unregisteredTree(commonDir, dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
+	}
+	if filepath.Dir(filepath.Clean(target)) != filepath.Join(commonDir, "worktrees") {
+		return false // another repository's tree
+	}
+	_, err = os.Stat(target)
+	return errors.Is(err, os.ErrNotExist)
 }

@@ -353,6 +353,16 @@ func TestCollectLeftovers(t *testing.T) {
 	if err := os.RemoveAll(vanished.Dir); err != nil {
 		t.Fatal(err)
 	}
+	// A crash inside Remove: the .git file is gone with half the files, so `worktree
+	// prune` forgets the tree while its directory stays.
+	half, err := crashed.Prepare(ctx, repo, "main", "ticketd/7-half-removed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(half.Dir, "still-here.py"), "x\n")
+	if err := os.Remove(filepath.Join(half.Dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
 	empty := filepath.Join(root, "sample-5-empty-123")
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
@@ -370,7 +380,7 @@ func TestCollectLeftovers(t *testing.T) {
 		t.Fatalf("CollectLeftovers: %v", err)
 	}
 	slices.Sort(removed)
-	want := []string{left.Dir, empty}
+	want := []string{left.Dir, half.Dir, empty}
 	slices.Sort(want)
 	if !slices.Equal(removed, want) {
 		t.Errorf("CollectLeftovers removed\n %q\nwant\n %q", removed, want)

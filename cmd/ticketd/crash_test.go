@@ -1,0 +1,493 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+)
+
+// buildTicketd builds the ticketd binary into a temporary folder.
+func buildTicketd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ticketd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// nightFixture is a Python repository with n one-line bugs, one issue and one scripted
+// patch per bug, and a config whose schedule, lease and latency suit a test that stops the
+// daemon mid-attempt.
+type nightFixture struct {
+	dir, repo, config, db, workspace string
+}
+
+func newNightFixture(t *testing.T, n int, latency time.Duration, night string) nightFixture {
+	return newHeldNightFixture(t, n, latency, night, "")
+}
+
+// newHeldNightFixture is newNightFixture whose checker never answers a request that
+// contains hold (when not empty): that attempt cannot end by itself.
+func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold string) nightFixture {
+	t.Helper()
+	if _, err := validate.ResolvePytest(context.Background()); err != nil {
+		t.Fatalf("this test runs real pytest: %v", err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := nightFixture{dir: dir, repo: filepath.Join(dir, "shop"), config: filepath.Join(dir, "config.yaml"),
+		db: filepath.Join(dir, "ticketd.db"), workspace: filepath.Join(dir, "work")}
+	put := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn := func(args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t.invalid"}, args...)...)
+		c.Dir = f.repo
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	put("shop/conftest.py", "")
+	var cases []scriptedmodel.Case
+	for i := range n {
+		put(fmt.Sprintf("shop/rule_%02d.py", i), fmt.Sprintf("def surcharge_%d(cents):\n    return cents + %d\n", i, i+1))
+		put(fmt.Sprintf("shop/tests/test_rule_%02d.py", i), fmt.Sprintf(
+			"from rule_%02d import surcharge_%d\n\n\ndef test_surcharge():\n    assert surcharge_%d(100) == %d\n", i, i, i, 100+i))
+		title := fmt.Sprintf("Surcharge rule %d charges one cent too much", i)
+		put(fmt.Sprintf("issues/%02d.md", i), fmt.Sprintf("---\ntitle: %s\nrepo: shop\n---\nsurcharge_%d(100) gives %d, want %d.\n", title, i, 101+i, 100+i))
+		patch := fmt.Sprintf("--- a/rule_%02d.py\n+++ b/rule_%02d.py\n@@ -1,2 +1,2 @@\n def surcharge_%d(cents):\n-    return cents + %d\n+    return cents + %d\n", i, i, i, i+1, i)
+		cases = append(cases, scriptedmodel.Case{Match: title, Patch: patch})
+	}
+	gitIn("init", "-q", "-b", "main")
+	gitIn("add", "-A")
+	gitIn("commit", "-q", "-m", "base")
+	server, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: 1, Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := server.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	if hold != "" {
+		url = holdChecker(t, url, hold)
+	}
+	cfg := fmt.Sprintf(`store: {path: ticketd.db}
+workspace: work
+output: results
+night: %s
+intake: [{kind: dir, path: issues}]
+repos:
+  shop:
+    path: shop
+    base_ref: main
+    checks: [{name: tests, kind: pytest, command: [/usr/bin/python3, -m, pytest], timeout: 2m}]
+models:
+  endpoints: {scripted: {base_url: %q}}
+  roles:
+    triage:  {endpoint: scripted, model: gpt-4.1-mini}
+    maker:   {endpoint: scripted, model: gpt-4.1}
+    checker: {endpoint: scripted, model: gpt-4.1-mini}
+    judge:   {endpoint: scripted, model: gpt-4.1-mini}
+`, night, url)
+	if hold != "" {
+		// The held request is a role's first: the others must not wait the default 20 s
+		// for its answer to start (the prompt-cache warm-up gate).
+		cfg += "  warmup_wait: 200ms\n"
+	}
+	put("config.yaml", cfg)
+	return f
+}
+
+// tickets reads every ticket from the daemon's database ("" states before it exists).
+func (f nightFixture) tickets(t *testing.T) []store.Ticket {
+	t.Helper()
+	if _, err := os.Stat(f.db); err != nil {
+		return nil
+	}
+	s, err := store.Open(context.Background(), f.db, store.Options{})
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	list, err := s.List(context.Background(), store.Filter{})
+	if err != nil {
+		return nil
+	}
+	var out []store.Ticket
+	for _, sum := range list {
+		if tk, err := s.Get(context.Background(), sum.ID); err == nil {
+			out = append(out, tk)
+		}
+	}
+	return out
+}
+
+func (f nightFixture) events(t *testing.T, id int64) []store.Event {
+	t.Helper()
+	s, err := store.Open(context.Background(), f.db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ev, err := s.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func countState(ts []store.Ticket, st store.State) int {
+	n := 0
+	for _, tk := range ts {
+		if tk.State == st {
+			n++
+		}
+	}
+	return n
+}
+
+// start runs the binary with args in the fixture's folder, its logs in log.
+func (f nightFixture) start(t *testing.T, bin, log string, args ...string) *exec.Cmd {
+	t.Helper()
+	out, err := os.OpenFile(filepath.Join(f.dir, log), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = f.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// TestSIGTERMMidTicket builds ticketd, runs `ticketd run` until a ticket is running, sends
+// a real SIGTERM, and requires the process to exit 0 within 10 s with the ticket released
+// (queued, its attempt not counted, no lease) and its partial work kept.
+func TestSIGTERMMidTicket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ticketd binary")
+	}
+	bin := buildTicketd(t)
+	f := newNightFixture(t, 1, 400*time.Millisecond, `{schedule: "@every 1s", window: 1h, workers: 1, lease: 30s, heartbeat: 1s, poll: 50ms}`)
+	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ts := f.tickets(t)
+		if countState(ts, store.StateRunning) == 1 && len(f.events(t, ts[0].ID)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+			t.Fatalf("no ticket running within 60 s\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Let the attempt get going (triage, the maker's first turns), then stop the daemon.
+	time.Sleep(1500 * time.Millisecond)
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		took := time.Since(sent)
+		t.Logf("ticketd run exited %v after SIGTERM in %s", err, took.Round(time.Millisecond))
+		if err != nil {
+			t.Errorf("ticketd run exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("ticketd run did not exit within 10 s of SIGTERM")
+	}
+	tk := f.tickets(t)[0]
+	t.Logf("ticket %d: %s, attempts %d, branch %q, reason %q", tk.ID, tk.State, tk.Attempts, tk.Branch, tk.Reason)
+	if tk.State != store.StateQueued || tk.Attempts != 0 || !tk.LeaseExpiresAt.IsZero() {
+		t.Errorf("ticket after SIGTERM: %s with %d attempts, lease until %v; want queued, 0 attempts, no lease", tk.State, tk.Attempts, tk.LeaseExpiresAt)
+	}
+	if !strings.Contains(tk.Reason, "shutting down") {
+		t.Errorf("released with reason %q, want the shutdown named", tk.Reason)
+	}
+	if tk.ResultDir == "" {
+		t.Error("released ticket has no result folder: the partial work's report was not kept")
+	} else if _, err := os.Stat(filepath.Join(tk.ResultDir, "attempt-1", "attempt.json")); err != nil {
+		t.Errorf("released attempt's record: %v", err)
+	}
+}
+
+// TestSIGKILLNight runs a night of 12 tickets (max_attempts 3) and SIGKILLs ticketd at 30
+// random moments, restarting it each time, then lets it finish. Every ticket must end done
+// (the scripted model solves them all) with no attempt spent on a lost lease, and no
+// worktree or branch of a lost attempt may remain. -short kills 8 times.
+//
+// A lost lease is a rescue, not an attempt; night.max_rescues (default 5) escalates a ticket
+// that keeps taking the daemon down. Here the kills are the test's, not the tickets', and 30
+// kills with 2 workers lose up to 60 leases, so the guard is raised to its maximum.
+func TestSIGKILLNight(t *testing.T) {
+	kills := 30
+	if testing.Short() {
+		kills = 8
+	}
+	bin := buildTicketd(t)
+	const tickets = 12
+	f := newNightFixture(t, tickets, 400*time.Millisecond,
+		`{workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: 3, max_rescues: 100, retry_backoff: 50ms}`)
+	rng := rand.New(rand.NewPCG(1, 2))
+	started := time.Now()
+	delivered, midAttempt := 0, 0
+	for run := 0; delivered < kills && run < 2*kills; run++ {
+		cmd := f.start(t, bin, "daemon.log", "once", "--config", f.config, "--log-format", "json")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		wait := time.Duration(300+rng.IntN(3200)) * time.Millisecond
+		select {
+		case <-done:
+			t.Logf("run %d: the night ended before the kill", run+1)
+			continue
+		case <-time.After(wait):
+		}
+		running := countState(f.tickets(t), store.StateRunning)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		delivered++
+		if running > 0 {
+			midAttempt++
+		}
+	}
+	killing := time.Since(started)
+	ts := f.tickets(t)
+	t.Logf("%d SIGKILLs in %s, %d with a ticket running; %d of %d tickets done by then", delivered, killing.Round(time.Second), midAttempt, countState(ts, store.StateDone), tickets)
+	if delivered < kills {
+		t.Errorf("only %d of %d kills landed before the night ended: make the attempts slower", delivered, kills)
+	}
+
+	// Undisturbed, the night finishes what is left.
+	cmd := f.start(t, bin, "daemon.log", "once", "--config", f.config, "--log-format", "json")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+			t.Fatalf("last night: %v\n%s", err, tail(log, 40))
+		}
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("the last night did not finish within 3 min")
+	}
+	t.Logf("whole test night: %s", time.Since(started).Round(time.Second))
+
+	rescues := 0
+	var keep []string
+	for _, tk := range f.tickets(t) {
+		rescues += tk.Rescues
+		if tk.State != store.StateDone || tk.Attempts > 3 {
+			t.Errorf("ticket %d: %s with %d attempts, %d rescues (%s); want done", tk.ID, tk.State, tk.Attempts, tk.Rescues, tk.Reason)
+		}
+		keep = append(keep, tk.Branch)
+	}
+	t.Logf("lost leases (rescues) over the night: %d", rescues)
+	if midAttempt == 0 || rescues == 0 {
+		t.Error("no kill hit a running attempt: the test tested nothing")
+	}
+	out, err := exec.Command("git", "-C", f.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range strings.Fields(string(out)) {
+		found := false
+		for _, k := range keep {
+			found = found || k == b
+		}
+		if !found {
+			t.Errorf("branch %s is left, and no ticket records it: a lost attempt's", b)
+		}
+	}
+	wt, err := exec.Command("git", "-C", f.repo, "worktree", "list", "--porcelain").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(wt), "worktree "); n != 1 {
+		t.Errorf("%d worktrees registered, want only the main one:\n%s", n, wt)
+	}
+	if entries, _ := os.ReadDir(f.workspace); len(entries) > 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("workspace %s still holds %v", f.workspace, names)
+	}
+}
+
+// tail returns the last n lines of a log.
+func tail(log []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// holdChecker puts a proxy in front of the model server at url that never answers a checker
+// request containing hold (until the client gives up) and passes everything else through.
+func holdChecker(t *testing.T, url, hold string) string {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("ticketd role: checker")) && bytes.Contains(body, []byte(hold)) {
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// logRecord is one JSON log line of the daemon.
+type logRecord struct {
+	Time   time.Time `json:"time"`
+	Msg    string    `json:"msg"`
+	Ticket int64     `json:"ticket"`
+	Reason string    `json:"reason"`
+	Kept   string    `json:"kept_branch"`
+}
+
+func readLog(t *testing.T, path string) []logRecord {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []logRecord
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r logRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("log line is not JSON (%v): %q", err, line)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRunWindowEnd runs the built `ticketd run` on a schedule that fires every second with a
+// 10 s window and a 2 s grace period. Two tickets start; one is fixed; the other's checker
+// never answers, so it is still running when the window closes: the grace period ends it,
+// its partial diff is kept (branch and patch) and it is released with no attempt spent.
+func TestRunWindowEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ticketd binary")
+	}
+	bin := buildTicketd(t)
+	f := newHeldNightFixture(t, 2, 100*time.Millisecond,
+		`{schedule: "@every 1s", window: 10s, grace: 2s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
+	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+	}()
+	var released []store.Event
+	deadline := time.Now().Add(90 * time.Second)
+	for len(released) == 0 {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+			t.Fatalf("no release within 90 s\n%s", tail(log, 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+		if ts := f.tickets(t); len(ts) == 2 {
+			for _, e := range f.events(t, 2) {
+				if e.Kind == "released" {
+					released = append(released, e)
+				}
+			}
+		}
+	}
+	// Stop before the next night claims the ticket again.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-done; err != nil {
+		t.Errorf("ticketd run exited with %v after SIGTERM", err)
+	}
+	done <- nil // for the deferred stop
+	if log, err := os.ReadFile(filepath.Join(f.dir, "daemon.log")); err == nil && os.Getenv("TICKETD_TEST_LOG") != "" {
+		t.Log(string(log))
+	}
+
+	byID := map[int64]store.Ticket{}
+	for _, tk := range f.tickets(t) {
+		byID[tk.ID] = tk
+	}
+	if tk := byID[1]; tk.State != store.StateDone {
+		t.Errorf("ticket 1: %s (%s), want done within the window", tk.State, tk.Reason)
+	}
+	if tk := byID[2]; !strings.Contains(released[0].Reason, "grace period") || tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket 2 released with %q, now %s with %d attempts; want the grace period named, queued, none spent", released[0].Reason, tk.State, tk.Attempts)
+	}
+	var closed, rel time.Time
+	for _, r := range readLog(t, filepath.Join(f.dir, "daemon.log")) {
+		switch {
+		case r.Msg == "run window closed: no new claims" && closed.IsZero():
+			closed = r.Time
+		case r.Msg == "ticket released" && r.Ticket == 2 && rel.IsZero():
+			rel = r.Time
+			if r.Kept != "ticketd/2-attempt-1" {
+				t.Errorf("released with kept_branch %q, want ticketd/2-attempt-1", r.Kept)
+			}
+		}
+	}
+	windDown := rel.Sub(closed)
+	t.Logf("window closed at %s; ticket 2 released %s later (grace 2 s)", closed.Format(time.TimeOnly), windDown.Round(time.Millisecond))
+	if closed.IsZero() || rel.IsZero() || windDown > 2*time.Second+3*time.Second {
+		t.Errorf("window closed %v, release %v: want the release within the grace period (2 s, plus a few for the release itself)", closed, rel)
+	}
+	patch, err := os.ReadFile(filepath.Join(f.dir, "results", "2", "attempt-1", "patch"))
+	if err != nil || !strings.Contains(string(patch), "+    return cents + 1") {
+		t.Errorf("results/2/attempt-1/patch = %q (%v), want the partial fix", patch, err)
+	}
+	out, err := exec.Command("git", "-C", f.repo, "diff", "main", "ticketd/2-attempt-1", "--", "rule_01.py").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "+    return cents + 1") {
+		t.Errorf("branch ticketd/2-attempt-1 vs main: %s (%v), want the partial fix", out, err)
+	}
+}

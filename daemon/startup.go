@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// ErrNoHealthyRepo means every configured repository failed its start-up check: the night
+// has nothing it may claim.
+var ErrNoHealthyRepo = errors.New("no repository passed its start-up checks")
+
+// repoCheck is the start-up check of one repository, before anything is claimed or spent:
+// the path is a git repository, base_ref resolves to a commit there, and every configured
+// check's tool starts. It returns "" when the repository may be worked, else the reason.
+//
+// The repository part uses go-git, which is pure Go and so runs nothing the repository's
+// config names (no fsmonitor, hook or filter): the path is not trusted yet. Checkouts later
+// use ticketd's hardened git CLI.
+func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.CheckRunner) string {
+	repo, err := gogit.PlainOpenWithOptions(r.Path, &gogit.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return fmt.Sprintf("repos.%s.path %s is not a git repository (%v): fix the path in the config, or run `git init` there", name, r.Path, err)
+	}
+	ref := r.BaseRef
+	if ref == "" {
+		ref = "HEAD"
+	}
+	hash, err := repo.ResolveRevision(plumbing.Revision(ref))
+	if err == nil {
+		_, err = repo.CommitObject(*hash)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			// An annotated tag: base_ref names the commit it points at.
+			if t, terr := repo.TagObject(*hash); terr == nil {
+				_, err = t.Commit()
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("repos.%s.base_ref %q does not resolve to a commit in %s (%v): name a branch, tag or commit that exists there (`git -C %s branch -a`)", name, ref, r.Path, err, r.Path)
+	}
+	if pf, ok := checks.(preflighter); ok {
+		var errs []string
+		for _, c := range r.Checks {
+			if err := pf.Preflight(ctx, r.Path, c); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Sprintf("repos.%s: %s", name, strings.Join(errs, "; "))
+		}
+	}
+	return ""
+}
+
+// sandboxCheck runs `true` through the check runner in an empty folder of the workspace,
+// where every check runs: the same sandbox, binds and hidden paths as a real check. A runner
+// that cannot preflight (a test double) is not probed, nor is `sandbox: none`. It returns "" when the sandbox works.
+func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, mode sandbox.Mode, workspace string) string {
+	if _, ok := checks.(preflighter); !ok || mode == sandbox.ModeNone {
+		return "" // sandbox: none has nothing to probe (the night's first line warns of it)
+	}
+	dir, err := os.MkdirTemp(workspace, "sandbox-probe-")
+	if err != nil {
+		return fmt.Sprintf("create a folder for the sandbox probe under workspace %s: %v", workspace, err)
+	}
+	defer os.RemoveAll(dir)
+	res := checks.Run(ctx, dir, []validate.Check{{Name: "sandbox-probe", Kind: validate.KindCommand, Command: []string{"true"}, Timeout: 30 * time.Second}})
+	if len(res) != 1 || !res[0].Passed {
+		out := ""
+		if len(res) == 1 {
+			out = strings.TrimSpace(res[0].Summary + " " + res[0].Output)
+		}
+		return fmt.Sprintf("the sandbox cannot run a command in the workspace %s (`true` in the check sandbox: %s); see the sandbox section of the README", workspace, out)
+	}
+	return ""
+}
+
+// checkStartup runs the start-up checks of every configured repository. A repository that
+// fails is reported once (an error in the log with the reason, and a note on each of its open
+// tickets unless the ticket's last note already says so) and paused: its tickets are not
+// claimed tonight and no attempt is spent on them. It returns the repositories that passed;
+// with none left it returns ErrNoHealthyRepo with every reason.
+func (w *workerPool) checkStartup(ctx context.Context, checks pipeline.CheckRunner) (map[string]config.Repo, error) {
+	healthy := map[string]config.Repo{}
+	var reasons []string
+	box := sandboxCheck(ctx, checks, w.cfg.Sandbox, w.cfg.Workspace)
+	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
+		r := w.cfg.Repos[name]
+		reason := box
+		if reason == "" {
+			reason = repoCheck(ctx, name, r, checks)
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if reason == "" {
+			healthy[name] = r
+			continue
+		}
+		reasons = append(reasons, reason)
+		w.reportBadRepo(ctx, name, reason)
+	}
+	w.d.Store.SetPaused(w.unhealthy.list())
+	if len(healthy) == 0 && len(w.cfg.Repos) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoHealthyRepo, strings.Join(reasons, "; "))
+	}
+	return healthy, nil
+}
+
+// reportBadRepo says once why a repository is not worked tonight: in the log, and on each of
+// its open tickets (ticketctl show, logs).
+func (w *workerPool) reportBadRepo(ctx context.Context, name, reason string) {
+	text := fmt.Sprintf("repository %s failed its start-up check: its tickets are not claimed until it is fixed (no attempt spent): %s", name, reason)
+	w.unhealthy.add(name, text)
+	w.log.Error("repository failed its start-up check: its tickets are not claimed tonight", "repo", name, "reason", reason)
+	bg := context.WithoutCancel(ctx)
+	open, err := w.d.Store.List(bg, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: name})
+	if err != nil {
+		w.log.Warn("list tickets of a repository that failed its start-up check", "repo", name, "err", err)
+		return
+	}
+	for _, t := range open {
+		if lastNote(bg, w.d.Store, t.ID) == text {
+			continue // said on an earlier night; the ticket's history need not repeat it
+		}
+		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", text); err != nil {
+			w.log.Warn("note a failed start-up check on ticket", "ticket", t.ID, "err", err)
+		}
+	}
+}
+
+// lastNote returns the text of the ticket's latest note event, "" when none.
+func lastNote(ctx context.Context, st *store.Store, id int64) string {
+	events, err := st.Events(ctx, id)
+	if err != nil {
+		return ""
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == "note" {
+			return events[i].Reason
+		}
+	}
+	return ""
+}
+
+// keptBranch matches the branches that hold an attempt's work for a human:
+// ticketd/<id>-attempt-<n>, and ticketd/<id>-attempt-<n>-<k> for a number given back.
+var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+)?$`)
+
+// ticketBranch matches an attempt's working branch, ticketd/<id>-<slug>.
+var ticketBranch = regexp.MustCompile(`^ticketd/([0-9]+)-`)
+
+// collectLeftovers removes, at the start of a night, what lost attempts left in each
+// repository (a crash, a SIGKILL, a reboot): their worktrees, and their working branches.
+// Kept are the branches of kept attempts (ticketd/<id>-attempt-<n>), a ticket's recorded
+// branch (its fix, or its latest kept work), and the branch of a ticket whose lease is still
+// live (another ticketd on the same database). Branches of tickets this database does not
+// know are left alone.
+func (d *Daemon) collectLeftovers(ctx context.Context, log *slog.Logger, trees *worktree.Manager, repos map[string]config.Repo) {
+	for _, name := range slices.Sorted(maps.Keys(repos)) {
+		r := repos[name]
+		if removed, err := trees.CollectLeftovers(ctx, r.Path); err != nil {
+			log.Warn("collect leftover worktrees", "repo", name, "err", err)
+		} else if len(removed) > 0 {
+			log.Info("removed leftover worktrees", "repo", name, "count", len(removed))
+		}
+		branches, err := worktree.Branches(ctx, r.Path, "ticketd/")
+		if err != nil {
+			log.Warn("list ticketd branches", "repo", name, "err", err)
+			continue
+		}
+		var removed []string
+		for _, b := range branches {
+			if !d.lostBranch(ctx, b) {
+				continue
+			}
+			if err := worktree.DeleteBranch(ctx, r.Path, b); err != nil {
+				log.Warn("delete the branch of a lost attempt", "repo", name, "branch", b, "err", err)
+				continue
+			}
+			removed = append(removed, b)
+		}
+		if len(removed) > 0 {
+			log.Info("removed branches of lost attempts", "repo", name, "count", len(removed), "branches", strings.Join(removed, " "))
+		}
+	}
+}
+
+// lostBranch says whether branch was left by an attempt that did not end: see
+// collectLeftovers.
+func (d *Daemon) lostBranch(ctx context.Context, branch string) bool {
+	if keptBranch.MatchString(branch) {
+		return false
+	}
+	if strings.HasPrefix(branch, "ticketd/baseline-") {
+		return true // a night's baseline checkout; never kept
+	}
+	m := ticketBranch.FindStringSubmatch(branch)
+	if m == nil {
+		return false
+	}
+	id, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return false
+	}
+	t, err := d.Store.Get(ctx, id)
+	if err != nil {
+		return false // not a ticket of this database, or it cannot be read: leave it
+	}
+	if t.Branch == branch {
+		return false
+	}
+	if t.State == store.StateRunning && t.LeaseExpiresAt.After(d.now()) {
+		return false
+	}
+	return true
+}

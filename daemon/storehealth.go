@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// storeHealth tracks whether the ticket database takes writes. A write that fails (disk full,
+// read-only file system, I/O error) marks it down: claims stop, every worker keeps its
+// ticket's last known state (its final write is retried, not dropped), and the reason goes
+// to the log at once and to each affected ticket's events once the database takes writes
+// again. Safe for concurrent use.
+type storeHealth struct {
+	mu      sync.Mutex
+	down    bool
+	since   time.Time
+	reason  string
+	pending map[int64]string // ticket → note to add once writable again
+}
+
+// isStoreFault says whether err from a store write means the database did not take it, as
+// opposed to the write being refused (a lost lease, a ticket that moved on) or cancelled.
+func isStoreFault(err error) bool {
+	return err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) &&
+		!errors.Is(err, store.ErrInvalidTransition) && !errors.Is(err, store.ErrNoTicket) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// writeFailed records a failed write of op (for ticket id, 0 for none) and says whether it
+// took the store down (the first failure, logged as an error).
+func (w *workerPool) writeFailed(log *slog.Logger, op string, id int64, err error) {
+	h := &w.storeHealth
+	h.mu.Lock()
+	first := !h.down
+	if first {
+		h.down, h.since, h.reason = true, w.d.now(), fmt.Sprintf("%s: %v", op, err)
+	}
+	if id != 0 {
+		if h.pending == nil {
+			h.pending = map[int64]string{}
+		}
+		if _, ok := h.pending[id]; !ok {
+			h.pending[id] = fmt.Sprintf("the ticket database did not take a write at %s (%s: %v); this ticket kept its last recorded state meanwhile, and its worker retried",
+				w.d.now().UTC().Format(time.RFC3339), op, err)
+		}
+	}
+	h.mu.Unlock()
+	if first {
+		log.Error("ticket database write failed: no new claims until it takes writes again (disk full or read-only?)",
+			"op", op, "ticket", id, "err", err, "db", w.d.Store.Path())
+	}
+}
+
+// writeOK records that a write went through; the first after a failure logs the recovery
+// and adds the pending notes to their tickets' events.
+func (w *workerPool) writeOK(ctx context.Context, log *slog.Logger) {
+	h := &w.storeHealth
+	h.mu.Lock()
+	if !h.down {
+		h.mu.Unlock()
+		return
+	}
+	h.down = false
+	since, reason := h.since, h.reason
+	notes := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	log.Info("ticket database takes writes again: claims resume", "down_for", w.d.now().Sub(since).Round(time.Millisecond), "first_failure", reason)
+	for _, id := range slices.Sorted(maps.Keys(notes)) {
+		if err := w.d.Store.AddNote(context.WithoutCancel(ctx), id, "ticketd", notes[id]); err != nil {
+			log.Warn("note the failed database write on ticket", "ticket", id, "err", err)
+			w.writeFailed(log, "add note", id, err)
+		}
+	}
+}
+
+func (w *workerPool) storeDown() bool {
+	w.storeHealth.mu.Lock()
+	defer w.storeHealth.mu.Unlock()
+	return w.storeHealth.down
+}
+
+// persist runs a ticket's write; one the database did not take is retried with a growing
+// pause (up to 5 s) until it lands, the lease is lost, or workCtx ends (shutdown, the grace
+// period): then the ticket is left as last recorded, and its lease expiring gives it back
+// without spending an attempt.
+func (w *workerPool) persist(workCtx context.Context, log *slog.Logger, op string, id int64, write func(context.Context) error) error {
+	bg := context.WithoutCancel(workCtx)
+	pause := 100 * time.Millisecond
+	for {
+		err := write(bg)
+		if !isStoreFault(err) {
+			if err == nil {
+				w.writeOK(bg, log)
+			}
+			return err
+		}
+		w.writeFailed(log, op, id, err)
+		if !sleep(workCtx, pause) {
+			log.Error("ticket database still not taking writes at shutdown: the ticket keeps its last recorded state until its lease expires",
+				"op", op, "err", err)
+			return err
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}

@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/store"
+)
+
+// smallDisk mounts a tmpfs of size (e.g. "4m") on a new folder and returns it; it is
+// unmounted when the test ends. Mounting needs root (CAP_SYS_ADMIN): without it the test is
+// skipped, saying so.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+size); err != nil {
+		t.Skipf("cannot mount a %s tmpfs for the database (needs root or CAP_SYS_ADMIN), so a full disk cannot be tested here: %v", size, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes to a new file in dir until the disk is full, and returns the file.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v, want ENOSPC", dir, err)
+			}
+			return path
+		}
+	}
+}
+
+// TestDiskFull: the database's disk fills while a ticket runs. The failed write is logged at
+// once with its reason, claims stop while the disk is full (the other tickets stay queued,
+// nothing spent), the running ticket keeps its last recorded state, and once the disk has
+// room again the write lands, the reason is added to the ticket's events, and the night
+// finishes every ticket.
+func TestDiskFull(t *testing.T) {
+	requirePytest(t)
+	disk := smallDisk(t, "8m")
+	f := newFixture(t, 3)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
+	cfg := f.config(t, url, 2) // a second worker would claim if claims did not stop
+	cfg.Store.Path = filepath.Join(disk, "ticketd.db")
+	cfg.Night.Lease, cfg.Night.Heartbeat = 30*time.Second, 100*time.Millisecond
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuffer
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	done := make(chan NightReport, 1)
+	go func() {
+		rep, err := d.RunNight(context.Background(), "test")
+		if err != nil {
+			t.Errorf("night: %v", err)
+		}
+		done <- rep
+	}()
+	id := waitRunning(t, st)
+	filler := fill(t, disk)
+	running := map[int64]bool{}
+	if list, err := st.List(context.Background(), store.Filter{States: []store.State{store.StateRunning}}); err == nil {
+		for _, tk := range list {
+			running[tk.ID] = true
+		}
+	}
+	full := time.Now()
+	deadline := full.Add(60 * time.Second)
+	for !strings.Contains(logs.String(), "ticket database write failed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed write logged within 60 s of the disk filling up; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("first failed write logged %s after the disk filled", time.Since(full).Round(time.Millisecond))
+	// While the disk stays full nothing else is claimed.
+	time.Sleep(2 * time.Second)
+	list, err := st.List(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range list {
+		if !running[tk.ID] && (tk.State != store.StateQueued || tk.Attempts != 0) {
+			t.Errorf("ticket %d is %s with %d attempts while the disk is full, want queued and unspent", tk.ID, tk.State, tk.Attempts)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the night did not finish within 3 min of the disk having room again; logs:\n%s", logs.String())
+	}
+	list, _ = st.List(context.Background(), store.Filter{})
+	for _, tk := range list {
+		if tk.State != store.StateDone {
+			t.Errorf("ticket %d: %s (%s), want done", tk.ID, tk.State, tk.Reason)
+		}
+	}
+	events, err := st.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := false
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(e.Reason, "did not take a write") && strings.Contains(e.Reason, "full") {
+			noted = true
+			t.Logf("note on ticket %d: %s", id, e.Reason)
+		}
+	}
+	if !noted {
+		t.Errorf("ticket %d has no note with the failed write's reason; events: %+v", id, events)
+	}
+	for _, want := range []string{"ticket database write failed", "takes writes again"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+}
