@@ -83,7 +83,7 @@ func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, mode sandbox
 		return fmt.Sprintf("create a folder for the sandbox probe under workspace %s: %v", workspace, err)
 	}
 	defer os.RemoveAll(dir)
-	res := checks.Run(ctx, dir, []validate.Check{{Name: "sandbox-probe", Kind: validate.KindCommand, Command: []string{"true"}, Timeout: 30 * time.Second}})
+	res := checks.Run(ctx, dir, []validate.Check{{Name: sandboxProbeName, Kind: validate.KindCommand, Command: []string{"true"}, Timeout: 30 * time.Second}})
 	if len(res) != 1 || !res[0].Passed {
 		out := ""
 		if len(res) == 1 {
@@ -234,3 +234,6 @@ func (d *Daemon) lostBranch(ctx context.Context, branch string) bool {
 	}
 	return true
 }
+
+// sandboxProbeName names the start-up check that runs `true` in the sandbox.
+const sandboxProbeName = "sandbox-probe"
