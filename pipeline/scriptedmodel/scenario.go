@@ -263,24 +263,7 @@ func guessIn(files []FileEdit) *wrongEdit {
 func lastRegionOnly(h Hunk) string {
 	oldLines := strings.SplitAfter(h.OldText, "\n")
 	newLines := strings.SplitAfter(h.NewText, "\n")
-	// Pair equal lines in order (context), greedily, as the other helpers do.
-	type pair struct{ o, n int }
-	var pairs []pair
-	i := 0
-	for j, l := range newLines {
-		if l == "" {
-			continue
-		}
-		k := i
-		for k < len(oldLines) && oldLines[k] != l {
-			k++
-		}
-		if k < len(oldLines) {
-			pairs = append(pairs, pair{k, j})
-			i = k + 1
-		}
-	}
-	pairs = append(pairs, pair{len(oldLines), len(newLines)})
+	pairs := append(contextPairs(oldLines, newLines), linePair{len(oldLines), len(newLines)})
 	type region struct{ o0, o1, n0, n1 int }
 	var regions []region
 	po, pn := 0, 0
@@ -297,6 +280,30 @@ func lastRegionOnly(h Hunk) string {
 	}
 	last := regions[len(regions)-1]
 	return strings.Join(oldLines[:last.o0], "") + strings.Join(newLines[last.n0:last.n1], "") + strings.Join(oldLines[last.o1:], "")
+}
+
+// linePair is an old line and a new line that are the same context line of a hunk.
+type linePair struct{ o, n int }
+
+// contextPairs pairs equal lines of a hunk's old and new text in order, greedily: the
+// context lines; whatever is between two pairs was changed.
+func contextPairs(oldLines, newLines []string) []linePair {
+	var pairs []linePair
+	i := 0
+	for j, l := range newLines {
+		if l == "" {
+			continue
+		}
+		k := i
+		for k < len(oldLines) && oldLines[k] != l {
+			k++
+		}
+		if k < len(oldLines) {
+			pairs = append(pairs, linePair{k, j})
+			i = k + 1
+		}
+	}
+	return pairs
 }
 
 func hasCode(lines []string) bool {
@@ -324,19 +331,8 @@ func lastRemovedCode(h Hunk) string {
 	oldLines := strings.SplitAfter(h.OldText, "\n")
 	newLines := strings.SplitAfter(h.NewText, "\n")
 	kept := make([]bool, len(oldLines))
-	i := 0
-	for _, l := range newLines {
-		if l == "" {
-			continue
-		}
-		k := i
-		for k < len(oldLines) && oldLines[k] != l {
-			k++
-		}
-		if k < len(oldLines) {
-			kept[k] = true
-			i = k + 1
-		}
+	for _, p := range contextPairs(oldLines, newLines) {
+		kept[p.o] = true
 	}
 	last := ""
 	for k, l := range oldLines {
