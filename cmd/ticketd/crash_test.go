@@ -90,15 +90,7 @@ func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold
 	gitIn("init", "-q", "-b", "main")
 	gitIn("add", "-A")
 	gitIn("commit", "-q", "-m", "base")
-	server, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: 1, Latency: latency})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	url := startScripted(t, cases, scriptedmodel.Options{Seed: 1, Latency: latency})
 	if hold != "" {
 		url = holdChecker(t, url, hold)
 	}

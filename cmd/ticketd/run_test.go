@@ -61,23 +61,9 @@ func newRunFixture(t *testing.T, schedule string) runFixture {
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "base"}} {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	commitAll(t, repo)
 	patch := "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+    return x + x\n"
-	server, err := scriptedmodel.New([]scriptedmodel.Case{{Match: "double is wrong", Patch: patch}}, scriptedmodel.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	url := startScripted(t, []scriptedmodel.Case{{Match: "double is wrong", Patch: patch}}, scriptedmodel.Options{Seed: 1})
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}
 night: {schedule: %q, window: 1h, workers: 1, lease: 30s, heartbeat: 5s, poll: 50ms}
 intake: [{kind: dir, path: issues}]

@@ -74,14 +74,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 			os.WriteFile(filepath.Join(repo, "app.py"), []byte("def f():\n    return 1\n"), 0o644)
 			os.WriteFile(filepath.Join(repo, "tests", "test_slow.py"), []byte(
 				"import subprocess\nimport time\n\n\ndef test_slow():\n    subprocess.Popen(['sleep', '600'], start_new_session=True)\n    time.sleep(600)\n"), 0o644)
-			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
-				{"-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "base"}} {
-				c := exec.Command("git", args...)
-				c.Dir = repo
-				if out, err := c.CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-			}
+			commitAll(t, repo)
 			os.MkdirAll(filepath.Join(dir, "issues"), 0o755)
 			os.WriteFile(filepath.Join(dir, "issues", "01.md"), []byte("---\ntitle: f returns the wrong value\nrepo: app\nlabels: [bug]\n---\nf() should return 2.\n"), 0o644)
 			cfg := fmt.Sprintf(`store: {path: ticketd.db}
@@ -209,14 +202,5 @@ models:
 func scriptedURL(t *testing.T) string {
 	t.Helper()
 	patch := "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
-	server, err := scriptedmodel.New([]scriptedmodel.Case{{Match: "f returns the wrong value", Patch: patch}}, scriptedmodel.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := server.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
-	return url
+	return startScripted(t, []scriptedmodel.Case{{Match: "f returns the wrong value", Patch: patch}}, scriptedmodel.Options{Seed: 1})
 }
