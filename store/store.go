@@ -126,6 +126,9 @@ type Store struct {
 	queue   []*writeReq // writes waiting for the leader (see write)
 	leading bool
 	closed  bool
+	// overlapping: the last group had company (several writes, or callers waiting), so the
+	// next leader yields once to let answered callers join it (see leadUntilDone).
+	overlapping atomic.Bool
 	// inflight counts writes accepted before Close, which waits for them.
 	inflight sync.WaitGroup
 
