@@ -44,8 +44,8 @@ func buildHistory(tb testing.TB, s *Store) {
 				?1 + i * 86400 / %d * 1000 + 600000, ?1 + i * 86400 / %d * 1000 + 600000 FROM n`,
 			historyTickets, perNight, perNight, perNight, perNight),
 		fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
-			INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor)
-			SELECT i / 3 + 1, ?1 + (i / 3 + 1) * 86400 / %d * 1000,
+			INSERT INTO events (ticket_id, prev_id, at, kind, from_state, to_state, attempt, actor)
+			SELECT i / 3 + 1, CASE i %% 3 WHEN 0 THEN NULL ELSE i END, ?1 + (i / 3 + 1) * 86400 / %d * 1000,
 				CASE i %% 3 WHEN 0 THEN 'enqueued' WHEN 1 THEN 'claimed' ELSE 'completed' END,
 				CASE i %% 3 WHEN 0 THEN '' WHEN 1 THEN 'queued' ELSE 'running' END,
 				CASE i %% 3 WHEN 0 THEN 'queued' WHEN 1 THEN 'running' ELSE 'done' END, 1, 'w0' FROM n`,

@@ -165,3 +165,90 @@ func TestPragmasAndCheckpoint(t *testing.T) {
 		t.Errorf("WAL is %d bytes after FinishRun; want truncated to 0", n)
 	}
 }
+
+// TestEventChainMigration: v10 replaces the events_ticket index with a per-ticket chain.
+// Events written by a v9 binary, interleaved across tickets, come back per ticket in order
+// after the migration, and new events extend the same chains.
+func TestEventChainMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v9.db")
+	db := openAtVersion(t, path, 9)
+	for _, q := range []string{
+		`INSERT INTO tickets (id, source, external_id, state, run_after, created_at, updated_at) VALUES (1, 'dir', 'a', 'queued', 1, 1, 1)`,
+		`INSERT INTO tickets (id, source, external_id, state, run_after, created_at, updated_at) VALUES (2, 'dir', 'b', 'queued', 1, 1, 1)`,
+		`INSERT INTO tickets (id, source, external_id, state, run_after, created_at, updated_at) VALUES (3, 'dir', 'c', 'queued', 1, 1, 1)`,
+		`INSERT INTO events (ticket_id, at, kind, to_state) VALUES (1, 1, 'enqueued', 'queued')`,
+		`INSERT INTO events (ticket_id, at, kind, to_state) VALUES (2, 2, 'enqueued', 'queued')`,
+		`INSERT INTO events (ticket_id, at, kind, reason) VALUES (1, 3, 'note', 'first note on a')`,
+		`INSERT INTO events (ticket_id, at, kind, reason) VALUES (2, 4, 'note', 'on b')`,
+		`INSERT INTO events (ticket_id, at, kind, reason) VALUES (1, 5, 'note', 'second note on a')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	ctx := context.Background()
+	s, err := Open(ctx, path, Options{Now: newFakeClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.AddNote(ctx, 1, "me", "after the migration"); err != nil {
+		t.Fatal(err)
+	}
+	kinds := func(id int64) string {
+		t.Helper()
+		evs, err := s.Events(ctx, id)
+		if err != nil {
+			t.Fatalf("events of %d: %v", id, err)
+		}
+		var out []string
+		for _, e := range evs {
+			if e.TicketID != id {
+				t.Errorf("events of %d include %+v", id, e)
+			}
+			out = append(out, fmt.Sprintf("%d:%s %s", e.ID, e.Kind, e.Reason))
+		}
+		return strings.Join(out, ", ")
+	}
+	tests := []struct {
+		id   int64
+		want string
+	}{
+		{1, "1:enqueued , 3:note first note on a, 5:note second note on a, 6:note after the migration"},
+		{2, "2:enqueued , 4:note on b"},
+		{3, ""}, // a ticket without events has an empty chain
+	}
+	for _, tt := range tests {
+		if got := kinds(tt.id); got != tt.want {
+			t.Errorf("events of ticket %d = %q; want %q", tt.id, got, tt.want)
+		}
+	}
+	var indexes int
+	s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_ticket'`).Scan(&indexes)
+	if indexes != 0 {
+		t.Error("events_ticket index still exists after v10")
+	}
+}
+
+// TestEventChainRefusesGaps: the database refuses an event that does not extend its
+// ticket's chain (a wrong or missing prev_id), so no event can fall out of Events.
+func TestEventChainRefusesGaps(t *testing.T) {
+	b := setup(t)
+	id := b.enqueue(t, "1")
+	if err := b.s.AddNote(b.ctx, id, "me", "second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO events (ticket_id, at, kind) VALUES (?, 1, 'no prev')`,
+		`INSERT INTO events (ticket_id, at, kind, prev_id) VALUES (?1, 1, 'old prev', (SELECT min(id) FROM events WHERE ticket_id = ?1))`,
+	} {
+		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil || !strings.Contains(err.Error(), "prev_id") {
+			t.Errorf("%s: %v; want the chain trigger to refuse it", q, err)
+		}
+	}
+	evs, err := b.s.Events(b.ctx, id)
+	if err != nil || len(evs) != 2 {
+		t.Errorf("events = %+v, %v; want enqueued and the note", evs, err)
+	}
+}

@@ -13,9 +13,15 @@ import (
 // can be parked instead of spinning all night.
 func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (int, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM events
-		WHERE ticket_id = ? AND kind = 'released' AND reason LIKE 'transport:%'
-		AND id > (SELECT after_event_id FROM runs WHERE id = ?)`, ticketID, runID).Scan(&n)
+	// The ticket's event chain, newest first, walked back only as far as the run's start.
+	err := s.r.QueryRowContext(ctx, `WITH RECURSIVE
+			since(id) AS (SELECT after_event_id FROM runs WHERE id = ?2),
+			chain(id) AS (
+				SELECT last_event_id FROM tickets WHERE id = ?1 AND last_event_id > (SELECT id FROM since)
+				UNION ALL
+				SELECT e.prev_id FROM chain CROSS JOIN events e ON e.id = chain.id WHERE e.prev_id > (SELECT id FROM since))
+		SELECT count(*) FROM chain CROSS JOIN events e ON e.id = chain.id
+		WHERE e.kind = 'released' AND e.reason LIKE 'transport:%'`, ticketID, runID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("transport releases of ticket %d in run %d: %w", ticketID, runID, err)
 	}

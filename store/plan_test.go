@@ -144,6 +144,8 @@ func hotWork(t *testing.T, b bundle) {
 	must(err)
 	_, err = b.s.Events(ctx, id)
 	must(err)
+	_, err = b.s.TransportReleases(ctx, id, run)
+	must(err)
 	_, err = b.s.ModelCalls(ctx, id)
 	must(err)
 	_, err = b.s.ToolCalls(ctx, id)

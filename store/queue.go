@@ -49,8 +49,9 @@ const settleEvery = time.Second
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
 
 func (s *Store) event(ctx context.Context, tx *wtx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
-	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, at, kind, string(from), string(to), attempt, actor, reason)
+	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason, prev_id)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT last_event_id FROM tickets WHERE id = ?1))`,
+		id, at, kind, string(from), string(to), attempt, actor, reason)
 	if err != nil {
 		return fmt.Errorf("append %s event: %w", kind, err)
 	}
@@ -521,8 +522,12 @@ func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error
 
 // Events returns a ticket's history, oldest first (ErrNotFound for an unknown id).
 func (s *Store) Events(ctx context.Context, id int64) ([]Event, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, at, kind, from_state, to_state, attempt, actor, reason
-		FROM events WHERE ticket_id = ? ORDER BY id`, id)
+	rows, err := s.r.QueryContext(ctx, `WITH RECURSIVE chain(id) AS (
+			SELECT last_event_id FROM tickets WHERE id = ?1
+			UNION ALL
+			SELECT e.prev_id FROM chain CROSS JOIN events e ON e.id = chain.id WHERE e.prev_id IS NOT NULL)
+		SELECT e.id, e.ticket_id, e.at, e.kind, e.from_state, e.to_state, e.attempt, e.actor, e.reason
+		FROM chain CROSS JOIN events e ON e.id = chain.id ORDER BY e.id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("events of ticket %d: %w", id, err)
 	}

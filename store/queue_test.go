@@ -14,33 +14,38 @@ import (
 
 // checkExactlyOnce asserts every ticket is terminal, done at most once, that its attempts
 // match its claimed events less the releases and rescues (neither is charged), that its
-// rescues match its lease_expired events, and that its state matches the last event.
+// rescues match its lease_expired events, that its state matches the last event, and that
+// its event chain (what Events reads) holds every event the table has for it. The counts
+// come from one grouped pass over events, independent of the chain.
 func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated int) {
 	t.Helper()
 	ctx := context.Background()
 	var bad int
-	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.state, t.attempts, t.rescues,
-			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'claimed'),
-			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'released'),
-			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired' AND e.to_state = 'queued'),
-			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired'),
-			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.to_state IN ('done','escalated','cancelled')),
-			(SELECT to_state FROM events e WHERE e.ticket_id = t.id ORDER BY e.id DESC LIMIT 1)
-		FROM tickets t`)
+	rows, err := s.r.QueryContext(ctx, `WITH per AS (
+			SELECT ticket_id, count(*) AS n, sum(kind = 'claimed') AS claimed, sum(kind = 'released') AS released,
+				sum(kind = 'lease_expired' AND to_state = 'queued') AS rescued, sum(kind = 'lease_expired') AS expired,
+				sum(to_state IN ('done','escalated','cancelled')) AS terminal, max(id) AS last
+			FROM events GROUP BY ticket_id)
+		SELECT t.id, t.state, t.attempts, t.rescues, coalesce(per.claimed, 0), coalesce(per.released, 0),
+			coalesce(per.rescued, 0), coalesce(per.expired, 0), coalesce(per.terminal, 0),
+			coalesce((SELECT to_state FROM events WHERE id = per.last), ''), coalesce(per.n, 0)
+		FROM tickets t LEFT JOIN per ON per.ticket_id = t.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	counts := map[int64]int{}
 	for rows.Next() {
 		var (
 			id                                                     int64
 			state, lastTo                                          State
 			attempts, rescues, claimed, released, rescued, expired int
-			terminal                                               int
+			terminal, n                                            int
 		)
-		if err := rows.Scan(&id, &state, &attempts, &rescues, &claimed, &released, &rescued, &expired, &terminal, &lastTo); err != nil {
+		if err := rows.Scan(&id, &state, &attempts, &rescues, &claimed, &released, &rescued, &expired, &terminal, &lastTo, &n); err != nil {
 			t.Fatal(err)
 		}
+		counts[id] = n
 		switch {
 		case !state.Terminal():
 			t.Errorf("ticket %d: state %s; want terminal", id, state)
@@ -64,6 +69,15 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 		}
 		if bad++; bad > 10 {
 			t.Fatal("too many bad tickets")
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range counts {
+		evs, err := s.Events(ctx, id)
+		if err != nil || len(evs) != n {
+			t.Errorf("ticket %d: its chain holds %d events, %v; the table has %d", id, len(evs), err, n)
 		}
 	}
 	return done, escalated
