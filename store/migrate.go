@@ -250,9 +250,9 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_chain AFTER INSERT ON events
 BEGIN
+	UPDATE tickets SET last_event_id = NEW.id WHERE id = NEW.ticket_id AND last_event_id IS NEW.prev_id;
 	SELECT RAISE(ABORT, 'event: its ticket must exist and prev_id must be the ticket''s last event')
-		WHERE NOT EXISTS (SELECT 1 FROM tickets WHERE id = NEW.ticket_id AND last_event_id IS NEW.prev_id);
-	UPDATE tickets SET last_event_id = NEW.id WHERE id = NEW.ticket_id;
+		WHERE changes() = 0;
 END;
 `,
 }
