@@ -185,6 +185,9 @@ func (s *Store) tryTx(reqs []*writeReq, results []error) error {
 		s.rollback(bg, tx) // a COMMIT that failed (busy) leaves the transaction open
 		return fmt.Errorf("commit: %w", err)
 	}
+	if s.commits++; s.commits%checkpointEvery == 0 {
+		s.ckpt.poke()
+	}
 	return nil
 }
 

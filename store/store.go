@@ -78,9 +78,11 @@ const (
 	// (1 KiB pages would push such rows into overflow chains that every claim rewrites).
 	// An existing database keeps its page size: WAL mode cannot change it.
 	newPageSize = 2048
-	// walCheckpointPages is wal_autocheckpoint: checkpoint once the WAL holds 4 MiB of
-	// 2 KiB pages, the same bytes as SQLite's default of 1000 pages of 4 KiB.
-	walCheckpointPages = (4 << 20) / newPageSize
+	// walCheckpointPages is wal_autocheckpoint, the writer's own checkpoint: once the WAL
+	// holds 16 MiB of 2 KiB pages. It is the backstop; the background checkpointer (kicked
+	// every checkpointEvery commits) does most of the copying and syncing off the writer's
+	// path, and the backstop's complete checkpoint lets the next write restart the WAL.
+	walCheckpointPages = (16 << 20) / newPageSize
 )
 
 // Options tunes a Store; the zero value is the production default.
@@ -117,10 +119,12 @@ type Store struct {
 
 	// wmu guards the writer connection: held by a write group from BEGIN to COMMIT, and by
 	// Checkpoint and Close. stmts and inTx are used only under it.
-	wmu   sync.Mutex
-	wc    *sql.Conn
-	stmts map[string]*sql.Stmt // query -> statement prepared on wc
-	inTx  bool                 // a ROLLBACK failed: the next write group rolls back first
+	wmu     sync.Mutex
+	wc      *sql.Conn
+	stmts   map[string]*sql.Stmt // query -> statement prepared on wc
+	inTx    bool                 // a ROLLBACK failed: the next write group rolls back first
+	commits int                  // commits on wc, to kick ckpt every checkpointEvery
+	ckpt    *checkpointer
 
 	qmu     sync.Mutex
 	queue   []*writeReq // writes waiting for the leader (see write)
@@ -216,6 +220,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
 	}
 	s.r = r
+	ck, err := sql.Open(driverName, uri+"?"+busy+"&_pragma=synchronous("+opts.Synchronous+")")
+	if err != nil {
+		s.wc.Close()
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open store %s checkpointer: %w", abs, err)
+	}
+	s.ckpt = newCheckpointer(ck)
 	return s, nil
 }
 
@@ -225,6 +237,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.qmu.Unlock()
 	s.inflight.Wait()
+	kerr := s.ckpt.close()
 	cerr := s.Checkpoint(context.Background())
 	s.wmu.Lock()
 	for _, st := range s.stmts {
@@ -235,7 +248,7 @@ func (s *Store) Close() error {
 	s.wmu.Unlock()
 	rerr := s.r.Close()
 	werr := s.w.Close()
-	if err := errors.Join(cwerr, werr, rerr); err != nil {
+	if err := errors.Join(cwerr, werr, rerr, kerr); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
 	if cerr != nil && !errors.Is(cerr, ErrBusy) {
