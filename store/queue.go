@@ -62,34 +62,46 @@ func (s *Store) event(ctx context.Context, tx *wtx, id, at int64, kind string, f
 // tickets_active in claim order and yield at most one candidate. Both repeat the index's
 // WHERE term verbatim with literal states (SQLite uses a partial index only on a literal
 // match). A rescue does not charge the attempt its expired lease cut short: attempts stay,
-// rescues grows. skipPaused adds the SetPaused filter (a row lookup per candidate).
-func claimQuery(skipPaused bool) string {
+// rescues grows. skipPaused adds the SetPaused filter (a row lookup per candidate). Without
+// rescue, only the queued branch runs: Claim uses that while no lease can have expired
+// (see leaseHorizon), which spares every claim the second walk and the merge.
+func claimQuery(skipPaused, rescue bool) string {
 	filter := ""
 	if skipPaused {
 		filter = ` AND repo NOT IN (SELECT value FROM json_each(?5))`
 	}
-	return `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
-			rescues = rescues + (state = 'running'),
-			fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
-			rescued_from = CASE WHEN state = 'running' THEN lease_owner END
-		WHERE id = (
-			SELECT id FROM (
-				SELECT * FROM (SELECT id, priority, run_after FROM tickets
+	queued := `SELECT id, priority, run_after FROM tickets
 					WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?3` + filter + `
-					ORDER BY priority DESC, run_after, id LIMIT 1)
+					ORDER BY priority DESC, run_after, id LIMIT 1`
+	pick := `SELECT id FROM (` + queued + `)` // binds no ?4: see claimOne
+	if rescue {
+		pick = `SELECT id FROM (
+				SELECT * FROM (` + queued + `)
 				UNION ALL
 				SELECT * FROM (SELECT id, priority, run_after FROM tickets
 					WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?3
 						AND rescues + 1 < ?4 AND cancel_requested = 0` + filter + `
 					ORDER BY priority DESC, run_after, id LIMIT 1)
-			) ORDER BY priority DESC, run_after, id LIMIT 1)
+			) ORDER BY priority DESC, run_after, id LIMIT 1`
+	}
+	return `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
+			rescues = rescues + (state = 'running'),
+			fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
+			rescued_from = CASE WHEN state = 'running' THEN lease_owner END
+		WHERE id = (` + pick + `)
 		RETURNING ` + ticketCols
 }
 
-var (
-	claimAll        = claimQuery(false)
-	claimSkipPaused = claimQuery(true)
-)
+// claimQueries[skipPaused][rescue] are Claim's four statement shapes.
+var claimQueries = [2][2]string{
+	{claimQuery(false, false), claimQuery(false, true)},
+	{claimQuery(true, false), claimQuery(true, true)},
+}
+
+// leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
+// none), through tickets_active: Claim skips the rescue branch before it.
+const leaseHorizonQuery = `SELECT coalesce(min(lease_expires_at), 9223372036854775807) FROM tickets
+	WHERE state IN ('queued', 'running') AND state = 'running'`
 
 // pausedRepos is the set SetPaused installed, as Claim binds it.
 type pausedRepos struct {
@@ -146,18 +158,26 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			if err := s.settleExpired(ctx, tx, now, worker); err != nil {
 				return err
 			}
+			if err := s.refreshLeaseHorizon(ctx, tx); err != nil {
+				return err
+			}
 			s.lastSettle.Store(now)
 		}
 		exp := now + leaseFor.Milliseconds()
-		q, args := claimAll, []any{worker, exp, now, s.opts.MaxRescues}
+		args := []any{worker, exp, now, s.opts.MaxRescues}
+		skip := 0
 		if paused != nil {
-			q, args = claimSkipPaused, append(args, paused.json)
+			skip, args = 1, append(args, paused.json)
 		}
-		row, err := s.queryRow(ctx, tx, q, args...)
-		if err != nil {
-			return err
+		// Before the horizon no lease this store knows of has expired: the queued branch
+		// alone gives the same answer. Should it find nothing, the full statement runs, so
+		// a lease the horizon missed (another process's, until the next refresh) is only
+		// rescued after the ready queued tickets, never left behind.
+		rescue := now >= s.leaseHorizon.Load()
+		t, err := s.claimOne(ctx, tx, skip, rescue, args)
+		if errors.Is(err, sql.ErrNoRows) && !rescue {
+			t, err = s.claimOne(ctx, tx, skip, true, args)
 		}
-		t, err := scanTicket(row)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
 			return s.settleExpired(ctx, tx, now, worker)
@@ -165,6 +185,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		if err != nil {
 			return err
 		}
+		s.lowerLeaseHorizon(exp)
 		if t.RescuedFrom != "" {
 			if err := s.event(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
 				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
@@ -185,6 +206,51 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
 	}
 	return l, nil
+}
+
+// claimOne runs one of the claim statements with args (worker, expiry, now, MaxRescues
+// and, when skip is 1, the paused set).
+func (s *Store) claimOne(ctx context.Context, tx *wtx, skip int, rescue bool, args []any) (Ticket, error) {
+	if skip == 0 && !rescue {
+		args = args[:3] // the queued branch alone binds no ?4, and the statement ends at ?3
+	}
+	row, err := s.queryRow(ctx, tx, claimQueries[skip][b2i(rescue)], args...)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return scanTicket(row)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// refreshLeaseHorizon reads the earliest lease expiry of the running tickets, every
+// settleEvery: leases taken by other processes on the same database enter it then.
+func (s *Store) refreshLeaseHorizon(ctx context.Context, tx *wtx) error {
+	row, err := s.queryRow(ctx, tx, leaseHorizonQuery)
+	if err != nil {
+		return err
+	}
+	var h int64
+	if err := row.Scan(&h); err != nil {
+		return fmt.Errorf("lease horizon: %w", err)
+	}
+	s.leaseHorizon.Store(h)
+	return nil
+}
+
+// lowerLeaseHorizon takes in a lease this store just granted.
+func (s *Store) lowerLeaseHorizon(exp int64) {
+	for {
+		h := s.leaseHorizon.Load()
+		if exp >= h || s.leaseHorizon.CompareAndSwap(h, exp) {
+			return
+		}
+	}
 }
 
 // settleExpired ends tickets whose lease expired when another run would be wrong: the lost

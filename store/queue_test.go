@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -425,5 +426,56 @@ func TestListStatesUseLiterals(t *testing.T) {
 	}
 	if _, err := b.s.List(b.ctx, Filter{States: []State{"queued') OR 1=1 --"}}); err == nil {
 		t.Error("List with a made-up state succeeded; want an error (states are written as literals)")
+	}
+}
+
+// TestClaimRescuesLeasesOfAnotherProcess: Claim skips the rescue branch before the lease
+// horizon, which another process's leases enter only at the next settle. Such a lease that
+// expires in between is still rescued: once the queued branch finds nothing (the full claim
+// then runs), or at the next settle, from when its priority counts again.
+func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) {
+	b := setup(t)
+	other, err := Open(b.ctx, b.s.Path(), Options{Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	claim := func(s *Store, worker string, leaseFor time.Duration) int64 {
+		t.Helper()
+		l, err := s.Claim(b.ctx, worker, leaseFor)
+		if err != nil {
+			t.Fatalf("%s claim: %v", worker, err)
+		}
+		return l.Ticket.ID
+	}
+	if _, err := b.s.Claim(b.ctx, "w1", time.Minute); !errors.Is(err, ErrNoTicket) { // settles: horizon read, no lease
+		t.Fatalf("claim on an empty queue: %v", err)
+	}
+	hot1 := b.enqueue(t, "hot1", func(n *NewTicket) { n.Priority = 9 })
+	if got := claim(other, "other", 200*time.Millisecond); got != hot1 {
+		t.Fatalf("other process claimed %d; want %d", got, hot1)
+	}
+	b.clock.Advance(300 * time.Millisecond) // the other process died; no settle yet (settleEvery is 1s)
+	a := b.enqueue(t, "a")
+
+	// Before the next settle the queued ticket may come first (the horizon has not seen the
+	// lease); the expired lease must follow at the latest when no queued ticket is left.
+	got := []int64{claim(b.s, "w1", time.Minute), claim(b.s, "w1", time.Minute)}
+	slices.Sort(got)
+	if want := []int64{hot1, a}; !slices.Equal(got, want) {
+		t.Errorf("two claims before the next settle = %v; want %v (the queued ticket and the rescue)", got, want)
+	}
+
+	hot2 := b.enqueue(t, "hot2", func(n *NewTicket) { n.Priority = 9 })
+	if got := claim(other, "other", 200*time.Millisecond); got != hot2 {
+		t.Fatalf("other process claimed %d; want %d", got, hot2)
+	}
+	c := b.enqueue(t, "c")
+	b.clock.Advance(1500 * time.Millisecond) // past settleEvery: the next claim reads the horizon
+	if got := claim(b.s, "w1", time.Minute); got != hot2 {
+		t.Errorf("claim after a settle = %d; want the expired high-priority lease %d before queued %d", got, hot2, c)
+	}
+	if got := claim(b.s, "w1", time.Minute); got != c {
+		t.Errorf("last claim = %d; want %d", got, c)
 	}
 }

@@ -138,6 +138,11 @@ type Store struct {
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
+	// leaseHorizon is the earliest expiry (store clock, unix ms) of a lease that may still
+	// be held: read from the database with every settle, lowered by each lease this store
+	// grants. Heartbeats only move expiries later, and finished leases only make it early,
+	// so before it no lease has expired and Claim needs no rescue branch. Starts at 0.
+	leaseHorizon atomic.Int64
 
 	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
 	paused atomic.Pointer[pausedRepos]
