@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"sync/atomic"
 )
 
@@ -25,6 +26,8 @@ type checkpointer struct {
 	done   chan struct{}
 	passes atomic.Int64  // completed passes, for tests
 	passed chan struct{} // buffered(1): signalled after each pass, for tests
+	once   sync.Once
+	err    error
 }
 
 func newCheckpointer(db *sql.DB) *checkpointer {
@@ -59,9 +62,13 @@ func (c *checkpointer) poke() {
 	}
 }
 
-// close stops the loop after the pass in progress and closes the connection.
+// close stops the loop after the pass in progress and closes the connection; a second
+// call (Store.Close twice) returns the first one's result.
 func (c *checkpointer) close() error {
-	close(c.kick)
-	<-c.done
-	return c.db.Close()
+	c.once.Do(func() {
+		close(c.kick)
+		<-c.done
+		c.err = c.db.Close()
+	})
+	return c.err
 }

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,4 +80,17 @@ func walFrames(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return int((st.Size() - 32) / (newPageSize + 24))
+}
+
+// TestCloseTwice: a second Close (deferred cleanups often overlap) must not panic on the
+// stopped checkpointer.
+func TestCloseTwice(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	_ = s.Close() // the result may be an error (closed connections); a panic fails the test
 }
