@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -75,26 +74,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 	for name, content := range extra {
 		files[name] = content
 	}
-	for name, content := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitRun := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	gitRun("init", "-q")
-	gitRun("add", "-A")
-	gitRun("commit", "-q", "-m", "base")
+	gitRun := fixtureRepo(t, dir, files)
 
 	c.Match = "double is wrong"
 	if c.Patch == "" {

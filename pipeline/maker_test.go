@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,22 +99,7 @@ func turn(calls ...openai.ToolCall) openai.ChatCompletionMessage {
 func setupLoop(t *testing.T, fm *fakeModel) (*Runner, Job) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "calc.py"), []byte(buggy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-q", "-m", "base")
+	git := fixtureRepo(t, dir, map[string]string{"calc.py": buggy})
 	r := &Runner{Models: fm, Checks: noChecks{}, Roles: map[model.Role]bool{model.RoleMaker: true}}
 	job := Job{
 		Ticket: Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
