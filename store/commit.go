@@ -160,30 +160,35 @@ func (s *Store) tryTx(reqs []*writeReq, results []error) error {
 	bg := context.Background()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx := &wtx{c: s.wc}
-	if err := s.begin(bg, tx); err != nil {
-		return err
-	}
-	for i, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			results[i] = fmt.Errorf("%s: %w", r.op, err)
-			continue
+	err := s.onWriter(func(tx *wtx) error {
+		if err := s.begin(bg, tx); err != nil {
+			return err
 		}
-		// Statements run without the caller's cancellation: interrupting a write inside a
-		// shared transaction would roll back the other callers' work too.
-		err := r.fn(context.WithoutCancel(r.ctx), tx)
-		results[i] = err
-		if err != nil {
-			s.rollback(bg, tx)
-			if isBusy(err) {
-				return err
+		for i, r := range reqs {
+			if err := r.ctx.Err(); err != nil {
+				results[i] = fmt.Errorf("%s: %w", r.op, err)
+				continue
 			}
-			return errSplit
+			// Statements run without the caller's cancellation: interrupting a write inside a
+			// shared transaction would roll back the other callers' work too.
+			err := r.fn(context.WithoutCancel(r.ctx), tx)
+			results[i] = err
+			if err != nil {
+				s.rollback(bg, tx)
+				if isBusy(err) {
+					return err
+				}
+				return errSplit
+			}
 		}
-	}
-	if _, err := s.exec(bg, tx, `COMMIT`); err != nil {
-		s.rollback(bg, tx) // a COMMIT that failed (busy) leaves the transaction open
-		return fmt.Errorf("commit: %w", err)
+		if _, err := s.exec(bg, tx, `COMMIT`); err != nil {
+			s.rollback(bg, tx) // a COMMIT that failed (busy) leaves the transaction open
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if s.commits++; s.commits%checkpointEvery == 0 {
 		s.ckpt.poke()

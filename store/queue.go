@@ -257,7 +257,7 @@ func (s *Store) lowerLeaseHorizon(exp int64) {
 // lease is the MaxRescues-th (escalated: a ticket that keeps killing its worker must not
 // loop), or cancellation was requested (cancelled). Either way the lost lease is counted.
 func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor string) error {
-	st, err := s.stmt(ctx, tx, `UPDATE tickets SET
+	rows, err := s.query(ctx, tx, `UPDATE tickets SET
 			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
 			reason = CASE WHEN cancel_requested = 1
 				THEN 'cancel requested; lease of ' || lease_owner || ' expired'
@@ -266,11 +266,7 @@ func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor str
 			rescues = rescues + 1, lease_expires_at = NULL, finished_at = ?1, updated_at = ?1
 		WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?1
 			AND (rescues + 1 >= ?2 OR cancel_requested = 1)
-		RETURNING id, state, attempts, reason`)
-	if err != nil {
-		return err
-	}
-	rows, err := st.QueryContext(ctx, now, s.opts.MaxRescues)
+		RETURNING id, state, attempts, reason`, now, s.opts.MaxRescues)
 	if err != nil {
 		return err
 	}

@@ -121,9 +121,9 @@ type Store struct {
 	// Checkpoint and Close. stmts and inTx are used only under it.
 	wmu     sync.Mutex
 	wc      *sql.Conn
-	stmts   map[string]*sql.Stmt // query -> statement prepared on wc
-	inTx    bool                 // a ROLLBACK failed: the next write group rolls back first
-	commits int                  // commits on wc, to kick ckpt every checkpointEvery
+	stmts   map[string]wstmt // query -> statement prepared on wc's driver connection
+	inTx    bool             // a ROLLBACK failed: the next write group rolls back first
+	commits int              // commits on wc, to kick ckpt every checkpointEvery
 	ckpt    *checkpointer
 
 	qmu     sync.Mutex
@@ -197,7 +197,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	s := &Store{path: abs, opts: opts, w: w, stmts: map[string]*sql.Stmt{}}
+	s := &Store{path: abs, opts: opts, w: w, stmts: map[string]wstmt{}}
 	if err := s.retry(ctx, "migrate", func() error {
 		return migrate(ctx, w, len(migrations), s.nowMS())
 	}); err != nil {
@@ -245,10 +245,13 @@ func (s *Store) Close() error {
 	kerr := s.ckpt.close()
 	cerr := s.Checkpoint(context.Background())
 	s.wmu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = map[string]*sql.Stmt{}
+	s.wc.Raw(func(any) error { // the driver's statements close under the connection's lock
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		return nil
+	})
+	s.stmts = map[string]wstmt{}
 	cwerr := s.wc.Close()
 	s.wmu.Unlock()
 	rerr := s.r.Close()
@@ -329,42 +332,6 @@ func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
 		}
 		pause = min(pause*2, maxPause)
 	}
-}
-
-// wtx is the writer connection inside a BEGIN IMMEDIATE transaction: the statements of one
-// group commit run through it. The store drives the transaction itself (prepared BEGIN and
-// COMMIT on a connection pinned for its lifetime) rather than through *sql.Tx, which starts
-// a goroutine per transaction and per query inside it to watch for cancellation and
-// prepares BEGIN and COMMIT anew each time: together about a sixth of a queue cycle's CPU.
-type wtx struct{ c *sql.Conn }
-
-// stmt returns query prepared once on the writer connection (kept until Close).
-func (s *Store) stmt(ctx context.Context, tx *wtx, query string) (*sql.Stmt, error) {
-	if st, ok := s.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := tx.c.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	s.stmts[query] = st
-	return st, nil
-}
-
-func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {
-	st, err := s.stmt(ctx, tx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) (*sql.Row, error) {
-	st, err := s.stmt(ctx, tx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryRowContext(ctx, args...), nil
 }
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
