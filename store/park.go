@@ -52,11 +52,10 @@ func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reas
 		if cancel != 0 {
 			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, attempts
 		}
-		var n int
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
 				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?
-			WHERE id = ? AND fence_token = ? AND state = 'running' RETURNING 1`,
-			[]any{string(to), newAttempts, runAfter, finished, now, reason, id, token}, &n); err != nil {
+			WHERE id = ? AND fence_token = ? AND state = 'running'`,
+			string(to), newAttempts, runAfter, finished, now, reason, id, token); err != nil {
 			return err
 		}
 		return s.event(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)

@@ -84,19 +84,17 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 		started = s.now()
 	}
 	err := s.write(ctx, "record model call", func(ctx context.Context, tx *wtx) error {
-		row, err := s.queryRow(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
+		var err error
+		id, err = s.insert(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
 				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
 			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
-		if err != nil {
-			return err
-		}
-		return row.Scan(&id)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record %s model call for ticket %d: %w", c.Role, c.TicketID, err)
@@ -189,14 +187,12 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 		at = s.now()
 	}
 	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *wtx) error {
-		row, err := s.queryRow(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		var err error
+		id, err = s.insert(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
 			c.OK, c.Duration.Milliseconds(), at.UnixMilli(), c.Rung)
-		if err != nil {
-			return err
-		}
-		return row.Scan(&id)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record tool call %s for ticket %d: %w", c.Tool, c.TicketID, err)
@@ -250,11 +246,9 @@ type Run struct {
 func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 	var id int64
 	err := s.write(ctx, "start run", func(ctx context.Context, tx *wtx) error {
-		row, err := s.queryRow(ctx, tx, `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events)) RETURNING id`, trigger, s.nowMS())
-		if err != nil {
-			return err
-		}
-		return row.Scan(&id)
+		var err error
+		id, err = s.insert(ctx, tx, `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events))`, trigger, s.nowMS())
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("start %s run: %w", trigger, err)

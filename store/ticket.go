@@ -114,22 +114,24 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		id, created = 0, false
-		row, err := s.queryRow(ctx, tx, `INSERT INTO tickets
+		res, err := s.exec(ctx, tx, `INSERT INTO tickets
 			(source, external_id, repo, title, body, labels, priority, max_attempts, run_after, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (source, external_id) DO NOTHING RETURNING id`,
+			ON CONFLICT (source, external_id) DO NOTHING`,
 			nt.Source, nt.ExternalID, nt.Repo, nt.Title, nt.Body, string(lj), nt.Priority, maxAttempts, now, now, now)
 		if err != nil {
 			return err
 		}
-		switch err := row.Scan(&id); {
-		case errors.Is(err, sql.ErrNoRows):
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 { // already known: (source, external_id) names one ticket
 			row, err := s.queryRow(ctx, tx, `SELECT id FROM tickets WHERE source = ? AND external_id = ?`, nt.Source, nt.ExternalID)
 			if err != nil {
 				return err
 			}
 			return row.Scan(&id)
-		case err != nil:
+		}
+		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
 		created = true

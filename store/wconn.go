@@ -76,6 +76,16 @@ func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (d
 	return st.ExecContext(ctx, nv)
 }
 
+// insert runs an INSERT and returns the new row's rowid: RETURNING id would cost a
+// temporary b-tree per execution (see claimLease).
+func (s *Store) insert(ctx context.Context, tx *wtx, query string, args ...any) (int64, error) {
+	res, err := s.exec(ctx, tx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
 // query runs a statement that returns rows; the caller closes them.
 func (s *Store) query(ctx context.Context, tx *wtx, query string, args ...any) (*wrows, error) {
 	st, err := s.stmt(ctx, tx, query)
