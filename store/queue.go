@@ -202,8 +202,10 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, claimLease, worker, exp, now, id); err != nil {
+		if res, err := s.exec(ctx, tx, claimLease, worker, exp, now, id); err != nil {
 			return err
+		} else if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("lease picked ticket %d: %d rows changed (%v)", id, n, err)
 		}
 		row, err := s.queryRow(ctx, tx, `SELECT `+ticketCols+` FROM tickets WHERE id = ?`, id)
 		if err != nil {
