@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -477,5 +478,35 @@ func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) {
 	}
 	if got := claim(b.s, "w1", time.Minute); got != c {
 		t.Errorf("last claim = %d; want %d", got, c)
+	}
+}
+
+// A lease carries the ticket as the claim left it in the database, for a fresh claim and for
+// a rescue alike: the claim reads the row back after leasing it.
+func TestLeaseTicketIsTheStoredRow(t *testing.T) {
+	b := setup(t)
+	id := b.enqueue(t, "1")
+	first := b.claim(t, "w1")
+	b.clock.Advance(2 * time.Minute) // w1's lease expires: the next claim rescues
+	rescue := b.claim(t, "w2")
+	for _, tt := range []struct {
+		name string
+		l    Lease
+	}{{"fresh claim", first}, {"rescue", rescue}} {
+		if tt.l.Ticket.ID != id || tt.l.Ticket.State != StateRunning || tt.l.Token != tt.l.Ticket.FenceToken ||
+			tt.l.Worker != tt.l.Ticket.LeaseOwner || !tt.l.ExpiresAt.Equal(tt.l.Ticket.LeaseExpiresAt) {
+			t.Errorf("%s: lease %+v does not match its own ticket", tt.name, tt.l)
+		}
+	}
+	got, err := b.s.Get(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rescue.Ticket, got) {
+		t.Errorf("rescue lease ticket\n%+v\nstored row\n%+v", rescue.Ticket, got)
+	}
+	if first.Ticket.Attempts != 1 || rescue.Ticket.Attempts != 1 || rescue.Ticket.Rescues != 1 || rescue.Ticket.RescuedFrom != "w1" {
+		t.Errorf("attempts %d then %d, rescues %d, rescued from %q; want 1, 1, 1, w1",
+			first.Ticket.Attempts, rescue.Ticket.Attempts, rescue.Ticket.Rescues, rescue.Ticket.RescuedFrom)
 	}
 }
