@@ -37,11 +37,11 @@ func buildHistory(tb testing.TB, s *Store) {
 			historyNights, perNight),
 		fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 			INSERT INTO tickets (id, source, external_id, repo, title, body, state, attempts, run_after,
-				lease_owner, fence_token, branch, summary, created_at, updated_at, finished_at)
+				lease_owner, fence_token, branch, summary, created_at, updated_at, finished_at, last_event_id)
 			SELECT i, 'github', 'acme/app#' || i, 'app', 'bug ' || i, 'the body of issue ' || i,
 				CASE WHEN i %% 7 = 0 THEN 'escalated' ELSE 'done' END, 1 + i %% 3, ?1 + i * 86400 / %d * 1000,
 				'w' || (i %% 3), 1 + i %% 3, 'ticketd/' || i, 'fixed', ?1 + i * 86400 / %d * 1000,
-				?1 + i * 86400 / %d * 1000 + 600000, ?1 + i * 86400 / %d * 1000 + 600000 FROM n`,
+				?1 + i * 86400 / %d * 1000 + 600000, ?1 + i * 86400 / %d * 1000 + 600000, 3 * i FROM n`,
 			historyTickets, perNight, perNight, perNight, perNight),
 		fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 			INSERT INTO events (ticket_id, prev_id, at, kind, from_state, to_state, attempt, actor)

@@ -231,24 +231,43 @@ func TestEventChainMigration(t *testing.T) {
 	}
 }
 
-// TestEventChainRefusesGaps: the database refuses an event that does not extend its
-// ticket's chain (a wrong or missing prev_id), so no event can fall out of Events.
-func TestEventChainRefusesGaps(t *testing.T) {
+// TestEventChainRefusesForksAndGaps: an event the store appends without a reservation would
+// fork the chain and collides with the head instead; a reservation left without its event
+// stops the ticket's next append rather than let the chain skip; either way the transaction
+// rolls back and the ticket's history stays whole.
+func TestEventChainRefusesForksAndGaps(t *testing.T) {
 	b := setup(t)
 	id := b.enqueue(t, "1")
 	if err := b.s.AddNote(b.ctx, id, "me", "second"); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`INSERT INTO events (ticket_id, at, kind) VALUES (?, 1, 'no prev')`,
-		`INSERT INTO events (ticket_id, at, kind, prev_id) VALUES (?1, 1, 'old prev', (SELECT min(id) FROM events WHERE ticket_id = ?1))`,
-	} {
-		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil || !strings.Contains(err.Error(), "prev_id") {
-			t.Errorf("%s: %v; want the chain trigger to refuse it", q, err)
+	appendOnly := func(ctx context.Context, tx *wtx) error {
+		return b.s.appendEvent(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "unreserved")
+	}
+	if err := b.s.write(b.ctx, "append without a reservation", appendOnly); err == nil || !strings.Contains(err.Error(), "UNIQUE") {
+		t.Errorf("append without a reservation: %v; want the primary key to refuse it", err)
+	}
+	reserveOnly := func(ctx context.Context, tx *wtx) error {
+		_, err := b.s.exec(ctx, tx, `UPDATE tickets SET `+reserveEvent+` WHERE id = ?`, id)
+		return err
+	}
+	gap := func(ctx context.Context, tx *wtx) error {
+		if err := reserveOnly(ctx, tx); err != nil {
+			return err
 		}
+		return b.s.event(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "after a gap")
+	}
+	if err := b.s.write(b.ctx, "append over a gap", gap); err == nil || !strings.Contains(err.Error(), "reserved but never written") {
+		t.Errorf("append over an unwritten reservation: %v; want it refused", err)
 	}
 	evs, err := b.s.Events(b.ctx, id)
-	if err != nil || len(evs) != 2 {
-		t.Errorf("events = %+v, %v; want enqueued and the note", evs, err)
+	if err != nil || len(evs) != 2 || evs[0].Kind != "enqueued" || evs[1].Reason != "second" {
+		t.Errorf("events = %+v, %v; want enqueued and the note, nothing else", evs, err)
+	}
+	if err := b.s.AddNote(b.ctx, id, "me", "third"); err != nil {
+		t.Fatalf("a note after the refused writes: %v", err)
+	}
+	if evs, err := b.s.Events(b.ctx, id); err != nil || len(evs) != 3 || evs[2].Reason != "third" || evs[2].ID <= evs[1].ID {
+		t.Errorf("events = %+v, %v; want the third note last", evs, err)
 	}
 }

@@ -53,12 +53,12 @@ func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reas
 			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, attempts
 		}
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
-				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?
+				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?, `+reserveEvent+`
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 			string(to), newAttempts, runAfter, finished, now, reason, id, token); err != nil {
 			return err
 		}
-		return s.event(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
 	})
 	if err != nil {
 		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)

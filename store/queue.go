@@ -48,28 +48,6 @@ const settleEvery = time.Second
 // endpoint is not hammered by the same ticket in a tight loop.
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
 
-func (s *Store) event(ctx context.Context, tx *wtx, id, at int64, kind string, from, to State, attempt int, actor, reason string) error {
-	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason, prev_id)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT last_event_id FROM tickets WHERE id = ?1))`,
-		id, at, kind, string(from), string(to), attempt, actor, reason)
-	if err != nil {
-		return fmt.Errorf("append %s event: %w", kind, err)
-	}
-	return nil
-}
-
-// eventFromRow appends an event whose attempt and actor are the ticket row's attempts and
-// lease_owner, as the transition before it left them.
-func (s *Store) eventFromRow(ctx context.Context, tx *wtx, id, at int64, kind string, from, to State, reason string) error {
-	_, err := s.exec(ctx, tx, `INSERT INTO events (ticket_id, at, kind, from_state, to_state, attempt, actor, reason, prev_id)
-		SELECT id, ?2, ?3, ?4, ?5, attempts, lease_owner, ?6, last_event_id FROM tickets WHERE id = ?1`,
-		id, at, kind, string(from), string(to), reason)
-	if err != nil {
-		return fmt.Errorf("append %s event: %w", kind, err)
-	}
-	return nil
-}
-
 // claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
 // walk tickets_active in claim order and yield at most one candidate. Both repeat the
 // index's WHERE term verbatim with literal states (SQLite uses a partial index only on a
@@ -112,7 +90,7 @@ var claimPicks = [2][2]string{
 const claimLease = `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
 		rescues = rescues + (state = 'running'),
 		fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
-		rescued_from = CASE WHEN state = 'running' THEN lease_owner END
+		rescued_from = CASE WHEN state = 'running' THEN lease_owner END, ` + reserveEvent + `
 	WHERE id = ?4`
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
@@ -216,14 +194,18 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			return fmt.Errorf("read claimed ticket %d: %w", id, err)
 		}
 		s.lowerLeaseHorizon(exp)
+		// The lease's UPDATE reserved one event: the claim's, or on a rescue the lost lease's,
+		// after which the claim reserves its own.
+		claimed := s.appendEvent
 		if t.RescuedFrom != "" {
-			if err := s.event(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
+			if err := s.appendEvent(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
 				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
 					t.RescuedFrom, worker, t.Rescues, s.opts.MaxRescues-1)); err != nil {
 				return err
 			}
+			claimed = s.event
 		}
-		if err := s.event(ctx, tx, t.ID, now, "claimed", StateQueued, StateRunning, t.Attempts, worker, ""); err != nil {
+		if err := claimed(ctx, tx, t.ID, now, "claimed", StateQueued, StateRunning, t.Attempts, worker, ""); err != nil {
 			return err
 		}
 		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
@@ -388,12 +370,12 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 	err := s.write(ctx, "complete", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
-				finished_at = ?, updated_at = ?, branch = ?, result_dir = ?, summary = ?, reason = ''
+				finished_at = ?, updated_at = ?, branch = ?, result_dir = ?, summary = ?, reason = '', `+reserveEvent+`
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 			now, now, r.Branch, r.ResultDir, r.Summary, id, token); err != nil {
 			return err
 		}
-		return s.eventFromRow(ctx, tx, id, now, "completed", StateRunning, StateDone, "")
+		return s.appendEventFromRow(ctx, tx, id, now, "completed", StateRunning, StateDone, "")
 	})
 	if err != nil {
 		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
@@ -452,12 +434,12 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
 				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?,
 				branch = CASE WHEN ? != '' THEN ? ELSE branch END,
-				result_dir = CASE WHEN ? != '' THEN ? ELSE result_dir END
+				result_dir = CASE WHEN ? != '' THEN ? ELSE result_dir END, `+reserveEvent+`
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 			string(to), newAttempt, runAfter, finished, now, reason, f.Branch, f.Branch, f.ResultDir, f.ResultDir, id, token); err != nil {
 			return err
 		}
-		return s.event(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
 	})
 	if err != nil {
 		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
@@ -470,12 +452,12 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'cancelled', lease_expires_at = NULL,
-				finished_at = ?, updated_at = ?, reason = ?
+				finished_at = ?, updated_at = ?, reason = ?, `+reserveEvent+`
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 			now, now, reason, id, token); err != nil {
 			return err
 		}
-		return s.eventFromRow(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, reason)
+		return s.appendEventFromRow(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, reason)
 	})
 	if err != nil {
 		return fmt.Errorf("finish cancelled ticket %d token %d: %w", id, token, err)
@@ -531,17 +513,17 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
 		case StateQueued:
 			after = StateCancelled
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?
-				WHERE id = ? AND state = 'queued'`, now, now, reason, id); err != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
+				`+reserveEvent+` WHERE id = ? AND state = 'queued'`, now, now, reason, id); err != nil {
 				return err
 			}
-			return s.event(ctx, tx, id, now, "cancelled", StateQueued, StateCancelled, attempts, who, reason)
+			return s.appendEvent(ctx, tx, id, now, "cancelled", StateQueued, StateCancelled, attempts, who, reason)
 		default: // running
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?
-				WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
+				`+reserveEvent+` WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
 				return err
 			}
-			return s.event(ctx, tx, id, now, "cancel_requested", StateRunning, StateRunning, attempts, who, reason)
+			return s.appendEvent(ctx, tx, id, now, "cancel_requested", StateRunning, StateRunning, attempts, who, reason)
 		}
 	})
 	if err != nil {
@@ -572,11 +554,11 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
-				finished_at = NULL, updated_at = ?, reason = ?
+				finished_at = NULL, updated_at = ?, reason = ?, `+reserveEvent+`
 			WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
 			return err
 		}
-		return s.event(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
+		return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
 	})
 	if err != nil {
 		return fmt.Errorf("requeue ticket %d: %w", id, err)

@@ -287,12 +287,13 @@ func TestDatabaseRejectsBadRows(t *testing.T) {
 	id := b.enqueue(t, "1")
 	for _, q := range []string{
 		`UPDATE tickets SET state = 'bogus' WHERE id = ?`,
-		`UPDATE tickets SET state = 'done' WHERE id = ?`,                          // terminal without finished_at
-		`UPDATE tickets SET finished_at = 1 WHERE id = ?`,                         // finished while queued
-		`UPDATE tickets SET state = 'running' WHERE id = ?`,                       // running without a lease
-		`UPDATE events SET kind = 'x' WHERE ticket_id = ?`,                        // append-only
-		`DELETE FROM events WHERE ticket_id = ?`,                                  // append-only
-		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`, // foreign key
+		`UPDATE tickets SET state = 'done' WHERE id = ?`,                                          // terminal without finished_at
+		`UPDATE tickets SET finished_at = 1 WHERE id = ?`,                                         // finished while queued
+		`UPDATE tickets SET state = 'running' WHERE id = ?`,                                       // running without a lease
+		`UPDATE events SET kind = 'x' WHERE ticket_id = ?`,                                        // append-only
+		`DELETE FROM events WHERE ticket_id = ?`,                                                  // append-only
+		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`,                 // foreign key
+		`INSERT INTO events (id, ticket_id, at, kind, prev_id) VALUES (1000, ?, 1, 'loop', 1000)`, // chain loop
 	} {
 		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil {
 			t.Errorf("%s: accepted; want the database to refuse it", q)

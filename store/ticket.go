@@ -115,8 +115,8 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 		now := s.nowMS()
 		id, created = 0, false
 		res, err := s.exec(ctx, tx, `INSERT INTO tickets
-			(source, external_id, repo, title, body, labels, priority, max_attempts, run_after, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			(source, external_id, repo, title, body, labels, priority, max_attempts, run_after, created_at, updated_at, last_event_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM events))
 			ON CONFLICT (source, external_id) DO NOTHING`,
 			nt.Source, nt.ExternalID, nt.Repo, nt.Title, nt.Body, string(lj), nt.Priority, maxAttempts, now, now, now)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 			return err
 		}
 		created = true
-		return s.event(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, "")
+		return s.appendEvent(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, "")
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue %s/%s: %w", nt.Source, nt.ExternalID, err)
