@@ -8,7 +8,7 @@ import (
 )
 
 // Due is what an idle worker needs to decide how long to sleep before claiming again, read
-// from the active tickets alone (the tickets_active index), so its cost does not grow with
+// from the active tickets alone (the tickets_open index), so its cost does not grow with
 // the history of finished tickets.
 type Due struct {
 	Queued  int // queued tickets outside paused repositories, whether ready or backing off
@@ -29,11 +29,11 @@ func (d Due) Idle() bool { return d.Queued == 0 && d.Running == 0 && d.Paused ==
 
 const (
 	dueQuery = `SELECT state, 0, count(*), min(run_after), min(lease_expires_at) FROM tickets
-		WHERE state IN ('queued', 'running') GROUP BY state`
+		WHERE finished_at IS NULL GROUP BY state`
 	// With repositories paused, each active ticket's row is read for its repo: the active
 	// set is small, the history is not touched.
 	duePausedQuery = `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at)
-		FROM tickets WHERE state IN ('queued', 'running') GROUP BY 1, 2`
+		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`
 )
 
 // NextDue summarizes the active tickets for a worker that found nothing to claim: the

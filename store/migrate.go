@@ -264,8 +264,15 @@ END;
 	// a head that exists; CHECK (prev_id < id) refuses loops. events gets its foreign key
 	// back (an event names an existing ticket): without an index on ticket_id the key costs a
 	// scan of events only when a ticket is deleted, which nothing does.
+	//
+	// tickets_active (state, priority, run_after, id) gives way to tickets_open, the same
+	// order over the tickets not yet finished: a claim changes a ticket's state but not its
+	// place in tickets_open, so it dirties no index page (a queue cycle dirtied 10 pages, now
+	// 9). Claims read the state in the row; the open tickets are the live queue, not history.
 	`
 DROP TRIGGER IF EXISTS events_chain;
+DROP INDEX tickets_active;
+CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finished_at IS NULL;
 ALTER TABLE tickets ADD COLUMN prev_event_id INTEGER;
 
 CREATE TABLE events_v11 (

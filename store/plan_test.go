@@ -188,14 +188,18 @@ func TestHotStatementsUseIndexes(t *testing.T) {
 	}
 }
 
-// historyScans returns the history tables a plan SCANs.
+// historyScans returns the history tables a plan SCANs. A walk of tickets_open is not a
+// scan of history: that partial index holds only the tickets not yet finished, the live
+// queue.
 func historyScans(plan []string) []string {
 	var out []string
 	for _, step := range plan {
 		rest, ok := strings.CutPrefix(step, "SCAN ")
-		if name, _, _ := strings.Cut(rest, " "); ok && slices.Contains(historyTables, name) {
-			out = append(out, name)
+		name, how, _ := strings.Cut(rest, " ")
+		if !ok || !slices.Contains(historyTables, name) || strings.HasSuffix(how, "INDEX tickets_open") {
+			continue
 		}
+		out = append(out, name)
 	}
 	return out
 }

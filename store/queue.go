@@ -49,9 +49,9 @@ const settleEvery = time.Second
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
 
 // claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
-// walk tickets_active in claim order and yield at most one candidate. Both repeat the
-// index's WHERE term verbatim with literal states (SQLite uses a partial index only on a
-// literal match). skipPaused adds the SetPaused filter (a row lookup per candidate). Without
+// walk tickets_open in claim order and yield at most one candidate, reading the state in
+// the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
+// a literal match). skipPaused adds the SetPaused filter (a row lookup per candidate). Without
 // rescue, only the queued branch runs: Claim uses that while no lease can have expired
 // (see leaseHorizon), which spares every claim the second walk and the merge. It binds ?1
 // now, ?2 MaxRescues and ?3 the paused set.
@@ -61,7 +61,7 @@ func claimPick(skipPaused, rescue bool) string {
 		filter = ` AND repo NOT IN (SELECT value FROM json_each(?3))`
 	}
 	queued := `SELECT id, priority, run_after FROM tickets
-				WHERE state IN ('queued', 'running') AND state = 'queued' AND run_after <= ?1` + filter + `
+				WHERE finished_at IS NULL AND state = 'queued' AND run_after <= ?1` + filter + `
 				ORDER BY priority DESC, run_after, id LIMIT 1`
 	if !rescue {
 		return `SELECT id FROM (` + queued + `)`
@@ -70,7 +70,7 @@ func claimPick(skipPaused, rescue bool) string {
 			SELECT * FROM (` + queued + `)
 			UNION ALL
 			SELECT * FROM (SELECT id, priority, run_after FROM tickets
-				WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?1
+				WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at <= ?1
 					AND rescues + 1 < ?2 AND cancel_requested = 0` + filter + `
 				ORDER BY priority DESC, run_after, id LIMIT 1)
 		) ORDER BY priority DESC, run_after, id LIMIT 1`
@@ -94,9 +94,9 @@ const claimLease = `UPDATE tickets SET state = 'running', attempts = attempts + 
 	WHERE id = ?4`
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
-// none), through tickets_active: Claim skips the rescue branch before it.
+// none), through tickets_open: Claim skips the rescue branch before it.
 const leaseHorizonQuery = `SELECT coalesce(min(lease_expires_at), 9223372036854775807) FROM tickets
-	WHERE state IN ('queued', 'running') AND state = 'running'`
+	WHERE finished_at IS NULL AND state = 'running'`
 
 // pausedRepos is the set SetPaused installed, as Claim binds it.
 type pausedRepos struct {
@@ -108,7 +108,7 @@ type pausedRepos struct {
 // repository whose baseline checks are broken, or whose model endpoint is down. Their queued
 // tickets wait (and expired leases on them wait to be rescued) until a later SetPaused drops
 // them; NextDue counts them apart. The set lives in this process only, starts empty, and
-// SetPaused(nil) clears it. The claim stays one statement on the active-tickets index.
+// SetPaused(nil) clears it. The claim's pick stays one statement on the open-tickets index.
 func (s *Store) SetPaused(repos []string) {
 	if len(repos) == 0 {
 		s.paused.Store(nil)
@@ -275,7 +275,7 @@ func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor str
 				ELSE 'lease of ' || lease_owner || ' expired: ' || (rescues + 1) || ' lost leases reach the limit of ' || ?2 ||
 					' (the ticket may be crashing its worker; see its events and the daemon log)' END,
 			rescues = rescues + 1, lease_expires_at = NULL, finished_at = ?1, updated_at = ?1
-		WHERE state IN ('queued', 'running') AND state = 'running' AND lease_expires_at <= ?1
+		WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at <= ?1
 			AND (rescues + 1 >= ?2 OR cancel_requested = 1)
 		RETURNING id, state, attempts, reason`, now, s.opts.MaxRescues)
 	if err != nil {
