@@ -64,12 +64,18 @@ func (s *Store) stmt(ctx context.Context, tx *wtx, query string) (wstmt, error) 
 	return st, nil
 }
 
-func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (driver.Result, error) {
+// bound returns query's prepared statement and args as the driver takes them.
+func (s *Store) bound(ctx context.Context, tx *wtx, query string, args []any) (wstmt, []driver.NamedValue, error) {
 	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nv, err := namedValues(args)
+	return st, nv, err
+}
+
+func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (driver.Result, error) {
+	st, nv, err := s.bound(ctx, tx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +94,7 @@ func (s *Store) insert(ctx context.Context, tx *wtx, query string, args ...any) 
 
 // query runs a statement that returns rows; the caller closes them.
 func (s *Store) query(ctx context.Context, tx *wtx, query string, args ...any) (*wrows, error) {
-	st, err := s.stmt(ctx, tx, query)
-	if err != nil {
-		return nil, err
-	}
-	nv, err := namedValues(args)
+	st, nv, err := s.bound(ctx, tx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -103,17 +105,13 @@ func (s *Store) query(ctx context.Context, tx *wtx, query string, args ...any) (
 	return &wrows{r: r, vals: make([]driver.Value, len(r.Columns()))}, nil
 }
 
-// queryRow runs a statement for its first row, like sql.Row: an error surfaces at Scan,
-// which reports sql.ErrNoRows when there is no row. The returned error is only a failure
-// to prepare.
+// queryRow runs a statement for its first row, like sql.Row: the statement's error surfaces
+// at Scan, which reports sql.ErrNoRows when there is no row. The returned error is a failure
+// to prepare or to convert the arguments.
 func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) (*wrow, error) {
-	st, err := s.stmt(ctx, tx, query)
+	st, nv, err := s.bound(ctx, tx, query, args)
 	if err != nil {
 		return nil, err
-	}
-	nv, err := namedValues(args)
-	if err != nil {
-		return &wrow{err: err}, nil
 	}
 	r, err := st.QueryContext(ctx, nv)
 	return &wrow{r: r, err: err}, nil
