@@ -16,7 +16,7 @@ import (
 //
 // Folding the reservation into the transition's own UPDATE is what makes an event cheap:
 // the v10 trigger that moved the head after each insert rewrote the ticket row a second time
-// (dropping it took a one-worker queue cycle from 672k to 631k instructions). The chain
+// (dropping it took a one-worker queue cycle from 672k to about 630k instructions). The chain
 // still cannot fork or skip: an event without a reservation collides with the head (primary
 // key); a reservation is made only on top of a head that exists, so one left without its
 // event stops the ticket's next append; CHECK (prev_id < id) refuses loops; the foreign key
