@@ -13,8 +13,8 @@ func issueRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"tests/test_money.py": "import pytest\n\n\nclass TestRound:\n    def test_half_up(self):\n        pass\n\n    def helper(self):\n        def test_nested():\n            pass\n\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_format(x):\n    pass\n",
-		"tests/test_other.py": "def test_empty():\n    pass\n",
+		"tests/test_money.py":         "import pytest\n\n\nclass TestRound:\n    def test_half_up(self):\n        pass\n\n    def helper(self):\n        def test_nested():\n            pass\n\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_format(x):\n    pass\n",
+		"tests/test_other.py":         "def test_empty():\n    pass\n",
 		"src/shop/tests/test_cart.py": "async def test_empty():\n    pass\n\n\ndef test_total():\n    pass\n",
 		"src/shop/cart.py":            "def test_not_a_test_module():\n    pass\n",
 	}
