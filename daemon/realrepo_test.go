@@ -35,8 +35,8 @@ func ledgerRepo(t *testing.T, root string) realRepo {
 	t.Helper()
 	r := realRepo{name: "ledger", path: filepath.Join(root, "ledger"), title: "Refunds are shown as $-5.50 instead of -$5.50"}
 	files := map[string]string{
-		"setup.cfg": "[metadata]\nname = ticketd-fixture-ledger\nversion = 2.3.0\n\n[options]\npackages = find:\n\n[options.extras_require]\nxlsx = xlsxwriter\n",
-		"tox.ini":   "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands = pytest\n\n[pytest]\ntestpaths = tests docs\naddopts = --doctest-glob=*.rst\n",
+		"setup.cfg":          "[metadata]\nname = ticketd-fixture-ledger\nversion = 2.3.0\n\n[options]\npackages = find:\n\n[options.extras_require]\nxlsx = xlsxwriter\n",
+		"tox.ini":            "[tox]\nenvlist = py3\n\n[testenv]\ndeps = pytest\ncommands = pytest\n\n[pytest]\ntestpaths = tests docs\naddopts = --doctest-glob=*.rst\n",
 		"ledger/__init__.py": "\"\"\"Small ledger helpers.\"\"\"\n\n__version__ = \"2.3.0\"\n",
 		"ledger/money.py": `"""Formatting of amounts."""
 
