@@ -91,12 +91,12 @@ type Case struct {
 // caseFile is case.yaml; unknown keys are an error so a typo cannot silently
 // change how a case is run.
 type caseFile struct {
-	Difficulty        string           `yaml:"difficulty"`
-	Scripted          string           `yaml:"scripted"`
-	HiddenTestCommand []string         `yaml:"hidden_test_command"`
-	FailToPass        []string         `yaml:"fail_to_pass"`
-	PassToPass        []string         `yaml:"pass_to_pass"`
-	Checks            []validate.Check `yaml:"checks"`
+	Difficulty        string            `yaml:"difficulty"`
+	Scripted          string            `yaml:"scripted"`
+	HiddenTestCommand []string          `yaml:"hidden_test_command"`
+	FailToPass        []string          `yaml:"fail_to_pass"`
+	PassToPass        []string          `yaml:"pass_to_pass"`
+	Checks            []validate.Check  `yaml:"checks"`
 	BaseFailures      []string          `yaml:"base_failures"`
 	TestEnv           map[string]string `yaml:"test_env"`
 }
