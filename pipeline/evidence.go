@@ -389,7 +389,10 @@ func (a *attempt) atBase(ctx context.Context, changed []string, fn func()) error
 				return err
 			}
 		}
-		return root.WriteFile(p, data, mode)
+		if err := root.WriteFile(p, data, mode); err != nil {
+			return err
+		}
+		return root.Chmod(p, mode) // WriteFile keeps an existing file's mode
 	}
 	var errs []error
 	done := 0
