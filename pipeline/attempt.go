@@ -50,6 +50,19 @@ type Ticket struct {
 	Repo    string
 	// Triage is the triage JSON cached on the ticket by an earlier attempt ("" if none).
 	Triage string
+	// Questions are the questions earlier attempts asked a human (ask_human), in order,
+	// with their answers; every role sees them with the ticket.
+	Questions []QA
+	// QuestionsLeft is how many more questions the maker may ask on this ticket
+	// (budget.max_questions less those asked); 0 refuses ask_human.
+	QuestionsLeft int
+}
+
+// QA is one question the maker asked a human, and the answer it got ("" while unanswered).
+type QA struct {
+	Question string
+	Answer   string
+	By       string // who answered, e.g. "ticketctl:alice" or "github:octocat"
 }
 
 // Budget bounds one attempt. Hitting a bound stops the attempt cleanly; zero means no bound.
@@ -62,12 +75,15 @@ type Budget struct {
 
 // Job is one attempt's input.
 type Job struct {
-	Ticket   Ticket
-	Dir      string            // the worktree
-	RepoMap  string            // file map of the repository, shared by its tickets
-	Checks   []validate.Check  // the gate
-	Baseline []validate.Result // the same checks at the base commit
-	Diff     func(context.Context) (string, error)
+	Ticket  Ticket
+	Dir     string // the worktree
+	RepoMap string // file map of the repository, shared by its tickets
+	// Instructions is the repository's instructions block (Instructions.Block, read at the
+	// base commit), shared by its tickets; "" when it has none.
+	Instructions string
+	Checks       []validate.Check  // the gate
+	Baseline     []validate.Result // the same checks at the base commit
+	Diff         func(context.Context) (string, error)
 	// Changed lists the paths that differ from the base commit (worktree.Tree.Changed); nil
 	// means they are read from the diff's headers. The first tier of the checks uses them.
 	Changed func(context.Context) ([]string, error)
@@ -94,16 +110,20 @@ const (
 	// reported bug (no test fails at the base and passes with it, no verification does
 	// either). It is never shipped; its patch is kept for a human.
 	StatusUnverified Status = "unverified"
+	// StatusNeedsInfo: the maker asked a human a question (Outcome.Question). The ticket
+	// waits for the answer; the attempt is not charged.
+	StatusNeedsInfo Status = "needs_info"
 )
 
 // Outcome is what one attempt produced.
 type Outcome struct {
-	Status  Status
-	Reason  string
-	Summary string            // the maker's submit summary
-	Triage  *Triage           // the triage used (fresh or cached)
-	Checks  []validate.Result // the last validator run on a submitted change
-	Gate    *Gate             // that run compared with the base commit
+	Status   Status
+	Reason   string
+	Summary  string            // the maker's submit summary
+	Question string            // the maker's question (StatusNeedsInfo)
+	Triage   *Triage           // the triage used (fresh or cached)
+	Checks   []validate.Result // the last validator run on a submitted change
+	Gate     *Gate             // that run compared with the base commit
 	// Evidence is what showed (or failed to show) that the last submitted change fixes the
 	// bug; nil when no submit got past the checks.
 	Evidence *Evidence

@@ -29,7 +29,7 @@ func TestStaticPrefixIsByteIdentical(t *testing.T) {
 			a := &attempt{r: &Runner{Now: func() time.Time { return v.now }}, job: Job{Ticket: v.ticket, Dir: v.dir, RepoMap: "app/x.py\n  def f()"}}
 			msgs := a.openingMessages(role, nil)
 			toolJSON, _ := json.Marshal(tools.MakerTools())
-			parts := []string{string(toolJSON), msgs[0].Content, RepoContext("app", "app/x.py\n  def f()")}
+			parts := []string{string(toolJSON), msgs[0].Content, RepoContext("app", "", "app/x.py\n  def f()")}
 			if !strings.HasPrefix(msgs[1].Content, parts[2]) {
 				t.Errorf("%s: the user message does not start with the repository part", role)
 			}
