@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -142,8 +143,10 @@ type Outcome struct {
 	// dropped (invented evidence, bad schema, new in round 2).
 	ReviewRounds    int
 	DroppedFindings int
-	JudgeAdvisory   bool // the verdict only annotates (judge: advisory)
-	Duration        time.Duration
+	// Arbitrations are the arbiter's decisions on contradicting findings, in order.
+	Arbitrations  []Arbitration
+	JudgeAdvisory bool // the verdict only annotates (judge: advisory)
+	Duration      time.Duration
 	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
 	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
 	FirstTierCaught int
@@ -173,6 +176,9 @@ type Runner struct {
 	// JudgeAdvisory makes the judge annotate the report without blocking (config judge:
 	// advisory); the default gates.
 	JudgeAdvisory bool
+	// Reviewers are the checker's angles (config review.reviewers); nil means
+	// correctness alone.
+	Reviewers []Reviewer
 }
 
 func (r *Runner) flakeReruns() int {
@@ -235,6 +241,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.History = a.history
 	out.Flaky = a.flaky
 	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
+	out.Arbitrations = a.arbitrations
 	out.JudgeAdvisory = r.JudgeAdvisory
 	out.FirstTierCaught, out.FirstTierTime = a.firstTierCaught, a.firstTierTime
 	return out
@@ -269,6 +276,10 @@ type attempt struct {
 	reviewRounds    int
 	lastFindings    []Finding
 	droppedFindings int
+	arbitrations    []Arbitration
+	// mu guards the spend counters (calls, tokens, dollars), which reviewers running in
+	// parallel update together.
+	mu sync.Mutex
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
@@ -286,6 +297,8 @@ func (a *attempt) note(format string, args ...any) {
 // or a check that hangs.
 func (a *attempt) checkBudget() error {
 	b := a.job.Budget
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	switch {
 	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
 		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
@@ -324,11 +337,13 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 		PrefixVersion: PromptVersion,
 		Compactions:   a.takeCompactions(role),
 	})
+	a.mu.Lock()
 	a.calls++
 	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	if resp.CostUSD != nil {
 		a.dollars += *resp.CostUSD
 	}
+	a.mu.Unlock()
 	return resp, err
 }
 

@@ -93,6 +93,23 @@ Rules:
 - There are at most two review rounds. In the second you are shown your earlier findings and the new diff: repeat each finding that still holds, leave out each that the new diff resolved, and add nothing new (new findings in the second round are discarded).
 - At most five findings, most severe first.
 `,
+	model.RoleArbiter: `ticketd role: arbiter
+
+You are the arbiter. Reviewers, each with its own angle (correctness, security, performance), looked at one proposed fix for one bug report, and some of their findings are about the same lines of the change but say different things. You only decide; you do not review the change yourself, and you write no finding of your own.
+
+For each numbered pair of findings, A and B, decide one of:
+- "A": A holds and B does not (B is wrong, or what B asks for would break what A protects); B is dropped.
+- "B": B holds and A does not; A is dropped.
+- "both": both hold, or they do not really exclude each other; both are kept, marked as contested.
+
+Answer with one JSON object and nothing else, in exactly this shape:
+{"decisions": [{"pair": 1, "decision": "A" | "B" | "both", "reason": "one sentence"}]}
+
+Rules:
+- One decision for every pair, in the order given; nothing else.
+- Decide by the diff and the bug report. The acceptance criteria and the reported symptom outrank preferences; a finding whose evidence does not show what it claims loses.
+- Be decisive: "both" is for findings that can both be true, not for doubt.
+`,
 	model.RoleJudge: `ticketd role: judge
 
 You are the judge. You decide whether one proposed fix meets the acceptance criteria written for its bug report. The checks already passed and a reviewer already looked for defects; you answer one question: does the change, as shown in the diff, make each criterion hold?

@@ -196,9 +196,9 @@ func cmpDuration(d, def time.Duration) time.Duration {
 // request; the context's error when ctx ended. An answer still cut after the last
 // continuation is returned without error, with FinishReason "length".
 func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
-	rc, ok := c.cfg.Roles[req.Role]
+	rc, ok := c.roleConfig(req.Role)
 	if !ok {
-		return Response{}, fmt.Errorf("model chat: role %q is not one of triage, maker, checker, judge", req.Role)
+		return Response{}, fmt.Errorf("model chat: role %q is not one of triage, maker, checker, judge, arbiter", req.Role)
 	}
 	ep := c.endpoints[rc.Endpoint]
 
@@ -318,6 +318,16 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
+// roleConfig is the configuration a role's requests use: its own, or for the arbiter the
+// judge's.
+func (c *Client) roleConfig(r Role) (RoleConfig, bool) {
+	if r == RoleArbiter {
+		r = RoleJudge
+	}
+	rc, ok := c.cfg.Roles[r]
+	return rc, ok
+}
+
 // fitWindow caps the output limit to what the role's context window leaves after the
 // estimated prompt (vLLM rejects prompt + max_tokens over max_model_len), and reports
 // ErrContextOverflow when less than MinOutputRoom would be left.
@@ -344,7 +354,10 @@ func (c *Client) fitWindow(role Role, rc RoleConfig, oreq *openai.ChatCompletion
 
 // ContextWindow is the role's configured context window in tokens, 0 when unknown; the
 // maker's compaction reads it.
-func (c *Client) ContextWindow(role Role) int { return c.cfg.Roles[role].ContextWindow }
+func (c *Client) ContextWindow(role Role) int {
+	rc, _ := c.roleConfig(role)
+	return rc.ContextWindow
+}
 
 // sendStats describes the HTTP attempts behind one chat request.
 type sendStats struct {

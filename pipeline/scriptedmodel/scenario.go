@@ -61,6 +61,10 @@ type Case struct {
 	CheckerInventsEvidence bool
 	// JudgeFailsAlways makes every verdict fail.
 	JudgeFailsAlways bool
+	// ReviewersDisagree makes a security or performance reviewer contradict the checker's
+	// blocker (CheckerBlocksOnce or CheckerBlocksAlways) on the line that blocker quotes, as
+	// a minor remark that the line needs no further test.
+	ReviewersDisagree bool
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 	// Realistic makes the maker err as real models do, on top of its Behaviour, at the
