@@ -199,7 +199,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		runner: &pipeline.Runner{
 			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
-			JudgeAdvisory: cfg.Judge == "advisory",
+			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
 		},
 		gate:  client,
 		runID: runID,

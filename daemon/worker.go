@@ -207,11 +207,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage},
-		Dir:      tree.Dir,
-		RepoMap:  facts.repoMap,
-		Checks:   repo.Checks,
-		Baseline: facts.results,
-		Diff:     tree.Diff,
+		Dir:          tree.Dir,
+		RepoMap:      facts.repoMap,
+		Instructions: facts.instructions,
+		Checks:       repo.Checks,
+		Baseline:     facts.results,
+		Diff:         tree.Diff,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
