@@ -494,7 +494,7 @@ func (s *Store) currentState(ctx context.Context, tx *wtx, id int64) (State, int
 	return st, attempts, nil
 }
 
-// RequestCancel cancels a queued ticket at once and flags a running one (its worker sees the
+// RequestCancel cancels a queued or needs_info ticket at once and flags a running one (its worker sees the
 // flag on its next Heartbeat and calls FinishCancelled). Cancelling a cancelled ticket is a
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
@@ -511,13 +511,13 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return nil
 		case StateDone, StateEscalated:
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
-		case StateQueued:
+		case StateQueued, StateNeedsInfo:
 			after = StateCancelled
 			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
-				`+reserveEvent+` WHERE id = ? AND state = 'queued'`, now, now, reason, id); err != nil {
+				question = '', `+reserveEvent+` WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancelled", StateQueued, StateCancelled, attempts, who, reason)
+			return s.appendEvent(ctx, tx, id, now, "cancelled", st, StateCancelled, attempts, who, reason)
 		default: // running
 			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
 				`+reserveEvent+` WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
@@ -554,7 +554,7 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
-				finished_at = NULL, updated_at = ?, reason = ?, `+reserveEvent+`
+				finished_at = NULL, updated_at = ?, reason = ?, question = '', `+reserveEvent+`
 			WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
 			return err
 		}

@@ -33,6 +33,9 @@ type ModelCall struct {
 	// Compactions is how many compaction passes shrank the maker's conversation just
 	// before this call.
 	Compactions int `json:"compactions,omitempty"`
+	// Continuations counts the follow-up requests that continued an answer cut at
+	// finish_reason=length; its tokens are the sum over them.
+	Continuations int `json:"continuations"`
 	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
 	CostSource      string        `json:"cost_source"`
 	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
@@ -88,12 +91,12 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 		id, err = s.insert(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, continuations)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
+			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions, c.Continuations)
 		return err
 	})
 	if err != nil {
@@ -107,7 +110,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, continuations
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
@@ -125,7 +128,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
 			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
-			&reported, &c.CostSource, &price, &prov, &c.Compactions); err != nil {
+			&reported, &c.CostSource, &price, &prov, &c.Compactions, &c.Continuations); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)

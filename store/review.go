@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -16,6 +17,9 @@ type Review struct {
 	Kept     int       `json:"kept"`
 	Dropped  int       `json:"dropped"`
 	At       time.Time `json:"at"`
+	// Reviewer is the checker's angle (correctness, security, performance); one row per
+	// reviewer and round.
+	Reviewer string `json:"reviewer"`
 }
 
 // RecordReview appends one review round.
@@ -25,8 +29,8 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 		at = s.now()
 	}
 	err := s.write(ctx, "record review", func(ctx context.Context, tx *wtx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli())
+		_, err := s.exec(ctx, tx, `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at, reviewer) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli(), cmp.Or(r.Reviewer, "correctness"))
 		return err
 	})
 	if err != nil {
@@ -37,7 +41,7 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 
 // Reviews returns a ticket's review rounds in order.
 func (s *Store) Reviews(ctx context.Context, ticketID int64) ([]Review, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ticket_id, attempt, round, kept, dropped, at FROM reviews
+	rows, err := s.r.QueryContext(ctx, `SELECT ticket_id, attempt, round, kept, dropped, at, reviewer FROM reviews
 		WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("reviews of ticket %d: %w", ticketID, err)
@@ -47,7 +51,7 @@ func (s *Store) Reviews(ctx context.Context, ticketID int64) ([]Review, error) {
 	for rows.Next() {
 		var r Review
 		var at int64
-		if err := rows.Scan(&r.TicketID, &r.Attempt, &r.Round, &r.Kept, &r.Dropped, &at); err != nil {
+		if err := rows.Scan(&r.TicketID, &r.Attempt, &r.Round, &r.Kept, &r.Dropped, &at, &r.Reviewer); err != nil {
 			return nil, fmt.Errorf("reviews of ticket %d: %w", ticketID, err)
 		}
 		r.At = time.UnixMilli(at).UTC()

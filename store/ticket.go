@@ -51,12 +51,16 @@ type Ticket struct {
 	// Rescues counts attempts lost to an expired lease (crash, kill, reboot): they are not in
 	// Attempts, and reaching the store's MaxRescues escalates the ticket.
 	Rescues int `json:"rescues"`
+	// Question is the maker's open question while the ticket is needs_info ("" otherwise);
+	// Questions counts the questions asked on the ticket, answered or not.
+	Question  string `json:"question,omitempty"`
+	Questions int    `json:"questions"`
 }
 
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues`
+	coalesce(rescued_from, ''), pruned_at, rescues, question, questions`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -71,7 +75,7 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
-		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues}
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.Question, &t.Questions}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
@@ -236,9 +240,9 @@ func listQuery(f Filter) (string, []any, error) {
 		active := true
 		for i, st := range f.States {
 			if !st.Valid() {
-				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, done, escalated, cancelled", st)
+				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, needs_info, done, escalated, cancelled", st)
 			}
-			lits[i] = "'" + string(st) + "'" // one of five known words: safe as a literal
+			lits[i] = "'" + string(st) + "'" // one of the known words: safe as a literal
 			active = active && !st.Terminal()
 		}
 		if active {
