@@ -124,7 +124,8 @@ func (a *attempt) runReviewers(ctx context.Context, round int, diff, material st
 		dropped += r.dropped
 		if a.r.Recorder != nil {
 			if err := a.r.Recorder.RecordReview(context.WithoutCancel(ctx), store.Review{TicketID: a.job.Ticket.ID,
-				Attempt: a.job.Ticket.Attempt, Round: round, Kept: len(r.kept), Dropped: r.dropped, At: a.r.now()}); err != nil {
+				Attempt: a.job.Ticket.Attempt, Round: round, Kept: len(r.kept), Dropped: r.dropped, At: a.r.now(),
+				Reviewer: r.rev.Angle}); err != nil {
 				a.log.Warn("record review round", "round", round, "reviewer", r.rev.Angle, "err", err)
 			}
 		}

@@ -33,7 +33,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
-			long: "States: queued, running, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
+			long: "States: queued, running, needs_info, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
 		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
 		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset)",
@@ -41,7 +41,9 @@ func init() {
 		{name: "cancel", args: "ID [--reason TEXT]", short: "cancel a queued ticket, or ask a running one's worker to stop", run: cmdCancel},
 		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
-		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
+		{name: "answer", args: "ID TEXT | --file F", short: "answer the question a needs_info ticket's maker asked; the ticket goes back in the queue",
+			long: "The next attempt's maker reads the question and this answer (the triage is kept).\nTEXT may be several words; --file - reads it from standard input.", run: cmdAnswer},
+		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
 		{name: "gc", args: "--older-than 720h", short: "prune bulky columns of old finished tickets (history and costs kept)", run: cmdGC},
 		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
