@@ -39,6 +39,8 @@ type pageData struct {
 	Now      time.Time
 	States   []stateCount
 	Running  []ticketRow
+	// Asking are the needs_info tickets: their maker asked a question that waits for a human.
+	Asking []store.Summary
 	Run      *store.Run
 	Tonight  []ticketRow
 	Spent    float64
@@ -64,7 +66,7 @@ func (s *Server) data(ctx context.Context) pageData {
 	if err != nil {
 		problem("counts", err)
 	}
-	for _, st := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
+	for _, st := range store.States {
 		d.States = append(d.States, stateCount{st, ov.ByState[st]})
 	}
 	charts := 0
@@ -79,6 +81,9 @@ func (s *Server) data(ctx context.Context) pageData {
 		}
 		r.Chart = newChart(r.ID, calls)
 		charts++
+	}
+	if d.Asking, err = s.store.List(ctx, store.Filter{States: []store.State{store.StateNeedsInfo}, Limit: 100}); err != nil {
+		problem("tickets waiting for an answer", err)
 	}
 	running, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateRunning}, Limit: 100})
 	if err != nil {

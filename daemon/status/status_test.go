@@ -275,3 +275,27 @@ func TestChartGeometry(t *testing.T) {
 		t.Errorf("a full bar reaches y=2, got %v", top)
 	}
 }
+
+// TestPageShowsQuestions: a ticket whose maker asked is counted as needs_info and shown with
+// its question (escaped: a model wrote it) and how to answer it.
+func TestPageShowsQuestions(t *testing.T) {
+	fx := setup(t)
+	ctx := context.Background()
+	if _, _, err := fx.store.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "q", Repo: "app", Title: "Refund sign"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := fx.store.Claim(ctx, "w2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.store.AskHuman(ctx, l.Ticket.ID, l.Token, store.Asked{Question: `Should add(2, 3) be 5 <b>or</b> -1 for refunds?`}); err != nil {
+		t.Fatal(err)
+	}
+	_, html := get(t, serve(t, fx.store).URL+"/")
+	for _, want := range []string{"<b>1</b><span>needs_info</span>", "Waiting for an answer (1)", "Should add(2, 3) be 5 &lt;b&gt;or&lt;/b&gt; -1 for refunds?",
+		fmt.Sprintf("ticketctl answer %d", l.Ticket.ID)} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
