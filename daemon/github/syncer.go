@@ -61,9 +61,9 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 func (s *Syncer) Scan(ctx context.Context) ScanReport {
 	rep, err := s.Intake.Scan(ctx)
 	s.logErr("github scan", err)
-	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 {
+	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 || len(rep.Answered) > 0 {
 		s.Logger.Info("github intake", "listed", rep.Listed, "added", len(rep.Added), "cancelled", len(rep.Cancelled),
-			"ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)
+			"answered", len(rep.Answered), "ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)
 	}
 	s.Publish(ctx)
 	return rep
