@@ -30,7 +30,7 @@ type repoFacts struct {
 	// instructions is the repository's instructions block (AGENTS.md and the like, read at
 	// the base commit): the same bytes for every ticket of the repository at this base.
 	instructions string
-	flaky   []string // tests that failed at the base, then passed when re-run alone
+	flaky        []string // tests that failed at the base, then passed when re-run alone
 	// reused is set when the results came from the database (a baseline computed on an
 	// earlier night at the same base commit and checks); computedAt and took describe the
 	// run that produced them.

@@ -36,11 +36,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 const maxCharts = 30
 
 type pageData struct {
-	Now      time.Time
-	States   []stateCount
-	Running  []ticketRow
+	Now     time.Time
+	States  []stateCount
+	Running []ticketRow
 	// Asking are the needs_info tickets: their maker asked a question that waits for a human.
-	Asking []store.Summary
+	Asking   []store.Summary
 	Run      *store.Run
 	Tonight  []ticketRow
 	Spent    float64

@@ -35,7 +35,7 @@ const (
 	// the ticket shows the question answered, or ask_human is refused (no question left),
 	// it behaves like BehaviourSolve.
 	BehaviourAsk Behaviour = "ask"
-		// BehaviourLateFix keeps the wrong guess (with the patch's tests) through LateAfter
+	// BehaviourLateFix keeps the wrong guess (with the patch's tests) through LateAfter
 	// unhelpful steps — a refused submit, then run_checks calls after re-reading, never the
 	// same submit twice — then fixes.
 	BehaviourLateFix Behaviour = "late_fix"
@@ -72,7 +72,7 @@ type Case struct {
 	ReviewersDisagree bool
 	// Question is what BehaviourAsk asks; empty means a question naming the ticket.
 	Question string
-		// Latency is added to Options.Latency for every answer about this ticket (a slow case).
+	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 	// Realistic makes the maker err as real models do, on top of its Behaviour, at the
 	// rates of Options.Realism (see Realism): a mangled old_text, a path that does not
