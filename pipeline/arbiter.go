@@ -178,6 +178,16 @@ func (a *attempt) reviewOnce(ctx context.Context, round int, r reviewerRun, base
 	}
 	if round > 1 {
 		kept, dropped = confirmOnly(kept, prev, dropped)
+		// A confirmed finding keeps the arbiter's mark of round 1.
+		for i, f := range kept {
+			for _, p := range a.lastFindings {
+				if reviewerOf(p) == r.rev.Angle && p.File == f.File && p.Arbiter != "" &&
+					(norm(p.Finding) == norm(f.Finding) || norm(stripDiffMarkers(p.Evidence)) == norm(stripDiffMarkers(f.Evidence))) {
+					kept[i].Arbiter = p.Arbiter
+					break
+				}
+			}
+		}
 	}
 	r.kept, r.dropped = kept, dropped
 	return r
