@@ -151,8 +151,9 @@ type Repo struct {
 	// Instructions names the files of the repository that tell coding agents how it works,
 	// read at the base commit in this order, every one present (capped together at 8 KiB).
 	// Unset means the first present of AGENTS.md, CLAUDE.md,
-	// .github/copilot-instructions.md and CONTRIBUTING.md; [] reads none.
-	Instructions []string `yaml:"instructions"`
+	// .github/copilot-instructions.md and CONTRIBUTING.md; [] reads none. (omitempty: a
+	// configuration written back out keeps "unset" unset, as tools like the bench do.)
+	Instructions []string `yaml:"instructions,omitempty"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestRootConfigParses keeps the repository's config.yaml complete and valid.
@@ -288,5 +290,13 @@ func TestReviewQuestionsInstructions(t *testing.T) {
 	}
 	if c, _ := Parse("cfg.yaml", []byte(withInstr("[]"))); c.Repos["app"].Instructions == nil {
 		t.Error("instructions: [] must read none, not the defaults")
+	}
+	// A configuration written back out (the bench does) keeps the defaults the defaults.
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Parse("cfg.yaml", out); err != nil || again.Repos["app"].Instructions != nil {
+		t.Errorf("round trip: instructions %v, %v; want nil (the default files)", again.Repos["app"].Instructions, err)
 	}
 }
