@@ -15,6 +15,8 @@ type Due struct {
 	Running int // tickets leased now, expired leases included
 	// Paused counts queued tickets in repositories SetPaused holds back (not in Queued).
 	Paused int
+	// Parked counts parked tickets: out of the queue until a night unparks them.
+	Parked int
 	// NextRunAfter is the earliest run_after among the Queued tickets (zero when none): a
 	// time in the past means one is ready now.
 	NextRunAfter time.Time
@@ -59,6 +61,8 @@ func (s *Store) NextDue(ctx context.Context) (Due, error) {
 			return Due{}, fmt.Errorf("next due ticket: %w", err)
 		}
 		switch {
+		case state == StateParked:
+			d.Parked += n
 		case state == StateQueued && paused != 0:
 			d.Paused += n
 		case state == StateQueued:

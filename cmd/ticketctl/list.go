@@ -17,7 +17,7 @@ type filterFlags struct {
 
 func (f *filterFlags) register(fs *flag.FlagSet, withState bool) {
 	if withState {
-		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,done,escalated,cancelled)")
+		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,done,escalated,cancelled)")
 	}
 	fs.StringVar(&f.repo, "repo", "", "only tickets of repository `R`")
 	fs.StringVar(&f.since, "since", "", "only tickets created since `WHEN`: a duration back (24h, 7d) or a date (2006-01-02)")
@@ -36,7 +36,7 @@ func (f *filterFlags) filter(e *env) (store.Filter, error) {
 		}
 		st := store.State(strings.ToLower(v))
 		if !st.Valid() {
-			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, done, escalated or cancelled", e.cmd, v)
+			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, done, escalated or cancelled", e.cmd, v)
 		}
 		out.States = append(out.States, st)
 	}

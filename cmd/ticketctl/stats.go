@@ -13,7 +13,7 @@ import (
 
 // statsJSON is the stable shape of one scope's figures in stats --json.
 type statsJSON struct {
-	ByState                 map[store.State]int `json:"by_state"` // all five states, zeros included
+	ByState                 map[store.State]int `json:"by_state"` // all six states, zeros included
 	Tickets                 int                 `json:"tickets"`
 	SuccessRate             float64             `json:"success_rate"`        // done / (done + escalated)
 	AttemptsPerTicket       float64             `json:"attempts_per_ticket"` // over tickets attempted at least once
@@ -76,7 +76,7 @@ func fromStore(st store.Stats) statsJSON {
 		ReviewRounds:            st.ReviewRounds,
 		DroppedFindings:         st.DroppedFindings,
 	}
-	for _, k := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
+	for _, k := range store.States {
 		out.ByState[k] = st.ByState[k]
 	}
 	for role, v := range st.FirstRequestCachedShare {
@@ -183,6 +183,7 @@ func printStats(e *env, rep statsReport) error {
 		{"tickets", func(s statsJSON) string { return fmt.Sprint(s.Tickets) }},
 		{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
 		{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
+		{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
 		{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
 		{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
 		{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},

@@ -64,7 +64,7 @@ func (s *Server) data(ctx context.Context) pageData {
 	if err != nil {
 		problem("counts", err)
 	}
-	for _, st := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
+	for _, st := range store.States {
 		d.States = append(d.States, stateCount{st, ov.ByState[st]})
 	}
 	charts := 0
