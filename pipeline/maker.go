@@ -77,6 +77,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		if err != nil {
 			return a.stop(ctx, out, fmt.Errorf("maker: %w", err))
 		}
+		a.makerAnswers++
 		msg := resp.Message
 		msg.Role = openai.ChatMessageRoleAssistant
 		msgs = append(msgs, msg)
