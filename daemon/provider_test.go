@@ -33,6 +33,8 @@ type shaper struct {
 	// was seen) with that status and body instead of forwarding it; n counts chat
 	// requests so far, role is "" for other requests.
 	fail func(n int, role string) (int, string)
+	// failPreflight makes fail see the preflight's requests too.
+	failPreflight bool
 
 	mu    sync.Mutex
 	sent  []sentUsage
@@ -51,12 +53,15 @@ func (s *shaper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m := roleRe.FindSubmatch(body); m != nil {
 		role = string(m[1])
 	}
-	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	// The preflight's requests come before any ticket's and name none: n counts tickets'
+	// requests, and fail sees the preflight only with failPreflight (every request after a
+	// ticket's, the breaker's probes included, it sees).
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions") && bytes.Contains(body, []byte("# Ticket "))
 	n := int(s.chats.Load())
 	if chat {
 		n = int(s.chats.Add(1))
 	}
-	if chat || n > 0 {
+	if chat || n > 0 || s.failPreflight {
 		if s.fail != nil {
 			if status, text := s.fail(n, role); status != 0 {
 				w.Header().Set("Content-Type", "application/json")
@@ -402,9 +407,12 @@ func TestParkAfterTransportReleases(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}
 	last := events[len(events)-1]
-	if tk.State != store.StateQueued || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
-		!tk.RunAfter.After(n.rep.Finished) {
-		t.Errorf("ticket %s attempts %d run_after %s, events %v (last %q); want parked until after the night, no attempt burnt", tk.State, tk.Attempts, tk.RunAfter, kinds, last.Reason)
+	if tk.State != store.StateParked || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
+		!strings.Contains(last.Reason, "judge") || !strings.Contains(last.Reason, "500") || !strings.Contains(last.Reason, "until the next `ticketd once`") {
+		t.Errorf("ticket %s attempts %d run_after %s, events %v (last %q); want parked until the next once, naming the judge's 500, no attempt burnt", tk.State, tk.Attempts, tk.RunAfter, kinds, last.Reason)
+	}
+	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "1 ticket(s) parked") {
+		t.Errorf("night %s (%s), want partial saying a ticket was parked", n.rep.Outcome, n.rep.Error)
 	}
 	if n.rep.Finished.Sub(n.rep.Started) > 15*time.Second {
 		t.Errorf("the night took %s: parking should have let it end when the queue was empty", n.rep.Finished.Sub(n.rep.Started))
@@ -418,6 +426,7 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 	url := srv.URL + "/v1"
 	srv.Close()
 	cfg := f.config(t, url, 1)
+	cfg.Models.PreflightWait = time.Second
 	st, err := OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -426,8 +435,9 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	start := time.Now()
 	_, err = d.RunNight(context.Background(), "test")
-	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("RunNight = %v\nwant ErrPreflight naming %s and the refusal", err, url)
+	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") ||
+		!strings.Contains(err.Error(), "models.preflight_wait 1s") {
+		t.Errorf("RunNight = %v\nwant ErrPreflight naming %s, the refusal and the wait", err, url)
 	}
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("took %s, want well under 30s", took)

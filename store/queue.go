@@ -30,6 +30,9 @@ const (
 	FailBudget    FailureKind = "budget"    // counts the attempt
 	FailTransport FailureKind = "transport" // does not burn the attempt: back to queued (attempt count restored)
 	FailShutdown  FailureKind = "shutdown"  // does not burn the attempt
+	// FailMachine: the machine failed the attempt (its worktree or the repository's base
+	// ref vanished); does not burn the attempt.
+	FailMachine FailureKind = "machine"
 )
 
 // Failure describes a stopped attempt.
@@ -390,9 +393,9 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
 	switch f.Kind {
-	case FailFix, FailBudget, FailTransport, FailShutdown:
+	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine:
 	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown or machine", id, f.Kind)
 	}
 	var to State
 	err := s.write(ctx, "fail", func(ctx context.Context, tx *wtx) error {
@@ -415,7 +418,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			newAttempt = attempts
 			finished   any
 		)
-		released := f.Kind == FailTransport || f.Kind == FailShutdown
+		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine
 		switch {
 		case cancel != 0:
 			to, kind, finished = StateCancelled, "cancelled", now

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -82,7 +83,7 @@ func cmdList(e *env, args []string) error {
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 				t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
-				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), fmtCost(t.CostUSD, t.CostUnknown),
+				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
 				fmtDur(t.Duration), fmtTime(t.CreatedAt))
 		}
 		if err := tw.Flush(); err != nil {
