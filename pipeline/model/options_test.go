@@ -256,4 +256,3 @@ func TestBreaker(t *testing.T) {
 		t.Errorf("observer saw %+v, want down then up", seen)
 	}
 }
-
