@@ -172,8 +172,9 @@ func lastNote(ctx context.Context, st *store.Store, id int64) string {
 }
 
 // keptBranch matches the branches that hold an attempt's work for a human:
-// ticketd/<id>-attempt-<n>, and ticketd/<id>-attempt-<n>-<k> for a number given back.
-var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+)?$`)
+// ticketd/<id>-attempt-<n>, ticketd/<id>-attempt-<n>-<k> when that name was taken, and
+// ticketd/<id>-attempt-<n>-released for an attempt stopped from outside.
+var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+|-released)?$`)
 
 // ticketBranch matches an attempt's working branch, ticketd/<id>-<slug>.
 var ticketBranch = regexp.MustCompile(`^ticketd/([0-9]+)-`)

@@ -316,7 +316,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case cause != nil && out.Status != pipeline.StatusFixed:
 		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
 		// far is kept like a failed attempt's, and the attempt is not spent.
-		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		branch := keepReleased(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
 		dir := w.writeResult(bg, log, lease, tree, out, "released", branch)
 		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return

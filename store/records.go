@@ -426,13 +426,15 @@ type UsageEstimates struct {
 	Calls          int     `json:"calls"`
 	EstimatedCalls int     `json:"estimated_calls"`
 	EstimatedUSD   float64 `json:"estimated_cost_usd"` // the part of the cost that is estimated
+	// UnknownCalls have no known cost (no price) or an unknown completion (abandoned).
+	UnknownCalls int     `json:"unknown_cost_calls"`
 	ProviderUSD    float64 `json:"provider_cost_usd"`  // the part the provider reported itself
 }
 
 // UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.
 func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates, error) {
 	var u UsageEstimates
-	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0),
+	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),
 			coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0),
 			coalesce(sum(CASE WHEN cost_source = 'provider' THEN cost_usd END), 0)
 		FROM model_calls`
@@ -441,7 +443,7 @@ func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates
 		q += ` WHERE run_id = ?`
 		args = append(args, runID)
 	}
-	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.UnknownCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
 		return u, fmt.Errorf("usage estimates of run %d: %w", runID, err)
 	}
 	return u, nil

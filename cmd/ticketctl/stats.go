@@ -49,7 +49,9 @@ type nightJSON struct {
 // statsReport is the whole of stats --json: the scope's figures at the top level, and with no
 // --run, the latest nights beside them.
 type statsReport struct {
-	Scope string     `json:"scope"` // "overall" or "run"
+	// LastNight is the latest night that ended, with its outcome and error; null when none has.
+	LastNight *nightRowJSON `json:"last_night"`
+	Scope     string        `json:"scope"` // "overall" or "run"
 	Run   *store.Run `json:"run,omitempty"`
 	statsJSON
 	Nights []nightJSON `json:"nights"`
@@ -97,6 +99,11 @@ func cmdStats(e *env, args []string) error {
 	}
 	return e.withStore(func(s *store.Store) error {
 		rep := statsReport{Scope: "overall", Nights: []nightJSON{}}
+		last, err := lastNight(e, s)
+		if err != nil {
+			return err
+		}
+		rep.LastNight = last
 		if *runID > 0 {
 			runs, err := s.Runs(e.ctx, 0)
 			if err != nil {
@@ -155,6 +162,7 @@ func printStats(e *env, rep statsReport) error {
 		st      statsJSON
 		sandbox string
 	}
+	printLastNight(e.stdout, rep.LastNight)
 	cols := []column{{"OVERALL", rep.statsJSON, "-"}}
 	var unsandboxed []int64
 	if rep.Run != nil {
@@ -164,8 +172,8 @@ func printStats(e *env, rep statsReport) error {
 			unsandboxed = append(unsandboxed, rep.Run.ID)
 		}
 	}
-	for _, n := range rep.Nights {
-		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04")), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
+	for i, n := range rep.Nights {
+		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
 		if n.Run.Sandbox == string(sandbox.ModeNone) {
 			unsandboxed = append(unsandboxed, n.Run.ID)
 		}
