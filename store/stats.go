@@ -171,6 +171,29 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	return ds[max(rank, 1)-1]
 }
 
+// FinishedBefore returns the terminal tickets finished before cutoff, oldest first: what
+// ticketctl gc deletes branches and result folders of.
+func (s *Store) FinishedBefore(ctx context.Context, cutoff time.Time) ([]Ticket, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+ticketCols+` FROM tickets
+		WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at, id`, cutoff.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	out := []Ticket{}
+	for rows.Next() {
+		t, err := scanTicket(rows)
+		if err != nil {
+			return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	return out, nil
+}
+
 // GC empties the bulky columns (body, triage, summary; tool call arguments and results) of
 // terminal tickets finished more than olderThan ago, keeping the ticket rows, events and
 // model call accounting. Returns how many tickets it pruned; pruned tickets are skipped

@@ -83,7 +83,7 @@ func cmdNights(e *env, args []string) error {
 		fmt.Fprintln(tw, "ID\tTRIGGER\tSTARTED\tENDED\tOUTCOME\tWORKED\tDONE\tESCALATED\tCOST\tERROR")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.Trigger, fmtTime(r.StartedAt), fmtTime(r.EndedAt),
-				r.Outcome, r.Worked, r.Done, r.Escalated, model.FormatCost(r.CostUSD, r.CostEstimated, r.CostUnknown), orDash(clip(r.Error, 100)))
+				r.Outcome, r.Worked, r.Done, r.Escalated, model.FormatCost(r.CostUSD, r.CostEstimated, r.CostUnknown), orDash(clip(r.Error, 600)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
