@@ -539,7 +539,7 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		case http.StatusNotFound:
 			hint = fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
 		case http.StatusBadRequest, http.StatusUnprocessableEntity:
-			hint = fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", ep.name)
+			hint = paramHint(ep.name, role, f.apiMsg)
 		}
 		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, hint)
 	case ErrorClassBadResponse:
@@ -563,6 +563,25 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	}
 	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
 		role, ep.name, ep.baseURL, attempts, last, said, ErrTransport, err)
+}
+
+// paramHint is the setting to change for a request refused with 400 or 422: the one for
+// the parameter the server names, else the list of settings that shape the request.
+func paramHint(endpoint string, role Role, said string) string {
+	low := strings.ToLower(said)
+	switch {
+	case strings.Contains(low, "prompt_cache_key"):
+		return fmt.Sprintf(": set models.endpoints.%s.prompt_cache_key: false (this server does not take it)", endpoint)
+	case strings.Contains(low, "max_completion_tokens"):
+		return fmt.Sprintf(": set models.endpoints.%s.max_tokens_field: max_tokens", endpoint)
+	case strings.Contains(low, "parallel_tool_calls"):
+		return fmt.Sprintf(": remove models.endpoints.%s.parallel_tool_calls, or set it to false", endpoint)
+	case strings.Contains(low, "reasoning_effort"):
+		return fmt.Sprintf(": remove models.roles.%s.reasoning_effort (this model does not take it)", role)
+	case strings.Contains(low, "support tools") || strings.Contains(low, "tool_choice") || strings.Contains(low, "tools is not supported"):
+		return fmt.Sprintf(": models.roles.%s.model must support tool calls", role)
+	}
+	return fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", endpoint)
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local

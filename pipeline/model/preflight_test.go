@@ -63,7 +63,7 @@ func TestPreflightShapes(t *testing.T) {
 				return
 			}
 			writeJSON(w, 200, completion("ok", "stop", ""))
-		}, wantErr: ErrRejected, want: []string{"HTTP 400", "Unrecognized request argument supplied: prompt_cache_key", "models.endpoints.local prompt_cache_key"}},
+		}, wantErr: ErrRejected, want: []string{"HTTP 400", "Unrecognized request argument supplied: prompt_cache_key", "set models.endpoints.local.prompt_cache_key: false"}},
 		{name: "NIM with prompt_cache_key false", handler: func(w http.ResponseWriter, _ *http.Request, body map[string]any) {
 			if _, ok := body["prompt_cache_key"]; ok {
 				writeJSON(w, 400, `{"error":{"message":"Unrecognized request argument supplied: prompt_cache_key"}}`)
@@ -82,7 +82,7 @@ func TestPreflightShapes(t *testing.T) {
 				return
 			}
 			writeJSON(w, 200, completion("ok", "stop", ""))
-		}, wantErr: ErrRejected, want: []string{"models.roles.maker", "does not support tools"}},
+		}, wantErr: ErrRejected, want: []string{"models.roles.maker", "does not support tools", "models.roles.maker.model must support tool calls"}},
 		{name: "SSE only", handler: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "data: {\"id\":\"x\",\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n")
