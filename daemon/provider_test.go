@@ -35,6 +35,9 @@ type shaper struct {
 	fail func(n int, role string) (int, string)
 	// failPreflight makes fail see the preflight's requests too.
 	failPreflight bool
+	// failBody, when it returns a status, answers a ticket's chat request whose body it
+	// picks with that status and body.
+	failBody func(body []byte) (int, string)
 
 	mu    sync.Mutex
 	sent  []sentUsage
@@ -60,6 +63,14 @@ func (s *shaper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := int(s.chats.Load())
 	if chat {
 		n = int(s.chats.Add(1))
+	}
+	if chat && s.failBody != nil {
+		if status, text := s.failBody(body); status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, text)
+			return
+		}
 	}
 	if chat || n > 0 || s.failPreflight {
 		if s.fail != nil {
