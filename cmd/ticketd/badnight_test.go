@@ -10,10 +10,13 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/ticketd/ticketd/daemon"
+	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/status"
 	"github.com/ticketd/ticketd/store"
 )
@@ -144,5 +147,28 @@ func TestBadNight(t *testing.T) {
 	code = run(context.Background(), []string{"once", "--config", f.config, "--log-level", "error"}, &stdout, &stderr)
 	if code != exitOK || !strings.Contains(stdout.String(), " ok: 1 ticket(s) worked (1 done") {
 		t.Errorf("after prompt_cache_key: false, exit %d, stdout %q, stderr %q; want 0 and the ticket done", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestSecondDaemonRefused: a second ticketd on the workspace and database of a running one
+// refuses to start, naming the first one's pid, before it touches anything.
+func TestSecondDaemonRefused(t *testing.T) {
+	f := newRunFixture(t, "@daily")
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := daemon.LockInstance(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"once", "--config", f.config}, &stdout, &stderr)
+	if code != exitFailed || !strings.Contains(stderr.String(), "in use by ticketd pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("exit %d, stderr %q; want 1 naming the other's pid", code, stderr.String())
+	}
+	if _, err := os.Stat(f.db); !os.IsNotExist(err) {
+		t.Errorf("the refused daemon touched the database (%v)", err)
 	}
 }

@@ -114,6 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 			return 2
 		}
+		unlock, err := daemon.LockInstance(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+			return exitFailed
+		}
+		defer unlock()
 		if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
 			return 1
@@ -126,12 +132,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer rp.Stop()
 		}
-		unlock, err := daemon.LockInstance(cfg)
-		if err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
-			return exitFailed
-		}
-		defer unlock()
 		st, err := daemon.OpenStore(ctx, cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
