@@ -428,7 +428,7 @@ type UsageEstimates struct {
 	EstimatedUSD   float64 `json:"estimated_cost_usd"` // the part of the cost that is estimated
 	// UnknownCalls have no known cost (no price) or an unknown completion (abandoned).
 	UnknownCalls int     `json:"unknown_cost_calls"`
-	ProviderUSD    float64 `json:"provider_cost_usd"`  // the part the provider reported itself
+	ProviderUSD  float64 `json:"provider_cost_usd"` // the part the provider reported itself
 }
 
 // UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.

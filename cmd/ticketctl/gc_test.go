@@ -66,7 +66,7 @@ func TestGCFiles(t *testing.T) {
 		}
 		return id
 	}
-	done := finish("done", true)     // 1: fix branch, a kept attempt and a released one
+	done := finish("done", true)      // 1: fix branch, a kept attempt and a released one
 	escalated := finish("esc", false) // 2: one kept attempt
 	open, _, _ := s.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "open", Repo: "sample", Title: "open"})
 	s.Close()

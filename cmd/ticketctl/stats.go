@@ -52,7 +52,7 @@ type statsReport struct {
 	// LastNight is the latest night that ended, with its outcome and error; null when none has.
 	LastNight *nightRowJSON `json:"last_night"`
 	Scope     string        `json:"scope"` // "overall" or "run"
-	Run   *store.Run `json:"run,omitempty"`
+	Run       *store.Run    `json:"run,omitempty"`
 	statsJSON
 	Nights []nightJSON `json:"nights"`
 }
