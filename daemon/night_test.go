@@ -143,6 +143,8 @@ func requirePytest(t *testing.T) {
 type night struct {
 	store *store.Store
 	rep   NightReport
+	cfg   config.Config
+	opts  []model.Option
 }
 
 func runNight(t *testing.T, cfg config.Config, layout pipeline.Layout, opts ...model.Option) night {
@@ -158,7 +160,7 @@ func runNight(t *testing.T, cfg config.Config, layout pipeline.Layout, opts ...m
 	if err != nil {
 		t.Fatalf("night: %v", err)
 	}
-	return night{store: st, rep: rep}
+	return night{store: st, rep: rep, cfg: cfg, opts: opts}
 }
 
 // firstRequestShares returns, per role, the cached share of each ticket's first request of

@@ -73,8 +73,11 @@ func (s *shaper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if chat || n > 0 || s.failPreflight {
-		if s.fail != nil {
-			if status, text := s.fail(n, role); status != 0 {
+		s.mu.Lock()
+		fail := s.fail
+		s.mu.Unlock()
+		if fail != nil {
+			if status, text := fail(n, role); status != 0 {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(status)
 				io.WriteString(w, text)
@@ -125,6 +128,8 @@ func (s *shaper) log(ans map[string]any, role string) {
 			su.cached = num(d, "cached_tokens")
 		} else if _, ok := u["prompt_cache_hit_tokens"]; ok {
 			su.cached = num(u, "prompt_cache_hit_tokens")
+		} else if _, ok := u["cache_read_input_tokens"]; ok {
+			su.cached = num(u, "cache_read_input_tokens")
 		}
 		su.cost, _ = u["cost"].(float64)
 	}
@@ -199,6 +204,17 @@ var providerShapes = map[string]func(ans map[string]any, role string){
 		u["prompt_cache_hit_tokens"] = cached
 		u["prompt_cache_miss_tokens"] = num(u, "prompt_tokens") - cached
 	},
+	// LiteLLM in front of Anthropic (docs.litellm.ai, prompt caching): prompt_tokens with the
+	// cache included, Anthropic's cache_read_input_tokens and cache_creation_input_tokens
+	// beside it, no prompt_tokens_details.
+	"litellm anthropic": func(ans map[string]any, _ string) {
+		u := ans["usage"].(map[string]any)
+		cached := num(u["prompt_tokens_details"].(map[string]any), "cached_tokens")
+		delete(u, "prompt_tokens_details")
+		delete(u, "completion_tokens_details")
+		u["cache_read_input_tokens"] = cached
+		u["cache_creation_input_tokens"] = 0
+	},
 	// A server that sends no usage at all (some llama.cpp forks, proxies).
 	"no usage": func(ans map[string]any, _ string) { delete(ans, "usage") },
 }
@@ -224,7 +240,7 @@ func shapedNight(t *testing.T, tickets int, s *shaper, edit func(*config.Config)
 // documented answer shape, and checks the recorded tokens, cached tokens and cost.
 func TestProviderConformance(t *testing.T) {
 	requirePytest(t)
-	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "no usage"} {
+	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "litellm anthropic", "no usage"} {
 		t.Run(name, func(t *testing.T) {
 			n, s := shapedNight(t, 1, &shaper{shape: providerShapes[name]}, nil)
 			ctx := context.Background()
@@ -279,7 +295,7 @@ func TestProviderConformance(t *testing.T) {
 			if (name == "vllm" || name == "ollama") && got.cached != 0 {
 				t.Errorf("cached = %d from a server that reports none", got.cached)
 			}
-			if (name == "openai" || name == "deepseek" || name == "llama.cpp") && got.cached == 0 {
+			if (name == "openai" || name == "deepseek" || name == "llama.cpp" || name == "litellm anthropic") && got.cached == 0 {
 				t.Errorf("cached = 0: the prefix cache was never reported (shape lost?)")
 			}
 		})
@@ -424,6 +440,21 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	}
 	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "1 ticket(s) parked") {
 		t.Errorf("night %s (%s), want partial saying a ticket was parked", n.rep.Outcome, n.rep.Error)
+	}
+
+	// Under once there is no schedule: the next night unparks the ticket, whatever its
+	// date, and with the judge healthy again it is fixed.
+	s.mu.Lock()
+	s.fail = nil
+	s.mu.Unlock()
+	d := &Daemon{Config: n.cfg, Store: n.store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: n.opts}
+	rep, err := d.RunNight(ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ = n.store.Get(ctx, 1)
+	if tk.State != store.StateDone || rep.Outcome != store.OutcomeOK {
+		t.Errorf("next night: ticket %s (%s), night %s (%s); want the ticket unparked and done, the night ok", tk.State, tk.Reason, rep.Outcome, rep.Error)
 	}
 	if n.rep.Finished.Sub(n.rep.Started) > 15*time.Second {
 		t.Errorf("the night took %s: parking should have let it end when the queue was empty", n.rep.Finished.Sub(n.rep.Started))
