@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -63,24 +64,33 @@ func waitNight(t *testing.T, done <-chan NightReport, logs *syncBuffer) NightRep
 func TestWorktreeVanishes(t *testing.T) {
 	requirePytest(t)
 	f := newFixture(t, 2)
-	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 300 * time.Millisecond})
-	st, logs, cfg, done := machineNight(t, f, url, nil)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	g, gated := newGate(t, url, "judge") // the attempt is surely running while its tree goes
+	st, logs, cfg, done := machineNight(t, f, gated, nil)
 	id := waitRunning(t, st)
+	// The ticket's own worktree: the one git lists on its working branch (a baseline
+	// checkout may sit in the workspace too).
 	var tree string
 	deadline := time.Now().Add(30 * time.Second)
 	for tree == "" && time.Now().Before(deadline) {
-		entries, _ := os.ReadDir(cfg.Workspace)
-		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), "shop-") {
-				if _, err := os.Stat(filepath.Join(cfg.Workspace, e.Name(), ".git")); err == nil {
-					tree = filepath.Join(cfg.Workspace, e.Name())
-				}
+		var dir string
+		for _, l := range strings.Split(git(t, f.repo, "worktree", "list", "--porcelain"), "\n") {
+			if p, ok := strings.CutPrefix(l, "worktree "); ok {
+				dir = p
+			}
+			if strings.HasPrefix(l, fmt.Sprintf("branch refs/heads/ticketd/%d-", id)) && strings.HasPrefix(dir, cfg.Workspace) {
+				tree = dir
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if tree == "" {
-		t.Fatal("no worktree appeared in the workspace")
+		t.Fatalf("no worktree of ticket %d appeared", id)
+	}
+	select {
+	case <-g.held:
+	case <-time.After(time.Minute):
+		t.Fatal("no judge request within a minute")
 	}
 	if err := os.RemoveAll(tree); err != nil {
 		t.Fatal(err)

@@ -327,8 +327,11 @@ func TestNoUsageNightCap(t *testing.T) {
 }
 
 // TestContextOverflow500: a 500 whose body says the context is exceeded (llama.cpp's
-// server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: the
-// attempt fails with the server's words.
+// server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: each
+// run of the attempt sends it once. On the maker's first request it may be the endpoint's
+// (a context too small for any ticket), so the first run is released unspent; met again by
+// the same ticket with no other failing, it is the ticket's, and the attempt fails with the
+// server's words.
 func TestContextOverflow500(t *testing.T) {
 	requirePytest(t)
 	var makerAsks atomic.Int64
@@ -347,8 +350,18 @@ func TestContextOverflow500(t *testing.T) {
 	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "context window") || !strings.Contains(tk.Reason, "Context size has been exceeded.") {
 		t.Errorf("ticket = %s (%s), want escalated with the overflow and the server's words", tk.State, tk.Reason)
 	}
-	if m := makerAsks.Load(); m != 1 {
-		t.Errorf("maker requests = %d, want 1: an overflow is not retried", m)
+	if m := makerAsks.Load(); m != 2 {
+		t.Errorf("maker requests = %d, want 2 (one per run of the attempt): an overflow is not retried", m)
+	}
+	released := 0
+	evs, _ := n.store.Events(context.Background(), 1)
+	for _, e := range evs {
+		if e.Kind == "released" {
+			released++
+		}
+	}
+	if released != 1 || tk.Attempts != 1 {
+		t.Errorf("%d releases, %d attempts charged; want the first run released, the second charged", released, tk.Attempts)
 	}
 }
 

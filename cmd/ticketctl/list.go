@@ -75,11 +75,15 @@ func cmdList(e *env, args []string) error {
 			return nil
 		}
 		tw := e.table()
+		var parked []store.Summary
 		fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tREPO\tTITLE\tBRANCH\tCALLS\tTOKENS\tCOST\tTIME\tCREATED")
 		for _, t := range tickets {
 			state := string(t.State)
 			if t.CancelRequested && !t.State.Terminal() {
 				state += " (cancel requested)"
+			}
+			if t.State == store.StateParked {
+				parked = append(parked, t)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 				t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
@@ -88,6 +92,10 @@ func cmdList(e *env, args []string) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, t := range parked {
+			fmt.Fprintf(e.stdout, "parked %d: back at the next night (a scheduled one from %s on, or the next `ticketd once`): %s; ticketctl requeue %d puts it back now\n",
+				t.ID, fmtTime(t.RunAfter), clip(t.Reason, 300), t.ID)
 		}
 		if f.Limit > 0 && len(tickets) == f.Limit {
 			fmt.Fprintf(e.stderr, "showing the newest %d; --limit 0 lists all\n", f.Limit)

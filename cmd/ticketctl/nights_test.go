@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -50,5 +52,33 @@ func TestNights(t *testing.T) {
 	}
 	if r := ctl(t, "--db", f.db, "nights", "--limit", "-1"); r.code != exitUsage {
 		t.Errorf("--limit -1: exit %d, want usage", r.code)
+	}
+}
+
+// TestParkedIsVisibleAndUndone: a parked ticket is listed as parked with its reason and
+// until when, shown so, and requeue puts it back (it used to refuse: "already queued").
+func TestParkedIsVisibleAndUndone(t *testing.T) {
+	f := setup(t)
+	s, err := store.Open(context.Background(), f.db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Claim(context.Background(), "w2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "parked until the next `ticketd once`: released 3 times tonight for transport faults (night.max_transport_releases), last: HTTP 503"
+	if _, err := s.Park(context.Background(), l.Ticket.ID, l.Token, time.Now().Add(time.Hour), why); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	id := strconv.FormatInt(l.Ticket.ID, 10)
+	r := ctl(t, "--db", f.db, "list", "--state", "parked")
+	mustContain(t, "list --state parked", r.stdout, "parked", l.Ticket.Title, "released 3 times tonight", "ticketctl requeue "+id)
+	r = ctl(t, "--db", f.db, "show", id)
+	mustContain(t, "show", r.stdout, "parked", why, "ticketctl requeue "+id)
+	r = ctl(t, "--db", f.db, "requeue", id)
+	if r.code != exitOK || !strings.Contains(r.stdout, "parked -> queued (unparked; attempts kept)") {
+		t.Errorf("requeue of a parked ticket: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 }
