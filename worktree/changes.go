@@ -1,0 +1,215 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Change is one file as the maker's tools last wrote it. A fix is exactly its changes: the
+// commit, the patch and the review's diff are built from them in git's object database,
+// never from the working copy, where the checks (code ticketd did not write) may have left
+// files of their own or edited tracked ones.
+type Change struct {
+	Path       string // relative to the tree, slash-separated
+	Data       []byte
+	Executable bool
+}
+
+// changesIndexName is the private index the changes are staged into, in the tree's git dir.
+const changesIndexName = "ticketd-changes-index"
+
+// validChange refuses a path that is not a plain relative path inside the tree, outside .git:
+// the maker's tools never produce one, and git must never be handed one.
+func validChange(c Change) error {
+	p := c.Path
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("change path %q is not a clean relative path", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." || strings.EqualFold(part, ".git") {
+			return fmt.Errorf("change path %q leaves the tree or enters .git", p)
+		}
+	}
+	return nil
+}
+
+// buildTree writes a tree object holding base's files with changes applied and returns its
+// hash. The blobs are written as the changes hold them (no filter, no end-of-line
+// conversion): the commit is byte for byte what the tools wrote.
+func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (string, error) {
+	g := t.dirs()
+	idx := filepath.Join(t.gitDir, changesIndexName)
+	_ = os.Remove(idx)
+	defer os.Remove(idx)
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if _, err := g.git(ctx, env, "read-tree", base); err != nil {
+		return "", err
+	}
+	var records bytes.Buffer
+	for _, c := range changes {
+		if err := validChange(c); err != nil {
+			return "", err
+		}
+		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--no-filters", "--stdin")
+		if err != nil {
+			return "", fmt.Errorf("store %s: %w", c.Path, err)
+		}
+		mode := "100644"
+		if c.Executable {
+			mode = "100755"
+		}
+		fmt.Fprintf(&records, "%s %s\t%s\x00", mode, strings.TrimSpace(out), c.Path)
+	}
+	if records.Len() > 0 {
+		if _, err := g.gitInput(ctx, env, records.Bytes(), "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	out, err := g.git(ctx, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// DiffChanges returns the unified diff (git format, binary-safe, no renames) from BaseCommit
+// to BaseCommit with changes applied: what a commit of them would change. It is empty when
+// the changes change nothing.
+func (t *Tree) DiffChanges(ctx context.Context, changes []Change) (string, error) {
+	tree, err := t.buildTree(ctx, t.BaseCommit, changes)
+	if err != nil {
+		return "", fmt.Errorf("diff the changes in worktree %s: %w", t.Dir, err)
+	}
+	out, err := t.dirs().git(ctx, nil, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", t.BaseCommit, tree, "--")
+	if err != nil {
+		return "", fmt.Errorf("diff the changes in worktree %s against %s: %w", t.Dir, short(t.BaseCommit), err)
+	}
+	return out, nil
+}
+
+// CommitChanges commits changes on the tree's branch, on top of its HEAD, with the Manager's
+// identity as author and committer, and returns the new commit's hash. Only the changes'
+// paths differ from HEAD in the commit, whatever the working copy holds; the working copy
+// and the tree's own index are not touched. No hook runs (it is plumbing: hash-object,
+// write-tree, commit-tree, update-ref). ErrNothingToCommit when the changes change nothing.
+func (t *Tree) CommitChanges(ctx context.Context, message string, changes []Change) (string, error) {
+	if strings.TrimSpace(message) == "" {
+		return "", fmt.Errorf("commit in worktree %s: empty commit message", t.Dir)
+	}
+	g := t.dirs()
+	head, err := g.git(ctx, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: read HEAD: %w", t.Dir, err)
+	}
+	head = strings.TrimSpace(head)
+	tree, err := t.buildTree(ctx, head, changes)
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: %w", t.Dir, err)
+	}
+	headTree, err := g.git(ctx, nil, "rev-parse", "--verify", head+"^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: read HEAD's tree: %w", t.Dir, err)
+	}
+	if strings.TrimSpace(headTree) == tree {
+		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, ErrNothingToCommit)
+	}
+	name := cmpOr(t.authorName, DefaultAuthorName)
+	email := cmpOr(t.authorEmail, DefaultAuthorEmail)
+	env := []string{
+		"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email,
+	}
+	msg := cleanMessage(message)
+	commit, err := g.gitInput(ctx, env, []byte(msg), "commit-tree", tree, "-p", head, "-F", "-")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, err)
+	}
+	commit = strings.TrimSpace(commit)
+	// The old value makes the update refuse a branch that moved meanwhile.
+	if _, err := g.gitRetry(ctx, nil, "update-ref", "-m", "ticketd: commit", "refs/heads/"+t.Branch, commit, head); err != nil {
+		return "", fmt.Errorf("commit in worktree %s: move %s to the new commit: %w", t.Dir, t.Branch, err)
+	}
+	return commit, nil
+}
+
+// cleanMessage is git commit --cleanup=whitespace: trailing spaces and leading and trailing
+// blank lines removed, runs of blank lines collapsed, one final newline.
+func cleanMessage(msg string) string {
+	var out []string
+	blank := false
+	for _, line := range strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n") {
+		line = strings.TrimRight(line, " \t")
+		if line == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+			blank = false
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// Leftovers lists the paths of the working copy that differ from BaseCommit with changes
+// applied, sorted: what the checks wrote (new files, edited or deleted tracked files, a
+// changed file edited again) that no tool wrote. Ignored files are not listed. It reads the
+// working copy with git status, which opens no FIFO and follows no symlink, and compares the
+// changed files through a non-blocking, no-follow open.
+func (t *Tree) Leftovers(ctx context.Context, changes []Change) ([]string, error) {
+	out, err := t.dirs().git(ctx, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all", "--ignored=no")
+	if err != nil {
+		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
+	}
+	byPath := map[string]Change{}
+	for _, c := range changes {
+		byPath[c.Path] = c
+	}
+	var left []string
+	for _, entry := range strings.Split(out, "\x00") {
+		if len(entry) < 4 {
+			continue
+		}
+		if p := entry[3:]; !slices.Contains(left, p) {
+			if _, ok := byPath[p]; !ok {
+				left = append(left, p)
+			}
+		}
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
+	}
+	defer root.Close()
+	for _, c := range changes {
+		if !sameContent(root, c.Path, c.Data) {
+			left = append(left, c.Path)
+		}
+	}
+	slices.Sort(left)
+	return slices.Compact(left), nil
+}
+
+// sameContent reports whether the regular file at rel (resolved inside root) holds exactly
+// data.
+func sameContent(root *os.Root, rel string, data []byte) bool {
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
+}
