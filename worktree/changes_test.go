@@ -107,7 +107,10 @@ func TestRemoveUnreadableDirs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		t.Cleanup(func() { os.Chmod(filepath.Join(dir, "hide"), 0o700); os.Chmod(filepath.Join(dir, "hide", "sealed"), 0o700) })
+		t.Cleanup(func() {
+			os.Chmod(filepath.Join(dir, "hide"), 0o700)
+			os.Chmod(filepath.Join(dir, "hide", "sealed"), 0o700)
+		})
 	}
 	repo := newRepo(t, true)
 	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
