@@ -213,3 +213,47 @@ func sameContent(root *os.Root, rel string, data []byte) bool {
 	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
 	return err == nil && bytes.Equal(got, data)
 }
+
+// Restore makes the working copy BaseCommit with changes applied again, undoing what the
+// checks did to it (new files, edits and deletions of tracked files, edits of the maker's
+// files), so that the next check, and the maker's next read, sees the fix and nothing else.
+// Ignored files stay: they are the checks' own caches and state between runs (a build
+// folder, a counter), which git never commits. The tree's HEAD must still be BaseCommit (no
+// commit yet). No hook or filter runs: reset and clean are ticketd's hardened git.
+func (t *Tree) Restore(ctx context.Context, changes []Change) error {
+	g := t.dirs()
+	if _, err := g.gitRetry(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules"); err != nil {
+		return fmt.Errorf("restore worktree %s: %w", t.Dir, err)
+	}
+	if _, err := g.git(ctx, nil, "clean", "-ffdq"); err != nil {
+		return fmt.Errorf("restore worktree %s: remove what the checks left: %w", t.Dir, err)
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return fmt.Errorf("restore worktree %s: %w", t.Dir, err)
+	}
+	defer root.Close()
+	for _, c := range changes {
+		if err := validChange(c); err != nil {
+			return err
+		}
+		rel := filepath.FromSlash(c.Path)
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("restore %s in worktree %s: %w", c.Path, t.Dir, err)
+			}
+		}
+		mode := os.FileMode(0o644)
+		if c.Executable {
+			mode = 0o755
+		}
+		err := root.WriteFile(rel, c.Data, mode)
+		if err == nil {
+			err = root.Chmod(rel, mode) // an existing file keeps its mode otherwise
+		}
+		if err != nil {
+			return fmt.Errorf("restore %s in worktree %s: %w", c.Path, t.Dir, err)
+		}
+	}
+	return nil
+}

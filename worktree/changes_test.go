@@ -63,6 +63,23 @@ func TestCommitChangesOnlyToolPaths(t *testing.T) {
 	if want := []string{".gitignore", "old.py", "run.log", "stolen.txt", "tests/test_stats.py"}; err != nil || !slices.Equal(left, want) {
 		t.Errorf("Leftovers = %q, %v; want %q", left, err, want)
 	}
+	if err := tree.Restore(ctx, changes); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := tree.Leftovers(ctx, changes); err != nil || len(left) != 0 {
+		t.Errorf("after Restore the working copy still differs from the fix: %q, %v", left, err)
+	}
+	if _, err := os.Stat(filepath.Join(tree.Dir, "run.log")); err != nil {
+		t.Errorf("Restore removed an ignored file, the checks' own state: %v", err)
+	}
+	for _, gone := range []string{"stolen.txt"} { // git clean leaves a FIFO: harmless, never read or committed
+		if _, err := os.Lstat(filepath.Join(tree.Dir, gone)); err == nil {
+			t.Errorf("Restore left %s", gone)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(tree.Dir, "tools", "run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("Restore did not put the maker's executable back: %v %v", fi, err)
+	}
 	commit, err := tree.CommitChanges(ctx, "Fix the mean  \n\n\nof nothing\n", changes)
 	if err != nil {
 		t.Fatal(err)
