@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
@@ -323,8 +324,17 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 }
 
+// commitMessage is the fix commit's message. A GitHub ticket's names its issue ("Fixes #N",
+// N the issue's number there, never the ticket id), so merging closes it; a ticket from a
+// folder names none. The title, the maker's summary and the trailer are defused: pushed, they
+// would otherwise notify whoever they @mention and close any issue they say they fix.
 func commitMessage(t store.Ticket, out pipeline.Outcome) string {
-	return fmt.Sprintf("Fix #%d: %s\n\n%s\n\nticketd ticket %d (%s %s).", t.ID, t.Title, out.Summary, t.ID, t.Source, t.ExternalID)
+	title := github.Defuse(strings.Join(strings.Fields(t.Title), " "))
+	if _, n, err := github.ParseExternalID(t.ExternalID); t.Source == github.Source && err == nil {
+		title = fmt.Sprintf("Fixes #%d: %s", n, title)
+	}
+	trailer := github.Defuse(fmt.Sprintf("ticketd ticket %d (%s %s).", t.ID, t.Source, t.ExternalID))
+	return fmt.Sprintf("%s\n\n%s\n\n%s", title, github.Defuse(out.Summary), trailer)
 }
 
 // release gives the ticket back without burning its attempt: the cause was not the ticket's
