@@ -91,15 +91,17 @@ func prepareSandbox(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 	return bwrap, nil
 }
 
-// nightWarnings are the warnings that open every night's log, in order: running as root (the
-// first line), checks without a sandbox, and a repository's pass_env naming a variable whose
+// nightWarnings are the warnings that open every night's log, in order: running as root or
+// checks without a sandbox (the first line, one line for both), and a repository's pass_env naming a variable whose
 // value looks like a credential (withheld from the checks; the name is given, never the value).
 func nightWarnings(cfg config.Config, euid int, environ []string) []string {
 	var out []string
-	if euid == 0 {
+	switch none := cfg.Sandbox == sandbox.ModeNone; {
+	case euid == 0 && none:
+		out = append(out, sandbox.NoneWarning+"; and "+sandbox.RootWarning) // both on the first line
+	case euid == 0:
 		out = append(out, sandbox.RootWarning)
-	}
-	if cfg.Sandbox == sandbox.ModeNone {
+	case none:
 		out = append(out, sandbox.NoneWarning)
 	}
 	values := map[string]string{}
