@@ -89,6 +89,12 @@ print("BREACH connected")' "$P" 2>/dev/null; true`
 		}
 	}
 	home, _ := os.UserHomeDir()
+	// A tool folder on the daemon's PATH, as ~/go/bin is: a git planted there would be run by
+	// ticketd's own git add/commit.
+	tools := filepath.Join(hidden, "bin")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	probes := []probe{
 		{name: "capabilities", script: `grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || echo BREACH`},
 		{name: "uid 0", script: `test "$(id -u)" != 0 || echo BREACH`},
@@ -100,6 +106,12 @@ print("BREACH connected")' "$P" 2>/dev/null; true`
 				_, e1 := os.Stat(filepath.Join(outside, "planted"))
 				_, e2 := os.Stat(filepath.Join(filepath.Dir(tree), "planted"))
 				return e1 == nil || e2 == nil
+			}},
+		{name: "plant a git on the daemon's PATH", script: `echo '#!/bin/sh' > ` + tools + `/git 2>/dev/null; true`,
+			host: func(t *testing.T) bool {
+				_, err := os.Stat(filepath.Join(tools, "git"))
+				os.Remove(filepath.Join(tools, "git"))
+				return err == nil
 			}},
 		{name: "write a system path", script: `for d in /usr/local/bin /etc /bin /; do echo x > $d/ticketd-planted 2>/dev/null && echo BREACH $d; done; true`},
 		{name: "socket in /run", script: connect, setup: socketIn("/run")},
@@ -129,7 +141,7 @@ print("BREACH connected")' "$P" 2>/dev/null; true`
 					}
 					script = "P=" + path + "\n" + script
 				}
-				spec := Spec{Mode: mode, Dir: tree, Reports: scratch.Dir, Hide: []string{hidden, filepath.Dir(tree), home}, Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}}
+				spec := Spec{Mode: mode, Dir: tree, Reports: scratch.Dir, Hide: []string{hidden, filepath.Dir(tree), home}, Env: []string{"PATH=" + tools + ":/usr/sbin:/usr/bin:/sbin:/bin"}}
 				out := probeRun(t, spec, script)
 				breach := strings.Contains(out, "BREACH") || p.host != nil && p.host(t)
 				t.Logf("uid %d, %s: breach=%v output=%q", os.Geteuid(), mode, breach, out)

@@ -81,3 +81,40 @@ func TestHostileJUnitReport(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherTicketsHomeUnreachable: while one ticket's check keeps a secret in its $HOME,
+// another ticket's check, run at the same time with the scratch root outside /tmp (TMPDIR
+// elsewhere, as issue 19's probe had it), finds it nowhere; without the sandbox it does.
+func TestOtherTicketsHomeUnreachable(t *testing.T) {
+	requireBwrap(t)
+	for _, m := range modes {
+		t.Run(string(m.mode), func(t *testing.T) {
+			scratchRoot := t.TempDir() // stands for a TMPDIR outside /tmp; in bwrap's view, absent
+			r := Runner{Sandbox: m.mode, ScratchRoot: scratchRoot}
+			a, b := t.TempDir(), t.TempDir()
+			holding := make(chan Result, 1)
+			go func() {
+				holding <- r.Run(context.Background(), a, []Check{{Name: "holder", Kind: KindCommand, Timeout: time.Minute,
+					Command: []string{"sh", "-c", "echo ticket-a-secret > $HOME/token; touch ready; sleep 5"}}})[0]
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(a, "ready")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the first check never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			res := r.Run(context.Background(), b, []Check{{Name: "peek", Kind: KindCommand, Timeout: time.Minute,
+				Command: []string{"sh", "-c", "grep -rl ticket-a-secret " + scratchRoot + " /tmp/ticketd-scratch-* /var/tmp/ticketd-scratch-* 2>/dev/null | grep -q . && echo FOUND; true"}}})[0]
+			<-holding
+			found := strings.Contains(res.Output, "FOUND")
+			t.Logf("mode %s: found=%v output=%q", m.mode, found, res.Output)
+			if found == m.isolated {
+				t.Errorf("mode %s: another ticket's $HOME found=%v, want %v", m.mode, found, !m.isolated)
+			}
+		})
+	}
+}
