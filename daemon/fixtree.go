@@ -78,18 +78,11 @@ func (f fixTree) leftovers(ctx context.Context) ([]string, error) {
 	return f.left.list(), err
 }
 
-// settle, after a run of checks, notes what they left and restores the working copy to the
-// base commit with the maker's changes, so the next check judges the fix alone.
-func (f fixTree) settle(ctx context.Context) error {
-	if _, err := f.leftovers(ctx); err != nil {
-		return err
-	}
-	return f.Restore(ctx, f.changes())
-}
-
-// fixGuard runs a night's checks and, in the worktree of a running attempt, settles the
-// tree after each run (fixTree.settle): what a check writes never reaches the next check,
-// the maker's next read, or the branch.
+// fixGuard runs a night's checks and, in the worktree of a running attempt, undoes after
+// each run what the run wrote there (worktree.Tree.Snapshot before, Undo after), noting the
+// paths for the report: what a check writes never reaches the next check, the maker's next
+// read (and through an edit, its fix), or the branch. Ignored files, the checks' own caches
+// and state between runs, stay.
 type fixGuard struct {
 	inner pipeline.CheckRunner
 	log   *slog.Logger
@@ -104,7 +97,7 @@ func newFixGuard(inner pipeline.CheckRunner, log *slog.Logger) *fixGuard {
 	return &fixGuard{inner: inner, log: log, trees: map[string]fixTree{}}
 }
 
-// track settles dir's tree after every run until the returned function is called.
+// track guards dir's tree until the returned function is called.
 func (g *fixGuard) track(f fixTree) func() {
 	g.mu.Lock()
 	g.trees[f.Dir] = f
@@ -116,16 +109,25 @@ func (g *fixGuard) track(f fixTree) func() {
 	}
 }
 
-// Run runs the checks, then settles a tracked tree. A cancelled run settles nothing: the
-// attempt is ending, and its fix is built from the maker's changes anyway.
+// Run runs the checks and undoes what they wrote in a tracked tree. A cancelled run is not
+// undone: the attempt is ending, and its fix is built from the maker's changes anyway.
 func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
-	res := g.inner.Run(ctx, dir, checks)
 	g.mu.Lock()
 	f, ok := g.trees[dir]
 	g.mu.Unlock()
-	if ok && ctx.Err() == nil {
-		if err := f.settle(ctx); err != nil && ctx.Err() == nil {
-			g.log.Warn("restore the worktree after the checks", "dir", dir, "err", err)
+	if !ok {
+		return g.inner.Run(ctx, dir, checks)
+	}
+	snap, err := f.Snapshot(ctx)
+	if err != nil && ctx.Err() == nil {
+		g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
+	}
+	res := g.inner.Run(ctx, dir, checks)
+	if snap != nil && ctx.Err() == nil {
+		put, err := f.Undo(ctx, snap)
+		f.left.add(put)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("undo what the checks wrote in the worktree", "dir", dir, "err", err)
 		}
 	}
 	return res

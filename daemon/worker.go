@@ -28,7 +28,7 @@ type workerPool struct {
 	trees     *worktree.Manager
 	baselines *baselines
 	runner    *pipeline.Runner
-	// guard restores an attempt's worktree after each run of checks; nil: never.
+	// guard undoes what each run of checks wrote in an attempt's worktree; nil: never.
 	guard     *fixGuard
 	windowEnd time.Time
 	// gate says which model endpoints are down; claims pause while any is (a ticket

@@ -64,23 +64,6 @@ func TestCommitChangesOnlyToolPaths(t *testing.T) {
 	if want := []string{".gitignore", "old.py", "run.log", "stolen.txt", "tests/test_stats.py"}; err != nil || !slices.Equal(left, want) {
 		t.Errorf("Leftovers = %q, %v; want %q", left, err, want)
 	}
-	if err := tree.Restore(ctx, changes); err != nil {
-		t.Fatal(err)
-	}
-	if left, err := tree.Leftovers(ctx, changes); err != nil || len(left) != 0 {
-		t.Errorf("after Restore the working copy still differs from the fix: %q, %v", left, err)
-	}
-	if _, err := os.Stat(filepath.Join(tree.Dir, "run.log")); err != nil {
-		t.Errorf("Restore removed an ignored file, the checks' own state: %v", err)
-	}
-	for _, gone := range []string{"stolen.txt"} { // git clean leaves a FIFO: harmless, never read or committed
-		if _, err := os.Lstat(filepath.Join(tree.Dir, gone)); err == nil {
-			t.Errorf("Restore left %s", gone)
-		}
-	}
-	if fi, err := os.Stat(filepath.Join(tree.Dir, "tools", "run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("Restore did not put the maker's executable back: %v %v", fi, err)
-	}
 	commit, err := tree.CommitChanges(ctx, "Fix the mean  \n\n\nof nothing\n", changes)
 	if err != nil {
 		t.Fatal(err)
@@ -158,10 +141,10 @@ func TestRemoveUnreadableDirs(t *testing.T) {
 	}
 }
 
-// BenchmarkSettleBig measures what the daemon adds after every run of checks on a 5,000-file
-// repository: Leftovers (git status) and Restore (reset, clean, the maker's files written
-// back), with one maker file and one file a check wrote.
-func BenchmarkSettleBig(b *testing.B) {
+// BenchmarkSnapshotUndoBig measures what the daemon adds around every run of checks on a
+// 5,000-file repository: Snapshot before it (git status, the maker's file read) and Undo
+// after it (git status, a file a check wrote removed).
+func BenchmarkSnapshotUndoBig(b *testing.B) {
 	ctx := context.Background()
 	repo := bigRepo(b, bigRepoFiles)
 	m := NewManager(filepath.Join(b.TempDir(), "trees"), nil)
@@ -169,13 +152,14 @@ func BenchmarkSettleBig(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	changes := []Change{{Path: "pkg00/mod00/file00.py", Data: []byte("x = 1\n")}}
+	writeFile(b, filepath.Join(tree.Dir, "pkg00", "mod00", "file00.py"), "x = 1\n")
 	for b.Loop() {
-		writeFile(b, filepath.Join(tree.Dir, "left.txt"), "a check was here\n")
-		if _, err := tree.Leftovers(ctx, changes); err != nil {
+		snap, err := tree.Snapshot(ctx)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := tree.Restore(ctx, changes); err != nil {
+		writeFile(b, filepath.Join(tree.Dir, "left.txt"), "a check was here\n")
+		if _, err := tree.Undo(ctx, snap); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -198,5 +182,57 @@ func BenchmarkCommitChanges(b *testing.B) {
 		if _, err := tree.CommitChanges(ctx, "bench", changes); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSnapshotUndo: what ran between Snapshot and Undo (a check) is undone, and nothing else:
+// the maker's files and a file put at its base content beforehand (the evidence step's
+// revert) keep their state, ignored files stay, and the paths put back are returned.
+func TestSnapshotUndo(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-mean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the checks: the maker's fix and a new test, and a tool file made executable.
+	writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n")
+	writeFile(t, filepath.Join(tree.Dir, "tests", "test_stats.py"), "from stats import mean\n")
+	writeFile(t, filepath.Join(tree.Dir, "run.sh"), "#!/bin/sh\n")
+	os.Chmod(filepath.Join(tree.Dir, "run.sh"), 0o755)
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The checks: a new file, an edit of a tracked file, an edit of the maker's file, a
+	// deleted tracked file, the executable bit dropped, an ignored file, a FIFO.
+	writeFile(t, filepath.Join(tree.Dir, "stolen.txt"), "keys\n")
+	writeFile(t, filepath.Join(tree.Dir, "old.py"), "x = 2\n")
+	writeFile(t, filepath.Join(tree.Dir, "tests", "test_stats.py"), "import os\n")
+	os.Remove(filepath.Join(tree.Dir, ".gitignore"))
+	os.Chmod(filepath.Join(tree.Dir, "run.sh"), 0o644)
+	writeFile(t, filepath.Join(tree.Dir, "cache", "x.log"), "ignored\n")
+	put, err := tree.Undo(ctx, snap)
+	if want := []string{".gitignore", "old.py", "run.sh", "stolen.txt", "tests/test_stats.py"}; err != nil || !slices.Equal(put, want) {
+		t.Errorf("Undo put back %q, %v; want %q", put, err, want)
+	}
+	after, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.files) != len(snap.files) {
+		t.Errorf("after Undo the changed paths are %d, want the %d of the snapshot", len(after.files), len(snap.files))
+	}
+	for p, want := range snap.files {
+		if got := after.files[p]; got.present != want.present || got.mode != want.mode || string(got.data) != string(want.data) {
+			t.Errorf("%s after Undo: %+v, want %+v", p, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tree.Dir, "cache", "x.log")); err != nil {
+		t.Errorf("Undo removed an ignored file, the checks' own state: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(tree.Dir, "old.py")); string(data) != "x = 1\n" {
+		t.Errorf("old.py after Undo: %q, want its base content", data)
 	}
 }
