@@ -46,8 +46,8 @@ func AttemptBranch(ticketID int64, n int) string {
 // and gives its number back, so the next attempt has the same n: a name already taken gets a
 // suffix (ticketd/<id>-attempt-<n>-2, ...) instead of moving the branch. It returns the
 // branch, "" when there was nothing to keep.
-func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
-	if _, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
+func keepAttempt(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {
+	if _, err := tree.commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
 		log.Info("attempt left no change to keep", "err", err)
 		return ""
 	}
