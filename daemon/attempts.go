@@ -46,12 +46,12 @@ func AttemptBranch(ticketID int64, n int) string {
 // and gives its number back, so the next attempt has the same n: a name already taken gets a
 // suffix (ticketd/<id>-attempt-<n>-2, ...) instead of moving the branch. It returns the
 // branch, "" when there was nothing to keep.
-func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
-	if _, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
+func keepAttempt(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {
+	if _, err := tree.commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
 		log.Info("attempt left no change to keep", "err", err)
 		return ""
 	}
-	return saveAttempt(ctx, log, tree, id, n)
+	return saveAttempt(ctx, log, tree.Tree, id, n)
 }
 
 // keepReleased is keepAttempt for an attempt stopped from outside (shutdown, window, the
@@ -59,8 +59,8 @@ func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id 
 // the one branch ticketd/<id>-attempt-<n>-released, moved to the latest, so a ticket stopped
 // night after night does not grow a branch per stop. A charged attempt's branch is never
 // this one.
-func keepReleased(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
-	if _, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (stopped: not accepted, not charged)\n\n%s", n, id, reason)); err != nil {
+func keepReleased(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {
+	if _, err := tree.commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (stopped: not accepted, not charged)\n\n%s", n, id, reason)); err != nil {
 		log.Info("attempt left no change to keep", "err", err)
 		return ""
 	}

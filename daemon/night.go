@@ -264,14 +264,16 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	if checks == nil {
 		checks = checkRunner(cfg, bwrap, log)
 	}
+	guard := newFixGuard(checks, log)
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
 		log:       log,
 		trees:     trees,
-		baselines: newBaselines(checks, d.Store, log),
+		guard:     guard,
+		baselines: newBaselines(guard, d.Store, log),
 		runner: &pipeline.Runner{
-			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
+			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory",
 		},

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
@@ -29,6 +31,8 @@ type workerPool struct {
 	trees     *worktree.Manager
 	baselines *baselines
 	runner    *pipeline.Runner
+	// guard undoes what each run of checks wrote in an attempt's worktree; nil: never.
+	guard     *fixGuard
 	windowEnd time.Time
 	// gate says which model endpoints are down; claims pause while any is (a ticket
 	// needs every role's endpoint). nil: never paused.
@@ -232,6 +236,15 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			log.Warn("remove worktree", "dir", tree.Dir, "err", err)
 		}
 	}()
+	ws, err := tools.NewWorkspace(tree.Dir)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("open worktree: %w", err))
+		return
+	}
+	fix := newFixTree(tree, ws)
+	if w.guard != nil {
+		defer w.guard.track(fix)()
+	}
 	facts, err := w.baselines.get(ctx, repo, tree)
 	if err != nil {
 		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
@@ -251,11 +264,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage},
-		Dir:      tree.Dir,
-		RepoMap:  facts.repoMap,
-		Checks:   repo.Checks,
-		Baseline: facts.results,
-		Diff:     tree.Diff,
+		Dir:       tree.Dir,
+		RepoMap:   facts.repoMap,
+		Checks:    repo.Checks,
+		Baseline:  facts.results,
+		Diff:      fix.diff,
+		Workspace: ws,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
@@ -307,7 +321,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		log.Warn("lease lost: discarding this attempt's work")
 		return
 	case errors.Is(cause, errCancelRequested):
-		w.writeResult(bg, log, lease, tree, out, "cancelled", "")
+		w.writeResult(bg, log, lease, fix, out, "cancelled", "")
 		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
 			return w.d.Store.FinishCancelled(ctx, t.ID, lease.Token, "cancelled by an operator while running")
 		}); err != nil {
@@ -317,19 +331,19 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case cause != nil && out.Status != pipeline.StatusFixed:
 		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
 		// far is kept like a failed attempt's, and the attempt is not spent.
-		branch := keepReleased(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
-		dir := w.writeResult(bg, log, lease, tree, out, "released", branch)
+		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
 		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
 	}
 
 	switch out.Status {
 	case pipeline.StatusFixed:
-		if _, err := tree.Commit(bg, commitMessage(t, out)); err != nil {
+		if _, err := fix.commit(bg, commitMessage(t, out)); err != nil {
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone), tree.Branch)
+		dir := w.writeResult(bg, log, lease, fix, out, string(store.StateDone), tree.Branch)
 		err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
 			return w.d.Store.Complete(ctx, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		})
@@ -361,8 +375,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			state = string(store.StateEscalated)
 		}
 		// The next attempt resets the ticket's branch: keep this one's work on its own.
-		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, out.Reason)
-		dir := w.writeResult(bg, log, lease, tree, out, state, branch)
+		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, out.Reason)
+		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
 			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
@@ -376,8 +390,17 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 }
 
+// commitMessage is the fix commit's message. A GitHub ticket's names its issue ("Fixes #N",
+// N the issue's number there, never the ticket id), so merging closes it; a ticket from a
+// folder names none. The title, the maker's summary and the trailer are defused: pushed, they
+// would otherwise notify whoever they @mention and close any issue they say they fix.
 func commitMessage(t store.Ticket, out pipeline.Outcome) string {
-	return fmt.Sprintf("Fix #%d: %s\n\n%s\n\nticketd ticket %d (%s %s).", t.ID, t.Title, out.Summary, t.ID, t.Source, t.ExternalID)
+	title := github.Defuse(strings.Join(strings.Fields(t.Title), " "))
+	if _, n, err := github.ParseExternalID(t.ExternalID); t.Source == github.Source && err == nil {
+		title = fmt.Sprintf("Fixes #%d: %s", n, title)
+	}
+	trailer := github.Defuse(fmt.Sprintf("ticketd ticket %d (%s %s).", t.ID, t.Source, t.ExternalID))
+	return fmt.Sprintf("%s\n\n%s\n\n%s", title, github.Defuse(out.Summary), trailer)
 }
 
 // release gives the ticket back without burning its attempt: the cause was not the ticket's

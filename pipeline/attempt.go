@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
@@ -68,6 +69,10 @@ type Job struct {
 	Checks   []validate.Check  // the gate
 	Baseline []validate.Result // the same checks at the base commit
 	Diff     func(context.Context) (string, error)
+	// Workspace is the maker's view of Dir, made by the caller so that it can build the fix
+	// from the files the tools wrote (Workspace.Written) and Diff from the same; nil means
+	// the attempt makes its own.
+	Workspace *tools.Workspace
 	// Changed lists the paths that differ from the base commit (worktree.Tree.Changed); nil
 	// means they are read from the diff's headers. The first tier of the checks uses them.
 	Changed func(context.Context) ([]string, error)

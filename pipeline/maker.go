@@ -37,9 +37,12 @@ func (a *attempt) openingMessages(role model.Role, triage *Triage) []openai.Chat
 }
 
 func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
-	ws, err := tools.NewWorkspace(a.job.Dir)
-	if err != nil {
-		return a.stop(ctx, out, err)
+	ws := a.job.Workspace
+	if ws == nil {
+		var err error
+		if ws, err = tools.NewWorkspace(a.job.Dir); err != nil {
+			return a.stop(ctx, out, err)
+		}
 	}
 	toolDefs := tools.MakerTools()
 	msgs := a.openingMessages(model.RoleMaker, out.Triage)
