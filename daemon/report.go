@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -219,20 +220,27 @@ func renderReport(in reportInput) string {
 	b.WriteString("## Cost and time\n\n")
 	var prompt, cached, completion int64
 	var cost float64
-	unknown := false
+	unknown, estimated := false, false
 	for _, c := range in.Calls {
 		prompt += c.PromptTokens
 		cached += c.CachedTokens
 		completion += c.CompletionTokens
-		if c.CostUSD == nil {
+		if c.CostUSD == nil || c.CompletionUnknown {
 			unknown = true
-		} else {
+		}
+		if c.CostUSD != nil {
 			cost += *c.CostUSD
 		}
+		estimated = estimated || c.UsageEstimated
 	}
-	costText := fmt.Sprintf("$%.4f", cost)
-	if unknown {
-		costText += " plus calls to models without a price (cost unknown)"
+	costText := model.FormatCost(cost, estimated, unknown)
+	switch {
+	case estimated && unknown:
+		costText += " (~: partly estimated, the server sent no usage or the request was abandoned; + unknown: calls to models without a price, or answers never received)"
+	case estimated:
+		costText += " (~: partly estimated, the server sent no usage or the request was abandoned)"
+	case unknown:
+		costText += " (+ unknown: calls to models without a price, or answers never received)"
 	}
 	fmt.Fprintf(&b, "- model calls: %d (all attempts); tokens: %d prompt (%d cached), %d completion\n", len(in.Calls), prompt, cached, completion)
 	fmt.Fprintf(&b, "- cost: %s\n", costText)

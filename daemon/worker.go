@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -34,17 +37,47 @@ type workerPool struct {
 	// gate says which model endpoints are down; claims pause while any is (a ticket
 	// needs every role's endpoint). nil: never paused.
 	gate endpointGate
-	// runID and parkUntil park a ticket released too often for transport faults.
+	// runID and parkUntil park a ticket released too often for transport faults; parkNote
+	// says until when, in words ("until the next night (T)").
 	runID     int64
 	parkUntil time.Time
+	parkNote  string
 	unhealthy unhealthyRepos
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
 	// database did not take is retried until then. nil: never.
 	stop        context.Context
 	storeHealth storeHealth
+	// stopClaims ends the night's claims with a cause (a systemic failure); nil: never.
+	stopClaims context.CancelCauseFunc
+	systemic   systemic
 
 	mu      sync.Mutex
 	touched []int64
+	// held are the leases this pool's workers hold now (ticket → token), extended first
+	// when the database takes writes again, before anyone may claim.
+	held map[int64]int64
+}
+
+func (w *workerPool) hold(l store.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held == nil {
+		w.held = map[int64]int64{}
+	}
+	w.held[l.Ticket.ID] = l.Token
+}
+
+func (w *workerPool) unhold(id int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.held, id)
+}
+
+// heldLeases returns the leases held now.
+func (w *workerPool) heldLeases() map[int64]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.held)
 }
 
 func (w *workerPool) touchedIDs() []int64 {
@@ -88,10 +121,15 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			}
 		}
 		if w.storeDown() {
-			// No claims while the database does not take writes; a claim every second is
-			// the probe that finds it writable again.
+			// No claims while the database does not take writes. With nothing held, a claim
+			// every second is the probe that finds it writable again; while workers hold
+			// tickets, their own writes are the probe: a claim that landed first could take
+			// over a lease that expired meanwhile, and throw away a finished fix.
 			if !sleep(claimCtx, time.Second) {
 				return
+			}
+			if len(w.heldLeases()) > 0 {
+				continue
 			}
 		}
 		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
@@ -120,7 +158,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		w.mu.Lock()
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
+		w.hold(lease)
 		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), lease)
+		w.unhold(lease.Ticket.ID)
 	}
 }
 
@@ -178,14 +218,18 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
-		// A configuration error does not heal by retrying all night: spend the attempt, so
-		// the ticket escalates with the reason instead of spinning.
-		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("prepare worktree: %v", err)})
+		// The repository or its base ref went away during the night: the machine's fault,
+		// not the ticket's. The repository is paused as the start-up check pauses it, and
+		// the ticket goes back unspent.
+		reason := fmt.Sprintf("prepare worktree: %v", err)
+		w.pauseRepo(bg, t.Repo, reason)
+		w.releaseMachine(bg, log, lease, reason)
 		return
 	case err != nil:
 		w.release(bg, log, lease, ctx, fmt.Errorf("prepare worktree: %w", err))
 		return
 	}
+	w.watchTree(ctx, cancel, tree, repo)
 	keepBranch := false
 	defer func() {
 		if err := w.trees.Remove(bg, tree, keepBranch); err != nil {
@@ -251,6 +295,27 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 
 	cause := context.Cause(ctx)
+	if gone := w.treeGone(tree, t.Repo, repo); gone != "" || errors.Is(cause, errWorktreeGone) {
+		// The worktree or the base ref vanished under the attempt (deleted by hand, a
+		// clean-up, a force-push): whatever the model saw after that was the machine's
+		// fault. The repository is paused until its start-up check passes; the ticket goes
+		// back unspent, unless its fix is finished and its worktree still there to commit.
+		if gone == "" {
+			gone = cause.Error()
+		}
+		w.pauseRepo(bg, t.Repo, gone)
+		if _, err := os.Stat(tree.Dir); err != nil || out.Status != pipeline.StatusFixed || cause != nil {
+			w.releaseMachine(bg, log, lease, gone)
+			return
+		}
+	}
+	if out.EndpointFault != nil && w.systemicRelease(log, t.ID, out.EndpointFault) {
+		w.release(bg, log, lease, ctx, fmt.Errorf("the model endpoint's answer, not this ticket, ended the attempt: %s", oneLine(out.Reason)))
+		return
+	}
+	if out.EndpointFault == nil && (out.Status == pipeline.StatusFixed || out.Status == pipeline.StatusFailed || out.Status == pipeline.StatusBudget) {
+		w.systemic.reset()
+	}
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: discarding this attempt's work")
@@ -266,7 +331,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case cause != nil && out.Status != pipeline.StatusFixed:
 		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
 		// far is kept like a failed attempt's, and the attempt is not spent.
-		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
 		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
 		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
@@ -440,8 +505,8 @@ func (w *workerPool) park(ctx context.Context, log *slog.Logger, lease store.Lea
 	if n < w.cfg.Night.MaxTransportReleases {
 		return false
 	}
-	reason := fmt.Sprintf("parked until the next night (%s): released %d times tonight for transport faults (night.max_transport_releases), last: %v",
-		w.parkUntil.UTC().Format(time.RFC3339), n, cause)
+	reason := fmt.Sprintf("parked %s: released %d times tonight for transport faults (night.max_transport_releases), last: %v",
+		cmp.Or(w.parkNote, "until the next night"), n, cause)
 	if _, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil, reason); err != nil {
 		log.Error("park ticket", "err", err)
 		return true
