@@ -30,9 +30,12 @@ import (
 type State string
 
 // The ticket states. done, escalated and cancelled are terminal and carry finished_at.
+// parked waits outside the queue (the endpoint kept failing it) until run_after has passed
+// and a night unparks it (Unpark), or an operator requeues it.
 const (
 	StateQueued    State = "queued"
 	StateRunning   State = "running"
+	StateParked    State = "parked"
 	StateDone      State = "done"
 	StateEscalated State = "escalated"
 	StateCancelled State = "cancelled"
@@ -41,8 +44,8 @@ const (
 	StateNeedsInfo State = "needs_info"
 )
 
-// States lists every state, the active ones first.
-var States = []State{StateQueued, StateRunning, StateNeedsInfo, StateDone, StateEscalated, StateCancelled}
+// States lists every state, in the order reports show them.
+var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateDone, StateEscalated, StateCancelled}
 
 // Terminal reports whether no worker will touch a ticket in state s again.
 func (s State) Terminal() bool {
@@ -51,7 +54,7 @@ func (s State) Terminal() bool {
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
-	return s == StateQueued || s == StateRunning || s == StateNeedsInfo || s.Terminal()
+	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s.Terminal()
 }
 
 var (
