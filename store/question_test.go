@@ -129,3 +129,26 @@ func TestAskHumanEdges(t *testing.T) {
 		}
 	})
 }
+
+// TestContinuationsAndReviewersKept: a model call's continuation count and a review row's
+// reviewer are stored and read back.
+func TestContinuationsAndReviewersKept(t *testing.T) {
+	b := setup(t)
+	id := b.enqueue(t, "1")
+	if _, err := b.s.RecordModelCall(b.ctx, ModelCall{TicketID: id, Role: "judge", Model: "m", PromptTokens: 10, Continuations: 2, FinishReason: "length"}); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := b.s.ModelCalls(b.ctx, id)
+	if err != nil || len(calls) != 1 || calls[0].Continuations != 2 {
+		t.Fatalf("model calls %+v, %v; want one with 2 continuations", calls, err)
+	}
+	for _, r := range []Review{{TicketID: id, Round: 1, Kept: 1}, {TicketID: id, Round: 1, Kept: 2, Reviewer: "security"}} {
+		if err := b.s.RecordReview(b.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := b.s.Reviews(b.ctx, id)
+	if err != nil || len(rs) != 2 || rs[0].Reviewer != "correctness" || rs[1].Reviewer != "security" || rs[1].Kept != 2 {
+		t.Fatalf("reviews %+v, %v; want correctness (the default) then security", rs, err)
+	}
+}
