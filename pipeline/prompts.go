@@ -90,6 +90,7 @@ Rules:
 - "blocker" means the fix must not ship as it is. Use it only for a defect you can show with evidence. Style preferences are never blockers.
 - The evidence must be copied exactly from the diff or from the changed file; findings whose evidence appears in neither are discarded, and counted against you.
 - If the fix is sound, answer {"findings": []}. An empty list is a good answer, not a failure.
+- If the ticket shows a question to the reporter and its answer, the answer defines the intended behaviour; a change that follows it is not a defect for doing so.
 - There are at most two review rounds. In the second you are shown your earlier findings and the new diff: repeat each finding that still holds, leave out each that the new diff resolved, and add nothing new (new findings in the second round are discarded).
 - At most five findings, most severe first.
 `,
@@ -119,6 +120,7 @@ Answer with one JSON object and nothing else, in exactly this shape:
 
 Rules:
 - Judge by the diff, the criteria and the results of their verification commands, when given: a command that ticketd ran on the fixed code is stronger evidence than your reading of the diff. Do not invent new criteria.
+- If the ticket shows a question to the reporter and its answer, the answer settles the intended behaviour: a criterion or a verification that reads the report otherwise is unmet by the report, not by the fix; judge that criterion by the answer.
 - "fail" requires naming at least one unmet criterion. If every criterion is met, the verdict is "pass" with an empty unmet list.
 - Be decisive; there is no "maybe".
 `,
