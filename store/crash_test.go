@@ -200,7 +200,7 @@ func TestCrashRecovery(t *testing.T) {
 	defer s.Close()
 	d, e := checkExactlyOnce(t, s, false)
 	var rescues int
-	s.r.QueryRow(`SELECT count(*) FROM events WHERE kind = 'lease_expired'`).Scan(&rescues)
+	s.rd.QueryRow(ctx, `SELECT count(*) FROM events WHERE kind = 'lease_expired'`).Scan(&rescues)
 	t.Logf("done %d, escalated %d, lease rescues %d", d, e, rescues)
 	if d+e != tickets {
 		t.Errorf("done %d + escalated %d != %d tickets", d, e, tickets)
@@ -210,7 +210,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	checkCrashesSpendNothing(t, s, DefaultMaxRescues)
 	var ok string
-	if err := s.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+	if err := s.rd.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
 		t.Errorf("integrity_check = %q, %v", ok, err)
 	}
 }
@@ -218,7 +218,7 @@ func TestCrashRecovery(t *testing.T) {
 // checkCrashesSpendNothing checks each ticket's lost leases against how it ended.
 func checkCrashesSpendNothing(t *testing.T, s *Store, limit int) {
 	t.Helper()
-	rows, err := s.r.Query(`SELECT t.id, t.state, t.attempts, t.max_attempts, t.rescues, t.reason,
+	rows, err := s.rd.Query(context.Background(), `SELECT t.id, t.state, t.attempts, t.max_attempts, t.rescues, t.reason,
 			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'lease_expired'),
 			(SELECT count(*) FROM events e WHERE e.ticket_id = t.id AND e.kind = 'escalated')
 		FROM tickets t`)

@@ -23,7 +23,7 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 	t.Helper()
 	ctx := context.Background()
 	var bad int
-	rows, err := s.r.QueryContext(ctx, `WITH per AS (
+	rows, err := s.rd.Query(ctx, `WITH per AS (
 			SELECT ticket_id, count(*) AS n, sum(kind = 'claimed') AS claimed, sum(kind = 'released') AS released,
 				sum(kind = 'lease_expired' AND to_state = 'queued') AS rescued, sum(kind = 'lease_expired') AS expired,
 				sum(to_state IN ('done','escalated','cancelled')) AS terminal, max(id) AS last
@@ -140,7 +140,7 @@ func TestConcurrentClaimComplete(t *testing.T) {
 		t.Errorf("done = %d; want %d", done, n)
 	}
 	var events int
-	b.s.r.QueryRow(`SELECT count(*) FROM events`).Scan(&events)
+	b.s.rd.QueryRow(b.ctx, `SELECT count(*) FROM events`).Scan(&events)
 	if events != 3*n {
 		t.Errorf("events = %d; want %d (enqueued, claimed, completed per ticket)", events, 3*n)
 	}

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // maxPayload bounds tool call arguments and results kept in the database.
@@ -83,17 +86,13 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 	if started.IsZero() {
 		started = s.now()
 	}
-	err := s.write(ctx, "record model call", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "record model call", func(ctx context.Context, tx storedriver.Tx) error {
 		var err error
-		id, err = s.insert(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
-				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
-				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, err = tx.Insert(ctx, s.q.InsertModelCall,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
+			b2i(!c.UsageEstimated), c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
 		return err
 	})
 	if err != nil {
@@ -104,11 +103,7 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 
 // ModelCalls returns a ticket's model calls in the order they were made.
 func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
-			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
-			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
-		FROM model_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
+	rows, err := s.rd.Query(ctx, s.q.ModelCalls, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 	}
@@ -186,12 +181,11 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record tool call", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "record tool call", func(ctx context.Context, tx storedriver.Tx) error {
 		var err error
-		id, err = s.insert(ctx, tx, `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, err = tx.Insert(ctx, s.q.InsertToolCall,
 			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
-			c.OK, c.Duration.Milliseconds(), at.UnixMilli(), c.Rung)
+			b2i(c.OK), c.Duration.Milliseconds(), at.UnixMilli(), c.Rung)
 		return err
 	})
 	if err != nil {
@@ -202,8 +196,7 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 
 // ToolCalls returns a ticket's tool calls in the order they ran.
 func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung
-		FROM tool_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
+	rows, err := s.rd.Query(ctx, s.q.ToolCalls, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("tool calls of ticket %d: %w", ticketID, err)
 	}
@@ -245,9 +238,9 @@ type Run struct {
 // StartRun opens a night and returns its id (pass it to ModelCall.RunID and FinishRun).
 func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 	var id int64
-	err := s.write(ctx, "start run", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "start run", func(ctx context.Context, tx storedriver.Tx) error {
 		var err error
-		id, err = s.insert(ctx, tx, `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events))`, trigger, s.nowMS())
+		id, err = tx.Insert(ctx, s.q.StartRun, trigger, s.nowMS())
 		return err
 	})
 	if err != nil {
@@ -258,12 +251,12 @@ func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
 
 // SetRunSandbox records how the night isolates the code under test ("bwrap", "none").
 func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error {
-	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx *wtx) error {
-		res, err := s.exec(ctx, tx, `UPDATE runs SET sandbox = ? WHERE id = ?`, mode, id)
+	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx storedriver.Tx) error {
+		n, err := tx.Exec(ctx, s.q.SetRunSandbox, mode, id)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return ErrRunNotFound
 		}
 		return nil
@@ -277,25 +270,16 @@ func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error 
 // FinishRun closes a night, computing its totals from the events in its window and the
 // model calls tagged with it, then checkpoints the WAL.
 func (s *Store) FinishRun(ctx context.Context, id int64) error {
-	err := s.write(ctx, "finish run", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "finish run", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		var after int64
-		row, err := s.queryRow(ctx, tx, `SELECT after_event_id FROM runs WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if err := row.Scan(&after); errors.Is(err, sql.ErrNoRows) {
+		var ended sql.NullInt64
+		if err := tx.QueryRow(ctx, s.q.RunWindow, id).Scan(&after, &ended); errors.Is(err, sql.ErrNoRows) {
 			return ErrRunNotFound
 		} else if err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `UPDATE runs SET ended_at = ?,
-			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
-			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done'),
-			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated'),
-			retried   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'retry'),
-			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?3)
-			WHERE id = ?3`, now, after, id)
+		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id)
 		return err
 	})
 	if err != nil {
@@ -310,10 +294,9 @@ func (s *Store) FinishRun(ctx context.Context, id int64) error {
 // Runs returns the latest runs, newest first (limit <= 0: all).
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt32
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, trigger, sandbox, started_at, ended_at, claimed, done, escalated, retried, cost_usd
-		FROM runs ORDER BY id DESC LIMIT ?`, limit)
+	rows, err := s.rd.Query(ctx, s.q.Runs, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -347,16 +330,11 @@ type UsageEstimates struct {
 // UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.
 func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates, error) {
 	var u UsageEstimates
-	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0),
-			coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0),
-			coalesce(sum(CASE WHEN cost_source = 'provider' THEN cost_usd END), 0)
-		FROM model_calls`
-	args := []any{}
+	q, args := s.q.UsageEstimates, []any{}
 	if runID != 0 {
-		q += ` WHERE run_id = ?`
-		args = append(args, runID)
+		q, args = s.q.UsageEstimatesRun, []any{runID}
 	}
-	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
+	if err := s.rd.QueryRow(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
 		return u, fmt.Errorf("usage estimates of run %d: %w", runID, err)
 	}
 	return u, nil
@@ -381,9 +359,8 @@ func (s *Store) RecordEndpointEvent(ctx context.Context, e EndpointEvent) error 
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx *wtx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO endpoint_events (run_id, endpoint, base_url, down, since, at, last_error)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, nullID(e.RunID), e.Endpoint, e.BaseURL, e.Down, e.Since.UnixMilli(), at.UnixMilli(),
+	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx storedriver.Tx) error {
+		_, err := tx.Exec(ctx, s.q.InsertEndpointEvent, nullID(e.RunID), e.Endpoint, e.BaseURL, b2i(e.Down), e.Since.UnixMilli(), at.UnixMilli(),
 			truncate(e.LastError, maxPayload))
 		return err
 	})
@@ -395,13 +372,11 @@ func (s *Store) RecordEndpointEvent(ctx context.Context, e EndpointEvent) error 
 
 // EndpointEvents returns one run's endpoint events in order (runID 0: every run's).
 func (s *Store) EndpointEvents(ctx context.Context, runID int64) ([]EndpointEvent, error) {
-	q := `SELECT id, coalesce(run_id, 0), endpoint, base_url, down, since, at, last_error FROM endpoint_events`
-	args := []any{}
+	q, args := s.q.EndpointEvents, []any{}
 	if runID != 0 {
-		q += ` WHERE run_id = ?`
-		args = append(args, runID)
+		q, args = s.q.EndpointEventsRun, []any{runID}
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id`, args...)
+	rows, err := s.rd.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint events of run %d: %w", runID, err)
 	}

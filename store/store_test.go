@@ -5,9 +5,13 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // fakeClock is a settable clock safe for concurrent use.
@@ -295,7 +299,11 @@ func TestDatabaseRejectsBadRows(t *testing.T) {
 		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`,                 // foreign key
 		`INSERT INTO events (id, ticket_id, at, kind, prev_id) VALUES (1000, ?, 1, 'loop', 1000)`, // chain loop
 	} {
-		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil {
+		err := b.s.write(b.ctx, "bad row", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Exec(ctx, strings.ReplaceAll(q, "?", strconv.FormatInt(id, 10)))
+			return err
+		})
+		if err == nil {
 			t.Errorf("%s: accepted; want the database to refuse it", q)
 		}
 	}

@@ -1,0 +1,34 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// woken is the engine's OnNotify: a ticket became claimable somewhere (an enqueue, a
+// requeue, a release), so every WaitForWork in this process returns.
+func (s *Store) woken() {
+	s.wakeMu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.wakeMu.Unlock()
+}
+
+// WaitForWork waits until a ticket may have become claimable — a notice from any process
+// on this database (PostgreSQL's LISTEN/NOTIFY; within one process for SQLite) — or until
+// max passes, the poll that backs the notices up. It reports false when ctx ended first.
+func (s *Store) WaitForWork(ctx context.Context, max time.Duration) bool {
+	s.wakeMu.Lock()
+	wake := s.wake
+	s.wakeMu.Unlock()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+		return true
+	case <-t.C:
+		return true
+	}
+}
