@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-func TestBaselineSaveLoadPrune(t *testing.T) {
-	b := setup(t)
+func TestBaselineSaveLoadPrune(t *testing.T) { forEachEngine(t, testBaselineSaveLoadPrune) }
+
+func testBaselineSaveLoadPrune(t *testing.T, e engine) {
+	b := e.setup(t)
 	ctx := b.ctx
 	if _, ok, err := b.s.LoadBaseline(ctx, "calc", "abc", "h1"); err != nil || ok {
 		t.Fatalf("LoadBaseline on an empty table = ok %v, err %v; want false, nil", ok, err)

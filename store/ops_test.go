@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-func TestRequestCancel(t *testing.T) {
-	b := setup(t)
+func TestRequestCancel(t *testing.T) { forEachEngine(t, testRequestCancel) }
+
+func testRequestCancel(t *testing.T, e engine) {
+	b := e.setup(t)
 	queued := b.enqueue(t, "q")
 	if st, err := b.s.RequestCancel(b.ctx, queued, "op", "duplicate"); err != nil || st != StateCancelled {
 		t.Fatalf("cancel queued = %s, %v; want cancelled", st, err)
@@ -46,8 +48,10 @@ func TestRequestCancel(t *testing.T) {
 	}
 }
 
-func TestRequeue(t *testing.T) {
-	b := setup(t)
+func TestRequeue(t *testing.T) { forEachEngine(t, testRequeue) }
+
+func testRequeue(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = 1 })
 	l := b.claim(t, "w1")
 	if st, _ := b.s.Fail(b.ctx, id, l.Token, Failure{Kind: FailFix, Reason: "never passes"}); st != StateEscalated {
@@ -91,8 +95,10 @@ func TestRequeue(t *testing.T) {
 
 func ptr(f float64) *float64 { return &f }
 
-func TestRecordsListStatsRuns(t *testing.T) {
-	b := setup(t)
+func TestRecordsListStatsRuns(t *testing.T) { forEachEngine(t, testRecordsListStatsRuns) }
+
+func testRecordsListStatsRuns(t *testing.T, e engine) {
+	b := e.setup(t)
 	run, err := b.s.StartRun(b.ctx, "once")
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-func TestTransportReleasesAndPark(t *testing.T) {
-	b := setup(t)
+func TestTransportReleasesAndPark(t *testing.T) { forEachEngine(t, testTransportReleasesAndPark) }
+
+func testTransportReleasesAndPark(t *testing.T, e engine) {
+	b := e.setup(t)
 	old, err := b.s.StartRun(b.ctx, "once")
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +68,10 @@ func TestTransportReleasesAndPark(t *testing.T) {
 	}
 }
 
-func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
-	b := setup(t)
+func TestModelCallEstimatesAndEndpointEvents(t *testing.T) { forEachEngine(t, testModelCallEstimatesAndEndpointEvents) }
+
+func testModelCallEstimatesAndEndpointEvents(t *testing.T, e engine) {
+	b := e.setup(t)
 	run, _ := b.s.StartRun(b.ctx, "once")
 	id := b.enqueue(t, "1")
 	calls := []ModelCall{

@@ -40,6 +40,9 @@ type Engine struct {
 	location string
 	opts     Options
 	pool     *pgxpool.Pool
+	// schema is the schema the store's tables are in (current_schema()): notices and locks
+	// are per schema, so two deployments in one database never meet.
+	schema string
 
 	mu     sync.Mutex
 	closed bool
@@ -77,10 +80,20 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", location, err)
 	}
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&e.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", location, err)
+	}
+	// Listening before Open returns: no notice after it is missed.
+	lconn, err := e.listenConn(ctx, cfg.ConnConfig)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: listen: %w", location, err)
+	}
 	lctx, stop := context.WithCancel(context.Background())
 	e.stop = stop
 	e.wg.Add(2)
-	go e.listen(lctx, cfg.ConnConfig)
+	go e.listen(lctx, cfg.ConnConfig, lconn)
 	go e.notifier(lctx)
 	return e, nil
 }

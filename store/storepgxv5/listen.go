@@ -8,7 +8,7 @@ import (
 )
 
 // channel is the NOTIFY channel a notice that a ticket became claimable goes out on.
-const channel = "ticketd_claimable"
+func (e *Engine) channel() string { return "ticketd:" + e.schema }
 
 // Notify queues one notice for the notifier; a notice already queued covers this one.
 func (e *Engine) Notify() {
@@ -30,38 +30,48 @@ func (e *Engine) notifier(ctx context.Context) {
 		case <-e.notify:
 		}
 		// Best effort: a notice lost here is made good by the waiters' poll.
-		e.pool.Exec(ctx, `SELECT pg_notify($1, '')`, channel)
+		e.pool.Exec(ctx, `SELECT pg_notify($1, '')`, e.channel())
 	}
 }
 
-// listen holds a connection of its own on LISTEN and passes every notice on to OnNotify.
-// When the connection drops it reconnects after PollEvery and passes one notice on, for
-// those it may have missed meanwhile.
-func (e *Engine) listen(ctx context.Context, cfg *pgx.ConnConfig) {
+// listenConn connects a connection of its own and LISTENs on the channel.
+func (e *Engine) listenConn(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{e.channel()}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// listen passes every notice on conn on to OnNotify. When the connection drops it
+// reconnects every PollEvery and, once listening again, passes one notice on for those it
+// may have missed meanwhile.
+func (e *Engine) listen(ctx context.Context, cfg *pgx.ConnConfig, conn *pgx.Conn) {
 	defer e.wg.Done()
-	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+channel)
-		}
-		if err == nil {
-			e.woken()
-			for err == nil {
-				_, err = conn.WaitForNotification(ctx)
-				if err == nil {
-					e.woken()
-				}
+	for {
+		var err error
+		for err == nil {
+			if _, err = conn.WaitForNotification(ctx); err == nil {
+				e.woken()
 			}
 		}
-		if conn != nil {
-			conn.Close(context.Background())
-		}
-		t := time.NewTimer(e.opts.PollEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		conn.Close(context.Background())
+		for {
+			t := time.NewTimer(e.opts.PollEvery)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if conn, err = e.listenConn(ctx, cfg); err == nil {
+				e.woken()
+				break
+			}
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Lock takes the session advisory lock named "ticketd:"+name on a connection it holds
+// Lock takes the session advisory lock named "ticketd:<schema>:"+name on a connection it holds
 // until unlock; PostgreSQL releases it when that session ends (the node died, the network
 // went).
 func (e *Engine) Lock(ctx context.Context, name string) (func(), error) {
@@ -14,7 +14,7 @@ func (e *Engine) Lock(ctx context.Context, name string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	key := "ticketd:" + name
+	key := "ticketd:" + e.schema + ":" + name
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1))`, key); err != nil {
 		// The wait may have been cut short mid-statement: this session must not be reused.
 		conn.Conn().Close(context.Background())

@@ -1,0 +1,128 @@
+package storepgxv5_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+	"github.com/ticketd/ticketd/store/storepgxv5"
+	"github.com/ticketd/ticketd/store/storetest"
+)
+
+// TestMigrationsRecordVersionsOnce: nodes starting together migrate one after the other
+// (an advisory lock), so the schema is created once and each version recorded once, at the
+// version the SQLite engine has too.
+func TestMigrationsRecordVersionsOnce(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	engines := make([]*storepgxv5.Engine, 4)
+	errs := make([]error, len(engines))
+	for i := range engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			engines[i], errs[i] = storepgxv5.Open(ctx, url, storepgxv5.Options{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: Open: %v", i, err)
+		}
+		defer engines[i].Close()
+	}
+	var n, v int
+	if err := engines[0].Pool().QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v != storepgxv5.SchemaVersion || n != 1 {
+		t.Errorf("schema_migrations: %d rows, version %d; want 1 row (the baseline step) at v%d", n, v, storepgxv5.SchemaVersion)
+	}
+	if got, err := engines[1].SchemaVersion(ctx); err != nil || got != storepgxv5.SchemaVersion {
+		t.Errorf("SchemaVersion = %d, %v", got, err)
+	}
+}
+
+func TestMigrateRefusesNewerSchemaAndForeignTables(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 1)`, storepgxv5.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := storepgxv5.Open(ctx, url, storepgxv5.Options{}); err == nil || !strings.Contains(err.Error(), "upgrade ticketd") {
+		t.Errorf("Open of a newer schema: %v; want an error asking to upgrade", err)
+	}
+
+	foreign := storetest.FreshPostgres(t)
+	conn, err := pgconn.Connect(ctx, foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.Exec(ctx, `CREATE TABLE tickets (id int)`).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storepgxv5.Open(ctx, foreign, storepgxv5.Options{}); err == nil || !strings.Contains(err.Error(), "not a ticketd database") {
+		t.Errorf("Open of a schema with someone else's tickets table: %v; want it refused", err)
+	}
+}
+
+// TestUnreachableServerSaysWhere: a server that is not there fails Open naming the URL,
+// without its password.
+func TestUnreachableServerSaysWhere(t *testing.T) {
+	_, err := storepgxv5.Open(context.Background(), "postgres://ticketd:s3cret@127.0.0.1:1/ticketd?connect_timeout=2", storepgxv5.Options{})
+	if err == nil {
+		t.Fatal("Open of 127.0.0.1:1 succeeded")
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open error %q; want the server named and the password left out", err)
+	}
+	if _, err := storepgxv5.Open(context.Background(), "postgres://%zz", storepgxv5.Options{}); err == nil {
+		t.Error("Open of a malformed URL succeeded")
+	}
+}
+
+// TestWriteRetriesConflicts: a transaction PostgreSQL refuses as a serialization failure
+// is rerun, and one refused through every retry says ErrBusy; other errors are not retried.
+func TestWriteRetriesConflicts(t *testing.T) {
+	ctx := context.Background()
+	var retries int
+	e, err := storepgxv5.Open(ctx, storetest.FreshPostgres(t), storepgxv5.Options{
+		Options: storedriver.Options{BusyRetries: 3, OnRetry: func(string, int, error) { retries++ }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conflict := &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+	tries := 0
+	err = e.Write(ctx, "flaky", func(ctx context.Context, tx storedriver.Tx) error {
+		if tries++; tries < 3 {
+			return conflict
+		}
+		return nil
+	})
+	if err != nil || tries != 3 || retries != 2 {
+		t.Errorf("Write conflicting twice: %v after %d tries, %d retries; want success on the third", err, tries, retries)
+	}
+	err = e.Write(ctx, "doomed", func(ctx context.Context, tx storedriver.Tx) error { return conflict })
+	if !errors.Is(err, storedriver.ErrBusy) {
+		t.Errorf("Write conflicting every time: %v; want ErrBusy", err)
+	}
+	boom := errors.New("boom")
+	tries = 0
+	err = e.Write(ctx, "broken", func(ctx context.Context, tx storedriver.Tx) error { tries++; return boom })
+	if !errors.Is(err, boom) || tries != 1 {
+		t.Errorf("Write failing otherwise: %v after %d tries; want boom, once", err, tries)
+	}
+}
