@@ -12,7 +12,9 @@ import (
 // fork the chain and collides with the head instead; a reservation left without its event
 // stops the ticket's next append rather than let the chain skip; either way the transaction
 // rolls back and the ticket's history stays whole.
-func TestEventChainRefusesForksAndGaps(t *testing.T) { forEachEngine(t, testEventChainRefusesForksAndGaps) }
+func TestEventChainRefusesForksAndGaps(t *testing.T) {
+	forEachEngine(t, testEventChainRefusesForksAndGaps)
+}
 
 func testEventChainRefusesForksAndGaps(t *testing.T, e engine) {
 	b := e.setup(t)

@@ -68,7 +68,9 @@ func testTransportReleasesAndPark(t *testing.T, e engine) {
 	}
 }
 
-func TestModelCallEstimatesAndEndpointEvents(t *testing.T) { forEachEngine(t, testModelCallEstimatesAndEndpointEvents) }
+func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
+	forEachEngine(t, testModelCallEstimatesAndEndpointEvents)
+}
 
 func testModelCallEstimatesAndEndpointEvents(t *testing.T, e engine) {
 	b := e.setup(t)

@@ -448,7 +448,9 @@ func testListStatesUseLiterals(t *testing.T, e engine) {
 // horizon, which another process's leases enter only at the next settle. Such a lease that
 // expires in between is still rescued: once the queued branch finds nothing (the full claim
 // then runs), or at the next settle, from when its priority counts again.
-func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) { forEachEngine(t, testClaimRescuesLeasesOfAnotherProcess) }
+func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) {
+	forEachEngine(t, testClaimRescuesLeasesOfAnotherProcess)
+}
 
 func testClaimRescuesLeasesOfAnotherProcess(t *testing.T, e engine) {
 	b := e.setup(t)
