@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/ticketd/ticketd/store/storedriver"
@@ -217,102 +215,6 @@ func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, erro
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tool calls of ticket %d: %w", ticketID, err)
-	}
-	return out, nil
-}
-
-// Run is one night: when it ran, why, and its totals.
-type Run struct {
-	ID        int64     `json:"id"`
-	Trigger   string    `json:"trigger"` // "once", "cron", "demo", "bench"
-	Sandbox   string    `json:"sandbox"` // "bwrap", "none"; "" when not recorded (older nights, tests)
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
-	Claimed   int       `json:"claimed"`
-	Done      int       `json:"done"`
-	Escalated int       `json:"escalated"`
-	Retried   int       `json:"retried"`
-	CostUSD   float64   `json:"cost_usd"`
-}
-
-// StartRun opens a night and returns its id (pass it to ModelCall.RunID and FinishRun).
-func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
-	var id int64
-	err := s.write(ctx, "start run", func(ctx context.Context, tx storedriver.Tx) error {
-		var err error
-		id, err = tx.Insert(ctx, s.q.StartRun, trigger, s.nowMS())
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("start %s run: %w", trigger, err)
-	}
-	return id, nil
-}
-
-// SetRunSandbox records how the night isolates the code under test ("bwrap", "none").
-func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error {
-	err := s.write(ctx, "set run sandbox", func(ctx context.Context, tx storedriver.Tx) error {
-		n, err := tx.Exec(ctx, s.q.SetRunSandbox, mode, id)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrRunNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("record sandbox of run %d: %w", id, err)
-	}
-	return nil
-}
-
-// FinishRun closes a night, computing its totals from the events in its window and the
-// model calls tagged with it, then checkpoints the WAL.
-func (s *Store) FinishRun(ctx context.Context, id int64) error {
-	err := s.write(ctx, "finish run", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		var after int64
-		var ended sql.NullInt64
-		if err := tx.QueryRow(ctx, s.q.RunWindow, id).Scan(&after, &ended); errors.Is(err, sql.ErrNoRows) {
-			return ErrRunNotFound
-		} else if err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("finish run %d: %w", id, err)
-	}
-	if err := s.Checkpoint(ctx); err != nil && !errors.Is(err, ErrBusy) {
-		return fmt.Errorf("finish run %d: %w", id, err)
-	}
-	return nil
-}
-
-// Runs returns the latest runs, newest first (limit <= 0: all).
-func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
-	if limit <= 0 {
-		limit = math.MaxInt32
-	}
-	rows, err := s.rd.Query(ctx, s.q.Runs, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []Run{}
-	for rows.Next() {
-		var r Run
-		var started, ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		r.StartedAt, r.EndedAt = fromMS(started), fromMS(ended)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
 }

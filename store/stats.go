@@ -158,8 +158,8 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 // GC empties the bulky columns (body, triage, summary; tool call arguments and results) of
-// terminal tickets finished more than olderThan ago, keeping the ticket rows, events and
-// model call accounting. Returns how many tickets it pruned; pruned tickets are skipped
+// terminal tickets finished more than olderThan ago and deletes their artifacts but
+// report.md, keeping the ticket rows, events and model call accounting. Returns how many tickets it pruned; pruned tickets are skipped
 // next time.
 func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
@@ -170,6 +170,9 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 		now := s.nowMS()
 		cutoff := now - olderThan.Milliseconds()
 		if _, err := tx.Exec(ctx, s.q.GCToolCalls, cutoff); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.q.GCArtifacts, cutoff); err != nil {
 			return err
 		}
 		rows, err := tx.Exec(ctx, s.q.GCTickets, now, cutoff)

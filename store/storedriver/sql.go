@@ -128,6 +128,19 @@ type SQL struct {
 	// Runs: limit -> id, trigger, sandbox, started_at, ended_at, claimed, done, escalated,
 	// retried, cost_usd, newest first.
 	Runs string
+	// JoinRunNode: run id, node, started_at; adds the node to the run, or marks it running
+	// again (finished_at NULL) when it rejoins.
+	JoinRunNode string
+	// FinishRunNode: finished_at, run id, node.
+	FinishRunNode string
+	// OpenRun: started-since -> id of the newest run started at or after it with a node
+	// not finished.
+	OpenRun string
+	// RunNodes: run id -> node, started_at, finished_at, in the order they joined.
+	RunNodes string
+	// RunCost: run id -> sum of its model calls' cost_usd (0 when none), and of those with
+	// cost_source estimate.
+	RunCost string
 	// UsageEstimates: -> calls, calls with usage_reported 0, sum of cost_usd with
 	// cost_source estimate, and with cost_source provider; UsageEstimatesRun: run id.
 	UsageEstimates, UsageEstimatesRun string
@@ -169,6 +182,18 @@ type SQL struct {
 	// cached, completion tokens. StatsFirstRequests: -> role, cached, prompt tokens of each
 	// ticket's first call per role. StatsReviews: -> rounds, dropped findings.
 	StatsTickets, StatsCalls, StatsFirstRequests, StatsReviews func(run bool) string
+
+	// Artifacts (a ticket's results folder).
+
+	// SaveArtifact: ticket_id, path, content, updated_at; replaces the one at path.
+	SaveArtifact string
+	// Artifacts: ticket id -> path, size in bytes, updated_at, by path.
+	Artifacts string
+	// Artifact: ticket id, path -> content.
+	Artifact string
+	// GCArtifacts: cutoff; deletes the artifacts but report.md of unpruned tickets finished
+	// before it.
+	GCArtifacts string
 
 	// GCToolCalls: cutoff; empties args and result of the tool calls of unpruned tickets
 	// finished before it. GCTickets: pruned_at, cutoff; empties body, triage, summary.

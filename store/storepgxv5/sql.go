@@ -175,6 +175,22 @@ var statements = storedriver.SQL{
 		FROM runs ORDER BY id DESC LIMIT $1`,
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = $1`,
+	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES ($1, $2, $3)
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+	FinishRunNode: `UPDATE run_nodes SET finished_at = $1 WHERE run_id = $2 AND node = $3`,
+	OpenRun: `SELECT id FROM runs WHERE started_at >= $1
+			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
+		ORDER BY id DESC LIMIT 1`,
+	RunNodes: `SELECT node, started_at, finished_at FROM run_nodes WHERE run_id = $1 ORDER BY started_at, node`,
+	RunCost: `SELECT coalesce(sum(cost_usd), 0), coalesce(sum(cost_usd) FILTER (WHERE cost_source = 'estimate'), 0)
+		FROM model_calls WHERE run_id = $1`,
+
+	SaveArtifact: `INSERT INTO artifacts (ticket_id, path, content, updated_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (ticket_id, path) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
+	Artifacts: `SELECT path, length(content)::bigint, updated_at FROM artifacts WHERE ticket_id = $1 ORDER BY path`,
+	Artifact:  `SELECT content FROM artifacts WHERE ticket_id = $1 AND path = $2`,
+	GCArtifacts: `DELETE FROM artifacts WHERE path <> 'report.md' AND ticket_id IN
+			(SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < $1 AND pruned_at IS NULL)`,
 
 	LoadBaseline: `UPDATE baselines SET used_at = $1, uses = uses + 1
 			WHERE repo = $2 AND base_commit = $3 AND checks_hash = $4

@@ -145,6 +145,22 @@ var statements = storedriver.SQL{
 		FROM runs ORDER BY id DESC LIMIT ?`,
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = ?`,
+	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES (?, ?, ?)
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+	FinishRunNode: `UPDATE run_nodes SET finished_at = ? WHERE run_id = ? AND node = ?`,
+	OpenRun: `SELECT id FROM runs WHERE started_at >= ?
+			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
+		ORDER BY id DESC LIMIT 1`,
+	RunNodes: `SELECT node, started_at, finished_at FROM run_nodes WHERE run_id = ? ORDER BY started_at, node`,
+	RunCost: `SELECT coalesce(sum(cost_usd), 0), coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0)
+		FROM model_calls WHERE run_id = ?`,
+
+	SaveArtifact: `INSERT INTO artifacts (ticket_id, path, content, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (ticket_id, path) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`,
+	Artifacts: `SELECT path, length(content), updated_at FROM artifacts WHERE ticket_id = ? ORDER BY path`,
+	Artifact:  `SELECT content FROM artifacts WHERE ticket_id = ? AND path = ?`,
+	GCArtifacts: `DELETE FROM artifacts WHERE path != 'report.md' AND ticket_id IN
+			(SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`,
 
 	LoadBaseline: `UPDATE baselines SET used_at = ?, uses = uses + 1
 			WHERE repo = ? AND base_commit = ? AND checks_hash = ?
