@@ -98,7 +98,9 @@ func testNightSharedByNodes(t *testing.T, e engine) {
 // TestArtifactsKeepTheResultsFolder: a ticket's files are stored by path, replaced on a
 // second save, listed with their sizes, refused outside the folder, and GC keeps only the
 // report of old tickets.
-func TestArtifactsKeepTheResultsFolder(t *testing.T) { forEachEngine(t, testArtifactsKeepTheResultsFolder) }
+func TestArtifactsKeepTheResultsFolder(t *testing.T) {
+	forEachEngine(t, testArtifactsKeepTheResultsFolder)
+}
 
 func testArtifactsKeepTheResultsFolder(t *testing.T, e engine) {
 	b := e.setup(t)
