@@ -59,6 +59,9 @@ func testNightSharedByNodes(t *testing.T, e engine) {
 		if err := s.Complete(a.ctx, id, l.Token, Result{Branch: "b"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.AddNote(a.ctx, id, s.Node(), "pushed b to origin"); err != nil { // a note is no second "done"
+			t.Fatal(err)
+		}
 	}
 	if total, _, err := a.s.RunCost(a.ctx, run); err != nil || total != 0.5 {
 		t.Errorf("RunCost = %v, %v; want 0.5 from both nodes", total, err)

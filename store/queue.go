@@ -240,6 +240,7 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 	if err != nil {
 		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
 	}
+	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
 	return nil
 }
 
@@ -292,9 +293,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 	if err != nil {
 		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
 	}
-	if to == StateQueued && f.Kind == FailShutdown {
-		s.eng.Notify() // claimable at once, perhaps by another node
-	}
+	s.eng.Notify() // claimable at once after a shutdown; else a lease ended
 	return to, nil
 }
 

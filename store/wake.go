@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// woken is the engine's OnNotify: a ticket became claimable somewhere (an enqueue, a
-// requeue, a release), so every WaitForWork in this process returns.
+// woken is the engine's OnNotify: the queue changed somewhere (an enqueue, a requeue, a
+// release, a lease that ended), so every WaitForWork in this process returns.
 func (s *Store) woken() {
 	s.wakeMu.Lock()
 	close(s.wake)
@@ -14,7 +14,8 @@ func (s *Store) woken() {
 	s.wakeMu.Unlock()
 }
 
-// WaitForWork waits until a ticket may have become claimable — a notice from any process
+// WaitForWork waits until the queue may have changed for an idle worker — a ticket became
+// claimable, or a lease ended — as a notice from any process
 // on this database (PostgreSQL's LISTEN/NOTIFY; within one process for SQLite) — or until
 // max passes, the poll that backs the notices up. It reports false when ctx ended first.
 func (s *Store) WaitForWork(ctx context.Context, max time.Duration) bool {
@@ -32,3 +33,8 @@ func (s *Store) WaitForWork(ctx context.Context, max time.Duration) bool {
 		return true
 	}
 }
+
+// NoticesReachOtherNodes reports whether WaitForWork wakes for tickets another process
+// made claimable (PostgreSQL), so an idle worker may poll rarely; with SQLite it wakes only
+// for this process's own.
+func (s *Store) NoticesReachOtherNodes() bool { return s.eng.NoticesReachOtherProcesses() }

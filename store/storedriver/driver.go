@@ -52,9 +52,13 @@ type Engine interface {
 	// Lock takes the named lock, shared by every process on this database, waiting until it
 	// is free or ctx ends. unlock releases it; so does the process's death.
 	Lock(ctx context.Context, name string) (unlock func(), err error)
-	// Notify tells every process on this database that a ticket became claimable now.
+	// Notify tells every process on this database that the queue changed for its idle
+	// workers: a ticket became claimable now, or a lease ended.
 	// It never blocks and may coalesce notices; the engine's Options.OnNotify receives them.
 	Notify()
+	// NoticesReachOtherProcesses reports whether Notify's notices reach every process on
+	// the database (PostgreSQL's LISTEN/NOTIFY) or only this one (SQLite).
+	NoticesReachOtherProcesses() bool
 	// Close releases the engine's connections. Writes after Close return ErrClosed.
 	Close() error
 }

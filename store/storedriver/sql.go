@@ -122,7 +122,8 @@ type SQL struct {
 	// RunWindow: id -> after_event_id, ended_at.
 	RunWindow string
 	// FinishRun: ended_at, after_event_id, id; sets the totals from the events after
-	// after_event_id at or before ended_at (claimed, to done, to escalated, retry) and the
+	// after_event_id at or before ended_at (claimed, transitions into done and into escalated — not
+	// the notes on a finished ticket — and retry) and the
 	// cost of the model calls of the run.
 	FinishRun string
 	// Runs: limit -> id, trigger, sandbox, started_at, ended_at, claimed, done, escalated,

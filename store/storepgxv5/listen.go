@@ -10,6 +10,12 @@ import (
 // channel is the NOTIFY channel a notice that a ticket became claimable goes out on.
 func (e *Engine) channel() string { return "ticketd:" + e.schema }
 
+// NoticesReachOtherProcesses is true: every node LISTENs.
+func (e *Engine) NoticesReachOtherProcesses() bool { return true }
+
+// notifyEvery spaces the notices one node sends.
+const notifyEvery = 20 * time.Millisecond
+
 // Notify queues one notice for the notifier; a notice already queued covers this one.
 func (e *Engine) Notify() {
 	select {
@@ -31,6 +37,15 @@ func (e *Engine) notifier(ctx context.Context) {
 		}
 		// Best effort: a notice lost here is made good by the waiters' poll.
 		e.pool.Exec(ctx, `SELECT pg_notify($1, '')`, e.channel())
+		// At most one notice per notifyEvery: a busy queue's transitions coalesce, and
+		// its waiters learn of them that much later at most.
+		t := time.NewTimer(notifyEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 

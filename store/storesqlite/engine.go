@@ -255,6 +255,9 @@ func (e *Engine) Notify() {
 	}
 }
 
+// NoticesReachOtherProcesses is false: notices stay in this process.
+func (e *Engine) NoticesReachOtherProcesses() bool { return false }
+
 var errCheckpointBusy = &busyError{msg: "readers kept the WAL in use"}
 
 // busyError is a SQLITE_BUSY produced by the engine itself (an incomplete checkpoint).

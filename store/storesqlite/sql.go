@@ -136,8 +136,8 @@ var statements = storedriver.SQL{
 	RunWindow:     `SELECT after_event_id, ended_at FROM runs WHERE id = ?`,
 	FinishRun: `UPDATE runs SET ended_at = ?1,
 			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
-			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done'),
-			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated'),
+			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done' AND from_state <> 'done'),
+			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated' AND from_state <> 'escalated'),
 			retried   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'retry'),
 			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?3)
 			WHERE id = ?3`,
