@@ -126,11 +126,27 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	if err != nil {
 		return rep, err
 	}
-	runID, err := d.Store.StartRun(ctx, trigger)
+	// Intake and the night's preparation run on one node at a time: a second node waits
+	// here, then joins the night the first opened and reuses what it prepared (baselines).
+	unlock, err := d.Store.Lock(ctx, store.LockIntake)
+	if err != nil {
+		return rep, err
+	}
+	prepared := false
+	defer func() {
+		if !prepared {
+			unlock()
+		}
+	}()
+	runID, joined, err := d.Store.JoinRun(ctx, trigger, cfg.Night.Window+cfg.Night.Grace)
 	if err != nil {
 		return rep, err
 	}
 	rep.RunID = runID
+	log = log.With("node", d.Store.Node())
+	if joined {
+		log.Info("joined the night another node started", "run", runID)
+	}
 	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
 	if err := d.Store.SetRunSandbox(ctx, runID, string(mode)); err != nil {
 		log.Warn("record the night's sandbox", "run", runID, "err", err)
@@ -212,8 +228,11 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	}
 	w.cfg.Repos = healthy
 	d.collectLeftovers(ctx, log, trees, healthy)
+	d.pushLeftovers(ctx, log, healthy)
 	defer d.runGitHub(workCtx)()
 	w.checkRepos(claimCtx)
+	prepared = true
+	unlock()
 	// The window stops claims; attempts still running get the grace period to finish, then
 	// they are stopped too (keeping their partial work) and released without spending an
 	// attempt. It counts from the end of the preparation (preflights, baselines): a slow

@@ -35,6 +35,8 @@ func init() {
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
 			long: "States: queued, running, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
+		{name: "report", args: "ID [FILE]", short: "print a file of the ticket's results, as the database keeps it (default report.md)",
+			long: "FILE is a path inside the results folder, as show lists them: patch, attempt-1/stop-reason, ...", run: cmdReport},
 		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
 		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset)",
 			long: "A running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
@@ -164,7 +166,8 @@ func (e *env) parseID(v string) (int64, error) {
 	return id, nil
 }
 
-// dbPath finds the database: --db, else --config's store.path, else $TICKETD_DB.
+// dbPath finds the database: --db (a SQLite file or a postgres:// URL), else --config's
+// store (path, url or the URL in url_env), else $TICKETD_DB.
 func (e *env) dbPath() (path, from string, err error) {
 	switch {
 	case e.g.db != "":
@@ -175,7 +178,17 @@ func (e *env) dbPath() (path, from string, err error) {
 			return "", "", fmt.Errorf("load --config %s: %w", e.g.config, err)
 		}
 		e.cfg = &cfg
-		return cfg.Store.Path, "store.path in " + e.g.config, nil
+		loc, err := cfg.Store.Location()
+		if err != nil {
+			return "", "", fmt.Errorf("--config %s: %w", e.g.config, err)
+		}
+		switch {
+		case cfg.Store.URLEnv != "":
+			return loc, "store.url_env " + cfg.Store.URLEnv + " in " + e.g.config, nil
+		case cfg.Store.URL != "":
+			return loc, "store.url in " + e.g.config, nil
+		}
+		return loc, "store.path in " + e.g.config, nil
 	}
 	if v, ok := e.lookupEnv("TICKETD_DB"); ok && v != "" {
 		return v, "TICKETD_DB", nil
@@ -183,11 +196,24 @@ func (e *env) dbPath() (path, from string, err error) {
 	return "", "", usagef("ticketctl --db ./ticketd.db "+e.cmd, "no database named: pass --db PATH or --config FILE, or set TICKETD_DB")
 }
 
-// open opens the existing database; it never creates one (a typo must not yield an empty queue).
+// open opens the existing database; it never creates a SQLite file (a typo must not yield
+// an empty queue). A PostgreSQL URL names a database the server already has.
 func (e *env) open() (*store.Store, error) {
 	path, from, err := e.dbPath()
 	if err != nil {
 		return nil, err
+	}
+	var opts store.Options
+	if e.cfg != nil {
+		opts.Synchronous = e.cfg.Store.Synchronous
+		opts.Node = e.cfg.Node
+	}
+	if store.IsURL(path) {
+		s, err := store.OpenURL(e.ctx, path, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open database (from %s): %w", from, err)
+		}
+		return s, nil
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -197,10 +223,6 @@ func (e *env) open() (*store.Store, error) {
 		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
 	case fi.IsDir():
 		return nil, fmt.Errorf("database %s (from %s) is a directory: name the ticketd.db file inside it", path, from)
-	}
-	var opts store.Options
-	if e.cfg != nil {
-		opts.Synchronous = e.cfg.Store.Synchronous
 	}
 	s, err := store.Open(e.ctx, path, opts)
 	if err != nil {
