@@ -46,6 +46,8 @@ func init() {
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
 		{name: "gc", args: "--older-than 720h", short: "prune bulky columns of old finished tickets (history and costs kept)", run: cmdGC},
+		{name: "migrate", args: "--to-url-env VAR", short: "copy this SQLite store, history included, into the empty PostgreSQL database $VAR names",
+			long: "Stop every ticketd using the SQLite file first. The target must be empty; it is left as it was when the copy fails.", run: cmdMigrate},
 		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}
@@ -115,7 +117,7 @@ func (e *env) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("db", "database `PATH` (wins over --config and TICKETD_DB)", func(v string) error { e.g.db = v; return nil })
-	fs.Func("config", "ticketd config `FILE`: its store.path names the database", func(v string) error { e.g.config = v; return nil })
+	fs.Func("config", "ticketd config `FILE`: its store names the database", func(v string) error { e.g.config = v; return nil })
 	fs.BoolFunc("json", "print the result as JSON", func(v string) error {
 		b, err := strconv.ParseBool(v)
 		e.g.json = b

@@ -196,6 +196,14 @@ type SQL struct {
 	// before it.
 	GCArtifacts string
 
+	// Copying a store into another engine's (ticketctl migrate).
+
+	// Tables are every table of the schema in an order that satisfies the foreign keys;
+	// both engines list the same tables with the same columns, in the same order.
+	Tables []Table
+	// AfterCopy runs once the rows are in: it moves the id generators past the copied ids.
+	AfterCopy string
+
 	// GCToolCalls: cutoff; empties args and result of the tool calls of unpruned tickets
 	// finished before it. GCTickets: pruned_at, cutoff; empties body, triage, summary.
 	GCToolCalls, GCTickets string
@@ -214,4 +222,12 @@ type ListSpec struct {
 	Repo   string
 	Since  int64 // created_at >= Since (unix ms)
 	Limit  int
+}
+
+// Table is one table as a copy between engines reads and writes it: Select reads every row
+// (its columns in Columns' order, by primary key), Insert writes one row of them.
+type Table struct {
+	Name           string
+	Columns        []string
+	Select, Insert string
 }

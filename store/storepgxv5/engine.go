@@ -187,9 +187,14 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 }
 
 // tryWrite is one transaction. Its statements run without ctx's cancellation, so a caller
-// giving up never leaves half a write; WriteTimeout bounds it instead.
+// giving up never leaves half a write; WriteTimeout bounds it instead, or ctx's deadline
+// when it has one.
 func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx storedriver.Tx) error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.WriteTimeout)
+	timeout := e.opts.WriteTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d) // a caller that set a deadline of its own (a long copy) gets it
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	tx, err := e.pool.Begin(wctx)
 	if err != nil {

@@ -3,6 +3,7 @@ package storepgxv5_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,5 +125,42 @@ func TestWriteRetriesConflicts(t *testing.T) {
 	err = e.Write(ctx, "broken", func(ctx context.Context, tx storedriver.Tx) error { tries++; return boom })
 	if !errors.Is(err, boom) || tries != 1 {
 		t.Errorf("Write failing otherwise: %v after %d tries; want boom, once", err, tries)
+	}
+}
+
+// TestSchemaTablesCoverTheSchema: as the SQLite engine's: every table and column of the
+// PostgreSQL schema is in storedriver.SchemaTables.
+func TestSchemaTablesCoverTheSchema(t *testing.T) {
+	ctx := context.Background()
+	e, err := storepgxv5.Open(ctx, storetest.FreshPostgres(t), storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rows, err := e.Pool().Query(ctx, `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name <> 'schema_migrations' ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	schema := map[string][]string{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			t.Fatal(err)
+		}
+		schema[table] = append(schema[table], col)
+	}
+	listed := map[string][]string{}
+	for _, tb := range storedriver.SchemaTables {
+		listed[tb.Name] = slices.Sorted(slices.Values(tb.Columns))
+	}
+	for table, cols := range schema {
+		if !slices.Equal(cols, listed[table]) {
+			t.Errorf("table %s: schema columns %v, SchemaTables %v", table, cols, listed[table])
+		}
+	}
+	if len(listed) != len(schema) {
+		t.Errorf("SchemaTables lists %d tables, the schema has %d", len(listed), len(schema))
 	}
 }

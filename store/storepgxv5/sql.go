@@ -242,6 +242,13 @@ var statements = storedriver.SQL{
 		return q
 	},
 
+	Tables: tables(),
+	AfterCopy: `SELECT setval(pg_get_serial_sequence(t, 'id'), coalesce(m, 0) + 1, false) FROM (VALUES
+		('tickets', (SELECT max(id) FROM tickets)), ('runs', (SELECT max(id) FROM runs)),
+		('model_calls', (SELECT max(id) FROM model_calls)), ('tool_calls', (SELECT max(id) FROM tool_calls)),
+		('endpoint_events', (SELECT max(id) FROM endpoint_events)), ('reviews', (SELECT max(id) FROM reviews)),
+		('events', (SELECT max(id) FROM events))) AS v(t, m)`,
+
 	GCToolCalls: `UPDATE tool_calls SET args = '', result = ''
 			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < $1 AND pruned_at IS NULL)`,
 	GCTickets: `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = $1
@@ -340,4 +347,20 @@ func prefixCols(prefix, cols string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tables are storedriver.SchemaTables as this engine copies them.
+func tables() []storedriver.Table {
+	var out []storedriver.Table
+	for _, t := range storedriver.SchemaTables {
+		marks := make([]string, len(t.Columns))
+		for i := range marks {
+			marks[i] = "$" + strconv.Itoa(i+1)
+		}
+		cols := strings.Join(t.Columns, ", ")
+		out = append(out, storedriver.Table{Name: t.Name, Columns: t.Columns,
+			Select: "SELECT " + cols + " FROM " + t.Name + " ORDER BY " + t.OrderBy,
+			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
+	}
+	return out
 }

@@ -212,6 +212,9 @@ var statements = storedriver.SQL{
 		return q
 	},
 
+	Tables:    tables(),
+	AfterCopy: `SELECT 1`,
+
 	GCToolCalls: `UPDATE tool_calls SET args = '', result = ''
 			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`,
 	GCTickets: `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
@@ -322,4 +325,20 @@ func prefixCols(prefix, cols string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tables are storedriver.SchemaTables as this engine copies them.
+func tables() []storedriver.Table {
+	var out []storedriver.Table
+	for _, t := range storedriver.SchemaTables {
+		marks := make([]string, len(t.Columns))
+		for i := range marks {
+			marks[i] = "?"
+		}
+		cols := strings.Join(t.Columns, ", ")
+		out = append(out, storedriver.Table{Name: t.Name, Columns: t.Columns,
+			Select: "SELECT " + cols + " FROM " + t.Name + " ORDER BY " + t.OrderBy,
+			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
+	}
+	return out
 }
