@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/ticketd/ticketd/store/storetest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -528,5 +530,52 @@ func testLeaseTicketIsTheStoredRow(t *testing.T, e engine) {
 	if first.Ticket.Attempts != 1 || rescue.Ticket.Attempts != 1 || rescue.Ticket.Rescues != 1 || rescue.Ticket.RescuedFrom != "w1" {
 		t.Errorf("attempts %d then %d, rescues %d, rescued from %q; want 1, 1, 1, w1",
 			first.Ticket.Attempts, rescue.Ticket.Attempts, rescue.Ticket.Rescues, rescue.Ticket.RescuedFrom)
+	}
+}
+
+// BenchmarkQueueCyclePostgres is BenchmarkQueueCycle on the PostgreSQL engine (a schema of
+// its own on the TICKETD_TEST_POSTGRES server): one job in flight per worker, each write
+// a durable commit.
+//
+//	go test ./store -run XXX -bench QueueCyclePostgres
+func BenchmarkQueueCyclePostgres(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := OpenURL(ctx, storetest.FreshPostgres(b), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					name := fmt.Sprintf("w%d", w)
+					for next.Add(1) <= int64(b.N) {
+						if _, _, err := s.Enqueue(ctx, NewTicket{Source: "bench", ExternalID: fmt.Sprint(next.Load(), name)}); err != nil {
+							b.Error(err)
+							return
+						}
+						l, err := s.Claim(ctx, name, time.Minute)
+						for errors.Is(err, ErrNoTicket) { // every ready row was locked by claims in flight
+							l, err = s.Claim(ctx, name, time.Minute)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if err := s.Complete(ctx, l.Ticket.ID, l.Token, Result{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+		})
 	}
 }
