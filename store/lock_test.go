@@ -78,6 +78,8 @@ func testWaitForWorkWakesOnEnqueue(t *testing.T, e engine) {
 		go func() {
 			start := time.Now()
 			// The wake channel is taken before ready, so the enqueue cannot slip in between.
+			w.waiting.Add(1)
+			defer w.waiting.Add(-1)
 			w.wakeMu.Lock()
 			wake := w.wake
 			w.wakeMu.Unlock()

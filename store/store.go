@@ -116,8 +116,9 @@ type Store struct {
 	paused atomic.Pointer[pausedRepos]
 	// wake is closed when a notice says a ticket became claimable (WaitForWork), then
 	// replaced; guarded by wakeMu.
-	wakeMu sync.Mutex
-	wake   chan struct{}
+	wakeMu  sync.Mutex
+	wake    chan struct{}
+	waiting atomic.Int32 // WaitForWork calls in progress
 }
 
 // Opener opens an engine with the options the store gives every engine.

@@ -8,6 +8,9 @@ import (
 // woken is the engine's OnNotify: the queue changed somewhere (an enqueue, a requeue, a
 // release, a lease that ended), so every WaitForWork in this process returns.
 func (s *Store) woken() {
+	if s.waiting.Load() == 0 {
+		return // nobody to wake: the hot path pays an atomic load, not a channel
+	}
 	s.wakeMu.Lock()
 	close(s.wake)
 	s.wake = make(chan struct{})
@@ -19,6 +22,8 @@ func (s *Store) woken() {
 // on this database (PostgreSQL's LISTEN/NOTIFY; within one process for SQLite) — or until
 // max passes, the poll that backs the notices up. It reports false when ctx ended first.
 func (s *Store) WaitForWork(ctx context.Context, max time.Duration) bool {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	s.wakeMu.Lock()
 	wake := s.wake
 	s.wakeMu.Unlock()
