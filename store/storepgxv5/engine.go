@@ -170,6 +170,10 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 			return err
 		}
 		if try >= e.opts.BusyRetries {
+			var lost *connLost
+			if errors.As(err, &lost) { // unreachable, not busy: say what the server said
+				return fmt.Errorf("%s: the database at %s did not take the write in %d tries: %w", op, e.location, try+1, lost.err)
+			}
 			return fmt.Errorf("%s: %w (%d tries; last: %v)", op, storedriver.ErrBusy, try+1, err)
 		}
 		if e.opts.OnRetry != nil {
@@ -198,21 +202,40 @@ func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx s
 	defer cancel()
 	tx, err := e.pool.Begin(wctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		// Nothing ran: a connection the server dropped (restart, failover, idle cut) is
+		// discarded by the pool and the next try takes another.
+		return &connLost{fmt.Errorf("begin: %w", err)}
 	}
 	if err := fn(wctx, &ptx{querier{tx}}); err != nil {
 		tx.Rollback(wctx)
+		if tx.Conn().IsClosed() {
+			// The connection died mid-transaction, before COMMIT was sent: the server rolled
+			// it back, so running it again is safe.
+			return &connLost{err}
+		}
 		return err
 	}
+	// A COMMIT whose answer was lost may or may not have happened: never rerun it.
 	if err := tx.Commit(wctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
-// retryable reports whether PostgreSQL refused the transaction in a way that a rerun can
-// succeed: serialization_failure, deadlock_detected, lock_not_available.
+// connLost is a write that failed because its connection went away before it committed.
+type connLost struct{ err error }
+
+func (c *connLost) Error() string { return c.err.Error() }
+func (c *connLost) Unwrap() error { return c.err }
+
+// retryable reports whether the transaction failed in a way that a rerun can succeed:
+// PostgreSQL refused it (serialization_failure, deadlock_detected, lock_not_available), or
+// its connection went away before it committed.
 func retryable(err error) bool {
+	var lost *connLost
+	if errors.As(err, &lost) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {

@@ -3,10 +3,12 @@ package storepgxv5_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -162,5 +164,65 @@ func TestSchemaTablesCoverTheSchema(t *testing.T) {
 	}
 	if len(listed) != len(schema) {
 		t.Errorf("SchemaTables lists %d tables, the schema has %d", len(listed), len(schema))
+	}
+}
+
+// TestSurvivesLostConnections: when the server drops every connection of a node (a restart,
+// a network cut), the next write runs on a new connection (one that failed before it
+// committed is rerun), and the listener comes back on its own and passes on the notices
+// again.
+func TestSurvivesLostConnections(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	app := "ticketd-test-lost-" + strings.ReplaceAll(t.Name(), "/", "-")
+	u := base + "&application_name=" + app
+	notices := make(chan struct{}, 16)
+	e, err := storepgxv5.Open(ctx, u, storepgxv5.Options{PollEvery: 20 * time.Millisecond,
+		Options: storedriver.Options{OnNotify: func() { notices <- struct{}{} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	write := func() error {
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(time.Now().UnixNano()), "", "", "", "[]", 0, 3, 1, 1, 1)
+			return err
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgconn.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	kill := fmt.Sprintf(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '%s'`, app)
+	res := admin.ExecParams(ctx, kill, nil, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 || string(res.Rows[0][0]) == "0" {
+		t.Fatalf("terminate the node's connections: %v, %q", res.Err, res.Rows)
+	}
+	if err := write(); err != nil {
+		t.Fatalf("write after the server dropped the connections: %v; want it rerun on a new connection", err)
+	}
+	// The listener reconnected (and passed one notice on for what it may have missed).
+	select {
+	case <-notices:
+	case <-time.After(30 * time.Second): // a bound for a broken listener, not a wait the test relies on
+		t.Fatal("no notice after the listener lost its connection")
+	}
+	for len(notices) > 0 {
+		<-notices
+	}
+	other, err := storepgxv5.Open(ctx, base, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Notify()
+	select {
+	case <-notices:
+	case <-time.After(30 * time.Second):
+		t.Fatal("another node's notice did not reach the reconnected listener")
 	}
 }
