@@ -164,14 +164,15 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 	e.mu.Unlock()
 	defer e.wg.Done()
 	pause := 2 * time.Millisecond
+	start := time.Now()
 	for try := 0; ; try++ {
 		err := e.tryWrite(ctx, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
-		if try >= e.opts.BusyRetries {
-			var lost *connLost
-			if errors.As(err, &lost) { // unreachable, not busy: say what the server said
+		var lost *connLost
+		if try >= e.opts.BusyRetries || errors.As(err, &lost) && time.Since(start) > e.opts.WriteTimeout {
+			if lost != nil { // unreachable, not busy: say what the server said
 				return fmt.Errorf("%s: the database at %s did not take the write in %d tries: %w", op, e.location, try+1, lost.err)
 			}
 			return fmt.Errorf("%s: %w (%d tries; last: %v)", op, storedriver.ErrBusy, try+1, err)
