@@ -171,8 +171,9 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 			return err
 		}
 		var lost *connLost
-		if try >= e.opts.BusyRetries || errors.As(err, &lost) && time.Since(start) > e.opts.WriteTimeout {
-			if lost != nil { // unreachable, not busy: say what the server said
+		isLost := errors.As(err, &lost)
+		if try >= e.opts.BusyRetries || isLost && time.Since(start) > e.opts.WriteTimeout {
+			if isLost { // unreachable, not busy: say what the server said
 				return fmt.Errorf("%s: the database at %s did not take the write in %d tries: %w", op, e.location, try+1, lost.err)
 			}
 			return fmt.Errorf("%s: %w (%d tries; last: %v)", op, storedriver.ErrBusy, try+1, err)
