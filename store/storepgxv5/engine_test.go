@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -224,5 +227,98 @@ func TestSurvivesLostConnections(t *testing.T) {
 	case <-notices:
 	case <-time.After(30 * time.Second):
 		t.Fatal("another node's notice did not reach the reconnected listener")
+	}
+}
+
+// proxy forwards TCP connections to target until closed; closing it cuts every
+// connection and refuses new ones, as a database that went away does.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// TestDatabaseGoneThenBack: with the database unreachable, a write fails within the write
+// timeout saying the database did not take it (not that it was busy, nor a hang); once it
+// is back, writes go through again.
+func TestDatabaseGoneThenBack(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	p := startProxy(t, "127.0.0.1:0", target)
+	addr := p.ln.Addr().String()
+	u.Host = addr
+	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Second, PollEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	n := 0
+	write := func() error {
+		n++
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(n), "", "", "", "[]", 0, 3, 1, 1, 1)
+			return err
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	p.close()
+	start := time.Now()
+	err = write()
+	took := time.Since(start)
+	t.Logf("write with the database gone: %v after %v", err, took.Round(time.Millisecond))
+	if err == nil || errors.Is(err, storedriver.ErrBusy) || !strings.Contains(err.Error(), "did not take the write") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("write with the database gone: %v; want an error naming the database, not busy", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the failing write took %v; want it bounded by the 1s write timeout and its last try", took)
+	}
+	back := startProxy(t, addr, target)
+	defer back.close()
+	if err := write(); err != nil {
+		t.Errorf("write once the database is back: %v", err)
 	}
 }
