@@ -29,11 +29,12 @@ type node struct {
 // TestSeveralNodesOnePostgres runs real ticketd processes on one PostgreSQL queue: two
 // nodes, each with its own folder, clone, issues, workspace and results, one shared bare
 // remote. Node vm-a is SIGKILLed while it works a ticket and started again. Every ticket
-// must end done exactly once (one completed event, nothing charged for the kill: one
-// attempt each), another node must rescue the killed node's ticket, each fix branch must be
-// on the shared remote once, the night must be one record naming both nodes, ticketctl on
-// either node must list every ticket and show the other node's report, and the killed
-// node's restart must collect its dead worktree.
+// must end exactly once, done with one attempt (nothing charged for the kill), or for the
+// one the scripted model never fixes escalated at max_attempts; another node must rescue
+// the killed node's ticket; each fix branch must be on the shared remote once, beside the
+// escalated ticket's kept attempts; the night must be one record naming both nodes;
+// ticketctl on either node must list every ticket and show the other node's report; and
+// the killed node's restart must collect its dead worktree.
 func TestSeveralNodesOnePostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ticketd and runs a night on two nodes")
@@ -73,7 +74,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 
 	// The repository: one one-line bug per ticket, a test for each; pushed to a bare
 	// remote both nodes clone.
-	const tickets = 8
+	const tickets, neverCase, maxAttempts = 8, 3, 2
 	seed := filepath.Join(root, "seed")
 	put(filepath.Join(seed, "conftest.py"), "")
 	var cases []scriptedmodel.Case
@@ -85,7 +86,11 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 		title := fmt.Sprintf("Surcharge rule %d charges one cent too much", i)
 		titles = append(titles, title)
 		patch := fmt.Sprintf("--- a/rule_%02d.py\n+++ b/rule_%02d.py\n@@ -1,2 +1,2 @@\n def surcharge_%d(cents):\n-    return cents + %d\n+    return cents + %d\n", i, i, i, i+1, i)
-		cases = append(cases, scriptedmodel.Case{Match: title, Patch: patch})
+		c := scriptedmodel.Case{Match: title, Patch: patch}
+		if i == neverCase {
+			c.Behaviour = scriptedmodel.BehaviourNever // escalates, keeping each attempt's work on a branch
+		}
+		cases = append(cases, c)
 	}
 	git(seed, "init", "-q", "-b", "main")
 	git(seed, "add", "-A")
@@ -109,7 +114,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 node: %s
 workspace: work
 output: results
-night: {workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: 3, retry_backoff: 50ms}
+night: {workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: %d, retry_backoff: 50ms}
 intake: [{kind: dir, path: issues}]
 repos:
   shop:
@@ -124,7 +129,7 @@ models:
     maker:   {endpoint: scripted, model: gpt-4.1}
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge:   {endpoint: scripted, model: gpt-4.1-mini}
-`, nd.name, modelURL))
+`, nd.name, maxAttempts, modelURL))
 	}
 	env := append(os.Environ(), "TICKETD_DB_URL="+dbURL)
 	start := func(nd node) (*exec.Cmd, chan error) {
@@ -207,7 +212,8 @@ models:
 	}
 	t.Logf("night on two nodes with a kill: %s", time.Since(began).Round(time.Millisecond))
 
-	// Every ticket done exactly once, nothing charged for the kill.
+	// Every ticket done (or, the one the model never fixes, escalated) exactly once, nothing
+	// charged for the kill.
 	all, err := st.List(ctx, store.Filter{})
 	if err != nil {
 		t.Fatal(err)
@@ -217,48 +223,69 @@ models:
 	}
 	byNode := map[string]int{}
 	rescuedBy := ""
+	var want []string // the branches the remote must hold
 	for _, tk := range all {
 		evs, err := st.Events(ctx, tk.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		completed := 0
+		terminal := 0
 		for _, e := range evs {
-			if e.Kind == "completed" {
-				completed++
+			if e.ToState.Terminal() && e.FromState != e.ToState {
+				terminal++
 			}
 			if e.Kind == "lease_expired" && tk.ID == victim.ID {
 				rescuedBy = e.Actor
 			}
 		}
-		if tk.State != store.StateDone || completed != 1 || tk.Attempts != 1 {
-			t.Errorf("ticket %d: %s, %d completed events, %d attempts (%s); want done once, one attempt", tk.ID, tk.State, completed, tk.Attempts, tk.Reason)
+		never := ticketCase(t, tk.Title) == neverCase
+		switch {
+		case terminal != 1:
+			t.Errorf("ticket %d: %d terminal events; want exactly one", tk.ID, terminal)
+		case never && (tk.State != store.StateEscalated || tk.Attempts != maxAttempts):
+			t.Errorf("ticket %d (never fixed): %s after %d attempts; want escalated after %d", tk.ID, tk.State, tk.Attempts, maxAttempts)
+		case !never && (tk.State != store.StateDone || tk.Attempts != 1):
+			t.Errorf("ticket %d: %s, %d attempts (%s); want done with one attempt", tk.ID, tk.State, tk.Attempts, tk.Reason)
+		}
+		if tk.State == store.StateDone {
+			want = append(want, tk.Branch)
 		}
 		byNode[tk.LeaseNode]++
 	}
 	got, _ := st.Get(ctx, victim.ID)
-	t.Logf("tickets done per node: %v; ticket %d rescued by %s", byNode, victim.ID, rescuedBy)
-	if got.Rescues != 1 || got.Attempts != 1 || rescuedBy == "" || got.LeaseNode != "vm-b" {
-		t.Errorf("killed ticket %d: %d rescues, %d attempts, rescued by %q on %s; want rescued once by vm-b without charging the attempt",
-			victim.ID, got.Rescues, got.Attempts, rescuedBy, got.LeaseNode)
+	t.Logf("tickets per node (last lease): %v; ticket %d rescued by %s", byNode, victim.ID, rescuedBy)
+	if got.Rescues != 1 || rescuedBy == "" || got.LeaseNode != "vm-b" {
+		t.Errorf("killed ticket %d: %d rescues, rescued by %q on %s; want rescued once by vm-b", victim.ID, got.Rescues, rescuedBy, got.LeaseNode)
 	}
 	if byNode["vm-a"] == 0 || byNode["vm-b"] == 0 {
-		t.Errorf("tickets per node %v; want both nodes to have done some", byNode)
+		t.Errorf("tickets per node %v; want both nodes to have worked some", byNode)
 	}
 
-	// One fix branch per ticket on the shared remote, the one each ticket records.
-	var want []string
-	for _, tk := range all {
-		want = append(want, tk.Branch)
+	// On the shared remote: each done ticket's fix branch once, with its fix; and the
+	// escalated ticket's kept attempts.
+	onRemote := strings.Fields(git(remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
+	var fixes, kept []string
+	for _, b := range onRemote {
+		if strings.Contains(b, "-attempt-") {
+			kept = append(kept, b)
+		} else {
+			fixes = append(fixes, b)
+		}
 	}
 	slices.Sort(want)
-	onRemote := strings.Fields(git(remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	slices.Sort(onRemote)
-	if !slices.Equal(onRemote, want) {
-		t.Errorf("branches on the shared remote %v; want each ticket's fix branch once: %v", onRemote, want)
+	slices.Sort(fixes)
+	if !slices.Equal(fixes, want) {
+		t.Errorf("fix branches on the shared remote %v; want each done ticket's once: %v", fixes, want)
+	}
+	if len(kept) == 0 {
+		t.Errorf("no kept attempt branch on the remote (branches %v); want the escalated ticket's attempts", onRemote)
 	}
 	for _, tk := range all {
-		if got := strings.TrimSpace(git(remote, "show", tk.Branch+":"+fmt.Sprintf("rule_%02d.py", ticketCase(t, tk.Title)))); !strings.Contains(got, fmt.Sprintf("return cents + %d", ticketCase(t, tk.Title))) {
+		if tk.State != store.StateDone {
+			continue
+		}
+		n := ticketCase(t, tk.Title)
+		if got := git(remote, "show", tk.Branch+":"+fmt.Sprintf("rule_%02d.py", n)); !strings.Contains(got, fmt.Sprintf("return cents + %d\n", n)) {
 			t.Errorf("ticket %d's branch on the remote holds %q; want the fix", tk.ID, got)
 		}
 	}
@@ -268,8 +295,8 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 1 || len(runs[0].Nodes) != 2 || runs[0].Done != tickets {
-		t.Errorf("nights %+v; want one night with both nodes and %d done", runs, tickets)
+	if len(runs) != 1 || len(runs[0].Nodes) != 2 || runs[0].Done != tickets-1 || runs[0].Escalated != 1 {
+		t.Errorf("nights %+v; want one night with both nodes, %d done and 1 escalated", runs, tickets-1)
 	}
 
 	// The killed node's restart removed its dead attempt's worktree.
