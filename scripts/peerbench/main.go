@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&pg.latency, "latency", false, "with -postgres: time single claims behind -history finished tickets instead")
 	fs.IntVar(&pg.history, "history", 100_000, "with -latency: finished tickets (River: completed jobs) behind the claims")
 	fs.IntVar(&pg.samples, "samples", 500, "with -latency: claims timed")
+	fs.StringVar(&pg.riverMode, "river-complete", "batch", "with -postgres: how River records a completion: batch (its completer, as shipped) or tx (the worker's own transaction, river.JobCompleteTx)")
 	fs.IntVar(&pg.drain, "drain", 0, "with -postgres: time draining `N` tickets (jobs) enqueued beforehand, River's own shape, instead of cycles")
 	var cf childFlags
 	addChildFlags(fs, &cf)
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if pg.rounds < 5 && !pg.latency {
 			return fmt.Errorf("-rounds %d: want at least 5 for a median", pg.rounds)
+		}
+		if pg.riverMode != "batch" && pg.riverMode != "tx" {
+			return fmt.Errorf("-river-complete %q: want batch or tx", pg.riverMode)
 		}
 		return runPostgres(ctx, pg, stdout)
 	}

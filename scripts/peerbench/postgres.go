@@ -9,7 +9,9 @@ package main
 // A cycle is one job in flight per goroutine: ticketd's Enqueue + Claim + Complete (each
 // with its event, fence token and records, in the same transaction as the transition);
 // River's Insert, then waiting until River has worked the job (a no-op worker) and
-// recorded its completion (EventKindJobCompleted, sent after River's completer wrote it).
+// recorded its completion: with -river-complete batch (River as shipped) its completer's
+// write (EventKindJobCompleted, sent after it), with -river-complete tx the worker's own
+// transaction (river.JobCompleteTx), durable when the cycle ends as ticketd's is.
 // The goroutines run in up to -procs processes (this program re-run as children), each
 // with its own store or River client: 8 goroutines are 4 in each of 2 processes. River's
 // processes each work a queue of their own, so that each one's goroutines wait for their
@@ -64,6 +66,7 @@ type pgConfig struct {
 	history    int
 	samples    int
 	drain      int
+	riverMode  string
 }
 
 // childReport is what a child process prints when its timed run ends.
@@ -90,8 +93,8 @@ func runPostgres(ctx context.Context, c pgConfig, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d claims behind %d finished tickets\n", version, c.samples, c.history)
 		return claimLatency(ctx, c, admin, stdout)
 	}
-	fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d rounds per queue, %s, goroutines %v over up to %d processes\n",
-		version, c.rounds, shape, c.goroutines, c.procs)
+	fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d rounds per queue, %s, goroutines %v over up to %d processes, River completing by %s\n",
+		version, c.rounds, shape, c.goroutines, c.procs, c.riverMode)
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -192,7 +195,8 @@ func timedRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 			n++
 		}
 		cmd := exec.Command(self, "-child", name, "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", fmt.Sprint("q", p), "-duration", c.duration.String())
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", fmt.Sprint("q", p), "-duration", c.duration.String(),
+			"-child-river-mode", c.riverMode)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -264,6 +268,7 @@ type childFlags struct {
 	queue, url, schema, riverQueue string
 	goroutines                     int
 	drain                          bool
+	riverMode                      string
 }
 
 func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
@@ -273,6 +278,7 @@ func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
 	fs.StringVar(&cf.riverQueue, "child-queue", "", "(internal)")
 	fs.IntVar(&cf.goroutines, "child-goroutines", 1, "(internal)")
 	fs.BoolVar(&cf.drain, "child-drain", false, "(internal)")
+	fs.StringVar(&cf.riverMode, "child-river-mode", "batch", "(internal)")
 }
 
 // runChild sets up its queue, says ready, waits for go, runs for d and reports.
@@ -328,6 +334,8 @@ func runChild(ctx context.Context, cf childFlags, d time.Duration, stdin io.Read
 					return errors.New("river: subscription closed")
 				}
 				return nil
+			case err := <-txDone:
+				return err
 			case <-time.After(time.Minute):
 				return errors.New("river: no job completed within a minute of an insert")
 			}
@@ -392,9 +400,29 @@ func (benchArgs) Kind() string { return "bench" }
 
 type benchWorker struct {
 	river.WorkerDefaults[benchArgs]
+	// pool, when set, makes the worker complete its job in a transaction of its own
+	// (river.JobCompleteTx), durable when Work returns, as ticketd's Complete is; then it
+	// says so on txDone. Without it River's completer records the completion, in batches.
+	pool   *pgxpool.Pool
+	signal bool // send each outcome on txDone (the cycles wait on it)
 }
 
-func (benchWorker) Work(context.Context, *river.Job[benchArgs]) error { return nil }
+// txDone carries the outcome of each job a transactional worker completed.
+var txDone = make(chan error, 1024)
+
+func (w benchWorker) Work(ctx context.Context, job *river.Job[benchArgs]) error {
+	if w.pool == nil {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if w.signal {
+		txDone <- err
+	}
+	return err
+}
 
 // riverClient starts a River client working its own queue with one worker per goroutine,
 // tuned for latency as far as River allows (1 ms fetch cooldown; inserts notify the
@@ -405,7 +433,12 @@ func riverClient(ctx context.Context, cf childFlags) (*river.Client[pgx.Tx], <-c
 		return nil, nil, nil, err
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, benchWorker{})
+	w := benchWorker{}
+	var events <-chan *river.Event
+	if cf.riverMode == "tx" {
+		w.pool, w.signal = pool, true
+	}
+	river.AddWorker(workers, w)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:            cf.schema,
 		Queues:            map[string]river.QueueConfig{cf.riverQueue: {MaxWorkers: max(cf.goroutines, 1)}},
@@ -418,7 +451,10 @@ func riverClient(ctx context.Context, cf childFlags) (*river.Client[pgx.Tx], <-c
 		pool.Close()
 		return nil, nil, nil, err
 	}
-	events, cancel := client.Subscribe(river.EventKindJobCompleted)
+	cancel := func() {}
+	if cf.riverMode != "tx" {
+		events, cancel = client.Subscribe(river.EventKindJobCompleted)
+	}
 	if err := client.Start(ctx); err != nil {
 		pool.Close()
 		return nil, nil, nil, err
@@ -684,7 +720,7 @@ func drainRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 			n++
 		}
 		cmd := exec.Command(self, "-child", name, "-child-drain", "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain")
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -811,7 +847,11 @@ func runDrainChild(ctx context.Context, cf childFlags, stdin io.Reader, stdout i
 			return report(childReport{Err: err.Error()})
 		}
 		workers := river.NewWorkers()
-		river.AddWorker(workers, benchWorker{})
+		w := benchWorker{}
+		if cf.riverMode == "tx" {
+			w.pool = pool
+		}
+		river.AddWorker(workers, w)
 		client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 			Schema: cf.schema, Workers: workers, Logger: discardLogger(),
 			Queues:        map[string]river.QueueConfig{"drain": {MaxWorkers: cf.goroutines}},

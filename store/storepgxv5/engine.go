@@ -202,23 +202,33 @@ func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx s
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	tx, err := e.pool.Begin(wctx)
+	conn, err := e.pool.Acquire(wctx)
 	if err != nil {
 		// Nothing ran: a connection the server dropped (restart, failover, idle cut) is
 		// discarded by the pool and the next try takes another.
 		return &connLost{fmt.Errorf("begin: %w", err)}
 	}
-	if err := fn(wctx, &ptx{querier{tx}}); err != nil {
-		tx.Rollback(wctx)
-		if tx.Conn().IsClosed() {
-			// The connection died mid-transaction, before COMMIT was sent: the server rolled
-			// it back, so running it again is safe.
+	defer conn.Release()
+	tx := &ptx{conn: conn.Conn()}
+	if err := fn(wctx, tx); err != nil {
+		if tx.started && !tx.conn.IsClosed() {
+			if _, rerr := tx.conn.Exec(wctx, "ROLLBACK"); rerr != nil {
+				tx.conn.Close(context.Background()) // the pool must not reuse a session in a transaction
+			}
+		}
+		if tx.conn.IsClosed() {
+			// The connection died before COMMIT was sent: the server rolled the transaction
+			// back, so running it again is safe.
 			return &connLost{err}
 		}
 		return err
 	}
+	if !tx.started {
+		return nil // fn ran no statement
+	}
 	// A COMMIT whose answer was lost may or may not have happened: never rerun it.
-	if err := tx.Commit(wctx); err != nil {
+	if _, err := tx.conn.Exec(wctx, "COMMIT"); err != nil {
+		tx.conn.Close(context.Background())
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -263,51 +273,34 @@ func (q querier) Query(ctx context.Context, sql string, args ...any) (storedrive
 	if err != nil {
 		return nil, err
 	}
-	return &prows{rows}, nil
+	return &prows{r: rows}, nil
 }
 
 func (q querier) QueryRow(ctx context.Context, sql string, args ...any) storedriver.Row {
 	return prow{q.q.QueryRow(ctx, sql, args...)}
 }
 
-// ptx is a write transaction.
-type ptx struct{ querier }
-
-var _ storedriver.Tx = (*ptx)(nil)
-
-func (t *ptx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	tag, err := t.q.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
+// prows maps pgx's rows to the store's; after, when set, runs once they are closed (the
+// batch they came in).
+type prows struct {
+	r     pgx.Rows
+	after func() error
 }
-
-// Insert runs an INSERT ... RETURNING id.
-func (t *ptx) Insert(ctx context.Context, sql string, args ...any) (int64, error) {
-	var id int64
-	err := t.q.QueryRow(ctx, sql, args...).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, storedriver.ErrNoRows
-	}
-	return id, err
-}
-
-// Claim is one statement: the pick (FOR UPDATE SKIP LOCKED) and the lease.
-func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver.Row, error) {
-	if p.Paused == "" {
-		return t.QueryRow(ctx, claimQuery, p.Now, p.MaxRescues, p.Worker, p.Node, p.Expires), nil
-	}
-	return t.QueryRow(ctx, claimPausedQuery, p.Now, p.MaxRescues, p.Worker, p.Node, p.Expires, p.Paused), nil
-}
-
-// prows maps pgx's rows to the store's.
-type prows struct{ r pgx.Rows }
 
 func (r *prows) Next() bool             { return r.r.Next() }
 func (r *prows) Scan(dest ...any) error { return r.r.Scan(dest...) }
 func (r *prows) Err() error             { return r.r.Err() }
-func (r *prows) Close() error           { r.r.Close(); return r.r.Err() }
+func (r *prows) Close() error {
+	r.r.Close()
+	err := r.r.Err()
+	if r.after != nil {
+		if aerr := r.after(); err == nil {
+			err = aerr
+		}
+		r.after = nil
+	}
+	return err
+}
 
 // prow maps pgx's no-rows error to the store's.
 type prow struct{ r pgx.Row }

@@ -13,11 +13,18 @@ func (e *Engine) channel() string { return "ticketd:" + e.schema }
 // NoticesReachOtherProcesses is true: every node LISTENs.
 func (e *Engine) NoticesReachOtherProcesses() bool { return true }
 
-// notifyEvery spaces the notices one node sends.
-const notifyEvery = 20 * time.Millisecond
+// notifyEvery spaces the notices one node sends to the others. A NOTIFY is a transaction
+// that PostgreSQL commits durably (it assigns it an xid), one more WAL flush beside the
+// queue's own: one per transition would compete with them for the disk (it cost a
+// one-worker cycle about a quarter of its speed). So a node's notices coalesce, and idle
+// workers on other nodes learn of a change at most this much later; this node's own
+// workers are woken at once.
+const notifyEvery = 200 * time.Millisecond
 
-// Notify queues one notice for the notifier; a notice already queued covers this one.
+// Notify wakes this process's waiters now and queues one notice for the other nodes; a
+// notice already queued covers this one.
 func (e *Engine) Notify() {
+	e.woken()
 	select {
 	case e.notify <- struct{}{}:
 	default:
