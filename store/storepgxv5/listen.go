@@ -14,11 +14,11 @@ func (e *Engine) channel() string { return "ticketd:" + e.schema }
 func (e *Engine) NoticesReachOtherProcesses() bool { return true }
 
 // notifyEvery spaces the notices one node sends to the others. A NOTIFY is a transaction
-// that PostgreSQL commits durably (it assigns it an xid), one more WAL flush beside the
-// queue's own: one per transition would compete with them for the disk (it cost a
-// one-worker cycle about a quarter of its speed). So a node's notices coalesce, and idle
-// workers on other nodes learn of a change at most this much later; this node's own
-// workers are woken at once.
+// of its own (PostgreSQL gives it an xid and a commit record), sent beside the queue's
+// writes: one per transition, each waiting for its WAL flush, cost a one-worker cycle about
+// a quarter of its speed. So a notice's commit does not wait for the disk, and a node's
+// notices coalesce: idle workers on other nodes learn of a change at most this much later;
+// this node's own workers are woken at once.
 const notifyEvery = 200 * time.Millisecond
 
 // Notify wakes this process's waiters now and queues one notice for the other nodes; a
@@ -42,8 +42,10 @@ func (e *Engine) notifier(ctx context.Context) {
 			return
 		case <-e.notify:
 		}
-		// Best effort: a notice lost here is made good by the waiters' poll.
-		e.pool.Exec(ctx, `SELECT pg_notify($1, '')`, e.channel())
+		// Best effort: a notice lost here is made good by the waiters' poll. Its commit need
+		// not wait for the WAL to reach the disk (synchronous_commit off for this one
+		// transaction): nothing is lost if the server crashes before it does.
+		e.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, '')`, e.channel())
 		// At most one notice per notifyEvery: a busy queue's transitions coalesce, and
 		// its waiters learn of them that much later at most.
 		t := time.NewTimer(notifyEvery)
