@@ -202,6 +202,17 @@ func (u *unhealthyRepos) list() []string {
 	return slices.Sorted(maps.Keys(u.names))
 }
 
+// reasons lists each repository with its reason, sorted by name.
+func (u *unhealthyRepos) reasons() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(u.names)) {
+		out = append(out, name+": "+u.names[name])
+	}
+	return out
+}
+
 func (u *unhealthyRepos) has(repo string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()

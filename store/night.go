@@ -11,21 +11,49 @@ import (
 	"github.com/ticketd/ticketd/store/storedriver"
 )
 
-// Run is one night: when it ran, why, and its totals.
+// Run is one night: when it ran, why, how it ended, its totals and the nodes that took part.
 type Run struct {
 	ID        int64     `json:"id"`
 	Trigger   string    `json:"trigger"` // "once", "cron", "demo", "bench"
 	Sandbox   string    `json:"sandbox"` // "bwrap", "none"; "" when not recorded (older nights, tests)
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
-	Claimed   int       `json:"claimed"`
-	Done      int       `json:"done"`
-	Escalated int       `json:"escalated"`
-	Retried   int       `json:"retried"`
-	CostUSD   float64   `json:"cost_usd"`
+	// Outcome is how the night ended; "" while it runs, for a night whose process died
+	// before it could say, and for nights before schema v12. With several nodes, the last
+	// node to finish sets it.
+	Outcome Outcome `json:"outcome"`
+	// Error says why a night was not ok: the server's words, the setting to change.
+	Error     string  `json:"error"`
+	Worked    int     `json:"worked"`  // distinct tickets claimed
+	Claimed   int     `json:"claimed"` // claims (attempts and reruns)
+	Done      int     `json:"done"`
+	Escalated int     `json:"escalated"`
+	Retried   int     `json:"retried"`
+	CostUSD   float64 `json:"cost_usd"`
 	// Nodes are the machines that took part, in the order they joined.
 	Nodes []RunNode `json:"nodes"`
 }
+
+// Outcome is how a night ended.
+type Outcome string
+
+// The night outcomes, which the database CHECKs.
+const (
+	// OutcomeOK: the night ran and worked every ticket it could claim.
+	OutcomeOK Outcome = "ok"
+	// OutcomePartial: the night ran to its end but left claimable tickets unworked (the
+	// window closed, an endpoint was down, tickets were parked, repositories paused).
+	OutcomePartial Outcome = "partial"
+	// OutcomeStopped: something stopped the night early (a systemic endpoint failure, the
+	// account out of quota, the dollar budget, a shutdown).
+	OutcomeStopped Outcome = "stopped"
+	// OutcomeFailed: the night could not start (preflight refused, no repository healthy,
+	// a key unset, no intake folder); nothing was claimed.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Outcomes lists every outcome, best first.
+var Outcomes = []Outcome{OutcomeOK, OutcomePartial, OutcomeStopped, OutcomeFailed}
 
 // RunNode is one machine's part in a night.
 type RunNode struct {
@@ -104,11 +132,23 @@ func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error 
 	return nil
 }
 
-// FinishRun records that this node is done with the night and (re)computes the night's
-// totals from the events in its window and the model calls tagged with it, from every node:
-// each node that finishes refreshes them, and ended_at is the last one's finish. Then it
-// checkpoints the WAL (SQLite).
-func (s *Store) FinishRun(ctx context.Context, id int64) error {
+// FinishRun closes this node's part of a night without an outcome (see EndRun).
+func (s *Store) FinishRun(ctx context.Context, id int64) error { return s.EndRun(ctx, id, "", "") }
+
+// maxRunError bounds a night's recorded error.
+const maxRunError = 4000
+
+// EndRun records that this node is done with the night, with the night's outcome and
+// error as this node saw it (an empty outcome records none), and (re)computes the night's
+// totals from the events in its window and the model calls tagged with it, over every
+// node: each node that finishes refreshes them, and ended_at, outcome and error are the
+// last one's. Then it checkpoints the WAL (SQLite).
+func (s *Store) EndRun(ctx context.Context, id int64, outcome Outcome, errText string) error {
+	switch outcome {
+	case "", OutcomeOK, OutcomePartial, OutcomeStopped, OutcomeFailed:
+	default:
+		return fmt.Errorf("finish run %d: outcome %q: want ok, partial, stopped or failed", id, outcome)
+	}
 	err := s.write(ctx, "finish run", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		var after int64
@@ -121,7 +161,7 @@ func (s *Store) FinishRun(ctx context.Context, id int64) error {
 		if _, err := tx.Exec(ctx, s.q.FinishRunNode, now, id, s.opts.Node); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id)
+		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id, string(outcome), truncate(errText, maxRunError))
 		return err
 	})
 	if err != nil {
@@ -147,7 +187,8 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
+		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Outcome, &r.Error, &r.Worked,
+			&r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		r.StartedAt, r.EndedAt = fromMS(started), fromMS(ended)
@@ -195,4 +236,41 @@ func (s *Store) RunCost(ctx context.Context, id int64) (total, estimated float64
 		return 0, 0, fmt.Errorf("cost of run %d: %w", id, err)
 	}
 	return total, estimated, nil
+}
+
+// NightTotal counts the nights that ended with one outcome, and when the latest of them ended.
+type NightTotal struct {
+	Outcome Outcome   `json:"outcome"`
+	Nights  int       `json:"nights"`
+	LastEnd time.Time `json:"last_end"`
+}
+
+// NightTotals returns a NightTotal for every outcome (zero counts included), best first, so
+// an alert can ask how long ago the last ok night ended.
+func (s *Store) NightTotals(ctx context.Context) ([]NightTotal, error) {
+	byOutcome := map[Outcome]NightTotal{}
+	rows, err := s.rd.Query(ctx, s.q.NightTotals)
+	if err != nil {
+		return nil, fmt.Errorf("night totals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t NightTotal
+		var last sql.NullInt64
+		if err := rows.Scan(&t.Outcome, &t.Nights, &last); err != nil {
+			return nil, fmt.Errorf("night totals: %w", err)
+		}
+		t.LastEnd = fromMS(last)
+		byOutcome[t.Outcome] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("night totals: %w", err)
+	}
+	out := make([]NightTotal, 0, len(Outcomes))
+	for _, o := range Outcomes {
+		t := byOutcome[o]
+		t.Outcome = o
+		out = append(out, t)
+	}
+	return out, nil
 }

@@ -31,6 +31,10 @@ type ModelCall struct {
 	// UsageEstimated is true when the server sent no usage and the token counts are
 	// estimates (then CostUSD is an estimate too). Stored as usage_reported = 0.
 	UsageEstimated bool `json:"usage_estimated"`
+	// CompletionUnknown is true for a request abandoned before its answer (a client-side
+	// time-out the server may have completed and billed): its prompt is estimated, its
+	// completion is not known, so its cost is a lower bound.
+	CompletionUnknown bool `json:"completion_unknown,omitempty"`
 	// Compactions is how many compaction passes shrank the maker's conversation just
 	// before this call.
 	Compactions int `json:"compactions,omitempty"`
@@ -90,7 +94,8 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			b2i(!c.UsageEstimated), c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
+			b2i(!c.UsageEstimated), c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions,
+			b2i(c.CompletionUnknown))
 		return err
 	})
 	if err != nil {
@@ -114,15 +119,16 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 			latencyMS         int64
 			started           sql.NullInt64
 			reported          int
+			unknownCompletion int
 		)
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
 			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
-			&reported, &c.CostSource, &price, &prov, &c.Compactions); err != nil {
+			&reported, &c.CostSource, &price, &prov, &c.Compactions, &unknownCompletion); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)
-		c.UsageEstimated = reported == 0
+		c.UsageEstimated, c.CompletionUnknown = reported == 0, unknownCompletion != 0
 		c.Latency = time.Duration(latencyMS) * time.Millisecond
 		c.StartedAt = fromMS(started)
 		out = append(out, c)
@@ -226,7 +232,9 @@ type UsageEstimates struct {
 	Calls          int     `json:"calls"`
 	EstimatedCalls int     `json:"estimated_calls"`
 	EstimatedUSD   float64 `json:"estimated_cost_usd"` // the part of the cost that is estimated
-	ProviderUSD    float64 `json:"provider_cost_usd"`  // the part the provider reported itself
+	// UnknownCalls have no known cost (no price) or an unknown completion (abandoned).
+	UnknownCalls int     `json:"unknown_cost_calls"`
+	ProviderUSD  float64 `json:"provider_cost_usd"` // the part the provider reported itself
 }
 
 // UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.
@@ -236,7 +244,7 @@ func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates
 	if runID != 0 {
 		q, args = s.q.UsageEstimatesRun, []any{runID}
 	}
-	if err := s.rd.QueryRow(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
+	if err := s.rd.QueryRow(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.UnknownCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
 		return u, fmt.Errorf("usage estimates of run %d: %w", runID, err)
 	}
 	return u, nil

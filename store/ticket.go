@@ -155,13 +155,16 @@ type Filter struct {
 // Summary is a ticket with its model spend, as ticketctl list shows it.
 type Summary struct {
 	Ticket
-	ModelCalls       int           `json:"model_calls"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CachedTokens     int64         `json:"cached_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	CostUnknown      bool          `json:"cost_unknown"` // some call had unknown cost
-	Duration         time.Duration `json:"-"`            // created->finished, or so far
+	ModelCalls       int     `json:"model_calls"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostUnknown      bool    `json:"cost_unknown"` // some call had unknown cost, or an unknown completion
+	// CostEstimated is true when some call's usage was estimated (the server sent none, or
+	// the request was abandoned on a time-out): CostUSD is then partly an estimate.
+	CostEstimated bool          `json:"cost_estimated"`
+	Duration      time.Duration `json:"-"` // created->finished, or so far
 }
 
 // MarshalJSON writes Duration as duration_s (seconds).
@@ -184,7 +187,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	}
 	for _, st := range f.States {
 		if !st.Valid() {
-			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, done, escalated, cancelled", st)
+			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, done, escalated, cancelled", st)
 		}
 		spec.States = append(spec.States, string(st))
 	}
@@ -198,14 +201,14 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	out := []Summary{}
 	for rows.Next() {
 		var (
-			sm      Summary
-			unknown int
+			sm                 Summary
+			unknown, estimated int
 		)
-		t, err := scanTicket(rows, &sm.ModelCalls, &sm.PromptTokens, &sm.CachedTokens, &sm.CompletionTokens, &sm.CostUSD, &unknown)
+		t, err := scanTicket(rows, &sm.ModelCalls, &sm.PromptTokens, &sm.CachedTokens, &sm.CompletionTokens, &sm.CostUSD, &unknown, &estimated)
 		if err != nil {
 			return nil, fmt.Errorf("list tickets: %w", err)
 		}
-		sm.Ticket, sm.CostUnknown = t, unknown != 0
+		sm.Ticket, sm.CostUnknown, sm.CostEstimated = t, unknown != 0, estimated != 0
 		end := t.FinishedAt
 		if end.IsZero() {
 			end = now

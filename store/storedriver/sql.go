@@ -21,7 +21,8 @@ type SQL struct {
 	CurrentState string
 	// List builds the statement for a list of tickets, newest first, each with its model
 	// call totals: ticket columns, then calls, prompt, cached, completion tokens, cost
-	// (0 when none) and 1 when some call's cost is unknown (else 0).
+	// (0 when none), 1 when some call's cost or completion is unknown (else 0), and 1 when
+	// some call's usage was estimated (usage_reported 0).
 	List func(ListSpec) (query string, args []any)
 
 	// Leases.
@@ -53,11 +54,17 @@ type SQL struct {
 	FinishCancelled string
 	// SaveTriage (fenced, no reservation): triage, updated_at, id, token.
 	SaveTriage string
-	// CancelQueued (transition): finished_at, updated_at, reason, id; a queued ticket to
-	// cancelled.
+	// CancelQueued (transition): finished_at, updated_at, reason, id, the state it must be
+	// in (queued or parked); to cancelled.
 	CancelQueued string
 	// FlagCancel (transition): updated_at, reason, id; cancel_requested 1 on a running one.
 	FlagCancel string
+	// RequeueParked (transition): run_after, updated_at, reason, id; a parked ticket back
+	// to queued, its counts kept.
+	RequeueParked string
+	// ParkedDue: run_after limit -> id, attempts of the parked tickets whose run_after is
+	// at most it. Unpark (transition): run_after, updated_at, id; one of them to queued.
+	ParkedDue, Unpark string
 	// Requeue (transition): run_after, updated_at, reason, id, the state it must be in;
 	// state queued, attempts and rescues 0, fence_token+1, lease_expires_at and finished_at
 	// NULL, cancel_requested 0.
@@ -86,7 +93,7 @@ type SQL struct {
 	// prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens,
 	// reasoning_tokens, cost_usd, latency_ms, finish_reason, error_class, error, retries,
 	// started_at, usage_reported, cost_source, price_cost_usd, provider_cost_usd,
-	// compactions.
+	// compactions, completion_unknown.
 	InsertModelCall string
 	// ModelCalls: ticket id -> id, ticket_id, run_id (0 for none), then the columns of
 	// InsertModelCall from attempt on, in its order, oldest first.
@@ -121,14 +128,16 @@ type SQL struct {
 	SetRunSandbox string
 	// RunWindow: id -> after_event_id, ended_at.
 	RunWindow string
-	// FinishRun: ended_at, after_event_id, id; sets the totals from the events after
+	// FinishRun: ended_at, after_event_id, id, outcome, error; sets those, and the totals from the events after
 	// after_event_id at or before ended_at (claimed, transitions into done and into escalated — not
 	// the notes on a finished ticket — and retry) and the
 	// cost of the model calls of the run.
 	FinishRun string
-	// Runs: limit -> id, trigger, sandbox, started_at, ended_at, claimed, done, escalated,
-	// retried, cost_usd, newest first.
+	// Runs: limit -> id, trigger, sandbox, started_at, ended_at, outcome, error, worked
+	// (distinct tickets claimed), claimed, done, escalated, retried, cost_usd, newest first.
 	Runs string
+	// NightTotals: -> outcome, count, max(ended_at) of the ended runs with an outcome.
+	NightTotals string
 	// JoinRunNode: run id, node, started_at; adds the node to the run, or marks it running
 	// again (finished_at NULL) when it rejoins.
 	JoinRunNode string
@@ -142,8 +151,9 @@ type SQL struct {
 	// RunCost: run id -> sum of its model calls' cost_usd (0 when none), and of those with
 	// cost_source estimate.
 	RunCost string
-	// UsageEstimates: -> calls, calls with usage_reported 0, sum of cost_usd with
-	// cost_source estimate, and with cost_source provider; UsageEstimatesRun: run id.
+	// UsageEstimates: -> calls, calls with usage_reported 0, calls with no cost or an
+	// unknown completion, sum of cost_usd with cost_source estimate, and with cost_source
+	// provider; UsageEstimatesRun: run id.
 	UsageEstimates, UsageEstimatesRun string
 
 	// Baselines.
@@ -159,9 +169,10 @@ type SQL struct {
 
 	// Reading the queue.
 
-	// Due: -> state, 0, count, min(run_after), min(lease_expires_at) per state of the
-	// unfinished tickets; DuePaused: paused JSON array -> the same per state and whether
-	// the repository is paused (0, 1).
+	// Due: now -> state, 0, count, min(run_after), min(lease_expires_at), count with
+	// run_after <= now, per state of the unfinished tickets; DuePaused: paused JSON array,
+	// now -> the same per state and whether the repository is paused (0, 1) in the second
+	// column.
 	Due, DuePaused string
 	// CountByState: -> state, count.
 	CountByState string
@@ -180,7 +191,7 @@ type SQL struct {
 	// over every ticket or (run) over those claimed in a run's window or charged to it by a
 	// model call, with args after_event_id, end, run id. StatsTickets: -> state, attempts,
 	// created_at, finished_at. StatsCalls: -> count, cost, 1 if some cost unknown, prompt,
-	// cached, completion tokens. StatsFirstRequests: -> role, cached, prompt tokens of each
+	// cached, completion tokens (unknown: no cost, or an unknown completion). StatsFirstRequests: -> role, cached, prompt tokens of each
 	// ticket's first call per role. StatsReviews: -> rounds, dropped findings.
 	StatsTickets, StatsCalls, StatsFirstRequests, StatsReviews func(run bool) string
 
@@ -203,6 +214,10 @@ type SQL struct {
 	Tables []Table
 	// AfterCopy runs once the rows are in: it moves the id generators past the copied ids.
 	AfterCopy string
+
+	// FinishedBefore: cutoff -> ticket columns of the finished tickets finished before it,
+	// by finished_at, id.
+	FinishedBefore string
 
 	// GCToolCalls: cutoff; empties args and result of the tool calls of unpruned tickets
 	// finished before it. GCTickets: pruned_at, cutoff; empties body, triage, summary.

@@ -12,11 +12,11 @@ type step struct {
 }
 
 // migrations start where the SQLite engine's schema stood when this engine was written
-// (v12): a PostgreSQL database is created at that version in one step, and every later
+// (v13): a PostgreSQL database is created at that version in one step, and every later
 // version is a step in both engines, so one SchemaVersion names the same schema in both.
 // Never edit a released step: append a new one.
 var migrations = []step{
-	{12, `
+	{13, `
 CREATE SEQUENCE events_id_seq;
 
 CREATE TABLE tickets (
@@ -29,7 +29,7 @@ CREATE TABLE tickets (
 	labels           TEXT    NOT NULL DEFAULT '[]',
 	priority         INTEGER NOT NULL DEFAULT 0,
 	state            TEXT    NOT NULL DEFAULT 'queued'
-	                 CHECK (state IN ('queued','running','done','escalated','cancelled')),
+	                 CHECK (state IN ('queued','running','parked','done','escalated','cancelled')),
 	attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
 	max_attempts     INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
 	run_after        BIGINT  NOT NULL,
@@ -92,7 +92,10 @@ CREATE TABLE runs (
 	retried        INTEGER NOT NULL DEFAULT 0,
 	cost_usd       DOUBLE PRECISION NOT NULL DEFAULT 0,
 	after_event_id BIGINT NOT NULL DEFAULT 0,
-	sandbox        TEXT   NOT NULL DEFAULT ''
+	sandbox        TEXT   NOT NULL DEFAULT '',
+	outcome        TEXT   NOT NULL DEFAULT '' CHECK (outcome IN ('', 'ok', 'partial', 'stopped', 'failed')),
+	error          TEXT   NOT NULL DEFAULT '',
+	worked         INTEGER NOT NULL DEFAULT 0 CHECK (worked >= 0)
 );
 
 CREATE TABLE model_calls (
@@ -119,7 +122,8 @@ CREATE TABLE model_calls (
 	cost_source        TEXT    NOT NULL DEFAULT '',
 	price_cost_usd     DOUBLE PRECISION,
 	provider_cost_usd  DOUBLE PRECISION,
-	compactions        INTEGER NOT NULL DEFAULT 0 CHECK (compactions >= 0)
+	compactions        INTEGER NOT NULL DEFAULT 0 CHECK (compactions >= 0),
+	completion_unknown INTEGER NOT NULL DEFAULT 0 CHECK (completion_unknown IN (0, 1))
 );
 CREATE INDEX model_calls_ticket ON model_calls (ticket_id, id);
 CREATE INDEX model_calls_run ON model_calls (run_id) WHERE run_id IS NOT NULL;

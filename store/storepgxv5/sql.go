@@ -105,7 +105,13 @@ var statements = storedriver.SQL{
 	SaveTriage: `UPDATE tickets SET triage = $1, updated_at = $2
 			WHERE id = $3 AND fence_token = $4 AND state = 'running'`,
 	CancelQueued: `UPDATE tickets SET state = 'cancelled', finished_at = $1, updated_at = $2, reason = $3,
-				` + reserveEvent + ` WHERE id = $4 AND state = 'queued'`,
+				` + reserveEvent + ` WHERE id = $4 AND state = $5`,
+	RequeueParked: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, reason = $3, ` + reserveEvent + `
+				WHERE id = $4 AND state = 'parked'`,
+	ParkedDue: `SELECT id, attempts FROM tickets
+			WHERE finished_at IS NULL AND state = 'parked' AND run_after <= $1`,
+	Unpark: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, ` + reserveEvent + `
+				WHERE id = $3 AND state = 'parked'`,
 	FlagCancel: `UPDATE tickets SET cancel_requested = 1, updated_at = $1, reason = $2,
 				` + reserveEvent + ` WHERE id = $3 AND state = 'running'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = $1,
@@ -134,13 +140,13 @@ var statements = storedriver.SQL{
 	InsertModelCall: `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 			RETURNING id`,
 	ModelCalls: `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown
 		FROM model_calls WHERE ticket_id = $1 ORDER BY id`,
 	InsertToolCall: `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
@@ -164,15 +170,19 @@ var statements = storedriver.SQL{
 	StartRun:      `INSERT INTO runs (trigger, started_at, after_event_id) VALUES ($1, $2, (SELECT coalesce(max(id), 0) FROM events)) RETURNING id`,
 	SetRunSandbox: `UPDATE runs SET sandbox = $1 WHERE id = $2`,
 	RunWindow:     `SELECT after_event_id, ended_at FROM runs WHERE id = $1`,
-	FinishRun: `UPDATE runs SET ended_at = $1,
+	FinishRun: `UPDATE runs SET ended_at = $1, outcome = $4, error = $5,
+			worked    = (SELECT count(DISTINCT ticket_id) FROM events WHERE id > $2 AND at <= $1 AND kind = 'claimed'),
 			claimed   = (SELECT count(*) FROM events WHERE id > $2 AND at <= $1 AND kind = 'claimed'),
 			done      = (SELECT count(*) FROM events WHERE id > $2 AND at <= $1 AND to_state = 'done' AND from_state <> 'done'),
 			escalated = (SELECT count(*) FROM events WHERE id > $2 AND at <= $1 AND to_state = 'escalated' AND from_state <> 'escalated'),
 			retried   = (SELECT count(*) FROM events WHERE id > $2 AND at <= $1 AND kind = 'retry'),
 			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = $3)
 			WHERE id = $3`,
-	Runs: `SELECT id, trigger, sandbox, started_at, ended_at, claimed, done, escalated, retried, cost_usd
+	Runs: `SELECT id, trigger, sandbox, started_at, ended_at, outcome, error, worked,
+			claimed, done, escalated, retried, cost_usd
 		FROM runs ORDER BY id DESC LIMIT $1`,
+	NightTotals: `SELECT outcome, count(*), max(ended_at) FROM runs
+		WHERE outcome <> '' AND ended_at IS NOT NULL GROUP BY outcome`,
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = $1`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES ($1, $2, $3)
@@ -202,10 +212,10 @@ var statements = storedriver.SQL{
 				created_at = excluded.created_at, used_at = excluded.used_at, uses = 0`,
 	PruneBaselines: `DELETE FROM baselines WHERE used_at < $1`,
 
-	Due: `SELECT state, 0, count(*), min(run_after), min(lease_expires_at) FROM tickets
+	Due: `SELECT state, 0, count(*), min(run_after), min(lease_expires_at), count(*) FILTER (WHERE run_after <= $1) FROM tickets
 		WHERE finished_at IS NULL GROUP BY state`,
 	DuePaused: `SELECT state, CASE WHEN repo IN (SELECT json_array_elements_text($1::text::json)) THEN 1 ELSE 0 END,
-			count(*), min(run_after), min(lease_expires_at)
+			count(*), min(run_after), min(lease_expires_at), count(*) FILTER (WHERE run_after <= $2)
 		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`,
 	CountByState: `SELECT state, count(*) FROM tickets GROUP BY state`,
 	EventKinds:   `SELECT kind, count(*), count(*) FILTER (WHERE kind = 'lease_expired' AND to_state = 'queued') FROM events GROUP BY kind`,
@@ -225,7 +235,7 @@ var statements = storedriver.SQL{
 		return `SELECT state, attempts, created_at, finished_at FROM tickets WHERE id IN (` + ticketScope(run) + `)`
 	},
 	StatsCalls: func(run bool) string {
-		return `SELECT count(*), coalesce(sum(cost_usd), 0), CASE WHEN bool_or(cost_usd IS NULL) THEN 1 ELSE 0 END,
+		return `SELECT count(*), coalesce(sum(cost_usd), 0), CASE WHEN bool_or(cost_usd IS NULL OR completion_unknown = 1) THEN 1 ELSE 0 END,
 			coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(cached_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint
 		FROM model_calls WHERE id IN (` + callScope(run) + `)`
 	},
@@ -242,6 +252,9 @@ var statements = storedriver.SQL{
 		return q
 	},
 
+	FinishedBefore: `SELECT ` + ticketCols + ` FROM tickets
+		WHERE finished_at IS NOT NULL AND finished_at < $1 ORDER BY finished_at, id`,
+
 	Tables: tables(),
 	AfterCopy: `SELECT setval(pg_get_serial_sequence(t, 'id'), coalesce(m, 0) + 1, false) FROM (VALUES
 		('tickets', (SELECT max(id) FROM tickets)), ('runs', (SELECT max(id) FROM runs)),
@@ -256,6 +269,7 @@ var statements = storedriver.SQL{
 }
 
 const usageEstimates = `SELECT count(*), count(*) FILTER (WHERE usage_reported = 0),
+			count(*) FILTER (WHERE cost_usd IS NULL OR completion_unknown = 1),
 			coalesce(sum(cost_usd) FILTER (WHERE cost_source = 'estimate'), 0),
 			coalesce(sum(cost_usd) FILTER (WHERE cost_source = 'provider'), 0)
 		FROM model_calls`
@@ -301,7 +315,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	if len(f.States) > 0 {
 		active := true
 		for _, st := range f.States {
-			active = active && (st == "queued" || st == "running")
+			active = active && (st == "queued" || st == "running" || st == "parked")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL")
@@ -325,10 +339,12 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	q := `WITH ids AS MATERIALIZED (` + ids + `),
 		m AS (SELECT ticket_id, count(*) AS n, sum(prompt_tokens)::bigint AS p, sum(cached_tokens)::bigint AS c,
 				sum(completion_tokens)::bigint AS o, sum(cost_usd) AS cost,
-				max(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown
+				max(CASE WHEN cost_usd IS NULL OR completion_unknown = 1 THEN 1 ELSE 0 END) AS unknown,
+				max(CASE WHEN usage_reported = 0 THEN 1 ELSE 0 END) AS estimated
 			FROM model_calls WHERE ticket_id IN (SELECT id FROM ids) GROUP BY ticket_id)
 		SELECT ` + prefixCols("t.", ticketCols) + `,
-			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
+			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0),
+			coalesce(m.estimated, 0)
 		FROM tickets t LEFT JOIN m ON m.ticket_id = t.id
 		WHERE t.id IN (SELECT id FROM ids) ORDER BY t.id DESC`
 	return q, args

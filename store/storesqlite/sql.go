@@ -75,7 +75,13 @@ var statements = storedriver.SQL{
 	SaveTriage: `UPDATE tickets SET triage = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 	CancelQueued: `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
-				` + reserveEvent + ` WHERE id = ? AND state = 'queued'`,
+				` + reserveEvent + ` WHERE id = ? AND state = ?`,
+	RequeueParked: `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, reason = ?, ` + reserveEvent + `
+				WHERE id = ? AND state = 'parked'`,
+	ParkedDue: `SELECT id, attempts FROM tickets
+			WHERE finished_at IS NULL AND state = 'parked' AND run_after <= ?`,
+	Unpark: `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, ` + reserveEvent + `
+				WHERE id = ? AND state = 'parked'`,
 	FlagCancel: `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
 				` + reserveEvent + ` WHERE id = ? AND state = 'running'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
@@ -105,12 +111,12 @@ var statements = storedriver.SQL{
 	InsertModelCall: `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	ModelCalls: `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`,
 	InsertToolCall: `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -134,15 +140,19 @@ var statements = storedriver.SQL{
 	StartRun:      `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events))`,
 	SetRunSandbox: `UPDATE runs SET sandbox = ? WHERE id = ?`,
 	RunWindow:     `SELECT after_event_id, ended_at FROM runs WHERE id = ?`,
-	FinishRun: `UPDATE runs SET ended_at = ?1,
+	FinishRun: `UPDATE runs SET ended_at = ?1, outcome = ?4, error = ?5,
+			worked    = (SELECT count(DISTINCT ticket_id) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
 			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
 			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done' AND from_state <> 'done'),
 			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated' AND from_state <> 'escalated'),
 			retried   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'retry'),
 			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?3)
 			WHERE id = ?3`,
-	Runs: `SELECT id, trigger, sandbox, started_at, ended_at, claimed, done, escalated, retried, cost_usd
+	Runs: `SELECT id, trigger, sandbox, started_at, ended_at, outcome, error, worked,
+			claimed, done, escalated, retried, cost_usd
 		FROM runs ORDER BY id DESC LIMIT ?`,
+	NightTotals: `SELECT outcome, count(*), max(ended_at) FROM runs
+		WHERE outcome != '' AND ended_at IS NOT NULL GROUP BY outcome`,
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = ?`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES (?, ?, ?)
@@ -172,11 +182,12 @@ var statements = storedriver.SQL{
 				created_at = excluded.created_at, used_at = excluded.used_at, uses = 0`,
 	PruneBaselines: `DELETE FROM baselines WHERE used_at < ?`,
 
-	Due: `SELECT state, 0, count(*), min(run_after), min(lease_expires_at) FROM tickets
+	Due: `SELECT state, 0, count(*), min(run_after), min(lease_expires_at), sum(run_after <= ?1) FROM tickets
 		WHERE finished_at IS NULL GROUP BY state`,
 	// With repositories paused, each active ticket's row is read for its repo: the active
 	// set is small, the history is not touched.
-	DuePaused: `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at)
+	DuePaused: `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at),
+			sum(run_after <= ?2)
 		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`,
 	CountByState: `SELECT state, count(*) FROM tickets GROUP BY state`,
 	EventKinds:   `SELECT kind, count(*), sum(kind = 'lease_expired' AND to_state = 'queued') FROM events GROUP BY kind`,
@@ -195,7 +206,7 @@ var statements = storedriver.SQL{
 		return `SELECT state, attempts, created_at, finished_at FROM tickets WHERE id IN (` + ticketScope(run) + `)`
 	},
 	StatsCalls: func(run bool) string {
-		return `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL), 0),
+		return `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL OR completion_unknown = 1), 0),
 			coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0), coalesce(sum(completion_tokens), 0)
 		FROM model_calls WHERE id IN (` + callScope(run) + `)`
 	},
@@ -212,6 +223,9 @@ var statements = storedriver.SQL{
 		return q
 	},
 
+	FinishedBefore: `SELECT ` + ticketCols + ` FROM tickets
+		WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at, id`,
+
 	Tables:    tables(),
 	AfterCopy: `SELECT 1`,
 
@@ -221,7 +235,7 @@ var statements = storedriver.SQL{
 			WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL`,
 }
 
-const usageEstimates = `SELECT count(*), coalesce(sum(usage_reported = 0), 0),
+const usageEstimates = `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),
 			coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0),
 			coalesce(sum(CASE WHEN cost_source = 'provider' THEN cost_usd END), 0)
 		FROM model_calls`
@@ -269,7 +283,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 		active := true
 		for i, st := range f.States {
 			lits[i] = "'" + strings.ReplaceAll(st, "'", "''") + "'"
-			active = active && (st == "queued" || st == "running")
+			active = active && (st == "queued" || st == "running" || st == "parked")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL") // the tickets_open term, verbatim
@@ -301,10 +315,12 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	}
 	q := `WITH ids AS MATERIALIZED (` + ids + `),
 		m AS (SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
-				sum(completion_tokens) AS o, sum(cost_usd) AS cost, max(cost_usd IS NULL) AS unknown
+				sum(completion_tokens) AS o, sum(cost_usd) AS cost,
+				max(cost_usd IS NULL OR completion_unknown = 1) AS unknown, max(usage_reported = 0) AS estimated
 			FROM model_calls WHERE ticket_id IN (SELECT id FROM ids) GROUP BY ticket_id)
 		SELECT ` + prefixCols("t.", ticketCols) + `,
-			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
+			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0),
+			coalesce(m.estimated, 0)
 		FROM tickets t LEFT JOIN m ON m.ticket_id = t.id
 		WHERE t.id IN (SELECT id FROM ids) ORDER BY t.id DESC`
 	return q, args
