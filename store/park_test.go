@@ -213,3 +213,58 @@ func testNightOutcomes(t *testing.T, e engine) {
 		t.Errorf("NightTotals = %+v", tot)
 	}
 }
+
+// TestAbandonedCallsMakeCostUnknown: a model call abandoned before its answer keeps its
+// estimated cost but marks its completion unknown, and every total that includes it (the
+// ticket's summary, the night's stats, the usage estimates) says its cost is not whole.
+func TestAbandonedCallsMakeCostUnknown(t *testing.T) {
+	forEachEngine(t, testAbandonedCallsMakeCostUnknown)
+}
+
+func testAbandonedCallsMakeCostUnknown(t *testing.T, e engine) {
+	b := e.setup(t)
+	run, err := b.s.StartRun(b.ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := b.enqueue(t, "whole")
+	cut := b.enqueue(t, "cut")
+	for _, c := range []ModelCall{
+		{TicketID: whole, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 100, CompletionTokens: 10, CostUSD: ptr(0.01), CostSource: "price_table"},
+		{TicketID: cut, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 900, CostUSD: ptr(0.02), CostSource: "estimate",
+			UsageEstimated: true, CompletionUnknown: true, ErrorClass: "timeout", Error: "client time-out"},
+	} {
+		if _, err := b.s.RecordModelCall(b.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := b.s.ModelCalls(b.ctx, cut); err != nil || len(got) != 1 || !got[0].CompletionUnknown || !got[0].UsageEstimated ||
+		got[0].CostUSD == nil || *got[0].CostUSD != 0.02 {
+		t.Errorf("ModelCalls(cut) = %+v, %v; want the estimate kept and the completion unknown", got, err)
+	}
+	if got, err := b.s.ModelCalls(b.ctx, whole); err != nil || len(got) != 1 || got[0].CompletionUnknown {
+		t.Errorf("ModelCalls(whole) = %+v, %v; want a known completion", got, err)
+	}
+	list, err := b.s.List(b.ctx, Filter{})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	for _, sm := range list {
+		if want := sm.ID == cut; sm.CostUnknown != want || sm.CostEstimated != want {
+			t.Errorf("summary of %d: cost unknown %v, estimated %v; want both %v", sm.ID, sm.CostUnknown, sm.CostEstimated, want)
+		}
+	}
+	if err := b.s.FinishRun(b.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{0, run} {
+		st, err := b.s.Stats(b.ctx, id)
+		if err != nil || !st.CostUnknown || st.CostUSD < 0.0299 || st.CostUSD > 0.0301 {
+			t.Errorf("Stats(%d) = cost %v unknown %v, %v; want $0.03 and unknown", id, st.CostUSD, st.CostUnknown, err)
+		}
+		u, err := b.s.UsageEstimates(b.ctx, id)
+		if want := (UsageEstimates{Calls: 2, EstimatedCalls: 1, EstimatedUSD: 0.02, UnknownCalls: 1}); err != nil || u != want {
+			t.Errorf("UsageEstimates(%d) = %+v, %v; want %+v", id, u, err, want)
+		}
+	}
+}
