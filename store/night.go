@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/ticketd/ticketd/store/storedriver"
@@ -19,10 +20,11 @@ type Run struct {
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Outcome is how the night ended; "" while it runs, for a night whose process died
-	// before it could say, and for nights before schema v12. With several nodes, the last
-	// node to finish sets it.
+	// before it could say, and for nights before schema v12. With several nodes, the worst
+	// any of them reported.
 	Outcome Outcome `json:"outcome"`
-	// Error says why a night was not ok: the server's words, the setting to change.
+	// Error says why a night was not ok: the server's words, the setting to change. With
+	// several nodes, each part names its node ("vm-2: ...").
 	Error     string  `json:"error"`
 	Worked    int     `json:"worked"`  // distinct tickets claimed
 	Claimed   int     `json:"claimed"` // claims (attempts and reruns)
@@ -135,25 +137,54 @@ func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error 
 // FinishRun closes this node's part of a night without an outcome (see EndRun).
 func (s *Store) FinishRun(ctx context.Context, id int64) error { return s.EndRun(ctx, id, "", "") }
 
+// outcomeRank orders outcomes from none (0) through Outcomes, best first; -1 for one that
+// is not an outcome.
+func outcomeRank(o Outcome) int {
+	if o == "" {
+		return 0
+	}
+	if i := slices.Index(Outcomes, o); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// mergeOutcome is a night's outcome and error once another node reported its own: the worse
+// of the two outcomes with its error, or, when both are as bad, both errors. An empty
+// outcome (FinishRun) changes nothing.
+func mergeOutcome(prev Outcome, prevErr string, next Outcome, nextErr string) (Outcome, string) {
+	switch r, p := outcomeRank(next), outcomeRank(prev); {
+	case r > p:
+		return next, nextErr
+	case r < p || nextErr == "" || nextErr == prevErr:
+		return prev, prevErr
+	case prevErr == "":
+		return prev, nextErr
+	}
+	return prev, prevErr + "; " + nextErr
+}
+
 // maxRunError bounds a night's recorded error.
 const maxRunError = 4000
 
 // EndRun records that this node is done with the night, with the night's outcome and
 // error as this node saw it (an empty outcome records none), and (re)computes the night's
 // totals from the events in its window and the model calls tagged with it, over every
-// node: each node that finishes refreshes them, and ended_at, outcome and error are the
-// last one's. Then it checkpoints the WAL (SQLite).
+// node: each node that finishes refreshes them, and ended_at is the last one's. The night's
+// outcome is the worst any of its nodes reported (see mergeOutcome), so a node that failed
+// or was stopped is not hidden by one that finished well after it. Then it checkpoints the
+// WAL (SQLite).
 func (s *Store) EndRun(ctx context.Context, id int64, outcome Outcome, errText string) error {
-	switch outcome {
-	case "", OutcomeOK, OutcomePartial, OutcomeStopped, OutcomeFailed:
-	default:
+	if outcomeRank(outcome) < 0 {
 		return fmt.Errorf("finish run %d: outcome %q: want ok, partial, stopped or failed", id, outcome)
 	}
 	err := s.write(ctx, "finish run", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		var after int64
-		var ended sql.NullInt64
-		if err := tx.QueryRow(ctx, s.q.RunWindow, id).Scan(&after, &ended); errors.Is(err, sql.ErrNoRows) {
+		var prev Outcome
+		var prevErr string
+		var nodes int
+		if err := tx.QueryRow(ctx, s.q.RunEnding, id).Scan(&after, &prev, &prevErr, &nodes); errors.Is(err, sql.ErrNoRows) {
 			return ErrRunNotFound
 		} else if err != nil {
 			return err
@@ -161,6 +192,10 @@ func (s *Store) EndRun(ctx context.Context, id int64, outcome Outcome, errText s
 		if _, err := tx.Exec(ctx, s.q.FinishRunNode, now, id, s.opts.Node); err != nil {
 			return err
 		}
+		if nodes > 1 && errText != "" {
+			errText = s.opts.Node + ": " + errText
+		}
+		outcome, errText = mergeOutcome(prev, prevErr, outcome, errText)
 		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id, string(outcome), truncate(errText, maxRunError))
 		return err
 	})

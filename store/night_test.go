@@ -150,3 +150,90 @@ func testArtifactsKeepTheResultsFolder(t *testing.T, e engine) {
 		t.Errorf("artifacts after GC = %+v, %v; want report.md only", list, err)
 	}
 }
+
+// TestNightOutcomeIsTheWorstNodes: in a night several nodes shared, a node that was
+// stopped or failed is not hidden by one that ended well after it; each part of the error
+// names its node; a night of one node keeps its error as it was.
+func TestNightOutcomeIsTheWorstNodes(t *testing.T) { forEachEngine(t, testNightOutcomeIsTheWorstNodes) }
+
+func testNightOutcomeIsTheWorstNodes(t *testing.T, e engine) {
+	a := e.setup(t, func(o *Options) { o.Node = "vm-a" })
+	nodes := map[string]*Store{"vm-a": a.s}
+	for _, n := range []string{"vm-b", "vm-c"} {
+		s, err := OpenLocation(a.ctx, a.loc, Options{Now: a.clock.Now, Node: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		nodes[n] = s
+	}
+	type end struct {
+		node    string
+		outcome Outcome
+		err     string
+	}
+	for _, c := range []struct {
+		name        string
+		ends        []end
+		wantOutcome Outcome
+		wantErr     string
+	}{
+		{"one node keeps its words", []end{{"vm-a", OutcomePartial, "2 ticket(s) parked"}},
+			OutcomePartial, "2 ticket(s) parked"},
+		{"stopped, then ok later", []end{{"vm-a", OutcomeStopped, "night.max_dollars reached"}, {"vm-b", OutcomeOK, ""}},
+			OutcomeStopped, "vm-a: night.max_dollars reached"},
+		{"ok, then failed", []end{{"vm-a", OutcomeOK, ""}, {"vm-b", OutcomeFailed, "preflight: HTTP 401"}},
+			OutcomeFailed, "vm-b: preflight: HTTP 401"},
+		{"two partial, one ok", []end{{"vm-a", OutcomePartial, "1 ticket(s) ready"}, {"vm-b", OutcomeOK, ""}, {"vm-c", OutcomePartial, "endpoint down"}},
+			OutcomePartial, "vm-a: 1 ticket(s) ready; vm-c: endpoint down"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a.clock.Advance(24 * time.Hour) // a night of its own
+			var run int64
+			for _, x := range c.ends {
+				id, _, err := nodes[x.node].JoinRun(a.ctx, "cron", time.Hour)
+				if err != nil || run != 0 && id != run {
+					t.Fatalf("%s JoinRun = %d, %v; want run %d", x.node, id, err, run)
+				}
+				run = id
+			}
+			for _, x := range c.ends {
+				a.clock.Advance(time.Minute)
+				if err := nodes[x.node].EndRun(a.ctx, run, x.outcome, x.err); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs, err := a.s.Runs(a.ctx, 1)
+			if err != nil || len(runs) != 1 || runs[0].ID != run {
+				t.Fatalf("Runs = %+v, %v", runs, err)
+			}
+			if r := runs[0]; r.Outcome != c.wantOutcome || r.Error != c.wantErr || len(r.Nodes) != len(c.ends) {
+				t.Errorf("night = %s %q with %d nodes; want %s %q with %d", r.Outcome, r.Error, len(r.Nodes), c.wantOutcome, c.wantErr, len(c.ends))
+			}
+		})
+	}
+}
+
+func TestMergeOutcome(t *testing.T) {
+	tests := []struct {
+		prev, next       Outcome
+		prevErr, nextErr string
+		want             Outcome
+		wantErr          string
+	}{
+		{"", OutcomeOK, "", "", OutcomeOK, ""},
+		{OutcomeOK, "", "", "", OutcomeOK, ""},
+		{OutcomeFailed, "", "x", "", OutcomeFailed, "x"},
+		{OutcomeOK, OutcomePartial, "", "p", OutcomePartial, "p"},
+		{OutcomeStopped, OutcomePartial, "s", "p", OutcomeStopped, "s"},
+		{OutcomePartial, OutcomePartial, "p1", "p2", OutcomePartial, "p1; p2"},
+		{OutcomePartial, OutcomePartial, "p", "p", OutcomePartial, "p"},
+		{OutcomeStopped, OutcomeFailed, "s", "f", OutcomeFailed, "f"},
+	}
+	for _, tt := range tests {
+		got, gotErr := mergeOutcome(tt.prev, tt.prevErr, tt.next, tt.nextErr)
+		if got != tt.want || gotErr != tt.wantErr {
+			t.Errorf("mergeOutcome(%q %q, %q %q) = %q %q; want %q %q", tt.prev, tt.prevErr, tt.next, tt.nextErr, got, gotErr, tt.want, tt.wantErr)
+		}
+	}
+}

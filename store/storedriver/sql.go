@@ -128,6 +128,8 @@ type SQL struct {
 	SetRunSandbox string
 	// RunWindow: id -> after_event_id, ended_at.
 	RunWindow string
+	// RunEnding: id -> after_event_id, outcome, error, and how many nodes joined it.
+	RunEnding string
 	// FinishRun: ended_at, after_event_id, id, outcome, error; sets those, and the totals from the events after
 	// after_event_id at or before ended_at (claimed, transitions into done and into escalated — not
 	// the notes on a finished ticket — and retry) and the

@@ -140,6 +140,8 @@ var statements = storedriver.SQL{
 	StartRun:      `INSERT INTO runs (trigger, started_at, after_event_id) VALUES (?, ?, (SELECT coalesce(max(id), 0) FROM events))`,
 	SetRunSandbox: `UPDATE runs SET sandbox = ? WHERE id = ?`,
 	RunWindow:     `SELECT after_event_id, ended_at FROM runs WHERE id = ?`,
+	RunEnding: `SELECT after_event_id, outcome, error, (SELECT count(*) FROM run_nodes n WHERE n.run_id = runs.id)
+		FROM runs WHERE id = ?`,
 	FinishRun: `UPDATE runs SET ended_at = ?1, outcome = ?4, error = ?5,
 			worked    = (SELECT count(DISTINCT ticket_id) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
 			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
