@@ -97,7 +97,8 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	p := storedriver.ClaimParams{MaxRescues: s.opts.MaxRescues, Worker: worker, Node: s.opts.Node}
+	p := storedriver.ClaimParams{MaxRescues: s.opts.MaxRescues, Worker: worker, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: "claimed", From: string(StateQueued), To: string(StateRunning)}}
 	if paused := s.paused.Load(); paused != nil {
 		p.Paused = paused.json
 	}
@@ -114,6 +115,8 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			s.lastSettle.Store(now)
 		}
 		p.Now, p.Expires = now, now+leaseFor.Milliseconds()
+		// Nothing follows a fresh claim: the engine writes its event with the lease.
+		p.Last = true
 		row, err := tx.Claim(ctx, p)
 		if err != nil {
 			return err
@@ -126,19 +129,17 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		if err != nil {
 			return fmt.Errorf("read claimed ticket: %w", err)
 		}
-		// The lease reserved one event: the claim's, or on a rescue the lost lease's, after
-		// which the claim reserves its own.
-		claimed := s.appendEvent
+		// A fresh claim's event came with the lease (p.Event). A rescue's lease reserved the
+		// lost lease's event; the claim then reserves its own.
 		if t.RescuedFrom != "" {
 			if err := s.appendEvent(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
 				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
 					t.RescuedFrom, worker, t.Rescues, s.opts.MaxRescues-1)); err != nil {
 				return err
 			}
-			claimed = s.event
-		}
-		if err := claimed(ctx, tx, t.ID, now, "claimed", StateQueued, StateRunning, t.Attempts, worker, ""); err != nil {
-			return err
+			if err := s.event(ctx, tx, t.ID, now, p.Event.Kind, State(p.Event.From), State(p.Event.To), t.Attempts, worker, p.Event.Reason); err != nil {
+				return err
+			}
 		}
 		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
 		return nil

@@ -95,6 +95,8 @@ type Tx interface {
 	// Claim leases the ticket a claim should take (see ClaimParams) and returns its row as
 	// SQL.TicketCols reads it, or a Row whose Scan returns ErrNoRows when none is ready.
 	// The pick and the lease are one step: no other transaction can lease the same ticket.
+	// A fresh claim (of a queued ticket) also writes its event, ClaimParams.Event; a rescue
+	// (rescued_from set) writes none, and the caller appends the lost lease's and the claim's.
 	Claim(ctx context.Context, p ClaimParams) (Row, error)
 }
 
@@ -111,6 +113,18 @@ type ClaimParams struct {
 	Worker, Node string
 	// Paused is a JSON array of repository names to skip, "" for none.
 	Paused string
+	// Event is the event a fresh claim writes under the lease's reservation: at Now, with
+	// the ticket's new attempts and Worker as actor.
+	Event ClaimEvent
+	// Last says the caller runs nothing after a fresh claim in this transaction, so the
+	// engine may commit the transaction with the claim's own statement (PostgreSQL: one
+	// round trip). The Row's Scan then returns once the commit is durable.
+	Last bool
+}
+
+// ClaimEvent is what a fresh claim's event says.
+type ClaimEvent struct {
+	Kind, From, To, Reason string
 }
 
 // Rows iterates a query's rows like sql.Rows.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,11 @@ type Engine struct {
 	// schema is the schema the store's tables are in (current_schema()): notices and locks
 	// are per schema, so two deployments in one database never meet.
 	schema string
+
+	// lastRefresh is the store clock (unix ms) of the last read of leaseHorizon, the
+	// earliest expiry of a lease that may still be running: a claim before it reads only
+	// the queued tickets.
+	lastRefresh, leaseHorizon atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -209,12 +215,15 @@ func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx s
 		return &connLost{fmt.Errorf("begin: %w", err)}
 	}
 	defer conn.Release()
-	tx := &ptx{conn: conn.Conn()}
+	tx := &ptx{e: e, conn: conn.Conn()}
 	if err := fn(wctx, tx); err != nil {
 		if tx.started && !tx.conn.IsClosed() {
 			if _, rerr := tx.conn.Exec(wctx, "ROLLBACK"); rerr != nil {
 				tx.conn.Close(context.Background()) // the pool must not reuse a session in a transaction
 			}
+		}
+		if unknown := (*commitUnknown)(nil); errors.As(err, &unknown) || tx.committed {
+			return err // a claim's COMMIT may have happened, or did: never rerun
 		}
 		if tx.conn.IsClosed() {
 			// The connection died before COMMIT was sent: the server rolled the transaction
@@ -224,7 +233,7 @@ func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx s
 		return err
 	}
 	if !tx.started {
-		return nil // fn ran no statement
+		return nil // fn ran no statement, or a claim committed with its own
 	}
 	// A COMMIT whose answer was lost may or may not have happened: never rerun it.
 	if _, err := tx.conn.Exec(wctx, "COMMIT"); err != nil {

@@ -22,39 +22,58 @@ const ticketCols = `id, source, external_id, repo, title, body, labels, priority
 const reserveEvent = `prev_event_id = last_event_id, last_event_id = nextval('events_id_seq')`
 
 // claimPick is the claim's pick: the first open ticket in claim order that is queued and
-// due, or running on an expired lease that may be rescued, skipping the rows other
-// transactions hold ($1 now, $2 max rescues, $6 the paused repositories as a JSON array).
-func claimPick(paused bool) string {
+// due, or (rescue) running on an expired lease that may be rescued, skipping the rows other
+// transactions hold ($1 now, $2 max rescues, $10 the paused repositories as a JSON array).
+func claimPick(paused, rescue bool) string {
 	filter := ""
 	if paused {
-		filter = ` AND repo NOT IN (SELECT json_array_elements_text($6::text::json))`
+		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
+	}
+	running := ""
+	if rescue {
+		running = `
+			OR (state = 'running' AND lease_expires_at <= $1::bigint AND rescues + 1 < $2::int AND cancel_requested = 0)`
 	}
 	return `SELECT id FROM tickets
 		WHERE finished_at IS NULL AND (
-			(state = 'queued' AND run_after <= $1::bigint)
-			OR (state = 'running' AND lease_expires_at <= $1::bigint AND rescues + 1 < $2::int AND cancel_requested = 0))` + filter + `
+			(state = 'queued' AND run_after <= $1::bigint)` + running + `)` + filter + `
 		ORDER BY priority DESC, run_after, id
 		LIMIT 1 FOR UPDATE SKIP LOCKED`
 }
 
-// claimLease leases the picked ticket to worker $3 on node $4 until $5: one statement, so
-// the row stays locked from the pick to the lease. A rescue does not charge the attempt its
-// expired lease cut short: attempts stay, rescues grows.
-func claimLease(paused bool) string {
-	return `WITH pick AS (` + claimPick(paused) + `)
-	UPDATE tickets t SET state = 'running', attempts = t.attempts + (t.state = 'queued')::int,
-		rescues = t.rescues + (t.state = 'running')::int,
-		fence_token = t.fence_token + 1, lease_owner = $3, lease_node = $4, lease_expires_at = $5, updated_at = $1,
-		rescued_from = CASE WHEN t.state = 'running' THEN t.lease_owner END,
-		prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
-	FROM pick WHERE t.id = pick.id
-	RETURNING ` + prefixCols("t.", ticketCols)
+// claimLease leases the picked ticket to worker $3 on node $4 until $5 and writes a fresh
+// claim's event ($6 kind, $7 from, $8 to, $9 reason) under the lease's reservation: one
+// statement, so the row stays locked from the pick to the lease, and a claim costs one
+// round trip. A rescue does not charge the attempt its expired lease cut short: attempts
+// stay, rescues grows, and its events are the store's to write. $2 is bound but unused
+// without rescue: it is typed for the planner.
+func claimLease(paused, rescue bool) string {
+	return `WITH pick AS (` + claimPick(paused, rescue) + `),
+	leased AS (
+		UPDATE tickets t SET state = 'running', attempts = t.attempts + (t.state = 'queued')::int,
+			rescues = t.rescues + (t.state = 'running')::int,
+			fence_token = t.fence_token + 1, lease_owner = $3, lease_node = $4, lease_expires_at = $5, updated_at = $1,
+			rescued_from = CASE WHEN t.state = 'running' THEN t.lease_owner END,
+			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
+		FROM pick WHERE t.id = pick.id
+		RETURNING t.*),
+	claimed AS (
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $1, $6, $7, $8, $9, attempts, lease_owner, prev_event_id FROM leased
+		WHERE coalesce(rescued_from, '') = '' AND $2::int IS NOT NULL)
+	SELECT ` + ticketCols + ` FROM leased`
 }
 
-var (
-	claimQuery       = claimLease(false)
-	claimPausedQuery = claimLease(true)
-)
+// claimQueries[paused][rescue] are claimLease's four shapes.
+var claimQueries = [2][2]string{
+	{claimLease(false, false), claimLease(false, true)},
+	{claimLease(true, false), claimLease(true, true)},
+}
+
+// leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
+// none): before it no lease can be rescued, and a claim skips the rescue branch.
+const leaseHorizonQuery = `SELECT coalesce(min(lease_expires_at), 9223372036854775807) FROM tickets
+	WHERE finished_at IS NULL AND state = 'running'`
 
 // appendQuery writes the reserved event of ticket $1; attemptActor are its attempt and
 // actor.

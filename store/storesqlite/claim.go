@@ -95,7 +95,39 @@ func (tx *wtx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedrive
 		return nil, fmt.Errorf("lease picked ticket %d: %d rows changed (%v)", id, n, err)
 	}
 	e.lowerLeaseHorizon(p.Expires)
+	if err := tx.claimEvent(ctx, id, p); err != nil {
+		return nil, err
+	}
 	return tx.QueryRow(ctx, statements.GetTicket, id), nil
+}
+
+// claimEventQuery writes a fresh claim's event under the lease's reservation (?1 id, ?2
+// at, ?3 kind, ?4 from, ?5 to, ?6 reason), with the row's new attempts and owner; nothing
+// for a rescue, whose events the store appends.
+const claimEventQuery = `INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+	SELECT last_event_id, id, ?2, ?3, ?4, ?5, ?6, attempts, lease_owner, prev_event_id FROM tickets
+	WHERE id = ?1 AND last_event_id IS NOT NULL AND coalesce(rescued_from, '') = ''`
+
+// claimEvent writes the claim's event unless the claim was a rescue.
+func (tx *wtx) claimEvent(ctx context.Context, id int64, p storedriver.ClaimParams) error {
+	ev := p.Event
+	res, err := tx.e.exec(ctx, tx, claimEventQuery, id, p.Now, ev.Kind, ev.From, ev.To, ev.Reason)
+	if err != nil {
+		return fmt.Errorf("append %s event to ticket %d: %w", ev.Kind, id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("append %s event to ticket %d: %w", ev.Kind, id, err)
+	} else if n == 1 {
+		return nil
+	}
+	var rescue bool
+	if err := tx.QueryRow(ctx, `SELECT coalesce(rescued_from, '') != '' FROM tickets WHERE id = ?`, id).Scan(&rescue); err != nil {
+		return fmt.Errorf("append %s event to ticket %d: %w", ev.Kind, id, err)
+	}
+	if !rescue {
+		return fmt.Errorf("append %s event to ticket %d: the event before it was reserved but never written", ev.Kind, id)
+	}
+	return nil
 }
 
 // pick runs one of the claimPick statements and returns the ticket's id (sql.ErrNoRows
