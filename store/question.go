@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Question is one question a maker asked a human on a ticket, with its answer once given.
@@ -42,16 +44,12 @@ func (s *Store) AskHuman(ctx context.Context, id, token int64, a Asked) (State, 
 		return "", fmt.Errorf("ask on ticket %d: the question is empty", id)
 	}
 	var to State
-	err := s.write(ctx, "ask human", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "ask human", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		var attempts, cancel int
 		var owner string
-		row, err := s.queryRow(ctx, tx, `SELECT attempts, cancel_requested, lease_owner FROM tickets
-			WHERE id = ? AND fence_token = ? AND state = 'running'`, id, token)
-		if err != nil {
-			return err
-		}
-		if err := row.Scan(&attempts, &cancel, &owner); errors.Is(err, sql.ErrNoRows) {
+		var maxAttempts int
+		if err := tx.QueryRow(ctx, s.q.Leased, id, token).Scan(&attempts, &maxAttempts, &cancel, &owner); errors.Is(err, storedriver.ErrNoRows) {
 			return s.lostOrMissing(ctx, tx, id)
 		} else if err != nil {
 			return err
@@ -59,24 +57,17 @@ func (s *Store) AskHuman(ctx context.Context, id, token int64, a Asked) (State, 
 		if cancel != 0 {
 			to = StateCancelled
 			reason := "cancel requested; the maker had asked: " + q
-			if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'cancelled', lease_expires_at = NULL,
-					finished_at = ?, updated_at = ?, reason = ?, `+reserveEvent+`
-				WHERE id = ? AND fence_token = ? AND state = 'running'`, now, now, reason, id, token); err != nil {
+			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, reason, id, token); err != nil {
 				return err
 			}
 			return s.appendEvent(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, attempts, owner, reason)
 		}
 		to = StateNeedsInfo
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'needs_info', attempts = ?, lease_expires_at = NULL,
-				updated_at = ?, reason = ?, question = ?, questions = questions + 1,
-				branch = CASE WHEN ? != '' THEN ? ELSE branch END,
-				result_dir = CASE WHEN ? != '' THEN ? ELSE result_dir END, `+reserveEvent+`
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			max(attempts-1, 0), now, "needs info: "+q, q, a.Branch, a.Branch, a.ResultDir, a.ResultDir, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.AskHuman,
+			max(attempts-1, 0), now, "needs info: "+q, q, a.Branch, a.ResultDir, id, token); err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO questions (ticket_id, n, attempt, question, asked_at)
-			SELECT id, questions, ?, ?, ? FROM tickets WHERE id = ?`, attempts, q, now, id); err != nil {
+		if _, err := tx.Exec(ctx, s.q.InsertQuestion, attempts, q, now, id); err != nil {
 			return err
 		}
 		return s.appendEvent(ctx, tx, id, now, "needs_info", StateRunning, StateNeedsInfo, attempts, owner, q)
@@ -95,7 +86,7 @@ func (s *Store) Answer(ctx context.Context, id int64, answer, who string) error 
 	if answer == "" {
 		return fmt.Errorf("answer ticket %d: the answer is empty", id)
 	}
-	err := s.write(ctx, "answer", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "answer", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -104,18 +95,12 @@ func (s *Store) Answer(ctx context.Context, id int64, answer, who string) error 
 		if st != StateNeedsInfo {
 			return fmt.Errorf("%w: ticket is %s, not needs_info: no question is waiting for an answer", ErrInvalidTransition, st)
 		}
-		res, err := s.exec(ctx, tx, `UPDATE questions SET answer = ?, answered_by = ?, answered_at = ?
-			WHERE ticket_id = ? AND answer IS NULL AND n = (SELECT questions FROM tickets WHERE id = ?)`, answer, who, now, id, id)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
+		if n, err := tx.Exec(ctx, s.q.AnswerQuestion, answer, who, now, id); err != nil {
 			return err
 		} else if n != 1 {
 			return fmt.Errorf("ticket %d is needs_info but its question is not on record (or already answered)", id)
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, question = '',
-				reason = ?, `+reserveEvent+` WHERE id = ? AND state = 'needs_info'`, now, now, "answered by "+who, id); err != nil {
+		if _, err := tx.Exec(ctx, s.q.Answered, now, now, "answered by "+who, id); err != nil {
 			return err
 		}
 		return s.appendEvent(ctx, tx, id, now, "answered", StateNeedsInfo, StateQueued, attempts, who, answer)
@@ -128,8 +113,7 @@ func (s *Store) Answer(ctx context.Context, id int64, answer, who string) error 
 
 // Questions returns a ticket's questions in the order they were asked ([] when none).
 func (s *Store) Questions(ctx context.Context, id int64) ([]Question, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ticket_id, n, attempt, question, asked_at, answer, answered_by,
-			answered_at, comment_url FROM questions WHERE ticket_id = ? ORDER BY n`, id)
+	rows, err := s.rd.Query(ctx, s.q.Questions, id)
 	if err != nil {
 		return nil, fmt.Errorf("questions of ticket %d: %w", id, err)
 	}
@@ -157,12 +141,8 @@ func (s *Store) Questions(ctx context.Context, id int64) ([]Question, error) {
 // RecordQuestionComment keeps the GitHub comment that asked question n of a ticket, so a
 // restart looks it up instead of posting it twice.
 func (s *Store) RecordQuestionComment(ctx context.Context, id int64, n int, url string) error {
-	err := s.write(ctx, "record question comment", func(ctx context.Context, tx *wtx) error {
-		res, err := s.exec(ctx, tx, `UPDATE questions SET comment_url = ? WHERE ticket_id = ? AND n = ?`, url, id, n)
-		if err != nil {
-			return err
-		}
-		if k, err := res.RowsAffected(); err != nil {
+	err := s.write(ctx, "record question comment", func(ctx context.Context, tx storedriver.Tx) error {
+		if k, err := tx.Exec(ctx, s.q.SetQuestionComment, url, id, n); err != nil {
 			return err
 		} else if k != 1 {
 			return ErrNotFound
@@ -189,16 +169,11 @@ type Waiting struct {
 // open question, oldest question first, at most limit (0: all). It reads the open tickets
 // only (tickets_open).
 func (s *Store) WaitingForAnswer(ctx context.Context, source string, limit int) ([]Waiting, error) {
-	q := `SELECT ` + prefixCols("t.", ticketCols) + `, q.n, q.attempt, q.question, q.asked_at, q.comment_url
-		FROM tickets t INDEXED BY tickets_open JOIN questions q ON q.ticket_id = t.id AND q.n = t.questions
-		WHERE t.finished_at IS NULL AND t.state = 'needs_info' AND (?1 = '' OR t.source = ?1)
-		ORDER BY q.asked_at, t.id`
 	args := []any{source}
 	if limit > 0 {
-		q += ` LIMIT ?2`
 		args = append(args, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.rd.Query(ctx, s.q.WaitingForAnswer(limit > 0), args...)
 	if err != nil {
 		return nil, fmt.Errorf("tickets waiting for an answer: %w", err)
 	}

@@ -1,4 +1,4 @@
-package store
+package storesqlite
 
 import (
 	"context"
@@ -361,12 +361,35 @@ DROP TABLE tickets;
 ALTER TABLE tickets_v12 RENAME TO tickets;
 CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finished_at IS NULL;
 `,
-	// v13 (issue 25, a human when the model must ask): needs_info becomes a state, outside
+	// v13 (issue 24, several machines on one queue): the node (machine) holding each lease;
+	// the nodes that took part in a night; and what an operator reads of a ticket (its
+	// results folder: patch, report.md, attempt-<n>/...) kept in the database, so any node's
+	// ticketctl shows it.
+	`
+ALTER TABLE tickets ADD COLUMN lease_node TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE run_nodes (
+	run_id      INTEGER NOT NULL REFERENCES runs (id),
+	node        TEXT    NOT NULL,
+	started_at  INTEGER NOT NULL,
+	finished_at INTEGER,
+	PRIMARY KEY (run_id, node)
+) WITHOUT ROWID;
+
+CREATE TABLE artifacts (
+	ticket_id  INTEGER NOT NULL REFERENCES tickets (id),
+	path       TEXT    NOT NULL,
+	content    BLOB    NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (ticket_id, path)
+) WITHOUT ROWID;
+`,
+	// v14 (issue 25, a human when the model must ask): needs_info becomes a state, outside
 	// the queue, for a ticket whose maker asked a question; the ticket keeps its open
 	// question and how many it asked, and questions keeps each question with its answer and
 	// the GitHub comment that asked it. A model call keeps its continuation count (answers
 	// cut at finish_reason=length and continued), and a review row the reviewer (angle) it
-	// was. tickets is rebuilt as at v12, for the same reason (a CHECK cannot change in place).
+	// was. tickets is rebuilt as at v12 (keeping v13's lease_node), since a CHECK cannot change in place.
 	`
 ALTER TABLE model_calls ADD COLUMN continuations INTEGER NOT NULL DEFAULT 0 CHECK (continuations >= 0);
 ALTER TABLE reviews ADD COLUMN reviewer TEXT NOT NULL DEFAULT 'correctness';
@@ -386,7 +409,7 @@ CREATE TABLE questions (
 ) WITHOUT ROWID;
 
 DROP INDEX tickets_open;
-CREATE TABLE tickets_v13 (
+CREATE TABLE tickets_v14 (
 	id               INTEGER PRIMARY KEY,
 	source           TEXT    NOT NULL,
 	external_id      TEXT    NOT NULL,
@@ -417,21 +440,22 @@ CREATE TABLE tickets_v13 (
 	rescues          INTEGER NOT NULL DEFAULT 0 CHECK (rescues >= 0),
 	last_event_id    INTEGER,
 	prev_event_id    INTEGER,
+	lease_node       TEXT    NOT NULL DEFAULT '',
 	question         TEXT    NOT NULL DEFAULT '',
 	questions        INTEGER NOT NULL DEFAULT 0 CHECK (questions >= 0),
 	UNIQUE (source, external_id),
 	CHECK ((state IN ('done','escalated','cancelled')) = (finished_at IS NOT NULL)),
 	CHECK ((state = 'running') = (lease_expires_at IS NOT NULL))
 );
-INSERT INTO tickets_v13 (id, source, external_id, repo, title, body, labels, priority, state, attempts, max_attempts,
+INSERT INTO tickets_v14 (id, source, external_id, repo, title, body, labels, priority, state, attempts, max_attempts,
 		run_after, lease_owner, lease_expires_at, fence_token, cancel_requested, branch, result_dir, summary, reason,
-		triage, created_at, updated_at, finished_at, rescued_from, pruned_at, rescues, last_event_id, prev_event_id)
+		triage, created_at, updated_at, finished_at, rescued_from, pruned_at, rescues, last_event_id, prev_event_id, lease_node)
 	SELECT id, source, external_id, repo, title, body, labels, priority, state, attempts, max_attempts,
 		run_after, lease_owner, lease_expires_at, fence_token, cancel_requested, branch, result_dir, summary, reason,
-		triage, created_at, updated_at, finished_at, rescued_from, pruned_at, rescues, last_event_id, prev_event_id
+		triage, created_at, updated_at, finished_at, rescued_from, pruned_at, rescues, last_event_id, prev_event_id, lease_node
 	FROM tickets ORDER BY id;
 DROP TABLE tickets;
-ALTER TABLE tickets_v13 RENAME TO tickets;
+ALTER TABLE tickets_v14 RENAME TO tickets;
 CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finished_at IS NULL;
 `,
 }
@@ -439,7 +463,7 @@ CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finish
 // withoutForeignKeys are the steps that rebuild a table others reference: they run with
 // foreign key enforcement off (a connection setting SQLite ignores inside a transaction),
 // and PRAGMA foreign_key_check must find nothing before they commit.
-var withoutForeignKeys = map[int]bool{12: true, 13: true}
+var withoutForeignKeys = map[int]bool{12: true, 14: true}
 
 // SchemaVersion is the schema version this build migrates databases to.
 var SchemaVersion = len(migrations)
