@@ -40,6 +40,9 @@ func TestAskAndAnswer(t *testing.T) {
 		if err != nil || len(waiting) != 1 || waiting[0].Question.Text != q || waiting[0].Question.N != 1 || waiting[0].Ticket.ID != id {
 			t.Fatalf("WaitingForAnswer = %+v, %v", waiting, err)
 		}
+		if w, err := b.s.WaitingForAnswer(b.ctx, "", 1); err != nil || len(w) != 1 || w[0].Ticket.ID != id {
+			t.Errorf("WaitingForAnswer(every source, at most 1) = %+v, %v", w, err)
+		}
 		if w, _ := b.s.WaitingForAnswer(b.ctx, "github", 0); len(w) != 0 {
 			t.Errorf("WaitingForAnswer(github) = %+v, want none of another source", w)
 		}
