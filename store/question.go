@@ -75,6 +75,7 @@ func (s *Store) AskHuman(ctx context.Context, id, token int64, a Asked) (State, 
 	if err != nil {
 		return "", fmt.Errorf("ask on ticket %d token %d: %w", id, token, err)
 	}
+	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
 	return to, nil
 }
 
@@ -108,6 +109,7 @@ func (s *Store) Answer(ctx context.Context, id int64, answer, who string) error 
 	if err != nil {
 		return fmt.Errorf("answer ticket %d: %w", id, err)
 	}
+	s.eng.Notify() // claimable at once, on any node
 	return nil
 }
 
