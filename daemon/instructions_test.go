@@ -32,6 +32,7 @@ func TestRepoInstructionsCached(t *testing.T) {
 	requirePytest(t)
 	const tickets = 6
 	shares := map[bool]map[string][]float64{}
+	var block map[string]float64
 	for _, with := range []bool{false, true} {
 		f := newFixture(t, tickets)
 		if with {
@@ -51,6 +52,9 @@ func TestRepoInstructionsCached(t *testing.T) {
 			}
 		}
 		shares[with] = firstRequestShares(t, n.store, tickets)
+		if with {
+			block = cacheBlockShares(t, n.store, tickets)
+		}
 		for _, r := range server.Requests() {
 			var body struct {
 				Messages []struct{ Role, Content string } `json:"messages"`
@@ -76,11 +80,43 @@ func TestRepoInstructionsCached(t *testing.T) {
 	}
 	for _, role := range model.Roles {
 		without, with := mean(shares[false][string(role)]), mean(shares[true][string(role)])
-		t.Logf("%s: first-request cached share of later tickets: %.3f without AGENTS.md, %.3f with", role, without, with)
-		if len(shares[true][string(role)]) != tickets-1 || with < without {
-			t.Errorf("%s: cached share %.3f with AGENTS.md over %d tickets, want at least %.3f (without)", role, with, len(shares[true][string(role)]), without)
+		t.Logf("%s: first-request cached share of later tickets: %.4f without AGENTS.md, %.4f with (one cache block: %.4f)", role, without, with, block[string(role)])
+		// The cache holds whole 128-token blocks, so which ticket a role's first request
+		// is (the workers race) moves a share by up to one block either way: that much is
+		// resolution, not a loss. A block after the ticket would cost its whole size.
+		if len(shares[true][string(role)]) != tickets-1 || with < without-block[string(role)] {
+			t.Errorf("%s: cached share %.4f with AGENTS.md over %d tickets, want at least %.4f (without) less one cache block (%.4f)",
+				role, with, len(shares[true][string(role)]), without, block[string(role)])
 		}
 	}
+}
+
+// cacheBlockShares is, per role, one 128-token cache block as a share of the smallest
+// first request of that role among the tickets.
+func cacheBlockShares(t *testing.T, st *store.Store, tickets int) map[string]float64 {
+	t.Helper()
+	smallest := map[string]int64{}
+	for id := int64(1); id <= int64(tickets); id++ {
+		calls, err := st.ModelCalls(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range calls {
+			if seen[c.Role] || c.ErrorClass != "" || c.PromptTokens == 0 {
+				continue
+			}
+			seen[c.Role] = true
+			if p, ok := smallest[c.Role]; !ok || c.PromptTokens < p {
+				smallest[c.Role] = c.PromptTokens
+			}
+		}
+	}
+	out := map[string]float64{}
+	for role, p := range smallest {
+		out[role] = 128 / float64(p)
+	}
+	return out
 }
 
 func mean(xs []float64) float64 {
