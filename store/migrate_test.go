@@ -131,8 +131,8 @@ func TestPragmasAndCheckpoint(t *testing.T) {
 		b.s.wc.QueryRowContext(b.ctx, `PRAGMA journal_mode`).Scan(&mode)
 		b.s.wc.QueryRowContext(b.ctx, `PRAGMA page_size`).Scan(&pageSize)
 		b.s.wc.QueryRowContext(b.ctx, `PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
-		if got != tc.want || fk != 1 || limit != journalSizeLimit {
-			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, journalSizeLimit)
+		if got != tc.want || fk != 1 || limit != walRestartBytes {
+			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, walRestartBytes)
 		}
 		// page_size only takes effect if it ran before the switch to WAL.
 		if mode != "wal" || pageSize != newPageSize || autoCkpt != walCheckpointPages {
