@@ -18,8 +18,10 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -110,6 +112,7 @@ func (f fixture) scripted(t *testing.T, opts scriptedmodel.Options) (*scriptedmo
 func (f fixture) config(t *testing.T, baseURL string, workers int) config.Config {
 	t.Helper()
 	text := fmt.Sprintf(`
+sandbox: %s
 night: {workers: %d, lease: 30s, heartbeat: 5s, max_attempts: 3, retry_backoff: 50ms, poll: 20ms}
 intake: [{kind: dir, path: %s}]
 repos:
@@ -125,7 +128,7 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge: {endpoint: scripted, model: gpt-4.1-mini}
   retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
-`, workers, f.issues, f.repo, baseURL)
+`, testSandbox(t), workers, f.issues, f.repo, baseURL)
 	cfg, err := config.Parse(filepath.Join(f.dir, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +136,21 @@ models:
 	return cfg
 }
 
+// testSandbox is the sandbox of the nights these tests run: bwrap where it works, else none
+// (logged). Their subject is the queue, not the sandbox, which sandbox_test.go covers.
+func testSandbox(t *testing.T) string {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return string(sandbox.ModeBwrap)
+	}
+	return string(sandbox.ModeNone)
+}
+
 func requirePytest(t *testing.T) {
 	t.Helper()
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("pytest is needed (apt-get install -y python3-pytest): %v", err)
-	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 }
 
 type night struct {

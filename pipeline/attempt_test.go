@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -66,6 +68,8 @@ func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 // set, that patch instead of the fix).
 func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]string) (*Runner, Job, *calls) {
 	t.Helper()
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	files := map[string]string{
 		"calc.py":      buggy,
@@ -99,7 +103,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 		t.Fatal(err)
 	}
 	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
-	vr := &validate.Runner{}
+	vr := &validate.Runner{Sandbox: testSandbox(t)}
 	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
 	job := Job{
@@ -188,4 +192,15 @@ func TestAttemptReusesCachedTriage(t *testing.T) {
 			t.Error("triage model called although the ticket had a cached triage")
 		}
 	}
+}
+
+// testSandbox is the checks' sandbox in these tests: bwrap where it works, else none
+// (logged). Their subject is the attempt, not the sandbox (pipeline/sandbox's tests are).
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }

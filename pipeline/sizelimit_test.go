@@ -13,11 +13,8 @@ import (
 // TestAttemptStopsWhenWorktreeOutgrowsLimit: a check that grows the worktree past the size
 // limit ends the attempt as failed with that reason, even though the fix itself is right.
 func TestAttemptStopsWhenWorktreeOutgrowsLimit(t *testing.T) {
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("pytest is needed: %v", err)
-	}
 	r, job, _ := setupAttempt(t, scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourSolve})
-	r.Checks = &validate.Runner{MaxWorktreeSize: 2 << 20, SizePoll: 20 * time.Millisecond}
+	r.Checks = &validate.Runner{Sandbox: testSandbox(t), MaxWorktreeSize: 2 << 20, SizePoll: 20 * time.Millisecond}
 	job.Checks = append(job.Checks, validate.Check{Name: "fill", Kind: validate.KindCommand,
 		Command: []string{"sh", "-c", "head -c 3000000 /dev/zero > big.bin; sleep 20"}, Timeout: time.Minute})
 	out := r.Run(context.Background(), job)

@@ -19,10 +19,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
+
+// testSandbox is the sandbox of the nights these tests run: bwrap where it works, else none
+// (logged). Their subject is the daemon's lifecycle; sandbox_test.go covers the sandbox.
+func testSandbox(t *testing.T) string {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return string(sandbox.ModeBwrap)
+	}
+	return string(sandbox.ModeNone)
+}
 
 // buildTicketd builds the ticketd binary into a temporary folder.
 func buildTicketd(t *testing.T) string {
@@ -49,9 +62,8 @@ func newNightFixture(t *testing.T, n int, latency time.Duration, night string) n
 // contains hold (when not empty): that attempt cannot end by itself.
 func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold string) nightFixture {
 	t.Helper()
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("this test runs real pytest: %v", err)
-	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +107,7 @@ func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold
 		url = holdChecker(t, url, hold)
 	}
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}
+sandbox: %s
 workspace: work
 output: results
 night: %s
@@ -111,7 +124,7 @@ models:
     maker:   {endpoint: scripted, model: gpt-4.1}
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge:   {endpoint: scripted, model: gpt-4.1-mini}
-`, night, url)
+`, testSandbox(t), night, url)
 	if hold != "" {
 		// The held request is a role's first: the others must not wait the default 20 s
 		// for its answer to start (the prompt-cache warm-up gate).

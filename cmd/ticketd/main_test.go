@@ -68,7 +68,7 @@ func TestOnceDeadEndpoint(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/v1"
 	ln.Close() // nobody listens there now
 	cfg := filepath.Join(dir, "config.yaml")
-	text := "intake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
+	text := "sandbox: " + testSandbox(t) + "\nintake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
 		"    triage: {endpoint: local, model: m}\n    maker: {endpoint: local, model: m}\n    checker: {endpoint: local, model: m}\n    judge: {endpoint: local, model: m}\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)

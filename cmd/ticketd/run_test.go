@@ -65,6 +65,7 @@ func newRunFixture(t *testing.T, schedule string) runFixture {
 	patch := "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+    return x + x\n"
 	url := startScripted(t, []scriptedmodel.Case{{Match: "double is wrong", Patch: patch}}, scriptedmodel.Options{Seed: 1})
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}
+sandbox: %s
 night: {schedule: %q, window: 1h, workers: 1, lease: 30s, heartbeat: 5s, poll: 50ms}
 intake: [{kind: dir, path: issues}]
 repos:
@@ -79,7 +80,7 @@ models:
     maker:   {endpoint: scripted, model: gpt-4.1}
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge:   {endpoint: scripted, model: gpt-4.1-mini}
-`, schedule, url)
+`, testSandbox(t), schedule, url)
 	f := runFixture{dir: dir, config: filepath.Join(dir, "config.yaml"), db: filepath.Join(dir, "ticketd.db")}
 	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // processesUnder returns the live processes whose working directory is under dir: from the
@@ -49,12 +50,10 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("this test runs real pytest: %v", err)
-	}
-	if _, err := sandbox.Probe(context.Background(), ""); err != nil {
-		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
-	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
+	_, err = sandbox.Probe(context.Background(), "")
+	testenv.Need(t, testenv.Bubblewrap, err)
 	bin := filepath.Join(t.TempDir(), "ticketd")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // requireBwrap skips a sandbox test only where bubblewrap is genuinely unusable;
 // scripts/test.sh installs it, so CI runs every one of them.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := sandbox.Probe(context.Background(), ""); err != nil {
-		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
-	}
+	_, err := sandbox.Probe(context.Background(), "")
+	testenv.Need(t, testenv.Bubblewrap, err)
 }
 
 // modes is the isolation table: every sandbox test runs under bwrap (the

@@ -15,7 +15,9 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -49,9 +51,11 @@ models:
 // and --out in a fresh folder; it returns the summary and the result lines.
 func benchRun(t *testing.T, args ...string) (Summary, []Record) {
 	t.Helper()
+	_, err := caseset.PytestCommand(t.Context())
+	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfg, []byte(smallConfig), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("sandbox: "+string(testSandbox(t))+"\n"+smallConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "results.jsonl")
@@ -509,4 +513,15 @@ func TestBenchRealisticScenario(t *testing.T) {
 			t.Errorf("case %s line: maker_calls %d tool_calls %d scripted %q", o.Name, o.MakerCalls, o.ToolCalls, o.Scripted)
 		}
 	}
+}
+
+// testSandbox is the checks' sandbox in these tests: bwrap where it works, else none
+// (logged). Their subject is the bench, not the sandbox (pipeline/sandbox's tests are).
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // pytestOnce finds pytest once per test binary; every verifying test needs it.
@@ -24,9 +25,7 @@ var pytestOnce = sync.OnceValues(func() ([]string, error) {
 func needPytest(t *testing.T) []string {
 	t.Helper()
 	cmd, err := pytestOnce()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
+	testenv.Need(t, testenv.Pytest, err)
 	return cmd
 }
 
