@@ -352,13 +352,6 @@ func fromMS(v sql.NullInt64) time.Time {
 	return time.UnixMilli(v.Int64).UTC()
 }
 
-func toMS(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMilli()
-}
-
 // backoff is base*2^(attempt-1), capped at BackoffMax, with ±20% jitter.
 func (s *Store) backoff(attempt int) time.Duration {
 	d := s.opts.BackoffBase
