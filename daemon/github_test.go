@@ -24,8 +24,11 @@ func TestGitHubNight(t *testing.T) {
 	requirePytest(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
-	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
-	cfg := f.config(t, url, 2)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	// Both attempts wait at their checker until the close has cancelled one of them: the
+	// other cannot be done before, nor the cancelled one finish first, at any load.
+	hold := holdRole(t, url, "checker", "")
+	cfg := f.config(t, hold.URL, 2)
 	fake := githubfake.New(t)
 	remote := filepath.Join(t.TempDir(), "shop.git")
 	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
@@ -62,6 +65,8 @@ func TestGitHubNight(t *testing.T) {
 		}
 		done <- rep
 	}()
+	hold.waitArrived(t)
+	hold.waitArrived(t)
 	id := waitRunning(t, st)
 	tk, err := st.Get(ctx, id)
 	if err != nil {
@@ -90,7 +95,9 @@ func TestGitHubNight(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	<-done
+	hold.waitAbandoned(t) // the cancelled attempt stopped spending
+	hold.Release()
+	waitNight(t, done)
 	if got, _ := st.Get(ctx, id); got.State == store.StateCancelled {
 		t.Logf("issue closed -> ticket cancelled (worker stopped) in %s", got.FinishedAt.Sub(closed).Round(time.Millisecond))
 	}

@@ -189,6 +189,12 @@ var providerShapes = map[string]func(ans map[string]any, role string){
 
 func shapedNight(t *testing.T, tickets int, s *shaper, edit func(*config.Config)) (night, *shaper) {
 	t.Helper()
+	return runNight(t, shapedConfig(t, tickets, s, edit), pipeline.LayoutCacheFriendly, model.WithClock(&instantClock{})), s
+}
+
+// shapedConfig is shapedNight's configuration, for a test that runs the night itself.
+func shapedConfig(t *testing.T, tickets int, s *shaper, edit func(*config.Config)) config.Config {
+	t.Helper()
 	f := newFixture(t, tickets)
 	double, err := scriptedmodel.New(f.cases, scriptedmodel.Options{Seed: 1})
 	if err != nil {
@@ -201,7 +207,7 @@ func shapedNight(t *testing.T, tickets int, s *shaper, edit func(*config.Config)
 	if edit != nil {
 		edit(&cfg)
 	}
-	return runNight(t, cfg, pipeline.LayoutCacheFriendly, model.WithClock(&instantClock{})), s
+	return cfg
 }
 
 // TestProviderConformance runs a whole night (intake to done) against each provider's
@@ -331,20 +337,31 @@ func TestEndpointDiesMidNight(t *testing.T) {
 		}
 		return 0, ""
 	}}
-	n, _ := shapedNight(t, 4, s, func(c *config.Config) {
+	cfg := shapedConfig(t, 4, s, func(c *config.Config) {
 		c.Night.Workers = 2
-		c.Night.Window = 3 * time.Second
+		c.Night.Lease = time.Hour // heartbeats follow the test's clock
 		c.Night.MaxTransportReleases = 2
 		c.Models.Retry.MaxRetries = 2
 		c.Models.Breaker = model.BreakerConfig{Failures: 4, ProbeBase: 300 * time.Millisecond, ProbeMax: 600 * time.Millisecond}
 	})
+	// The window closes on the test's clock once the endpoint went down, however long the
+	// machine took to get there.
+	clock := newFakeClock(time.Now())
+	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(&instantClock{}))
 	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if evs, _ := st.EndpointEvents(ctx, 1); len(evs) > 0 || time.Now().After(deadline) {
+			break // the night's run is 1 in a fresh store
+		}
+	}
+	clock.Advance(cfg.Night.Window)
+	n := night{store: st, rep: waitNight(t, done)}
 	evs, err := n.store.EndpointEvents(ctx, n.rep.RunID)
 	if err != nil || len(evs) == 0 || !evs[0].Down || !strings.Contains(evs[0].LastError, "all replicas down") {
 		t.Fatalf("endpoint events = %+v, %v; want a down event with the server's words", evs, err)
 	}
 	downAt := evs[0].Since
-	lateClaims := 0
+	lateClaims := 0 // claims after the trip: at most the one each worker was already making
 	for id := int64(1); id <= 4; id++ {
 		events, err := n.store.Events(ctx, id)
 		if err != nil {
@@ -355,8 +372,7 @@ func TestEndpointDiesMidNight(t *testing.T) {
 			if e.Kind == "released" && strings.HasPrefix(e.Reason, "transport:") {
 				released++
 			}
-			// "claims stop within one breaker period" (probe_base)
-			if e.Kind == "claimed" && e.At.After(downAt.Add(300*time.Millisecond)) {
+			if e.Kind == "claimed" && e.At.After(downAt) {
 				lateClaims++
 			}
 		}
@@ -364,12 +380,13 @@ func TestEndpointDiesMidNight(t *testing.T) {
 			t.Errorf("ticket %d released %d times for transport faults, want at most 2", id, released)
 		}
 	}
-	// a probe every 300-600ms never passes: any claim after the trip would be a bug
-	if lateClaims > 0 {
-		t.Errorf("%d claims after the endpoint went down at %s", lateClaims, downAt)
+	// A probe every 300-600ms never passes: a worker may land the claim it was making when
+	// the breaker tripped, at any load, but no second one.
+	if lateClaims > 2 {
+		t.Errorf("%d claims after the endpoint went down at %s, want at most one per worker (2)", lateClaims, downAt)
 	}
 	if c := s.chats.Load(); c > 40 {
-		t.Errorf("%d chat requests in a 3s night against a dead endpoint: the breaker did not stop them", c)
+		t.Errorf("%d chat requests against an endpoint that went down after 3: the breaker did not stop them", c)
 	}
 	t.Logf("chat requests %d, endpoint events %d, down since %s: %s", s.chats.Load(), len(evs), downAt.Format(time.TimeOnly), evs[0].LastError)
 	assertNothingLost(t, n.store)
@@ -385,12 +402,24 @@ func TestParkAfterTransportReleases(t *testing.T) {
 		}
 		return 0, ""
 	}}
-	n, _ := shapedNight(t, 1, s, func(c *config.Config) {
-		c.Night.Window = 20 * time.Second
+	cfg := shapedConfig(t, 1, s, func(c *config.Config) {
 		c.Night.MaxTransportReleases = 2
+		c.Night.Lease = time.Hour // heartbeats follow the test's clock
 		c.Models.Retry.MaxRetries = 0
 		c.Models.Breaker.Failures = -1 // keep the breaker out of it: this is the per-ticket bound
 	})
+	// The window is the test's clock's, which only a night that does not end moves: parking
+	// must let the night end by itself, the queue empty, at any load.
+	clock := newFakeClock(time.Now())
+	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(&instantClock{}))
+	var rep NightReport
+	select {
+	case rep = <-done:
+	case <-time.After(5 * time.Minute):
+		clock.Advance(cfg.Night.Window + cfg.Night.Grace)
+		rep = <-done
+	}
+	n := night{store: st, rep: rep}
 	ctx := context.Background()
 	tk, err := n.store.Get(ctx, 1)
 	if err != nil {
@@ -406,8 +435,8 @@ func TestParkAfterTransportReleases(t *testing.T) {
 		!tk.RunAfter.After(n.rep.Finished) {
 		t.Errorf("ticket %s attempts %d run_after %s, events %v (last %q); want parked until after the night, no attempt burnt", tk.State, tk.Attempts, tk.RunAfter, kinds, last.Reason)
 	}
-	if n.rep.Finished.Sub(n.rep.Started) > 15*time.Second {
-		t.Errorf("the night took %s: parking should have let it end when the queue was empty", n.rep.Finished.Sub(n.rep.Started))
+	if n.rep.Stopped != nil {
+		t.Errorf("the night ended by %v: parking should have let it end when the queue was empty", n.rep.Stopped)
 	}
 }
 
