@@ -45,7 +45,7 @@ func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.
 // history says the baseline was reused. A third night with a changed checks configuration
 // computes it again (the negative control).
 func TestBaselineKeptAcrossNights(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	issues := f.issues

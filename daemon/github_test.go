@@ -21,7 +21,7 @@ import (
 // other is fixed, its branch pushed and a draft pull request opened; publishing again after
 // a restart opens nothing twice.
 func TestGitHubNight(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})

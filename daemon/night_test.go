@@ -147,8 +147,13 @@ func testSandbox(t *testing.T) string {
 	return string(sandbox.ModeNone)
 }
 
-func requirePytest(t *testing.T) {
+// realNight marks a test that runs a real night (intake, worktrees, pytest, the scripted
+// model over HTTP): the long tier, which -short skips. It needs pytest.
+func realNight(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a real night (long tier; run without -short)")
+	}
 	_, err := validate.ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
 }
@@ -213,7 +218,7 @@ func firstRequestShares(t *testing.T, st *store.Store, tickets int) map[string][
 // prefix cache. The negative control puts the work directory and date at the top of the
 // system prompt, as many agents do, and must fall below 30%: the measurement can fail.
 func TestPromptCacheShare(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	tests := []struct {
 		name   string
 		layout pipeline.Layout
@@ -283,7 +288,7 @@ func (c *instantClock) After(d time.Duration) <-chan time.Time {
 // on its first attempt, the faults were retried (within the configured bound), and no
 // attempt was spent on them.
 func TestTransportFaultsBurnNoAttempt(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	const tickets = 6
 	f := newFixture(t, tickets)
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 3,
@@ -336,7 +341,7 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 // tickets are running; it returns the store and a channel with the night's result.
 func slowNight(t *testing.T, ctx context.Context, tickets int, edit func(*config.Config)) (*store.Store, <-chan NightReport) {
 	t.Helper()
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, tickets)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
 	cfg := f.config(t, url, 2)
@@ -420,7 +425,7 @@ func waitRunning(t *testing.T, st *store.Store) int64 {
 // night's clock is the test's: the cancel must land after exactly one heartbeat of it. The
 // ticket ends cancelled and the others are fixed.
 func TestCancelRunningTicket(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 3)
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	target := f.cases[0].Match // ticket 1's title; its checker request is held
@@ -469,7 +474,7 @@ func TestCancelRunningTicket(t *testing.T) {
 func TestShutdownReleasesTickets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 4)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	hold := holdRole(t, url, "checker", "") // no attempt can end before the shutdown
@@ -572,7 +577,7 @@ func assertNothingLost(t *testing.T, st *store.Store) {
 // reported once (one log line, one note on each of its tickets, not repeated the next night)
 // and its tickets are not claimed: zero attempts spent. The healthy one's tickets are done.
 func TestBadReposPaused(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	cfg := f.config(t, url, 1)
@@ -651,7 +656,7 @@ func TestBadReposPaused(t *testing.T) {
 // answers 500) never costs the ticket an attempt, and the ticket's events say which role
 // failed and how.
 func TestFailingRoleSurfacesInEvents(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 1)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})

@@ -213,7 +213,7 @@ func shapedConfig(t *testing.T, tickets int, s *shaper, edit func(*config.Config
 // TestProviderConformance runs a whole night (intake to done) against each provider's
 // documented answer shape, and checks the recorded tokens, cached tokens and cost.
 func TestProviderConformance(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "no usage"} {
 		t.Run(name, func(t *testing.T) {
 			n, s := shapedNight(t, 1, &shaper{shape: providerShapes[name]}, nil)
@@ -281,7 +281,7 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // TestNoUsageNightCap: against a server that never sends usage and a priced model, the
 // nightly dollar cap trips on estimates.
 func TestNoUsageNightCap(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	const limit = 0.02
 	n, _ := shapedNight(t, 6, &shaper{shape: providerShapes["no usage"]}, func(c *config.Config) {
 		c.Night.MaxDollars = limit
@@ -304,7 +304,7 @@ func TestNoUsageNightCap(t *testing.T) {
 // server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: the
 // attempt fails with the server's words.
 func TestContextOverflow500(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	var makerAsks atomic.Int64
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
 		if role != "maker" {
@@ -330,7 +330,7 @@ func TestContextOverflow500(t *testing.T) {
 // breaker marks it down, claims stop, no ticket is released more than
 // night.max_transport_releases times, and the store keeps why for ticketctl stats.
 func TestEndpointDiesMidNight(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(n int, _ string) (int, string) {
 		if n > 3 {
 			return 503, `{"error":{"message":"upstream unavailable: all replicas down","type":"server_error"}}`
@@ -395,7 +395,7 @@ func TestEndpointDiesMidNight(t *testing.T) {
 // TestParkAfterTransportReleases: a ticket released for transport faults more than
 // night.max_transport_releases times is parked until the next night with an event.
 func TestParkAfterTransportReleases(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
 		if role == "judge" {
 			return 500, `{"error":{"message":"judge replica crashed","type":"server_error"}}`
@@ -466,7 +466,7 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 // TestQuotaStopsNight: out of quota stops the night with a clear message; the ticket is
 // given back without burning its attempt.
 func TestQuotaStopsNight(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
 		if role == "maker" {
 			return 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}`

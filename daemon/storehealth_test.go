@@ -61,7 +61,7 @@ func fill(t *testing.T, dir string) string {
 // room again the write lands, the reason is added to the ticket's events, and the night
 // finishes every ticket.
 func TestDiskFull(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	disk := smallDisk(t, "8m")
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})

@@ -26,7 +26,7 @@ import (
 // while the first attempt waits for its checker, and the grace period ends only when the
 // test says, so no load can reorder them.
 func TestWindowGrace(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	tests := []struct {
 		name         string
 		endGrace     bool // the checker never answers and the grace period runs out

@@ -121,6 +121,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 }
 
 func TestAttempt(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	if _, err := validate.ResolvePytest(context.Background()); err != nil {
 		t.Fatalf("pytest is needed: %v", err)
 	}
@@ -143,6 +144,7 @@ func TestAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttempt(t, tt.c)
 			if tt.maxSteps > 0 {
 				job.Budget.MaxSteps = tt.maxSteps
@@ -180,6 +182,7 @@ func TestAttempt(t *testing.T) {
 }
 
 func TestAttemptReusesCachedTriage(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	r, job, rec := setupAttempt(t, scriptedmodel.Case{})
 	job.Ticket.Triage = `{"summary":"cached","acceptance_criteria":["double(2) == 4"],"suspected_files":["calc.py"]}`
 	job.SaveTriage = func(context.Context, string) error { t.Error("triage saved again"); return nil }

@@ -13,6 +13,7 @@ import (
 // Pre-existing mypy errors and ruff warnings do not block a fix; a new type error or a new
 // lint error that the patch introduces does, with real mypy and the real ruff engine.
 func TestLintAndTypeGate(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	testenv.NeedMypy(t)
 	ruff := []string{testenv.RuffCommand(t), "check", "."}
 	extra := map[string]string{
@@ -54,6 +55,7 @@ func TestLintAndTypeGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
 			job.Checks = append(job.Checks,
 				validate.Check{Name: "lint", Kind: validate.KindRuff, Command: ruff},

@@ -12,6 +12,7 @@ import (
 // the bug (named on submit) is accepted; the same fix without that test is refused, because
 // nothing shows that it fixes anything.
 func TestTargetTestsAcceptNewTest(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	extra := map[string]string{
 		"test_calc.py":      "from calc import double\n\n\ndef test_zero():\n    assert double(0) == 1  # pins the bug: passes at the base\n",
 		"test_unrelated.py": "def test_clock():\n    assert False, 'broken for a reason unrelated to the ticket'\n",
@@ -48,6 +49,7 @@ new file mode 100644
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
 			job.Budget.MaxSteps = 6
 			out := r.Run(context.Background(), job)

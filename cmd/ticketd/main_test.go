@@ -35,6 +35,9 @@ func TestRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "demo" && testing.Short() {
+				t.Skip("runs a whole demo night (long tier; run without -short)")
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), tt.args, &stdout, &stderr)
 			if code != tt.code {

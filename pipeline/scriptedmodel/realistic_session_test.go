@@ -138,6 +138,7 @@ func only(set func(*scriptedmodel.Realism)) scriptedmodel.Realism {
 // product and checks that the session still ends fixed and that the records show the mistake
 // the way an operator would see it.
 func TestRealisticSessionReachesFixed(t *testing.T) {
+	t.Parallel() // own directories and processes
 	_, err := validate.ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
 	type check func(t *testing.T, rec *recorder, out pipeline.Outcome)
@@ -228,6 +229,7 @@ func TestRealisticSessionReachesFixed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			out, rec, file := runRealistic(t, 1, tt.realism)
 			if out.Status != pipeline.StatusFixed {
 				t.Fatalf("status %s (%s), want fixed\nhistory:\n%s\ntools: %+v", out.Status, out.Reason, strings.Join(out.History, "\n"), rec.tools)

@@ -130,6 +130,7 @@ func TestRunPytest(t *testing.T) {
 }
 
 func TestRunUnittest(t *testing.T) {
+	t.Parallel() // own directories and processes
 	ctx := context.Background()
 	var r Runner
 	check := Check{Name: "unit", Kind: KindUnittest}
@@ -200,6 +201,7 @@ func zombieOrAbsent(pid int) bool {
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel() // own directories and processes
 	ctx := context.Background()
 	var r Runner
 	dir := t.TempDir()
@@ -255,6 +257,7 @@ func TestStragglerKilledAfterExit(t *testing.T) {
 }
 
 func TestPytestTimeout(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requirePytest(t)
 	dir := project(t, false)
 	os.WriteFile(filepath.Join(dir, "tests", "test_hang.py"), []byte("import subprocess\n\n\ndef test_hang():\n    subprocess.run(['sleep', '300'])\n"), 0o644)

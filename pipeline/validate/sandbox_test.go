@@ -51,6 +51,7 @@ func pyTest(t *testing.T, dir, name, body string) {
 // /proc/<pid>/environ shows), so the test re-runs itself as a child process
 // started with them; the child does the checking.
 func TestSandboxEnvironment(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
 	secrets := map[string]string{
@@ -160,6 +161,7 @@ func gitWorktree(t *testing.T) (repo, tree string) {
 // TestSandboxGitReadOnly: a test that appends core.fsmonitor and a filter to
 // the repository's git config, or repoints the worktree's .git file, fails to.
 func TestSandboxGitReadOnly(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
 	test := `import os
@@ -211,6 +213,7 @@ def test_git_metadata_is_read_only():
 // TestSandboxSetsidChildKilled: a test that forks a setsid child that sleeps
 // leaves no process once the check's time-out has passed.
 func TestSandboxSetsidChildKilled(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
 	test := `import subprocess
@@ -253,6 +256,7 @@ def test_escape():
 // TestSandboxNoHostLoopback: a test that connects to a port listening on the
 // host's loopback fails to.
 func TestSandboxNoHostLoopback(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -304,8 +308,11 @@ def test_host_loopback_unreachable():
 // TestWorktreeSizeLimit: a check that grows the worktree past the limit is
 // stopped with a reason that aborts the attempt; under the limit it passes.
 func TestWorktreeSizeLimit(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
-	script := "head -c 3000000 /dev/zero > big.bin; head -c 1000000 /dev/zero > $TMPDIR/tmp.bin; sleep 20"
+	// Not stopped, the check would sleep 2 minutes: a bound of one minute tells the two
+	// apart at any load (stopped, it takes well under a second).
+	script := "head -c 3000000 /dev/zero > big.bin; head -c 1000000 /dev/zero > $TMPDIR/tmp.bin; sleep 120"
 	tests := []struct {
 		name      string
 		limit     int64
@@ -319,12 +326,12 @@ func TestWorktreeSizeLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Runner{MaxWorktreeSize: tt.limit, SizePoll: 20 * time.Millisecond}
-			res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "grow", Kind: KindCommand, Command: []string{"sh", "-c", tt.script}, Timeout: time.Minute}})[0]
+			res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "grow", Kind: KindCommand, Command: []string{"sh", "-c", tt.script}, Timeout: 3 * time.Minute}})[0]
 			t.Logf("limit %d: passed=%v abort=%q duration=%s", tt.limit, res.Passed, res.Abort, res.Duration)
 			if (res.Abort != "") != tt.wantAbort || res.Passed == tt.wantAbort || Aborted([]Result{res}) != res.Abort {
 				t.Errorf("limit %d: got passed=%v abort=%q summary=%q, want abort=%v", tt.limit, res.Passed, res.Abort, res.Summary, tt.wantAbort)
 			}
-			if tt.wantAbort && (res.Duration > 10*time.Second || !strings.Contains(res.Abort, "max_worktree_size")) {
+			if tt.wantAbort && (res.Duration > time.Minute || !strings.Contains(res.Abort, "max_worktree_size")) {
 				t.Errorf("the oversize check was not stopped promptly with a clear reason: %s, %q", res.Duration, res.Abort)
 			}
 		})
@@ -334,6 +341,7 @@ func TestWorktreeSizeLimit(t *testing.T) {
 // TestScratchRemoved: pytest's JUnit report and whatever a check leaves in its
 // private /tmp and $HOME are gone after the check, in both modes.
 func TestScratchRemoved(t *testing.T) {
+	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
 	for _, m := range modes {

@@ -51,6 +51,9 @@ models:
 // and --out in a fresh folder; it returns the summary and the result lines.
 func benchRun(t *testing.T, args ...string) (Summary, []Record) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bench nights (long tier; run without -short)")
+	}
 	_, err := caseset.PytestCommand(t.Context())
 	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()

@@ -16,6 +16,9 @@ import (
 // The generated large repository holds what its spec says, each bug's test fails at the base
 // and passes with its fix, and the import scan ties each buggy module to its test file alone.
 func TestGenerateLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a repository and runs its suite (long tier; run without -short)")
+	}
 	_, err := validate.ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
 	spec := largeSpec{Packages: 4, Modules: 10, Docs: 6, TestFiles: 5, SlowTests: 1, SlowSleep: time.Millisecond, Bugs: 1}
