@@ -44,7 +44,7 @@ func processesUnder(dir string) map[int]string {
 }
 
 // TestSIGKILLLeavesNoProcess builds ticketd, runs a night whose repository's test sleeps,
-// SIGKILLs the daemon while pytest runs, and requires that within 2 s no process of the check
+// SIGKILLs the daemon while pytest runs, and requires that no process of the check survives it
 // remains. Under sandbox: none the same kill leaves pytest running (the negative control).
 func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	if testing.Short() {
@@ -138,17 +138,23 @@ models:
 				t.Fatal(err)
 			}
 			daemon.Wait()
+			// The check's processes sleep 600 s: isolated, they must be gone well before a
+			// minute (in milliseconds, idle); the control shows some after 2 s.
+			wait := 2 * time.Second
+			if tt.isolated {
+				wait = time.Minute
+			}
 			var left map[int]string
 			for {
 				left = processesUnder(workspace)
-				if len(left) == 0 || time.Since(killed) > 2*time.Second {
+				if len(left) == 0 || time.Since(killed) > wait {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			t.Logf("mode %s: %d processes of the check left %s after SIGKILL of ticketd: %v", tt.mode, len(left), time.Since(killed).Round(time.Millisecond), left)
 			if (len(left) == 0) != tt.isolated {
-				t.Errorf("mode %s: processes left 2 s after SIGKILL: %v; want none=%v", tt.mode, left, tt.isolated)
+				t.Errorf("mode %s: processes left %s after SIGKILL: %v; want none=%v", tt.mode, wait, left, tt.isolated)
 			}
 			log, _ := os.ReadFile(filepath.Join(dir, "ticketd.log"))
 			first, _, _ := strings.Cut(string(log), "\n")
