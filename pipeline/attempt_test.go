@@ -34,6 +34,7 @@ type calls struct {
 	model   []model.Call
 	tools   []store.ToolCall
 	reviews []store.Review
+	server  *scriptedmodel.Server // the double the attempt talks to
 }
 
 func (c *calls) RecordReview(_ context.Context, r store.Review) error {
@@ -93,7 +94,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { server.Close() })
-	rec := &calls{}
+	rec := &calls{server: server}
 	roles := map[model.Role]model.RoleConfig{}
 	for _, r := range model.Roles {
 		roles[r] = model.RoleConfig{Endpoint: "s", Model: "gpt-4.1-mini"}
