@@ -176,8 +176,14 @@ func TestParseFlags(t *testing.T) {
 		check   func(options) bool
 	}{
 		{args: nil, check: func(o options) bool {
-			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.jsonl")) && !o.compare
+			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.local.jsonl")) && !o.compare
 		}},
+		// Only --record writes the shared record in git: a plain run leaves the tree clean.
+		{args: []string{"--record"}, check: func(o options) bool {
+			return o.record && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.jsonl"))
+		}},
+		{args: []string{"--out", "x.jsonl"}, check: func(o options) bool { return o.out == "x.jsonl" }},
+		{args: []string{"--record", "--out", "x.jsonl"}, wantErr: true},
 		{args: []string{"--compare"}, check: func(o options) bool { return o.compare && o.compareLines == "" }},
 		{args: []string{"--compare", "2,5"}, check: func(o options) bool { return o.compare && o.compareLines == "2,5" }},
 		{args: []string{"--compare=1,3"}, check: func(o options) bool { return o.compare && o.compareLines == "1,3" }},
@@ -238,9 +244,9 @@ func TestMedianTotalsPerRole(t *testing.T) {
 
 func TestTotals(t *testing.T) {
 	outs := []Outcome{
-		{State: "done", Success: true, Attempts: 1, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1},
-		{State: "done", Success: false, Attempts: 1, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3},
-		{State: "escalated", Attempts: 2, ModelCalls: 8, CostUSD: 0.06, DurationS: 2},
+		{State: "done", Success: true, Attempts: 1, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1, Claimed: true},
+		{State: "done", Success: false, Attempts: 1, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3, Claimed: true},
+		{State: "escalated", Attempts: 2, ModelCalls: 8, CostUSD: 0.06, DurationS: 2, Claimed: true},
 		{State: "not_enqueued"},
 	}
 	got := totals(outs, 30*time.Second, nil)
