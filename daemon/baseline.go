@@ -63,8 +63,9 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 }
 
 // baselineFormat versions what a stored baseline means: bump it when the parsers or the
-// gate's reading of results change, so older stored baselines are recomputed.
-const baselineFormat = 1
+// gate's reading of results change, so older stored baselines are recomputed. 2: checks of
+// a src/ layout run with src on PYTHONPATH, and results carry notes.
+const baselineFormat = 2
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.
@@ -247,7 +248,11 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 		text = fmt.Sprintf("baseline of %s at %s computed: the checks ran at the base commit in %s",
 			repo, short(base), facts.took.Round(time.Millisecond))
 	}
-	w.log.Info("baseline", "repo", repo, "base_commit", short(base), "reused", facts.reused, "took", facts.took)
+	notes := baselineNotes(facts.results)
+	for _, n := range notes {
+		text += "\n" + n
+	}
+	w.log.Info("baseline", "repo", repo, "base_commit", short(base), "reused", facts.reused, "took", facts.took, "notes", strings.Join(notes, "; "))
 	open, err := w.d.Store.List(context.WithoutCancel(ctx), store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: repo})
 	if err != nil {
 		w.log.Warn("list tickets for baseline note", "repo", repo, "err", err)
@@ -257,6 +262,26 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 			w.log.Warn("note baseline on ticket", "ticket", t.ID, "err", err)
 		}
 	}
+}
+
+// baselineNotes are what ticketd changed about how the base commit's checks ran (a src/
+// layout's PYTHONPATH), each once, prefixed by the checks it concerns.
+func baselineNotes(results []validate.Result) []string {
+	var order []string
+	by := map[string][]string{}
+	for _, r := range results {
+		for _, n := range r.Notes {
+			if _, ok := by[n]; !ok {
+				order = append(order, n)
+			}
+			by[n] = append(by[n], r.Name)
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, n := range order {
+		out = append(out, fmt.Sprintf("checks %s: %s", strings.Join(by[n], ", "), n))
+	}
+	return out
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.
@@ -279,7 +304,7 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 	w.d.Store.SetPaused(w.unhealthy.list()) // claims skip its tickets from now on
 	for _, p := range problems {
 		w.log.Error("repository unhealthy: its tickets are not claimed tonight", "repo", repo, "base_commit", short(base),
-			"check", p.Check, "command", strings.Join(p.Command, " "), "reason", p.Reason, "first_lines", strings.Join(p.Lines, "\n"))
+			"check", p.Check, "command", strings.Join(p.Command, " "), "reason", p.Reason, "hint", p.Hint, "first_lines", strings.Join(p.Lines, "\n"))
 	}
 	open, err := w.d.Store.List(context.WithoutCancel(ctx), store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: repo})
 	if err != nil {

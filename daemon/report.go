@@ -122,6 +122,22 @@ func renderReport(in reportInput) string {
 	} else {
 		fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
 			len(out.Gate.Fixed), len(out.Gate.Remaining))
+		if len(out.Gate.Targets) > 0 {
+			fmt.Fprintf(&b, "Target tests (they pass): %s\n\n", strings.Join(out.Gate.Targets, ", "))
+		}
+		if ev := out.Evidence; ev != nil {
+			if ev.Found() {
+				b.WriteString("Evidence that the change fixes the bug:\n\n")
+			} else {
+				b.WriteString("**Unverified**: nothing shows that the change fixes the bug; it was not shipped.\n\n")
+			}
+			for _, l := range strings.Split(strings.TrimSpace(ev.Text()), "\n") {
+				if l != "" {
+					fmt.Fprintf(&b, "- %s\n", l)
+				}
+			}
+			b.WriteString("\n")
+		}
 		for _, c := range out.Checks {
 			fmt.Fprintf(&b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
 		}

@@ -217,6 +217,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		SaveTriage: func(ctx context.Context, triage string) error {
 			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
 		},
+		BaseFile: tree.FileAtBase,
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "took", out.Duration.Round(time.Millisecond))

@@ -74,6 +74,11 @@ type Job struct {
 	Budget  Budget
 	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
 	SaveTriage func(ctx context.Context, triageJSON string) error
+	// BaseFile reads a path as it is at the base commit (worktree.Tree.FileAtBase); found is
+	// false when the path does not exist there. The evidence step uses it to run the new
+	// tests against the code as it was before the change; nil means no test can be
+	// reproduced at the base, so only verifications and base failures can show a fix works.
+	BaseFile func(ctx context.Context, path string) (data []byte, found bool, err error)
 }
 
 // Status is how an attempt ended.
@@ -85,18 +90,25 @@ const (
 	StatusBudget    Status = "budget"    // a step, token or time bound, or the loop guard, stopped it
 	StatusTransport Status = "transport" // the model endpoint kept failing: not the ticket's fault
 	StatusStopped   Status = "stopped"   // the context was cancelled (shutdown or ticket cancelled)
+	// StatusUnverified: the change passes the checks, but nothing shows that it fixes the
+	// reported bug (no test fails at the base and passes with it, no verification does
+	// either). It is never shipped; its patch is kept for a human.
+	StatusUnverified Status = "unverified"
 )
 
 // Outcome is what one attempt produced.
 type Outcome struct {
-	Status   Status
-	Reason   string
-	Summary  string            // the maker's submit summary
-	Triage   *Triage           // the triage used (fresh or cached)
-	Checks   []validate.Result // the last validator run on a submitted change
-	Gate     *Gate             // that run compared with the base commit
-	Findings []Finding         // the checker's verified findings on the last review
-	Verdict  *Verdict          // the judge's last verdict
+	Status  Status
+	Reason  string
+	Summary string            // the maker's submit summary
+	Triage  *Triage           // the triage used (fresh or cached)
+	Checks  []validate.Result // the last validator run on a submitted change
+	Gate    *Gate             // that run compared with the base commit
+	// Evidence is what showed (or failed to show) that the last submitted change fixes the
+	// bug; nil when no submit got past the checks.
+	Evidence *Evidence
+	Findings []Finding // the checker's verified findings on the last review
+	Verdict  *Verdict  // the judge's last verdict
 	Steps    int
 	Tokens   int64
 	Dollars  float64 // known model spend of this attempt
@@ -193,6 +205,8 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 			fmt.Errorf("%w: wall clock of %s", errBudget, job.Budget.WallClock))
 		defer cancel()
 	}
+	// A check configured without a time-out gets one from its run at the base commit.
+	job.Checks = validate.BaselineTimeouts(job.Checks, job.Baseline)
 	a := &attempt{r: r, job: job, start: start, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
 	out := a.run(ctx)
 	out.Duration = r.now().Sub(start)
@@ -222,6 +236,15 @@ type attempt struct {
 	tri        *Triage
 	flaky      []string
 	targets    []string // tests the maker named on submit: they must pass
+	issueTests []string // tests the issue names that exist in the repository: they must pass
+	// evidenceRefusals counts submits refused because nothing showed the fix works;
+	// lastRefusal is the last refused submit, to stop an attempt that repeats itself.
+	evidenceRefusals int
+	lastRefusal      *refusal
+	// verified caches the verification commands' runs on one diff (see evidence.go);
+	// lastEvidence is the last evidence step's finding.
+	verified     *verificationRuns
+	lastEvidence *Evidence
 	// reviewRounds counts checker-and-judge reviews; lastFindings are the last round's.
 	reviewRounds    int
 	lastFindings    []Finding
@@ -317,5 +340,9 @@ func (a *attempt) run(ctx context.Context) Outcome {
 		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
 	}
 	out.Triage, a.tri = triage, triage
+	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body)
+	if len(a.issueTests) > 0 {
+		a.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
+	}
 	return a.makerLoop(ctx, out)
 }

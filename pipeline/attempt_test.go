@@ -29,6 +29,19 @@ const fixPatch = `diff --git a/calc.py b/calc.py
 +    return x + x
 `
 
+// doubleTwoTest adds a regression test for the bug, as a maker writes one beside its fix.
+const doubleTwoTest = `diff --git a/test_double_two.py b/test_double_two.py
+new file mode 100644
+--- /dev/null
++++ b/test_double_two.py
+@@ -0,0 +1,5 @@
++from calc import double
++
++
++def test_double_two():
++    assert double(2) == 4
+`
+
 type calls struct {
 	mu      sync.Mutex
 	model   []model.Call
@@ -116,7 +129,8 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 			gitRun("add", "-A")
 			return gitRun("diff", "--cached"), nil
 		},
-		Budget: Budget{MaxSteps: 12, MaxTokens: 1_000_000},
+		BaseFile: baseFile(gitRun, dir),
+		Budget:   Budget{MaxSteps: 12, MaxTokens: 1_000_000},
 	}
 	return r, job, rec
 }
@@ -140,7 +154,10 @@ func TestAttempt(t *testing.T) {
 		{name: "checker blocks once", c: scriptedmodel.Case{CheckerBlocksOnce: true}, status: StatusFixed, minSubmits: 2},
 		{name: "judge fails once", c: scriptedmodel.Case{JudgeFailsOnce: true}, status: StatusFixed, minSubmits: 2},
 		{name: "loop stopped by the guard", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLoop}, status: StatusBudget, reason: "loop: read_files called 5 times"},
-		{name: "never fixed", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever}, status: StatusBudget},
+		{name: "never fixed: no evidence, resubmitted unchanged", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever}, status: StatusUnverified, reason: "the same change was submitted again"},
+		{name: "never fixed, with its test: the same refusal twice", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever, Patch: fixPatch + doubleTwoTest},
+			status: StatusFailed, reason: sameRefusalStop},
+		{name: "late fix with its test", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLateFix, Patch: fixPatch + doubleTwoTest}, status: StatusFixed, minSubmits: 2},
 		{name: "step limit", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, maxSteps: 3, status: StatusBudget, reason: "step limit of 3"},
 	}
 	for _, tt := range tests {

@@ -19,7 +19,8 @@ func TestSubmitFeedbackNamesTheGate(t *testing.T) {
 		refusal string // start of the first refused submit's answer
 		absent  string
 	}{
-		{"checks", scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, refusedByChecks, "code reviewer (checker) found"},
+		{"checks", scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight, Patch: fixPatch + doubleTwoTest}, refusedByChecks, "code reviewer (checker) found"},
+		{"no evidence", scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, refusedNoProof, "the checks failed"},
 		{"checker", scriptedmodel.Case{CheckerBlocksOnce: true}, refusedByChecker, "the checks failed"},
 		{"judge", scriptedmodel.Case{JudgeFailsOnce: true}, refusedByJudge, "the checks failed"},
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,4 +34,17 @@ func fixtureRepo(t *testing.T, dir string, files map[string]string) func(args ..
 	git("add", "-A")
 	git("commit", "-q", "-m", "base")
 	return git
+}
+
+// baseFile reads path at the fixture repository's base commit (HEAD), as Job.BaseFile does
+// with worktree.Tree.FileAtBase.
+func baseFile(git func(args ...string) string, dir string) func(ctx context.Context, path string) ([]byte, bool, error) {
+	return func(ctx context.Context, path string) ([]byte, bool, error) {
+		cmd := exec.CommandContext(ctx, "git", "cat-file", "-e", "HEAD:"+path)
+		cmd.Dir = dir
+		if err := cmd.Run(); err != nil {
+			return nil, false, nil
+		}
+		return []byte(git("show", "HEAD:"+path)), true, nil
+	}
 }

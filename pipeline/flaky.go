@@ -93,10 +93,16 @@ func FailingTests(results []validate.Result) map[string][]string {
 	return out
 }
 
-// targetTests are the tests a fix must make pass: those the maker named on submit, and those
-// triage named that fail at the base (a triage guess that names no failing test binds nothing).
+// targetTests are the tests a fix must make pass: those the maker named on submit, those the
+// issue names (IssueTests: they exist in the repository), and those triage named that fail
+// at the base (a triage guess that names no failing test binds nothing).
 func (a *attempt) targetTests() []string {
 	out := slices.Clone(a.targets)
+	for _, id := range a.issueTests {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
 	if a.tri != nil {
 		base := FailingTests(a.job.Baseline)
 		for _, id := range a.tri.TargetTests {
@@ -138,6 +144,7 @@ func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 				}
 			}
 			failed = append(failed, fmt.Sprintf("%s: %s", c.Name, detail))
+			g.failedKeys = append(g.failedKeys, "targets: "+c.Name+": "+strings.Join(targets, " "))
 		}
 	}
 	if !ran {

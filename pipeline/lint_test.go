@@ -50,8 +50,8 @@ func TestLintAndTypeGate(t *testing.T) {
 		told   string // in the first refused submit's answer
 	}{
 		{"debt at the base does not block", fixPatch, StatusFixed, ""},
-		{"new type error blocks", typeErr, StatusBudget, "calc.py:6: Incompatible return value type"},
-		{"new lint error blocks", lintErr, StatusBudget, "F401"},
+		{"new type error blocks", typeErr, StatusFailed, "calc.py:6: Incompatible return value type"},
+		{"new lint error blocks", lintErr, StatusFailed, "F401"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,10 +66,15 @@ func TestLintAndTypeGate(t *testing.T) {
 					t.Fatalf("baseline %s should report the debt: passed=%v not_started=%v summary=%q findings=%+v", b.Name, b.Passed, b.NotStarted, b.Summary, b.Findings)
 				}
 			}
-			job.Budget.MaxSteps = 4
+			// Enough for read, edit, submit, re-read, submit: a maker that resubmits the same
+			// refused change is stopped by the same-refusal guard, not the step limit.
+			job.Budget.MaxSteps = 6
 			out := r.Run(context.Background(), job)
 			if out.Status != tt.status {
 				t.Fatalf("status %s (%s), want %s\nhistory:\n%s", out.Status, out.Reason, tt.status, strings.Join(out.History, "\n"))
+			}
+			if tt.status == StatusFailed && !strings.HasPrefix(out.Reason, sameRefusalStop) {
+				t.Errorf("reason %q, want it to start %q", out.Reason, sameRefusalStop)
 			}
 			if tt.told == "" {
 				return

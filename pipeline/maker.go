@@ -118,6 +118,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			if res.review != nil {
 				r := res.review
 				out.Findings, out.Verdict, out.Checks, out.Gate, out.Summary = r.Findings, r.Verdict, r.Checks, r.Gate, r.Summary
+				out.Evidence = r.Evidence
 			}
 		}
 	}
@@ -264,7 +265,78 @@ const (
 	refusedByChecks  = "Not accepted: the checks failed (tests, lint and type checks, compared with the base commit). The change was not reviewed.\n\n"
 	refusedByChecker = "Not accepted: the checks passed, but the code reviewer (checker) found blocking defects in your change.\n\n"
 	refusedByJudge   = "Not accepted: the checks passed and the code reviewer found no blocker, but the judge found acceptance criteria not met.\n\n"
+	refusedNoProof   = "Not accepted: the checks pass, but nothing shows that your change fixes the reported bug. The change was not reviewed.\n\n"
 )
+
+// sameRefusalStop opens the reason of an attempt stopped because a submit was refused with
+// the same failures as the one before, with no file changed in between: a loop, which more
+// submits would only pay for.
+const sameRefusalStop = "the same checks failed twice with no change"
+
+// refusal is a refused submit: what refused it, the keys of what failed, and the diff.
+type refusal struct {
+	kind string
+	keys []string
+	diff string
+}
+
+// repeated records a refused submit and reports whether it repeats the previous one: the
+// same gate refused it for the same failures, and no file changed since.
+func (a *attempt) repeated(kind string, keys []string, diff string) bool {
+	r := &refusal{kind: kind, keys: slices.Clone(keys), diff: diff}
+	prev := a.lastRefusal
+	a.lastRefusal = r
+	return prev != nil && prev.kind == r.kind && slices.Equal(prev.keys, r.keys) && prev.diff == r.diff
+}
+
+// noEvidence answers a submit that passed the checks with nothing showing that it fixes the
+// bug: sent back for a regression test while the repository has tests and refusals are left,
+// else the attempt ends unverified, its patch kept for a human and never shipped.
+func (a *attempt) noEvidence(summary, diff string, gate Gate, ev *Evidence) toolResult {
+	why := "no test fails at the base commit and passes with the change"
+	if a.tri != nil && len(a.tri.Verifications) > 0 {
+		why += ", and no verification command fails at the base commit and passes with it"
+	}
+	var b strings.Builder
+	if len(ev.PassAtBase) > 0 {
+		fmt.Fprintf(&b, "Your test(s) %s pass at the base commit too: ticketd ran them against the code as it was before your change, and they passed, so they do not reproduce the bug. Change them so that they fail without your fix.\n",
+			strings.Join(clipList(ev.PassAtBase, 10), ", "))
+		why += fmt.Sprintf(" (the change's tests %s pass at the base commit too)", strings.Join(clipList(ev.PassAtBase, 5), ", "))
+	} else {
+		b.WriteString("No test fails at the base commit and passes with your change.\n")
+	}
+	for _, n := range ev.Notes {
+		fmt.Fprintf(&b, "Note: %s\n", n)
+	}
+	b.WriteString("Add a regression test beside the existing tests, in their style, that fails without your fix and passes with it (ticketd runs it against the base commit to check), name its pytest node id in submit's \"tests\", and submit again.")
+	keys := append([]string{"no evidence"}, ev.PassAtBase...)
+	repeat := a.repeated("evidence", keys, diff)
+	if a.hasTestSuite() && a.evidenceRefusals < MaxEvidenceRefusals && !repeat {
+		a.evidenceRefusals++
+		a.note("submit %d: checks passed, but nothing shows the fix works (%s); asked for a regression test (%d of %d)", a.submits, why, a.evidenceRefusals, MaxEvidenceRefusals)
+		return toolResult{failed: true, text: refusedNoProof + b.String()}
+	}
+	switch {
+	case repeat:
+		why += "; the same change was submitted again without one"
+	case a.evidenceRefusals > 0:
+		why += fmt.Sprintf("; asked %d time(s) for a regression test", a.evidenceRefusals)
+	case !a.hasTestSuite():
+		why += "; the repository has no test suite to add one to"
+	}
+	out := Outcome{Summary: summary, Checks: gate.Results, Gate: &gate, Evidence: ev, Status: StatusUnverified,
+		Reason: "unverified, patch attached: the checks pass, but " + why}
+	a.note("stopped: %s", out.Reason)
+	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
+}
+
+// evidenceText is the last evidence step's finding, for the judge.
+func (a *attempt) evidenceText() string {
+	if a.lastEvidence == nil || !a.lastEvidence.Found() {
+		return ""
+	}
+	return "\n# Evidence that the fix works\n\n" + a.lastEvidence.Text()
+}
 
 func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	var s struct {
@@ -288,7 +360,8 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 			a.targets = append(a.targets, id)
 		}
 	}
-	_, gate := a.runChecks(ctx, a.changedPaths(ctx, diff))
+	changed := a.changedPaths(ctx, diff)
+	_, gate := a.runChecks(ctx, changed)
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
@@ -296,9 +369,27 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
-		return toolResult{failed: true, text: refusedByChecks + gate.Text + "\nFix these and call submit again."}
+		text := refusedByChecks + gate.Text + "\nFix these and call submit again."
+		if a.repeated("checks", gate.failedKeys, diff) {
+			stopped := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate, Status: StatusFailed,
+				Reason: fmt.Sprintf("%s: %s", sameRefusalStop, clip(strings.Join(strings.Fields(strings.Join(gate.failedKeys, "; ")), " "), 300))}
+			a.note("stopped: %s", stopped.Reason)
+			return toolResult{failed: true, text: text, final: &stopped}
+		}
+		return toolResult{failed: true, text: text}
 	}
-	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}
+	ev, err := a.evidence(ctx, diff, changed, gate)
+	if err != nil {
+		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, err)
+		return toolResult{final: &failed}
+	}
+	a.lastEvidence = ev
+	if !ev.Found() {
+		return a.noEvidence(s.Summary, diff, gate, ev)
+	}
+	a.lastRefusal = nil
+	a.note("submit %d: checks passed; evidence: %s", a.submits, clip(strings.Join(strings.Fields(ev.Text()), " "), 300))
+	out := Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate, Evidence: ev}
 	rev, err := a.review(ctx, diff, s.Summary)
 	if err != nil {
 		// A review that cannot run is not the fix's fault, but the fix may not ship unreviewed.

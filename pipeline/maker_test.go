@@ -78,11 +78,20 @@ func (f *fakeModel) makerRequests() []model.Request {
 	return out
 }
 
-// noChecks is a CheckRunner for tests of the loop itself: there are no checks, so every
-// submit passes the gate (the gate itself is tested with real pytest elsewhere).
-type noChecks struct{}
+// bugChecks is a CheckRunner for tests of the loop itself: one test, failing while calc.py
+// holds the bug and passing once it does not, so every submit of the fix passes the gate and
+// shows the evidence that it works (the gate itself is tested with real pytest elsewhere).
+type bugChecks struct{}
 
-func (noChecks) Run(context.Context, string, []validate.Check) []validate.Result { return nil }
+func (bugChecks) Run(_ context.Context, dir string, checks []validate.Check) []validate.Result {
+	src, _ := os.ReadFile(filepath.Join(dir, "calc.py"))
+	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Passed: true, Tests: 1, Summary: "1 passed"}
+	if strings.Contains(string(src), "x + x + 1") {
+		r.Passed, r.Summary = false, "1 failed"
+		r.Findings = []validate.Finding{{Test: "test_calc.py::test_double", Message: "assert 5 == 4"}}
+	}
+	return []validate.Result{r}
+}
 
 // call builds a tool call the way a server sends it.
 func call(id, name string, args any) openai.ToolCall {
@@ -100,15 +109,19 @@ func setupLoop(t *testing.T, fm *fakeModel) (*Runner, Job) {
 	t.Helper()
 	dir := t.TempDir()
 	git := fixtureRepo(t, dir, map[string]string{"calc.py": buggy})
-	r := &Runner{Models: fm, Checks: noChecks{}, Roles: map[model.Role]bool{model.RoleMaker: true}}
+	r := &Runner{Models: fm, Checks: bugChecks{}, Roles: map[model.Role]bool{model.RoleMaker: true}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
 	job := Job{
-		Ticket: Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
-		Dir:    dir,
+		Checks:   checks,
+		Baseline: bugChecks{}.Run(context.Background(), dir, checks),
+		Ticket:   Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
+		Dir:      dir,
 		Diff: func(ctx context.Context) (string, error) {
 			git("add", "-A")
 			return git("diff", "--cached"), nil
 		},
-		Budget: Budget{MaxSteps: 12, MaxTokens: 1_000_000},
+		BaseFile: baseFile(git, dir),
+		Budget:   Budget{MaxSteps: 12, MaxTokens: 1_000_000},
 	}
 	return r, job
 }

@@ -11,7 +11,7 @@ import (
 // PromptVersion names the static prompt text. Change it whenever the instructions or tool
 // definitions change: it is part of the prompt cache key, so old cache entries are not
 // mixed with new prompts.
-const PromptVersion = "p2"
+const PromptVersion = "p3"
 
 // The role instructions are static: no ticket, directory, date or repository text may ever
 // appear in them, because they (after the tool definitions) form the byte-identical prefix
@@ -37,15 +37,15 @@ How to work:
 2. Find the code. Use grep to locate the functions named in the report or the error text; use list_files only when you need the layout. Then read every file you need in ONE read_files call: batching reads saves whole round trips. Read the tests that cover the code too, so that you know the project's conventions.
 3. Find the cause, not just the line that crashes. Ask why the wrong value arises. Check the other callers of what you change, the edge cases (empty input, zero, None, negative numbers, boundaries, unicode, time zones), and whether the same mistake is repeated nearby.
 4. Make the smallest change that fixes the cause. Keep the project's style, naming and structure. Do not reformat untouched code, do not rename things, do not add dependencies, do not change public behaviour that the report does not ask to change. Independent edits can be sent as parallel edit_file calls in one turn.
-5. Where the project has tests, add or extend a test that fails before your fix and passes after it, next to the existing tests and in their style. Never delete or weaken an existing test to make the checks pass, and never mark tests as skipped or expected to fail.
-6. Call submit with a short summary: the cause, and what you changed. If the submit tool offers "tests", name there the pytest node ids of the tests you added or that reproduce the bug: they must pass. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit. If they fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again. You may call run_checks before submitting if you want an early answer, but do not call it after every edit.
+5. Where the project has tests, add or extend a regression test that fails before your fix and passes after it, next to the existing tests and in their style. ticketd runs it against the code as it was at the base commit: a change is accepted only when something fails there and passes with the fix. Never delete or weaken an existing test to make the checks pass, and never mark tests as skipped or expected to fail.
+6. Call submit with a short summary: the cause, and what you changed. If the submit tool offers "tests", name there the pytest node ids of the tests you added or that reproduce the bug: they must pass. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit: failures the base commit already had are shown but are not yours to fix unless the ticket is about them. If the checks fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again. You may call run_checks before submitting if you want an early answer, but do not call it after every edit.
 
 Rules for the tools:
 - Paths are relative to the repository root. You cannot leave the repository, and the .git directory is off limits.
 - edit_file needs old_text copied exactly from the file, including indentation and blank lines, and it must occur exactly once. If an edit fails, re-read the file and copy the text again rather than guessing.
 - write_file may create new files; it may overwrite an existing file only after you have read it in this conversation.
 - A tool result that starts with "error:" means the call did nothing. Correct the call; do not repeat the same failing call.
-- A submit answered with "Not accepted:" names who refused it: the checks (then the failures listed are real test, lint or type errors), the code reviewer (the checks passed; fix the defects it names), or the judge (the checks passed; make the unmet criteria hold). Fix what that gate names and submit again.
+- A submit answered with "Not accepted:" names who refused it: the checks (then the failures listed are real test, lint or type errors), the missing evidence (the checks passed, but no test fails without your fix; add one), the code reviewer (the checks passed; fix the defects it names), or the judge (the checks passed; make the unmet criteria hold). Fix what that gate names and submit again; submitting the same change again after the same refusal ends the attempt.
 - After a successful submit the conversation ends. Do not write a closing message.
 
 What makes a fix acceptable in the morning:
@@ -68,7 +68,7 @@ Answer with one JSON object and nothing else, in exactly this shape:
 Guidance:
 - Acceptance criteria describe behaviour, not implementation: "average([]) returns 0.0 instead of raising", not "add an if statement".
 - Two to five criteria. Include the reported case, the expected result, and one nearby edge case the fix must not break.
-- Where you can, give each criterion a verification: an existing test, or a one-line Python check with an assert. ticketd runs them on the fix and shows the judge the results.
+- Where you can, give each criterion a verification: an existing test, or a one-line Python check with an assert. ticketd runs them at the base commit and on the fix and shows the judge the results; a verification that fails at the base commit and passes on the fix is the evidence that the fix works, so write it to reproduce the reported symptom.
 - Suspected files come from the repository map; list at most five, and only paths that exist in the map.
 - If the report is ambiguous, choose the most plausible reading and say so in the summary.
 `,

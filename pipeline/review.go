@@ -202,7 +202,7 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 		}
 	}
 	if a.r.Roles[model.RoleJudge] {
-		v, err := a.judge(ctx, material)
+		v, err := a.judge(ctx, diff, material)
 		if err != nil {
 			return rr, err
 		}
@@ -220,10 +220,10 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 }
 
 // judge asks the judge role for a verdict on the fix.
-func (a *attempt) judge(ctx context.Context, material string) (*Verdict, error) {
+func (a *attempt) judge(ctx context.Context, diff, material string) (*Verdict, error) {
 	var v Verdict
 	msgs := a.openingMessages(model.RoleJudge, nil)
-	msgs[1].Content += a.criteriaText() + a.criteriaEvidence(ctx) + material
+	msgs[1].Content += a.criteriaText() + a.criteriaEvidence(ctx, diff) + a.evidenceText() + material
 	if err := a.askJSON(ctx, model.RoleJudge, msgs, &v, func() error {
 		switch strings.ToLower(v.Verdict) {
 		case "pass", "fail":
@@ -338,41 +338,84 @@ func stripDiffMarkers(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// criteriaEvidence runs the triage's verification commands on the candidate, through the
-// check runner (so they get the same sandbox and environment as the checks), and renders
-// their results for the judge; "" when triage gave none.
-func (a *attempt) criteriaEvidence(ctx context.Context) string {
-	if a.tri == nil || len(a.tri.Verifications) == 0 {
+// criteriaEvidence renders, for the judge, the triage's verification commands run on the
+// candidate through the check runner (the same sandbox and environment as the checks) and,
+// when the evidence step ran them on this diff, at the base commit too; "" when triage gave
+// none.
+func (a *attempt) criteriaEvidence(ctx context.Context, diff string) string {
+	runs := a.verified
+	if runs == nil || runs.diff != diff {
+		runs = &verificationRuns{diff: diff}
+		for _, vc := range a.verificationChecks() {
+			vr := verificationRun{v: vc.v, what: vc.what}
+			if res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
+				vr.after = &res[0]
+			}
+			runs.items = append(runs.items, vr)
+		}
+		a.verified = runs
+	}
+	if len(runs.items) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("\n# Verification of the criteria\n\nticketd ran these commands on the fixed code:\n")
-	for i, v := range a.tri.Verifications {
-		if i == maxVerifications {
-			break
-		}
-		c, what, ok := a.verificationCheck(i, v)
-		if !ok {
+	b.WriteString("\n# Verification of the criteria\n\nticketd ran these commands on the fixed code")
+	if runs.items[0].base != nil {
+		b.WriteString(" and at the base commit (before the change)")
+	}
+	b.WriteString(":\n")
+	for i, vr := range runs.items {
+		if vr.after == nil {
 			continue
 		}
-		res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{c})
-		if len(res) != 1 {
-			continue
-		}
-		r := res[0]
+		r := *vr.after
 		verdict := "FAILED"
 		if r.Passed {
 			verdict = "passed"
 		}
-		fmt.Fprintf(&b, "\n- criterion: %s\n  command: %s\n  result: %s (%s)\n", v.Criterion, what, verdict, r.Summary)
+		fmt.Fprintf(&b, "\n- criterion: %s\n  command: %s\n  result: %s (%s)\n", vr.v.Criterion, vr.what, verdict, r.Summary)
 		if !r.Passed {
 			for _, l := range lastLinesOf(r.Output, 6) {
 				fmt.Fprintf(&b, "    %s\n", clip(l, 200))
 			}
 		}
-		a.note("verification %d (%s): %s", i+1, what, verdict)
+		atBase := ""
+		if vr.base != nil {
+			atBase = "passed"
+			if !vr.base.Passed {
+				atBase = "FAILED"
+			}
+			fmt.Fprintf(&b, "  at the base commit: %s (%s)\n", atBase, vr.base.Summary)
+			atBase = ", at the base commit " + atBase
+		}
+		a.note("verification %d (%s): %s%s", i+1, vr.what, verdict, atBase)
 	}
 	return b.String()
+}
+
+// verifyCheck is one verification of the triage as a check the runner can run.
+type verifyCheck struct {
+	v     Verification
+	what  string
+	check validate.Check
+}
+
+// verificationChecks are the triage's verifications the runner can run, at most
+// maxVerifications.
+func (a *attempt) verificationChecks() []verifyCheck {
+	if a.tri == nil {
+		return nil
+	}
+	var out []verifyCheck
+	for i, v := range a.tri.Verifications {
+		if i == maxVerifications {
+			break
+		}
+		if c, what, ok := a.verificationCheck(i, v); ok {
+			out = append(out, verifyCheck{v: v, what: what, check: c})
+		}
+	}
+	return out
 }
 
 // verificationCheck turns a verification into a check the runner can run.

@@ -40,8 +40,8 @@ const maxFirstTierShare = 0.8
 // firstTier runs, before the whole suite, the target tests and the test files the change can
 // affect (validate.ScanImports). It returns the run (nil when no first tier was chosen) and,
 // when the first tier already shows the submit must fail, the gate that says so. Its failures
-// are judged against the baseline as the full gate would be: a new failure, a target test
-// that fails, or, when every failing test of the base ran, none of them fixed.
+// are judged against the baseline as the full gate would be: a new failure, or a target test
+// that fails.
 func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *Gate) {
 	var pytests []validate.Check
 	for _, c := range a.job.Checks {
@@ -97,20 +97,7 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 		for _, ids := range failing {
 			if slices.Contains(ids, id) {
 				run.Failures = append(run.Failures, "target test still fails: "+id)
-			}
-		}
-	}
-	if len(run.Failures) == 0 && len(a.targetTests()) == 0 {
-		// Every failing test of the base ran here and still fails: the full gate's "one of the
-		// base's failing tests now passes" cannot hold either. (With targets named, the
-		// targets replace that rule, and they were checked above.)
-		if base := FailingTests(a.job.Baseline); len(base) > 0 && allSelected(base, files, only) {
-			baseIDs := 0
-			for _, ids := range base {
-				baseIDs += len(ids)
-			}
-			if stillFailing(failing, base) == baseIDs {
-				run.Failures = append(run.Failures, "No failing test was fixed: the tests failing at the base commit all still fail.")
+				g.failedKeys = append(g.failedKeys, "target: "+id)
 			}
 		}
 	}
@@ -139,32 +126,6 @@ func targetsPhrase(targets []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" and %d target test(s)", len(targets))
-}
-
-// allSelected reports whether every failing test of the base (check → ids) lies in a chosen
-// test file or is one of the chosen ids.
-func allSelected(base map[string][]string, files, only []string) bool {
-	for _, ids := range base {
-		for _, id := range ids {
-			file, _, _ := strings.Cut(id, "::")
-			if !slices.Contains(files, file) && !slices.Contains(only, id) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func stillFailing(now, base map[string][]string) int {
-	n := 0
-	for check, ids := range base {
-		for _, id := range ids {
-			if slices.Contains(now[check], id) {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // changedPaths returns the paths a change touches: Job.Changed when set, else the paths named

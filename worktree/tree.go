@@ -65,6 +65,38 @@ func (t *Tree) Changed(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
+// ErrNotRegularAtBase is returned by FileAtBase for a path that is a symlink, a submodule
+// or a folder at the base commit.
+var ErrNotRegularAtBase = errors.New("not a regular file at the base commit")
+
+// FileAtBase returns the content of rel (slash-separated, relative to the tree) at
+// BaseCommit; found is false when the base commit has no such path. The blob is read as
+// stored (cat-file runs no filter or textconv), so a Git LFS file reads as its pointer, as
+// it is checked out.
+func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found bool, err error) {
+	out, err := t.dirs().git(ctx, nil, "ls-tree", "-z", "--full-tree", t.BaseCommit, "--", rel)
+	if err != nil {
+		return nil, false, fmt.Errorf("look up %s at %s: %w", rel, short(t.BaseCommit), err)
+	}
+	entry, _, _ := strings.Cut(out, "\x00")
+	if entry == "" {
+		return nil, false, nil
+	}
+	meta, name, _ := strings.Cut(entry, "\t")
+	fields := strings.Fields(meta)
+	if len(fields) != 3 || name != rel {
+		return nil, false, nil // a folder of that name lists its entries, not itself
+	}
+	if fields[1] != "blob" || fields[0] == "120000" {
+		return nil, false, fmt.Errorf("%s (mode %s): %w", rel, fields[0], ErrNotRegularAtBase)
+	}
+	blob, err := t.dirs().git(ctx, nil, "cat-file", "blob", fields[2])
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", rel, short(t.BaseCommit), err)
+	}
+	return []byte(blob), true, nil
+}
+
 // againstScratch stages the whole working copy into the tree's scratch
 // index and runs git with args against it: two git processes. The scratch
 // index persists across calls, so its stat cache means only files changed

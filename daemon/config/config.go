@@ -376,6 +376,11 @@ func (c Config) Validate() error {
 			if ch.Timeout < 0 {
 				bad("repos.%s.checks[%d].timeout: must be >= 0, got %s", name, j, ch.Timeout)
 			}
+			for _, k := range slices.Sorted(maps.Keys(ch.Env)) {
+				if !envName.MatchString(k) {
+					bad("repos.%s.checks[%d].env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", name, j, k)
+				}
+			}
 		}
 	}
 	if err := c.Sandbox.Valid(); err != nil || c.Sandbox == "" {

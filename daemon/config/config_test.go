@@ -54,6 +54,8 @@ func TestParseErrors(t *testing.T) {
 		name, yaml string
 		want       []string // substrings of the error
 	}{
+		{name: "check env with a bad name", yaml: strings.Replace(valid, "      - kind: pytest", "      - kind: pytest\n        env: {\"bad name\": x}", 1),
+			want: []string{`env: "bad name"`}},
 		{name: "unknown key names file, line and key", yaml: strings.Replace(valid, "  workers: 2", "  wokers: 2", 1),
 			want: []string{"cfg.yaml:3:", "night.wokers", `unknown key "wokers"`}},
 		{name: "wrong type", yaml: strings.Replace(valid, "workers: 2", "workers: many", 1),
@@ -107,6 +109,10 @@ func TestParseResolvesPathsAndDefaults(t *testing.T) {
 	}
 	if c.Night.MaxAttempts != DefaultMaxAttempts || c.Night.Heartbeat != DefaultHeartbeat {
 		t.Errorf("defaults not applied: %+v", c.Night)
+	}
+	withEnv, err := Parse("cfg.yaml", []byte(strings.Replace(valid, "      - kind: pytest", "      - kind: pytest\n        env: {PYTHONPATH: lib}", 1)))
+	if err != nil || withEnv.Repos["app"].Checks[0].Env["PYTHONPATH"] != "lib" {
+		t.Errorf("checks[].env: %v, %+v", err, withEnv.Repos)
 	}
 }
 

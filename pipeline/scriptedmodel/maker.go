@@ -79,7 +79,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 	}
 	r := p.real
 	applied, failed := map[string]int{}, map[string]int{}
-	readOK, sentMalformed, failedSubmits, okReads := false, false, 0, 0
+	readOK, sentMalformed, failedSubmits, okReads, checkRuns := false, false, 0, 0, 0
 	lastWasSubmit, retryAfterRead := false, false
 	missingSent, missingReported, listed, mixedSent := false, false, false, false
 	for _, c := range h.calls {
@@ -92,6 +92,9 @@ func makerTurn(p *plan, h history, title string) []intent {
 		}
 		if c.name == "list_files" {
 			listed = true
+		}
+		if c.name == "run_checks" && c.hasResult {
+			checkRuns++
 		}
 		k := p.identify(c.name, c.args)
 		switch {
@@ -147,14 +150,23 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if r != nil && r.wrongFirst {
 		cycles = 1
 	}
-	if cycles < 0 || failedSubmits < cycles {
+	unhelpful := failedSubmits
+	late := p.Behaviour == BehaviourLateFix && (r == nil || !r.wrongFirst)
+	if late {
+		unhelpful += checkRuns
+	}
+	if cycles < 0 || unhelpful < cycles {
 		if applied["wrong"] == 0 && failed["wrong"] < 2 {
-			return []intent{p.wrong}
+			return append([]intent{p.wrong}, p.testsWithGuess(applied, failed)...)
 		}
 		if lastWasSubmit {
 			return []intent{p.read}
 		}
-		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title), nil)}
+		if late && failedSubmits > 0 {
+			// A model that was refused checks again rather than resubmitting the same change.
+			return []intent{{key: "checks", name: "run_checks", args: "{}"}}
+		}
+		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title), p.addedTests)}
 	}
 	var edits []intent
 	if wrongApplied && p.revert != nil && failed["revert"] < 2 {

@@ -16,19 +16,23 @@ type Behaviour string
 const (
 	// BehaviourSolve reads the patch's files, applies every hunk in one turn, submits.
 	BehaviourSolve Behaviour = "solve"
-	// BehaviourWrongThenRight first inserts a leftover merge marker (a syntax error), submits,
-	// and once that submit is answered (not accepted) reverts it, applies the real hunks and
-	// submits again.
+	// BehaviourWrongThenRight first applies a wrong guess (see WrongGuess) together with the
+	// patch's tests, as a model writes its regression test beside its first fix, submits,
+	// and once that submit is answered (not accepted) reverts the guess, applies the real
+	// hunks and submits again.
 	BehaviourWrongThenRight Behaviour = "wrong_then_right"
-	// BehaviourNever inserts the wrong edit and then alternates re-reading and submitting;
-	// it never applies the fix, so only a step limit or loop guard ends it.
+	// BehaviourNever applies the wrong guess (with the patch's tests) and then alternates
+	// re-reading and submitting the same change; it never applies the fix, so a guard
+	// (the same refusal twice, the loop guard) or a step limit ends it.
 	BehaviourNever Behaviour = "never"
 	// BehaviourMalformedArgs sends one tool call with invalid JSON arguments first, then
 	// behaves like BehaviourSolve.
 	BehaviourMalformedArgs Behaviour = "malformed_args"
 	// BehaviourLoop repeats the identical read_files call forever.
 	BehaviourLoop Behaviour = "loop"
-	// BehaviourLateFix keeps the wrong edit through LateAfter failed submits, then fixes.
+	// BehaviourLateFix keeps the wrong guess (with the patch's tests) through LateAfter
+	// unhelpful steps — a refused submit, then run_checks calls after re-reading, never the
+	// same submit twice — then fixes.
 	BehaviourLateFix Behaviour = "late_fix"
 )
 
@@ -42,8 +46,8 @@ type Case struct {
 	Patch string
 	// Behaviour of the maker; empty means BehaviourSolve.
 	Behaviour Behaviour
-	// LateAfter is the number of failed submits before the fix under BehaviourLateFix;
-	// 0 means 2.
+	// LateAfter is the number of unhelpful steps (refused submits and run_checks calls)
+	// before the fix under BehaviourLateFix; 0 means 2.
 	LateAfter int
 	// CheckerBlocksOnce makes the checker report one blocker on its first review of this
 	// ticket, then none.
@@ -73,6 +77,7 @@ type intent struct {
 	key  string // "fix:N", "wrong", "revert"
 	name string
 	args string
+	test bool // a fix intent that writes a test file: made with the wrong guess too
 }
 
 // plan is a Case compiled once at New: the tool calls its behaviour uses.
@@ -121,6 +126,7 @@ func compileCase(i int, c Case) (*plan, error) {
 			p.fixes = append(p.fixes, intent{
 				key: fmt.Sprintf("fix:%d", len(p.fixes)), name: "write_file",
 				args: mustJSON(map[string]string{"path": f.Path, "content": f.Content()}),
+				test: isTestFile(f.Path),
 			})
 			continue
 		}
@@ -137,6 +143,7 @@ func compileCase(i int, c Case) (*plan, error) {
 			p.fixes = append(p.fixes, intent{
 				key: fmt.Sprintf("fix:%d", len(p.fixes)), name: "edit_file",
 				args: mustJSON(map[string]string{"path": f.Path, "old_text": h.OldText, "new_text": h.NewText}),
+				test: isTestFile(f.Path),
 			})
 		}
 	}
@@ -147,7 +154,25 @@ func compileCase(i int, c Case) (*plan, error) {
 	p.addedTests = addedTests(files)
 	p.read = intent{key: "read", name: "read_files", args: mustJSON(map[string][]string{"paths": readPaths})}
 	p.wrong, p.revert = wrongGuess(files)
+	if isTestFile(guess(files).file.Path) {
+		// The guess itself is in a test file: its tests are not written beside it.
+		for i := range p.fixes {
+			p.fixes[i].test = false
+		}
+	}
 	return p, nil
+}
+
+// testsWithGuess are the patch's test edits not yet made, which the maker makes with its
+// wrong guess: a model writes its regression test beside its first fix, right or wrong.
+func (p *plan) testsWithGuess(applied, failed map[string]int) []intent {
+	var out []intent
+	for _, f := range p.fixes {
+		if f.test && applied[f.key] == 0 && failed[f.key] < 2 {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // wrongGuess builds the deliberately wrong first edit and its revert: one hunk of the fix,
@@ -392,7 +417,8 @@ func lastAddedCode(h Hunk, newLines []string) int {
 	return last
 }
 
-// wrongCycles is how many failed submits the behaviour makes before it fixes; -1 is never.
+// wrongCycles is how many unhelpful steps (refused submits; for late_fix also run_checks
+// calls) the behaviour makes before it fixes; -1 is never.
 func (p *plan) wrongCycles() int {
 	switch p.Behaviour {
 	case BehaviourWrongThenRight:

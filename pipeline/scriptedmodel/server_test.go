@@ -172,14 +172,17 @@ func TestMakerBehaviours(t *testing.T) {
 	}{
 		{name: "solve", c: Case{Behaviour: BehaviourSolve},
 			steps: 10, want: []string{"read_files", fix, "submit"}, passed: true},
+		// The wrong guess comes with the patch's test (its new test file), as a model writes
+		// its regression test beside its first fix; the fix then only edits the code.
 		{name: "wrong then right", c: Case{Behaviour: BehaviourWrongThenRight},
-			steps: 10, want: []string{"read_files", "edit_file", "submit", "edit_file+" + fix, "submit"}, passed: true},
+			steps: 10, want: []string{"read_files", "edit_file+write_file", "submit", "edit_file+edit_file+edit_file", "submit"}, passed: true},
+		// A refused late fixer checks again instead of resubmitting an unchanged change.
 		{name: "late fix after 2", c: Case{Behaviour: BehaviourLateFix},
-			steps: 12, want: []string{"read_files", "edit_file", "submit", "read_files", "submit", "edit_file+" + fix, "submit"}, passed: true},
+			steps: 12, want: []string{"read_files", "edit_file+write_file", "submit", "read_files", "run_checks", "edit_file+edit_file+edit_file", "submit"}, passed: true},
 		{name: "late fix after 3", c: Case{Behaviour: BehaviourLateFix, LateAfter: 3},
-			steps: 12, want: []string{"read_files", "edit_file", "submit", "read_files", "submit", "read_files", "submit", "edit_file+" + fix, "submit"}, passed: true},
+			steps: 12, want: []string{"read_files", "edit_file+write_file", "submit", "read_files", "run_checks", "run_checks", "edit_file+edit_file+edit_file", "submit"}, passed: true},
 		{name: "never", c: Case{Behaviour: BehaviourNever},
-			steps: 7, want: []string{"read_files", "edit_file", "submit", "read_files", "submit", "read_files", "submit"}, passed: false},
+			steps: 7, want: []string{"read_files", "edit_file+write_file", "submit", "read_files", "submit", "read_files", "submit"}, passed: false},
 		{name: "loop", c: Case{Behaviour: BehaviourLoop},
 			steps: 4, want: []string{"read_files", "read_files", "read_files", "read_files"}, passed: false},
 		{name: "malformed args", c: Case{Behaviour: BehaviourMalformedArgs},

@@ -14,6 +14,8 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"time"
 )
@@ -55,9 +57,16 @@ type Check struct {
 	// worktree's .venv/bin/python when present, else the first python3 that imports the
 	// tool. The repository's `python:` key fills it for every check of the repository.
 	Python string `yaml:"python"`
+	// Env is NAME: value pairs set for this check, after everything else. Setting
+	// PYTHONPATH here (even to "") replaces the src/ layout's automatic PYTHONPATH (see
+	// SrcLayout).
+	Env map[string]string `yaml:"env,omitempty"`
 	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
 	// flaky tests); they are appended to the command. Not configurable.
 	Only []string `yaml:"-"`
+	// TimeoutNote says where Timeout came from when it was derived rather than configured
+	// (see BaselineTimeouts); the time-out's summary repeats it. Not configurable.
+	TimeoutNote string `yaml:"-" json:"-"`
 }
 
 // Validate reports a check the Runner could not run, naming the field and
@@ -75,7 +84,23 @@ func (c Check) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w %q: timeout %s is negative", ErrInvalidCheck, c.Name, c.Timeout)
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Env)) {
+		if !envName.MatchString(name) {
+			return fmt.Errorf("%w %q: env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", ErrInvalidCheck, c.Name, name)
+		}
+	}
 	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// envPairs is Env as NAME=value pairs, sorted by name.
+func (c Check) envPairs() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(c.Env)) {
+		out = append(out, name+"="+c.Env[name])
+	}
+	return out
 }
 
 // Finding is one problem a check reported: a failing test, a lint or type
@@ -113,6 +138,9 @@ type Result struct {
 	// Abort is set when the check broke a limit that makes the attempt unsafe to continue
 	// (the worktree outgrew MaxWorktreeSize): the attempt must stop with this reason.
 	Abort string `json:"abort,omitempty"`
+	// Notes say what ticketd changed about how the check ran, for the baseline note and
+	// the report (e.g. src/ put on PYTHONPATH).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Aborted returns the first result's Abort reason, "" when none broke a limit.

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -15,11 +16,17 @@ type Problem struct {
 	Reason  string   `json:"reason"`
 	// Lines are the first lines of the error, for the log and the operator.
 	Lines []string `json:"lines,omitempty"`
+	// Hint says what would make the repository healthy.
+	Hint string `json:"hint,omitempty"`
 }
 
-// String is one line: check, reason and command.
+// String is one line: check, reason, command and what would make it healthy.
 func (p Problem) String() string {
-	return fmt.Sprintf("check %q: %s (command: %s)", p.Check, p.Reason, strings.Join(p.Command, " "))
+	s := fmt.Sprintf("check %q: %s (command: %s)", p.Check, p.Reason, strings.Join(p.Command, " "))
+	if p.Hint != "" {
+		s += "; to make it healthy: " + p.Hint
+	}
+	return s
 }
 
 // maxProblemLines bounds the error lines a Problem keeps.
@@ -35,16 +42,22 @@ func Health(results []Result) []Problem {
 		switch {
 		case r.NotStarted:
 			p.Reason = "the tool could not start: " + firstLine(r.Summary)
-		case r.Kind == KindPytest && r.Tests == 0:
-			p.Reason = "the test run at the base commit collected no test"
-		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
-			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
-		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
-			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
-		case r.Kind == KindUnittest && r.Summary == "no tests collected":
-			p.Reason = "the test run at the base commit collected no test"
+			p.Hint = "install the tool for the interpreter the checks use, or set python: on the repository to a virtualenv's python that has it"
 		case r.TimedOut:
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
+			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
+		case r.Kind == KindPytest && r.Tests == 0:
+			p.Reason = "the test run at the base commit collected no test"
+			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files are named test_*.py or *_test.py"
+		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
+			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
+			p.Hint = "run the check's command by hand in a clean checkout of the base commit: a conftest.py that fails to import, or an option in the pytest configuration that the installed pytest or its plugins do not know, are the usual causes"
+		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
+			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
+			p.Hint = erroredHint(r)
+		case r.Kind == KindUnittest && r.Summary == "no tests collected":
+			p.Reason = "the test run at the base commit collected no test"
+			p.Hint = "name the start folder in the check's command (command: [python3, -m, unittest, discover, -s, tests]) and check the test modules are named test*.py"
 		default:
 			continue
 		}
@@ -52,6 +65,21 @@ func Health(results []Result) []Problem {
 		out = append(out, p)
 	}
 	return out
+}
+
+// missingModule finds "No module named 'x'" in an error.
+var missingModule = regexp.MustCompile(`No module named '([A-Za-z0-9_.]+)'`)
+
+// erroredHint says what would let the tests of a suite that errors everywhere run.
+func erroredHint(r Result) string {
+	for _, f := range r.Findings {
+		m := missingModule.FindStringSubmatch(f.Message)
+		if m == nil {
+			continue
+		}
+		return fmt.Sprintf("the tests cannot import %s: install the project and its test dependencies into a virtualenv in the repository (python3 -m venv .venv && .venv/bin/pip install -e '.[test]'; ticketd then runs the checks with .venv/bin/python), or, if %s is the project's own package in a folder that nothing puts on the path, set env: {PYTHONPATH: <that folder>} on the check", m[1], m[1])
+	}
+	return "run the check's command by hand in a clean checkout of the base commit and fix what every test errors on (a fixture, a missing dependency, a conftest.py)"
 }
 
 // problemLines are the first lines of a result's first error, else of its output.

@@ -18,7 +18,7 @@ func TestHealth(t *testing.T) {
 		{"no report", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage\n"}, "no test report"},
 		{"all errored", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 3, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}}, "every one of the 3"},
 		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
-		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "no test report"},
+		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "timed out at the base commit"},
 	}
 	for _, tt := range tests {
 		ps := Health([]Result{tt.r})
@@ -28,6 +28,23 @@ func TestHealth(t *testing.T) {
 		case tt.want != "" && (len(ps) != 1 || !strings.Contains(ps[0].Reason, tt.want)):
 			t.Errorf("%s: Health(%+v) = %v, want one problem saying %q", tt.name, tt.r, ps, tt.want)
 		}
+	}
+	for _, r := range []Result{
+		{Name: "t", Kind: KindPytest, Passed: true, Tests: 0},
+		{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report"},
+		{Name: "t", Kind: KindPytest, Tests: 2, Errored: 2, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}},
+		{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1},
+		{Name: "l", Kind: KindRuff, NotStarted: true},
+		{Name: "u", Kind: KindUnittest, Summary: "no tests collected"},
+	} {
+		ps := Health([]Result{r})
+		if len(ps) != 1 || ps[0].Hint == "" || !strings.Contains(ps[0].String(), "to make it healthy: "+ps[0].Hint) {
+			t.Errorf("Health(%+v) = %+v; want one problem with a hint in its String()", r, ps)
+		}
+	}
+	if ps := Health([]Result{{Name: "t", Kind: KindPytest, Tests: 2, Errored: 2, Findings: []Finding{{Message: "E   ModuleNotFoundError: No module named 'vendor'"}}}}); len(ps) != 1 ||
+		!strings.Contains(ps[0].Hint, "cannot import vendor") || !strings.Contains(ps[0].Hint, "PYTHONPATH") {
+		t.Errorf("hint for a missing module: %+v", ps)
 	}
 	ps := Health([]Result{{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Command: []string{"/usr/bin/python3", "-m", "pytest"},
 		Findings: []Finding{{Test: "tests.test_a", Message: "ImportError\nNo module named 'vendor'"}}}})

@@ -160,7 +160,8 @@ func (r *Runner) Preflight(ctx context.Context, dir string, c Check) error {
 		return fmt.Errorf("check %q: %w", c.Name, err)
 	}
 	defer scratch.Remove()
-	argv, _, err := r.command(ctx, dir, c, r.spec(ctx, dir, scratch, c), scratch)
+	spec, _ := r.spec(ctx, dir, scratch, c)
+	argv, _, err := r.command(ctx, dir, c, spec, scratch)
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,10 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 			r.logger().Warn("remove check scratch directory", "check", c.Name, "err", err)
 		}
 	}()
-	spec := r.spec(ctx, dir, scratch, c)
+	spec, note := r.spec(ctx, dir, scratch, c)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	argv, junitPath, err := r.command(ctx, dir, c, spec, scratch)
 	res.Command = argv
 	if err != nil {
@@ -177,7 +180,11 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		if r.Sandbox == sandbox.ModeNone {
 			killed = "process group killed"
 		}
-		res.Summary = fmt.Sprintf("timed out after %s (%s)", timeout, killed)
+		why := ""
+		if c.TimeoutNote != "" {
+			why = c.TimeoutNote + "; "
+		}
+		res.Summary = fmt.Sprintf("timed out after %s (%s%s)", timeout, why, killed)
 	case ctx.Err() != nil:
 		res.Passed = false
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
@@ -195,17 +202,22 @@ func notStarted(res Result) Result {
 	return res
 }
 
-// spec is the sandbox of one check in dir.
-func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch, c Check) sandbox.Spec {
+// spec is the sandbox of one check in dir, and the note saying what ticketd added to its
+// environment ("" when nothing): src/ on PYTHONPATH for a src/ layout nothing configures.
+func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch, c Check) (sandbox.Spec, string) {
 	base := r.BaseEnv
 	if base == nil {
 		base = os.Environ()
 	}
+	pass := append(slices.Clone(r.PassEnv), c.PassEnv...)
+	// The PYTHONPATH the sandbox would pass on: what src/ is prepended to.
+	passed, _ := sandbox.Env(sandbox.EnvRequest{Base: base, Pass: pass, Deny: r.DenyEnv, Set: r.ExtraEnv})
+	srcPath, note := withSrcPath(dir, c, passed)
 	env, dropped := sandbox.Env(sandbox.EnvRequest{
 		Base: base,
-		Pass: append(slices.Clone(r.PassEnv), c.PassEnv...),
+		Pass: pass,
 		Deny: r.DenyEnv,
-		Set:  r.ExtraEnv,
+		Set:  append(append(slices.Clone(r.ExtraEnv), srcPath...), c.envPairs()...),
 	})
 	if len(dropped) > 0 {
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "passed variables withheld from the check: they are an endpoint's key or their value looks like a credential",
@@ -219,7 +231,7 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		Hide:     r.Hide,
 		ReadOnly: r.ReadOnly,
 		Env:      env,
-	}
+	}, note
 }
 
 // parsed is what a kind's interpreter makes of a finished command.

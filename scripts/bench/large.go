@@ -409,7 +409,7 @@ func measureTiers(ctx context.Context, repo largeRepo, dir string, f *LargeFigur
 		return fmt.Errorf("apply fix to large repository: %w: %s", err, out)
 	}
 	runner := &validate.Runner{}
-	check := validate.Check{Name: "tests", Kind: validate.KindPytest, Timeout: checkTimeout}
+	check := validate.Check{Name: "tests", Kind: validate.KindPytest, Timeout: 2 * time.Minute}
 	start := time.Now()
 	graph, err := validate.ScanImports(dir)
 	if err != nil {

@@ -44,7 +44,6 @@ const (
 	benchHeartbeat    = 5 * time.Second
 	benchMaxSteps     = 20
 	benchWallClock    = 10 * time.Minute
-	checkTimeout      = 2 * time.Minute
 	scriptedEndpoint  = "scripted"
 	benchTrigger      = "bench"
 )
@@ -132,7 +131,8 @@ func roundConfig(base config.Config, root string, cases []caseset.Case, scripted
 	c.Output = filepath.Join(root, "results")
 	c.Repos = map[string]config.Repo{}
 	for _, k := range cases {
-		checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest, Timeout: checkTimeout}}
+		// The default gate, as a new user configures it: the time-out comes from the baseline.
+		checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
 		if len(k.Checks) > 0 {
 			checks = k.Checks // the case's own gate
 		}
@@ -170,10 +170,15 @@ func roundConfig(base config.Config, root string, cases []caseset.Case, scripted
 }
 
 // scriptedCases are the scripted model's cases: one per bench case, matched by the issue
-// title, answering with the golden patch in the scenario's behaviour.
-func scriptedCases(cases []caseset.Case, scenario string) []scriptedmodel.Case {
+// title, answering with the case's scripted patch (the golden patch with its regression
+// test, see caseset.Case.ScriptedPatch) in the scenario's behaviour.
+func scriptedCases(cases []caseset.Case, scenario string) ([]scriptedmodel.Case, error) {
 	out := make([]scriptedmodel.Case, 0, len(cases))
 	for _, k := range cases {
+		patch, err := k.ScriptedPatch()
+		if err != nil {
+			return nil, err
+		}
 		b := scriptedmodel.Behaviour(scenario)
 		realistic := false
 		switch scenario {
@@ -187,9 +192,9 @@ func scriptedCases(cases []caseset.Case, scenario string) []scriptedmodel.Case {
 		case scenarioRealistic:
 			b, realistic = scriptedmodel.Behaviour(k.Scripted), true
 		}
-		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: k.Golden, Behaviour: b, Realistic: realistic})
+		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: patch, Behaviour: b, Realistic: realistic})
 	}
-	return out
+	return out, nil
 }
 
 // scenarioBehaviour is the scripted behaviour a case has under scenario: its own for the
@@ -257,7 +262,11 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	}
 	scriptedURL := ""
 	if !e.real {
-		srv, err := scriptedmodel.New(scriptedCases(e.cases, e.o.scenario), scriptedmodel.Options{Seed: e.o.seed, Latency: e.o.latency})
+		sc, err := scriptedCases(e.cases, e.o.scenario)
+		if err != nil {
+			return rec, fmt.Errorf("round %d: %w", n, err)
+		}
+		srv, err := scriptedmodel.New(sc, scriptedmodel.Options{Seed: e.o.seed, Latency: e.o.latency})
 		if err != nil {
 			return rec, fmt.Errorf("round %d: %w", n, err)
 		}

@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -76,17 +78,27 @@ type Case struct {
 	// Checks, when case.yaml sets them, replace the bench's default gate (pytest alone) for
 	// this case's repository, e.g. a lint and a type check the fix must not regress.
 	Checks []validate.Check
+	// BaseFailures are the visible tests (pytest node ids; a module that fails to import is
+	// its path) that fail at the bug for reasons unrelated to it, as real repositories have
+	// them: they fail at the bug and still fail with the golden patch.
+	BaseFailures []string
+	// TestEnv is NAME=value pairs the bench's judge (and the verification) run the tests
+	// with, as the project's own instructions would set them up (PYTHONPATH=src for a src/
+	// layout meant to be installed). The pipeline never sees it.
+	TestEnv []string
 }
 
 // caseFile is case.yaml; unknown keys are an error so a typo cannot silently
 // change how a case is run.
 type caseFile struct {
-	Difficulty        string           `yaml:"difficulty"`
-	Scripted          string           `yaml:"scripted"`
-	HiddenTestCommand []string         `yaml:"hidden_test_command"`
-	FailToPass        []string         `yaml:"fail_to_pass"`
-	PassToPass        []string         `yaml:"pass_to_pass"`
-	Checks            []validate.Check `yaml:"checks"`
+	Difficulty        string            `yaml:"difficulty"`
+	Scripted          string            `yaml:"scripted"`
+	HiddenTestCommand []string          `yaml:"hidden_test_command"`
+	FailToPass        []string          `yaml:"fail_to_pass"`
+	PassToPass        []string          `yaml:"pass_to_pass"`
+	Checks            []validate.Check  `yaml:"checks"`
+	BaseFailures      []string          `yaml:"base_failures"`
+	TestEnv           map[string]string `yaml:"test_env"`
 }
 
 // Load reads every case folder directly under dir, sorted by name. Entries
@@ -141,7 +153,18 @@ func loadCase(dir string) (Case, error) {
 		return c, bad("case.yaml", "%v", err)
 	}
 	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
-	c.FailToPass, c.PassToPass, c.Checks = cf.FailToPass, cf.PassToPass, cf.Checks
+	c.FailToPass, c.PassToPass, c.Checks, c.BaseFailures = cf.FailToPass, cf.PassToPass, cf.Checks, cf.BaseFailures
+	for _, name := range slices.Sorted(maps.Keys(cf.TestEnv)) {
+		if !envNameRe.MatchString(name) {
+			return c, bad("case.yaml", "test_env: %q is not an environment variable name", name)
+		}
+		c.TestEnv = append(c.TestEnv, name+"="+cf.TestEnv[name])
+	}
+	for _, id := range c.BaseFailures {
+		if id == "" || strings.HasPrefix(id, "-") {
+			return c, bad("case.yaml", "base_failures: %q is not a pytest node id or a test module's path", id)
+		}
+	}
 	for i, ch := range c.Checks {
 		if ch.Name == "" {
 			c.Checks[i].Name = ch.Kind
@@ -338,6 +361,64 @@ func listFiles(root string) ([]string, error) {
 	}
 	slices.Sort(files)
 	return files, nil
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// GoldenAddsTests reports whether golden.patch changes a test file (a regression test
+// beside the fix, as upstream fixes come).
+func (c Case) GoldenAddsTests() bool {
+	for _, line := range strings.Split(c.Golden, "\n") {
+		if rest, ok := strings.CutPrefix(line, "+++ b/"); ok && IsTestPath(strings.TrimSpace(rest)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ScriptedPatch is the patch the offline scripted model (the test double) replays for the
+// case: golden.patch, and — when it carries no test — the case's hidden test modules as
+// the regression test a model writes beside its fix, each as a new file test_regression_<x>
+// beside the hidden one's path, so the judge's own files stay apart from the branch's. The
+// scripted maker knows the fix anyway; what is measured is the pipeline's handling of it.
+func (c Case) ScriptedPatch() (string, error) {
+	if c.GoldenAddsTests() {
+		return c.Golden, nil
+	}
+	var b strings.Builder
+	b.WriteString(c.Golden)
+	if !strings.HasSuffix(c.Golden, "\n") {
+		b.WriteString("\n")
+	}
+	for _, f := range c.hiddenTests() {
+		data, err := os.ReadFile(filepath.Join(c.Dir, "hidden", filepath.FromSlash(f)))
+		if err != nil {
+			return "", fmt.Errorf("case %q: read hidden test: %w", c.Name, err)
+		}
+		base := strings.TrimSuffix(strings.TrimPrefix(path.Base(f), "test_"), ".py")
+		base = strings.TrimSuffix(base, "_test")
+		target := path.Join(path.Dir(f), "test_regression_"+base+".py")
+		lines := strings.SplitAfter(string(data), "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n", target, target, target, len(lines))
+		for _, l := range lines {
+			b.WriteString("+" + l)
+			if !strings.HasSuffix(l, "\n") {
+				b.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// IsTestPath reports whether a repository path is test code: a test module, a conftest.py,
+// or anything under a tests/ folder.
+func IsTestPath(p string) bool {
+	base := path.Base(p)
+	return strings.HasPrefix(p, "tests/") || strings.Contains(p, "/tests/") ||
+		strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "conftest.py"
 }
 
 // hiddenTests are the hidden files pytest is pointed at: the test modules,

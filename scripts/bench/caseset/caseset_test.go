@@ -123,6 +123,8 @@ func TestLoadErrors(t *testing.T) {
 		{"symlink out of repo/", map[string]string{"repo/mathx/evil.py": "symlink:../../../outside.py"}, "leaves repo/"},
 		{"bad check", map[string]string{"case.yaml": "difficulty: easy\nchecks: [{name: x, kind: eslint}]\n"}, "checks[0]"},
 		{"bad test id", map[string]string{"case.yaml": "difficulty: easy\nfail_to_pass: [tests/test_x.py]\n"}, "not a pytest node id"},
+		{"bad test_env name", map[string]string{"case.yaml": "difficulty: easy\ntest_env: {\"A-B\": x}\n"}, "test_env"},
+		{"bad base failure", map[string]string{"case.yaml": "difficulty: easy\nbase_failures: [\"-x\"]\n"}, "base_failures"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -334,5 +336,50 @@ func TestJudgeCancelled(t *testing.T) {
 	cancel()
 	if _, _, err := cases[0].Judge(ctx, repo, pytest); err == nil {
 		t.Errorf("Judge with a cancelled context: got nil error, want one (not a verdict)")
+	}
+}
+
+// The keys for repositories as they really are: base failures and the judge's environment.
+func TestLoadBaseFailuresAndTestEnv(t *testing.T) {
+	root := t.TempDir()
+	writeCase(t, root, "c", map[string]string{"case.yaml": "difficulty: easy\nbase_failures: [tests/test_meta.py::test_version, tests/test_opt.py]\ntest_env: {PYTHONPATH: src, B: \"1\"}\n"})
+	cases, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cases[0]
+	if !slices.Equal(c.BaseFailures, []string{"tests/test_meta.py::test_version", "tests/test_opt.py"}) || !slices.Equal(c.TestEnv, []string{"B=1", "PYTHONPATH=src"}) {
+		t.Errorf("base failures %q, test env %q", c.BaseFailures, c.TestEnv)
+	}
+}
+
+// ScriptedPatch gives the scripted maker a regression test: the golden patch's own when it
+// has one, else the hidden tests as a new file beside them, under another name.
+func TestScriptedPatch(t *testing.T) {
+	root := t.TempDir()
+	writeCase(t, root, "plain", nil)
+	withTest := "diff --git a/mathx/__init__.py b/mathx/__init__.py\n--- a/mathx/__init__.py\n+++ b/mathx/__init__.py\n@@ -1,2 +1,4 @@\n def mean(xs):\n+    if not xs:\n+        return 0\n     return sum(xs) / len(xs)\n" +
+		"diff --git a/tests/test_mean.py b/tests/test_mean.py\n--- a/tests/test_mean.py\n+++ b/tests/test_mean.py\n@@ -3,3 +3,7 @@\n \n def test_mean():\n     assert mean([1, 3]) == 2\n+\n+\n+def test_empty():\n+    assert mean([]) == 0\n"
+	writeCase(t, root, "own-test", map[string]string{"golden.patch": withTest})
+	cases, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		patch, err := c.ScriptedPatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch c.Name {
+		case "own-test":
+			if !c.GoldenAddsTests() || patch != c.Golden {
+				t.Errorf("%s: scripted patch is not the golden patch with its own test:\n%s", c.Name, patch)
+			}
+		case "plain":
+			want := "diff --git a/tests/test_regression_hidden.py b/tests/test_regression_hidden.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_regression_hidden.py\n@@ -0,0 +1,5 @@\n+from mathx import mean\n"
+			if c.GoldenAddsTests() || !strings.HasPrefix(patch, c.Golden) || !strings.Contains(patch, want) || !strings.HasSuffix(patch, "+    assert mean([]) == 0\n") {
+				t.Errorf("%s: scripted patch lacks the hidden test as a new file:\n%s", c.Name, patch)
+			}
+		}
 	}
 }

@@ -91,7 +91,7 @@ func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passe
 		args := append(append(append([]string{}, pytest[1:]...), "-q", "-p", "no:cacheprovider"), c.FailToPass...)
 		cmd := exec.CommandContext(ctx, pytest[0], append(args, c.PassToPass...)...)
 		cmd.Dir = repoDir
-		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+		cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
 		cmd.WaitDelay = 5 * time.Second
 		out, err := cmd.CombinedOutput()
 		if ctx.Err() != nil {
@@ -113,7 +113,7 @@ func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passe
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = repoDir
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
 	cmd.WaitDelay = 5 * time.Second
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func checkMix(t *testing.T, cases []Case) {
 			hardScript[c.Scripted]++
 		}
 	}
-	want := map[string]int{Easy: 11, Medium: 15, Hard: 5}
+	want := map[string]int{Easy: 12, Medium: 16, Hard: 5}
 	for d, n := range want {
 		if count[d] != n {
 			t.Errorf("%s cases: got %d, want %d (all: %v)", d, count[d], n, count)
@@ -93,8 +94,11 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 	}
 	checkGolden(t, c, base)
 
-	if ok, out := runPytest(ctx, t, base, pytest); !ok {
-		t.Errorf("visible tests fail at the bug; they must pass there:\n%s", out)
+	if failed, out := runPytest(ctx, t, c, base, pytest); !slices.Equal(failed, sorted(c.BaseFailures)) {
+		t.Errorf("visible tests failing at the bug: %q; want exactly base_failures %q:\n%s", failed, sorted(c.BaseFailures), out)
+	}
+	if c.GoldenAddsTests() {
+		checkGoldenTestsFailAtBug(ctx, t, c, filepath.Join(root, "golden-tests"), pytest)
 	}
 	passed, out, err := c.Judge(ctx, base, pytest)
 	if err != nil {
@@ -126,31 +130,111 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 		t.Errorf("hidden tests fail with the golden patch; they must pass:\n%s", out)
 	}
 	// The hidden files now sit in the checkout, so this runs visible and hidden together.
-	if ok, out := runPytest(ctx, t, fixed, pytest); !ok {
-		t.Errorf("tests fail with the golden patch applied:\n%s", out)
+	if failed, out := runPytest(ctx, t, c, fixed, pytest); !slices.Equal(failed, sorted(c.BaseFailures)) {
+		t.Errorf("tests failing with the golden patch applied: %q; want only base_failures %q:\n%s", failed, sorted(c.BaseFailures), out)
 	}
 }
 
-// runPytest runs the project's whole test suite as a gate would: pytest from
-// the repository root, configuration as the project sets it.
-func runPytest(ctx context.Context, t *testing.T, dir string, pytest []string) (bool, string) {
+func sorted(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// goldenTestFiles are the test files golden.patch changes or adds.
+func goldenTestFiles(t *testing.T, c Case) []string {
 	t.Helper()
-	args := append(append([]string{}, pytest[1:]...), "-q", "-p", "no:cacheprovider")
-	cmd := exec.CommandContext(ctx, pytest[0], args...)
+	files, err := parsePatch(c.Golden)
+	if err != nil {
+		t.Fatalf("golden.patch: %v", err)
+	}
+	var out []string
+	for _, f := range files {
+		if IsTestPath(f.path) {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}
+
+// applyTestPart applies only the test files of golden.patch in dir.
+func applyTestPart(ctx context.Context, t *testing.T, c Case, dir string) []string {
+	t.Helper()
+	tests := goldenTestFiles(t, c)
+	patch := filepath.Join(t.TempDir(), "golden.patch")
+	if err := os.WriteFile(patch, []byte(c.Golden), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"apply", "--whitespace=nowarn"}
+	for _, f := range tests {
+		args = append(args, "--include="+f)
+	}
+	if out, err := runGit(ctx, dir, append(args, patch)...); err != nil {
+		t.Fatalf("git apply the test part of golden.patch: %v\n%s", err, out)
+	}
+	return tests
+}
+
+// checkGoldenTestsFailAtBug: a regression test that golden.patch brings must fail at the bug
+// (the code as it is, the test added): it is what the evidence step checks of a maker.
+func checkGoldenTestsFailAtBug(ctx context.Context, t *testing.T, c Case, dir string, pytest []string) {
+	t.Helper()
+	if err := c.Materialize(ctx, dir); err != nil {
+		t.Fatalf("Materialize: %v", err)
+	}
+	tests := applyTestPart(ctx, t, c, dir)
+	failed, out := runPytest(ctx, t, c, dir, pytest, tests...)
+	var new []string
+	for _, f := range failed {
+		if !slices.Contains(c.BaseFailures, f) {
+			new = append(new, f)
+		}
+	}
+	if len(new) == 0 {
+		t.Errorf("golden.patch's tests %v pass at the bug; a regression test must fail there:\n%s", tests, out)
+	}
+}
+
+// runPytest runs the project's test suite (or the given paths) as a gate would: pytest from
+// the repository root, configuration as the project sets it, the case's test_env set, and
+// returns the failing and erroring tests, sorted, as pytest's summary names them.
+func runPytest(ctx context.Context, t *testing.T, c Case, dir string, pytest []string, paths ...string) ([]string, string) {
+	t.Helper()
+	args := append(append([]string{}, pytest[1:]...), "-q", "-rfE", "-p", "no:cacheprovider", "--continue-on-collection-errors")
+	cmd := exec.CommandContext(ctx, pytest[0], append(args, paths...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {
 			t.Fatalf("run pytest in %s: %v", dir, err)
 		}
 	}
-	return err == nil, string(out)
+	failed := []string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, prefix := range []string{"FAILED ", "ERROR "} {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				id, _, _ := strings.Cut(rest, " - ")
+				if id = strings.TrimSpace(id); !slices.Contains(failed, id) {
+					failed = append(failed, id)
+				}
+			}
+		}
+	}
+	if err != nil && len(failed) == 0 {
+		failed = append(failed, "pytest exited non-zero without naming a test: "+err.Error())
+	}
+	slices.Sort(failed)
+	return failed, string(out)
 }
 
 // checkGolden checks what the bench and the scripted model rely on: git
-// headers, only non-test files, and every hunk's old text found exactly once
-// in the file at the bug.
+// headers, and every hunk's old text found exactly once in the file at the bug
+// (a file the patch adds has none). A golden patch may bring a regression test,
+// as upstream fixes do, but must change project code too.
 func checkGolden(t *testing.T, c Case, base string) {
 	t.Helper()
 	files, err := parsePatch(c.Golden)
@@ -160,9 +244,13 @@ func checkGolden(t *testing.T, c Case, base string) {
 	if len(files) == 0 {
 		t.Fatalf("golden.patch changes no file")
 	}
+	code := 0
 	for _, f := range files {
-		if isTestPath(f.path) {
-			t.Errorf("golden.patch touches test file %s; it must change only project code", f.path)
+		if !IsTestPath(f.path) {
+			code++
+		}
+		if f.isNew {
+			continue
 		}
 		src, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(f.path)))
 		if err != nil {
@@ -178,12 +266,9 @@ func checkGolden(t *testing.T, c Case, base string) {
 			}
 		}
 	}
-}
-
-func isTestPath(p string) bool {
-	base := filepath.Base(p)
-	return strings.HasPrefix(p, "tests/") || strings.Contains(p, "/tests/") ||
-		strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "conftest.py"
+	if code == 0 {
+		t.Errorf("golden.patch changes only test files; it must fix the project's code")
+	}
 }
 
 type patchHunk struct {
@@ -196,6 +281,7 @@ type patchHunk struct {
 type patchFile struct {
 	path  string
 	hunks []patchHunk
+	isNew bool // the patch adds the file (--- /dev/null)
 }
 
 // parsePatch reads a git-style unified diff into files and hunks, enough to
@@ -223,6 +309,8 @@ func parsePatch(diff string) ([]patchFile, error) {
 			}
 			files = append(files, patchFile{path: strings.TrimPrefix(fields[3], "b/")})
 			cur = &files[len(files)-1]
+		case cur != nil && h == nil && line == "--- /dev/null":
+			cur.isNew = true
 		case strings.HasPrefix(line, "@@"):
 			flush()
 			if cur == nil {
@@ -266,6 +354,9 @@ func checkReplay(t *testing.T, c Case, base, fixed string) {
 		t.Fatalf("golden.patch: %v", err)
 	}
 	for _, f := range files {
+		if f.isNew {
+			continue
+		}
 		src, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(f.path)))
 		if err != nil {
 			continue // reported by checkGolden
@@ -320,5 +411,13 @@ func checkWrongGuess(ctx context.Context, t *testing.T, c Case, dir string, pyte
 	passed, out, _ := c.Judge(ctx, dir, pytest)
 	if passed {
 		t.Errorf("the scripted wrong guess (%s: %q → %q) passes the hidden tests; it must be a bug they catch:\n%s", rel, old, broken, out)
+	}
+	// The scripted maker writes the patch's regression test beside its wrong guess: the
+	// test must catch the guess too, or the gate would let it through.
+	if c.GoldenAddsTests() {
+		tests := applyTestPart(ctx, t, c, dir)
+		if failed, out := runPytest(ctx, t, c, dir, pytest, tests...); len(failed) == 0 {
+			t.Errorf("the scripted wrong guess passes golden.patch's own tests %v; they must catch it:\n%s", tests, out)
+		}
 	}
 }

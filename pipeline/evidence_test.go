@@ -1,0 +1,166 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/tools"
+)
+
+// atBase sets the code back to the base commit for the run and puts every file back as the
+// change left it: a changed file, a file the change added (absent during the run), and the
+// change's tests (kept as they are).
+func TestAtBaseRestores(t *testing.T) {
+	dir := t.TempDir()
+	git := fixtureRepo(t, dir, map[string]string{"calc.py": buggy, "tests/test_calc.py": "def test_x():\n    pass\n"})
+	changed := map[string]string{
+		"calc.py":            "def double(x):\n    return x + x\n",
+		"helpers.py":         "HELP = 1\n",
+		"tests/test_calc.py": "def test_x():\n    assert 1\n",
+		"tests/test_new.py":  "def test_new():\n    pass\n",
+	}
+	for p, c := range changed {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "calc.py"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"calc.py", "helpers.py", "tests/test_calc.py", "tests/test_new.py"}
+	a := &attempt{job: Job{Dir: dir, BaseFile: baseFile(git, dir)}}
+	ran := false
+	err := a.atBase(context.Background(), paths, func() {
+		ran = true
+		want := map[string]string{"calc.py": buggy, "helpers.py": "", "tests/test_calc.py": changed["tests/test_calc.py"], "tests/test_new.py": changed["tests/test_new.py"]}
+		for p, w := range want {
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+			switch {
+			case w == "" && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("during the run %s exists (%v); want it absent, as at the base", p, err)
+			case w != "" && string(data) != w:
+				t.Errorf("during the run %s = %q; want %q", p, data, w)
+			}
+		}
+	})
+	if err != nil || !ran {
+		t.Fatalf("atBase: ran %v, err %v", ran, err)
+	}
+	for p, w := range changed {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil || string(data) != w {
+			t.Errorf("after the run %s = %q (%v); want it back as the change left it, %q", p, data, err, w)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "calc.py")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("calc.py mode %v after the run; want its own 0600 back", fi.Mode().Perm())
+	}
+
+	// A changed path that is a symlink (planted by a check) is not written through.
+	outside := filepath.Join(t.TempDir(), "outside.py")
+	if err := os.WriteFile(outside, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "calc.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "calc.py")); err != nil {
+		t.Fatal(err)
+	}
+	err = a.atBase(context.Background(), []string{"calc.py"}, func() { t.Error("ran with a symlink in the change") })
+	if data, _ := os.ReadFile(outside); err == nil || string(data) != "keep me\n" {
+		t.Errorf("atBase over a symlink: err %v, file outside %q; want an error and the file untouched", err, data)
+	}
+	a.job.BaseFile = nil
+	if err := a.atBase(context.Background(), paths, func() {}); !errors.Is(err, errNoBaseReader) {
+		t.Errorf("atBase without a base reader: %v; want errNoBaseReader", err)
+	}
+}
+
+// weakTest is a regression test that passes with the bug too: it shows nothing.
+const weakTest = `diff --git a/test_double_sign.py b/test_double_sign.py
+new file mode 100644
+--- /dev/null
++++ b/test_double_sign.py
+@@ -0,0 +1,5 @@
++from calc import double
++
++
++def test_double_sign():
++    assert double(3) > 0
+`
+
+// A maker whose new test passes at the base is told so, and a fix with nothing that fails at
+// the base is never shipped: unverified, with the reason.
+func TestEvidenceNewTestPassesAtBase(t *testing.T) {
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + weakTest},
+		map[string]string{"test_calc.py": "from calc import double\n\n\ndef test_zero_is_odd_today():\n    assert double(0) in (0, 1)\n"})
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusUnverified || !strings.Contains(out.Reason, "test_double_sign.py::test_double_sign pass at the base commit too") {
+		t.Fatalf("status %s (%s); want unverified naming the test that passes at the base\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	var told bool
+	for _, tc := range rec.tools {
+		told = told || tc.Tool == tools.Submit && strings.HasPrefix(tc.Result, refusedNoProof) && strings.Contains(tc.Result, "pass at the base commit too")
+	}
+	if !told {
+		t.Errorf("no submit answer told the maker its test passes at the base: %+v", rec.tools)
+	}
+	if out.Verdict != nil || out.ReviewRounds != 0 {
+		t.Errorf("an unverified change was reviewed: %d rounds", out.ReviewRounds)
+	}
+}
+
+// Without a test suite, a triage verification that fails at the base and passes with the
+// change is the evidence; one that passes at the base too is not, and the change is never
+// shipped.
+func TestEvidenceFromVerification(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		python string
+		status Status
+	}{
+		{"reproduces the symptom", "from calc import double; assert double(2) == 4", StatusFixed},
+		{"passes at the base too", "from calc import double; assert double(3) > 0", StatusUnverified},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{}, nil)
+			if err := os.Remove(filepath.Join(job.Dir, "test_calc.py")); err != nil {
+				t.Fatal(err)
+			}
+			job.Checks, job.Baseline = nil, nil
+			job.Ticket.Triage = `{"summary":"double is off by one","acceptance_criteria":["double(2) is 4"],"suspected_files":["calc.py"],` +
+				`"verifications":[{"criterion":"double(2) is 4","python":` + jsonString(tt.python) + `}]}`
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.status {
+				t.Fatalf("status %s (%s), want %s\nhistory:\n%s", out.Status, out.Reason, tt.status, strings.Join(out.History, "\n"))
+			}
+			if tt.status == StatusFixed && (len(out.Evidence.Verified) != 1 || len(out.Evidence.Reproduced) != 0) {
+				t.Errorf("evidence %+v; want the verification alone", out.Evidence)
+			}
+			if tt.status == StatusUnverified && !strings.Contains(out.Reason, "no test suite") {
+				t.Errorf("reason %q; want it to say there is no test suite to add a test to", out.Reason)
+			}
+		})
+	}
+}
+
+func jsonString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func TestIsTestPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"tests/test_x.py": true, "test_x.py": true, "pkg/x_test.py": true, "conftest.py": true, "tests/helpers.py": true,
+		"src/pkg/tests/data.json": true, "pkg/x.py": false, "src/pkg/testing_tools.py": false, "docs/usage.rst": false,
+	} {
+		if got := isTestPath(p); got != want {
+			t.Errorf("isTestPath(%q) = %v; want %v", p, got, want)
+		}
+	}
+}

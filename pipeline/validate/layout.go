@@ -1,0 +1,181 @@
+package validate
+
+import (
+	"bufio"
+	"bytes"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A src/ layout keeps the package in src/<pkg>/, so that the tests cannot import the
+// checkout by accident: the project expects `pip install -e .` first. A checkout that
+// nothing installs (a fresh worktree) then fails every test with "No module named pkg" —
+// or, worse, imports the copy an editable install of the operator's clone points at, so
+// the fix under test is never the code that runs. Python, pytest and unittest checks of such
+// a repository get <worktree>/src on PYTHONPATH, unless something already puts it there:
+// a pytest `pythonpath` setting, a conftest.py that edits sys.path, or the check's own
+// env (PYTHONPATH set there, even to "", wins).
+
+// Bounds of the layout scan: the test files read, and the bytes of each.
+const (
+	maxLayoutTestFiles = 400
+	maxLayoutScanBytes = 64 << 10
+)
+
+// SrcLayout returns the packages of dir's src/ folder that its tests import, when nothing
+// in the repository's configuration puts src/ on the path; nil otherwise.
+func SrcLayout(dir string) []string {
+	pkgs := srcPackages(filepath.Join(dir, "src"))
+	if len(pkgs) == 0 || pathConfigured(dir) {
+		return nil
+	}
+	imported := map[string]bool{}
+	n := 0
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != dir && (strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules" || name == "venv") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !isTestModule(name) {
+			return nil
+		}
+		if n++; n > maxLayoutTestFiles {
+			return filepath.SkipAll
+		}
+		for _, imp := range ParseImports(readRegular(p, maxLayoutScanBytes)) {
+			if imp.Level == 0 {
+				top, _, _ := strings.Cut(imp.Module, ".")
+				imported[top] = true
+			}
+		}
+		return nil
+	})
+	var out []string
+	for _, p := range pkgs {
+		if imported[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SrcLayoutNote is the note a check's result carries when SrcLayout put src/ on its path.
+func SrcLayoutNote(pkgs []string) string {
+	return "src/ put on PYTHONPATH: the tests import " + strings.Join(pkgs, ", ") +
+		" from src/, and no pytest pythonpath setting or conftest.py puts it on the path (set env: {PYTHONPATH: ...} on the check to override)"
+}
+
+func isTestModule(name string) bool {
+	return strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") || name == "conftest.py")
+}
+
+// srcPackages lists the importable names directly in src: folders holding Python files
+// (regular or namespace packages) and modules.
+func srcPackages(src string) []string {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "__") {
+			continue // hidden files, __pycache__, a stray __init__.py
+		}
+		switch {
+		case e.IsDir() && !strings.Contains(name, ".") && !strings.Contains(name, "-") && hasPython(filepath.Join(src, name)):
+			out = append(out, name)
+		case e.Type().IsRegular() && strings.HasSuffix(name, ".py") && name != "setup.py" && name != "conftest.py":
+			out = append(out, strings.TrimSuffix(name, ".py"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func hasPython(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".py") {
+			return true
+		}
+	}
+	return false
+}
+
+// pathConfigured reports whether the repository already says how its tests find the
+// package: a pytest `pythonpath` option in any file pytest reads its configuration from,
+// or a conftest.py at the root or in a test folder that edits sys.path.
+func pathConfigured(dir string) bool {
+	for _, f := range pytestConfigFiles {
+		data := readRegular(filepath.Join(dir, f), 1<<20)
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if key, _, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && strings.TrimSpace(key) == "pythonpath" {
+				return true
+			}
+		}
+	}
+	for _, c := range []string{"conftest.py", "tests/conftest.py", "test/conftest.py", "src/conftest.py"} {
+		data := readRegular(filepath.Join(dir, filepath.FromSlash(c)), maxLayoutScanBytes)
+		if bytes.Contains(data, []byte("sys.path")) {
+			return true
+		}
+	}
+	return false
+}
+
+// readRegular returns up to n bytes of the regular file p; nil when it cannot be read. A
+// FIFO or a device where a configuration file should be must not hang the scan.
+func readRegular(p string, n int64) []byte {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, _ := readHead(p, n)
+	return data
+}
+
+// pythonPathSet reports whether env (NAME=value pairs) sets PYTHONPATH.
+func pythonPathSet(env map[string]string) bool {
+	_, ok := env["PYTHONPATH"]
+	return ok
+}
+
+// withSrcPath returns the Set pairs for a check of kind in dir: src/ prepended to the
+// PYTHONPATH the sandbox passes on (from base), and the note saying so; nothing when the
+// layout needs nothing or the check's env decides.
+func withSrcPath(dir string, c Check, base []string) (set []string, note string) {
+	switch c.Kind {
+	case KindPytest, KindUnittest, KindPython:
+	default:
+		return nil, ""
+	}
+	if pythonPathSet(c.Env) {
+		return nil, ""
+	}
+	pkgs := SrcLayout(dir)
+	if len(pkgs) == 0 {
+		return nil, ""
+	}
+	value := path.Join(filepath.ToSlash(dir), "src")
+	for _, kv := range base {
+		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok && v != "" {
+			value += string(filepath.ListSeparator) + v
+		}
+	}
+	return []string{"PYTHONPATH=" + value}, SrcLayoutNote(pkgs)
+}

@@ -1,0 +1,3 @@
+"""A home library catalogue."""
+
+__version__ = "1.4.0"

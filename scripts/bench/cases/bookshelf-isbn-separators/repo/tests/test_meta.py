@@ -1,0 +1,7 @@
+from importlib.metadata import version
+
+import bookshelf
+
+
+def test_version_matches_metadata():
+    assert version("bookshelf-catalogue") == bookshelf.__version__
