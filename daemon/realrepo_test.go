@@ -134,6 +134,7 @@ func realConfig(t *testing.T, root, baseURL string, repos ...realRepo) config.Co
 		write(t, filepath.Join(issues, fmt.Sprintf("%02d.md", i)), fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\nWhat the user saw: %s. Expected the usual behaviour.\n", r.title, r.name, r.title))
 	}
 	text := fmt.Sprintf(`
+sandbox: %s
 night: {workers: 2, lease: 30s, heartbeat: 5s, max_attempts: 2, retry_backoff: 50ms, poll: 20ms}
 intake: [{kind: dir, path: %s}]
 repos:
@@ -146,7 +147,7 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge: {endpoint: scripted, model: gpt-4.1-mini}
   retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
-`, issues, reposYAML.String(), baseURL)
+`, testSandbox(t), issues, reposYAML.String(), baseURL)
 	cfg, err := config.Parse(filepath.Join(root, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
@@ -77,7 +78,7 @@ func TestRunPytest(t *testing.T) {
 	// The daemon's environment may lack it; the Runner must set it itself.
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "")
 	ctx := context.Background()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	check := Check{Name: "tests", Kind: KindPytest}
 
 	t.Run("pass", func(t *testing.T) {
@@ -132,7 +133,7 @@ func TestRunPytest(t *testing.T) {
 func TestRunUnittest(t *testing.T) {
 	t.Parallel() // own directories and processes
 	ctx := context.Background()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	check := Check{Name: "unit", Kind: KindUnittest}
 	res := r.Run(ctx, project(t, false), []Check{check})[0]
 	if !res.Passed || res.Summary != "ran 2 tests: OK" {
@@ -203,7 +204,7 @@ func zombieOrAbsent(pid int) bool {
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel() // own directories and processes
 	ctx := context.Background()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
 	script := "sleep 300 & echo $! > child.pid; echo started; wait"
@@ -243,7 +244,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 // that exits normally is killed too, instead of outliving the check.
 func TestStragglerKilledAfterExit(t *testing.T) {
 	dir := t.TempDir()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	res := r.Run(context.Background(), dir, []Check{{Name: "bg", Kind: KindCommand, Command: []string{"sh", "-c", "sleep 300 & echo $! > child.pid"}}})[0]
 	if !res.Passed {
 		t.Fatalf("got %+v", res)
@@ -261,7 +262,7 @@ func TestPytestTimeout(t *testing.T) {
 	requirePytest(t)
 	dir := project(t, false)
 	os.WriteFile(filepath.Join(dir, "tests", "test_hang.py"), []byte("import subprocess\n\n\ndef test_hang():\n    subprocess.run(['sleep', '300'])\n"), 0o644)
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: 300 * time.Millisecond}})[0]
 	if !res.TimedOut || res.Passed || res.Duration > 300*time.Millisecond+drainTimeout {
 		t.Errorf("got timed_out=%v passed=%v duration=%s summary=%q", res.TimedOut, res.Passed, res.Duration, res.Summary)
@@ -283,7 +284,7 @@ func TestEnvAllowlist(t *testing.T) {
 	t.Setenv("LLM_ENDPOINT_KEY", "plainvalue3")
 	t.Setenv("PYTHONHASHSEED", "0")
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "")
-	r := Runner{PassEnv: []string{"APP_MODE", "SORT_KEY", "LLM_ENDPOINT_KEY", "DATABASE_URL"}, DenyEnv: []string{"LLM_ENDPOINT_KEY"}, ExtraEnv: []string{"TICKETD_CHECK=1"}}
+	r := Runner{Sandbox: testSandbox(t), PassEnv: []string{"APP_MODE", "SORT_KEY", "LLM_ENDPOINT_KEY", "DATABASE_URL"}, DenyEnv: []string{"LLM_ENDPOINT_KEY"}, ExtraEnv: []string{"TICKETD_CHECK=1"}}
 	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "env", Kind: KindCommand, Command: []string{"env"}}})[0]
 	if !res.Passed {
 		t.Fatalf("env check failed: %+v", res)
@@ -305,7 +306,7 @@ func TestEnvAllowlist(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
-	r := Runner{OutputCap: 1000}
+	r := Runner{Sandbox: testSandbox(t), OutputCap: 1000}
 	script := "i=0; while [ $i -lt 5000 ]; do echo line $i; i=$((i+1)); done; echo last line >&2; exit 3"
 	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "loud", Kind: KindCommand, Command: []string{"sh", "-c", script}}})[0]
 	if res.Passed || res.ExitCode != 3 || res.Summary != "exit status 3: last line" {
@@ -318,7 +319,7 @@ func TestOutputCap(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	dir := t.TempDir()
 	res := r.Run(context.Background(), dir, []Check{
 		{Name: "missing", Kind: KindCommand, Command: []string{"/no/such/binary"}},
@@ -348,7 +349,7 @@ func TestRunMypy(t *testing.T) {
 	testenv.NeedMypy(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "typed.py"), []byte("def f(x: int) -> str:\n    return x\n"), 0o644)
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy, Command: []string{"/usr/bin/python3", "-m", "mypy", "typed.py"}}})[0]
 	want := Finding{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "int", expected "str")`}
 	if res.Passed || len(res.Findings) != 1 || res.Findings[0] != want || !strings.HasPrefix(res.Summary, "Found 1 error") {
@@ -408,7 +409,7 @@ func TestEscapedChildDoesNotHang(t *testing.T) {
 		t.Skip("setsid not installed")
 	}
 	dir := t.TempDir()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	script := "setsid sh -c 'echo $$ > esc.tmp; mv esc.tmp esc.pid; exec sleep 300' & while [ ! -e esc.pid ]; do sleep 0.01; done; echo parent done"
 	res := r.Run(context.Background(), dir, []Check{{Name: "esc", Kind: KindCommand, Command: []string{"sh", "-c", script}}})[0]
 	if data, err := os.ReadFile(filepath.Join(dir, "esc.pid")); err == nil {
@@ -425,7 +426,7 @@ func TestEscapedChildDoesNotHang(t *testing.T) {
 // Runner, as three workers do.
 func TestRunConcurrent(t *testing.T) {
 	requirePytest(t)
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	dirs := []string{project(t, false), project(t, true), project(t, false)}
 	results := make([][]Result, len(dirs))
 	var wg sync.WaitGroup
@@ -438,4 +439,15 @@ func TestRunConcurrent(t *testing.T) {
 			t.Errorf("worktree %d: passed %v, want %v (%s)", i, got, want, results[i][0].Summary)
 		}
 	}
+}
+
+// testSandbox is the checks' sandbox in the tests whose subject is not the sandbox: bwrap
+// where it works, else none (logged). sandbox_test.go tests the sandbox itself.
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }
