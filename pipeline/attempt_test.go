@@ -137,9 +137,8 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 
 func TestAttempt(t *testing.T) {
 	t.Parallel() // each runs its own scripted model, repository and pytest
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("pytest is needed: %v", err)
-	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	tests := []struct {
 		name       string
 		c          scriptedmodel.Case

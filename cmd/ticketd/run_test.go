@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -43,9 +44,7 @@ type runFixture struct {
 
 func newRunFixture(t *testing.T, schedule string) runFixture {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
-		t.Fatalf("these tests need pytest for /usr/bin/python3 (scripts/test.sh installs python3-pytest): %v", err)
-	}
+	testenv.Need(t, testenv.Pytest, exec.Command("/usr/bin/python3", "-c", "import pytest").Run())
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app")
 	files := map[string]string{
