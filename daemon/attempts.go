@@ -46,11 +46,40 @@ func AttemptBranch(ticketID int64, n int) string {
 // and gives its number back, so the next attempt has the same n: a name already taken gets a
 // suffix (ticketd/<id>-attempt-<n>-2, ...) instead of moving the branch. It returns the
 // branch, "" when there was nothing to keep.
-func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int, reason string) string {
-	if _, err := tree.Commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
+func keepAttempt(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {
+	if _, err := tree.commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (not accepted)\n\n%s", n, id, reason)); err != nil {
 		log.Info("attempt left no change to keep", "err", err)
 		return ""
 	}
+	return saveAttempt(ctx, log, tree.Tree, id, n)
+}
+
+// keepReleased is keepAttempt for an attempt stopped from outside (shutdown, window, the
+// night's dollars), whose number is given back: every release of attempt n keeps its work on
+// the one branch ticketd/<id>-attempt-<n>-released, moved to the latest, so a ticket stopped
+// night after night does not grow a branch per stop. A charged attempt's branch is never
+// this one.
+func keepReleased(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {
+	if _, err := tree.commit(ctx, fmt.Sprintf("ticketd attempt %d at ticket %d (stopped: not accepted, not charged)\n\n%s", n, id, reason)); err != nil {
+		log.Info("attempt left no change to keep", "err", err)
+		return ""
+	}
+	branch := ReleasedBranch(id, n)
+	if err := tree.SaveOver(ctx, branch); err != nil {
+		log.Warn("keep released attempt branch", "branch", branch, "err", err)
+		return ""
+	}
+	return branch
+}
+
+// ReleasedBranch names the branch that keeps the partial change of attempt n of a ticket
+// when it was stopped from outside.
+func ReleasedBranch(ticketID int64, n int) string {
+	return AttemptBranch(ticketID, n) + "-released"
+}
+
+// saveAttempt keeps the committed attempt on the first free name of ticketd/<id>-attempt-<n>.
+func saveAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id int64, n int) string {
 	for k := 1; k <= maxKeptPerAttempt; k++ {
 		branch := AttemptBranch(id, n)
 		if k > 1 {
@@ -74,7 +103,8 @@ func keepAttempt(ctx context.Context, log *slog.Logger, tree *worktree.Tree, id 
 const maxKeptPerAttempt = 100
 
 // attemptFolder is the results/<id>/ sub-folder of an attempt kept on branch: the branch's
-// name after ticketd/<id>- ("attempt-2", "attempt-2-3"), else attempt-<n>.
+// name after ticketd/<id>- ("attempt-2", "attempt-2-3", "attempt-2-released"), else
+// attempt-<n>.
 func attemptFolder(id int64, n int, branch string) string {
 	if rest, ok := strings.CutPrefix(branch, AttemptBranch(id, n)); ok {
 		return "attempt-" + strconv.Itoa(n) + rest

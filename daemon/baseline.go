@@ -203,6 +203,24 @@ func (u *unhealthyRepos) list() []string {
 	return slices.Sorted(maps.Keys(u.names))
 }
 
+// reasons lists each repository with its reason, sorted by name.
+func (u *unhealthyRepos) reasons() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(u.names)) {
+		out = append(out, name+": "+u.names[name])
+	}
+	return out
+}
+
+func (u *unhealthyRepos) has(repo string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.names[repo]
+	return ok
+}
+
 // checkRepos computes, before any worker claims, the baseline of every repository that has
 // open tickets, and marks unhealthy those whose base cannot gate a fix (see validate.Health):
 // said once in the night's log with the failing command and its first error lines, and

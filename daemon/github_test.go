@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/github/githubfake"
+	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
 )
@@ -97,7 +98,7 @@ func TestGitHubNight(t *testing.T) {
 	}
 	hold.waitAbandoned(t) // the cancelled attempt stopped spending
 	hold.Release()
-	waitNight(t, done)
+	awaitNight(t, done)
 	if got, _ := st.Get(ctx, id); got.State == store.StateCancelled {
 		t.Logf("issue closed -> ticket cancelled (worker stopped) in %s", got.FinishedAt.Sub(closed).Round(time.Millisecond))
 	}
@@ -140,5 +141,27 @@ func TestGitHubNight(t *testing.T) {
 	sync2.Scan(ctx)
 	if n := fake.Count("POST", "/repos/acme/shop/pulls"); n != 1 {
 		t.Errorf("pull request creations after restart = %d, want 1", n)
+	}
+}
+
+// TestCommitMessage: a GitHub ticket's fix commit names its issue (the issue's number, not
+// the ticket id); a folder ticket's names none; what the issue and the model wrote is defused.
+func TestCommitMessage(t *testing.T) {
+	const z = "\u200d"
+	out := pipeline.Outcome{Summary: "Guarded the empty list; @octocat closes #3, see https://github.com/o/r/issues/4"}
+	tests := []struct {
+		name   string
+		ticket store.Ticket
+		want   string
+	}{
+		{"github", store.Ticket{ID: 7, Source: github.Source, ExternalID: "o/r#42", Title: "mean() crashes @alice fixes #9"},
+			"Fixes #42: mean() crashes @" + z + "alice fixes" + z + " #" + z + "9\n\nGuarded the empty list; @" + z + "octocat closes" + z + " #" + z + "3, see https" + z + "://github.com/o/r/issues/4\n\nticketd ticket 7 (github o/r#" + z + "42)."},
+		{"folder", store.Ticket{ID: 8, Source: "dir", ExternalID: "issues/01.md", Title: "mean() crashes"},
+			"mean() crashes\n\nGuarded the empty list; @" + z + "octocat closes" + z + " #" + z + "3, see https" + z + "://github.com/o/r/issues/4\n\nticketd ticket 8 (dir issues/01.md)."},
+	}
+	for _, tt := range tests {
+		if got := commitMessage(tt.ticket, out); got != tt.want {
+			t.Errorf("%s:\n got  %q\n want %q", tt.name, got, tt.want)
+		}
 	}
 }

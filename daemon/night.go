@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,11 @@ var (
 	errHeartbeatFailing = errors.New("heartbeat kept failing")
 )
 
+// ErrSystemic stops a night whose attempts of different tickets failed in a row for the
+// same reason on the endpoint's side (the same refusal, no choices, a context too small):
+// every further attempt would fail the same way and charge its ticket for it.
+var ErrSystemic = errors.New("attempts of different tickets failed in a row for the same endpoint-side reason")
+
 // NightReport summarises one night.
 type NightReport struct {
 	RunID    int64
@@ -68,7 +74,13 @@ type NightReport struct {
 	// EstimatedDollars is the part of Dollars computed from estimated usage (servers
 	// that sent no usage).
 	EstimatedDollars float64
-	Stopped          error // why the night ended early, nil when the queue drained
+	// CostUnknown is true when some call of the night has no known cost (an unpriced model,
+	// or a request abandoned before its answer): Dollars is then a lower bound.
+	CostUnknown bool
+	Stopped     error // why the night ended early, nil when the queue drained
+	// Outcome is how the night ended (recorded on its run); Error says why it is not ok.
+	Outcome store.Outcome
+	Error   string
 }
 
 func (d *Daemon) now() time.Time { return d.clock().Now() }
@@ -110,40 +122,102 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 	return reps, nil
 }
 
-// RunNight runs one night: intake, then workers until the queue has nothing left to do in
-// the window, the dollars run out, or ctx is cancelled. Tickets in flight when it stops
-// early are released without burning their attempt.
+// RunNight runs one night: intake, preflights, then workers until the queue has nothing left
+// to do in the window, the dollars run out, or ctx is cancelled. Tickets in flight when it
+// stops early are released without burning their attempt. Whatever happens, the night is
+// recorded with its outcome (store.Outcome) and error once it has started; an error return
+// means it could not start (outcome failed, or stopped by a shutdown during preparation).
 func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, error) {
-	cfg := d.Config
 	log := d.logger().With("trigger", trigger)
 	rep := NightReport{Trigger: trigger, Started: d.now()}
-	bwrap, err := prepareSandbox(ctx, cfg, log)
-	if err != nil {
-		return rep, err
-	}
 	runID, err := d.Store.StartRun(ctx, trigger)
 	if err != nil {
+		rep.Outcome, rep.Error = store.OutcomeFailed, err.Error()
 		return rep, err
 	}
 	rep.RunID = runID
+	var ending nightEnding
+	err = d.night(ctx, log, &rep, &ending)
+	rep.Finished = d.now()
+	rep.Outcome, rep.Error = ending.outcome(ctx, err, rep.Stopped)
+	if err := d.Store.EndRun(context.WithoutCancel(ctx), runID, rep.Outcome, rep.Error); err != nil {
+		log.Warn("finish run", "run", runID, "err", err)
+	}
+	switch rep.Outcome {
+	case store.OutcomeOK:
+		log.Info("night ok", "run", runID)
+	case store.OutcomeFailed:
+		log.Error("night failed: nothing was claimed", "run", runID, "err", rep.Error)
+	default:
+		log.Warn("night "+string(rep.Outcome), "run", runID, "err", rep.Error)
+	}
+	return rep, err
+}
+
+// nightEnding is what the end of a night knows beyond its report: what was left undone and
+// why, to tell an ok night from a partial one.
+type nightEnding struct {
+	ready      int      // queued tickets ready to run when the night ended, outside paused repositories
+	parked     int      // tickets parked when the night ended
+	paused     []string // why repositories were not worked
+	pausedLeft int      // their queued tickets
+	down       []string // endpoints still down at the end
+}
+
+// outcome decides the night's outcome and error from how it ended.
+func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Outcome, string) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return store.OutcomeStopped, fmt.Sprintf("%v before the night started: %v", ErrShutdown, err)
+	case err != nil:
+		return store.OutcomeFailed, err.Error()
+	case stopped != nil && !errors.Is(stopped, ErrWindowClosed):
+		return store.OutcomeStopped, stopped.Error()
+	}
+	var why []string
+	if len(e.down) > 0 {
+		why = append(why, "model endpoint down at the end: "+strings.Join(e.down, "; "))
+	}
+	if e.ready > 0 {
+		cause := "the run window closed"
+		if stopped == nil {
+			cause = "the night ended"
+		}
+		why = append(why, fmt.Sprintf("%d ticket(s) ready but not worked when %s", e.ready, cause))
+	}
+	if e.parked > 0 {
+		why = append(why, fmt.Sprintf("%d ticket(s) parked: the endpoint kept failing them (ticketctl list --state parked; ticketctl requeue ID)", e.parked))
+	}
+	if e.pausedLeft > 0 {
+		why = append(why, fmt.Sprintf("%d ticket(s) of paused repositories not worked: %s", e.pausedLeft, strings.Join(e.paused, "; ")))
+	}
+	if len(why) > 0 {
+		return store.OutcomePartial, strings.Join(why, "; ")
+	}
+	return store.OutcomeOK, ""
+}
+
+// night is RunNight's work; it fills rep and ending, and returns an error when the night
+// could not start.
+func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding) error {
+	cfg := d.Config
+	runID := rep.RunID
+	bwrap, err := prepareSandbox(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
 	if err := d.Store.SetRunSandbox(ctx, runID, string(mode)); err != nil {
 		log.Warn("record the night's sandbox", "run", runID, "err", err)
 	}
-	defer func() {
-		if err := d.Store.FinishRun(context.WithoutCancel(ctx), runID); err != nil {
-			log.Warn("finish run", "run", runID, "err", err)
-		}
-	}()
-
 	if rep.Intake, err = d.Intake(ctx); err != nil {
-		return rep, err
+		return err
 	}
 	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
-		return rep, fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
+		return fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
 	}
 	if err := os.MkdirAll(cfg.Output, 0o755); err != nil {
-		return rep, fmt.Errorf("create output folder %s: %w", cfg.Output, err)
+		return fmt.Errorf("create output folder %s: %w", cfg.Output, err)
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
 
@@ -168,14 +242,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	opts := append([]model.Option{model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
 	client, err := model.New(cfg.Models, rec, log, opts...)
 	if err != nil {
-		return rep, fmt.Errorf("model client: %w", err)
-	}
-	if err := client.Preflight(ctx); err != nil {
-		return rep, fmt.Errorf("%w: %w", ErrPreflight, err)
-	}
-	checks := d.Checks
-	if checks == nil {
-		checks = checkRunner(cfg, bwrap, log)
+		return fmt.Errorf("model client: %w", err)
 	}
 	roles := map[model.Role]bool{}
 	windows := map[model.Role]int{}
@@ -185,28 +252,50 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			windows[r] = rc.ContextWindow
 		}
 	}
+	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
+		return fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	checks := d.Checks
+	if checks == nil {
+		checks = checkRunner(cfg, bwrap, log)
+	}
+	guard := newFixGuard(checks, log)
 	w := &workerPool{
 		d:         d,
 		cfg:       cfg,
 		log:       log,
 		trees:     trees,
-		baselines: newBaselines(checks, d.Store, log),
+		guard:     guard,
+		baselines: newBaselines(guard, d.Store, log),
 		runner: &pipeline.Runner{
-			Models: client, Checks: checks, Recorder: d.Store, Logger: log, Now: d.now, Roles: roles,
+			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory",
 		},
-		gate:  client,
-		runID: runID,
+		gate:       client,
+		runID:      runID,
+		stop:       workCtx,
+		stopClaims: stopClaims,
 	}
 	// Repositories that fail their start-up check are reported and paused; the night goes
 	// on with the others. The pool sees only those that passed.
 	healthy, err := w.checkStartup(ctx, checks)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	w.cfg.Repos = healthy
 	d.collectLeftovers(ctx, log, trees, healthy)
+	// A parked ticket waits for the next night: the schedule's next tick under `ticketd run`;
+	// under `ticketd once`, which has no schedule, the next `once`.
+	unparkBefore := time.Time{}
+	if rep.Trigger == TriggerCron {
+		unparkBefore = d.now()
+	}
+	if n, err := d.Store.Unpark(ctx, unparkBefore, "ticketd"); err != nil {
+		log.Warn("unpark tickets", "err", err)
+	} else if n > 0 {
+		log.Info("parked tickets back in the queue for this night", "tickets", n)
+	}
 	defer d.runGitHub(workCtx)()
 	w.checkRepos(claimCtx)
 	// The window stops claims; attempts still running get the grace period to finish, then
@@ -214,7 +303,11 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	// attempt. It counts from the end of the preparation (preflights, baselines): a slow
 	// start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
-	w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
+	w.parkUntil, w.parkNote = w.windowEnd, "until the next `ticketd once`"
+	if rep.Trigger == TriggerCron {
+		w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
+		w.parkNote = "until the next night (" + w.parkUntil.UTC().Format(time.RFC3339) + ")"
+	}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
 		stopClaims(ErrWindowClosed)
@@ -237,17 +330,47 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	rep.Touched = w.touchedIDs()
 	rep.Dollars = rec.Dollars()
 	rep.EstimatedDollars = rec.EstimatedDollars()
+	rep.CostUnknown = rec.CostUnknown()
 	if cause := context.Cause(claimCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		rep.Stopped = cause
 	} else if ctx.Err() != nil {
 		rep.Stopped = fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))
 	}
+	*ending = w.ending(context.WithoutCancel(ctx), client)
 	log.Info("night finished", "run", runID, "tickets", len(rep.Touched), "cost_usd", rep.Dollars, "estimated_cost_usd", rep.EstimatedDollars,
-		"took", rep.Finished.Sub(rep.Started).Round(time.Millisecond), "stopped", rep.Stopped)
-	return rep, nil
+		"cost_unknown", rep.CostUnknown, "took", rep.Finished.Sub(rep.Started).Round(time.Millisecond), "stopped", rep.Stopped)
+	return nil
 }
 
-// Preflight checks every configured model endpoint with one cheap request (see
+// TriggerCron names the nights `ticketd run` starts on its schedule: only they park a ticket
+// until the schedule's next tick.
+const TriggerCron = "cron"
+
+// ending reads what the night left undone.
+func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding {
+	var e nightEnding
+	due, err := w.d.Store.NextDue(ctx)
+	if err != nil {
+		w.log.Warn("read what the night left undone", "err", err)
+		return e
+	}
+	now := w.d.now()
+	e.ready, e.parked, e.pausedLeft = due.Ready, due.Parked, due.Paused
+	if due.Queued > 0 && !due.NextRunAfter.After(now) && e.ready == 0 {
+		e.ready = 1
+	}
+	e.paused = w.unhealthy.reasons()
+	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
+		for _, s := range g.Endpoints() {
+			if s.Down {
+				e.down = append(e.down, fmt.Sprintf("%s since %s, last error: %s", s.Name, s.Since.UTC().Format(time.RFC3339), s.LastError))
+			}
+		}
+	}
+	return e
+}
+
+// Preflight sends every role the request the night will send it (see
 // model.Client.Preflight), so `ticketd run` fails at start, with the server's own words,
 // instead of at the first night.
 func (d *Daemon) Preflight(ctx context.Context) error {
@@ -255,7 +378,11 @@ func (d *Daemon) Preflight(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("model client: %w", err)
 	}
-	if err := client.Preflight(ctx); err != nil {
+	roles := map[model.Role]bool{}
+	for r := range d.Config.Models.Roles {
+		roles[r] = true
+	}
+	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
 		return fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	return nil

@@ -161,6 +161,8 @@ func realNight(t *testing.T) {
 type night struct {
 	store *store.Store
 	rep   NightReport
+	cfg   config.Config
+	opts  []model.Option
 }
 
 func runNight(t *testing.T, cfg config.Config, layout pipeline.Layout, opts ...model.Option) night {
@@ -176,7 +178,7 @@ func runNight(t *testing.T, cfg config.Config, layout pipeline.Layout, opts ...m
 	if err != nil {
 		t.Fatalf("night: %v", err)
 	}
-	return night{store: st, rep: rep}
+	return night{store: st, rep: rep, cfg: cfg, opts: opts}
 }
 
 // firstRequestShares returns, per role, the cached share of each ticket's first request of
@@ -269,18 +271,28 @@ func fmtShares(xs []float64) string {
 }
 
 // instantClock makes the model client's backoff waits return at once, recording them.
+// instantClock fires After at once and moves its own time on by what was waited, so a
+// bound counted in waits (the preflight's models.preflight_wait) ends as it would.
 type instantClock struct {
-	mu    sync.Mutex
-	waits []time.Duration
+	mu     sync.Mutex
+	waits  []time.Duration
+	waited time.Duration
 }
 
-func (c *instantClock) Now() time.Time { return time.Now() }
+func (c *instantClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.waited)
+}
+
 func (c *instantClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	c.waits = append(c.waits, d)
+	c.waited += d
+	now := time.Now().Add(c.waited)
 	c.mu.Unlock()
 	ch := make(chan time.Time, 1)
-	ch <- time.Now()
+	ch <- now
 	return ch
 }
 
@@ -299,7 +311,8 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 
 	faults := 0
 	for _, r := range server.Requests() {
-		if r.Status == 429 || r.Status >= 500 {
+		// The preflight's requests name no case; their retries are not any ticket's.
+		if (r.Status == 429 || r.Status >= 500) && r.Case != "" {
 			faults++
 		}
 	}
@@ -373,9 +386,9 @@ func startNight(t *testing.T, ctx context.Context, cfg config.Config, clock Cloc
 	return st, done
 }
 
-// waitNight waits for the night's report; the bound only keeps a night that never ends from
+// awaitNight waits for the night's report; the bound only keeps a night that never ends from
 // hanging the test binary.
-func waitNight(t *testing.T, done <-chan NightReport) NightReport {
+func awaitNight(t *testing.T, done <-chan NightReport) NightReport {
 	t.Helper()
 	select {
 	case rep := <-done:
@@ -384,24 +397,6 @@ func waitNight(t *testing.T, done <-chan NightReport) NightReport {
 		t.Fatal("the night did not end within 5 minutes")
 		return NightReport{}
 	}
-}
-
-// waitEvent polls the store until ticket id has an event of kind (a state change, not a
-// timing guess); the bound only keeps a broken night from hanging the test binary.
-func waitEvent(t *testing.T, st *store.Store, id int64, kind string) store.Event {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
-		events, _ := st.Events(context.Background(), id)
-		for _, e := range events {
-			if e.Kind == kind {
-				return e
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("ticket %d had no %s event within 5 minutes", id, kind)
-	return store.Event{}
 }
 
 // waitRunning polls the store until a ticket is running (a state change, not a timing guess).
@@ -453,7 +448,7 @@ func TestCancelRunningTicket(t *testing.T) {
 	}
 	clock.Advance(cfg.Night.Heartbeat) // one heartbeat, and no more
 	hold.waitAbandoned(t)
-	waitNight(t, done)
+	awaitNight(t, done)
 	if after := asked(); after != before {
 		t.Errorf("the model was asked %d more time(s) for ticket 1 after its cancel", after-before)
 	}
@@ -652,43 +647,42 @@ func TestBadReposPaused(t *testing.T) {
 	}
 }
 
-// TestFailingRoleSurfacesInEvents: a role whose endpoint keeps failing (every judge request
-// answers 500) never costs the ticket an attempt, and the ticket's events say which role
-// failed and how.
-func TestFailingRoleSurfacesInEvents(t *testing.T) {
-	realNight(t)
+// TestFailingRoleStopsThePreflight: a role whose endpoint keeps failing (every judge request
+// answers 500) fails the night's preflight once models.preflight_wait has passed, naming the
+// role and the status: nothing is claimed, no ticket is charged, and the night is recorded
+// as failed with why.
+func TestFailingRoleStopsThePreflight(t *testing.T) {
 	f := newFixture(t, 1)
-	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
+	server, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})
 	cfg := f.config(t, url, 1)
-	cfg.Night.Lease = time.Hour // heartbeats follow the test's clock
-	cfg.Models.Retry.MaxRetries = 1
-	// The window closes on the test's clock once the first attempt was released.
-	clock := newFakeClock(time.Now())
-	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(&instantClock{}))
-	waitEvent(t, st, 1, "released")
-	clock.Advance(cfg.Night.Window)
-	n := night{store: st, rep: waitNight(t, done)}
-
-	tk, err := n.store.Get(context.Background(), 1)
+	cfg.Models.PreflightWait = 30 * time.Second
+	st, err := OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
+	clock := &instantClock{}
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: []model.Option{model.WithClock(clock)}}
+	rep, err := d.RunNight(context.Background(), "test")
+	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), "models.roles.judge") ||
+		!strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "models.preflight_wait 30s") {
+		t.Fatalf("RunNight = %v\nwant ErrPreflight naming the judge, the 500 and models.preflight_wait", err)
+	}
+	if clock.waited < 20*time.Second || clock.waited > 40*time.Second {
+		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (30s)", clock.waited)
+	}
+	tk, _ := st.Get(context.Background(), 1)
 	if tk.State != store.StateQueued || tk.Attempts != 0 {
-		t.Errorf("ticket: %s with %d attempts spent, want queued with 0", tk.State, tk.Attempts)
+		t.Errorf("ticket: %s with %d attempts, want queued with none spent", tk.State, tk.Attempts)
 	}
-	events, err := n.store.Events(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
+	runs, _ := st.Runs(context.Background(), 1)
+	if rep.Outcome != store.OutcomeFailed || len(runs) != 1 || runs[0].Outcome != store.OutcomeFailed || !strings.Contains(runs[0].Error, "models.roles.judge") {
+		t.Errorf("night outcome %s, runs %+v; want failed naming the judge", rep.Outcome, runs)
 	}
-	found := false
-	for _, e := range events {
-		if e.Kind == "released" && strings.Contains(e.Reason, "judge") && strings.Contains(e.Reason, "500") {
-			found = true
-			t.Logf("released: %s", e.Reason)
+	for _, r := range server.Requests() {
+		if r.Case != "" {
+			t.Errorf("a ticket's request was sent (%s for %q) although the preflight failed", r.Role, r.Case)
 		}
-	}
-	if !found {
-		t.Errorf("no released event names the judge and the 500; events: %+v", events)
 	}
 }

@@ -33,6 +33,11 @@ type shaper struct {
 	// was seen) with that status and body instead of forwarding it; n counts chat
 	// requests so far, role is "" for other requests.
 	fail func(n int, role string) (int, string)
+	// failPreflight makes fail see the preflight's requests too.
+	failPreflight bool
+	// failBody, when it returns a status, answers a ticket's chat request whose body it
+	// picks with that status and body.
+	failBody func(body []byte) (int, string)
 
 	mu    sync.Mutex
 	sent  []sentUsage
@@ -51,14 +56,28 @@ func (s *shaper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m := roleRe.FindSubmatch(body); m != nil {
 		role = string(m[1])
 	}
-	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	// The preflight's requests come before any ticket's and name none: n counts tickets'
+	// requests, and fail sees the preflight only with failPreflight (every request after a
+	// ticket's, the breaker's probes included, it sees).
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions") && bytes.Contains(body, []byte("# Ticket "))
 	n := int(s.chats.Load())
 	if chat {
 		n = int(s.chats.Add(1))
 	}
-	if chat || n > 0 {
-		if s.fail != nil {
-			if status, text := s.fail(n, role); status != 0 {
+	if chat && s.failBody != nil {
+		if status, text := s.failBody(body); status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, text)
+			return
+		}
+	}
+	if chat || n > 0 || s.failPreflight {
+		s.mu.Lock()
+		fail := s.fail
+		s.mu.Unlock()
+		if fail != nil {
+			if status, text := fail(n, role); status != 0 {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(status)
 				io.WriteString(w, text)
@@ -109,6 +128,8 @@ func (s *shaper) log(ans map[string]any, role string) {
 			su.cached = num(d, "cached_tokens")
 		} else if _, ok := u["prompt_cache_hit_tokens"]; ok {
 			su.cached = num(u, "prompt_cache_hit_tokens")
+		} else if _, ok := u["cache_read_input_tokens"]; ok {
+			su.cached = num(u, "cache_read_input_tokens")
 		}
 		su.cost, _ = u["cost"].(float64)
 	}
@@ -183,6 +204,17 @@ var providerShapes = map[string]func(ans map[string]any, role string){
 		u["prompt_cache_hit_tokens"] = cached
 		u["prompt_cache_miss_tokens"] = num(u, "prompt_tokens") - cached
 	},
+	// LiteLLM in front of Anthropic (docs.litellm.ai, prompt caching): prompt_tokens with the
+	// cache included, Anthropic's cache_read_input_tokens and cache_creation_input_tokens
+	// beside it, no prompt_tokens_details.
+	"litellm anthropic": func(ans map[string]any, _ string) {
+		u := ans["usage"].(map[string]any)
+		cached := num(u["prompt_tokens_details"].(map[string]any), "cached_tokens")
+		delete(u, "prompt_tokens_details")
+		delete(u, "completion_tokens_details")
+		u["cache_read_input_tokens"] = cached
+		u["cache_creation_input_tokens"] = 0
+	},
 	// A server that sends no usage at all (some llama.cpp forks, proxies).
 	"no usage": func(ans map[string]any, _ string) { delete(ans, "usage") },
 }
@@ -214,7 +246,7 @@ func shapedConfig(t *testing.T, tickets int, s *shaper, edit func(*config.Config
 // documented answer shape, and checks the recorded tokens, cached tokens and cost.
 func TestProviderConformance(t *testing.T) {
 	realNight(t)
-	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "no usage"} {
+	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "litellm anthropic", "no usage"} {
 		t.Run(name, func(t *testing.T) {
 			n, s := shapedNight(t, 1, &shaper{shape: providerShapes[name]}, nil)
 			ctx := context.Background()
@@ -269,7 +301,7 @@ func TestProviderConformance(t *testing.T) {
 			if (name == "vllm" || name == "ollama") && got.cached != 0 {
 				t.Errorf("cached = %d from a server that reports none", got.cached)
 			}
-			if (name == "openai" || name == "deepseek" || name == "llama.cpp") && got.cached == 0 {
+			if (name == "openai" || name == "deepseek" || name == "llama.cpp" || name == "litellm anthropic") && got.cached == 0 {
 				t.Errorf("cached = 0: the prefix cache was never reported (shape lost?)")
 			}
 		})
@@ -301,8 +333,11 @@ func TestNoUsageNightCap(t *testing.T) {
 }
 
 // TestContextOverflow500: a 500 whose body says the context is exceeded (llama.cpp's
-// server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: the
-// attempt fails with the server's words.
+// server_error form, ggml-org/llama.cpp#19774) is not retried as a transport fault: each
+// run of the attempt sends it once. On the maker's first request it may be the endpoint's
+// (a context too small for any ticket), so the first run is released unspent; met again by
+// the same ticket with no other failing, it is the ticket's, and the attempt fails with the
+// server's words.
 func TestContextOverflow500(t *testing.T) {
 	realNight(t)
 	var makerAsks atomic.Int64
@@ -321,8 +356,18 @@ func TestContextOverflow500(t *testing.T) {
 	if tk.State != store.StateEscalated || !strings.Contains(tk.Reason, "context window") || !strings.Contains(tk.Reason, "Context size has been exceeded.") {
 		t.Errorf("ticket = %s (%s), want escalated with the overflow and the server's words", tk.State, tk.Reason)
 	}
-	if m := makerAsks.Load(); m != 1 {
-		t.Errorf("maker requests = %d, want 1: an overflow is not retried", m)
+	if m := makerAsks.Load(); m != 2 {
+		t.Errorf("maker requests = %d, want 2 (one per run of the attempt): an overflow is not retried", m)
+	}
+	released := 0
+	evs, _ := n.store.Events(context.Background(), 1)
+	for _, e := range evs {
+		if e.Kind == "released" {
+			released++
+		}
+	}
+	if released != 1 || tk.Attempts != 1 {
+		t.Errorf("%d releases, %d attempts charged; want the first run released, the second charged", released, tk.Attempts)
 	}
 }
 
@@ -355,7 +400,7 @@ func TestEndpointDiesMidNight(t *testing.T) {
 		}
 	}
 	clock.Advance(cfg.Night.Window)
-	n := night{store: st, rep: waitNight(t, done)}
+	n := night{store: st, rep: awaitNight(t, done)}
 	evs, err := n.store.EndpointEvents(ctx, n.rep.RunID)
 	if err != nil || len(evs) == 0 || !evs[0].Down || !strings.Contains(evs[0].LastError, "all replicas down") {
 		t.Fatalf("endpoint events = %+v, %v; want a down event with the server's words", evs, err)
@@ -411,7 +456,8 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	// The window is the test's clock's, which only a night that does not end moves: parking
 	// must let the night end by itself, the queue empty, at any load.
 	clock := newFakeClock(time.Now())
-	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(&instantClock{}))
+	opts := []model.Option{model.WithClock(&instantClock{})}
+	st, done := startNight(t, context.Background(), cfg, clock, opts...)
 	var rep NightReport
 	select {
 	case rep = <-done:
@@ -419,7 +465,7 @@ func TestParkAfterTransportReleases(t *testing.T) {
 		clock.Advance(cfg.Night.Window + cfg.Night.Grace)
 		rep = <-done
 	}
-	n := night{store: st, rep: rep}
+	n := night{store: st, rep: rep, cfg: cfg, opts: opts}
 	ctx := context.Background()
 	tk, err := n.store.Get(ctx, 1)
 	if err != nil {
@@ -431,9 +477,27 @@ func TestParkAfterTransportReleases(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}
 	last := events[len(events)-1]
-	if tk.State != store.StateQueued || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
-		!tk.RunAfter.After(n.rep.Finished) {
-		t.Errorf("ticket %s attempts %d run_after %s, events %v (last %q); want parked until after the night, no attempt burnt", tk.State, tk.Attempts, tk.RunAfter, kinds, last.Reason)
+	if tk.State != store.StateParked || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
+		!strings.Contains(last.Reason, "judge") || !strings.Contains(last.Reason, "500") || !strings.Contains(last.Reason, "until the next `ticketd once`") {
+		t.Errorf("ticket %s attempts %d run_after %s, events %v (last %q); want parked until the next once, naming the judge's 500, no attempt burnt", tk.State, tk.Attempts, tk.RunAfter, kinds, last.Reason)
+	}
+	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "1 ticket(s) parked") {
+		t.Errorf("night %s (%s), want partial saying a ticket was parked", n.rep.Outcome, n.rep.Error)
+	}
+
+	// Under once there is no schedule: the next night unparks the ticket, whatever its
+	// date, and with the judge healthy again it is fixed.
+	s.mu.Lock()
+	s.fail = nil
+	s.mu.Unlock()
+	d := &Daemon{Config: n.cfg, Store: n.store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: n.opts}
+	rep, err = d.RunNight(ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ = n.store.Get(ctx, 1)
+	if tk.State != store.StateDone || rep.Outcome != store.OutcomeOK {
+		t.Errorf("next night: ticket %s (%s), night %s (%s); want the ticket unparked and done, the night ok", tk.State, tk.Reason, rep.Outcome, rep.Error)
 	}
 	if n.rep.Stopped != nil {
 		t.Errorf("the night ended by %v: parking should have let it end when the queue was empty", n.rep.Stopped)
@@ -447,6 +511,7 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 	url := srv.URL + "/v1"
 	srv.Close()
 	cfg := f.config(t, url, 1)
+	cfg.Models.PreflightWait = time.Second
 	st, err := OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -455,8 +520,9 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	start := time.Now()
 	_, err = d.RunNight(context.Background(), "test")
-	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("RunNight = %v\nwant ErrPreflight naming %s and the refusal", err, url)
+	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") ||
+		!strings.Contains(err.Error(), "models.preflight_wait 1s") {
+		t.Errorf("RunNight = %v\nwant ErrPreflight naming %s, the refusal and the wait", err, url)
 	}
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("took %s, want well under 30s", took)

@@ -20,6 +20,7 @@ type callRecorder struct {
 	mu        sync.Mutex
 	dollars   float64
 	estimated float64 // the part of dollars that rests on estimated usage
+	unknown   bool    // some call's cost is unknown (no price, or its completion unknown)
 	// over is called once when the night's dollars pass the limit (0 = no limit).
 	limit float64
 	over  func()
@@ -33,30 +34,36 @@ var _ model.Recorder = (*callRecorder)(nil)
 
 func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error {
 	_, err := r.store.RecordModelCall(ctx, store.ModelCall{
-		TicketID:         c.TicketID,
-		RunID:            r.runID,
-		Attempt:          c.Attempt,
-		Role:             string(c.Role),
-		Model:            c.Model,
-		Endpoint:         c.Endpoint,
-		PromptTokens:     c.Usage.PromptTokens,
-		CachedTokens:     c.Usage.CachedTokens,
-		CacheWriteTokens: c.Usage.CacheWriteTokens,
-		CompletionTokens: c.Usage.CompletionTokens,
-		ReasoningTokens:  c.Usage.ReasoningTokens,
-		CostUSD:          c.CostUSD,
-		UsageEstimated:   c.UsageEstimated,
-		CostSource:       c.CostSource,
-		PriceCostUSD:     c.PriceCostUSD,
-		ProviderCostUSD:  c.ProviderCostUSD,
-		Latency:          c.Latency,
-		FinishReason:     c.FinishReason,
-		ErrorClass:       c.ErrorClass,
-		Error:            c.Error,
-		Retries:          c.Retries,
-		StartedAt:        c.StartedAt,
-		Compactions:      c.Compactions,
+		TicketID:          c.TicketID,
+		RunID:             r.runID,
+		Attempt:           c.Attempt,
+		Role:              string(c.Role),
+		Model:             c.Model,
+		Endpoint:          c.Endpoint,
+		PromptTokens:      c.Usage.PromptTokens,
+		CachedTokens:      c.Usage.CachedTokens,
+		CacheWriteTokens:  c.Usage.CacheWriteTokens,
+		CompletionTokens:  c.Usage.CompletionTokens,
+		ReasoningTokens:   c.Usage.ReasoningTokens,
+		CostUSD:           c.CostUSD,
+		UsageEstimated:    c.UsageEstimated,
+		CompletionUnknown: c.CompletionUnknown,
+		CostSource:        c.CostSource,
+		PriceCostUSD:      c.PriceCostUSD,
+		ProviderCostUSD:   c.ProviderCostUSD,
+		Latency:           c.Latency,
+		FinishReason:      c.FinishReason,
+		ErrorClass:        c.ErrorClass,
+		Error:             c.Error,
+		Retries:           c.Retries,
+		StartedAt:         c.StartedAt,
+		Compactions:       c.Compactions,
 	})
+	if c.CostUSD == nil || c.CompletionUnknown {
+		r.mu.Lock()
+		r.unknown = true
+		r.mu.Unlock()
+	}
 	if c.CostUSD != nil {
 		r.mu.Lock()
 		r.dollars += *c.CostUSD
@@ -89,6 +96,13 @@ func (r *callRecorder) Dollars() float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dollars
+}
+
+// CostUnknown says whether some call's cost is unknown, making Dollars a lower bound.
+func (r *callRecorder) CostUnknown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unknown
 }
 
 // EstimatedDollars is the part of Dollars computed from estimated usage.

@@ -6,28 +6,36 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/worktree"
 )
 
 // writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
 // under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
 // ticket's transition matters more than its report.
-func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree *worktree.Tree, out pipeline.Outcome, ending, branch string) string {
+func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending, branch string) string {
 	t := lease.Ticket
 	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(t.ID, 10))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Error("create result folder", "dir", dir, "err", err)
 		return ""
 	}
-	diff, err := tree.Diff(ctx)
+	diff, err := tree.diff(ctx)
 	if err != nil {
 		log.Warn("diff for report", "err", err)
+	}
+	leftovers, err := tree.leftovers(ctx)
+	if err != nil {
+		log.Warn("list what the checks left", "err", err)
+	}
+	if len(leftovers) > 0 {
+		log.Info("the checks also wrote files; they are discarded, not committed", "count", len(leftovers), "paths", strings.Join(clipList(leftovers, 20), ", "))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch")), 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
@@ -48,7 +56,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	}
 	report := renderReport(reportInput{
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
-		Outcome: out, Diff: diff, Calls: calls, Events: events, Now: w.d.now(), Attempts: readAttempts(dir),
+		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: readAttempts(dir),
 	})
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it")), 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
@@ -64,9 +72,11 @@ type reportInput struct {
 	Ending  string // done, retry, escalated, cancelled, released
 	Outcome pipeline.Outcome
 	Diff    string
-	Calls   []store.ModelCall
-	Events  []store.Event
-	Now     time.Time
+	// Leftovers are the paths the checks wrote that no tool did: discarded, never committed.
+	Leftovers []string
+	Calls     []store.ModelCall
+	Events    []store.Event
+	Now       time.Time
 	// Attempts are every attempt's record so far (results/<id>/attempt-<n>/).
 	Attempts []attemptRecord
 }
@@ -107,13 +117,16 @@ func renderReport(in reportInput) string {
 		fmt.Fprintf(&b, "%s\n\n", out.Summary)
 	}
 	if strings.TrimSpace(in.Diff) == "" {
-		b.WriteString("No changes were left in the working copy.\n\n")
+		b.WriteString("The maker's tools changed no file.\n\n")
 	} else {
 		label := "The change"
 		if in.Ending != string(store.StateDone) {
 			label = "The partial change this attempt left (not committed; saved as `patch` beside this report)"
 		}
 		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", label, diffStat(in.Diff), clipLines(in.Diff, 300))
+	}
+	if len(in.Leftovers) > 0 {
+		fmt.Fprintf(&b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))
 	}
 
 	b.WriteString("## Checks\n\n")
@@ -207,20 +220,27 @@ func renderReport(in reportInput) string {
 	b.WriteString("## Cost and time\n\n")
 	var prompt, cached, completion int64
 	var cost float64
-	unknown := false
+	unknown, estimated := false, false
 	for _, c := range in.Calls {
 		prompt += c.PromptTokens
 		cached += c.CachedTokens
 		completion += c.CompletionTokens
-		if c.CostUSD == nil {
+		if c.CostUSD == nil || c.CompletionUnknown {
 			unknown = true
-		} else {
+		}
+		if c.CostUSD != nil {
 			cost += *c.CostUSD
 		}
+		estimated = estimated || c.UsageEstimated
 	}
-	costText := fmt.Sprintf("$%.4f", cost)
-	if unknown {
-		costText += " plus calls to models without a price (cost unknown)"
+	costText := model.FormatCost(cost, estimated, unknown)
+	switch {
+	case estimated && unknown:
+		costText += " (~: partly estimated, the server sent no usage or the request was abandoned; + unknown: calls to models without a price, or answers never received)"
+	case estimated:
+		costText += " (~: partly estimated, the server sent no usage or the request was abandoned)"
+	case unknown:
+		costText += " (+ unknown: calls to models without a price, or answers never received)"
 	}
 	fmt.Fprintf(&b, "- model calls: %d (all attempts); tokens: %d prompt (%d cached), %d completion\n", len(in.Calls), prompt, cached, completion)
 	fmt.Fprintf(&b, "- cost: %s\n", costText)
@@ -285,4 +305,12 @@ func oneLine(s string) string {
 		return s[:300] + "…"
 	}
 	return s
+}
+
+// clipList keeps the first n items of list, naming how many more there were.
+func clipList(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(slices.Clone(list[:n]), fmt.Sprintf("and %d more", len(list)-n))
 }

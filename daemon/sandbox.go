@@ -51,16 +51,9 @@ func sandboxHide(cfg config.Config) []string {
 	return hide
 }
 
-// checkRunner is the validators' runner of a night, sandboxed as the config says.
+// checkRunner is the validators' runner of a night, sandboxed as the config says. Every
+// credential ticketd knows is denied, whatever pass_env says.
 func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Runner {
-	hide := sandboxHide(cfg)
-	var deny []string
-	for _, ep := range cfg.Models.Endpoints {
-		if ep.APIKeyEnv != "" {
-			deny = append(deny, ep.APIKeyEnv)
-		}
-	}
-	slices.Sort(deny)
 	var extra []string
 	if root := sandbox.PyenvRoot(os.Environ()); root != "" && os.Getenv("PYENV_ROOT") == "" {
 		extra = append(extra, "PYENV_ROOT="+root) // its shims must not look under the private $HOME
@@ -70,19 +63,19 @@ func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Ru
 		Logger:          log,
 		Sandbox:         cfg.Sandbox,
 		Bwrap:           bwrap,
-		Hide:            hide,
-		ReadOnly:        append(sandbox.ToolPaths(os.Environ(), hide), venvPaths(cfg, hide)...),
-		DenyEnv:         deny,
+		Hide:            sandboxHide(cfg),
+		ReadOnly:        cfg.SandboxPaths,
+		DenyEnv:         cfg.Credentials(),
 		MaxWorktreeSize: int64(cfg.MaxWorktreeSize),
 	}
 }
 
-// prepareSandbox opens a night: it warns on the night's first log line when checks run
-// unsandboxed, refuses to run without a working bubblewrap otherwise, and removes the
+// prepareSandbox opens a night: it warns on the night's first log lines when ticketd runs as
+// root or checks run unsandboxed (nightWarnings), refuses to run without a working bubblewrap otherwise, and removes the
 // scratch folders (JUnit reports, private /tmp) a crashed daemon left.
 func prepareSandbox(ctx context.Context, cfg config.Config, log *slog.Logger) (string, error) {
-	if cfg.Sandbox == sandbox.ModeNone {
-		log.Warn(sandbox.NoneWarning)
+	for _, w := range nightWarnings(cfg, os.Geteuid(), os.Environ()) {
+		log.Warn(w)
 	}
 	bwrap, err := CheckSandbox(ctx, cfg)
 	if err != nil {
@@ -98,21 +91,29 @@ func prepareSandbox(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 	return bwrap, nil
 }
 
-// venvPaths are the repositories' virtualenvs that lie under a hidden folder (a checkout in
-// the daemon's home, say): bound read-only so the checks' interpreter still runs.
-func venvPaths(cfg config.Config, hide []string) []string {
+// nightWarnings are the warnings that open every night's log, in order: running as root or
+// checks without a sandbox (the first line, one line for both), and a repository's pass_env naming a variable whose
+// value looks like a credential (withheld from the checks; the name is given, never the value).
+func nightWarnings(cfg config.Config, euid int, environ []string) []string {
 	var out []string
+	switch none := cfg.Sandbox == sandbox.ModeNone; {
+	case euid == 0 && none:
+		out = append(out, sandbox.NoneWarning+"; and "+sandbox.RootWarning) // both on the first line
+	case euid == 0:
+		out = append(out, sandbox.RootWarning)
+	case none:
+		out = append(out, sandbox.NoneWarning)
+	}
+	values := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			values[k] = v
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
-		for _, c := range cfg.Repos[name].Checks {
-			if !filepath.IsAbs(c.Python) {
-				continue
-			}
-			// .venv/bin/python -> .venv: the interpreter needs its lib/ and pyvenv.cfg too.
-			root := filepath.Dir(filepath.Dir(c.Python))
-			for _, h := range hide {
-				if strings.HasPrefix(root, strings.TrimSuffix(h, "/")+"/") && !slices.Contains(out, root) {
-					out = append(out, root)
-				}
+		for _, v := range cfg.Repos[name].PassEnv {
+			if sandbox.LooksSecretValue(values[v]) {
+				out = append(out, fmt.Sprintf("repos.%s.pass_env: %s holds what looks like a credential; it is withheld from the checks (pass a variable that holds no secret, or a test credential in another shape)", name, v))
 			}
 		}
 	}

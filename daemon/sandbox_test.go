@@ -107,3 +107,39 @@ func TestCheckRunnerRunsPyenvPython(t *testing.T) {
 		t.Errorf("pyenv's python3 did not run in the sandbox: %+v", res)
 	}
 }
+
+// TestNightWarnings: as root the night's first warning says so and how to run as a user;
+// sandbox: none and a credential-shaped pass_env value are warned about too, naming the
+// variable but never its value.
+func TestNightWarnings(t *testing.T) {
+	cfg := config.Default()
+	cfg.Repos = map[string]config.Repo{"app": {PassEnv: []string{"APP_MODE", "STRIPE"}}}
+	env := []string{"APP_MODE=ci", "STRIPE=sk_live_51HxYzAbCdEfGhIjKl"}
+	tests := []struct {
+		name  string
+		euid  int
+		mode  sandbox.Mode
+		first string
+		n     int
+	}{
+		{"root", 0, sandbox.ModeBwrap, sandbox.RootWarning, 2},
+		{"root without sandbox", 0, sandbox.ModeNone, sandbox.NoneWarning + "; and " + sandbox.RootWarning, 2},
+		{"user", 1000, sandbox.ModeBwrap, "repos.app.pass_env: STRIPE holds what looks like a credential", 1},
+		{"user without sandbox", 1000, sandbox.ModeNone, sandbox.NoneWarning, 2},
+	}
+	for _, tt := range tests {
+		cfg.Sandbox = tt.mode
+		got := nightWarnings(cfg, tt.euid, env)
+		if len(got) != tt.n || !strings.HasPrefix(got[0], tt.first) {
+			t.Errorf("%s: warnings %q; want %d, the first starting %q", tt.name, got, tt.n, tt.first)
+		}
+		for _, w := range got {
+			if strings.Contains(w, "sk_live") {
+				t.Errorf("%s: a warning shows the secret: %q", tt.name, w)
+			}
+		}
+	}
+	if !strings.Contains(sandbox.RootWarning, "User=ticketd") {
+		t.Errorf("the root warning does not say how to run as a user: %q", sandbox.RootWarning)
+	}
+}

@@ -36,6 +36,26 @@ var ErrNoHealthyRepo = errors.New("no repository passed its start-up checks")
 // config names (no fsmonitor, hook or filter): the path is not trusted yet. Checkouts later
 // use ticketd's hardened git CLI.
 func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.CheckRunner) string {
+	if reason := baseCheck(name, r); reason != "" {
+		return reason
+	}
+	if pf, ok := checks.(preflighter); ok {
+		var errs []string
+		for _, c := range r.Checks {
+			if err := pf.Preflight(ctx, r.Path, c); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Sprintf("repos.%s: %s", name, strings.Join(errs, "; "))
+		}
+	}
+	return ""
+}
+
+// baseCheck says why the repository's path is not a git repository or its base_ref does not
+// resolve to a commit there, "" when both hold. It reads with go-git, which runs nothing.
+func baseCheck(name string, r config.Repo) string {
 	repo, err := gogit.PlainOpenWithOptions(r.Path, &gogit.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return fmt.Sprintf("repos.%s.path %s is not a git repository (%v): fix the path in the config, or run `git init` there", name, r.Path, err)
@@ -56,17 +76,6 @@ func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.
 	}
 	if err != nil {
 		return fmt.Sprintf("repos.%s.base_ref %q does not resolve to a commit in %s (%v): name a branch, tag or commit that exists there (`git -C %s branch -a`)", name, ref, r.Path, err, r.Path)
-	}
-	if pf, ok := checks.(preflighter); ok {
-		var errs []string
-		for _, c := range r.Checks {
-			if err := pf.Preflight(ctx, r.Path, c); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Sprintf("repos.%s: %s", name, strings.Join(errs, "; "))
-		}
 	}
 	return ""
 }
@@ -133,7 +142,7 @@ func (w *workerPool) reportBadRepo(ctx context.Context, name, reason string) {
 	w.unhealthy.add(name, text)
 	w.log.Error("repository failed its start-up check: its tickets are not claimed tonight", "repo", name, "reason", reason)
 	bg := context.WithoutCancel(ctx)
-	open, err := w.d.Store.List(bg, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: name})
+	open, err := w.d.Store.List(bg, store.Filter{States: []store.State{store.StateQueued, store.StateRunning, store.StateParked}, Repo: name})
 	if err != nil {
 		w.log.Warn("list tickets of a repository that failed its start-up check", "repo", name, "err", err)
 		return
@@ -163,8 +172,9 @@ func lastNote(ctx context.Context, st *store.Store, id int64) string {
 }
 
 // keptBranch matches the branches that hold an attempt's work for a human:
-// ticketd/<id>-attempt-<n>, and ticketd/<id>-attempt-<n>-<k> for a number given back.
-var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+)?$`)
+// ticketd/<id>-attempt-<n>, ticketd/<id>-attempt-<n>-<k> when that name was taken, and
+// ticketd/<id>-attempt-<n>-released for an attempt stopped from outside.
+var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+|-released)?$`)
 
 // ticketBranch matches an attempt's working branch, ticketd/<id>-<slug>.
 var ticketBranch = regexp.MustCompile(`^ticketd/([0-9]+)-`)

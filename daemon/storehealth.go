@@ -59,10 +59,25 @@ func (w *workerPool) writeFailed(log *slog.Logger, op string, id int64, err erro
 	}
 }
 
-// writeOK records that a write went through; the first after a failure logs the recovery
-// and adds the pending notes to their tickets' events.
+// writeOK records that a write went through; the first after a failure extends every lease
+// this pool holds (one that expired while the database was down is still this worker's if
+// nobody claimed it, and must not be taken over now by a claim), then logs the recovery,
+// lets claims resume and adds the pending notes to their tickets' events.
 func (w *workerPool) writeOK(ctx context.Context, log *slog.Logger) {
 	h := &w.storeHealth
+	h.mu.Lock()
+	down := h.down
+	h.mu.Unlock()
+	if !down {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	for id, token := range w.heldLeases() {
+		if _, err := w.d.Store.Heartbeat(bg, id, token, w.cfg.Night.Lease); isStoreFault(err) {
+			w.writeFailed(log, "heartbeat", id, err)
+			return // still down: the next write that lands tries again
+		}
+	}
 	h.mu.Lock()
 	if !h.down {
 		h.mu.Unlock()

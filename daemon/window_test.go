@@ -58,7 +58,7 @@ func TestWindowGrace(t *testing.T) {
 			} else {
 				hold.Release()
 			}
-			n := night{store: st, rep: waitNight(t, done)}
+			n := night{store: st, rep: awaitNight(t, done)}
 			if !errors.Is(n.rep.Stopped, ErrWindowClosed) {
 				t.Errorf("night stopped by %v, want the window", n.rep.Stopped)
 			}
@@ -79,15 +79,15 @@ func TestWindowGrace(t *testing.T) {
 				t.Errorf("released with reason %q, want it to name the grace period", tk.Reason)
 			}
 			// The partial work is kept like a failed attempt's: a branch and a patch.
-			if want := AttemptBranch(tk.ID, 1); tk.Branch != want {
+			if want := ReleasedBranch(tk.ID, 1); tk.Branch != want {
 				t.Errorf("released ticket's branch = %q, want the partial work kept on %s", tk.Branch, want)
 			}
-			patch, err := os.ReadFile(filepath.Join(tk.ResultDir, "attempt-1", "patch"))
+			patch, err := os.ReadFile(filepath.Join(tk.ResultDir, "attempt-1-released", "patch"))
 			if err != nil || !strings.Contains(string(patch), "+++ b/shop/rule_00.py") {
-				t.Errorf("attempt-1/patch = %q (%v), want the maker's partial edit of shop/rule_00.py", patch, err)
+				t.Errorf("attempt-1-released/patch = %q (%v), want the maker's partial edit of shop/rule_00.py", patch, err)
 			}
-			if log := git(t, f.repo, "log", "--format=%s", "main.."+AttemptBranch(tk.ID, 1)); !strings.Contains(log, "not accepted") {
-				t.Errorf("branch %s holds %q, want the kept attempt's commit", AttemptBranch(tk.ID, 1), log)
+			if log := git(t, f.repo, "log", "--format=%s", "main.."+ReleasedBranch(tk.ID, 1)); !strings.Contains(log, "not accepted") {
+				t.Errorf("branch %s holds %q, want the kept attempt's commit", ReleasedBranch(tk.ID, 1), log)
 			}
 		})
 	}
@@ -114,7 +114,8 @@ func holdRole(t *testing.T, url, role, match string) *roleHold {
 	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte("ticketd role: "+role)) && bytes.Contains(body, []byte(match)) {
+		// Only a ticket's requests: the night's preflight (which names none) passes.
+		if bytes.Contains(body, []byte("ticketd role: "+role)) && bytes.Contains(body, []byte("# Ticket ")) && bytes.Contains(body, []byte(match)) {
 			h.arrived <- struct{}{}
 			select {
 			case <-r.Context().Done():

@@ -1,18 +1,23 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
@@ -26,21 +31,53 @@ type workerPool struct {
 	trees     *worktree.Manager
 	baselines *baselines
 	runner    *pipeline.Runner
+	// guard undoes what each run of checks wrote in an attempt's worktree; nil: never.
+	guard     *fixGuard
 	windowEnd time.Time
 	// gate says which model endpoints are down; claims pause while any is (a ticket
 	// needs every role's endpoint). nil: never paused.
 	gate endpointGate
-	// runID and parkUntil park a ticket released too often for transport faults.
+	// runID and parkUntil park a ticket released too often for transport faults; parkNote
+	// says until when, in words ("until the next night (T)").
 	runID     int64
 	parkUntil time.Time
+	parkNote  string
 	unhealthy unhealthyRepos
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
 	// database did not take is retried until then. nil: never.
 	stop        context.Context
 	storeHealth storeHealth
+	// stopClaims ends the night's claims with a cause (a systemic failure); nil: never.
+	stopClaims context.CancelCauseFunc
+	systemic   systemic
 
 	mu      sync.Mutex
 	touched []int64
+	// held are the leases this pool's workers hold now (ticket → token), extended first
+	// when the database takes writes again, before anyone may claim.
+	held map[int64]int64
+}
+
+func (w *workerPool) hold(l store.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held == nil {
+		w.held = map[int64]int64{}
+	}
+	w.held[l.Ticket.ID] = l.Token
+}
+
+func (w *workerPool) unhold(id int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.held, id)
+}
+
+// heldLeases returns the leases held now.
+func (w *workerPool) heldLeases() map[int64]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.held)
 }
 
 func (w *workerPool) touchedIDs() []int64 {
@@ -84,10 +121,15 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			}
 		}
 		if w.storeDown() {
-			// No claims while the database does not take writes; a claim every second is
-			// the probe that finds it writable again.
+			// No claims while the database does not take writes. With nothing held, a claim
+			// every second is the probe that finds it writable again; while workers hold
+			// tickets, their own writes are the probe: a claim that landed first could take
+			// over a lease that expired meanwhile, and throw away a finished fix.
 			if !sleep(claimCtx, time.Second) {
 				return
+			}
+			if len(w.heldLeases()) > 0 {
+				continue
 			}
 		}
 		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
@@ -116,7 +158,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		w.mu.Lock()
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
+		w.hold(lease)
 		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), lease)
+		w.unhold(lease.Ticket.ID)
 	}
 }
 
@@ -174,20 +218,33 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
-		// A configuration error does not heal by retrying all night: spend the attempt, so
-		// the ticket escalates with the reason instead of spinning.
-		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("prepare worktree: %v", err)})
+		// The repository or its base ref went away during the night: the machine's fault,
+		// not the ticket's. The repository is paused as the start-up check pauses it, and
+		// the ticket goes back unspent.
+		reason := fmt.Sprintf("prepare worktree: %v", err)
+		w.pauseRepo(bg, t.Repo, reason)
+		w.releaseMachine(bg, log, lease, reason)
 		return
 	case err != nil:
 		w.release(bg, log, lease, ctx, fmt.Errorf("prepare worktree: %w", err))
 		return
 	}
+	w.watchTree(ctx, cancel, tree, repo)
 	keepBranch := false
 	defer func() {
 		if err := w.trees.Remove(bg, tree, keepBranch); err != nil {
 			log.Warn("remove worktree", "dir", tree.Dir, "err", err)
 		}
 	}()
+	ws, err := tools.NewWorkspace(tree.Dir)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("open worktree: %w", err))
+		return
+	}
+	fix := newFixTree(tree, ws)
+	if w.guard != nil {
+		defer w.guard.track(fix)()
+	}
 	facts, err := w.baselines.get(ctx, repo, tree)
 	if err != nil {
 		w.release(bg, log, lease, ctx, fmt.Errorf("baseline checks: %w", err))
@@ -207,11 +264,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage},
-		Dir:      tree.Dir,
-		RepoMap:  facts.repoMap,
-		Checks:   repo.Checks,
-		Baseline: facts.results,
-		Diff:     tree.Diff,
+		Dir:       tree.Dir,
+		RepoMap:   facts.repoMap,
+		Checks:    repo.Checks,
+		Baseline:  facts.results,
+		Diff:      fix.diff,
+		Workspace: ws,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
@@ -237,12 +295,33 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 
 	cause := context.Cause(ctx)
+	if gone := w.treeGone(tree, t.Repo, repo); gone != "" || errors.Is(cause, errWorktreeGone) {
+		// The worktree or the base ref vanished under the attempt (deleted by hand, a
+		// clean-up, a force-push): whatever the model saw after that was the machine's
+		// fault. The repository is paused until its start-up check passes; the ticket goes
+		// back unspent, unless its fix is finished and its worktree still there to commit.
+		if gone == "" {
+			gone = cause.Error()
+		}
+		w.pauseRepo(bg, t.Repo, gone)
+		if _, err := os.Stat(tree.Dir); err != nil || out.Status != pipeline.StatusFixed || cause != nil {
+			w.releaseMachine(bg, log, lease, gone)
+			return
+		}
+	}
+	if out.EndpointFault != nil && w.systemicRelease(log, t.ID, out.EndpointFault) {
+		w.release(bg, log, lease, ctx, fmt.Errorf("the model endpoint's answer, not this ticket, ended the attempt: %s", oneLine(out.Reason)))
+		return
+	}
+	if out.EndpointFault == nil && (out.Status == pipeline.StatusFixed || out.Status == pipeline.StatusFailed || out.Status == pipeline.StatusBudget) {
+		w.systemic.reset()
+	}
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: discarding this attempt's work")
 		return
 	case errors.Is(cause, errCancelRequested):
-		w.writeResult(bg, log, lease, tree, out, "cancelled", "")
+		w.writeResult(bg, log, lease, fix, out, "cancelled", "")
 		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
 			return w.d.Store.FinishCancelled(ctx, t.ID, lease.Token, "cancelled by an operator while running")
 		}); err != nil {
@@ -252,19 +331,19 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case cause != nil && out.Status != pipeline.StatusFixed:
 		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
 		// far is kept like a failed attempt's, and the attempt is not spent.
-		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
-		dir := w.writeResult(bg, log, lease, tree, out, "released", branch)
+		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
 		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
 	}
 
 	switch out.Status {
 	case pipeline.StatusFixed:
-		if _, err := tree.Commit(bg, commitMessage(t, out)); err != nil {
+		if _, err := fix.commit(bg, commitMessage(t, out)); err != nil {
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
-		dir := w.writeResult(bg, log, lease, tree, out, string(store.StateDone), tree.Branch)
+		dir := w.writeResult(bg, log, lease, fix, out, string(store.StateDone), tree.Branch)
 		err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
 			return w.d.Store.Complete(ctx, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		})
@@ -296,8 +375,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			state = string(store.StateEscalated)
 		}
 		// The next attempt resets the ticket's branch: keep this one's work on its own.
-		branch := keepAttempt(bg, log, tree, t.ID, lease.Attempt, out.Reason)
-		dir := w.writeResult(bg, log, lease, tree, out, state, branch)
+		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, out.Reason)
+		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
 			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
@@ -311,8 +390,17 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 }
 
+// commitMessage is the fix commit's message. A GitHub ticket's names its issue ("Fixes #N",
+// N the issue's number there, never the ticket id), so merging closes it; a ticket from a
+// folder names none. The title, the maker's summary and the trailer are defused: pushed, they
+// would otherwise notify whoever they @mention and close any issue they say they fix.
 func commitMessage(t store.Ticket, out pipeline.Outcome) string {
-	return fmt.Sprintf("Fix #%d: %s\n\n%s\n\nticketd ticket %d (%s %s).", t.ID, t.Title, out.Summary, t.ID, t.Source, t.ExternalID)
+	title := github.Defuse(strings.Join(strings.Fields(t.Title), " "))
+	if _, n, err := github.ParseExternalID(t.ExternalID); t.Source == github.Source && err == nil {
+		title = fmt.Sprintf("Fixes #%d: %s", n, title)
+	}
+	trailer := github.Defuse(fmt.Sprintf("ticketd ticket %d (%s %s).", t.ID, t.Source, t.ExternalID))
+	return fmt.Sprintf("%s\n\n%s\n\n%s", title, github.Defuse(out.Summary), trailer)
 }
 
 // release gives the ticket back without burning its attempt: the cause was not the ticket's
@@ -428,8 +516,8 @@ func (w *workerPool) park(ctx context.Context, log *slog.Logger, lease store.Lea
 	if n < w.cfg.Night.MaxTransportReleases {
 		return false
 	}
-	reason := fmt.Sprintf("parked until the next night (%s): released %d times tonight for transport faults (night.max_transport_releases), last: %v",
-		w.parkUntil.UTC().Format(time.RFC3339), n, cause)
+	reason := fmt.Sprintf("parked %s: released %d times tonight for transport faults (night.max_transport_releases), last: %v",
+		cmp.Or(w.parkNote, "until the next night"), n, cause)
 	if _, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil, reason); err != nil {
 		log.Error("park ticket", "err", err)
 		return true

@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
@@ -68,6 +69,10 @@ type Job struct {
 	Checks   []validate.Check  // the gate
 	Baseline []validate.Result // the same checks at the base commit
 	Diff     func(context.Context) (string, error)
+	// Workspace is the maker's view of Dir, made by the caller so that it can build the fix
+	// from the files the tools wrote (Workspace.Written) and Diff from the same; nil means
+	// the attempt makes its own.
+	Workspace *tools.Workspace
 	// Changed lists the paths that differ from the base commit (worktree.Tree.Changed); nil
 	// means they are read from the diff's headers. The first tier of the checks uses them.
 	Changed func(context.Context) ([]string, error)
@@ -128,6 +133,12 @@ type Outcome struct {
 	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
 	FirstTierCaught int
 	FirstTierTime   time.Duration
+	// EndpointFault is set when the attempt ended on a model request that failed for a
+	// reason on the endpoint's side, which would fail any ticket's request the same way: a
+	// refusal (4xx other than quota), an unusable answer (streamed, no choices, not JSON),
+	// or a context overflow before the conversation grew (triage, the maker's first
+	// request). The night compares them across tickets to tell a systemic failure.
+	EndpointFault *model.Fault
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -254,6 +265,9 @@ type attempt struct {
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
+	// makerAnswers counts the maker's answers so far: an overflow before the first is the
+	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
+	makerAnswers int
 }
 
 // note adds one line to the attempt's history, flattened so reports stay one line per step.
@@ -329,8 +343,22 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 	default:
 		out.Status, out.Reason = StatusFailed, err.Error()
 	}
+	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && a.endpointSide(f) {
+		out.EndpointFault = f
+	}
 	a.note("stopped: %s", out.Reason)
 	return out
+}
+
+// endpointSide says whether a failed request's fault would fail any ticket's request.
+func (a *attempt) endpointSide(f *model.Fault) bool {
+	switch f.Class {
+	case model.ErrorClassRejected, model.ErrorClassBadResponse:
+		return true
+	case model.ErrorClassContextOverflow:
+		return f.Role == model.RoleTriage || f.Role == model.RoleMaker && a.makerAnswers == 0
+	}
+	return false
 }
 
 func (a *attempt) run(ctx context.Context) Outcome {

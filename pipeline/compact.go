@@ -42,6 +42,13 @@ const (
 // errContextFull ends an attempt whose conversation cannot be made to fit.
 var errContextFull = errors.New("context window full")
 
+// refusedBy is an error whose text already tells of the server's refusal that caused it,
+// and which keeps that refusal for errors.Is and errors.As.
+type refusedBy struct{ err, refused error }
+
+func (e *refusedBy) Error() string   { return e.err.Error() }
+func (e *refusedBy) Unwrap() []error { return []error{e.err, e.refused} }
+
 // estimateTokens is a deliberately simple, slightly generous estimate of a request's
 // prompt tokens: about 4 characters per token for English and code (OpenAI's rule of
 // thumb), plus a few tokens of framing per message. It only decides when to compact;

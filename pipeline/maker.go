@@ -37,9 +37,12 @@ func (a *attempt) openingMessages(role model.Role, triage *Triage) []openai.Chat
 }
 
 func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
-	ws, err := tools.NewWorkspace(a.job.Dir)
-	if err != nil {
-		return a.stop(ctx, out, err)
+	ws := a.job.Workspace
+	if ws == nil {
+		var err error
+		if ws, err = tools.NewWorkspace(a.job.Dir); err != nil {
+			return a.stop(ctx, out, err)
+		}
 	}
 	toolDefs := tools.MakerTools()
 	msgs := a.openingMessages(model.RoleMaker, out.Triage)
@@ -61,6 +64,11 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			a.note("conversation compacted (%d pass(es)): about %d tokens now", passes, estimateTokens(compacted, toolDefs))
 		}
 		if err != nil {
+			if fit.refused != nil {
+				// The server's refusal is why the window is full: keep it findable (its
+				// *model.Fault tells the night whether every ticket meets it).
+				err = &refusedBy{err: err, refused: fit.refused}
+			}
 			return a.stop(ctx, out, err)
 		}
 		msgs = compacted
@@ -77,6 +85,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		if err != nil {
 			return a.stop(ctx, out, fmt.Errorf("maker: %w", err))
 		}
+		a.makerAnswers++
 		msg := resp.Message
 		msg.Role = openai.ChatMessageRoleAssistant
 		msgs = append(msgs, msg)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
@@ -308,8 +308,9 @@ func (a *attempt) readChanged(rel string) string {
 	if err != nil || !strings.HasPrefix(real, root+string(filepath.Separator)) {
 		return ""
 	}
-	data, err := os.ReadFile(real)
-	if err != nil || len(data) > 2<<20 {
+	// The checks ran in the worktree since: the file may be a FIFO now, which must not block.
+	data, err := sandbox.ReadReport(real, 2<<20)
+	if err != nil {
 		return ""
 	}
 	return string(data)

@@ -15,6 +15,10 @@ type Due struct {
 	Running int // tickets leased now, expired leases included
 	// Paused counts queued tickets in repositories SetPaused holds back (not in Queued).
 	Paused int
+	// Parked counts parked tickets: out of the queue until a night unparks them.
+	Parked int
+	// Ready counts the Queued tickets whose run_after has passed: claimable now.
+	Ready int
 	// NextRunAfter is the earliest run_after among the Queued tickets (zero when none): a
 	// time in the past means one is ready now.
 	NextRunAfter time.Time
@@ -28,20 +32,21 @@ type Due struct {
 func (d Due) Idle() bool { return d.Queued == 0 && d.Running == 0 && d.Paused == 0 }
 
 const (
-	dueQuery = `SELECT state, 0, count(*), min(run_after), min(lease_expires_at) FROM tickets
+	dueQuery = `SELECT state, 0, count(*), min(run_after), min(lease_expires_at), sum(run_after <= ?2) FROM tickets
 		WHERE finished_at IS NULL GROUP BY state`
 	// With repositories paused, each active ticket's row is read for its repo: the active
 	// set is small, the history is not touched.
-	duePausedQuery = `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at)
+	duePausedQuery = `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at),
+			sum(run_after <= ?2)
 		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`
 )
 
 // NextDue summarizes the active tickets for a worker that found nothing to claim: the
 // daemon's idle poll. It is one read on the read pool and never waits for the writer.
 func (s *Store) NextDue(ctx context.Context) (Due, error) {
-	q, args := dueQuery, []any(nil)
+	q, args := dueQuery, []any{nil, s.nowMS()}
 	if p := s.paused.Load(); p != nil {
-		q, args = duePausedQuery, []any{p.json}
+		q, args = duePausedQuery, []any{p.json, s.nowMS()}
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -53,16 +58,19 @@ func (s *Store) NextDue(ctx context.Context) (Due, error) {
 		var (
 			state         State
 			paused, n     int
+			ready         int
 			runAfter, exp sql.NullInt64
 		)
-		if err := rows.Scan(&state, &paused, &n, &runAfter, &exp); err != nil {
+		if err := rows.Scan(&state, &paused, &n, &runAfter, &exp, &ready); err != nil {
 			return Due{}, fmt.Errorf("next due ticket: %w", err)
 		}
 		switch {
+		case state == StateParked:
+			d.Parked += n
 		case state == StateQueued && paused != 0:
 			d.Paused += n
 		case state == StateQueued:
-			d.Queued, d.NextRunAfter = n, fromMS(runAfter)
+			d.Queued, d.NextRunAfter, d.Ready = n, fromMS(runAfter), ready
 		default:
 			d.Running += n
 			if paused == 0 {

@@ -51,7 +51,7 @@ var DurationBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 // thousands of rows that is milliseconds, fine for a scrape every few seconds.
 func (s *Store) Overview(ctx context.Context) (Overview, error) {
 	ov := Overview{ByState: map[State]int{}, Events: map[string]int64{}}
-	for _, st := range []State{StateQueued, StateRunning, StateDone, StateEscalated, StateCancelled} {
+	for _, st := range States {
 		ov.ByState[st] = 0
 	}
 	err := s.each(ctx, `SELECT state, count(*) FROM tickets GROUP BY state`, nil, func(r *sql.Rows) error {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -29,8 +30,9 @@ func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (i
 }
 
 // Park gives a leased ticket back without burning its attempt, like a transport release,
-// but not claimable before until (the next night): running -> queued, event "parked"
-// with reason. A ticket whose cancellation was requested goes to cancelled instead.
+// but out of the queue: running -> parked, event "parked" with reason, run_after = until
+// (when Unpark may bring it back; the past means at the next Unpark). A ticket whose
+// cancellation was requested goes to cancelled instead.
 func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reason string) (State, error) {
 	var to State
 	err := s.write(ctx, "park", func(ctx context.Context, tx *wtx) error {
@@ -48,7 +50,7 @@ func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reas
 			return err
 		}
 		kind, finished, runAfter, newAttempts := "parked", any(nil), until.UnixMilli(), max(attempts-1, 0)
-		to = StateQueued
+		to = StateParked
 		if cancel != 0 {
 			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, attempts
 		}
@@ -64,4 +66,56 @@ func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reas
 		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)
 	}
 	return to, nil
+}
+
+// Unpark puts back in the queue every parked ticket whose run_after is not after before (all
+// of them when before is zero: under `ticketd once` a park lasts until the next night), with
+// an "unparked" event naming who. It returns how many it unparked.
+func (s *Store) Unpark(ctx context.Context, before time.Time, who string) (int, error) {
+	limit := int64(math.MaxInt64)
+	if !before.IsZero() {
+		limit = before.UnixMilli()
+	}
+	var n int
+	err := s.write(ctx, "unpark", func(ctx context.Context, tx *wtx) error {
+		n = 0
+		now := s.nowMS()
+		rows, err := s.query(ctx, tx, `SELECT id, attempts FROM tickets
+			WHERE finished_at IS NULL AND state = 'parked' AND run_after <= ?`, limit)
+		if err != nil {
+			return err
+		}
+		type parked struct {
+			id       int64
+			attempts int
+		}
+		var ps []parked
+		for rows.Next() {
+			var p parked
+			if err := rows.Scan(&p.id, &p.attempts); err != nil {
+				rows.Close()
+				return err
+			}
+			ps = append(ps, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, `+reserveEvent+`
+				WHERE id = ? AND state = 'parked'`, now, now, p.id); err != nil {
+				return err
+			}
+			if err := s.appendEvent(ctx, tx, p.id, now, "unparked", StateParked, StateQueued, p.attempts, who, "a new night: parked tickets go back to the queue"); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("unpark tickets: %w", err)
+	}
+	return n, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,12 +48,15 @@ func TestTransportReleasesAndPark(t *testing.T) {
 	l = b.claim(t, "w1")
 	until := b.clock.Now().Add(20 * time.Hour)
 	to, err := b.s.Park(b.ctx, id, l.Token, until, "parked: released 2 times tonight for transport faults")
-	if err != nil || to != StateQueued {
+	if err != nil || to != StateParked {
 		t.Fatalf("Park = %s, %v", to, err)
 	}
 	tk, _ := b.s.Get(b.ctx, id)
-	if tk.State != StateQueued || !tk.RunAfter.Equal(until) || tk.Attempts != 0 || !strings.Contains(tk.Reason, "parked") {
-		t.Errorf("ticket after park = %s run_after %s attempts %d reason %q; want queued until %s, no attempt burnt", tk.State, tk.RunAfter, tk.Attempts, tk.Reason, until)
+	if tk.State != StateParked || !tk.RunAfter.Equal(until) || tk.Attempts != 0 || !strings.Contains(tk.Reason, "parked") {
+		t.Errorf("ticket after park = %s run_after %s attempts %d reason %q; want parked until %s, no attempt burnt", tk.State, tk.RunAfter, tk.Attempts, tk.Reason, until)
+	}
+	if due, err := b.s.NextDue(b.ctx); err != nil || due.Parked != 1 || due.Queued != 0 || due.Running != 0 {
+		t.Errorf("NextDue = %+v, %v; want one parked, none queued or running", due, err)
 	}
 	kinds := eventKinds(t, b, id)
 	if kinds[len(kinds)-1] != "parked" {
@@ -99,5 +103,103 @@ func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
 	evs, err := b.s.EndpointEvents(b.ctx, run)
 	if err != nil || len(evs) != 1 || !evs[0].Down || !evs[0].Since.Equal(since) || evs[0].LastError != "network: connection refused" {
 		t.Errorf("EndpointEvents = %+v, %v", evs, err)
+	}
+}
+
+// TestUnpark: a parked ticket comes back only when a night unparks it (after its date, or
+// at once under `once`), or when an operator requeues or cancels it.
+func TestUnpark(t *testing.T) {
+	b := setup(t)
+	n := 0
+	park := func(t *testing.T, until time.Time) int64 {
+		t.Helper()
+		n++
+		id := b.enqueue(t, fmt.Sprint(n))
+		l := b.claim(t, "w1")
+		if l.Ticket.ID != id {
+			t.Fatalf("claimed %d, want %d", l.Ticket.ID, id)
+		}
+		if _, err := b.s.Park(b.ctx, id, l.Token, until, "parked: endpoint"); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	later := park(t, b.clock.Now().Add(10*time.Hour))
+	soon := park(t, b.clock.Now().Add(time.Minute))
+	b.clock.Advance(2 * time.Minute)
+	if n, err := b.s.Unpark(b.ctx, b.clock.Now(), "ticketd"); err != nil || n != 1 {
+		t.Fatalf("Unpark(now) = %d, %v; want the one whose date passed", n, err)
+	}
+	for _, c := range []struct {
+		id   int64
+		want State
+	}{{soon, StateQueued}, {later, StateParked}} {
+		if tk, _ := b.s.Get(b.ctx, c.id); tk.State != c.want {
+			t.Errorf("ticket %d = %s, want %s", c.id, tk.State, c.want)
+		}
+	}
+	if kinds := eventKinds(t, b, soon); kinds[len(kinds)-1] != "unparked" {
+		t.Errorf("events = %v, want unparked last", kinds)
+	}
+	if n, err := b.s.Unpark(b.ctx, time.Time{}, "ticketd"); err != nil || n != 1 {
+		t.Errorf("Unpark(all) = %d, %v; want 1", n, err)
+	}
+
+	// requeue unparks at once, keeping the counts; cancel ends a parked ticket
+	b.claim(t, "w1") // soon and later are queued again: keep them out of the way
+	b.claim(t, "w1")
+	third := park(t, b.clock.Now().Add(10*time.Hour))
+	if err := b.s.Requeue(b.ctx, third, "op", false); err != nil {
+		t.Fatalf("requeue parked = %v, want it unparked", err)
+	}
+	if tk, _ := b.s.Get(b.ctx, third); tk.State != StateQueued || !tk.RunAfter.Equal(b.clock.Now()) || tk.Attempts != 0 {
+		t.Errorf("after requeue = %s run_after %s attempts %d; want queued now", tk.State, tk.RunAfter, tk.Attempts)
+	}
+	b.claim(t, "w1") // third
+	fourth := park(t, b.clock.Now().Add(10*time.Hour))
+	if st, err := b.s.RequestCancel(b.ctx, fourth, "op", "not wanted"); err != nil || st != StateCancelled {
+		t.Errorf("cancel parked = %s, %v; want cancelled", st, err)
+	}
+}
+
+// TestNightOutcomes: a night's outcome and error are kept, and the totals per outcome say
+// when the last night of each kind ended.
+func TestNightOutcomes(t *testing.T) {
+	b := setup(t)
+	for _, c := range []struct {
+		outcome Outcome
+		err     string
+	}{{OutcomeOK, ""}, {OutcomeFailed, "preflight: HTTP 400: Unrecognized request argument supplied: prompt_cache_key"}, {OutcomeFailed, "no repository"}} {
+		id, err := b.s.StartRun(b.ctx, "once")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(time.Minute)
+		if err := b.s.EndRun(b.ctx, id, c.outcome, c.err); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.s.EndRun(b.ctx, 1, "bogus", ""); err == nil {
+		t.Error("EndRun with an unknown outcome: want an error")
+	}
+	open, _ := b.s.StartRun(b.ctx, "cron")
+	runs, err := b.s.Runs(b.ctx, 0)
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("Runs = %v, %v", runs, err)
+	}
+	if runs[0].ID != open || runs[0].Outcome != "" || runs[1].Outcome != OutcomeFailed || runs[1].Error != "no repository" || runs[3].Outcome != OutcomeOK {
+		t.Errorf("runs = %+v", runs)
+	}
+	tot, err := b.s.NightTotals(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[Outcome]NightTotal{}
+	for _, n := range tot {
+		got[n.Outcome] = n
+	}
+	if len(tot) != len(Outcomes) || got[OutcomeOK].Nights != 1 || got[OutcomeFailed].Nights != 2 || got[OutcomeStopped].Nights != 0 ||
+		!got[OutcomeFailed].LastEnd.Equal(runs[1].EndedAt) || !got[OutcomeFailed].LastEnd.After(got[OutcomeOK].LastEnd) {
+		t.Errorf("NightTotals = %+v", tot)
 	}
 }

@@ -30,6 +30,9 @@ const (
 	FailBudget    FailureKind = "budget"    // counts the attempt
 	FailTransport FailureKind = "transport" // does not burn the attempt: back to queued (attempt count restored)
 	FailShutdown  FailureKind = "shutdown"  // does not burn the attempt
+	// FailMachine: the machine failed the attempt (its worktree or the repository's base
+	// ref vanished); does not burn the attempt.
+	FailMachine FailureKind = "machine"
 )
 
 // Failure describes a stopped attempt.
@@ -390,9 +393,9 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
 	switch f.Kind {
-	case FailFix, FailBudget, FailTransport, FailShutdown:
+	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine:
 	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport or shutdown", id, f.Kind)
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown or machine", id, f.Kind)
 	}
 	var to State
 	err := s.write(ctx, "fail", func(ctx context.Context, tx *wtx) error {
@@ -415,7 +418,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			newAttempt = attempts
 			finished   any
 		)
-		released := f.Kind == FailTransport || f.Kind == FailShutdown
+		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine
 		switch {
 		case cancel != 0:
 			to, kind, finished = StateCancelled, "cancelled", now
@@ -511,13 +514,13 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return nil
 		case StateDone, StateEscalated:
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
-		case StateQueued:
+		case StateQueued, StateParked:
 			after = StateCancelled
 			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
-				`+reserveEvent+` WHERE id = ? AND state = 'queued'`, now, now, reason, id); err != nil {
+				`+reserveEvent+` WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancelled", StateQueued, StateCancelled, attempts, who, reason)
+			return s.appendEvent(ctx, tx, id, now, "cancelled", st, StateCancelled, attempts, who, reason)
 		default: // running
 			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
 				`+reserveEvent+` WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
@@ -533,9 +536,10 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 }
 
 // Requeue puts a finished ticket (escalated, cancelled, done) back in the queue with its
-// attempts and rescues reset to 0. A running ticket is requeued only with force (an operator rescuing a
-// ticket stuck on a dead worker): the fence token moves on, so the old holder's writes are
-// refused. Both cases are recorded as a requeued event naming who.
+// attempts and rescues reset to 0. A parked ticket goes back to the queue at once, its
+// counts kept (a park never charged it). A running ticket is requeued only with force (an
+// operator rescuing a ticket stuck on a dead worker): the fence token moves on, so the old
+// holder's writes are refused. Every case is recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
 	err := s.write(ctx, "requeue", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
@@ -551,6 +555,12 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 			return fmt.Errorf("%w: ticket is running; use force to take it from its worker", ErrInvalidTransition)
 		case st == StateRunning:
 			reason = "forced requeue of a running ticket"
+		case st == StateParked:
+			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, reason = ?, `+reserveEvent+`
+				WHERE id = ? AND state = 'parked'`, now, now, "unparked by operator", id); err != nil {
+				return err
+			}
+			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, "unparked by operator")
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
@@ -571,7 +581,7 @@ type Event struct {
 	ID        int64     `json:"id"`
 	TicketID  int64     `json:"ticket_id"`
 	At        time.Time `json:"at"`
-	Kind      string    `json:"kind"` // enqueued, claimed, completed, retry, escalated, released, lease_expired, cancel_requested, cancelled, requeued, note
+	Kind      string    `json:"kind"` // enqueued, claimed, completed, retry, escalated, released, parked, unparked, lease_expired, cancel_requested, cancelled, requeued, note
 	FromState State     `json:"from_state"`
 	ToState   State     `json:"to_state"`
 	Attempt   int       `json:"attempt"`

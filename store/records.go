@@ -30,6 +30,10 @@ type ModelCall struct {
 	// UsageEstimated is true when the server sent no usage and the token counts are
 	// estimates (then CostUSD is an estimate too). Stored as usage_reported = 0.
 	UsageEstimated bool `json:"usage_estimated"`
+	// CompletionUnknown is true for a request abandoned before its answer (a client-side
+	// time-out the server may have completed and billed): its prompt is estimated, its
+	// completion is not known, so its cost is a lower bound.
+	CompletionUnknown bool `json:"completion_unknown,omitempty"`
 	// Compactions is how many compaction passes shrank the maker's conversation just
 	// before this call.
 	Compactions int `json:"compactions,omitempty"`
@@ -88,12 +92,12 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 		id, err = s.insert(ctx, tx, `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions)
+			!c.UsageEstimated, c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions, c.CompletionUnknown)
 		return err
 	})
 	if err != nil {
@@ -107,7 +111,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
@@ -121,15 +125,16 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 			latencyMS         int64
 			started           sql.NullInt64
 			reported          int
+			unknownCompletion int
 		)
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
 			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
-			&reported, &c.CostSource, &price, &prov, &c.Compactions); err != nil {
+			&reported, &c.CostSource, &price, &prov, &c.Compactions, &unknownCompletion); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)
-		c.UsageEstimated = reported == 0
+		c.UsageEstimated, c.CompletionUnknown = reported == 0, unknownCompletion != 0
 		c.Latency = time.Duration(latencyMS) * time.Millisecond
 		c.StartedAt = fromMS(started)
 		out = append(out, c)
@@ -228,19 +233,46 @@ func (s *Store) ToolCalls(ctx context.Context, ticketID int64) ([]ToolCall, erro
 	return out, nil
 }
 
-// Run is one night: when it ran, why, and its totals.
+// Run is one night: when it ran, why, how it ended and its totals.
 type Run struct {
 	ID        int64     `json:"id"`
 	Trigger   string    `json:"trigger"` // "once", "cron", "demo", "bench"
 	Sandbox   string    `json:"sandbox"` // "bwrap", "none"; "" when not recorded (older nights, tests)
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
-	Claimed   int       `json:"claimed"`
-	Done      int       `json:"done"`
-	Escalated int       `json:"escalated"`
-	Retried   int       `json:"retried"`
-	CostUSD   float64   `json:"cost_usd"`
+	// Outcome is how the night ended; "" while it runs, for a night whose process died
+	// before it could say, and for nights before schema v12.
+	Outcome Outcome `json:"outcome"`
+	// Error says why a night was not ok: the server's words, the setting to change.
+	Error     string  `json:"error"`
+	Worked    int     `json:"worked"`  // distinct tickets claimed
+	Claimed   int     `json:"claimed"` // claims (attempts and reruns)
+	Done      int     `json:"done"`
+	Escalated int     `json:"escalated"`
+	Retried   int     `json:"retried"`
+	CostUSD   float64 `json:"cost_usd"`
 }
+
+// Outcome is how a night ended.
+type Outcome string
+
+// The night outcomes, which the database CHECKs.
+const (
+	// OutcomeOK: the night ran and worked every ticket it could claim.
+	OutcomeOK Outcome = "ok"
+	// OutcomePartial: the night ran to its end but left claimable tickets unworked (the
+	// window closed, an endpoint was down, tickets were parked, repositories paused).
+	OutcomePartial Outcome = "partial"
+	// OutcomeStopped: something stopped the night early (a systemic endpoint failure, the
+	// account out of quota, the dollar budget, a shutdown).
+	OutcomeStopped Outcome = "stopped"
+	// OutcomeFailed: the night could not start (preflight refused, no repository healthy,
+	// a key unset, no intake folder); nothing was claimed.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Outcomes lists every outcome, best first.
+var Outcomes = []Outcome{OutcomeOK, OutcomePartial, OutcomeStopped, OutcomeFailed}
 
 // StartRun opens a night and returns its id (pass it to ModelCall.RunID and FinishRun).
 func (s *Store) StartRun(ctx context.Context, trigger string) (int64, error) {
@@ -274,9 +306,21 @@ func (s *Store) SetRunSandbox(ctx context.Context, id int64, mode string) error 
 	return nil
 }
 
-// FinishRun closes a night, computing its totals from the events in its window and the
-// model calls tagged with it, then checkpoints the WAL.
-func (s *Store) FinishRun(ctx context.Context, id int64) error {
+// FinishRun closes a night without an outcome (see EndRun).
+func (s *Store) FinishRun(ctx context.Context, id int64) error { return s.EndRun(ctx, id, "", "") }
+
+// maxRunError bounds a night's recorded error.
+const maxRunError = 4000
+
+// EndRun closes a night with its outcome and error, computing its totals from the events in
+// its window and the model calls tagged with it, then checkpoints the WAL. An empty outcome
+// records none.
+func (s *Store) EndRun(ctx context.Context, id int64, outcome Outcome, errText string) error {
+	switch outcome {
+	case "", OutcomeOK, OutcomePartial, OutcomeStopped, OutcomeFailed:
+	default:
+		return fmt.Errorf("finish run %d: outcome %q: want ok, partial, stopped or failed", id, outcome)
+	}
 	err := s.write(ctx, "finish run", func(ctx context.Context, tx *wtx) error {
 		now := s.nowMS()
 		var after int64
@@ -289,13 +333,14 @@ func (s *Store) FinishRun(ctx context.Context, id int64) error {
 		} else if err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `UPDATE runs SET ended_at = ?,
+		_, err = s.exec(ctx, tx, `UPDATE runs SET ended_at = ?1, outcome = ?4, error = ?5,
+			worked    = (SELECT count(DISTINCT ticket_id) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
 			claimed   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'claimed'),
 			done      = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'done'),
 			escalated = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND to_state = 'escalated'),
 			retried   = (SELECT count(*) FROM events WHERE id > ?2 AND at <= ?1 AND kind = 'retry'),
 			cost_usd  = (SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?3)
-			WHERE id = ?3`, now, after, id)
+			WHERE id = ?3`, now, after, id, string(outcome), truncate(errText, maxRunError))
 		return err
 	})
 	if err != nil {
@@ -312,7 +357,8 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, trigger, sandbox, started_at, ended_at, claimed, done, escalated, retried, cost_usd
+	rows, err := s.r.QueryContext(ctx, `SELECT id, trigger, sandbox, started_at, ended_at, outcome, error, worked,
+			claimed, done, escalated, retried, cost_usd
 		FROM runs ORDER BY id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -322,7 +368,8 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var started, ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
+		if err := rows.Scan(&r.ID, &r.Trigger, &r.Sandbox, &started, &ended, &r.Outcome, &r.Error, &r.Worked,
+			&r.Claimed, &r.Done, &r.Escalated, &r.Retried, &r.CostUSD); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		r.StartedAt, r.EndedAt = fromMS(started), fromMS(ended)
@@ -334,6 +381,44 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	return out, nil
 }
 
+// NightTotal counts the nights that ended with one outcome, and when the latest of them ended.
+type NightTotal struct {
+	Outcome Outcome   `json:"outcome"`
+	Nights  int       `json:"nights"`
+	LastEnd time.Time `json:"last_end"`
+}
+
+// NightTotals returns a NightTotal for every outcome (zero counts included), best first, so
+// an alert can ask how long ago the last ok night ended.
+func (s *Store) NightTotals(ctx context.Context) ([]NightTotal, error) {
+	byOutcome := map[Outcome]NightTotal{}
+	rows, err := s.r.QueryContext(ctx, `SELECT outcome, count(*), max(ended_at) FROM runs
+		WHERE outcome != '' AND ended_at IS NOT NULL GROUP BY outcome`)
+	if err != nil {
+		return nil, fmt.Errorf("night totals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t NightTotal
+		var last sql.NullInt64
+		if err := rows.Scan(&t.Outcome, &t.Nights, &last); err != nil {
+			return nil, fmt.Errorf("night totals: %w", err)
+		}
+		t.LastEnd = fromMS(last)
+		byOutcome[t.Outcome] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("night totals: %w", err)
+	}
+	out := make([]NightTotal, 0, len(Outcomes))
+	for _, o := range Outcomes {
+		t := byOutcome[o]
+		t.Outcome = o
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // UsageEstimates counts, over all model calls (runID 0) or one run's, how many there were
 // and how many carried estimated usage (the server sent none), so reports can mark the
 // figures that rest on estimates.
@@ -341,13 +426,15 @@ type UsageEstimates struct {
 	Calls          int     `json:"calls"`
 	EstimatedCalls int     `json:"estimated_calls"`
 	EstimatedUSD   float64 `json:"estimated_cost_usd"` // the part of the cost that is estimated
-	ProviderUSD    float64 `json:"provider_cost_usd"`  // the part the provider reported itself
+	// UnknownCalls have no known cost (no price) or an unknown completion (abandoned).
+	UnknownCalls int     `json:"unknown_cost_calls"`
+	ProviderUSD  float64 `json:"provider_cost_usd"` // the part the provider reported itself
 }
 
 // UsageEstimates returns the estimate counts of all calls (runID 0) or of one run.
 func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates, error) {
 	var u UsageEstimates
-	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0),
+	q := `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),
 			coalesce(sum(CASE WHEN cost_source = 'estimate' THEN cost_usd END), 0),
 			coalesce(sum(CASE WHEN cost_source = 'provider' THEN cost_usd END), 0)
 		FROM model_calls`
@@ -356,7 +443,7 @@ func (s *Store) UsageEstimates(ctx context.Context, runID int64) (UsageEstimates
 		q += ` WHERE run_id = ?`
 		args = append(args, runID)
 	}
-	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&u.Calls, &u.EstimatedCalls, &u.UnknownCalls, &u.EstimatedUSD, &u.ProviderUSD); err != nil {
 		return u, fmt.Errorf("usage estimates of run %d: %w", runID, err)
 	}
 	return u, nil

@@ -27,7 +27,8 @@ type Stats struct {
 	PromptTokens            int64              `json:"prompt_tokens"`
 	CachedTokens            int64              `json:"cached_tokens"`
 	CompletionTokens        int64              `json:"completion_tokens"`
-	// CostUnknown is true when some model call had no known price (its cost is not in CostUSD).
+	// CostUnknown is true when some model call had no known price (its cost is not in
+	// CostUSD) or was abandoned before its answer (its completion is not in it).
 	CostUnknown bool `json:"cost_unknown"`
 	// ReviewRounds and DroppedFindings count the checker's review rounds and the findings
 	// the pipeline dropped from them (evidence not in the diff, bad schema, new in round 2).
@@ -49,7 +50,7 @@ func (st Stats) MarshalJSON() ([]byte, error) {
 // its window or charged to it by a model call, and the model calls tagged with it.
 func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	st := Stats{ByState: map[State]int{}, FirstRequestCachedShare: map[string]float64{}}
-	for _, k := range []State{StateQueued, StateRunning, StateDone, StateEscalated, StateCancelled} {
+	for _, k := range States {
 		st.ByState[k] = 0
 	}
 	ticketScope, callScope := `SELECT id FROM tickets`, `SELECT id FROM model_calls`
@@ -101,7 +102,7 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 
 	var calls int
 	var unknown int
-	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL), 0),
+	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL OR completion_unknown = 1), 0),
 			coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0), coalesce(sum(completion_tokens), 0)
 		FROM model_calls WHERE id IN (`+callScope+`)`, args...).
 		Scan(&calls, &st.CostUSD, &unknown, &st.PromptTokens, &st.CachedTokens, &st.CompletionTokens)
@@ -222,6 +223,29 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(ds)
 	rank := (p*len(ds) + 99) / 100 // ceil(p/100 * n)
 	return ds[max(rank, 1)-1]
+}
+
+// FinishedBefore returns the terminal tickets finished before cutoff, oldest first: what
+// ticketctl gc deletes branches and result folders of.
+func (s *Store) FinishedBefore(ctx context.Context, cutoff time.Time) ([]Ticket, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+ticketCols+` FROM tickets
+		WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at, id`, cutoff.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	out := []Ticket{}
+	for rows.Next() {
+		t, err := scanTicket(rows)
+		if err != nil {
+			return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	return out, nil
 }
 
 // GC empties the bulky columns (body, triage, summary; tool call arguments and results) of

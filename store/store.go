@@ -30,22 +30,28 @@ import (
 type State string
 
 // The ticket states. done, escalated and cancelled are terminal and carry finished_at.
+// parked waits outside the queue (the endpoint kept failing it) until run_after has passed
+// and a night unparks it (Unpark), or an operator requeues it.
 const (
 	StateQueued    State = "queued"
 	StateRunning   State = "running"
+	StateParked    State = "parked"
 	StateDone      State = "done"
 	StateEscalated State = "escalated"
 	StateCancelled State = "cancelled"
 )
+
+// States lists every state, in the order reports show them.
+var States = []State{StateQueued, StateRunning, StateParked, StateDone, StateEscalated, StateCancelled}
 
 // Terminal reports whether no worker will touch a ticket in state s again.
 func (s State) Terminal() bool {
 	return s == StateDone || s == StateEscalated || s == StateCancelled
 }
 
-// Valid reports whether s is one of the five known states.
+// Valid reports whether s is one of the six known states.
 func (s State) Valid() bool {
-	return s == StateQueued || s == StateRunning || s.Terminal()
+	return s == StateQueued || s == StateRunning || s == StateParked || s.Terminal()
 }
 
 var (

@@ -166,13 +166,16 @@ type Filter struct {
 // Summary is a ticket with its model spend, as ticketctl list shows it.
 type Summary struct {
 	Ticket
-	ModelCalls       int           `json:"model_calls"`
-	PromptTokens     int64         `json:"prompt_tokens"`
-	CachedTokens     int64         `json:"cached_tokens"`
-	CompletionTokens int64         `json:"completion_tokens"`
-	CostUSD          float64       `json:"cost_usd"`
-	CostUnknown      bool          `json:"cost_unknown"` // some call had unknown cost
-	Duration         time.Duration `json:"-"`            // created->finished, or so far
+	ModelCalls       int     `json:"model_calls"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostUnknown      bool    `json:"cost_unknown"` // some call had unknown cost, or an unknown completion
+	// CostEstimated is true when some call's usage was estimated (the server sent none, or
+	// the request was abandoned on a time-out): CostUSD is then partly an estimate.
+	CostEstimated bool          `json:"cost_estimated"`
+	Duration      time.Duration `json:"-"` // created->finished, or so far
 }
 
 // MarshalJSON writes Duration as duration_s (seconds).
@@ -202,14 +205,14 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	out := []Summary{}
 	for rows.Next() {
 		var (
-			sm      Summary
-			unknown int
+			sm                 Summary
+			unknown, estimated int
 		)
-		t, err := scanTicket(rows, &sm.ModelCalls, &sm.PromptTokens, &sm.CachedTokens, &sm.CompletionTokens, &sm.CostUSD, &unknown)
+		t, err := scanTicket(rows, &sm.ModelCalls, &sm.PromptTokens, &sm.CachedTokens, &sm.CompletionTokens, &sm.CostUSD, &unknown, &estimated)
 		if err != nil {
 			return nil, fmt.Errorf("list tickets: %w", err)
 		}
-		sm.Ticket, sm.CostUnknown = t, unknown != 0
+		sm.Ticket, sm.CostUnknown, sm.CostEstimated = t, unknown != 0, estimated != 0
 		end := t.FinishedAt
 		if end.IsZero() {
 			end = now
@@ -236,9 +239,9 @@ func listQuery(f Filter) (string, []any, error) {
 		active := true
 		for i, st := range f.States {
 			if !st.Valid() {
-				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, done, escalated, cancelled", st)
+				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, parked, done, escalated, cancelled", st)
 			}
-			lits[i] = "'" + string(st) + "'" // one of five known words: safe as a literal
+			lits[i] = "'" + string(st) + "'" // one of six known words: safe as a literal
 			active = active && !st.Terminal()
 		}
 		if active {
@@ -271,10 +274,11 @@ func listQuery(f Filter) (string, []any, error) {
 	}
 	q := `WITH ids AS MATERIALIZED (` + ids + `),
 		m AS (SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
-				sum(completion_tokens) AS o, sum(cost_usd) AS cost, max(cost_usd IS NULL) AS unknown
+				sum(completion_tokens) AS o, sum(cost_usd) AS cost,
+				max(cost_usd IS NULL OR completion_unknown = 1) AS unknown, max(usage_reported = 0) AS estimated
 			FROM model_calls WHERE ticket_id IN (SELECT id FROM ids) GROUP BY ticket_id)
 		SELECT ` + prefixCols("t.", ticketCols) + `,
-			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0)
+			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0), coalesce(m.estimated, 0)
 		FROM tickets t LEFT JOIN m ON m.ticket_id = t.id
 		WHERE t.id IN (SELECT id FROM ids) ORDER BY t.id DESC`
 	return q, args, nil

@@ -55,6 +55,28 @@ func (t *Tree) SaveAs(ctx context.Context, branch string) error {
 	return nil
 }
 
+// SaveOver points branch at the tree's current HEAD commit, creating it or moving it from
+// wherever it was: for a branch that only ever holds the latest work of one thing (a
+// released attempt's partial change, kept again when the same attempt is stopped again).
+// A branch checked out in a worktree is refused.
+func (t *Tree) SaveOver(ctx context.Context, branch string) error {
+	head, err := t.dirs().git(ctx, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return fmt.Errorf("save worktree %s over %s: read HEAD: %w", t.Dir, branch, err)
+	}
+	repo := repoDirs{GitDir: t.commonDir, CommonDir: t.commonDir, WorkTree: t.RepoPath}
+	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
+		return fmt.Errorf("save worktree %s: invalid branch name %q: %w", t.Dir, branch, err)
+	}
+	if list, err := repo.git(ctx, nil, "worktree", "list", "--porcelain"); err == nil && strings.Contains(list, "\nbranch refs/heads/"+branch+"\n") {
+		return fmt.Errorf("save worktree %s over %s: the branch is checked out in a worktree", t.Dir, branch)
+	}
+	if _, err := repo.gitRetry(ctx, nil, "update-ref", "--no-deref", "refs/heads/"+branch, strings.TrimSpace(head)); err != nil {
+		return fmt.Errorf("save worktree %s over %s: %w", t.Dir, branch, err)
+	}
+	return nil
+}
+
 // DeleteBranch deletes a local branch of the repository at dir; a branch that does not exist
 // is not an error. git refuses to delete a branch checked out in a worktree, so a live
 // attempt's branch survives a mistaken call.

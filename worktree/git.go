@@ -172,7 +172,24 @@ func (d repoDirs) gitWith(ctx context.Context, more [][2]string, extra []string,
 		"GIT_COMMON_DIR=" + d.CommonDir,
 		"GIT_WORK_TREE=" + d.WorkTree,
 	}, extra...)
-	return execGit(ctx, d.WorkTree, hardenedEnv(cfg, env...), args...)
+	return execGit(ctx, d.WorkTree, hardenedEnv(cfg, env...), nil, args...)
+}
+
+// gitInput is git with stdin: the blobs and index records ticketd writes itself.
+func (d repoDirs) gitInput(ctx context.Context, extra []string, stdin []byte, args ...string) (string, error) {
+	if err := d.checkCommonDirLink(); err != nil {
+		return "", err
+	}
+	cfg, err := d.filterOverrides(ctx)
+	if err != nil {
+		return "", err
+	}
+	env := append([]string{
+		"GIT_DIR=" + d.GitDir,
+		"GIT_COMMON_DIR=" + d.CommonDir,
+		"GIT_WORK_TREE=" + d.WorkTree,
+	}, extra...)
+	return execGit(ctx, d.WorkTree, hardenedEnv(cfg, env...), stdin, args...)
 }
 
 // gitRetry is git that retries lock collisions with a short, growing pause:
@@ -222,7 +239,7 @@ func (d repoDirs) filterOverrides(ctx context.Context) ([][2]string, error) {
 		return nil, nil
 	}
 	env := hardenedEnv(nil, "GIT_DIR="+d.GitDir, "GIT_COMMON_DIR="+d.CommonDir, "GIT_WORK_TREE="+d.WorkTree)
-	out, err := execGit(ctx, d.WorkTree, env, "config", "-z", "--get-regexp", `^filter\.`)
+	out, err := execGit(ctx, d.WorkTree, env, nil, "config", "-z", "--get-regexp", `^filter\.`)
 	if err != nil && exitCode(err) != 1 { // 1: no such key
 		return nil, fmt.Errorf("list the filter drivers of %s to switch them off: %w", d.CommonDir, err)
 	}
@@ -279,14 +296,18 @@ func (d repoDirs) configMayHaveFilters() bool {
 // there. It is only for commands that read no file contents (rev-parse,
 // check-ref-format): they are what finds the repository in the first place.
 func runGit(ctx context.Context, dir string, args ...string) (string, error) {
-	return execGit(ctx, dir, hardenedEnv(nil), args...)
+	return execGit(ctx, dir, hardenedEnv(nil), nil, args...)
 }
 
-// execGit runs git with the given complete environment and returns stdout.
-func execGit(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+// execGit runs git with the given complete environment (and stdin, when not nil) and
+// returns stdout.
+func execGit(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	ownProcessGroup(cmd)
 	// If a child of git outlives a kill while holding stdout, Wait still
 	// returns after this long; the child is reaped by whoever reaps orphans.

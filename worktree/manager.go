@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -253,7 +254,7 @@ func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
 	m.setLive(t.Dir, false) // before the directory goes, so its resolved name is found
 	// Deleting the files is the slow part and needs no lock: until the
 	// registration goes too, git sees a worktree whose directory vanished.
-	rmErr := os.RemoveAll(t.Dir)
+	rmErr := removeTree(t.Dir)
 	if _, err := os.Stat(filepath.Join(t.commonDir, "HEAD")); err != nil {
 		// The repository is gone: nothing to unregister.
 		if rmErr != nil {
@@ -330,7 +331,7 @@ func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]stri
 		if parent := filepath.Dir(path); parent != root && parent != m.root || m.isLive(path) {
 			continue
 		}
-		if err := os.RemoveAll(path); err != nil {
+		if err := removeTree(path); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -363,7 +364,7 @@ func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]stri
 			if !unregisteredTree(repo.CommonDir, p) {
 				continue
 			}
-			if err := os.RemoveAll(p); err != nil {
+			if err := removeTree(p); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -442,4 +443,26 @@ func unregisteredTree(commonDir, dir string) bool {
 	}
 	_, err = os.Stat(target)
 	return errors.Is(err, os.ErrNotExist)
+}
+
+// removeTree is os.RemoveAll that first makes the directories a check left unreadable or
+// unwritable (chmod 0300, 0500) accessible again, so no test can keep its files on disk past
+// the attempt, nor past the next start's clean-up. Symlinks are not followed.
+func removeTree(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			if os.Chmod(p, 0o700) == nil && err != nil {
+				// Unreadable when first met: now readable, walk it again.
+				_ = removeTree(p)
+			}
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
 }

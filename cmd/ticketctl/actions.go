@@ -41,7 +41,11 @@ func cmdRequeue(e *env, args []string) error {
 		if e.g.json {
 			return e.printJSON(changeJSON{ID: id, PreviousState: before.State, State: after.State, CancelRequested: after.CancelRequested})
 		}
-		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (attempts reset)\n", id, before.State, after.State)
+		note := "attempts reset"
+		if before.State == store.StateParked {
+			note = "unparked; attempts kept"
+		}
+		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (%s)\n", id, before.State, after.State, note)
 		return nil
 	})
 }

@@ -33,17 +33,19 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
-			long: "States: queued, running, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
+			long: "States: queued, running, parked, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
 		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
-		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset)",
+		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset), or a parked one (counts kept)",
 			long: "A running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
 		{name: "cancel", args: "ID [--reason TEXT]", short: "cancel a queued ticket, or ask a running one's worker to stop", run: cmdCancel},
 		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
-		{name: "stats", args: "[--run ID] [--nights N]", short: "counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
-		{name: "gc", args: "--older-than 720h", short: "prune bulky columns of old finished tickets (history and costs kept)", run: cmdGC},
+		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
+		{name: "nights", args: "[--limit N]", short: "the nights, newest first: trigger, start, end, outcome (ok, partial, stopped, failed), why, tickets, cost", run: cmdNights},
+		{name: "gc", args: "--older-than 720h [--branches]", short: "prune old finished tickets' bulky columns, kept-attempt branches and results/ (history and costs kept)",
+			long: "Branches and results/ need --config (the repositories and the output folder). Fix branches\n(ticketd/<id>-<slug> of done tickets) are deleted only with --branches.", run: cmdGC},
 		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ticketd/ticketd/pipeline/model"
 )
 
 // maxDays keeps a day count inside time.Duration's range (about 292 years).
@@ -67,14 +69,8 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-// fmtCost shows dollars; unknown marks a total that misses some call's price.
-func fmtCost(usd float64, unknown bool) string {
-	s := fmt.Sprintf("$%.4f", usd)
-	if unknown {
-		s += "+?"
-	}
-	return s
-}
+// fmtCost shows dollars; unknown marks a total that misses some call's cost (" + unknown").
+func fmtCost(usd float64, unknown bool) string { return model.FormatCost(usd, false, unknown) }
 
 // fmtShare shows a 0..1 share as a percentage.
 func fmtShare(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }

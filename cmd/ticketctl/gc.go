@@ -2,9 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // gcJSON is the stable shape of gc --json.
@@ -12,13 +18,20 @@ type gcJSON struct {
 	Pruned int `json:"pruned"` // tickets whose bulky columns were emptied
 	// BaselinesPruned counts kept baselines (checks results at a base commit) no night
 	// used within the age; a night that meets their base again recomputes them.
-	BaselinesPruned int     `json:"baselines_pruned"`
-	OlderThanS      float64 `json:"older_than_s"`
+	BaselinesPruned int `json:"baselines_pruned"`
+	// BranchesDeleted are the kept-attempt branches (and with --branches the fix branches)
+	// of tickets finished before the age; ResultsDeleted the results/<id>/ folders.
+	BranchesDeleted []string `json:"branches_deleted"`
+	ResultsDeleted  []string `json:"results_deleted"`
+	// FilesSkipped says why branches and results/ were not looked at ("" when they were).
+	FilesSkipped string  `json:"files_skipped,omitempty"`
+	OlderThanS   float64 `json:"older_than_s"`
 }
 
 func cmdGC(e *env, args []string) error {
 	fs := e.flagSet("gc")
 	olderThan := fs.String("older-than", "", "prune tickets finished, and baselines unused, more than `AGE` ago (720h or 30d); required")
+	branches := fs.Bool("branches", false, "also delete the fix branches of done tickets (after they are merged or pushed)")
 	if _, err := e.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -33,6 +46,23 @@ func cmdGC(e *env, args []string) error {
 		return usagef("ticketctl gc --older-than 720h", "gc: --older-than %s would prune tickets that just finished; want at least 1h", *olderThan)
 	}
 	return e.withStore(func(s *store.Store) error {
+		out := gcJSON{OlderThanS: age.Seconds(), BranchesDeleted: []string{}, ResultsDeleted: []string{}}
+		if e.cfg == nil {
+			out.FilesSkipped = "branches and results/ need the repositories and the output folder: pass --config FILE"
+		} else {
+			old, err := s.FinishedBefore(e.ctx, time.Now().Add(-age))
+			if err != nil {
+				return err
+			}
+			for _, t := range old {
+				b, r, err := e.gcFiles(t, *branches)
+				out.BranchesDeleted = append(out.BranchesDeleted, b...)
+				out.ResultsDeleted = append(out.ResultsDeleted, r...)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "warning: ticket %d: %v\n", t.ID, err)
+				}
+			}
+		}
 		n, err := s.GC(e.ctx, age)
 		if err != nil {
 			return err
@@ -41,11 +71,66 @@ func cmdGC(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		out.Pruned, out.BaselinesPruned = n, nb
 		if e.g.json {
-			return e.printJSON(gcJSON{Pruned: n, BaselinesPruned: nb, OlderThanS: age.Seconds()})
+			return e.printJSON(out)
 		}
 		fmt.Fprintf(e.stdout, "pruned %d ticket(s) finished more than %s ago (body, triage, summary and tool payloads; events and costs kept)\n", n, *olderThan)
 		fmt.Fprintf(e.stdout, "deleted %d baseline(s) no night used in %s (recomputed if a night meets their base commit again)\n", nb, *olderThan)
+		if out.FilesSkipped != "" {
+			fmt.Fprintf(e.stderr, "note: %s\n", out.FilesSkipped)
+			return nil
+		}
+		what := "kept-attempt branch(es)"
+		if *branches {
+			what = "kept-attempt and fix branch(es)"
+		}
+		fmt.Fprintf(e.stdout, "deleted %d %s and %d results/ folder(s) of those tickets\n", len(out.BranchesDeleted), what, len(out.ResultsDeleted))
+		if !*branches {
+			fmt.Fprintln(e.stderr, "fix branches of done tickets are kept; --branches deletes them too")
+		}
 		return nil
 	})
+}
+
+// gcFiles deletes what one old finished ticket keeps on disk: its kept-attempt branches (and
+// with fixes its fix branch, when done) and its results/<id>/ folder, which must lie inside
+// the configured output folder. A branch checked out in a worktree is refused by git.
+func (e *env) gcFiles(t store.Ticket, fixes bool) (branches, results []string, err error) {
+	var errs []string
+	if repo, ok := e.cfg.Repos[t.Repo]; ok {
+		attempts := regexp.MustCompile(`^ticketd/` + strconv.FormatInt(t.ID, 10) + `-attempt-[0-9]+(-[0-9]+|-released)?$`)
+		names, lerr := worktree.Branches(e.ctx, repo.Path, fmt.Sprintf("ticketd/%d-", t.ID))
+		if lerr != nil {
+			errs = append(errs, lerr.Error())
+		}
+		for _, b := range names {
+			fix := b == t.Branch && t.State == store.StateDone
+			if !attempts.MatchString(b) && !(fixes && fix) {
+				continue
+			}
+			if derr := worktree.DeleteBranch(e.ctx, repo.Path, b); derr != nil {
+				errs = append(errs, derr.Error())
+				continue
+			}
+			branches = append(branches, t.Repo+":"+b)
+		}
+	}
+	dir := t.ResultDir
+	if dir == "" {
+		dir = filepath.Join(e.cfg.Output, strconv.FormatInt(t.ID, 10))
+	}
+	if rel, rerr := filepath.Rel(e.cfg.Output, dir); rerr == nil && rel != "." && !strings.HasPrefix(rel, "..") && !filepath.IsAbs(rel) {
+		if _, serr := os.Lstat(dir); serr == nil {
+			if rmErr := os.RemoveAll(dir); rmErr != nil {
+				errs = append(errs, rmErr.Error())
+			} else {
+				results = append(results, dir)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return branches, results, fmt.Errorf("gc: %s", strings.Join(errs, "; "))
+	}
+	return branches, results, nil
 }

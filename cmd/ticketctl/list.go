@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -17,7 +18,7 @@ type filterFlags struct {
 
 func (f *filterFlags) register(fs *flag.FlagSet, withState bool) {
 	if withState {
-		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,done,escalated,cancelled)")
+		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,done,escalated,cancelled)")
 	}
 	fs.StringVar(&f.repo, "repo", "", "only tickets of repository `R`")
 	fs.StringVar(&f.since, "since", "", "only tickets created since `WHEN`: a duration back (24h, 7d) or a date (2006-01-02)")
@@ -36,7 +37,7 @@ func (f *filterFlags) filter(e *env) (store.Filter, error) {
 		}
 		st := store.State(strings.ToLower(v))
 		if !st.Valid() {
-			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, done, escalated or cancelled", e.cmd, v)
+			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, done, escalated or cancelled", e.cmd, v)
 		}
 		out.States = append(out.States, st)
 	}
@@ -74,19 +75,27 @@ func cmdList(e *env, args []string) error {
 			return nil
 		}
 		tw := e.table()
+		var parked []store.Summary
 		fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tREPO\tTITLE\tBRANCH\tCALLS\tTOKENS\tCOST\tTIME\tCREATED")
 		for _, t := range tickets {
 			state := string(t.State)
 			if t.CancelRequested && !t.State.Terminal() {
 				state += " (cancel requested)"
 			}
+			if t.State == store.StateParked {
+				parked = append(parked, t)
+			}
 			fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 				t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
-				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), fmtCost(t.CostUSD, t.CostUnknown),
+				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
 				fmtDur(t.Duration), fmtTime(t.CreatedAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, t := range parked {
+			fmt.Fprintf(e.stdout, "parked %d: back at the next night (a scheduled one from %s on, or the next `ticketd once`): %s; ticketctl requeue %d puts it back now\n",
+				t.ID, fmtTime(t.RunAfter), clip(t.Reason, 300), t.ID)
 		}
 		if f.Limit > 0 && len(tickets) == f.Limit {
 			fmt.Fprintf(e.stderr, "showing the newest %d; --limit 0 lists all\n", f.Limit)

@@ -196,6 +196,9 @@ func cmdShow(e *env, args []string) error {
 			{"reviews", fmt.Sprintf("%d checker round(s), %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), dropped)},
 			{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
 		}
+		if t.State == store.StateParked {
+			rows = append(rows, [2]string{"parked", fmt.Sprintf("back in the queue at the next night: a scheduled one from %s on, or the next `ticketd once`; ticketctl requeue %d puts it back now", fmtTime(t.RunAfter), t.ID)})
+		}
 		if t.State == store.StateRunning {
 			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s until %s", orDash(t.LeaseOwner), fmtTime(t.LeaseExpiresAt))})
 		}

@@ -13,7 +13,7 @@ import (
 
 // statsJSON is the stable shape of one scope's figures in stats --json.
 type statsJSON struct {
-	ByState                 map[store.State]int `json:"by_state"` // all five states, zeros included
+	ByState                 map[store.State]int `json:"by_state"` // all six states, zeros included
 	Tickets                 int                 `json:"tickets"`
 	SuccessRate             float64             `json:"success_rate"`        // done / (done + escalated)
 	AttemptsPerTicket       float64             `json:"attempts_per_ticket"` // over tickets attempted at least once
@@ -49,8 +49,10 @@ type nightJSON struct {
 // statsReport is the whole of stats --json: the scope's figures at the top level, and with no
 // --run, the latest nights beside them.
 type statsReport struct {
-	Scope string     `json:"scope"` // "overall" or "run"
-	Run   *store.Run `json:"run,omitempty"`
+	// LastNight is the latest night that ended, with its outcome and error; null when none has.
+	LastNight *nightRowJSON `json:"last_night"`
+	Scope     string        `json:"scope"` // "overall" or "run"
+	Run       *store.Run    `json:"run,omitempty"`
 	statsJSON
 	Nights []nightJSON `json:"nights"`
 }
@@ -76,7 +78,7 @@ func fromStore(st store.Stats) statsJSON {
 		ReviewRounds:            st.ReviewRounds,
 		DroppedFindings:         st.DroppedFindings,
 	}
-	for _, k := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
+	for _, k := range store.States {
 		out.ByState[k] = st.ByState[k]
 	}
 	for role, v := range st.FirstRequestCachedShare {
@@ -97,6 +99,11 @@ func cmdStats(e *env, args []string) error {
 	}
 	return e.withStore(func(s *store.Store) error {
 		rep := statsReport{Scope: "overall", Nights: []nightJSON{}}
+		last, err := lastNight(e, s)
+		if err != nil {
+			return err
+		}
+		rep.LastNight = last
 		if *runID > 0 {
 			runs, err := s.Runs(e.ctx, 0)
 			if err != nil {
@@ -155,6 +162,7 @@ func printStats(e *env, rep statsReport) error {
 		st      statsJSON
 		sandbox string
 	}
+	printLastNight(e.stdout, rep.LastNight)
 	cols := []column{{"OVERALL", rep.statsJSON, "-"}}
 	var unsandboxed []int64
 	if rep.Run != nil {
@@ -164,8 +172,8 @@ func printStats(e *env, rep statsReport) error {
 			unsandboxed = append(unsandboxed, rep.Run.ID)
 		}
 	}
-	for _, n := range rep.Nights {
-		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04")), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
+	for i, n := range rep.Nights {
+		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
 		if n.Run.Sandbox == string(sandbox.ModeNone) {
 			unsandboxed = append(unsandboxed, n.Run.ID)
 		}
@@ -183,6 +191,7 @@ func printStats(e *env, rep statsReport) error {
 		{"tickets", func(s statsJSON) string { return fmt.Sprint(s.Tickets) }},
 		{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
 		{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
+		{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
 		{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
 		{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
 		{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},

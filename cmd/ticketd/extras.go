@@ -23,7 +23,7 @@ func startExtras(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error 
 	if d.Config.HTTP.Addr == "" {
 		return nil
 	}
-	opts := status.Options{Logger: log.With("component", "status")}
+	opts := status.Options{Logger: log.With("component", "status"), Hosts: d.Config.HTTP.Hosts}
 	if gh != nil {
 		opts.Collectors = gh.Collectors()
 	}

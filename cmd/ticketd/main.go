@@ -23,6 +23,8 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/demo"
 	"github.com/ticketd/ticketd/daemon/reaper"
+	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/store"
 )
 
 const usage = `ticketd fixes bugs overnight.
@@ -35,7 +37,25 @@ Usage:
 Flags for every command:
   --log-format text|json              text (colour on a terminal) or JSON lines; default from config
   --log-level debug|info|warn|error
+
+Exit codes of once:
+  0  the night ran and worked every ticket it could claim (outcome ok)
+  1  the night could not start for a reason of this machine: config, sandbox, database, no
+     healthy repository, another ticketd on the workspace or database
+  2  usage error
+  3  the model endpoint kept the night from its tickets (preflight refused or down for
+     models.preflight_wait: outcome failed), or the night stopped early or left tickets
+     unworked (outcome stopped or partial: endpoint down, out of quota, a systemic endpoint
+     failure, parked tickets, the window or dollar budget, a shutdown)
 `
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitFailed     = 1
+	exitUsage      = 2
+	exitIncomplete = 3
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,11 +77,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logFormat := fs.String("log-format", "", "text or json")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
 	if err := fs.Parse(rest); err != nil {
-		return 2
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ticketd %s: unexpected argument %q\ntry: ticketd help\n", cmd, fs.Arg(0))
-		return 2
+		return exitUsage
 	}
 
 	switch cmd {
@@ -94,6 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 			return 2
 		}
+		unlock, err := daemon.LockInstance(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+			return exitFailed
+		}
+		defer unlock()
 		if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
 			return 1
@@ -109,44 +135,71 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		st, err := daemon.OpenStore(ctx, cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return 1
+			return exitFailed
 		}
 		defer st.Close()
 		d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
 		if err := startExtras(ctx, d, log); err != nil {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return 1
+			return exitFailed
 		}
 		if cmd == "once" {
 			rep, err := d.RunNight(ctx, "once")
-			if err != nil {
-				fmt.Fprintf(stderr, "ticketd once: %v\n", err)
-				return 1
-			}
-			est := ""
-			if rep.EstimatedDollars > 0 {
-				est = fmt.Sprintf(" ($%.4f of it estimated: the server sent no usage)", rep.EstimatedDollars)
-			}
-			fmt.Fprintf(stdout, "night %d: %d tickets worked, $%.4f%s, %s\n", rep.RunID, len(rep.Touched), rep.Dollars, est,
-				rep.Finished.Sub(rep.Started).Round(time.Second))
-			if rep.Stopped != nil {
-				fmt.Fprintf(stdout, "stopped early: %v\n", rep.Stopped)
-			}
-			return 0
+			return onceSummary(ctx, st, rep, err, stdout, stderr)
 		}
 		if err := d.Preflight(ctx); err != nil {
 			fmt.Fprintf(stderr, "ticketd run: %v\n", err)
-			return 1
+			return exitFailed
 		}
 		if err := schedule(ctx, d, log); err != nil {
 			fmt.Fprintf(stderr, "ticketd run: %v\n", err)
-			return 1
+			return exitFailed
 		}
-		return 0
+		return exitOK
 	default:
 		fmt.Fprintf(stderr, "ticketd: unknown command %q\ntry: ticketd help\n", cmd)
 		return 2
 	}
+}
+
+// onceSummary prints how the night of `ticketd once` went (stdout: the figures; stderr: why
+// it is not ok) and returns its exit code.
+func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, err error, stdout, stderr io.Writer) int {
+	if rep.RunID == 0 {
+		fmt.Fprintf(stderr, "ticketd once: %v\n", err)
+		return exitFailed
+	}
+	var run store.Run
+	if runs, rerr := st.Runs(context.WithoutCancel(ctx), 0); rerr == nil {
+		for _, r := range runs {
+			if r.ID == rep.RunID {
+				run = r
+				break
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "night %d %s: %d ticket(s) worked (%d done, %d escalated), %s, %s\n", rep.RunID, rep.Outcome,
+		len(rep.Touched), run.Done, run.Escalated, model.FormatCost(rep.Dollars, rep.EstimatedDollars > 0, rep.CostUnknown),
+		rep.Finished.Sub(rep.Started).Round(time.Second))
+	if rep.EstimatedDollars > 0 {
+		fmt.Fprintf(stdout, "  ~: $%.4f of it estimated (the server sent no usage, or a request was abandoned)\n", rep.EstimatedDollars)
+	}
+	if rep.CostUnknown {
+		fmt.Fprintln(stdout, "  + unknown: some calls have no known cost (a model without a price under models.prices, or an answer never received)")
+	}
+	switch {
+	case rep.Outcome == store.OutcomeOK:
+		return exitOK
+	case rep.Outcome == store.OutcomeFailed && errors.Is(err, daemon.ErrPreflight):
+		// The endpoint, not the machine or the config, kept the night from its tickets.
+		fmt.Fprintf(stderr, "ticketd once: the night failed: %s\n", rep.Error)
+		return exitIncomplete
+	case rep.Outcome == store.OutcomeFailed:
+		fmt.Fprintf(stderr, "ticketd once: the night failed: %s\n", rep.Error)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "ticketd once: the night %s: %s\n", rep.Outcome, rep.Error)
+	return exitIncomplete
 }
 
 // schedule runs a night at every tick of night.schedule until ctx ends. A night still
@@ -155,9 +208,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func schedule(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error {
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger), cron.Recover(cron.DiscardLogger)))
 	_, err := c.AddFunc(d.Config.Night.Schedule, func() {
-		if _, err := d.RunNight(ctx, "cron"); err != nil {
-			log.Error("night failed", "err", err)
-		}
+		// RunNight records and logs the night's outcome itself.
+		_, _ = d.RunNight(ctx, daemon.TriggerCron)
 	})
 	if err != nil {
 		return fmt.Errorf("night.schedule %q: %w (use five cron fields, e.g. \"0 1 * * *\", or @daily)", d.Config.Night.Schedule, err)

@@ -53,8 +53,9 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestOnceDeadEndpoint: `ticketd once` against an endpoint nobody listens on exits at once,
-// naming the endpoint's URL and the error, without working any ticket.
+// TestOnceDeadEndpoint: `ticketd once` against an endpoint nobody listens on retries for
+// models.preflight_wait, then exits 3 (the endpoint kept the night from its tickets) naming the endpoint's URL, the error and the setting,
+// without working any ticket.
 func TestOnceDeadEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app")
@@ -71,7 +72,7 @@ func TestOnceDeadEndpoint(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/v1"
 	ln.Close() // nobody listens there now
 	cfg := filepath.Join(dir, "config.yaml")
-	text := "sandbox: " + testSandbox(t) + "\nintake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
+	text := "sandbox: " + testSandbox(t) + "\nintake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  preflight_wait: 1s\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
 		"    triage: {endpoint: local, model: m}\n    maker: {endpoint: local, model: m}\n    checker: {endpoint: local, model: m}\n    judge: {endpoint: local, model: m}\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -81,8 +82,9 @@ func TestOnceDeadEndpoint(t *testing.T) {
 	code := run(context.Background(), []string{"once", "--config", cfg, "--log-level", "error"}, &stdout, &stderr)
 	took := time.Since(start)
 	t.Logf("exit %d after %s\nstderr: %s", code, took, stderr.String())
-	if code != 1 || !strings.Contains(stderr.String(), url) || !strings.Contains(stderr.String(), "connection refused") {
-		t.Errorf("exit %d, stderr %q; want 1 naming %s and the refusal", code, stderr.String(), url)
+	if code != 3 || !strings.Contains(stderr.String(), url) || !strings.Contains(stderr.String(), "connection refused") ||
+		!strings.Contains(stderr.String(), "models.preflight_wait 1s") {
+		t.Errorf("exit %d, stderr %q; want 3 naming %s, the refusal and models.preflight_wait", code, stderr.String(), url)
 	}
 	if took > 30*time.Second {
 		t.Errorf("took %s, want under 30s", took)

@@ -40,6 +40,10 @@ type Config struct {
 	Log        Log             `yaml:"log"`
 	// Sandbox is how the repositories' checks are isolated: bwrap (default) or none.
 	Sandbox sandbox.Mode `yaml:"sandbox"`
+	// SandboxPaths are further host paths the checks see read-only (a tool installed under
+	// /opt or a home, a data folder the tests read). Everything else outside the system
+	// folders, the worktree and the checks' tools is absent inside the sandbox.
+	SandboxPaths []string `yaml:"sandbox_paths"`
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	GitHub          GitHub   `yaml:"github"`
@@ -386,22 +390,22 @@ func (c Config) Validate() error {
 	if err := c.Sandbox.Valid(); err != nil || c.Sandbox == "" {
 		bad("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q", string(c.Sandbox))
 	}
+	for i, p := range c.SandboxPaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			bad("sandbox_paths[%d]: must be an absolute path other than /, got %q", i, p)
+		}
+	}
 	if c.MaxWorktreeSize < 1<<20 {
 		bad("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
 	}
-	keyEnvs := map[string]string{}
-	for name, ep := range c.Models.Endpoints {
-		if ep.APIKeyEnv != "" {
-			keyEnvs[ep.APIKeyEnv] = name
-		}
-	}
+	creds := c.credentialOwners()
 	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
 		for j, v := range c.Repos[name].PassEnv {
 			if !envName.MatchString(v) {
 				bad("repos.%s.pass_env[%d]: %q is not an environment variable name", name, j, v)
 			}
-			if ep, ok := keyEnvs[v]; ok {
-				bad("repos.%s.pass_env[%d]: %s is the API key of models.endpoints.%s; an endpoint's key never enters the sandbox", name, j, v, ep)
+			if owner, ok := creds[v]; ok {
+				bad("repos.%s.pass_env[%d]: %s is %s; a credential of ticketd never enters the sandbox", name, j, v, owner)
 			}
 		}
 	}
@@ -410,6 +414,35 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// Credentials names every environment variable ticketd reads a secret from: each endpoint's
+// api_key_env and header_env values, and github.token_env. None of them reaches a check, even
+// when a repository's pass_env names it.
+func (c Config) Credentials() []string {
+	return slices.Sorted(maps.Keys(c.credentialOwners()))
+}
+
+// credentialOwners maps each credential variable to what uses it, for error messages.
+func (c Config) credentialOwners() map[string]string {
+	owners := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(c.Models.Endpoints)) {
+		ep := c.Models.Endpoints[name]
+		if ep.APIKeyEnv != "" {
+			owners[ep.APIKeyEnv] = "the API key of models.endpoints." + name
+		}
+		for _, h := range slices.Sorted(maps.Keys(ep.HeaderEnv)) {
+			if v := ep.HeaderEnv[h]; v != "" {
+				owners[v] = fmt.Sprintf("the %s header of models.endpoints.%s (header_env)", h, name)
+			}
+		}
+	}
+	tokenEnv := c.GitHub.TokenEnv
+	if tokenEnv == "" {
+		tokenEnv = DefaultGitHubTokenEnv
+	}
+	owners[tokenEnv] = "the GitHub token (github.token_env)"
+	return owners
 }
 
 func keys[V any](m map[string]V) string {

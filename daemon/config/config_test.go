@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,8 @@ func TestSandboxConfig(t *testing.T) {
 	withKey := strings.Replace(valid, "    checks:", "    pass_env: [APP_MODE, OPENAI_API_KEY]\n    checks:", 1) +
 		"  \nsandbox: none\nmax_worktree_size: 512MiB\n"
 	withKey = strings.Replace(withKey, `local: {base_url: "http://127.0.0.1:8080/v1"}`, `local: {base_url: "http://127.0.0.1:8080/v1", api_key_env: OPENAI_API_KEY}`, 1)
+	withHeader := strings.Replace(valid, "    checks:", "    pass_env: [APP_MODE, LLM_GATEWAY_KEY]\n    checks:", 1)
+	withHeader = strings.Replace(withHeader, `local: {base_url: "http://127.0.0.1:8080/v1"}`, `local: {base_url: "http://127.0.0.1:8080/v1", header_env: {X-Gateway-Key: LLM_GATEWAY_KEY}}`, 1)
 	tests := []struct {
 		name, yaml string
 		want       string // substring of the error; "" means valid
@@ -173,6 +176,12 @@ func TestSandboxConfig(t *testing.T) {
 		{name: "tiny size", yaml: valid + "max_worktree_size: 10KiB\n", want: "max_worktree_size: must be at least 1MiB"},
 		{name: "endpoint key passed", yaml: withKey, want: "repos.app.pass_env[1]: OPENAI_API_KEY is the API key of models.endpoints.local"},
 		{name: "bad name passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [\"A=B\"]\n    checks:", 1), want: `repos.app.pass_env[0]: "A=B" is not`},
+		{name: "header key passed", yaml: withHeader, want: "repos.app.pass_env[1]: LLM_GATEWAY_KEY is the X-Gateway-Key header of models.endpoints.local (header_env)"},
+		{name: "github token passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [GITHUB_TOKEN]\n    checks:", 1), want: "repos.app.pass_env[0]: GITHUB_TOKEN is the GitHub token (github.token_env)"},
+		{name: "renamed github token passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [GH_BOT]\n    checks:", 1) + "github:\n  token_env: GH_BOT\n", want: "repos.app.pass_env[0]: GH_BOT is the GitHub token"},
+		{name: "sandbox paths", yaml: valid + "sandbox_paths: [/opt/tools]\n"},
+		{name: "relative sandbox path", yaml: valid + "sandbox_paths: [tools]\n", want: `sandbox_paths[0]: must be an absolute path other than /, got "tools"`},
+		{name: "root sandbox path", yaml: valid + "sandbox_paths: [/]\n", want: `sandbox_paths[0]: must be an absolute path other than /`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +199,10 @@ func TestSandboxConfig(t *testing.T) {
 				t.Errorf("got sandbox %q, max_worktree_size %d", c.Sandbox, c.MaxWorktreeSize)
 			}
 		})
+	}
+	noPass := strings.Replace(strings.Replace(withHeader, "APP_MODE, LLM_GATEWAY_KEY", "APP_MODE", 1), `"http://127.0.0.1:8080/v1", header_env`, `"http://127.0.0.1:8080/v1", api_key_env: OPENAI_API_KEY, header_env`, 1)
+	if c, err := Parse("cfg.yaml", []byte(noPass)); err != nil || !slices.Equal(c.Credentials(), []string{"GITHUB_TOKEN", "LLM_GATEWAY_KEY", "OPENAI_API_KEY"}) {
+		t.Errorf("Credentials = %q (err %v), want the endpoint's key and header and the GitHub token", c.Credentials(), err)
 	}
 	c, err := Parse("cfg.yaml", []byte(strings.Replace(valid, "    checks:", "    pass_env: [APP_MODE]\n    checks:", 1)))
 	if err != nil || len(c.Repos["app"].Checks[0].PassEnv) != 1 || c.Repos["app"].Checks[0].PassEnv[0] != "APP_MODE" {

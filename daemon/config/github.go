@@ -58,6 +58,10 @@ type HTTP struct {
 	// Addr is host:port on a loopback address ("" = no listener). The page has no
 	// authentication, so it is never served on a public interface.
 	Addr string `yaml:"addr"`
+	// Hosts are further names the page answers to (a proxy's, an SSH tunnel's), as the
+	// browser sends them in Host ("status.internal" or "status.internal:8443"). Requests for
+	// any other name than the listen address get 421, so a DNS-rebinding page cannot read it.
+	Hosts []string `yaml:"hosts"`
 }
 
 // GitHub defaults.

@@ -26,7 +26,7 @@ func FuzzParseExternalID(f *testing.F) {
 // FuzzDefuse: defusing untrusted text leaves no live @mention or closing keyword, keeps
 // valid UTF-8 valid, and is idempotent.
 func FuzzDefuse(f *testing.F) {
-	for _, s := range []string{"thanks @alice", "Fixes #12", "closes: acme/app#3 and resolves #4", "a@b.com", "`@x`", "fix #1 @a @b"} {
+	for _, s := range []string{"thanks @alice", "Fixes #12", "closes: acme/app#3 and resolves #4", "a@b.com", "`@x`", "fix #1 @a @b", "Fixes https://github.com/o/r/issues/2", "see GH-7", "&#39;#1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -39,6 +39,9 @@ func FuzzDefuse(f *testing.F) {
 		}
 		if closeRe.MatchString(got) {
 			t.Errorf("defuse(%q) = %q: still has a closing keyword", s, got)
+		}
+		if refRe.MatchString(got) || ghRe.MatchString(got) || issueURLRe.MatchString(got) {
+			t.Errorf("defuse(%q) = %q: still has an issue reference", s, got)
 		}
 		if again := defuse(got); again != got {
 			t.Errorf("defuse is not idempotent on %q: %q then %q", s, got, again)

@@ -116,9 +116,10 @@ func (p *Publisher) target(ext string) (Target, repoRef, int, error) {
 	return Target{}, repoRef{}, 0, fmt.Errorf("repository %s is not under github.repos in the config", name)
 }
 
-// PullRequestTitle is the title of the draft pull request for issue number.
+// PullRequestTitle is the title of the draft pull request for issue number: "Fixes #N: "
+// and the issue's title, defused.
 func PullRequestTitle(number int, issueTitle string) string {
-	title := fmt.Sprintf("Fixes #%d: %s", number, strings.Join(strings.Fields(issueTitle), " "))
+	title := fmt.Sprintf("Fixes #%d: %s", number, Defuse(strings.Join(strings.Fields(issueTitle), " ")))
 	return truncateRunes(title, 200)
 }
 
@@ -298,17 +299,47 @@ func readReport(t store.Ticket) string {
 
 var (
 	mentionRe = regexp.MustCompile(`(^|[^\w` + "`" + `])@([A-Za-z0-9][A-Za-z0-9-]*)`)
-	closeRe   = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)([\w./-]*#\d+)`)
+	// closeRe is a closing keyword before a reference in any form GitHub reads: #N,
+	// OWNER/NAME#N, GH-N, or an issue or pull request URL.
+	closeRe = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)((?:[\w.-]+/[\w.-]+)?#\d|gh-\d|https?://|www\.)`)
+	// refRe is an issue reference, #N or OWNER/NAME#N (not an HTML entity such as &#39;).
+	refRe = regexp.MustCompile(`(^|[^&])#(\d)`)
+	ghRe  = regexp.MustCompile(`(?i)\b(gh-)(\d)`)
+	// issueURLRe is a link to an issue, pull request or discussion, which GitHub turns into a
+	// cross-reference (and, after a closing keyword, a close) like #N.
+	issueURLRe = regexp.MustCompile(`(?i)\b(https?|www)(://[^\s/]+|\.[^\s/]+)(/[^\s/]+/[^\s/]+/(?:issues|pulls?|discussions)/\d)`)
 )
 
-// defuse keeps text ticketd did not write (issue text and model output quoted in a report)
-// from acting on GitHub: an @mention would notify whoever it names, and "fixes #12" would
-// close another issue when the pull request is merged. A zero-width joiner breaks both
-// without changing what a reader sees.
-func defuse(s string) string {
-	s = mentionRe.ReplaceAllString(s, "$1@\u200d$2")
-	return closeRe.ReplaceAllString(s, "$1\u200d$2$3")
+// Defuse keeps text ticketd did not write (issue text, model output, a report quoting both)
+// from acting on GitHub: an @mention would notify whoever it names, a reference (#12,
+// acme/app#12, GH-12, an issue URL) would put this pull request on that issue's timeline, and
+// "fixes #12" in any of those forms would close it when merged. A zero-width joiner breaks
+// each without changing what a reader sees. ticketd's own "Fixes #N" is added after.
+func Defuse(s string) string {
+	s = closeRe.ReplaceAllString(s, "$1\u200d$2$3")
+	s = issueURLRe.ReplaceAllString(s, "$1\u200d$2$3")
+	s = ghRe.ReplaceAllString(s, "$1\u200d$2")
+	s = defuseRefs(s)
+	return mentionRe.ReplaceAllString(s, "$1@\u200d$2")
 }
+
+// defuseRefs puts a zero-width joiner after every '#' before a digit, except in an HTML
+// entity (&#39;); refRe cannot do it, as its matches would overlap in "#1#2".
+func defuseRefs(s string) string {
+	if !refRe.MatchString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		if s[i] == '#' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || s[i-1] != '&') {
+			b.WriteString("\u200d")
+		}
+	}
+	return b.String()
+}
+
+func defuse(s string) string { return Defuse(s) }
 
 func truncateRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -178,17 +178,33 @@ func TestPublishEscalationComment(t *testing.T) {
 }
 
 func TestDefuse(t *testing.T) {
+	const z = "\u200d"
 	tests := []struct{ in, want string }{
-		{"thanks @alice", "thanks @\u200dalice"},
+		{"thanks @alice", "thanks @" + z + "alice"},
+		{"@octocat closes #3", "@" + z + "octocat closes" + z + " #" + z + "3"},
+		{"cc @acme/team", "cc @" + z + "acme/team"},
 		{"mail me at a@b.com", "mail me at a@b.com"},
 		{"`@code`", "`@code`"},
-		{"Fixes #12", "Fixes\u200d #12"},
-		{"this closes: acme/app#3", "this closes\u200d: acme/app#3"},
-		{"issue #12 is related", "issue #12 is related"},
+		{"Fixes #12", "Fixes" + z + " #" + z + "12"},
+		{"this closes: acme/app#3", "this closes" + z + ": acme/app#" + z + "3"},
+		{"issue #12 is related", "issue #" + z + "12 is related"},
+		{"see GH-7", "see GH-" + z + "7"},
+		{"Resolved gh-7", "Resolved" + z + " gh-" + z + "7"},
+		{"Fixes https://github.com/o/r/issues/2", "Fixes" + z + " https" + z + "://github.com/o/r/issues/2"},
+		{"see https://ghe.corp/o/r/pull/9 and www.github.com/o/r/issues/4", "see https" + z + "://ghe.corp/o/r/pull/9 and www" + z + ".github.com/o/r/issues/4"},
+		{"docs at https://example.com/guide#3", "docs at https://example.com/guide#" + z + "3"},
+		{"an entity &#39; stays", "an entity &#39; stays"},
+		{"fix the bug", "fix the bug"},
 	}
 	for _, tt := range tests {
 		if got := defuse(tt.in); got != tt.want {
 			t.Errorf("defuse(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+		if again := defuse(tt.want); again != tt.want {
+			t.Errorf("defuse is not idempotent on %q: %q", tt.want, again)
+		}
+	}
+	if got := PullRequestTitle(5, "@octocat closes #3"); got != "Fixes #5: @"+z+"octocat closes"+z+" #"+z+"3" {
+		t.Errorf("PullRequestTitle = %q: the issue title is not defused", got)
 	}
 }

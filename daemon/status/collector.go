@@ -21,6 +21,7 @@ type storeCollector struct {
 	tickets, events, claims, leaseExpiries, rescues *prometheus.Desc
 	calls, callErrors, tokens, cost, latency        *prometheus.Desc
 	toolDuration, up                                *prometheus.Desc
+	nights, lastNightEnd                            *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -42,12 +43,15 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		latency:       prometheus.NewDesc("ticketd_model_latency_seconds_total", "Summed model call latency.", rm, nil),
 		toolDuration:  prometheus.NewDesc("ticketd_tool_call_duration_seconds", "Duration of the maker's tool calls; run_checks and submit are the validator runs.", []string{"tool"}, nil),
 		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape.", nil, nil),
+		nights:        prometheus.NewDesc("ticketd_nights_total", "Nights that ended, by outcome (ok, partial, stopped, failed).", []string{"outcome"}, nil),
+		lastNightEnd: prometheus.NewDesc("ticketd_last_night_end_timestamp_seconds",
+			"When the latest night of each outcome ended (Unix seconds; 0 when none has): alert on time() minus the ok one.", []string{"outcome"}, nil),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tickets, c.events, c.claims, c.leaseExpiries, c.rescues, c.calls,
-		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up} {
+		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up, c.nights, c.lastNightEnd} {
 		ch <- d
 	}
 }
@@ -80,6 +84,18 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.cost, prometheus.CounterValue, m.CostUSD, m.Role, m.Model)
 		ch <- prometheus.MustNewConstMetric(c.latency, prometheus.CounterValue, m.LatencySeconds, m.Role, m.Model)
+	}
+	if nights, err := c.store.NightTotals(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.nights, err)
+	} else {
+		for _, n := range nights {
+			ch <- prometheus.MustNewConstMetric(c.nights, prometheus.CounterValue, float64(n.Nights), string(n.Outcome))
+			end := 0.0
+			if !n.LastEnd.IsZero() {
+				end = float64(n.LastEnd.UnixMilli()) / 1000
+			}
+			ch <- prometheus.MustNewConstMetric(c.lastNightEnd, prometheus.GaugeValue, end, string(n.Outcome))
+		}
 	}
 	for _, t := range ov.Tools {
 		buckets := map[float64]uint64{}

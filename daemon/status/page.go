@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -22,6 +23,7 @@ var pageJS []byte
 // untrusted (issue text, model output) and may carry markup.
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"usd":    func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+	"cost":   model.FormatCost,
 	"tokens": humanTokens,
 	"clock":  func(t time.Time) string { return t.Local().Format("15:04:05") },
 	"ago": func(now, t time.Time) string {
@@ -36,14 +38,19 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 const maxCharts = 30
 
 type pageData struct {
-	Now      time.Time
-	States   []stateCount
-	Running  []ticketRow
-	Run      *store.Run
-	Tonight  []ticketRow
-	Spent    float64
-	Unknown  bool // some cost unknown
-	Problems []string
+	Now time.Time
+	// Last is the latest night that ended: its outcome and error head the page; nil when
+	// none has.
+	Last      *store.Run
+	Parked    []ticketRow
+	States    []stateCount
+	Running   []ticketRow
+	Run       *store.Run
+	Tonight   []ticketRow
+	Spent     float64
+	Estimated bool // some cost estimated
+	Unknown   bool // some cost unknown
+	Problems  []string
 }
 
 type stateCount struct {
@@ -64,7 +71,7 @@ func (s *Server) data(ctx context.Context) pageData {
 	if err != nil {
 		problem("counts", err)
 	}
-	for _, st := range []store.State{store.StateQueued, store.StateRunning, store.StateDone, store.StateEscalated, store.StateCancelled} {
+	for _, st := range store.States {
 		d.States = append(d.States, stateCount{st, ov.ByState[st]})
 	}
 	charts := 0
@@ -92,9 +99,22 @@ func (s *Server) data(ctx context.Context) pageData {
 		withChart(&r)
 		d.Running = append(d.Running, r)
 	}
-	runs, err := s.store.Runs(ctx, 1)
+	parked, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateParked}, Limit: 100})
+	if err != nil {
+		problem("parked tickets", err)
+	}
+	for _, t := range parked {
+		d.Parked = append(d.Parked, ticketRow{Summary: t})
+	}
+	runs, err := s.store.Runs(ctx, 2)
 	if err != nil {
 		problem("nights", err)
+	}
+	for i := range runs {
+		if !runs[i].EndedAt.IsZero() {
+			d.Last = &runs[i]
+			break
+		}
 	}
 	if len(runs) > 0 {
 		d.Run = &runs[0]
@@ -108,10 +128,12 @@ func (s *Server) data(ctx context.Context) pageData {
 			d.Tonight = append(d.Tonight, r)
 			d.Spent += t.CostUSD
 			d.Unknown = d.Unknown || t.CostUnknown
+			d.Estimated = d.Estimated || t.CostEstimated
 		}
 		for _, r := range d.Running {
 			d.Spent += r.CostUSD
 			d.Unknown = d.Unknown || r.CostUnknown
+			d.Estimated = d.Estimated || r.CostEstimated
 		}
 	}
 	return d

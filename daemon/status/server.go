@@ -27,6 +27,7 @@ type Server struct {
 	registry *prometheus.Registry
 	now      func() time.Time
 	log      *slog.Logger
+	hosts    []string
 }
 
 // Options configure New; zero fields take the defaults.
@@ -36,6 +37,9 @@ type Options struct {
 	Collectors []prometheus.Collector
 	Now        func() time.Time // default time.Now
 	Logger     *slog.Logger     // default slog.Default()
+	// Hosts are further Host header values Serve answers to besides the listener's own
+	// address (http.hosts); any other gets 421.
+	Hosts []string
 }
 
 // New returns a status server over st.
@@ -48,7 +52,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("status: register metrics: %w", err)
 		}
 	}
-	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger}
+	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -80,9 +84,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully (5s at most).
+// Serve serves on ln until ctx ends, then shuts down gracefully (5s at most). It answers
+// only requests addressed to ln (see hostCheck).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: hostCheck(s.Handler(), ln.Addr(), s.hosts), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		ErrorLog: nil}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -273,5 +274,32 @@ func TestChartGeometry(t *testing.T) {
 	}
 	if top := b[1].OutY; top != 2 {
 		t.Errorf("a full bar reaches y=2, got %v", top)
+	}
+}
+
+// TestHostCheck: the page answers only to its own address (and localhost at its port, and
+// the names under http.hosts); a DNS-rebinding page's request, which carries the attacker's
+// name as its Host, gets 421.
+func TestHostCheck(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("page")) })
+	listen := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8377}
+	h := hostCheck(ok, listen, []string{"status.internal", "Tunnel.example:9000"})
+	tests := []struct {
+		host string
+		want int
+	}{
+		{"127.0.0.1:8377", 200}, {"localhost:8377", 200}, {"LOCALHOST:8377", 200},
+		{"status.internal", 200}, {"status.internal:8377", 200}, {"tunnel.example:9000", 200},
+		{"evil.example:8377", 421}, {"127.0.0.1:9999", 421}, {"localhost", 421}, {"", 421},
+		{"tunnel.example", 421},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = tt.host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("Host %q: status %d, want %d (%s)", tt.host, w.Code, tt.want, w.Body)
+		}
 	}
 }

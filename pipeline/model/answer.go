@@ -15,7 +15,7 @@ type answerInfo struct {
 	// zero: a real prompt is never zero tokens).
 	usageReported bool
 	cacheWrite    int64 // prompt_tokens_details.cache_write_tokens or usage.cache_creation_input_tokens
-	cacheHit      int64 // usage.prompt_cache_hit_tokens (DeepSeek) or timings.cache_n (llama.cpp), when details are absent
+	cacheHit      int64 // usage.prompt_cache_hit_tokens (DeepSeek), cache_read_input_tokens (Anthropic) or timings.cache_n (llama.cpp), when details are absent
 	hasHit        bool
 	// providerCost is usage.cost (OpenRouter, LiteLLM's proxies), nil when absent.
 	providerCost *float64
@@ -145,6 +145,7 @@ func readUsage(top map[string]json.RawMessage, x *answerInfo) {
 			CacheWriteTokens *int64 `json:"cache_write_tokens"`
 		} `json:"prompt_tokens_details"`
 		CacheCreationInputTokens *int64   `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64   `json:"cache_read_input_tokens"`
 		PromptCacheHitTokens     *int64   `json:"prompt_cache_hit_tokens"`
 		Cost                     *float64 `json:"cost"`
 	}
@@ -161,6 +162,9 @@ func readUsage(top map[string]json.RawMessage, x *answerInfo) {
 	switch {
 	case u.PromptCacheHitTokens != nil:
 		x.cacheHit, x.hasHit = max(*u.PromptCacheHitTokens, 0), true
+	case (d == nil || d.CachedTokens == nil) && u.CacheReadInputTokens != nil:
+		// Anthropic's names, as LiteLLM and other gateways pass them through.
+		x.cacheHit, x.hasHit = max(*u.CacheReadInputTokens, 0), true
 	case d == nil || d.CachedTokens == nil:
 		// llama.cpp reports the prompt tokens it took from its KV cache in timings.cache_n.
 		var t struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -222,19 +223,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 
 		Compactions: req.Compactions,
 	}
-	oreq := openai.ChatCompletionRequest{
-		Model:               rc.Model,
-		Messages:            slices.Clone(req.Messages),
-		Tools:               req.Tools,
-		MaxCompletionTokens: c.cfg.maxOutput(req.Role, rc.Model),
-		ReasoningEffort:     rc.ReasoningEffort,
-	}
-	if ep.parallel != nil && len(req.Tools) > 0 {
-		oreq.ParallelToolCalls = *ep.parallel
-	}
-	if req.JSON {
-		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
-	}
+	oreq := c.chatRequest(req, rc, ep)
 	key := c.cacheKey(req)
 
 	var out Response
@@ -242,7 +231,8 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	var providerCost float64
 	allProviderCost := true
 	if err := c.fitWindow(req.Role, rc, &oreq); err != nil {
-		call.ErrorClass, call.Error, callErr = ErrorClassContextOverflow, err.Error(), err
+		callErr = &Fault{Role: req.Role, Endpoint: rc.Endpoint, Class: ErrorClassContextOverflow, err: err}
+		call.ErrorClass, call.Error = ErrorClassContextOverflow, err.Error()
 	}
 	for callErr == nil {
 		resp, u, st, err := c.send(ctx, ep, req.Role, oreq, key, open)
@@ -251,6 +241,9 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		call.Usage = call.Usage.Add(u)
 		if st.estimated {
 			call.UsageEstimated = true
+		}
+		if st.completionUnknown {
+			call.CompletionUnknown = true
 		}
 		if err != nil {
 			call.ErrorClass = st.class
@@ -318,6 +311,25 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
+// chatRequest is the request Chat sends for req, before fitWindow: the preflight sends the
+// same, so that whatever a server refuses in a night's requests it refuses at the start.
+func (c *Client) chatRequest(req Request, rc RoleConfig, ep *endpoint) openai.ChatCompletionRequest {
+	oreq := openai.ChatCompletionRequest{
+		Model:               rc.Model,
+		Messages:            slices.Clone(req.Messages),
+		Tools:               req.Tools,
+		MaxCompletionTokens: c.cfg.maxOutput(req.Role, rc.Model),
+		ReasoningEffort:     rc.ReasoningEffort,
+	}
+	if ep.parallel != nil && len(req.Tools) > 0 {
+		oreq.ParallelToolCalls = *ep.parallel
+	}
+	if req.JSON {
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	return oreq
+}
+
 // fitWindow caps the output limit to what the role's context window leaves after the
 // estimated prompt (vLLM rejects prompt + max_tokens over max_model_len), and reports
 // ErrContextOverflow when less than MinOutputRoom would be left.
@@ -351,6 +363,9 @@ type sendStats struct {
 	retries, timeouts int
 	class             string // error class of the final failure
 	estimated         bool   // some usage was estimated (no usage block, or a truncated body)
+	// completionUnknown: some attempt was abandoned before its answer arrived whole (a
+	// time-out, a cut body) that the server may have finished and billed.
+	completionUnknown bool
 	providerCost      *float64
 }
 
@@ -359,19 +374,20 @@ type sendStats struct {
 // with ErrEndpointDown.
 func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.ChatCompletionRequest, key string, open func()) (openai.ChatCompletionResponse, Usage, sendStats, error) {
 	var st sendStats
-	var spent Usage // estimated usage of truncated answers, which may be billed
+	var spent Usage // estimated usage of abandoned or truncated answers, which may be billed
 	for n := 0; ; n++ {
 		if ep.brk.down() {
 			s := ep.brk.status()
 			st.class = ErrorClassEndpointDown
-			return openai.ChatCompletionResponse{}, spent, st, fmt.Errorf("models.roles.%s: endpoint %s (%s) down since %s after %d transport failures, last: %s: %w: %w",
+			err := fmt.Errorf("models.roles.%s: endpoint %s (%s) down since %s after %d transport failures, last: %s: %w: %w",
 				role, ep.name, ep.baseURL, s.Since.UTC().Format(time.RFC3339), s.Failures, s.LastError, ErrEndpointDown, ErrTransport)
+			return openai.ChatCompletionResponse{}, spent, st, &Fault{Role: role, Endpoint: ep.name, Class: ErrorClassEndpointDown, Said: s.LastError, err: err}
 		}
 		actx, cancel := context.WithTimeout(ctx, ep.timeout)
 		ws := &wireState{cacheKey: key, onResponse: open}
 		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
 		cancel()
-		if err == nil && len(resp.Choices) > 0 {
+		if err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil {
 			c.breakerSuccess(ep)
 			u := usageOf(resp.Usage, ws.info)
 			if !ws.info.usageReported {
@@ -387,17 +403,24 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
 		case err == nil:
+			// An answer without choices may still have been billed: keep its usage.
+			if ws.info.usageReported {
+				spent = spent.Add(usageOf(resp.Usage, ws.info))
+			}
 			st.class = ErrorClassBadResponse
 			c.breakerSuccess(ep)
-			return resp, spent, st, fmt.Errorf("models.roles.%s: %w: no choices in the answer from %s", role, ErrBadResponse, ep.baseURL)
+			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
+			err = errors.New("no choices in the answer")
+			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		default:
 			f = classify(ctx, err, ws)
 		}
 		f.apiMsg = c.redact(ep, f.apiMsg)
 		st.class = f.class
-		if f.class == ErrorClassTruncated {
+		if f.class == ErrorClassTruncated || (f.class == ErrorClassTimeout && f.status == 0) {
+			// The server may finish and bill an answer the client stopped waiting for.
 			spent = spent.Add(Usage{PromptTokens: EstimateTokens(ws.reqBytes)})
-			st.estimated = true
+			st.estimated, st.completionUnknown = true, true
 		}
 		if transportClass(f.class) {
 			c.breakerFailure(ep, f, err)
@@ -478,9 +501,18 @@ func (c *Client) notify(s EndpointStatus) {
 	}
 }
 
-// failure builds the error for a request that will not be retried. Every error keeps
-// the server's own words (cleaned: whitespace collapsed, keys removed, truncated).
+// failure builds the error for a request that will not be retried, a *Fault unless the
+// caller's context ended. Every error keeps the server's own words (cleaned: whitespace
+// collapsed, keys removed, truncated) and the HTTP status as sent.
 func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model string, f fault, attempts int, err error) error {
+	if f.class == ErrorClassCanceled {
+		return fmt.Errorf("models.roles.%s: %w", role, ctx.Err())
+	}
+	return &Fault{Role: role, Endpoint: ep.name, Class: f.class, Status: f.wireStatus(), Said: f.apiMsg,
+		err: c.failureError(ep, role, model, f, attempts, err)}
+}
+
+func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, attempts int, err error) error {
 	if err != nil {
 		err = &cleanError{msg: c.redact(ep, clean(err.Error())), err: err}
 	}
@@ -488,14 +520,13 @@ func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model str
 	if f.apiMsg != "" {
 		said = " (server said: " + f.apiMsg + ")"
 	}
+	status := f.statusText()
 	switch f.class {
-	case ErrorClassCanceled:
-		return fmt.Errorf("models.roles.%s: %w", role, ctx.Err())
 	case ErrorClassContextOverflow:
-		return fmt.Errorf("models.roles.%s: %w (HTTP %d from %s)%s", role, ErrContextOverflow, f.status, ep.name, said)
+		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s", role, ErrContextOverflow, status, ep.name, said)
 	case ErrorClassQuota:
-		return fmt.Errorf("models.roles.%s: %w (HTTP %d from %s at %s): add credit or raise the account's limit%s: %w",
-			role, ErrQuota, f.status, ep.name, ep.baseURL, said, ErrRejected)
+		return fmt.Errorf("models.roles.%s: %w (%s from %s at %s): add credit or raise the account's limit%s: %w",
+			role, ErrQuota, status, ep.name, ep.baseURL, said, ErrRejected)
 	case ErrorClassRejected:
 		hint := ""
 		switch f.status {
@@ -508,20 +539,49 @@ func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model str
 		case http.StatusNotFound:
 			hint = fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
 		case http.StatusBadRequest, http.StatusUnprocessableEntity:
-			hint = fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", ep.name)
+			hint = paramHint(ep.name, role, f.apiMsg)
 		}
-		return fmt.Errorf("models.roles.%s: %w (%d)%s%s", role, ErrRejected, f.status, said, hint)
+		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, hint)
 	case ErrorClassBadResponse:
-		return fmt.Errorf("models.roles.%s: %w from %s: %w", role, ErrBadResponse, ep.baseURL, err)
+		hint := fmt.Sprintf(": check models.endpoints.%s.base_url (%s): it must be an OpenAI-compatible chat completions server", ep.name, ep.baseURL)
+		if strings.Contains(f.apiMsg, "streamed") {
+			hint = fmt.Sprintf(": point models.endpoints.%s.base_url (%s) at a server or proxy that answers stream: false with one JSON object", ep.name, ep.baseURL)
+		}
+		return fmt.Errorf("models.roles.%s: %w from %s (%s)%s%s: %w", role, ErrBadResponse, ep.name, status, said, hint, err)
 	case ErrorClassClient:
 		return fmt.Errorf("models.roles.%s: request refused before sending: %w", role, err)
 	}
+	last := f.class
+	if f.class == ErrorClassTimeout && f.status == 0 {
+		last = fmt.Sprintf("timeout: no answer within %s (models.endpoints.%s.timeout; raise it for a slow server)", ep.timeout, ep.name)
+	} else if status != "" {
+		last += " (" + status + ")"
+	}
 	if ep.brk.down() {
 		return fmt.Errorf("models.roles.%s: endpoint %s (%s) marked down after this request's %d attempts, last %s%s: %w: %w: %w",
-			role, ep.name, ep.baseURL, attempts, f.class, said, ErrEndpointDown, ErrTransport, err)
+			role, ep.name, ep.baseURL, attempts, last, said, ErrEndpointDown, ErrTransport, err)
 	}
 	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
-		role, ep.name, ep.baseURL, attempts, f.class, said, ErrTransport, err)
+		role, ep.name, ep.baseURL, attempts, last, said, ErrTransport, err)
+}
+
+// paramHint is the setting to change for a request refused with 400 or 422: the one for
+// the parameter the server names, else the list of settings that shape the request.
+func paramHint(endpoint string, role Role, said string) string {
+	low := strings.ToLower(said)
+	switch {
+	case strings.Contains(low, "prompt_cache_key"):
+		return fmt.Sprintf(": set models.endpoints.%s.prompt_cache_key: false (this server does not take it)", endpoint)
+	case strings.Contains(low, "max_completion_tokens"):
+		return fmt.Sprintf(": set models.endpoints.%s.max_tokens_field: max_tokens", endpoint)
+	case strings.Contains(low, "parallel_tool_calls"):
+		return fmt.Sprintf(": remove models.endpoints.%s.parallel_tool_calls, or set it to false", endpoint)
+	case strings.Contains(low, "reasoning_effort"):
+		return fmt.Sprintf(": remove models.roles.%s.reasoning_effort (this model does not take it)", role)
+	case strings.Contains(low, "support tools") || strings.Contains(low, "tool_choice") || strings.Contains(low, "tools is not supported"):
+		return fmt.Sprintf(": models.roles.%s.model must support tool calls", role)
+	}
+	return fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", endpoint)
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local
@@ -539,6 +599,12 @@ func usageOf(u openai.Usage, x answerInfo) Usage {
 	}
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = int64(d.ReasoningTokens)
+	}
+	// Anthropic counts input_tokens without the tokens read from or written to the cache;
+	// a gateway that passes its figures on as prompt_tokens reports less prompt than cache.
+	// The convention here is that both are parts of the prompt.
+	if out.CachedTokens+out.CacheWriteTokens > out.PromptTokens {
+		out.PromptTokens += out.CachedTokens + out.CacheWriteTokens
 	}
 	return out
 }

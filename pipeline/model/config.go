@@ -36,8 +36,9 @@ const (
 	// after each failed probe up to DefaultProbeMax.
 	DefaultProbeBase = 15 * time.Second
 	DefaultProbeMax  = 5 * time.Minute
-	// DefaultPreflightTimeout bounds each preflight request at start.
-	DefaultPreflightTimeout = 10 * time.Second
+	// DefaultPreflightWait bounds how long the start-of-night preflight retries transport
+	// faults and 429s before it gives up on an endpoint.
+	DefaultPreflightWait = 5 * time.Minute
 )
 
 // The values of Endpoint.MaxTokensField.
@@ -152,8 +153,12 @@ type Config struct {
 	MaxContinuations int `yaml:"max_continuations"`
 	// Breaker marks an endpoint down after consecutive transport failures.
 	Breaker BreakerConfig `yaml:"breaker"`
-	// PreflightTimeout bounds each preflight request at start; default 10s.
+	// PreflightTimeout, when set, bounds each preflight request below its endpoint's
+	// timeout; 0 (the default) uses the endpoint's timeout, as the night does.
 	PreflightTimeout time.Duration `yaml:"preflight_timeout"`
+	// PreflightWait is how long the preflight retries transport faults and 429s (with the
+	// night's backoff) before the night fails; default 5m.
+	PreflightWait time.Duration `yaml:"preflight_wait"`
 }
 
 // reservedBody are the request fields ticketd sets itself; extra_body may not name them.
@@ -281,6 +286,9 @@ func (c Config) Validate() error {
 	if c.PreflightTimeout < 0 {
 		add("models.preflight_timeout: %s is negative", c.PreflightTimeout)
 	}
+	if c.PreflightWait < 0 {
+		add("models.preflight_wait: %s is negative; use a duration such as 5m", c.PreflightWait)
+	}
 	return errors.Join(errs...)
 }
 
@@ -344,7 +352,7 @@ func (c Config) withDefaults() Config {
 	c.Breaker.Failures = cmp.Or(c.Breaker.Failures, DefaultBreakerFailures)
 	c.Breaker.ProbeBase = cmp.Or(c.Breaker.ProbeBase, DefaultProbeBase)
 	c.Breaker.ProbeMax = max(cmp.Or(c.Breaker.ProbeMax, DefaultProbeMax), c.Breaker.ProbeBase)
-	c.PreflightTimeout = cmp.Or(c.PreflightTimeout, DefaultPreflightTimeout)
+	c.PreflightWait = cmp.Or(c.PreflightWait, DefaultPreflightWait)
 	return c
 }
 

@@ -45,6 +45,12 @@ func parseErrorBody(body []byte) serverError {
 				var s string
 				if json.Unmarshal(e, &s) == nil {
 					se.msg, se.found = s, true
+					// mock-llm and Express-style servers: {"error": "SyntaxError", "message": "..."}:
+					// the error is a name, the message says what happened.
+					var m string
+					if json.Unmarshal(top["message"], &m) == nil && m != "" && m != s {
+						se.msg = s + ": " + m
+					}
 				} else {
 					var obj map[string]json.RawMessage
 					if json.Unmarshal(e, &obj) == nil {
@@ -175,6 +181,7 @@ func (se serverError) says(words []string) bool {
 // words. The body decides before the status: a 500 that says the context is exceeded is
 // the ticket's problem, not a fault to retry.
 func classifyHTTP(status int, se serverError) fault {
+	wire := status
 	if status/100 == 2 {
 		// A 200 that carries an error: OpenRouter documents this for failures after
 		// generation started, with the real status in error.code; LM Studio answers an
@@ -189,6 +196,9 @@ func classifyHTTP(status int, se serverError) fault {
 		}
 	}
 	f := fault{status: status, apiMsg: se.msg}
+	if wire/100 == 2 {
+		f.wire = wire
+	}
 	switch {
 	case se.says(overflowWords):
 		f.class = ErrorClassContextOverflow

@@ -98,6 +98,11 @@ type Call struct {
 	// UsageEstimated is true when some answer of the call carried no usage block: its
 	// token counts are then estimated (see EstimateTokens) and its cost is an estimate.
 	UsageEstimated bool
+	// CompletionUnknown is true when some request of the call was abandoned before its
+	// answer came whole (the endpoint's time-out, a cut body): the server may have
+	// finished and billed it. Its prompt is counted as an estimate; its completion is not
+	// known, so the call's cost is a lower bound.
+	CompletionUnknown bool
 	// CostUSD is the figure budgets count: the provider's own reported cost when every
 	// answer carried one (OpenRouter usage.cost), else the price-table cost of Usage
 	// (an estimate when UsageEstimated). nil when neither is known: unknown is

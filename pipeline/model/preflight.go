@@ -5,50 +5,152 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Preflight checks every endpoint a role uses with one cheap request each, concurrently:
-// GET /models, or, where listing is not offered (404, 405, 501, or a 200 carrying an
-// error), a one-token chat request with the first role's model (not recorded: it is not
-// any ticket's, and costs a few tokens). Each request is bounded by
-// models.preflight_timeout (default 10s). It returns nil when every endpoint answered,
-// else one error per failing endpoint naming it, its URL and the server's own words;
-// the error matches ErrTransport (unreachable, 5xx) or ErrRejected (refused key, unknown
-// model). A listed model set that lacks a configured model is only warned about: some
-// servers list aliases under other names.
-func (c *Client) Preflight(ctx context.Context) error {
+// Preflight sends, concurrently, one request per role of exactly the shape the night sends
+// for it (the same model, options, tools, JSON mode, output limit and its field,
+// prompt_cache_key, headers, query and extra_body: reqs hold the role's fixed prompt and a
+// short question), so that whatever a server refuses in every request of the night it
+// refuses before any ticket is claimed. Transport faults and 429s are retried with the
+// night's backoff (Retry-After honoured) until models.preflight_wait (default 5m) has
+// passed; each request is bounded by its endpoint's timeout (or models.preflight_timeout
+// where that is set and shorter). Preflight requests are not recorded: they belong to no
+// ticket; their usage is logged.
+//
+// It returns nil when every role got a usable answer, else one error per failing role
+// naming the role, its model and endpoint, the server's words, the HTTP status as sent and
+// the setting to change; each matches ErrTransport (still unreachable or failing when the
+// wait ran out), ErrRejected (refused key, unknown model, an unknown parameter; ErrQuota
+// too when out of credit), ErrBadResponse (streamed, no choices, not JSON) or
+// ErrContextOverflow (the role's prompt does not fit the model's context), and carries a
+// *Fault.
+func (c *Client) Preflight(ctx context.Context, reqs []Request) error {
+	deadline := c.clock.Now().Add(c.cfg.PreflightWait)
+	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(c.endpoints)) {
-		ep := c.endpoints[name]
+	for i, req := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.probe(ctx, ep, true); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
+			errs[i] = c.preflightRole(ctx, req, deadline)
 		}()
 	}
 	wg.Wait()
-	slices.SortFunc(errs, func(a, b error) int {
-		switch {
-		case a.Error() < b.Error():
-			return -1
-		case a.Error() > b.Error():
-			return 1
+	return joinSame(reqs, errs)
+}
+
+// joinSame joins the roles' errors, saying once what several roles met the same way.
+func joinSame(reqs []Request, errs []error) error {
+	type group struct {
+		roles []string
+		err   error
+	}
+	var groups []*group
+	bySig := map[string]*group{}
+	for i, err := range errs {
+		if err == nil {
+			continue
 		}
-		return 0
-	})
-	return errors.Join(errs...)
+		sig := err.Error()
+		var f *Fault
+		if errors.As(err, &f) {
+			sig = f.Signature()
+		}
+		g, ok := bySig[sig]
+		if !ok {
+			g = &group{err: err}
+			bySig[sig] = g
+			groups = append(groups, g)
+		}
+		g.roles = append(g.roles, string(reqs[i].Role))
+	}
+	var out []error
+	for _, g := range groups {
+		if len(g.roles) == 1 {
+			out = append(out, g.err)
+			continue
+		}
+		out = append(out, fmt.Errorf("roles %s failed their preflight the same way; %w", strings.Join(g.roles, ", "), g.err))
+	}
+	return errors.Join(out...)
+}
+
+// preflightRole is one role's preflight request, retried until deadline.
+func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.Time) error {
+	rc, ok := c.cfg.Roles[req.Role]
+	if !ok {
+		return fmt.Errorf("preflight: role %q is not one of triage, maker, checker, judge", req.Role)
+	}
+	ep := c.endpoints[rc.Endpoint]
+	what := fmt.Sprintf("preflight of models.roles.%s (model %s at models.endpoints.%s, %s)", req.Role, rc.Model, ep.name, ep.baseURL)
+	oreq := c.chatRequest(req, rc, ep)
+	if err := c.fitWindow(req.Role, rc, &oreq); err != nil {
+		return fmt.Errorf("%s: the role's fixed prompt alone leaves no room: %w",
+			what, &Fault{Role: req.Role, Endpoint: ep.name, Class: ErrorClassContextOverflow, err: err})
+	}
+	key := c.cacheKey(req)
+	timeout := ep.timeout
+	if c.cfg.PreflightTimeout > 0 {
+		timeout = min(timeout, c.cfg.PreflightTimeout)
+	}
+	start := c.clock.Now()
+	for n := 0; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		ws := &wireState{cacheKey: key}
+		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
+		cancel()
+		var f fault
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		case err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil:
+			u := usageOf(resp.Usage, ws.info)
+			c.log.Info("preflight passed", "role", string(req.Role), "model", rc.Model, "endpoint", ep.name,
+				"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "usage_reported", ws.info.usageReported,
+				"finish_reason", string(resp.Choices[0].FinishReason), "took", c.clock.Now().Sub(start).Round(time.Millisecond), "retries", n)
+			return nil
+		case err == nil && ws.info.errObj != nil:
+			f = classifyHTTP(ws.status, *ws.info.errObj)
+			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil:
+			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
+			err = errors.New("no choices in the answer")
+		default:
+			f = classify(ctx, err, ws)
+		}
+		f.apiMsg = c.redact(ep, f.apiMsg)
+		delay := backoff(n+1, c.cfg.Retry.BaseDelay, c.cfg.Retry.MaxDelay, c.jitter)
+		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
+			delay = ra
+		}
+		if f.retryable && c.clock.Now().Add(delay).Before(deadline) {
+			c.log.Warn("preflight request failed, retrying", "role", string(req.Role), "endpoint", ep.name,
+				"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay, "server_said", f.apiMsg,
+				"gives_up_at", deadline)
+			select {
+			case <-c.clock.After(delay):
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+			}
+		}
+		failed := c.failure(ctx, ep, req.Role, rc.Model, f, n+1, err)
+		switch {
+		case f.class == ErrorClassContextOverflow:
+			return fmt.Errorf("%s: the role's fixed prompt with an output limit of %d tokens does not fit the model's context as the server runs it; serve the model with a larger context, or set models.roles.%s.context_window (and max_output_tokens) to what the server allows: %w",
+				what, oreq.MaxCompletionTokens, req.Role, failed)
+		case f.retryable:
+			return fmt.Errorf("%s: still failing after %s of retries (models.preflight_wait %s): %w",
+				what, c.clock.Now().Sub(start).Round(time.Second), c.cfg.PreflightWait, failed)
+		}
+		return fmt.Errorf("%s: %w", what, failed)
+	}
 }
 
 // Unavailable probes every down endpoint whose probe is due (one caller at a time per
@@ -103,33 +205,11 @@ func (c *Client) probeUp(ctx context.Context, ep *endpoint) error {
 	return err
 }
 
-// probe sends the preflight request to one endpoint.
-func (c *Client) probe(ctx context.Context, ep *endpoint, warnModels bool) error {
-	pctx, cancel := context.WithTimeout(ctx, c.cfg.PreflightTimeout)
-	defer cancel()
-	start := time.Now()
-	ws := &wireState{}
-	list, err := ep.oc.ListModels(withWire(pctx, ws))
-	if err == nil {
-		if warnModels {
-			c.checkListed(ep, list)
-		}
-		return nil
-	}
-	f := classify(pctx, err, ws)
-	if ctx.Err() == nil && pctx.Err() != nil {
-		f = fault{class: ErrorClassTimeout}
-	}
-	if f.status == http.StatusNotFound || f.status == http.StatusMethodNotAllowed || f.status == http.StatusNotImplemented ||
-		(f.class == ErrorClassBadResponse && ws.status/100 == 2) {
-		return c.probeChat(ctx, ep)
-	}
-	return c.preflightError(ep, "GET /models", f, err, time.Since(start))
-}
-
-// probeChat is the preflight for a server that does not list models.
+// probeChat is the breaker's probe: a one-token request to the first role's model on the
+// endpoint, bounded by the endpoint's own timeout (a slow server that answers within it is
+// up, and must not be kept down by a shorter bound).
 func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
-	pctx, cancel := context.WithTimeout(ctx, c.cfg.PreflightTimeout)
+	pctx, cancel := context.WithTimeout(ctx, ep.timeout)
 	defer cancel()
 	start := time.Now()
 	model := ""
@@ -157,58 +237,14 @@ func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
 			f = fault{class: ErrorClassTimeout}
 		}
 	}
-	if f.class == ErrorClassContextOverflow {
+	switch f.class {
+	case ErrorClassContextOverflow, ErrorClassRejected, ErrorClassQuota, ErrorClassCanceled:
 		return nil // the server answered and understood the request
 	}
-	return c.preflightError(ep, fmt.Sprintf("POST /chat/completions (1 token of %s)", model), f, err, time.Since(start))
-}
-
-func (c *Client) preflightError(ep *endpoint, what string, f fault, err error, took time.Duration) error {
 	said := c.redact(ep, f.apiMsg)
 	if said == "" && err != nil {
 		said = c.redact(ep, clean(err.Error()))
 	}
-	where := fmt.Sprintf("models.endpoints.%s (%s)", ep.name, ep.baseURL)
-	switch f.class {
-	case ErrorClassCanceled:
-		return fmt.Errorf("preflight %s: %w", where, context.Canceled)
-	case ErrorClassRejected, ErrorClassQuota, ErrorClassContextOverflow:
-		hint := ""
-		switch f.status {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			hint = "; check the key"
-			if ep.keyEnv != "" {
-				hint = "; check " + ep.keyEnv
-			}
-		case http.StatusNotFound:
-			hint = "; check base_url (it usually ends in /v1) and the model name"
-		}
-		if f.class == ErrorClassQuota {
-			return fmt.Errorf("preflight %s: %s refused (HTTP %d): %s%s: %w: %w", where, what, f.status, said, hint, ErrQuota, ErrRejected)
-		}
-		return fmt.Errorf("preflight %s: %s refused (HTTP %d): %s%s: %w", where, what, f.status, said, hint, ErrRejected)
-	}
-	status := ""
-	if f.status != 0 {
-		status = fmt.Sprintf(" (HTTP %d)", f.status)
-	}
-	return fmt.Errorf("preflight %s: %s failed after %s, %s%s: %s: %w", where, what, took.Round(time.Millisecond), f.class, status, said, ErrTransport)
-}
-
-// checkListed warns about configured models the endpoint does not list.
-func (c *Client) checkListed(ep *endpoint, list openai.ModelsList) {
-	if len(list.Models) == 0 {
-		return
-	}
-	listed := map[string]bool{}
-	for _, m := range list.Models {
-		listed[m.ID] = true
-	}
-	for _, r := range Roles {
-		rc := c.cfg.Roles[r]
-		if rc.Endpoint == ep.name && !listed[rc.Model] {
-			c.log.Warn("preflight: the endpoint does not list the model a role uses; requests may fail with 404",
-				"endpoint", ep.name, "role", string(r), "model", rc.Model, "listed", len(list.Models))
-		}
-	}
+	return fmt.Errorf("probe of models.endpoints.%s (%s, 1 token of %s) failed after %s, %s %s: %s: %w",
+		ep.name, ep.baseURL, model, time.Since(start).Round(time.Millisecond), f.class, f.statusText(), said, ErrTransport)
 }

@@ -1,6 +1,9 @@
 package model
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+)
 
 // defaultPrices holds OpenAI's published standard-tier prices (USD per million tokens)
 // and output limits. OpenAI bills cache writes as ordinary input, so CacheWrite is left 0
@@ -44,4 +47,18 @@ func Cost(p Price, u Usage) float64 {
 		float64(u.CacheWriteTokens)*writeRate +
 		float64(u.CompletionTokens)*p.Output
 	return micro / 1e6
+}
+
+// FormatCost is how every surface writes a cost in dollars: "~" in front when some of it
+// rests on estimated usage, " + unknown" behind when some call's cost is not known (an
+// unpriced model, or a request abandoned before its answer), so the figure is a lower bound.
+func FormatCost(usd float64, estimated, unknown bool) string {
+	s := fmt.Sprintf("$%.4f", usd)
+	if estimated {
+		s = "~" + s
+	}
+	if unknown {
+		s += " + unknown"
+	}
+	return s
 }

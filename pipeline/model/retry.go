@@ -24,7 +24,8 @@ const maxRetryAfter = 10 * time.Minute
 // fault is the classification of one failed HTTP attempt.
 type fault struct {
 	class     string // ErrorClass*
-	status    int    // HTTP status, 0 when none
+	status    int    // HTTP status, 0 when none (for a 2xx carrying an error, the one it names)
+	wire      int    // the status on the wire when it differs in kind: a 2xx carrying an error
 	retryable bool
 	apiMsg    string // the server's error message, if any
 }
@@ -43,6 +44,17 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 	}
 	if ws != nil && ws.truncated {
 		return fault{class: ErrorClassTruncated, retryable: true, status: ws.status}
+	}
+	if ws != nil && ws.sse {
+		return fault{class: ErrorClassBadResponse, status: ws.status,
+			apiMsg: "the server streamed its answer (text/event-stream) although ticketd asked for none (stream: false); ticketd reads whole JSON answers only"}
+	}
+	if ws != nil && ws.badBody != nil {
+		said := "the answer is not a JSON chat completion; it starts: " + clean(string(ws.badBody))
+		if len(ws.badBody) == 0 {
+			said = "the answer's body is empty"
+		}
+		return fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: said}
 	}
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError

@@ -138,11 +138,11 @@ func TestNotRetried(t *testing.T) {
 		wantClass string
 	}{
 		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`,
-			ErrRejected, "models.roles.maker: endpoint rejected the request (401) (server said: Incorrect API key provided): check TICKETD_TEST_KEY", ErrorClassRejected},
+			ErrRejected, "models.roles.maker: endpoint rejected the request (HTTP 401) (server said: Incorrect API key provided): check TICKETD_TEST_KEY", ErrorClassRejected},
 		{"unknown model", 404, `{"error":{"message":"The model does not exist"}}`,
 			ErrRejected, `check models.endpoints.local.base_url`, ErrorClassRejected},
 		{"bad request", 400, `{"error":{"message":"Invalid value for messages"}}`,
-			ErrRejected, "(400) (server said: Invalid value for messages)", ErrorClassRejected},
+			ErrRejected, "(HTTP 400) (server said: Invalid value for messages)", ErrorClassRejected},
 		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
 			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota},
 		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse},

@@ -57,6 +57,8 @@ type wireState struct {
 	retryAfter string // Retry-After, or "<n>ms" from retry-after-ms
 	errBody    []byte // the body of a >= 400 answer (bounded)
 	truncated  bool   // a 2xx body that ended early
+	sse        bool   // a 2xx chat answer streamed as server-sent events
+	badBody    []byte // the start of a 2xx chat body that is not JSON
 	reqBytes   int    // the request body as sent, for usage estimates
 	info       answerInfo
 	once       sync.Once
@@ -142,6 +144,14 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			ws.truncated = true
 		}
 		return nil, fmt.Errorf("read chat response body (%d bytes before it ended): %w", len(data), err)
+	}
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+		bytes.HasPrefix(trimmed, []byte("data:")) || bytes.HasPrefix(trimmed, []byte("event:")):
+		ws.sse = true
+	case !json.Valid(trimmed):
+		ws.badBody = trimmed[:min(len(trimmed), 2*maxServerMessage)]
 	}
 	data, ws.info = normalizeAnswer(data, turn)
 	resp.Body = io.NopCloser(bytes.NewReader(data))

@@ -17,7 +17,7 @@ func BenchmarkCommand(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := Spec{Mode: mode, Dir: b.TempDir(), Tmp: scratch.Dir, Hide: []string{b.TempDir()}, Env: []string{"PATH=/usr/bin:/bin"}}
+			s := Spec{Mode: mode, Dir: b.TempDir(), Reports: scratch.Dir, Hide: []string{b.TempDir()}, Env: []string{"PATH=/usr/bin:/bin"}}
 			for b.Loop() {
 				cmd, err := s.Command(context.Background(), []string{"true"})
 				if err != nil {

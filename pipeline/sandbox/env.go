@@ -92,9 +92,10 @@ func LooksSecretName(name string) bool {
 }
 
 // credentialValue matches the shapes of common keys and tokens: OpenAI/Anthropic sk-...,
-// GitHub ghp_/gho_/github_pat_..., Slack xox?-..., AWS AKIA..., GitLab glpat-..., JWTs,
-// "Bearer ..." headers and PEM private keys.
-var credentialValue = regexp.MustCompile(`^(sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.|(?i:bearer)\s+\S{8,})|-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+// Stripe sk_live_/sk_test_/rk_live_/whsec_..., GitHub ghp_/gho_/github_pat_..., Slack
+// xox?-..., AWS AKIA..., Google AIza..., Hugging Face hf_..., npm npm_..., SendGrid SG....,
+// GitLab glpat-..., JWTs, "Bearer ..." headers and PEM private keys.
+var credentialValue = regexp.MustCompile(`^(sk-[A-Za-z0-9_-]{8,}|(sk|rk)_(live|test)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9]{16,}|AIza[A-Za-z0-9_-]{30,}|hf_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{20,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.|(?i:bearer)\s+\S{8,})|-----BEGIN [A-Z ]*PRIVATE KEY-----`)
 
 // LooksSecretValue reports a value shaped like a credential, or a URL with a password
 // (postgres://user:pass@host), whose variable name gives no hint.

@@ -49,7 +49,9 @@ func TestLooksSecretValue(t *testing.T) {
 		{"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig", true},
 		{"postgres://app:hunter2@db/prod", true}, {"-----BEGIN OPENSSH PRIVATE KEY-----", true},
 		{"/usr/bin:/bin", false}, {"en_US.UTF-8", false}, {"https://example.com/a:b@c", false},
-		{"sk-", false}, {"1", false}, {"", false},
+		{"sk_live_51HxYzAbCdEfGhIjKl", true}, {"rk_test_abcdefghijkl", true}, {"AIza" + strings.Repeat("x", 35), true},
+		{"hf_" + strings.Repeat("a", 34), true}, {"npm_" + strings.Repeat("a", 36), true},
+		{"sk-", false}, {"1", false}, {"", false}, {"sk_live", false}, {"hf_home", false},
 	}
 	for _, tt := range tests {
 		if got := LooksSecretValue(tt.value); got != tt.want {
@@ -76,14 +78,11 @@ func TestEnv(t *testing.T) {
 }
 
 func TestToolPaths(t *testing.T) {
-	env := []string{"PATH=/root/.pyenv/shims:/root/go/bin:/usr/bin:relative:/root/go/bin:/root:/root/", "HOME=/root"}
-	got := ToolPaths(env, []string{"/root"})
-	want := []string{"/root/.pyenv/shims", "/root/go/bin", "/root/.pyenv"}
+	env := []string{"PATH=/root/.pyenv/shims:/root/go/bin:/usr/bin:relative:/root/go/bin:/bin:/:/opt/x/", "HOME=/root", "VIRTUAL_ENV=/srv/venv"}
+	got := ToolPaths(env)
+	want := []string{"/root/.pyenv/shims", "/root/go/bin", "/opt/x", "/root/.pyenv", "/srv/venv"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ToolPaths = %q, want %q", got, want)
-	}
-	if got := ToolPaths(append(env, "PYENV_ROOT=/opt/pyenv"), []string{"/root"}); slices.Contains(got, "/opt/pyenv") || slices.Contains(got, "/root/.pyenv") {
-		t.Errorf("a pyenv root outside the hidden paths needs no binding: %q", got)
 	}
 	for _, tt := range []struct {
 		env  []string
@@ -94,6 +93,33 @@ func TestToolPaths(t *testing.T) {
 	} {
 		if got := PyenvRoot(tt.env); got != tt.want {
 			t.Errorf("PyenvRoot(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestProgramRoots(t *testing.T) {
+	root := t.TempDir()
+	venv := filepath.Join(root, "venv")
+	prefix := filepath.Join(root, "pyenv", "versions", "3.12")
+	tools := filepath.Join(root, "tools")
+	for _, d := range []string{filepath.Join(venv, "bin"), filepath.Join(prefix, "bin"), filepath.Join(prefix, "lib"), tools} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), nil, 0o644)
+	os.WriteFile(filepath.Join(prefix, "bin", "python3.12"), nil, 0o755)
+	os.Symlink(filepath.Join(prefix, "bin", "python3.12"), filepath.Join(venv, "bin", "python"))
+	os.WriteFile(filepath.Join(tools, "ruff"), nil, 0o755)
+	for _, tt := range []struct {
+		prog string
+		want []string
+	}{
+		{filepath.Join(venv, "bin", "python"), []string{venv, prefix}},
+		{filepath.Join(tools, "ruff"), []string{tools}},
+		{"/usr/bin/python3", nil},
+		{"python3", nil},
+	} {
+		if got := ProgramRoots(tt.prog); !slices.Equal(got, tt.want) {
+			t.Errorf("ProgramRoots(%q) = %q, want %q", tt.prog, got, tt.want)
 		}
 	}
 }
@@ -132,7 +158,7 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.Join(args, " ")
-	order := []string{"--tmpfs /tmp", "--tmpfs " + work, "--tmpfs " + home, "--ro-bind " + tool + " " + tool,
+	order := []string{"--cap-drop ALL", "--ro-bind /usr /usr", "--tmpfs /tmp", "--tmpfs " + work, "--tmpfs " + home, "--ro-bind " + tool + " " + tool,
 		"--bind " + tree + " " + tree, "--ro-bind " + tree + "/.git " + tree + "/.git", "--chdir " + tree + " -- true"}
 	at := 0
 	for _, o := range order {
@@ -141,6 +167,9 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 			t.Fatalf("bwrap line lacks %q after position %d:\n%s", o, at, line)
 		}
 		at += i + len(o)
+	}
+	if strings.Contains(line, "--ro-bind / /") || !strings.Contains(line, "--remount-ro / ") {
+		t.Errorf("the host's root is bound, or the sandbox's root stays writable: %s", line)
 	}
 	if strings.Contains(line, "absent") {
 		t.Errorf("an absent hidden path was mounted: %s", line)
@@ -188,9 +217,10 @@ touch ` + tool + `/x 2>/dev/null && echo WROTE_TOOL
 echo ok > in-tree || echo NO_TREE_WRITE
 echo ok > "$HOME/h" || echo NO_HOME
 echo ok > "$TMPDIR/t" || echo NO_TMP
+echo ok > ` + InnerReports + `/report || echo NO_REPORT
 echo "home=$HOME tmp=$TMPDIR"
 `
-	s := Spec{Dir: tree, Tmp: scratch.Dir, Hide: []string{secretDir}, ReadOnly: []string{tool}, Env: []string{"PATH=/usr/bin:/bin"}}
+	s := Spec{Dir: tree, Reports: scratch.Dir, Hide: []string{secretDir}, ReadOnly: []string{tool}, Env: []string{"PATH=/usr/bin:/bin"}}
 	cmd, err := s.Command(context.Background(), []string{"sh", "-c", script})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +230,7 @@ echo "home=$HOME tmp=$TMPDIR"
 	if err != nil || !strings.Contains(string(out), "home=/tmp/home tmp=/tmp\n") {
 		t.Fatalf("err %v, output:\n%s", err, out)
 	}
-	for _, bad := range []string{"SAW_DB", "SAW_HOST_TMP", "NO_TOOL", "WROTE_TOOL", "NO_TREE_WRITE", "NO_HOME", "NO_TMP"} {
+	for _, bad := range []string{"SAW_DB", "SAW_HOST_TMP", "NO_TOOL", "WROTE_TOOL", "NO_TREE_WRITE", "NO_HOME", "NO_TMP", "NO_REPORT"} {
 		if strings.Contains(string(out), bad) {
 			t.Errorf("sandbox: %s\n%s", bad, out)
 		}
@@ -208,8 +238,11 @@ echo "home=$HOME tmp=$TMPDIR"
 	if _, err := os.Stat(filepath.Join(tree, "in-tree")); err != nil {
 		t.Errorf("the write to the worktree did not reach the host: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(scratch.Dir, "home", "h")); err != nil {
-		t.Errorf("the private home is not the scratch directory's: %v", err)
+	if _, err := os.Stat(filepath.Join(scratch.Dir, "report")); err != nil {
+		t.Errorf("the report did not reach the host's reports directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(scratch.Dir, "home", "h")); err == nil {
+		t.Errorf("the private home is on the host's disk; it must be the sandbox's size-limited /tmp")
 	}
 	// Negative control: without the sandbox the same script sees the database.
 	s.Mode = ModeNone

@@ -4,16 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 )
 
 // Spec describes one sandboxed command: what it may write, what it may not see, and its
 // whole environment. Paths must be absolute; missing ones are skipped, except Dir.
+//
+// Under bwrap the command sees only what it needs: the system (SystemPaths, with the
+// entries of /etc that are not world-readable hidden), the programs its PATH, its pyenv and
+// its own argv[0] live in, ReadOnly, the worktree (Dir, writable, its git metadata
+// read-only), Reports (writable), a private /proc, a minimal read-only /dev with a small
+// private /dev/shm, and a private /tmp holding $HOME, both size-limited tmpfs. Nothing else
+// of the host exists there: no /run, /var, /home or /root, so no unix socket on the host's
+// disk either. It has no capability, and its uid is never 0 (see Probe).
 type Spec struct {
 	// Mode is ModeBwrap (the default) or ModeNone.
 	Mode Mode
@@ -21,41 +31,72 @@ type Spec struct {
 	Bwrap string
 	// Dir is the worktree: writable and the working directory.
 	Dir string
-	// Tmp is a host directory seen as /tmp inside the sandbox (and exported as TMPDIR with
-	// HOME=$TMPDIR/home in both modes), so that what the command leaves there is on disk, counted
-	// and removed with it; NewScratch makes one. Empty means an in-memory tmpfs under bwrap and
-	// no TMPDIR/HOME override under ModeNone.
-	Tmp string
-	// Hide are directories covered by an empty tmpfs: the daemon's database, results,
-	// workspace, config and home. A file is covered by /dev/null.
+	// Reports is a host directory the command may write reports into (pytest's JUnit XML),
+	// seen as InnerReports under bwrap; NewScratch makes one. Under ModeNone, which has no
+	// private /tmp, it is also TMPDIR and holds HOME. Empty means none.
+	Reports string
+	// TmpSize bounds the private /tmp (with $HOME) under bwrap; 0 means DefaultTmpSize,
+	// negative no bound.
+	TmpSize int64
+	// Hide are directories covered by an empty tmpfs where they lie inside something the
+	// command sees (the daemon's config folder under /etc, the workspace around the
+	// worktree, a home holding a tool path). A file is covered by /dev/null.
 	Hide []string
-	// ReadOnly are paths bound read-only over everything else: tools under a hidden
-	// directory (a pyenv root under the hidden home) and the worktree's git metadata
-	// (GitPaths), so code under test can neither repoint nor reconfigure git.
+	// ReadOnly are further paths bound read-only: the worktree's git metadata is always
+	// added (GitPaths), so code under test can neither repoint nor reconfigure git; the
+	// config's sandbox_paths go here too.
 	ReadOnly []string
-	// Writable are further paths bound writable (rarely needed: Dir and Tmp already are).
+	// Writable are further paths bound writable (rarely needed: Dir and Reports already are).
 	Writable []string
 	// Env is the complete environment; nothing of the daemon's is inherited. Build it with
 	// Env.
 	Env []string
 }
 
+// Sizes and places of the private file systems under bwrap.
+const (
+	// DefaultTmpSize bounds a private /tmp (with $HOME) whose Spec.TmpSize is 0.
+	DefaultTmpSize int64 = 1 << 30
+	// ShmSize bounds the private /dev/shm: shared memory for a test's multiprocessing, not
+	// a place to store files.
+	ShmSize int64 = 64 << 20
+	// InnerReports is where Spec.Reports appears under bwrap.
+	InnerReports = "/run/ticketd"
+	// SandboxID is the uid and gid a check runs as inside its user namespace when the
+	// daemon is root (nobody): never 0, so no code under test runs as root there.
+	SandboxID = 65534
+)
+
+// SystemPaths are the parts of the host every sandboxed command sees read-only: the
+// distribution's programs, libraries and configuration. A symlink among them (/bin ->
+// usr/bin on a merged /usr) is recreated as the same symlink.
+var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
 // InnerTmp is the path the command sees as its temporary directory: "/tmp" under bwrap, the
-// host Tmp under ModeNone.
+// host Reports directory under ModeNone.
 func (s Spec) InnerTmp() string {
 	if s.Mode.orDefault() == ModeNone {
-		if s.Tmp != "" {
-			return s.Tmp
+		if s.Reports != "" {
+			return s.Reports
 		}
 		return os.TempDir()
 	}
 	return "/tmp"
 }
 
+// InnerReports is where the command writes reports the caller reads back: InnerReports
+// under bwrap, the host directory itself under ModeNone.
+func (s Spec) InnerReports() string {
+	if s.Mode.orDefault() == ModeNone {
+		return s.Reports
+	}
+	return InnerReports
+}
+
 // env completes Env with TMPDIR and HOME pointing into the private temporary directory.
 func (s Spec) env() []string {
 	env := slices.Clone(s.Env)
-	if s.Tmp == "" && s.Mode.orDefault() == ModeNone {
+	if s.Reports == "" && s.Mode.orDefault() == ModeNone {
 		return env
 	}
 	tmp := s.InnerTmp()
@@ -83,10 +124,10 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if s.Mode.orDefault() == ModeNone {
 		cmd.Dir = s.Dir
-	}
-	if s.Tmp != "" {
-		if err := os.MkdirAll(filepath.Join(s.Tmp, "home"), 0o700); err != nil {
-			return nil, fmt.Errorf("sandbox: create private home in %s: %w", s.Tmp, err)
+		if s.Reports != "" {
+			if err := os.MkdirAll(filepath.Join(s.Reports, "home"), 0o700); err != nil {
+				return nil, fmt.Errorf("sandbox: create private home in %s: %w", s.Reports, err)
+			}
 		}
 	}
 	return cmd, nil
@@ -108,7 +149,8 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("sandbox: working directory %s is not a directory (%v)", s.Dir, err)
 	}
-	if err := s.findExecutable(argv[0]); err != nil {
+	prog, err := s.findExecutable(argv[0])
+	if err != nil {
 		return nil, err
 	}
 	if s.Mode.orDefault() == ModeNone {
@@ -122,73 +164,100 @@ func (s Spec) Args(argv []string) ([]string, error) {
 		}
 		bwrap = p
 	}
-	mounts, err := s.mounts()
+	mounts, err := s.mounts(prog)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{bwrap}, namespaceArgs()...)
-	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	args = append(args, userArgs(os.Geteuid())...)
+	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc")
 	for _, m := range mounts {
-		args = append(args, m.args()...)
+		args = append(args, m.args(s.tmpSize())...)
 	}
-	args = append(args, "--chdir", s.Dir, "--")
+	// The root bwrap builds is a tmpfs: read-only, so nothing can be stored outside the
+	// size-limited places.
+	args = append(args, "--remount-ro", "/", "--chdir", s.Dir, "--")
 	return append(args, argv...), nil
+}
+
+func (s Spec) tmpSize() int64 {
+	if s.TmpSize == 0 {
+		return DefaultTmpSize
+	}
+	return s.TmpSize
+}
+
+// userArgs put the command in its own user namespace without any capability, whoever runs
+// the daemon: bwrap started by root would otherwise keep every capability inside (mount,
+// ptrace, chown...). As root the command is SandboxID inside, never uid 0; as a user it is
+// that user. No further user namespace may be made inside, so no capability can be regained.
+func userArgs(euid int) []string {
+	args := []string{"--unshare-user", "--disable-userns", "--cap-drop", "ALL"}
+	if euid == 0 {
+		id := strconv.Itoa(SandboxID)
+		args = append(args, "--uid", id, "--gid", id)
+	}
+	return args
 }
 
 // findExecutable checks that name exists as bwrap will look it up — on the sandbox's PATH
 // when it has no slash — so a typo in the config is reported as such, not as a failing check.
-func (s Spec) findExecutable(name string) error {
+// It returns the program's path on the host.
+func (s Spec) findExecutable(name string) (string, error) {
 	if strings.Contains(name, "/") {
 		if fi, err := os.Stat(name); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return fmt.Errorf("executable %s not found or not executable", name)
+			return "", fmt.Errorf("executable %s not found or not executable", name)
 		}
-		return nil
+		return name, nil
 	}
-	var path string
-	for _, kv := range s.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
+	path := lookup(s.Env, "PATH")
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return nil
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
 		}
 	}
-	return fmt.Errorf("executable %q not found on the sandbox's PATH %q", name, path)
+	return "", fmt.Errorf("executable %q not found on the sandbox's PATH %q", name, path)
 }
 
-// mount is one bwrap mount operation on top of the read-only root.
+// mount is one bwrap mount operation.
 type mount struct {
-	kind   int // mountHide, mountRO, mountRW, mountTmp
+	kind   int
 	src    string
 	dst    string
 	isFile bool
 }
 
 const (
-	mountHide = iota
+	mountSystem = iota // a system path: bound read-only, or a symlink recreated
+	mountHide
 	mountTmp
 	mountRO
 	mountRW
 	mountProtect // read-only inside a writable bind (the worktree's .git)
 )
 
-func (m mount) args() []string {
+func (m mount) args(tmpSize int64) []string {
 	switch m.kind {
+	case mountSystem:
+		if m.isFile { // a symlink: src is its target
+			return []string{"--symlink", m.src, m.dst}
+		}
+		return []string{"--ro-bind", m.src, m.dst}
 	case mountHide:
 		if m.isFile {
 			return []string{"--ro-bind", "/dev/null", m.dst}
 		}
 		return []string{"--tmpfs", m.dst}
 	case mountTmp:
-		if m.src == "" {
-			return []string{"--tmpfs", m.dst}
+		var args []string
+		if tmpSize > 0 {
+			args = append(args, "--size", strconv.FormatInt(tmpSize, 10))
 		}
-		return []string{"--bind", m.src, m.dst}
+		return append(args, "--tmpfs", m.dst, "--dir", m.dst+"/home")
 	case mountRW:
 		return []string{"--bind", m.src, m.dst}
 	default:
@@ -208,8 +277,9 @@ func depth(p string) int {
 
 // mounts resolves every path (symlinks included, so the mount lands where the kernel will look)
 // and orders the operations parents first; at equal depth, hiding comes before exposing.
-func (s Spec) mounts() ([]mount, error) {
+func (s Spec) mounts(prog string) ([]mount, error) {
 	var ms []mount
+	seen := map[string]bool{}
 	add := func(kind int, p string, required bool) error {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("sandbox: path %q is not absolute", p)
@@ -229,22 +299,54 @@ func (s Spec) mounts() ([]mount, error) {
 			return nil
 		}
 		if real == "/" {
-			return fmt.Errorf("sandbox: refusing to hide or rebind / (from %q)", p)
+			return fmt.Errorf("sandbox: refusing to hide or bind / (from %q)", p)
 		}
-		ms = append(ms, mount{kind: kind, src: real, dst: real, isFile: !fi.IsDir()})
+		for _, dst := range []string{real, filepath.Clean(p)} {
+			key := strconv.Itoa(kind) + dst
+			if seen[key] || kind == mountRO && dst != real && underSystem(dst) {
+				continue
+			}
+			seen[key] = true
+			// A path given through a symlink (a PATH entry) is found inside under both names.
+			ms = append(ms, mount{kind: kind, src: real, dst: dst, isFile: !fi.IsDir()})
+			if kind != mountRO {
+				break
+			}
+		}
 		return nil
 	}
-	tmp := mount{kind: mountTmp, dst: "/tmp"}
-	if s.Tmp != "" {
-		real, err := filepath.EvalSymlinks(s.Tmp)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: private tmp: %w", err)
+	for _, p := range SystemPaths {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				continue
+			}
+			ms = append(ms, mount{kind: mountSystem, src: target, dst: p, isFile: true})
+		case fi.IsDir():
+			ms = append(ms, mount{kind: mountSystem, src: p, dst: p})
 		}
-		tmp.src = real
 	}
-	ms = append(ms, tmp)
+	for _, p := range etcSecrets("/etc") {
+		if err := add(mountHide, p, false); err != nil {
+			return nil, err
+		}
+	}
+	ms = append(ms, mount{kind: mountTmp, dst: "/tmp"})
+	hidden := func(p string) bool { return slices.Contains(s.Hide, p) }
 	for _, p := range s.Hide {
 		if err := add(mountHide, p, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range append(ToolPaths(s.Env), ProgramRoots(prog)...) {
+		if underSystem(p) || hidden(p) || p == "/" {
+			continue
+		}
+		if err := add(mountRO, p, false); err != nil {
 			return nil, err
 		}
 	}
@@ -255,6 +357,13 @@ func (s Spec) mounts() ([]mount, error) {
 	}
 	if err := add(mountRW, s.Dir, true); err != nil {
 		return nil, err
+	}
+	if s.Reports != "" {
+		real, err := filepath.EvalSymlinks(s.Reports)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: reports directory: %w", err)
+		}
+		ms = append(ms, mount{kind: mountRW, src: real, dst: InnerReports})
 	}
 	for _, p := range s.Writable {
 		if err := add(mountRW, p, false); err != nil {
@@ -273,6 +382,51 @@ func (s Spec) mounts() ([]mount, error) {
 		return a.kind - b.kind
 	})
 	return ms, nil
+}
+
+// underSystem reports whether p (cleaned, absolute) lies in one of SystemPaths, which every
+// command sees already.
+func underSystem(p string) bool {
+	p = filepath.Clean(p)
+	for _, sys := range SystemPaths {
+		if p == sys || strings.HasPrefix(p, sys+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// etcSecrets lists what under dir is not world-readable (a directory: not world-searchable
+// too): /etc/shadow and /etc/gshadow, SSH host keys, /etc/ssl/private, sudoers, a
+// ticketd.env kept there. Hidden from every check, so a daemon run as root, whose checks the
+// kernel still treats as root's for files they can reach, does not hand them over.
+func etcSecrets(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if d != nil && d.IsDir() && p != dir {
+				out = append(out, p)
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case d.IsDir() && perm&0o005 != 0o005 && p != dir:
+			out = append(out, p)
+			return filepath.SkipDir
+		case !d.IsDir() && perm&0o004 == 0:
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
 
 // GitPaths returns the git metadata a worktree at dir depends on: dir/.git (a file in a linked
@@ -314,32 +468,64 @@ func GitPaths(dir string) []string {
 	return paths
 }
 
-// ToolPaths returns what must show through hidden directories for commands to find their
-// tools: each PATH entry of env that lies under one of hidden (~/.local/bin, ~/go/bin under the
-// hidden home), and the pyenv root (PyenvRoot), whose shims and interpreters a Python
-// project's tests run. They are bound read-only.
-func ToolPaths(env []string, hidden []string) []string {
-	// under reports p strictly below a hidden directory: a PATH entry that is the hidden
-	// directory itself (PATH=$HOME:...) must not undo the hiding.
-	under := func(p string) bool {
-		p = filepath.Clean(p)
-		for _, h := range hidden {
-			if h != "" && p != filepath.Clean(h) && strings.HasPrefix(p, strings.TrimSuffix(filepath.Clean(h), "/")+"/") {
-				return true
-			}
-		}
-		return false
-	}
+// ToolPaths returns the directories a command's tools live in, outside the system paths: each
+// absolute PATH entry of env, the pyenv root (PyenvRoot), whose shims and interpreters a
+// Python project's tests run, and VIRTUAL_ENV. The sandbox binds them read-only.
+func ToolPaths(env []string) []string {
 	var out []string
-	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
-		if filepath.IsAbs(p) && under(p) && !slices.Contains(out, p) {
+	add := func(p string) {
+		if p = filepath.Clean(p); filepath.IsAbs(p) && p != "/" && !underSystem(p) && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
-	if root := PyenvRoot(env); root != "" && under(root) {
-		out = append(out, root)
+	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
+		if filepath.IsAbs(p) {
+			add(p)
+		}
+	}
+	if root := PyenvRoot(env); root != "" {
+		add(root)
+	}
+	if venv := lookup(env, "VIRTUAL_ENV"); filepath.IsAbs(venv) {
+		add(venv)
 	}
 	return out
+}
+
+// ProgramRoots returns what must be visible for prog (a host path) to run: its folder, or
+// for an interpreter in a virtualenv or an installed prefix (<prefix>/bin/python with
+// <prefix>/lib beside it) that whole prefix, for prog and for what its symlinks lead to
+// (a virtualenv's python is a link to a pyenv or system interpreter).
+func ProgramRoots(prog string) []string {
+	if !filepath.IsAbs(prog) {
+		return nil
+	}
+	var out []string
+	for _, p := range []string{prog, evalSymlinks(prog)} {
+		dir := filepath.Dir(p)
+		root := dir
+		if parent := filepath.Dir(dir); filepath.Base(dir) == "bin" && parent != "/" {
+			if exists(filepath.Join(parent, "pyvenv.cfg")) || exists(filepath.Join(parent, "lib")) {
+				root = parent
+			}
+		}
+		if root != "/" && !underSystem(root) && !slices.Contains(out, root) {
+			out = append(out, root)
+		}
+	}
+	return out
+}
+
+func evalSymlinks(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // PyenvRoot is the pyenv root of env: PYENV_ROOT, else the .pyenv directory a PATH entry

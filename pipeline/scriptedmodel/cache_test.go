@@ -219,7 +219,7 @@ func TestMalformedRequestsGetClear400s(t *testing.T) {
 		{"content of wrong type", `{"model":"m","messages":[{"role":"user","content":42}]}`, 400, "messages[0].content"},
 		{"no role line", `{"model":"m","messages":[{"role":"system","content":"be nice"},{"role":"user","content":"empty list"}]}`, 400, "ticketd role: <triage|maker|checker|judge>"},
 		{"unknown ticketd role", `{"model":"m","messages":[{"role":"system","content":"ticketd role: poet"},{"role":"user","content":"empty list"}]}`, 400, "knows the roles"},
-		{"no case", `{"model":"m","messages":[{"role":"system","content":"ticketd role: maker"},{"role":"user","content":"other bug"}]}`, 400, "no scenario case matched"},
+		{"no case is answered in prose, as a model would", `{"model":"m","messages":[{"role":"system","content":"ticketd role: maker"},{"role":"user","content":"other bug"}]}`, 200, ""},
 		{"orphan tool result", `{"model":"m","messages":[{"role":"system","content":"ticketd role: maker"},{"role":"user","content":"empty list"},{"role":"tool","tool_call_id":"c1","content":"x"}]}`, 400, `tool_call_id "c1" does not answer`},
 		{"unanswered tool call", `{"model":"m","messages":[{"role":"system","content":"ticketd role: maker"},{"role":"user","content":"empty list"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"submit","arguments":"{}"}}]},{"role":"user","content":"go on"}]}`, 400, "1 unanswered"},
 		{"bad tool definition", good(`"tools":[{"type":"function"}],`), 400, "tools[0]"},

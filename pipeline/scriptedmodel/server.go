@@ -326,7 +326,10 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, ex *exchange) (in
 	ex.rec.Role = role
 	p, err := matchCase(s.plans, s.def, ex.msgs)
 	if err != nil {
-		return bad, "invalid_request_error", err
+		// A real model answers whatever it is asked, a conversation about no known bug
+		// included (a client's health check, a stray prompt): in prose, with no tool call.
+		ex.plan = nil
+		return 0, "", nil
 	}
 	ex.plan, ex.rec.Case = p, p.Match
 	return 0, "", nil
@@ -394,7 +397,10 @@ func (s *Server) fault(w http.ResponseWriter, ex *exchange) (int, string, error)
 
 // wait simulates the model's response time on a real timer.
 func (s *Server) wait(ctx context.Context, ex *exchange) error {
-	d := s.opts.Latency + ex.plan.Latency
+	d := s.opts.Latency
+	if ex.plan != nil {
+		d += ex.plan.Latency
+	}
 	if d <= 0 {
 		return nil
 	}
@@ -425,8 +431,10 @@ func (s *Server) answer(ex *exchange) chatResponse {
 		content string
 		calls   []toolCall
 	)
-	switch ex.rec.Role {
-	case "maker":
+	switch {
+	case ex.plan == nil:
+		content = unmatchedAnswer
+	case ex.rec.Role == "maker":
 		for i, in := range makerTurn(ex.plan, readHistory(ex.msgs), title) {
 			if in.name == "" { // an answer in prose, no tool call
 				content = in.args
@@ -438,11 +446,11 @@ func (s *Server) answer(ex *exchange) chatResponse {
 				Function: functionCall{Name: in.name, Arguments: in.args},
 			})
 		}
-	case "triage":
+	case ex.rec.Role == "triage":
 		content = triageContent(ex.plan, title)
-	case "checker":
+	case ex.rec.Role == "checker":
 		content = checkerReview(ex.plan, s.review("checker", ex.plan))
-	case "judge":
+	case ex.rec.Role == "judge":
 		content = judgeContent(title, ex.plan.JudgeFailsAlways || ex.plan.JudgeFailsOnce && s.review("judge", ex.plan) == 1, failedVerifications(ex.msgs), fixReviewed(ex.plan, ex.msgs))
 	}
 
@@ -490,6 +498,10 @@ func (s *Server) answer(ex *exchange) chatResponse {
 		Usage:             u,
 	}
 }
+
+// unmatchedAnswer is the reply to a conversation that names no case: what a model says
+// when it is given nothing it can work on.
+const unmatchedAnswer = "I see no bug report in this conversation that I could work on."
 
 // review counts answers per role and case and returns this one's number, from 1.
 func (s *Server) review(role string, p *plan) int {

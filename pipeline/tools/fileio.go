@@ -126,6 +126,7 @@ func (w *Workspace) writeAtomic(t target, data []byte, perm fs.FileMode) error {
 		_ = root.Remove(tmp)
 		return fmt.Errorf("write %s: %w", t.given, err)
 	}
+	w.markWritten(t.rel, data, perm)
 	return nil
 }
 

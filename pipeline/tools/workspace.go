@@ -6,7 +6,10 @@ package tools
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -33,8 +36,9 @@ type Workspace struct {
 	root  string // real path
 	given string // as passed to NewWorkspace, made absolute (symlink targets may use it)
 
-	mu   sync.Mutex
-	read map[string]readState
+	mu      sync.Mutex
+	read    map[string]readState
+	written map[string]Written // by relative path: what the tools last wrote there
 
 	bytesRead atomic.Int64 // file bytes read by all tools, for tests and benchmarks
 }
@@ -56,7 +60,7 @@ func NewWorkspace(root string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
-	return &Workspace{root: real, given: filepath.Clean(abs), read: map[string]readState{}}, nil
+	return &Workspace{root: real, given: filepath.Clean(abs), read: map[string]readState{}, written: map[string]Written{}}, nil
 }
 
 // Root is the worktree's real path.
@@ -76,4 +80,31 @@ func (w *Workspace) lastRead(abs string) (readState, bool) {
 	defer w.mu.Unlock()
 	st, ok := w.read[abs]
 	return st, ok
+}
+
+// Written is a file as the tools last wrote it in this attempt. The maker has no shell: these
+// are all the changes it means, so the fix is built from them, never from the working copy,
+// where the checks may have left files of their own.
+type Written struct {
+	Path string // relative to the worktree, slash-separated
+	Data []byte
+	Mode fs.FileMode
+}
+
+func (w *Workspace) markWritten(rel string, data []byte, mode fs.FileMode) {
+	w.mu.Lock()
+	w.written[rel] = Written{Path: rel, Data: data, Mode: mode}
+	w.mu.Unlock()
+}
+
+// Written returns every file the tools wrote in this attempt, as last written, sorted by path.
+func (w *Workspace) Written() []Written {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Written, 0, len(w.written))
+	for _, f := range w.written {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Written) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }

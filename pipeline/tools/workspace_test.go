@@ -194,3 +194,30 @@ func TestToolSchemasAreJSON(t *testing.T) {
 		t.Errorf("plain string paths: %q, %v", got, err)
 	}
 }
+
+// TestWrittenTracksToolWrites: the files the tools wrote are remembered as last written, and
+// nothing else is: not what was only read, not a file a check wrote meanwhile.
+func TestWrittenTracksToolWrites(t *testing.T) {
+	w, dir := setup(t)
+	ctx := context.Background()
+	if _, err := w.Run(ctx, ReadFiles, `{"paths": ["pkg/a.py", "README.md"]}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.EditFile(ctx, "pkg/a.py", "def g(x):\n    return x + 1", "def g(x):\n    return x + 2", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteFile(ctx, "tests/test_a.py", "from pkg.a import g\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteFile(ctx, "tests/test_a.py", "from pkg.a import f, g\n"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "left-by-a-check.txt"), []byte("x"), 0o644)
+	got := w.Written()
+	if len(got) != 2 || got[0].Path != "pkg/a.py" || got[1].Path != "tests/test_a.py" {
+		t.Fatalf("Written = %+v, want pkg/a.py and tests/test_a.py", got)
+	}
+	if !strings.Contains(string(got[0].Data), "return x + 2") || string(got[1].Data) != "from pkg.a import f, g\n" || got[1].Mode != 0o644 {
+		t.Errorf("Written holds %q and %q (mode %v), not what was last written", got[0].Data, got[1].Data, got[1].Mode)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // An Import is one module a Python file names in an import statement. Module is the dotted
@@ -217,8 +219,10 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 	return g, nil
 }
 
+// readHead reads up to n bytes of p, which the checks may have swapped for a FIFO or a
+// symlink to a device: such a file is an error, never a wait.
 func readHead(p string, n int64) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := sandbox.OpenReport(p)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ var ErrPytestNotFound = errors.New("pytest not found")
 // pytestExitNoTests is pytest's exit status when it collected no tests.
 const pytestExitNoTests = 5
 
+// maxReportBytes caps the JUnit report read back from a check: a suite of tens of thousands
+// of tests with tracebacks stays well under it.
+const maxReportBytes = 64 << 20
+
 // ResolvePytest returns the argv prefix of a pytest that actually runs:
 // `<python> -m pytest` for the first python3 on PATH that imports pytest, else
 // /usr/bin/python3 (a pyenv shim often lacks pytest while Debian's python has
@@ -61,9 +65,18 @@ func probe(ctx context.Context, name string, args ...string) error {
 func interpretPytest(junitPath, dir string, code int, output string) parsed {
 	var report junitReport
 	var parseErr error
-	data, err := os.ReadFile(junitPath)
+	data, err := sandbox.ReadReport(junitPath, maxReportBytes)
 	if err == nil && len(data) > 0 {
 		report, parseErr = parseJUnit(data, dir)
+	}
+	if errors.Is(err, sandbox.ErrReportNotFile) || errors.Is(err, sandbox.ErrReportTooLarge) {
+		// Something in the check replaced the report (a conftest swapping it for a FIFO or
+		// a link to /dev/zero): the run cannot be read, so it does not pass.
+		p := parsed{summary: fmt.Sprintf("pytest exited %d; %v", code, err), tests: -1}
+		if tail := outputFinding(output); tail.Message != "" {
+			p.findings = []Finding{tail}
+		}
+		return p
 	}
 	if code == pytestExitNoTests {
 		return parsed{passed: true, summary: "no tests collected", tests: 0}

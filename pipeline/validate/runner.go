@@ -64,8 +64,10 @@ type Runner struct {
 	// ScratchRoot is where each check's private temporary directory is made; empty means
 	// os.TempDir(). sandbox.RemoveLeftovers cleans it after a crash.
 	ScratchRoot string
-	// MaxWorktreeSize is how many bytes the worktree plus the check's temporary directory
-	// may hold while the check runs; 0 means DefaultMaxWorktreeSize, negative no limit.
+	// MaxWorktreeSize is how many bytes the worktree plus what the check stores elsewhere
+	// (its /tmp and $HOME, /dev/shm, its reports, files it deleted but holds open) may hold
+	// while the check runs; 0 means DefaultMaxWorktreeSize, negative no limit. It is also
+	// the size of the check's private /tmp.
 	MaxWorktreeSize int64
 	// SizePoll is how often the size is measured; 0 means every second.
 	SizePoll time.Duration
@@ -135,7 +137,6 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		return notStarted(res)
 	}
 
-	spec.ReadOnly = append(spec.ReadOnly, toolRoots(argv[0], spec)...)
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
@@ -227,7 +228,8 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		Mode:     r.Sandbox,
 		Bwrap:    r.Bwrap,
 		Dir:      dir,
-		Tmp:      scratch.Dir,
+		Reports:  scratch.Dir,
+		TmpSize:  cmp.Or(r.MaxWorktreeSize, DefaultMaxWorktreeSize),
 		Hide:     r.Hide,
 		ReadOnly: r.ReadOnly,
 		Env:      env,
@@ -257,37 +259,10 @@ func toolAbsent(code int, output string) bool {
 	return code == 1 && strings.Count(out, "\n") < 2 && strings.Contains(out, ": No module named ")
 }
 
-// toolRoots is what must show through the sandbox for a check's program to run when it
-// lies where the sandbox hides things (under /tmp, which is private there, or under a
-// hidden folder): its folder, or for a virtualenv's python the whole virtualenv. Read-only.
-func toolRoots(prog string, spec sandbox.Spec) []string {
-	if !filepath.IsAbs(prog) || spec.Mode == sandbox.ModeNone {
-		return nil
-	}
-	root := filepath.Dir(prog)
-	if venv := filepath.Dir(root); pathExists(filepath.Join(venv, "pyvenv.cfg")) {
-		root = venv // .venv/bin/python needs .venv/lib and pyvenv.cfg
-	}
-	hidden := append([]string{os.TempDir(), "/tmp"}, spec.Hide...)
-	for _, h := range hidden {
-		h = strings.TrimSuffix(filepath.Clean(h), "/")
-		if h != "" && strings.HasPrefix(root, h+"/") {
-			return []string{root}
-		}
-	}
-	return nil
-}
-
-func pathExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // command completes a check's argv for its kind. An empty command gets the
 // kind's default, run by the interpreter the project uses (see Interpreter).
-// For pytest it adds a JUnit report in the check's scratch directory, outside
-// the worktree (so the report never shows in the diff), and returns the
-// report's path on the host.
+// For pytest it adds a JUnit report in the check's reports directory, outside
+// the worktree, and returns the report's path on the host.
 func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.Spec, scratch *sandbox.Scratch) (argv []string, junitPath string, err error) {
 	argv = slices.Clone(c.Command)
 	if c.Kind == KindPython {
@@ -310,7 +285,7 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 		junitPath = filepath.Join(scratch.Dir, report)
 		// xunit1 keeps the file and line attributes that xunit2 drops;
 		// the cache provider would write .pytest_cache into the worktree.
-		argv = append(argv, "--junitxml="+spec.InnerTmp()+"/"+report, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
+		argv = append(argv, "--junitxml="+spec.InnerReports()+"/"+report, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
@@ -451,7 +426,7 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 	var watch sync.WaitGroup
 	if limit > 0 {
 		watch.Go(func() {
-			oversize = watchSize(cctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, spec.Dir, scratch.Dir)
+			oversize = watchSize(cctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, usage{dirs: []string{spec.Dir, scratch.Dir}, pid: cmd.Process.Pid})
 			if oversize != "" {
 				cancel(errOversize)
 			}

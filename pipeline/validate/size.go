@@ -2,15 +2,20 @@ package validate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
-// watchSize measures dirs every poll until ctx ends and returns why the check must stop as
-// soon as their total size passes limit; "" when ctx ended first.
-func watchSize(ctx context.Context, poll time.Duration, limit int64, dirs ...string) string {
+// watchSize measures what the check stores every poll until ctx ends and returns why the
+// check must stop as soon as it passes limit; "" when ctx ended first.
+func watchSize(ctx context.Context, poll time.Duration, limit int64, u usage) string {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
@@ -19,35 +24,202 @@ func watchSize(ctx context.Context, poll time.Duration, limit int64, dirs ...str
 			return ""
 		case <-t.C:
 		}
-		var total int64
-		for _, d := range dirs {
-			total += treeSize(ctx, d, limit-total)
-		}
-		if total > limit {
-			return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
+		if total := u.measure(ctx, limit); total > limit {
+			return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, $HOME, /dev/shm, reports and deleted files it kept open, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
 				formatBytes(total), formatBytes(limit))
 		}
 	}
 }
 
-// treeSize adds up the apparent sizes of the files under dir, stopping early once it passes
-// budget (nothing more is needed to know the limit is broken). Unreadable entries count as 0.
-func treeSize(ctx context.Context, dir string, budget int64) int64 {
+// usage is what one running check can store, measured so that it cannot hide: the disk
+// blocks of the host directories it writes (the worktree and its reports folder; a directory
+// it made unreadable is made readable first, and counts as over the limit when it stays
+// unreadable), the used size of the private /tmp and /dev/shm file systems of its sandbox,
+// and the blocks of files on those host disks that it deleted but still holds open.
+type usage struct {
+	dirs []string // host directories the check writes
+	pid  int      // the check's process (bwrap under the sandbox)
+}
+
+// measure returns the total in bytes, stopping early once it passes budget.
+func (u usage) measure(ctx context.Context, budget int64) int64 {
+	seen := map[fileID]bool{}
+	devs := map[uint64]bool{}
 	var total int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	for _, d := range u.dirs {
+		var st syscall.Stat_t
+		if syscall.Stat(d, &st) == nil {
+			devs[uint64(st.Dev)] = true
 		}
+		total += treeBlocks(ctx, d, budget-total, seen)
+		if total > budget {
+			return total
+		}
+	}
+	if u.pid <= 0 {
+		return total
+	}
+	pids := descendants(u.pid)
+	total += privateFS(pids)
+	return total + deletedOpen(pids, devs, seen)
+}
+
+// fileID names a file across hard links.
+type fileID struct{ dev, ino uint64 }
+
+// treeBlocks adds up the disk blocks of everything under dir (each inode once), stopping
+// early once it passes budget. A directory it cannot read is made readable (the check, running
+// as the daemon's user, may have made it 0300 to hide what it holds) and read again; if that
+// fails too, the tree counts as over the budget. Paths are resolved inside dir (os.Root), so a
+// directory swapped for a symlink while it is walked cannot send the walk, or its chmod,
+// elsewhere.
+func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]bool) int64 {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0 // gone, or not made yet
+	}
+	defer root.Close()
+	var total int64
+	var walk func(rel string) bool
+	walk = func(rel string) bool {
 		if ctx.Err() != nil || total > budget {
-			return filepath.SkipAll
+			return false
 		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				total += fi.Size()
+		f, err := root.Open(rel)
+		if errors.Is(err, fs.ErrPermission) {
+			if root.Chmod(rel, 0o700) == nil {
+				f, err = root.Open(rel)
 			}
 		}
-		return nil
-	})
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return true // removed meanwhile
+			}
+			total = budget + 1
+			return false
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			total = budget + 1
+			return false
+		}
+		for _, name := range names {
+			p := filepath.Join(rel, name)
+			fi, err := root.Lstat(p)
+			if err != nil {
+				continue
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				id := fileID{uint64(st.Dev), st.Ino}
+				if !seen[id] {
+					seen[id] = true
+					total += st.Blocks * 512
+				}
+			}
+			if fi.IsDir() && !walk(p) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(".")
+	return total
+}
+
+// descendants returns pid and every process below it, read from /proc.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return []int{pid}
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		rest := string(data)
+		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// privateFS is the used size of the sandbox's private /tmp and /dev/shm, read through the
+// root of one of its processes (/proc/<pid>/root). A process that still sees the host's /tmp
+// (bwrap itself, or its child before the mounts are made) is skipped.
+func privateFS(pids []int) int64 {
+	var hostTmp, hostShm syscall.Stat_t
+	syscall.Stat("/tmp", &hostTmp)
+	syscall.Stat("/dev/shm", &hostShm)
+	for _, pid := range pids {
+		base := "/proc/" + strconv.Itoa(pid) + "/root"
+		var total int64
+		found := false
+		for _, m := range []struct {
+			path string
+			host uint64
+		}{{"/tmp", uint64(hostTmp.Dev)}, {"/dev/shm", uint64(hostShm.Dev)}} {
+			var st syscall.Stat_t
+			var sfs syscall.Statfs_t
+			if syscall.Stat(base+m.path, &st) != nil || uint64(st.Dev) == m.host || syscall.Statfs(base+m.path, &sfs) != nil {
+				continue
+			}
+			found = true
+			total += int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
+		}
+		if found {
+			return total
+		}
+	}
+	return 0
+}
+
+// deletedOpen adds the blocks of files on the devices devs that one of pids holds open
+// although they were deleted: invisible to any walk, they fill the disk all the same.
+func deletedOpen(pids []int, devs map[uint64]bool, seen map[fileID]bool) int64 {
+	var total int64
+	for _, pid := range pids {
+		fdDir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		entries, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			p := fdDir + "/" + e.Name()
+			target, err := os.Readlink(p)
+			if err != nil || !strings.HasSuffix(target, " (deleted)") {
+				continue
+			}
+			var st syscall.Stat_t
+			if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || !devs[uint64(st.Dev)] {
+				continue
+			}
+			id := fileID{uint64(st.Dev), st.Ino}
+			if !seen[id] {
+				seen[id] = true
+				total += st.Blocks * 512
+			}
+		}
+	}
 	return total
 }
 

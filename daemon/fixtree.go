@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// fixTree is an attempt's worktree with the maker's view of it. The fix is the files the
+// maker's tools wrote and nothing else: the checks run in the same working copy, and what
+// they leave there (a report, a cache, a copied secret, an edited tracked file) must never
+// reach a branch, a patch or a pull request.
+type fixTree struct {
+	*worktree.Tree
+	ws   *tools.Workspace
+	left *leftSet // what the checks wrote, gathered before each restore
+}
+
+// leftSet gathers paths, each once.
+type leftSet struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (l *leftSet) add(paths []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range paths {
+		if !slices.Contains(l.paths, p) {
+			l.paths = append(l.paths, p)
+		}
+	}
+}
+
+func (l *leftSet) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.paths)
+	slices.Sort(out)
+	return out
+}
+
+func newFixTree(tree *worktree.Tree, ws *tools.Workspace) fixTree {
+	return fixTree{Tree: tree, ws: ws, left: &leftSet{}}
+}
+
+// changes are the files the tools wrote, as last written.
+func (f fixTree) changes() []worktree.Change {
+	written := f.ws.Written()
+	out := make([]worktree.Change, len(written))
+	for i, w := range written {
+		out[i] = worktree.Change{Path: w.Path, Data: w.Data, Executable: w.Mode&fs.FileMode(0o111) != 0}
+	}
+	return out
+}
+
+// diff is the patch of the maker's changes against the base commit.
+func (f fixTree) diff(ctx context.Context) (string, error) {
+	return f.DiffChanges(ctx, f.changes())
+}
+
+// commit commits the maker's changes on the tree's branch.
+func (f fixTree) commit(ctx context.Context, message string) (string, error) {
+	return f.CommitChanges(ctx, message, f.changes())
+}
+
+// leftovers lists what the checks wrote that the fix leaves out, over the whole attempt.
+func (f fixTree) leftovers(ctx context.Context) ([]string, error) {
+	now, err := f.Leftovers(ctx, f.changes())
+	f.left.add(now)
+	return f.left.list(), err
+}
+
+// fixGuard runs a night's checks and, in the worktree of a running attempt, undoes after
+// each run what the run wrote there (worktree.Tree.Snapshot before, Undo after), noting the
+// paths for the report: what a check writes never reaches the next check, the maker's next
+// read (and through an edit, its fix), or the branch. Ignored files, the checks' own caches
+// and state between runs, stay.
+type fixGuard struct {
+	inner pipeline.CheckRunner
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	trees map[string]fixTree
+}
+
+var _ pipeline.CheckRunner = (*fixGuard)(nil)
+
+func newFixGuard(inner pipeline.CheckRunner, log *slog.Logger) *fixGuard {
+	return &fixGuard{inner: inner, log: log, trees: map[string]fixTree{}}
+}
+
+// track guards dir's tree until the returned function is called.
+func (g *fixGuard) track(f fixTree) func() {
+	g.mu.Lock()
+	g.trees[f.Dir] = f
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		delete(g.trees, f.Dir)
+		g.mu.Unlock()
+	}
+}
+
+// Run runs the checks and undoes what they wrote in a tracked tree. A cancelled run is not
+// undone: the attempt is ending, and its fix is built from the maker's changes anyway.
+func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	g.mu.Lock()
+	f, ok := g.trees[dir]
+	g.mu.Unlock()
+	if !ok {
+		return g.inner.Run(ctx, dir, checks)
+	}
+	snap, err := f.Snapshot(ctx)
+	if err != nil && ctx.Err() == nil {
+		g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
+	}
+	res := g.inner.Run(ctx, dir, checks)
+	if snap != nil && ctx.Err() == nil {
+		put, err := f.Undo(ctx, snap)
+		f.left.add(put)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("undo what the checks wrote in the worktree", "dir", dir, "err", err)
+		}
+	}
+	return res
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package daemon
+
+// lockFile is a no-op where flock is unavailable: a second daemon is then not refused.
+func lockFile(path string) (func(), error) { return func() {}, nil }

@@ -1,0 +1,74 @@
+package status
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// TestPageHeadsWithTheLastNight: the page starts with how the last night that ended went
+// (a failed one in red, with why), not with a quiet "tonight"; parked tickets are listed
+// with their reason; /metrics counts the nights by outcome and says when each last ended.
+func TestPageHeadsWithTheLastNight(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ok, _ := st.StartRun(ctx, "cron")
+	if err := st.EndRun(ctx, ok, store.OutcomeOK, ""); err != nil {
+		t.Fatal(err)
+	}
+	failed, _ := st.StartRun(ctx, "cron")
+	const why = `no repository passed its start-up checks: repos.app.path /srv/app is not a git repository <b>`
+	if err := st.EndRun(ctx, failed, store.OutcomeFailed, why); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "p", Repo: "app", Title: "parked one"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Claim(ctx, "w1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Park(ctx, l.Ticket.ID, l.Token, time.Now().Add(time.Hour), "parked until the next night: released 3 times tonight for transport faults"); err != nil {
+		t.Fatal(err)
+	}
+	st.StartRun(ctx, "cron") // tonight's, running
+
+	srv := serve(t, st)
+	code, page := get(t, srv.URL+"/")
+	if code != 200 {
+		t.Fatalf("GET / = %d", code)
+	}
+	i := strings.Index(page, `<section class="night`)
+	if i < 0 || i > strings.Index(page, `aria-label="tickets by state"`) {
+		t.Fatalf("the last night does not head the page:\n%s", page)
+	}
+	head := page[i:strings.Index(page, `aria-label="tickets by state"`)]
+	for _, w := range []string{"outcome-failed", "failed", "night 2 (cron)", "is not a git repository &lt;b&gt;"} {
+		if !strings.Contains(head, w) {
+			t.Errorf("last night's section lacks %q:\n%s", w, head)
+		}
+	}
+	for _, w := range []string{"Parked (1)", "parked one", "released 3 times tonight", "ticketctl requeue 1"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	_, metrics := get(t, srv.URL+"/metrics")
+	for _, w := range []string{`ticketd_nights_total{outcome="failed"} 1`, `ticketd_nights_total{outcome="ok"} 1`, `ticketd_nights_total{outcome="partial"} 0`,
+		`ticketd_tickets{state="parked"} 1`} {
+		if !strings.Contains(metrics, w) {
+			t.Errorf("/metrics lacks %q", w)
+		}
+	}
+	if !strings.Contains(metrics, `ticketd_last_night_end_timestamp_seconds{outcome="ok"} 1.`) {
+		t.Errorf("/metrics lacks the ok night's end time:\n%s", metrics)
+	}
+}

@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/ticketd/ticketd/pipeline/model"
+)
+
+// systemic tells a failure of the endpoint that every ticket would meet (a refused
+// parameter, an answer without choices, a context too small for the opening prompt) from a
+// ticket's own trouble, by comparing the endpoint-side faults that end attempts in a row:
+//
+//   - the first attempt that ends on such a fault is released unspent, and its fault kept;
+//   - the next attempt of a different ticket that ends on the same fault trips it: claims
+//     stop with ErrSystemic, and it and every later attempt ending the same way are
+//     released unspent;
+//   - an attempt that ends otherwise (fixed, or failed on its own) resets it;
+//   - a ticket that meets the same fault again tonight, with no other ticket meeting it in
+//     between, is charged as usual: the fault is then its own.
+//
+// Safe for concurrent use.
+type systemic struct {
+	mu      sync.Mutex
+	sig     string // the last attempt's fault, "" after a reset
+	ticket  int64  // whose attempt it was
+	tripped string // the fault that stopped the night, "" until then
+	seen    map[int64]string
+}
+
+func (s *systemic) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sig, s.ticket = "", 0
+}
+
+// systemicRelease records that ticket's attempt ended on f, and says whether to release it
+// unspent; the second ticket in a row stops the night's claims.
+func (w *workerPool) systemicRelease(log *slog.Logger, ticket int64, f *model.Fault) bool {
+	s := &w.systemic
+	sig := f.Signature()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[int64]string{}
+	}
+	switch {
+	case s.tripped == sig:
+		return true
+	case s.sig == sig && s.ticket != ticket:
+		s.tripped = sig
+		cause := fmt.Errorf("%w: tickets %d and %d both ended on %s; no further ticket is claimed tonight and neither is charged: %s",
+			ErrSystemic, s.ticket, ticket, f.Class, f.Error())
+		log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
+			"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", []int64{s.ticket, ticket})
+		if w.stopClaims != nil {
+			w.stopClaims(cause)
+		}
+		return true
+	case s.seen[ticket] == sig:
+		s.sig, s.ticket = sig, ticket
+		return false // the same ticket again, nobody else: its own trouble
+	}
+	s.sig, s.ticket = sig, ticket
+	s.seen[ticket] = sig
+	return true
+}

@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/store"
+)
+
+// TestSystemicFailureStopsTheNight: the preflight passes, then every ticket's request fails
+// the same way on the endpoint's side (servers that refuse what only a ticket's request
+// carries, answer without choices, or whose context cannot hold the maker's opening
+// prompt). The second ticket in a row stops the claims: nothing is charged, the third
+// ticket is never claimed, and the night is stopped with the server's words.
+func TestSystemicFailureStopsTheNight(t *testing.T) {
+	realNight(t)
+	tests := []struct {
+		name  string
+		fail  func(n int, role string) (int, string)
+		words string
+	}{
+		{"the same 400 on every ticket", func(int, string) (int, string) {
+			return 400, `{"error":{"message":"Invalid 'messages[1].content': string too long for this deployment's content filter","type":"invalid_request_error"}}`
+		}, "string too long for this deployment's content filter"},
+		{"no choices", func(int, string) (int, string) {
+			return 200, `{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":0}}`
+		}, "no choices"},
+		{"tiny context on the maker's first request", func(n int, role string) (int, string) {
+			if role != "maker" {
+				return 0, ""
+			}
+			return 400, fmt.Sprintf(`{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested %d tokens. Please reduce the length of the messages.","type":"BadRequestError","code":400}`, 36000+n)
+		}, "maximum context length is 4096 tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked atomic.Int64
+			s := &shaper{shape: providerShapes["openai"], fail: func(n int, role string) (int, string) {
+				asked.Add(1)
+				return tt.fail(n, role)
+			}}
+			n, _ := shapedNight(t, 3, s, func(c *config.Config) { c.Night.Workers = 1 })
+			if !errors.Is(n.rep.Stopped, ErrSystemic) || !strings.Contains(n.rep.Stopped.Error(), tt.words) {
+				t.Fatalf("night stopped with %v, want ErrSystemic with %q", n.rep.Stopped, tt.words)
+			}
+			if n.rep.Outcome != store.OutcomeStopped || !strings.Contains(n.rep.Error, tt.words) {
+				t.Errorf("night %s (%s), want stopped with the server's words", n.rep.Outcome, n.rep.Error)
+			}
+			if len(n.rep.Touched) != 2 {
+				t.Errorf("tickets worked %v, want exactly two: claims stop after the second", n.rep.Touched)
+			}
+			list, err := n.store.List(context.Background(), store.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range list {
+				if tk.State != store.StateQueued || tk.Attempts != 0 {
+					t.Errorf("ticket %d: %s with %d attempts (%s), want queued with none charged", tk.ID, tk.State, tk.Attempts, tk.Reason)
+				}
+			}
+			runs, _ := n.store.Runs(context.Background(), 1)
+			if len(runs) != 1 || runs[0].Outcome != store.OutcomeStopped || !strings.Contains(runs[0].Error, "systemic") && !strings.Contains(runs[0].Error, "failed in a row") {
+				t.Errorf("recorded night %+v, want stopped naming the systemic failure", runs)
+			}
+			t.Logf("%d failing requests; night: %s", asked.Load(), n.rep.Error)
+		})
+	}
+}
+
+// TestOneTicketsOwnRefusalIsCharged: a refusal that only one ticket meets (its other
+// tickets pass) is released once, then charged as the ticket's own when it meets it again
+// with nobody else failing in between: the night goes on and nothing is stopped.
+func TestOneTicketsOwnRefusalIsCharged(t *testing.T) {
+	realNight(t)
+	s := &shaper{shape: providerShapes["openai"]}
+	s.failBody = func(body []byte) (int, string) {
+		if strings.Contains(string(body), "Surcharge rule 0 ") {
+			return 400, `{"error":{"message":"The response was filtered due to the prompt triggering the content management policy.","code":"content_filter"}}`
+		}
+		return 0, ""
+	}
+	n, _ := shapedNight(t, 2, s, func(c *config.Config) { c.Night.Workers = 1; c.Night.MaxAttempts = 1 })
+	if n.rep.Stopped != nil {
+		t.Fatalf("night stopped with %v, want it to go on", n.rep.Stopped)
+	}
+	t1, _ := n.store.Get(context.Background(), 1)
+	t2, _ := n.store.Get(context.Background(), 2)
+	if t1.State != store.StateEscalated || !strings.Contains(t1.Reason, "content management policy") || t2.State != store.StateDone {
+		t.Errorf("ticket 1 %s (%s), ticket 2 %s; want 1 escalated with the server's words, 2 done", t1.State, t1.Reason, t2.State)
+	}
+}

@@ -1,0 +1,58 @@
+package model
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Fault is the detail of a request that failed on the endpoint's side of the wire, for
+// callers that must tell one systemic failure (every request refused the same way) from a
+// ticket's own trouble; find it with errors.As. Its text is the error's, unchanged.
+type Fault struct {
+	Role     Role
+	Endpoint string
+	// Class is one of the ErrorClass* constants.
+	Class string
+	// Status is the HTTP status as the server sent it: 200 for a 2xx answer that carried an
+	// error instead of a completion; 0 when no answer came (or none was sent).
+	Status int
+	// Said is the server's own words (cleaned), or what ticketd saw in their place (the
+	// first characters of an unparseable body, that the server streamed).
+	Said string
+	err  error
+}
+
+func (f *Fault) Error() string { return f.err.Error() }
+func (f *Fault) Unwrap() error { return f.err }
+
+var digitsRe = regexp.MustCompile(`[0-9]+`)
+
+// Signature is the same for the same failure met by different tickets: the endpoint, the
+// class, the status and the server's words with numbers removed (token counts and request
+// ids differ between tickets, the refused parameter does not).
+func (f *Fault) Signature() string {
+	return fmt.Sprintf("%s %s %d %s", f.Endpoint, f.Class, f.Status, strings.ToLower(digitsRe.ReplaceAllString(f.Said, "#")))
+}
+
+// statusText names an HTTP status as sent: "HTTP 400", or for a 2xx that carried an error
+// "HTTP 200 carrying an error (code 404)", so a 200 is never reported as something else.
+func (f fault) statusText() string {
+	switch {
+	case f.wire/100 == 2 && f.status != f.wire:
+		return fmt.Sprintf("HTTP %d carrying an error (code %d)", f.wire, f.status)
+	case f.wire/100 == 2:
+		return fmt.Sprintf("HTTP %d carrying an error", f.wire)
+	case f.status != 0:
+		return fmt.Sprintf("HTTP %d", f.status)
+	}
+	return ""
+}
+
+// wireStatus is the status to record on a Fault: the one on the wire.
+func (f fault) wireStatus() int {
+	if f.wire != 0 {
+		return f.wire
+	}
+	return f.status
+}

@@ -1,0 +1,120 @@
+package validate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
+)
+
+// TestSizeLimitCannotBeHidden: the ways issue 19 found to store more than max_worktree_size
+// unseen — a directory made unreadable (0300) to the watcher, a file deleted while held open,
+// /dev/shm, the private $HOME — each stop the check with the size reason, under bwrap and
+// (where the place exists on the host's disk) without it. A sparse file, which takes no disk,
+// does not.
+func TestSizeLimitCannotBeHidden(t *testing.T) {
+	requireBwrap(t)
+	const fill = "head -c 3000000 /dev/zero"
+	tests := []struct {
+		name   string
+		script string
+		modes  []sandbox.Mode
+		abort  bool
+	}{
+		{"unreadable directory", "mkdir d; " + fill + " > d/big; chmod 0300 d; sleep 20", sandbox.Modes, true},
+		{"deleted file held open", "exec 3>big; rm big; " + fill + " >&3; sleep 20", sandbox.Modes, true},
+		{"dev shm", fill + " > /dev/shm/big; sleep 20", []sandbox.Mode{sandbox.ModeBwrap}, true},
+		{"home", fill + " > $HOME/big; sleep 20", sandbox.Modes, true},
+		{"sparse file", "truncate -s 100M sparse; sleep 1", sandbox.Modes, false},
+	}
+	for _, tt := range tests {
+		for _, mode := range tt.modes {
+			t.Run(tt.name+"/"+string(mode), func(t *testing.T) {
+				dir := t.TempDir()
+				t.Cleanup(func() { os.Chmod(filepath.Join(dir, "d"), 0o700) })
+				r := Runner{Sandbox: mode, MaxWorktreeSize: 2 << 20, SizePoll: 20 * time.Millisecond, ScratchRoot: t.TempDir()}
+				res := r.Run(context.Background(), dir, []Check{{Name: "hide", Kind: KindCommand, Command: []string{"sh", "-c", tt.script}, Timeout: time.Minute}})[0]
+				t.Logf("uid %d: passed=%v abort=%q duration=%s output=%q", os.Geteuid(), res.Passed, res.Abort, res.Duration, res.Output)
+				if (res.Abort != "") != tt.abort {
+					t.Fatalf("abort=%q, want abort=%v (summary %q)", res.Abort, tt.abort, res.Summary)
+				}
+				if tt.abort && res.Duration > 15*time.Second {
+					t.Errorf("the check was not stopped before its own end: %s", res.Duration)
+				}
+			})
+		}
+	}
+}
+
+// TestHostileJUnitReport: a conftest.py that swaps pytest's JUnit report at exit for a FIFO
+// or a symlink to /dev/zero neither blocks nor exhausts the daemon: the check ends at once,
+// not passed, saying the report was not a file.
+func TestHostileJUnitReport(t *testing.T) {
+	requireBwrap(t)
+	requirePytest(t)
+	for _, swap := range []string{"os.mkfifo(p)", `os.symlink("/dev/zero", p)`} {
+		for _, mode := range sandbox.Modes {
+			t.Run(swap+"/"+string(mode), func(t *testing.T) {
+				dir := t.TempDir()
+				pyTest(t, dir, "test_ok.py", "def test_ok():\n    pass\n")
+				pyTest(t, dir, "conftest.py", "import os\n\n\ndef pytest_unconfigure(config):\n    p = config.option.xmlpath\n    if p:\n        os.remove(p)\n        "+swap+"\n")
+				r := Runner{Sandbox: mode}
+				done := make(chan Result, 1)
+				go func() {
+					done <- r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})[0]
+				}()
+				var res Result
+				select {
+				case res = <-done:
+				case <-time.After(2 * time.Minute): // the hang itself is the failure
+					t.Fatal("the runner blocked on the check's report")
+				}
+				t.Logf("passed=%v summary=%q", res.Passed, res.Summary)
+				if res.Passed || !strings.Contains(res.Summary, sandbox.ErrReportNotFile.Error()) {
+					t.Errorf("passed=%v summary=%q; want a failure saying the report was not a file\n%s", res.Passed, res.Summary, res.Output)
+				}
+			})
+		}
+	}
+}
+
+// TestOtherTicketsHomeUnreachable: while one ticket's check keeps a secret in its $HOME,
+// another ticket's check, run at the same time with the scratch root outside /tmp (TMPDIR
+// elsewhere, as issue 19's probe had it), finds it nowhere; without the sandbox it does.
+func TestOtherTicketsHomeUnreachable(t *testing.T) {
+	requireBwrap(t)
+	for _, m := range modes {
+		t.Run(string(m.mode), func(t *testing.T) {
+			scratchRoot := t.TempDir() // stands for a TMPDIR outside /tmp; in bwrap's view, absent
+			r := Runner{Sandbox: m.mode, ScratchRoot: scratchRoot}
+			a, b := t.TempDir(), t.TempDir()
+			holding := make(chan Result, 1)
+			go func() {
+				holding <- r.Run(context.Background(), a, []Check{{Name: "holder", Kind: KindCommand, Timeout: time.Minute,
+					Command: []string{"sh", "-c", "echo ticket-a-secret > $HOME/token; touch ready; sleep 5"}}})[0]
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(a, "ready")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the first check never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			res := r.Run(context.Background(), b, []Check{{Name: "peek", Kind: KindCommand, Timeout: time.Minute,
+				Command: []string{"sh", "-c", "grep -rl ticket-a-secret " + scratchRoot + " /tmp/ticketd-scratch-* /var/tmp/ticketd-scratch-* 2>/dev/null | grep -q . && echo FOUND; true"}}})[0]
+			<-holding
+			found := strings.Contains(res.Output, "FOUND")
+			t.Logf("mode %s: found=%v output=%q", m.mode, found, res.Output)
+			if found == m.isolated {
+				t.Errorf("mode %s: another ticket's $HOME found=%v, want %v", m.mode, found, !m.isolated)
+			}
+		})
+	}
+}

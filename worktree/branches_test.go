@@ -1,0 +1,48 @@
+package worktree
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSaveOver: a released attempt's branch is moved to the latest stop of the same attempt
+// instead of a new branch per stop; SaveAs never moves one; a branch checked out in a
+// worktree is never moved.
+func TestSaveOver(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	const kept = "ticketd/1-attempt-1-released"
+	var heads []string
+	for i := range 2 {
+		tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-mean")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(tree.Dir, "stats.py"), strings.Repeat("# stop\n", i+1))
+		if _, err := tree.Commit(ctx, "stopped"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.SaveOver(ctx, kept); err != nil {
+			t.Fatalf("SaveOver #%d: %v", i+1, err)
+		}
+		if err := tree.SaveAs(ctx, kept); err == nil {
+			t.Errorf("SaveAs over an existing branch: want ErrBranchExists")
+		}
+		heads = append(heads, git(t, tree.Dir, "rev-parse", "HEAD"))
+		if err := tree.SaveOver(ctx, "ticketd/1-mean"); err == nil {
+			t.Errorf("SaveOver of the branch checked out in the tree: want a refusal")
+		}
+		if err := m.Remove(ctx, tree, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := git(t, repo, "rev-parse", kept); got != heads[1] {
+		t.Errorf("%s = %s, want the second stop's commit %s", kept, got, heads[1])
+	}
+	if list := git(t, repo, "branch", "--list", "ticketd/1-attempt-*"); strings.Count(list, "ticketd/") != 1 {
+		t.Errorf("attempt branches = %q, want the one", list)
+	}
+}

@@ -1,0 +1,379 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Change is one file as the maker's tools last wrote it. A fix is exactly its changes: the
+// commit, the patch and the review's diff are built from them in git's object database,
+// never from the working copy, where the checks (code ticketd did not write) may have left
+// files of their own or edited tracked ones.
+type Change struct {
+	Path       string // relative to the tree, slash-separated
+	Data       []byte
+	Executable bool
+}
+
+// changesIndexName is the private index the changes are staged into, in the tree's git dir.
+const changesIndexName = "ticketd-changes-index"
+
+// validChange refuses a path that is not a plain relative path inside the tree, outside .git:
+// the maker's tools never produce one, and git must never be handed one.
+func validChange(c Change) error {
+	p := c.Path
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("change path %q is not a clean relative path", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." || strings.EqualFold(part, ".git") {
+			return fmt.Errorf("change path %q leaves the tree or enters .git", p)
+		}
+	}
+	return nil
+}
+
+// buildTree writes a tree object holding base's files with changes applied and returns its
+// hash. The blobs are written as the changes hold them (no filter, no end-of-line
+// conversion): the commit is byte for byte what the tools wrote.
+func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (string, error) {
+	g := t.dirs()
+	idx := filepath.Join(t.gitDir, changesIndexName)
+	_ = os.Remove(idx)
+	defer os.Remove(idx)
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if _, err := g.git(ctx, env, "read-tree", base); err != nil {
+		return "", err
+	}
+	var records bytes.Buffer
+	for _, c := range changes {
+		if err := validChange(c); err != nil {
+			return "", err
+		}
+		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--no-filters", "--stdin")
+		if err != nil {
+			return "", fmt.Errorf("store %s: %w", c.Path, err)
+		}
+		mode := "100644"
+		if c.Executable {
+			mode = "100755"
+		}
+		fmt.Fprintf(&records, "%s %s\t%s\x00", mode, strings.TrimSpace(out), c.Path)
+	}
+	if records.Len() > 0 {
+		if _, err := g.gitInput(ctx, env, records.Bytes(), "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	out, err := g.git(ctx, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// DiffChanges returns the unified diff (git format, binary-safe, no renames) from BaseCommit
+// to BaseCommit with changes applied: what a commit of them would change. It is empty when
+// the changes change nothing.
+func (t *Tree) DiffChanges(ctx context.Context, changes []Change) (string, error) {
+	tree, err := t.buildTree(ctx, t.BaseCommit, changes)
+	if err != nil {
+		return "", fmt.Errorf("diff the changes in worktree %s: %w", t.Dir, err)
+	}
+	out, err := t.dirs().git(ctx, nil, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", t.BaseCommit, tree, "--")
+	if err != nil {
+		return "", fmt.Errorf("diff the changes in worktree %s against %s: %w", t.Dir, short(t.BaseCommit), err)
+	}
+	return out, nil
+}
+
+// CommitChanges commits changes on the tree's branch, on top of its HEAD, with the Manager's
+// identity as author and committer, and returns the new commit's hash. Only the changes'
+// paths differ from HEAD in the commit, whatever the working copy holds; the working copy
+// and the tree's own index are not touched. No hook runs (it is plumbing: hash-object,
+// write-tree, commit-tree, update-ref). ErrNothingToCommit when the changes change nothing.
+func (t *Tree) CommitChanges(ctx context.Context, message string, changes []Change) (string, error) {
+	if strings.TrimSpace(message) == "" {
+		return "", fmt.Errorf("commit in worktree %s: empty commit message", t.Dir)
+	}
+	g := t.dirs()
+	head, err := g.git(ctx, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: read HEAD: %w", t.Dir, err)
+	}
+	head = strings.TrimSpace(head)
+	tree, err := t.buildTree(ctx, head, changes)
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: %w", t.Dir, err)
+	}
+	headTree, err := g.git(ctx, nil, "rev-parse", "--verify", head+"^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s: read HEAD's tree: %w", t.Dir, err)
+	}
+	if strings.TrimSpace(headTree) == tree {
+		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, ErrNothingToCommit)
+	}
+	name := cmpOr(t.authorName, DefaultAuthorName)
+	email := cmpOr(t.authorEmail, DefaultAuthorEmail)
+	env := []string{
+		"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email,
+	}
+	msg := cleanMessage(message)
+	commit, err := g.gitInput(ctx, env, []byte(msg), "commit-tree", tree, "-p", head, "-F", "-")
+	if err != nil {
+		return "", fmt.Errorf("commit in worktree %s on %s: %w", t.Dir, t.Branch, err)
+	}
+	commit = strings.TrimSpace(commit)
+	// The old value makes the update refuse a branch that moved meanwhile.
+	if _, err := g.gitRetry(ctx, nil, "update-ref", "-m", "ticketd: commit", "refs/heads/"+t.Branch, commit, head); err != nil {
+		return "", fmt.Errorf("commit in worktree %s: move %s to the new commit: %w", t.Dir, t.Branch, err)
+	}
+	return commit, nil
+}
+
+// cleanMessage is git commit --cleanup=whitespace: trailing spaces and leading and trailing
+// blank lines removed, runs of blank lines collapsed, one final newline.
+func cleanMessage(msg string) string {
+	var out []string
+	blank := false
+	for _, line := range strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n") {
+		line = strings.TrimRight(line, " \t")
+		if line == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+			blank = false
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// Leftovers lists the paths of the working copy that differ from BaseCommit with changes
+// applied, sorted: what the checks wrote (new files, edited or deleted tracked files, a
+// changed file edited again) that no tool wrote. Ignored files are not listed. It reads the
+// working copy with git status, which opens no FIFO and follows no symlink, and compares the
+// changed files through a non-blocking, no-follow open.
+func (t *Tree) Leftovers(ctx context.Context, changes []Change) ([]string, error) {
+	paths, err := t.status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
+	}
+	byPath := map[string]Change{}
+	for _, c := range changes {
+		byPath[c.Path] = c
+	}
+	var left []string
+	for _, p := range paths {
+		if _, ok := byPath[p]; !ok {
+			left = append(left, p)
+		}
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
+	}
+	defer root.Close()
+	for _, c := range changes {
+		if !sameContent(root, c.Path, c.Data) {
+			left = append(left, c.Path)
+		}
+	}
+	slices.Sort(left)
+	return slices.Compact(left), nil
+}
+
+// sameContent reports whether the regular file at rel (resolved inside root) holds exactly
+// data.
+func sameContent(root *os.Root, rel string, data []byte) bool {
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
+}
+
+// Snapshot is the state of a working copy's changed paths at one moment: what git status
+// lists (new files, edited and deleted tracked files; ignored files are not), with their
+// contents. Tree.Undo puts a working copy back to it.
+type Snapshot struct {
+	files map[string]snapFile
+}
+
+type snapFile struct {
+	data    []byte
+	mode    os.FileMode
+	present bool
+}
+
+// maxSnapshotFile bounds a changed file a snapshot keeps; a larger one (a check's output
+// left from an earlier run) is kept as absent, so Undo removes it.
+const maxSnapshotFile = 16 << 20
+
+// status lists the paths git status reports as changed, untracked ones included. It may
+// write the tree's own index with the stat data it refreshed (optional locks on, unlike
+// ticketd's other git calls): a fresh checkout's entries are all "racily clean", and
+// without that write every status would hash every file again (0.76 s instead of 0.04 s
+// per run of checks on a 5,000-file repository).
+func (t *Tree) status(ctx context.Context) ([]string, error) {
+	out, err := t.dirs().gitRetry(ctx, []string{"GIT_OPTIONAL_LOCKS=1"}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all", "--ignored=no")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, entry := range strings.Split(out, "\x00") {
+		if len(entry) >= 4 && !slices.Contains(paths, entry[3:]) {
+			paths = append(paths, entry[3:])
+		}
+	}
+	return paths, nil
+}
+
+// Snapshot records the working copy's changed paths and their contents, read without
+// following a symlink or waiting on a FIFO.
+func (t *Tree) Snapshot(ctx context.Context) (*Snapshot, error) {
+	paths, err := t.status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot worktree %s: %w", t.Dir, err)
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot worktree %s: %w", t.Dir, err)
+	}
+	defer root.Close()
+	s := &Snapshot{files: map[string]snapFile{}}
+	for _, p := range paths {
+		s.files[p] = readSnap(root, p)
+	}
+	return s, nil
+}
+
+// readSnap reads one path as a snapshot keeps it: a regular file's content and mode, or
+// absent.
+func readSnap(root *os.Root, rel string) snapFile {
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return snapFile{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSnapshotFile {
+		return snapFile{}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSnapshotFile+1))
+	if err != nil || len(data) > maxSnapshotFile {
+		return snapFile{}
+	}
+	return snapFile{data: data, mode: fi.Mode().Perm(), present: true}
+}
+
+// Undo puts the working copy back to s, undoing what ran since (the checks): a path the
+// snapshot holds gets its recorded content back (or is removed again), any other changed path
+// its base content (tracked) or is removed (untracked). Ignored files stay: they are the
+// checks' own caches and state between runs, which git never commits. It returns the paths
+// it put back, sorted. No hook or filter runs, and every write stays inside the tree.
+func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
+	now, err := t.status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
+	defer root.Close()
+	var put, toBase []string
+	var errs []error
+	candidates := slices.Clone(now)
+	for p := range s.files {
+		if !slices.Contains(candidates, p) {
+			candidates = append(candidates, p)
+		}
+	}
+	slices.Sort(candidates)
+	for _, p := range candidates {
+		want, recorded := s.files[p]
+		if !recorded {
+			toBase = append(toBase, p)
+			continue
+		}
+		cur := readSnap(root, p)
+		if cur.present == want.present && (!want.present || cur.mode == want.mode && bytes.Equal(cur.data, want.data)) {
+			continue
+		}
+		put = append(put, p)
+		rel := filepath.FromSlash(p)
+		if err := root.RemoveAll(rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !want.present {
+			continue
+		}
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := root.WriteFile(rel, want.data, want.mode); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var tracked []string
+	for _, p := range toBase {
+		if _, inBase, err := t.FileAtBase(ctx, p); err == nil && inBase {
+			tracked = append(tracked, p)
+		}
+	}
+	if len(tracked) > 0 {
+		put = append(put, tracked...)
+		// The tree's own index is the base commit's: checkout from it. Literal pathspecs, so
+		// a file a check named "*" matches itself only.
+		args := append([]string{"checkout", "--quiet", "--"}, tracked...)
+		if _, err := t.dirs().git(ctx, []string{"GIT_LITERAL_PATHSPECS=1"}, args...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(toBase) > len(tracked) {
+		// Untracked paths are listed again now that the tracked ones are back: a restored
+		// .gitignore makes the checks' ignored files ignored again, and those stay.
+		again, err := t.status(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, p := range toBase {
+			if !slices.Contains(tracked, p) && slices.Contains(again, p) {
+				if _, recorded := s.files[p]; recorded {
+					continue
+				}
+				put = append(put, p)
+				if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	slices.Sort(put)
+	if err := errors.Join(errs...); err != nil {
+		return put, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
+	return put, nil
+}

@@ -1,0 +1,238 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestCommitChangesOnlyToolPaths: what a check wrote into the working copy — a new file (the
+// stolen keys, in issue 19's probe), an edit of a tracked file, an edit of a file the maker
+// changed, a FIFO in place of a tracked file — never reaches the commit or the patch; they are
+// exactly the maker's changes, and Leftovers lists the rest.
+func TestCommitChangesOnlyToolPaths(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-mean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.CommitChanges(ctx, "nothing", nil); !errors.Is(err, ErrNothingToCommit) {
+		t.Fatalf("CommitChanges without changes: %v, want ErrNothingToCommit", err)
+	}
+	fixed := "def mean(xs):\n    if not xs:\n        return 0.0\n    return sum(xs) / len(xs)\n"
+	changes := []Change{
+		{Path: "stats.py", Data: []byte(fixed)},
+		{Path: "tests/test_stats.py", Data: []byte("from stats import mean\n")},
+		{Path: "tools/run.sh", Data: []byte("#!/bin/sh\n"), Executable: true},
+	}
+	// The maker's files as written, then what the checks did on top.
+	for _, c := range changes {
+		writeFile(t, filepath.Join(tree.Dir, c.Path), string(c.Data))
+	}
+	writeFile(t, filepath.Join(tree.Dir, "stolen.txt"), "OPENAI_API_KEY=sk-...\n")
+	writeFile(t, filepath.Join(tree.Dir, "old.py"), "x = 2  # a check edited a tracked file\n")
+	writeFile(t, filepath.Join(tree.Dir, "tests", "test_stats.py"), "from stats import mean\nimport os  # edited by a check after the maker\n")
+	writeFile(t, filepath.Join(tree.Dir, "run.log"), "ignored\n")
+	os.Remove(filepath.Join(tree.Dir, ".gitignore"))
+	if err := syscall.Mkfifo(filepath.Join(tree.Dir, "pipe.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	diff, err := tree.DiffChanges(ctx, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"+    if not xs:", "b/tests/test_stats.py", "new file mode 100755"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the patch lacks %q:\n%s", want, diff)
+		}
+	}
+	for _, bad := range []string{"stolen", "x = 2", "import os", ".gitignore", "pipe.py", "run.log"} {
+		if strings.Contains(diff, bad) {
+			t.Errorf("the patch holds what a check wrote (%q):\n%s", bad, diff)
+		}
+	}
+	left, err := tree.Leftovers(ctx, changes)
+	if want := []string{".gitignore", "old.py", "run.log", "stolen.txt", "tests/test_stats.py"}; err != nil || !slices.Equal(left, want) {
+		t.Errorf("Leftovers = %q, %v; want %q", left, err, want)
+	}
+	commit, err := tree.CommitChanges(ctx, "Fix the mean  \n\n\nof nothing\n", changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := git(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", commit)
+	if files != "stats.py\ntests/test_stats.py\ntools/run.sh" {
+		t.Errorf("the commit changes %q, want exactly the maker's three paths", files)
+	}
+	if got := git(t, repo, "rev-parse", "ticketd/1-mean"); got != commit {
+		t.Errorf("the branch is at %s, want the new commit %s", got, commit)
+	}
+	if msg := git(t, repo, "log", "-1", "--format=%B", commit); msg != "Fix the mean\n\nof nothing" {
+		t.Errorf("commit message %q, want it cleaned like git commit does", msg)
+	}
+	if got := git(t, repo, "show", commit+":tests/test_stats.py"); got != "from stats import mean" {
+		t.Errorf("the committed test is %q, want the maker's version, not the check's", got)
+	}
+	if diff2, err := tree.DiffChanges(ctx, changes); err != nil || diff2 != diff {
+		t.Errorf("the patch after the commit differs: %v", err)
+	}
+	for _, bad := range []Change{{Path: "../x"}, {Path: ".git/config"}, {Path: "/etc/passwd"}, {Path: "a/../b"}, {Path: "sub/.GIT/hooks/x"}} {
+		if _, err := tree.DiffChanges(ctx, []Change{bad}); err == nil {
+			t.Errorf("DiffChanges accepted the path %q", bad.Path)
+		}
+	}
+}
+
+// TestRemoveUnreadableDirs: directories a check made unreadable (0300) or unwritable (0500)
+// do not keep a worktree on disk, neither at Remove nor in the next start's clean-up. As root
+// nothing is unreadable, so run the test binary as a user (setpriv --reuid=nobody) to see the
+// case issue 19 found.
+func TestRemoveUnreadableDirs(t *testing.T) {
+	ctx := context.Background()
+	litter := func(t *testing.T, dir string) {
+		t.Helper()
+		writeFile(t, filepath.Join(dir, "hide", "sealed", "big.bin"), "data")
+		for _, d := range []struct {
+			p    string
+			mode os.FileMode
+		}{{filepath.Join(dir, "hide", "sealed"), 0o500}, {filepath.Join(dir, "hide"), 0o300}} {
+			if err := os.Chmod(d.p, d.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			os.Chmod(filepath.Join(dir, "hide"), 0o700)
+			os.Chmod(filepath.Join(dir, "hide", "sealed"), 0o700)
+		})
+	}
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	litter(t, tree.Dir)
+	if err := m.Remove(ctx, tree, false); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, err := os.Stat(tree.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the worktree is still on disk after Remove: %v", err)
+	}
+	// A crash leaves one behind: the next start's Manager removes it.
+	tree, err = m.Prepare(ctx, repo, "main", "ticketd/2-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	litter(t, tree.Dir)
+	next := NewManager(m.Root(), nil)
+	if _, err := next.CollectLeftovers(ctx, repo); err != nil {
+		t.Fatalf("CollectLeftovers: %v", err)
+	}
+	if _, err := os.Stat(tree.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the crashed attempt's worktree is still on disk after the clean-up: %v", err)
+	}
+}
+
+// BenchmarkSnapshotUndoBig measures what the daemon adds around every run of checks on a
+// 5,000-file repository: Snapshot before it (git status, the maker's file read) and Undo
+// after it (git status, a file a check wrote removed).
+func BenchmarkSnapshotUndoBig(b *testing.B) {
+	ctx := context.Background()
+	repo := bigRepo(b, bigRepoFiles)
+	m := NewManager(filepath.Join(b.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeFile(b, filepath.Join(tree.Dir, "pkg00", "mod00", "file00.py"), "x = 1\n")
+	for b.Loop() {
+		snap, err := tree.Snapshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeFile(b, filepath.Join(tree.Dir, "left.txt"), "a check was here\n")
+		if _, err := tree.Undo(ctx, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitChanges measures building the fix commit from the maker's files on a
+// 5,000-file repository (hash-object, a private index, write-tree, commit-tree, update-ref).
+func BenchmarkCommitChanges(b *testing.B) {
+	ctx := context.Background()
+	repo := bigRepo(b, bigRepoFiles)
+	m := NewManager(filepath.Join(b.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		changes := []Change{{Path: "pkg00/mod00/file00.py", Data: []byte(fmt.Sprintf("x = %d\n", i))}}
+		if _, err := tree.CommitChanges(ctx, "bench", changes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestSnapshotUndo: what ran between Snapshot and Undo (a check) is undone, and nothing else:
+// the maker's files and a file put at its base content beforehand (the evidence step's
+// revert) keep their state, ignored files stay, and the paths put back are returned.
+func TestSnapshotUndo(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-mean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the checks: the maker's fix and a new test, and a tool file made executable.
+	writeFile(t, filepath.Join(tree.Dir, "stats.py"), "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n")
+	writeFile(t, filepath.Join(tree.Dir, "tests", "test_stats.py"), "from stats import mean\n")
+	writeFile(t, filepath.Join(tree.Dir, "run.sh"), "#!/bin/sh\n")
+	os.Chmod(filepath.Join(tree.Dir, "run.sh"), 0o755)
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The checks: a new file, an edit of a tracked file, an edit of the maker's file, a
+	// deleted tracked file, the executable bit dropped, an ignored file, a FIFO.
+	writeFile(t, filepath.Join(tree.Dir, "stolen.txt"), "keys\n")
+	writeFile(t, filepath.Join(tree.Dir, "old.py"), "x = 2\n")
+	writeFile(t, filepath.Join(tree.Dir, "tests", "test_stats.py"), "import os\n")
+	os.Remove(filepath.Join(tree.Dir, ".gitignore"))
+	os.Chmod(filepath.Join(tree.Dir, "run.sh"), 0o644)
+	writeFile(t, filepath.Join(tree.Dir, "cache", "x.log"), "ignored\n")
+	put, err := tree.Undo(ctx, snap)
+	if want := []string{".gitignore", "old.py", "run.sh", "stolen.txt", "tests/test_stats.py"}; err != nil || !slices.Equal(put, want) {
+		t.Errorf("Undo put back %q, %v; want %q", put, err, want)
+	}
+	after, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.files) != len(snap.files) {
+		t.Errorf("after Undo the changed paths are %d, want the %d of the snapshot", len(after.files), len(snap.files))
+	}
+	for p, want := range snap.files {
+		if got := after.files[p]; got.present != want.present || got.mode != want.mode || string(got.data) != string(want.data) {
+			t.Errorf("%s after Undo: %+v, want %+v", p, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tree.Dir, "cache", "x.log")); err != nil {
+		t.Errorf("Undo removed an ignored file, the checks' own state: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(tree.Dir, "old.py")); string(data) != "x = 1\n" {
+		t.Errorf("old.py after Undo: %q, want its base content", data)
+	}
+}
