@@ -14,6 +14,9 @@ import (
 // lint error that the patch introduces does, with real mypy and the real ruff engine.
 func TestLintAndTypeGate(t *testing.T) {
 	t.Parallel() // each runs its own scripted model, repository and pytest
+	if testing.Short() {
+		t.Skip("runs mypy without a cache and Ruff's engine, tens of seconds a case (long tier; run without -short)")
+	}
 	testenv.NeedMypy(t)
 	ruff := []string{testenv.RuffCommand(t), "check", "."}
 	extra := map[string]string{
