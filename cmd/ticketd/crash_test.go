@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,15 +38,25 @@ func testSandbox(t *testing.T) string {
 	return string(sandbox.ModeNone)
 }
 
-// buildTicketd builds the ticketd binary into a temporary folder.
+// buildTicketd returns the ticketd binary, built once per test binary into binDir (which
+// TestMain removes) and shared by the tests that run and kill it: each build links for
+// seconds, and a test only executes it.
 func buildTicketd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ticketd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := builtTicketd()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var builtTicketd = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "ticketd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // nightFixture is a Python repository with n one-line bugs, one issue and one scripted
 // patch per bug, and a config whose schedule, lease and latency suit a test that stops the
@@ -253,6 +264,7 @@ func (f nightFixture) start(t *testing.T, bin, log string, args ...string) *exec
 // its first model calls, sends a real SIGTERM, and requires the process to exit 0 with the
 // ticket released (queued, its attempt not counted, no lease) and its partial work kept.
 func TestSIGTERMMidTicket(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
@@ -319,12 +331,16 @@ func TestSIGTERMMidTicket(t *testing.T) {
 //
 // Each kill waits for a running attempt of the process it kills (its lease in the store),
 // and counts only when that attempt's lease is still there after the kill: a kill that
-// landed between attempts is retried, so the test cannot pass having tested nothing.
+// landed between attempts is retried, so the test cannot pass having tested nothing. The
+// strike's moment is random within a span that halves after each miss (a fast machine's
+// attempts are short) and grows back after a hit, so the kills keep landing inside
+// attempts at any speed instead of running out of tickets.
 //
 // A lost lease is a rescue, not an attempt; night.max_rescues (default 5) escalates a ticket
 // that keeps taking the daemon down. Here the kills are the test's, not the tickets', and 30
 // kills with 2 workers lose up to 60 leases, so the guard is raised to its maximum.
 func TestSIGKILLNight(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary and runs nights (long tier; run without -short)")
 	}
@@ -336,6 +352,8 @@ func TestSIGKILLNight(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	started := time.Now()
 	delivered, missed := 0, 0
+	const widest = 3500 * time.Millisecond
+	span := widest
 	for delivered < kills && missed < 2*kills {
 		cmd := f.start(t, bin, "daemon.log", "once", "--config", f.config, "--log-format", "json")
 		done := make(chan error, 1)
@@ -347,20 +365,22 @@ func TestSIGKILLNight(t *testing.T) {
 			break
 		}
 		// Somewhere in the attempt: triage, the maker's turns, the checks, the review.
-		time.Sleep(time.Duration(rng.IntN(3500)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.Int64N(int64(span))))
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-done
 		if tk, ok := f.ticket(t, victim.ID); ok && tk.State == store.StateRunning && tk.FenceToken == victim.FenceToken {
 			delivered++
+			span = min(widest, span*5/4)
 		} else {
 			missed++ // the attempt ended before the kill: not a kill mid-attempt, try again
+			span = max(50*time.Millisecond, span/2)
 		}
 	}
 	ts := f.tickets(t)
-	t.Logf("%d SIGKILLs mid-attempt (%d more landed between attempts) in %s; %d of %d tickets done by then",
-		delivered, missed, time.Since(started).Round(time.Second), countState(ts, store.StateDone), tickets)
+	t.Logf("%d SIGKILLs mid-attempt (%d more landed between attempts, strike span now %s) in %s; %d of %d tickets done by then",
+		delivered, missed, span, time.Since(started).Round(time.Second), countState(ts, store.StateDone), tickets)
 	if delivered < kills {
 		t.Errorf("only %d of %d kills hit a running attempt before the night ended: make the attempts slower", delivered, kills)
 	}
@@ -482,11 +502,14 @@ func readLog(t *testing.T, path string) []logRecord {
 }
 
 // TestRunWindowEnd runs the built `ticketd run` on a schedule that fires every second with a
-// 4 s window and a 20 s grace period. Two tickets start; one is fixed (it has window and
-// grace, 24 s, at any load we have seen); the other's checker never answers, so it is still
-// running when the window closes: the grace period ends it, its partial diff is kept (branch
-// and patch) and it is released with no attempt spent.
+// 4 s window and a 20 s grace period. Two tickets start; one's checker never answers, so it
+// is still running when the window closes: the grace period ends it, its partial diff is kept
+// (branch and patch) and it is released with no attempt spent. The other is fixed within
+// window and grace on any machine we know, but a real process's 24 s are the machine's: on
+// one too loaded for that, it must have been released the same way, never failed or lost.
+// (daemon.TestWindowGrace covers both cases on the night's own clock.)
 func TestRunWindowEnd(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
@@ -501,11 +524,11 @@ func TestRunWindowEnd(t *testing.T) {
 		<-done
 	}()
 	var released []store.Event
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken daemon from hanging the test
 	for len(released) == 0 {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
-			t.Fatalf("no release within 90 s\n%s", tail(log, 30))
+			t.Fatalf("no release within 5 min\n%s", tail(log, 30))
 		}
 		time.Sleep(100 * time.Millisecond)
 		if ts := f.tickets(t); len(ts) == 2 {
@@ -530,8 +553,12 @@ func TestRunWindowEnd(t *testing.T) {
 	for _, tk := range f.tickets(t) {
 		byID[tk.ID] = tk
 	}
-	if tk := byID[1]; tk.State != store.StateDone {
-		t.Errorf("ticket 1: %s (%s), want done within the window", tk.State, tk.Reason)
+	switch tk := byID[1]; {
+	case tk.State == store.StateDone:
+	case tk.State == store.StateQueued && tk.Attempts == 0:
+		t.Logf("ticket 1 was not done within window and grace on this machine: released (%s)", tk.Reason)
+	default:
+		t.Errorf("ticket 1: %s with %d attempts (%s), want done, or released with none spent", tk.State, tk.Attempts, tk.Reason)
 	}
 	if tk := byID[2]; !strings.Contains(released[0].Reason, "grace period") || tk.State != store.StateQueued || tk.Attempts != 0 {
 		t.Errorf("ticket 2 released with %q, now %s with %d attempts; want the grace period named, queued, none spent", released[0].Reason, tk.State, tk.Attempts)

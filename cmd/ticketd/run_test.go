@@ -122,12 +122,12 @@ func TestRunOnSchedule(t *testing.T) {
 		done <- run(ctx, []string{"run", "--config", f.config, "--log-format", "json"}, &stdout, &stderr)
 	}()
 
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken night from hanging the test
 	for ticketState(t, f.db, 1) != store.StateDone {
 		if time.Now().After(deadline) {
 			cancel()
 			<-done
-			t.Fatalf("ticket not done within 60 s; state %q\nstderr:\n%s", ticketState(t, f.db, 1), stderr.String())
+			t.Fatalf("ticket not done within 5 min; state %q\nstderr:\n%s", ticketState(t, f.db, 1), stderr.String())
 		}
 		select {
 		case code := <-done:
@@ -141,8 +141,8 @@ func TestRunOnSchedule(t *testing.T) {
 		if code != 0 {
 			t.Errorf("ticketd run exited %d after the stop, want 0\nstderr:\n%s", code, stderr.String())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ticketd run did not exit within 10 s of the stop")
+	case <-time.After(2 * time.Minute): // a hang, not a slow stop
+		t.Fatal("ticketd run did not exit within 2 min of the stop")
 	}
 
 	var msgs []string

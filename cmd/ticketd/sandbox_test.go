@@ -47,6 +47,7 @@ func processesUnder(dir string) map[int]string {
 // SIGKILLs the daemon while pytest runs, and requires that no process of the check survives it
 // remains. Under sandbox: none the same kill leaves pytest running (the negative control).
 func TestSIGKILLLeavesNoProcess(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
@@ -54,16 +55,13 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	testenv.Need(t, testenv.Pytest, err)
 	_, err = sandbox.Probe(context.Background(), "")
 	testenv.Need(t, testenv.Bubblewrap, err)
-	bin := filepath.Join(t.TempDir(), "ticketd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildTicketd(t)
 	for _, tt := range []struct {
 		mode     sandbox.Mode
 		isolated bool
 	}{{sandbox.ModeBwrap, true}, {sandbox.ModeNone, false}} {
 		t.Run(string(tt.mode), func(t *testing.T) {
+			t.Parallel()
 			dir, err := filepath.EvalSymlinks(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
