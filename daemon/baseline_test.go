@@ -46,6 +46,7 @@ func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.
 // history says the baseline was reused. A third night with a changed checks configuration
 // computes it again (the negative control).
 func TestBaselineKeptAcrossNights(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})

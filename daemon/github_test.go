@@ -22,6 +22,7 @@ import (
 // other is fixed, its branch pushed and a draft pull request opened; publishing again after
 // a restart opens nothing twice.
 func TestGitHubNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
@@ -38,6 +39,9 @@ func TestGitHubNight(t *testing.T) {
 	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Second, 50*time.Millisecond
 	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
 	cfg.GitHub.Output.Enabled = true
+	// The held requests are the checker's first: the second must not wait the default 20 s
+	// for the first's answer (the prompt-cache warm-up gate) before it is held too.
+	cfg.Models.WarmupWait = 200 * time.Millisecond
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

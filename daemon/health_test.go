@@ -35,6 +35,7 @@ func (s *syncBuffer) String() string {
 // A repository whose whole suite fails at the base (a broken import in the package) is
 // reported unhealthy once, in the log and on its tickets, and no attempt is spent.
 func TestUnhealthyBaseline(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	f := newFixture(t, 2)
 	write(t, filepath.Join(f.repo, "shop", "__init__.py"), "import shop_vendor_sdk  # not installed\n")
@@ -108,6 +109,7 @@ func TestMissingToolIsStartupError(t *testing.T) {
 // and no conftest.py: the pytest script would fail collection at the base; ticketd's
 // `python -m pytest` collects and runs it, and the correct fix is accepted.
 func TestRootPackageNotInstalledIsFixed(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	f := newFixture(t, 1)
 	git(t, f.repo, "mv", "tests", "test")
@@ -137,6 +139,7 @@ func TestRootPackageNotInstalledIsFixed(t *testing.T) {
 // A test that fails one run in two is never blamed on a fix: the ticket is done, and the
 // flake is on record in the ticket's events and its report.
 func TestFlakyTestRecorded(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	f := newFixture(t, 1)
 	write(t, filepath.Join(f.repo, ".gitignore"), "*.count\n")

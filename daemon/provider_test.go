@@ -245,9 +245,11 @@ func shapedConfig(t *testing.T, tickets int, s *shaper, edit func(*config.Config
 // TestProviderConformance runs a whole night (intake to done) against each provider's
 // documented answer shape, and checks the recorded tokens, cached tokens and cost.
 func TestProviderConformance(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	for _, name := range []string{"openai", "openrouter", "vllm", "llama.cpp", "ollama", "deepseek", "litellm anthropic", "no usage"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			n, s := shapedNight(t, 1, &shaper{shape: providerShapes[name]}, nil)
 			ctx := context.Background()
 			tk, err := n.store.Get(ctx, 1)
@@ -313,6 +315,7 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // TestNoUsageNightCap: against a server that never sends usage and a priced model, the
 // nightly dollar cap trips on estimates.
 func TestNoUsageNightCap(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	const limit = 0.02
 	n, _ := shapedNight(t, 6, &shaper{shape: providerShapes["no usage"]}, func(c *config.Config) {
@@ -339,6 +342,7 @@ func TestNoUsageNightCap(t *testing.T) {
 // the same ticket with no other failing, it is the ticket's, and the attempt fails with the
 // server's words.
 func TestContextOverflow500(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	var makerAsks atomic.Int64
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
@@ -375,6 +379,7 @@ func TestContextOverflow500(t *testing.T) {
 // breaker marks it down, claims stop, no ticket is released more than
 // night.max_transport_releases times, and the store keeps why for ticketctl stats.
 func TestEndpointDiesMidNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(n int, _ string) (int, string) {
 		if n > 3 {
@@ -440,6 +445,7 @@ func TestEndpointDiesMidNight(t *testing.T) {
 // TestParkAfterTransportReleases: a ticket released for transport faults more than
 // night.max_transport_releases times is parked until the next night with an event.
 func TestParkAfterTransportReleases(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
 		if role == "judge" {
@@ -504,7 +510,9 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	}
 }
 
-// TestPreflightDeadEndpoint: a night against a dead endpoint fails at once, naming it.
+// TestPreflightDeadEndpoint: a night against a dead endpoint fails once its
+// models.preflight_wait (1 s here, 5 min by default) has passed in backoff, naming it. The
+// model client's clock is the test's, so the wait is counted, not timed.
 func TestPreflightDeadEndpoint(t *testing.T) {
 	f := newFixture(t, 1)
 	srv := httptest.NewServer(http.NotFoundHandler())
@@ -517,21 +525,25 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	start := time.Now()
+	clock := &instantClock{}
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: []model.Option{model.WithClock(clock)}}
 	_, err = d.RunNight(context.Background(), "test")
 	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") ||
 		!strings.Contains(err.Error(), "models.preflight_wait 1s") {
 		t.Errorf("RunNight = %v\nwant ErrPreflight naming %s, the refusal and the wait", err, url)
 	}
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("took %s, want well under 30s", took)
+	// The roles retry side by side on the one clock: the configured second, plus at most
+	// one backoff step (models.retry.max_delay, 100ms here) of each role past it.
+	if bound := cfg.Models.PreflightWait + time.Duration(len(model.Roles))*cfg.Models.Retry.MaxDelay; clock.waited == 0 || clock.waited > bound {
+		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (%s), at most %s", clock.waited, cfg.Models.PreflightWait, bound)
 	}
+	t.Logf("backoff waits: %d, %s in all", len(clock.waits), clock.waited)
 }
 
 // TestQuotaStopsNight: out of quota stops the night with a clear message; the ticket is
 // given back without burning its attempt.
 func TestQuotaStopsNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	s := &shaper{shape: providerShapes["openai"], fail: func(_ int, role string) (int, string) {
 		if role == "maker" {

@@ -204,6 +204,7 @@ func ticketByRepo(t *testing.T, st *store.Store, repo string) store.Ticket {
 // correct fix in one submit, and a src/ layout without configuration is claimed and solved;
 // on each branch the regression test passes, and it fails at the base.
 func TestRealRepositoriesDefaultGate(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	root := t.TempDir()
 	ledger, tally := ledgerRepo(t, root), tallyRepo(t, root)
@@ -258,6 +259,7 @@ func TestRealRepositoriesDefaultGate(t *testing.T) {
 // own regression test fails with it, and a maker that resubmits the same change is stopped
 // at its second submit; wrong first and right second is accepted.
 func TestRealRepositoryWrongFixRefused(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	root := t.TempDir()
 	ledger := ledgerRepo(t, root)
@@ -271,6 +273,7 @@ func TestRealRepositoryWrongFixRefused(t *testing.T) {
 		{"wrong then right", scriptedmodel.BehaviourWrongThenRight, store.StateDone, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			repo := ledger
 			repo.path = filepath.Join(dir, "ledger")

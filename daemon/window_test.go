@@ -26,6 +26,7 @@ import (
 // while the first attempt waits for its checker, and the grace period ends only when the
 // test says, so no load can reorder them.
 func TestWindowGrace(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	tests := []struct {
 		name         string
@@ -40,6 +41,7 @@ func TestWindowGrace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, 2)
 			_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 			hold := holdRole(t, url, "checker", "")
