@@ -213,7 +213,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	// child was seen to start.
 	var res Result
 	var timeout time.Duration
-	for _, timeout = range []time.Duration{300 * time.Millisecond, time.Second, 5 * time.Second} {
+	for _, timeout = range []time.Duration{300 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second} {
 		res = r.Run(ctx, dir, []Check{{Name: "hang", Kind: KindCommand, Command: []string{"sh", "-c", script}, Timeout: timeout}})[0]
 		if _, err := os.Stat(pidFile); err == nil {
 			break
@@ -229,7 +229,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if !res.TimedOut || res.Passed || res.ExitCode != -1 || !strings.Contains(res.Summary, "timed out after "+timeout.String()) {
 		t.Errorf("got timed_out=%v passed=%v exit=%d summary=%q", res.TimedOut, res.Passed, res.ExitCode, res.Summary)
 	}
-	if left := processesLeftIn(dir, 5*time.Second); len(left) > 0 {
+	if left := processesLeftIn(dir, time.Minute); len(left) > 0 {
 		t.Errorf("processes %v of the timed-out check still run in %s: its processes were not killed", left, dir)
 	}
 	// Not killed, the check would wait for its sleep of 300 s; killed, it takes its time-out
