@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need where it is missing (Debian's pytest and
-# mypy for /usr/bin/python3, bubblewrap for the sandbox, chromium, Ruff's engine), then runs
-# the checks CI runs, with every test that needs one of them required to run.
+# mypy for /usr/bin/python3, bubblewrap for the sandbox, chromium, Ruff's engine, postgresql
+# for the store's second engine), then runs the checks CI runs, with every test that needs
+# one of them required to run.
 # Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,19 @@ if ! command -v ruff >/dev/null && [ ! -f "$ruff_wasm_dir/node_modules/@astral-s
   echo "installing @astral-sh/ruff-wasm-nodejs@$ruff_wasm_version into $ruff_wasm_dir"
   mkdir -p "$ruff_wasm_dir"
   npm install --silent --no-audit --no-fund --prefix "$ruff_wasm_dir" "@astral-sh/ruff-wasm-nodejs@$ruff_wasm_version" >/dev/null
+fi
+
+# A throw-away PostgreSQL server (installing Debian's postgresql where missing) for the
+# store's conformance suite on its PostgreSQL engine and the multi-node night; stopped on
+# exit. Without one those tests skip, unless TICKETD_REQUIRE_TOOLS=1 makes them fail.
+if [ -z "${TICKETD_TEST_POSTGRES:-}" ]; then
+  if pg_exports=$(scripts/pgtest.sh start); then
+    eval "$pg_exports"
+    trap 'scripts/pgtest.sh stop "$TICKETD_PGTEST_DIR"' EXIT
+    echo "PostgreSQL for the tests: ${TICKETD_TEST_POSTGRES}"
+  else
+    echo "could not start a PostgreSQL server; its tests will skip (or fail with TICKETD_REQUIRE_TOOLS=1)" >&2
+  fi
 fi
 
 echo "gofmt"
