@@ -33,7 +33,7 @@ command -v git >/dev/null || { echo "git is required" >&2; exit 1; }
 export TICKETD_REQUIRE_TOOLS=1
 if ! bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --unshare-ipc --die-with-parent --new-session true; then
   echo "bwrap is installed but cannot create namespaces here; the sandbox tests will skip (run as root, or allow unprivileged user namespaces)" >&2
-  export TICKETD_REQUIRE_TOOLS=pytest,mypy,ruff,chromium
+  export TICKETD_REQUIRE_TOOLS=pytest,mypy,ruff,chromium,postgres
 fi
 
 # Ruff's engine for the ruff checks' integration tests, where no ruff binary exists: the npm
