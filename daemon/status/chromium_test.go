@@ -12,16 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
 // chromium runs headless Chromium with args and returns its stdout.
 func chromium(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("headless chromium is needed for the status page test (apt-get install -y chromium; scripts/test.sh does): %v", err)
-	}
+	bin := testenv.ChromiumPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
