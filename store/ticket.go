@@ -160,7 +160,10 @@ type Filter struct {
 	States []State
 	Repo   string
 	Since  time.Time // created_at >= Since
-	Limit  int
+	// BeforeID keeps tickets with a smaller id: the next page of a newest-first list is
+	// the one before the last id shown (keyset paging: no offset to walk past).
+	BeforeID int64
+	Limit    int
 }
 
 // Summary is a ticket with its model spend, as ticketctl list shows it.
@@ -257,6 +260,10 @@ func listQuery(f Filter) (string, []any, error) {
 	if !f.Since.IsZero() {
 		where = append(where, "created_at >= ?")
 		args = append(args, f.Since.UnixMilli())
+	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.BeforeID)
 	}
 	ids := "SELECT id FROM tickets"
 	if open {
