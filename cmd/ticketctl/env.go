@@ -46,7 +46,7 @@ func init() {
 		{name: "nights", args: "[--limit N]", short: "the nights, newest first: trigger, start, end, outcome (ok, partial, stopped, failed), why, tickets, cost", run: cmdNights},
 		{name: "gc", args: "--older-than 720h [--branches]", short: "prune old finished tickets' bulky columns, kept-attempt branches and results/ (history and costs kept)",
 			long: "Branches and results/ need --config (the repositories and the output folder). Fix branches\n(ticketd/<id>-<slug> of done tickets) are deleted only with --branches.", run: cmdGC},
-		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
+		{name: "serve", args: "[--addr 127.0.0.1:8377] [--read-only]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}
 }
