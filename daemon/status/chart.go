@@ -124,7 +124,7 @@ func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
 	for i := range c.Ticks {
 		c.Ticks[i].Y += float64(c.PlotY)
 	}
-	step := float64(c.PlotW) / float64(len(calls))
+	step := min(float64(c.PlotW)/float64(len(calls)), 40) // a few calls do not make wall-wide bars
 	gap := min(step*0.2, 3)
 	c.ShowRoleLetter = step >= 9
 	scale := float64(c.PlotH) / float64(c.Max)

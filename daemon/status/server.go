@@ -102,7 +102,12 @@ func (s *Server) Handler() http.Handler {
 		http.Redirect(w, r, "/tickets/"+r.PathValue("id"), http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
-	mux.Handle("GET /assets/", http.FileServerFS(assetFS))
+	assets := http.FileServerFS(assetFS)
+	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		assets.ServeHTTP(w, r)
+	})
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.message(w, http.StatusForbidden, "Refused", "This request came from another site; ticketd acts only on forms of its own pages.", "/")
