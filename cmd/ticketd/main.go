@@ -207,15 +207,20 @@ func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, e
 // a panic is recovered inside the skip guard and does not wedge it).
 func schedule(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error {
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger), cron.Recover(cron.DiscardLogger)))
-	_, err := c.AddFunc(d.Config.Night.Schedule, func() {
+	var id cron.EntryID
+	next := func() string { return c.Entry(id).Next.Format(time.RFC3339) }
+	id, err := c.AddFunc(d.Config.Night.Schedule, func() {
 		// RunNight records and logs the night's outcome itself.
 		_, _ = d.RunNight(ctx, daemon.TriggerCron)
+		if ctx.Err() == nil {
+			log.Info("waiting for the next night", "next_night", next(), "schedule", d.Config.Night.Schedule)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("night.schedule %q: %w (use five cron fields, e.g. \"0 1 * * *\", or @daily)", d.Config.Night.Schedule, err)
 	}
 	c.Start()
-	log.Info("waiting for the schedule", "schedule", d.Config.Night.Schedule)
+	log.Info("waiting for the schedule", "next_night", next(), "schedule", d.Config.Night.Schedule)
 	<-ctx.Done()
 	log.Info("shutting down: waiting for the running night to release its tickets")
 	<-c.Stop().Done()
