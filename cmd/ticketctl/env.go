@@ -166,18 +166,21 @@ func (e *env) parseID(v string) (int64, error) {
 	return id, nil
 }
 
-// dbPath finds the database: --db, else --config's store.path, else $TICKETD_DB.
+// dbPath finds the database: --db, else --config's store.path, else $TICKETD_DB. A --config
+// is loaded even when --db names the database: add checks repositories against it.
 func (e *env) dbPath() (path, from string, err error) {
-	switch {
-	case e.g.db != "":
-		return e.g.db, "--db", nil
-	case e.g.config != "":
+	if e.g.config != "" && e.cfg == nil {
 		cfg, err := config.Load(e.g.config)
 		if err != nil {
 			return "", "", fmt.Errorf("load --config %s: %w", e.g.config, err)
 		}
 		e.cfg = &cfg
-		return cfg.Store.Path, "store.path in " + e.g.config, nil
+	}
+	switch {
+	case e.g.db != "":
+		return e.g.db, "--db", nil
+	case e.cfg != nil:
+		return e.cfg.Store.Path, "store.path in " + e.g.config, nil
 	}
 	if v, ok := e.lookupEnv("TICKETD_DB"); ok && v != "" {
 		return v, "TICKETD_DB", nil
@@ -185,7 +188,9 @@ func (e *env) dbPath() (path, from string, err error) {
 	return "", "", usagef("ticketctl --db ./ticketd.db "+e.cmd, "no database named: pass --db PATH or --config FILE, or set TICKETD_DB")
 }
 
-// open opens the existing database; it never creates one (a typo must not yield an empty queue).
+// open opens the existing ticketd database. It never creates one (a typo must not yield an
+// empty queue), and never writes to a file that is not one: an empty file, another
+// program's SQLite database or any other file is refused before anything is written.
 func (e *env) open() (*store.Store, error) {
 	path, from, err := e.dbPath()
 	if err != nil {
@@ -199,6 +204,11 @@ func (e *env) open() (*store.Store, error) {
 		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
 	case fi.IsDir():
 		return nil, fmt.Errorf("database %s (from %s) is a directory: name the ticketd.db file inside it", path, from)
+	}
+	if _, err := store.Inspect(e.ctx, path); errors.Is(err, store.ErrNotTicketd) {
+		return nil, fmt.Errorf("database %s (from %s): %w; ticketctl writes nothing to it: name the file ticketd's store.path points at", path, from, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
 	}
 	var opts store.Options
 	if e.cfg != nil {
