@@ -124,8 +124,8 @@ func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
 	for i := range c.Ticks {
 		c.Ticks[i].Y += float64(c.PlotY)
 	}
-	step := min(float64(c.PlotW)/float64(len(calls)), 40) // a few calls do not make wall-wide bars
-	gap := min(step*0.2, 3)
+	step := float64(c.PlotW) / float64(len(calls))
+	w := min(step-min(step*0.2, 3), 40) // a few calls do not make wall-wide bars
 	c.ShowRoleLetter = step >= 9
 	scale := float64(c.PlotH) / float64(c.Max)
 	base := float64(c.PlotY + c.PlotH)
@@ -137,7 +137,7 @@ func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
 			last = m.Attempt
 		}
 		cached := min(m.CachedTokens, m.PromptTokens)
-		b := bar{X: x + gap/2, W: max(step-gap, 0.5), Cached: cached, Uncached: m.PromptTokens - cached, Out: m.CompletionTokens,
+		b := bar{X: x + (step-w)/2, W: max(w, 0.5), Cached: cached, Uncached: m.PromptTokens - cached, Out: m.CompletionTokens,
 			Attempt: m.Attempt, Failed: m.Error != "", Role: m.Role, Letter: roleLetter(m.Role)}
 		b.CachedH = float64(b.Cached) * scale
 		b.UncachedH = float64(b.Uncached) * scale

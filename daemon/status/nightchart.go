@@ -81,15 +81,15 @@ func newNightChart(rows []nightRow) nightChart {
 	for i := range c.CostTicks {
 		c.CostTicks[i].Y += float64(c.PlotY)
 	}
-	step := min(float64(c.PlotW)/float64(n), 48) // a few nights do not make wall-wide bars
-	gap := min(step*0.25, 6)
+	step := float64(c.PlotW) / float64(n)
+	w := min(step*0.8, 40) // a few nights do not make wall-wide bars
 	base := float64(c.PlotY + c.PlotH)
 	every := max(1, (n+9)/10) // at most ten labels on the x axis
 	var pts []string
 	for i := range n {
 		r := rows[n-1-i]
 		x := float64(c.PlotX) + float64(i)*step
-		b := nightBar{X: x + gap/2, W: max(step-gap, 1), Outcome: r.OutcomeClass(), HasRate: r.HasRate}
+		b := nightBar{X: x + (step-w)/2, W: max(w, 1), Outcome: r.OutcomeClass(), HasRate: r.HasRate}
 		b.Label = fmt.Sprintf("night %d (%s): %s", r.ID, r.Started.Format("2006-01-02 15:04"), r.OutcomeText())
 		if r.HasRate {
 			b.H = r.Rate * ph

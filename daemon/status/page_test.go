@@ -181,7 +181,7 @@ func TestTicketPage(t *testing.T) {
 		"report.md</a>", fmt.Sprintf(`/tickets/%d/files/patch`, id))
 	att := section(t, html, "attempts")
 	mustContain(t, "attempts", att, `id="attempt-2"`, `id="attempt-1"`, "ended <b>retry</b>", "ended <b>done</b>", "fix: tests still fail",
-		"first tier failed in 610ms", "1 failed, 11 passed", "12 passed", "diff: 1 file(s), +1 −1", "<b>minor</b> [scope]", "renames a helper",
+		"first tier failed in 610ms", "1 failed, 11 passed", "passed: 12 passed", "diff: 1 file(s), +1 −1", "<b>minor</b> [scope]", "renames a helper",
 		`<span class="add">&#43;fix</span>`, `<span class="del">-bug</span>`, "step 3 submit", "test_avg_empty failed", "attempt-1/patch")
 	if strings.Index(att, `id="attempt-2"`) > strings.Index(att, `id="attempt-1"`) {
 		t.Error("the attempts are not newest first")
