@@ -488,4 +488,3 @@ func keys[V any](m map[string]V) string {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
