@@ -148,7 +148,7 @@ func (b *builder) resultDir(id int64, attempt int, ending, reason, patch string)
 		"submits": 1, "steps": 4, "review_rounds": 1, "dropped_findings": 0,
 		"history":  []string{"first tier failed in 610ms (1 test file(s), 1 target(s)); whole suite not run"},
 		"findings": []map[string]any{{"file": "app.py", "line": 3, "severity": "minor", "category": "scope", "finding": "renames a helper"}}}
-	checks := []map[string]any{{"name": "tests", "kind": "pytest", "passed": ending == "done", "duration": int64(1500 * time.Millisecond),
+	checks := []map[string]any{{"name": "tests", "kind": "pytest", "passed": ending == "done", "exit_code": map[bool]int{true: 0, false: 1}[ending == "done"], "duration": int64(1500 * time.Millisecond),
 		"summary": map[bool]string{true: "12 passed", false: "1 failed, 11 passed"}[ending == "done"], "tests": 12}}
 	for name, v := range map[string]any{"attempt.json": rec, "checks.json": checks} {
 		data, _ := json.Marshal(v)

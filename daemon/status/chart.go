@@ -15,7 +15,11 @@ import (
 // server-side as SVG, so it needs no script, and the test can count the bars in the DOM.
 // Every call is drawn, however many: bars get thinner, the chart never gives up.
 type callChart struct {
-	TicketID       int64
+	TicketID int64
+	// Narrow is the variant drawn for a phone's width (the page carries both and its CSS
+	// shows one), so the text stays legible and no bar is scrolled out of sight.
+	Narrow         bool
+	XTitle         string
 	Width, Height  int
 	PlotX, PlotY   int // the plot area's top left corner
 	PlotW, PlotH   int
@@ -46,8 +50,8 @@ type bar struct {
 }
 
 type attemptMark struct {
-	X       float64
-	Attempt int
+	X     float64
+	Label string
 }
 
 // PlotRight, PlotBottom, MidX and MidY place the axes and their titles.
@@ -66,14 +70,16 @@ type roleTotal struct {
 	CostUnknown, Estimated        bool
 }
 
-// Geometry of the call chart in SVG user units.
+// Geometry of the call chart in SVG user units: callChartW wide, or callChartNarrowW for a
+// phone.
 const (
-	callChartW      = 760
-	callChartH      = 230
-	callChartLeft   = 60
-	callChartRight  = 12
-	callChartTop    = 22
-	callChartBottom = 44
+	callChartW       = 760
+	callChartNarrowW = 380
+	callChartH       = 230
+	callChartLeft    = 60
+	callChartRight   = 12
+	callChartTop     = 22
+	callChartBottom  = 44
 )
 
 // roleOrder is the order roles are listed in; others follow by name.
@@ -86,9 +92,14 @@ func roleLetter(role string) string {
 	return strings.ToUpper(role[:1])
 }
 
-func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
-	c := callChart{TicketID: ticketID, Width: callChartW, Height: callChartH, PlotX: callChartLeft, PlotY: callChartTop,
-		PlotW: callChartW - callChartLeft - callChartRight, PlotH: callChartH - callChartTop - callChartBottom}
+// newCallChart draws calls in a chart width units wide (callChartW, or callChartNarrowW).
+func newCallChart(ticketID int64, calls []store.ModelCall, width int) callChart {
+	c := callChart{TicketID: ticketID, Narrow: width < callChartW, Width: width, Height: callChartH, PlotX: callChartLeft, PlotY: callChartTop,
+		PlotW: width - callChartLeft - callChartRight, PlotH: callChartH - callChartTop - callChartBottom,
+		XTitle: "model calls in order, role under each bar (T triage, M maker, C checker, J judge)"}
+	if c.Narrow {
+		c.XTitle = "calls in order (T triage, M maker, C checker, J judge)"
+	}
 	roles := map[string]*roleTotal{}
 	var top int64
 	for _, m := range calls {
@@ -133,7 +144,7 @@ func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
 	for i, m := range calls {
 		x := float64(c.PlotX) + float64(i)*step
 		if m.Attempt != last {
-			c.Attempts = append(c.Attempts, attemptMark{X: x, Attempt: m.Attempt})
+			c.Attempts = append(c.Attempts, attemptMark{X: x, Label: fmt.Sprintf("attempt %d", m.Attempt)})
 			last = m.Attempt
 		}
 		cached := min(m.CachedTokens, m.PromptTokens)
@@ -151,6 +162,16 @@ func newCallChart(ticketID int64, calls []store.ModelCall) callChart {
 			b.Label += "; failed: " + m.Error
 		}
 		c.Bars = append(c.Bars, b)
+	}
+	// An attempt's label is as wide as its calls leave room for ("attempt 2", else "2").
+	for i := range c.Attempts {
+		end := float64(c.PlotRight())
+		if i+1 < len(c.Attempts) {
+			end = c.Attempts[i+1].X
+		}
+		if end-c.Attempts[i].X < 56 {
+			c.Attempts[i].Label = strings.TrimPrefix(c.Attempts[i].Label, "attempt ")
+		}
 	}
 	return c
 }

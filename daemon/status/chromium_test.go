@@ -88,12 +88,18 @@ func screenshot(t *testing.T, name, url string, width, height int) image.Image {
 var (
 	colourBad  = color.RGBA{0xd9, 0x2d, 0x20, 0xff} // an escalation's pill, a failed night
 	colourGood = color.RGBA{0x06, 0x76, 0x47, 0xff} // an ok night's verdict, done counts
-	colourLive = color.RGBA{0x2e, 0x90, 0xfa, 0xff} // a running night's verdict
+	colourLive = color.RGBA{0x2e, 0x90, 0xfa, 0xff} // a running night's verdict, cached prompt tokens
+	colourOK   = color.RGBA{0x32, 0xd5, 0x83, 0xff} // an ok night's bar in the nights chart
 )
 
 // hasColour reports whether at least n pixels of img are c, give or take anti-aliasing.
 func hasColour(img image.Image, c color.RGBA, n int) bool {
-	b := img.Bounds()
+	return hasColourIn(img, img.Bounds(), c, n)
+}
+
+// hasColourIn is hasColour within the rectangle b of img.
+func hasColourIn(img image.Image, b image.Rectangle, c color.RGBA, n int) bool {
+	b = b.Intersect(img.Bounds())
 	found := 0
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
@@ -106,6 +112,26 @@ func hasColour(img image.Image, c color.RGBA, n int) bool {
 		}
 	}
 	return false
+}
+
+// tallest is the longest vertical run of c's pixels in the rectangle b of img: how tall a
+// bar of that colour is drawn.
+func tallest(img image.Image, b image.Rectangle, c color.RGBA) int {
+	b = b.Intersect(img.Bounds())
+	best := 0
+	for x := b.Min.X; x < b.Max.X; x++ {
+		run := 0
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near(r>>8, c.R) && near(g>>8, c.G) && near(bl>>8, c.B) {
+				run++
+				best = max(best, run)
+			} else {
+				run = 0
+			}
+		}
+	}
+	return best
 }
 
 func near(v uint32, want uint8) bool { return v+6 >= uint32(want) && v <= uint32(want)+6 }
@@ -125,7 +151,7 @@ func TestPagesInChromium(t *testing.T) {
 	empty := newBuilder(t)
 	bench := newBuilder(t)
 	benchLike(bench)
-	evil := bench.ticket("app", `<img src=x onerror=alert(1)> needs a human`, attemptPlan{2, "fix", "fix: <script>alert(2)</script>"})
+	evil := bench.ticket("app", `<img src=x onerror=alert(1)> needs a human`, attemptPlan{2, "fix", "the judge said <script>alert(2)</script>"})
 	for _, db := range []struct {
 		name string
 		b    *builder
@@ -165,7 +191,13 @@ func TestPagesInChromium(t *testing.T) {
 			}
 			mustContain(t, "nights", dom, "success rate (bars)", "cost (line)", `id="night-3"`)
 			screenshot(t, "nights-"+db.name, srv.URL+"/nights", 1400, 900)
-			screenshot(t, "nights-"+db.name+"-420", srv.URL+"/nights", 420, 900)
+			// On a phone the chart is drawn for the phone: the latest night, rightmost, is in
+			// sight (not scrolled off) and its 90% bar stands ~170 px tall, where the
+			// desktop chart shrunk to fit makes it 83 px, with specks for text.
+			img := screenshot(t, "nights-"+db.name+"-420", srv.URL+"/nights", 420, 900)
+			if h := tallest(img, image.Rect(280, 0, 420, 450), colourOK); h < 140 {
+				t.Errorf("420 px: the latest night's bar on the right of the screen is %d px tall, want 140 or more", h)
+			}
 		})
 	}
 	srv := serveWith(t, bench.st, Options{})
@@ -175,7 +207,13 @@ func TestPagesInChromium(t *testing.T) {
 		if got := bars(t, dom, evil); got != 2 {
 			t.Errorf("%d px: the ticket's chart has %d bars, want 2", width, got)
 		}
-		screenshot(t, fmt.Sprintf("ticket-%d", width), fmt.Sprintf("%s/tickets/%d", srv.URL, evil), width, 1600)
+		img := screenshot(t, fmt.Sprintf("ticket-%d", width), fmt.Sprintf("%s/tickets/%d", srv.URL, evil), width, 1600)
+		// The maker's call, the chart's last bar, is mostly cached prompt (3.0k of a 6.0k
+		// axis): its blue is on screen in the right half at either width, drawn at a
+		// legible scale, not the wide chart shrunk (41 px tall at 420).
+		if h := tallest(img, image.Rect(width/2, 0, width, 1600), colourLive); h < 60 {
+			t.Errorf("%d px: the call chart's last bar is %d px tall on the right of the screen, want 60 or more", width, h)
+		}
 	}
 }
 

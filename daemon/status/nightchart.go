@@ -8,6 +8,9 @@ import (
 // nightChart is success rate (bars, left axis, 0–100%) and cost (a line, right axis, USD)
 // per night, oldest on the left, on one plot with both axes labelled.
 type nightChart struct {
+	// Narrow is the variant drawn for a phone's width (the page carries both and its CSS
+	// shows one).
+	Narrow        bool
 	Width, Height int
 	PlotX, PlotY  int
 	PlotW, PlotH  int
@@ -45,19 +48,22 @@ type xLabel struct {
 
 // Geometry of the nights chart in SVG user units.
 const (
-	nightChartW      = 760
-	nightChartH      = 240
-	nightChartLeft   = 52
-	nightChartRight  = 64
-	nightChartTop    = 16
-	nightChartBottom = 40
+	nightChartW       = 760
+	nightChartNarrowW = 380
+	nightChartH       = 240
+	nightChartLeft    = 52
+	nightChartRight   = 64
+	nightChartTop     = 16
+	nightChartBottom  = 40
 	// maxChartNights bounds the nights drawn: the latest ones.
 	maxChartNights = 60
 )
 
-func newNightChart(rows []nightRow) nightChart {
-	c := nightChart{Width: nightChartW, Height: nightChartH, PlotX: nightChartLeft, PlotY: nightChartTop,
-		PlotW: nightChartW - nightChartLeft - nightChartRight, PlotH: nightChartH - nightChartTop - nightChartBottom}
+// newNightChart draws rows (newest first) in a chart width units wide (nightChartW, or
+// nightChartNarrowW).
+func newNightChart(rows []nightRow, width int) nightChart {
+	c := nightChart{Narrow: width < nightChartW, Width: width, Height: nightChartH, PlotX: nightChartLeft, PlotY: nightChartTop,
+		PlotW: width - nightChartLeft - nightChartRight, PlotH: nightChartH - nightChartTop - nightChartBottom}
 	if len(rows) > maxChartNights {
 		rows = rows[:maxChartNights]
 	}
@@ -84,7 +90,11 @@ func newNightChart(rows []nightRow) nightChart {
 	step := float64(c.PlotW) / float64(n)
 	w := min(step*0.8, 40) // a few nights do not make wall-wide bars
 	base := float64(c.PlotY + c.PlotH)
-	every := max(1, (n+9)/10) // at most ten labels on the x axis
+	labels := 10 // at most ten labels on the x axis, five when narrow
+	if c.Narrow {
+		labels = 5
+	}
+	every := max(1, (n+labels-1)/labels)
 	var pts []string
 	for i := range n {
 		r := rows[n-1-i]
@@ -95,6 +105,8 @@ func newNightChart(rows []nightRow) nightChart {
 			b.H = r.Rate * ph
 			b.Label += fmt.Sprintf(", success rate %.0f%% (%d done, %d escalated)", r.Rate*100, r.Done, r.Escalated)
 		} else {
+			// No rate, but the night's outcome still shows: a stub in its colour.
+			b.H = min(4, ph)
 			b.Label += ", no ticket done or escalated"
 		}
 		b.Y = base - b.H

@@ -19,9 +19,11 @@ type nightsData struct {
 	common
 	Rows  []nightRow
 	Chart nightChart
-	Older string
-	First string
-	Total int
+	// NarrowChart is Chart drawn for a phone's width.
+	NarrowChart nightChart
+	Older       string
+	First       string
+	Total       int
 }
 
 // nightRow is one night in the table.
@@ -105,7 +107,8 @@ func (s *Server) nights(w http.ResponseWriter, r *http.Request) {
 			rows[i].Cached, rows[i].HasTokens = n.CachedShare(), true
 		}
 	}
-	d.Chart = newNightChart(rows)
+	d.Chart = newNightChart(rows, nightChartW)
+	d.NarrowChart = newNightChart(rows, nightChartNarrowW)
 	if len(rows) > nightsPage {
 		rows = rows[:nightsPage]
 		d.Older = "/nights?" + url.Values{"before": {strconv.FormatInt(rows[len(rows)-1].ID, 10)}}.Encode()

@@ -181,13 +181,18 @@ func TestTicketPage(t *testing.T) {
 		"report.md</a>", fmt.Sprintf(`/tickets/%d/files/patch`, id))
 	att := section(t, html, "attempts")
 	mustContain(t, "attempts", att, `id="attempt-2"`, `id="attempt-1"`, "ended <b>retry</b>", "ended <b>done</b>", "fix: tests still fail",
-		"first tier failed in 610ms", "1 failed, 11 passed", "passed: 12 passed", "diff: 1 file(s), +1 −1", "<b>minor</b> [scope]", "renames a helper",
+		"first tier failed in 610ms", "exit 1: 1 failed, 11 passed", "passed: 12 passed", "diff: 1 file(s), +1 −1", "<b>minor</b> [scope]", "renames a helper",
 		`<span class="add">&#43;fix</span>`, `<span class="del">-bug</span>`, "step 3 submit", "test_avg_empty failed", "attempt-1/patch")
 	if strings.Index(att, `id="attempt-2"`) > strings.Index(att, `id="attempt-1"`) {
 		t.Error("the attempts are not newest first")
 	}
 	if got := bars(t, html, id); got != 8 {
 		t.Errorf("the call chart has %d bars, want 8 (one per model call)", got)
+	}
+	// The phone's variant of the chart, after the wide one, draws every call too.
+	_, narrow, _ := strings.Cut(html, `<div class="chart-wrap chart-narrow">`)
+	if got := bars(t, narrow, id); got != 8 || !strings.Contains(narrow, `viewBox="0 0 380 `) {
+		t.Errorf("the narrow call chart has %d bars, want 8", got)
 	}
 	calls := section(t, html, "calls")
 	mustContain(t, "the call chart", calls, "tokens per call", "model calls in order", "attempt 1</text>", "attempt 2</text>",
@@ -327,13 +332,25 @@ func TestNightsPage(t *testing.T) {
 	if err != nil || tokens[3].PromptTokens == 0 {
 		t.Fatalf("night 3's tokens: %+v, %v", tokens, err)
 	}
-	mustContain(t, "night 3's row", row, fmt.Sprintf(`<td class="num">%.0f%%</td>`, tokens[3].CachedShare()*100))
+	mustContain(t, "night 3's row", row, fmt.Sprintf(`<td class="num" data-label="cached">%.0f%%</td>`, tokens[3].CachedShare()*100))
 	if fmt.Sprintf("%.0f", tokens[3].CachedShare()*100) == "90" {
 		t.Fatal("the cached share equals the success rate: the check above cannot tell them apart")
 	}
-	if got := strings.Count(html, `<g class="nightbar`); got != 3 {
-		t.Errorf("the chart has %d nights, want 3", got)
+	// The chart comes twice, for a wide window and for a phone's, each with every night.
+	charts := strings.Split(html, `<svg class="chart nights"`)[1:]
+	if len(charts) != 2 {
+		t.Fatalf("the page has %d nights charts, want 2 (wide and narrow)", len(charts))
 	}
+	for i, c := range charts {
+		c = c[:strings.Index(c, "</svg>")]
+		if got := strings.Count(c, `<g class="nightbar`); got != 3 {
+			t.Errorf("chart %d has %d nights, want 3", i, got)
+		}
+		// Night 1 failed before any ticket: no rate, but a stub in the failed colour.
+		mustContain(t, "the failed night", c, `<g class="nightbar outcome-failed"><title>night 1`, `class="norate"`)
+	}
+	mustContain(t, "the chart's variants", html, `<div class="chart-wrap chart-wide"><svg class="chart nights" viewBox="0 0 760 `,
+		`<div class="chart-wrap chart-narrow"><svg class="chart nights" viewBox="0 0 380 `)
 	if strings.Index(html, `id="night-3"`) > strings.Index(html, `id="night-1"`) {
 		t.Error("the nights are not newest first")
 	}
@@ -353,7 +370,7 @@ func TestCallChartAxis(t *testing.T) {
 		{1, 1, []string{"0", "1"}},
 	}
 	for _, tt := range tests {
-		c := newCallChart(1, []store.ModelCall{{PromptTokens: tt.top, Attempt: 1, Role: "maker"}})
+		c := newCallChart(1, []store.ModelCall{{PromptTokens: tt.top, Attempt: 1, Role: "maker"}}, callChartW)
 		var labels []string
 		for _, tk := range c.Ticks {
 			labels = append(labels, tk.Label)
@@ -369,7 +386,7 @@ func TestCallChartAxis(t *testing.T) {
 	for i := range many {
 		many[i] = store.ModelCall{PromptTokens: int64(100 + i), CachedTokens: 50, CompletionTokens: 10, Attempt: 1 + i/200, Role: "maker"}
 	}
-	c := newCallChart(2, many)
+	c := newCallChart(2, many, callChartW)
 	if len(c.Bars) != 500 || len(c.Attempts) != 3 || c.ShowRoleLetter {
 		t.Errorf("500 calls: %d bars, %d attempt marks, letters %v; want 500, 3, none (too narrow)", len(c.Bars), len(c.Attempts), c.ShowRoleLetter)
 	}

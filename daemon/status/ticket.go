@@ -22,11 +22,13 @@ type ticketData struct {
 	Progress *store.Progress // while running
 	Totals   roleTotal       // over all calls
 	Chart    callChart
-	Calls    []store.ModelCall
-	Events   []store.Event
-	Attempts []attemptSection
-	Outputs  []store.Output
-	Report   template.HTML
+	// NarrowChart is Chart drawn for a phone's width.
+	NarrowChart callChart
+	Calls       []store.ModelCall
+	Events      []store.Event
+	Attempts    []attemptSection
+	Outputs     []store.Output
+	Report      template.HTML
 	// ReportCut is set when report.md was longer than the page reads.
 	ReportCut bool
 	HasPatch  bool
@@ -127,7 +129,8 @@ func (s *Server) ticketData(ctx context.Context, id int64) (ticketData, error) {
 	if d.Calls, err = s.store.ModelCalls(ctx, id); err != nil {
 		d.problem("model calls", err)
 	}
-	d.Chart = newCallChart(id, d.Calls)
+	d.Chart = newCallChart(id, d.Calls, callChartW)
+	d.NarrowChart = newCallChart(id, d.Calls, callChartNarrowW)
 	for _, r := range d.Chart.Roles {
 		d.Totals.Calls += r.Calls
 		d.Totals.Failed += r.Failed
