@@ -16,6 +16,7 @@ const (
 	homeAttention = 20
 	homeRunning   = 50
 	homeDone      = 15
+	homeFinished  = 500 // the finished tickets of a night the page counts
 )
 
 // homeData is the overview: the night, what needs a human, what runs, what is done.
@@ -34,6 +35,10 @@ type homeData struct {
 	Running        []runningRow
 	Done           []store.Summary
 	DoneMore       bool
+	// DoneTotal counts this night's finished tickets besides escalations, of which Done
+	// lists the first homeDone; DoneCapped says the count stopped at homeFinished.
+	DoneTotal  int
+	DoneCapped bool
 }
 
 type stateCount struct {
@@ -176,17 +181,19 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		d.Running = append(d.Running, row)
 	}
 	if !since.IsZero() {
-		finished, err := s.store.FinishedSince(ctx, since, 200)
+		finished, err := s.store.FinishedSince(ctx, since, homeFinished)
 		if err != nil {
 			d.problem("tonight's results", err)
 		}
+		d.DoneCapped = len(finished) == homeFinished
 		for _, t := range finished {
 			if t.State == store.StateEscalated {
 				continue // listed under "needs you"
 			}
+			d.DoneTotal++
 			if len(d.Done) == homeDone {
 				d.DoneMore = true
-				break
+				continue
 			}
 			d.Done = append(d.Done, t)
 		}

@@ -270,6 +270,19 @@ func TestResultsReaderRefusesOddFiles(t *testing.T) {
 	}
 }
 
+// TestHomeOnABenchNight: after a 31-ticket night the page counts the night's 28 done
+// tickets, though it lists only the latest 15 and links to the rest.
+func TestHomeOnABenchNight(t *testing.T) {
+	b := newBuilder(t)
+	benchLike(b)
+	_, html := get(t, serveWith(t, b.st, Options{}).URL+"/")
+	done := section(t, html, "done")
+	mustContain(t, "done", done, `<span class="count good">28</span>`, "The latest 15 of 28", `href="/?state=done"`)
+	if got := strings.Count(done, `<tr class="row-done">`); got != homeDone {
+		t.Errorf("the done section lists %d tickets, want %d", got, homeDone)
+	}
+}
+
 // TestListFiltersAndPages: /?state=&repo= lists the matching tickets, newest first, in pages
 // linked by the last id shown; a bad filter is a 400 that says what to use.
 func TestListFiltersAndPages(t *testing.T) {
