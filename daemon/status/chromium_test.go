@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,14 +62,14 @@ func chromium(t *testing.T, width, height int, args ...string) string {
 
 // screenshot saves what Chromium shows of url in a width×height window, in
 // TICKETD_SCREENSHOT_DIR when set (to look at), and returns the image.
-func screenshot(t *testing.T, name, url string, width, height int) image.Image {
+func screenshot(t *testing.T, name, url string, width, height int, args ...string) image.Image {
 	t.Helper()
 	dir := t.TempDir()
 	if d := os.Getenv("TICKETD_SCREENSHOT_DIR"); d != "" {
 		dir = d
 	}
 	file := filepath.Join(dir, name+".png")
-	chromium(t, width, height, "--virtual-time-budget=2000", "--screenshot="+file, url)
+	chromium(t, width, height, append(args, "--virtual-time-budget=2000", "--screenshot="+file, url)...)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +184,35 @@ func TestPagesInChromium(t *testing.T) {
 				}
 			})
 		}
+		// Scripts off, the page is the same page (only the live refresh is gone): every
+		// section in order, the escalations in red, the actions plain forms.
+		// The page's own script is refused by a Content-Security-Policy the test adds
+		// (Chromium's switch that turns scripts off also stops it from dumping or shooting).
+		t.Run(db.name+"/no-javascript", func(t *testing.T) {
+			s, err := New(db.b.st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := s.Handler()
+			noJS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Security-Policy", "script-src 'none'")
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(noJS.Close)
+			dom := chromium(t, 1400, 900, "--virtual-time-budget=4000", "--dump-dom", noJS.URL+"/")
+			inOrder(t, dom, domSections...)
+			if db.name == "bench" {
+				mustContain(t, "the page without scripts", section(t, dom, "needs-you"), `<form class="act" method="post" action="/tickets/`, `name="csrf"`)
+				mustContain(t, "the night without scripts", section(t, dom, "night"), "<b>28</b> done", "<b>3</b> escalated")
+			}
+			img := screenshot(t, "home-"+db.name+"-nojs", noJS.URL+"/", 1400, 900)
+			if !hasColour(img, colourGood, 40) {
+				t.Error("without scripts the screenshot shows no green (the night's verdict, or \"nothing needs you\")")
+			}
+			if db.name == "bench" && !hasColour(img, colourBad, 40) {
+				t.Error("without scripts the screenshot shows no escalation in red")
+			}
+		})
 		t.Run(db.name+"/nights", func(t *testing.T) {
 			dom := chromium(t, 1400, 900, "--dump-dom", srv.URL+"/nights")
 			if db.name == "empty" {
@@ -252,9 +282,10 @@ func TestTicketPageRefreshesLive(t *testing.T) {
 }
 
 // TestLiveNightInChromium runs a real night (the demo's: scripted model, real queue, git,
-// checks) slowed down so that it is still running when Chromium looks, then looks again
-// when it ended: the page heads with tonight's running night and lists what runs, then
-// with the ended night; each done ticket's page renders its attempt as the daemon wrote it.
+// checks) whose model holds its answers after the first few, so that the night is still
+// running when Chromium looks, however slow the machine; then lets it finish and looks
+// again: the page heads with tonight's running night and lists what runs, then with the
+// ended night; each done ticket's page renders its attempt as the daemon wrote it.
 func TestLiveNightInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a demo night and Chromium; -short skips it")
@@ -264,8 +295,28 @@ func TestLiveNightInChromium(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ended := make(chan error, 1)
+	// The demo's night needs 4 preflight answers and 20 for its tickets: past the first
+	// 10 answers every request waits for release, so tickets are claimed and running and
+	// the night cannot end until the test has looked.
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	defer let()
+	var answered atomic.Int64
+	hold := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/chat/completions") && answered.Add(1) > 10 {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 	go func() {
-		_, err := demo.Run(ctx, demo.Options{Dir: dir, Latency: 400 * time.Millisecond})
+		_, err := demo.Run(ctx, demo.Options{Dir: dir, WrapModel: hold})
 		ended <- err
 	}()
 	st := waitForRunning(t, filepath.Join(dir, "ticketd.db"), ended)
@@ -279,6 +330,7 @@ func TestLiveNightInChromium(t *testing.T) {
 			t.Errorf("%d px: the screenshot does not show the running night in blue", width)
 		}
 	}
+	let()
 	select {
 	case err := <-ended:
 		if err != nil {
