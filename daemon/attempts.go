@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,41 +119,63 @@ func attemptFolder(id int64, n int, branch string) string {
 
 // writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
 // verdict and the stop reason of one attempt. Errors are logged: the ticket matters more.
-func writeAttempt(log *slog.Logger, dir string, rec attemptRecord, diff string, out pipeline.Outcome) {
-	adir := filepath.Join(dir, cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt)))
+// save keeps each file in the database too (saveArtifact), under its path in the results
+// folder.
+func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), rec attemptRecord, diff string, out pipeline.Outcome) {
+	folder := cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt))
+	adir := filepath.Join(dir, folder)
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		log.Error("create attempt folder", "dir", adir, "err", err)
 		return
 	}
-	files := map[string]any{"attempt.json": rec, "checks.json": out.Checks, "findings.json": out.Findings, "verdict.json": out.Verdict}
-	for name, v := range files {
-		data, _ := json.MarshalIndent(v, "", "  ")
-		if err := os.WriteFile(filepath.Join(adir, name), append(data, '\n'), 0o644); err != nil {
-			log.Error("write attempt file", "file", name, "err", err)
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(adir, name), data, 0o644); err != nil {
+			log.Error("write attempt file", "dir", adir, "file", name, "err", err)
 		}
+		save(folder+"/"+name, data)
 	}
-	if err := os.WriteFile(filepath.Join(adir, "patch"), []byte(capText(diff, MaxPatchBytes, "the whole change is on the attempt's branch")), 0o644); err != nil {
-		log.Error("write attempt patch", "dir", adir, "err", err)
+	files := map[string]any{"attempt.json": rec, "checks.json": out.Checks, "findings.json": out.Findings, "verdict.json": out.Verdict}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		data, _ := json.MarshalIndent(files[name], "", "  ")
+		write(name, append(data, '\n'))
 	}
-	if err := os.WriteFile(filepath.Join(adir, "stop-reason"), []byte(rec.Reason+"\n"), 0o644); err != nil {
-		log.Error("write stop reason", "dir", adir, "err", err)
-	}
+	write("patch", []byte(capText(diff, MaxPatchBytes, "the whole change is on the attempt's branch")))
+	write("stop-reason", []byte(rec.Reason+"\n"))
 }
 
-// readAttempts reads every attempt record under results/<id>/, in attempt order.
-func readAttempts(dir string) []attemptRecord {
-	matches, _ := filepath.Glob(filepath.Join(dir, "attempt-*", "attempt.json"))
-	var out []attemptRecord
-	for _, m := range matches {
-		data, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
+// readAttempts reads every attempt record of the ticket, in attempt order: those in the
+// database (written by any node) and those under its results folder on this disk.
+func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int64, dir string) []attemptRecord {
+	byFolder := map[string]attemptRecord{}
+	add := func(folder string, data []byte) {
 		var r attemptRecord
 		if json.Unmarshal(data, &r) == nil {
-			out = append(out, r)
+			byFolder[folder] = r
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
+	matches, _ := filepath.Glob(filepath.Join(dir, "attempt-*", "attempt.json"))
+	for _, m := range matches {
+		if data, err := os.ReadFile(m); err == nil {
+			add(filepath.Base(filepath.Dir(m)), data)
+		}
+	}
+	stored, err := w.d.Store.Artifacts(ctx, id)
+	if err != nil {
+		log.Warn("attempt records in the database", "err", err)
+	}
+	for _, a := range stored {
+		folder, name, ok := strings.Cut(a.Path, "/")
+		if !ok || name != "attempt.json" || !strings.HasPrefix(folder, "attempt-") {
+			continue
+		}
+		if data, err := w.d.Store.Artifact(ctx, id, a.Path); err == nil {
+			add(folder, data)
+		}
+	}
+	var out []attemptRecord
+	for _, f := range slices.Sorted(maps.Keys(byFolder)) {
+		out = append(out, byFolder[f])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
 	return out
 }

@@ -20,15 +20,21 @@ var ErrAnotherInstance = errors.New("another ticketd is running on the same work
 const instanceLockName = "ticketd.lock"
 
 // LockInstance takes the single-instance locks of ticketd once and run: one on the workspace
-// (every node has its own), and one beside the SQLite database, each an exclusive flock on a
-// file that holds the holder's pid. The locks go when the process ends, however it ends. It
-// fails with ErrAnotherInstance naming the other's pid; release drops both.
+// (every node has its own), and one beside a SQLite database, each an exclusive flock on a
+// file that holds the holder's pid. A PostgreSQL store has no database lock: several nodes
+// share it by design, and the store coordinates them. The locks go when the process ends,
+// however it ends. It fails with ErrAnotherInstance naming the other's pid; release drops
+// them.
 func LockInstance(cfg config.Config) (release func(), err error) {
 	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("create folder for store.path %s: %w", cfg.Store.Path, err)
+	locks := []struct{ path, what string }{{filepath.Join(cfg.Workspace, instanceLockName), "workspace " + cfg.Workspace}}
+	if !cfg.Store.Shared() {
+		if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
+			return nil, fmt.Errorf("create folder for store.path %s: %w", cfg.Store.Path, err)
+		}
+		locks = append(locks, struct{ path, what string }{cfg.Store.Path + ".lock", "database " + cfg.Store.Path})
 	}
 	var held []func()
 	release = func() {
@@ -36,10 +42,7 @@ func LockInstance(cfg config.Config) (release func(), err error) {
 			r()
 		}
 	}
-	for _, l := range []struct{ path, what string }{
-		{filepath.Join(cfg.Workspace, instanceLockName), "workspace " + cfg.Workspace},
-		{cfg.Store.Path + ".lock", "database " + cfg.Store.Path},
-	} {
+	for _, l := range locks {
 		r, err := lockFile(l.path)
 		if errors.Is(err, errLocked) {
 			release()

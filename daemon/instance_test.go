@@ -43,3 +43,33 @@ func TestLockInstance(t *testing.T) {
 	}
 	again()
 }
+
+// TestLockInstanceSharedStore: nodes on one PostgreSQL store lock only their workspaces (the
+// database is shared by design), and no lock file lands beside a store path they do not have.
+func TestLockInstanceSharedStore(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	node := func(name string) config.Config {
+		return config.Config{Workspace: filepath.Join(dir, name, "work"), Store: config.Store{URLEnv: "TICKETD_DB_URL"}}
+	}
+	a, err := LockInstance(node("vm-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a()
+	b, err := LockInstance(node("vm-b"))
+	if err != nil {
+		t.Fatalf("a second node on the shared store: %v; want it to start", err)
+	}
+	defer b()
+	if _, err := LockInstance(node("vm-a")); !errors.Is(err, ErrAnotherInstance) || !strings.Contains(err.Error(), "workspace") {
+		t.Errorf("a second ticketd on vm-a's workspace: %v; want ErrAnotherInstance naming the workspace", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the working directory holds %v; want only the two nodes' folders", names)
+	}
+}

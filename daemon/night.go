@@ -140,14 +140,28 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, error) {
 	log := d.logger().With("trigger", trigger)
 	rep := NightReport{Trigger: trigger, Started: d.now()}
-	runID, err := d.Store.StartRun(ctx, trigger)
+	// Intake and the night's preparation run on one node at a time: a second node waits
+	// here, then joins the night the first opened and reuses what it prepared (baselines).
+	unlock, err := d.Store.Lock(ctx, store.LockIntake)
+	if err != nil {
+		rep.Outcome, rep.Error = store.OutcomeFailed, err.Error()
+		return rep, err
+	}
+	var unlockOnce sync.Once
+	prepared := func() { unlockOnce.Do(unlock) }
+	defer prepared()
+	runID, joined, err := d.Store.JoinRun(ctx, trigger, d.Config.Night.Window+d.Config.Night.Grace)
 	if err != nil {
 		rep.Outcome, rep.Error = store.OutcomeFailed, err.Error()
 		return rep, err
 	}
 	rep.RunID = runID
+	log = log.With("node", d.Store.Node())
+	if joined {
+		log.Info("joined the night another node started", "run", runID)
+	}
 	var ending nightEnding
-	err = d.night(ctx, log, &rep, &ending)
+	err = d.night(ctx, log, &rep, &ending, prepared)
 	rep.Finished = d.now()
 	rep.Outcome, rep.Error = ending.outcome(ctx, err, rep.Stopped)
 	if err := d.Store.EndRun(context.WithoutCancel(ctx), runID, rep.Outcome, rep.Error); err != nil {
@@ -202,7 +216,8 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 
 // night is RunNight's work; it fills rep and ending, and returns an error when the night
 // could not start.
-func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding) error {
+// prepared is called once the preparation is over, to let the next node prepare.
+func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding, prepared func()) error {
 	cfg := d.Config
 	runID := rep.RunID
 	bwrap, err := prepareSandbox(ctx, cfg, log)
@@ -299,8 +314,10 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	} else if n > 0 {
 		log.Info("parked tickets back in the queue for this night", "tickets", n)
 	}
+	d.pushLeftovers(ctx, log, healthy)
 	defer d.runGitHub(workCtx)()
 	w.checkRepos(claimCtx)
+	prepared()
 	// The window stops claims; attempts still running get the grace period to finish, then
 	// they are stopped too (keeping their partial work) and released without spending an
 	// attempt. It counts from the end of the preparation (preflights, baselines): a slow

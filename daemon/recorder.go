@@ -9,8 +9,9 @@ import (
 	"github.com/ticketd/ticketd/store"
 )
 
-// callRecorder writes each model call to the store under the current night, and keeps the
-// night's running cost so the dollar budget is enforced without a query per call. Estimated
+// callRecorder writes each model call to the store under the current night and enforces
+// the night's dollar budget on the night's cost over every node (a read of the run's sum
+// after each priced call), keeping this node's own running cost for its report. Estimated
 // costs (a server that sends no usage) count like reported ones: a budget that ignored
 // them could never trip.
 type callRecorder struct {
@@ -70,7 +71,16 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		if c.CostSource == model.CostSourceEstimate {
 			r.estimated += *c.CostUSD
 		}
-		fire := r.limit > 0 && r.dollars >= r.limit && !r.fired
+		spent := r.dollars
+		r.mu.Unlock()
+		if r.limit > 0 && err == nil {
+			// The cap is the night's, over every node on the database.
+			if total, _, terr := r.store.RunCost(ctx, r.runID); terr == nil {
+				spent = max(spent, total)
+			}
+		}
+		r.mu.Lock()
+		fire := r.limit > 0 && spent >= r.limit && !r.fired
 		if fire {
 			r.fired = true
 		}
@@ -91,7 +101,7 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 	return err
 }
 
-// Dollars is the night's model spend so far, estimates included.
+// Dollars is this node's model spend in the night so far, estimates included.
 func (r *callRecorder) Dollars() float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -37,10 +37,13 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	if len(leftovers) > 0 {
 		log.Info("the checks also wrote files; they are discarded, not committed", "count", len(leftovers), "paths", strings.Join(clipList(leftovers, 20), ", "))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "patch"), []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch")), 0o644); err != nil {
+	patch := []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch"))
+	if err := os.WriteFile(filepath.Join(dir, "patch"), patch, 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
 	}
-	writeAttempt(log, dir, attemptRecord{
+	w.saveArtifact(ctx, log, t.ID, "patch", patch)
+	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
+	writeAttempt(log, dir, save, attemptRecord{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
@@ -56,12 +59,22 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	}
 	report := renderReport(reportInput{
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
-		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: readAttempts(dir),
+		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
 	})
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it")), 0o644); err != nil {
+	body := []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it"))
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), body, 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
 	}
+	w.saveArtifact(ctx, log, t.ID, "report.md", body)
 	return dir
+}
+
+// saveArtifact keeps a file of the ticket's results folder in the database too, so that
+// ticketctl on any node shows it. A failure is logged: the ticket's transition matters more.
+func (w *workerPool) saveArtifact(ctx context.Context, log *slog.Logger, id int64, rel string, data []byte) {
+	if err := w.d.Store.SaveArtifact(ctx, id, rel, data); err != nil {
+		log.Warn("keep a result file in the database", "file", rel, "err", err)
+	}
 }
 
 type reportInput struct {

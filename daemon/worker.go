@@ -138,7 +138,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			if !more {
 				return
 			}
-			if !sleep(claimCtx, wait) {
+			// A notice that a ticket became claimable (an enqueue, a release, on any node)
+			// ends the wait early; the wait itself is the poll that backs notices up.
+			if !w.d.Store.WaitForWork(claimCtx, wait) {
 				return
 			}
 			continue
@@ -172,7 +174,13 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		return w.cfg.Night.Poll, ctx.Err() == nil
 	}
 	now := w.d.now()
-	wait, more := w.cfg.Night.Poll, false // a paused (unhealthy) repository's tickets wait for the next night
+	// The poll is the back-stop for what no notice announces (a retry's backoff set by
+	// another process): where notices reach every node, it can be rare.
+	poll := w.cfg.Night.Poll
+	if w.d.Store.NoticesReachOtherNodes() {
+		poll = max(poll, idleBackstop)
+	}
+	wait, more := poll, false // a paused (unhealthy) repository's tickets wait for the next night
 	if due.Running > 0 {
 		more = true // it may come back as a retry, or its lease may expire
 		if !due.NextLeaseExpiry.IsZero() {
@@ -185,6 +193,11 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 	}
 	return wait, more
 }
+
+// idleBackstop is the longest an idle worker waits between looks at the queue when notices
+// reach every node (PostgreSQL): due times it knows of (a backoff, a lease expiry) wake it
+// earlier, and so does any notice.
+const idleBackstop = 30 * time.Second
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -332,6 +345,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		// Stopped from outside (window and grace, shutdown, the night's dollars): the work so
 		// far is kept like a failed attempt's, and the attempt is not spent.
 		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		w.d.pushBranch(bg, log, repo, t.ID, branch)
 		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
 		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
 		return
@@ -360,6 +374,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		}
 		keepBranch = true
 		log.Info("ticket done", "branch", tree.Branch, "result", dir)
+		w.d.pushBranch(bg, log, repo, t.ID, tree.Branch)
 	case pipeline.StatusTransport:
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	case pipeline.StatusStopped:
@@ -376,6 +391,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		}
 		// The next attempt resets the ticket's branch: keep this one's work on its own.
 		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, out.Reason)
+		w.d.pushBranch(bg, log, repo, t.ID, branch)
 		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {

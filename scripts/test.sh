@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need where it is missing (Debian's pytest and
-# mypy for /usr/bin/python3, bubblewrap for the sandbox), then runs the checks CI runs.
+# mypy for /usr/bin/python3, bubblewrap for the sandbox, postgresql for the store's second
+# engine), then runs the checks CI runs.
 # Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,18 @@ fi
 # What this script installed must be used: a test that would skip for want of Chromium
 # fails instead (scripts/test.sh is what CI runs).
 export TICKETD_REQUIRE_TOOLS="${TICKETD_REQUIRE_TOOLS:-chromium}"
+# A throw-away PostgreSQL server (installing Debian's postgresql where missing) for the
+# store's conformance suite on its PostgreSQL engine and the multi-node night; stopped on
+# exit. Without one those tests skip, unless TICKETD_REQUIRE_TOOLS=1 makes them fail.
+if [ -z "${TICKETD_TEST_POSTGRES:-}" ]; then
+  if pg_exports=$(scripts/pgtest.sh start); then
+    eval "$pg_exports"
+    trap 'scripts/pgtest.sh stop "$TICKETD_PGTEST_DIR"' EXIT
+    echo "PostgreSQL for the tests: ${TICKETD_TEST_POSTGRES}"
+  else
+    echo "could not start a PostgreSQL server; its tests will skip (or fail with TICKETD_REQUIRE_TOOLS=1)" >&2
+  fi
+fi
 
 echo "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

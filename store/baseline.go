@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Baseline is the validators' results at one base commit of one repository under one checks
@@ -26,15 +28,9 @@ type Baseline struct {
 // LoadBaseline returns the stored baseline for (repo, base commit, checks hash) and marks it
 // used now, so gc keeps what nights still read; ok is false when none is stored.
 func (s *Store) LoadBaseline(ctx context.Context, repo, baseCommit, checksHash string) (b Baseline, ok bool, err error) {
-	err = s.write(ctx, "load baseline", func(ctx context.Context, tx *wtx) error {
-		row, err := s.queryRow(ctx, tx, `UPDATE baselines SET used_at = ?, uses = uses + 1
-			WHERE repo = ? AND base_commit = ? AND checks_hash = ?
-			RETURNING results, flaky, duration_ms, created_at, used_at, uses`, s.nowMS(), repo, baseCommit, checksHash)
-		if err != nil {
-			return err
-		}
+	err = s.write(ctx, "load baseline", func(ctx context.Context, tx storedriver.Tx) error {
 		var dur, created, used int64
-		if err := row.Scan(&b.Results, &b.Flaky, &dur, &created, &used, &b.Uses); err != nil {
+		if err := tx.QueryRow(ctx, s.q.LoadBaseline, s.nowMS(), repo, baseCommit, checksHash).Scan(&b.Results, &b.Flaky, &dur, &created, &used, &b.Uses); err != nil {
 			return err
 		}
 		b.Repo, b.BaseCommit, b.ChecksHash = repo, baseCommit, checksHash
@@ -60,13 +56,9 @@ func (s *Store) SaveBaseline(ctx context.Context, b Baseline) error {
 	if b.Flaky == "" {
 		b.Flaky = "[]"
 	}
-	err := s.write(ctx, "save baseline", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "save baseline", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		_, err := s.exec(ctx, tx, `INSERT INTO baselines (repo, base_commit, checks_hash, results, flaky, duration_ms, created_at, used_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (repo, base_commit, checks_hash) DO UPDATE SET
-				results = excluded.results, flaky = excluded.flaky, duration_ms = excluded.duration_ms,
-				created_at = excluded.created_at, used_at = excluded.used_at, uses = 0`,
+		_, err := tx.Exec(ctx, s.q.SaveBaseline,
 			b.Repo, b.BaseCommit, b.ChecksHash, b.Results, b.Flaky, max(b.Duration.Milliseconds(), 0), now, now)
 		return err
 	})
@@ -84,12 +76,8 @@ func (s *Store) PruneBaselines(ctx context.Context, olderThan time.Duration) (in
 		return 0, fmt.Errorf("prune baselines: older than %v: want >= 0", olderThan)
 	}
 	var n int
-	err := s.write(ctx, "prune baselines", func(ctx context.Context, tx *wtx) error {
-		res, err := s.exec(ctx, tx, `DELETE FROM baselines WHERE used_at < ?`, s.nowMS()-olderThan.Milliseconds())
-		if err != nil {
-			return err
-		}
-		rows, err := res.RowsAffected()
+	err := s.write(ctx, "prune baselines", func(ctx context.Context, tx storedriver.Tx) error {
+		rows, err := tx.Exec(ctx, s.q.PruneBaselines, s.nowMS()-olderThan.Milliseconds())
 		n = int(rows)
 		return err
 	})

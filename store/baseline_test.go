@@ -1,15 +1,14 @@
 package store
 
 import (
-	"database/sql"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 )
 
-func TestBaselineSaveLoadPrune(t *testing.T) {
-	b := setup(t)
+func TestBaselineSaveLoadPrune(t *testing.T) { forEachEngine(t, testBaselineSaveLoadPrune) }
+
+func testBaselineSaveLoadPrune(t *testing.T, e engine) {
+	b := e.setup(t)
 	ctx := b.ctx
 	if _, ok, err := b.s.LoadBaseline(ctx, "calc", "abc", "h1"); err != nil || ok {
 		t.Fatalf("LoadBaseline on an empty table = ok %v, err %v; want false, nil", ok, err)
@@ -58,45 +57,5 @@ func TestBaselineSaveLoadPrune(t *testing.T) {
 	}
 	if err := b.s.SaveBaseline(ctx, Baseline{Repo: "calc"}); err == nil {
 		t.Error("SaveBaseline without base commit and hash succeeded")
-	}
-}
-
-// TestBaselineStatementsUseIndexes: the baseline statements run once per repository per night
-// but the table grows with every base commit; none may scan it.
-func TestBaselineStatementsUseIndexes(t *testing.T) {
-	registerRecorder.Do(func() { sql.Register("sqlite-record", recorder) })
-	b := setup(t, func(o *Options) { o.driverName = "sqlite-record" })
-	recorder.start()
-	if err := b.s.SaveBaseline(b.ctx, Baseline{Repo: "r", BaseCommit: "c", ChecksHash: "h", Results: "[]"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.s.LoadBaseline(b.ctx, "r", "c", "h"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.s.PruneBaselines(b.ctx, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	queries := recorder.stop()
-	checked := 0
-	for _, q := range queries {
-		if !strings.Contains(q, "baselines") {
-			continue
-		}
-		checked++
-		plan := explain(t, b.s, q)
-		t.Logf("%s\nplan:\n  %s", q, strings.Join(plan, "\n  "))
-		for _, step := range plan {
-			if strings.HasPrefix(step, "SCAN baselines") {
-				t.Errorf("statement scans baselines:\n%s\nplan:\n  %s", q, strings.Join(plan, "\n  "))
-			}
-		}
-	}
-	if checked < 3 {
-		t.Fatalf("checked %d baseline statements; want 3 (save, load, prune)", checked)
-	}
-	// Negative control: a lookup without the key's first column must be caught.
-	plan := explain(t, b.s, `SELECT results FROM baselines WHERE checks_hash = ?`)
-	if !slices.ContainsFunc(plan, func(s string) bool { return strings.HasPrefix(s, "SCAN baselines") }) {
-		t.Errorf("plan of an unindexed lookup = %v; want a SCAN (else the check cannot fail)", plan)
 	}
 }

@@ -31,24 +31,14 @@ type Due struct {
 // Idle reports whether no ticket is queued or running at all.
 func (d Due) Idle() bool { return d.Queued == 0 && d.Running == 0 && d.Paused == 0 }
 
-const (
-	dueQuery = `SELECT state, 0, count(*), min(run_after), min(lease_expires_at), sum(run_after <= ?2) FROM tickets
-		WHERE finished_at IS NULL GROUP BY state`
-	// With repositories paused, each active ticket's row is read for its repo: the active
-	// set is small, the history is not touched.
-	duePausedQuery = `SELECT state, repo IN (SELECT value FROM json_each(?1)), count(*), min(run_after), min(lease_expires_at),
-			sum(run_after <= ?2)
-		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`
-)
-
 // NextDue summarizes the active tickets for a worker that found nothing to claim: the
 // daemon's idle poll. It is one read on the read pool and never waits for the writer.
 func (s *Store) NextDue(ctx context.Context) (Due, error) {
-	q, args := dueQuery, []any{nil, s.nowMS()}
+	q, args := s.q.Due, []any{s.nowMS()}
 	if p := s.paused.Load(); p != nil {
-		q, args = duePausedQuery, []any{p.json, s.nowMS()}
+		q, args = s.q.DuePaused, []any{p.json, s.nowMS()}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.rd.Query(ctx, q, args...)
 	if err != nil {
 		return Due{}, fmt.Errorf("next due ticket: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Sizes of the history BenchmarkBigHistory builds: a year or so of busy nights.
@@ -25,11 +27,6 @@ func buildHistory(tb testing.TB, s *Store) {
 	now := s.nowMS()
 	old := now - 400*24*3600*1000 // the history starts a year and a bit ago
 	perNight := historyTickets / historyNights
-	tx, err := s.wc.BeginTx(ctx, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer tx.Rollback()
 	steps := []string{
 		fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 			INSERT INTO runs (id, trigger, started_at, ended_at, after_event_id)
@@ -59,13 +56,16 @@ func buildHistory(tb testing.TB, s *Store) {
 			historyTickets*historyCallsPerTkt-1, historyCallsPerTkt, historyCallsPerTkt, perNight,
 			historyCallsPerTkt, perNight),
 	}
-	for _, q := range steps {
-		if _, err := tx.ExecContext(ctx, q, old); err != nil {
-			tb.Fatalf("build history: %v\n%s", err, q)
+	err := s.write(ctx, "build history", func(ctx context.Context, tx storedriver.Tx) error {
+		for _, q := range steps {
+			if _, err := tx.Exec(ctx, q, old); err != nil {
+				return fmt.Errorf("%w\n%s", err, q)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		tb.Fatal(err)
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("build history: %v", err)
 	}
 	// The live queue goes through the API, as a night would build it.
 	for i := range 13 {

@@ -14,7 +14,7 @@ import (
 func TestInspect(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b := setup(t)
+	b := engine{"sqlite"}.setup(t) // Inspect reads SQLite files
 	other := filepath.Join(dir, "other.db")
 	db, err := sql.Open("sqlite", other)
 	if err != nil {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // NightTokens sums the model calls charged to one night: what /nights shows as the night's
@@ -32,14 +31,11 @@ func (s *Store) NightTokens(ctx context.Context, runIDs []int64) (map[int64]Nigh
 	if len(runIDs) == 0 {
 		return out, nil
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(runIDs)), ", ")
 	args := make([]any, len(runIDs))
 	for i, id := range runIDs {
 		args[i] = id
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT run_id, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
-			coalesce(sum(completion_tokens), 0)
-		FROM model_calls WHERE run_id IN (`+marks+`) GROUP BY run_id`, args...)
+	rows, err := s.rd.Query(ctx, s.q.NightTokens(len(runIDs)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("token totals of %d night(s): %w", len(runIDs), err)
 	}

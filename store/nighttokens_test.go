@@ -7,8 +7,10 @@ import (
 
 // TestListBeforeID: pages of a newest-first list, keyed by the last id shown, cover every
 // ticket once, with and without a state filter (the open-tickets index path included).
-func TestListBeforeID(t *testing.T) {
-	b := setup(t)
+func TestListBeforeID(t *testing.T) { forEachEngine(t, testListBeforeID) }
+
+func testListBeforeID(t *testing.T, e engine) {
+	b := e.setup(t)
 	for i := range 7 {
 		b.enqueue(t, fmt.Sprint(i))
 	}
@@ -36,8 +38,10 @@ func TestListBeforeID(t *testing.T) {
 }
 
 // TestNightTokens sums each night's calls apart; a night without calls is absent.
-func TestNightTokens(t *testing.T) {
-	b := setup(t)
+func TestNightTokens(t *testing.T) { forEachEngine(t, testNightTokens) }
+
+func testNightTokens(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "a")
 	r1, _ := b.s.StartRun(b.ctx, "cron")
 	r2, _ := b.s.StartRun(b.ctx, "cron")

@@ -3,13 +3,16 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestRequestCancel(t *testing.T) {
-	b := setup(t)
+func TestRequestCancel(t *testing.T) { forEachEngine(t, testRequestCancel) }
+
+func testRequestCancel(t *testing.T, e engine) {
+	b := e.setup(t)
 	queued := b.enqueue(t, "q")
 	if st, err := b.s.RequestCancel(b.ctx, queued, "op", "duplicate"); err != nil || st != StateCancelled {
 		t.Fatalf("cancel queued = %s, %v; want cancelled", st, err)
@@ -46,8 +49,10 @@ func TestRequestCancel(t *testing.T) {
 	}
 }
 
-func TestRequeue(t *testing.T) {
-	b := setup(t)
+func TestRequeue(t *testing.T) { forEachEngine(t, testRequeue) }
+
+func testRequeue(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = 1 })
 	l := b.claim(t, "w1")
 	if st, _ := b.s.Fail(b.ctx, id, l.Token, Failure{Kind: FailFix, Reason: "never passes"}); st != StateEscalated {
@@ -91,8 +96,10 @@ func TestRequeue(t *testing.T) {
 
 func ptr(f float64) *float64 { return &f }
 
-func TestRecordsListStatsRuns(t *testing.T) {
-	b := setup(t)
+func TestRecordsListStatsRuns(t *testing.T) { forEachEngine(t, testRecordsListStatsRuns) }
+
+func testRecordsListStatsRuns(t *testing.T, e engine) {
+	b := e.setup(t)
 	run, err := b.s.StartRun(b.ctx, "once")
 	if err != nil {
 		t.Fatal(err)
@@ -207,5 +214,55 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(tc.in, tc.p); got != tc.want {
 			t.Errorf("percentile(%v, %d) = %v; want %v", tc.in, tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestFinishedBefore: what ticketctl gc deletes the files of is the tickets that ended
+// (done, escalated, cancelled) before the cutoff, oldest first; never an open or a parked
+// one, however old.
+func TestFinishedBefore(t *testing.T) { forEachEngine(t, testFinishedBefore) }
+
+func testFinishedBefore(t *testing.T, e engine) {
+	b := e.setup(t)
+	done := b.enqueue(t, "done", func(n *NewTicket) { n.Priority = 9 })
+	l := b.claim(t, "w")
+	must(t, b.s.Complete(b.ctx, done, l.Token, Result{Branch: "ticketd/1-done"}))
+	b.clock.Advance(time.Hour)
+	escalated := b.enqueue(t, "escalated", func(n *NewTicket) { n.MaxAttempts = 1; n.Priority = 9 })
+	l = b.claim(t, "w")
+	if st, err := b.s.Fail(b.ctx, escalated, l.Token, Failure{Kind: FailFix, Reason: "no"}); err != nil || st != StateEscalated {
+		t.Fatalf("Fail = %s, %v", st, err)
+	}
+	parked := b.enqueue(t, "parked", func(n *NewTicket) { n.Priority = 9 })
+	l = b.claim(t, "w")
+	if _, err := b.s.Park(b.ctx, parked, l.Token, b.clock.Now().Add(time.Hour), "parked: endpoint"); err != nil {
+		t.Fatal(err)
+	}
+	b.enqueue(t, "queued")
+	b.clock.Advance(time.Hour)
+	cancelled := b.enqueue(t, "cancelled")
+	if _, err := b.s.RequestCancel(b.ctx, cancelled, "op", "dup"); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(24 * time.Hour)
+	for _, c := range []struct {
+		cutoff time.Time
+		want   []int64
+	}{
+		{b.clock.Now().Add(-24*time.Hour - 30*time.Minute), []int64{done, escalated}},
+		{b.clock.Now(), []int64{done, escalated, cancelled}},
+		{b.clock.Now().Add(-48 * time.Hour), nil},
+	} {
+		got, err := b.s.FinishedBefore(b.ctx, c.cutoff)
+		var ids []int64
+		for _, tk := range got {
+			ids = append(ids, tk.ID)
+		}
+		if err != nil || !slices.Equal(ids, c.want) {
+			t.Errorf("FinishedBefore(%s) = %v, %v; want %v", c.cutoff.Format(time.RFC3339), ids, err, c.want)
+		}
+	}
+	if got, _ := b.s.FinishedBefore(b.ctx, b.clock.Now()); len(got) > 0 && got[0].Branch != "ticketd/1-done" {
+		t.Errorf("FinishedBefore's first ticket = %+v; want the done ticket, its branch read back", got[0])
 	}
 }

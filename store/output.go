@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // OutputKind is what ticketd published upstream for a ticket.
@@ -27,18 +29,17 @@ type Output struct {
 // RecordOutput remembers that kind was published for ticket id at url, and appends a
 // "published" event. Recording the same kind twice keeps the first and is not an error.
 func (s *Store) RecordOutput(ctx context.Context, id int64, kind OutputKind, url string) error {
-	err := s.write(ctx, "record output", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "record output", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		res, err := s.exec(ctx, tx, `INSERT INTO outputs (ticket_id, kind, url, created_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (ticket_id, kind) DO NOTHING`, id, string(kind), url, now)
+		n, err := tx.Exec(ctx, s.q.RecordOutput, id, string(kind), url, now)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return nil
 		}
 		return s.event(ctx, tx, id, now, "published", st, st, attempts, "github", string(kind)+" "+url)
@@ -52,10 +53,7 @@ func (s *Store) RecordOutput(ctx context.Context, id int64, kind OutputKind, url
 // Unpublished returns the tickets of source that finished in state (done or escalated)
 // and have no output of kind yet, oldest first, at most limit.
 func (s *Store) Unpublished(ctx context.Context, source string, state State, kind OutputKind, limit int) ([]Ticket, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+ticketCols+` FROM tickets
-		WHERE source = ? AND state = ? AND NOT EXISTS (
-			SELECT 1 FROM outputs o WHERE o.ticket_id = tickets.id AND o.kind = ?)
-		ORDER BY finished_at, id LIMIT ?`, source, string(state), string(kind), limit)
+	rows, err := s.rd.Query(ctx, s.q.Unpublished, source, string(state), string(kind), limit)
 	if err != nil {
 		return nil, fmt.Errorf("unpublished %s tickets of %s: %w", state, source, err)
 	}
@@ -76,7 +74,7 @@ func (s *Store) Unpublished(ctx context.Context, source string, state State, kin
 
 // Outputs returns what was published for ticket id.
 func (s *Store) Outputs(ctx context.Context, id int64) ([]Output, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ticket_id, kind, url, created_at FROM outputs WHERE ticket_id = ? ORDER BY created_at`, id)
+	rows, err := s.rd.Query(ctx, s.q.Outputs, id)
 	if err != nil {
 		return nil, fmt.Errorf("outputs of ticket %d: %w", id, err)
 	}

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Overview is the set of figures /metrics and the status page read at request time, so
@@ -54,7 +57,7 @@ func (s *Store) Overview(ctx context.Context) (Overview, error) {
 	for _, st := range States {
 		ov.ByState[st] = 0
 	}
-	err := s.each(ctx, `SELECT state, count(*) FROM tickets GROUP BY state`, nil, func(r *sql.Rows) error {
+	err := s.each(ctx, s.q.CountByState, nil, func(r storedriver.Rows) error {
 		var st State
 		var n int
 		if err := r.Scan(&st, &n); err != nil {
@@ -66,7 +69,7 @@ func (s *Store) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return ov, fmt.Errorf("overview: tickets: %w", err)
 	}
-	err = s.each(ctx, `SELECT kind, count(*), sum(kind = 'lease_expired' AND to_state = 'queued') FROM events GROUP BY kind`, nil, func(r *sql.Rows) error {
+	err = s.each(ctx, s.q.EventKinds, nil, func(r storedriver.Rows) error {
 		var kind string
 		var n, rescued int64
 		if err := r.Scan(&kind, &n, &rescued); err != nil {
@@ -79,9 +82,7 @@ func (s *Store) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return ov, fmt.Errorf("overview: events: %w", err)
 	}
-	err = s.each(ctx, `SELECT role, model, count(*), sum(error != ''), sum(prompt_tokens), sum(cached_tokens),
-			sum(completion_tokens), sum(reasoning_tokens), coalesce(sum(cost_usd), 0), sum(latency_ms)
-		FROM model_calls GROUP BY role, model ORDER BY role, model`, nil, func(r *sql.Rows) error {
+	err = s.each(ctx, s.q.CallTotals, nil, func(r storedriver.Rows) error {
 		var c CallTotals
 		var latencyMS int64
 		if err := r.Scan(&c.Role, &c.Model, &c.Calls, &c.Errors, &c.PromptTokens, &c.CachedTokens,
@@ -95,12 +96,12 @@ func (s *Store) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return ov, fmt.Errorf("overview: model calls: %w", err)
 	}
-	q := `SELECT tool, count(*), sum(ok = 0), sum(duration_ms)`
-	for _, b := range DurationBuckets {
-		q += fmt.Sprintf(", sum(duration_ms <= %d)", int64(b*1000))
+	bucketsMS := make([]int64, len(DurationBuckets))
+	for i, b := range DurationBuckets {
+		bucketsMS[i] = int64(b * 1000)
 	}
-	q += ` FROM tool_calls GROUP BY tool ORDER BY tool`
-	err = s.each(ctx, q, nil, func(r *sql.Rows) error {
+	q := s.q.ToolTotals(bucketsMS)
+	err = s.each(ctx, q, nil, func(r storedriver.Rows) error {
 		t := ToolTotals{Buckets: make([]int64, len(DurationBuckets))}
 		var sumMS int64
 		dest := []any{&t.Tool, &t.Calls, &t.Failed, &sumMS}
@@ -134,14 +135,8 @@ type Progress struct {
 func (s *Store) Progress(ctx context.Context, id int64) (Progress, error) {
 	p := Progress{TicketID: id}
 	var toolAt, callAt sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT t.attempts,
-			coalesce((SELECT step FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), 0),
-			coalesce((SELECT tool FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), ''),
-			(SELECT max(at) FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts),
-			(SELECT count(*) FROM model_calls WHERE ticket_id = t.id AND attempt = t.attempts),
-			(SELECT max(started_at) FROM model_calls WHERE ticket_id = t.id AND attempt = t.attempts)
-		FROM tickets t WHERE t.id = ?`, id).Scan(&p.Attempt, &p.Step, &p.LastTool, &toolAt, &p.ModelCalls, &callAt)
-	if err == sql.ErrNoRows {
+	err := s.rd.QueryRow(ctx, s.q.Progress, id).Scan(&p.Attempt, &p.Step, &p.LastTool, &toolAt, &p.ModelCalls, &callAt)
+	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("progress of ticket %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
@@ -174,8 +169,8 @@ func (s *Store) FinishedSince(ctx context.Context, since time.Time, limit int) (
 }
 
 // each runs a read query and calls fn for each row.
-func (s *Store) each(ctx context.Context, q string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := s.r.QueryContext(ctx, q, args...)
+func (s *Store) each(ctx context.Context, q string, args []any, fn func(storedriver.Rows) error) error {
+	rows, err := s.rd.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-func TestOverviewAndProgress(t *testing.T) {
-	b := setup(t)
+func TestOverviewAndProgress(t *testing.T) { forEachEngine(t, testOverviewAndProgress) }
+
+func testOverviewAndProgress(t *testing.T, e engine) {
+	b := e.setup(t)
 	ctx := context.Background()
 	a := b.enqueue(t, "a")
 	b.enqueue(t, "b")

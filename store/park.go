@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // TransportReleases counts the times a ticket was released for a transport fault during
@@ -15,14 +15,7 @@ import (
 func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (int, error) {
 	var n int
 	// The ticket's event chain, newest first, walked back only as far as the run's start.
-	err := s.r.QueryRowContext(ctx, `WITH RECURSIVE
-			since(id) AS (SELECT after_event_id FROM runs WHERE id = ?2),
-			chain(id) AS (
-				SELECT last_event_id FROM tickets WHERE id = ?1 AND last_event_id > (SELECT id FROM since)
-				UNION ALL
-				SELECT e.prev_id FROM chain CROSS JOIN events e ON e.id = chain.id WHERE e.prev_id > (SELECT id FROM since))
-		SELECT count(*) FROM chain CROSS JOIN events e ON e.id = chain.id
-		WHERE e.kind = 'released' AND e.reason LIKE 'transport:%'`, ticketID, runID).Scan(&n)
+	err := s.rd.QueryRow(ctx, s.q.TransportReleases, ticketID, runID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("transport releases of ticket %d in run %d: %w", ticketID, runID, err)
 	}
@@ -35,32 +28,22 @@ func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (i
 // cancellation was requested goes to cancelled instead.
 func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reason string) (State, error) {
 	var to State
-	err := s.write(ctx, "park", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "park", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		var attempts, cancel int
-		var owner string
-		row, err := s.queryRow(ctx, tx, `SELECT attempts, cancel_requested, lease_owner FROM tickets
-			WHERE id = ? AND fence_token = ? AND state = 'running'`, id, token)
+		lt, err := s.leased(ctx, tx, id, token)
 		if err != nil {
 			return err
 		}
-		if err := row.Scan(&attempts, &cancel, &owner); errors.Is(err, sql.ErrNoRows) {
-			return s.lostOrMissing(ctx, tx, id)
-		} else if err != nil {
-			return err
-		}
-		kind, finished, runAfter, newAttempts := "parked", any(nil), until.UnixMilli(), max(attempts-1, 0)
+		kind, finished, runAfter, newAttempts := "parked", any(nil), until.UnixMilli(), max(lt.attempts-1, 0)
 		to = StateParked
-		if cancel != 0 {
-			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, attempts
+		if lt.cancel {
+			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, lt.attempts
 		}
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
-				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?, `+reserveEvent+`
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			string(to), newAttempts, runAfter, finished, now, reason, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, string(to), newAttempts, runAfter, finished, now, reason,
+			"", "", id, token); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, lt.attempts, lt.owner, reason)
 	})
 	if err != nil {
 		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)
@@ -77,11 +60,10 @@ func (s *Store) Unpark(ctx context.Context, before time.Time, who string) (int, 
 		limit = before.UnixMilli()
 	}
 	var n int
-	err := s.write(ctx, "unpark", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "unpark", func(ctx context.Context, tx storedriver.Tx) error {
 		n = 0
 		now := s.nowMS()
-		rows, err := s.query(ctx, tx, `SELECT id, attempts FROM tickets
-			WHERE finished_at IS NULL AND state = 'parked' AND run_after <= ?`, limit)
+		rows, err := tx.Query(ctx, s.q.ParkedDue, limit)
 		if err != nil {
 			return err
 		}
@@ -103,8 +85,7 @@ func (s *Store) Unpark(ctx context.Context, before time.Time, who string) (int, 
 			return err
 		}
 		for _, p := range ps {
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, `+reserveEvent+`
-				WHERE id = ? AND state = 'parked'`, now, now, p.id); err != nil {
+			if _, err := tx.Exec(ctx, s.q.Unpark, now, now, p.id); err != nil {
 				return err
 			}
 			if err := s.appendEvent(ctx, tx, p.id, now, "unparked", StateParked, StateQueued, p.attempts, who, "a new night: parked tickets go back to the queue"); err != nil {

@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-func TestTransportReleasesAndPark(t *testing.T) {
-	b := setup(t)
+func TestTransportReleasesAndPark(t *testing.T) { forEachEngine(t, testTransportReleasesAndPark) }
+
+func testTransportReleasesAndPark(t *testing.T, e engine) {
+	b := e.setup(t)
 	old, err := b.s.StartRun(b.ctx, "once")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +73,11 @@ func TestTransportReleasesAndPark(t *testing.T) {
 }
 
 func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
-	b := setup(t)
+	forEachEngine(t, testModelCallEstimatesAndEndpointEvents)
+}
+
+func testModelCallEstimatesAndEndpointEvents(t *testing.T, e engine) {
+	b := e.setup(t)
 	run, _ := b.s.StartRun(b.ctx, "once")
 	id := b.enqueue(t, "1")
 	calls := []ModelCall{
@@ -108,8 +114,10 @@ func TestModelCallEstimatesAndEndpointEvents(t *testing.T) {
 
 // TestUnpark: a parked ticket comes back only when a night unparks it (after its date, or
 // at once under `once`), or when an operator requeues or cancels it.
-func TestUnpark(t *testing.T) {
-	b := setup(t)
+func TestUnpark(t *testing.T) { forEachEngine(t, testUnpark) }
+
+func testUnpark(t *testing.T, e engine) {
+	b := e.setup(t)
 	n := 0
 	park := func(t *testing.T, until time.Time) int64 {
 		t.Helper()
@@ -164,8 +172,10 @@ func TestUnpark(t *testing.T) {
 
 // TestNightOutcomes: a night's outcome and error are kept, and the totals per outcome say
 // when the last night of each kind ended.
-func TestNightOutcomes(t *testing.T) {
-	b := setup(t)
+func TestNightOutcomes(t *testing.T) { forEachEngine(t, testNightOutcomes) }
+
+func testNightOutcomes(t *testing.T, e engine) {
+	b := e.setup(t)
 	for _, c := range []struct {
 		outcome Outcome
 		err     string
@@ -201,5 +211,60 @@ func TestNightOutcomes(t *testing.T) {
 	if len(tot) != len(Outcomes) || got[OutcomeOK].Nights != 1 || got[OutcomeFailed].Nights != 2 || got[OutcomeStopped].Nights != 0 ||
 		!got[OutcomeFailed].LastEnd.Equal(runs[1].EndedAt) || !got[OutcomeFailed].LastEnd.After(got[OutcomeOK].LastEnd) {
 		t.Errorf("NightTotals = %+v", tot)
+	}
+}
+
+// TestAbandonedCallsMakeCostUnknown: a model call abandoned before its answer keeps its
+// estimated cost but marks its completion unknown, and every total that includes it (the
+// ticket's summary, the night's stats, the usage estimates) says its cost is not whole.
+func TestAbandonedCallsMakeCostUnknown(t *testing.T) {
+	forEachEngine(t, testAbandonedCallsMakeCostUnknown)
+}
+
+func testAbandonedCallsMakeCostUnknown(t *testing.T, e engine) {
+	b := e.setup(t)
+	run, err := b.s.StartRun(b.ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := b.enqueue(t, "whole")
+	cut := b.enqueue(t, "cut")
+	for _, c := range []ModelCall{
+		{TicketID: whole, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 100, CompletionTokens: 10, CostUSD: ptr(0.01), CostSource: "price_table"},
+		{TicketID: cut, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 900, CostUSD: ptr(0.02), CostSource: "estimate",
+			UsageEstimated: true, CompletionUnknown: true, ErrorClass: "timeout", Error: "client time-out"},
+	} {
+		if _, err := b.s.RecordModelCall(b.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := b.s.ModelCalls(b.ctx, cut); err != nil || len(got) != 1 || !got[0].CompletionUnknown || !got[0].UsageEstimated ||
+		got[0].CostUSD == nil || *got[0].CostUSD != 0.02 {
+		t.Errorf("ModelCalls(cut) = %+v, %v; want the estimate kept and the completion unknown", got, err)
+	}
+	if got, err := b.s.ModelCalls(b.ctx, whole); err != nil || len(got) != 1 || got[0].CompletionUnknown {
+		t.Errorf("ModelCalls(whole) = %+v, %v; want a known completion", got, err)
+	}
+	list, err := b.s.List(b.ctx, Filter{})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	for _, sm := range list {
+		if want := sm.ID == cut; sm.CostUnknown != want || sm.CostEstimated != want {
+			t.Errorf("summary of %d: cost unknown %v, estimated %v; want both %v", sm.ID, sm.CostUnknown, sm.CostEstimated, want)
+		}
+	}
+	if err := b.s.FinishRun(b.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{0, run} {
+		st, err := b.s.Stats(b.ctx, id)
+		if err != nil || !st.CostUnknown || st.CostUSD < 0.0299 || st.CostUSD > 0.0301 {
+			t.Errorf("Stats(%d) = cost %v unknown %v, %v; want $0.03 and unknown", id, st.CostUSD, st.CostUnknown, err)
+		}
+		u, err := b.s.UsageEstimates(b.ctx, id)
+		if want := (UsageEstimates{Calls: 2, EstimatedCalls: 1, EstimatedUSD: 0.02, UnknownCalls: 1}); err != nil || u != want {
+			t.Errorf("UsageEstimates(%d) = %+v, %v; want %+v", id, u, err, want)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Lease is a worker's hold on a claimed ticket.
@@ -50,56 +52,6 @@ const settleEvery = time.Second
 // transportDelay is how long a ticket released after a transport fault waits, so a dead
 // endpoint is not hammered by the same ticket in a tight loop.
 func (s *Store) transportDelay() time.Duration { return min(5*time.Second, s.opts.BackoffBase) }
-
-// claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
-// walk tickets_open in claim order and yield at most one candidate, reading the state in
-// the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
-// a literal match). skipPaused adds the SetPaused filter (a row lookup per candidate). Without
-// rescue, only the queued branch runs: Claim uses that while no lease can have expired
-// (see leaseHorizon), which spares every claim the second walk and the merge. It binds ?1
-// now, ?2 MaxRescues and ?3 the paused set.
-func claimPick(skipPaused, rescue bool) string {
-	filter := ""
-	if skipPaused {
-		filter = ` AND repo NOT IN (SELECT value FROM json_each(?3))`
-	}
-	queued := `SELECT id, priority, run_after FROM tickets
-				WHERE finished_at IS NULL AND state = 'queued' AND run_after <= ?1` + filter + `
-				ORDER BY priority DESC, run_after, id LIMIT 1`
-	if !rescue {
-		return `SELECT id FROM (` + queued + `)`
-	}
-	return `SELECT id FROM (
-			SELECT * FROM (` + queued + `)
-			UNION ALL
-			SELECT * FROM (SELECT id, priority, run_after FROM tickets
-				WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at <= ?1
-					AND rescues + 1 < ?2 AND cancel_requested = 0` + filter + `
-				ORDER BY priority DESC, run_after, id LIMIT 1)
-		) ORDER BY priority DESC, run_after, id LIMIT 1`
-}
-
-// claimPicks[skipPaused][rescue] are claimPick's four shapes.
-var claimPicks = [2][2]string{
-	{claimPick(false, false), claimPick(false, true)},
-	{claimPick(true, false), claimPick(true, true)},
-}
-
-// claimLease leases the picked ticket ?4 to worker ?1 until ?2 (now ?3). A rescue does not
-// charge the attempt its expired lease cut short: attempts stay, rescues grows. Claim reads
-// the row back with a SELECT instead of RETURNING, which would buffer it in a temporary
-// b-tree opened and freed on every execution (an UPDATE ... RETURNING measured 3.5 times
-// the instructions of the UPDATE alone).
-const claimLease = `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
-		rescues = rescues + (state = 'running'),
-		fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
-		rescued_from = CASE WHEN state = 'running' THEN lease_owner END, ` + reserveEvent + `
-	WHERE id = ?4`
-
-// leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
-// none), through tickets_open: Claim skips the rescue branch before it.
-const leaseHorizonQuery = `SELECT coalesce(min(lease_expires_at), 9223372036854775807) FROM tickets
-	WHERE finished_at IS NULL AND state = 'running'`
 
 // pausedRepos is the set SetPaused installed, as Claim binds it.
 type pausedRepos struct {
@@ -145,8 +97,12 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	paused := s.paused.Load()
-	err := s.write(ctx, "claim", func(ctx context.Context, tx *wtx) error {
+	p := storedriver.ClaimParams{MaxRescues: s.opts.MaxRescues, Worker: worker, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: "claimed", From: string(StateQueued), To: string(StateRunning)}}
+	if paused := s.paused.Load(); paused != nil {
+		p.Paused = paused.json
+	}
+	err := s.write(ctx, "claim", func(ctx context.Context, tx storedriver.Tx) error {
 		l = Lease{}
 		now := s.nowMS()
 		// Settling costs a statement, so it runs at most every settleEvery of store time, and
@@ -156,60 +112,34 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			if err := s.settleExpired(ctx, tx, now, worker); err != nil {
 				return err
 			}
-			if err := s.refreshLeaseHorizon(ctx, tx); err != nil {
-				return err
-			}
 			s.lastSettle.Store(now)
 		}
-		exp := now + leaseFor.Milliseconds()
-		args := []any{now, s.opts.MaxRescues}
-		skip := 0
-		if paused != nil {
-			skip, args = 1, append(args, paused.json)
+		p.Now, p.Expires = now, now+leaseFor.Milliseconds()
+		// Nothing follows a fresh claim: the engine writes its event with the lease.
+		p.Last = true
+		row, err := tx.Claim(ctx, p)
+		if err != nil {
+			return err
 		}
-		// Before the horizon no lease this store knows of has expired: the queued branch
-		// alone gives the same answer. Should it find nothing, the full statement runs, so
-		// a lease the horizon missed (another process's, until the next refresh) is only
-		// rescued after the ready queued tickets, never left behind.
-		rescue := now >= s.leaseHorizon.Load()
-		id, err := s.claimPickOne(ctx, tx, skip, rescue, args)
-		if errors.Is(err, sql.ErrNoRows) && !rescue {
-			id, err = s.claimPickOne(ctx, tx, skip, true, args)
-		}
+		t, err := scanTicket(row)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
 			return s.settleExpired(ctx, tx, now, worker)
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("read claimed ticket: %w", err)
 		}
-		if res, err := s.exec(ctx, tx, claimLease, worker, exp, now, id); err != nil {
-			return err
-		} else if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("lease picked ticket %d: %d rows changed (%v)", id, n, err)
-		}
-		row, err := s.queryRow(ctx, tx, `SELECT `+ticketCols+` FROM tickets WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		t, err := scanTicket(row)
-		if err != nil {
-			return fmt.Errorf("read claimed ticket %d: %w", id, err)
-		}
-		s.lowerLeaseHorizon(exp)
-		// The lease's UPDATE reserved one event: the claim's, or on a rescue the lost lease's,
-		// after which the claim reserves its own.
-		claimed := s.appendEvent
+		// A fresh claim's event came with the lease (p.Event). A rescue's lease reserved the
+		// lost lease's event; the claim then reserves its own.
 		if t.RescuedFrom != "" {
 			if err := s.appendEvent(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
 				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
 					t.RescuedFrom, worker, t.Rescues, s.opts.MaxRescues-1)); err != nil {
 				return err
 			}
-			claimed = s.event
-		}
-		if err := claimed(ctx, tx, t.ID, now, "claimed", StateQueued, StateRunning, t.Attempts, worker, ""); err != nil {
-			return err
+			if err := s.event(ctx, tx, t.ID, now, p.Event.Kind, State(p.Event.From), State(p.Event.To), t.Attempts, worker, p.Event.Reason); err != nil {
+				return err
+			}
 		}
 		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
 		return nil
@@ -223,64 +153,11 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	return l, nil
 }
 
-// claimPickOne runs one of the claimPick statements and returns the ticket's id
-// (sql.ErrNoRows when none is ready).
-func (s *Store) claimPickOne(ctx context.Context, tx *wtx, skip int, rescue bool, args []any) (int64, error) {
-	row, err := s.queryRow(ctx, tx, claimPicks[skip][b2i(rescue)], args...)
-	if err != nil {
-		return 0, err
-	}
-	var id int64
-	err = row.Scan(&id)
-	return id, err
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// refreshLeaseHorizon reads the earliest lease expiry of the running tickets, every
-// settleEvery: leases taken by other processes on the same database enter it then.
-func (s *Store) refreshLeaseHorizon(ctx context.Context, tx *wtx) error {
-	row, err := s.queryRow(ctx, tx, leaseHorizonQuery)
-	if err != nil {
-		return err
-	}
-	var h int64
-	if err := row.Scan(&h); err != nil {
-		return fmt.Errorf("lease horizon: %w", err)
-	}
-	s.leaseHorizon.Store(h)
-	return nil
-}
-
-// lowerLeaseHorizon takes in a lease this store just granted.
-func (s *Store) lowerLeaseHorizon(exp int64) {
-	for {
-		h := s.leaseHorizon.Load()
-		if exp >= h || s.leaseHorizon.CompareAndSwap(h, exp) {
-			return
-		}
-	}
-}
-
 // settleExpired ends tickets whose lease expired when another run would be wrong: the lost
 // lease is the MaxRescues-th (escalated: a ticket that keeps killing its worker must not
 // loop), or cancellation was requested (cancelled). Either way the lost lease is counted.
-func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor string) error {
-	rows, err := s.query(ctx, tx, `UPDATE tickets SET
-			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
-			reason = CASE WHEN cancel_requested = 1
-				THEN 'cancel requested; lease of ' || lease_owner || ' expired'
-				ELSE 'lease of ' || lease_owner || ' expired: ' || (rescues + 1) || ' lost leases reach the limit of ' || ?2 ||
-					' (the ticket may be crashing its worker; see its events and the daemon log)' END,
-			rescues = rescues + 1, lease_expires_at = NULL, finished_at = ?1, updated_at = ?1
-		WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at <= ?1
-			AND (rescues + 1 >= ?2 OR cancel_requested = 1)
-		RETURNING id, state, attempts, reason`, now, s.opts.MaxRescues)
+func (s *Store) settleExpired(ctx context.Context, tx storedriver.Tx, now int64, actor string) error {
+	rows, err := tx.Query(ctx, s.q.Settle, now, s.opts.MaxRescues)
 	if err != nil {
 		return err
 	}
@@ -313,27 +190,20 @@ func (s *Store) settleExpired(ctx context.Context, tx *wtx, now int64, actor str
 
 // fenced runs a worker's UPDATE, which must change the row only under
 // "id = ? AND fence_token = ? AND state = 'running'". No row changed means the lease is gone
-// (ErrLeaseLost) or the ticket never existed (ErrNotFound). It reads nothing back (see
-// claimLease for why not RETURNING): what the event needs, eventFromRow reads.
-func (s *Store) fenced(ctx context.Context, tx *wtx, id int64, query string, args ...any) error {
-	res, err := s.exec(ctx, tx, query, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
+// (ErrLeaseLost) or the ticket never existed (ErrNotFound). It reads nothing back: what the
+// event needs, appendEventFromRow reads.
+func (s *Store) fenced(ctx context.Context, tx storedriver.Tx, id int64, query string, args ...any) error {
+	n, err := tx.Exec(ctx, query, args...)
+	if err != nil || n > 0 {
 		return err
 	}
 	return s.lostOrMissing(ctx, tx, id)
 }
 
 // lostOrMissing explains why a fenced write matched no row.
-func (s *Store) lostOrMissing(ctx context.Context, tx *wtx, id int64) error {
+func (s *Store) lostOrMissing(ctx context.Context, tx storedriver.Tx, id int64) error {
 	var one int
-	row, err := s.queryRow(ctx, tx, `SELECT 1 FROM tickets WHERE id = ?`, id)
-	if err != nil {
-		return err
-	}
-	if err := row.Scan(&one); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.QueryRow(ctx, s.q.TicketExists, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	} else if err != nil {
 		return err
@@ -344,19 +214,13 @@ func (s *Store) lostOrMissing(ctx context.Context, tx *wtx, id int64) error {
 // Heartbeat extends the lease to now+leaseFor and reports whether cancellation was
 // requested. ErrLeaseLost means stop work and discard the result.
 func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
-	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx *wtx) error {
+	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			now+leaseFor.Milliseconds(), now, id, token); err != nil {
-			return err
-		}
-		row, err := s.queryRow(ctx, tx, `SELECT cancel_requested FROM tickets WHERE id = ?`, id)
-		if err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.Heartbeat, now+leaseFor.Milliseconds(), now, id, token); err != nil {
 			return err
 		}
 		var c int
-		if err := row.Scan(&c); err != nil {
+		if err := tx.QueryRow(ctx, s.q.CancelRequested, id).Scan(&c); err != nil {
 			return err
 		}
 		cancelRequested = c != 0
@@ -370,12 +234,9 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 
 // Complete moves a running ticket to done with its result.
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
-	err := s.write(ctx, "complete", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "complete", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
-				finished_at = ?, updated_at = ?, branch = ?, result_dir = ?, summary = ?, reason = '', `+reserveEvent+`
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			now, now, r.Branch, r.ResultDir, r.Summary, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.Complete, now, now, r.Branch, r.ResultDir, r.Summary, id, token); err != nil {
 			return err
 		}
 		return s.appendEventFromRow(ctx, tx, id, now, "completed", StateRunning, StateDone, "")
@@ -383,6 +244,7 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 	if err != nil {
 		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
 	}
+	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
 	return nil
 }
 
@@ -398,66 +260,71 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown or machine", id, f.Kind)
 	}
 	var to State
-	err := s.write(ctx, "fail", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "fail", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		var attempts, maxAttempts, cancel int
-		var owner string
-		row, err := s.queryRow(ctx, tx, `SELECT attempts, max_attempts, cancel_requested, lease_owner FROM tickets
-			WHERE id = ? AND fence_token = ? AND state = 'running'`, id, token)
+		lt, err := s.leased(ctx, tx, id, token)
 		if err != nil {
-			return err
-		}
-		if err := row.Scan(&attempts, &maxAttempts, &cancel, &owner); errors.Is(err, sql.ErrNoRows) {
-			return s.lostOrMissing(ctx, tx, id)
-		} else if err != nil {
 			return err
 		}
 		var (
 			kind       string
 			runAfter   = now
-			newAttempt = attempts
+			newAttempt = lt.attempts
 			finished   any
 		)
 		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine
 		switch {
-		case cancel != 0:
+		case lt.cancel:
 			to, kind, finished = StateCancelled, "cancelled", now
 		case released:
-			to, kind, newAttempt = StateQueued, "released", max(attempts-1, 0)
+			to, kind, newAttempt = StateQueued, "released", max(lt.attempts-1, 0)
 			if f.Kind == FailTransport {
 				runAfter = now + s.transportDelay().Milliseconds()
 			}
-		case attempts >= maxAttempts:
+		case lt.attempts >= lt.maxAttempts:
 			to, kind, finished = StateEscalated, "escalated", now
 		default:
 			to, kind = StateQueued, "retry"
-			runAfter = now + s.backoff(attempts).Milliseconds()
+			runAfter = now + s.backoff(lt.attempts).Milliseconds()
 		}
 		reason := fmt.Sprintf("%s: %s", f.Kind, f.Reason)
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = ?, attempts = ?, run_after = ?,
-				lease_expires_at = NULL, finished_at = ?, updated_at = ?, reason = ?,
-				branch = CASE WHEN ? != '' THEN ? ELSE branch END,
-				result_dir = CASE WHEN ? != '' THEN ? ELSE result_dir END, `+reserveEvent+`
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			string(to), newAttempt, runAfter, finished, now, reason, f.Branch, f.Branch, f.ResultDir, f.ResultDir, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, string(to), newAttempt, runAfter, finished, now, reason,
+			f.Branch, f.ResultDir, id, token); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, attempts, owner, reason)
+		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, lt.attempts, lt.owner, reason)
 	})
 	if err != nil {
 		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
 	}
+	s.eng.Notify() // claimable at once after a shutdown; else a lease ended
 	return to, nil
+}
+
+// leasedTicket is what a worker's ending write reads of its own lease.
+type leasedTicket struct {
+	attempts, maxAttempts int
+	cancel                bool
+	owner                 string
+}
+
+// leased reads the lease (id, token) inside tx: ErrLeaseLost or ErrNotFound when it is gone.
+func (s *Store) leased(ctx context.Context, tx storedriver.Tx, id, token int64) (leasedTicket, error) {
+	var lt leasedTicket
+	var cancel int
+	err := tx.QueryRow(ctx, s.q.Leased, id, token).Scan(&lt.attempts, &lt.maxAttempts, &cancel, &lt.owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lt, s.lostOrMissing(ctx, tx, id)
+	}
+	lt.cancel = cancel != 0
+	return lt, err
 }
 
 // FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
-	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, `UPDATE tickets SET state = 'cancelled', lease_expires_at = NULL,
-				finished_at = ?, updated_at = ?, reason = ?, `+reserveEvent+`
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			now, now, reason, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, reason, id, token); err != nil {
 			return err
 		}
 		return s.appendEventFromRow(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, reason)
@@ -470,10 +337,8 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
 func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
-	err := s.write(ctx, "save triage", func(ctx context.Context, tx *wtx) error {
-		return s.fenced(ctx, tx, id, `UPDATE tickets SET triage = ?, updated_at = ?
-			WHERE id = ? AND fence_token = ? AND state = 'running'`,
-			triageJSON, s.nowMS(), id, token)
+	err := s.write(ctx, "save triage", func(ctx context.Context, tx storedriver.Tx) error {
+		return s.fenced(ctx, tx, id, s.q.SaveTriage, triageJSON, s.nowMS(), id, token)
 	})
 	if err != nil {
 		return fmt.Errorf("save triage for ticket %d token %d: %w", id, token, err)
@@ -482,14 +347,10 @@ func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON stri
 }
 
 // currentState reads a ticket's state inside tx (ErrNotFound when missing).
-func (s *Store) currentState(ctx context.Context, tx *wtx, id int64) (State, int, error) {
-	row, err := s.queryRow(ctx, tx, `SELECT state, attempts FROM tickets WHERE id = ?`, id)
-	if err != nil {
-		return "", 0, err
-	}
+func (s *Store) currentState(ctx context.Context, tx storedriver.Tx, id int64) (State, int, error) {
 	var st State
 	var attempts int
-	if err := row.Scan(&st, &attempts); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.QueryRow(ctx, s.q.CurrentState, id).Scan(&st, &attempts); errors.Is(err, sql.ErrNoRows) {
 		return "", 0, ErrNotFound
 	} else if err != nil {
 		return "", 0, err
@@ -502,7 +363,7 @@ func (s *Store) currentState(ctx context.Context, tx *wtx, id int64) (State, int
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
 	var after State
-	err := s.write(ctx, "request cancel", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "request cancel", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -516,14 +377,12 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
 		case StateQueued, StateParked:
 			after = StateCancelled
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
-				`+reserveEvent+` WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
+			if _, err := tx.Exec(ctx, s.q.CancelQueued, now, now, reason, id, string(st)); err != nil {
 				return err
 			}
 			return s.appendEvent(ctx, tx, id, now, "cancelled", st, StateCancelled, attempts, who, reason)
 		default: // running
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
-				`+reserveEvent+` WHERE id = ? AND state = 'running'`, now, reason, id); err != nil {
+			if _, err := tx.Exec(ctx, s.q.FlagCancel, now, reason, id); err != nil {
 				return err
 			}
 			return s.appendEvent(ctx, tx, id, now, "cancel_requested", StateRunning, StateRunning, attempts, who, reason)
@@ -541,7 +400,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 // operator rescuing a ticket stuck on a dead worker): the fence token moves on, so the old
 // holder's writes are refused. Every case is recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
-	err := s.write(ctx, "requeue", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "requeue", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
@@ -556,16 +415,12 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 		case st == StateRunning:
 			reason = "forced requeue of a running ticket"
 		case st == StateParked:
-			if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, reason = ?, `+reserveEvent+`
-				WHERE id = ? AND state = 'parked'`, now, now, "unparked by operator", id); err != nil {
+			if _, err := tx.Exec(ctx, s.q.RequeueParked, now, now, "unparked by operator", id); err != nil {
 				return err
 			}
 			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, "unparked by operator")
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
-				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
-				finished_at = NULL, updated_at = ?, reason = ?, `+reserveEvent+`
-			WHERE id = ? AND state = ?`, now, now, reason, id, string(st)); err != nil {
+		if _, err := tx.Exec(ctx, s.q.Requeue, now, now, reason, id, string(st)); err != nil {
 			return err
 		}
 		return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
@@ -573,6 +428,7 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 	if err != nil {
 		return fmt.Errorf("requeue ticket %d: %w", id, err)
 	}
+	s.eng.Notify()
 	return nil
 }
 
@@ -591,7 +447,7 @@ type Event struct {
 
 // AddNote appends an operator note to a ticket's history without changing its state.
 func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error {
-	err := s.write(ctx, "add note", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "add note", func(ctx context.Context, tx storedriver.Tx) error {
 		st, attempts, err := s.currentState(ctx, tx, id)
 		if err != nil {
 			return err
@@ -606,12 +462,7 @@ func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error
 
 // Events returns a ticket's history, oldest first (ErrNotFound for an unknown id).
 func (s *Store) Events(ctx context.Context, id int64) ([]Event, error) {
-	rows, err := s.r.QueryContext(ctx, `WITH RECURSIVE chain(id) AS (
-			SELECT last_event_id FROM tickets WHERE id = ?1
-			UNION ALL
-			SELECT e.prev_id FROM chain CROSS JOIN events e ON e.id = chain.id WHERE e.prev_id IS NOT NULL)
-		SELECT e.id, e.ticket_id, e.at, e.kind, e.from_state, e.to_state, e.attempt, e.actor, e.reason
-		FROM chain CROSS JOIN events e ON e.id = chain.id ORDER BY e.id`, id)
+	rows, err := s.rd.Query(ctx, s.q.Events, id)
 	if err != nil {
 		return nil, fmt.Errorf("events of ticket %d: %w", id, err)
 	}

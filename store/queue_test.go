@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/ticketd/ticketd/store/storetest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +25,12 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 	t.Helper()
 	ctx := context.Background()
 	var bad int
-	rows, err := s.r.QueryContext(ctx, `WITH per AS (
-			SELECT ticket_id, count(*) AS n, sum(kind = 'claimed') AS claimed, sum(kind = 'released') AS released,
-				sum(kind = 'lease_expired' AND to_state = 'queued') AS rescued, sum(kind = 'lease_expired') AS expired,
-				sum(to_state IN ('done','escalated','cancelled')) AS terminal, max(id) AS last
+	rows, err := s.rd.Query(ctx, `WITH per AS (
+			SELECT ticket_id, count(*) AS n, count(CASE WHEN kind = 'claimed' THEN 1 END) AS claimed,
+				count(CASE WHEN kind = 'released' THEN 1 END) AS released,
+				count(CASE WHEN kind = 'lease_expired' AND to_state = 'queued' THEN 1 END) AS rescued,
+				count(CASE WHEN kind = 'lease_expired' THEN 1 END) AS expired,
+				count(CASE WHEN to_state IN ('done','escalated','cancelled') THEN 1 END) AS terminal, max(id) AS last
 			FROM events GROUP BY ticket_id)
 		SELECT t.id, t.state, t.attempts, t.rescues, coalesce(per.claimed, 0), coalesce(per.released, 0),
 			coalesce(per.rescued, 0), coalesce(per.expired, 0), coalesce(per.terminal, 0),
@@ -85,12 +89,14 @@ func checkExactlyOnce(t *testing.T, s *Store, wantDone bool) (done, escalated in
 	return done, escalated
 }
 
-func TestConcurrentClaimComplete(t *testing.T) {
+func TestConcurrentClaimComplete(t *testing.T) { forEachEngine(t, testConcurrentClaimComplete) }
+
+func testConcurrentClaimComplete(t *testing.T, e engine) {
 	n, workers := 2000, 8
 	if testing.Short() {
 		n = 300
 	}
-	b := setup(t, func(o *Options) { o.Now = time.Now })
+	b := e.setup(t, func(o *Options) { o.Now = time.Now })
 	for i := range n {
 		if _, _, err := b.s.Enqueue(b.ctx, NewTicket{Source: "load", ExternalID: fmt.Sprint(i), Priority: i % 3}); err != nil {
 			t.Fatal(err)
@@ -140,14 +146,16 @@ func TestConcurrentClaimComplete(t *testing.T) {
 		t.Errorf("done = %d; want %d", done, n)
 	}
 	var events int
-	b.s.r.QueryRow(`SELECT count(*) FROM events`).Scan(&events)
+	b.s.rd.QueryRow(b.ctx, `SELECT count(*) FROM events`).Scan(&events)
 	if events != 3*n {
 		t.Errorf("events = %d; want %d (enqueued, claimed, completed per ticket)", events, 3*n)
 	}
 }
 
-func TestLeaseExpiry(t *testing.T) {
-	b := setup(t)
+func TestLeaseExpiry(t *testing.T) { forEachEngine(t, testLeaseExpiry) }
+
+func testLeaseExpiry(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1")
 	old := b.claim(t, "old")
 	if _, err := b.s.Claim(b.ctx, "new", time.Minute); !errors.Is(err, ErrNoTicket) {
@@ -200,7 +208,9 @@ func TestLeaseExpiry(t *testing.T) {
 // TestLostLeases: a lease that expires (the worker crashed) is rescued without charging the
 // attempt, even on the final attempt, until the lost leases reach MaxRescues; a ticket whose
 // cancellation was requested is cancelled instead of rerun.
-func TestLostLeases(t *testing.T) {
+func TestLostLeases(t *testing.T) { forEachEngine(t, testLostLeases) }
+
+func testLostLeases(t *testing.T, e engine) {
 	tests := []struct {
 		name        string
 		maxAttempts int
@@ -219,7 +229,7 @@ func TestLostLeases(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := setup(t, func(o *Options) { o.MaxRescues = tc.maxRescues })
+			b := e.setup(t, func(o *Options) { o.MaxRescues = tc.maxRescues })
 			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = tc.maxAttempts })
 			// Charge every attempt but the last one with real failures first.
 			for range tc.maxAttempts - 1 {
@@ -320,8 +330,10 @@ func BenchmarkQueueCycle(b *testing.B) {
 
 // TestSetPausedSkipsRepos: Claim hands out no ticket of a paused repository (neither queued
 // nor a rescue of an expired lease) until the pause is lifted, and NextDue counts them apart.
-func TestSetPausedSkipsRepos(t *testing.T) {
-	b := setup(t)
+func TestSetPausedSkipsRepos(t *testing.T) { forEachEngine(t, testSetPausedSkipsRepos) }
+
+func testSetPausedSkipsRepos(t *testing.T, e engine) {
+	b := e.setup(t)
 	a := b.enqueue(t, "a", func(n *NewTicket) { n.Repo = "broken"; n.Priority = 9 })
 	ok := b.enqueue(t, "ok", func(n *NewTicket) { n.Repo = "fine" })
 	crashed := b.enqueue(t, "crashed", func(n *NewTicket) { n.Repo = "down"; n.Priority = 5 })
@@ -363,8 +375,10 @@ func TestSetPausedSkipsRepos(t *testing.T) {
 	}
 }
 
-func TestNextDue(t *testing.T) {
-	b := setup(t)
+func TestNextDue(t *testing.T) { forEachEngine(t, testNextDue) }
+
+func testNextDue(t *testing.T, e engine) {
+	b := e.setup(t)
 	if d, err := b.s.NextDue(b.ctx); err != nil || !d.Idle() {
 		t.Fatalf("NextDue on an empty store = %+v, %v; want idle", d, err)
 	}
@@ -393,8 +407,10 @@ func TestNextDue(t *testing.T) {
 	}
 }
 
-func TestListStatesUseLiterals(t *testing.T) {
-	b := setup(t)
+func TestListStatesUseLiterals(t *testing.T) { forEachEngine(t, testListStatesUseLiterals) }
+
+func testListStatesUseLiterals(t *testing.T, e engine) {
+	b := e.setup(t)
 	for i := range 4 {
 		b.enqueue(t, fmt.Sprint(i))
 	}
@@ -435,8 +451,12 @@ func TestListStatesUseLiterals(t *testing.T) {
 // expires in between is still rescued: once the queued branch finds nothing (the full claim
 // then runs), or at the next settle, from when its priority counts again.
 func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) {
-	b := setup(t)
-	other, err := Open(b.ctx, b.s.Path(), Options{Now: b.clock.Now})
+	forEachEngine(t, testClaimRescuesLeasesOfAnotherProcess)
+}
+
+func testClaimRescuesLeasesOfAnotherProcess(t *testing.T, e engine) {
+	b := e.setup(t)
+	other, err := OpenLocation(b.ctx, b.loc, Options{Now: b.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,8 +503,10 @@ func TestClaimRescuesLeasesOfAnotherProcess(t *testing.T) {
 
 // A lease carries the ticket as the claim left it in the database, for a fresh claim and for
 // a rescue alike: the claim reads the row back after leasing it.
-func TestLeaseTicketIsTheStoredRow(t *testing.T) {
-	b := setup(t)
+func TestLeaseTicketIsTheStoredRow(t *testing.T) { forEachEngine(t, testLeaseTicketIsTheStoredRow) }
+
+func testLeaseTicketIsTheStoredRow(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1")
 	first := b.claim(t, "w1")
 	b.clock.Advance(2 * time.Minute) // w1's lease expires: the next claim rescues
@@ -508,5 +530,52 @@ func TestLeaseTicketIsTheStoredRow(t *testing.T) {
 	if first.Ticket.Attempts != 1 || rescue.Ticket.Attempts != 1 || rescue.Ticket.Rescues != 1 || rescue.Ticket.RescuedFrom != "w1" {
 		t.Errorf("attempts %d then %d, rescues %d, rescued from %q; want 1, 1, 1, w1",
 			first.Ticket.Attempts, rescue.Ticket.Attempts, rescue.Ticket.Rescues, rescue.Ticket.RescuedFrom)
+	}
+}
+
+// BenchmarkQueueCyclePostgres is BenchmarkQueueCycle on the PostgreSQL engine (a schema of
+// its own on the TICKETD_TEST_POSTGRES server): one job in flight per worker, each write
+// a durable commit.
+//
+//	go test ./store -run XXX -bench QueueCyclePostgres
+func BenchmarkQueueCyclePostgres(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := OpenURL(ctx, storetest.FreshPostgres(b), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					name := fmt.Sprintf("w%d", w)
+					for next.Add(1) <= int64(b.N) {
+						if _, _, err := s.Enqueue(ctx, NewTicket{Source: "bench", ExternalID: fmt.Sprint(next.Load(), name)}); err != nil {
+							b.Error(err)
+							return
+						}
+						l, err := s.Claim(ctx, name, time.Minute)
+						for errors.Is(err, ErrNoTicket) { // every ready row was locked by claims in flight
+							l, err = s.Claim(ctx, name, time.Minute)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if err := s.Complete(ctx, l.Ticket.ID, l.Token, Result{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+		})
 	}
 }

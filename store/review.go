@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Review is one checker review round of an attempt: how many findings the pipeline kept
@@ -24,8 +26,8 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 	if at.IsZero() {
 		at = s.now()
 	}
-	err := s.write(ctx, "record review", func(ctx context.Context, tx *wtx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at) VALUES (?, ?, ?, ?, ?, ?)`,
+	err := s.write(ctx, "record review", func(ctx context.Context, tx storedriver.Tx) error {
+		_, err := tx.Exec(ctx, s.q.InsertReview,
 			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli())
 		return err
 	})
@@ -37,8 +39,7 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 
 // Reviews returns a ticket's review rounds in order.
 func (s *Store) Reviews(ctx context.Context, ticketID int64) ([]Review, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT ticket_id, attempt, round, kept, dropped, at FROM reviews
-		WHERE ticket_id = ? ORDER BY id`, ticketID)
+	rows, err := s.rd.Query(ctx, s.q.Reviews, ticketID)
 	if err != nil {
 		return nil, fmt.Errorf("reviews of ticket %d: %w", ticketID, err)
 	}

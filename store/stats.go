@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // Stats are the figures of one night (or of all time) that ticketctl stats and the
@@ -52,12 +54,12 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	for _, k := range States {
 		st.ByState[k] = 0
 	}
-	ticketScope, callScope := `SELECT id FROM tickets`, `SELECT id FROM model_calls`
+	run := runID != 0
 	var args []any
-	if runID != 0 {
+	if run {
 		var after int64
 		var ended sql.NullInt64
-		err := s.r.QueryRowContext(ctx, `SELECT after_event_id, ended_at FROM runs WHERE id = ?`, runID).Scan(&after, &ended)
+		err := s.rd.QueryRow(ctx, s.q.RunWindow, runID).Scan(&after, &ended)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Stats{}, fmt.Errorf("stats of run %d: %w", runID, ErrRunNotFound)
 		} else if err != nil {
@@ -67,16 +69,9 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 		if ended.Valid {
 			end = ended.Int64
 		}
-		// UNION ALL: the IN list needs no de-duplication, and a plain UNION makes SQLite walk
-		// events in ticket order (the whole table) instead of the run's rowid range.
-		ticketScope = `SELECT ticket_id FROM events WHERE kind = 'claimed' AND id > ?1 AND at <= ?2
-			UNION ALL SELECT ticket_id FROM model_calls WHERE run_id = ?3`
-		callScope = `SELECT id FROM model_calls WHERE run_id = ?3`
 		args = []any{after, end, runID}
 	}
-
-	rows, err := s.r.QueryContext(ctx, `SELECT state, attempts, created_at, finished_at FROM tickets
-		WHERE id IN (`+ticketScope+`)`, args...)
+	rows, err := s.rd.Query(ctx, s.q.StatsTickets(run), args...)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
 	}
@@ -106,18 +101,14 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 
 	var calls int
 	var unknown int
-	err = s.r.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL OR completion_unknown = 1), 0),
-			coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0), coalesce(sum(completion_tokens), 0)
-		FROM model_calls WHERE id IN (`+callScope+`)`, args...).
+	err = s.rd.QueryRow(ctx, s.q.StatsCalls(run), args...).
 		Scan(&calls, &st.CostUSD, &unknown, &st.PromptTokens, &st.CachedTokens, &st.CompletionTokens)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: model calls: %w", runID, err)
 	}
 	st.CostUnknown = unknown != 0
 
-	rows, err = s.r.QueryContext(ctx, `SELECT role, sum(cached_tokens), sum(prompt_tokens) FROM model_calls
-		WHERE id IN (SELECT min(id) FROM model_calls WHERE id IN (`+callScope+`) GROUP BY ticket_id, role)
-		GROUP BY role`, args...)
+	rows, err = s.rd.Query(ctx, s.q.StatsFirstRequests(run), args...)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
 	}
@@ -137,11 +128,7 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 		return Stats{}, fmt.Errorf("stats of run %d: first requests: %w", runID, err)
 	}
 
-	reviewScope := `SELECT count(*), coalesce(sum(dropped), 0) FROM reviews WHERE ticket_id IN (` + ticketScope + `)`
-	if runID != 0 {
-		reviewScope += ` AND at >= (SELECT started_at FROM runs WHERE id = ?3) AND at <= ?2`
-	}
-	if err := s.r.QueryRowContext(ctx, reviewScope, args...).Scan(&st.ReviewRounds, &st.DroppedFindings); err != nil {
+	if err := s.rd.QueryRow(ctx, s.q.StatsReviews(run), args...).Scan(&st.ReviewRounds, &st.DroppedFindings); err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: reviews: %w", runID, err)
 	}
 
@@ -174,8 +161,7 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // FinishedBefore returns the terminal tickets finished before cutoff, oldest first: what
 // ticketctl gc deletes branches and result folders of.
 func (s *Store) FinishedBefore(ctx context.Context, cutoff time.Time) ([]Ticket, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+ticketCols+` FROM tickets
-		WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at, id`, cutoff.UnixMilli())
+	rows, err := s.rd.Query(ctx, s.q.FinishedBefore, cutoff.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("tickets finished before %s: %w", cutoff.Format(time.RFC3339), err)
 	}
@@ -195,27 +181,24 @@ func (s *Store) FinishedBefore(ctx context.Context, cutoff time.Time) ([]Ticket,
 }
 
 // GC empties the bulky columns (body, triage, summary; tool call arguments and results) of
-// terminal tickets finished more than olderThan ago, keeping the ticket rows, events and
-// model call accounting. Returns how many tickets it pruned; pruned tickets are skipped
+// terminal tickets finished more than olderThan ago and deletes their artifacts but
+// report.md, keeping the ticket rows, events and model call accounting. Returns how many tickets it pruned; pruned tickets are skipped
 // next time.
 func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("gc: older than %v: want >= 0", olderThan)
 	}
 	var n int
-	err := s.write(ctx, "gc", func(ctx context.Context, tx *wtx) error {
+	err := s.write(ctx, "gc", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		cutoff := now - olderThan.Milliseconds()
-		if _, err := s.exec(ctx, tx, `UPDATE tool_calls SET args = '', result = ''
-			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`, cutoff); err != nil {
+		if _, err := tx.Exec(ctx, s.q.GCToolCalls, cutoff); err != nil {
 			return err
 		}
-		res, err := s.exec(ctx, tx, `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
-			WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL`, now, cutoff)
-		if err != nil {
+		if _, err := tx.Exec(ctx, s.q.GCArtifacts, cutoff); err != nil {
 			return err
 		}
-		rows, err := res.RowsAffected()
+		rows, err := tx.Exec(ctx, s.q.GCTickets, now, cutoff)
 		n = int(rows)
 		return err
 	})

@@ -1,10 +1,12 @@
-// Package store is ticketd's durable ticket queue: the SQLite schema and its migrations,
-// the ticket state machine with leases and fence tokens, and the append-only records
-// (events, model calls, tool calls, runs) that explain every night afterwards.
+// Package store is ticketd's durable ticket queue: the ticket state machine with leases and
+// fence tokens, and the append-only records (events, model calls, tool calls, nights,
+// artifacts) that explain every night afterwards.
 //
-// All writes go through one writer connection inside BEGIN IMMEDIATE transactions, so the
-// state machine never races itself; reads use a separate read-only pool and never wait for
-// the writer (WAL). Every transition appends its event in the same transaction. Nothing
+// The store holds the API and its semantics once; the database is an engine behind the
+// storedriver seam: SQLite (storesqlite, one file, the embedded default) or PostgreSQL
+// (storepgxv5, several machines on one queue). Every write is one transaction that appends
+// its event with it, so the state machine never races itself; reads never wait for a
+// writer. One conformance suite, this package's tests, runs against both engines. Nothing
 // else in ticketd touches SQL.
 package store
 
@@ -15,15 +17,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"github.com/ticketd/ticketd/store/storedriver"
+	"github.com/ticketd/ticketd/store/storepgxv5"
+	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
 // State is a ticket's place in the state machine; the database CHECKs the same set.
@@ -59,9 +61,10 @@ var (
 	ErrNoTicket          = errors.New("no ticket ready to claim")
 	ErrLeaseLost         = errors.New("lease lost: the ticket was reclaimed or finished by someone else")
 	ErrInvalidTransition = errors.New("transition not allowed")
-	// ErrBusy is returned only when the database stayed locked by another process through
-	// every retry; the transition did not happen and may be retried later.
-	ErrBusy = errors.New("database busy: another process held the write lock through every retry")
+	// ErrBusy is returned only when the database stayed locked by another process (or kept
+	// refusing the write as a conflict) through every retry; the transition did not happen
+	// and may be retried later.
+	ErrBusy = storedriver.ErrBusy
 	// ErrRunNotFound is returned by FinishRun and Stats for an unknown run id.
 	ErrRunNotFound = errors.New("run not found")
 )
@@ -75,25 +78,13 @@ const (
 	// escalates the ticket (one that keeps killing its worker must not loop all night).
 	DefaultMaxRescues  = 5
 	DefaultBusyRetries = 8
-	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
-	journalSizeLimit = 64 << 20
-	// newPageSize is the page size of a database Open creates. Every commit appends each
-	// page it dirtied to the WAL (a queue cycle dirties about 14), so the page size sets the
-	// bytes written and checksummed per transition: 2 KiB pages made BenchmarkQueueCycle
-	// 15-20% faster than 4 KiB while a ticket row with a ~2 KiB body still fits one page
-	// (1 KiB pages would push such rows into overflow chains that every claim rewrites).
-	// An existing database keeps its page size: WAL mode cannot change it.
-	newPageSize = 2048
-	// walCheckpointPages is wal_autocheckpoint, the writer's own checkpoint: once the WAL
-	// holds 16 MiB of 2 KiB pages. It is the backstop; the background checkpointer (kicked
-	// every checkpointEvery commits) does most of the copying and syncing off the writer's
-	// path, and the backstop's complete checkpoint lets the next write restart the WAL.
-	walCheckpointPages = (16 << 20) / newPageSize
 )
 
 // Options tunes a Store; the zero value is the production default.
 type Options struct {
-	Synchronous string           // "NORMAL" (default) or "FULL" (fsync every commit)
+	// Synchronous is SQLite's durability: "NORMAL" (default) or "FULL" (fsync every commit).
+	// PostgreSQL commits are as durable as its server's settings make them.
+	Synchronous string
 	Now         func() time.Time // clock; default time.Now
 	BackoffBase time.Duration    // retry backoff base, default 30s, exponential with jitter
 	BackoffMax  time.Duration    // default 30m
@@ -101,8 +92,9 @@ type Options struct {
 	// BusyTimeout is how long SQLite itself waits for another process's lock before the
 	// store's own retry loop takes over; default 5s.
 	BusyTimeout time.Duration
-	// BusyRetries is how many times a write that met SQLITE_BUSY is retried (with a short
-	// growing pause) before ErrBusy is returned; default 8.
+	// BusyRetries is how many times a write that met a busy database (SQLITE_BUSY, or a
+	// PostgreSQL serialization failure or deadlock) is retried, with a short growing pause,
+	// before ErrBusy is returned; default 8.
 	BusyRetries int
 	// OnRetry, when set, is called after each busy retry (for logs and metrics).
 	OnRetry func(op string, try int, err error)
@@ -111,233 +103,144 @@ type Options struct {
 	// that brings a ticket's count to MaxRescues escalates it instead of rerunning it.
 	// Default DefaultMaxRescues (5); 1 escalates on the first lost lease.
 	MaxRescues int
-
-	driverName   string        // tests wrap the driver to inject faults
-	busyPauseMax time.Duration // longest pause between busy retries; default 250ms
+	// Node names this machine on every lease it takes (ticketctl show, the status page);
+	// default the host name.
+	Node string
 }
 
-// Store is the ticket queue on one SQLite file. Safe for concurrent use.
+// Store is the ticket queue on one database. Safe for concurrent use.
 type Store struct {
-	path string
+	eng  storedriver.Engine
+	q    *storedriver.SQL
+	rd   storedriver.Reader
 	opts Options
-	w    *sql.DB // the writer pool: one connection, pinned as wc once migrated
-	r    *sql.DB // read-only pool
-
-	// wmu guards the writer connection: held by a write group from BEGIN to COMMIT, and by
-	// Checkpoint and Close. stmts and inTx are used only under it.
-	wmu     sync.Mutex
-	wc      *sql.Conn
-	stmts   map[string]wstmt // query -> statement prepared on wc's driver connection
-	inTx    bool             // a ROLLBACK failed: the next write group rolls back first
-	commits int              // commits on wc, to kick ckpt every checkpointEvery
-	ckpt    *checkpointer
-
-	qmu     sync.Mutex
-	queue   []*writeReq // writes waiting for the leader (see write)
-	leading bool
-	closed  bool
-	// overlapping: the last group had company (several writes, or callers waiting), so the
-	// next leader yields once to let answered callers join it (see leadUntilDone).
-	overlapping atomic.Bool
-	// inflight counts writes accepted before Close, which waits for them.
-	inflight sync.WaitGroup
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
-	// leaseHorizon is the earliest expiry (store clock, unix ms) of a lease that may still
-	// be held: read from the database with every settle, lowered by each lease this store
-	// grants. Heartbeats only move expiries later, and finished leases only make it early,
-	// so before it no lease has expired and Claim needs no rescue branch. Starts at 0.
-	leaseHorizon atomic.Int64
 
 	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
 	paused atomic.Pointer[pausedRepos]
+	// wake is closed when a notice says a ticket became claimable (WaitForWork), then
+	// replaced; guarded by wakeMu.
+	wakeMu  sync.Mutex
+	wake    chan struct{}
+	waiting atomic.Int32 // WaitForWork calls in progress
 }
 
-// Open opens (creating if needed) the database at path and migrates it to SchemaVersion.
+// Opener opens an engine with the options the store gives every engine.
+type Opener func(storedriver.Options) (storedriver.Engine, error)
+
+// Open opens (creating if needed) the SQLite database at path and migrates it to
+// SchemaVersion.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	opts.Synchronous = strings.ToUpper(cmp.Or(opts.Synchronous, "NORMAL"))
-	if opts.Synchronous != "NORMAL" && opts.Synchronous != "FULL" {
-		return nil, fmt.Errorf("open store %s: synchronous %q: want NORMAL or FULL", path, opts.Synchronous)
+	if err := checkSynchronous(opts.Synchronous); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	return OpenEngine(ctx, opts, func(d storedriver.Options) (storedriver.Engine, error) {
+		return storesqlite.Open(ctx, path, storesqlite.Options{Options: d,
+			Synchronous: opts.Synchronous, BusyTimeout: opts.BusyTimeout})
+	})
+}
+
+// OpenURL opens the PostgreSQL database at url (postgres://...), migrating its schema to
+// SchemaVersion: the store several ticketd nodes share.
+func OpenURL(ctx context.Context, url string, opts Options) (*Store, error) {
+	return OpenEngine(ctx, opts, func(d storedriver.Options) (storedriver.Engine, error) {
+		return storepgxv5.Open(ctx, url, storepgxv5.Options{Options: d})
+	})
+}
+
+// OpenLocation opens the store a location names: a PostgreSQL URL (postgres:// or
+// postgresql://), or else a SQLite file path.
+func OpenLocation(ctx context.Context, location string, opts Options) (*Store, error) {
+	if IsURL(location) {
+		return OpenURL(ctx, location, opts)
+	}
+	return Open(ctx, location, opts)
+}
+
+// IsURL reports whether location names a PostgreSQL database rather than a SQLite file.
+func IsURL(location string) bool {
+	return strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://")
+}
+
+// SchemaVersion is the schema version this build migrates databases to, the same number
+// on both engines.
+var SchemaVersion = storesqlite.SchemaVersion
+
+func checkSynchronous(s string) error {
+	switch strings.ToUpper(cmp.Or(s, "NORMAL")) {
+	case "NORMAL", "FULL":
+		return nil
+	}
+	return fmt.Errorf("synchronous %q: want NORMAL or FULL", s)
+}
+
+// OpenEngine opens a store on the engine open returns (tests wrap an engine's driver to
+// inject faults).
+func OpenEngine(ctx context.Context, opts Options, open Opener) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	opts.BackoffBase = cmp.Or(opts.BackoffBase, DefaultBackoffBase)
 	opts.BackoffMax = cmp.Or(opts.BackoffMax, DefaultBackoffMax)
-	opts.BusyTimeout = cmp.Or(opts.BusyTimeout, 5*time.Second)
 	opts.BusyRetries = cmp.Or(opts.BusyRetries, DefaultBusyRetries)
 	if opts.MaxRescues < 0 {
-		return nil, fmt.Errorf("open store %s: max rescues %d: want >= 1 (0 = default %d)", path, opts.MaxRescues, DefaultMaxRescues)
+		return nil, fmt.Errorf("open store: max rescues %d: want >= 1 (0 = default %d)", opts.MaxRescues, DefaultMaxRescues)
 	}
 	opts.MaxRescues = cmp.Or(opts.MaxRescues, DefaultMaxRescues)
 	if opts.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		opts.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
 	}
-	driverName := cmp.Or(opts.driverName, "sqlite")
-
-	abs, err := filepath.Abs(path)
+	if opts.Node == "" {
+		opts.Node, _ = os.Hostname()
+		opts.Node = cmp.Or(opts.Node, "localhost")
+	}
+	s := &Store{opts: opts, wake: make(chan struct{})}
+	eng, err := open(storedriver.Options{
+		Now:         func() int64 { return opts.Now().UnixMilli() },
+		BusyRetries: opts.BusyRetries,
+		OnRetry:     opts.OnRetry,
+		OnNotify:    s.woken,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("open store %s: create directory: %w", abs, err)
-	}
-	uri := (&url.URL{Scheme: "file", OmitHost: true, Path: abs}).String()
-	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
-	// The driver runs _pragma entries sorted by name, then _journal_mode: page_size must
-	// precede WAL to take effect on a new file, so journal_mode uses the shorthand key.
-	wdsn := uri + "?" + busy +
-		fmt.Sprintf("&_pragma=page_size(%d)", newPageSize) +
-		"&_journal_mode=WAL&_pragma=synchronous(" + opts.Synchronous + ")" +
-		"&_pragma=foreign_keys(1)" +
-		fmt.Sprintf("&_pragma=journal_size_limit(%d)", journalSizeLimit) +
-		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walCheckpointPages) + "&_txlock=immediate"
-	w, err := sql.Open(driverName, wdsn)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", abs, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-
-	s := &Store{path: abs, opts: opts, w: w, stmts: map[string]wstmt{}}
-	if err := s.retry(ctx, "migrate", func() error {
-		return migrate(ctx, w, len(migrations), s.nowMS())
-	}); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", abs, err)
-	}
-	if s.wc, err = w.Conn(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open store %s writer: %w", abs, err)
-	}
-
-	rdsn := uri + "?mode=ro&" + busy + "&_pragma=query_only(1)&_pragma=foreign_keys(1)"
-	r, err := sql.Open(driverName, rdsn)
-	if err != nil {
-		s.wc.Close()
-		w.Close()
-		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
-	}
-	r.SetMaxOpenConns(4)
-	r.SetMaxIdleConns(4)
-	if err := r.PingContext(ctx); err != nil {
-		s.wc.Close()
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
-	}
-	s.r = r
-	ck, err := sql.Open(driverName, uri+"?"+busy+"&_pragma=synchronous("+opts.Synchronous+")")
-	if err != nil {
-		s.wc.Close()
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("open store %s checkpointer: %w", abs, err)
-	}
-	s.ckpt = newCheckpointer(ck)
+	s.eng, s.q, s.rd = eng, eng.SQL(), eng.Read()
 	return s, nil
 }
 
-// Close checkpoints the WAL into the main file (best effort) and closes both pools.
-func (s *Store) Close() error {
-	s.qmu.Lock()
-	s.closed = true
-	s.qmu.Unlock()
-	s.inflight.Wait()
-	kerr := s.ckpt.close()
-	cerr := s.Checkpoint(context.Background())
-	s.wmu.Lock()
-	s.wc.Raw(func(any) error { // the driver's statements close under the connection's lock
-		for _, st := range s.stmts {
-			st.Close()
-		}
-		return nil
-	})
-	s.stmts = map[string]wstmt{}
-	cwerr := s.wc.Close()
-	s.wmu.Unlock()
-	rerr := s.r.Close()
-	werr := s.w.Close()
-	if err := errors.Join(cwerr, werr, rerr, kerr); err != nil {
-		return fmt.Errorf("close store %s: %w", s.path, err)
+// Close closes the engine (for SQLite, after checkpointing the WAL into the main file).
+func (s *Store) Close() error { return s.eng.Close() }
+
+// Path is where the database is: the SQLite file's absolute path, or the PostgreSQL URL
+// without its password.
+func (s *Store) Path() string { return s.eng.Location() }
+
+// Engine names the database engine: "sqlite" or "postgres".
+func (s *Store) Engine() string { return s.eng.Name() }
+
+// Node is the name this store records on the leases it grants.
+func (s *Store) Node() string { return s.opts.Node }
+
+// SchemaVersion reads the schema version the database is at.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	v, err := s.eng.SchemaVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("schema version of %s: %w", s.Path(), err)
 	}
-	if cerr != nil && !errors.Is(cerr, ErrBusy) {
-		return cerr
-	}
-	return nil
+	return v, nil
 }
 
-// Path is the absolute path of the database file.
-func (s *Store) Path() string { return s.path }
+// Checkpoint does the database's housekeeping after a batch of work: for SQLite it copies
+// the WAL into the database file and truncates it, so a long-lived daemon's WAL cannot grow
+// without bound (FinishRun and Close call it); PostgreSQL needs none.
+func (s *Store) Checkpoint(ctx context.Context) error { return s.eng.Checkpoint(ctx) }
 
-// Checkpoint copies the WAL into the database file and truncates it (wal_checkpoint
-// TRUNCATE), so a long-lived daemon's WAL cannot grow without bound. FinishRun and Close
-// call it; SQLite's auto-checkpoint and journal_size_limit bound the WAL between runs.
-func (s *Store) Checkpoint(ctx context.Context) error {
-	return s.retry(ctx, "checkpoint", func() error {
-		var busy, logFrames, done int
-		s.wmu.Lock()
-		err := s.wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
-		s.wmu.Unlock()
-		if err != nil {
-			return fmt.Errorf("checkpoint %s: %w", s.path, err)
-		}
-		if busy != 0 {
-			return fmt.Errorf("checkpoint %s: %w", s.path, errCheckpointBusy)
-		}
-		return nil
-	})
-}
-
-var errCheckpointBusy = &busyError{msg: "readers kept the WAL in use"}
-
-// busyError is a SQLITE_BUSY produced by the store itself (an incomplete checkpoint).
-type busyError struct{ msg string }
-
-func (e *busyError) Error() string { return e.msg + " (SQLITE_BUSY)" }
-func (e *busyError) Code() int     { return 5 }
-
-// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended code): the
-// operation did not happen and can be retried.
-func isBusy(err error) bool {
-	var c interface{ Code() int }
-	if errors.As(err, &c) {
-		primary := c.Code() & 0xff
-		return primary == 5 || primary == 6
-	}
-	return false
-}
-
-// retry runs fn until it succeeds, fails with something other than busy, or the retries
-// run out (ErrBusy). fn must be safe to rerun: every write is a whole transaction that
-// rolled back when it met busy.
-func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
-	maxPause := cmp.Or(s.opts.busyPauseMax, 250*time.Millisecond)
-	pause := min(2*time.Millisecond, maxPause)
-	for try := 0; ; try++ {
-		err := fn()
-		if err == nil || !isBusy(err) {
-			return err
-		}
-		if try >= s.opts.BusyRetries {
-			return fmt.Errorf("%s: %w (%d tries; last: %v); retry later or find the process holding %s", op, ErrBusy, try+1, err, s.path)
-		}
-		if s.opts.OnRetry != nil {
-			s.opts.OnRetry(op, try+1, err)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w (while retrying busy database: %v)", op, ctx.Err(), err)
-		case <-t.C:
-		}
-		pause = min(pause*2, maxPause)
-	}
+// write runs fn in one write transaction of the engine.
+func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
+	return s.eng.Write(ctx, op, fn)
 }
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
@@ -351,11 +254,11 @@ func fromMS(v sql.NullInt64) time.Time {
 	return time.UnixMilli(v.Int64).UTC()
 }
 
-func toMS(t time.Time) any {
-	if t.IsZero() {
-		return nil
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return t.UnixMilli()
+	return 0
 }
 
 // backoff is base*2^(attempt-1), capped at BackoffMax, with ±20% jitter.

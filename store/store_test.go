@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+	"github.com/ticketd/ticketd/store/storetest"
 )
 
 // fakeClock is a settable clock safe for concurrent use.
@@ -34,12 +38,28 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 type bundle struct {
 	s     *Store
+	loc   string // where the database is, for a second store on it
 	clock *fakeClock
 	ctx   context.Context
 }
 
-// setup opens a fresh store on a real file in t.TempDir with a fake clock.
-func setup(t *testing.T, mod ...func(*Options)) bundle {
+// engine is one database engine the conformance suite runs on.
+type engine struct{ name string }
+
+// location is a fresh, empty database of the engine for t.
+func (e engine) location(t testing.TB) string { return storetest.Location(t, e.name) }
+
+// forEachEngine runs test once per engine, as subtests named after them. PostgreSQL's skips
+// without a test server (see storetest.PostgresURL).
+func forEachEngine(t *testing.T, test func(t *testing.T, e engine)) {
+	for _, name := range storetest.Engines {
+		t.Run(name, func(t *testing.T) { test(t, engine{name}) })
+	}
+}
+
+// setup opens a fresh store of the engine (a real file in t.TempDir, or a schema of its
+// own) with a fake clock.
+func (e engine) setup(t *testing.T, mod ...func(*Options)) bundle {
 	t.Helper()
 	clock := newFakeClock()
 	opts := Options{Now: clock.Now, Rand: rand.New(rand.NewPCG(1, 2)), BackoffBase: time.Minute, BackoffMax: 10 * time.Minute}
@@ -47,7 +67,8 @@ func setup(t *testing.T, mod ...func(*Options)) bundle {
 		m(&opts)
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ticketd.db"), opts)
+	loc := e.location(t)
+	s, err := OpenLocation(ctx, loc, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -56,7 +77,7 @@ func setup(t *testing.T, mod ...func(*Options)) bundle {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return bundle{s: s, clock: clock, ctx: ctx}
+	return bundle{s: s, loc: loc, clock: clock, ctx: ctx}
 }
 
 func (b bundle) enqueue(t *testing.T, ext string, mod ...func(*NewTicket)) int64 {
@@ -94,8 +115,10 @@ func eventKinds(t *testing.T, b bundle, id int64) []string {
 	return kinds
 }
 
-func TestLifecycleDone(t *testing.T) {
-	b := setup(t)
+func TestLifecycleDone(t *testing.T) { forEachEngine(t, testLifecycleDone) }
+
+func testLifecycleDone(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1")
 	l := b.claim(t, "w1")
 	if l.Ticket.ID != id || l.Attempt != 1 || l.Ticket.State != StateRunning || l.Token == 0 {
@@ -147,8 +170,10 @@ func equal(a, b []string) bool {
 	return true
 }
 
-func TestEnqueueIdempotent(t *testing.T) {
-	b := setup(t)
+func TestEnqueueIdempotent(t *testing.T) { forEachEngine(t, testEnqueueIdempotent) }
+
+func testEnqueueIdempotent(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "gh-7")
 	id2, created, err := b.s.Enqueue(b.ctx, NewTicket{Source: "test", ExternalID: "gh-7", Title: "changed"})
 	if err != nil || created || id2 != id {
@@ -167,8 +192,10 @@ func TestEnqueueIdempotent(t *testing.T) {
 	}
 }
 
-func TestClaimOrder(t *testing.T) {
-	b := setup(t)
+func TestClaimOrder(t *testing.T) { forEachEngine(t, testClaimOrder) }
+
+func testClaimOrder(t *testing.T, e engine) {
+	b := e.setup(t)
 	low := b.enqueue(t, "low")
 	high := b.enqueue(t, "high", func(n *NewTicket) { n.Priority = 5 })
 	low2 := b.enqueue(t, "low2")
@@ -184,7 +211,9 @@ func TestClaimOrder(t *testing.T) {
 	}
 }
 
-func TestFail(t *testing.T) {
+func TestFail(t *testing.T) { forEachEngine(t, testFail) }
+
+func testFail(t *testing.T, e engine) {
 	tests := []struct {
 		name         string
 		kind         FailureKind
@@ -205,7 +234,7 @@ func TestFail(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := setup(t)
+			b := e.setup(t)
 			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = tc.maxAttempts })
 			l := b.claim(t, "w1")
 			if tc.cancel {
@@ -247,8 +276,10 @@ func TestFail(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsAndCaps(t *testing.T) {
-	b := setup(t)
+func TestBackoffGrowsAndCaps(t *testing.T) { forEachEngine(t, testBackoffGrowsAndCaps) }
+
+func testBackoffGrowsAndCaps(t *testing.T, e engine) {
+	b := e.setup(t)
 	for _, tc := range []struct {
 		attempt  int
 		min, max time.Duration
@@ -265,8 +296,10 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 	}
 }
 
-func TestRetryWaitsForRunAfter(t *testing.T) {
-	b := setup(t)
+func TestRetryWaitsForRunAfter(t *testing.T) { forEachEngine(t, testRetryWaitsForRunAfter) }
+
+func testRetryWaitsForRunAfter(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1")
 	l := b.claim(t, "w1")
 	if _, err := b.s.Fail(b.ctx, id, l.Token, Failure{Kind: FailFix, Reason: "r"}); err != nil {
@@ -282,8 +315,10 @@ func TestRetryWaitsForRunAfter(t *testing.T) {
 	}
 }
 
-func TestDatabaseRejectsBadRows(t *testing.T) {
-	b := setup(t)
+func TestDatabaseRejectsBadRows(t *testing.T) { forEachEngine(t, testDatabaseRejectsBadRows) }
+
+func testDatabaseRejectsBadRows(t *testing.T, e engine) {
+	b := e.setup(t)
 	id := b.enqueue(t, "1")
 	for _, q := range []string{
 		`UPDATE tickets SET state = 'bogus' WHERE id = ?`,
@@ -295,7 +330,11 @@ func TestDatabaseRejectsBadRows(t *testing.T) {
 		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`,                 // foreign key
 		`INSERT INTO events (id, ticket_id, at, kind, prev_id) VALUES (1000, ?, 1, 'loop', 1000)`, // chain loop
 	} {
-		if _, err := b.s.wc.ExecContext(b.ctx, q, id); err == nil {
+		err := b.s.write(b.ctx, "bad row", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Exec(ctx, strings.ReplaceAll(q, "?", strconv.FormatInt(id, 10)))
+			return err
+		})
+		if err == nil {
 			t.Errorf("%s: accepted; want the database to refuse it", q)
 		}
 	}

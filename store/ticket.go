@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // NewTicket is what a source hands to Enqueue.
@@ -51,12 +52,9 @@ type Ticket struct {
 	// Rescues counts attempts lost to an expired lease (crash, kill, reboot): they are not in
 	// Attempts, and reaching the store's MaxRescues escalates the ticket.
 	Rescues int `json:"rescues"`
+	// LeaseNode is the machine (Options.Node) of the current or last lease holder.
+	LeaseNode string `json:"lease_node,omitempty"`
 }
-
-const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
-	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
-	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -71,7 +69,7 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
-		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues}
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
@@ -111,41 +109,32 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	if maxAttempts == 0 {
 		maxAttempts = DefaultMaxAttempts
 	}
-	err = s.write(ctx, "enqueue", func(ctx context.Context, tx *wtx) error {
+	err = s.write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		id, created = 0, false
-		res, err := s.exec(ctx, tx, `INSERT INTO tickets
-			(source, external_id, repo, title, body, labels, priority, max_attempts, run_after, created_at, updated_at, last_event_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM events))
-			ON CONFLICT (source, external_id) DO NOTHING`,
+		newID, err := tx.Insert(ctx, s.q.Enqueue,
 			nt.Source, nt.ExternalID, nt.Repo, nt.Title, nt.Body, string(lj), nt.Priority, maxAttempts, now, now, now)
+		if errors.Is(err, sql.ErrNoRows) { // already known: (source, external_id) names one ticket
+			return tx.QueryRow(ctx, s.q.TicketBySource, nt.Source, nt.ExternalID).Scan(&id)
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 { // already known: (source, external_id) names one ticket
-			row, err := s.queryRow(ctx, tx, `SELECT id FROM tickets WHERE source = ? AND external_id = ?`, nt.Source, nt.ExternalID)
-			if err != nil {
-				return err
-			}
-			return row.Scan(&id)
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		created = true
+		id, created = newID, true
 		return s.appendEvent(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, "")
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue %s/%s: %w", nt.Source, nt.ExternalID, err)
+	}
+	if created {
+		s.eng.Notify()
 	}
 	return id, created, nil
 }
 
 // Get returns one ticket, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (Ticket, error) {
-	t, err := scanTicket(s.r.QueryRowContext(ctx, `SELECT `+ticketCols+` FROM tickets WHERE id = ?`, id))
+	t, err := scanTicket(s.rd.QueryRow(ctx, s.q.GetTicket, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Ticket{}, fmt.Errorf("get ticket %d: %w", id, ErrNotFound)
 	}
@@ -161,7 +150,8 @@ type Filter struct {
 	Repo   string
 	Since  time.Time // created_at >= Since
 	// BeforeID keeps tickets with a smaller id: the next page of a newest-first list is
-	// the one before the last id shown (keyset paging: no offset to walk past).
+	// the one before the last id shown (a keyset page, as cheap deep in the history as at
+	// its start).
 	BeforeID int64
 	Limit    int
 }
@@ -195,11 +185,18 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 // {queued, running} walks the open-tickets index, and the totals aggregate only the
 // listed tickets' calls through model_calls_ticket.
 func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
-	q, args, err := listQuery(f)
-	if err != nil {
-		return nil, fmt.Errorf("list tickets: %w", err)
+	spec := storedriver.ListSpec{Repo: f.Repo, BeforeID: f.BeforeID, Limit: f.Limit}
+	if !f.Since.IsZero() {
+		spec.Since = f.Since.UnixMilli()
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	for _, st := range f.States {
+		if !st.Valid() {
+			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, done, escalated, cancelled", st)
+		}
+		spec.States = append(spec.States, string(st))
+	}
+	q, args := s.q.List(spec)
+	rows, err := s.rd.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tickets: %w", err)
 	}
@@ -227,83 +224,4 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 		return nil, fmt.Errorf("list tickets: %w", err)
 	}
 	return out, nil
-}
-
-// listQuery builds List's statement. States are validated and written as literals, never
-// bound: SQLite matches a partial index only against literal terms.
-func listQuery(f Filter) (string, []any, error) {
-	var (
-		where []string
-		args  []any
-	)
-	open := false // only unfinished states: the rows come from tickets_open
-	if len(f.States) > 0 {
-		lits := make([]string, len(f.States))
-		active := true
-		for i, st := range f.States {
-			if !st.Valid() {
-				return "", nil, fmt.Errorf("unknown state %q: want one of queued, running, parked, done, escalated, cancelled", st)
-			}
-			lits[i] = "'" + string(st) + "'" // one of six known words: safe as a literal
-			active = active && !st.Terminal()
-		}
-		if active {
-			where = append(where, "finished_at IS NULL") // the tickets_open term, verbatim
-			open = true
-		}
-		where = append(where, "state IN ("+strings.Join(lits, ", ")+")")
-	}
-	if f.Repo != "" {
-		where = append(where, "repo = ?")
-		args = append(args, f.Repo)
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "created_at >= ?")
-		args = append(args, f.Since.UnixMilli())
-	}
-	if f.BeforeID > 0 {
-		where = append(where, "id < ?")
-		args = append(args, f.BeforeID)
-	}
-	ids := "SELECT id FROM tickets"
-	if open {
-		// Without statistics the planner would rather walk the rowid order of the whole
-		// table, the history included, than sort the few open tickets.
-		ids += " INDEXED BY tickets_open"
-	}
-	if len(where) > 0 {
-		ids += " WHERE " + strings.Join(where, " AND ")
-	}
-	ids += " ORDER BY id DESC"
-	if f.Limit > 0 {
-		ids += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
-	q := `WITH ids AS MATERIALIZED (` + ids + `),
-		m AS (SELECT ticket_id, count(*) AS n, sum(prompt_tokens) AS p, sum(cached_tokens) AS c,
-				sum(completion_tokens) AS o, sum(cost_usd) AS cost,
-				max(cost_usd IS NULL OR completion_unknown = 1) AS unknown, max(usage_reported = 0) AS estimated
-			FROM model_calls WHERE ticket_id IN (SELECT id FROM ids) GROUP BY ticket_id)
-		SELECT ` + prefixCols("t.", ticketCols) + `,
-			coalesce(m.n, 0), coalesce(m.p, 0), coalesce(m.c, 0), coalesce(m.o, 0), coalesce(m.cost, 0), coalesce(m.unknown, 0), coalesce(m.estimated, 0)
-		FROM tickets t LEFT JOIN m ON m.ticket_id = t.id
-		WHERE t.id IN (SELECT id FROM ids) ORDER BY t.id DESC`
-	return q, args, nil
-}
-
-// prefixCols qualifies each column of a ticketCols-style list with prefix.
-func prefixCols(prefix, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if strings.HasPrefix(p, "coalesce(") {
-			p = "coalesce(" + prefix + strings.TrimPrefix(p, "coalesce(")
-		} else if strings.HasPrefix(p, "'") {
-			// literal, part of a coalesce above
-		} else {
-			p = prefix + p
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, ", ")
 }

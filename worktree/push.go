@@ -61,3 +61,21 @@ func redact(err error, secrets ...string) error {
 	}
 	return fmt.Errorf("%s", msg)
 }
+
+// PushToRemote pushes branch to the remote named remote in the repository's own config
+// (remote.<name>.url), as Push does: no force, and only a remote that needs no credentials
+// of its own (a local or file:// bare repository, or an http(s) URL that carries them).
+func PushToRemote(ctx context.Context, dir, remote, branch string) error {
+	if strings.HasPrefix(remote, "-") {
+		return fmt.Errorf("push %q to remote %q: a remote name may not start with a dash", branch, remote)
+	}
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return err
+	}
+	out, err := repo.git(ctx, nil, "config", "--get", "remote."+remote+".url")
+	if err != nil {
+		return fmt.Errorf("push branch %s: the repository %s has no remote %q (git remote add %s URL): %w", branch, dir, remote, remote, err)
+	}
+	return Push(ctx, dir, strings.TrimSpace(out), branch, "")
+}

@@ -35,6 +35,8 @@ func init() {
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
 			long: "States: queued, running, parked, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
+		{name: "report", args: "ID [FILE]", short: "print a file of the ticket's results, as the database keeps it (default report.md)",
+			long: "FILE is a path inside the results folder, as show lists them: patch, attempt-1/stop-reason, ...", run: cmdReport},
 		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
 		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset), or a parked one (counts kept)",
 			long: "A running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
@@ -42,10 +44,13 @@ func init() {
 		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
-		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall", run: cmdStats},
+		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall",
+			long: "The nodes row lists the machines of each night; * marks one that did not finish it (still running, or it died).", run: cmdStats},
 		{name: "nights", args: "[--limit N]", short: "the nights, newest first: trigger, start, end, outcome (ok, partial, stopped, failed), why, tickets, cost", run: cmdNights},
 		{name: "gc", args: "--older-than 720h [--branches]", short: "prune old finished tickets' bulky columns, kept-attempt branches and results/ (history and costs kept)",
 			long: "Branches and results/ need --config (the repositories and the output folder). Fix branches\n(ticketd/<id>-<slug> of done tickets) are deleted only with --branches.", run: cmdGC},
+		{name: "migrate", args: "--to-url-env VAR", short: "copy this SQLite store, history included, into the empty PostgreSQL database $VAR names",
+			long: "Stop every ticketd using the SQLite file first. The target must be empty; it is left as it was when the copy fails.", run: cmdMigrate},
 		{name: "serve", args: "[--addr 127.0.0.1:8377] [--read-only]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}
@@ -115,7 +120,7 @@ func (e *env) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Func("db", "database `PATH` (wins over --config and TICKETD_DB)", func(v string) error { e.g.db = v; return nil })
-	fs.Func("config", "ticketd config `FILE`: its store.path names the database", func(v string) error { e.g.config = v; return nil })
+	fs.Func("config", "ticketd config `FILE`: its store names the database", func(v string) error { e.g.config = v; return nil })
 	fs.BoolFunc("json", "print the result as JSON", func(v string) error {
 		b, err := strconv.ParseBool(v)
 		e.g.json = b
@@ -166,8 +171,9 @@ func (e *env) parseID(v string) (int64, error) {
 	return id, nil
 }
 
-// dbPath finds the database: --db, else --config's store.path, else $TICKETD_DB. A --config
-// is loaded even when --db names the database: add checks repositories against it.
+// dbPath finds the database: --db (a SQLite file or a postgres:// URL), else --config's
+// store (path, url or the URL in url_env), else $TICKETD_DB. A --config is loaded even when
+// --db names the database: add checks repositories against it.
 func (e *env) dbPath() (path, from string, err error) {
 	if e.g.config != "" && e.cfg == nil {
 		cfg, err := config.Load(e.g.config)
@@ -180,7 +186,17 @@ func (e *env) dbPath() (path, from string, err error) {
 	case e.g.db != "":
 		return e.g.db, "--db", nil
 	case e.cfg != nil:
-		return e.cfg.Store.Path, "store.path in " + e.g.config, nil
+		loc, err := e.cfg.Store.Location()
+		if err != nil {
+			return "", "", fmt.Errorf("--config %s: %w", e.g.config, err)
+		}
+		switch {
+		case e.cfg.Store.URLEnv != "":
+			return loc, "store.url_env " + e.cfg.Store.URLEnv + " in " + e.g.config, nil
+		case e.cfg.Store.URL != "":
+			return loc, "store.url in " + e.g.config, nil
+		}
+		return loc, "store.path in " + e.g.config, nil
 	}
 	if v, ok := e.lookupEnv("TICKETD_DB"); ok && v != "" {
 		return v, "TICKETD_DB", nil
@@ -188,13 +204,26 @@ func (e *env) dbPath() (path, from string, err error) {
 	return "", "", usagef("ticketctl --db ./ticketd.db "+e.cmd, "no database named: pass --db PATH or --config FILE, or set TICKETD_DB")
 }
 
-// open opens the existing ticketd database. It never creates one (a typo must not yield an
-// empty queue), and never writes to a file that is not one: an empty file, another
-// program's SQLite database or any other file is refused before anything is written.
+// open opens the existing ticketd database. It never creates a SQLite file (a typo must not
+// yield an empty queue), and never writes to a file that is not one: an empty file, another
+// program's SQLite database or any other file is refused before anything is written. A
+// PostgreSQL URL names a database the server already has.
 func (e *env) open() (*store.Store, error) {
 	path, from, err := e.dbPath()
 	if err != nil {
 		return nil, err
+	}
+	var opts store.Options
+	if e.cfg != nil {
+		opts.Synchronous = e.cfg.Store.Synchronous
+		opts.Node = e.cfg.Node
+	}
+	if store.IsURL(path) {
+		s, err := store.OpenURL(e.ctx, path, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open database (from %s): %w", from, err)
+		}
+		return s, nil
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -209,10 +238,6 @@ func (e *env) open() (*store.Store, error) {
 		return nil, fmt.Errorf("database %s (from %s): %w; ticketctl writes nothing to it: name the file ticketd's store.path points at", path, from, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
-	}
-	var opts store.Options
-	if e.cfg != nil {
-		opts.Synchronous = e.cfg.Store.Synchronous
 	}
 	s, err := store.Open(e.ctx, path, opts)
 	if err != nil {

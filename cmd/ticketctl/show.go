@@ -143,6 +143,8 @@ type showJSON struct {
 	Events     []store.Event           `json:"events"`
 	ModelCalls []store.ModelCall       `json:"model_calls"`
 	Reviews    []store.Review          `json:"reviews"`
+	// Files are the ticket's results folder as the database keeps it (ticketctl report).
+	Files []store.Artifact `json:"files"`
 }
 
 func cmdShow(e *env, args []string) error {
@@ -164,9 +166,13 @@ func cmdShow(e *env, args []string) error {
 		for _, r := range reviews {
 			dropped += r.Dropped
 		}
+		files, err := s.Artifacts(e.ctx, id)
+		if err != nil {
+			return err
+		}
 		total, roles := figures(calls)
 		if e.g.json {
-			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews})
+			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Files: files})
 		}
 		w := e.stdout
 		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
@@ -200,7 +206,16 @@ func cmdShow(e *env, args []string) error {
 			rows = append(rows, [2]string{"parked", fmt.Sprintf("back in the queue at the next night: a scheduled one from %s on, or the next `ticketd once`; ticketctl requeue %d puts it back now", fmtTime(t.RunAfter), t.ID)})
 		}
 		if t.State == store.StateRunning {
-			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s until %s", orDash(t.LeaseOwner), fmtTime(t.LeaseExpiresAt))})
+			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s on node %s until %s", orDash(t.LeaseOwner), orDash(t.LeaseNode), fmtTime(t.LeaseExpiresAt))})
+		} else if t.LeaseNode != "" {
+			rows = append(rows, [2]string{"node", t.LeaseNode + " (of the last attempt)"})
+		}
+		if len(files) > 0 {
+			var names []string
+			for _, f := range files {
+				names = append(names, f.Path)
+			}
+			rows = append(rows, [2]string{"files", fmt.Sprintf("%s (ticketctl report %d [FILE])", clip(strings.Join(names, " "), 200), t.ID)})
 		}
 		if !t.PrunedAt.IsZero() {
 			rows = append(rows, [2]string{"pruned", fmtTime(t.PrunedAt) + " (body and payloads removed by gc)"})
@@ -276,4 +291,43 @@ func notFoundHint(err error) error {
 		return fmt.Errorf("%w (ticketctl list shows the ids)", err)
 	}
 	return err
+}
+
+// cmdReport prints one file of a ticket's results folder as the database keeps it, so any
+// node shows what the node that worked the ticket wrote: report.md by default.
+func cmdReport(e *env, args []string) error {
+	fs := e.flagSet("report")
+	pos, err := e.parse(fs, args, 1, 2)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	name := "report.md"
+	if len(pos) == 2 {
+		name = pos[1]
+	}
+	return e.withStore(func(s *store.Store) error {
+		if _, err := s.Get(e.ctx, id); err != nil {
+			return notFoundHint(err)
+		}
+		data, err := s.Artifact(e.ctx, id, name)
+		if errors.Is(err, store.ErrNoArtifact) {
+			return fmt.Errorf("ticket %d has no file %s in the database; ticketctl show %d lists its files: %w", id, name, id, err)
+		}
+		if err != nil {
+			return err
+		}
+		if e.g.json {
+			return e.printJSON(struct {
+				TicketID int64  `json:"ticket_id"`
+				Path     string `json:"path"`
+				Content  string `json:"content"`
+			}{id, name, string(data)})
+		}
+		_, err = e.stdout.Write(data)
+		return err
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -161,19 +162,21 @@ func printStats(e *env, rep statsReport) error {
 		title   string
 		st      statsJSON
 		sandbox string
+		nodes   string
 	}
 	printLastNight(e.stdout, rep.LastNight)
-	cols := []column{{"OVERALL", rep.statsJSON, "-"}}
+	cols := []column{{"OVERALL", rep.statsJSON, "-", "-"}}
 	var unsandboxed []int64
 	if rep.Run != nil {
 		cols[0].title = fmt.Sprintf("RUN %d (%s %s)", rep.Run.ID, rep.Run.Trigger, rep.Run.StartedAt.Local().Format("01-02 15:04"))
 		cols[0].sandbox = cmp.Or(rep.Run.Sandbox, "-")
+		cols[0].nodes = nodeNames(*rep.Run)
 		if rep.Run.Sandbox == string(sandbox.ModeNone) {
 			unsandboxed = append(unsandboxed, rep.Run.ID)
 		}
 	}
 	for i, n := range rep.Nights {
-		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-")})
+		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-"), nodeNames(n.Run)})
 		if n.Run.Sandbox == string(sandbox.ModeNone) {
 			unsandboxed = append(unsandboxed, n.Run.ID)
 		}
@@ -242,6 +245,11 @@ func printStats(e *env, rep statsReport) error {
 		fmt.Fprintf(tw, "\t%s", c.sandbox)
 	}
 	fmt.Fprintln(tw)
+	fmt.Fprint(tw, "nodes")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.nodes)
+	}
+	fmt.Fprintln(tw)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -253,4 +261,21 @@ func printStats(e *env, rep statsReport) error {
 		fmt.Fprintln(e.stderr, "no nights recorded yet: per-night columns appear after ticketd once or a scheduled night")
 	}
 	return nil
+}
+
+// nodeNames lists the machines of a night, marking those that did not finish it (still
+// running, or died).
+func nodeNames(r store.Run) string {
+	var names []string
+	for _, n := range r.Nodes {
+		name := n.Node
+		if n.FinishedAt.IsZero() {
+			name += "*"
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ",")
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,15 +60,45 @@ type Config struct {
 	// verdict only annotates the report).
 	Judge string `yaml:"judge"`
 
+	// Node names this machine on the leases it takes and the nights it joins; default its
+	// host name.
+	Node string `yaml:"node"`
+
 	// File is the path the configuration was read from ("" when built in code).
 	File string `yaml:"-"`
 }
 
-// Store configures the SQLite ticket database.
+// Store configures the ticket database: a SQLite file (path, the default ticketd.db) or a
+// PostgreSQL database several nodes share (url_env, the variable holding its URL; or url,
+// for a passwordless local URL). Set one of the three.
 type Store struct {
 	Path        string `yaml:"path"`
-	Synchronous string `yaml:"synchronous"`
+	URLEnv      string `yaml:"url_env"`
+	URL         string `yaml:"url"`
+	Synchronous string `yaml:"synchronous"` // SQLite only
 }
+
+// DefaultStorePath is store.path when the file sets none of path, url and url_env.
+const DefaultStorePath = "ticketd.db"
+
+// Location is what store.OpenLocation opens: the SQLite path, the URL, or the URL read from
+// the variable url_env names (an error when it is unset or empty).
+func (s Store) Location() (string, error) {
+	switch {
+	case s.URLEnv != "":
+		v := os.Getenv(s.URLEnv)
+		if v == "" {
+			return "", fmt.Errorf("store.url_env: the variable %s is not set; export the PostgreSQL URL in it (postgres://user:password@host:5432/ticketd)", s.URLEnv)
+		}
+		return v, nil
+	case s.URL != "":
+		return s.URL, nil
+	}
+	return s.Path, nil
+}
+
+// Shared reports whether the store is a PostgreSQL database (several nodes may share it).
+func (s Store) Shared() bool { return s.URL != "" || s.URLEnv != "" }
 
 // Night configures one night's run: when it starts, how long it may claim, how many workers.
 type Night struct {
@@ -121,6 +152,10 @@ type Repo struct {
 	// Python is the interpreter the repository's checks run with (pytest, mypy); empty
 	// means its .venv/bin/python when present, else the first python3 that has the tool.
 	Python string `yaml:"python"`
+	// PushRemote is the git remote (of the clone at Path) that fix branches and kept
+	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
+	// they stay in the clone.
+	PushRemote string `yaml:"push_remote"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -156,7 +191,7 @@ const (
 // decodes the file over it, so a key the file leaves out keeps its default.
 func Default() Config {
 	return Config{
-		Store: Store{Path: "ticketd.db", Synchronous: "NORMAL"},
+		Store: Store{Synchronous: "NORMAL"},
 		Night: Night{
 			Schedule:     DefaultSchedule,
 			Window:       DefaultWindow,
@@ -226,6 +261,9 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, explain(name, &root, err)
 	}
 	c.File = name
+	if c.Store.Path == "" && !c.Store.Shared() {
+		c.Store.Path = DefaultStorePath
+	}
 	c.applyRepoDefaults()
 	c.applyGitHubDefaults()
 	dir, err := filepath.Abs(filepath.Dir(name))
@@ -345,9 +383,7 @@ func (c Config) Validate() error {
 	if c.Budget.CompactAt <= 0.1 || c.Budget.CompactAt >= 1 {
 		bad("budget.compact_at: must be a share of the context window between 0.1 and 1, such as 0.7; got %g", c.Budget.CompactAt)
 	}
-	if c.Store.Path == "" {
-		bad("store.path: required (the SQLite file of the ticket queue)")
-	}
+	c.validateStore(bad)
 	switch strings.ToUpper(c.Store.Synchronous) {
 	case "NORMAL", "FULL":
 	default:
@@ -433,6 +469,54 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+func (c *Config) validateStore(bad func(string, ...any)) {
+	st := c.Store
+	set := 0
+	for _, v := range []string{st.Path, st.URL, st.URLEnv} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set == 0:
+		bad("store: set path (a SQLite file, default %s) or url_env (the variable holding a PostgreSQL URL)", DefaultStorePath)
+	case set > 1:
+		bad("store: set one of path (SQLite), url_env or url (PostgreSQL), got %d of them", set)
+	}
+	if st.URLEnv != "" && !envName.MatchString(st.URLEnv) {
+		bad("store.url_env: %q is not an environment variable name (e.g. TICKETD_DB_URL)", st.URLEnv)
+	}
+	if st.URL != "" {
+		u, err := url.Parse(st.URL)
+		switch {
+		case err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql"):
+			bad("store.url: want postgres://user@host:5432/database, got %q", st.URL)
+		case hasPassword(u):
+			bad("store.url: holds a password; secrets never go in this file: export the URL in a variable and name it in store.url_env")
+		}
+	}
+	if c.Node != "" && !nodeName.MatchString(c.Node) {
+		bad("node: %q: want letters, digits, '.', '_' and '-' (at most 64), like vm-2", c.Node)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		if r := c.Repos[name].PushRemote; r != "" && !remoteName.MatchString(r) {
+			bad("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r)
+		}
+	}
+}
+
+func hasPassword(u *url.URL) bool {
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	return u.Query().Has("password")
+}
+
+var (
+	nodeName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	remoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
 
 // Credentials names every environment variable ticketd reads a secret from: each endpoint's
 // api_key_env and header_env values, and github.token_env. None of them reaches a check, even

@@ -299,3 +299,52 @@ func TestBaseDir(t *testing.T) {
 		t.Errorf("a missing base_dir: %v", err)
 	}
 }
+
+func TestStoreConfig(t *testing.T) {
+	t.Setenv("TICKETD_TEST_DB_URL", "postgres://ticketd:pw@db:5432/ticketd")
+	tests := []struct {
+		name, store string
+		wantLoc     string // Location's result, when it parses
+		wantShared  bool
+		wantErr     string
+	}{
+		{name: "default path", store: "", wantLoc: "/ticketd.db"},
+		{name: "path", store: "store:\n  path: q.db\n", wantLoc: "/q.db"},
+		{name: "url_env", store: "store:\n  url_env: TICKETD_TEST_DB_URL\n", wantLoc: "postgres://ticketd:pw@db:5432/ticketd", wantShared: true},
+		{name: "passwordless url", store: "store:\n  url: postgres://ticketd@127.0.0.1/ticketd\n", wantLoc: "postgres://ticketd@127.0.0.1/ticketd", wantShared: true},
+		{name: "url with a password", store: "store:\n  url: postgres://ticketd:hunter2@db/ticketd\n", wantErr: "store.url: holds a password"},
+		{name: "url with a password parameter", store: "store:\n  url: postgres://ticketd@db/ticketd?password=x\n", wantErr: "store.url: holds a password"},
+		{name: "not postgres", store: "store:\n  url: mysql://db/x\n", wantErr: "store.url: want postgres://"},
+		{name: "two of them", store: "store:\n  path: q.db\n  url_env: TICKETD_TEST_DB_URL\n", wantErr: "store: set one of path"},
+		{name: "bad variable name", store: "store:\n  url_env: 'my-url'\n", wantErr: `store.url_env: "my-url" is not an environment variable name`},
+		{name: "bad node", store: "node: 'vm 1'\n", wantErr: `node: "vm 1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("/etc/ticketd/cfg.yaml", []byte(valid+tt.store))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse(%q): %v; want an error containing %q", tt.store, err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.store, err)
+			}
+			loc, err := c.Store.Location()
+			if err != nil || !strings.HasSuffix(loc, tt.wantLoc) || c.Store.Shared() != tt.wantShared {
+				t.Errorf("Location = %q, %v, shared %v; want ...%q, shared %v", loc, err, c.Store.Shared(), tt.wantLoc, tt.wantShared)
+			}
+		})
+	}
+	c, err := Parse("cfg.yaml", []byte(valid+"store:\n  url_env: TICKETD_TEST_UNSET_URL\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Store.Location(); err == nil || !strings.Contains(err.Error(), "TICKETD_TEST_UNSET_URL is not set") {
+		t.Errorf("Location with the variable unset: %v; want an error naming it", err)
+	}
+}

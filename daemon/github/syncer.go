@@ -20,6 +20,29 @@ type Syncer struct {
 	Poll      time.Duration
 	Watch     time.Duration
 	Logger    *slog.Logger
+	// Lock, when set, is held around each intake scan and each publishing pass, so that of
+	// several nodes on one database one at a time lists issues and publishes (a pull
+	// request or a comment is looked up before it is made: two nodes at once could both
+	// make it).
+	Lock func(ctx context.Context) (unlock func(), err error)
+}
+
+// LockName is the store lock the Syncer holds (store.Lock).
+const LockName = "github"
+
+// locked runs fn under Lock; an error taking it skips fn and is returned.
+func (s *Syncer) locked(ctx context.Context, fn func()) error {
+	if s.Lock == nil {
+		fn()
+		return nil
+	}
+	unlock, err := s.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	fn()
+	return nil
 }
 
 // New builds the Syncer for cfg.GitHub; nil, nil when no GitHub repository is configured.
@@ -40,6 +63,7 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 	}
 	log = log.With("component", "github")
 	s := &Syncer{Poll: g.Poll, Watch: g.Watch, Logger: log,
+		Lock: func(ctx context.Context) (func(), error) { return st.Lock(ctx, LockName) },
 		Intake: &Intake{Client: client, Store: st, Allow: g.AllowAuthors, Priorities: cfg.Priorities,
 			MaxAttempts: cfg.Night.MaxAttempts, Logger: log}}
 	var targets []Target
@@ -59,7 +83,11 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 // Scan runs one intake scan, and publishing when enabled. Errors are logged, not returned:
 // GitHub being down must not stop a night that has local work.
 func (s *Syncer) Scan(ctx context.Context) ScanReport {
-	rep, err := s.Intake.Scan(ctx)
+	var rep ScanReport
+	var err error
+	if lerr := s.locked(ctx, func() { rep, err = s.Intake.Scan(ctx) }); lerr != nil {
+		err = lerr
+	}
 	s.logErr("github scan", err)
 	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 {
 		s.Logger.Info("github intake", "listed", rep.Listed, "added", len(rep.Added), "cancelled", len(rep.Cancelled),
@@ -74,7 +102,10 @@ func (s *Syncer) Publish(ctx context.Context) {
 	if s.Publisher == nil {
 		return
 	}
-	_, err := s.Publisher.Publish(ctx)
+	var err error
+	if lerr := s.locked(ctx, func() { _, err = s.Publisher.Publish(ctx) }); lerr != nil {
+		err = lerr
+	}
 	s.logErr("github publish", err)
 }
 

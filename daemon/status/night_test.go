@@ -67,3 +67,42 @@ func TestNightMetrics(t *testing.T) {
 		t.Errorf("/metrics lacks the ok night's end time:\n%s", metrics)
 	}
 }
+
+// TestPageNamesNodes: with several nodes on one store, a running ticket says which node
+// holds it, and tonight's heading lists the nodes in the night, the running ones marked.
+func TestPageNamesNodes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	a, err := store.Open(ctx, path, store.Options{Node: "vm-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := store.Open(ctx, path, store.Options{Node: "vm-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	run, _, err := a.JoinRun(ctx, "cron", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, joined, err := b.JoinRun(ctx, "cron", time.Hour); err != nil || !joined {
+		t.Fatalf("vm-b JoinRun: joined %v, %v", joined, err)
+	}
+	if _, _, err := a.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "1", Repo: "app", Title: "held by vm-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Claim(ctx, "w1-7", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FinishRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, serve(t, a).URL+"/")
+	for _, w := range []string{`<span class="meta">node vm-b</span>`, "nodes vm-a vm-b (running)"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}

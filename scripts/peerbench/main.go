@@ -2,7 +2,9 @@
 // event and fence token it records) against goqite's (Send + Receive + Delete) on the same
 // machine, interleaved, and prints the median cycles per second of each and their ratio.
 //
-// It lives in its own module so goqite never enters ticketd's dependencies:
+// With -postgres URL it compares ticketd's PostgreSQL engine with River instead (see
+// postgres.go). It lives in its own module so neither goqite nor River ever enters
+// ticketd's dependencies:
 //
 //	cd scripts/peerbench && go run . -rounds 7 -duration 2s
 //
@@ -70,8 +72,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.goqitePageSize, "goqite-page-size", 4096, "page size of goqite's database (SQLite's default 4096; ticketd creates 2048)")
 	fs.StringVar(&c.only, "only", "", "run only this queue (ticketd or goqite), for profiling one side; prints no ratio")
 	fs.StringVar(&c.dir, "dir", "", "directory for the database files (default: a new temporary directory)")
+	var pg pgConfig
+	fs.StringVar(&pg.url, "postgres", "", "compare ticketd's PostgreSQL engine with River on the server at this `URL` (see postgres.go)")
+	fs.IntVar(&pg.procs, "procs", 2, "with -postgres: processes the goroutines are spread over")
+	fs.BoolVar(&pg.latency, "latency", false, "with -postgres: time single claims behind -history finished tickets instead")
+	fs.IntVar(&pg.history, "history", 100_000, "with -latency: finished tickets (River: completed jobs) behind the claims")
+	fs.IntVar(&pg.samples, "samples", 500, "with -latency: claims timed")
+	fs.StringVar(&pg.riverMode, "river-complete", "batch", "with -postgres: how River records a completion: batch (its completer, as shipped) or tx (the worker's own transaction, river.JobCompleteTx)")
+	fs.IntVar(&pg.drain, "drain", 0, "with -postgres: time draining `N` tickets (jobs) enqueued beforehand, River's own shape, instead of cycles")
+	var cf childFlags
+	addChildFlags(fs, &cf)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cf.queue != "" {
+		return runChild(ctx, cf, c.duration, os.Stdin, stdout)
+	}
+	if pg.url != "" {
+		if !isFlagSet(fs, "goroutines") {
+			gs = "1,8"
+		}
+		pg.rounds, pg.duration = c.rounds, c.duration
+		for _, f := range strings.Split(gs, ",") {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
+				return fmt.Errorf("-goroutines %q: want positive integers like 1,8", gs)
+			}
+			pg.goroutines = append(pg.goroutines, n)
+		}
+		if pg.rounds < 5 && !pg.latency {
+			return fmt.Errorf("-rounds %d: want at least 5 for a median", pg.rounds)
+		}
+		if pg.riverMode != "batch" && pg.riverMode != "tx" {
+			return fmt.Errorf("-river-complete %q: want batch or tx", pg.riverMode)
+		}
+		return runPostgres(ctx, pg, stdout)
 	}
 	if c.only != "" && c.only != "ticketd" && c.only != "goqite" {
 		return fmt.Errorf("-only %q: want ticketd or goqite", c.only)
@@ -148,6 +183,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			g, mt/mg, median(ratios))
 	}
 	return nil
+}
+
+func isFlagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func median(v []float64) float64 {

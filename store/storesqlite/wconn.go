@@ -1,4 +1,4 @@
-package store
+package storesqlite
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"io"
 	"reflect"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // wtx is the writer connection inside a BEGIN IMMEDIATE transaction: the statements of one
@@ -22,7 +24,12 @@ import (
 // cost about 1.9k of the 9.9k instructions of a one-row UPDATE, and more for a query
 // (cachegrind at GOMAXPROCS=1), and a queue cycle runs 14 statements here. The read pool
 // keeps database/sql.
-type wtx struct{ dc driver.Conn }
+type wtx struct {
+	e  *Engine
+	dc driver.Conn
+}
+
+var _ storedriver.Tx = (*wtx)(nil)
 
 // wstmt is a statement prepared on the writer's driver connection.
 type wstmt interface {
@@ -32,19 +39,19 @@ type wstmt interface {
 }
 
 // onWriter runs fn on the writer's driver connection. The caller holds wmu.
-func (s *Store) onWriter(fn func(tx *wtx) error) error {
-	return s.wc.Raw(func(dc any) error {
+func (e *Engine) onWriter(fn func(tx *wtx) error) error {
+	return e.wc.Raw(func(dc any) error {
 		c, ok := dc.(driver.Conn)
 		if !ok {
 			return fmt.Errorf("writer connection: driver connection %T is not a driver.Conn", dc)
 		}
-		return fn(&wtx{dc: c})
+		return fn(&wtx{e: e, dc: c})
 	})
 }
 
 // stmt returns query prepared once on the writer connection (kept until Close).
-func (s *Store) stmt(ctx context.Context, tx *wtx, query string) (wstmt, error) {
-	if st, ok := s.stmts[query]; ok {
+func (e *Engine) stmt(ctx context.Context, tx *wtx, query string) (wstmt, error) {
+	if st, ok := e.stmts[query]; ok {
 		return st, nil
 	}
 	pc, ok := tx.dc.(driver.ConnPrepareContext)
@@ -60,13 +67,13 @@ func (s *Store) stmt(ctx context.Context, tx *wtx, query string) (wstmt, error) 
 		ds.Close()
 		return nil, fmt.Errorf("writer connection: driver statement %T lacks ExecContext or QueryContext", ds)
 	}
-	s.stmts[query] = st
+	e.stmts[query] = st
 	return st, nil
 }
 
 // bound returns query's prepared statement and args as the driver takes them.
-func (s *Store) bound(ctx context.Context, tx *wtx, query string, args []any) (wstmt, []driver.NamedValue, error) {
-	st, err := s.stmt(ctx, tx, query)
+func (e *Engine) bound(ctx context.Context, tx *wtx, query string, args []any) (wstmt, []driver.NamedValue, error) {
+	st, err := e.stmt(ctx, tx, query)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,27 +81,41 @@ func (s *Store) bound(ctx context.Context, tx *wtx, query string, args []any) (w
 	return st, nv, err
 }
 
-func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (driver.Result, error) {
-	st, nv, err := s.bound(ctx, tx, query, args)
+func (e *Engine) exec(ctx context.Context, tx *wtx, query string, args ...any) (driver.Result, error) {
+	st, nv, err := e.bound(ctx, tx, query, args)
 	if err != nil {
 		return nil, err
 	}
 	return st.ExecContext(ctx, nv)
 }
 
-// insert runs an INSERT and returns the new row's rowid: RETURNING id would cost a
-// temporary b-tree per execution (see claimLease).
-func (s *Store) insert(ctx context.Context, tx *wtx, query string, args ...any) (int64, error) {
-	res, err := s.exec(ctx, tx, query, args...)
+// Exec runs a statement and returns how many rows it changed.
+func (tx *wtx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := tx.e.exec(ctx, tx, query, args...)
 	if err != nil {
 		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Insert runs an INSERT and returns the new row's rowid (ErrNoRows when it inserted none):
+// RETURNING id would cost a temporary b-tree per execution (see claimLease).
+func (tx *wtx) Insert(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := tx.e.exec(ctx, tx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 0 {
+		return 0, storedriver.ErrNoRows
 	}
 	return res.LastInsertId()
 }
 
-// query runs a statement that returns rows; the caller closes them.
-func (s *Store) query(ctx context.Context, tx *wtx, query string, args ...any) (*wrows, error) {
-	st, nv, err := s.bound(ctx, tx, query, args)
+// Query runs a statement that returns rows; the caller closes them.
+func (tx *wtx) Query(ctx context.Context, query string, args ...any) (storedriver.Rows, error) {
+	st, nv, err := tx.e.bound(ctx, tx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -105,16 +126,15 @@ func (s *Store) query(ctx context.Context, tx *wtx, query string, args ...any) (
 	return &wrows{r: r, vals: make([]driver.Value, len(r.Columns()))}, nil
 }
 
-// queryRow runs a statement for its first row, like sql.Row: the statement's error surfaces
-// at Scan, which reports sql.ErrNoRows when there is no row. The returned error is a failure
-// to prepare or to convert the arguments.
-func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) (*wrow, error) {
-	st, nv, err := s.bound(ctx, tx, query, args)
+// QueryRow runs a statement for its first row, like sql.Row: the statement's error, or
+// sql.ErrNoRows when there is no row, surfaces at Scan.
+func (tx *wtx) QueryRow(ctx context.Context, query string, args ...any) storedriver.Row {
+	st, nv, err := tx.e.bound(ctx, tx, query, args)
 	if err != nil {
-		return nil, err
+		return &wrow{err: err}
 	}
 	r, err := st.QueryContext(ctx, nv)
-	return &wrow{r: r, err: err}, nil
+	return &wrow{r: r, err: err}
 }
 
 // wrow is one row of a writer query.
@@ -180,8 +200,6 @@ func namedValues(args []any) ([]driver.NamedValue, error) {
 			v = x
 		case int:
 			v = int64(x)
-		case State:
-			v = string(x)
 		default:
 			var err error
 			if v, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {

@@ -1,4 +1,4 @@
-package store
+package storesqlite
 
 import (
 	"database/sql"
@@ -27,7 +27,7 @@ func TestAssign(t *testing.T) {
 		{"float", 1.5, func() any { return new(float64) }, 1.5, ""},
 		{"int into float", int64(2), func() any { return new(float64) }, 2.0, ""},
 		{"bool", int64(1), func() any { return new(bool) }, true, ""},
-		{"named string kind", "running", func() any { return new(State) }, StateRunning, ""},
+		{"named string kind", "running", func() any { return new(state) }, state("running"), ""},
 		{"named int kind", int64(3), func() any { return new(kind) }, kind(3), ""},
 		{"scanner", nil, func() any { return new(sql.NullInt64) }, sql.NullInt64{}, ""},
 		{"scanner value", int64(4), func() any { return new(sql.NullInt64) }, sql.NullInt64{Int64: 4, Valid: true}, ""},
@@ -62,11 +62,14 @@ func TestAssign(t *testing.T) {
 	}
 }
 
+// state is a named string kind, as the store's State is.
+type state string
+
 func deref(p any) any { return reflect.ValueOf(p).Elem().Interface() }
 
 func TestNamedValues(t *testing.T) {
 	type repo string
-	got, err := namedValues([]any{nil, 3, int64(4), "s", StateQueued, repo("r"), true, []byte("b"), 1.5})
+	got, err := namedValues([]any{nil, 3, int64(4), "s", state("queued"), repo("r"), true, []byte("b"), 1.5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package storesqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // maxBatch bounds how many writes share one transaction.
@@ -15,14 +17,12 @@ const maxBatch = 64
 type writeReq struct {
 	ctx  context.Context
 	op   string
-	fn   func(ctx context.Context, tx *wtx) error
+	fn   func(ctx context.Context, tx storedriver.Tx) error
 	done chan error    // the outcome, once committed or refused
 	lead chan struct{} // closed when this caller must take over as leader
 }
 
-var errClosed = errors.New("store is closed")
-
-// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection and returns its
+// Write runs fn in a BEGIN IMMEDIATE transaction on the writer connection and returns its
 // outcome once the transaction is durable (per Options.Synchronous).
 //
 // Writes are group-committed without a background goroutine: the first caller to find no
@@ -32,80 +32,80 @@ var errClosed = errors.New("store is closed")
 // writes and lock round trips of one commit, which is what lets three workers outrun one.
 // A request that fails (other than busy) makes its group rerun one request per
 // transaction, so no caller's changes ride on another's failure.
-func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *wtx) error) error {
+func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
-	s.qmu.Lock()
-	if s.closed {
-		s.qmu.Unlock()
-		return fmt.Errorf("%s: %w", op, errClosed)
+	e.qmu.Lock()
+	if e.closed {
+		e.qmu.Unlock()
+		return fmt.Errorf("%s: %w", op, storedriver.ErrClosed)
 	}
-	s.queue = append(s.queue, req)
-	s.inflight.Add(1)
-	defer s.inflight.Done()
-	if !s.leading {
-		s.leading = true
-		s.qmu.Unlock()
-		return s.leadUntilDone(req)
+	e.queue = append(e.queue, req)
+	e.inflight.Add(1)
+	defer e.inflight.Done()
+	if !e.leading {
+		e.leading = true
+		e.qmu.Unlock()
+		return e.leadUntilDone(req)
 	}
-	s.qmu.Unlock()
+	e.qmu.Unlock()
 	select {
 	case err := <-req.done:
 		return err
 	case <-req.lead:
-		return s.leadUntilDone(req)
+		return e.leadUntilDone(req)
 	case <-ctx.Done():
-		s.qmu.Lock()
-		for i, r := range s.queue {
+		e.qmu.Lock()
+		for i, r := range e.queue {
 			if r == req { // not started: withdraw it
-				s.queue = append(s.queue[:i:i], s.queue[i+1:]...)
-				s.qmu.Unlock()
+				e.queue = append(e.queue[:i:i], e.queue[i+1:]...)
+				e.qmu.Unlock()
 				return fmt.Errorf("%s: %w", op, ctx.Err())
 			}
 		}
-		s.qmu.Unlock()
+		e.qmu.Unlock()
 		// Already in a transaction: its outcome is the truth, wait for it (or to lead).
 		select {
 		case err := <-req.done:
 			return err
 		case <-req.lead:
-			return s.leadUntilDone(req)
+			return e.leadUntilDone(req)
 		}
 	}
 }
 
 // leadUntilDone commits queued groups until own is answered, then passes leadership on.
-func (s *Store) leadUntilDone(own *writeReq) error {
+func (e *Engine) leadUntilDone(own *writeReq) error {
 	for {
 		// Yield once before taking the queue when writes have been overlapping: the callers
 		// the previous group just answered are runnable and about to submit their next write,
 		// and a group that takes them along saves them a commit each (three workers: 1.45 ->
 		// 2.6 writes per commit). A lone writer skips it: the yield wakes an idle thread to
 		// find nothing to run, about an eighth of a one-worker queue cycle's CPU.
-		if s.overlapping.Load() {
+		if e.overlapping.Load() {
 			runtime.Gosched()
 		}
-		s.qmu.Lock()
-		n := min(len(s.queue), maxBatch)
-		s.overlapping.Store(n > 1 || len(s.queue) > n)
-		batch := append([]*writeReq(nil), s.queue[:n]...)
-		s.queue = s.queue[n:]
-		s.qmu.Unlock()
+		e.qmu.Lock()
+		n := min(len(e.queue), maxBatch)
+		e.overlapping.Store(n > 1 || len(e.queue) > n)
+		batch := append([]*writeReq(nil), e.queue[:n]...)
+		e.queue = e.queue[n:]
+		e.qmu.Unlock()
 		if len(batch) > 0 {
-			s.runBatch(batch)
+			e.runBatch(batch)
 		}
 		select {
 		case err := <-own.done:
-			s.qmu.Lock()
-			if len(s.queue) > 0 {
-				s.overlapping.Store(true)
-				close(s.queue[0].lead)
+			e.qmu.Lock()
+			if len(e.queue) > 0 {
+				e.overlapping.Store(true)
+				close(e.queue[0].lead)
 			} else {
-				s.leading = false
+				e.leading = false
 			}
-			s.qmu.Unlock()
+			e.qmu.Unlock()
 			return err
 		default:
 		}
@@ -113,14 +113,14 @@ func (s *Store) leadUntilDone(own *writeReq) error {
 }
 
 // runBatch commits batch, retrying it on busy, and answers every request.
-func (s *Store) runBatch(batch []*writeReq) {
+func (e *Engine) runBatch(batch []*writeReq) {
 	results := make([]error, len(batch))
 	op := batch[0].op
 	if len(batch) > 1 {
 		op = fmt.Sprintf("%s (with %d other writes)", op, len(batch)-1)
 	}
-	err := s.retry(context.Background(), op, func() error {
-		return s.tryBatch(batch, results)
+	err := e.retry(context.Background(), op, func() error {
+		return e.tryBatch(batch, results)
 	})
 	for i, r := range batch {
 		if err != nil {
@@ -135,15 +135,15 @@ func (s *Store) runBatch(batch []*writeReq) {
 // is returned for retry. When a request in a shared transaction fails otherwise, its partial
 // changes cannot be told apart from the others', so the transaction is rolled back and every
 // request reruns in a transaction of its own.
-func (s *Store) tryBatch(batch []*writeReq, results []error) error {
+func (e *Engine) tryBatch(batch []*writeReq, results []error) error {
 	if len(batch) > 1 {
-		err := s.tryTx(batch, results)
+		err := e.tryTx(batch, results)
 		if !errors.Is(err, errSplit) {
 			return err
 		}
 	}
 	for i := range batch {
-		if err := s.tryTx(batch[i:i+1], results[i:i+1]); err != nil {
+		if err := e.tryTx(batch[i:i+1], results[i:i+1]); err != nil {
 			if errors.Is(err, errSplit) {
 				continue // the request's own error is in results[i]
 			}
@@ -156,12 +156,12 @@ func (s *Store) tryBatch(batch []*writeReq, results []error) error {
 var errSplit = errors.New("a request in the batch failed")
 
 // tryTx runs reqs in one transaction and commits it unless one fails (errSplit, rolled back).
-func (s *Store) tryTx(reqs []*writeReq, results []error) error {
+func (e *Engine) tryTx(reqs []*writeReq, results []error) error {
 	bg := context.Background()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	err := s.onWriter(func(tx *wtx) error {
-		if err := s.begin(bg, tx); err != nil {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	err := e.onWriter(func(tx *wtx) error {
+		if err := e.begin(bg, tx); err != nil {
 			return err
 		}
 		for i, r := range reqs {
@@ -174,15 +174,15 @@ func (s *Store) tryTx(reqs []*writeReq, results []error) error {
 			err := r.fn(context.WithoutCancel(r.ctx), tx)
 			results[i] = err
 			if err != nil {
-				s.rollback(bg, tx)
+				e.rollback(bg, tx)
 				if isBusy(err) {
 					return err
 				}
 				return errSplit
 			}
 		}
-		if _, err := s.exec(bg, tx, `COMMIT`); err != nil {
-			s.rollback(bg, tx) // a COMMIT that failed (busy) leaves the transaction open
+		if _, err := e.exec(bg, tx, `COMMIT`); err != nil {
+			e.rollback(bg, tx) // a COMMIT that failed (busy) leaves the transaction open
 			return fmt.Errorf("commit: %w", err)
 		}
 		return nil
@@ -190,20 +190,20 @@ func (s *Store) tryTx(reqs []*writeReq, results []error) error {
 	if err != nil {
 		return err
 	}
-	if s.commits++; s.commits%checkpointEvery == 0 {
-		s.ckpt.poke()
+	if e.commits++; e.commits%checkpointEvery == 0 {
+		e.ckpt.poke()
 	}
 	return nil
 }
 
 // begin opens the write transaction, first ending one a failed ROLLBACK left open.
-func (s *Store) begin(ctx context.Context, tx *wtx) error {
-	if s.inTx {
-		if err := s.rollbackOnce(ctx, tx); err != nil {
+func (e *Engine) begin(ctx context.Context, tx *wtx) error {
+	if e.inTx {
+		if err := e.rollbackOnce(ctx, tx); err != nil {
 			return fmt.Errorf("roll back the previous transaction: %w", err)
 		}
 	}
-	if _, err := s.exec(ctx, tx, `BEGIN IMMEDIATE`); err != nil {
+	if _, err := e.exec(ctx, tx, `BEGIN IMMEDIATE`); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	return nil
@@ -211,22 +211,22 @@ func (s *Store) begin(ctx context.Context, tx *wtx) error {
 
 // rollback ends the open transaction. Should ROLLBACK itself fail, inTx stays set and the
 // next begin rolls back before anything else runs, so no write can ride on a dead one.
-func (s *Store) rollback(ctx context.Context, tx *wtx) {
-	s.inTx = true
+func (e *Engine) rollback(ctx context.Context, tx *wtx) {
+	e.inTx = true
 	for range 3 {
-		if s.rollbackOnce(ctx, tx) == nil {
+		if e.rollbackOnce(ctx, tx) == nil {
 			return
 		}
 	}
 }
 
-func (s *Store) rollbackOnce(ctx context.Context, tx *wtx) error {
-	_, err := s.exec(ctx, tx, `ROLLBACK`)
+func (e *Engine) rollbackOnce(ctx context.Context, tx *wtx) error {
+	_, err := e.exec(ctx, tx, `ROLLBACK`)
 	if err != nil && strings.Contains(err.Error(), "no transaction is active") {
 		err = nil // SQLite already rolled it back (it does on some errors)
 	}
 	if err == nil {
-		s.inTx = false
+		e.inTx = false
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package store
+package storesqlite_test
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/storedriver"
+	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
 // faultDriver wraps the real driver and, on the writer connection only, fails statements
@@ -169,10 +173,11 @@ func setupFaulty(t *testing.T, busyRate, slowRate float64) (bundle, *atomic.Int6
 		faults.mu.Unlock()
 	})
 	var retries atomic.Int64
-	b := setup(t, func(o *Options) {
-		o.driverName = "sqlite-faults"
-		o.busyPauseMax = time.Millisecond
+	b := setup(t, func(o *store.Options) {
 		o.OnRetry = func(string, int, error) { retries.Add(1) }
+	}, func(o *storesqlite.Options) {
+		o.DriverName = "sqlite-faults"
+		o.BusyPauseMax = time.Millisecond
 	})
 	faults.mu.Lock()
 	faults.busyRate, faults.slowRate = busyRate, slowRate
@@ -182,7 +187,7 @@ func setupFaulty(t *testing.T, busyRate, slowRate float64) (bundle, *atomic.Int6
 
 // TestBusyFaultsNeverLoseATransition drives tickets through claim, fail, claim, complete
 // while a third of all statements and commits fail with SQLITE_BUSY and some are slow. A
-// call either succeeds (and its transition is there) or returns ErrBusy (and the ticket is
+// call either succeeds (and its transition is there) or returns store.ErrBusy (and the ticket is
 // exactly as before); nothing in between.
 func TestBusyFaultsNeverLoseATransition(t *testing.T) {
 	b, retries := setupFaulty(t, 0.3, 0.05)
@@ -191,7 +196,7 @@ func TestBusyFaultsNeverLoseATransition(t *testing.T) {
 		n = 10
 	}
 	var escaped int
-	// do runs op until it succeeds, checking after each ErrBusy that nothing changed.
+	// do runs op until it succeeds, checking after each store.ErrBusy that nothing changed.
 	do := func(id int64, what string, op func() error) {
 		t.Helper()
 		for {
@@ -201,8 +206,8 @@ func TestBusyFaultsNeverLoseATransition(t *testing.T) {
 			if err == nil {
 				return
 			}
-			if !errors.Is(err, ErrBusy) {
-				t.Fatalf("%s ticket %d: %v; want success or ErrBusy", what, id, err)
+			if !errors.Is(err, store.ErrBusy) {
+				t.Fatalf("%s ticket %d: %v; want success or store.ErrBusy", what, id, err)
 			}
 			escaped++
 			after, _ := b.s.Get(b.ctx, id)
@@ -215,24 +220,27 @@ func TestBusyFaultsNeverLoseATransition(t *testing.T) {
 	for i := range n {
 		var id int64
 		do(0, "enqueue", func() (err error) {
-			id, _, err = b.s.Enqueue(b.ctx, NewTicket{Source: "f", ExternalID: fmt.Sprint(i)})
+			id, _, err = b.s.Enqueue(b.ctx, store.NewTicket{Source: "f", ExternalID: fmt.Sprint(i)})
 			return err
 		})
-		var l Lease
+		var l store.Lease
 		do(id, "claim", func() (err error) { l, err = b.s.Claim(b.ctx, "w", time.Minute); return err })
 		do(id, "heartbeat", func() error { _, err := b.s.Heartbeat(b.ctx, id, l.Token, time.Minute); return err })
-		do(id, "fail", func() error { _, err := b.s.Fail(b.ctx, id, l.Token, Failure{Kind: FailShutdown}); return err })
+		do(id, "fail", func() error {
+			_, err := b.s.Fail(b.ctx, id, l.Token, store.Failure{Kind: store.FailShutdown})
+			return err
+		})
 		do(id, "claim again", func() (err error) { l, err = b.s.Claim(b.ctx, "w", time.Minute); return err })
-		do(id, "complete", func() error { return b.s.Complete(b.ctx, id, l.Token, Result{Branch: "b"}) })
+		do(id, "complete", func() error { return b.s.Complete(b.ctx, id, l.Token, store.Result{Branch: "b"}) })
 	}
 	faults.mu.Lock()
 	faults.busyRate, faults.slowRate = 0, 0
 	faults.mu.Unlock()
-	t.Logf("injected %d busy errors; store retried %d times; %d calls gave up with ErrBusy", faults.injected.Load(), retries.Load(), escaped)
+	t.Logf("injected %d busy errors; store retried %d times; %d calls gave up with store.ErrBusy", faults.injected.Load(), retries.Load(), escaped)
 	if retries.Load() == 0 {
 		t.Error("no retries observed; the fault injection did not reach the store")
 	}
-	if done, _ := checkExactlyOnce(t, b.s, true); done != n {
+	if done, _ := checkExactlyOnce(t, b, true); done != n {
 		t.Errorf("done = %d; want %d", done, n)
 	}
 	for id := int64(1); id <= int64(n); id++ {
@@ -246,13 +254,13 @@ func TestBusyFaultsNeverLoseATransition(t *testing.T) {
 // busy escapes thanks to a generous retry budget, and every ticket ends done exactly once.
 func TestConcurrentWritersUnderBusyFaults(t *testing.T) {
 	b, retries := setupFaulty(t, 0.1, 0.02)
-	b.s.opts.BusyRetries = 100
+	b.e.SetBusyRetries(100)
 	n := 200
 	if testing.Short() {
 		n = 50
 	}
 	for i := range n {
-		if _, _, err := b.s.Enqueue(b.ctx, NewTicket{Source: "f", ExternalID: fmt.Sprint(i)}); err != nil {
+		if _, _, err := b.s.Enqueue(b.ctx, store.NewTicket{Source: "f", ExternalID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -264,11 +272,11 @@ func TestConcurrentWritersUnderBusyFaults(t *testing.T) {
 			defer wg.Done()
 			for {
 				l, err := b.s.Claim(b.ctx, fmt.Sprint("w", w), time.Minute)
-				if errors.Is(err, ErrNoTicket) {
+				if errors.Is(err, store.ErrNoTicket) {
 					return
 				}
 				if err == nil {
-					err = b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{})
+					err = b.s.Complete(b.ctx, l.Ticket.ID, l.Token, store.Result{})
 				}
 				if err != nil {
 					errs <- err
@@ -283,7 +291,7 @@ func TestConcurrentWritersUnderBusyFaults(t *testing.T) {
 		t.Errorf("worker: %v", err)
 	}
 	t.Logf("store retried %d times", retries.Load())
-	if done, _ := checkExactlyOnce(t, b.s, true); done != n {
+	if done, _ := checkExactlyOnce(t, b, true); done != n {
 		t.Errorf("done = %d; want %d", done, n)
 	}
 }
@@ -306,7 +314,7 @@ func TestStalledWriterGivesClearError(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan error, 1)
-	go func() { done <- b.s.Complete(ctx, id, l.Token, Result{}) }()
+	go func() { done <- b.s.Complete(ctx, id, l.Token, store.Result{}) }()
 	cancel()
 	err := <-done
 	if !errors.Is(err, context.Canceled) {
@@ -317,29 +325,29 @@ func TestStalledWriterGivesClearError(t *testing.T) {
 		t.Fatalf("stalled claim: %v", err)
 	}
 	got, _ := b.s.Get(b.ctx, id)
-	if got.State != StateRunning {
+	if got.State != store.StateRunning {
 		t.Fatalf("ticket %d state %s after a refused Complete; want still running", id, got.State)
 	}
-	if err := b.s.Complete(b.ctx, id, l.Token, Result{}); err != nil {
+	if err := b.s.Complete(b.ctx, id, l.Token, store.Result{}); err != nil {
 		t.Fatalf("retried Complete: %v", err)
 	}
-	if g, _ := b.s.Get(b.ctx, other); g.State != StateRunning || g.LeaseOwner != "w2" {
+	if g, _ := b.s.Get(b.ctx, other); g.State != store.StateRunning || g.LeaseOwner != "w2" {
 		t.Errorf("stalled claim result: %+v", g)
 	}
 }
 
 func TestBusyExhaustedIsClear(t *testing.T) {
 	b, _ := setupFaulty(t, 1, 0)
-	b.s.opts.BusyRetries = 2
-	_, _, err := b.s.Enqueue(b.ctx, NewTicket{Source: "x", ExternalID: "1"})
-	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "enqueue x/1") {
-		t.Fatalf("Enqueue against an always-busy database: %v; want ErrBusy naming the call", err)
+	b.e.SetBusyRetries(2)
+	_, _, err := b.s.Enqueue(b.ctx, store.NewTicket{Source: "x", ExternalID: "1"})
+	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "enqueue x/1") {
+		t.Fatalf("Enqueue against an always-busy database: %v; want store.ErrBusy naming the call", err)
 	}
 	faults.mu.Lock()
 	faults.busyRate = 0
 	faults.mu.Unlock()
 	var n int
-	b.s.r.QueryRow(`SELECT count(*) FROM tickets`).Scan(&n)
+	b.e.DB().QueryRow(`SELECT count(*) FROM tickets`).Scan(&n)
 	if n != 0 {
 		t.Errorf("%d tickets after a refused enqueue; want 0", n)
 	}
@@ -357,8 +365,12 @@ func TestFailedRollbackNeverLeaksIntoTheNextWrite(t *testing.T) {
 			faults.failQuery, faults.failLeft = "ROLLBACK", fails
 			faults.mu.Unlock()
 			errBoom := errors.New("boom")
-			err := b.s.write(b.ctx, "doomed", func(ctx context.Context, tx *wtx) error {
-				if err := b.s.event(ctx, tx, id, 1, "note", StateQueued, StateQueued, 0, "doomed", "must never be committed"); err != nil {
+			q := b.e.SQL()
+			err := b.e.Write(b.ctx, "doomed", func(ctx context.Context, tx storedriver.Tx) error {
+				if _, err := tx.Exec(ctx, q.ReserveEvent, id); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, q.AppendEvent, id, 1, "note", "queued", "queued", "must never be committed", 0, "doomed"); err != nil {
 					return err
 				}
 				return errBoom
@@ -370,11 +382,11 @@ func TestFailedRollbackNeverLeaksIntoTheNextWrite(t *testing.T) {
 			// must not carry the doomed event along.
 			b.enqueue(t, "2")
 			l := b.claim(t, "w")
-			if err := b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{}); err != nil {
+			if err := b.s.Complete(b.ctx, l.Ticket.ID, l.Token, store.Result{}); err != nil {
 				t.Fatal(err)
 			}
 			var n int
-			if err := b.s.r.QueryRow(`SELECT count(*) FROM events WHERE actor = 'doomed'`).Scan(&n); err != nil || n != 0 {
+			if err := b.e.DB().QueryRow(`SELECT count(*) FROM events WHERE actor = 'doomed'`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("doomed events committed: %d, %v; want 0", n, err)
 			}
 			faults.mu.Lock()

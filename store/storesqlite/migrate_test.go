@@ -1,4 +1,4 @@
-package store
+package storesqlite_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
 // openAtVersion builds a database as a binary knowing only the first v migrations left it.
@@ -19,14 +22,14 @@ func openAtVersion(t *testing.T, path string, v int) *sql.DB {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
-	if err := migrate(context.Background(), db, v, 1); err != nil {
+	if err := storesqlite.Migrate(context.Background(), db, v, 1); err != nil {
 		t.Fatalf("migrate to v%d: %v", v, err)
 	}
 	return db
 }
 
 func TestMigrateFromEveryVersion(t *testing.T) {
-	for from := 0; from < len(migrations); from++ {
+	for from := 0; from < storesqlite.Migrations; from++ {
 		t.Run("from_v"+string(rune('0'+from)), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
 			db := openAtVersion(t, path, from)
@@ -45,14 +48,14 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			db.Close()
 
 			clock := newFakeClock()
-			s, err := Open(context.Background(), path, Options{Now: clock.Now})
+			s, err := store.Open(context.Background(), path, store.Options{Now: clock.Now})
 			if err != nil {
 				t.Fatalf("Open v%d database: %v", from, err)
 			}
 			defer s.Close()
-			v, err := schemaVersion(context.Background(), s.r)
-			if err != nil || v != SchemaVersion {
-				t.Fatalf("version after Open = %d, %v; want %d", v, err, SchemaVersion)
+			v, err := s.SchemaVersion(context.Background())
+			if err != nil || v != storesqlite.SchemaVersion {
+				t.Fatalf("version after Open = %d, %v; want %d", v, err, storesqlite.SchemaVersion)
 			}
 			ctx := context.Background()
 			if from >= 1 {
@@ -83,12 +86,12 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
-	db := openAtVersion(t, path, len(migrations))
-	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 1)`, len(migrations)+1); err != nil {
+	db := openAtVersion(t, path, storesqlite.Migrations)
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 1)`, storesqlite.Migrations+1); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err := Open(context.Background(), path, Options{})
+	_, err := store.Open(context.Background(), path, store.Options{})
 	if err == nil || !strings.Contains(err.Error(), "upgrade ticketd") {
 		t.Fatalf("Open newer schema: %v; want an error asking to upgrade", err)
 	}
@@ -97,20 +100,20 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 func TestOpenTwiceIsIdempotent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	for i := range 2 {
-		s, err := Open(context.Background(), path, Options{})
+		s, err := storesqlite.Open(context.Background(), path, storesqlite.Options{})
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
 		var n int
-		if err := s.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != SchemaVersion {
-			t.Errorf("open %d: %d migrations recorded, %v; want %d", i, n, err, SchemaVersion)
+		if err := s.DB().QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != storesqlite.SchemaVersion {
+			t.Errorf("open %d: %d migrations recorded, %v; want %d", i, n, err, storesqlite.SchemaVersion)
 		}
 		var mode string
-		s.r.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+		s.DB().QueryRow(`PRAGMA journal_mode`).Scan(&mode)
 		if mode != "wal" {
 			t.Errorf("journal_mode = %q; want wal", mode)
 		}
-		if _, err := s.r.Exec(`DELETE FROM tickets`); err == nil {
+		if _, err := s.DB().Exec(`DELETE FROM tickets`); err == nil {
 			t.Error("read pool accepted a write; want it read-only")
 		}
 		s.Close()
@@ -122,28 +125,28 @@ func TestPragmasAndCheckpoint(t *testing.T) {
 		sync string
 		want int
 	}{{"", 1}, {"normal", 1}, {"FULL", 2}} {
-		b := setup(t, func(o *Options) { o.Synchronous = tc.sync })
+		b := setup(t, func(o *store.Options) { o.Synchronous = tc.sync }, nil)
 		var got, fk, limit, pageSize, autoCkpt int
 		var mode string
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA synchronous`).Scan(&got)
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA foreign_keys`).Scan(&fk)
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA journal_size_limit`).Scan(&limit)
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA journal_mode`).Scan(&mode)
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA page_size`).Scan(&pageSize)
-		b.s.wc.QueryRowContext(b.ctx, `PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
-		if got != tc.want || fk != 1 || limit != journalSizeLimit {
-			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, journalSizeLimit)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA synchronous`).Scan(&got)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA foreign_keys`).Scan(&fk)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA journal_size_limit`).Scan(&limit)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA journal_mode`).Scan(&mode)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA page_size`).Scan(&pageSize)
+		b.e.WriterQueryRow(b.ctx, `PRAGMA wal_autocheckpoint`).Scan(&autoCkpt)
+		if got != tc.want || fk != 1 || limit != storesqlite.JournalSizeLimit {
+			t.Errorf("Synchronous %q: synchronous=%d foreign_keys=%d journal_size_limit=%d; want %d, 1, %d", tc.sync, got, fk, limit, tc.want, storesqlite.JournalSizeLimit)
 		}
 		// page_size only takes effect if it ran before the switch to WAL.
-		if mode != "wal" || pageSize != newPageSize || autoCkpt != walCheckpointPages {
-			t.Errorf("new database: journal_mode=%s page_size=%d wal_autocheckpoint=%d; want wal, %d, %d", mode, pageSize, autoCkpt, newPageSize, walCheckpointPages)
+		if mode != "wal" || pageSize != storesqlite.NewPageSize || autoCkpt != storesqlite.WALCheckpointPages {
+			t.Errorf("new database: journal_mode=%s page_size=%d wal_autocheckpoint=%d; want wal, %d, %d", mode, pageSize, autoCkpt, storesqlite.NewPageSize, storesqlite.WALCheckpointPages)
 		}
 	}
-	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Synchronous: "OFF"}); err == nil {
+	if _, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), store.Options{Synchronous: "OFF"}); err == nil {
 		t.Error("Synchronous OFF accepted; want an error")
 	}
 
-	b := setup(t)
+	b := setup(t, nil, nil)
 	for i := range 300 {
 		b.enqueue(t, fmt.Sprint(i))
 	}
@@ -188,7 +191,7 @@ func TestEventChainMigration(t *testing.T) {
 	}
 	db.Close()
 	ctx := context.Background()
-	s, err := Open(ctx, path, Options{Now: newFakeClock().Now})
+	s, err := store.Open(ctx, path, store.Options{Now: newFakeClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,49 +228,10 @@ func TestEventChainMigration(t *testing.T) {
 		}
 	}
 	var indexes int
-	s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_ticket'`).Scan(&indexes)
+	rdb := openAtVersion(t, path, storesqlite.Migrations)
+	defer rdb.Close()
+	rdb.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_ticket'`).Scan(&indexes)
 	if indexes != 0 {
 		t.Error("events_ticket index still exists after v10")
-	}
-}
-
-// TestEventChainRefusesForksAndGaps: an event the store appends without a reservation would
-// fork the chain and collides with the head instead; a reservation left without its event
-// stops the ticket's next append rather than let the chain skip; either way the transaction
-// rolls back and the ticket's history stays whole.
-func TestEventChainRefusesForksAndGaps(t *testing.T) {
-	b := setup(t)
-	id := b.enqueue(t, "1")
-	if err := b.s.AddNote(b.ctx, id, "me", "second"); err != nil {
-		t.Fatal(err)
-	}
-	appendOnly := func(ctx context.Context, tx *wtx) error {
-		return b.s.appendEvent(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "unreserved")
-	}
-	if err := b.s.write(b.ctx, "append without a reservation", appendOnly); err == nil || !strings.Contains(err.Error(), "UNIQUE") {
-		t.Errorf("append without a reservation: %v; want the primary key to refuse it", err)
-	}
-	reserveOnly := func(ctx context.Context, tx *wtx) error {
-		_, err := b.s.exec(ctx, tx, `UPDATE tickets SET `+reserveEvent+` WHERE id = ?`, id)
-		return err
-	}
-	gap := func(ctx context.Context, tx *wtx) error {
-		if err := reserveOnly(ctx, tx); err != nil {
-			return err
-		}
-		return b.s.event(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "after a gap")
-	}
-	if err := b.s.write(b.ctx, "append over a gap", gap); err == nil || !strings.Contains(err.Error(), "reserved but never written") {
-		t.Errorf("append over an unwritten reservation: %v; want it refused", err)
-	}
-	evs, err := b.s.Events(b.ctx, id)
-	if err != nil || len(evs) != 2 || evs[0].Kind != "enqueued" || evs[1].Reason != "second" {
-		t.Errorf("events = %+v, %v; want enqueued and the note, nothing else", evs, err)
-	}
-	if err := b.s.AddNote(b.ctx, id, "me", "third"); err != nil {
-		t.Fatalf("a note after the refused writes: %v", err)
-	}
-	if evs, err := b.s.Events(b.ctx, id); err != nil || len(evs) != 3 || evs[2].Reason != "third" || evs[2].ID <= evs[1].ID {
-		t.Errorf("events = %+v, %v; want the third note last", evs, err)
 	}
 }

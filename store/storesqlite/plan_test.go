@@ -1,4 +1,4 @@
-package store
+package storesqlite_test
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
 // recordDriver wraps the real driver and remembers the text of every statement the store
@@ -103,8 +106,8 @@ func hotWork(t *testing.T, b bundle) {
 	run, err := b.s.StartRun(ctx, "once")
 	must(err)
 	id := b.enqueue(t, "hot-1")
-	b.enqueue(t, "hot-2", func(n *NewTicket) { n.Repo = "other" })
-	if _, created, err := b.s.Enqueue(ctx, NewTicket{Source: "test", ExternalID: "hot-1"}); err != nil || created {
+	b.enqueue(t, "hot-2", func(n *store.NewTicket) { n.Repo = "other" })
+	if _, created, err := b.s.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "hot-1"}); err != nil || created {
 		t.Fatalf("duplicate enqueue: created %v, %v", created, err)
 	}
 	_, err = b.s.NextDue(ctx)
@@ -117,15 +120,15 @@ func hotWork(t *testing.T, b bundle) {
 	_, err = b.s.Heartbeat(ctx, l.Ticket.ID, l.Token, time.Minute)
 	must(err)
 	must(b.s.SaveTriage(ctx, l.Ticket.ID, l.Token, "{}"))
-	_, err = b.s.RecordModelCall(ctx, ModelCall{TicketID: l.Ticket.ID, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 10})
+	_, err = b.s.RecordModelCall(ctx, store.ModelCall{TicketID: l.Ticket.ID, RunID: run, Attempt: 1, Role: "maker", PromptTokens: 10})
 	must(err)
-	_, err = b.s.RecordToolCall(ctx, ToolCall{TicketID: l.Ticket.ID, Attempt: 1, Tool: "read_files"})
+	_, err = b.s.RecordToolCall(ctx, store.ToolCall{TicketID: l.Ticket.ID, Attempt: 1, Tool: "read_files"})
 	must(err)
-	_, err = b.s.Fail(ctx, l.Ticket.ID, l.Token, Failure{Kind: FailFix, Reason: "red"})
+	_, err = b.s.Fail(ctx, l.Ticket.ID, l.Token, store.Failure{Kind: store.FailFix, Reason: "red"})
 	must(err)
 	l = b.claim(t, "w1")
-	must(b.s.Complete(ctx, l.Ticket.ID, l.Token, Result{Branch: "b"}))
-	if err := b.s.Complete(ctx, l.Ticket.ID, l.Token, Result{}); err == nil {
+	must(b.s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{Branch: "b"}))
+	if err := b.s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{}); err == nil {
 		t.Fatal("second complete succeeded")
 	}
 	b.clock.Advance(time.Hour) // past hot-1's retry backoff
@@ -135,12 +138,12 @@ func hotWork(t *testing.T, b bundle) {
 	_, err = b.s.RequestCancel(ctx, l.Ticket.ID, "op", "stop")
 	must(err)
 	must(b.s.FinishCancelled(ctx, l.Ticket.ID, l.Token, "stopped"))
-	if _, err := b.s.Claim(ctx, "w1", time.Minute); err != ErrNoTicket {
+	if _, err := b.s.Claim(ctx, "w1", time.Minute); err != store.ErrNoTicket {
 		t.Fatalf("claim on an empty queue: %v", err)
 	}
-	_, err = b.s.List(ctx, Filter{States: []State{StateQueued, StateRunning}})
+	_, err = b.s.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}})
 	must(err)
-	_, err = b.s.List(ctx, Filter{States: []State{StateRunning}, Limit: 20})
+	_, err = b.s.List(ctx, store.Filter{States: []store.State{store.StateRunning}, Limit: 20})
 	must(err)
 	_, err = b.s.Events(ctx, id)
 	must(err)
@@ -168,7 +171,7 @@ var historyTables = []string{"tickets", "t", "events", "e", "model_calls", "tool
 // tool_calls (a full pass over the history), so their cost does not grow with it.
 func TestHotStatementsUseIndexes(t *testing.T) {
 	registerRecorder.Do(func() { sql.Register("sqlite-record", recorder) })
-	b := setup(t, func(o *Options) { o.driverName = "sqlite-record" })
+	b := setup(t, nil, func(o *storesqlite.Options) { o.DriverName = "sqlite-record" })
 	recorder.start()
 	hotWork(t, b)
 	queries := recorder.stop()
@@ -181,7 +184,7 @@ func TestHotStatementsUseIndexes(t *testing.T) {
 			strings.HasPrefix(upper, "PRAGMA") {
 			continue
 		}
-		plan := explain(t, b.s, q)
+		plan := explain(t, b.e, q)
 		if scanned := historyScans(plan); len(scanned) > 0 {
 			t.Errorf("statement scans %v:\n%s\nplan:\n  %s", scanned, q, strings.Join(plan, "\n  "))
 		}
@@ -207,11 +210,11 @@ func historyScans(plan []string) []string {
 // TestPlanCheckCatchesScans is the plan test's negative control: the old List (states bound
 // as parameters, model calls grouped over the whole table) must be caught.
 func TestPlanCheckCatchesScans(t *testing.T) {
-	b := setup(t)
+	b := setup(t, nil, nil)
 	old := `SELECT t.id, coalesce(m.n, 0) FROM tickets t LEFT JOIN (
 			SELECT ticket_id, count(*) AS n FROM model_calls GROUP BY ticket_id) m ON m.ticket_id = t.id
 		WHERE t.state IN (?, ?) ORDER BY t.id DESC`
-	plan := explain(t, b.s, old)
+	plan := explain(t, b.e, old)
 	got := historyScans(plan)
 	t.Logf("old List plan:\n  %s\nscans %v", strings.Join(plan, "\n  "), got)
 	if !slices.Contains(got, "t") || !slices.Contains(got, "model_calls") {
@@ -220,9 +223,9 @@ func TestPlanCheckCatchesScans(t *testing.T) {
 }
 
 // explain returns the detail column of EXPLAIN QUERY PLAN for q (parameters left NULL).
-func explain(t *testing.T, s *Store, q string) []string {
+func explain(t *testing.T, e *storesqlite.Engine, q string) []string {
 	t.Helper()
-	rows, err := s.wc.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, make([]any, countParams(q))...)
+	rows, err := e.WriterQuery(context.Background(), "EXPLAIN QUERY PLAN "+q, make([]any, countParams(q))...)
 	if err != nil {
 		t.Fatalf("explain %s: %v", q, err)
 	}
@@ -258,3 +261,43 @@ func countParams(q string) int {
 }
 
 var paramRE = regexp.MustCompile(`\?(\d*)`)
+
+// TestBaselineStatementsUseIndexes: the baseline statements run once per repository per night
+// but the table grows with every base commit; none may scan it.
+func TestBaselineStatementsUseIndexes(t *testing.T) {
+	registerRecorder.Do(func() { sql.Register("sqlite-record", recorder) })
+	b := setup(t, nil, func(o *storesqlite.Options) { o.DriverName = "sqlite-record" })
+	recorder.start()
+	if err := b.s.SaveBaseline(b.ctx, store.Baseline{Repo: "r", BaseCommit: "c", ChecksHash: "h", Results: "[]"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.s.LoadBaseline(b.ctx, "r", "c", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.PruneBaselines(b.ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	queries := recorder.stop()
+	checked := 0
+	for _, q := range queries {
+		if !strings.Contains(q, "baselines") {
+			continue
+		}
+		checked++
+		plan := explain(t, b.e, q)
+		t.Logf("%s\nplan:\n  %s", q, strings.Join(plan, "\n  "))
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN baselines") {
+				t.Errorf("statement scans baselines:\n%s\nplan:\n  %s", q, strings.Join(plan, "\n  "))
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("checked %d baseline statements; want 3 (save, load, prune)", checked)
+	}
+	// Negative control: a lookup without the key's first column must be caught.
+	plan := explain(t, b.e, `SELECT results FROM baselines WHERE checks_hash = ?`)
+	if !slices.ContainsFunc(plan, func(s string) bool { return strings.HasPrefix(s, "SCAN baselines") }) {
+		t.Errorf("plan of an unindexed lookup = %v; want a SCAN (else the check cannot fail)", plan)
+	}
+}

@@ -1,4 +1,4 @@
-package store
+package storesqlite_test
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
-// TestCheckpointerBackfillsOffTheWritersPath: after checkpointEvery commits the background
+// TestCheckpointerBackfillsOffTheWritersPath: after storesqlite.CheckpointEvery commits the background
 // checkpointer copies the WAL into the database file, long before the writer's own
-// auto-checkpoint (walCheckpointPages) would.
+// auto-checkpoint (storesqlite.WALCheckpointPages) would.
 func TestCheckpointerBackfillsOffTheWritersPath(t *testing.T) {
-	b := setup(t)
+	b := setup(t, nil, nil)
 	size := func() int64 {
 		t.Helper()
 		st, err := os.Stat(b.s.Path())
@@ -24,20 +26,20 @@ func TestCheckpointerBackfillsOffTheWritersPath(t *testing.T) {
 		return st.Size()
 	}
 	before := size()
-	for i := range 2 * checkpointEvery {
+	for i := range 2 * storesqlite.CheckpointEvery {
 		if err := b.s.AddNote(b.ctx, b.enqueue(t, fmt.Sprint(i)), "test", "note"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// 2*checkpointEvery enqueues and notes are 4x checkpointEvery commits: several kicks.
+	// 2*storesqlite.CheckpointEvery enqueues and notes are 4x storesqlite.CheckpointEvery commits: several kicks.
 	select {
-	case <-b.s.ckpt.passed:
+	case <-b.e.CheckpointPassed():
 	case <-time.After(time.Minute): // a bound on disk I/O, not a clock the test waits out
-		t.Fatal("no background checkpoint pass after 4x checkpointEvery commits")
+		t.Fatal("no background checkpoint pass after 4x storesqlite.CheckpointEvery commits")
 	}
 	frames := walFrames(t, b.s.Path())
-	if frames >= walCheckpointPages {
-		t.Fatalf("WAL holds %d frames: the writer's auto-checkpoint (%d) may have done the copy", frames, walCheckpointPages)
+	if frames >= storesqlite.WALCheckpointPages {
+		t.Fatalf("WAL holds %d frames: the writer's auto-checkpoint (%d) may have done the copy", frames, storesqlite.WALCheckpointPages)
 	}
 	if after := size(); after <= before {
 		t.Errorf("database file %d -> %d bytes with %d WAL frames; want the background pass to have copied pages into it", before, after, frames)
@@ -46,16 +48,16 @@ func TestCheckpointerBackfillsOffTheWritersPath(t *testing.T) {
 
 // TestWALStaysBoundedUnderSustainedWrites: a PASSIVE checkpoint beside a busy writer never
 // catches up with it, so the WAL restarts only after the writer's own complete checkpoint;
-// the WAL file must stay near walCheckpointPages frames however long the writes go on.
+// the WAL file must stay near storesqlite.WALCheckpointPages frames however long the writes go on.
 func TestWALStaysBoundedUnderSustainedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes about 100 MB of WAL frames")
 	}
-	b := setup(t)
+	b := setup(t, nil, nil)
 	id := b.enqueue(t, "noted")
 	// Each note of 20 KiB dirties about 11 pages: 6x the auto-checkpoint in ~4,500 commits.
 	note := strings.Repeat("x", 20<<10)
-	commits := 6 * walCheckpointPages / 11
+	commits := 6 * storesqlite.WALCheckpointPages / 11
 	for range commits {
 		if err := b.s.AddNote(b.ctx, id, "test", note); err != nil {
 			t.Fatal(err)
@@ -65,11 +67,11 @@ func TestWALStaysBoundedUnderSustainedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := int64(2*walCheckpointPages) * (newPageSize + 24)
+	limit := int64(2*storesqlite.WALCheckpointPages) * (storesqlite.NewPageSize + 24)
 	if st.Size() > limit {
 		t.Errorf("WAL is %d bytes after %d commits; want at most %d (2x the auto-checkpoint): it is not restarting", st.Size(), commits, limit)
 	}
-	t.Logf("WAL %d bytes after %d commits; %d background passes", st.Size(), commits, b.s.ckpt.passes.Load())
+	t.Logf("WAL %d bytes after %d commits; %d background passes", st.Size(), commits, b.e.CheckpointPasses())
 }
 
 // walFrames is how many frames the WAL at path+"-wal" holds, from its size.
@@ -79,13 +81,13 @@ func walFrames(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int((st.Size() - 32) / (newPageSize + 24))
+	return int((st.Size() - 32) / (storesqlite.NewPageSize + 24))
 }
 
 // TestCloseTwice: a second Close (deferred cleanups often overlap) must not panic on the
 // stopped checkpointer.
 func TestCloseTwice(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{})
+	s, err := storesqlite.Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), storesqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

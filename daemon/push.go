@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// pushedNote starts the note a ticket gets once its fix branch is on the push remote; the
+// next night's start pushes the done tickets of this node that lack it.
+const pushedNote = "pushed "
+
+// pushBranch pushes a fix or kept-attempt branch to the repository's push_remote (when one
+// is set), so it does not stay on this machine's disk. A failure is logged and noted on the
+// ticket; the branch stays in the clone. It reports whether the branch is on the remote.
+func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.Repo, id int64, branch string) bool {
+	if repo.PushRemote == "" || branch == "" {
+		return false
+	}
+	err := worktree.PushToRemote(ctx, repo.Path, repo.PushRemote, branch)
+	if err != nil {
+		log.Warn("push branch to the repository's push_remote", "branch", branch, "remote", repo.PushRemote, "err", err)
+		if nerr := d.Store.AddNote(ctx, id, d.Store.Node(), fmt.Sprintf("could not push %s to %s (it stays in the clone on %s): %v",
+			branch, repo.PushRemote, d.Store.Node(), err)); nerr != nil {
+			log.Warn("note the failed push", "err", nerr)
+		}
+		return false
+	}
+	if err := d.Store.AddNote(ctx, id, d.Store.Node(), pushedNote+branch+" to "+repo.PushRemote); err != nil {
+		log.Warn("note the push", "err", err)
+	}
+	log.Info("branch pushed", "branch", branch, "remote", repo.PushRemote)
+	return true
+}
+
+// pushLeftoversWithin bounds how far back the night's start looks for fixes of this node
+// that never reached the push remote (a crash between the commit and the push, a remote
+// that was down).
+const pushLeftoversWithin = 7 * 24 * time.Hour
+
+// pushLeftovers pushes the fix branches of tickets this node finished done recently whose
+// push never happened (no "pushed" note), for the repositories with a push_remote.
+func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[string]config.Repo) {
+	withRemote := false
+	for _, r := range repos {
+		withRemote = withRemote || r.PushRemote != ""
+	}
+	if !withRemote {
+		return
+	}
+	done, err := d.Store.List(ctx, store.Filter{States: []store.State{store.StateDone}, Limit: 500})
+	if err != nil {
+		log.Warn("list done tickets to push", "err", err)
+		return
+	}
+	since := d.now().Add(-pushLeftoversWithin)
+	for _, name := range slices.Sorted(maps.Keys(repos)) {
+		r := repos[name]
+		if r.PushRemote == "" {
+			continue
+		}
+		for _, t := range done {
+			if t.Repo != name || t.Branch == "" || t.LeaseNode != d.Store.Node() || t.FinishedAt.Before(since) {
+				continue
+			}
+			evs, err := d.Store.Events(ctx, t.ID)
+			if err != nil {
+				log.Warn("events of a done ticket", "ticket", t.ID, "err", err)
+				continue
+			}
+			if slices.ContainsFunc(evs, func(e store.Event) bool {
+				return e.Kind == "note" && strings.HasPrefix(e.Reason, pushedNote+t.Branch+" ")
+			}) {
+				continue
+			}
+			d.pushBranch(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
+		}
+	}
+}

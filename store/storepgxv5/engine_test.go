@@ -1,0 +1,324 @@
+package storepgxv5_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+	"github.com/ticketd/ticketd/store/storepgxv5"
+	"github.com/ticketd/ticketd/store/storetest"
+)
+
+// TestMigrationsRecordVersionsOnce: nodes starting together migrate one after the other
+// (an advisory lock), so the schema is created once and each version recorded once, at the
+// version the SQLite engine has too.
+func TestMigrationsRecordVersionsOnce(t *testing.T) {
+	url := storetest.FreshPostgres(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	engines := make([]*storepgxv5.Engine, 4)
+	errs := make([]error, len(engines))
+	for i := range engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			engines[i], errs[i] = storepgxv5.Open(ctx, url, storepgxv5.Options{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: Open: %v", i, err)
+		}
+		defer engines[i].Close()
+	}
+	var n, v int
+	if err := engines[0].Pool().QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v != storepgxv5.SchemaVersion || n != 1 {
+		t.Errorf("schema_migrations: %d rows, version %d; want 1 row (the baseline step) at v%d", n, v, storepgxv5.SchemaVersion)
+	}
+	if got, err := engines[1].SchemaVersion(ctx); err != nil || got != storepgxv5.SchemaVersion {
+		t.Errorf("SchemaVersion = %d, %v", got, err)
+	}
+}
+
+func TestMigrateRefusesNewerSchemaAndForeignTables(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 1)`, storepgxv5.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := storepgxv5.Open(ctx, url, storepgxv5.Options{}); err == nil || !strings.Contains(err.Error(), "upgrade ticketd") {
+		t.Errorf("Open of a newer schema: %v; want an error asking to upgrade", err)
+	}
+
+	foreign := storetest.FreshPostgres(t)
+	conn, err := pgconn.Connect(ctx, foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.Exec(ctx, `CREATE TABLE tickets (id int)`).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storepgxv5.Open(ctx, foreign, storepgxv5.Options{}); err == nil || !strings.Contains(err.Error(), "not a ticketd database") {
+		t.Errorf("Open of a schema with someone else's tickets table: %v; want it refused", err)
+	}
+}
+
+// TestUnreachableServerSaysWhere: a server that is not there fails Open naming the URL,
+// without its password.
+func TestUnreachableServerSaysWhere(t *testing.T) {
+	_, err := storepgxv5.Open(context.Background(), "postgres://ticketd:s3cret@127.0.0.1:1/ticketd?connect_timeout=2", storepgxv5.Options{})
+	if err == nil {
+		t.Fatal("Open of 127.0.0.1:1 succeeded")
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open error %q; want the server named and the password left out", err)
+	}
+	if _, err := storepgxv5.Open(context.Background(), "postgres://%zz", storepgxv5.Options{}); err == nil {
+		t.Error("Open of a malformed URL succeeded")
+	}
+}
+
+// TestWriteRetriesConflicts: a transaction PostgreSQL refuses as a serialization failure
+// is rerun, and one refused through every retry says ErrBusy; other errors are not retried.
+func TestWriteRetriesConflicts(t *testing.T) {
+	ctx := context.Background()
+	var retries int
+	e, err := storepgxv5.Open(ctx, storetest.FreshPostgres(t), storepgxv5.Options{
+		Options: storedriver.Options{BusyRetries: 3, OnRetry: func(string, int, error) { retries++ }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conflict := &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+	tries := 0
+	err = e.Write(ctx, "flaky", func(ctx context.Context, tx storedriver.Tx) error {
+		if tries++; tries < 3 {
+			return conflict
+		}
+		return nil
+	})
+	if err != nil || tries != 3 || retries != 2 {
+		t.Errorf("Write conflicting twice: %v after %d tries, %d retries; want success on the third", err, tries, retries)
+	}
+	err = e.Write(ctx, "doomed", func(ctx context.Context, tx storedriver.Tx) error { return conflict })
+	if !errors.Is(err, storedriver.ErrBusy) {
+		t.Errorf("Write conflicting every time: %v; want ErrBusy", err)
+	}
+	boom := errors.New("boom")
+	tries = 0
+	err = e.Write(ctx, "broken", func(ctx context.Context, tx storedriver.Tx) error { tries++; return boom })
+	if !errors.Is(err, boom) || tries != 1 {
+		t.Errorf("Write failing otherwise: %v after %d tries; want boom, once", err, tries)
+	}
+}
+
+// TestSchemaTablesCoverTheSchema: as the SQLite engine's: every table and column of the
+// PostgreSQL schema is in storedriver.SchemaTables.
+func TestSchemaTablesCoverTheSchema(t *testing.T) {
+	ctx := context.Background()
+	e, err := storepgxv5.Open(ctx, storetest.FreshPostgres(t), storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rows, err := e.Pool().Query(ctx, `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name <> 'schema_migrations' ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	schema := map[string][]string{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			t.Fatal(err)
+		}
+		schema[table] = append(schema[table], col)
+	}
+	listed := map[string][]string{}
+	for _, tb := range storedriver.SchemaTables {
+		listed[tb.Name] = slices.Sorted(slices.Values(tb.Columns))
+	}
+	for table, cols := range schema {
+		if !slices.Equal(cols, listed[table]) {
+			t.Errorf("table %s: schema columns %v, SchemaTables %v", table, cols, listed[table])
+		}
+	}
+	if len(listed) != len(schema) {
+		t.Errorf("SchemaTables lists %d tables, the schema has %d", len(listed), len(schema))
+	}
+}
+
+// TestSurvivesLostConnections: when the server drops every connection of a node (a restart,
+// a network cut), the next write runs on a new connection (one that failed before it
+// committed is rerun), and the listener comes back on its own and passes on the notices
+// again.
+func TestSurvivesLostConnections(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	app := "ticketd-test-lost-" + strings.ReplaceAll(t.Name(), "/", "-")
+	u := base + "&application_name=" + app
+	notices := make(chan struct{}, 16)
+	e, err := storepgxv5.Open(ctx, u, storepgxv5.Options{PollEvery: 20 * time.Millisecond,
+		Options: storedriver.Options{OnNotify: func() { notices <- struct{}{} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	write := func() error {
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(time.Now().UnixNano()), "", "", "", "[]", 0, 3, 1, 1, 1)
+			return err
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgconn.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	kill := fmt.Sprintf(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '%s'`, app)
+	res := admin.ExecParams(ctx, kill, nil, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 || string(res.Rows[0][0]) == "0" {
+		t.Fatalf("terminate the node's connections: %v, %q", res.Err, res.Rows)
+	}
+	if err := write(); err != nil {
+		t.Fatalf("write after the server dropped the connections: %v; want it rerun on a new connection", err)
+	}
+	// The listener reconnected (and passed one notice on for what it may have missed).
+	select {
+	case <-notices:
+	case <-time.After(30 * time.Second): // a bound for a broken listener, not a wait the test relies on
+		t.Fatal("no notice after the listener lost its connection")
+	}
+	for len(notices) > 0 {
+		<-notices
+	}
+	other, err := storepgxv5.Open(ctx, base, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Notify()
+	select {
+	case <-notices:
+	case <-time.After(30 * time.Second):
+		t.Fatal("another node's notice did not reach the reconnected listener")
+	}
+}
+
+// proxy forwards TCP connections to target until closed; closing it cuts every
+// connection and refuses new ones, as a database that went away does.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// TestDatabaseGoneThenBack: with the database unreachable, a write fails within the write
+// timeout saying the database did not take it (not that it was busy, nor a hang); once it
+// is back, writes go through again.
+func TestDatabaseGoneThenBack(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	p := startProxy(t, "127.0.0.1:0", target)
+	addr := p.ln.Addr().String()
+	u.Host = addr
+	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Second, PollEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	n := 0
+	write := func() error {
+		n++
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(n), "", "", "", "[]", 0, 3, 1, 1, 1)
+			return err
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	p.close()
+	start := time.Now()
+	err = write()
+	took := time.Since(start)
+	t.Logf("write with the database gone: %v after %v", err, took.Round(time.Millisecond))
+	if err == nil || errors.Is(err, storedriver.ErrBusy) || !strings.Contains(err.Error(), "did not take the write") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("write with the database gone: %v; want an error naming the database, not busy", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the failing write took %v; want it bounded by the 1s write timeout and its last try", took)
+	}
+	back := startProxy(t, addr, target)
+	defer back.close()
+	if err := write(); err != nil {
+		t.Errorf("write once the database is back: %v", err)
+	}
+}

@@ -1,0 +1,232 @@
+package storepgxv5
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+)
+
+// ptx is a write transaction on one connection. It sends BEGIN together with its first
+// statement, in one round trip (a pipelined batch), instead of waiting for BEGIN's answer
+// first: a transition costs its statements and its COMMIT, nothing more.
+type ptx struct {
+	e       *Engine
+	conn    *pgx.Conn
+	started bool
+	// committed: a claim committed the transaction with its own statement (claimAndCommit).
+	committed bool
+}
+
+var _ storedriver.Tx = (*ptx)(nil)
+
+// first sends BEGIN and sql as one batch and returns the batch with BEGIN's result read;
+// the caller reads sql's result and closes it. nil once the transaction has begun.
+func (t *ptx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if t.started {
+		return nil, nil
+	}
+	t.started = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sql, args...)
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	return br, nil
+}
+
+func (t *ptx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	br, err := t.first(ctx, sql, args)
+	if err != nil {
+		return 0, err
+	}
+	if br == nil {
+		tag, err := t.conn.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag.RowsAffected(), err
+}
+
+func (t *ptx) Query(ctx context.Context, sql string, args ...any) (storedriver.Rows, error) {
+	br, err := t.first(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	if br == nil {
+		return querier{t.conn}.Query(ctx, sql, args...)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &prows{r: rows, after: br.Close}, nil
+}
+
+func (t *ptx) QueryRow(ctx context.Context, sql string, args ...any) storedriver.Row {
+	br, err := t.first(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	if br == nil {
+		return prow{t.conn.QueryRow(ctx, sql, args...)}
+	}
+	return batchRow{r: br.QueryRow(), br: br}
+}
+
+// Insert runs an INSERT ... RETURNING id.
+func (t *ptx) Insert(ctx context.Context, sql string, args ...any) (int64, error) {
+	var id int64
+	err := t.QueryRow(ctx, sql, args...).Scan(&id)
+	return id, err
+}
+
+// Claim is one statement: the pick (FOR UPDATE SKIP LOCKED), the lease and a fresh claim's
+// event. Before the lease horizon no lease can have expired, so the pick reads only queued
+// tickets; should that find none, the full claim (rescues included) runs, so a lease the
+// horizon missed (another node's, taken since the last refresh and shorter than
+// refreshEvery) is rescued after the ready queued tickets, never left behind. A queued-only
+// claim that opens the transaction of a caller who runs nothing after it (p.Last) commits
+// with it: BEGIN, the claim and COMMIT go in one round trip.
+func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver.Row, error) {
+	e := t.e
+	if last := e.lastRefresh.Load(); p.Now-last >= refreshEvery || p.Now < last {
+		var h int64
+		if err := e.pool.QueryRow(ctx, leaseHorizonQuery).Scan(&h); err != nil {
+			return nil, fmt.Errorf("lease horizon: %w", err)
+		}
+		e.leaseHorizon.Store(h)
+		e.lastRefresh.Store(p.Now)
+	}
+	// Taken in before the claim runs: the horizon may only come early, never late.
+	e.lowerLeaseHorizon(p.Expires)
+	paused := 0
+	args := []any{p.Now, p.MaxRescues, p.Worker, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
+	if p.Paused != "" {
+		paused = 1
+		args = append(args, p.Paused) // $10, only in the paused shapes
+	}
+	full := func() storedriver.Row { return t.QueryRow(ctx, claimQueries[paused][1], args...) }
+	if p.Now >= e.leaseHorizon.Load() {
+		return full(), nil
+	}
+	return &claimRow{t: t, ctx: ctx, sql: claimQueries[paused][0], args: args, commit: p.Last && !t.started, full: full}, nil
+}
+
+// refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
+// taken by other nodes enter it then.
+const refreshEvery = 1000
+
+// lowerLeaseHorizon takes in a lease this engine is granting.
+func (e *Engine) lowerLeaseHorizon(exp int64) {
+	for {
+		h := e.leaseHorizon.Load()
+		if exp >= h || e.leaseHorizon.CompareAndSwap(h, exp) {
+			return
+		}
+	}
+}
+
+// claimRow runs a queued-only claim when scanned (committing with it when commit is set),
+// and the full claim when that found no ticket.
+type claimRow struct {
+	t      *ptx
+	ctx    context.Context
+	sql    string
+	args   []any
+	commit bool
+	full   func() storedriver.Row
+}
+
+func (r *claimRow) Scan(dest ...any) error {
+	var err error
+	if r.commit {
+		err = r.t.claimAndCommit(r.ctx, r.sql, r.args, dest)
+	} else {
+		err = r.t.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+	}
+	if errors.Is(err, storedriver.ErrNoRows) {
+		return r.full().Scan(dest...)
+	}
+	return err
+}
+
+// claimAndCommit sends BEGIN, the claim and COMMIT as one batch and scans the claim's row.
+// Without a row the transaction committed nothing and the next statement begins another.
+// With one, the transaction is over: the write commits nothing more.
+func (t *ptx) claimAndCommit(ctx context.Context, sql string, args []any, dest []any) error {
+	t.started = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return t.sent(err)
+	}
+	serr := prow{br.QueryRow()}.Scan(dest...)
+	tag, cerr := br.Exec()
+	if err := br.Close(); cerr == nil {
+		cerr = err
+	}
+	switch {
+	case serr != nil && !errors.Is(serr, storedriver.ErrNoRows):
+		return t.sent(serr)
+	case cerr != nil:
+		return t.sent(fmt.Errorf("commit: %w", cerr))
+	case tag.String() != "COMMIT":
+		return fmt.Errorf("commit: the server answered %q", tag.String())
+	}
+	t.started = false // committed: what follows is a transaction of its own
+	if serr == nil {
+		t.committed = true
+	}
+	return serr
+}
+
+// sent is a batch's error once COMMIT may have reached the server: it may have committed,
+// so the write must not be rerun on a new connection, unless pgx knows nothing was sent.
+func (t *ptx) sent(err error) error {
+	if t.conn.IsClosed() && !pgconn.SafeToRetry(err) {
+		return &commitUnknown{err}
+	}
+	return err
+}
+
+// commitUnknown is a write whose connection went away after its COMMIT may have been sent.
+type commitUnknown struct{ err error }
+
+func (c *commitUnknown) Error() string {
+	return "commit may or may not have happened: " + c.err.Error()
+}
+func (c *commitUnknown) Unwrap() error { return c.err }
+
+// batchRow is the first statement's row: scanning it also closes the batch.
+type batchRow struct {
+	r  pgx.Row
+	br pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := prow{r.r}.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
