@@ -16,7 +16,8 @@ import (
 // reason under results/<id>/attempt-<n>/, a branch ticketd/<id>-attempt-<n> with the partial
 // change, and a report listing each attempt.
 func TestEscalationKeepsEveryAttempt(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 1)
 	f.cases[0].Behaviour = scriptedmodel.BehaviourNever
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})

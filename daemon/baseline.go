@@ -138,7 +138,8 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	if b.store != nil && hash != "" && len(validate.Health(f.results)) == 0 && validate.Aborted(f.results) == "" {
 		results, rerr := json.Marshal(f.results)
 		flaky, ferr := json.Marshal(f.flaky)
-		if err := errors.Join(rerr, ferr); err == nil {
+		err := errors.Join(rerr, ferr)
+		if err == nil {
 			err = b.store.SaveBaseline(context.WithoutCancel(ctx), store.Baseline{Repo: tree.RepoPath, BaseCommit: tree.BaseCommit,
 				ChecksHash: hash, Results: string(results), Flaky: string(flaky), Duration: f.took})
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // countingChecks runs the real checks and counts the whole-suite runs (no Only selection) of
@@ -45,7 +46,8 @@ func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.
 // history says the baseline was reused. A third night with a changed checks configuration
 // computes it again (the negative control).
 func TestBaselineKeptAcrossNights(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	issues := f.issues
@@ -113,5 +115,43 @@ func move(t *testing.T, from, to string) {
 	}
 	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fixedChecks answers every run with one passing test check, without running anything.
+type fixedChecks struct{}
+
+func (fixedChecks) Run(_ context.Context, _ string, checks []validate.Check) []validate.Result {
+	out := make([]validate.Result, len(checks))
+	for i, c := range checks {
+		out[i] = validate.Result{Name: c.Name, Kind: c.Kind, Passed: true, Tests: 1, Summary: "1 passed"}
+	}
+	return out
+}
+
+// TestBaselineSaveFailureIsLogged: a baseline the database does not take is said in the
+// log (the night goes on with it in memory). The save error once went to a variable scoped
+// to its if, so nothing was logged (staticcheck SA4006).
+func TestBaselineSaveFailureIsLogged(t *testing.T) {
+	f := newFixture(t, 1)
+	st, err := store.Open(context.Background(), filepath.Join(f.dir, "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // every load and save now fails
+	var logs syncBuffer
+	b := newBaselines(fixedChecks{}, st, slog.New(slog.NewTextHandler(&logs, nil)))
+	trees := worktree.NewManager(filepath.Join(f.dir, "work"), nil)
+	tree, err := trees.Prepare(context.Background(), f.repo, "main", "ticketd/1-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { trees.Remove(context.Background(), tree, false) })
+	repo := config.Repo{Path: f.repo, BaseRef: "main", Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}}
+	if _, err := b.get(context.Background(), repo, tree); err != nil {
+		t.Fatalf("baseline: %v", err)
+	}
+	if !strings.Contains(logs.String(), "keep baseline") || !strings.Contains(logs.String(), "closed") {
+		t.Errorf("log lacks the failed save:\n%s", logs.String())
 	}
 }

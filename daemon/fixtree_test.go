@@ -17,7 +17,8 @@ import (
 // module and appends to the module the fix changes. The fix branch and the patch hold the
 // maker's change alone, and the report lists what the checks wrote.
 func TestChecksWritesNeverReachTheBranch(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 1)
 	write(t, filepath.Join(f.repo, "conftest.py"), `import os
 

@@ -22,11 +22,15 @@ import (
 // other is fixed, its branch pushed and a draft pull request opened; publishing again after
 // a restart opens nothing twice.
 func TestGitHubNight(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	ctx := context.Background()
 	f := newFixture(t, 2)
-	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
-	cfg := f.config(t, url, 2)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	// Both attempts wait at their checker until the close has cancelled one of them: the
+	// other cannot be done before, nor the cancelled one finish first, at any load.
+	hold := holdRole(t, url, "checker", "")
+	cfg := f.config(t, hold.URL, 2)
 	fake := githubfake.New(t)
 	remote := filepath.Join(t.TempDir(), "shop.git")
 	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
@@ -35,6 +39,9 @@ func TestGitHubNight(t *testing.T) {
 	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Second, 50*time.Millisecond
 	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
 	cfg.GitHub.Output.Enabled = true
+	// The held requests are the checker's first: the second must not wait the default 20 s
+	// for the first's answer (the prompt-cache warm-up gate) before it is held too.
+	cfg.Models.WarmupWait = 200 * time.Millisecond
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +70,8 @@ func TestGitHubNight(t *testing.T) {
 		}
 		done <- rep
 	}()
+	hold.waitArrived(t)
+	hold.waitArrived(t)
 	id := waitRunning(t, st)
 	tk, err := st.Get(ctx, id)
 	if err != nil {
@@ -91,7 +100,9 @@ func TestGitHubNight(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	<-done
+	hold.waitAbandoned(t) // the cancelled attempt stopped spending
+	hold.Release()
+	awaitNight(t, done)
 	if got, _ := st.Get(ctx, id); got.State == store.StateCancelled {
 		t.Logf("issue closed -> ticket cancelled (worker stopped) in %s", got.FinishedAt.Sub(closed).Round(time.Millisecond))
 	}

@@ -35,7 +35,8 @@ func (s *syncBuffer) String() string {
 // A repository whose whole suite fails at the base (a broken import in the package) is
 // reported unhealthy once, in the log and on its tickets, and no attempt is spent.
 func TestUnhealthyBaseline(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 2)
 	write(t, filepath.Join(f.repo, "shop", "__init__.py"), "import shop_vendor_sdk  # not installed\n")
 	git(t, f.repo, "commit", "-qam", "break the import")
@@ -108,7 +109,8 @@ func TestMissingToolIsStartupError(t *testing.T) {
 // and no conftest.py: the pytest script would fail collection at the base; ticketd's
 // `python -m pytest` collects and runs it, and the correct fix is accepted.
 func TestRootPackageNotInstalledIsFixed(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 1)
 	git(t, f.repo, "mv", "tests", "test")
 	git(t, f.repo, "rm", "-qf", "test/__init__.py")
@@ -137,7 +139,8 @@ func TestRootPackageNotInstalledIsFixed(t *testing.T) {
 // A test that fails one run in two is never blamed on a fix: the ticket is done, and the
 // flake is on record in the ticket's events and its report.
 func TestFlakyTestRecorded(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 1)
 	write(t, filepath.Join(f.repo, ".gitignore"), "*.count\n")
 	// The counter lives beside the test, in each worktree (ignored by git): the checks' sandbox

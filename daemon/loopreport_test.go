@@ -15,7 +15,8 @@ import (
 // A scripted doom loop is nudged at the third identical call and stopped at the fifth, and
 // the morning report says both, with the stop reason "loop".
 func TestLoopStopIsInTheReport(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 1)
 	f.cases[0].Behaviour = scriptedmodel.BehaviourLoop
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})

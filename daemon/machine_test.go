@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	neturl "net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,14 +47,15 @@ func machineNight(t *testing.T, f fixture, url string, edit func(*config.Config)
 	return st, logs, cfg, done
 }
 
-// waitNight waits for the night's end, failing with the logs after a minute.
+// waitNight waits for the night's end; the bound only keeps a broken night from hanging the
+// test binary.
 func waitNight(t *testing.T, done <-chan NightReport, logs *syncBuffer) NightReport {
 	t.Helper()
 	select {
 	case rep := <-done:
 		return rep
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the night did not end within 2 min; logs:\n%s", logs.String())
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the night did not end within 5 min; logs:\n%s", logs.String())
 	}
 	return NightReport{}
 }
@@ -62,7 +64,8 @@ func waitNight(t *testing.T, done <-chan NightReport, logs *syncBuffer) NightRep
 // ticket goes back without an attempt charged, the repository is paused for the night (its
 // other ticket is not claimed, and says why), and the night is partial.
 func TestWorktreeVanishes(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	g, gated := newGate(t, url, "judge") // the attempt is surely running while its tree goes
@@ -71,10 +74,19 @@ func TestWorktreeVanishes(t *testing.T) {
 	// The ticket's own worktree: the one git lists on its working branch (a baseline
 	// checkout may sit in the workspace too).
 	var tree string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for tree == "" && time.Now().Before(deadline) {
+		// A list that meets a worktree half added (git writes its admin files one by one:
+		// "failed to read .../commondir") is asked again, not a failure.
+		cmd := exec.Command("git", "worktree", "list", "--porcelain")
+		cmd.Dir = f.repo
+		out, err := cmd.Output()
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
 		var dir string
-		for _, l := range strings.Split(git(t, f.repo, "worktree", "list", "--porcelain"), "\n") {
+		for _, l := range strings.Split(string(out), "\n") {
 			if p, ok := strings.CutPrefix(l, "worktree "); ok {
 				dir = p
 			}
@@ -89,8 +101,8 @@ func TestWorktreeVanishes(t *testing.T) {
 	}
 	select {
 	case <-g.held:
-	case <-time.After(time.Minute):
-		t.Fatal("no judge request within a minute")
+	case <-time.After(5 * time.Minute):
+		t.Fatal("no judge request within 5 minutes")
 	}
 	if err := os.RemoveAll(tree); err != nil {
 		t.Fatal(err)
@@ -116,7 +128,8 @@ func TestWorktreeVanishes(t *testing.T) {
 // goes back unspent, the repository is paused, and the others wait with a note that names
 // base_ref; before, every remaining ticket escalated with both attempts spent.
 func TestBaseRefVanishes(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 200 * time.Millisecond})
 	st, logs, _, done := machineNight(t, f, url, nil)
@@ -185,7 +198,8 @@ func (g *gate) release() { g.openMu.Do(func() { close(g.open) }) }
 // thrown away: no sibling worker rescues the expired leases when the disk has room again,
 // the completions land, and both tickets are done with no rescue counted.
 func TestFixFinishedWhileDatabaseFull(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	disk := smallDisk(t, "8m")
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
@@ -197,8 +211,8 @@ func TestFixFinishedWhileDatabaseFull(t *testing.T) {
 	})
 	select {
 	case <-g.held:
-	case <-time.After(time.Minute):
-		t.Fatalf("no judge request within a minute; logs:\n%s", logs.String())
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
 	}
 	filler := fill(t, disk)
 	for !strings.Contains(logs.String(), "ticket database write failed") {
@@ -226,7 +240,8 @@ func TestFixFinishedWhileDatabaseFull(t *testing.T) {
 // database takes no writes ends the night within seconds: the write that did not land is
 // left for the lease to expire, as a crash would leave it.
 func TestShutdownWithAFailingDatabase(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	disk := smallDisk(t, "8m")
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 200 * time.Millisecond})
@@ -258,7 +273,7 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 	select {
 	case <-done:
 		t.Logf("the night ended %s after the shutdown", time.Since(start).Round(time.Millisecond))
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the night did not end within 30 s of the shutdown with a failing database; logs:\n%s", logs.String())
+	case <-time.After(2 * time.Minute): // a hang, not a slow stop: the time is logged above
+		t.Fatalf("the night did not end within 2 min of the shutdown with a failing database; logs:\n%s", logs.String())
 	}
 }

@@ -35,8 +35,8 @@ type Daemon struct {
 	Checks pipeline.CheckRunner
 	// ModelOptions are passed to model.New (tests inject an HTTP client or clock).
 	ModelOptions []model.Option
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the night's time (see Clock); nil means the real clock.
+	Clock Clock
 	// PromptLayout is the pipeline's prompt layout; the zero value is the cache-friendly one.
 	PromptLayout pipeline.Layout
 	// GitHub is the GitHub intake and output (github.New); nil when not configured.
@@ -88,12 +88,7 @@ type NightReport struct {
 	Error   string
 }
 
-func (d *Daemon) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
-}
+func (d *Daemon) now() time.Time { return d.clock().Now() }
 
 func (d *Daemon) logger() *slog.Logger {
 	if d.Logger != nil {
@@ -286,7 +281,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		guard:     guard,
 		baselines: newBaselines(guard, d.Store, log),
 		runner: &pipeline.Runner{
-			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.Now, Roles: roles,
+			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory",
 		},
@@ -328,15 +323,15 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
 		w.parkNote = "until the next night (" + w.parkUntil.UTC().Format(time.RFC3339) + ")"
 	}
-	windowTimer := time.AfterFunc(cfg.Night.Window, func() {
+	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
 	})
-	defer windowTimer.Stop()
-	graceTimer := time.AfterFunc(cfg.Night.Window+cfg.Night.Grace, func() {
+	defer stopWindow()
+	stopGrace := d.clock().AfterFunc(cfg.Night.Window+cfg.Night.Grace, func() {
 		stopWork(fmt.Errorf("%w and its grace period of %s ran out", ErrWindowClosed, cfg.Night.Grace))
 	})
-	defer graceTimer.Stop()
+	defer stopGrace()
 	d.logNightStarted(ctx, log, runID, cfg.Night.Workers, w.windowEnd, len(healthy))
 	prog := d.startProgress(ctx, log, runID, func() (float64, bool, bool) {
 		return rec.Dollars(), rec.EstimatedDollars() > 0, rec.CostUnknown()

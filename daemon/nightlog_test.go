@@ -81,7 +81,7 @@ func (tm *timers) fire(t *testing.T) {
 // its outcome, counts and cost, and an escalation is a WARN. Durations are seconds and costs
 // are money, never a raw float.
 func TestNightLogs(t *testing.T) {
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 3)
 	f.cases[2].Behaviour = scriptedmodel.BehaviourNever
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 100 * time.Millisecond})
@@ -155,7 +155,7 @@ func TestNightLogs(t *testing.T) {
 func TestShutdownIsNotAnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	requirePytest(t)
+	realNight(t)
 	f := newFixture(t, 3)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
 	cfg := f.config(t, url, 2)

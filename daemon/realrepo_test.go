@@ -134,6 +134,7 @@ func realConfig(t *testing.T, root, baseURL string, repos ...realRepo) config.Co
 		write(t, filepath.Join(issues, fmt.Sprintf("%02d.md", i)), fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\nWhat the user saw: %s. Expected the usual behaviour.\n", r.title, r.name, r.title))
 	}
 	text := fmt.Sprintf(`
+sandbox: %s
 night: {workers: 2, lease: 30s, heartbeat: 5s, max_attempts: 2, retry_backoff: 50ms, poll: 20ms}
 intake: [{kind: dir, path: %s}]
 repos:
@@ -146,7 +147,7 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge: {endpoint: scripted, model: gpt-4.1-mini}
   retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
-`, issues, reposYAML.String(), baseURL)
+`, testSandbox(t), issues, reposYAML.String(), baseURL)
 	cfg, err := config.Parse(filepath.Join(root, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,8 @@ func ticketByRepo(t *testing.T, st *store.Store, repo string) store.Ticket {
 // correct fix in one submit, and a src/ layout without configuration is claimed and solved;
 // on each branch the regression test passes, and it fails at the base.
 func TestRealRepositoriesDefaultGate(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	root := t.TempDir()
 	ledger, tally := ledgerRepo(t, root), tallyRepo(t, root)
 	url := scriptedServer(t, []scriptedmodel.Case{{Match: ledger.title, Patch: ledger.patch}, {Match: tally.title, Patch: tally.patch}})
@@ -257,7 +259,8 @@ func TestRealRepositoriesDefaultGate(t *testing.T) {
 // own regression test fails with it, and a maker that resubmits the same change is stopped
 // at its second submit; wrong first and right second is accepted.
 func TestRealRepositoryWrongFixRefused(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	root := t.TempDir()
 	ledger := ledgerRepo(t, root)
 	for _, tc := range []struct {
@@ -270,6 +273,7 @@ func TestRealRepositoryWrongFixRefused(t *testing.T) {
 		{"wrong then right", scriptedmodel.BehaviourWrongThenRight, store.StateDone, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			repo := ledger
 			repo.path = filepath.Join(dir, "ledger")

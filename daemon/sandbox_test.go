@@ -10,6 +10,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // TestCheckRunnerHidesDaemonFiles: a night's checks cannot see the database, the results,
@@ -17,9 +18,7 @@ import (
 // under sandbox: none they see all of it (the negative control).
 func TestCheckRunnerHidesDaemonFiles(t *testing.T) {
 	bwrap, err := sandbox.Probe(context.Background(), "")
-	if err != nil {
-		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
-	}
+	testenv.Need(t, testenv.Bubblewrap, err)
 	dir := t.TempDir()
 	write := func(rel, content string, mode os.FileMode) string {
 		t.Helper()
@@ -83,9 +82,7 @@ func TestCheckRunnerHidesDaemonFiles(t *testing.T) {
 // inside the sandbox, found through its shim, even when PYENV_ROOT is not exported.
 func TestCheckRunnerRunsPyenvPython(t *testing.T) {
 	bwrap, err := sandbox.Probe(context.Background(), "")
-	if err != nil {
-		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
-	}
+	testenv.Need(t, testenv.Bubblewrap, err)
 	root := sandbox.PyenvRoot(os.Environ())
 	if root == "" {
 		t.Skip("no pyenv on this machine")

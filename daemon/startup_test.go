@@ -21,9 +21,8 @@ import (
 // lease's branch and branches of tickets this database does not know stay.
 func TestCollectLeftovers(t *testing.T) {
 	f := newFixture(t, 1)
-	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	st, err := store.Open(context.Background(), filepath.Join(f.dir, "t.db"), store.Options{Now: clock})
+	clock := newFakeClock(time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
+	st, err := store.Open(context.Background(), filepath.Join(f.dir, "t.db"), store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func TestCollectLeftovers(t *testing.T) {
 	if err := st.FinishCancelled(ctx, cancelled.Ticket.ID, cancelled.Token, "test"); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(time.Minute) // every 5 s lease has expired; the hour-long one has not
+	clock.Advance(time.Minute) // every 5 s lease has expired; the hour-long one has not
 
 	// A crashed process's worktree on the lost ticket's branch.
 	crashed := worktree.NewManager(filepath.Join(f.dir, "work"), nil)
@@ -62,7 +61,7 @@ func TestCollectLeftovers(t *testing.T) {
 		git(t, f.repo, "branch", b, "main")
 	}
 
-	d := &Daemon{Store: st, Now: clock}
+	d := &Daemon{Store: st, Clock: clock}
 	trees := worktree.NewManager(filepath.Join(f.dir, "work"), nil)
 	d.collectLeftovers(ctx, slog.New(slog.DiscardHandler), trees, map[string]config.Repo{"shop": {Path: f.repo, BaseRef: "main"}})
 

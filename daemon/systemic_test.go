@@ -18,7 +18,8 @@ import (
 // prompt). The second ticket in a row stops the claims: nothing is charged, the third
 // ticket is never claimed, and the night is stopped with the server's words.
 func TestSystemicFailureStopsTheNight(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	tests := []struct {
 		name  string
 		fail  func(n int, role string) (int, string)
@@ -39,6 +40,7 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var asked atomic.Int64
 			s := &shaper{shape: providerShapes["openai"], fail: func(n int, role string) (int, string) {
 				asked.Add(1)
@@ -76,7 +78,8 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 // tickets pass) is released once, then charged as the ticket's own when it meets it again
 // with nobody else failing in between: the night goes on and nothing is stopped.
 func TestOneTicketsOwnRefusalIsCharged(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	s := &shaper{shape: providerShapes["openai"]}
 	s.failBody = func(body []byte) (int, string) {
 		if strings.Contains(string(body), "Surcharge rule 0 ") {

@@ -12,43 +12,55 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
 )
 
 // TestWindowGrace: when the run window closes, claims stop; an attempt still running gets
 // the grace period. One that finishes inside it is done; one that does not is stopped and
-// released without spending its attempt.
+// released without spending its attempt. The night's clock is the test's: the window closes
+// while the first attempt waits for its checker, and the grace period ends only when the
+// test says, so no load can reorder them.
 func TestWindowGrace(t *testing.T) {
-	requirePytest(t)
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
 	tests := []struct {
 		name         string
-		grace        time.Duration
-		holdChecker  bool // the checker never answers: the attempt cannot end by itself
+		endGrace     bool // the checker never answers and the grace period runs out
 		wantState    store.State
 		wantAttempts int
 	}{
-		{name: "finishes within the grace period", grace: time.Minute, wantState: store.StateDone, wantAttempts: 1},
+		{name: "finishes within the grace period", wantState: store.StateDone, wantAttempts: 1},
 		// The checker is asked after the maker's edit passed the gate, and never answers:
 		// the grace period ends with the edit in the worktree, the partial work to keep.
-		{name: "stopped when the grace period ends", grace: 3 * time.Second, holdChecker: true, wantState: store.StateQueued, wantAttempts: 0},
+		{name: "stopped when the grace period ends", endGrace: true, wantState: store.StateQueued, wantAttempts: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, 2)
-			// Every model answer takes 150 ms: an attempt (about 6 calls) outlives the window.
-			_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 150 * time.Millisecond})
-			if tt.holdChecker {
-				url = holdRole(t, url, "checker")
+			_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+			hold := holdRole(t, url, "checker", "")
+			cfg := f.config(t, hold.URL, 1)
+			// Heartbeats follow the test's clock too: a lease of the store's (real) clock
+			// must outlast the attempt unbeaten.
+			// (The attempt's wall-clock budget of 5 minutes follows the night's clock as well.)
+			cfg.Night.Window, cfg.Night.Grace, cfg.Night.Lease = time.Minute, time.Minute, time.Hour
+			clock := newFakeClock(time.Now())
+			st, done := startNight(t, context.Background(), cfg, clock)
+			hold.waitArrived(t)
+			clock.Advance(cfg.Night.Window) // claims stop before Advance returns
+			if tt.endGrace {
+				clock.Advance(cfg.Night.Grace)
+				hold.waitAbandoned(t) // the stopped attempt gave up its checker call
+			} else {
+				hold.Release()
 			}
-			cfg := f.config(t, url, 1)
-			cfg.Night.Window = 300 * time.Millisecond
-			cfg.Night.Grace = tt.grace
-			n := runNight(t, cfg, pipeline.LayoutCacheFriendly)
+			n := night{store: st, rep: awaitNight(t, done)}
 			if !errors.Is(n.rep.Stopped, ErrWindowClosed) {
 				t.Errorf("night stopped by %v, want the window", n.rep.Stopped)
 			}
@@ -83,26 +95,66 @@ func TestWindowGrace(t *testing.T) {
 	}
 }
 
-// holdRole puts a proxy in front of the model server at url that never answers requests of
-// role (the "ticketd role:" line of the prompt) until the client gives up, and passes the
-// rest through. It returns the proxy's base URL.
-func holdRole(t *testing.T, url, role string) string {
+// roleHold is a proxy in front of the model server that holds the requests of one role (the
+// "ticketd role:" line of the prompt) that contain match, until Release or until the
+// client gives up; it passes the rest through.
+type roleHold struct {
+	URL       string
+	arrived   chan struct{} // a value per held request
+	abandoned chan struct{} // a value per held request whose client gave up
+	release   chan struct{}
+	once      sync.Once
+}
+
+func holdRole(t *testing.T, url, role, match string) *roleHold {
 	t.Helper()
 	target, err := neturl.Parse(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &roleHold{arrived: make(chan struct{}, 64), abandoned: make(chan struct{}, 64), release: make(chan struct{})}
 	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// Only a ticket's requests: the night's preflight (which names none) passes.
-		if bytes.Contains(body, []byte("ticketd role: "+role)) && bytes.Contains(body, []byte("# Ticket ")) {
-			<-r.Context().Done()
-			return
+		if bytes.Contains(body, []byte("ticketd role: "+role)) && bytes.Contains(body, []byte("# Ticket ")) && bytes.Contains(body, []byte(match)) {
+			h.arrived <- struct{}{}
+			select {
+			case <-r.Context().Done():
+				h.abandoned <- struct{}{}
+				return
+			case <-h.release:
+			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + target.Path
+	t.Cleanup(h.Release) // a night still waiting must not hold up the server's Close
+	h.URL = srv.URL + target.Path
+	return h
+}
+
+// Release lets every held request, and every later one, through.
+func (h *roleHold) Release() { h.once.Do(func() { close(h.release) }) }
+
+func (h *roleHold) waitArrived(t *testing.T) {
+	t.Helper()
+	waitSignal(t, h.arrived, "a held model request")
+}
+
+func (h *roleHold) waitAbandoned(t *testing.T) {
+	t.Helper()
+	waitSignal(t, h.abandoned, "the client giving up a held model request")
+}
+
+// waitSignal waits for a value on ch. The bound only keeps a broken night from hanging the
+// test binary; nothing is asserted about how long it takes.
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no %s within 5 minutes", what)
+	}
 }

@@ -463,14 +463,24 @@ func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lea
 }
 
 // heartbeat extends the lease until stopped. A lost lease or a cancel request cancels the
-// attempt with that cause; the check runs every heartbeat, well inside the 15 s promise.
+// attempt with that cause; the check runs every heartbeat (on the daemon's clock), well
+// inside the 15 s promise. The first beat is armed before heartbeat returns.
 func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, log *slog.Logger, lease store.Lease) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	tick := make(chan struct{}, 1)
+	arm := func() func() bool {
+		return w.d.clock().AfterFunc(w.cfg.Night.Heartbeat, func() {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		})
+	}
+	disarm := arm()
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(w.cfg.Night.Heartbeat)
-		defer tick.Stop()
+		defer func() { disarm() }()
 		failures := 0
 		for {
 			select {
@@ -478,7 +488,8 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				return
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-tick:
+				disarm = arm()
 			}
 			cancelReq, err := w.d.Store.Heartbeat(context.WithoutCancel(ctx), lease.Ticket.ID, lease.Token, w.cfg.Night.Lease)
 			switch {

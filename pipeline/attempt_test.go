@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -45,6 +47,7 @@ type calls struct {
 	model   []model.Call
 	tools   []store.ToolCall
 	reviews []store.Review
+	server  *scriptedmodel.Server // the double the attempt talks to
 }
 
 func (c *calls) RecordReview(_ context.Context, r store.Review) error {
@@ -79,6 +82,8 @@ func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 // set, that patch instead of the fix).
 func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]string) (*Runner, Job, *calls) {
 	t.Helper()
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	files := map[string]string{
 		"calc.py":      buggy,
@@ -102,7 +107,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { server.Close() })
-	rec := &calls{}
+	rec := &calls{server: server}
 	roles := map[model.Role]model.RoleConfig{}
 	for _, r := range model.Roles {
 		roles[r] = model.RoleConfig{Endpoint: "s", Model: "gpt-4.1-mini"}
@@ -112,7 +117,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 		t.Fatal(err)
 	}
 	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
-	vr := &validate.Runner{}
+	vr := &validate.Runner{Sandbox: testSandbox(t)}
 	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
 	job := Job{
@@ -131,9 +136,9 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 }
 
 func TestAttempt(t *testing.T) {
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("pytest is needed: %v", err)
-	}
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	tests := []struct {
 		name       string
 		c          scriptedmodel.Case
@@ -156,6 +161,7 @@ func TestAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttempt(t, tt.c)
 			if tt.maxSteps > 0 {
 				job.Budget.MaxSteps = tt.maxSteps
@@ -193,6 +199,7 @@ func TestAttempt(t *testing.T) {
 }
 
 func TestAttemptReusesCachedTriage(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	r, job, rec := setupAttempt(t, scriptedmodel.Case{})
 	job.Ticket.Triage = `{"summary":"cached","acceptance_criteria":["double(2) == 4"],"suspected_files":["calc.py"]}`
 	job.SaveTriage = func(context.Context, string) error { t.Error("triage saved again"); return nil }
@@ -205,4 +212,15 @@ func TestAttemptReusesCachedTriage(t *testing.T) {
 			t.Error("triage model called although the ticket had a cached triage")
 		}
 	}
+}
+
+// testSandbox is the checks' sandbox in these tests: bwrap where it works, else none
+// (logged). Their subject is the attempt, not the sandbox (pipeline/sandbox's tests are).
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }

@@ -98,6 +98,7 @@ new file mode 100644
 // A maker whose new test passes at the base is told so, and a fix with nothing that fails at
 // the base is never shipped: unverified, with the reason.
 func TestEvidenceNewTestPassesAtBase(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + weakTest},
 		map[string]string{"test_calc.py": "from calc import double\n\n\ndef test_zero_is_odd_today():\n    assert double(0) in (0, 1)\n"})
 	out := r.Run(context.Background(), job)
@@ -120,6 +121,7 @@ func TestEvidenceNewTestPassesAtBase(t *testing.T) {
 // change is the evidence; one that passes at the base too is not, and the change is never
 // shipped.
 func TestEvidenceFromVerification(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	for _, tt := range []struct {
 		name   string
 		python string
@@ -129,6 +131,7 @@ func TestEvidenceFromVerification(t *testing.T) {
 		{"passes at the base too", "from calc import double; assert double(3) > 0", StatusUnverified},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{}, nil)
 			if err := os.Remove(filepath.Join(job.Dir, "test_calc.py")); err != nil {
 				t.Fatal(err)

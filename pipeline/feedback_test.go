@@ -12,6 +12,7 @@ import (
 // The maker is told which gate refused a submit, and the recorded tool call's OK flag says
 // whether the call did what was asked; nothing depends on a magic prefix.
 func TestSubmitFeedbackNamesTheGate(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	tests := []struct {
 		name    string
 		c       scriptedmodel.Case
@@ -25,6 +26,7 @@ func TestSubmitFeedbackNamesTheGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttempt(t, tt.c)
 			out := r.Run(context.Background(), job)
 			if out.Status != StatusFixed {

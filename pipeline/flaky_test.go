@@ -28,6 +28,7 @@ def test_sometimes():
 }
 
 func TestFlakyTestNotBlamedOnFix(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	tests := []struct {
 		name      string
 		reruns    int
@@ -39,6 +40,7 @@ func TestFlakyTestNotBlamedOnFix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{}, flakyFiles)
 			r.FlakeReruns = tt.reruns
 			out := r.Run(context.Background(), job)
@@ -71,6 +73,7 @@ func TestFlakyTestNotBlamedOnFix(t *testing.T) {
 // A patch that fixes the bug but breaks an unrelated test is refused, and the maker is told
 // which test it broke; re-running that (deterministic) failure does not excuse it.
 func TestBreakingUnrelatedTestIsBlocked(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	extra := map[string]string{
 		"shipping.py":      "def fee(cents):\n    return 500 if cents < 5000 else 0\n",
 		"test_shipping.py": "from shipping import fee\n\n\ndef test_free_over_fifty():\n    assert fee(6000) == 0\n",

@@ -35,6 +35,7 @@ func (c *recordingChatter) Chat(ctx context.Context, req model.Request) (model.R
 // a failing one is an unmet criterion that sends the maker back (gate) or only annotates
 // (advisory).
 func TestJudgeWithEvidence(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	triage := `{"summary":"double adds one","acceptance_criteria":["double(2) == 4","double(3) == 7"],` +
 		`"verifications":[{"criterion":"double(2) == 4","python":"from calc import double; assert double(2) == 4"},` +
 		`{"criterion":"the test passes","test":"test_calc.py::test_double"},` +
@@ -50,6 +51,7 @@ func TestJudgeWithEvidence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, _ := setupAttempt(t, scriptedmodel.Case{})
 			rc := &recordingChatter{inner: r.Models, role: model.RoleJudge}
 			r.Models, r.JudgeAdvisory = rc, tt.advisory

@@ -2,39 +2,23 @@ package pipeline
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
-
-// ruffCommand is a real ruff on PATH, else ticketd's shim over Ruff's WebAssembly engine
-// (installed by scripts/test.sh).
-func ruffCommand(t *testing.T) []string {
-	t.Helper()
-	if p, err := exec.LookPath("ruff"); err == nil {
-		return []string{p, "check", "."}
-	}
-	shim, err := filepath.Abs("../scripts/ruff-wasm/ruff")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(shim, "--version").CombinedOutput(); err != nil {
-		t.Fatalf("no ruff on PATH and the wasm shim does not run (scripts/test.sh installs its engine): %v\n%s", err, out)
-	}
-	return []string{shim, "check", "."}
-}
 
 // Pre-existing mypy errors and ruff warnings do not block a fix; a new type error or a new
 // lint error that the patch introduces does, with real mypy and the real ruff engine.
 func TestLintAndTypeGate(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-m", "mypy", "--version").Run(); err != nil {
-		t.Fatalf("mypy is needed (apt-get install -y python3-mypy): %v", err)
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	if testing.Short() {
+		t.Skip("runs mypy without a cache and Ruff's engine, tens of seconds a case (long tier; run without -short)")
 	}
-	ruff := ruffCommand(t)
+	testenv.NeedMypy(t)
+	ruff := []string{testenv.RuffCommand(t), "check", "."}
 	extra := map[string]string{
 		// Debt at the base: an unused import (F401) and a type error.
 		"legacy.py": "import os\n\n\ndef port() -> int:\n    return \"8080\"\n",
@@ -74,6 +58,7 @@ func TestLintAndTypeGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
 			job.Checks = append(job.Checks,
 				validate.Check{Name: "lint", Kind: validate.KindRuff, Command: ruff},

@@ -1,57 +1,101 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/model"
-	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 )
 
-// TestStaticPrefixIsByteIdentical pins the cache contract: the tool block and the system
-// message are the same bytes for every ticket, worker (work directory) and day, and the
-// repository part is the same for tickets of one repository; only the ticket part differs.
+// TestStaticPrefixIsByteIdentical pins the cache contract on the requests as sent: for
+// two attempts of different tickets, worktrees and days, each role's first request carries
+// the same bytes of tool definitions and system message, and its user message the same
+// repository part; what differs (ticket, directory, date) comes after.
 func TestStaticPrefixIsByteIdentical(t *testing.T) {
+	t.Parallel()
 	type variant struct {
-		ticket Ticket
-		dir    string
-		now    time.Time
+		id, attempt int64
+		body        string
+		labels      []string
+		now         time.Time
 	}
 	variants := []variant{
-		{Ticket{ID: 1, Attempt: 1, Title: "Average crashes", Body: "ZeroDivisionError", Repo: "app"}, "/work/w1/1", time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)},
-		{Ticket{ID: 77, Attempt: 3, Title: "Totals off by one", Body: "other text", Repo: "app", Labels: []string{"bug"}}, "/srv/w3/77", time.Date(2027, 2, 1, 23, 59, 0, 0, time.UTC)},
+		{1, 1, "double(2) gives 5", nil, time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)},
+		{77, 3, "double(2) gives 5, and other text", []string{"bug"}, time.Date(2027, 2, 1, 23, 59, 0, 0, time.UTC)},
 	}
-	for _, role := range model.Roles {
-		var first []string
-		for i, v := range variants {
-			a := &attempt{r: &Runner{Now: func() time.Time { return v.now }}, job: Job{Ticket: v.ticket, Dir: v.dir, RepoMap: "app/x.py\n  def f()"}}
-			msgs := a.openingMessages(role, nil)
-			toolJSON, _ := json.Marshal(tools.MakerTools())
-			parts := []string{string(toolJSON), msgs[0].Content, RepoContext("app", "app/x.py\n  def f()")}
-			if !strings.HasPrefix(msgs[1].Content, parts[2]) {
-				t.Errorf("%s: the user message does not start with the repository part", role)
-			}
-			for _, dyn := range []string{v.dir, v.now.Format("2006-01-02"), v.ticket.Title} {
-				if strings.Contains(msgs[0].Content, dyn) {
-					t.Errorf("%s: system prompt contains the dynamic value %q", role, dyn)
-				}
-			}
-			if i == 0 {
-				first = parts
+	type sent struct {
+		tools, system, user string
+		dynamic             []string // the variant's values that must stay out of tools and system
+	}
+	var runs []map[string]sent
+	for _, v := range variants {
+		r, job, rec := setupAttempt(t, scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourSolve})
+		job.Ticket.ID, job.Ticket.Attempt, job.Ticket.Body, job.Ticket.Labels = v.id, int(v.attempt), v.body, v.labels
+		job.RepoMap = "calc.py\n  def double(x)\ntest_calc.py\n  def test_double()"
+		r.Now = func() time.Time { return v.now }
+		if out := r.Run(context.Background(), job); out.Status != StatusFixed {
+			t.Fatalf("ticket %d: status %s (%s), want fixed", v.id, out.Status, out.Reason)
+		}
+		first := map[string]sent{}
+		for _, req := range rec.server.Requests() {
+			if _, seen := first[req.Role]; seen || req.Status != 200 {
 				continue
 			}
-			for j := range parts {
-				if parts[j] != first[j] {
-					t.Errorf("%s: static part %d differs between tickets", role, j)
+			var body struct {
+				Tools    json.RawMessage `json:"tools"`
+				Messages []struct {
+					Role    string `json:"role"`
+					Content string `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(req.Body, &body); err != nil || len(body.Messages) < 2 {
+				t.Fatalf("%s request: %v, %d messages", req.Role, err, len(body.Messages))
+			}
+			first[req.Role] = sent{tools: string(body.Tools), system: body.Messages[0].Content, user: body.Messages[1].Content,
+				dynamic: []string{job.Dir, v.now.Format("2006-01-02"), fmt.Sprintf("Ticket %d", v.id)}}
+		}
+		runs = append(runs, first)
+	}
+	repoPart := len(RepoContext("calc", "calc.py\n  def double(x)\ntest_calc.py\n  def test_double()"))
+	for _, role := range model.Roles {
+		a, b := runs[0][string(role)], runs[1][string(role)]
+		if a.system == "" || b.system == "" {
+			t.Errorf("%s: no first request recorded in both attempts", role)
+			continue
+		}
+		if a.tools != b.tools {
+			t.Errorf("%s: tool definitions differ between tickets:\n%s\n%s", role, a.tools, b.tools)
+		}
+		if a.system != b.system {
+			t.Errorf("%s: system messages differ between tickets:\n%s\n---\n%s", role, a.system, b.system)
+		}
+		if n := commonPrefix(a.user, b.user); n < repoPart {
+			t.Errorf("%s: the user messages share %d bytes, fewer than the repository part's %d:\n%s\n---\n%s", role, n, repoPart, a.user, b.user)
+		}
+		for _, s := range []sent{a, b} {
+			for _, dyn := range s.dynamic {
+				if strings.Contains(s.tools, dyn) || strings.Contains(s.system, dyn) || strings.Contains(s.user[:min(repoPart, len(s.user))], dyn) {
+					t.Errorf("%s: the static prefix contains the dynamic value %q", role, dyn)
 				}
 			}
 		}
-		if !strings.Contains(SystemPrompt(role), "ticketd role: "+string(role)) {
+		if !strings.Contains(a.system, "ticketd role: "+string(role)) {
 			t.Errorf("%s: system prompt lacks its role line", role)
 		}
 	}
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 func TestLayoutDynamicFirstMovesDirAndDate(t *testing.T) {

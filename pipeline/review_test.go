@@ -13,6 +13,7 @@ import (
 // counted, a real blocker sends the maker back once, round 2 adds nothing new, and there is
 // never a third review.
 func TestReviewRounds(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	tests := []struct {
 		name          string
 		c             scriptedmodel.Case
@@ -41,6 +42,7 @@ func TestReviewRounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttempt(t, tt.c)
 			r.JudgeAdvisory = tt.advisory
 			job.Budget.MaxSteps = 20

@@ -13,6 +13,7 @@ import (
 // the bug (named on submit) is accepted, and so is one that sharpens an existing test so that
 // it fails at the base; the same fix with no test that shows the bug is never shipped.
 func TestTargetTestsAcceptNewTest(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	extra := map[string]string{
 		"test_calc.py":      "from calc import double\n\n\ndef test_zero():\n    assert double(0) == 1  # pins the bug: passes at the base\n",
 		"test_unrelated.py": "def test_clock():\n    assert False, 'broken for a reason unrelated to the ticket'\n",
@@ -46,6 +47,7 @@ func TestTargetTestsAcceptNewTest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, tt.files)
 			job.Budget.MaxSteps = 8
 			out := r.Run(context.Background(), job)

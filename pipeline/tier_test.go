@@ -51,6 +51,7 @@ func (c *recordingChecks) fullRuns() int {
 // breaks, that answer is the submit's, and the whole suite (with the slow unrelated test file)
 // never runs. When they pass, the whole suite runs and gives the verdict.
 func TestFirstTier(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
 	unrelated := "import time\n\n\ndef test_slow_unrelated():\n    time.sleep(0.2)\n"
 	tests := []struct {
 		name       string
@@ -81,6 +82,7 @@ func TestFirstTier(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{}, tt.extra)
 			checks := &recordingChecks{inner: r.Checks}
 			r.Checks = checks

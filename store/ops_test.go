@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -213,6 +214,50 @@ func TestPercentile(t *testing.T) {
 	} {
 		if got := percentile(tc.in, tc.p); got != tc.want {
 			t.Errorf("percentile(%v, %d) = %v; want %v", tc.in, tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestTicketDurations pins the one definition of a ticket's duration (ticketctl stats and
+// the bench): first claim to end, the queue wait before the claim left out, and the night's
+// end for a ticket that did not finish in the night.
+func TestTicketDurations(t *testing.T) { forEachEngine(t, testTicketDurations) }
+
+func testTicketDurations(t *testing.T, e engine) {
+	b := e.setup(t)
+	a := b.enqueue(t, "a")
+	c := b.enqueue(t, "c")
+	b.clock.Advance(3 * time.Hour) // queued all day: not the tickets' work
+	run, err := b.s.StartRun(b.ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	la := b.claim(t, "w1")
+	b.claim(t, "w2")
+	b.clock.Advance(5 * time.Minute)
+	if err := b.s.Complete(b.ctx, a, la.Token, Result{Branch: "ticketd/1-a"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(5 * time.Minute)
+	if err := b.s.FinishRun(b.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Hour)
+	tests := []struct {
+		run  int64
+		want map[int64]time.Duration
+	}{
+		{run, map[int64]time.Duration{a: 5 * time.Minute, c: 10 * time.Minute}}, // c still running at the night's end
+		{0, map[int64]time.Duration{a: 5 * time.Minute}},                        // c has not ended
+	}
+	for _, tt := range tests {
+		got, err := b.s.TicketDurations(b.ctx, tt.run)
+		if err != nil || !maps.Equal(got, tt.want) {
+			t.Errorf("TicketDurations(run %d) = %v, %v; want %v", tt.run, got, err, tt.want)
+		}
+		st, err := b.s.Stats(b.ctx, tt.run)
+		if err != nil || st.DurationP50 != 5*time.Minute {
+			t.Errorf("Stats(run %d) duration P50 = %s, %v; want 5m0s, the same definition", tt.run, st.DurationP50, err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,7 +23,7 @@ type Stats struct {
 	ModelRequestsPerTicket  float64            `json:"model_requests_per_ticket"`
 	CostUSD                 float64            `json:"cost_usd"`
 	CostPerDoneTicketUSD    float64            `json:"cost_per_done_ticket_usd"`
-	DurationP50             time.Duration      `json:"-"` // of terminal tickets, created->finished
+	DurationP50             time.Duration      `json:"-"` // of TicketDurations
 	DurationP90             time.Duration      `json:"-"`
 	FirstRequestCachedShare map[string]float64 `json:"first_request_cached_share"` // per role: sum(cached)/sum(prompt) over each ticket's first request of that role
 	PromptTokens            int64              `json:"prompt_tokens"`
@@ -75,24 +76,19 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
 	}
-	var durations []time.Duration
 	attempts := 0
 	for rows.Next() {
 		var (
-			state             State
-			n                 int
-			created, finished sql.NullInt64
+			state State
+			n     int
 		)
-		if err := rows.Scan(&state, &n, &created, &finished); err != nil {
+		if err := rows.Scan(&state, &n); err != nil {
 			rows.Close()
 			return Stats{}, fmt.Errorf("stats of run %d: tickets: %w", runID, err)
 		}
 		st.ByState[state]++
 		st.Tickets++
 		attempts += n
-		if finished.Valid {
-			durations = append(durations, fromMS(finished).Sub(fromMS(created)))
-		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -143,8 +139,64 @@ func (s *Store) Stats(ctx context.Context, runID int64) (Stats, error) {
 	if done > 0 {
 		st.CostPerDoneTicketUSD = st.CostUSD / float64(done)
 	}
+	byTicket, err := s.TicketDurations(ctx, runID)
+	if err != nil {
+		return Stats{}, err
+	}
+	durations := slices.Collect(maps.Values(byTicket))
 	st.DurationP50, st.DurationP90 = percentile(durations, 50), percentile(durations, 90)
 	return st, nil
+}
+
+// TicketDurations is the one definition of a ticket's duration, which ticketctl stats and
+// the benchmark both report: from its first claim to its end. Over all time (runID 0) that
+// is each finished ticket's first claim to finished_at; over one night, the first claim in
+// the night to finished_at, or to the night's end (now, while it runs) for a ticket that
+// did not finish in it. Time in the queue before a claim is not the ticket's work and is
+// not counted; a ticket never claimed has no duration.
+func (s *Store) TicketDurations(ctx context.Context, runID int64) (map[int64]time.Duration, error) {
+	end := int64(0)
+	var args []any
+	if runID != 0 {
+		var after int64
+		var ended sql.NullInt64
+		err := s.rd.QueryRow(ctx, s.q.RunWindow, runID).Scan(&after, &ended)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("ticket durations of run %d: %w", runID, ErrRunNotFound)
+		} else if err != nil {
+			return nil, fmt.Errorf("ticket durations of run %d: %w", runID, err)
+		}
+		end = s.nowMS()
+		if ended.Valid {
+			end = ended.Int64
+		}
+		args = []any{after, end}
+	}
+	rows, err := s.rd.Query(ctx, s.q.TicketDurations(runID != 0), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ticket durations of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	out := map[int64]time.Duration{}
+	for rows.Next() {
+		var id, first int64
+		var finished sql.NullInt64
+		if err := rows.Scan(&id, &first, &finished); err != nil {
+			return nil, fmt.Errorf("ticket durations of run %d: %w", runID, err)
+		}
+		stop := finished.Int64
+		switch {
+		case runID == 0 && !finished.Valid:
+			continue // still open: no end yet
+		case runID != 0 && (!finished.Valid || finished.Int64 > end):
+			stop = end // did not finish in this night
+		}
+		out[id] = time.Duration(max(stop-first, 0)) * time.Millisecond
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ticket durations of run %d: %w", runID, err)
+	}
+	return out, nil
 }
 
 // percentile is the nearest-rank percentile p of ds (0 when empty).

@@ -68,7 +68,19 @@ func (t *Tree) SaveOver(ctx context.Context, branch string) error {
 	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return fmt.Errorf("save worktree %s: invalid branch name %q: %w", t.Dir, branch, err)
 	}
-	if list, err := repo.git(ctx, nil, "worktree", "list", "--porcelain"); err == nil && strings.Contains(list, "\nbranch refs/heads/"+branch+"\n") {
+	// Under the repository's lock: a `git worktree list` beside a `git worktree add` of
+	// another worker can fail on the half-written worktree ("failed to read commondir"), and a
+	// failed list must refuse, not skip the check.
+	unlock, err := lockRepo(t.commonDir)
+	if err != nil {
+		return fmt.Errorf("save worktree %s over %s: %w", t.Dir, branch, err)
+	}
+	defer unlock()
+	list, err := repo.git(ctx, nil, "worktree", "list", "--porcelain")
+	if err != nil {
+		return fmt.Errorf("save worktree %s over %s: list worktrees: %w", t.Dir, branch, err)
+	}
+	if strings.Contains(list, "\nbranch refs/heads/"+branch+"\n") {
 		return fmt.Errorf("save worktree %s over %s: the branch is checked out in a worktree", t.Dir, branch)
 	}
 	if _, err := repo.gitRetry(ctx, nil, "update-ref", "--no-deref", "refs/heads/"+branch, strings.TrimSpace(head)); err != nil {

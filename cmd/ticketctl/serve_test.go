@@ -56,8 +56,8 @@ func TestServe(t *testing.T) {
 		if c != exitOK {
 			t.Errorf("serve exited %d after cancel, want 0", c)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after cancel")
+	case <-time.After(time.Minute): // a hang, not a slow stop
+		t.Fatal("serve did not stop within a minute of the cancel")
 	}
 }
 

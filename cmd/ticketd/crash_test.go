@@ -15,24 +15,48 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
-// buildTicketd builds the ticketd binary into a temporary folder.
+// testSandbox is the sandbox of the nights these tests run: bwrap where it works, else none
+// (logged). Their subject is the daemon's lifecycle; sandbox_test.go covers the sandbox.
+func testSandbox(t *testing.T) string {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return string(sandbox.ModeBwrap)
+	}
+	return string(sandbox.ModeNone)
+}
+
+// buildTicketd returns the ticketd binary, built once per test binary into binDir (which
+// TestMain removes) and shared by the tests that run and kill it: each build links for
+// seconds, and a test only executes it.
 func buildTicketd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ticketd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := builtTicketd()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var builtTicketd = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "ticketd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // nightFixture is a Python repository with n one-line bugs, one issue and one scripted
 // patch per bug, and a config whose schedule, lease and latency suit a test that stops the
@@ -49,9 +73,8 @@ func newNightFixture(t *testing.T, n int, latency time.Duration, night string) n
 // contains hold (when not empty): that attempt cannot end by itself.
 func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold string) nightFixture {
 	t.Helper()
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("this test runs real pytest: %v", err)
-	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +118,7 @@ func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold
 		url = holdChecker(t, url, hold)
 	}
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}
+sandbox: %s
 workspace: work
 output: results
 night: %s
@@ -111,7 +135,7 @@ models:
     maker:   {endpoint: scripted, model: gpt-4.1}
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge:   {endpoint: scripted, model: gpt-4.1-mini}
-`, night, url)
+`, testSandbox(t), night, url)
 	if hold != "" {
 		// The held request is a role's first: the others must not wait the default 20 s
 		// for its answer to start (the prompt-cache warm-up gate).
@@ -119,6 +143,56 @@ models:
 	}
 	put("config.yaml", cfg)
 	return f
+}
+
+// waitLeased waits until a process whose workers' names end in owner holds a lease, and
+// returns that ticket; ended reports that the process exited first.
+func (f nightFixture) waitLeased(t *testing.T, owner string, done <-chan error) (tk store.Ticket, ended bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute) // only keeps a broken daemon from hanging the test
+	for {
+		for _, tk := range f.tickets(t) {
+			if tk.State == store.StateRunning && strings.HasSuffix(tk.LeaseOwner, owner) {
+				return tk, false
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+				t.Fatalf("ticketd once exited with %v before any attempt ran\n%s", err, tail(log, 30))
+			}
+			return store.Ticket{}, true
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt started within 3 minutes of the daemon's start")
+		}
+	}
+}
+
+// modelCalls is how many model calls the daemon's database has recorded for ticket id.
+func (f nightFixture) modelCalls(t *testing.T, id int64) int {
+	t.Helper()
+	s, err := store.Open(context.Background(), f.db, store.Options{})
+	if err != nil {
+		return 0
+	}
+	defer s.Close()
+	calls, _ := s.ModelCalls(context.Background(), id)
+	return len(calls)
+}
+
+// ticket reads one ticket from the daemon's database.
+func (f nightFixture) ticket(t *testing.T, id int64) (store.Ticket, bool) {
+	t.Helper()
+	s, err := store.Open(context.Background(), f.db, store.Options{})
+	if err != nil {
+		return store.Ticket{}, false
+	}
+	defer s.Close()
+	tk, err := s.Get(context.Background(), id)
+	return tk, err == nil
 }
 
 // tickets reads every ticket from the daemon's database ("" states before it exists).
@@ -186,10 +260,11 @@ func (f nightFixture) start(t *testing.T, bin, log string, args ...string) *exec
 	return cmd
 }
 
-// TestSIGTERMMidTicket builds ticketd, runs `ticketd run` until a ticket is running, sends
-// a real SIGTERM, and requires the process to exit 0 within 10 s with the ticket released
-// (queued, its attempt not counted, no lease) and its partial work kept.
+// TestSIGTERMMidTicket builds ticketd, runs `ticketd run` until a ticket's attempt has made
+// its first model calls, sends a real SIGTERM, and requires the process to exit 0 with the
+// ticket released (queued, its attempt not counted, no lease) and its partial work kept.
 func TestSIGTERMMidTicket(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
@@ -212,7 +287,13 @@ func TestSIGTERMMidTicket(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Let the attempt get going (triage, the maker's first turns), then stop the daemon.
-	time.Sleep(1500 * time.Millisecond)
+	for f.modelCalls(t, 1) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the running attempt made no model calls within 60 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -224,9 +305,9 @@ func TestSIGTERMMidTicket(t *testing.T) {
 		if err != nil {
 			t.Errorf("ticketd run exited with %v after SIGTERM, want 0", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute): // a hang, not a slow stop: the time is logged above
 		cmd.Process.Kill()
-		t.Fatal("ticketd run did not exit within 10 s of SIGTERM")
+		t.Fatal("ticketd run did not exit within 2 minutes of SIGTERM")
 	}
 	// A normal SIGTERM is not an error: no ERROR line, and the night's end says shutdown.
 	logData, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
@@ -253,52 +334,65 @@ func TestSIGTERMMidTicket(t *testing.T) {
 	}
 }
 
-// TestSIGKILLNight runs a night of 12 tickets (max_attempts 3) and SIGKILLs ticketd at 30
-// random moments, restarting it each time, then lets it finish. Every ticket must end done
-// (the scripted model solves them all) with no attempt spent on a lost lease, and no
-// worktree or branch of a lost attempt may remain. -short kills 8 times.
+// TestSIGKILLNight runs a night of 12 tickets (max_attempts 3) and SIGKILLs ticketd 30
+// times while an attempt runs, at a random moment of it, restarting it each time, then lets
+// it finish. Every ticket must end done (the scripted model solves them all) with no attempt
+// spent on a lost lease, and no worktree or branch of a lost attempt may remain.
+//
+// Each kill waits for a running attempt of the process it kills (its lease in the store),
+// and counts only when that attempt's lease is still there after the kill: a kill that
+// landed between attempts is retried, so the test cannot pass having tested nothing. The
+// strike's moment is random within a span that halves after each miss (a fast machine's
+// attempts are short) and grows back after a hit, so the kills keep landing inside
+// attempts at any speed instead of running out of tickets.
 //
 // A lost lease is a rescue, not an attempt; night.max_rescues (default 5) escalates a ticket
 // that keeps taking the daemon down. Here the kills are the test's, not the tickets', and 30
 // kills with 2 workers lose up to 60 leases, so the guard is raised to its maximum.
 func TestSIGKILLNight(t *testing.T) {
-	kills := 30
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
-		kills = 8
+		t.Skip("builds the ticketd binary and runs nights (long tier; run without -short)")
 	}
+	const kills = 30
 	bin := buildTicketd(t)
 	const tickets = 12
-	f := newNightFixture(t, tickets, 400*time.Millisecond,
+	f := newNightFixture(t, tickets, 200*time.Millisecond,
 		`{workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: 3, max_rescues: 100, retry_backoff: 50ms}`)
 	rng := rand.New(rand.NewPCG(1, 2))
 	started := time.Now()
-	delivered, midAttempt := 0, 0
-	for run := 0; delivered < kills && run < 2*kills; run++ {
+	delivered, missed := 0, 0
+	const widest = 3500 * time.Millisecond
+	span := widest
+	for delivered < kills && missed < 2*kills {
 		cmd := f.start(t, bin, "daemon.log", "once", "--config", f.config, "--log-format", "json")
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		wait := time.Duration(300+rng.IntN(3200)) * time.Millisecond
-		select {
-		case <-done:
-			t.Logf("run %d: the night ended before the kill", run+1)
-			continue
-		case <-time.After(wait):
+		owner := fmt.Sprintf("-%d", cmd.Process.Pid) // worker names end in the daemon's pid
+		victim, ended := f.waitLeased(t, owner, done)
+		if ended {
+			t.Logf("the night ended before an attempt of it ran (%d kills so far)", delivered)
+			break
 		}
-		running := countState(f.tickets(t), store.StateRunning)
+		// Somewhere in the attempt: triage, the maker's turns, the checks, the review.
+		time.Sleep(time.Duration(rng.Int64N(int64(span))))
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-done
-		delivered++
-		if running > 0 {
-			midAttempt++
+		if tk, ok := f.ticket(t, victim.ID); ok && tk.State == store.StateRunning && tk.FenceToken == victim.FenceToken {
+			delivered++
+			span = min(widest, span*5/4)
+		} else {
+			missed++ // the attempt ended before the kill: not a kill mid-attempt, try again
+			span = max(50*time.Millisecond, span/2)
 		}
 	}
-	killing := time.Since(started)
 	ts := f.tickets(t)
-	t.Logf("%d SIGKILLs in %s, %d with a ticket running; %d of %d tickets done by then", delivered, killing.Round(time.Second), midAttempt, countState(ts, store.StateDone), tickets)
+	t.Logf("%d SIGKILLs mid-attempt (%d more landed between attempts, strike span now %s) in %s; %d of %d tickets done by then",
+		delivered, missed, span, time.Since(started).Round(time.Second), countState(ts, store.StateDone), tickets)
 	if delivered < kills {
-		t.Errorf("only %d of %d kills landed before the night ended: make the attempts slower", delivered, kills)
+		t.Errorf("only %d of %d kills hit a running attempt before the night ended: make the attempts slower", delivered, kills)
 	}
 
 	// Undisturbed, the night finishes what is left.
@@ -327,8 +421,8 @@ func TestSIGKILLNight(t *testing.T) {
 		keep = append(keep, tk.Branch)
 	}
 	t.Logf("lost leases (rescues) over the night: %d", rescues)
-	if midAttempt == 0 || rescues == 0 {
-		t.Error("no kill hit a running attempt: the test tested nothing")
+	if rescues < delivered {
+		t.Errorf("%d rescues after %d kills mid-attempt: each lost lease must be rescued", rescues, delivered)
 	}
 	out, err := exec.Command("git", "-C", f.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/").Output()
 	if err != nil {
@@ -418,16 +512,20 @@ func readLog(t *testing.T, path string) []logRecord {
 }
 
 // TestRunWindowEnd runs the built `ticketd run` on a schedule that fires every second with a
-// 10 s window and a 2 s grace period. Two tickets start; one is fixed; the other's checker
-// never answers, so it is still running when the window closes: the grace period ends it,
-// its partial diff is kept (branch and patch) and it is released with no attempt spent.
+// 4 s window and a 20 s grace period. Two tickets start; one's checker never answers, so it
+// is still running when the window closes: the grace period ends it, its partial diff is kept
+// (branch and patch) and it is released with no attempt spent. The other is fixed within
+// window and grace on any machine we know, but a real process's 24 s are the machine's: on
+// one too loaded for that, it must have been released the same way, never failed or lost.
+// (daemon.TestWindowGrace covers both cases on the night's own clock.)
 func TestRunWindowEnd(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
 	bin := buildTicketd(t)
 	f := newHeldNightFixture(t, 2, 100*time.Millisecond,
-		`{schedule: "@every 1s", window: 10s, grace: 2s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
+		`{schedule: "@every 1s", window: 4s, grace: 20s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
 	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -436,11 +534,11 @@ func TestRunWindowEnd(t *testing.T) {
 		<-done
 	}()
 	var released []store.Event
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken daemon from hanging the test
 	for len(released) == 0 {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
-			t.Fatalf("no release within 90 s\n%s", tail(log, 30))
+			t.Fatalf("no release within 5 min\n%s", tail(log, 30))
 		}
 		time.Sleep(100 * time.Millisecond)
 		if ts := f.tickets(t); len(ts) == 2 {
@@ -465,8 +563,12 @@ func TestRunWindowEnd(t *testing.T) {
 	for _, tk := range f.tickets(t) {
 		byID[tk.ID] = tk
 	}
-	if tk := byID[1]; tk.State != store.StateDone {
-		t.Errorf("ticket 1: %s (%s), want done within the window", tk.State, tk.Reason)
+	switch tk := byID[1]; {
+	case tk.State == store.StateDone:
+	case tk.State == store.StateQueued && tk.Attempts == 0:
+		t.Logf("ticket 1 was not done within window and grace on this machine: released (%s)", tk.Reason)
+	default:
+		t.Errorf("ticket 1: %s with %d attempts (%s), want done, or released with none spent", tk.State, tk.Attempts, tk.Reason)
 	}
 	if tk := byID[2]; !strings.Contains(released[0].Reason, "grace period") || tk.State != store.StateQueued || tk.Attempts != 0 {
 		t.Errorf("ticket 2 released with %q, now %s with %d attempts; want the grace period named, queued, none spent", released[0].Reason, tk.State, tk.Attempts)
@@ -483,10 +585,11 @@ func TestRunWindowEnd(t *testing.T) {
 			}
 		}
 	}
-	windDown := rel.Sub(closed)
-	t.Logf("window closed at %s; ticket 2 released %s later (grace 2 s)", closed.Format(time.TimeOnly), windDown.Round(time.Millisecond))
-	if closed.IsZero() || rel.IsZero() || windDown > 2*time.Second+3*time.Second {
-		t.Errorf("window closed %v, release %v: want the release within the grace period (2 s, plus a few for the release itself)", closed, rel)
+	// The release's reason names the grace period (checked above); here only the order: how
+	// long the release took after the window closed is the machine's, not ticketd's.
+	t.Logf("window closed at %s; ticket 2 released %s later (grace 20 s)", closed.Format(time.TimeOnly), rel.Sub(closed).Round(time.Millisecond))
+	if closed.IsZero() || rel.IsZero() || rel.Before(closed) {
+		t.Errorf("window closed %v, release %v: want the release after the window closed", closed, rel)
 	}
 	patch, err := os.ReadFile(filepath.Join(f.dir, "results", "2", "attempt-1-released", "patch"))
 	if err != nil || !strings.Contains(string(patch), "+    return cents + 1") {

@@ -26,6 +26,7 @@ func hostileConftest(slow bool) string {
 // check does. Before, the daemon blocked in open(2) past window and grace, and only SIGKILL
 // ended it.
 func TestHostileReportNight(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
@@ -35,6 +36,7 @@ func TestHostileReportNight(t *testing.T) {
 		slow bool
 	}{{"ends by itself", false}, {"SIGTERM mid-check", true}} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := newNightFixture(t, 1, 0, `{workers: 1, lease: 30s, heartbeat: 1s, poll: 50ms}`)
 			if err := os.WriteFile(filepath.Join(f.repo, "conftest.py"), []byte(hostileConftest(tt.slow)), 0o644); err != nil {
 				t.Fatal(err)

@@ -162,6 +162,8 @@ func TestGraceAndBudgetLimits(t *testing.T) {
 		{"night:\n  grace: -1s\n", "night.grace: must be >= 0"},
 		{"budget:\n  max_dollars: -2\n", "budget.max_dollars: must be >= 0"},
 		{"budget:\n  compact_at: 1.5\n", "budget.compact_at: must be a share"},
+		// The README promises a running ticket's cancel within 15 s: one heartbeat.
+		{"night:\n  heartbeat: 16s\n", "night.heartbeat: must be at most 15s"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("cfg.yaml", []byte(strings.Replace(valid, "night:\n  workers: 2\n", "", 1)+tt.extra))

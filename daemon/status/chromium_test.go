@@ -19,31 +19,16 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/demo"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
-// chromiumPath finds headless Chromium. Missing, the test skips with the install command,
-// or fails where TICKETD_REQUIRE_TOOLS asks for every tool (or names chromium), as CI does.
-// (scripts/testenv, once merged, is the one place for this rule.)
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err == nil {
-		return bin
-	}
-	msg := fmt.Sprintf("headless chromium is needed for the status page test (%v); install: apt-get install -y chromium", err)
-	if v := os.Getenv("TICKETD_REQUIRE_TOOLS"); v == "1" || v == "all" || strings.Contains(","+v+",", ",chromium,") {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // chromium runs headless Chromium at a window width (and height) with args, and returns
-// its stdout.
+// its stdout; without Chromium the test skips (or fails where it is required) through
+// testenv.
 func chromium(t *testing.T, width, height int, args ...string) string {
 	t.Helper()
-	bin := chromiumPath(t)
+	bin := testenv.ChromiumPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -290,7 +275,7 @@ func TestLiveNightInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a demo night and Chromium; -short skips it")
 	}
-	chromiumPath(t)
+	testenv.ChromiumPath(t)
 	dir := filepath.Join(t.TempDir(), "demo")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

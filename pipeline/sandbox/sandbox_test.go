@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := Probe(context.Background(), ""); err != nil {
-		t.Skipf("bubblewrap is not usable here, so the sandbox cannot be tested: %v", err)
-	}
+	_, err := Probe(context.Background(), "")
+	testenv.Need(t, testenv.Bubblewrap, err)
 }
 
 func TestLooksSecretName(t *testing.T) {

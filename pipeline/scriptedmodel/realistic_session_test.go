@@ -13,8 +13,10 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -106,7 +108,7 @@ func runRealistic(t *testing.T, seed int64, r scriptedmodel.Realism) (pipeline.O
 		t.Fatal(err)
 	}
 	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
-	vr := &validate.Runner{}
+	vr := &validate.Runner{Sandbox: testSandbox(t)}
 	runner := &pipeline.Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
 	job := pipeline.Job{
@@ -136,9 +138,9 @@ func only(set func(*scriptedmodel.Realism)) scriptedmodel.Realism {
 // product and checks that the session still ends fixed and that the records show the mistake
 // the way an operator would see it.
 func TestRealisticSessionReachesFixed(t *testing.T) {
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
-		t.Fatalf("pytest is needed: %v", err)
-	}
+	t.Parallel() // own directories and processes
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	type check func(t *testing.T, rec *recorder, out pipeline.Outcome)
 	countTool := func(rec *recorder, name string, ok bool) int {
 		n := 0
@@ -227,6 +229,7 @@ func TestRealisticSessionReachesFixed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			out, rec, file := runRealistic(t, 1, tt.realism)
 			if out.Status != pipeline.StatusFixed {
 				t.Fatalf("status %s (%s), want fixed\nhistory:\n%s\ntools: %+v", out.Status, out.Reason, strings.Join(out.History, "\n"), rec.tools)
@@ -245,6 +248,8 @@ func TestRealisticSessionsOverSeeds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs pytest for several sessions")
 	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	rungs, failed := map[string]int{}, 0
 	for seed := int64(1); seed <= 10; seed++ {
 		out, rec, file := runRealistic(t, seed, scriptedmodel.Realism{})
@@ -270,4 +275,15 @@ func TestRealisticSessionsOverSeeds(t *testing.T) {
 	if failed+nonExact == 0 {
 		t.Errorf("ten realistic sessions made no failed tool call and no edit off the exact rung")
 	}
+}
+
+// testSandbox is the checks' sandbox in these tests: bwrap where it works, else none
+// (logged). Their subject is the double's realism, not the sandbox (pipeline/sandbox's tests are).
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }

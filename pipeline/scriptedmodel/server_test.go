@@ -337,6 +337,7 @@ func TestMaxTokensCutsTheAnswer(t *testing.T) {
 		}
 	}
 	// The deprecated max_tokens field is honoured too, and a roomy limit changes nothing.
+	//lint:ignore SA1019 older clients still send max_tokens, and the double must honour it
 	if r := ask(t, b, "triage", openai.ChatCompletionRequest{MaxTokens: 5}); r.Choices[0].FinishReason != "length" {
 		t.Errorf("max_tokens 5: finish %q, want length", r.Choices[0].FinishReason)
 	}

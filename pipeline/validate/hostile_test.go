@@ -95,9 +95,11 @@ func TestOtherTicketsHomeUnreachable(t *testing.T) {
 			holding := make(chan Result, 1)
 			go func() {
 				holding <- r.Run(context.Background(), a, []Check{{Name: "holder", Kind: KindCommand, Timeout: time.Minute,
-					Command: []string{"sh", "-c", "echo ticket-a-secret > $HOME/token; touch ready; sleep 5"}}})[0]
+					// It keeps its $HOME until the peek is over (the test touches "release"),
+					// not for a time a loaded machine could outlast.
+					Command: []string{"sh", "-c", "echo ticket-a-secret > $HOME/token; touch ready; while [ ! -e release ]; do sleep 0.05; done"}}})[0]
 			}()
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(2 * time.Minute)
 			for {
 				if _, err := os.Stat(filepath.Join(a, "ready")); err == nil {
 					break
@@ -109,7 +111,12 @@ func TestOtherTicketsHomeUnreachable(t *testing.T) {
 			}
 			res := r.Run(context.Background(), b, []Check{{Name: "peek", Kind: KindCommand, Timeout: time.Minute,
 				Command: []string{"sh", "-c", "grep -rl ticket-a-secret " + scratchRoot + " /tmp/ticketd-scratch-* /var/tmp/ticketd-scratch-* 2>/dev/null | grep -q . && echo FOUND; true"}}})[0]
-			<-holding
+			if err := os.WriteFile(filepath.Join(a, "release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if held := <-holding; held.TimedOut || !held.Passed {
+				t.Fatalf("mode %s: the holder did not keep its $HOME through the peek: %+v", m.mode, held)
+			}
 			found := strings.Contains(res.Output, "FOUND")
 			t.Logf("mode %s: found=%v output=%q", m.mode, found, res.Output)
 			if found == m.isolated {

@@ -346,9 +346,6 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	return out
 }
 
-// Files is how many Python files the scan read.
-func (g *ImportGraph) Files() int { return len(g.files) }
-
 // TestFiles is how many of the scanned files are test files by pytest's default names.
 func (g *ImportGraph) TestFiles() int {
 	n := 0

@@ -59,7 +59,7 @@ func TestSrcLayout(t *testing.T) {
 func TestRunSrcLayout(t *testing.T) {
 	requirePytest(t)
 	dir := writeTree(t, srcProject())
-	r := &Runner{}
+	r := &Runner{Sandbox: testSandbox(t)}
 	tests := []struct {
 		name     string
 		check    Check
@@ -117,7 +117,7 @@ func TestBaselineTimeouts(t *testing.T) {
 // A time-out derived from the baseline says so in the result's summary.
 func TestDerivedTimeoutNamed(t *testing.T) {
 	dir := t.TempDir()
-	r := &Runner{}
+	r := &Runner{Sandbox: testSandbox(t)}
 	c := BaselineTimeouts([]Check{{Name: "sleepy", Kind: KindCommand, Command: []string{"sleep", "30"}}},
 		[]Result{{Name: "sleepy", Duration: time.Second}})[0]
 	c.Timeout = 200 * time.Millisecond // what a 3× rule gives a 67 ms baseline, without the floor

@@ -22,7 +22,7 @@ func TestNotStartedAborts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var r Runner
+			r := Runner{Sandbox: testSandbox(t)}
 			res := r.Run(context.Background(), dir, []Check{tt.check})[0]
 			if got := Aborted([]Result{res}) != ""; got != tt.aborted || res.NotStarted != tt.aborted {
 				t.Fatalf("aborted=%v not_started=%v (abort %q, summary %q); want %v", got, res.NotStarted, res.Abort, res.Summary, tt.aborted)

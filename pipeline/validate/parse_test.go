@@ -178,53 +178,6 @@ func TestParseMypy(t *testing.T) {
 	}
 }
 
-func TestFeedback(t *testing.T) {
-	many := make([]Finding, 12)
-	for i := range many {
-		many[i] = Finding{File: "a.py", Line: i + 1, Test: "E501", Message: "line too long"}
-	}
-	results := []Result{
-		{Name: "tests", Kind: KindPytest, Summary: "1 failed, 3 passed", Findings: []Finding{
-			{File: "stats.py", Line: 2, Test: "tests/test_stats.py::test_empty", Message: "ZeroDivisionError: division by zero"},
-		}},
-		{Name: "lint", Kind: KindRuff, Summary: "12 findings", Findings: many},
-		{Name: "build", Kind: KindCommand, Summary: "exit status 2: make: *** [all] Error 1", Output: "cc -o x x.c\nx.c:1: error: boom\nmake: *** [all] Error 1\n"},
-		{Name: "types", Kind: KindMypy, Passed: true, Summary: "Success"},
-	}
-	fb := Feedback(results, 0)
-	tests := []struct {
-		text string
-		want bool
-	}{
-		{"check \"tests\" (pytest) failed: 1 failed, 3 passed\n- stats.py:2 tests/test_stats.py::test_empty\n    ZeroDivisionError: division by zero\n", true},
-		{"- a.py:10 E501", true},
-		{"- a.py:11 E501", false},
-		{"  ... and 2 more\n", true},
-		{"  output (last lines):\n    cc -o x x.c\n    x.c:1: error: boom\n", true},
-		{"passed: types (mypy)\n", true},
-	}
-	for _, tt := range tests {
-		if got := strings.Contains(fb, tt.text); got != tt.want {
-			t.Errorf("Feedback contains %q = %v, want %v; feedback:\n%s", tt.text, got, tt.want, fb)
-		}
-	}
-	if got := Feedback(results, len(fb)); got != fb {
-		t.Errorf("Feedback(max %d) cut a text that fits", len(fb))
-	}
-	for _, n := range []int{100, 300, len(fb) - 1} {
-		cut := Feedback(results, n)
-		if len(cut) > n || !strings.HasSuffix(cut, "[feedback truncated]\n") || !strings.HasPrefix(fb, strings.TrimSuffix(cut, "[feedback truncated]\n")) {
-			t.Errorf("Feedback(max %d) = %d bytes:\n%s", n, len(cut), cut)
-		}
-	}
-	if got := Feedback(results[3:], 0); got != "all 1 checks passed: types (mypy)\n" {
-		t.Errorf("all passed: %q", got)
-	}
-	if got := Feedback(nil, 0); got != "no checks configured\n" {
-		t.Errorf("no checks: %q", got)
-	}
-}
-
 func TestOutputFindingMasksTimes(t *testing.T) {
 	tests := []struct{ a, b string }{
 		{"ERROR: file or directory not found: x\n\nno tests ran in 0.01s\n", "ERROR: file or directory not found: x\n\nno tests ran in 0.37s\n"},

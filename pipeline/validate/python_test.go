@@ -42,7 +42,7 @@ func TestPytestRootPackageNotInstalled(t *testing.T) {
 		"README.md":          "not installed\n",
 		"test/data/keep.txt": "x\n",
 	})
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
 	if !res.Passed || res.Summary != "1 passed" || res.Tests != 1 {
 		t.Fatalf("got passed=%v summary=%q tests=%d command=%q\nwant 1 passed\noutput:\n%s", res.Passed, res.Summary, res.Tests, res.Command, res.Output)
@@ -74,7 +74,7 @@ func TestInterpreter(t *testing.T) {
 		{"shim skipped", plain, Check{}, "json", ""}, // first working python3 after the shim
 	}
 	for _, tc := range tests {
-		var r Runner
+		r := Runner{Sandbox: testSandbox(t)}
 		got, err := r.Interpreter(ctx, tc.dir, tc.check, tc.module)
 		if err != nil {
 			t.Errorf("%s: Interpreter(%q, %+v, %s): %v", tc.name, tc.dir, tc.check, tc.module, err)
@@ -91,7 +91,7 @@ func TestInterpreter(t *testing.T) {
 		}
 	}
 
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	if _, err := r.Interpreter(ctx, plain, Check{Python: ".venv/bin/python"}, "pytest"); !errors.Is(err, ErrInvalidCheck) {
 		t.Errorf("relative python: got %v, want ErrInvalidCheck (the config makes it absolute)", err)
 	}
@@ -106,7 +106,7 @@ func TestInterpreter(t *testing.T) {
 // treating the failure as "failing at the base too".
 func TestToolNotStarted(t *testing.T) {
 	dir := t.TempDir()
-	var r Runner
+	r := Runner{Sandbox: testSandbox(t)}
 	tests := []struct {
 		check Check
 		want  string

@@ -15,7 +15,9 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -49,9 +51,14 @@ models:
 // and --out in a fresh folder; it returns the summary and the result lines.
 func benchRun(t *testing.T, args ...string) (Summary, []Record) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bench nights (long tier; run without -short)")
+	}
+	_, err := caseset.PytestCommand(t.Context())
+	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfg, []byte(smallConfig), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("sandbox: "+string(testSandbox(t))+"\n"+smallConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "results.jsonl")
@@ -169,8 +176,14 @@ func TestParseFlags(t *testing.T) {
 		check   func(options) bool
 	}{
 		{args: nil, check: func(o options) bool {
-			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.jsonl")) && !o.compare
+			return o.rounds == 3 && o.workers == 0 && o.scenario == scenarioByDifficulty && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.local.jsonl")) && !o.compare
 		}},
+		// Only --record writes the shared record in git: a plain run leaves the tree clean.
+		{args: []string{"--record"}, check: func(o options) bool {
+			return o.record && strings.HasSuffix(o.out, filepath.Join("scripts", "bench", "results.jsonl"))
+		}},
+		{args: []string{"--out", "x.jsonl"}, check: func(o options) bool { return o.out == "x.jsonl" }},
+		{args: []string{"--record", "--out", "x.jsonl"}, wantErr: true},
 		{args: []string{"--compare"}, check: func(o options) bool { return o.compare && o.compareLines == "" }},
 		{args: []string{"--compare", "2,5"}, check: func(o options) bool { return o.compare && o.compareLines == "2,5" }},
 		{args: []string{"--compare=1,3"}, check: func(o options) bool { return o.compare && o.compareLines == "1,3" }},
@@ -231,9 +244,9 @@ func TestMedianTotalsPerRole(t *testing.T) {
 
 func TestTotals(t *testing.T) {
 	outs := []Outcome{
-		{State: "done", Success: true, Attempts: 1, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1},
-		{State: "done", Success: false, Attempts: 1, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3},
-		{State: "escalated", Attempts: 2, ModelCalls: 8, CostUSD: 0.06, DurationS: 2},
+		{State: "done", Success: true, Attempts: 1, ModelCalls: 4, PromptTokens: 100, CostUSD: 0.02, DurationS: 1, Claimed: true},
+		{State: "done", Success: false, Attempts: 1, ModelCalls: 6, PromptTokens: 300, CostUSD: 0.04, DurationS: 3, Claimed: true},
+		{State: "escalated", Attempts: 2, ModelCalls: 8, CostUSD: 0.06, DurationS: 2, Claimed: true},
 		{State: "not_enqueued"},
 	}
 	got := totals(outs, 30*time.Second, nil)
@@ -509,4 +522,15 @@ func TestBenchRealisticScenario(t *testing.T) {
 			t.Errorf("case %s line: maker_calls %d tool_calls %d scripted %q", o.Name, o.MakerCalls, o.ToolCalls, o.Scripted)
 		}
 	}
+}
+
+// testSandbox is the checks' sandbox in these tests: bwrap where it works, else none
+// (logged). Their subject is the bench, not the sandbox (pipeline/sandbox's tests are).
+func testSandbox(t *testing.T) sandbox.Mode {
+	t.Helper()
+	_, err := sandbox.Probe(context.Background(), "")
+	if testenv.Have(t, testenv.Bubblewrap, err) {
+		return sandbox.ModeBwrap
+	}
+	return sandbox.ModeNone
 }

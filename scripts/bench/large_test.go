@@ -10,11 +10,17 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // The generated large repository holds what its spec says, each bug's test fails at the base
 // and passes with its fix, and the import scan ties each buggy module to its test file alone.
 func TestGenerateLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a repository and runs its suite (long tier; run without -short)")
+	}
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
 	spec := largeSpec{Packages: 4, Modules: 10, Docs: 6, TestFiles: 5, SlowTests: 1, SlowSleep: time.Millisecond, Bugs: 1}
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "bigshop")
@@ -40,7 +46,7 @@ func TestGenerateLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := &validate.Runner{}
+	runner := &validate.Runner{Sandbox: testSandbox(t)}
 	for _, b := range repo.Bugs {
 		file, _, _ := strings.Cut(b.Test, "::")
 		if got := graph.TestsAffectedBy([]string{b.Module}); !reflect.DeepEqual(got, []string{file}) {

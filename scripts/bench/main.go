@@ -5,12 +5,15 @@
 // Each round starts from nothing: a fresh temporary folder with a fresh database, every
 // case materialized fresh at its bug as its own git repository, the issue files written
 // anew, and (offline) a fresh scripted model. One JSON line per round is appended to
-// results.jsonl, which is never rewritten, and the median over the rounds is printed.
+// scripts/bench/results.local.jsonl (untracked), or with --record to the shared record
+// scripts/bench/results.jsonl, which is never rewritten; the median over the rounds is
+// printed.
 //
 //	go run ./scripts/bench                          # offline, 3 rounds × 30 cases
 //	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
 //	go run ./scripts/bench --scenario realistic     # every maker errs as real models do
 //	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
+//	go run ./scripts/bench --record                 # figures for the README: append to results.jsonl
 //	go run ./scripts/bench --compare                # the last two result lines side by side
 package main
 
@@ -69,6 +72,7 @@ type options struct {
 	latency      time.Duration
 	jsonOut      bool
 	out          string
+	record       bool // --record: out is the shared scripts/bench/results.jsonl
 	compare      bool
 	compareLines string // "A,B" (1-based); empty: the last two lines
 	filter       *regexp.Regexp
@@ -101,6 +105,13 @@ func (c *compareFlag) Set(s string) error {
 
 var lineRangeRe = regexp.MustCompile(`^\d+,\d+$`)
 
+// The result files under scripts/bench: a run appends to the untracked local one, so the
+// README's bench command leaves the tree clean; --record appends to the shared one in git.
+const (
+	localResults  = "results.local.jsonl"
+	sharedResults = "results.jsonl"
+)
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -116,7 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", scenarioByDifficulty, "scripted model scenario: "+strings.Join(scenarios, ", "))
 	fs.DurationVar(&o.latency, "latency", 0, "scripted model's simulated latency per call, e.g. 2s")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object")
-	fs.StringVar(&o.out, "out", "", "append one JSON line per round to this file (default: scripts/bench/results.jsonl of this repository, the shared record)")
+	fs.StringVar(&o.out, "out", "", "append one JSON line per round to this file (default: scripts/bench/"+localResults+", untracked)")
+	fs.BoolVar(&o.record, "record", false, "append to scripts/bench/"+sharedResults+", the shared record in git, instead (for figures you publish)")
 	fs.Var(&cmp, "compare", "print two result lines of --out side by side: the last two, or --compare A,B (1-based)")
 	fs.StringVar(&filter, "filter", "", "run only the cases whose name matches this regular expression")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the scripted model's random decisions")
@@ -135,11 +147,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q; flags only, e.g. go run ./scripts/bench --rounds 1", rest)
 	}
 	o.compare, o.compareLines = cmp.set, cmp.lines
+	if o.record && o.out != "" {
+		return o, fmt.Errorf("--record and --out %s: --record appends to scripts/bench/%s; give one of them", o.out, sharedResults)
+	}
 	if o.out == "" {
-		o.out = "results.jsonl"
+		name := localResults
+		if o.record {
+			name = sharedResults
+		}
+		o.out = name
 		if wd, err := os.Getwd(); err == nil {
 			if root := moduleRoot(wd); root != "" {
-				o.out = filepath.Join(root, "scripts", "bench", "results.jsonl")
+				o.out = filepath.Join(root, "scripts", "bench", name)
 			}
 		}
 	}

@@ -66,7 +66,8 @@ type Outcome struct {
 	CompletionTokens int64   `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
 	CostUnknown      bool    `json:"cost_unknown,omitempty"`
-	DurationS        float64 `json:"duration_s"` // first claim to finish
+	DurationS        float64 `json:"duration_s"` // store.TicketDurations: first claim to end
+	Claimed          bool    `json:"claimed"`
 	Reason           string  `json:"reason,omitempty"`
 	// How the maker worked, from the store's model_calls and tool_calls rows. A failed tool
 	// call is any the product answered with an error, refused submits included; failed
@@ -153,7 +154,7 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 			t.EditRungs[r] += float64(n)
 		}
 		prompt, cached, completion = prompt+o.PromptTokens, cached+o.CachedTokens, completion+o.CompletionTokens
-		if o.Attempts > 0 || o.DurationS > 0 { // a ticket never claimed has no duration
+		if o.Claimed { // a ticket never claimed has no duration
 			durations = append(durations, o.DurationS)
 		}
 	}

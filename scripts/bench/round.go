@@ -355,10 +355,14 @@ func (e *env) materialize(ctx context.Context, root string) error {
 	return nil
 }
 
-// outcomes reads each case's ticket back from the store: state, attempts, spend and the
-// time from its first claim to its finish.
+// outcomes reads each case's ticket back from the store: state, attempts, spend and its
+// duration as ticketctl stats defines it (store.TicketDurations).
 func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightReport) ([]Outcome, error) {
 	tickets, err := st.List(ctx, store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	durations, err := st.TicketDurations(ctx, night.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -382,19 +386,8 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 		o.Ticket, o.State, o.Attempts, o.Branch = t.ID, string(t.State), t.Attempts, t.Branch
 		o.ModelCalls, o.PromptTokens, o.CachedTokens, o.CompletionTokens = t.ModelCalls, t.PromptTokens, t.CachedTokens, t.CompletionTokens
 		o.CostUSD, o.CostUnknown, o.Reason = t.CostUSD, t.CostUnknown, t.Reason
-		events, err := st.Events(ctx, t.ID)
-		if err != nil {
-			return nil, err
-		}
-		end := t.FinishedAt
-		if end.IsZero() {
-			end = night.Finished
-		}
-		for _, ev := range events {
-			if ev.Kind == "claimed" {
-				o.DurationS = max(end.Sub(ev.At), 0).Seconds()
-				break
-			}
+		if d, ok := durations[t.ID]; ok {
+			o.DurationS, o.Claimed = d.Seconds(), true
 		}
 		if err := toolFigures(ctx, st, &o); err != nil {
 			return nil, err

@@ -194,11 +194,15 @@ type SQL struct {
 	Progress string
 	// StatsTickets, StatsCalls, StatsFirstRequests, StatsReviews build Stats' statements,
 	// over every ticket or (run) over those claimed in a run's window or charged to it by a
-	// model call, with args after_event_id, end, run id. StatsTickets: -> state, attempts,
-	// created_at, finished_at. StatsCalls: -> count, cost, 1 if some cost unknown, prompt,
+	// model call, with args after_event_id, end, run id. StatsTickets: -> state, attempts.
+	// StatsCalls: -> count, cost, 1 if some cost unknown, prompt,
 	// cached, completion tokens (unknown: no cost, or an unknown completion). StatsFirstRequests: -> role, cached, prompt tokens of each
 	// ticket's first call per role. StatsReviews: -> rounds, dropped findings.
 	StatsTickets, StatsCalls, StatsFirstRequests, StatsReviews func(run bool) string
+	// TicketDurations: -> ticket id, its first claim's at, finished_at (NULL while open),
+	// over every claimed ticket or (run) those claimed in the window, args after_event_id,
+	// end.
+	TicketDurations func(run bool) string
 
 	// Artifacts (a ticket's results folder).
 

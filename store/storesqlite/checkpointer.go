@@ -22,6 +22,7 @@ const checkpointEvery = 128
 // since the last background pass to sync.
 type checkpointer struct {
 	db     *sql.DB
+	mu     sync.Mutex    // held by each pass, and by the writer's RESTART (Store.boundWAL)
 	kick   chan struct{} // buffered(1): a kick while a pass runs queues one more pass
 	done   chan struct{}
 	passes atomic.Int64  // completed passes, for tests
@@ -44,7 +45,10 @@ func (c *checkpointer) loop() {
 		var busy, frames, copied int
 		// Best effort: an error (the writer's backstop checkpoint holding the checkpoint
 		// lock, a full disk) leaves the work to the next pass or to the backstop.
-		if err := c.db.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err == nil {
+		c.mu.Lock()
+		err := c.db.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+		c.mu.Unlock()
+		if err == nil {
 			c.passes.Add(1)
 			select {
 			case c.passed <- struct{}{}:

@@ -24,8 +24,6 @@ import (
 )
 
 const (
-	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
-	journalSizeLimit = 64 << 20
 	// newPageSize is the page size of a database Open creates. Every commit appends each
 	// page it dirtied to the WAL (a queue cycle dirties about 14), so the page size sets the
 	// bytes written and checksummed per transition: 2 KiB pages made BenchmarkQueueCycle
@@ -38,6 +36,13 @@ const (
 	// every checkpointEvery commits) does most of the copying and syncing off the writer's
 	// path, and the backstop's complete checkpoint lets the next write restart the WAL.
 	walCheckpointPages = (16 << 20) / newPageSize
+	// walRestartBytes is the WAL file size past which the writer restarts the log itself,
+	// waiting for readers (see boundWAL): 1.5x the auto-checkpoint. It is also
+	// journal_size_limit, so the first commit after a restart cuts the file back to it and
+	// a file larger than it always means a log that grew past it.
+	walRestartBytes = 3 * walCheckpointPages / 2 * (newPageSize + 24)
+	// journalSizeLimit bounds the WAL file left on disk after a checkpoint.
+	journalSizeLimit = walRestartBytes
 )
 
 // Options tunes the engine; the zero value is the production default.
@@ -72,6 +77,10 @@ type Engine struct {
 	inTx    bool             // a ROLLBACK failed: the next write group rolls back first
 	commits int              // commits on wc, to kick ckpt every checkpointEvery
 	ckpt    *checkpointer
+	// nextRestart is the commit count before which boundWAL does not try again after
+	// readers outlasted its wait; walRestarts counts the restarts it made (for tests).
+	nextRestart int
+	walRestarts atomic.Int64
 
 	qmu     sync.Mutex
 	queue   []*writeReq // writes waiting for the leader (see Write)

@@ -39,3 +39,6 @@ func (e *Engine) WriterQuery(ctx context.Context, q string, args ...any) (*sql.R
 	defer e.wmu.Unlock()
 	return e.wc.QueryContext(ctx, q, args...)
 }
+
+// WALRestarts counts the WAL restarts boundWAL made.
+func (e *Engine) WALRestarts() int64 { return e.walRestarts.Load() }

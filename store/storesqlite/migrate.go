@@ -436,6 +436,16 @@ func applyMigration(ctx context.Context, db *sql.DB, version int, now int64) err
 		return fmt.Errorf("migrate to v%d: begin: %w", version, err)
 	}
 	defer tx.Rollback()
+	// Another process opening the same new database (ticketctl while the daemon starts)
+	// may have applied it since the version was read: the transaction holds the write
+	// lock, so this look is the one that counts.
+	var applied int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&applied); err != nil {
+		return fmt.Errorf("migrate to v%d: read schema version: %w", version, err)
+	}
+	if applied > 0 {
+		return nil
+	}
 	if _, err := tx.ExecContext(ctx, migrations[version-1]); err != nil {
 		return fmt.Errorf("migrate to v%d: %w", version, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,6 +118,33 @@ func TestOpenTwiceIsIdempotent(t *testing.T) {
 			t.Error("read pool accepted a write; want it read-only")
 		}
 		s.Close()
+	}
+}
+
+// TestConcurrentOpensMigrateOnce: processes that open the same new database at once (the
+// daemon starting while ticketctl or a test reads it) each find the schema complete; the
+// one that loses the race for a migration skips it instead of failing on "table already
+// exists". (TestSIGKILLNight found it.)
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "x.db")
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				s, err := storesqlite.Open(context.Background(), path, storesqlite.Options{})
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, open %d: %v", round, i, err)
+			}
+		}
 	}
 }
 

@@ -208,7 +208,16 @@ var statements = storedriver.SQL{
 			(SELECT max(started_at) FROM model_calls WHERE ticket_id = t.id AND attempt = t.attempts)
 		FROM tickets t WHERE t.id = ?`,
 	StatsTickets: func(run bool) string {
-		return `SELECT state, attempts, created_at, finished_at FROM tickets WHERE id IN (` + ticketScope(run) + `)`
+		return `SELECT state, attempts FROM tickets WHERE id IN (` + ticketScope(run) + `)`
+	},
+	TicketDurations: func(run bool) string {
+		scope := ``
+		if run {
+			scope = ` AND id > ?1 AND at <= ?2`
+		}
+		return `SELECT c.ticket_id, c.first, t.finished_at
+		FROM (SELECT ticket_id, min(at) AS first FROM events WHERE kind = 'claimed'` + scope + ` GROUP BY ticket_id) c
+		JOIN tickets t ON t.id = c.ticket_id`
 	},
 	StatsCalls: func(run bool) string {
 		return `SELECT count(*), coalesce(sum(cost_usd), 0), coalesce(max(cost_usd IS NULL OR completion_unknown = 1), 0),

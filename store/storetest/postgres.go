@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // EnvPostgres names the variable holding the test server's URL.
@@ -40,15 +43,12 @@ func Location(t testing.TB, engine string) string {
 }
 
 // PostgresURL is the test server's URL. Without one the test skips, saying how to start
-// one; with TICKETD_REQUIRE_TOOLS=1 (CI) it fails instead.
+// one, or fails where testenv says PostgreSQL is required (scripts/test.sh, so CI).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvPostgres)
 	if u == "" {
-		if os.Getenv("TICKETD_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("no PostgreSQL for this test and TICKETD_REQUIRE_TOOLS=1: %s", StartHint)
-		}
-		t.Skipf("no PostgreSQL server: %s", StartHint)
+		testenv.Need(t, testenv.PostgreSQL, errors.New(EnvPostgres+" is unset; start a server: "+StartHint))
 	}
 	return u
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // pytestOnce finds pytest once per test binary; every verifying test needs it.
@@ -25,9 +26,7 @@ var pytestOnce = sync.OnceValues(func() ([]string, error) {
 func needPytest(t *testing.T) []string {
 	t.Helper()
 	cmd, err := pytestOnce()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
+	testenv.Need(t, testenv.Pytest, err)
 	return cmd
 }
 
@@ -37,6 +36,9 @@ func needPytest(t *testing.T) []string {
 // TICKETD_CASES set it verifies that folder instead (without the 10/15/5
 // count), so authors can check their own cases.
 func TestCasesVerify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pytest several times on each of the 31 cases (long tier; run without -short)")
+	}
 	dir, own := os.LookupEnv("TICKETD_CASES")
 	if !own {
 		dir = filepath.Join("..", "cases")
