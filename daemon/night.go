@@ -41,9 +41,6 @@ type Daemon struct {
 	PromptLayout pipeline.Layout
 	// GitHub is the GitHub intake and output (github.New); nil when not configured.
 	GitHub *github.Syncer
-	// AfterFunc runs f once dur has passed unless stop is called first (the night's
-	// progress reports); nil means time.AfterFunc. Tests fire it at will.
-	AfterFunc func(dur time.Duration, f func()) (stop func() bool)
 	// ProgressEvery is how often a night logs its progress; 0 means DefaultProgressEvery.
 	ProgressEvery time.Duration
 }

@@ -25,15 +25,6 @@ func seconds(d time.Duration) float64 {
 	return math.Round(d.Seconds()*1000) / 1000
 }
 
-// afterFunc runs f after dur on the daemon's timers (AfterFunc; the real clock when nil),
-// and returns what stops it.
-func (d *Daemon) afterFunc(dur time.Duration, f func()) (stop func() bool) {
-	if d.AfterFunc != nil {
-		return d.AfterFunc(dur, f)
-	}
-	return time.AfterFunc(dur, f).Stop
-}
-
 // logNightStarted says the workers start, with what waits for them.
 func (d *Daemon) logNightStarted(ctx context.Context, log *slog.Logger, runID int64, workers int, windowEnd time.Time, repos int) {
 	due, err := d.Store.NextDue(ctx)
@@ -108,7 +99,7 @@ func (p *progress) arm() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.done {
-		p.stop = p.d.afterFunc(p.every, p.tick)
+		p.stop = p.d.clock().AfterFunc(p.every, p.tick)
 	}
 }
 

@@ -39,14 +39,16 @@ func find(recs []map[string]any, msg string) []map[string]any {
 	return out
 }
 
-// timers is the night's AfterFunc in a test: it keeps each timer's function for the test to
-// fire, and the real timers run for any other duration than every.
+// timers is the night's Clock in a test: it keeps each progress timer's function for the
+// test to fire; the real clock runs every other duration than every.
 type timers struct {
 	mu    sync.Mutex
 	every time.Duration
 	fns   []func()
 	armed chan struct{}
 }
+
+func (tm *timers) Now() time.Time { return time.Now() }
 
 func (tm *timers) AfterFunc(d time.Duration, f func()) func() bool {
 	if d != tm.every {
@@ -94,7 +96,7 @@ func TestNightLogs(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	logs := &syncBuffer{}
 	tm := &timers{every: time.Hour, armed: make(chan struct{}, 8)}
-	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil)), AfterFunc: tm.AfterFunc, ProgressEvery: time.Hour}
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Clock: tm, ProgressEvery: time.Hour}
 	done := make(chan NightReport, 1)
 	go func() {
 		rep, _ := d.RunNight(context.Background(), "test")
