@@ -34,7 +34,10 @@ type attemptRecord struct {
 	Flaky    []string           `json:"flaky,omitempty"`
 	Findings []pipeline.Finding `json:"findings,omitempty"`
 	Verdict  *pipeline.Verdict  `json:"verdict,omitempty"`
-	folder   string             // results/<id>/ sub-folder; "" means attempt-<n>
+	// History is what the attempt tried, one line each (which tier of the checks found
+	// what, flaky tests, compactions): the status page's account of the attempt.
+	History []string `json:"history,omitempty"`
+	folder  string   // results/<id>/ sub-folder; "" means attempt-<n>
 }
 
 // AttemptBranch names the branch that keeps attempt n's partial change of a ticket.

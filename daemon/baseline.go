@@ -285,7 +285,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 	for _, n := range notes {
 		text += "\n" + n
 	}
-	w.log.Info("baseline", "repo", repo, "base_commit", short(base), "reused", facts.reused, "took", facts.took, "notes", strings.Join(notes, "; "))
+	w.log.Info("baseline", "repo", repo, "base_commit", short(base), "reused", facts.reused, "duration_s", seconds(facts.took), "notes", strings.Join(notes, "; "))
 	open, err := w.d.Store.List(context.WithoutCancel(ctx), store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: repo})
 	if err != nil {
 		w.log.Warn("list tickets for baseline note", "repo", repo, "err", err)

@@ -41,6 +41,8 @@ type Daemon struct {
 	PromptLayout pipeline.Layout
 	// GitHub is the GitHub intake and output (github.New); nil when not configured.
 	GitHub *github.Syncer
+	// ProgressEvery is how often a night logs its progress; 0 means DefaultProgressEvery.
+	ProgressEvery time.Duration
 }
 
 // Causes recorded when a night stops work in flight.
@@ -157,14 +159,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	if err := d.Store.EndRun(context.WithoutCancel(ctx), runID, rep.Outcome, rep.Error); err != nil {
 		log.Warn("finish run", "run", runID, "err", err)
 	}
-	switch rep.Outcome {
-	case store.OutcomeOK:
-		log.Info("night ok", "run", runID)
-	case store.OutcomeFailed:
-		log.Error("night failed: nothing was claimed", "run", runID, "err", rep.Error)
-	default:
-		log.Warn("night "+string(rep.Outcome), "run", runID, "err", rep.Error)
-	}
+	d.logNightEnded(context.WithoutCancel(ctx), log, rep, ctx.Err() != nil)
 	return rep, err
 }
 
@@ -245,7 +240,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
-		log.Warn("night dollar budget spent: stopping", "limit_usd", cfg.Night.MaxDollars)
+		log.Warn("night dollar budget spent: stopping", "limit", model.FormatCost(cfg.Night.MaxDollars, false, false))
 		stopClaims(ErrNightBudget)
 		stopWork(ErrNightBudget)
 	}, quota: func(msg string) {
@@ -326,7 +321,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		w.parkNote = "until the next night (" + w.parkUntil.UTC().Format(time.RFC3339) + ")"
 	}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
-		log.Info("run window closed: no new claims", "grace", cfg.Night.Grace)
+		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
 	})
 	defer stopWindow()
@@ -334,6 +329,11 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		stopWork(fmt.Errorf("%w and its grace period of %s ran out", ErrWindowClosed, cfg.Night.Grace))
 	})
 	defer stopGrace()
+	d.logNightStarted(ctx, log, runID, cfg.Night.Workers, w.windowEnd, len(healthy))
+	prog := d.startProgress(ctx, log, runID, func() (float64, bool, bool) {
+		return rec.Dollars(), rec.EstimatedDollars() > 0, rec.CostUnknown()
+	})
+	defer prog.end()
 	var wg sync.WaitGroup
 	for i := range cfg.Night.Workers {
 		wg.Add(1)
@@ -354,8 +354,6 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		rep.Stopped = fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))
 	}
 	*ending = w.ending(context.WithoutCancel(ctx), client)
-	log.Info("night finished", "run", runID, "tickets", len(rep.Touched), "cost_usd", rep.Dollars, "estimated_cost_usd", rep.EstimatedDollars,
-		"cost_unknown", rep.CostUnknown, "took", rep.Finished.Sub(rep.Started).Round(time.Millisecond), "stopped", rep.Stopped)
 	return nil
 }
 

@@ -46,7 +46,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	writeAttempt(log, dir, save, attemptRecord{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
-		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict,
+		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
 		folder: attemptFolder(t.ID, lease.Attempt, branch),
 	}, diff, out)
 	calls, err := w.d.Store.ModelCalls(ctx, t.ID)

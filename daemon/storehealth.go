@@ -88,7 +88,7 @@ func (w *workerPool) writeOK(ctx context.Context, log *slog.Logger) {
 	notes := h.pending
 	h.pending = nil
 	h.mu.Unlock()
-	log.Info("ticket database takes writes again: claims resume", "down_for", w.d.now().Sub(since).Round(time.Millisecond), "first_failure", reason)
+	log.Info("ticket database takes writes again: claims resume", "down_for_s", seconds(w.d.now().Sub(since)), "first_failure", reason)
 	for _, id := range slices.Sorted(maps.Keys(notes)) {
 		if err := w.d.Store.AddNote(context.WithoutCancel(ctx), id, "ticketd", notes[id]); err != nil {
 			log.Warn("note the failed database write on ticket", "ticket", id, "err", err)

@@ -302,7 +302,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		BaseFile: tree.FileAtBase,
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
-		"tokens", out.Tokens, "took", out.Duration.Round(time.Millisecond))
+		"tokens", out.Tokens, "duration_s", seconds(out.Duration))
 	if len(facts.flaky) > 0 {
 		out.Flaky = append(slices.Clone(facts.flaky), out.Flaky...)
 	}
@@ -429,7 +429,11 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			log.Error("record failed attempt", "err", err)
 			return
 		}
-		log.Info("attempt failed", "state", newState, "reason", out.Reason)
+		if newState == store.StateEscalated {
+			log.Warn("ticket escalated: it needs a human", "attempts", lease.Attempt, "reason", out.Reason, "result", dir)
+		} else {
+			log.Info("attempt failed", "state", newState, "reason", out.Reason)
+		}
 	}
 }
 

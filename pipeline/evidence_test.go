@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
 // atBase sets the code back to the base commit for the run and puts every file back as the
@@ -165,5 +167,27 @@ func TestIsTestPath(t *testing.T) {
 		if got := isTestPath(p); got != want {
 			t.Errorf("isTestPath(%q) = %v; want %v", p, got, want)
 		}
+	}
+}
+
+// A repository tested with unittest: the test that failed at the base and passes with the
+// change is the evidence (unittest names it by dotted id, not by pytest's node id), so a
+// correct fix ships rather than ending unverified for want of a test.
+func TestEvidenceUnittestSuite(t *testing.T) {
+	t.Parallel() // its own scripted model, repository and python3
+	r, job, _ := setupAttemptWith(t, scriptedmodel.Case{}, map[string]string{
+		"test_calc_unit.py": "import unittest\n\nfrom calc import double\n\n\nclass DoubleTest(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(double(2), 4)\n",
+	})
+	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest}}
+	job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+	if b := job.Baseline[0]; b.Passed || b.Tests != 1 {
+		t.Fatalf("baseline: passed=%v tests=%d (%s); want 1 test failing", b.Passed, b.Tests, b.Summary)
+	}
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if want := "unit: test_calc_unit.DoubleTest.test_two"; out.Evidence == nil || !slices.Contains(out.Evidence.Reproduced, want) {
+		t.Errorf("evidence %+v; want %q reproduced", out.Evidence, want)
 	}
 }

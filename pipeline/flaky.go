@@ -77,7 +77,8 @@ func checkNamed(checks []validate.Check, name string) (validate.Check, bool) {
 	return validate.Check{}, false
 }
 
-// FailingTests names each test check's failing tests (check name → node ids), what Rerun takes.
+// FailingTests names each test check's failing tests (check name → pytest node ids or
+// unittest's dotted ids), what Rerun and the evidence step take.
 func FailingTests(results []validate.Result) map[string][]string {
 	out := map[string][]string{}
 	for _, r := range results {
@@ -85,7 +86,9 @@ func FailingTests(results []validate.Result) map[string][]string {
 			continue
 		}
 		for _, f := range r.Findings {
-			if f.Test != "" && strings.Contains(f.Test, "::") {
+			// A pytest finding names a test by node id ("file::test"); one without is the
+			// file or the session. unittest names each failing test by its dotted id.
+			if f.Test != "" && (strings.Contains(f.Test, "::") || r.Kind == validate.KindUnittest) {
 				out[r.Name] = append(out[r.Name], f.Test)
 			}
 		}

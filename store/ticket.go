@@ -153,7 +153,11 @@ type Filter struct {
 	States []State
 	Repo   string
 	Since  time.Time // created_at >= Since
-	Limit  int
+	// BeforeID keeps tickets with a smaller id: the next page of a newest-first list is
+	// the one before the last id shown (a keyset page, as cheap deep in the history as at
+	// its start).
+	BeforeID int64
+	Limit    int
 }
 
 // Summary is a ticket with its model spend, as ticketctl list shows it.
@@ -185,7 +189,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 // {queued, running} walks the open-tickets index, and the totals aggregate only the
 // listed tickets' calls through model_calls_ticket.
 func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
-	spec := storedriver.ListSpec{Repo: f.Repo, Limit: f.Limit}
+	spec := storedriver.ListSpec{Repo: f.Repo, BeforeID: f.BeforeID, Limit: f.Limit}
 	if !f.Since.IsZero() {
 		spec.Since = f.Since.UnixMilli()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/spell"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -210,11 +212,14 @@ func cmdAdd(e *env, args []string) error {
 	}
 	nt.ExternalID = externalID
 	return e.withStore(func(s *store.Store) error {
-		if e.cfg != nil && len(e.cfg.Repos) > 0 {
+		if e.cfg != nil {
+			names := slices.Sorted(maps.Keys(e.cfg.Repos))
 			if _, ok := e.cfg.Repos[nt.Repo]; !ok {
-				return usagef("ticketctl add --repo "+strings.Join(slices.Sorted(maps.Keys(e.cfg.Repos)), "|")+" ...",
-					"add: repository %q is not under repos: in %s (have: %s)", nt.Repo, e.g.config, strings.Join(slices.Sorted(maps.Keys(e.cfg.Repos)), ", "))
+				return usagef("ticketctl add --repo "+cmp.Or(strings.Join(names, "|"), "NAME")+" ...",
+					"add: repository %q is not under repos: in %s%s (have: %s)", nt.Repo, e.g.config, spell.Hint(nt.Repo, names), cmp.Or(strings.Join(names, ", "), "none"))
 			}
+		} else {
+			fmt.Fprintf(e.stderr, "note: repository %q is not checked: pass --config FILE to check it against repos: (a ticket for a repository the config does not list fails when it is claimed)\n", nt.Repo)
 		}
 		id, created, err := s.Enqueue(e.ctx, nt)
 		if err != nil {

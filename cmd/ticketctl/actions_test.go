@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +131,18 @@ func TestAdd(t *testing.T) {
 		t.Errorf("add to an unknown repo: exit %d, want %d: %s", r.code, exitUsage, r.stderr)
 	}
 	mustContain(t, "stderr", r.stderr, `"nosuch"`, "have: sample")
+	// Also when --db names the database beside the --config, and with a suggestion.
+	r = ctl(t, "--db", f.db, "--config", cfg, "add", "--repo", "sampel", "--title", "x")
+	if r.code != exitUsage {
+		t.Errorf("add --db with --config to an unknown repo: exit %d, want %d: %s", r.code, exitUsage, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, `"sampel"`, "did you mean sample?")
+	// Without a config nothing can be checked: the ticket is added, with a note that says so.
+	r = ctl(t, "--db", f.db, "add", "--repo", "nosuch", "--title", "x")
+	if r.code != exitOK {
+		t.Errorf("add without a config: exit %d: %s", r.code, r.stderr)
+	}
+	mustContain(t, "stderr", r.stderr, "not checked", "--config")
 	if r := ctl(t, "--config", cfg, "add", "--repo", "sample", "--title", "x"); r.code != exitOK {
 		t.Errorf("add to a configured repo: exit %d: %s", r.code, r.stderr)
 	}
@@ -262,5 +276,43 @@ func TestNotADatabase(t *testing.T) {
 	if r.code != exitError {
 		t.Fatalf("list on a text file: exit %d, want %d\n%s", r.code, exitError, r.stderr)
 	}
-	mustContain(t, "stderr", r.stderr, "open database "+path)
+	mustContain(t, "stderr", r.stderr, "database "+path, "not a ticketd database")
+}
+
+// TestNeverWritesToAForeignFile: an empty file, another program's SQLite database and a
+// text file are refused by every command, read or write, and left byte for byte as they
+// were: no schema, no journal mode, no -wal beside them.
+func TestNeverWritesToAForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, path := range []string{empty, other} {
+		before, _ := os.ReadFile(path)
+		for _, args := range [][]string{{"list"}, {"stats"}, {"nights"}, {"add", "--repo", "r", "--title", "t"}, {"requeue", "1"}, {"gc", "--older-than", "1h"}} {
+			r := ctl(t, append([]string{"--db", path}, args...)...)
+			if r.code != exitError || !strings.Contains(r.stderr, "not a ticketd database") || !strings.Contains(r.stderr, "writes nothing") {
+				t.Errorf("%v on %s: exit %d, stderr %q; want 1, refused", args, filepath.Base(path), r.code, r.stderr)
+			}
+		}
+		after, _ := os.ReadFile(path)
+		if !bytes.Equal(before, after) {
+			t.Errorf("%s changed under ticketctl", path)
+		}
+		for _, side := range []string{"-wal", "-shm", "-journal"} {
+			if _, err := os.Stat(path + side); err == nil {
+				t.Errorf("ticketctl left %s%s", path, side)
+			}
+		}
+	}
 }

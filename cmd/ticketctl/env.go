@@ -53,7 +53,7 @@ func init() {
 			long: "Branches and results/ need --config (the repositories and the output folder). Fix branches\n(ticketd/<id>-<slug> of done tickets) are deleted only with --branches.", run: cmdGC},
 		{name: "migrate", args: "--to-url-env VAR", short: "copy this SQLite store, history included, into the empty PostgreSQL database $VAR names",
 			long: "Stop every ticketd using the SQLite file first. The target must be empty; it is left as it was when the copy fails.", run: cmdMigrate},
-		{name: "serve", args: "[--addr 127.0.0.1:8377]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
+		{name: "serve", args: "[--addr 127.0.0.1:8377] [--read-only]", short: "serve the status page, /metrics and /healthz from the database (no daemon needed)", run: cmdServe},
 		{name: "help", args: "[COMMAND]", short: "this help, or a command's", run: cmdHelp},
 	}
 }
@@ -174,25 +174,28 @@ func (e *env) parseID(v string) (int64, error) {
 }
 
 // dbPath finds the database: --db (a SQLite file or a postgres:// URL), else --config's
-// store (path, url or the URL in url_env), else $TICKETD_DB.
+// store (path, url or the URL in url_env), else $TICKETD_DB. A --config is loaded even when
+// --db names the database: add checks repositories against it.
 func (e *env) dbPath() (path, from string, err error) {
-	switch {
-	case e.g.db != "":
-		return e.g.db, "--db", nil
-	case e.g.config != "":
+	if e.g.config != "" && e.cfg == nil {
 		cfg, err := config.Load(e.g.config)
 		if err != nil {
 			return "", "", fmt.Errorf("load --config %s: %w", e.g.config, err)
 		}
 		e.cfg = &cfg
-		loc, err := cfg.Store.Location()
+	}
+	switch {
+	case e.g.db != "":
+		return e.g.db, "--db", nil
+	case e.cfg != nil:
+		loc, err := e.cfg.Store.Location()
 		if err != nil {
 			return "", "", fmt.Errorf("--config %s: %w", e.g.config, err)
 		}
 		switch {
-		case cfg.Store.URLEnv != "":
-			return loc, "store.url_env " + cfg.Store.URLEnv + " in " + e.g.config, nil
-		case cfg.Store.URL != "":
+		case e.cfg.Store.URLEnv != "":
+			return loc, "store.url_env " + e.cfg.Store.URLEnv + " in " + e.g.config, nil
+		case e.cfg.Store.URL != "":
 			return loc, "store.url in " + e.g.config, nil
 		}
 		return loc, "store.path in " + e.g.config, nil
@@ -203,8 +206,10 @@ func (e *env) dbPath() (path, from string, err error) {
 	return "", "", usagef("ticketctl --db ./ticketd.db "+e.cmd, "no database named: pass --db PATH or --config FILE, or set TICKETD_DB")
 }
 
-// open opens the existing database; it never creates a SQLite file (a typo must not yield
-// an empty queue). A PostgreSQL URL names a database the server already has.
+// open opens the existing ticketd database. It never creates a SQLite file (a typo must not
+// yield an empty queue), and never writes to a file that is not one: an empty file, another
+// program's SQLite database or any other file is refused before anything is written. A
+// PostgreSQL URL names a database the server already has.
 func (e *env) open() (*store.Store, error) {
 	path, from, err := e.dbPath()
 	if err != nil {
@@ -230,6 +235,11 @@ func (e *env) open() (*store.Store, error) {
 		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
 	case fi.IsDir():
 		return nil, fmt.Errorf("database %s (from %s) is a directory: name the ticketd.db file inside it", path, from)
+	}
+	if _, err := store.Inspect(e.ctx, path); errors.Is(err, store.ErrNotTicketd) {
+		return nil, fmt.Errorf("database %s (from %s): %w; ticketctl writes nothing to it: name the file ticketd's store.path points at", path, from, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("database %s (from %s): %w", path, from, err)
 	}
 	s, err := store.Open(e.ctx, path, opts)
 	if err != nil {

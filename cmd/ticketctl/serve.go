@@ -14,6 +14,7 @@ const defaultServeAddr = "127.0.0.1:8377"
 func cmdServe(e *env, args []string) error {
 	fs := e.flagSet("serve")
 	addr := fs.String("addr", defaultServeAddr, "listen on `HOST:PORT` (loopback only: the page has no authentication)")
+	readOnly := fs.Bool("read-only", false, "no requeue or cancel buttons (also when --config sets http.read_only)")
 	if _, err := e.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -26,7 +27,12 @@ func cmdServe(e *env, args []string) error {
 			"serve: --addr %q is not a loopback address; the status page has no authentication (put a proxy in front to share it)", *addr)
 	}
 	return e.withStore(func(s *store.Store) error {
-		srv, err := status.New(s, status.Options{})
+		opts := status.Options{ReadOnly: *readOnly}
+		if e.cfg != nil {
+			opts.ReadOnly = opts.ReadOnly || e.cfg.HTTP.ReadOnly
+			opts.Hosts = e.cfg.HTTP.Hosts
+		}
+		srv, err := status.New(s, opts)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func TestServe(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, tt := range []struct{ path, want string }{
 		{"/healthz", "ok"},
-		{"/", "Running (1)"},
+		{"/", `Running <span class="count">1</span>`},
 		{"/metrics", `ticketd_tickets{state="escalated"} 1`},
 	} {
 		resp, err := client.Get(base + tt.path)

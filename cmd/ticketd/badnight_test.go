@@ -122,7 +122,7 @@ func TestBadNight(t *testing.T) {
 	html := get("/")
 	i := strings.Index(html, `id="last-night"`)
 	if i < 0 || !strings.Contains(html[i:], "failed") || !strings.Contains(html[i:], words) ||
-		i > strings.Index(html, "tickets by state") {
+		i > strings.Index(html, `id="needs-you"`) {
 		t.Errorf("status page does not head with the failed night and the server's words:\n%s", html)
 	}
 	metrics := get("/metrics")

@@ -309,6 +309,16 @@ func TestSIGTERMMidTicket(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("ticketd run did not exit within 2 minutes of SIGTERM")
 	}
+	// A normal SIGTERM is not an error: no ERROR line, and the night's end says shutdown.
+	logData, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+	for _, line := range strings.Split(strings.TrimSpace(string(logData)), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("ERROR logged around a normal SIGTERM: %s", line)
+		}
+	}
+	if !strings.Contains(string(logData), `"msg":"night ended: stopped by a shutdown"`) {
+		t.Errorf("the log does not say the night was stopped by the shutdown:\n%s", logData)
+	}
 	tk := f.tickets(t)[0]
 	t.Logf("ticket %d: %s, attempts %d, branch %q, reason %q", tk.ID, tk.State, tk.Attempts, tk.Branch, tk.Reason)
 	if tk.State != store.StateQueued || tk.Attempts != 0 || !tk.LeaseExpiresAt.IsZero() {

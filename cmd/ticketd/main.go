@@ -27,27 +27,102 @@ import (
 	"github.com/ticketd/ticketd/store"
 )
 
-const usage = `ticketd fixes bugs overnight.
+// A command is one ticketd subcommand: its flags are its own, and its --help lists them.
+type command struct {
+	name, args, short string
+	long              string // what it does, its exit codes
+	flags             func(fs *flag.FlagSet, o *options)
+}
 
-Usage:
-  ticketd demo [--dir DIR]            offline demo night with the scripted model (a test double)
-  ticketd once --config FILE          run one night now
-  ticketd run  --config FILE          run nights on night.schedule (cron) until stopped
+// options are every command's flags; each command defines the ones it takes.
+type options struct {
+	config, dir, logFormat, logLevel string
+}
 
-Flags for every command:
-  --log-format text|json              text (colour on a terminal) or JSON lines; default from config
-  --log-level debug|info|warn|error
+func logFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.logFormat, "log-format", "", "log `FORMAT`: text (coloured on a terminal) or json (one object a line); default log.format of the config (demo: text)")
+	fs.StringVar(&o.logLevel, "log-level", "", "log `LEVEL`: debug, info, warn or error; default log.level of the config (demo: warn)")
+}
 
-Exit codes of once:
+func configFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.config, "config", "config.yaml", "the configuration `FILE`")
+}
+
+const onceExits = `Exit codes:
   0  the night ran and worked every ticket it could claim (outcome ok)
-  1  the night could not start for a reason of this machine: config, sandbox, database, no
-     healthy repository, another ticketd on the workspace or database
-  2  usage error
-  3  the model endpoint kept the night from its tickets (preflight refused or down for
+  1  the night could not start for a reason of this machine: the config, the sandbox, the
+     database, no healthy repository, another ticketd on the workspace or database
+  2  usage error (unknown command or flag, a --config that cannot be read)
+  3  the model endpoint kept the night from its tickets (preflight refused, or down for
      models.preflight_wait: outcome failed), or the night stopped early or left tickets
      unworked (outcome stopped or partial: endpoint down, out of quota, a systemic endpoint
-     failure, parked tickets, the window or dollar budget, a shutdown)
-`
+     failure, parked tickets, the window or dollar budget, a shutdown)`
+
+var commands = []command{
+	{name: "demo", args: "[--dir DIR]", short: "an offline demo night with the scripted model (a test double)",
+		long: `Creates a small Python project with three bugs, three issue files and a config in DIR
+(default: a new temporary folder), and runs a night against the scripted model.
+
+Exit codes:
+  0  every demo ticket was fixed
+  1  the demo could not run, or a ticket was not fixed
+  2  usage error`,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.dir, "dir", "", "keep the demo in `DIR` (empty or absent); default a new temporary folder")
+			logFlags(fs, o)
+		}},
+	{name: "once", args: "--config FILE", short: "run one night now",
+		long: "Intake, preflight, start-up checks, then the workers until the queue is done or the window\n" +
+			"closes; prints the night's outcome and cost.\n\n" + onceExits,
+		flags: func(fs *flag.FlagSet, o *options) { configFlag(fs, o); logFlags(fs, o) }},
+	{name: "run", args: "--config FILE", short: "run nights on night.schedule (cron) until stopped",
+		long: `Checks the endpoints (preflight) at start, then waits for night.schedule and runs a night at
+each tick; logs the next night's time while it waits. SIGTERM or SIGINT stops it: a running
+night releases its tickets (no attempt spent) and the process exits 0.
+
+Exit codes:
+  0  stopped by SIGTERM or SIGINT
+  1  it could not start: the config, the sandbox, the database, the preflight, the schedule
+  2  usage error (unknown command or flag, a --config that cannot be read)`,
+		flags: func(fs *flag.FlagSet, o *options) { configFlag(fs, o); logFlags(fs, o) }},
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usage is the top-level help.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("ticketd fixes bugs overnight.\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  ticketd %-22s %s\n", c.name+" "+c.args, c.short)
+	}
+	b.WriteString("  ticketd help [COMMAND]         this help, or a command's flags and exit codes\n\n")
+	b.WriteString("Run 'ticketd COMMAND --help' for a command's flags. ticketctl inspects and steers the queue.\n\n")
+	b.WriteString(strings.Replace(onceExits, "Exit codes:", "Exit codes of once (run's and demo's: ticketd help run, ticketd help demo):", 1) + "\n")
+	return b.String()
+}
+
+// commandHelp is one command's help: synopsis, what it does, its flags.
+func commandHelp(c command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: ticketd %s %s\n\n%s.\n\n", c.name, c.args, strings.ToUpper(c.short[:1])+c.short[1:])
+	if c.long != "" {
+		b.WriteString(c.long + "\n\n")
+	}
+	b.WriteString("Flags:\n")
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(fs, &options{})
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
 
 // Exit codes.
 const (
@@ -65,101 +140,129 @@ func main() {
 
 // run is main without the process: tests call it with their own writers.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
-		return 0
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "ticketd: no command given\n\n"+usage())
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			c, ok := findCommand(args[1])
+			if !ok {
+				fmt.Fprintf(stderr, "ticketd help: unknown command %q\ntry: ticketd help\n", args[1])
+				return exitUsage
+			}
+			fmt.Fprint(stdout, commandHelp(c))
+			return exitOK
+		}
+		fmt.Fprint(stdout, usage())
+		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
+	c, ok := findCommand(cmd)
+	if !ok {
+		fmt.Fprintf(stderr, "ticketd: unknown command %q\ntry: ticketd help\n", cmd)
+		return exitUsage
+	}
+	var o options
 	fs := flag.NewFlagSet("ticketd "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "config.yaml", "configuration file")
-	dir := fs.String("dir", "", "demo: folder for the demo (default: a new temporary folder)")
-	logFormat := fs.String("log-format", "", "text or json")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	fs.SetOutput(io.Discard)
+	c.flags(fs, &o)
 	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, commandHelp(c))
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "ticketd %s: %v\ntry: ticketd %s --help\n", cmd, err, cmd)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ticketd %s: unexpected argument %q\ntry: ticketd help\n", cmd, fs.Arg(0))
+		fmt.Fprintf(stderr, "ticketd %s: unexpected argument %q\ntry: ticketd %s --help\n", cmd, fs.Arg(0), cmd)
 		return exitUsage
 	}
 
 	switch cmd {
 	case "demo":
-		log, err := newLogger(stderr, or(*logFormat, "text"), or(*logLevel, "warn"))
+		log, err := newLogger(stderr, or(o.logFormat, "text"), or(o.logLevel, "warn"))
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd demo: %v\n", err)
-			return 2
+			return exitUsage
 		}
-		res, err := demo.Run(ctx, demo.Options{Dir: *dir, Stdout: stdout, Logger: log})
+		res, err := demo.Run(ctx, demo.Options{Dir: o.dir, Stdout: stdout, Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd demo: %v\n", err)
-			return 1
+			return exitFailed
 		}
 		for _, t := range res.Tickets {
 			if t.State != "done" {
 				fmt.Fprintf(stderr, "ticketd demo: ticket %d ended %s, not done: %s\n", t.ID, t.State, t.Reason)
-				return 1
+				return exitFailed
 			}
 		}
-		return 0
-	case "once", "run":
-		cfg, err := config.Load(*configPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return 2
-		}
-		log, err := newLogger(stderr, or(*logFormat, cfg.Log.Format), or(*logLevel, cfg.Log.Level))
-		if err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return 2
-		}
-		unlock, err := daemon.LockInstance(cfg)
-		if err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
-			return exitFailed
-		}
-		defer unlock()
-		if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
-			return 1
-		}
-		// Orphans of what the daemon starts (a git helper gone to the background) become
-		// ours and are reaped, and killed at exit, instead of piling up under PID 1.
-		rp := &reaper.Reaper{Logger: log}
-		if err := rp.Start(); err != nil {
-			log.Warn("orphaned processes will not be reaped", "err", err)
-		} else {
-			defer rp.Stop()
-		}
-		st, err := daemon.OpenStore(ctx, cfg)
-		if err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return exitFailed
-		}
-		defer st.Close()
-		d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
-		if err := startExtras(ctx, d, log); err != nil {
-			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
-			return exitFailed
-		}
-		if cmd == "once" {
-			rep, err := d.RunNight(ctx, "once")
-			return onceSummary(ctx, st, rep, err, stdout, stderr)
-		}
-		if err := d.Preflight(ctx); err != nil {
-			fmt.Fprintf(stderr, "ticketd run: %v\n", err)
-			return exitFailed
-		}
-		if err := schedule(ctx, d, log); err != nil {
-			fmt.Fprintf(stderr, "ticketd run: %v\n", err)
-			return exitFailed
-		}
 		return exitOK
-	default:
-		fmt.Fprintf(stderr, "ticketd: unknown command %q\ntry: ticketd help\n", cmd)
-		return 2
+	default: // once, run
+		if _, err := os.Stat(o.config); err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: read config: %v\ntry: ticketd %s --config FILE (start from config.yaml in the repository)\n", cmd, err, cmd)
+			return exitUsage
+		}
+		cfg, err := config.Load(o.config)
+		if err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
+			return exitFailed
+		}
+		log, err := newLogger(stderr, or(o.logFormat, cfg.Log.Format), or(o.logLevel, cfg.Log.Level))
+		if err != nil {
+			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
+			return exitUsage
+		}
+		return serve(ctx, cmd, cfg, log, stdout, stderr)
 	}
+}
+
+// serve runs once or run with a loaded configuration.
+func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger, stdout, stderr io.Writer) int {
+	unlock, err := daemon.LockInstance(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+		return exitFailed
+	}
+	defer unlock()
+	if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+		return exitFailed
+	}
+	// Orphans of what the daemon starts (a git helper gone to the background) become
+	// ours and are reaped, and killed at exit, instead of piling up under PID 1.
+	rp := &reaper.Reaper{Logger: log}
+	if err := rp.Start(); err != nil {
+		log.Warn("orphaned processes will not be reaped", "err", err)
+	} else {
+		defer rp.Stop()
+	}
+	st, err := daemon.OpenStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
+		return exitFailed
+	}
+	defer st.Close()
+	d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
+	if err := startExtras(ctx, d, log); err != nil {
+		fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
+		return exitFailed
+	}
+	if cmd == "once" {
+		rep, err := d.RunNight(ctx, "once")
+		return onceSummary(ctx, st, rep, err, stdout, stderr)
+	}
+	if err := d.Preflight(ctx); err != nil {
+		fmt.Fprintf(stderr, "ticketd run: %v\n", err)
+		return exitFailed
+	}
+	if err := schedule(ctx, d, log); err != nil {
+		fmt.Fprintf(stderr, "ticketd run: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }
 
 // onceSummary prints how the night of `ticketd once` went (stdout: the figures; stderr: why
@@ -207,15 +310,20 @@ func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, e
 // a panic is recovered inside the skip guard and does not wedge it).
 func schedule(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error {
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger), cron.Recover(cron.DiscardLogger)))
-	_, err := c.AddFunc(d.Config.Night.Schedule, func() {
+	var id cron.EntryID
+	next := func() string { return c.Entry(id).Next.Format(time.RFC3339) }
+	id, err := c.AddFunc(d.Config.Night.Schedule, func() {
 		// RunNight records and logs the night's outcome itself.
 		_, _ = d.RunNight(ctx, daemon.TriggerCron)
+		if ctx.Err() == nil {
+			log.Info("waiting for the next night", "next_night", next(), "schedule", d.Config.Night.Schedule)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("night.schedule %q: %w (use five cron fields, e.g. \"0 1 * * *\", or @daily)", d.Config.Night.Schedule, err)
 	}
 	c.Start()
-	log.Info("waiting for the schedule", "schedule", d.Config.Night.Schedule)
+	log.Info("waiting for the schedule", "next_night", next(), "schedule", d.Config.Night.Schedule)
 	<-ctx.Done()
 	log.Info("shutting down: waiting for the running night to release its tickets")
 	<-c.Stop().Done()

@@ -42,9 +42,16 @@ func TestRun(t *testing.T) {
 		wantStderr string
 	}{
 		{name: "help", args: []string{"help"}, code: 0, wantStdout: "ticketd demo"},
+		{name: "no command: help on stderr, a usage error", args: nil, code: 2, wantStderr: "ticketd once --config FILE"},
+		{name: "--help", args: []string{"--help"}, code: 0, wantStdout: "Exit codes of once"},
+		{name: "help of a command", args: []string{"help", "run"}, code: 0, wantStdout: "stopped by SIGTERM"},
+		{name: "once --help lists once's flags", args: []string{"once", "--help"}, code: 0, wantStdout: "-config FILE"},
+		{name: "run -h", args: []string{"run", "-h"}, code: 0, wantStdout: "Usage: ticketd run"},
+		{name: "demo --help", args: []string{"demo", "--help"}, code: 0, wantStdout: "-dir DIR"},
+		{name: "a flag of another command", args: []string{"demo", "--config", "x.yaml"}, code: 2, wantStderr: "try: ticketd demo --help"},
 		{name: "unknown command", args: []string{"fix-everything"}, code: 2, wantStderr: "try: ticketd help"},
 		{name: "missing config", args: []string{"once", "--config", filepath.Join(dir, "nope.yaml")}, code: 2, wantStderr: "read config"},
-		{name: "bad config names line and key", args: []string{"once", "--config", badConfig}, code: 2, wantStderr: "bad.yaml:2: night.wokers: unknown key"},
+		{name: "bad config names line and key", args: []string{"once", "--config", badConfig}, code: 1, wantStderr: "bad.yaml:2: night.wokers: unknown key"},
 		{name: "bad log level", args: []string{"demo", "--log-level", "loud"}, code: 2, wantStderr: "--log-level"},
 		{name: "stray argument", args: []string{"once", "extra"}, code: 2, wantStderr: "unexpected argument"},
 		{name: "demo", args: []string{"demo", "--dir", filepath.Join(dir, "demo")}, code: 0, wantStdout: "SCRIPTED MODEL"},
@@ -64,6 +71,21 @@ func TestRun(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("run(%q) stderr lacks %q:\n%s", tt.args, tt.wantStderr, stderr.String())
+			}
+			if strings.Contains(tt.name, "--help") || strings.Contains(tt.name, "-h") {
+				// A command's help lists its own flags, not another command's.
+				own := map[string][]string{"once": {"-config", "-log-format"}, "run": {"-config"}, "demo": {"-dir"}}
+				other := map[string][]string{"once": {"-dir"}, "run": {"-dir"}, "demo": {"-config"}}
+				for _, f := range own[tt.args[0]] {
+					if !strings.Contains(stdout.String(), f) {
+						t.Errorf("%s's help lacks its flag %s", tt.args[0], f)
+					}
+				}
+				for _, f := range other[tt.args[0]] {
+					if strings.Contains(stdout.String(), f+" ") {
+						t.Errorf("%s's help lists %s, which it does not take:\n%s", tt.args[0], f, stdout.String())
+					}
+				}
 			}
 		})
 	}

@@ -157,9 +157,27 @@ func TestRunOnSchedule(t *testing.T) {
 			}
 		}
 		msgs = append(msgs, fmt.Sprint(rec["msg"]))
+		// An operator follows these: the next night's time is said, a stop is not an error,
+		// durations are seconds and costs are written as money, never 9.72e-05.
+		if rec["msg"] == "waiting for the schedule" {
+			if next, _ := rec["next_night"].(string); next == "" {
+				t.Errorf("the wait does not say when the next night is: %s", line)
+			}
+		}
+		if rec["level"] == "ERROR" {
+			t.Errorf("an ERROR line in a night that went well and a normal stop: %s", line)
+		}
+		for k, v := range rec {
+			if k == "took" || strings.HasSuffix(k, "_ms") {
+				t.Errorf("duration %s=%v is not in seconds (want a key ending in _s): %s", k, v, line)
+			}
+			if strings.HasSuffix(k, "_usd") {
+				t.Errorf("cost %s=%v is a raw float (want cost/spent written as $0.0123): %s", k, v, line)
+			}
+		}
 	}
 	all := strings.Join(msgs, "\n")
-	for _, want := range []string{"waiting for the schedule", "attempt started", "ticket done", "night finished", "shutting down"} {
+	for _, want := range []string{"waiting for the schedule", "attempt started", "ticket done", "night started", "night ended", "shutting down"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("logs lack %q; messages:\n%s", want, all)
 		}

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,12 +24,19 @@ import (
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/spell"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
-// Config is the whole configuration. Relative paths are resolved against the directory of
-// the file they were read from.
+// Config is the whole configuration. Relative paths in it (store.path, workspace, output,
+// intake paths, repository paths) are resolved against BaseDir.
 type Config struct {
+	// BaseDir is the folder relative paths are resolved against: the daemon's state folder
+	// (/var/lib/ticketd under systemd) when the config lives elsewhere (/etc/ticketd). A
+	// relative base_dir is itself resolved against the config file's folder; unset means
+	// the config file's folder. The process's working directory plays no part, so ticketd
+	// and ticketctl --config read the same files from anywhere.
+	BaseDir    string          `yaml:"base_dir"`
 	Store      Store           `yaml:"store"`
 	Night      Night           `yaml:"night"`
 	Budget     Budget          `yaml:"budget"`
@@ -312,9 +318,21 @@ func Parse(name string, data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	if c.BaseDir != "" {
+		if !filepath.IsAbs(c.BaseDir) {
+			c.BaseDir = filepath.Join(dir, c.BaseDir)
+		}
+		c.BaseDir = filepath.Clean(c.BaseDir)
+		if fi, err := os.Stat(c.BaseDir); err != nil || !fi.IsDir() {
+			return Config{}, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir))
+		}
+		dir = c.BaseDir
+	} else {
+		c.BaseDir = dir
+	}
 	c.resolvePaths(dir)
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", name, err)
+		return Config{}, locate(name, &root, err)
 	}
 	return c, nil
 }
@@ -430,33 +448,33 @@ func (c Config) Validate() error {
 	switch strings.ToUpper(c.Store.Synchronous) {
 	case "NORMAL", "FULL":
 	default:
-		bad("store.synchronous: must be NORMAL or FULL, got %q", c.Store.Synchronous)
+		bad("store.synchronous: %s", oneOf(c.Store.Synchronous, "NORMAL", "FULL"))
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		bad("log.format: must be text or json, got %q", c.Log.Format)
+		bad("log.format: %s", oneOf(c.Log.Format, "text", "json"))
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log.level: must be debug, info, warn or error, got %q", c.Log.Level)
+		bad("log.level: %s", oneOf(c.Log.Level, "debug", "info", "warn", "error"))
 	}
 	switch c.Judge {
 	case "", "gate", "advisory":
 	default:
-		bad("judge: must be gate or advisory, got %q", c.Judge)
+		bad("judge: %s", oneOf(c.Judge, "gate", "advisory"))
 	}
 	for i, s := range c.Intake {
 		if s.Kind != "dir" {
-			bad("intake[%d].kind: only \"dir\" is supported, got %q", i, s.Kind)
+			bad("intake[%d].kind: %s", i, oneOf(s.Kind, "dir"))
 		}
 		if s.Path == "" {
 			bad("intake[%d].path: required (a folder of *.md issue files)", i)
 		}
 		if s.Repo != "" {
 			if _, ok := c.Repos[s.Repo]; !ok {
-				bad("intake[%d].repo: %q is not defined under repos (have: %s)", i, s.Repo, keys(c.Repos))
+				bad("intake[%d].repo: %q is not defined under repos%s (have: %s)", i, s.Repo, spell.Hint(s.Repo, slices.Sorted(maps.Keys(c.Repos))), keys(c.Repos))
 			}
 		}
 	}
@@ -474,7 +492,7 @@ func (c Config) Validate() error {
 			switch ch.Kind {
 			case "pytest", "unittest", "ruff", "mypy", "command", "python":
 			default:
-				bad("repos.%s.checks[%d].kind: must be pytest, unittest, ruff, mypy, python or command, got %q", name, j, ch.Kind)
+				bad("repos.%s.checks[%d].kind: %s", name, j, oneOf(ch.Kind, "pytest", "unittest", "ruff", "mypy", "python", "command"))
 			}
 			if (ch.Kind == "command" || ch.Kind == "python") && len(ch.Command) == 0 {
 				bad("repos.%s.checks[%d].command: required for kind %q", name, j, ch.Kind)
@@ -490,7 +508,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Sandbox.Valid(); err != nil || c.Sandbox == "" {
-		bad("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q", string(c.Sandbox))
+		bad("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q%s", string(c.Sandbox), spell.Hint(string(c.Sandbox), []string{"bwrap", "none"}))
 	}
 	for i, p := range c.SandboxPaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
@@ -595,6 +613,22 @@ func (c Config) credentialOwners() map[string]string {
 	return owners
 }
 
+func statErr(fi os.FileInfo, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fi.Mode().Type().String() + ", not a directory"
+}
+
+// oneOf says a value is not one of the allowed ones, and which it may have meant.
+func oneOf(got string, allowed ...string) string {
+	list := strings.Join(allowed, " or ")
+	if len(allowed) > 2 {
+		list = strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	}
+	return fmt.Sprintf("must be %s, got %q%s", list, got, spell.Hint(got, allowed))
+}
+
 func keys[V any](m map[string]V) string {
 	k := slices.Sorted(maps.Keys(m))
 	if len(k) == 0 {
@@ -604,76 +638,3 @@ func keys[V any](m map[string]V) string {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-var (
-	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownRe = regexp.MustCompile(`^field (\S+) not found in type .*$`)
-	typeRe    = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`(.*)` )?into (.*)$")
-)
-
-// explain turns yaml.v3's type errors into "file:line: key.path: what is wrong".
-func explain(name string, root *yaml.Node, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	paths := map[int]string{}
-	indexKeys(root, "", paths)
-	var errs []error
-	for _, msg := range te.Errors {
-		m := lineRe.FindStringSubmatch(msg)
-		if m == nil {
-			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
-			continue
-		}
-		line, _ := strconv.Atoi(m[1])
-		key := paths[line]
-		detail := m[2]
-		if u := unknownRe.FindStringSubmatch(detail); u != nil {
-			detail = fmt.Sprintf("unknown key %q (check the spelling against config.yaml in the repository)", u[1])
-		} else if t := typeRe.FindStringSubmatch(detail); t != nil {
-			detail = fmt.Sprintf("wrong type: want %s, got %s %q", t[3], t[1], t[2])
-		}
-		if key == "" {
-			errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, detail))
-		} else {
-			errs = append(errs, fmt.Errorf("%s:%d: %s: %s", name, line, key, detail))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// indexKeys records, for each line that holds a mapping key or a value, the dotted key path.
-func indexKeys(n *yaml.Node, prefix string, out map[int]string) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			indexKeys(c, prefix, out)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if prefix != "" {
-				p = prefix + "." + k.Value
-			}
-			if _, ok := out[k.Line]; !ok {
-				out[k.Line] = p
-			}
-			if v.Line != k.Line {
-				if _, ok := out[v.Line]; !ok && v.Kind == yaml.ScalarNode {
-					out[v.Line] = p
-				}
-			}
-			indexKeys(v, p, out)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", prefix, i)
-			if _, ok := out[c.Line]; !ok && c.Kind == yaml.ScalarNode {
-				out[c.Line] = p
-			}
-			indexKeys(c, p, out)
-		}
-	}
-}

@@ -59,23 +59,30 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{name: "check env with a bad name", yaml: strings.Replace(valid, "      - kind: pytest", "      - kind: pytest\n        env: {\"bad name\": x}", 1),
 			want: []string{`env: "bad name"`}},
-		{name: "unknown key names file, line and key", yaml: strings.Replace(valid, "  workers: 2", "  wokers: 2", 1),
-			want: []string{"cfg.yaml:3:", "night.wokers", `unknown key "wokers"`}},
-		{name: "wrong type", yaml: strings.Replace(valid, "workers: 2", "workers: many", 1),
-			want: []string{"cfg.yaml:3:", "night.workers", "wrong type", `"many"`}},
-		{name: "bad duration", yaml: valid + "budget:\n  wall_clock: soon\n",
-			want: []string{"cfg.yaml:22:", "budget.wall_clock"}},
-		{name: "range", yaml: strings.Replace(valid, "workers: 2", "workers: 0", 1),
-			want: []string{"night.workers: must be 1..64, got 0"}},
-		{name: "unknown repo in intake", yaml: strings.Replace(valid, "    repo: app", "    repo: web", 1),
-			want: []string{`intake[0].repo: "web" is not defined under repos (have: app)`}},
-		{name: "bad check kind", yaml: strings.Replace(valid, "kind: pytest", "kind: nose", 1),
-			want: []string{"repos.app.checks[0].kind"}},
-		{name: "undefined endpoint", yaml: strings.Replace(valid, "maker: {endpoint: local", "maker: {endpoint: cloud", 1),
-			want: []string{"models.roles.maker.endpoint"}},
+		{name: "unknown key names file, line and key, and what it may have meant", yaml: strings.Replace(valid, "  workers: 2", "  wokers: 2", 1),
+			want: []string{"cfg.yaml:3:", "night.wokers", `unknown key "wokers" (did you mean workers?)`, "the keys here are: schedule, window"}},
+		{name: "unknown key in a repository", yaml: strings.Replace(valid, "    path: ../app", "    pth: ../app\n    path: ../app", 1),
+			want: []string{"cfg.yaml:6: repos.app.pth", "(did you mean path?)"}},
+		{name: "wrong type in plain words", yaml: strings.Replace(valid, "workers: 2", "workers: many", 1),
+			want: []string{"cfg.yaml:3:", "night.workers", `want a whole number, got the text "many"`}},
+		{name: "bad duration in plain words", yaml: valid + "budget:\n  wall_clock: soon\n",
+			want: []string{"cfg.yaml:22:", "budget.wall_clock", `want a duration such as 30s, 5m or 1h30m, got the text "soon"`}},
+		{name: "range, with its line", yaml: strings.Replace(valid, "workers: 2", "workers: 0", 1),
+			want: []string{"cfg.yaml:3: night.workers: must be 1..64, got 0"}},
+		{name: "unknown repo in intake", yaml: strings.Replace(valid, "    repo: app", "    repo: ap", 1),
+			want: []string{`cfg.yaml:12: intake[0].repo: "ap" is not defined under repos (did you mean app?) (have: app)`}},
+		{name: "bad check kind, with a suggestion", yaml: strings.Replace(valid, "kind: pytest", "kind: pytset", 1),
+			want: []string{`cfg.yaml:8: repos.app.checks[0].kind: must be pytest, unittest, ruff, mypy, python or command, got "pytset" (did you mean pytest?)`}},
+		{name: "undefined endpoint", yaml: strings.Replace(valid, "maker: {endpoint: local", "maker: {endpoint: locl", 1),
+			want: []string{"cfg.yaml:18: models.roles.maker.endpoint", "(did you mean local?)"}},
+		{name: "unknown role", yaml: strings.Replace(valid, "    judge: {endpoint: local, model: m}", "    judge: {endpoint: local, model: m}\n    makr: {endpoint: local, model: m}", 1),
+			want: []string{"cfg.yaml:21: models.roles.makr: unknown role (did you mean maker?)"}},
+		{name: "enum with a suggestion", yaml: valid + "log:\n  format: jsn\n",
+			want: []string{`cfg.yaml:22: log.format: must be text or json, got "jsn" (did you mean json?)`}},
 		{name: "not yaml", yaml: "night: [", want: []string{"cfg.yaml"}},
-		{name: "bad schedule", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
-			want: []string{`night.schedule: "@nightly" is not a cron schedule`}},
+		{name: "bad schedule, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
+			want: []string{`cfg.yaml:4: night.schedule: "@nightly" is not a cron schedule`}},
+		{name: "a size, with its line", yaml: valid + "max_worktree_size: huge\n", want: []string{`cfg.yaml:21: max_worktree_size: "huge" is not a size`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +93,12 @@ func TestParseErrors(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			// Plain words: no Go type names reach the operator.
+			for _, goWord := range []string{"time.Duration", "config.", "float64", "[]validate", "!!str"} {
+				if strings.Contains(err.Error(), goWord) {
+					t.Errorf("error %q speaks Go (%q)", err, goWord)
 				}
 			}
 		})
@@ -313,6 +326,40 @@ func TestReviewQuestionsInstructions(t *testing.T) {
 	}
 	if again, err := Parse("cfg.yaml", out); err != nil || again.Repos["app"].Instructions != nil {
 		t.Errorf("round trip: instructions %v, %v; want nil (the default files)", again.Repos["app"].Instructions, err)
+	}
+}
+
+// TestBaseDir: relative paths resolve against base_dir (itself relative to the config's
+// folder), never against the process's working directory; a base_dir that is not a folder
+// is an error with its line and the command that creates it.
+func TestBaseDir(t *testing.T) {
+	state := t.TempDir()
+	etc := t.TempDir()
+	c, err := Parse(filepath.Join(etc, "config.yaml"), []byte("base_dir: "+state+"\n"+valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ key, got, want string }{
+		{"store.path", c.Store.Path, filepath.Join(state, "ticketd.db")},
+		{"workspace", c.Workspace, filepath.Join(state, "work")},
+		{"output", c.Output, filepath.Join(state, "results")},
+		{"repos.app.path", c.Repos["app"].Path, filepath.Join(filepath.Dir(state), "app")},
+		{"intake[0].path", c.Intake[0].Path, filepath.Join(state, "issues")},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.key, tt.got, tt.want)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(etc, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Parse(filepath.Join(etc, "config.yaml"), []byte("base_dir: state\n"+valid))
+	if err != nil || c.Store.Path != filepath.Join(etc, "state", "ticketd.db") {
+		t.Errorf("a relative base_dir: store.path %q, %v; want it under the config's folder", c.Store.Path, err)
+	}
+	_, err = Parse(filepath.Join(etc, "config.yaml"), []byte(valid+"base_dir: /nonexistent/ticketd\n"))
+	if err == nil || !strings.Contains(err.Error(), "config.yaml:21: base_dir: /nonexistent/ticketd is not a folder") || !strings.Contains(err.Error(), "install -d") {
+		t.Errorf("a missing base_dir: %v", err)
 	}
 }
 

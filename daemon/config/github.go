@@ -62,6 +62,10 @@ type HTTP struct {
 	// browser sends them in Host ("status.internal" or "status.internal:8443"). Requests for
 	// any other name than the listen address get 421, so a DNS-rebinding page cannot read it.
 	Hosts []string `yaml:"hosts"`
+	// ReadOnly hides the page's requeue and cancel buttons and refuses their requests; the
+	// page then only reads (default false: the buttons are there, behind a per-process
+	// token, a same-origin check and the Host check).
+	ReadOnly bool `yaml:"read_only"`
 }
 
 // GitHub defaults.

@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,9 @@ type Options struct {
 	Behaviour scriptedmodel.Behaviour
 	// MaxAttempts per ticket; 0 means 3.
 	MaxAttempts int
+	// WrapModel, when set, wraps the scripted model's handler: a test holds answers back
+	// with it to look at a night that cannot end before it has looked.
+	WrapModel func(http.Handler) http.Handler
 }
 
 // Result is what the demo leaves behind.
@@ -106,11 +111,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("start the scripted model: %w", err)
 	}
-	baseURL, err := server.Start()
+	baseURL, stopModel, err := serveModel(server, opts.WrapModel)
 	if err != nil {
 		return res, fmt.Errorf("start the scripted model: %w", err)
 	}
-	defer server.Close()
+	defer stopModel()
 
 	gate := validate.KindPytest
 	if _, err := validate.ResolvePytest(ctx); err != nil {
@@ -346,4 +351,20 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// serveModel serves the scripted model on a loopback port, through wrap when it is set,
+// and returns its base URL (ending in /v1) and how to stop it.
+func serveModel(server *scriptedmodel.Server, wrap func(http.Handler) http.Handler) (string, func(), error) {
+	if wrap == nil {
+		baseURL, err := server.Start()
+		return baseURL, func() { server.Close() }, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen on loopback: %w", err)
+	}
+	srv := &http.Server{Handler: wrap(server.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // Serve returns ErrServerClosed after Close
+	return "http://" + ln.Addr().String() + "/v1", func() { srv.Close() }, nil
 }

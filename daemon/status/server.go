@@ -1,12 +1,18 @@
-// Package status serves what an operator looks at while ticketd runs: /healthz, /metrics
-// (Prometheus, read from the ticket database at scrape time) and a status page at / with
-// counts by state, running tickets and their step, tonight's results and, per ticket, a
-// chart of tokens per model call. The daemon serves it beside a night; `ticketctl serve`
-// serves the same from the database alone.
+// Package status serves what an operator looks at while ticketd runs and the morning after:
+// /healthz, /metrics (Prometheus, read from the ticket database at scrape time) and the
+// console: / leads with the last night's outcome and cost and what needs a human, then
+// what runs and what is done (with filters and pages: /?state=escalated&repo=app),
+// /tickets/ID is one ticket's whole story, /nights the history of nights. Requeue and cancel
+// are POST forms guarded by a per-process token, a same-origin check and the Host check;
+// http.read_only turns them off. Everything works without JavaScript but the live refresh.
+// The daemon serves it beside a night; `ticketctl serve` serves the same from the database
+// alone. All of it is read through the store's API.
 package status
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +34,11 @@ type Server struct {
 	now      func() time.Time
 	log      *slog.Logger
 	hosts    []string
+	readOnly bool
+	results  Results
+	// csrf is this process's token for the action forms: a page served by this process
+	// carries it, a forged form elsewhere cannot know it.
+	csrf string
 }
 
 // Options configure New; zero fields take the defaults.
@@ -40,6 +51,11 @@ type Options struct {
 	// Hosts are further Host header values Serve answers to besides the listener's own
 	// address (http.hosts); any other gets 421.
 	Hosts []string
+	// ReadOnly hides the requeue and cancel buttons and refuses their POSTs (http.read_only).
+	ReadOnly bool
+	// Results reads tickets' result files (report, patches, attempt records); default
+	// DirResults, the folder recorded on each ticket.
+	Results Results
 }
 
 // New returns a status server over st.
@@ -52,7 +68,15 @@ func New(st *store.Store, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("status: register metrics: %w", err)
 		}
 	}
-	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts}
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("status: action token: %w", err)
+	}
+	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
+		results: opts.Results, csrf: hex.EncodeToString(token)}
+	if s.results == nil {
+		s.results = DirResults{}
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -62,15 +86,33 @@ func New(st *store.Store, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler routes /healthz, /metrics, / and /live (the page's refreshed part).
+// Handler routes the pages, their assets, the actions, /healthz and /metrics. Serve adds
+// the Host check in front; state-changing requests also pass a same-origin check here.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{ErrorLog: slogPrinter{s.log}}))
-	mux.HandleFunc("GET /{$}", s.page)
-	mux.HandleFunc("GET /live", s.live)
-	mux.HandleFunc("GET /page.js", s.script)
-	return mux
+	mux.HandleFunc("GET /{$}", s.home)
+	mux.HandleFunc("GET /live", s.homeLive)
+	mux.HandleFunc("GET /nights", s.nights)
+	mux.HandleFunc("GET /tickets/{id}", s.ticket)
+	mux.HandleFunc("GET /tickets/{id}/live", s.ticketLive)
+	mux.HandleFunc("GET /tickets/{id}/files/{name...}", s.resultFile)
+	mux.HandleFunc("GET /ticket/{id}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/tickets/"+r.PathValue("id"), http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
+	assets := http.FileServerFS(assetFS)
+	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		assets.ServeHTTP(w, r)
+	})
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.message(w, http.StatusForbidden, "Refused", "This request came from another site; ticketd acts only on forms of its own pages.", "/")
+	}))
+	return cop.Handler(mux)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -214,93 +213,6 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 	return false
 }
 
-var barRe = regexp.MustCompile(`<g class="bar[^"]*"`)
-
-// bars counts the bars of ticket id's chart in an HTML document.
-func bars(t *testing.T, html string, id int64) int {
-	t.Helper()
-	start := strings.Index(html, fmt.Sprintf(`<svg class="chart" data-ticket="%d"`, id))
-	if start < 0 {
-		return -1
-	}
-	end := strings.Index(html[start:], "</svg>")
-	return len(barRe.FindAllString(html[start:start+end], -1))
-}
-
-func TestPageEscapesAndCharts(t *testing.T) {
-	fx := setup(t)
-	srv := serve(t, fx.store)
-	code, html := get(t, srv.URL+"/")
-	if code != 200 {
-		t.Fatalf("GET / = %d:\n%s", code, html)
-	}
-	for _, bad := range []string{`<script>alert`, `<img src=x`} {
-		if strings.Contains(html, bad) {
-			t.Errorf("page contains unescaped %q", bad)
-		}
-	}
-	for _, want := range []string{`&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; average of []`, `&lt;img src=x onerror=alert(1)&gt;`,
-		"Discount applied twice", "step 3 (run_checks)", "Truncate cuts words in half"} {
-		if !strings.Contains(html, want) {
-			t.Errorf("page lacks %q", want)
-		}
-	}
-	tests := []struct {
-		id   int64
-		want int
-	}{{fx.running, 4}, {fx.done, 2}, {fx.escalated, 1}}
-	for _, tt := range tests {
-		if got := bars(t, html, tt.id); got != tt.want {
-			t.Errorf("ticket %d chart: %d bars, want %d (one per model call)", tt.id, got, tt.want)
-		}
-	}
-	_, live := get(t, srv.URL+"/live")
-	if strings.Contains(live, "<html") || bars(t, live, fx.running) != 4 {
-		t.Errorf("/live is not the page's fragment with the charts:\n%.300s", live)
-	}
-}
-
-func TestChartGeometry(t *testing.T) {
-	calls := []store.ModelCall{{PromptTokens: 1000, CachedTokens: 0, CompletionTokens: 0, Attempt: 1},
-		{PromptTokens: 1000, CachedTokens: 500, CompletionTokens: 0, Attempt: 1},
-		{PromptTokens: 500, CachedTokens: 900, CompletionTokens: 100, Attempt: 2}}
-	c := newChart(7, calls)
-	b := c.Bars
-	if len(b) != 3 || b[0].UncachedH != chartPlot || b[1].CachedH != chartPlot/2 || b[1].UncachedH != chartPlot/2 {
-		t.Fatalf("bars = %+v", b)
-	}
-	if b[2].Cached != 500 || b[2].Uncached != 0 || !b[2].AttemptStart || b[1].AttemptStart {
-		t.Errorf("cached is capped at prompt and the attempt boundary marked: %+v", b[2])
-	}
-	if top := b[1].OutY; top != 2 {
-		t.Errorf("a full bar reaches y=2, got %v", top)
-	}
-}
-
-// TestPageShowsQuestions: a ticket whose maker asked is counted as needs_info and shown with
-// its question (escaped: a model wrote it) and how to answer it.
-func TestPageShowsQuestions(t *testing.T) {
-	fx := setup(t)
-	ctx := context.Background()
-	if _, _, err := fx.store.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "q", Repo: "app", Title: "Refund sign"}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := fx.store.Claim(ctx, "w2", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fx.store.AskHuman(ctx, l.Ticket.ID, l.Token, store.Asked{Question: `Should add(2, 3) be 5 <b>or</b> -1 for refunds?`}); err != nil {
-		t.Fatal(err)
-	}
-	_, html := get(t, serve(t, fx.store).URL+"/")
-	for _, want := range []string{"<b>1</b><span>needs_info</span>", "Waiting for an answer (1)", "Should add(2, 3) be 5 &lt;b&gt;or&lt;/b&gt; -1 for refunds?",
-		fmt.Sprintf("ticketctl answer %d", l.Ticket.ID)} {
-		if !strings.Contains(html, want) {
-			t.Errorf("page lacks %q", want)
-		}
-	}
-}
-
 // TestHostCheck: the page answers only to its own address (and localhost at its port, and
 // the names under http.hosts); a DNS-rebinding page's request, which carries the attacker's
 // name as its Host, gets 421.
@@ -324,6 +236,31 @@ func TestHostCheck(t *testing.T) {
 		h.ServeHTTP(w, r)
 		if w.Code != tt.want {
 			t.Errorf("Host %q: status %d, want %d (%s)", tt.host, w.Code, tt.want, w.Body)
+		}
+	}
+}
+
+// TestPageShowsQuestions: a ticket whose maker asked is under "needs you" as needs_info,
+// with its question (escaped: a model wrote it) and how to answer it.
+func TestPageShowsQuestions(t *testing.T) {
+	fx := setup(t)
+	ctx := context.Background()
+	if _, _, err := fx.store.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "q", Repo: "app", Title: "Refund sign"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := fx.store.Claim(ctx, "w2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.store.AskHuman(ctx, l.Ticket.ID, l.Token, store.Asked{Question: `Should add(2, 3) be 5 <b>or</b> -1 for refunds?`}); err != nil {
+		t.Fatal(err)
+	}
+	_, html := get(t, serve(t, fx.store).URL+"/")
+	needs := html[strings.Index(html, `id="needs-you"`):]
+	for _, want := range []string{fmt.Sprintf(`id="ticket-%d"`, l.Ticket.ID), "needs_info", "Should add(2, 3) be 5 &lt;b&gt;or&lt;/b&gt; -1 for refunds?",
+		fmt.Sprintf("ticketctl answer %d", l.Ticket.ID)} {
+		if !strings.Contains(needs, want) {
+			t.Errorf("needs you lacks %q", want)
 		}
 	}
 }

@@ -452,7 +452,7 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			delay = ra
 		}
 		c.log.Warn("model request failed, retrying", "role", string(role), "endpoint", ep.name,
-			"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay, "server_said", f.apiMsg)
+			"error_class", f.class, "status", f.status, "retry", n+1, "delay_s", float64(delay.Milliseconds())/1000, "server_said", f.apiMsg)
 		select {
 		case <-c.clock.After(delay):
 		case <-ctx.Done():

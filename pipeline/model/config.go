@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/spell"
 )
 
 // Defaults applied where a config field is zero.
@@ -227,13 +229,13 @@ func (c Config) Validate() error {
 		switch ep.MaxTokensField {
 		case "", MaxTokensFieldCompletion, MaxTokensFieldMaxTokens, MaxTokensFieldBoth:
 		default:
-			add("%s.max_tokens_field: %q is not max_completion_tokens, max_tokens or both", path, ep.MaxTokensField)
+			add("%s.max_tokens_field: %q is not max_completion_tokens, max_tokens or both%s", path, ep.MaxTokensField, spell.Hint(ep.MaxTokensField, []string{"max_completion_tokens", "max_tokens", "both"}))
 		}
 	}
 
 	for _, r := range slices.Sorted(maps.Keys(c.Roles)) {
 		if !slices.Contains(Roles, r) {
-			add("models.roles.%s: unknown role; the roles are triage, maker, checker, judge", r)
+			add("models.roles.%s: unknown role%s; the roles are triage, maker, checker, judge", r, spell.Hint(string(r), []string{"triage", "maker", "checker", "judge"}))
 		}
 	}
 	for _, r := range Roles {
@@ -248,14 +250,14 @@ func (c Config) Validate() error {
 			add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(slices.Sorted(maps.Keys(c.Endpoints)), ", "))
 		default:
 			if _, ok := c.Endpoints[rc.Endpoint]; !ok {
-				add("%s.endpoint: %q is not defined in models.endpoints", path, rc.Endpoint)
+				add("%s.endpoint: %q is not defined in models.endpoints%s", path, rc.Endpoint, spell.Hint(rc.Endpoint, slices.Sorted(maps.Keys(c.Endpoints))))
 			}
 		}
 		if strings.TrimSpace(rc.Model) == "" {
 			add("%s.model: empty; name the model the endpoint serves, e.g. gpt-4.1-mini", path)
 		}
 		if !slices.Contains(reasoningEfforts, rc.ReasoningEffort) {
-			add("%s.reasoning_effort: %q is not one of none, minimal, low, medium, high, xhigh, max", path, rc.ReasoningEffort)
+			add("%s.reasoning_effort: %q is not one of none, minimal, low, medium, high, xhigh, max%s", path, rc.ReasoningEffort, spell.Hint(rc.ReasoningEffort, []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}))
 		}
 		if rc.MaxOutputTokens < 0 {
 			add("%s.max_output_tokens: %d is negative", path, rc.MaxOutputTokens)

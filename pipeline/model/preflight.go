@@ -113,7 +113,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 			u := usageOf(resp.Usage, ws.info)
 			c.log.Info("preflight passed", "role", string(req.Role), "model", rc.Model, "endpoint", ep.name,
 				"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "usage_reported", ws.info.usageReported,
-				"finish_reason", string(resp.Choices[0].FinishReason), "took", c.clock.Now().Sub(start).Round(time.Millisecond), "retries", n)
+				"finish_reason", string(resp.Choices[0].FinishReason), "duration_s", float64(c.clock.Now().Sub(start).Milliseconds())/1000, "retries", n)
 			return nil
 		case err == nil && ws.info.errObj != nil:
 			f = classifyHTTP(ws.status, *ws.info.errObj)
@@ -131,7 +131,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		}
 		if f.retryable && c.clock.Now().Add(delay).Before(deadline) {
 			c.log.Warn("preflight request failed, retrying", "role", string(req.Role), "endpoint", ep.name,
-				"error_class", f.class, "status", f.status, "retry", n+1, "delay", delay, "server_said", f.apiMsg,
+				"error_class", f.class, "status", f.status, "retry", n+1, "delay_s", float64(delay.Milliseconds())/1000, "server_said", f.apiMsg,
 				"gives_up_at", deadline)
 			select {
 			case <-c.clock.After(delay):

@@ -93,7 +93,7 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "check finished",
 			slog.String("check", c.Name), slog.String("kind", c.Kind), slog.String("dir", dir),
 			slog.Bool("passed", res.Passed), slog.Int("exit_code", res.ExitCode),
-			slog.Bool("timed_out", res.TimedOut), slog.Int64("duration_ms", res.Duration.Milliseconds()),
+			slog.Bool("timed_out", res.TimedOut), slog.Float64("duration_s", float64(res.Duration.Milliseconds())/1000),
 			slog.Int("findings", len(res.Findings)), slog.String("summary", res.Summary))
 		results = append(results, res)
 	}

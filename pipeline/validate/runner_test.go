@@ -136,12 +136,16 @@ func TestRunUnittest(t *testing.T) {
 	r := Runner{Sandbox: testSandbox(t)}
 	check := Check{Name: "unit", Kind: KindUnittest}
 	res := r.Run(ctx, project(t, false), []Check{check})[0]
-	if !res.Passed || res.Summary != "ran 2 tests: OK" {
-		t.Errorf("passing project: passed=%v summary=%q\n%s", res.Passed, res.Summary, res.Output)
+	if !res.Passed || res.Summary != "ran 2 tests: OK" || res.Tests != 2 || res.Errored != 0 {
+		t.Errorf("passing project: passed=%v summary=%q tests=%d errored=%d\n%s", res.Passed, res.Summary, res.Tests, res.Errored, res.Output)
 	}
 	dir := project(t, true)
 	res = r.Run(ctx, dir, []Check{check})[0]
 	want := Finding{File: "stats.py", Line: 2, Test: "tests.test_stats.TestMean.test_empty", Message: "ZeroDivisionError: division by zero"}
+	// The count is what the evidence step and the health check read, as for pytest's report.
+	if res.Tests != 2 || res.Errored != 1 {
+		t.Errorf("buggy project: tests=%d errored=%d, want 2 and 1", res.Tests, res.Errored)
+	}
 	if res.Passed || res.Summary != "ran 2 tests: FAILED (errors=1)" || len(res.Findings) != 1 || res.Findings[0] != want {
 		t.Errorf("buggy project: passed=%v summary=%q findings=%+v\nwant %+v\n%s", res.Passed, res.Summary, res.Findings, want, res.Output)
 	}

@@ -24,6 +24,7 @@ type unittestReport struct {
 	ran      int    // -1 when no "Ran N tests" line was seen
 	status   string // final line: "OK", "OK (skipped=1)", "FAILED (failures=1)", "NO TESTS RAN"
 	findings []Finding
+	errored  int // ERROR: blocks (a test that raised, or a module that failed to import)
 }
 
 // parseUnittest reads the FAIL:/ERROR: blocks, "Ran N tests" and the final
@@ -49,6 +50,9 @@ func parseUnittest(output, dir string) unittestReport {
 			continue
 		}
 		f := Finding{Test: unittestID(m[2], m[3], m[4])}
+		if m[1] == "ERROR" {
+			r.errored++
+		}
 		if m[1] == "UNEXPECTED SUCCESS" {
 			f.Message = "unexpected success of a test marked expectedFailure"
 		}
@@ -125,7 +129,9 @@ func interpretUnittest(dir string, code int, output string) parsed {
 	if code == unittestExitNoTests || (code == 0 && r.ran == 0) {
 		return parsed{passed: true, summary: "no tests collected"}
 	}
-	p := parsed{passed: code == 0, findings: r.findings}
+	// tests is what the evidence step and the health check count on, as for pytest's report:
+	// the tests that ran, or -1 when the output never said.
+	p := parsed{passed: code == 0, findings: r.findings, tests: r.ran, errored: min(r.errored, max(r.ran, 0))}
 	switch {
 	case r.ran >= 0 && r.status != "":
 		p.summary = fmt.Sprintf("ran %d tests: %s", r.ran, r.status)

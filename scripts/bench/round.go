@@ -137,7 +137,7 @@ func isLoopback(baseURL string) bool {
 // so that two rounds of the same configuration hash alike.
 func roundConfig(base config.Config, root string, cases []caseset.Case, scriptedURL string) (config.Config, []byte, string, error) {
 	c := base
-	c.File = ""
+	c.File, c.BaseDir = "", "" // every path below is absolute; the round owns its folder
 	c.Store = config.Store{Path: filepath.Join(root, "ticketd.db"), Synchronous: base.Store.Synchronous}
 	c.Intake = []config.Source{{Kind: "dir", Path: filepath.Join(root, "issues")}}
 	c.Priorities = nil

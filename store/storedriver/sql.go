@@ -208,6 +208,9 @@ type SQL struct {
 	// CallTotals: -> role, model, calls, errors, prompt, cached, completion, reasoning
 	// tokens, cost (known only), latency_ms, by role and model.
 	CallTotals string
+	// NightTokens builds, for n run ids (the args): -> run_id, calls, prompt, cached and
+	// completion tokens of the model calls charged to each of those runs that has any.
+	NightTokens func(n int) string
 	// ToolTotals builds: -> tool, calls, failed, sum of duration_ms, and per bucket the
 	// calls with duration_ms at most it, by tool.
 	ToolTotals func(bucketsMS []int64) string
@@ -267,7 +270,9 @@ type ListSpec struct {
 	States []string
 	Repo   string
 	Since  int64 // created_at >= Since (unix ms)
-	Limit  int
+	// BeforeID keeps ids below it (a keyset page of the newest-first list).
+	BeforeID int64
+	Limit    int
 }
 
 // Table is one table as a copy between engines reads and writes it: Select reads every row

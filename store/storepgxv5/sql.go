@@ -272,6 +272,13 @@ var statements = storedriver.SQL{
 			coalesce(sum(cost_usd), 0), sum(latency_ms)::bigint
 		FROM model_calls GROUP BY role, model ORDER BY role, model`,
 	ToolTotals: toolTotals,
+	NightTokens: func(n int) string {
+		marks := make([]string, n)
+		for i := range marks {
+			marks[i] = "$" + strconv.Itoa(i+1)
+		}
+		return nightTokensQuery(strings.Join(marks, ", "))
+	},
 	Progress: `SELECT t.attempts,
 			coalesce((SELECT step FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), 0),
 			coalesce((SELECT tool FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), ''),
@@ -385,6 +392,9 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	if f.Since != 0 {
 		where = append(where, "created_at >= "+arg(f.Since))
 	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < "+arg(f.BeforeID))
+	}
 	ids := "SELECT id FROM tickets"
 	if len(where) > 0 {
 		ids += " WHERE " + strings.Join(where, " AND ")
@@ -436,4 +446,12 @@ func tables() []storedriver.Table {
 			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
 	}
 	return out
+}
+
+// nightTokensQuery sums the model calls of the runs whose ids the placeholders marks name
+// (through model_calls_run).
+func nightTokensQuery(marks string) string {
+	return `SELECT run_id, count(*), coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(cached_tokens), 0)::bigint,
+			coalesce(sum(completion_tokens), 0)::bigint
+		FROM model_calls WHERE run_id IN (` + marks + `) GROUP BY run_id`
 }

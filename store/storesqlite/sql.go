@@ -224,6 +224,9 @@ var statements = storedriver.SQL{
 			sum(completion_tokens), sum(reasoning_tokens), coalesce(sum(cost_usd), 0), sum(latency_ms)
 		FROM model_calls GROUP BY role, model ORDER BY role, model`,
 	ToolTotals: toolTotals,
+	NightTokens: func(n int) string {
+		return nightTokensQuery(strings.TrimSuffix(strings.Repeat("?, ", n), ", "))
+	},
 	Progress: `SELECT t.attempts,
 			coalesce((SELECT step FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), 0),
 			coalesce((SELECT tool FROM tool_calls WHERE ticket_id = t.id AND attempt = t.attempts ORDER BY id DESC LIMIT 1), ''),
@@ -337,6 +340,10 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 		where = append(where, "created_at >= ?")
 		args = append(args, f.Since)
 	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.BeforeID)
+	}
 	ids := "SELECT id FROM tickets"
 	if open {
 		// Without statistics the planner would rather walk the rowid order of the whole
@@ -395,4 +402,12 @@ func tables() []storedriver.Table {
 			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
 	}
 	return out
+}
+
+// nightTokensQuery sums the model calls of the runs whose ids the placeholders marks name
+// (through model_calls_run).
+func nightTokensQuery(marks string) string {
+	return `SELECT run_id, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
+			coalesce(sum(completion_tokens), 0)
+		FROM model_calls WHERE run_id IN (` + marks + `) GROUP BY run_id`
 }

@@ -48,7 +48,7 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvPostgres)
 	if u == "" {
-		testenv.Need(t, testenv.PostgreSQL, errors.New(EnvPostgres+" is unset; start a server: "+StartHint))
+		testenv.Need(t, testenv.PostgreSQL, errors.New(EnvPostgres+" is unset (start a server: "+StartHint+")"))
 	}
 	return u
 }

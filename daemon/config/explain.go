@@ -1,0 +1,277 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ticketd/ticketd/pipeline/spell"
+)
+
+var (
+	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type .*$`)
+	typeRe    = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`(.*)` )?into (.*)$")
+)
+
+// explain turns yaml.v3's decoding errors into "file:line: key.path: what is wrong", in
+// words an operator reads (a duration such as 30s, not time.Duration), with a suggestion
+// for a misspelt key.
+func explain(name string, root *yaml.Node, err error) error {
+	paths := map[int]string{}
+	indexKeys(root, "", paths, nil)
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := lineRe.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return atLine(name, line, paths[line], m[2])
+		}
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	var errs []error
+	for _, msg := range te.Errors {
+		m := lineRe.FindStringSubmatch(msg)
+		if m == nil {
+			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		key := paths[line]
+		detail := m[2]
+		if u := unknownRe.FindStringSubmatch(detail); u != nil {
+			parent, _ := splitPath(key)
+			detail = fmt.Sprintf("unknown key %q%s (the keys here are: %s)", u[1], spell.Hint(u[1], keysAt(parent)), strings.Join(keysAt(parent), ", "))
+		} else if t := typeRe.FindStringSubmatch(detail); t != nil {
+			detail = fmt.Sprintf("want %s, got %s", typeWords(t[3]), gotWords(t[1], t[2]))
+		}
+		errs = append(errs, atLine(name, line, key, detail))
+	}
+	return errors.Join(errs...)
+}
+
+func atLine(name string, line int, key, detail string) error {
+	if key == "" || strings.HasPrefix(detail, key+":") {
+		return fmt.Errorf("%s:%d: %s", name, line, detail)
+	}
+	return fmt.Errorf("%s:%d: %s: %s", name, line, key, detail)
+}
+
+// locate puts the file and the line of its key in front of each validation error
+// ("night.workers: must be 1..64, got 0" becomes "config.yaml:4: night.workers: ..."). A
+// key the file does not set (a default) gets the file alone; a key inside a list or a
+// mapping the file has, the line of the nearest part it has.
+func locate(name string, root *yaml.Node, err error) error {
+	lines := map[string]int{}
+	indexKeys(root, "", map[int]string{}, lines)
+	var errs []error
+	for _, e := range leaves(err) {
+		msg := e.Error()
+		key, _, ok := strings.Cut(msg, ": ")
+		if !ok || strings.ContainsAny(key, " \t") {
+			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
+			continue
+		}
+		line := 0
+		for p := key; p != "" && line == 0; p, _ = splitPath(p) {
+			line = lines[p]
+		}
+		if line == 0 {
+			errs = append(errs, fmt.Errorf("%s: %s", name, msg))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s:%d: %s", name, line, msg))
+	}
+	return errors.Join(errs...)
+}
+
+// leaves flattens joined errors.
+func leaves(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// splitPath splits a dotted key path before its last part: "repos.app.checks[0]" gives
+// "repos.app.checks" and "[0]"; "night.workers" gives "night" and "workers".
+func splitPath(p string) (parent, last string) {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndex(p, "["); i > 0 {
+			return p[:i], p[i:]
+		}
+	}
+	if i := strings.LastIndex(p, "."); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
+// keysAt lists the keys the configuration takes at a dotted path ("night", "repos.app",
+// "" for the top level), read from the yaml tags of the types: the list a typo is compared
+// with.
+func keysAt(path string) []string {
+	t := reflect.TypeOf(Config{})
+	for _, part := range splitParts(path) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		switch {
+		case strings.HasPrefix(part, "["):
+			continue // the element of a list: Elem above
+		case t.Kind() == reflect.Map:
+			t = t.Elem()
+		case t.Kind() == reflect.Struct:
+			f, ok := fieldByTag(t, part)
+			if !ok {
+				return nil
+			}
+			t = f.Type
+		default:
+			return nil
+		}
+	}
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		if tag := yamlName(t.Field(i)); tag != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+func splitParts(path string) []string {
+	var out []string
+	for _, p := range strings.Split(path, ".") {
+		if p == "" {
+			continue
+		}
+		if i := strings.Index(p, "["); i > 0 {
+			out = append(out, p[:i], p[i:])
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if yamlName(t.Field(i)) == name {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		return strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// typeWords says in words what a Go type wants.
+func typeWords(goType string) string {
+	switch {
+	case goType == "time.Duration":
+		return "a duration such as 30s, 5m or 1h30m"
+	case goType == "bool" || goType == "*bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "float"):
+		return "a number such as 0.5"
+	case goType == "string" || strings.HasSuffix(goType, ".Mode") || strings.HasSuffix(goType, ".Role"):
+		return "a single value (text)"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list (lines starting with -, or [a, b])"
+	case strings.HasPrefix(goType, "map["):
+		return "a mapping of names to values (key: value lines)"
+	}
+	return "a mapping of settings (key: value lines, indented under it)"
+}
+
+// gotWords says what the file holds, as yaml.v3 tags it.
+func gotWords(tag, value string) string {
+	kind := map[string]string{"str": "the text", "int": "the number", "float": "the number", "bool": "the boolean",
+		"seq": "a list", "map": "a mapping", "null": "nothing"}[tag]
+	if kind == "" {
+		kind = tag
+	}
+	if value != "" && tag != "seq" && tag != "map" {
+		return fmt.Sprintf("%s %q", kind, value)
+	}
+	return kind
+}
+
+// indexKeys records, for each line that holds a mapping key or a value, the dotted key path
+// (byLine), and for each path the line it starts on (byPath, when not nil).
+func indexKeys(n *yaml.Node, prefix string, byLine map[int]string, byPath map[string]int) {
+	mark := func(line int, p string) {
+		if _, ok := byLine[line]; !ok {
+			byLine[line] = p
+		}
+		if byPath != nil {
+			if _, ok := byPath[p]; !ok {
+				byPath[p] = line
+			}
+		}
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			indexKeys(c, prefix, byLine, byPath)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			mark(k.Line, p)
+			if v.Line != k.Line && v.Kind == yaml.ScalarNode {
+				if _, ok := byLine[v.Line]; !ok {
+					byLine[v.Line] = p
+				}
+			}
+			indexKeys(v, p, byLine, byPath)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", prefix, i)
+			if byPath != nil {
+				if _, ok := byPath[p]; !ok {
+					byPath[p] = c.Line
+				}
+			}
+			if _, ok := byLine[c.Line]; !ok && c.Kind == yaml.ScalarNode {
+				byLine[c.Line] = p
+			}
+			indexKeys(c, p, byLine, byPath)
+		}
+	}
+}

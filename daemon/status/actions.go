@@ -1,0 +1,70 @@
+package status
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// actor is who the ticket's history names for an action taken on the page.
+const actor = "status page"
+
+// action handles POST /tickets/{id}/{requeue|cancel}. Three checks stand before it: the
+// Host check (Serve), the same-origin check (Handler: a browser's cross-site POST is
+// refused), and this process's token in the form, which a page elsewhere cannot read. With
+// http.read_only nothing is changed.
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.ticketID(w, r)
+	if !ok {
+		return
+	}
+	back := fmt.Sprintf("/tickets/%d", id)
+	if s.readOnly {
+		s.message(w, http.StatusForbidden, "Read-only", "This status page is read-only (http.read_only: true); use ticketctl requeue or ticketctl cancel.", back)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		s.message(w, http.StatusBadRequest, "Bad form", err.Error(), back)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+		s.message(w, http.StatusForbidden, "Refused", "The form's token is not this ticketd's (the page is from before a restart, or from elsewhere): reload the ticket's page and try again.", back)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var err error
+	switch act := r.PathValue("action"); act {
+	case "requeue":
+		err = s.store.Requeue(ctx, id, actor, false)
+	case "cancel":
+		_, err = s.store.RequestCancel(ctx, id, actor, "cancelled on the status page")
+	default:
+		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue and cancel.", act), back)
+		return
+	}
+	switch {
+	case err == nil:
+		s.log.Info("ticket action from the status page", "ticket", id, "action", r.PathValue("action"), "remote", r.RemoteAddr)
+		http.Redirect(w, r, back+"?did="+r.PathValue("action"), http.StatusSeeOther)
+	case errors.Is(err, store.ErrNotFound):
+		s.ticketError(w, id, err)
+	case errors.Is(err, store.ErrInvalidTransition):
+		d, derr := s.ticketData(ctx, id)
+		if derr != nil {
+			s.ticketError(w, id, derr)
+			return
+		}
+		d.ActionError = err.Error()
+		s.render(w, http.StatusConflict, "ticket", "layout", d)
+	default:
+		s.log.Warn("ticket action from the status page", "ticket", id, "action", r.PathValue("action"), "err", err)
+		s.message(w, http.StatusInternalServerError, "Not done", err.Error(), back)
+	}
+}

@@ -1,0 +1,124 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// post sends a form to path with extra headers and returns the status and body; redirects
+// are not followed.
+func post(t *testing.T, srv string, path string, form url.Values, headers map[string]string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", srv+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header.Get("Location")
+}
+
+// TestActions: requeue and cancel are POST forms that need this process's token and a
+// same-origin request; a refused transition says why; read-only shows no button and changes
+// nothing. The ticket's history names the status page.
+func TestActions(t *testing.T) {
+	b := newBuilder(t)
+	b.startNight("cron")
+	esc := b.ticket("app", "Escalated one", attemptPlan{1, "fix", "fix: no luck"})
+	queued, _, err := b.st.Enqueue(b.ctx, store.NewTicket{Source: "dir", ExternalID: "q.md", Repo: "app", Title: "Waiting in the queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveWith(t, b.st, Options{})
+	_, page := get(t, fmt.Sprintf("%s/tickets/%d", srv.URL, esc))
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the ticket page has no action form:\n%s", page)
+	}
+	token := url.Values{"csrf": {m[1]}}
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	tests := []struct {
+		name    string
+		path    string
+		form    url.Values
+		headers map[string]string
+		want    int
+		body    string
+	}{
+		{"no token", fmt.Sprintf("/tickets/%d/requeue", esc), url.Values{}, same, 403, "token"},
+		{"wrong token", fmt.Sprintf("/tickets/%d/requeue", esc), url.Values{"csrf": {"00ff"}}, same, 403, "token"},
+		{"another site's form", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "another site"},
+		{"another origin without fetch metadata", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "http://evil.example"}, 403, "another site"},
+		{"cancel an escalated ticket", fmt.Sprintf("/tickets/%d/cancel", esc), token, same, 409, "requeue it first"},
+		{"an unknown action", fmt.Sprintf("/tickets/%d/delete", esc), token, same, 404, "requeue and cancel"},
+		{"an unknown ticket", "/tickets/999/requeue", token, same, 404, "no ticket 999"},
+		{"requeue", fmt.Sprintf("/tickets/%d/requeue", esc), token, same, 303, ""},
+		{"cancel a queued ticket", fmt.Sprintf("/tickets/%d/cancel", queued), token, same, 303, ""},
+	}
+	for _, tt := range tests {
+		code, body, loc := post(t, srv.URL, tt.path, tt.form, tt.headers)
+		if code != tt.want || !strings.Contains(strings.ToLower(body), strings.ToLower(tt.body)) {
+			t.Errorf("%s: POST %s = %d %q, want %d with %q", tt.name, tt.path, code, clip(200, body), tt.want, tt.body)
+		}
+		if code == 303 && !strings.HasPrefix(loc, "/tickets/") {
+			t.Errorf("%s: redirected to %q, want the ticket's page", tt.name, loc)
+		}
+	}
+	for id, want := range map[int64]store.State{esc: store.StateQueued, queued: store.StateCancelled} {
+		tk, _ := b.st.Get(b.ctx, id)
+		if tk.State != want {
+			t.Errorf("ticket %d is %s, want %s", id, tk.State, want)
+		}
+		events, _ := b.st.Events(b.ctx, id)
+		if last := events[len(events)-1]; last.Actor != actor {
+			t.Errorf("ticket %d's last event is by %q, want %q", id, last.Actor, actor)
+		}
+	}
+	_, page = get(t, fmt.Sprintf("%s/tickets/%d?did=requeue", srv.URL, esc))
+	mustContain(t, "the page after a requeue", page, "Requeued")
+
+	// A GET never acts.
+	if code, _ := get(t, fmt.Sprintf("%s/tickets/%d/requeue", srv.URL, queued)); code == 303 || code == 200 {
+		t.Errorf("GET of an action = %d, want it refused", code)
+	}
+}
+
+// TestReadOnly: with http.read_only the pages carry no form and every POST is refused.
+func TestReadOnly(t *testing.T) {
+	b := newBuilder(t)
+	b.startNight("cron")
+	esc := b.ticket("app", "Escalated one", attemptPlan{1, "fix", "fix: no luck"})
+	srv := serveWith(t, b.st, Options{ReadOnly: true})
+	for _, path := range []string{"/", fmt.Sprintf("/tickets/%d", esc)} {
+		_, page := get(t, srv.URL+path)
+		if strings.Contains(page, "<form class=\"act\"") || strings.Contains(page, `name="csrf"`) {
+			t.Errorf("read-only %s shows an action form", path)
+		}
+		mustContain(t, "read-only "+path, page, "read-only")
+	}
+	code, body, _ := post(t, srv.URL, fmt.Sprintf("/tickets/%d/requeue", esc), url.Values{"csrf": {"x"}}, nil)
+	if code != 403 || !strings.Contains(body, "http.read_only") {
+		t.Errorf("read-only POST = %d %q", code, clip(200, body))
+	}
+	if tk, _ := b.st.Get(b.ctx, esc); tk.State != store.StateEscalated {
+		t.Errorf("a read-only page changed the ticket to %s", tk.State)
+	}
+}

@@ -1,0 +1,258 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/ticketd/ticketd/store"
+)
+
+// Bounds of the home page: it lists the first few of each section and links to the
+// filtered list for the rest, so a big night never makes it a wall.
+const (
+	homeAttention = 20
+	homeRunning   = 50
+	homeDone      = 15
+	homeFinished  = 500 // the finished tickets of a night the page counts
+)
+
+// homeData is the overview: the night, what needs a human, what runs, what is done.
+type homeData struct {
+	common
+	// Last is the latest night that ended (nil before the first); Current the night
+	// running now (nil between nights). Tonight's counts are Current's, else Last's.
+	Last, Current *nightView
+	AllTime       []stateCount
+	AllTotal      int
+	// Attention are the tickets that need a human: tonight's escalations, then the
+	// tickets waiting outside the queue (parked, waiting for an answer).
+	Attention []attentionRow
+	// OlderEscalated counts escalated tickets from before the latest night.
+	OlderEscalated int
+	Running        []runningRow
+	Done           []store.Summary
+	DoneMore       bool
+	// DoneTotal counts this night's finished tickets besides escalations, of which Done
+	// lists the first homeDone; DoneCapped says the count stopped at homeFinished.
+	DoneTotal  int
+	DoneCapped bool
+}
+
+type stateCount struct {
+	State store.State
+	N     int
+}
+
+// nightView is one night as the page heads with it.
+type nightView struct {
+	store.Run
+	Running   bool
+	Worked    int
+	Done      int
+	Escalated int
+	CostUSD   float64
+	// CostUnknown marks a cost that misses some call's price (a lower bound).
+	CostUnknown bool
+	Duration    time.Duration
+	// Now counts the tickets in the open states at request time (queued, running,
+	// parked...), for the night running now.
+	Queued, RunningNow, Waiting int
+}
+
+// attentionRow is a ticket that needs a human, with what was tried.
+type attentionRow struct {
+	store.Summary
+	NewTonight bool
+	Tried      []triedLine
+}
+
+// triedLine is how one attempt (or an operator's step) ended, from the ticket's events.
+type triedLine struct {
+	At      time.Time
+	Attempt int
+	Kind    string
+	Reason  string
+}
+
+type runningRow struct {
+	store.Summary
+	Progress store.Progress
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	if hasListQuery(r) {
+		s.list(w, r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	s.render(w, http.StatusOK, "home", "layout", s.homeData(ctx))
+}
+
+// homeLive is the home page's refreshed part.
+func (s *Server) homeLive(w http.ResponseWriter, r *http.Request) {
+	if hasListQuery(r) {
+		s.listLive(w, r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	s.render(w, http.StatusOK, "home", "live", s.homeData(ctx))
+}
+
+func (s *Server) homeData(ctx context.Context) homeData {
+	d := homeData{common: common{Title: "ticketd", Nav: "home", Now: s.now(), CSRF: s.csrf, ReadOnly: s.readOnly, Refresh: "/live"}}
+	ov, err := s.store.Overview(ctx)
+	if err != nil {
+		d.problem("counts", err)
+	}
+	for _, st := range store.States {
+		d.AllTime = append(d.AllTime, stateCount{st, ov.ByState[st]})
+		d.AllTotal += ov.ByState[st]
+	}
+	runs, err := s.store.Runs(ctx, 2)
+	if err != nil {
+		d.problem("nights", err)
+	}
+	var since time.Time // the latest night's start: "tonight" begins there
+	if len(runs) > 0 {
+		since = runs[0].StartedAt
+		latest := s.nightView(ctx, &d.common, runs[0], ov, true)
+		if latest.Running {
+			d.Current = latest
+			if len(runs) > 1 {
+				d.Last = s.nightView(ctx, &d.common, runs[1], ov, false)
+			}
+		} else {
+			d.Last = latest
+		}
+	}
+
+	escalated, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateEscalated}, Limit: 200})
+	if err != nil {
+		d.problem("escalated tickets", err)
+	}
+	for _, t := range escalated {
+		if t.FinishedAt.Before(since) {
+			d.OlderEscalated++
+			continue
+		}
+		if len(d.Attention) < homeAttention {
+			d.Attention = append(d.Attention, attentionRow{Summary: t, NewTonight: !since.IsZero()})
+		}
+	}
+	var waiting []store.State
+	for _, st := range store.States {
+		if waitsForHuman(st) {
+			waiting = append(waiting, st)
+		}
+	}
+	if len(waiting) > 0 {
+		ws, err := s.store.List(ctx, store.Filter{States: waiting, Limit: homeAttention})
+		if err != nil {
+			d.problem("tickets waiting outside the queue", err)
+		}
+		for _, t := range ws {
+			d.Attention = append(d.Attention, attentionRow{Summary: t})
+		}
+	}
+	for i := range d.Attention {
+		a := &d.Attention[i]
+		events, err := s.store.Events(ctx, a.ID)
+		if err != nil {
+			d.problem(fmt.Sprintf("history of ticket %d", a.ID), err)
+			continue
+		}
+		a.Tried = tried(events)
+	}
+
+	running, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateRunning}, Limit: homeRunning})
+	if err != nil {
+		d.problem("running tickets", err)
+	}
+	for _, t := range running {
+		row := runningRow{Summary: t}
+		if row.Progress, err = s.store.Progress(ctx, t.ID); err != nil {
+			d.problem(fmt.Sprintf("progress of ticket %d", t.ID), err)
+		}
+		d.Running = append(d.Running, row)
+	}
+	if !since.IsZero() {
+		finished, err := s.store.FinishedSince(ctx, since, homeFinished)
+		if err != nil {
+			d.problem("tonight's results", err)
+		}
+		d.DoneCapped = len(finished) == homeFinished
+		for _, t := range finished {
+			if t.State == store.StateEscalated {
+				continue // listed under "needs you"
+			}
+			d.DoneTotal++
+			if len(d.Done) == homeDone {
+				d.DoneMore = true
+				continue
+			}
+			d.Done = append(d.Done, t)
+		}
+	}
+	return d
+}
+
+// nightView reads a night's figures: the run row's for an ended night, the store's stats of
+// its window so far for a running one (only the latest night can be running).
+func (s *Server) nightView(ctx context.Context, c *common, r store.Run, ov store.Overview, latest bool) *nightView {
+	v := &nightView{Run: r, Running: latest && r.EndedAt.IsZero(), Worked: r.Worked, Done: r.Done, Escalated: r.Escalated, CostUSD: r.CostUSD}
+	end := r.EndedAt
+	if end.IsZero() && !v.Running {
+		end = r.StartedAt // unfinished: its process died before it could say
+	}
+	if v.Running {
+		end = c.Now
+		st, err := s.store.Stats(ctx, r.ID)
+		if err != nil {
+			c.problem(fmt.Sprintf("figures of night %d", r.ID), err)
+		} else {
+			v.Worked, v.Done, v.Escalated = st.Tickets, st.ByState[store.StateDone], st.ByState[store.StateEscalated]
+			v.CostUSD, v.CostUnknown = st.CostUSD, st.CostUnknown
+		}
+		v.Queued, v.RunningNow = ov.ByState[store.StateQueued], ov.ByState[store.StateRunning]
+		for st, n := range ov.ByState {
+			if waitsForHuman(st) {
+				v.Waiting += n
+			}
+		}
+	}
+	v.Duration = max(end.Sub(r.StartedAt), 0)
+	return v
+}
+
+// OutcomeClass is the CSS class of the night's outcome ("running", "unfinished" for a
+// night whose process died before it could say).
+func (v *nightView) OutcomeClass() string {
+	switch {
+	case v.Running:
+		return "running"
+	case v.Outcome == "":
+		return "unfinished"
+	}
+	return string(v.Outcome)
+}
+
+// tried picks the events that say how each attempt ended, and what operators did.
+func tried(events []store.Event) []triedLine {
+	var out []triedLine
+	for _, e := range events {
+		switch e.Kind {
+		case "enqueued", "claimed", "completed", "note", "published", "unparked":
+			continue // not how an attempt ended; the ticket's page has the whole history
+		}
+		if e.Reason == "" && !slices.Contains([]string{"escalated", "cancelled", "requeued", "parked"}, e.Kind) {
+			continue
+		}
+		out = append(out, triedLine{At: e.At, Attempt: e.Attempt, Kind: e.Kind, Reason: e.Reason})
+	}
+	return out
+}
