@@ -27,7 +27,10 @@ import (
 type repoFacts struct {
 	results []validate.Result
 	repoMap string
-	flaky   []string // tests that failed at the base, then passed when re-run alone
+	// instructions is the repository's instructions block (AGENTS.md and the like, read at
+	// the base commit): the same bytes for every ticket of the repository at this base.
+	instructions string
+	flaky        []string // tests that failed at the base, then passed when re-run alone
 	// reused is set when the results came from the database (a baseline computed on an
 	// earlier night at the same base commit and checks); computedAt and took describe the
 	// run that produced them.
@@ -118,6 +121,18 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		return f, err
 	}
 	f.repoMap = pipeline.RepoMap(tree.Dir, files)
+	ins, err := pipeline.ReadInstructions(ctx, tree.FileAtBase, repo.Instructions)
+	if err != nil {
+		if ctx.Err() != nil {
+			return f, context.Cause(ctx)
+		}
+		b.log.Warn("repository instructions: some were not read", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
+	}
+	f.instructions = ins.Block
+	if len(ins.Files) > 0 {
+		b.log.Info("repository instructions", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit),
+			"files", strings.Join(ins.Files, ", "), "bytes", ins.Bytes, "cut", ins.Cut)
+	}
 	hash := checksHash(repo.Checks)
 	if b.store != nil && hash != "" {
 		if f, ok := b.load(ctx, tree, hash, f); ok {

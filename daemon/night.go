@@ -280,7 +280,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		runner: &pipeline.Runner{
 			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
-			JudgeAdvisory: cfg.Judge == "advisory",
+			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
 		},
 		gate:       client,
 		runID:      runID,

@@ -59,6 +59,7 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		Retries:           c.Retries,
 		StartedAt:         c.StartedAt,
 		Compactions:       c.Compactions,
+		Continuations:     c.Continuations,
 	})
 	if c.CostUSD == nil || c.CompletionUnknown {
 		r.mu.Lock()

@@ -57,9 +57,14 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	if err != nil {
 		log.Warn("events for report", "err", err)
 	}
+	questions, err := w.d.Store.Questions(ctx, t.ID)
+	if err != nil {
+		log.Warn("questions for report", "err", err)
+	}
 	report := renderReport(reportInput{
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
 		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
+		Questions: questions, GitHub: t.Source == "github",
 	})
 	body := []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it"))
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), body, 0o644); err != nil {
@@ -92,22 +97,36 @@ type reportInput struct {
 	Now       time.Time
 	// Attempts are every attempt's record so far (results/<id>/attempt-<n>/).
 	Attempts []attemptRecord
+	// Questions are the questions asked on the ticket so far, answered or not; GitHub says
+	// the ticket came from a GitHub issue (where its question is posted).
+	Questions []store.Question
+	GitHub    bool
 }
 
 func renderReport(in reportInput) string {
 	t, out := in.Ticket, in.Outcome
 	var b strings.Builder
 	heading := map[string]string{
-		"done":      "Fixed",
-		"retry":     "Not fixed yet (will be retried)",
-		"escalated": "Escalated: needs a human",
-		"cancelled": "Cancelled",
-		"released":  "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
+		"done":       "Fixed",
+		"retry":      "Not fixed yet (will be retried)",
+		"escalated":  "Escalated: needs a human",
+		"cancelled":  "Cancelled",
+		"released":   "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
+		"needs_info": "Waiting for an answer: the maker asked a question (the attempt is not spent)",
 	}[in.Ending]
 	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, heading, in.Attempt, t.MaxAttempts)
-	if in.Ending == string(store.StateDone) {
+	switch in.Ending {
+	case string(store.StateDone):
 		fmt.Fprintf(&b, "Branch `%s` (from `%s`). Review it with:\n\n    git log -p %s..%s\n\n", in.Branch, short(in.Base), short(in.Base), in.Branch)
-	} else {
+	case string(store.StateNeedsInfo):
+		fmt.Fprintf(&b, "## Question\n\n%s\n\n", quote(out.Question))
+		b.WriteString("The ticket is out of the queue until someone answers. Answer it with:\n\n")
+		fmt.Fprintf(&b, "    ticketctl answer %d \"your answer\"\n\n", t.ID)
+		if in.GitHub {
+			b.WriteString("or reply on the GitHub issue (the question is posted there): a comment by the issue's author or by a maintainer with write access, after the question, is taken as the answer.\n\n")
+		}
+		b.WriteString("The next attempt starts with the question and the answer; the triage is kept.\n\n")
+	default:
 		fmt.Fprintf(&b, "Why it stopped: %s\n\n", out.Reason)
 	}
 
@@ -117,6 +136,12 @@ func renderReport(in reportInput) string {
 		fmt.Fprintf(&b, ", labels: %s", strings.Join(t.Labels, ", "))
 	}
 	fmt.Fprintf(&b, ".\n\n%s\n\n", quote(t.Body))
+	for _, q := range in.Questions {
+		if !q.Answered {
+			continue
+		}
+		fmt.Fprintf(&b, "Question %d (asked by attempt %d): %s\n\nAnswer by %s:\n\n%s\n\n", q.N, q.Attempt, oneLine(q.Text), orDashReport(q.AnsweredBy), quote(q.Answer))
+	}
 	if out.Triage != nil {
 		fmt.Fprintf(&b, "Triage: %s\n\n", out.Triage.Summary)
 		for _, c := range out.Triage.AcceptanceCriteria {
@@ -182,9 +207,23 @@ func renderReport(in reportInput) string {
 		fmt.Fprintf(&b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
 	}
 	if len(out.Findings) > 0 {
-		b.WriteString("\nChecker findings:\n")
+		b.WriteString("\nChecker findings (reviewer: severity [category] file:line):\n")
 		for _, f := range out.Findings {
-			fmt.Fprintf(&b, "- %s [%s] %s:%d: %s\n", f.Severity, f.Category, f.File, f.Line, f.Finding)
+			fmt.Fprintf(&b, "- %s: %s [%s] %s:%d: %s\n", reviewerName(f.Reviewer), f.Severity, f.Category, f.File, f.Line, f.Finding)
+			if f.Arbiter != "" {
+				fmt.Fprintf(&b, "  - arbiter: %s\n", f.Arbiter)
+			}
+		}
+	}
+	if len(out.Arbitrations) > 0 {
+		b.WriteString("\nArbiter (findings of two reviewers on the same lines that disagree; it only decides):\n")
+		for _, a := range out.Arbitrations {
+			kept := map[string]string{"A": "the " + reviewerName(a.A.Reviewer) + " finding holds", "B": "the " + reviewerName(a.B.Reviewer) + " finding holds"}[a.Decision]
+			if kept == "" {
+				kept = "both kept, marked as contested"
+			}
+			fmt.Fprintf(&b, "- round %d, %s:%d: %s (%s) \"%s\" against %s (%s) \"%s\": **%s**. %s\n", a.Round, a.A.File, a.A.Line,
+				reviewerName(a.A.Reviewer), a.A.Severity, oneLine(a.A.Finding), reviewerName(a.B.Reviewer), a.B.Severity, oneLine(a.B.Finding), kept, a.Reason)
 		}
 	}
 	if out.DroppedFindings > 0 {
@@ -267,6 +306,21 @@ func renderReport(in reportInput) string {
 		fmt.Fprintf(&b, "    ticketctl requeue %d\n", t.ID)
 	}
 	return b.String()
+}
+
+// reviewerName is a finding's reviewer as the report names it.
+func reviewerName(r string) string {
+	if r == "" {
+		return "correctness"
+	}
+	return r
+}
+
+func orDashReport(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func quote(s string) string {

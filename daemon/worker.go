@@ -274,15 +274,26 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: "baseline checks: " + reason})
 		return
 	}
+	asked, err := w.d.Store.Questions(ctx, t.ID)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("read the ticket's questions: %w", err))
+		return
+	}
+	var questions []pipeline.QA
+	for _, q := range asked {
+		questions = append(questions, pipeline.QA{Question: q.Text, Answer: q.Answer, By: q.AnsweredBy})
+	}
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
-			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage},
-		Dir:       tree.Dir,
-		RepoMap:   facts.repoMap,
-		Checks:    repo.Checks,
-		Baseline:  facts.results,
-		Diff:      fix.diff,
-		Workspace: ws,
+			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage,
+			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0)},
+		Dir:          tree.Dir,
+		RepoMap:      facts.repoMap,
+		Instructions: facts.instructions,
+		Checks:       repo.Checks,
+		Baseline:     facts.results,
+		Diff:         fix.diff,
+		Workspace:    ws,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
@@ -375,6 +386,22 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		keepBranch = true
 		log.Info("ticket done", "branch", tree.Branch, "result", dir)
 		w.d.pushBranch(bg, log, repo, t.ID, tree.Branch)
+	case pipeline.StatusNeedsInfo:
+		// Asking is not a failure: the attempt is not charged, and whatever it changed is
+		// kept beside the question for the human who answers.
+		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, "asked a human: "+out.Question)
+		w.d.pushBranch(bg, log, repo, t.ID, branch)
+		dir := w.writeResult(bg, log, lease, fix, out, string(store.StateNeedsInfo), branch)
+		var state store.State
+		err := w.persist(w.stopCtx(), log, "record the question", t.ID, func(ctx context.Context) (err error) {
+			state, err = w.d.Store.AskHuman(ctx, t.ID, lease.Token, store.Asked{Question: out.Question, Branch: branch, ResultDir: dir})
+			return err
+		})
+		if err != nil {
+			log.Error("record the question", "err", err)
+			return
+		}
+		log.Info("ticket needs info: the maker asked a human", "state", state, "question", out.Question)
 	case pipeline.StatusTransport:
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	case pipeline.StatusStopped:

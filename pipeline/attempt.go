@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -51,6 +52,19 @@ type Ticket struct {
 	Repo    string
 	// Triage is the triage JSON cached on the ticket by an earlier attempt ("" if none).
 	Triage string
+	// Questions are the questions earlier attempts asked a human (ask_human), in order,
+	// with their answers; every role sees them with the ticket.
+	Questions []QA
+	// QuestionsLeft is how many more questions the maker may ask on this ticket
+	// (budget.max_questions less those asked); 0 refuses ask_human.
+	QuestionsLeft int
+}
+
+// QA is one question the maker asked a human, and the answer it got ("" while unanswered).
+type QA struct {
+	Question string
+	Answer   string
+	By       string // who answered, e.g. "ticketctl:alice" or "github:octocat"
 }
 
 // Budget bounds one attempt. Hitting a bound stops the attempt cleanly; zero means no bound.
@@ -63,12 +77,15 @@ type Budget struct {
 
 // Job is one attempt's input.
 type Job struct {
-	Ticket   Ticket
-	Dir      string            // the worktree
-	RepoMap  string            // file map of the repository, shared by its tickets
-	Checks   []validate.Check  // the gate
-	Baseline []validate.Result // the same checks at the base commit
-	Diff     func(context.Context) (string, error)
+	Ticket  Ticket
+	Dir     string // the worktree
+	RepoMap string // file map of the repository, shared by its tickets
+	// Instructions is the repository's instructions block (Instructions.Block, read at the
+	// base commit), shared by its tickets; "" when it has none.
+	Instructions string
+	Checks       []validate.Check  // the gate
+	Baseline     []validate.Result // the same checks at the base commit
+	Diff         func(context.Context) (string, error)
 	// Workspace is the maker's view of Dir, made by the caller so that it can build the fix
 	// from the files the tools wrote (Workspace.Written) and Diff from the same; nil means
 	// the attempt makes its own.
@@ -99,16 +116,20 @@ const (
 	// reported bug (no test fails at the base and passes with it, no verification does
 	// either). It is never shipped; its patch is kept for a human.
 	StatusUnverified Status = "unverified"
+	// StatusNeedsInfo: the maker asked a human a question (Outcome.Question). The ticket
+	// waits for the answer; the attempt is not charged.
+	StatusNeedsInfo Status = "needs_info"
 )
 
 // Outcome is what one attempt produced.
 type Outcome struct {
-	Status  Status
-	Reason  string
-	Summary string            // the maker's submit summary
-	Triage  *Triage           // the triage used (fresh or cached)
-	Checks  []validate.Result // the last validator run on a submitted change
-	Gate    *Gate             // that run compared with the base commit
+	Status   Status
+	Reason   string
+	Summary  string            // the maker's submit summary
+	Question string            // the maker's question (StatusNeedsInfo)
+	Triage   *Triage           // the triage used (fresh or cached)
+	Checks   []validate.Result // the last validator run on a submitted change
+	Gate     *Gate             // that run compared with the base commit
 	// Evidence is what showed (or failed to show) that the last submitted change fixes the
 	// bug; nil when no submit got past the checks.
 	Evidence *Evidence
@@ -127,8 +148,10 @@ type Outcome struct {
 	// dropped (invented evidence, bad schema, new in round 2).
 	ReviewRounds    int
 	DroppedFindings int
-	JudgeAdvisory   bool // the verdict only annotates (judge: advisory)
-	Duration        time.Duration
+	// Arbitrations are the arbiter's decisions on contradicting findings, in order.
+	Arbitrations  []Arbitration
+	JudgeAdvisory bool // the verdict only annotates (judge: advisory)
+	Duration      time.Duration
 	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
 	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
 	FirstTierCaught int
@@ -164,6 +187,9 @@ type Runner struct {
 	// JudgeAdvisory makes the judge annotate the report without blocking (config judge:
 	// advisory); the default gates.
 	JudgeAdvisory bool
+	// Reviewers are the checker's angles (config review.reviewers); nil means
+	// correctness alone.
+	Reviewers []Reviewer
 }
 
 func (r *Runner) flakeReruns() int {
@@ -226,6 +252,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.History = a.history
 	out.Flaky = a.flaky
 	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
+	out.Arbitrations = a.arbitrations
 	out.JudgeAdvisory = r.JudgeAdvisory
 	out.FirstTierCaught, out.FirstTierTime = a.firstTierCaught, a.firstTierTime
 	return out
@@ -260,6 +287,10 @@ type attempt struct {
 	reviewRounds    int
 	lastFindings    []Finding
 	droppedFindings int
+	arbitrations    []Arbitration
+	// mu guards the spend counters (calls, tokens, dollars), which reviewers running in
+	// parallel update together.
+	mu sync.Mutex
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
@@ -280,6 +311,8 @@ func (a *attempt) note(format string, args ...any) {
 // or a check that hangs.
 func (a *attempt) checkBudget() error {
 	b := a.job.Budget
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	switch {
 	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
 		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
@@ -318,11 +351,13 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 		PrefixVersion: PromptVersion,
 		Compactions:   a.takeCompactions(role),
 	})
+	a.mu.Lock()
 	a.calls++
 	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	if resp.CostUSD != nil {
 		a.dollars += *resp.CostUSD
 	}
+	a.mu.Unlock()
 	return resp, err
 }
 

@@ -24,7 +24,7 @@ const maxIdleTurns = 3
 // makerMessages builds the opening of the maker conversation: static system prompt, then the
 // repository part, then the ticket part. See prompts.go for why the order matters.
 func (a *attempt) openingMessages(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
-	user := RepoContext(a.job.Ticket.Repo, a.job.RepoMap) + "\n" +
+	user := RepoContext(a.job.Ticket.Repo, a.job.Instructions, a.job.RepoMap) + "\n" +
 		TicketContext(a.job.Ticket, triage, a.job.Dir, a.r.now())
 	system := SystemPrompt(role)
 	if a.r.Layout == LayoutDynamicFirst {
@@ -193,6 +193,8 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 	case tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
+	case tools.AskHuman:
+		res = a.askHuman(tc.Function.Arguments)
 	default:
 		var r tools.Result
 		r, err = ws.Run(ctx, tc.Function.Name, tc.Function.Arguments)
@@ -337,6 +339,36 @@ func (a *attempt) noEvidence(summary, diff string, gate Gate, ev *Evidence) tool
 		Reason: "unverified, patch attached: the checks pass, but " + why}
 	a.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
+}
+
+// maxQuestionBytes bounds the question a maker asks: it goes into a GitHub comment, the
+// report and every later prompt of the ticket.
+const maxQuestionBytes = 2000
+
+// refusedQuestion answers ask_human once the ticket's questions are used up.
+const refusedQuestion = "error: ask_human refused: this ticket has no question left (budget.max_questions), and nobody will answer now. Decide from what you have: choose the most plausible reading of the report, fix that, and say in the submit summary which reading you chose and why."
+
+// askHuman ends the attempt with the maker's question when the ticket has a question left;
+// otherwise it refuses, and the maker goes on.
+func (a *attempt) askHuman(args string) toolResult {
+	var q struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &q); err != nil {
+		return toolResult{failed: true, text: fmt.Sprintf("error: ask_human arguments are not valid JSON (%v); send {\"question\": \"...\"}", err)}
+	}
+	question := strings.TrimSpace(q.Question)
+	if question == "" {
+		return toolResult{failed: true, text: `error: ask_human needs a non-empty "question"`}
+	}
+	if a.job.Ticket.QuestionsLeft <= 0 {
+		a.note("ask_human refused (no question left): %s", clip(question, 200))
+		return toolResult{failed: true, text: refusedQuestion}
+	}
+	question = clip(question, maxQuestionBytes)
+	a.note("asked a human: %s", question)
+	out := Outcome{Status: StatusNeedsInfo, Question: question, Reason: "needs info: the maker asked: " + clip(question, 300)}
+	return toolResult{text: "Question recorded. The attempt ends here; the ticket resumes once it is answered.", final: &out}
 }
 
 // evidenceText is the last evidence step's finding, for the judge.

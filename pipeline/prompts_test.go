@@ -61,7 +61,7 @@ func TestStaticPrefixIsByteIdentical(t *testing.T) {
 		}
 		runs = append(runs, first)
 	}
-	repoPart := len(RepoContext("calc", "calc.py\n  def double(x)\ntest_calc.py\n  def test_double()"))
+	repoPart := len(RepoContext("calc", "", "calc.py\n  def double(x)\ntest_calc.py\n  def test_double()"))
 	for _, role := range model.Roles {
 		a, b := runs[0][string(role)], runs[1][string(role)]
 		if a.system == "" || b.system == "" {

@@ -16,7 +16,6 @@ import (
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
-	"github.com/ticketd/ticketd/store"
 )
 
 // Triage is the triage role's note on a ticket, computed once and reused by later attempts.
@@ -55,6 +54,11 @@ type Finding struct {
 	Category string `json:"category"` // e.g. correctness, regression, test, scope
 	Finding  string `json:"finding"`
 	Evidence string `json:"evidence"`
+	// Reviewer is the angle of the reviewer that reported it (set by ticketd, not by the
+	// model); Arbiter is the arbiter's decision on it when it contradicted another
+	// reviewer's finding on the same lines ("" when it did not).
+	Reviewer string `json:"reviewer,omitempty"`
+	Arbiter  string `json:"arbiter,omitempty"`
 }
 
 // Severities of the checker's schema.
@@ -161,38 +165,16 @@ func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResul
 	rr := reviewResult{final: round >= MaxReviewRounds}
 	material := fmt.Sprintf("\n# Proposed fix\n\nMaker's summary: %s\n\n```diff\n%s\n```\n", summary, clip(diff, 60_000))
 	if a.r.Roles[model.RoleChecker] {
-		var ans struct {
-			Findings []Finding `json:"findings"`
-		}
-		msgs := a.openingMessages(model.RoleChecker, nil)
-		msgs[1].Content += material
-		if round > 1 {
-			prev, _ := json.Marshal(a.lastFindings)
-			msgs[1].Content += fmt.Sprintf("\n# Review round %d of %d\n\nYour findings on the previous version of the fix were:\n%s\n\nThe diff above is the maker's new version. For each of those findings, repeat it unchanged if it still holds, or leave it out to withdraw it. Do not report new findings in this round: they are discarded.\n", round, MaxReviewRounds, prev)
-		}
-		if err := a.askJSON(ctx, model.RoleChecker, msgs, &ans, nil); err != nil {
+		kept, dropped, err := a.runReviewers(ctx, round, diff, material)
+		if err != nil {
 			return rr, err
 		}
-		kept, dropped := a.verifyFindings(ans.Findings, diff)
-		if round > 1 {
-			kept, dropped = confirmOnly(kept, a.lastFindings, dropped)
-		}
 		rr.findings, rr.dropped = kept, dropped
-		a.droppedFindings += dropped
-		if a.r.Recorder != nil {
-			if err := a.r.Recorder.RecordReview(context.WithoutCancel(ctx), store.Review{TicketID: a.job.Ticket.ID,
-				Attempt: a.job.Ticket.Attempt, Round: round, Kept: len(kept), Dropped: dropped, At: a.r.now()}); err != nil {
-				a.log.Warn("record review round", "round", round, "err", err)
-			}
-		}
-		if dropped > 0 {
-			a.note("review round %d: %d checker finding(s) dropped (evidence not in the diff or changed files, bad schema, or new in round 2)", round, dropped)
-		}
 		a.lastFindings = kept
 		var blockers []string
 		for _, f := range kept {
 			if f.Severity == "blocker" {
-				blockers = append(blockers, fmt.Sprintf("- %s:%d [%s]: %s (evidence: %q)", f.File, f.Line, orDash(f.Category), f.Finding, clip(f.Evidence, 200)))
+				blockers = append(blockers, fmt.Sprintf("- %s:%d [%s%s]: %s (evidence: %q)%s", f.File, f.Line, reviewerTag(f), orDash(f.Category), f.Finding, clip(f.Evidence, 200), contestedNote(f)))
 			}
 		}
 		if len(blockers) > 0 {

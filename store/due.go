@@ -26,6 +26,8 @@ type Due struct {
 	// repositories (zero when none): when it passes, that ticket can be rescued or settled.
 	// Running counts tickets of paused repositories too: their workers still hold them.
 	NextLeaseExpiry time.Time
+	// Waiting counts the needs_info tickets: they wait for an answer, not for a worker.
+	Waiting int
 }
 
 // Idle reports whether no ticket is queued or running at all.
@@ -61,6 +63,8 @@ func (s *Store) NextDue(ctx context.Context) (Due, error) {
 			d.Paused += n
 		case state == StateQueued:
 			d.Queued, d.NextRunAfter, d.Ready = n, fromMS(runAfter), ready
+		case state == StateNeedsInfo:
+			d.Waiting += n // outside the queue until answered
 		default:
 			d.Running += n
 			if paused == 0 {

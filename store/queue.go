@@ -358,7 +358,7 @@ func (s *Store) currentState(ctx context.Context, tx storedriver.Tx, id int64) (
 	return st, attempts, nil
 }
 
-// RequestCancel cancels a queued ticket at once and flags a running one (its worker sees the
+// RequestCancel cancels a queued or needs_info ticket at once and flags a running one (its worker sees the
 // flag on its next Heartbeat and calls FinishCancelled). Cancelling a cancelled ticket is a
 // no-op; done and escalated tickets return ErrInvalidTransition. Returns the state after.
 func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string) (State, error) {
@@ -375,7 +375,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return nil
 		case StateDone, StateEscalated:
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
-		case StateQueued, StateParked:
+		case StateQueued, StateParked, StateNeedsInfo:
 			after = StateCancelled
 			if _, err := tx.Exec(ctx, s.q.CancelQueued, now, now, reason, id, string(st)); err != nil {
 				return err
@@ -395,8 +395,9 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 }
 
 // Requeue puts a finished ticket (escalated, cancelled, done) back in the queue with its
-// attempts and rescues reset to 0. A parked ticket goes back to the queue at once, its
-// counts kept (a park never charged it). A running ticket is requeued only with force (an
+// attempts and rescues reset to 0. A parked or needs_info ticket goes back to the queue at
+// once, its counts kept (neither a park nor a question charged it; a needs_info ticket goes
+// on without an answer). A running ticket is requeued only with force (an
 // operator rescuing a ticket stuck on a dead worker): the fence token moves on, so the old
 // holder's writes are refused. Every case is recorded as a requeued event naming who.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
@@ -419,6 +420,14 @@ func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) e
 				return err
 			}
 			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, "unparked by operator")
+		case st == StateNeedsInfo:
+			// Going on without an answer: the question stays unanswered on record, its count
+			// kept (no second question), and so are the attempts (asking charged none).
+			reason = "requeued by operator without an answer to its question"
+			if _, err := tx.Exec(ctx, s.q.RequeueNeedsInfo, now, now, reason, id); err != nil {
+				return err
+			}
+			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
 		}
 		if _, err := tx.Exec(ctx, s.q.Requeue, now, now, reason, id, string(st)); err != nil {
 			return err

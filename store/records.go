@@ -38,6 +38,9 @@ type ModelCall struct {
 	// Compactions is how many compaction passes shrank the maker's conversation just
 	// before this call.
 	Compactions int `json:"compactions,omitempty"`
+	// Continuations counts the follow-up requests that continued an answer cut at
+	// finish_reason=length; its tokens are the sum over them.
+	Continuations int `json:"continuations"`
 	// CostSource is "provider", "price_table", "estimate", "unknown", or "" (older rows).
 	CostSource      string        `json:"cost_source"`
 	PriceCostUSD    *float64      `json:"price_cost_usd"`    // the price-table figure, beside a provider's cost
@@ -95,7 +98,7 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
 			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
 			b2i(!c.UsageEstimated), c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions,
-			b2i(c.CompletionUnknown))
+			b2i(c.CompletionUnknown), c.Continuations)
 		return err
 	})
 	if err != nil {
@@ -124,7 +127,7 @@ func (s *Store) ModelCalls(ctx context.Context, ticketID int64) ([]ModelCall, er
 		if err := rows.Scan(&c.ID, &c.TicketID, &c.RunID, &c.Attempt, &c.Role, &c.Model, &c.Endpoint,
 			&c.PromptTokens, &c.CachedTokens, &c.CacheWriteTokens, &c.CompletionTokens, &c.ReasoningTokens, &cost,
 			&latencyMS, &c.FinishReason, &c.ErrorClass, &c.Error, &c.Retries, &started,
-			&reported, &c.CostSource, &price, &prov, &c.Compactions, &unknownCompletion); err != nil {
+			&reported, &c.CostSource, &price, &prov, &c.Compactions, &unknownCompletion, &c.Continuations); err != nil {
 			return nil, fmt.Errorf("model calls of ticket %d: %w", ticketID, err)
 		}
 		c.CostUSD, c.PriceCostUSD, c.ProviderCostUSD = floatPtr(cost), floatPtr(price), floatPtr(prov)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -18,6 +19,9 @@ type Review struct {
 	Kept     int       `json:"kept"`
 	Dropped  int       `json:"dropped"`
 	At       time.Time `json:"at"`
+	// Reviewer is the checker's angle (correctness, security, performance); one row per
+	// reviewer and round.
+	Reviewer string `json:"reviewer"`
 }
 
 // RecordReview appends one review round.
@@ -28,7 +32,7 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 	}
 	err := s.write(ctx, "record review", func(ctx context.Context, tx storedriver.Tx) error {
 		_, err := tx.Exec(ctx, s.q.InsertReview,
-			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli())
+			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli(), cmp.Or(r.Reviewer, "correctness"))
 		return err
 	})
 	if err != nil {
@@ -48,7 +52,7 @@ func (s *Store) Reviews(ctx context.Context, ticketID int64) ([]Review, error) {
 	for rows.Next() {
 		var r Review
 		var at int64
-		if err := rows.Scan(&r.TicketID, &r.Attempt, &r.Round, &r.Kept, &r.Dropped, &at); err != nil {
+		if err := rows.Scan(&r.TicketID, &r.Attempt, &r.Round, &r.Kept, &r.Dropped, &at, &r.Reviewer); err != nil {
 			return nil, fmt.Errorf("reviews of ticket %d: %w", ticketID, err)
 		}
 		r.At = time.UnixMilli(at).UTC()

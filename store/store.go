@@ -41,19 +41,22 @@ const (
 	StateDone      State = "done"
 	StateEscalated State = "escalated"
 	StateCancelled State = "cancelled"
+	// StateNeedsInfo: the maker asked a human a question (AskHuman); the ticket waits
+	// outside the queue until Answer (ticketctl answer, or a GitHub comment) or a requeue.
+	StateNeedsInfo State = "needs_info"
 )
 
 // States lists every state, in the order reports show them.
-var States = []State{StateQueued, StateRunning, StateParked, StateDone, StateEscalated, StateCancelled}
+var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateDone, StateEscalated, StateCancelled}
 
 // Terminal reports whether no worker will touch a ticket in state s again.
 func (s State) Terminal() bool {
 	return s == StateDone || s == StateEscalated || s == StateCancelled
 }
 
-// Valid reports whether s is one of the six known states.
+// Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
-	return s == StateQueued || s == StateRunning || s == StateParked || s.Terminal()
+	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s.Terminal()
 }
 
 var (

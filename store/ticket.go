@@ -54,6 +54,10 @@ type Ticket struct {
 	Rescues int `json:"rescues"`
 	// LeaseNode is the machine (Options.Node) of the current or last lease holder.
 	LeaseNode string `json:"lease_node,omitempty"`
+	// Question is the maker's open question while the ticket is needs_info ("" otherwise);
+	// Questions counts the questions asked on the ticket, answered or not.
+	Question  string `json:"question,omitempty"`
+	Questions int    `json:"questions"`
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -69,7 +73,7 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
-		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode}
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode, &t.Question, &t.Questions}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
@@ -191,7 +195,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	}
 	for _, st := range f.States {
 		if !st.Valid() {
-			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, done, escalated, cancelled", st)
+			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, needs_info, done, escalated, cancelled", st)
 		}
 		spec.States = append(spec.States, string(st))
 	}

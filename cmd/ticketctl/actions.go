@@ -77,6 +77,69 @@ func cmdCancel(e *env, args []string) error {
 	})
 }
 
+// answerJSON is the stable shape of answer --json.
+type answerJSON struct {
+	ID            int64       `json:"id"`
+	PreviousState store.State `json:"previous_state"`
+	State         store.State `json:"state"`
+	Question      string      `json:"question"`
+	Answer        string      `json:"answer"`
+}
+
+func cmdAnswer(e *env, args []string) error {
+	fs := e.flagSet("answer")
+	file := fs.String("file", "", "read the answer from `FILE` (- for standard input)")
+	try := `ticketctl answer 12 "5: refunds have their own function"`
+	pos, err := e.parse(fs, args, 1, -1)
+	if err != nil {
+		return err
+	}
+	id, err := e.parseID(pos[0])
+	if err != nil {
+		return err
+	}
+	text := strings.Join(pos[1:], " ")
+	switch {
+	case *file != "" && text != "":
+		return usagef(try, "answer: give the answer as TEXT or with --file, not both")
+	case *file != "":
+		var data []byte
+		if *file == "-" {
+			data, err = io.ReadAll(e.stdin)
+		} else {
+			data, err = os.ReadFile(*file)
+		}
+		if err != nil {
+			return fmt.Errorf("answer: read --file %s: %w", *file, err)
+		}
+		text = string(data)
+	}
+	if strings.TrimSpace(text) == "" {
+		return usagef(try, "answer: the answer is empty; give it as TEXT or with --file")
+	}
+	return e.withStore(func(s *store.Store) error {
+		before, err := s.Get(e.ctx, id)
+		if err != nil {
+			return notFoundHint(err)
+		}
+		if before.State != store.StateNeedsInfo {
+			return fmt.Errorf("%w: ticket %d is %s: it asked no question that waits for an answer (ticketctl escalations lists those that do)", store.ErrInvalidTransition, id, before.State)
+		}
+		if err := s.Answer(e.ctx, id, text, e.actor()); err != nil {
+			return err
+		}
+		after, err := s.Get(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		if e.g.json {
+			return e.printJSON(answerJSON{ID: id, PreviousState: before.State, State: after.State, Question: before.Question, Answer: strings.TrimSpace(text)})
+		}
+		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (answered; the next attempt reads the question and the answer)\n", id, before.State, after.State)
+		return nil
+	})
+}
+
 // stringList is a repeatable flag.
 type stringList []string
 

@@ -33,7 +33,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
-			long: "States: queued, running, parked, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
+			long: "States: queued, running, parked, needs_info, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
 		{name: "report", args: "ID [FILE]", short: "print a file of the ticket's results, as the database keeps it (default report.md)",
 			long: "FILE is a path inside the results folder, as show lists them: patch, attempt-1/stop-reason, ...", run: cmdReport},
@@ -43,7 +43,9 @@ func init() {
 		{name: "cancel", args: "ID [--reason TEXT]", short: "cancel a queued ticket, or ask a running one's worker to stop", run: cmdCancel},
 		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
-		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "escalated tickets with their reason and report folder", run: cmdEscalations},
+		{name: "answer", args: "ID TEXT | --file F", short: "answer the question a needs_info ticket's maker asked; the ticket goes back in the queue",
+			long: "The next attempt's maker reads the question and this answer (the triage is kept).\nTEXT may be several words; --file - reads it from standard input.", run: cmdAnswer},
+		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall",
 			long: "The nodes row lists the machines of each night; * marks one that did not finish it (still running, or it died).", run: cmdStats},
 		{name: "nights", args: "[--limit N]", short: "the nights, newest first: trigger, start, end, outcome (ok, partial, stopped, failed), why, tickets, cost", run: cmdNights},

@@ -18,7 +18,7 @@ type filterFlags struct {
 
 func (f *filterFlags) register(fs *flag.FlagSet, withState bool) {
 	if withState {
-		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,done,escalated,cancelled)")
+		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,needs_info,done,escalated,cancelled)")
 	}
 	fs.StringVar(&f.repo, "repo", "", "only tickets of repository `R`")
 	fs.StringVar(&f.since, "since", "", "only tickets created since `WHEN`: a duration back (24h, 7d) or a date (2006-01-02)")
@@ -37,7 +37,7 @@ func (f *filterFlags) filter(e *env) (store.Filter, error) {
 		}
 		st := store.State(strings.ToLower(v))
 		if !st.Valid() {
-			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, done, escalated or cancelled", e.cmd, v)
+			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, needs_info, done, escalated or cancelled", e.cmd, v)
 		}
 		out.States = append(out.States, st)
 	}
@@ -74,6 +74,7 @@ func cmdList(e *env, args []string) error {
 			fmt.Fprintln(e.stderr, "no tickets match")
 			return nil
 		}
+		var asked []string
 		tw := e.table()
 		var parked []store.Summary
 		fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tREPO\tTITLE\tBRANCH\tCALLS\tTOKENS\tCOST\tTIME\tCREATED")
@@ -90,12 +91,20 @@ func cmdList(e *env, args []string) error {
 				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
 				fmtDur(t.Duration), fmtTime(t.CreatedAt))
 		}
+		for _, t := range tickets {
+			if t.State == store.StateNeedsInfo && t.Question != "" {
+				asked = append(asked, fmt.Sprintf("  %d asks: %s", t.ID, clip(t.Question, 160)))
+			}
+		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		for _, t := range parked {
 			fmt.Fprintf(e.stdout, "parked %d: back at the next night (a scheduled one from %s on, or the next `ticketd once`): %s; ticketctl requeue %d puts it back now\n",
 				t.ID, fmtTime(t.RunAfter), clip(t.Reason, 300), t.ID)
+		}
+		if len(asked) > 0 {
+			fmt.Fprintf(e.stdout, "\nQuestions waiting for an answer (ticketctl answer ID \"TEXT\"):\n%s\n", strings.Join(asked, "\n"))
 		}
 		if f.Limit > 0 && len(tickets) == f.Limit {
 			fmt.Fprintf(e.stderr, "showing the newest %d; --limit 0 lists all\n", f.Limit)
@@ -115,7 +124,8 @@ func cmdEscalations(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	f.States = []store.State{store.StateEscalated}
+	// Both need a human: an escalation to fix by hand, a question to answer.
+	f.States = []store.State{store.StateEscalated, store.StateNeedsInfo}
 	return e.withStore(func(s *store.Store) error {
 		tickets, err := s.List(e.ctx, f)
 		if err != nil {
@@ -125,19 +135,44 @@ func cmdEscalations(e *env, args []string) error {
 			return e.printJSON(tickets)
 		}
 		if len(tickets) == 0 {
-			fmt.Fprintln(e.stderr, "no escalated tickets")
+			fmt.Fprintln(e.stderr, "no escalated tickets and no questions waiting")
 			return nil
 		}
-		tw := e.table()
-		fmt.Fprintln(tw, "ID\tREPO\tTITLE\tATTEMPTS\tFINISHED\tREASON\tRESULT DIR")
+		var escalated, asking []store.Summary
 		for _, t := range tickets {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), t.Attempts,
-				fmtTime(t.FinishedAt), orDash(clip(t.Reason, 60)), orDash(t.ResultDir))
+			if t.State == store.StateNeedsInfo {
+				asking = append(asking, t)
+			} else {
+				escalated = append(escalated, t)
+			}
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		if len(escalated) > 0 {
+			tw := e.table()
+			fmt.Fprintln(tw, "ID\tREPO\tTITLE\tATTEMPTS\tFINISHED\tREASON\tRESULT DIR")
+			for _, t := range escalated {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), t.Attempts,
+					fmtTime(t.FinishedAt), orDash(clip(t.Reason, 60)), orDash(t.ResultDir))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "look closer: ticketctl show ID; after fixing the cause: ticketctl requeue ID\n")
 		}
-		fmt.Fprintf(e.stderr, "look closer: ticketctl show ID; after fixing the cause: ticketctl requeue ID\n")
+		if len(asking) > 0 {
+			if len(escalated) > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			fmt.Fprintln(e.stdout, "Questions waiting for an answer:")
+			tw := e.table()
+			fmt.Fprintln(tw, "ID\tREPO\tTITLE\tASKED\tQUESTION")
+			for _, t := range asking {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), fmtTime(t.UpdatedAt), orDash(clip(t.Question, 120)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "answer one: ticketctl answer ID \"TEXT\" (it goes back in the queue)\n")
+		}
 		return nil
 	})
 }

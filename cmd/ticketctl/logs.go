@@ -61,6 +61,9 @@ func (l logEntry) detail() (kind, text string) {
 		if c.Retries > 0 {
 			text += fmt.Sprintf(", %d retries", c.Retries)
 		}
+		if c.Continuations > 0 {
+			text += fmt.Sprintf(", %d continuation(s) of an answer cut at the output limit", c.Continuations)
+		}
 		return "model", text
 	default:
 		c := l.ToolCall

@@ -28,6 +28,9 @@ type spend struct {
 	LatencyS         float64 `json:"latency_s"`
 	// Compactions counts the passes that shrank the maker's conversation to fit its window.
 	Compactions int `json:"compactions"`
+	// Continuations counts the follow-up requests that continued answers cut at the output
+	// limit (finish_reason=length).
+	Continuations int `json:"continuations"`
 }
 
 func (s *spend) add(c store.ModelCall) {
@@ -56,6 +59,7 @@ func (s *spend) add(c store.ModelCall) {
 	}
 	s.LatencyS += c.Latency.Seconds()
 	s.Compactions += c.Compactions
+	s.Continuations += c.Continuations
 }
 
 // tokensNote marks token totals that include estimates.
@@ -143,6 +147,7 @@ type showJSON struct {
 	Events     []store.Event           `json:"events"`
 	ModelCalls []store.ModelCall       `json:"model_calls"`
 	Reviews    []store.Review          `json:"reviews"`
+	Questions  []store.Question        `json:"questions"`
 	// Files are the ticket's results folder as the database keeps it (ticketctl report).
 	Files []store.Artifact `json:"files"`
 }
@@ -162,6 +167,10 @@ func cmdShow(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		questions, err := s.Questions(e.ctx, id)
+		if err != nil {
+			return err
+		}
 		dropped := 0
 		for _, r := range reviews {
 			dropped += r.Dropped
@@ -172,7 +181,7 @@ func cmdShow(e *env, args []string) error {
 		}
 		total, roles := figures(calls)
 		if e.g.json {
-			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Files: files})
+			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Questions: questions, Files: files})
 		}
 		w := e.stdout
 		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
@@ -199,8 +208,9 @@ func cmdShow(e *env, args []string) error {
 			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
 				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
 			{"cost", total.costText()},
-			{"reviews", fmt.Sprintf("%d checker round(s), %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), dropped)},
+			{"reviews", fmt.Sprintf("%d reviewer call(s)%s, %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), reviewersText(reviews), dropped)},
 			{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
+			{"continuations", fmt.Sprintf("%d (answers cut at the output limit and continued)", total.Continuations)},
 		}
 		if t.State == store.StateParked {
 			rows = append(rows, [2]string{"parked", fmt.Sprintf("back in the queue at the next night: a scheduled one from %s on, or the next `ticketd once`; ticketctl requeue %d puts it back now", fmtTime(t.RunAfter), t.ID)})
@@ -228,6 +238,17 @@ func cmdShow(e *env, args []string) error {
 		}
 		if t.Body != "" {
 			fmt.Fprintf(w, "\nBody:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Body), "\n", "\n  "))
+		}
+		for _, q := range questions {
+			fmt.Fprintf(w, "\nQuestion %d (asked by attempt %d, %s):\n  %s\n", q.N, q.Attempt, fmtTime(q.AskedAt), strings.ReplaceAll(strings.TrimSpace(q.Text), "\n", "\n  "))
+			if q.CommentURL != "" {
+				fmt.Fprintf(w, "  posted: %s\n", q.CommentURL)
+			}
+			if q.Answered {
+				fmt.Fprintf(w, "Answer (%s, %s):\n  %s\n", orDash(q.AnsweredBy), fmtTime(q.AnsweredAt), strings.ReplaceAll(strings.TrimSpace(q.Answer), "\n", "\n  "))
+			} else {
+				fmt.Fprintf(w, "Not answered yet: ticketctl answer %d \"TEXT\"\n", t.ID)
+			}
 		}
 
 		if len(roles) > 0 {
@@ -262,16 +283,16 @@ func cmdShow(e *env, args []string) error {
 		if len(calls) > 0 {
 			fmt.Fprintf(w, "\nModel calls:\n")
 			tw = e.table()
-			fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tERROR")
+			fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tCONT\tERROR")
 			for i, c := range calls {
 				cost := callCost(c)
 				errText := c.ErrorClass
 				if c.Retries > 0 {
 					errText = strings.TrimSpace(fmt.Sprintf("%s (%d retries)", c.ErrorClass, c.Retries))
 				}
-				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, c.Attempt, c.Role, c.Model,
+				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, c.Attempt, c.Role, c.Model,
 					callTokens(c, c.PromptTokens), callTokens(c, c.CachedTokens), callTokens(c, c.CompletionTokens), cost,
-					fmtDur(c.Latency), orDash(c.FinishReason), orDash(errText))
+					fmtDur(c.Latency), orDash(c.FinishReason), c.Continuations, orDash(errText))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -283,6 +304,22 @@ func cmdShow(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "full timeline with tool calls: ticketctl logs %d\n", t.ID)
 		return nil
 	})
+}
+
+// reviewersText names the reviewers with their call counts when more than correctness ran.
+func reviewersText(reviews []store.Review) string {
+	by := map[string]int{}
+	for _, r := range reviews {
+		by[r.Reviewer]++
+	}
+	if len(by) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %d", orDash(name), by[name]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // notFoundHint adds the command to try to an unknown-id error, keeping ErrNotFound wrapped.

@@ -195,6 +195,7 @@ func printStats(e *env, rep statsReport) error {
 		{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
 		{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
 		{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
+		{"needs_info", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateNeedsInfo]) }},
 		{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
 		{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
 		{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},

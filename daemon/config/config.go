@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/spell"
@@ -55,6 +57,8 @@ type Config struct {
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	GitHub          GitHub   `yaml:"github"`
 	HTTP            HTTP     `yaml:"http"`
+	// Review configures the checker's reviewers.
+	Review Review `yaml:"review"`
 	// Judge is how the judge's verdict counts: "gate" (default: an unmet criterion sends the
 	// maker back, and ends the attempt after the last review round) or "advisory" (the
 	// verdict only annotates the report).
@@ -131,6 +135,39 @@ type Budget struct {
 	// CompactAt is the share of the maker's context window at which its conversation is
 	// compacted.
 	CompactAt float64 `yaml:"compact_at"`
+	// MaxQuestions is how many questions the maker may ask a human (ask_human) per ticket;
+	// default 1, 0 never asks (the tool is refused: decide from what you have).
+	MaxQuestions int `yaml:"max_questions"`
+}
+
+// Review configures the checker. Reviewers lists its angles: correctness always reviews
+// (it is added first when the list leaves it out); security and performance are opt-in,
+// each limited to changes whose paths match its globs or whose diff touches its patterns.
+type Review struct {
+	Reviewers []Reviewer `yaml:"reviewers"`
+}
+
+// Reviewer is one review angle and where it applies (see pipeline.Reviewer).
+type Reviewer struct {
+	Angle   string   `yaml:"angle"`
+	Paths   []string `yaml:"paths"`
+	Touches []string `yaml:"touches"`
+}
+
+// PipelineReviewers compiles the configured reviewers, correctness first; the configuration
+// was validated, so compiling cannot fail.
+func (r Review) PipelineReviewers() []pipeline.Reviewer {
+	out := pipeline.DefaultReviewers()
+	for _, rc := range r.Reviewers {
+		if rc.Angle == pipeline.AngleCorrectness {
+			continue
+		}
+		rv, err := pipeline.NewReviewer(rc.Angle, rc.Paths, rc.Touches)
+		if err == nil {
+			out = append(out, rv)
+		}
+	}
+	return out
 }
 
 // Source is one place tickets come from.
@@ -152,6 +189,12 @@ type Repo struct {
 	// Python is the interpreter the repository's checks run with (pytest, mypy); empty
 	// means its .venv/bin/python when present, else the first python3 that has the tool.
 	Python string `yaml:"python"`
+	// Instructions names the files of the repository that tell coding agents how it works,
+	// read at the base commit in this order, every one present (capped together at 8 KiB).
+	// Unset means the first present of AGENTS.md, CLAUDE.md,
+	// .github/copilot-instructions.md and CONTRIBUTING.md; [] reads none. (omitempty: a
+	// configuration written back out keeps "unset" unset, as tools like the bench do.)
+	Instructions []string `yaml:"instructions,omitempty"`
 	// PushRemote is the git remote (of the clone at Path) that fix branches and kept
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
@@ -185,6 +228,11 @@ const (
 	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
 	// DefaultMaxTransportReleases bounds transport releases of one ticket per night.
 	DefaultMaxTransportReleases = 3
+	// DefaultMaxQuestions: one question per ticket. A second ask is refused: a maker that
+	// keeps asking is a maker that should decide.
+	DefaultMaxQuestions = 1
+	// MaxMaxQuestions bounds budget.max_questions.
+	MaxMaxQuestions = 5
 )
 
 // Default returns a configuration with every default filled in and no repositories. Parse
@@ -207,7 +255,7 @@ func Default() Config {
 			MaxTransportReleases: DefaultMaxTransportReleases,
 		},
 		Budget: Budget{MaxSteps: DefaultMaxSteps, MaxTokens: DefaultMaxTokens, WallClock: DefaultWallClock,
-			CompactAt: DefaultCompactAt},
+			CompactAt: DefaultCompactAt, MaxQuestions: DefaultMaxQuestions},
 		Workspace: "work",
 		Output:    "results",
 		Log:       Log{Format: "text", Level: "info"},
@@ -383,6 +431,19 @@ func (c Config) Validate() error {
 	if c.Budget.CompactAt <= 0.1 || c.Budget.CompactAt >= 1 {
 		bad("budget.compact_at: must be a share of the context window between 0.1 and 1, such as 0.7; got %g", c.Budget.CompactAt)
 	}
+	if c.Budget.MaxQuestions < 0 || c.Budget.MaxQuestions > MaxMaxQuestions {
+		bad("budget.max_questions: must be 0..%d (0 never asks a human), got %d", MaxMaxQuestions, c.Budget.MaxQuestions)
+	}
+	seenAngle := map[string]bool{}
+	for i, rv := range c.Review.Reviewers {
+		if seenAngle[rv.Angle] {
+			bad("review.reviewers[%d].angle: %q is listed twice; list each angle once", i, rv.Angle)
+		}
+		seenAngle[rv.Angle] = true
+		if _, err := pipeline.NewReviewer(rv.Angle, rv.Paths, rv.Touches); err != nil {
+			bad("review.reviewers[%d]: %v", i, err)
+		}
+	}
 	c.validateStore(bad)
 	switch strings.ToUpper(c.Store.Synchronous) {
 	case "NORMAL", "FULL":
@@ -421,6 +482,11 @@ func (c Config) Validate() error {
 		r := c.Repos[name]
 		if r.Path == "" {
 			bad("repos.%s.path: required (a local git repository)", name)
+		}
+		for j, f := range r.Instructions {
+			if clean := path.Clean(f); f == "" || path.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(f, "\\") || clean == ".git" || strings.HasPrefix(clean, ".git/") {
+				bad("repos.%s.instructions[%d]: %q must be a file path relative to the repository root, like AGENTS.md or docs/agents.md", name, j, f)
+			}
 		}
 		for j, ch := range r.Checks {
 			switch ch.Kind {

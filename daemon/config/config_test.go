@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestRootConfigParses keeps the repository's config.yaml complete and valid.
@@ -265,6 +267,65 @@ func TestRepoPython(t *testing.T) {
 		if got := repoPython(tt.repo, tt.python); got != tt.want {
 			t.Errorf("repoPython(%s, %q) = %q, want %q", tt.repo, tt.python, got, tt.want)
 		}
+	}
+}
+
+// TestReviewQuestionsInstructions: review.reviewers, budget.max_questions and
+// repos.*.instructions, valid and not.
+func TestReviewQuestionsInstructions(t *testing.T) {
+	withInstr := func(list string) string {
+		return strings.Replace(valid, "    checks:", "    instructions: "+list+"\n    checks:", 1)
+	}
+	tests := []struct {
+		name, yaml string
+		want       string // substring of the error; "" means valid
+	}{
+		{name: "defaults", yaml: valid},
+		{name: "three reviewers", yaml: valid + "review:\n  reviewers:\n    - angle: security\n      paths: [\"**/auth/**\"]\n      touches: ['pickle\\.loads']\n    - angle: performance\n    - angle: correctness\n"},
+		{name: "unknown angle", yaml: valid + "review:\n  reviewers: [{angle: style}]\n", want: `review.reviewers[0]: angle "style": want one of correctness, security, performance`},
+		{name: "listed twice", yaml: valid + "review:\n  reviewers: [{angle: security}, {angle: security}]\n", want: `review.reviewers[1].angle: "security" is listed twice`},
+		{name: "bad glob", yaml: valid + "review:\n  reviewers: [{angle: security, paths: [\"[a\"]}]\n", want: "review.reviewers[0]: paths[0]"},
+		{name: "bad pattern", yaml: valid + "review:\n  reviewers: [{angle: performance, touches: [\"(x\"]}]\n", want: "is not a regular expression"},
+		{name: "correctness with paths", yaml: valid + "review:\n  reviewers: [{angle: correctness, paths: [\"*.py\"]}]\n", want: "correctness reviews every change"},
+		{name: "no questions", yaml: valid + "budget:\n  max_questions: 0\n"},
+		{name: "too many questions", yaml: valid + "budget:\n  max_questions: 9\n", want: "budget.max_questions: must be 0..5"},
+		{name: "instructions listed", yaml: withInstr("[AGENTS.md, docs/agents.md]")},
+		{name: "instructions none", yaml: withInstr("[]")},
+		{name: "instructions outside", yaml: withInstr("[../secrets.md]"), want: `repos.app.instructions[0]: "../secrets.md" must be a file path relative to the repository root`},
+		{name: "instructions absolute", yaml: withInstr("[/etc/passwd]"), want: `repos.app.instructions[0]`},
+		{name: "instructions in .git", yaml: withInstr("[.git/config]"), want: `repos.app.instructions[0]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("cfg.yaml", []byte(tt.yaml))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("err %v", err)
+				}
+				if got := c.Review.PipelineReviewers(); got[0].Angle != "correctness" {
+					t.Errorf("reviewers %+v: correctness must come first", got)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v, want %q", err, tt.want)
+			}
+		})
+	}
+	c, _ := Parse("cfg.yaml", []byte(valid))
+	if c.Budget.MaxQuestions != DefaultMaxQuestions || c.Repos["app"].Instructions != nil {
+		t.Errorf("defaults: max_questions %d, instructions %v; want %d and nil (the default files)", c.Budget.MaxQuestions, c.Repos["app"].Instructions, DefaultMaxQuestions)
+	}
+	if c, _ := Parse("cfg.yaml", []byte(withInstr("[]"))); c.Repos["app"].Instructions == nil {
+		t.Error("instructions: [] must read none, not the defaults")
+	}
+	// A configuration written back out (the bench does) keeps the defaults the defaults.
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Parse("cfg.yaml", out); err != nil || again.Repos["app"].Instructions != nil {
+		t.Errorf("round trip: instructions %v, %v; want nil (the default files)", again.Repos["app"].Instructions, err)
 	}
 }
 

@@ -46,6 +46,7 @@ type ScanReport struct {
 	Added     []int64  // tickets created
 	Ignored   []string // external ids refused by the author gate
 	Cancelled []int64  // tickets whose issue was closed or unlabelled
+	Answered  []int64  // needs_info tickets queued again by an answer on their issue
 	// Unchanged counts listing pages GitHub answered 304 (no rate limit spent).
 	Unchanged int
 }
@@ -64,8 +65,9 @@ func (in *Intake) init() {
 }
 
 // Scan lists every repository's open issues with its label (all pages), enqueues the new
-// ones whose author passes the gate, and cancels this repository's open tickets whose issue
-// is no longer open with the label. A repository whose listing fails is skipped whole: a
+// ones whose author passes the gate, cancels this repository's open tickets (needs_info
+// included) whose issue is no longer open with the label, and takes the answers to the
+// questions of needs_info tickets (Answers). A repository whose listing fails is skipped whole: a
 // partial listing must never cancel tickets. Errors of all repositories are joined.
 func (in *Intake) Scan(ctx context.Context) (ScanReport, error) {
 	in.init()
@@ -75,6 +77,11 @@ func (in *Intake) Scan(ctx context.Context) (ScanReport, error) {
 		if err := in.scanRepo(ctx, r, &rep); err != nil {
 			errs = append(errs, fmt.Errorf("github intake %s: %w", r.Name, err))
 		}
+	}
+	answered, err := in.Answers(ctx)
+	rep.Answered = answered
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)
 }
@@ -118,7 +125,7 @@ func (in *Intake) scanRepo(ctx context.Context, r Repo, rep *ScanReport) error {
 	}
 	// Tickets of this repository still active but absent from the open listing: read their
 	// issue to tell closed or unlabelled (cancel) from a listing that raced an edit (keep).
-	active, err := in.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: r.Local})
+	active, err := in.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning, store.StateNeedsInfo}, Repo: r.Local})
 	if err != nil {
 		return err
 	}

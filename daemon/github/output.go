@@ -28,7 +28,8 @@ type Target struct {
 
 // Publisher turns finished GitHub tickets into GitHub writes: a done ticket's branch is
 // pushed and a draft pull request "Fixes #N" opened with the report as its body; an
-// escalated ticket gets one comment with the reason and its attempt branches. Each write
+// escalated ticket gets one comment with the reason and its attempt branches; a needs_info
+// ticket gets one comment with its maker's question. Each write
 // is looked up on GitHub first (pull requests by head branch, comments by a hidden marker)
 // and recorded in the store after, so neither a restart nor a crash between the two
 // duplicates it.
@@ -52,6 +53,7 @@ type Publisher struct {
 type PublishReport struct {
 	PullRequests []string // URLs opened or found
 	Comments     []string
+	Questions    []string // question comments posted or found
 }
 
 // publishBatch bounds the tickets one Publish handles, so a backlog cannot burn the API
@@ -76,6 +78,14 @@ func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
 			continue
 		}
 		rep.PullRequests = append(rep.PullRequests, url)
+	}
+	asked, err := p.questions(ctx)
+	rep.Questions = asked
+	if err != nil {
+		errs = append(errs, err)
+		if errors.Is(err, ErrRateLimited) {
+			return rep, errors.Join(errs...)
+		}
 	}
 	esc, err := p.Store.Unpublished(ctx, Source, store.StateEscalated, store.OutputComment, publishBatch)
 	if err != nil {

@@ -89,9 +89,9 @@ func (s *Syncer) Scan(ctx context.Context) ScanReport {
 		err = lerr
 	}
 	s.logErr("github scan", err)
-	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 {
+	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 || len(rep.Answered) > 0 {
 		s.Logger.Info("github intake", "listed", rep.Listed, "added", len(rep.Added), "cancelled", len(rep.Cancelled),
-			"ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)
+			"answered", len(rep.Answered), "ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)
 	}
 	s.Publish(ctx)
 	return rep

@@ -2,12 +2,14 @@ package status
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,6 +236,31 @@ func TestHostCheck(t *testing.T) {
 		h.ServeHTTP(w, r)
 		if w.Code != tt.want {
 			t.Errorf("Host %q: status %d, want %d (%s)", tt.host, w.Code, tt.want, w.Body)
+		}
+	}
+}
+
+// TestPageShowsQuestions: a ticket whose maker asked is under "needs you" as needs_info,
+// with its question (escaped: a model wrote it) and how to answer it.
+func TestPageShowsQuestions(t *testing.T) {
+	fx := setup(t)
+	ctx := context.Background()
+	if _, _, err := fx.store.Enqueue(ctx, store.NewTicket{Source: "dir", ExternalID: "q", Repo: "app", Title: "Refund sign"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := fx.store.Claim(ctx, "w2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.store.AskHuman(ctx, l.Ticket.ID, l.Token, store.Asked{Question: `Should add(2, 3) be 5 <b>or</b> -1 for refunds?`}); err != nil {
+		t.Fatal(err)
+	}
+	_, html := get(t, serve(t, fx.store).URL+"/")
+	needs := html[strings.Index(html, `id="needs-you"`):]
+	for _, want := range []string{fmt.Sprintf(`id="ticket-%d"`, l.Ticket.ID), "needs_info", "Should add(2, 3) be 5 &lt;b&gt;or&lt;/b&gt; -1 for refunds?",
+		fmt.Sprintf("ticketctl answer %d", l.Ticket.ID)} {
+		if !strings.Contains(needs, want) {
+			t.Errorf("needs you lacks %q", want)
 		}
 	}
 }

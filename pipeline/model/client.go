@@ -197,9 +197,9 @@ func cmpDuration(d, def time.Duration) time.Duration {
 // request; the context's error when ctx ended. An answer still cut after the last
 // continuation is returned without error, with FinishReason "length".
 func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
-	rc, ok := c.cfg.Roles[req.Role]
+	rc, ok := c.roleConfig(req.Role)
 	if !ok {
-		return Response{}, fmt.Errorf("model chat: role %q is not one of triage, maker, checker, judge", req.Role)
+		return Response{}, fmt.Errorf("model chat: role %q is not one of triage, maker, checker, judge, arbiter", req.Role)
 	}
 	ep := c.endpoints[rc.Endpoint]
 
@@ -311,6 +311,16 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
+// roleConfig is the configuration a role's requests use: its own, or for the arbiter the
+// judge's.
+func (c *Client) roleConfig(r Role) (RoleConfig, bool) {
+	if r == RoleArbiter {
+		r = RoleJudge
+	}
+	rc, ok := c.cfg.Roles[r]
+	return rc, ok
+}
+
 // chatRequest is the request Chat sends for req, before fitWindow: the preflight sends the
 // same, so that whatever a server refuses in a night's requests it refuses at the start.
 func (c *Client) chatRequest(req Request, rc RoleConfig, ep *endpoint) openai.ChatCompletionRequest {
@@ -356,7 +366,10 @@ func (c *Client) fitWindow(role Role, rc RoleConfig, oreq *openai.ChatCompletion
 
 // ContextWindow is the role's configured context window in tokens, 0 when unknown; the
 // maker's compaction reads it.
-func (c *Client) ContextWindow(role Role) int { return c.cfg.Roles[role].ContextWindow }
+func (c *Client) ContextWindow(role Role) int {
+	rc, _ := c.roleConfig(role)
+	return rc.ContextWindow
+}
 
 // sendStats describes the HTTP attempts behind one chat request.
 type sendStats struct {

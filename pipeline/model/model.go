@@ -28,6 +28,10 @@ const (
 	RoleMaker   Role = "maker"
 	RoleChecker Role = "checker"
 	RoleJudge   Role = "judge"
+	// RoleArbiter decides between reviewers' findings that contradict each other. It is
+	// not configured on its own: it runs on the judge's endpoint and model (a cheap model
+	// that only decides), and is recorded under its own name.
+	RoleArbiter Role = "arbiter"
 )
 
 // Roles lists every role in pipeline order.

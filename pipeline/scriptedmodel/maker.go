@@ -21,6 +21,8 @@ type history struct {
 	calls    []pastCall
 	lastTurn int // turn index of the last assistant message with tool calls, -1 if none
 	prose    int // assistant answers without a tool call
+	// answered: the ticket shows an earlier question with its answer.
+	answered bool
 }
 
 // readHistory pairs assistant tool calls with their tool results.
@@ -50,9 +52,29 @@ func readHistory(msgs []message) history {
 			if i, ok := byID[m.ToolCallID]; ok {
 				h.calls[i].result, h.calls[i].hasResult = m.text, true
 			}
+		case "user":
+			h.answered = h.answered || hasAnswer(m.text)
 		}
 	}
 	return h
+}
+
+// hasAnswer reads a ticket as a model does: a "Question N:" line followed by an "Answer"
+// line that holds an answer.
+func hasAnswer(text string) bool {
+	asked := false
+	for line := range strings.SplitSeq(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Question "):
+			asked = true
+		case asked && strings.HasPrefix(line, "Answer"):
+			_, answer, _ := strings.Cut(line, ": ")
+			if a := strings.TrimSpace(answer); a != "" && a != "(not answered)" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c pastCall) ok() bool     { return c.hasResult && !strings.HasPrefix(c.result, "error:") }
@@ -136,6 +158,13 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if retryAfterRead || !readOK {
 		return []intent{p.read}
 	}
+	if p.Behaviour == BehaviourAsk && !h.answered && !askRefused(h) {
+		q := p.Question
+		if q == "" {
+			q = "The report leaves the intended behaviour open: which result is expected for " + title + "?"
+		}
+		return []intent{{key: "ask", name: "ask_human", args: mustJSON(map[string]string{"question": q})}}
+	}
 	edited := len(applied)+len(failed) > 0
 	if r != nil && !edited {
 		if r.redundantRead && okReads == 1 {
@@ -197,6 +226,16 @@ func makerTurn(p *plan, h history, title string) []intent {
 		return []intent{p.read}
 	}
 	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
+}
+
+// askRefused reports an ask_human call answered with an error: no question is left.
+func askRefused(h history) bool {
+	for _, c := range h.calls {
+		if c.name == "ask_human" && c.failed() {
+			return true
+		}
+	}
+	return false
 }
 
 // blockQuoted reports whether an edit_file refusal of fix k quotes the very lines the fix

@@ -1,8 +1,10 @@
 package scriptedmodel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -22,10 +24,10 @@ func detectRole(msgs []message) (string, error) {
 				continue
 			}
 			switch role := strings.TrimSpace(rest); role {
-			case "triage", "maker", "checker", "judge":
+			case "triage", "maker", "checker", "judge", "arbiter":
 				return role, nil
 			default:
-				return "", fmt.Errorf("system message says %q; the scripted model knows the roles triage, maker, checker and judge", strings.TrimSpace(line))
+				return "", fmt.Errorf("system message says %q; the scripted model knows the roles triage, maker, checker, judge and arbiter", strings.TrimSpace(line))
 			}
 		}
 	}
@@ -142,34 +144,165 @@ func checkerReview(p *plan, n int) string {
 		})
 	}
 	if p.CheckerBlocksAlways || p.CheckerBlocksOnce && n == 1 {
-		f, h := p.files[0], Hunk{NewStart: 1}
-		for _, fe := range p.files {
-			if len(fe.Hunks) > 0 {
-				f, h = fe, fe.Hunks[0]
-				break
-			}
-		}
-		evidence := firstLine(h.NewText)
-		for l := range strings.SplitSeq(h.NewText, "\n") {
-			if strings.TrimSpace(l) != "" && !strings.Contains(h.OldText, l) {
-				evidence = l
-				break
-			}
-		}
+		file, line, evidence := blockerSpot(p)
 		ans.Findings = append(ans.Findings, finding{
-			File: f.Path, Line: max(h.NewStart, 1), Severity: "blocker", Category: "test",
+			File: file, Line: line, Severity: "blocker", Category: "test",
 			Finding:  "Scripted checker blocker: the change lacks a regression test for the reported case.",
 			Evidence: evidence,
 		})
 		if p.CheckerBlocksAlways && n > 1 {
 			ans.Findings = append(ans.Findings, finding{
-				File: f.Path, Line: max(h.NewStart, 1), Severity: "minor", Category: "style",
+				File: file, Line: line, Severity: "minor", Category: "style",
 				Finding:  "Scripted checker: a new remark in a confirming round.",
 				Evidence: evidence,
 			})
 		}
 	}
 	return mustJSON(ans)
+}
+
+// blockerSpot is where the scripted checker's blocker points: the first line the patch adds,
+// in the first file it edits.
+func blockerSpot(p *plan) (file string, line int, evidence string) {
+	f, h := p.files[0], Hunk{NewStart: 1}
+	for _, fe := range p.files {
+		if len(fe.Hunks) > 0 {
+			f, h = fe, fe.Hunks[0]
+			break
+		}
+	}
+	evidence = firstLine(h.NewText)
+	for l := range strings.SplitSeq(h.NewText, "\n") {
+		if strings.TrimSpace(l) != "" && !strings.Contains(h.OldText, l) {
+			evidence = l
+			break
+		}
+	}
+	return f.Path, max(h.NewStart, 1), evidence
+}
+
+// reviewAngle is the angle a checker request asks for: the "# Review angle: X" heading of a
+// user message, or "correctness" when there is none.
+func reviewAngle(msgs []message) string {
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(m.text), "# Review angle: "); ok {
+			angle, _, _ := strings.Cut(rest, "\n")
+			return strings.TrimSpace(angle)
+		}
+	}
+	return "correctness"
+}
+
+// Patterns the scripted angle reviewers look for in the lines a diff adds, as a reviewer
+// model reads for them: code that handles paths, shell, SQL, deserialisation or secrets for
+// security; loops, sorts and searches for performance.
+var (
+	securityLine    = regexp.MustCompile(`\b(open|os\.path\.join|subprocess|os\.system|eval|exec|pickle|yaml\.load|execute)\b|\.\./|startswith\(|(?i)password|token|secret`)
+	performanceLine = regexp.MustCompile(`^\s*(for|while)\s|\bsorted\(|\.sort\(|\.index\(|\bin\s+list\(`)
+)
+
+// angleReview is what a scripted security or performance reviewer says about the diff it is
+// shown. Like a real reviewer with a narrow angle it reports the first added line that looks
+// like its concern, as a minor remark (true or not: most such remarks are noise), or nothing.
+// A round-2 request only repeats the findings it is shown. Under ReviewersDisagree it
+// contradicts the correctness blocker on the very line that blocker quotes.
+func angleReview(p *plan, angle string, msgs []message) string {
+	ans := checkerAnswer{Findings: []finding{}}
+	if confirming(msgs) {
+		return mustJSON(ans) // withdraws: a narrow reviewer rarely insists
+	}
+	if p.ReviewersDisagree {
+		file, line, evidence := blockerSpot(p)
+		ans.Findings = append(ans.Findings, finding{File: file, Line: line, Severity: "minor", Category: angle,
+			Finding:  "Scripted " + angle + " reviewer: this line is fine as it is; no further test is needed for it.",
+			Evidence: evidence})
+		return mustJSON(ans)
+	}
+	re := securityLine
+	if angle == "performance" {
+		re = performanceLine
+	}
+	file := ""
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		for l := range strings.SplitSeq(m.text, "\n") {
+			if rest, ok := strings.CutPrefix(l, "+++ b/"); ok {
+				file = strings.TrimSpace(rest)
+				continue
+			}
+			if !strings.HasPrefix(l, "+") || strings.HasPrefix(l, "+++") || file == "" || isTestFile(file) {
+				continue
+			}
+			if re.MatchString(l[1:]) {
+				ans.Findings = append(ans.Findings, finding{File: file, Line: 1, Severity: "minor", Category: angle,
+					Finding:  "Scripted " + angle + " reviewer: this line deserves a second look for " + angle + ".",
+					Evidence: l[1:]})
+				return mustJSON(ans)
+			}
+		}
+	}
+	return mustJSON(ans)
+}
+
+// confirming reports a round-2 review request.
+func confirming(msgs []message) bool {
+	for _, m := range msgs {
+		if m.Role == "user" && strings.Contains(m.text, "# Review round 2 of") {
+			return true
+		}
+	}
+	return false
+}
+
+// arbiterContent decides each pair an arbiter request shows as a decisive model would: the
+// more severe finding holds; equal severities are both kept.
+func arbiterContent(msgs []message) string {
+	rank := map[string]int{"blocker": 3, "major": 2, "minor": 1}
+	type side struct {
+		Severity string `json:"severity"`
+		Reviewer string `json:"reviewer"`
+	}
+	type decision struct {
+		Pair     int    `json:"pair"`
+		Decision string `json:"decision"`
+		Reason   string `json:"reason"`
+	}
+	out := struct {
+		Decisions []decision `json:"decisions"`
+	}{Decisions: []decision{}}
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		var a side
+		pair := 0
+		for l := range strings.SplitSeq(m.text, "\n") {
+			switch {
+			case strings.HasPrefix(l, "Pair "):
+				fmt.Sscanf(l, "Pair %d:", &pair)
+			case strings.HasPrefix(l, "A: "):
+				a = side{}
+				_ = json.Unmarshal([]byte(l[3:]), &a)
+			case strings.HasPrefix(l, "B: ") && pair > 0:
+				var b side
+				_ = json.Unmarshal([]byte(l[3:]), &b)
+				d := decision{Pair: pair, Decision: "both", Reason: "Scripted arbiter: both findings can hold."}
+				switch {
+				case rank[a.Severity] > rank[b.Severity]:
+					d.Decision, d.Reason = "A", "Scripted arbiter: the "+a.Reviewer+" finding is the more severe and shown by its evidence."
+				case rank[b.Severity] > rank[a.Severity]:
+					d.Decision, d.Reason = "B", "Scripted arbiter: the "+b.Reviewer+" finding is the more severe and shown by its evidence."
+				}
+				out.Decisions = append(out.Decisions, d)
+			}
+		}
+	}
+	return mustJSON(out)
 }
 
 type judgeAnswer struct {

@@ -30,6 +30,11 @@ const (
 	BehaviourMalformedArgs Behaviour = "malformed_args"
 	// BehaviourLoop repeats the identical read_files call forever.
 	BehaviourLoop Behaviour = "loop"
+	// BehaviourAsk reads the patch's files, then asks the human Case.Question with
+	// ask_human, as a model does when the report leaves the intended behaviour open. Once
+	// the ticket shows the question answered, or ask_human is refused (no question left),
+	// it behaves like BehaviourSolve.
+	BehaviourAsk Behaviour = "ask"
 	// BehaviourLateFix keeps the wrong guess (with the patch's tests) through LateAfter
 	// unhelpful steps — a refused submit, then run_checks calls after re-reading, never the
 	// same submit twice — then fixes.
@@ -61,6 +66,12 @@ type Case struct {
 	CheckerInventsEvidence bool
 	// JudgeFailsAlways makes every verdict fail.
 	JudgeFailsAlways bool
+	// ReviewersDisagree makes a security or performance reviewer contradict the checker's
+	// blocker (CheckerBlocksOnce or CheckerBlocksAlways) on the line that blocker quotes, as
+	// a minor remark that the line needs no further test.
+	ReviewersDisagree bool
+	// Question is what BehaviourAsk asks; empty means a question naming the ticket.
+	Question string
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 	// Realistic makes the maker err as real models do, on top of its Behaviour, at the
@@ -102,9 +113,9 @@ func compileCase(i int, c Case) (*plan, error) {
 	switch c.Behaviour {
 	case "":
 		c.Behaviour = BehaviourSolve
-	case BehaviourSolve, BehaviourWrongThenRight, BehaviourNever, BehaviourMalformedArgs, BehaviourLoop, BehaviourLateFix:
+	case BehaviourSolve, BehaviourWrongThenRight, BehaviourNever, BehaviourMalformedArgs, BehaviourLoop, BehaviourLateFix, BehaviourAsk:
 	default:
-		return nil, fmt.Errorf("%s: unknown behaviour %q (want solve, wrong_then_right, never, malformed_args, loop or late_fix)", name, c.Behaviour)
+		return nil, fmt.Errorf("%s: unknown behaviour %q (want solve, wrong_then_right, never, malformed_args, loop, late_fix or ask)", name, c.Behaviour)
 	}
 	if c.LateAfter < 0 {
 		return nil, fmt.Errorf("%s: LateAfter %d is negative", name, c.LateAfter)

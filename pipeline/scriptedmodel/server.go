@@ -449,7 +449,13 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	case ex.rec.Role == "triage":
 		content = triageContent(ex.plan, title)
 	case ex.rec.Role == "checker":
-		content = checkerReview(ex.plan, s.review("checker", ex.plan))
+		if angle := reviewAngle(ex.msgs); angle != "correctness" {
+			content = angleReview(ex.plan, angle, ex.msgs)
+		} else {
+			content = checkerReview(ex.plan, s.review("checker", ex.plan))
+		}
+	case ex.rec.Role == "arbiter":
+		content = arbiterContent(ex.msgs)
 	case ex.rec.Role == "judge":
 		content = judgeContent(title, ex.plan.JudgeFailsAlways || ex.plan.JudgeFailsOnce && s.review("judge", ex.plan) == 1, failedVerifications(ex.msgs), fixReviewed(ex.plan, ex.msgs))
 	}

@@ -20,6 +20,7 @@ const (
 	WriteFile = "write_file"
 	RunChecks = "run_checks"
 	Submit    = "submit"
+	AskHuman  = "ask_human"
 )
 
 type def struct {
@@ -41,6 +42,8 @@ var makerDefs = []def{
 		`{"type":"object","properties":{},"additionalProperties":false}`},
 	{Submit, "Submit your fix when you believe it is complete. The checks run first; if they fail you get the failures back and can continue. If they pass, your work is reviewed and the conversation ends: do not call any tool after a successful submit.",
 		`{"type":"object","properties":{"summary":{"type":"string","description":"Two to five sentences for the human reviewer: the cause of the bug and what you changed."},"tests":{"type":"array","items":{"type":"string"},"description":"pytest node ids of the tests you added or that reproduce the bug, e.g. [\"tests/test_core.py::test_empty_list\"]; they must pass for the fix to be accepted."}},"required":["summary"],"additionalProperties":false}`},
+	{AskHuman, "Ask the person who filed the ticket one question, only when the report is ambiguous about the intended behaviour (two readings would need different fixes) and nothing in the repository settles it. Never ask for what the code, tests or docs can tell you. Asking ends this attempt without a fix and without charging it: the ticket waits for the answer, and the next attempt starts with your question and the answer. Questions per ticket are limited; when none is left the call is refused: then decide from what you have.",
+		`{"type":"object","properties":{"question":{"type":"string","description":"One self-contained question the reporter can answer in a sentence, naming the readings you have to choose between, e.g. \"Should add(2, 3) return 5, or is subtraction intended for refunds (-1)?\""}},"required":["question"],"additionalProperties":false}`},
 }
 
 // MakerTools returns the maker's tool definitions in their fixed order.

@@ -137,7 +137,7 @@ func TestExec(t *testing.T) {
 
 func TestMakerToolsFixedOrder(t *testing.T) {
 	got := MakerTools()
-	want := []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit}
+	want := []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit, AskHuman}
 	if len(got) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(got), len(want))
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ type largeSpec struct {
 	SlowTests int           // tests that sleep SlowSleep (integration-like)
 	SlowSleep time.Duration // how long a slow test takes
 	Bugs      int           // bugs per night; the case runs two nights at the same base
+	AgentsMD  bool          // commit an AGENTS.md (--agents-md)
 }
 
 var defaultLarge = largeSpec{Packages: 50, Modules: 90, Docs: 420, TestFiles: 110, SlowTests: 20, SlowSleep: 500 * time.Millisecond, Bugs: 3}
@@ -67,6 +69,9 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 	files["bigshop/core/__init__.py"] = ""
 	files["bigshop/core/util.py"] = "\"\"\"Shared helpers.\"\"\"\n\n\ndef clamp(cents, low=0, high=10_000_000):\n    return max(low, min(high, cents))\n\n\ndef add(cents, extra):\n    return clamp(cents + extra)\n"
 	files["pyproject.toml"] = "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"
+	if spec.AgentsMD {
+		files["AGENTS.md"] = agentsMD
+	}
 	files["tests/__init__.py"] = ""
 	bugs := 2 * spec.Bugs
 	bugAt := map[[2]int]int{} // (package, module) → bug index
@@ -203,6 +208,11 @@ type LargeFigures struct {
 	CheckTimeP50S   float64 `json:"check_time_p50_s"`  // submit and run_checks tool time per ticket
 	OverheadP50S    float64 `json:"overhead_p50_s"`    // attempt time outside the checks
 	FirstTierCaught int     `json:"first_tier_caught"` // submits the first tier refused, both nights
+	// LaterFirstRequestCachedShare is, per role, sum(cached)/sum(prompt) over the first
+	// request of that role of every ticket but the first of the round (both nights): what
+	// the shared prefix, repository part included, saves once it is in cache.
+	LaterFirstRequestCachedShare map[string]float64 `json:"later_first_request_cached_share"`
+	AgentsMD                     bool               `json:"agents_md,omitempty"` // the repository had an AGENTS.md
 }
 
 // largeRecord is the results.jsonl line of a large-case round: a Record (cases and totals
@@ -242,7 +252,9 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 		rec := largeRecord{Record: Record{Round: n, Rounds: o.rounds, Scenario: "large", Endpoint: "scripted", Latency: o.latency.Seconds(),
 			Seed: o.seed, Commit: commit, CasesDir: "generated:large",
 			Machine: Machine{Hostname: host, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Load1: load1()}}}
-		if err := runLargeRound(ctx, o, base, defaultLarge, pytest, &rec, stderr, log); err != nil {
+		spec := defaultLarge
+		spec.AgentsMD = o.agentsMD
+		if err := runLargeRound(ctx, o, base, spec, pytest, &rec, stderr, log); err != nil {
 			return fmt.Errorf("large round %d: %w", n, err)
 		}
 		line, err := json.Marshal(rec)
@@ -275,6 +287,10 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 	fmt.Fprintf(stdout, "  nights                 %.1fs, %.1fs\n", pick(func(f LargeFigures) float64 { return f.Night1S }), pick(func(f LargeFigures) float64 { return f.Night2S }))
 	fmt.Fprintf(stdout, "  attempt p50            %.2fs (checks %.2fs, overhead %.2fs)\n", pick(func(f LargeFigures) float64 { return f.AttemptP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OverheadP50S }))
 	fmt.Fprintf(stdout, "  peak RSS (daemon)      %.1f MB\n", pick(func(f LargeFigures) float64 { return f.PeakRSSMB }))
+	for _, role := range sortedRoles(all[0].LaterFirstRequestCachedShare) {
+		fmt.Fprintf(stdout, "  later tickets' first %s request cached  %.1f%%%s\n", role,
+			100*pick(func(f LargeFigures) float64 { return f.LaterFirstRequestCachedShare[role] }), map[bool]string{true: " (with AGENTS.md)"}[o.agentsMD])
+	}
 	return nil
 }
 
@@ -333,6 +349,8 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 	rec.Timestamp = time.Now().UTC()
 
 	var attempts, checks []float64
+	firsts := map[string][]store.ModelCall{} // role -> each ticket's first request of it
+	f.AgentsMD = spec.AgentsMD
 	for night := 1; night <= 2; night++ {
 		issues := filepath.Join(root, "issues")
 		if err := os.MkdirAll(issues, 0o755); err != nil {
@@ -366,13 +384,18 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 			f.Night2S, f.Night2Reused, f.Night2Computed = wall, reused > 0 && computed == 0, computed
 		}
 		outs, a, c, caught, err := largeOutcomes(ctx, st, rep, cfg, root, pytest)
-		st.Close()
 		if err != nil {
+			st.Close()
+			return err
+		}
+		if err := collectFirstRequests(ctx, st, outs, firsts); err != nil {
+			st.Close()
 			return err
 		}
 		rec.Cases = append(rec.Cases, outs...)
 		attempts, checks = append(attempts, a...), append(checks, c...)
 		f.FirstTierCaught += caught
+		st.Close()
 		for _, p := range must(filepath.Glob(filepath.Join(issues, "*.md"))) {
 			os.Remove(p) // night 2 sees only its own issues (the done ones would be deduplicated anyway)
 		}
@@ -383,8 +406,48 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 		over[i] = attempts[i] - checks[i]
 	}
 	f.OverheadP50S = percentile(over, 50)
+	f.LaterFirstRequestCachedShare = laterShares(firsts)
 	rec.Totals = totals(rec.Cases, time.Duration((f.Night1S+f.Night2S)*float64(time.Second)), nil)
 	return nil
+}
+
+// collectFirstRequests adds each outcome's first successful request of every role to firsts.
+func collectFirstRequests(ctx context.Context, st *store.Store, outs []Outcome, firsts map[string][]store.ModelCall) error {
+	for _, o := range outs {
+		if o.Ticket == 0 {
+			continue
+		}
+		calls, err := st.ModelCalls(ctx, o.Ticket)
+		if err != nil {
+			return fmt.Errorf("read model calls of ticket %d: %w", o.Ticket, err)
+		}
+		seen := map[string]bool{}
+		for _, c := range calls {
+			if seen[c.Role] || c.ErrorClass != "" || c.PromptTokens == 0 {
+				continue
+			}
+			seen[c.Role] = true
+			firsts[c.Role] = append(firsts[c.Role], c)
+		}
+	}
+	return nil
+}
+
+// laterShares is, per role, sum(cached)/sum(prompt) over the first requests after the
+// earliest one (the request that writes the shared prefix to the cache).
+func laterShares(firsts map[string][]store.ModelCall) map[string]float64 {
+	out := map[string]float64{}
+	for role, cs := range firsts {
+		sort.Slice(cs, func(i, j int) bool { return cs[i].StartedAt.Before(cs[j].StartedAt) })
+		var prompt, cached int64
+		for _, c := range cs[1:] {
+			prompt, cached = prompt+c.PromptTokens, cached+c.CachedTokens
+		}
+		if prompt > 0 {
+			out[role] = float64(cached) / float64(prompt)
+		}
+	}
+	return out
 }
 
 func must[T any](v T, _ error) T { return v }

@@ -32,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline"
 )
 
 func main() {
@@ -81,6 +83,11 @@ type options struct {
 	keep         bool
 	verbose      bool
 	large        bool // run the generated large-repository case instead of the case set (large.go)
+	// reviewers are the checker's angles (review.reviewers), e.g. correctness,security;
+	// empty keeps the configuration's (correctness alone by default).
+	reviewers []string
+	// agentsMD commits an AGENTS.md to every repository of the round (agents.go).
+	agentsMD bool
 }
 
 // compareFlag is --compare, which may stand alone or carry "A,B".
@@ -135,6 +142,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.nightTimeout, "night-timeout", 30*time.Minute, "stop a night that runs longer than this")
 	fs.BoolVar(&o.keep, "keep", false, "keep each round's folder (database, repositories, results) and print where")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the daemon at info level (default: warnings only)")
+	var reviewers string
+	fs.StringVar(&reviewers, "reviewers", "", "the checker's review angles, comma separated: correctness[,security][,performance] (security reviews what touches paths, auth, shell, SQL or deserialisation; performance every change)")
+	fs.BoolVar(&o.agentsMD, "agents-md", false, "commit an AGENTS.md (repository instructions for agents) to every repository of the round")
 	fs.BoolVar(&o.large, "large", false, "run the generated large-repository case (~5,000 files, a few hundred tests): tier timings, baseline reuse, peak RSS")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./scripts/bench [flags]\n\nRuns the frozen bug cases through real nights and judges each branch with hidden tests.\n\n")
@@ -176,6 +186,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if !validScenario(o.scenario) {
 		return o, fmt.Errorf("--scenario %q: want one of %s", o.scenario, strings.Join(scenarios, ", "))
+	}
+	for _, a := range strings.Split(reviewers, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := pipeline.NewReviewer(a, nil, nil); err != nil {
+			return o, fmt.Errorf("--reviewers: %w", err)
+		}
+		o.reviewers = append(o.reviewers, a)
 	}
 	if filter != "" {
 		re, err := regexp.Compile(filter)

@@ -78,6 +78,12 @@ type Outcome struct {
 	FailedToolCalls int            `json:"failed_tool_calls"`
 	FailedEdits     int            `json:"failed_edits"`
 	EditRungs       map[string]int `json:"edit_rungs,omitempty"` // applied edit_file calls per matching rung
+	// How it was reviewed: reviewer calls (one per reviewer and round), the findings the
+	// reviewers' first rounds kept (in all and per reviewer), arbiter calls.
+	ReviewerCalls int            `json:"reviewer_calls"`
+	Findings      int            `json:"findings"`
+	FindingsBy    map[string]int `json:"findings_by,omitempty"`
+	ArbiterCalls  int            `json:"arbiter_calls"`
 }
 
 // Totals are one round's figures, and (as medians) the summary's.
@@ -106,6 +112,13 @@ type Totals struct {
 	CompactionsPerTicket      float64            `json:"compactions_per_ticket"`
 	// EditRungs counts the applied edit_file calls of all tickets per matching rung.
 	EditRungs map[string]float64 `json:"edit_rungs"`
+	// Reviewers are the checker's angles of the round; the per-ticket figures of the review
+	// follow, findings per reviewer in FindingsBy.
+	Reviewers              []string           `json:"reviewers,omitempty"`
+	ReviewerCallsPerTicket float64            `json:"reviewer_calls_per_ticket"`
+	FindingsPerTicket      float64            `json:"findings_per_ticket"`
+	FindingsBy             map[string]float64 `json:"findings_by,omitempty"`
+	ArbiterCallsPerTicket  float64            `json:"arbiter_calls_per_ticket"`
 }
 
 // Summary is the median over the rounds of one bench run.
@@ -131,7 +144,8 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 	if t.FirstRequestCachedShare == nil {
 		t.FirstRequestCachedShare = map[string]float64{}
 	}
-	var calls, makers, toolCalls, failedTools, failedEdits, compactions int
+	var calls, makers, toolCalls, failedTools, failedEdits, compactions, reviewerCalls, findings, arbiters int
+	t.FindingsBy = map[string]float64{}
 	t.EditRungs = map[string]float64{}
 	var prompt, cached, completion int64
 	var durations []float64
@@ -153,6 +167,10 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		for r, n := range o.EditRungs {
 			t.EditRungs[r] += float64(n)
 		}
+		reviewerCalls, findings, arbiters = reviewerCalls+o.ReviewerCalls, findings+o.Findings, arbiters+o.ArbiterCalls
+		for r, n := range o.FindingsBy {
+			t.FindingsBy[r] += float64(n)
+		}
 		prompt, cached, completion = prompt+o.PromptTokens, cached+o.CachedTokens, completion+o.CompletionTokens
 		if o.Claimed { // a ticket never claimed has no duration
 			durations = append(durations, o.DurationS)
@@ -170,6 +188,12 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		t.FailedToolCallsPerTicket = float64(failedTools) / n
 		t.FailedEditsPerTicket = float64(failedEdits) / n
 		t.CompactionsPerTicket = float64(compactions) / n
+		t.ReviewerCallsPerTicket = float64(reviewerCalls) / n
+		t.FindingsPerTicket = float64(findings) / n
+		t.ArbiterCallsPerTicket = float64(arbiters) / n
+		for r := range t.FindingsBy {
+			t.FindingsBy[r] /= n
+		}
 	}
 	t.DurationP50S, t.DurationP90S = percentile(durations, 50), percentile(durations, 90)
 	if night > 0 {
@@ -233,6 +257,10 @@ func medianTotals(rounds []Totals) Totals {
 		FailedToolCallsPerTicket:  pick(func(t Totals) float64 { return t.FailedToolCallsPerTicket }),
 		FailedEditsPerTicket:      pick(func(t Totals) float64 { return t.FailedEditsPerTicket }),
 		CompactionsPerTicket:      pick(func(t Totals) float64 { return t.CompactionsPerTicket }),
+		ReviewerCallsPerTicket:    pick(func(t Totals) float64 { return t.ReviewerCallsPerTicket }),
+		FindingsPerTicket:         pick(func(t Totals) float64 { return t.FindingsPerTicket }),
+		ArbiterCallsPerTicket:     pick(func(t Totals) float64 { return t.ArbiterCallsPerTicket }),
+		FindingsBy:                map[string]float64{},
 		FirstRequestCachedShare:   map[string]float64{},
 		EditRungs:                 map[string]float64{},
 	}
@@ -244,6 +272,18 @@ func medianTotals(rounds []Totals) Totals {
 	}
 	for rung := range rungs {
 		m.EditRungs[rung] = pick(func(t Totals) float64 { return t.EditRungs[rung] }) // a round without it counts 0
+	}
+	reviewers := map[string]bool{}
+	for _, r := range rounds {
+		for name := range r.FindingsBy {
+			reviewers[name] = true
+		}
+		if m.Reviewers == nil {
+			m.Reviewers = r.Reviewers
+		}
+	}
+	for name := range reviewers {
+		m.FindingsBy[name] = pick(func(t Totals) float64 { return t.FindingsBy[name] })
 	}
 	roles := map[string]bool{}
 	for _, r := range rounds {

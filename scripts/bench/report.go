@@ -44,6 +44,14 @@ var metrics = []metric{
 	{"failed tool calls per ticket", func(t Totals) float64 { return t.FailedToolCallsPerTicket }, dec2},
 	{"failed edits per ticket", func(t Totals) float64 { return t.FailedEditsPerTicket }, dec2},
 	{"compactions per ticket", func(t Totals) float64 { return t.CompactionsPerTicket }, dec2},
+	{"reviewer calls per ticket", func(t Totals) float64 { return t.ReviewerCallsPerTicket }, dec2},
+	{"review findings per ticket", func(t Totals) float64 { return t.FindingsPerTicket }, dec2},
+	{"arbiter calls per ticket", func(t Totals) float64 { return t.ArbiterCallsPerTicket }, dec2},
+}
+
+// findingsMetric is the row of one reviewer's findings per ticket.
+func findingsMetric(reviewer string) metric {
+	return metric{"findings per ticket: " + reviewer, func(t Totals) float64 { return t.FindingsBy[reviewer] }, dec2}
 }
 
 func dec2(v float64) string { return fmt.Sprintf("%.2f", v) }
@@ -100,6 +108,9 @@ func printSummary(w io.Writer, s Summary) error {
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	rows := append([]metric{}, metrics...)
 	rows = append(rows, rungRows(append([]Totals{s.Totals}, s.PerRound...)...)...)
+	for _, r := range sortedRoles(s.FindingsBy) {
+		rows = append(rows, findingsMetric(r))
+	}
 	for _, role := range sortedRoles(s.FirstRequestCachedShare) {
 		rows = append(rows, shareMetric(role))
 	}

@@ -59,6 +59,7 @@ func baseConfig(o options) (config.Config, error) {
 		if o.workers > 0 {
 			cfg.Night.Workers = o.workers
 		}
+		cfg.Review = benchReview(o, cfg.Review)
 		return cfg, nil
 	}
 	cfg := config.Default()
@@ -73,6 +74,7 @@ func baseConfig(o options) (config.Config, error) {
 	cfg.Night.Heartbeat = benchHeartbeat
 	cfg.Budget.MaxSteps = benchMaxSteps
 	cfg.Budget.WallClock = benchWallClock
+	cfg.Review = benchReview(o, cfg.Review)
 	cfg.Models = model.Config{
 		Endpoints: map[string]model.Endpoint{scriptedEndpoint: {BaseURL: "http://127.0.0.1:1/v1"}},
 		Roles: map[model.Role]model.RoleConfig{
@@ -83,6 +85,18 @@ func baseConfig(o options) (config.Config, error) {
 		},
 	}
 	return cfg, nil
+}
+
+// benchReview is review with --reviewers applied: each angle with its defaults.
+func benchReview(o options, r config.Review) config.Review {
+	if len(o.reviewers) == 0 {
+		return r
+	}
+	out := config.Review{}
+	for _, a := range o.reviewers {
+		out.Reviewers = append(out.Reviewers, config.Reviewer{Angle: a})
+	}
+	return out
 }
 
 // usesRealEndpoint says whether the configured models are a real endpoint: only a --config
@@ -314,6 +328,9 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	}
 	rec.Cases = outcomes
 	rec.Totals = totals(outcomes, nightWall, stats.FirstRequestCachedShare)
+	for _, r := range cfg.Review.PipelineReviewers() {
+		rec.Totals.Reviewers = append(rec.Totals.Reviewers, r.Angle)
+	}
 	return rec, nil
 }
 
@@ -345,8 +362,14 @@ func (e *env) materialize(ctx context.Context, root string) error {
 		return fmt.Errorf("create issue folder: %w", err)
 	}
 	for _, k := range e.cases {
-		if err := k.Materialize(ctx, filepath.Join(root, "repos", k.Name)); err != nil {
+		repo := filepath.Join(root, "repos", k.Name)
+		if err := k.Materialize(ctx, repo); err != nil {
 			return err
+		}
+		if e.o.agentsMD {
+			if err := commitAgentsMD(ctx, repo); err != nil {
+				return fmt.Errorf("case %q: %w", k.Name, err)
+			}
 		}
 		if err := os.WriteFile(filepath.Join(issues, k.Name+".md"), []byte(issueFile(k)), 0o644); err != nil {
 			return fmt.Errorf("write issue of case %q: %w", k.Name, err)
@@ -392,6 +415,9 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 		if err := toolFigures(ctx, st, &o); err != nil {
 			return nil, err
 		}
+		if err := reviewFigures(ctx, st, &o); err != nil {
+			return nil, err
+		}
 		out = append(out, o)
 	}
 	return out, nil
@@ -431,6 +457,35 @@ func toolFigures(ctx context.Context, st *store.Store, o *Outcome) error {
 				o.EditRungs = map[string]int{}
 			}
 			o.EditRungs[c.Rung]++
+		}
+	}
+	return nil
+}
+
+// reviewFigures reads a ticket's reviewer calls and findings back from the store: the
+// findings are those the reviewers' first rounds kept (a second round only confirms).
+func reviewFigures(ctx context.Context, st *store.Store, o *Outcome) error {
+	reviews, err := st.Reviews(ctx, o.Ticket)
+	if err != nil {
+		return fmt.Errorf("read reviews of ticket %d: %w", o.Ticket, err)
+	}
+	for _, r := range reviews {
+		o.ReviewerCalls++
+		if r.Round == 1 {
+			o.Findings += r.Kept
+			if o.FindingsBy == nil {
+				o.FindingsBy = map[string]int{}
+			}
+			o.FindingsBy[r.Reviewer] += r.Kept
+		}
+	}
+	calls, err := st.ModelCalls(ctx, o.Ticket)
+	if err != nil {
+		return fmt.Errorf("read model calls of ticket %d: %w", o.Ticket, err)
+	}
+	for _, c := range calls {
+		if c.Role == string(model.RoleArbiter) {
+			o.ArbiterCalls++
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ type SQL struct {
 	// SaveTriage (fenced, no reservation): triage, updated_at, id, token.
 	SaveTriage string
 	// CancelQueued (transition): finished_at, updated_at, reason, id, the state it must be
-	// in (queued or parked); to cancelled.
+	// in (queued, parked or needs_info); to cancelled, question ''.
 	CancelQueued string
 	// FlagCancel (transition): updated_at, reason, id; cancel_requested 1 on a running one.
 	FlagCancel string
@@ -67,8 +67,33 @@ type SQL struct {
 	ParkedDue, Unpark string
 	// Requeue (transition): run_after, updated_at, reason, id, the state it must be in;
 	// state queued, attempts and rescues 0, fence_token+1, lease_expires_at and finished_at
-	// NULL, cancel_requested 0.
+	// NULL, cancel_requested 0, question ''.
 	Requeue string
+
+	// Questions (a maker that asks a human).
+
+	// AskHuman (transition, fenced): attempts, updated_at, reason, question, branch,
+	// result_dir (each kept as it was when ''), id, token; state needs_info,
+	// lease_expires_at NULL, questions+1.
+	AskHuman string
+	// InsertQuestion: attempt, question, asked_at, ticket id; the question numbered the
+	// ticket's questions count.
+	InsertQuestion string
+	// AnswerQuestion: answer, answered_by, answered_at, ticket id; answers the ticket's
+	// latest question (n = its questions count) when it is unanswered.
+	AnswerQuestion string
+	// Answered (transition): run_after, updated_at, reason, id; a needs_info ticket to
+	// queued, question ''. RequeueNeedsInfo the same, its question left unanswered.
+	Answered, RequeueNeedsInfo string
+	// Questions: ticket id -> ticket_id, n, attempt, question, asked_at, answer (NULL when
+	// none), answered_by, answered_at, comment_url, by n.
+	Questions string
+	// SetQuestionComment: comment_url, ticket id, n.
+	SetQuestionComment string
+	// WaitingForAnswer builds: source ('' for every source), then limit when limited ->
+	// ticket columns, then n, attempt, question, asked_at, comment_url of the open
+	// question, of the needs_info tickets by asked_at, id.
+	WaitingForAnswer func(limited bool) string
 
 	// Events.
 
@@ -93,7 +118,7 @@ type SQL struct {
 	// prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens,
 	// reasoning_tokens, cost_usd, latency_ms, finish_reason, error_class, error, retries,
 	// started_at, usage_reported, cost_source, price_cost_usd, provider_cost_usd,
-	// compactions, completion_unknown.
+	// compactions, completion_unknown, continuations.
 	InsertModelCall string
 	// ModelCalls: ticket id -> id, ticket_id, run_id (0 for none), then the columns of
 	// InsertModelCall from attempt on, in its order, oldest first.
@@ -103,7 +128,7 @@ type SQL struct {
 	InsertToolCall string
 	// ToolCalls: ticket id -> id, then InsertToolCall's columns in its order, oldest first.
 	ToolCalls string
-	// InsertReview: ticket_id, attempt, round, kept, dropped, at.
+	// InsertReview: ticket_id, attempt, round, kept, dropped, at, reviewer.
 	InsertReview string
 	// Reviews: ticket id -> InsertReview's columns, oldest first.
 	Reviews string
@@ -237,8 +262,8 @@ type SQL struct {
 // source, external_id, repo, title, body, labels, priority, state, attempts,
 // max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 // branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-// rescued_from (” for none), pruned_at, rescues, lease_node.
-const TicketColumns = 28
+// rescued_from (” for none), pruned_at, rescues, lease_node, question, questions.
+const TicketColumns = 30
 
 // ListSpec narrows SQL.List; zero fields do not filter. States are known state names.
 type ListSpec struct {

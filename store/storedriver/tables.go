@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v13) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v14) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
@@ -11,16 +11,18 @@ var SchemaTables = []struct {
 	{"runs", []string{"id", "trigger", "started_at", "ended_at", "claimed", "done", "escalated", "retried", "cost_usd", "after_event_id", "sandbox", "outcome", "error", "worked"}, "id"},
 	{"tickets", []string{"id", "source", "external_id", "repo", "title", "body", "labels", "priority", "state", "attempts", "max_attempts",
 		"run_after", "lease_owner", "lease_expires_at", "fence_token", "cancel_requested", "branch", "result_dir", "summary", "reason", "triage",
-		"created_at", "updated_at", "finished_at", "rescued_from", "pruned_at", "rescues", "last_event_id", "prev_event_id", "lease_node"}, "id"},
+		"created_at", "updated_at", "finished_at", "rescued_from", "pruned_at", "rescues", "last_event_id", "prev_event_id", "lease_node",
+		"question", "questions"}, "id"},
 	{"events", []string{"id", "ticket_id", "at", "kind", "from_state", "to_state", "attempt", "actor", "reason", "prev_id"}, "id"},
 	{"model_calls", []string{"id", "ticket_id", "attempt", "role", "model", "endpoint", "prompt_tokens", "cached_tokens", "completion_tokens",
 		"cost_usd", "latency_ms", "finish_reason", "error", "started_at", "run_id", "cache_write_tokens", "reasoning_tokens", "error_class",
-		"retries", "usage_reported", "cost_source", "price_cost_usd", "provider_cost_usd", "compactions", "completion_unknown"}, "id"},
+		"retries", "usage_reported", "cost_source", "price_cost_usd", "provider_cost_usd", "compactions", "completion_unknown", "continuations"}, "id"},
 	{"tool_calls", []string{"id", "ticket_id", "attempt", "step", "tool", "args", "result", "ok", "duration_ms", "at", "rung"}, "id"},
 	{"endpoint_events", []string{"id", "run_id", "endpoint", "base_url", "down", "since", "at", "last_error"}, "id"},
 	{"outputs", []string{"ticket_id", "kind", "url", "created_at"}, "ticket_id, kind"},
-	{"reviews", []string{"id", "ticket_id", "attempt", "round", "kept", "dropped", "at"}, "id"},
+	{"reviews", []string{"id", "ticket_id", "attempt", "round", "kept", "dropped", "at", "reviewer"}, "id"},
 	{"baselines", []string{"repo", "base_commit", "checks_hash", "results", "flaky", "duration_ms", "created_at", "used_at", "uses"}, "repo, base_commit, checks_hash"},
 	{"run_nodes", []string{"run_id", "node", "started_at", "finished_at"}, "run_id, node"},
 	{"artifacts", []string{"ticket_id", "path", "content", "updated_at"}, "ticket_id, path"},
+	{"questions", []string{"ticket_id", "n", "attempt", "question", "asked_at", "answer", "answered_by", "answered_at", "comment_url"}, "ticket_id, n"},
 }

@@ -47,8 +47,9 @@ func TestMigrationsRecordVersionsOnce(t *testing.T) {
 	if err := engines[0].Pool().QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &v); err != nil {
 		t.Fatal(err)
 	}
-	if v != storepgxv5.SchemaVersion || n != 1 {
-		t.Errorf("schema_migrations: %d rows, version %d; want 1 row (the baseline step) at v%d", n, v, storepgxv5.SchemaVersion)
+	// One row per step, each once: the v13 baseline, then every later version.
+	if steps := storepgxv5.SchemaVersion - 12; v != storepgxv5.SchemaVersion || n != steps {
+		t.Errorf("schema_migrations: %d rows, version %d; want %d rows (the v13 baseline step and each later one) up to v%d", n, v, steps, storepgxv5.SchemaVersion)
 	}
 	if got, err := engines[1].SchemaVersion(ctx); err != nil || got != storepgxv5.SchemaVersion {
 		t.Errorf("SchemaVersion = %d, %v", got, err)
@@ -320,5 +321,44 @@ func TestDatabaseGoneThenBack(t *testing.T) {
 	defer back.close()
 	if err := write(); err != nil {
 		t.Errorf("write once the database is back: %v", err)
+	}
+}
+
+// TestMigrateV13ToV14: a database issue 24's build made (v13) keeps its tickets when v14
+// adds needs_info and the questions: a running ticket stays running with no question, and
+// the new state is then accepted where the old CHECK refused it.
+func TestMigrateV13ToV14(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO tickets (source, external_id, state, attempts, run_after, lease_expires_at, created_at, updated_at, lease_node)
+		VALUES ('test', '1', 'running', 1, 0, 60000, 0, 0, 'vm1')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Pool().Exec(ctx, `UPDATE tickets SET state = 'needs_info', lease_expires_at = NULL`); err == nil {
+		t.Error("v13 took the state needs_info")
+	}
+	old.Close()
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var state, node, question string
+	var questions int
+	if err := e.Pool().QueryRow(ctx, `SELECT state, lease_node, question, questions FROM tickets`).Scan(&state, &node, &question, &questions); err != nil {
+		t.Fatal(err)
+	}
+	if state != "running" || node != "vm1" || question != "" || questions != 0 {
+		t.Errorf("after v14: state %s, node %s, question %q (%d); want running on vm1, none asked", state, node, question, questions)
+	}
+	if _, err := e.Pool().Exec(ctx, `UPDATE tickets SET state = 'needs_info', lease_expires_at = NULL`); err != nil {
+		t.Errorf("v14 refuses needs_info: %v", err)
+	}
+	if _, err := e.Pool().Exec(ctx, `UPDATE tickets SET state = 'asleep', lease_expires_at = NULL`); err == nil {
+		t.Error("v14 took an unknown state")
 	}
 }

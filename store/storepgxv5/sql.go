@@ -12,7 +12,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id from
 // events_id_seq, keeping the old head in prev_event_id. Unlike SQLite's it need not check
@@ -124,7 +124,7 @@ var statements = storedriver.SQL{
 	SaveTriage: `UPDATE tickets SET triage = $1, updated_at = $2
 			WHERE id = $3 AND fence_token = $4 AND state = 'running'`,
 	CancelQueued: `UPDATE tickets SET state = 'cancelled', finished_at = $1, updated_at = $2, reason = $3,
-				` + reserveEvent + ` WHERE id = $4 AND state = $5`,
+				question = '', ` + reserveEvent + ` WHERE id = $4 AND state = $5`,
 	RequeueParked: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, reason = $3, ` + reserveEvent + `
 				WHERE id = $4 AND state = 'parked'`,
 	ParkedDue: `SELECT id, attempts FROM tickets
@@ -135,8 +135,35 @@ var statements = storedriver.SQL{
 				` + reserveEvent + ` WHERE id = $3 AND state = 'running'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = $1,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
-				finished_at = NULL, updated_at = $2, reason = $3, ` + reserveEvent + `
+				finished_at = NULL, updated_at = $2, reason = $3, question = '', ` + reserveEvent + `
 			WHERE id = $4 AND state = $5`,
+
+	AskHuman: `UPDATE tickets SET state = 'needs_info', attempts = $1, lease_expires_at = NULL,
+				updated_at = $2, reason = $3, question = $4, questions = questions + 1,
+				branch = CASE WHEN $5::text <> '' THEN $5::text ELSE branch END,
+				result_dir = CASE WHEN $6::text <> '' THEN $6::text ELSE result_dir END, ` + reserveEvent + `
+			WHERE id = $7 AND fence_token = $8 AND state = 'running'`,
+	InsertQuestion: `INSERT INTO questions (ticket_id, n, attempt, question, asked_at)
+			SELECT id, questions, $1, $2, $3 FROM tickets WHERE id = $4`,
+	AnswerQuestion: `UPDATE questions SET answer = $1, answered_by = $2, answered_at = $3
+			WHERE ticket_id = $4 AND answer IS NULL AND n = (SELECT questions FROM tickets WHERE id = $4)`,
+	Answered: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, question = '', reason = $3, ` + reserveEvent + `
+			WHERE id = $4 AND state = 'needs_info'`,
+	RequeueNeedsInfo: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, reason = $3, question = '', ` + reserveEvent + `
+			WHERE id = $4 AND state = 'needs_info'`,
+	Questions: `SELECT ticket_id, n, attempt, question, asked_at, answer, answered_by, answered_at, comment_url
+		FROM questions WHERE ticket_id = $1 ORDER BY n`,
+	SetQuestionComment: `UPDATE questions SET comment_url = $1 WHERE ticket_id = $2 AND n = $3`,
+	WaitingForAnswer: func(limited bool) string {
+		q := `SELECT ` + prefixCols("t.", ticketCols) + `, q.n, q.attempt, q.question, q.asked_at, q.comment_url
+		FROM tickets t JOIN questions q ON q.ticket_id = t.id AND q.n = t.questions
+		WHERE t.finished_at IS NULL AND t.state = 'needs_info' AND ($1::text = '' OR t.source = $1::text)
+		ORDER BY q.asked_at, t.id`
+		if limited {
+			q += ` LIMIT $2`
+		}
+		return q
+	},
 
 	ReserveEvent:       `UPDATE tickets SET ` + reserveEvent + ` WHERE id = $1`,
 	AppendEvent:        appendQuery(`$7, $8`),
@@ -159,20 +186,20 @@ var statements = storedriver.SQL{
 	InsertModelCall: `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown, continuations)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 			RETURNING id`,
 	ModelCalls: `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown, continuations
 		FROM model_calls WHERE ticket_id = $1 ORDER BY id`,
 	InsertToolCall: `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
 	ToolCalls: `SELECT id, ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung
 		FROM tool_calls WHERE ticket_id = $1 ORDER BY id`,
-	InsertReview: `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at) VALUES ($1, $2, $3, $4, $5, $6)`,
-	Reviews: `SELECT ticket_id, attempt, round, kept, dropped, at FROM reviews
+	InsertReview: `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at, reviewer) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	Reviews: `SELECT ticket_id, attempt, round, kept, dropped, at, reviewer FROM reviews
 		WHERE ticket_id = $1 ORDER BY id`,
 	InsertEndpointEvent: `INSERT INTO endpoint_events (run_id, endpoint, base_url, down, since, at, last_error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -352,7 +379,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	if len(f.States) > 0 {
 		active := true
 		for _, st := range f.States {
-			active = active && (st == "queued" || st == "running" || st == "parked")
+			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL")

@@ -11,7 +11,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id: the
 // ticket's head moves to one past the newest event of any ticket (the single writer makes
@@ -75,7 +75,7 @@ var statements = storedriver.SQL{
 	SaveTriage: `UPDATE tickets SET triage = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 	CancelQueued: `UPDATE tickets SET state = 'cancelled', finished_at = ?, updated_at = ?, reason = ?,
-				` + reserveEvent + ` WHERE id = ? AND state = ?`,
+				question = '', ` + reserveEvent + ` WHERE id = ? AND state = ?`,
 	RequeueParked: `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, reason = ?, ` + reserveEvent + `
 				WHERE id = ? AND state = 'parked'`,
 	ParkedDue: `SELECT id, attempts FROM tickets
@@ -86,8 +86,35 @@ var statements = storedriver.SQL{
 				` + reserveEvent + ` WHERE id = ? AND state = 'running'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
-				finished_at = NULL, updated_at = ?, reason = ?, ` + reserveEvent + `
+				finished_at = NULL, updated_at = ?, reason = ?, question = '', ` + reserveEvent + `
 			WHERE id = ? AND state = ?`,
+
+	AskHuman: `UPDATE tickets SET state = 'needs_info', attempts = ?1, lease_expires_at = NULL,
+				updated_at = ?2, reason = ?3, question = ?4, questions = questions + 1,
+				branch = CASE WHEN ?5 != '' THEN ?5 ELSE branch END,
+				result_dir = CASE WHEN ?6 != '' THEN ?6 ELSE result_dir END, ` + reserveEvent + `
+			WHERE id = ?7 AND fence_token = ?8 AND state = 'running'`,
+	InsertQuestion: `INSERT INTO questions (ticket_id, n, attempt, question, asked_at)
+			SELECT id, questions, ?1, ?2, ?3 FROM tickets WHERE id = ?4`,
+	AnswerQuestion: `UPDATE questions SET answer = ?1, answered_by = ?2, answered_at = ?3
+			WHERE ticket_id = ?4 AND answer IS NULL AND n = (SELECT questions FROM tickets WHERE id = ?4)`,
+	Answered: `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, question = '', reason = ?, ` + reserveEvent + `
+			WHERE id = ? AND state = 'needs_info'`,
+	RequeueNeedsInfo: `UPDATE tickets SET state = 'queued', run_after = ?, updated_at = ?, reason = ?, question = '', ` + reserveEvent + `
+			WHERE id = ? AND state = 'needs_info'`,
+	Questions: `SELECT ticket_id, n, attempt, question, asked_at, answer, answered_by, answered_at, comment_url
+		FROM questions WHERE ticket_id = ? ORDER BY n`,
+	SetQuestionComment: `UPDATE questions SET comment_url = ? WHERE ticket_id = ? AND n = ?`,
+	WaitingForAnswer: func(limited bool) string {
+		q := `SELECT ` + prefixCols("t.", ticketCols) + `, q.n, q.attempt, q.question, q.asked_at, q.comment_url
+		FROM tickets t INDEXED BY tickets_open JOIN questions q ON q.ticket_id = t.id AND q.n = t.questions
+		WHERE t.finished_at IS NULL AND t.state = 'needs_info' AND (?1 = '' OR t.source = ?1)
+		ORDER BY q.asked_at, t.id`
+		if limited {
+			q += ` LIMIT ?2`
+		}
+		return q
+	},
 
 	ReserveEvent:       `UPDATE tickets SET ` + reserveEvent + ` WHERE id = ?`,
 	AppendEvent:        appendQuery(`?7, ?8`),
@@ -111,19 +138,19 @@ var statements = storedriver.SQL{
 	InsertModelCall: `INSERT INTO model_calls (ticket_id, run_id, attempt, role, model, endpoint,
 				prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 				latency_ms, finish_reason, error_class, error, retries, started_at,
-				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown, continuations)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	ModelCalls: `SELECT id, ticket_id, coalesce(run_id, 0), attempt, role, model, endpoint,
 			prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, reasoning_tokens, cost_usd,
 			latency_ms, finish_reason, error_class, error, retries, started_at,
-			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown
+			usage_reported, cost_source, price_cost_usd, provider_cost_usd, compactions, completion_unknown, continuations
 		FROM model_calls WHERE ticket_id = ? ORDER BY id`,
 	InsertToolCall: `INSERT INTO tool_calls (ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	ToolCalls: `SELECT id, ticket_id, attempt, step, tool, args, result, ok, duration_ms, at, rung
 		FROM tool_calls WHERE ticket_id = ? ORDER BY id`,
-	InsertReview: `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at) VALUES (?, ?, ?, ?, ?, ?)`,
-	Reviews: `SELECT ticket_id, attempt, round, kept, dropped, at FROM reviews
+	InsertReview: `INSERT INTO reviews (ticket_id, attempt, round, kept, dropped, at, reviewer) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	Reviews: `SELECT ticket_id, attempt, round, kept, dropped, at, reviewer FROM reviews
 		WHERE ticket_id = ? ORDER BY id`,
 	InsertEndpointEvent: `INSERT INTO endpoint_events (run_id, endpoint, base_url, down, since, at, last_error)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -297,7 +324,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 		active := true
 		for i, st := range f.States {
 			lits[i] = "'" + strings.ReplaceAll(st, "'", "''") + "'"
-			active = active && (st == "queued" || st == "running" || st == "parked")
+			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL") // the tickets_open term, verbatim

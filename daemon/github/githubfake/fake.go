@@ -39,6 +39,12 @@ type Server struct {
 	RateRemaining int
 	rateReset     time.Time
 	DefaultBranch string
+	// BotLogin and BotAssoc are the user and author_association of comments created
+	// through the API (the token's own account); default "ticketd-bot", "MEMBER".
+	BotLogin, BotAssoc string
+	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
+	// second-resolution timestamps of comments written in turn.
+	clock time.Time
 }
 
 // Issue is one issue (or pull request, when PullRequest) of a repository.
@@ -56,7 +62,8 @@ type Issue struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
-		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main"}
+		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
+		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
@@ -293,11 +300,29 @@ func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	key := repoOf(r) + "#" + r.PathValue("n")
-	c := map[string]any{"id": len(f.Comments[key]) + 1, "body": in.Body,
-		"html_url": fmt.Sprintf("https://github.example/%s/issues/%s#comment-%d", repoOf(r), r.PathValue("n"), len(f.Comments[key])+1)}
-	f.Comments[key] = append(f.Comments[key], c)
+	n, _ := strconv.Atoi(r.PathValue("n"))
+	c := f.addComment(repoOf(r), n, f.BotLogin, f.BotAssoc, in.Body)
 	f.reply(w, r, 201, c)
+}
+
+// AddComment adds a comment by login (with its author_association, e.g. OWNER, MEMBER,
+// COLLABORATOR, CONTRIBUTOR, NONE) to issue n of repo, as a person writing on GitHub does.
+func (f *Server) AddComment(repo string, n int, login, assoc, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addComment(repo, n, login, assoc, body)
+}
+
+// addComment appends a comment; called with f.mu held.
+func (f *Server) addComment(repo string, n int, login, assoc, body string) map[string]any {
+	key := repo + "#" + strconv.Itoa(n)
+	f.clock = f.clock.Add(time.Second)
+	id := len(f.Comments[key]) + 1
+	c := map[string]any{"id": id, "body": body, "user": map[string]any{"login": login}, "author_association": assoc,
+		"created_at": f.clock.Format(time.RFC3339),
+		"html_url":   fmt.Sprintf("https://github.example/%s/issues/%d#comment-%d", repo, n, id)}
+	f.Comments[key] = append(f.Comments[key], c)
+	return c
 }
 
 // IssuesOf returns repo's issues; call it inside Edit to change them.
