@@ -206,6 +206,9 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 		login := c.GetUser().GetLogin()
 		ok := login != "" && strings.EqualFold(login, issue.GetUser().GetLogin())
 		if !ok {
+			// The comments come from the Issue Comments REST endpoint, which keeps
+			// author_association; GitHub dropped it only from Events API payloads.
+			//lint:ignore SA1019 read from the REST endpoint, not the Events API
 			allowed, why, err := in.gate.allowed(ctx, ref, &gh.Issue{User: c.GetUser(), AuthorAssociation: c.AuthorAssociation})
 			if err != nil {
 				return false, err
