@@ -8,8 +8,10 @@ if [ "${TICKETD_WITHOUT_TOOLS_INNER:-}" != 1 ]; then
   [ "$#" -gt 0 ] || { echo "usage: $0 COMMAND [ARG...]" >&2; exit 2; }
   exec env -u TICKETD_REQUIRE_TOOLS -u TICKETD_TEST_POSTGRES TICKETD_WITHOUT_TOOLS_INNER=1 unshare -m "$0" "$@"
 fi
-hide=$(mktemp -d)
 mount --make-rprivate /
+# The stand-ins live on a tmpfs only this namespace sees: nothing is left on the host.
+hide=/mnt
+mount -t tmpfs -o size=1m ticketd-without-tools "$hide"
 for m in pytest _pytest mypy; do
   if [ -d "/usr/lib/python3/dist-packages/$m" ]; then
     mkdir -p "$hide/$m"
