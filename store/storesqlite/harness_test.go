@@ -4,36 +4,19 @@ import (
 	"context"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/storedriver"
 	"github.com/ticketd/ticketd/store/storesqlite"
+	"github.com/ticketd/ticketd/store/storetest"
 )
 
-// fakeClock is a settable clock safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the store tests' settable clock (storetest.Clock).
+type fakeClock = storetest.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 1, 22, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return storetest.NewClock() }
 
 type bundle struct {
 	s     *store.Store
