@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +160,7 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 	}
 	line := strings.Join(args, " ")
 	order := []string{"--cap-drop ALL", "--ro-bind /usr /usr", "--tmpfs /tmp", "--tmpfs " + work, "--tmpfs " + home, "--ro-bind " + tool + " " + tool,
-		"--bind " + tree + " " + tree, "--ro-bind " + tree + "/.git " + tree + "/.git", "--chdir " + tree + " -- true"}
+		"--bind " + tree + " " + tree, "--ro-bind /dev/null " + tree + "/.git", "--remount-ro " + work, "--remount-ro " + home, "--chdir " + tree + " -- true"}
 	at := 0
 	for _, o := range order {
 		i := strings.Index(line[at:], o)
@@ -170,6 +171,9 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 	}
 	if strings.Contains(line, "--ro-bind / /") || !strings.Contains(line, "--remount-ro / ") {
 		t.Errorf("the host's root is bound, or the sandbox's root stays writable: %s", line)
+	}
+	if !regexp.MustCompile(`--proc /proc (--ro-bind /proc/\w+ /proc/\w+ )*--ro-bind /proc/sys /proc/sys `).MatchString(line) {
+		t.Errorf("/proc/sys is not bound read-only right after /proc is mounted: %s", line)
 	}
 	if strings.Contains(line, "absent") {
 		t.Errorf("an absent hidden path was mounted: %s", line)

@@ -1,0 +1,145 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitRun runs git in dir for a test, with a fixed identity and no global config.
+func gitRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestKernelAndCloneProbes runs the probes of issue 31 as a hostile test would, under bwrap
+// and, as the negative control, without the sandbox (as TestAttackerProbes does): a check
+// must find nothing writable under /proc/sys, nothing of the clone's config (a token in a
+// remote URL, an http.extraheader), no other ticket's branch or worktree, and nowhere to
+// store bytes in the folders that hide the daemon's. Run the test binary as root and as a
+// user (setpriv --reuid=65534 --regid=65534 --clear-groups): both must pass.
+func TestKernelAndCloneProbes(t *testing.T) {
+	requireBwrap(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	const token = "ghp_" + "ISSUE31TOKENISSUE31TOKENISSUE31TOKEN00"
+	root := t.TempDir()
+	repo := filepath.Join(root, "repos", "app")
+	workspace := filepath.Join(root, "workspace")
+	tree := filepath.Join(workspace, "tree")
+	other := filepath.Join(workspace, "other-tree")
+	hidden := filepath.Join(root, "daemon")
+	for _, d := range []string{repo, workspace, hidden} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "app.py"), []byte("x = 1\n"), 0o644)
+	gitRun(t, repo, "add", "-A")
+	gitRun(t, repo, "commit", "-q", "-m", "base")
+	gitRun(t, repo, "config", "remote.origin.url", "https://x-access-token:"+token+"@github.com/acme/app.git")
+	gitRun(t, repo, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic "+token)
+	gitRun(t, repo, "worktree", "add", "-q", "-b", "ticketd/2-other-work", other)
+	os.WriteFile(filepath.Join(other, "secret_fix.py"), []byte("FIXED = True\n"), 0o644)
+	gitRun(t, other, "add", "-A")
+	gitRun(t, other, "commit", "-q", "-m", "other ticket's fix")
+	gitRun(t, repo, "pack-refs", "--all")
+	gitRun(t, repo, "worktree", "add", "-q", "-b", "ticketd/1-mine", tree)
+	head := gitRun(t, tree, "rev-parse", "HEAD")
+	common := filepath.Join(repo, ".git")
+
+	scratch, err := NewScratch(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { scratch.Remove() })
+	view, err := scratch.GitView(tree)
+	if err != nil {
+		t.Fatalf("git view of a real worktree: %v", err)
+	}
+	plant := []string{hidden, workspace, common}
+	probes := []struct {
+		name, script string
+		needsRoot    bool // the negative control can only breach as root
+	}{
+		{"a writable sysctl", `find /proc/sys /proc/sysrq-trigger -writable 2>/dev/null | grep -q . && echo BREACH; true`, true},
+		{"the clone's config", `cat .git/config "` + common + `/config" 2>/dev/null | grep -q ` + token + ` && echo BREACH
+git config --get remote.origin.url 2>/dev/null | grep -q ` + token + ` && echo BREACH
+git config --get-regexp extraheader 2>/dev/null | grep -q . && echo BREACH
+grep -rqs ` + token + ` "` + common + `" /run 2>/dev/null && echo BREACH; true`, false},
+		{"another ticket's ref", `git for-each-ref 2>/dev/null | grep -q 2-other && echo BREACH
+cat "` + common + `/packed-refs" 2>/dev/null | grep -q 2-other && echo BREACH
+git cat-file -p ticketd/2-other-work 2>/dev/null | grep -q "other ticket" && echo BREACH; true`, false},
+		{"another worktree", `git worktree list 2>/dev/null | grep -q other-tree && echo BREACH
+ls "` + common + `/worktrees" 2>/dev/null | grep -q other && echo BREACH
+cat "` + other + `/secret_fix.py" 2>/dev/null | grep -q FIXED && echo BREACH; true`, false},
+		{"storing in a hiding folder", `for d in ` + strings.Join(plant, " ") + `; do head -c 65536 /dev/zero > "$d/planted-31" 2>/dev/null && echo "BREACH $d"; done; true`, false},
+	}
+	for _, p := range probes {
+		for _, mode := range []Mode{ModeBwrap, ModeNone} {
+			t.Run(p.name+"/"+string(mode), func(t *testing.T) {
+				spec := Spec{Mode: mode, Dir: tree, Reports: scratch.Dir, GitView: view, Hide: []string{hidden, workspace},
+					Env: []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}}
+				out := probeRun(t, spec, p.script)
+				for _, d := range plant {
+					os.Remove(filepath.Join(d, "planted-31"))
+				}
+				breach := strings.Contains(out, "BREACH")
+				t.Logf("uid %d, %s: breach=%v output=%q", os.Geteuid(), mode, breach, out)
+				if mode == ModeBwrap && breach {
+					t.Errorf("the probe %q succeeded inside the sandbox: %s", p.name, out)
+				}
+				if mode == ModeNone && !breach && (os.Geteuid() == 0 || !p.needsRoot) {
+					t.Errorf("negative control: the probe %q should succeed without the sandbox: %s", p.name, out)
+				}
+			})
+		}
+	}
+
+	// What a check may need of git still works in the view: its own commit, branch and status.
+	spec := Spec{Dir: tree, Reports: scratch.Dir, GitView: view, Hide: []string{hidden, workspace}, Env: []string{"PATH=/usr/bin:/bin"}}
+	out := probeRun(t, spec, `git rev-parse HEAD; git rev-parse --abbrev-ref HEAD; git status --porcelain --untracked-files=no; git cat-file -t HEAD:app.py`)
+	if want := head + "\nticketd/1-mine\nblob\n"; out != want {
+		t.Errorf("git in the check's view said %q, want %q", out, want)
+	}
+	// Without a view there is no git at all, and nothing of the real one.
+	spec.GitView = ""
+	if out := probeRun(t, spec, `git rev-parse HEAD 2>&1; cat .git; echo end`); strings.Contains(out, head) || !strings.HasSuffix(out, "end\n") {
+		t.Errorf("without a view, the check still reached the repository: %q", out)
+	}
+}
+
+// TestCheckUnprivileged: the start-up self-test refuses a sandbox whose probe was uid 0, held
+// a capability, could write a sysctl, or did not finish.
+func TestCheckUnprivileged(t *testing.T) {
+	const ok = "Uid:\t65534\t65534\t65534\t65534\nCapEff:\t0000000000000000\n"
+	tests := []struct {
+		name, out, want string
+	}{
+		{"unprivileged", ok + "End.\n", ""},
+		{"uid 0", "Uid:\t0\t0\t0\t0\nCapEff:\t0000000000000000\nEnd.\n", "uid 0"},
+		{"a capability", "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000200000\nEnd.\n", "capabilities"},
+		{"a writable sysctl", ok + "Writable: /proc/sys/kernel/core_pattern\nWritable: /proc/sys/vm/drop_caches\nEnd.\n", "2 kernel settings (/proc/sys/kernel/core_pattern, /proc/sys/vm/drop_caches)"},
+		{"cut short", ok, "did not finish"},
+	}
+	for _, tt := range tests {
+		err := checkUnprivileged(tt.out)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: err = %v, want one saying %q", tt.name, err, tt.want)
+		}
+	}
+}
