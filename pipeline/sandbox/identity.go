@@ -225,5 +225,10 @@ func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
 	}
 	cmd.ExtraFiles = []*os.File{ns}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	// bwrap's parent stays host root while the sandbox's init is id: the kernel does not let
+	// the one's parent-death signal reach the other, so --die-with-parent alone would leave
+	// the sandbox behind. Started as the init of a PID namespace of its own, bwrap takes
+	// every process of the check with it when it ends, however it ends.
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	return grantWrite(s.Dir, s.Reports, id)
 }
