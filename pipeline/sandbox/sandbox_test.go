@@ -53,6 +53,9 @@ func TestLooksSecretValue(t *testing.T) {
 		{"sk_live_51HxYzAbCdEfGhIjKl", true}, {"rk_test_abcdefghijkl", true}, {"AIza" + strings.Repeat("x", 35), true},
 		{"hf_" + strings.Repeat("a", 34), true}, {"npm_" + strings.Repeat("a", 36), true},
 		{"sk-", false}, {"1", false}, {"", false}, {"sk_live", false}, {"hf_home", false},
+		// DSN passwords (issue 31): in a URL's query and in libpq's keyword form.
+		{"postgres://app@db/prod?password=hunter2", true}, {"host=db user=app password=hunter2", true},
+		{"postgres://app@db/prod?sslmode=require", false}, {"host=db user=app", false},
 	}
 	for _, tt := range tests {
 		if got := LooksSecretValue(tt.value); got != tt.want {
