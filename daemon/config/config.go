@@ -203,6 +203,10 @@ type Repo struct {
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
 	PushRemote string `yaml:"push_remote"`
+	// PushTokenEnv names the variable holding push_remote's credential for an https remote
+	// ("TOKEN", sent as x-access-token, or "USER:TOKEN"), sent in a header: never put one in
+	// the remote's URL, which every git process of the clone can read.
+	PushTokenEnv string `yaml:"push_token_env"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -576,6 +580,9 @@ func (c *Config) validateStore(bad func(string, ...any)) {
 		if r := c.Repos[name].PushRemote; r != "" && !remoteName.MatchString(r) {
 			bad("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r)
 		}
+		if v := c.Repos[name].PushTokenEnv; v != "" && !envName.MatchString(v) {
+			bad("repos.%s.push_token_env: %q is not an environment variable name (e.g. APP_PUSH_TOKEN)", name, v)
+		}
 	}
 }
 
@@ -619,6 +626,11 @@ func (c Config) credentialOwners() map[string]string {
 	owners[tokenEnv] = "the GitHub token (github.token_env)"
 	if c.Store.URLEnv != "" {
 		owners[c.Store.URLEnv] = "the PostgreSQL URL of the store (store.url_env)"
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		if v := c.Repos[name].PushTokenEnv; v != "" {
+			owners[v] = "the push credential of repos." + name + " (push_token_env)"
+		}
 	}
 	return owners
 }
