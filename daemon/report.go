@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
-	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 )
 
