@@ -17,15 +17,15 @@ import (
 
 // Defaults applied where a config field is zero.
 const (
-	DefaultTimeout          = 5 * time.Minute
+	DefaultTimeout = 5 * time.Minute
 	// DefaultMaxAnswerBytes bounds one answer's body: far above any real completion (a
 	// maker writing a whole large file), far below what would strain the daemon.
-	DefaultMaxAnswerBytes int64 = 4 << 20
-	DefaultMaxRetries       = 5
-	DefaultBaseDelay        = time.Second
-	DefaultMaxDelay         = 60 * time.Second
-	DefaultWarmupWait       = 20 * time.Second
-	DefaultMaxContinuations = 2
+	DefaultMaxAnswerBytes   int64 = 4 << 20
+	DefaultMaxRetries             = 5
+	DefaultBaseDelay              = time.Second
+	DefaultMaxDelay               = 60 * time.Second
+	DefaultWarmupWait             = 20 * time.Second
+	DefaultMaxContinuations       = 2
 	// DefaultMakerMaxOutput is large so that a maker answer is not cut at
 	// finish_reason=length; the model's own limit caps it.
 	DefaultMakerMaxOutput = 32000

@@ -33,9 +33,9 @@ const maxErrorBody = 64 << 10
 //     was sent, and usage fields of other providers, through the per-attempt wireState
 //     found in the request's context.
 type wireTransport struct {
-	base     http.RoundTripper
-	headers  map[string]string // resolved values, secrets included: never logged
-	query    map[string]string
+	base      http.RoundTripper
+	headers   map[string]string // resolved values, secrets included: never logged
+	query     map[string]string
 	body      bodyOptions
 	delCache  bool  // the endpoint takes no prompt_cache_key
 	maxAnswer int64 // bytes of a 2xx body read at most (Endpoint.MaxAnswerBytes)
@@ -71,8 +71,8 @@ type wireState struct {
 	oversize      int64
 	oversizeExact bool
 	maxAnswer     int64
-	info       answerInfo
-	once       sync.Once
+	info          answerInfo
+	once          sync.Once
 }
 
 func withWire(ctx context.Context, ws *wireState) context.Context {
