@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,5 +142,39 @@ func TestCheckUnprivileged(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: err = %v, want one saying %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestProbeRefusesWritableSysctls: the start-up self-test's script, run in a bubblewrap
+// sandbox made as ticketd made them before issue 31 (bwrap's own --proc and nothing over
+// /proc/sys), finds writable sysctls — host-wide ones as root, its own namespaces' as a user
+// — and checkUnprivileged refuses it; ticketd's own sandbox passes the same self-test.
+func TestProbeRefusesWritableSysctls(t *testing.T) {
+	requireBwrap(t)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bwrap is not on PATH")
+	}
+	args := []string{"--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+		"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"}
+	for _, l := range []string{"/bin", "/sbin", "/lib", "/lib64"} {
+		if target, err := os.Readlink(l); err == nil {
+			args = append(args, "--symlink", target, l)
+		}
+	}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--uid", "65534", "--gid", "65534"}, args...)
+	}
+	out, err := exec.Command(bwrap, append(args, "--", "/bin/sh", "-c", probeScript)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the old-style sandbox did not run: %v\n%s", err, out)
+	}
+	if err := checkUnprivileged(string(out)); err == nil || !strings.Contains(err.Error(), "kernel settings") {
+		t.Errorf("uid %d: the self-test passed a sandbox with a writable /proc/sys: %v\n%s", os.Geteuid(), err, out)
+	} else {
+		t.Logf("uid %d: refused as it should be: %v", os.Geteuid(), err)
+	}
+	if _, err := Probe(context.Background(), bwrap); err != nil {
+		t.Errorf("the self-test refused ticketd's own sandbox: %v", err)
 	}
 }
