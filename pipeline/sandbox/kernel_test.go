@@ -6,7 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // gitRun runs git in dir for a test, with a fixed identity and no global config.
@@ -22,6 +25,19 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// requireBwrapRuns is requireBwrap, except that a sandbox the self-test refuses for what
+// these probes look for (a writable sysctl, a check that is host root) runs them anyway:
+// they must then fail, and say what they found.
+func requireBwrapRuns(t *testing.T) {
+	t.Helper()
+	_, err := Probe(context.Background(), "")
+	if err != nil && (strings.Contains(err.Error(), "kernel settings") || strings.Contains(err.Error(), "root on the host")) {
+		t.Logf("the self-test refuses this sandbox; probing it anyway: %v", err)
+		return
+	}
+	testenv.Need(t, testenv.Bubblewrap, err)
+}
+
 // TestKernelAndCloneProbes runs the probes of issue 31 as a hostile test would, under bwrap
 // and, as the negative control, without the sandbox (as TestAttackerProbes does): a check
 // must find nothing writable under /proc/sys, nothing of the clone's config (a token in a
@@ -29,7 +45,7 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 // store bytes in the folders that hide the daemon's. Run the test binary as root and as a
 // user (setpriv --reuid=65534 --regid=65534 --clear-groups): both must pass.
 func TestKernelAndCloneProbes(t *testing.T) {
-	requireBwrap(t)
+	requireBwrapRuns(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -70,22 +86,28 @@ func TestKernelAndCloneProbes(t *testing.T) {
 		t.Fatalf("git view of a real worktree: %v", err)
 	}
 	plant := []string{hidden, workspace, common}
+	owner := filepath.Join(tree, "owner-31")
 	probes := []struct {
 		name, script string
-		needsRoot    bool // the negative control can only breach as root
+		needsRoot    bool        // the negative control can only breach as root
+		host         func() bool // optional: whether the breach shows on the host
 	}{
-		{"a writable sysctl", `find /proc/sys /proc/sysrq-trigger -writable 2>/dev/null | grep -q . && echo BREACH; true`, true},
+		{"a writable sysctl", `find /proc/sys /proc/sysrq-trigger -writable 2>/dev/null | grep -q . && echo BREACH; true`, true, nil},
+		{"root on the host", `echo x > owner-31; true`, true, func() bool {
+			var st syscall.Stat_t
+			return syscall.Lstat(owner, &st) == nil && st.Uid == 0
+		}},
 		{"the clone's config", `cat .git/config "` + common + `/config" 2>/dev/null | grep -q ` + token + ` && echo BREACH
 git config --get remote.origin.url 2>/dev/null | grep -q ` + token + ` && echo BREACH
 git config --get-regexp extraheader 2>/dev/null | grep -q . && echo BREACH
-grep -rqs ` + token + ` "` + common + `" /run 2>/dev/null && echo BREACH; true`, false},
+grep -rqs ` + token + ` "` + common + `" /run 2>/dev/null && echo BREACH; true`, false, nil},
 		{"another ticket's ref", `git for-each-ref 2>/dev/null | grep -q 2-other && echo BREACH
 cat "` + common + `/packed-refs" 2>/dev/null | grep -q 2-other && echo BREACH
-git cat-file -p ticketd/2-other-work 2>/dev/null | grep -q "other ticket" && echo BREACH; true`, false},
+git cat-file -p ticketd/2-other-work 2>/dev/null | grep -q "other ticket" && echo BREACH; true`, false, nil},
 		{"another worktree", `git worktree list 2>/dev/null | grep -q other-tree && echo BREACH
 ls "` + common + `/worktrees" 2>/dev/null | grep -q other && echo BREACH
-cat "` + other + `/secret_fix.py" 2>/dev/null | grep -q FIXED && echo BREACH; true`, false},
-		{"storing in a hiding folder", `for d in ` + strings.Join(plant, " ") + `; do head -c 65536 /dev/zero > "$d/planted-31" 2>/dev/null && echo "BREACH $d"; done; true`, false},
+cat "` + other + `/secret_fix.py" 2>/dev/null | grep -q FIXED && echo BREACH; true`, false, nil},
+		{"storing in a hiding folder", `for d in ` + strings.Join(plant, " ") + `; do head -c 65536 /dev/zero > "$d/planted-31" 2>/dev/null && echo "BREACH $d"; done; true`, false, nil},
 	}
 	for _, p := range probes {
 		for _, mode := range []Mode{ModeBwrap, ModeNone} {
@@ -96,7 +118,8 @@ cat "` + other + `/secret_fix.py" 2>/dev/null | grep -q FIXED && echo BREACH; tr
 				for _, d := range plant {
 					os.Remove(filepath.Join(d, "planted-31"))
 				}
-				breach := strings.Contains(out, "BREACH")
+				breach := strings.Contains(out, "BREACH") || p.host != nil && p.host()
+				os.Remove(owner)
 				t.Logf("uid %d, %s: breach=%v output=%q", os.Geteuid(), mode, breach, out)
 				if mode == ModeBwrap && breach {
 					t.Errorf("the probe %q succeeded inside the sandbox: %s", p.name, out)
