@@ -178,6 +178,9 @@ func grantWrite(dir, reports string, id Identity) error {
 		}
 		if int(st.Gid) != id.GID {
 			if err := os.Lchown(p, -1, id.GID); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // gone meanwhile
+				}
 				return err
 			}
 			fi, err = os.Lstat(p) // chown clears setgid bits
@@ -193,7 +196,9 @@ func grantWrite(dir, reports string, id Identity) error {
 			return nil // a FIFO or socket a check left: nothing to grant
 		}
 		if want != fi.Mode() {
-			return os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
+			if err := os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 		return nil
 	})
