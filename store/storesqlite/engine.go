@@ -244,7 +244,12 @@ func (e *Engine) Checkpoint(ctx context.Context) error {
 	return e.retry(ctx, "checkpoint", func() error {
 		var busy, logFrames, done int
 		e.wmu.Lock()
+		// The background checkpointer's PASSIVE pass holds SQLite's checkpoint lock while
+		// it runs; a TRUNCATE beside it gets SQLITE_BUSY at once (seen under load: the WAL
+		// left whole after FinishRun), so wait for the pass as boundWAL's RESTART does.
+		e.ckpt.mu.Lock()
 		err := e.wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+		e.ckpt.mu.Unlock()
 		e.wmu.Unlock()
 		if err != nil {
 			return fmt.Errorf("checkpoint %s: %w", e.path, err)
