@@ -101,6 +101,11 @@ type Engine struct {
 	leaseHorizon atomic.Int64
 
 	locks sync.Map // lock name -> *fileLock
+
+	// file is the database file's identity when opened, and fileIdentity the ticketd
+	// identity the file itself held then (CheckFile).
+	file         fileID
+	fileIdentity string
 }
 
 var _ storedriver.Engine = (*Engine)(nil)
@@ -181,6 +186,14 @@ func Open(ctx context.Context, path string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("open store %s checkpointer: %w", abs, err)
 	}
 	e.ckpt = newCheckpointer(ck)
+	if dev, ino, err := FileIdentity(abs); err == nil {
+		e.file = fileID{dev, ino}
+	}
+	// The identity is read from the file alone once the WAL is copied back into it: a
+	// passive checkpoint, which never waits for another process.
+	if _, err := e.wc.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err == nil {
+		e.fileIdentity, _ = fileIdentity(abs)
+	}
 	return e, nil
 }
 
