@@ -20,11 +20,13 @@ var ErrAnotherInstance = errors.New("another ticketd is running on the same work
 const instanceLockName = "ticketd.lock"
 
 // LockInstance takes the single-instance locks of ticketd once and run: one on the workspace
-// (every node has its own), and one beside a SQLite database, each an exclusive flock on a
-// file that holds the holder's pid. A PostgreSQL store has no database lock: several nodes
-// share it by design, and the store coordinates them. The locks go when the process ends,
-// however it ends. It fails with ErrAnotherInstance naming the other's pid; release drops
-// them.
+// (every node has its own), and for a SQLite database one on the database file itself and
+// one beside it, each an exclusive flock; the files beside hold the holder's pid. The lock on
+// the file itself is on its identity (device and inode), so a second ticketd reaching the
+// same database through a symbolic or a hard link is refused too. A PostgreSQL store has no
+// database lock: several nodes share it by design, and the store coordinates them. The locks
+// go when the process ends, however it ends. It fails with ErrAnotherInstance naming the
+// other's pid; release drops them (after the store is closed: see lockDatabaseFile).
 func LockInstance(cfg config.Config) (release func(), err error) {
 	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
@@ -41,6 +43,17 @@ func LockInstance(cfg config.Config) (release func(), err error) {
 		for _, r := range held {
 			r()
 		}
+	}
+	if !cfg.Store.Shared() {
+		r, pid, err := lockDatabaseFile(cfg.Store.Path)
+		if errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("%w: the database %s (this very file, however it is reached: a link, another path) is in use by ticketd pid %s; stop that process first, or give this one its own store.path",
+				ErrAnotherInstance, cfg.Store.Path, pid)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock the database %s: %w", cfg.Store.Path, err)
+		}
+		held = append(held, r)
 	}
 	for _, l := range locks {
 		r, err := lockFile(l.path)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,4 +58,18 @@ func (s *Store) IntakeSkips(ctx context.Context) ([]IntakeSkip, error) {
 		out = append(out, k)
 	}
 	return out, rows.Err()
+}
+
+// TicketBySource returns the id of the ticket of (source, external id), 0 when the queue
+// has none.
+func (s *Store) TicketBySource(ctx context.Context, source, externalID string) (int64, error) {
+	var id int64
+	err := s.rd.QueryRow(ctx, s.q.TicketBySource, source, externalID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ticket of %s/%s: %w", source, externalID, err)
+	}
+	return id, nil
 }
