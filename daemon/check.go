@@ -30,7 +30,9 @@ type CheckItem struct {
 // says what is wrong and what to do; Check runs them all rather than stop at the first.
 func Check(ctx context.Context, cfg config.Config, log *slog.Logger) []CheckItem {
 	var out []CheckItem
-	add := func(what, problem, detail string) { out = append(out, CheckItem{What: what, Problem: problem, Detail: detail}) }
+	add := func(what, problem, detail string) {
+		out = append(out, CheckItem{What: what, Problem: problem, Detail: detail})
+	}
 
 	loc, err := cfg.Store.Location()
 	switch {

@@ -32,6 +32,8 @@ type homeData struct {
 	Attention []attentionRow
 	// OlderEscalated counts escalated tickets from before the latest night.
 	OlderEscalated int
+	// Skipped are the issue files intake could not take in at its latest scan.
+	Skipped []store.IntakeSkip
 	Running        []runningRow
 	Done           []store.Summary
 	DoneMore       bool
@@ -158,6 +160,9 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		for _, t := range ws {
 			d.Attention = append(d.Attention, attentionRow{Summary: t})
 		}
+	}
+	if d.Skipped, err = s.store.IntakeSkips(ctx); err != nil {
+		d.problem("skipped issue files", err)
 	}
 	for i := range d.Attention {
 		a := &d.Attention[i]
