@@ -301,12 +301,19 @@ func Parse(name string, data []byte) (Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		return Config{}, syntaxError(name, data, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	// A value of the wrong type or an unknown key does not stop the decoding: the rest of
+	// the file is decoded and validated too, so every mistake is reported at once.
+	var decodeErr error
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, explain(name, &root, err)
+		decodeErr = explain(name, &root, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return Config{}, decodeErr
+		}
 	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
@@ -324,7 +331,7 @@ func Parse(name string, data []byte) (Config, error) {
 		}
 		c.BaseDir = filepath.Clean(c.BaseDir)
 		if fi, err := os.Stat(c.BaseDir); err != nil || !fi.IsDir() {
-			return Config{}, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir))
+			return Config{}, errors.Join(decodeErr, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir)))
 		}
 		dir = c.BaseDir
 	} else {
@@ -332,7 +339,10 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	c.resolvePaths(dir)
 	if err := c.Validate(); err != nil {
-		return Config{}, locate(name, &root, err)
+		return Config{}, errors.Join(decodeErr, locate(name, &root, err))
+	}
+	if decodeErr != nil {
+		return Config{}, decodeErr
 	}
 	return c, nil
 }
