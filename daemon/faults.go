@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/diskfault"
@@ -29,6 +30,7 @@ type machineFaults struct {
 
 // add records a reason once.
 func (m *machineFaults) add(reason string) {
+	reason = strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
@@ -92,9 +94,8 @@ func machineCause(err error) (error, bool) {
 // as a mistake of its own (and spends its loop on it).
 func (w *workerPool) diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error) {
 	return func(err error) {
-		cause, _ := machineCause(err)
 		log.Error("a tool call met a storage fault: the attempt ends as the machine's fault", "err", err)
-		cancel(fmt.Errorf("the workspace: %w", cause))
+		cancel(fmt.Errorf("%w: the workspace: %s: %w", ErrMachineFault, diskfault.Describe(err), err))
 	}
 }
 
@@ -107,7 +108,7 @@ func (w *workerPool) pauseNode(log *slog.Logger, reason string) {
 	}
 	w.pauseOnce.Do(func() {
 		log.Error("storage fault: this node claims no more tickets tonight", "reason", reason)
-		w.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, reason))
+		w.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
 	})
 }
 

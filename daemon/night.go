@@ -212,8 +212,11 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"
-		if stopped == nil {
+		switch {
+		case stopped == nil:
 			cause = "the night ended"
+		case errors.Is(stopped, ErrMachineFault):
+			cause = "the machine's fault stopped this node's claims"
 		}
 		why = append(why, fmt.Sprintf("%d ticket(s) ready but not worked when %s", e.ready, cause))
 	}
