@@ -32,14 +32,13 @@ func lockFile(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// lockDatabaseFile takes an exclusive, non-blocking flock on the SQLite database file itself
-// (created empty when missing: SQLite makes a database of an empty file), so the lock follows
-// the file, not the path. errLocked names the holder's pid (from /proc/locks; "unknown"
+// lockDatabaseFile takes an exclusive, non-blocking flock on the SQLite database file itself,
+// so the lock follows the file, not the path. errLocked names the holder's pid (from /proc/locks; "unknown"
 // elsewhere). flock and SQLite's own locks (fcntl) do not meet; but closing any descriptor
 // of the file drops the process's fcntl locks on it, so release must run after the store is
 // closed.
 func lockDatabaseFile(path string) (release func(), holder string, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
 	}

@@ -53,10 +53,10 @@ func refuseForeignFile(ctx context.Context, path string) error {
 	if fi.IsDir() {
 		return fmt.Errorf("store.path %s is a folder: name the database file inside it (such as %s)", path, filepath.Join(path, "ticketd.db"))
 	}
+	// Only a file that surely is not ticketd's is refused; one that cannot be read now (busy)
+	// is left to the store's own opening, which waits and says.
 	if _, err := store.Inspect(ctx, path); errors.Is(err, store.ErrNotTicketd) {
 		return fmt.Errorf("store.path %s: %w; ticketd writes nothing to it: point store.path at ticketd's database, or at a new file", path, err)
-	} else if err != nil {
-		return fmt.Errorf("store.path %s: %w", path, err)
 	}
 	return nil
 }

@@ -67,8 +67,9 @@ type openPart struct {
 // model calls recorded. In the blaming scopes, the node's latest dead part also decides
 // whose the crash was: a ticket whose attempt was the only one in flight gets a crash
 // (Ticket.Crashes), and the one that reaches MaxRescues is escalated; with several in
-// flight the crash was the process's, and no ticket is charged for it. Lost leases
-// themselves are rescued by Claim as before, never charged as attempts.
+// flight the crash was the process's, and no ticket is charged for it. The dead process's
+// leases end at once; Claim rescues their tickets as it rescues any lost lease, never
+// charging the attempt.
 func (s *Store) SettleDead(ctx context.Context, scope DeadScope) ([]DeadNight, error) {
 	var out []DeadNight
 	err := s.write(ctx, "settle dead nights", func(ctx context.Context, tx storedriver.Tx) error {
@@ -109,7 +110,14 @@ func (s *Store) SettleDead(ctx context.Context, scope DeadScope) ([]DeadNight, e
 				return err
 			}
 		}
-		return nil
+		// The dead process's leases end now: the next claim rescues its tickets at once
+		// instead of waiting out leases nobody will extend.
+		node := s.opts.Node
+		if scope == DeadAll {
+			node = ""
+		}
+		_, err = tx.Exec(ctx, s.q.ExpireLeases, now, node)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle the nights of dead processes: %w", err)

@@ -263,7 +263,13 @@ func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger,
 		fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 		return exitFailed
 	}
-	defer st.Close()
+	unlockDB, err := daemon.LockDatabase(cfg)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+		return exitFailed
+	}
+	defer func() { st.Close(); unlockDB() }() // the lock's descriptor closes after SQLite's
 	d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
 	// Under the instance lock, this node's (or, on a SQLite file, every) night left open is
 	// a dead process's: close it, and see whose the crash was.

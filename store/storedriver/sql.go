@@ -168,7 +168,7 @@ type SQL struct {
 	// NightTotals: -> outcome, count, max(ended_at) of the ended runs with an outcome.
 	NightTotals string
 	// JoinRunNode: run id, node, started_at; adds the node to the run, or marks it running
-	// again (finished_at NULL) when it rejoins.
+	// again (finished_at NULL, died 0, no lease until its first beat) when it rejoins.
 	JoinRunNode string
 	// FinishRunNode: finished_at, run id, node.
 	FinishRunNode string
@@ -284,6 +284,9 @@ type SQL struct {
 	// ran on node when it died: running there, or rescued from there (rescued_node) and
 	// updated since.
 	InFlight string
+	// ExpireLeases: now, node ('' for every node); ends now the unexpired leases of the
+	// running tickets on node (their process is dead), so the next claim rescues them.
+	ExpireLeases string
 	// AddCrash (transition): updated_at, id; crashes+1. EscalateCrashed (transition):
 	// finished_at, updated_at, reason, id; a running or queued ticket to escalated, its lease
 	// ended and its fence token moved on.

@@ -235,7 +235,7 @@ var statements = storedriver.SQL{
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = $1`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES ($1, $2, $3)
-			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL, died = 0, lease_expires_at = NULL`,
 	FinishRunNode: `UPDATE run_nodes SET finished_at = $1 WHERE run_id = $2 AND node = $3`,
 	OpenRun: `SELECT id FROM runs WHERE started_at >= $1
 			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
@@ -346,6 +346,8 @@ var statements = storedriver.SQL{
 			WHERE (state = 'running' AND ($1::text = '' OR lease_node = $1::text))
 				OR ($1::text <> '' AND rescued_node = $1::text AND updated_at >= $2::bigint)
 			ORDER BY id`,
+	ExpireLeases: `UPDATE tickets SET lease_expires_at = $1::bigint
+			WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at > $1::bigint AND ($2::text = '' OR lease_node = $2::text)`,
 	AddCrash: `UPDATE tickets SET crashes = crashes + 1, updated_at = $1, ` + reserveEvent + ` WHERE id = $2`,
 	EscalateCrashed: `UPDATE tickets SET state = 'escalated', lease_expires_at = NULL, fence_token = fence_token + 1,
 				finished_at = $1, updated_at = $2, reason = $3, ` + reserveEvent + `

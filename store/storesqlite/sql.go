@@ -185,7 +185,7 @@ var statements = storedriver.SQL{
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = ?`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES (?, ?, ?)
-			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL, died = 0, lease_expires_at = NULL`,
 	FinishRunNode: `UPDATE run_nodes SET finished_at = ? WHERE run_id = ? AND node = ?`,
 	OpenRun: `SELECT id FROM runs WHERE started_at >= ?
 			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
@@ -289,6 +289,8 @@ var statements = storedriver.SQL{
 			WHERE (state = 'running' AND (?1 = '' OR lease_node = ?1))
 				OR (?1 != '' AND rescued_node = ?1 AND updated_at >= ?2)
 			ORDER BY id`,
+	ExpireLeases: `UPDATE tickets SET lease_expires_at = ?1
+			WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at > ?1 AND (?2 = '' OR lease_node = ?2)`,
 	AddCrash: `UPDATE tickets SET crashes = crashes + 1, updated_at = ?, ` + reserveEvent + ` WHERE id = ?`,
 	EscalateCrashed: `UPDATE tickets SET state = 'escalated', lease_expires_at = NULL, fence_token = fence_token + 1,
 				finished_at = ?, updated_at = ?, reason = ?, ` + reserveEvent + `
