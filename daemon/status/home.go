@@ -33,10 +33,10 @@ type homeData struct {
 	// OlderEscalated counts escalated tickets from before the latest night.
 	OlderEscalated int
 	// Skipped are the issue files intake could not take in at its latest scan.
-	Skipped []store.IntakeSkip
-	Running        []runningRow
-	Done           []store.Summary
-	DoneMore       bool
+	Skipped  []store.IntakeSkip
+	Running  []runningRow
+	Done     []store.Summary
+	DoneMore bool
 	// DoneTotal counts this night's finished tickets besides escalations, of which Done
 	// lists the first homeDone; DoneCapped says the count stopped at homeFinished.
 	DoneTotal  int
