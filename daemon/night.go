@@ -183,7 +183,7 @@ type nightEnding struct {
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
 	// machine are what the machine failed (storage, the ticket database), outages when the
-	// database took no writes; gone is set when the database itself went away.
+	// database took no writes.
 	machine []string
 	outages []string
 }
