@@ -115,8 +115,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
-	// MaxRescues is how many lost leases (daemon crash, kill, reboot mid-attempt) a ticket
-	// may have before it is escalated; they never count against max_attempts.
+	// MaxRescues is how many crashes may be blamed on a ticket (the daemon died while its
+	// attempt was the only one running) before it is escalated; lost leases never count
+	// against max_attempts.
 	MaxRescues int `yaml:"max_rescues"`
 	// Grace is how long attempts still running when the window closes may go on before
 	// they are stopped, keeping their partial work, and released without spending an attempt.
