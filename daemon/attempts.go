@@ -118,19 +118,22 @@ func attemptFolder(id int64, n int, branch string) string {
 }
 
 // writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
-// verdict and the stop reason of one attempt. Errors are logged: the ticket matters more.
+// verdict and the stop reason of one attempt. Errors are logged, and told to fault (the
+// caller ends the attempt as the machine's when the storage failed).
 // save keeps each file in the database too (saveArtifact), under its path in the results
 // folder.
-func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), rec attemptRecord, diff string, out pipeline.Outcome) {
+func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), fault func(error), rec attemptRecord, diff string, out pipeline.Outcome) {
 	folder := cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt))
 	adir := filepath.Join(dir, folder)
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		log.Error("create attempt folder", "dir", adir, "err", err)
+		fault(err)
 		return
 	}
 	write := func(name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(adir, name), data, 0o644); err != nil {
 			log.Error("write attempt file", "dir", adir, "file", name, "err", err)
+			fault(err)
 		}
 		save(folder+"/"+name, data)
 	}

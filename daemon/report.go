@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,10 +21,15 @@ import (
 // ticket's transition matters more than its report.
 func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending, branch string) string {
 	t := lease.Ticket
-	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(t.ID, 10))
+	dir := resultDir(w.cfg.Output, w.identity, t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Error("create result folder", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 		return ""
+	}
+	if err := writeTicketRecord(dir, w.identity, t, ending); err != nil {
+		log.Error("write the ticket's record", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	diff, err := tree.diff(ctx)
 	if err != nil {
@@ -41,10 +45,11 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	patch := []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch"))
 	if err := os.WriteFile(filepath.Join(dir, "patch"), patch, 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	w.saveArtifact(ctx, log, t.ID, "patch", patch)
 	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
-	writeAttempt(log, dir, save, attemptRecord{
+	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, attemptRecord{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
@@ -72,6 +77,7 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	body := []byte(capText(secret.Redact(report), MaxReportBytes, "see patch and attempt-*/ beside it"))
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), body, 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	w.saveArtifact(ctx, log, t.ID, "report.md", body)
 	return dir

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -50,6 +51,15 @@ type workerPool struct {
 	// stopClaims ends the night's claims with a cause (a systemic failure); nil: never.
 	stopClaims context.CancelCauseFunc
 	systemic   systemic
+
+	// faults are what the machine failed tonight (storage, the ticket database); pauseOnce
+	// stops this node's claims once after a storage fault.
+	faults    machineFaults
+	pauseOnce sync.Once
+	// identity is the ticket database's (store.Identity), written in each results folder.
+	identity string
+	// calls records the night's model calls; it keeps those the database did not take.
+	calls *callRecorder
 
 	mu      sync.Mutex
 	touched []int64
@@ -228,7 +238,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			Reason: fmt.Sprintf("repo %q is not configured under repos in %s", t.Repo, w.cfg.File)})
 		return
 	}
-	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
+	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, workBranch(t))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
 		// The repository or its base ref went away during the night: the machine's fault,
@@ -276,7 +286,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 	asked, err := w.d.Store.Questions(ctx, t.ID)
 	if err != nil {
-		w.release(bg, log, lease, ctx, fmt.Errorf("read the ticket's questions: %w", err))
+		w.release(bg, log, lease, ctx, fmt.Errorf("%w: read the ticket's questions: %w", ErrMachineFault, err))
+		return
+	}
+	notes, err := requeueNotes(ctx, w.d.Store, t.ID)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("%w: %w", ErrMachineFault, err))
 		return
 	}
 	var questions []pipeline.QA
@@ -285,7 +300,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
-			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage,
+			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage, Notes: notes,
 			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0)},
 		Dir:          tree.Dir,
 		RepoMap:      facts.repoMap,
@@ -297,9 +312,16 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
-			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
+			err := w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
+			if isStoreFault(err) {
+				// The database, not the ticket, failed: the attempt ends uncharged.
+				w.writeFailed(log, "save triage", t.ID, err)
+				cancel(fmt.Errorf("%w: the ticket database did not take the triage: %w", ErrMachineFault, err))
+			}
+			return err
 		},
-		BaseFile: tree.FileAtBase,
+		DiskFault: w.diskFaultHook(log, cancel),
+		BaseFile:  tree.FileAtBase,
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "duration_s", seconds(out.Duration))
@@ -344,6 +366,14 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: discarding this attempt's work")
 		return
+	case errors.Is(cause, ErrMachineFault):
+		// The machine ended the attempt (its storage, the ticket database): what the
+		// attempt did is kept as a stopped attempt's is, and the ticket goes back unspent.
+		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
+		w.faults.take(t.ID)
+		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
+		return
 	case errors.Is(cause, errCancelRequested):
 		w.writeResult(bg, log, lease, fix, out, "cancelled", "")
 		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
@@ -365,10 +395,19 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	switch out.Status {
 	case pipeline.StatusFixed:
 		if _, err := fix.commit(bg, commitMessage(t, out)); err != nil {
+			if cause, machine := machineCause(err); machine {
+				w.releaseFault(bg, log, lease, fmt.Errorf("commit fix: %w", cause))
+				return
+			}
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
 		dir := w.writeResult(bg, log, lease, fix, out, string(store.StateDone), tree.Branch)
+		if f := w.faults.take(t.ID); f != nil {
+			// The fix is committed on its branch; its results could not all be written.
+			cause, _ := machineCause(f)
+			w.pauseNode(log, fmt.Sprintf("write the results of ticket %d: %v", t.ID, cause))
+		}
 		err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
 			return w.d.Store.Complete(ctx, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		})
@@ -411,7 +450,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		if out.Status == pipeline.StatusBudget {
 			kind = store.FailBudget
 		}
-		last := lease.Attempt >= t.MaxAttempts
+		last := lease.Attempt >= t.AttemptLimit()
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)
@@ -420,6 +459,13 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, out.Reason)
 		w.d.pushBranch(bg, log, repo, t.ID, branch)
 		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
+		if f := w.faults.take(t.ID); f != nil {
+			// The attempt's record could not be written: the machine's fault; a charged
+			// attempt without its record would be history lost.
+			cause, _ := machineCause(f)
+			w.releaseFault(bg, log, lease, fmt.Errorf("write the results of attempt %d: %w", lease.Attempt, cause))
+			return
+		}
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
 			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
@@ -462,6 +508,15 @@ func (w *workerPool) releaseKept(ctx context.Context, log *slog.Logger, lease st
 	kind := store.FailTransport
 	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed) || errors.Is(c, ErrQuota)) {
 		kind, cause = store.FailShutdown, c
+	}
+	if c, machine := machineCause(cause); machine && kind == store.FailTransport {
+		// Not the endpoint's fault either: no count toward parking.
+		kind, cause = store.FailMachine, c
+		if diskfault.Is(c) {
+			w.pauseNode(log, c.Error())
+		} else {
+			w.faults.add(c.Error())
+		}
 	}
 	if kind == store.FailTransport && w.park(ctx, log, lease, cause) {
 		return
@@ -523,10 +578,12 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 			case errors.Is(err, store.ErrLeaseLost):
 				cancel(errLeaseLost)
 				return
+			case isStoreFault(err):
+				// The database does not take writes: the attempt rides the outage out (the
+				// README's promise); once it takes writes again the lease is extended
+				// before anyone may claim, and a lost lease says so at the next beat.
+				w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
 			case err != nil:
-				if isStoreFault(err) {
-					w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
-				}
 				failures++
 				log.Warn("heartbeat", "err", err, "failures", failures)
 				if failures >= 3 {

@@ -58,6 +58,9 @@ type Ticket struct {
 	// QuestionsLeft is how many more questions the maker may ask on this ticket
 	// (budget.max_questions less those asked); 0 refuses ask_human.
 	QuestionsLeft int
+	// Notes are what operators said when they requeued the ticket, oldest first; every
+	// role sees them with the ticket.
+	Notes []string
 }
 
 // QA is one question the maker asked a human, and the answer it got ("" while unanswered).
@@ -96,6 +99,10 @@ type Job struct {
 	Budget  Budget
 	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
 	SaveTriage func(ctx context.Context, triageJSON string) error
+	// DiskFault, when set, is told of a tool call that failed for the machine's storage (a
+	// disk full, read-only, I/O errors: diskfault.Is) before the model would read it as a
+	// mistake of its own: the caller ends the attempt as the machine's fault.
+	DiskFault func(err error)
 	// BaseFile reads a path as it is at the base commit (worktree.Tree.FileAtBase); found is
 	// false when the path does not exist there. The evidence step uses it to run the new
 	// tests against the code as it was before the change; nil means no test can be

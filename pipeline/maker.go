@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -202,6 +203,9 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		if err != nil {
 			res.text = "error: " + err.Error()
 			res.failed = true
+			if a.job.DiskFault != nil && diskfault.Is(err) {
+				a.job.DiskFault(err)
+			}
 		}
 	}
 	if a.r.Recorder != nil {

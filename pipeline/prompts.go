@@ -173,6 +173,12 @@ func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 		}
 		fmt.Fprintf(&b, "\nQuestion %d: %s\nAnswer%s: %s\n", i+1, strings.TrimSpace(q.Question), by, clip(answer, maxAnswerBytes))
 	}
+	for i, n := range t.Notes {
+		if i == 0 {
+			b.WriteString("\n# Notes from the operator\n\nAn operator requeued this ticket after earlier attempts, saying:\n")
+		}
+		fmt.Fprintf(&b, "\n- %s\n", clip(strings.TrimSpace(n), maxAnswerBytes))
+	}
 	if triage != nil {
 		fmt.Fprintf(&b, "\n# Triage note\n\n%s\n", triage.Summary)
 		if len(triage.AcceptanceCriteria) > 0 {

@@ -119,8 +119,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
-	// MaxRescues is how many lost leases (daemon crash, kill, reboot mid-attempt) a ticket
-	// may have before it is escalated; they never count against max_attempts.
+	// MaxRescues is how many crashes may be blamed on a ticket (the daemon died while its
+	// attempt was the only one running) before it is escalated; lost leases never count
+	// against max_attempts.
 	MaxRescues int `yaml:"max_rescues"`
 	// Grace is how long attempts still running when the window closes may go on before
 	// they are stopped, keeping their partial work, and released without spending an attempt.
@@ -309,12 +310,19 @@ func Parse(name string, data []byte) (Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		return Config{}, syntaxError(name, data, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	// A value of the wrong type or an unknown key does not stop the decoding: the rest of
+	// the file is decoded and validated too, so every mistake is reported at once.
+	var decodeErr error
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, explain(name, &root, err)
+		decodeErr = explain(name, &root, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return Config{}, decodeErr
+		}
 	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
@@ -332,7 +340,7 @@ func Parse(name string, data []byte) (Config, error) {
 		}
 		c.BaseDir = filepath.Clean(c.BaseDir)
 		if fi, err := os.Stat(c.BaseDir); err != nil || !fi.IsDir() {
-			return Config{}, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir))
+			return Config{}, errors.Join(decodeErr, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir)))
 		}
 		dir = c.BaseDir
 	} else {
@@ -340,7 +348,10 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	c.resolvePaths(dir)
 	if err := c.Validate(); err != nil {
-		return Config{}, locate(name, &root, err)
+		return Config{}, errors.Join(decodeErr, locate(name, &root, err))
+	}
+	if decodeErr != nil {
+		return Config{}, decodeErr
 	}
 	return c, nil
 }

@@ -43,7 +43,7 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		cost:          prometheus.NewDesc("ticketd_model_cost_usd_total", "Model spend in USD (calls with a known price).", rm, nil),
 		latency:       prometheus.NewDesc("ticketd_model_latency_seconds_total", "Summed model call latency.", rm, nil),
 		toolDuration:  prometheus.NewDesc("ticketd_tool_call_duration_seconds", "Duration of the maker's tool calls; run_checks and submit are the validator runs.", []string{"tool"}, nil),
-		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape.", nil, nil),
+		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape and took this process's latest write; 0 while writes fail (disk full, read-only, the server down) or once it was deleted or replaced.", nil, nil),
 		nights:        prometheus.NewDesc("ticketd_nights_total", "Nights that ended, by outcome (ok, partial, stopped, failed).", []string{"outcome"}, nil),
 		lastNightEnd: prometheus.NewDesc("ticketd_last_night_end_timestamp_seconds",
 			"When the latest night of each outcome ended (Unix seconds; 0 when none has): alert on time() minus the ok one.", []string{"outcome"}, nil),
@@ -66,7 +66,11 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.tickets, err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	up := 1.0
+	if ok, _, _ := c.store.WriteHealth(); !ok {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
 	for st, n := range ov.ByState {
 		ch <- prometheus.MustNewConstMetric(c.tickets, prometheus.GaugeValue, float64(n), string(st))
 	}
