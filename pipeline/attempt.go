@@ -14,6 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -96,6 +97,9 @@ type Job struct {
 	Budget  Budget
 	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
 	SaveTriage func(ctx context.Context, triageJSON string) error
+	// Tests is where the repository keeps its tests (discover.Read at the base commit, with
+	// the checks as the baseline ran them); nil means it is read from Dir.
+	Tests *discover.Tests
 	// BaseFile reads a path as it is at the base commit (worktree.Tree.FileAtBase); found is
 	// false when the path does not exist there. The evidence step uses it to run the new
 	// tests against the code as it was before the change; nil means no test can be
@@ -296,6 +300,9 @@ type attempt struct {
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
+	// discovered is tests()' answer, read once.
+	discovered *discover.Tests
+	testsOnce  sync.Once
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
@@ -403,7 +410,7 @@ func (a *attempt) run(ctx context.Context) Outcome {
 		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
 	}
 	out.Triage, a.tri = triage, triage
-	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body)
+	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tests())
 	if len(a.issueTests) > 0 {
 		a.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
 	}

@@ -58,6 +58,7 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 		a.log.Warn("first tier: import scan", "err", err)
 		return nil, nil
 	}
+	graph.Tests = a.tests()
 	files := graph.TestsAffectedBy(changed)
 	targets := slices.DeleteFunc(a.targetTests(), func(id string) bool {
 		file, _, _ := strings.Cut(id, "::")

@@ -69,6 +69,9 @@ type Options struct {
 // Default is pytest's default discovery.
 func Default() *Tests { return Read(func(string) ([]byte, bool) { return nil, false }, Options{}) }
 
+// defaults answers for a nil *Tests.
+var defaults = Default()
+
 // Read builds the discovery of a repository from its configuration files (read) and its
 // test checks' commands.
 func Read(read Reader, o Options) *Tests {
@@ -320,7 +323,7 @@ func under(p, dir string) bool {
 // inside the start folder or one its command names, or a doctest file by --doctest-glob.
 func (t *Tests) IsTestFile(p string) bool {
 	if t == nil {
-		t = Default()
+		t = defaults
 	}
 	base := path.Base(p)
 	if base == "conftest.py" || base == "__init__.py" || base == "setup.py" {
@@ -385,7 +388,7 @@ var testFolders = []string{"tests", "test", "testing"}
 // a testpath or a unittest start folder, or in a package a unittest command names.
 func (t *Tests) IsTestPath(p string) bool {
 	if t == nil {
-		t = Default()
+		t = defaults
 	}
 	if t.IsTestFile(p) || path.Base(p) == "conftest.py" {
 		return true
@@ -449,7 +452,7 @@ var (
 // hides one.
 func (t *Tests) TestIDs(file string, src []byte) []string {
 	if t == nil {
-		t = Default()
+		t = defaults
 	}
 	var out []string
 	class, classIndent := "", ""
@@ -504,7 +507,7 @@ func (t *Tests) TestIDs(file string, src []byte) []string {
 // Describe says in one line where the tests are found, for notes and hints.
 func (t *Tests) Describe() string {
 	if t == nil {
-		t = Default()
+		t = defaults
 	}
 	var parts []string
 	if t.Pytest {

@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // Check kinds. The kind decides how a command is completed (pytest gets a
@@ -162,4 +164,19 @@ func Passed(results []Result) bool {
 		}
 	}
 	return true
+}
+
+// DiscoverOptions are the test checks' commands as discover.Read takes them: where the
+// repository's test runners look for tests depends on which runners its checks use.
+func DiscoverOptions(checks []Check) discover.Options {
+	var o discover.Options
+	for _, c := range checks {
+		switch c.Kind {
+		case KindPytest:
+			o.Pytest = append(o.Pytest, c.Command)
+		case KindUnittest:
+			o.Unittest = append(o.Unittest, c.Command)
+		}
+	}
+	return o
 }

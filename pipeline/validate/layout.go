@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // A src/ layout keeps the package in src/<pkg>/, so that the tests cannot import the
@@ -35,6 +37,9 @@ func SrcLayout(dir string) []string {
 	}
 	imported := map[string]bool{}
 	n := 0
+	// Any runner's idea of a test counts, and a test package's __init__.py too: its imports
+	// are the tests' (tests/__init__.py importing the package for `from . import pkg`).
+	tests := discover.FromDir(dir, discover.Options{Pytest: [][]string{nil}, Unittest: [][]string{nil}})
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -46,7 +51,11 @@ func SrcLayout(dir string) []string {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isTestModule(name) {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if rel = filepath.ToSlash(rel); !tests.IsTestFile(rel) && name != "conftest.py" && !tests.IsTestPackageInit(rel) {
 			return nil
 		}
 		if n++; n > maxLayoutTestFiles {
@@ -73,10 +82,6 @@ func SrcLayout(dir string) []string {
 func SrcLayoutNote(pkgs []string) string {
 	return "src/ put on PYTHONPATH: the tests import " + strings.Join(pkgs, ", ") +
 		" from src/, and no pytest pythonpath setting or conftest.py puts it on the path (set env: {PYTHONPATH: ...} on the check to override)"
-}
-
-func isTestModule(name string) bool {
-	return strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") || name == "conftest.py")
 }
 
 // srcPackages lists the importable names directly in src: folders holding Python files
