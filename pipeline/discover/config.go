@@ -263,6 +263,9 @@ func unescape(c byte) byte {
 	return c
 }
 
+// SplitWords splits s as pytest splits addopts (see shellSplit).
+func SplitWords(s string) []string { return shellSplit(s) }
+
 // shellSplit splits s as Python's shlex.split does for the plain cases pytest's configs
 // hold: whitespace separates, single and double quotes group, a backslash escapes.
 func shellSplit(s string) []string {

@@ -66,6 +66,11 @@ type Check struct {
 	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
 	// flaky tests); they are appended to the command. Not configurable.
 	Only []string `yaml:"-"`
+	// ExtraArgs are options added to the command, and PythonPath folders (relative to the
+	// worktree) put first on PYTHONPATH: a Condition found at the base commit (see Adapt).
+	// Not configurable.
+	ExtraArgs  []string `yaml:"-" json:"-"`
+	PythonPath []string `yaml:"-" json:"-"`
 	// TimeoutNote says where Timeout came from when it was derived rather than configured
 	// (see BaselineTimeouts); the time-out's summary repeats it. Not configurable.
 	TimeoutNote string `yaml:"-" json:"-"`
@@ -143,6 +148,12 @@ type Result struct {
 	// Notes say what ticketd changed about how the check ran, for the baseline note and
 	// the report (e.g. src/ put on PYTHONPATH).
 	Notes []string `json:"notes,omitempty"`
+	// Condition is how the check had to run at the base commit to gate fixes (see Adapt);
+	// nil when as configured.
+	Condition *Condition `json:"condition,omitempty"`
+	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
+	// shutdown): it says nothing about the code under test.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Aborted returns the first result's Abort reason, "" when none broke a limit.

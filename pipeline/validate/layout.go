@@ -160,8 +160,9 @@ func pythonPathSet(env map[string]string) bool {
 	return ok
 }
 
-// withSrcPath returns the Set pairs for a check of kind in dir: src/ prepended to the
-// PYTHONPATH the sandbox passes on (from base), and the note saying so; nothing when the
+// withSrcPath returns the Set pairs for a check of kind in dir: the check's PythonPath
+// folders and, for a src/ layout nothing configures, src/, prepended to the PYTHONPATH the
+// sandbox passes on (from base), and the note saying why src/ is there; nothing when the
 // layout needs nothing or the check's env decides.
 func withSrcPath(dir string, c Check, base []string) (set []string, note string) {
 	switch c.Kind {
@@ -172,15 +173,28 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 	if pythonPathSet(c.Env) {
 		return nil, ""
 	}
-	pkgs := SrcLayout(dir)
-	if len(pkgs) == 0 {
+	var folders []string
+	for _, f := range c.PythonPath {
+		if f = path.Clean(filepath.ToSlash(f)); f != "." && !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
+			folders = append(folders, f)
+		}
+	}
+	if pkgs := SrcLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, "src") {
+		folders = append(folders, "src")
+		note = SrcLayoutNote(pkgs)
+	}
+	if len(folders) == 0 {
 		return nil, ""
 	}
-	value := path.Join(filepath.ToSlash(dir), "src")
+	var parts []string
+	for _, f := range folders {
+		parts = append(parts, path.Join(filepath.ToSlash(dir), f))
+	}
+	value := strings.Join(parts, string(filepath.ListSeparator))
 	for _, kv := range base {
 		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok && v != "" {
 			value += string(filepath.ListSeparator) + v
 		}
 	}
-	return []string{"PYTHONPATH=" + value}, SrcLayoutNote(pkgs)
+	return []string{"PYTHONPATH=" + value}, note
 }
