@@ -125,7 +125,7 @@ func (a *attempt) targetTests() []string {
 // fix that adds a passing test for the bug is accepted.
 func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 	targets := a.targetTests()
-	if len(targets) == 0 || len(g.New) > 0 {
+	if len(targets) == 0 || len(g.New) > 0 || len(g.TimedOut) > 0 || g.Cancelled {
 		return g
 	}
 	var failed []string
@@ -153,8 +153,8 @@ func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 	if !ran {
 		return g
 	}
-	g.Targets = targets
-	g.Passed = len(failed) == 0
+	g.Targets, g.TargetsFailing = targets, failed
+	g.Passed = g.Passed && len(failed) == 0
 	if g.Passed {
 		g.Text += fmt.Sprintf("\nThe target tests pass: %s\n", strings.Join(targets, ", "))
 	} else {
