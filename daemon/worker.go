@@ -286,7 +286,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage,
-			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0)},
+			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0),
+			Unverified: w.priorUnverified(ctx, log, t.ID, lease.Attempt)},
 		Dir:          tree.Dir,
 		RepoMap:      facts.repoMap,
 		Instructions: facts.instructions,
@@ -411,7 +412,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		if out.Status == pipeline.StatusBudget {
 			kind = store.FailBudget
 		}
-		last := lease.Attempt >= t.MaxAttempts
+		// The same unverified patch a second time escalates now: a retry would only repeat it.
+		last := lease.Attempt >= t.MaxAttempts || out.RepeatsUnverified > 0
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)
@@ -422,7 +424,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
-			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
+			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch, Final: out.RepeatsUnverified > 0})
 			return err
 		})
 		if err != nil {

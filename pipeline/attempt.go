@@ -59,6 +59,17 @@ type Ticket struct {
 	// QuestionsLeft is how many more questions the maker may ask on this ticket
 	// (budget.max_questions less those asked); 0 refuses ask_human.
 	QuestionsLeft int
+	// Unverified is the previous attempt, when it ended unverified: this one is told what
+	// was missing and must add a test first; nil otherwise.
+	Unverified *PriorUnverified
+}
+
+// PriorUnverified is an earlier attempt whose change passed the checks without anything
+// showing it fixes the bug.
+type PriorUnverified struct {
+	Attempt int
+	Reason  string
+	Patch   string // its change, as the attempt left it
 }
 
 // QA is one question the maker asked a human, and the answer it got ("" while unanswered).
@@ -160,6 +171,9 @@ type Outcome struct {
 	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
 	FirstTierCaught int
 	FirstTierTime   time.Duration
+	// RepeatsUnverified is the attempt whose unverified patch this attempt ended with again,
+	// unverified again (0 when it did not): a further attempt would only repeat it.
+	RepeatsUnverified int
 	// EndpointFault is set when the attempt ended on a model request that failed for a
 	// reason on the endpoint's side, which would fail any ticket's request the same way: a
 	// refusal (4xx other than quota), an unusable answer (streamed, no choices, not JSON),
@@ -300,6 +314,8 @@ type attempt struct {
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
+	// lastGate is the gate of the last submit, which an attempt stopped later reports.
+	lastGate *Gate
 	// discovered is tests()' answer, read once.
 	discovered *discover.Tests
 	testsOnce  sync.Once
@@ -384,6 +400,13 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 		out.Status, out.Reason = StatusTransport, err.Error()
 	default:
 		out.Status, out.Reason = StatusFailed, err.Error()
+	}
+	if last := a.lastGate; last != nil && (out.Gate == nil || !last.Passed) {
+		// The report says what the last submit's checks did, not an earlier review's.
+		out.Gate, out.Checks = last, last.Results
+		if !last.Passed {
+			out.Evidence, out.Findings, out.Verdict = nil, nil, nil
+		}
 	}
 	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && a.endpointSide(f) {
 		out.EndpointFault = f

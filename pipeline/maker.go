@@ -351,6 +351,10 @@ func (a *attempt) noEvidence(summary, diff string, gate Gate, ev *Evidence) tool
 	}
 	out := Outcome{Summary: summary, Checks: gate.Results, Gate: &gate, Evidence: ev, Status: StatusUnverified,
 		Reason: "unverified, patch attached: the checks pass, but " + why}
+	if prior := a.job.Ticket.Unverified; prior != nil && samePatch(prior.Patch, diff) {
+		out.RepeatsUnverified = prior.Attempt
+		out.Reason += fmt.Sprintf("; the same patch as attempt %d, unverified again: a further attempt would only repeat it", prior.Attempt)
+	}
 	a.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
 }
@@ -410,6 +414,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
+	if text, refused := a.needsTestFirst(ctx, diff); refused {
+		return toolResult{failed: true, text: text}
+	}
 	for _, id := range s.Tests {
 		if id = strings.TrimSpace(id); id != "" && !slices.Contains(a.targets, id) {
 			a.targets = append(a.targets, id)
@@ -417,6 +424,7 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	changed := a.changedPaths(ctx, diff)
 	_, gate := a.runChecks(ctx, changed)
+	a.lastGate = &gate
 	if gate.Cancelled && ctx.Err() != nil {
 		// The budget or a shutdown cut the checks short: that is how the attempt ends, never
 		// a failure of the change.
