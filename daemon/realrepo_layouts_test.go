@@ -3,9 +3,13 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
@@ -90,6 +94,23 @@ func geomRepo(t *testing.T, root, python string) realRepo {
 	return r
 }
 
+// lintRepo: addopts names the options of plugins (pytest-flake8, pytest-black) the checks'
+// interpreter lacks, so every plain run is a usage error.
+func lintRepo(t *testing.T, root string) realRepo {
+	t.Helper()
+	r := realRepo{name: "lintcfg", path: filepath.Join(root, "lintcfg"), title: "Slug of a title with several spaces has double dashes"}
+	writeRepo(t, r.path, map[string]string{
+		"tox.ini":      "[tox]\nenvlist = py3\n\n[pytest]\naddopts = --flake8 --black -q\n",
+		"slug.py":      "def slugify(title):\n    return title.lower().replace(\" \", \"-\")\n",
+		"test_slug.py": "from slug import slugify\n\n\ndef test_simple():\n    assert slugify(\"Hello World\") == \"hello-world\"\n",
+	})
+	r.patch = fixPatch(t, r.path, map[string][2]string{
+		"slug.py":      {`    return title.lower().replace(" ", "-")`, `    return "-".join(title.lower().split())`},
+		"test_slug.py": {"def test_simple():\n", "def test_several_spaces():\n    assert slugify(\"a  b\") == \"a-b\"\n\n\ndef test_simple():\n"},
+	})
+	return r
+}
+
 func TestRealRepositoryLayouts(t *testing.T) {
 	t.Parallel() // a night of its own: repositories, store, model server, clock
 	realNight(t)
@@ -98,28 +119,31 @@ func TestRealRepositoryLayouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	kv, mean, tomlet, geom := kvstoreRepo(t, root), meanRepo(t, root), tomletRepo(t, root), geomRepo(t, root, pytest[0])
+	kv, mean, tomlet, geom, lint := kvstoreRepo(t, root), meanRepo(t, root), tomletRepo(t, root), geomRepo(t, root, pytest[0]), lintRepo(t, root)
 	var cases []scriptedmodel.Case
-	for _, r := range []realRepo{kv, mean, tomlet, geom} {
+	for _, r := range []realRepo{kv, mean, tomlet, geom, lint} {
 		cases = append(cases, scriptedmodel.Case{Match: r.title, Patch: r.patch})
 	}
-	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom), 0)
+	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom, lint), 0)
 
 	for _, tc := range []struct {
 		r       realRepo
 		test    string
 		env     []string
-		inNotes string // a note the ticket's events must hold ("" for none)
+		args    []string // pytest options the test's own runs need
+		inNotes string   // a note the ticket's events must hold ("" for none)
 		report  []string
 	}{
-		{kv, "tests.py::test_value_with_equals", nil, "",
+		{kv, "tests.py::test_value_with_equals", nil, nil, "",
 			[]string{"Evidence that the change fixes the bug", "tests: tests.py::test_value_with_equals"}},
-		{mean, "test.py::MeanTest::test_mean_of_nothing", nil, "runs with unittest",
+		{mean, "test.py::MeanTest::test_mean_of_nothing", nil, nil, "runs with unittest",
 			[]string{"Evidence that the change fixes the bug", "test.MeanTest.test_mean_of_nothing"}},
-		{tomlet, "tests/test_loads.py::test_comment_lines", []string{"PYTHONPATH=src"}, "src/ put on PYTHONPATH: the tests import tomlet",
+		{tomlet, "tests/test_loads.py::test_comment_lines", []string{"PYTHONPATH=src"}, nil, "src/ put on PYTHONPATH: the tests import tomlet",
 			[]string{"Evidence that the change fixes the bug", "tests/test_loads.py::test_comment_lines"}},
-		{geom, "geom/test/test_shapes.py::test_perimeter", nil, "",
+		{geom, "geom/test/test_shapes.py::test_perimeter", nil, nil, "",
 			[]string{"Target tests (they pass): geom/test/test_shapes.py::test_perimeter", "failing at the base too: tests: geom/test/test_plot.py"}},
+		{lint, "test_slug.py::test_several_spaces", nil, []string{"-o", "addopts="}, "names options of plugins this interpreter lacks (--flake8 --black)",
+			[]string{"Evidence that the change fixes the bug", "tests: test_slug.py::test_several_spaces"}},
 	} {
 		tk := ticketByRepo(t, n.store, tc.r.name)
 		all, ok := submits(t, n.store, tk.ID)
@@ -143,11 +167,73 @@ func TestRealRepositoryLayouts(t *testing.T) {
 				t.Errorf("%s: report lacks %q:\n%s", tc.r.name, want, report)
 			}
 		}
-		if passed, out := pytestAt(t, tc.r.path, "main", tc.test, tc.env); passed {
+		if passed, out := pytestAt(t, tc.r.path, "main", tc.test, tc.env, tc.args...); passed {
 			t.Errorf("%s: %s passes at the base:\n%s", tc.r.name, tc.test, out)
 		}
-		if passed, out := pytestAt(t, tc.r.path, tk.Branch, tc.test, tc.env); !passed {
+		if passed, out := pytestAt(t, tc.r.path, tk.Branch, tc.test, tc.env, tc.args...); !passed {
 			t.Errorf("%s: %s fails on %s:\n%s", tc.r.name, tc.test, tk.Branch, out)
 		}
+	}
+}
+
+// hogOnce runs the real checks, with TICKETD_TEST_HOG set on the first whole-suite run in a
+// ticket's worktree: its conftest.py then hangs past the check's time-out, a deterministic
+// stand-in for a machine too loaded to finish the suite in time.
+type hogOnce struct {
+	inner *validate.Runner
+	mu    sync.Mutex
+	done  bool
+}
+
+func (h *hogOnce) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	run := slices.Clone(checks)
+	h.mu.Lock()
+	if !h.done && !strings.Contains(filepath.Base(dir), "-baseline-") && len(run) > 0 && len(run[0].Only) == 0 && run[0].Name == "tests" {
+		h.done = true
+		run[0].Env = map[string]string{"TICKETD_TEST_HOG": "1"}
+	}
+	h.mu.Unlock()
+	return h.inner.Run(ctx, dir, run)
+}
+
+func (h *hogOnce) Preflight(ctx context.Context, dir string, c validate.Check) error {
+	return h.inner.Preflight(ctx, dir, c)
+}
+
+// A suite that times out once under a hog is run again on its own and judged on that run:
+// the fix ships in one submit, and the report says the check was slow, not the change's.
+func TestTimeoutOnceUnderHog(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	root := t.TempDir()
+	kv := kvstoreRepo(t, root)
+	write(t, filepath.Join(kv.path, "conftest.py"), "import os\nimport time\n\nif os.environ.get(\"TICKETD_TEST_HOG\"):\n    time.sleep(120)\n")
+	git(t, kv.path, "add", "-A")
+	git(t, kv.path, "commit", "-qm", "conftest")
+	kv.checks = "[{name: tests, kind: pytest, timeout: 10s}]"
+	cfg := realConfig(t, root, scriptedServer(t, []scriptedmodel.Case{{Match: kv.title, Patch: kv.patch}}), kv)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	checks := &hogOnce{inner: checkRunner(cfg, "", slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Checks: checks}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	tk := ticketByRepo(t, st, kv.name)
+	report, _ := os.ReadFile(filepath.Join(tk.ResultDir, "report.md"))
+	all, ok := submits(t, st, tk.ID)
+	if tk.State != store.StateDone || all != 1 || ok != 1 || !checks.done {
+		t.Fatalf("ticket %s (%s) after %d submit(s), %d accepted (hog applied: %v); want done in one submit\n%s", tk.State, tk.Reason, all, ok, checks.done, report)
+	}
+	for _, want := range []string{"slow, not blamed on the change: tests timed out at first (load ", "the base commit's run took"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(string(report), "you caused") {
+		t.Errorf("report blames the change:\n%s", report)
 	}
 }

@@ -307,15 +307,15 @@ func TestRealRepositoryWrongFixRefused(t *testing.T) {
 	}
 }
 
-// pytestAt runs one test on a fresh checkout of ref, outside ticketd.
-func pytestAt(t *testing.T, repo, ref, id string, env []string) (bool, string) {
+// pytestAt runs one test on a fresh checkout of ref, outside ticketd, with args added.
+func pytestAt(t *testing.T, repo, ref, id string, env []string, args ...string) (bool, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "check")
 	if out, err := exec.Command("git", "-C", repo, "worktree", "add", "-q", "--detach", dir, ref).CombinedOutput(); err != nil {
 		t.Fatalf("worktree add %s: %v\n%s", ref, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("git", "-C", repo, "worktree", "remove", "--force", dir).Run() })
-	cmd := exec.Command("/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", id)
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider", id}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
 	out, err := cmd.CombinedOutput()
