@@ -63,8 +63,9 @@ type Check struct {
 	// PYTHONPATH here (even to "") replaces the src/ layout's automatic PYTHONPATH (see
 	// SrcLayout).
 	Env map[string]string `yaml:"env,omitempty"`
-	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
-	// flaky tests); they are appended to the command. Not configurable.
+	// Only names tests to run instead of the whole suite (targets, suspected flaky tests):
+	// pytest node ids, which replace the command's path arguments, or unittest's dotted ids,
+	// each selected with -k. Not configurable.
 	Only []string `yaml:"-"`
 	// ExtraArgs are options added to the command, and PythonPath folders (relative to the
 	// worktree) put first on PYTHONPATH: a Condition found at the base commit (see Adapt).
