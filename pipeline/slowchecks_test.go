@@ -18,6 +18,9 @@ import (
 // stand-in for a machine so loaded that the suite overruns its time-out.
 const hogConftest = "import os\nimport time\n\nif os.environ.get(\"TICKETD_TEST_HOG\"):\n    time.sleep(120)\n"
 
+// hogTimeout is the time-out of a hogged run: it always expires (the run sleeps 120 s).
+const hogTimeout = 3 * time.Second
+
 // hogChecks runs the real checks, with TICKETD_TEST_HOG set on the whole-suite runs it is
 // told to slow (counted from 1 after the baseline), and can cut a run short from outside.
 type hogChecks struct {
@@ -51,7 +54,9 @@ func (h *hogChecks) Run(ctx context.Context, dir string, checks []validate.Check
 				env = map[string]string{}
 			}
 			env["TICKETD_TEST_HOG"] = "1"
-			run[i].Env = env
+			// The hogged run hangs (120 s) past a short time-out; every other run has the
+			// check's own generous one, so none times out by the machine's load alone.
+			run[i].Env, run[i].Timeout = env, hogTimeout
 		}
 	}
 	return h.inner.Run(ctx, dir, run)
@@ -74,7 +79,7 @@ func TestTimeoutIsTheMachines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + doubleTwoTest}, map[string]string{"conftest.py": hogConftest})
-			job.Checks[0].Timeout = 8 * time.Second
+			job.Checks[0].Timeout = 2 * time.Minute
 			r.Checks = &hogChecks{inner: r.Checks, slow: tt.slow}
 			out := r.Run(context.Background(), job)
 			history := strings.Join(out.History, "\n")
