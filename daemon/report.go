@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -66,7 +67,9 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
 		Questions: questions, GitHub: t.Source == "github",
 	})
-	body := []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it"))
+	// Check output and model text in it may quote a credential: cut before it is stored or
+	// becomes a pull request body.
+	body := []byte(capText(secret.Redact(report), MaxReportBytes, "see patch and attempt-*/ beside it"))
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), body, 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
 	}

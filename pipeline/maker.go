@@ -210,7 +210,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
 			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
-			Tool: tc.Function.Name, Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
+			Tool: clip(tc.Function.Name, 128), Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
 			OK: !res.failed, Rung: res.rung,
 			Duration: a.r.now().Sub(start), At: start,
 		})

@@ -53,6 +53,10 @@ type Config struct {
 	// /opt or a home, a data folder the tests read). Everything else outside the system
 	// folders, the worktree and the checks' tools is absent inside the sandbox.
 	SandboxPaths []string `yaml:"sandbox_paths"`
+	// SandboxUser is the unprivileged host user (a name or a uid) checks run as when ticketd
+	// runs as root; empty means nobody. Without effect when ticketd is a user: the checks
+	// are then that user.
+	SandboxUser string `yaml:"sandbox_user"`
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	GitHub          GitHub   `yaml:"github"`
@@ -199,6 +203,10 @@ type Repo struct {
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
 	PushRemote string `yaml:"push_remote"`
+	// PushTokenEnv names the variable holding push_remote's credential for an https remote
+	// ("TOKEN", sent as x-access-token, or "USER:TOKEN"), sent in a header: never put one in
+	// the remote's URL, which every git process of the clone can read.
+	PushTokenEnv string `yaml:"push_token_env"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -515,6 +523,9 @@ func (c Config) Validate() error {
 			bad("sandbox_paths[%d]: must be an absolute path other than /, got %q", i, p)
 		}
 	}
+	if u := c.SandboxUser; u != "" && (u == "root" || u == "0" || strings.ContainsAny(u, " \t:/")) {
+		bad("sandbox_user: must name an unprivileged user (e.g. ticketd-check), got %q", u)
+	}
 	if c.MaxWorktreeSize < 1<<20 {
 		bad("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
 	}
@@ -569,6 +580,9 @@ func (c *Config) validateStore(bad func(string, ...any)) {
 		if r := c.Repos[name].PushRemote; r != "" && !remoteName.MatchString(r) {
 			bad("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r)
 		}
+		if v := c.Repos[name].PushTokenEnv; v != "" && !envName.MatchString(v) {
+			bad("repos.%s.push_token_env: %q is not an environment variable name (e.g. APP_PUSH_TOKEN)", name, v)
+		}
 	}
 }
 
@@ -585,7 +599,7 @@ var (
 )
 
 // Credentials names every environment variable ticketd reads a secret from: each endpoint's
-// api_key_env and header_env values, and github.token_env. None of them reaches a check, even
+// api_key_env and header_env values, github.token_env and store.url_env. None of them reaches a check, even
 // when a repository's pass_env names it.
 func (c Config) Credentials() []string {
 	return slices.Sorted(maps.Keys(c.credentialOwners()))
@@ -610,6 +624,14 @@ func (c Config) credentialOwners() map[string]string {
 		tokenEnv = DefaultGitHubTokenEnv
 	}
 	owners[tokenEnv] = "the GitHub token (github.token_env)"
+	if c.Store.URLEnv != "" {
+		owners[c.Store.URLEnv] = "the PostgreSQL URL of the store (store.url_env)"
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		if v := c.Repos[name].PushTokenEnv; v != "" {
+			owners[v] = "the push credential of repos." + name + " (push_token_env)"
+		}
+	}
 	return owners
 }
 

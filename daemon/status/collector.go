@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -97,11 +98,41 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lastNightEnd, prometheus.GaugeValue, end, string(n.Outcome))
 		}
 	}
-	for _, t := range ov.Tools {
+	for _, t := range toolLabels(ov.Tools) {
 		buckets := map[float64]uint64{}
 		for i, b := range store.DurationBuckets {
 			buckets[b] = uint64(t.Buckets[i])
 		}
 		ch <- prometheus.MustNewConstHistogram(c.toolDuration, uint64(t.Calls), t.SumSeconds, buckets, t.Tool)
 	}
+}
+
+// otherTool is the tool label of every call whose name is not one of ticketd's tools.
+const otherTool = "other"
+
+// toolLabels folds the calls of tools ticketd does not offer — names a model made up, each
+// a new label value — into one "other" series, so model output cannot grow the scrape.
+func toolLabels(in []store.ToolTotals) []store.ToolTotals {
+	var out []store.ToolTotals
+	other := -1
+	for _, t := range in {
+		if tools.Known(t.Tool) {
+			out = append(out, t)
+			continue
+		}
+		if other < 0 {
+			other = len(out)
+			out = append(out, store.ToolTotals{Tool: otherTool, Buckets: make([]int64, len(store.DurationBuckets))})
+		}
+		o := &out[other]
+		o.Calls += t.Calls
+		o.Failed += t.Failed
+		o.SumSeconds += t.SumSeconds
+		for i := range o.Buckets {
+			if i < len(t.Buckets) {
+				o.Buckets[i] += t.Buckets[i]
+			}
+		}
+	}
+	return out
 }

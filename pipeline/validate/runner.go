@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/secret"
 )
 
 // Defaults of the Runner's options.
@@ -74,6 +75,9 @@ type Runner struct {
 	SizePoll time.Duration
 	// Logger receives one record per check; nil discards.
 	Logger *slog.Logger
+	// User is the host identity checks run as when ticketd runs as root (zero: nobody);
+	// see sandbox.Spec.User.
+	User sandbox.Identity
 
 	pythons pythonCache // system python3 per tool module, resolved once
 }
@@ -90,7 +94,7 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 				Summary: "not run: " + context.Cause(ctx).Error()})
 			continue
 		}
-		res := r.runOne(ctx, dir, c)
+		res := redactResult(r.runOne(ctx, dir, c))
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "check finished",
 			slog.String("check", c.Name), slog.String("kind", c.Kind), slog.String("dir", dir),
 			slog.Bool("passed", res.Passed), slog.Int("exit_code", res.ExitCode),
@@ -128,6 +132,13 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	spec, note := r.spec(ctx, dir, scratch, c)
 	if note != "" {
 		res.Notes = append(res.Notes, note)
+	}
+	if r.Sandbox != sandbox.ModeNone {
+		view, err := scratch.GitView(dir)
+		if err != nil {
+			r.logger().Debug("check runs without git: no view of the worktree's git state", "check", c.Name, "err", err)
+		}
+		spec.GitView = view
 	}
 	argv, junitPath, err := r.command(ctx, dir, c, spec, scratch)
 	res.Command = argv
@@ -235,7 +246,24 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		Hide:     r.Hide,
 		ReadOnly: r.ReadOnly,
 		Env:      env,
+		User:     r.User,
 	}, note
+}
+
+// redactResult cuts credentials out of what a check printed (secret.Redact) before the
+// result leaves the runner for the model, the database, reports and logs: a test can print
+// whatever it can read. Test ids and file paths stay as they are, for the gate.
+func redactResult(res Result) Result {
+	res.Summary = secret.Redact(res.Summary)
+	res.Output = secret.Redact(res.Output)
+	res.Abort = secret.Redact(res.Abort)
+	if len(res.Findings) > 0 {
+		res.Findings = slices.Clone(res.Findings)
+		for i := range res.Findings {
+			res.Findings[i].Message = secret.Redact(res.Findings[i].Message)
+		}
+	}
+	return res
 }
 
 // parsed is what a kind's interpreter makes of a finished command.
