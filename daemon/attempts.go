@@ -182,3 +182,26 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
 	return out
 }
+
+// priorUnverified is the ticket's previous attempt (the latest before attempt n) when it ended
+// unverified, with its patch: the next attempt is told what was missing. nil otherwise.
+func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
+	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(id, 10))
+	var prev *attemptRecord
+	for _, r := range w.readAttempts(ctx, log, id, dir) {
+		if r.Attempt < n && r.Ending != "released" && (prev == nil || r.Attempt >= prev.Attempt) {
+			prev = &r
+		}
+	}
+	if prev == nil || prev.Status != pipeline.StatusUnverified {
+		return nil
+	}
+	rel := attemptFolder(id, prev.Attempt, prev.Branch) + "/patch"
+	patch, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		if patch, err = w.d.Store.Artifact(ctx, id, rel); err != nil {
+			log.Warn("read the unverified attempt's patch", "attempt", prev.Attempt, "err", err)
+		}
+	}
+	return &pipeline.PriorUnverified{Attempt: prev.Attempt, Reason: prev.Reason, Patch: string(patch)}
+}

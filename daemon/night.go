@@ -340,12 +340,14 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	d.pushLeftovers(ctx, log, healthy)
 	defer d.runGitHub(workCtx)()
-	w.checkRepos(claimCtx)
-	prepared()
+	// Baselines run beside the work: a repository's tickets are claimable as soon as its own
+	// baseline is ready. The preparation (for a second node waiting to join) ends with the
+	// last baseline.
+	waitBaselines := w.startBaselines(claimCtx, prepared)
 	// The window stops claims; attempts still running get the grace period to finish, then
 	// they are stopped too (keeping their partial work) and released without spending an
-	// attempt. It counts from the end of the preparation (preflights, baselines): a slow
-	// start must not eat the night, nor close the window before the first claim.
+	// attempt. It counts from the end of the preparation (preflights), as the baselines
+	// start: a slow start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.parkUntil, w.parkNote = w.windowEnd, "until the next `ticketd once`"
 	if rep.Trigger == TriggerCron {
@@ -375,6 +377,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		}()
 	}
 	wg.Wait()
+	waitBaselines()
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rec.flush(context.WithoutCancel(ctx), log)

@@ -166,48 +166,17 @@ func renderReport(in reportInput) string {
 	if strings.TrimSpace(in.Diff) == "" {
 		b.WriteString("The maker's tools changed no file.\n\n")
 	} else {
-		label := "The change"
-		if in.Ending != string(store.StateDone) {
-			label = "The partial change this attempt left (not committed; saved as `patch` beside this report)"
-		}
-		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", label, diffStat(in.Diff), clipLines(in.Diff, 300))
+		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", changeLabel(in), diffStat(in.Diff), clipLines(in.Diff, 300))
 	}
 	if len(in.Leftovers) > 0 {
 		fmt.Fprintf(&b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))
 	}
 
 	b.WriteString("## Checks\n\n")
-	if out.Gate == nil {
-		b.WriteString("No submitted change passed the checks in this attempt.\n")
-	} else {
-		fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
-			len(out.Gate.Fixed), len(out.Gate.Remaining))
-		if len(out.Gate.Targets) > 0 {
-			fmt.Fprintf(&b, "Target tests (they pass): %s\n\n", strings.Join(out.Gate.Targets, ", "))
-		}
-		if ev := out.Evidence; ev != nil {
-			if ev.Found() {
-				b.WriteString("Evidence that the change fixes the bug:\n\n")
-			} else {
-				b.WriteString("**Unverified**: nothing shows that the change fixes the bug; it was not shipped.\n\n")
-			}
-			for _, l := range strings.Split(strings.TrimSpace(ev.Text()), "\n") {
-				if l != "" {
-					fmt.Fprintf(&b, "- %s\n", l)
-				}
-			}
-			b.WriteString("\n")
-		}
-		for _, c := range out.Checks {
-			fmt.Fprintf(&b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
-		}
-		for _, r := range out.Gate.Remaining {
-			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
-		}
-	}
+	writeChecks(&b, in)
 	if ft := out.FirstTierCaught; ft > 0 || (out.Gate != nil && out.Gate.FirstTier != nil) {
 		fmt.Fprintf(&b, "- first tier (tests importing the change, run before the whole suite): caught %d failing run(s) without the whole suite, %s in all", ft, out.FirstTierTime.Round(time.Millisecond))
-		if out.Gate != nil && out.Gate.FirstTier != nil {
+		if out.Gate != nil && out.Gate.FirstTier != nil && out.Gate.Tier != pipeline.TierFirst {
 			fmt.Fprintf(&b, "; on the last run it passed (%d test file(s): %s) and the whole suite gave the verdict", len(out.Gate.FirstTier.Files), out.Gate.FirstTier.Summary)
 		}
 		b.WriteString("\n")
@@ -308,12 +277,7 @@ func renderReport(in reportInput) string {
 	fmt.Fprintf(&b, "- this attempt: %d maker steps, %d submits, %s\n", out.Steps, out.Submits, out.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "- ticket age: %s\n", in.Now.Sub(t.CreatedAt).Round(time.Second))
 
-	if in.Ending == string(store.StateEscalated) {
-		b.WriteString("\n## For the human\n\n")
-		b.WriteString("ticketd could not produce a change that passes the checks and the review within its budgets. ")
-		b.WriteString("Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
-		fmt.Fprintf(&b, "    ticketctl requeue %d\n", t.ID)
-	}
+	writeNextStep(&b, in)
 	return b.String()
 }
 

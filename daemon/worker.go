@@ -44,6 +44,8 @@ type workerPool struct {
 	parkUntil time.Time
 	parkNote  string
 	unhealthy unhealthyRepos
+	// pending are the repositories whose baseline is still being computed.
+	pending pendingBaselines
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
 	// database did not take is retried until then. nil: never.
 	stop        context.Context
@@ -148,9 +150,10 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			if !more {
 				return
 			}
-			// A notice that a ticket became claimable (an enqueue, a release, on any node)
-			// ends the wait early; the wait itself is the poll that backs notices up.
-			if !w.d.Store.WaitForWork(claimCtx, wait) {
+			// A notice that a ticket became claimable (an enqueue, a release, on any node),
+			// or a repository's baseline becoming ready, ends the wait early; the wait itself
+			// is the poll that backs notices up.
+			if !w.waitForWork(claimCtx, wait) {
 				return
 			}
 			continue
@@ -179,6 +182,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 // nextWork says whether the queue may still give this worker something before the window
 // closes, and how long to wait before asking again.
 func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
+	// Read before the queue: a baseline unpauses its repository before it stops counting
+	// as pending, so with none pending the queue read next shows its tickets claimable.
+	pending := len(w.pending.list()) > 0
 	due, err := w.d.Store.NextDue(ctx)
 	if err != nil {
 		return w.cfg.Night.Poll, ctx.Err() == nil
@@ -191,6 +197,9 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		poll = max(poll, idleBackstop)
 	}
 	wait, more := poll, false // a paused (unhealthy) repository's tickets wait for the next night
+	if due.Paused > 0 && pending {
+		more = true // their baseline is on its way: a baseline that ends wakes the wait
+	}
 	if due.Running > 0 {
 		more = true // it may come back as a retry, or its lease may expire
 		if !due.NextLeaseExpiry.IsZero() {
@@ -202,6 +211,26 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		wait = min(wait, max(due.NextRunAfter.Sub(now), 10*time.Millisecond))
 	}
 	return wait, more
+}
+
+// waitForWork waits up to wait for a notice of work, or for a pending baseline to end; false
+// when ctx ended.
+func (w *workerPool) waitForWork(ctx context.Context, wait time.Duration) bool {
+	ready := w.pending.waitable()
+	if ready == nil {
+		return w.d.Store.WaitForWork(ctx, wait)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ready:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	w.d.Store.WaitForWork(wctx, wait)
+	return ctx.Err() == nil
 }
 
 // idleBackstop is the longest an idle worker waits between looks at the queue when notices
@@ -301,11 +330,13 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage, Notes: notes,
-			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0)},
+			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0),
+			Unverified: w.priorUnverified(ctx, log, t.ID, lease.Attempt)},
 		Dir:          tree.Dir,
 		RepoMap:      facts.repoMap,
 		Instructions: facts.instructions,
-		Checks:       repo.Checks,
+		Checks:       facts.checks,
+		Tests:        facts.tests,
 		Baseline:     facts.results,
 		Diff:         fix.diff,
 		Workspace:    ws,
@@ -450,7 +481,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		if out.Status == pipeline.StatusBudget {
 			kind = store.FailBudget
 		}
-		last := lease.Attempt >= t.AttemptLimit()
+		// The same unverified patch a second time escalates now: a retry would only repeat it.
+		last := lease.Attempt >= t.AttemptLimit() || out.RepeatsUnverified > 0
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)
@@ -468,7 +500,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		}
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
-			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
+			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch, Final: out.RepeatsUnverified > 0})
 			return err
 		})
 		if err != nil {

@@ -188,7 +188,10 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 		res.text, gate = a.runChecks(ctx, changed)
 		res.failed = !gate.Passed
-		if reason := validate.Aborted(gate.Results); reason != "" {
+		if gate.Cancelled && ctx.Err() != nil {
+			stopped := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+			res.final = &stopped
+		} else if reason := validate.Aborted(gate.Results); reason != "" {
 			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
 			res.final = &failed
 		}
@@ -240,6 +243,9 @@ func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate
 	}
 	g := a.fullChecks(ctx)
 	g.Tier, g.FirstTier = TierFull, first
+	if g.Cancelled {
+		return "The checks were cut short (" + context.Cause(ctx).Error() + "); they judged nothing.", g
+	}
 	if g.Passed {
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
@@ -249,7 +255,15 @@ func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate
 // fullChecks runs every configured check and applies the gate: flakes re-run, targets required.
 func (a *attempt) fullChecks(ctx context.Context) Gate {
 	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
+	results, slow := a.retryTimeouts(ctx, a.job.Checks, results)
 	g := Compare(a.job.Baseline, results)
+	if len(slow) > 0 {
+		g.Slow = slow
+		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))
+	}
+	if g.Cancelled {
+		return g
+	}
 	if len(g.newTests) > 0 {
 		// A test that passed at the base and fails now may be flaky: re-run it alone before
 		// blaming the fix.
@@ -341,6 +355,10 @@ func (a *attempt) noEvidence(summary, diff string, gate Gate, ev *Evidence) tool
 	}
 	out := Outcome{Summary: summary, Checks: gate.Results, Gate: &gate, Evidence: ev, Status: StatusUnverified,
 		Reason: "unverified, patch attached: the checks pass, but " + why}
+	if prior := a.job.Ticket.Unverified; prior != nil && samePatch(prior.Patch, diff) {
+		out.RepeatsUnverified = prior.Attempt
+		out.Reason += fmt.Sprintf("; the same patch as attempt %d, unverified again: a further attempt would only repeat it", prior.Attempt)
+	}
 	a.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
 }
@@ -400,6 +418,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
+	if text, refused := a.needsTestFirst(ctx, diff); refused {
+		return toolResult{failed: true, text: text}
+	}
 	for _, id := range s.Tests {
 		if id = strings.TrimSpace(id); id != "" && !slices.Contains(a.targets, id) {
 			a.targets = append(a.targets, id)
@@ -407,6 +428,13 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	}
 	changed := a.changedPaths(ctx, diff)
 	_, gate := a.runChecks(ctx, changed)
+	a.lastGate = &gate
+	if gate.Cancelled && ctx.Err() != nil {
+		// The budget or a shutdown cut the checks short: that is how the attempt ends, never
+		// a failure of the change.
+		stopped := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+		return toolResult{failed: true, text: "The checks were cut short: " + context.Cause(ctx).Error(), final: &stopped}
+	}
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
@@ -424,6 +452,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: text}
 	}
 	ev, err := a.evidence(ctx, diff, changed, gate)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx) // the evidence runs were cut short: they showed nothing
+	}
 	if err != nil {
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, err)
 		return toolResult{final: &failed}

@@ -43,6 +43,9 @@ type Failure struct {
 	Reason    string
 	Branch    string // optional: partial work kept for the escalation report
 	ResultDir string // optional: where report.md / patch were written
+	// Final escalates a charged failure (fix, budget) now, whatever attempts are left: a
+	// retry would only repeat it (the same unverified patch a second time).
+	Final bool
 }
 
 // settleEvery bounds how often Claim looks for expired leases that must end rather than
@@ -285,7 +288,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			if f.Kind == FailTransport {
 				runAfter = now + s.transportDelay().Milliseconds()
 			}
-		case lt.attempts >= lt.maxAttempts:
+		case lt.attempts >= lt.maxAttempts || f.Final:
 			to, kind, finished = StateEscalated, "escalated", now
 		default:
 			to, kind = StateQueued, "retry"

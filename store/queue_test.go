@@ -580,3 +580,30 @@ func BenchmarkQueueCyclePostgres(b *testing.B) {
 		})
 	}
 }
+
+func TestFailFinal(t *testing.T) { forEachEngine(t, testFailFinal) }
+
+// A final failure escalates with attempts left; a release stays a release, and a failure
+// that is not final retries (the controls).
+func testFailFinal(t *testing.T, e engine) {
+	tests := []struct {
+		name string
+		f    Failure
+		want State
+	}{
+		{"final fix escalates at once", Failure{Kind: FailFix, Reason: "unverified again", Final: true}, StateEscalated},
+		{"a fix failure retries", Failure{Kind: FailFix, Reason: "unverified"}, StateQueued},
+		{"a final release is still a release", Failure{Kind: FailShutdown, Reason: "stop", Final: true}, StateQueued},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := e.setup(t)
+			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = 3 })
+			l := b.claim(t, "w")
+			got, err := b.s.Fail(b.ctx, id, l.Token, tc.f)
+			if err != nil || got != tc.want {
+				t.Fatalf("Fail(%+v) = %s, %v; want %s", tc.f, got, err, tc.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/secret"
 )
@@ -89,7 +90,7 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 	results := make([]Result, 0, len(checks))
 	for _, c := range checks {
 		if ctx.Err() != nil {
-			results = append(results, Result{Name: c.Name, Kind: c.Kind, ExitCode: -1,
+			results = append(results, Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Cancelled: true,
 				Summary: "not run: " + context.Cause(ctx).Error()})
 			continue
 		}
@@ -157,6 +158,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if err != nil {
 		res.Summary = err.Error()
 		res.NotStarted = out.exitCode == -1 && !out.timedOut && ctx.Err() == nil
+		res.Cancelled = ctx.Err() != nil
 		return notStarted(res)
 	}
 	if out.oversize != "" {
@@ -198,7 +200,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		}
 		res.Summary = fmt.Sprintf("timed out after %s (%s%s)", timeout, why, killed)
 	case ctx.Err() != nil:
-		res.Passed = false
+		res.Passed, res.Cancelled = false, true
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
 	}
 	return res
@@ -309,6 +311,10 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 	}
 	switch c.Kind {
 	case KindPytest:
+		if len(c.Only) > 0 {
+			argv = withoutPathArgs(argv, dir)
+		}
+		argv = append(argv, c.ExtraArgs...)
 		const report = "ticketd-junit.xml"
 		junitPath = filepath.Join(scratch.Dir, report)
 		// xunit1 keeps the file and line attributes that xunit2 drops;
@@ -326,6 +332,14 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 		for _, id := range c.Only {
 			if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
 				argv = append(argv, id)
+			}
+		}
+	case KindUnittest:
+		// unittest's -k selects by the test's dotted id within the configured discovery (its
+		// start folder and pattern kept), so the named tests run alone.
+		for _, id := range c.Only {
+			if id, _, _ = strings.Cut(id, " "); id != "" && !strings.HasPrefix(id, "-") {
+				argv = append(argv, "-k", id)
 			}
 		}
 	case KindRuff:
@@ -365,6 +379,25 @@ func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]str
 		return r.lookTool(ctx, dir, c, []string{"ruff", "check", "."})
 	}
 	return nil, fmt.Errorf("%w %q: command is empty", ErrInvalidCheck, c.Name)
+}
+
+// withoutPathArgs drops the path arguments of a pytest command (pkg/test, tests/test_x.py)
+// for a run that names its own tests: "alone" must not mean "with the whole folder".
+func withoutPathArgs(argv []string, dir string) []string {
+	drop := discover.PathArgs(argv, func(p string) bool {
+		_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		return err == nil && !filepath.IsAbs(p)
+	})
+	if len(drop) == 0 {
+		return argv
+	}
+	out := make([]string, 0, len(argv))
+	for i, a := range argv {
+		if !slices.Contains(drop, i) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // hasFlag reports whether argv has one of flags, alone or as flag=value.
