@@ -473,6 +473,10 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		}
 		log.Info("ticket needs info: the maker asked a human", "state", state, "question", out.Question)
 	case pipeline.StatusTransport:
+		if !out.RetryAt.IsZero() {
+			w.deferRateLimited(bg, log, lease, out.RetryAt, out.Reason)
+			return
+		}
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	case pipeline.StatusStopped:
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))

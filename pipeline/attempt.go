@@ -187,6 +187,9 @@ type Outcome struct {
 	// or a context overflow before the conversation grew (triage, the maker's first
 	// request). The night compares them across tickets to tell a systemic failure.
 	EndpointFault *model.Fault
+	// RetryAt is, for an attempt stopped by a rate limit (StatusTransport), when the
+	// provider said it lifts: the ticket waits until then. Zero when it did not say.
+	RetryAt time.Time
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -405,6 +408,9 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 		out.Status, out.Reason = StatusStopped, fmt.Sprintf("stopped: %v", cause)
 	case errors.Is(err, model.ErrTransport):
 		out.Status, out.Reason = StatusTransport, err.Error()
+		if f := (*model.Fault)(nil); errors.As(err, &f) {
+			out.RetryAt = f.ResetAt
+		}
 	default:
 		out.Status, out.Reason = StatusFailed, err.Error()
 	}
