@@ -30,7 +30,7 @@ type fakeModel struct {
 	// CostPerToken prices each prompt token (plus CostPerCall): a growing context costs more.
 	CostPerToken float64
 	PromptSize   func(req model.Request) int64
-	requests    []model.Request
+	requests     []model.Request
 }
 
 func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, error) {
