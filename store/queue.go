@@ -392,7 +392,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return nil
 		case StateDone, StateEscalated:
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
-		case StateQueued, StateParked, StateNeedsInfo:
+		case StateQueued, StateParked, StateNeedsInfo, StateNeedsBudget:
 			after = StateCancelled
 			if _, err := tx.Exec(ctx, s.q.CancelQueued, now, now, reason, id, string(st)); err != nil {
 				return err
