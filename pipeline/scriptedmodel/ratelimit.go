@@ -49,7 +49,7 @@ func (s *Server) windowLimit(w http.ResponseWriter, f Faults, key string) (int, 
 		h.Set("anthropic-ratelimit-requests-remaining", "0")
 		h.Set("anthropic-ratelimit-requests-reset", until.UTC().Format(time.RFC3339))
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(left.Seconds())), 10))
-		return http.StatusTooManyRequests, "rate_limit_error", errors.New("scripted rate limit (test double): This request would exceed the rate limit for your organization of 3 requests per minute.")
+		return http.StatusTooManyRequests, "rate_limit_error", errors.New("scripted rate limit (test double): This request would exceed the rate limit for your organization of 3 requests per minute")
 	}
 	return http.StatusTooManyRequests, "requests", errors.New(msg)
 }
