@@ -22,9 +22,9 @@ func TestEditableInstallNeverBeatsTheWorktree(t *testing.T) {
 	bu := setup(t)
 	bu.b.Sandbox = sandbox.ModeNone // nothing hidden: the base checkout stays reachable
 	base := map[string]string{
-		"setup.py":            "from setuptools import setup\nsetup(name='banner', version='1.0', packages=['banner'])\n",
-		"requirements.txt":    "shinyfmt==1.0\n",
-		"banner/__init__.py":  "from shinyfmt import shout\n\n\ndef banner(s):\n    return shout(s)  # BUG: no frame\n",
+		"setup.py":             "from setuptools import setup\nsetup(name='banner', version='1.0', packages=['banner'])\n",
+		"requirements.txt":     "shinyfmt==1.0\n",
+		"banner/__init__.py":   "from shinyfmt import shout\n\n\ndef banner(s):\n    return shout(s)  # BUG: no frame\n",
 		"tests/test_banner.py": "from banner import banner\n\n\ndef test_banner():\n    assert banner('hi') == '*HI!*'\n",
 	}
 	src := writeFixture(t, t.TempDir(), base)
