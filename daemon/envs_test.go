@@ -166,4 +166,3 @@ func environments(t *testing.T, st *store.Store) []store.Environment {
 	}
 	return envs
 }
-

@@ -218,7 +218,7 @@ func (b *Builder) build(ctx context.Context, req Request, env Env) (Env, error) 
 		env.Python = py
 	} else if req.NeedPython {
 		return fail(&BuildError{Step: len(r.Commands), Command: r.Commands[len(r.Commands)-1], Took: env.Took, Output: tail(out.Bytes()),
-			Err: fmt.Errorf("the recipe left no $ENV/bin/python (%s) for the checks: make a virtualenv there (\"$PYTHON\" -m venv \"$ENV\"), or set the repository's python:", py)})
+			Err: fmt.Errorf("the recipe left no $ENV/bin/python (%s) for the checks: make a virtualenv there (\"$PYTHON\" -m venv \"$ENV\"), or name an interpreter in the repository's python key", py)})
 	}
 	env.BuiltAt = b.now()
 	env.Output = secret.Redact(tail(out.Bytes()))
