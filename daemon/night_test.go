@@ -436,7 +436,7 @@ func TestCancelRunningTicket(t *testing.T) {
 	cfg.Night.Lease = time.Hour // beats only when the test advances the clock
 	cfg.Night.Heartbeat = 15 * time.Second
 	if err := cfg.Validate(); err != nil {
-		t.Fatalf("the README's 15 s is no longer a heartbeat config accepts: %v", err)
+		t.Fatalf("docs/operating.md's 15 s is no longer a heartbeat config accepts: %v", err)
 	}
 	clock := newFakeClock(time.Now())
 	st, done := startNight(t, context.Background(), cfg, clock)
@@ -454,7 +454,7 @@ func TestCancelRunningTicket(t *testing.T) {
 	if _, err := st.RequestCancel(context.Background(), 1, "test", "not wanted"); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(15 * time.Second) // the README's bound, and no more
+	clock.Advance(15 * time.Second) // docs/operating.md's bound, and no more
 	hold.waitAbandoned(t)
 	awaitNight(t, done)
 	if after := asked(); after != before {

@@ -98,7 +98,7 @@ func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, mode sandbox
 		if len(res) == 1 {
 			out = strings.TrimSpace(res[0].Summary + " " + res[0].Output)
 		}
-		return fmt.Sprintf("the sandbox cannot run a command in the workspace %s (`true` in the check sandbox: %s); see the sandbox section of the README", workspace, out)
+		return fmt.Sprintf("the sandbox cannot run a command in the workspace %s (`true` in the check sandbox: %s); see docs/security.md", workspace, out)
 	}
 	return ""
 }

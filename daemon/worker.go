@@ -620,7 +620,7 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				return
 			case isStoreFault(err):
 				// The database does not take writes: the attempt rides the outage out (the
-				// README's promise); once it takes writes again the lease is extended
+				// promise of docs/operating.md); once it takes writes again the lease is extended
 				// before anyone may claim, and a lost lease says so at the next beat.
 				w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
 			case err != nil:

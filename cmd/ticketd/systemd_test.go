@@ -15,27 +15,27 @@ import (
 	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
-// readmeUnit returns the systemd unit the README gives, the one text both the operator and
-// this test use.
+// readmeUnit returns the systemd unit docs/operating.md gives, the one text both the
+// operator and this test use.
 func readmeUnit(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(data)
 	i := strings.Index(s, "`/etc/systemd/system/ticketd.service`:")
 	if i < 0 {
-		t.Fatal("README.md has no `/etc/systemd/system/ticketd.service`: block")
+		t.Fatal("docs/operating.md has no `/etc/systemd/system/ticketd.service`: block")
 	}
 	j := strings.Index(s[i:], "```ini\n")
 	if j < 0 {
-		t.Fatal("the README's unit is not in an ```ini block")
+		t.Fatal("docs/operating.md's unit is not in an ```ini block")
 	}
 	body := s[i+j+len("```ini\n"):]
 	k := strings.Index(body, "```")
 	if k < 0 {
-		t.Fatal("the README's unit block does not end")
+		t.Fatal("docs/operating.md's unit block does not end")
 	}
 	return body[:k]
 }
@@ -73,7 +73,7 @@ func needTool(t *testing.T, name, install string) string {
 	return ""
 }
 
-// TestSystemdUnit: the README's unit is hardened as the issue asks and scores at most 5.0 in
+// TestSystemdUnit: docs/operating.md's unit is hardened as the issue asks and scores at most 5.0 in
 // `systemd-analyze security --offline=true`, and the settings known to break bwrap are not
 // in it.
 func TestSystemdUnit(t *testing.T) {

@@ -132,7 +132,7 @@ func TestParseResolvesPathsAndDefaults(t *testing.T) {
 	}
 }
 
-// The schedule forms the README promises: five fields, descriptors, @every, and a time zone.
+// The schedule forms docs/operating.md promises: five fields, descriptors, @every, and a time zone.
 func TestScheduleForms(t *testing.T) {
 	tests := []struct {
 		schedule string
@@ -164,7 +164,7 @@ func TestGraceAndBudgetLimits(t *testing.T) {
 		{"night:\n  grace: -1s\n", "night.grace: must be >= 0"},
 		{"budget:\n  max_dollars: -2\n", "budget.max_dollars: must be >= 0"},
 		{"budget:\n  compact_at: 1.5\n", "budget.compact_at: must be a share"},
-		// The README promises a running ticket's cancel within 15 s: one heartbeat.
+		// docs/operating.md promises a running ticket's cancel within 15 s: one heartbeat.
 		{"night:\n  heartbeat: 16s\n", "night.heartbeat: must be at most 15s"},
 	}
 	for _, tt := range tests {

@@ -49,7 +49,7 @@ const InstallHint = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubbl
 const NoneWarning = "sandbox: none: code under test runs WITHOUT isolation and can read the daemon's environment (API keys), database, config and every worktree, reach the network and outlive its check; install bubblewrap and set sandbox: bwrap"
 
 // RootWarning opens every night's log when the daemon runs as root.
-const RootWarning = "ticketd runs as root: checks run as the unprivileged sandbox_user (default nobody) without any capability, and the worktree is made group-writable for it, but ticketd itself, its git and the maker's tools run as root; run ticketd as an unprivileged user (README: Running it under systemd, User=ticketd)"
+const RootWarning = "ticketd runs as root: checks run as the unprivileged sandbox_user (default nobody) without any capability, and the worktree is made group-writable for it, but ticketd itself, its git and the maker's tools run as root; run ticketd as an unprivileged user (docs/operating.md: Installing it as a service, User=ticketd)"
 
 // Valid reports an error naming the bad value when m is not one of Modes.
 func (m Mode) Valid() error {

@@ -13,7 +13,7 @@
 //	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
 //	go run ./scripts/bench --scenario realistic     # every maker errs as real models do
 //	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
-//	go run ./scripts/bench --record                 # figures for the README: append to results.jsonl
+//	go run ./scripts/bench --record                 # figures for docs/bench.md: append to results.jsonl
 //	go run ./scripts/bench --compare                # the last two result lines side by side
 package main
 
@@ -113,7 +113,7 @@ func (c *compareFlag) Set(s string) error {
 var lineRangeRe = regexp.MustCompile(`^\d+,\d+$`)
 
 // The result files under scripts/bench: a run appends to the untracked local one, so the
-// README's bench command leaves the tree clean; --record appends to the shared one in git.
+// bench command of docs/bench.md leaves the tree clean; --record appends to the shared one in git.
 const (
 	localResults  = "results.local.jsonl"
 	sharedResults = "results.jsonl"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ticketd/ticketd/scripts/testenv"
+	"github.com/ticketd/ticketd/store/storetest/toolenv"
 )
 
 // EnvPostgres names the variable holding the test server's URL.
@@ -43,12 +43,12 @@ func Location(t testing.TB, engine string) string {
 }
 
 // PostgresURL is the test server's URL. Without one the test skips, saying how to start
-// one, or fails where testenv says PostgreSQL is required (scripts/test.sh, so CI).
+// one, or fails where toolenv says PostgreSQL is required (scripts/test.sh, so CI).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvPostgres)
 	if u == "" {
-		testenv.Need(t, testenv.PostgreSQL, errors.New(EnvPostgres+" is unset (start a server: "+StartHint+")"))
+		toolenv.Need(t, toolenv.PostgreSQL, errors.New(EnvPostgres+" is unset (start a server: "+StartHint+")"))
 	}
 	return u
 }
