@@ -37,6 +37,10 @@ func (id Identity) orDefault() Identity {
 	return id
 }
 
+// OrDefault is id, or Nobody for the zero value: who a sandboxed command runs as when
+// ticketd is root.
+func (id Identity) OrDefault() Identity { return id.orDefault() }
+
 func (id Identity) String() string { return fmt.Sprintf("uid %d, gid %d", id.UID, id.GID) }
 
 // LookupIdentity resolves a sandbox_user value — a user name or a numeric uid — to that

@@ -60,6 +60,9 @@ type Spec struct {
 	// GitView is a git view of Dir made by Scratch.GitView; empty means the command sees no
 	// git state at all (an empty .git). The real git directories are hidden either way.
 	GitView string
+	// Network keeps the host's network namespace: only a repository's environment setup
+	// with setup.network gets it (to download its dependencies); a check never does.
+	Network bool
 }
 
 // Sizes and places of the private file systems under bwrap.
@@ -187,7 +190,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{bwrap}, namespaceArgs()...)
+	args := append([]string{bwrap}, namespaceArgs(s.Network)...)
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
 	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
