@@ -324,7 +324,11 @@ func (w *workerPool) checkRepo(ctx context.Context, name string) {
 		w.log.Warn("baseline worktree", "repo", name, "err", err)
 		return
 	}
-	facts, err := w.baselines.get(ctx, repo, tree)
+	repo, err = w.repoEnv(ctx, name, repo, tree)
+	var facts repoFacts
+	if err == nil {
+		facts, err = w.baselines.get(ctx, repo, tree)
+	}
 	if rerr := w.trees.Remove(context.WithoutCancel(ctx), tree, false); rerr != nil {
 		w.log.Warn("remove baseline worktree", "repo", name, "dir", tree.Dir, "err", rerr)
 	}
@@ -411,6 +415,9 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 			repo, short(base), facts.took.Round(time.Millisecond))
 	}
 	notes := baselineNotes(facts.results)
+	if env := w.envNote(repo); env != "" {
+		notes = append(notes, env)
+	}
 	for _, n := range notes {
 		text += "\n" + n
 	}

@@ -309,12 +309,14 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
 			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
 		},
+		envs:       newRepoEnvs(cfg, bwrap, log),
 		gate:       client,
 		runID:      runID,
 		stop:       workCtx,
 		stopClaims: stopClaims,
 		calls:      rec,
 	}
+	w.envs.builder.Now = d.now
 	rec.watch(w.storeDown, func(err error) { w.writeFailed(log, "record model call", 0, err) })
 	if id, err := d.Store.Identity(ctx); err == nil {
 		w.identity = id

@@ -44,6 +44,8 @@ type workerPool struct {
 	parkUntil time.Time
 	parkNote  string
 	unhealthy unhealthyRepos
+	// envs are the repositories' environments (repos.<name>.setup); nil: none built.
+	envs *repoEnvs
 	// pending are the repositories whose baseline is still being computed.
 	pending pendingBaselines
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
@@ -296,6 +298,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	fix := newFixTree(tree, ws)
 	if w.guard != nil {
 		defer w.guard.track(fix)()
+	}
+	if repo, err = w.repoEnv(ctx, t.Repo, repo, tree); err != nil {
+		// The recipe failed (the repository is paused, said once), or a shutdown: the ticket
+		// goes back unspent either way.
+		w.releaseMachine(bg, log, lease, fmt.Sprintf("environment of %s: %v", t.Repo, err))
+		return
 	}
 	facts, err := w.baselines.get(ctx, repo, tree)
 	if err != nil {

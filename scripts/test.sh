@@ -15,6 +15,12 @@ need_python_tool() { # module package
 missing=()
 need_python_tool pytest python3-pytest
 need_python_tool mypy python3-mypy
+# Environment recipes (pipeline/envsetup): a virtualenv with pip made offline, and an
+# editable install built without an index.
+need_python_tool ensurepip python3-venv
+need_python_tool pip python3-pip
+need_python_tool setuptools python3-setuptools
+need_python_tool wheel python3-wheel
 # The validators' sandbox (pipeline/sandbox) and its tests need bubblewrap.
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # Headless Chromium renders the status page in daemon/status's test.
@@ -33,7 +39,7 @@ command -v git >/dev/null || { echo "git is required" >&2; exit 1; }
 export TICKETD_REQUIRE_TOOLS=1
 if ! bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --unshare-ipc --die-with-parent --new-session true; then
   echo "bwrap is installed but cannot create namespaces here; the sandbox tests will skip (run as root, or allow unprivileged user namespaces)" >&2
-  export TICKETD_REQUIRE_TOOLS=pytest,mypy,ruff,chromium,postgres
+  export TICKETD_REQUIRE_TOOLS=pytest,mypy,ruff,chromium,postgres,venv
 fi
 
 # Ruff's engine for the ruff checks' integration tests, where no ruff binary exists: the npm

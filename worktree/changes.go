@@ -299,8 +299,28 @@ func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
 		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
 	}
 	defer root.Close()
-	var put, toBase []string
-	var errs []error
+	u := undo{t: t, root: root, snap: s}
+	for _, p := range undoCandidates(now, s) {
+		if want, recorded := s.files[p]; recorded {
+			u.restore(p, want)
+		} else {
+			u.toBase = append(u.toBase, p)
+		}
+	}
+	tracked := u.checkoutBase(ctx)
+	if len(u.toBase) > len(tracked) {
+		u.removeUntracked(ctx, tracked)
+	}
+	slices.Sort(u.put)
+	if err := errors.Join(u.errs...); err != nil {
+		return u.put, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
+	return u.put, nil
+}
+
+// undoCandidates are the paths Undo looks at, sorted: those changed now and those the
+// snapshot recorded.
+func undoCandidates(now []string, s *Snapshot) []string {
 	candidates := slices.Clone(now)
 	for p := range s.files {
 		if !slices.Contains(candidates, p) {
@@ -308,72 +328,87 @@ func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
 		}
 	}
 	slices.Sort(candidates)
-	for _, p := range candidates {
-		want, recorded := s.files[p]
-		if !recorded {
-			toBase = append(toBase, p)
-			continue
-		}
-		cur := readSnap(root, p)
-		if cur.present == want.present && (!want.present || cur.mode == want.mode && bytes.Equal(cur.data, want.data)) {
-			continue
-		}
-		put = append(put, p)
-		rel := filepath.FromSlash(p)
-		if err := root.RemoveAll(rel); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !want.present {
-			continue
-		}
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		if err := root.WriteFile(rel, want.data, want.mode); err != nil {
-			errs = append(errs, err)
+	return candidates
+}
+
+// undo is one Undo in progress: the paths put back, those that go back to the base, and
+// the errors met, so that one unwritable path does not stop the others.
+type undo struct {
+	t      *Tree
+	root   *os.Root
+	snap   *Snapshot
+	put    []string
+	toBase []string
+	errs   []error
+}
+
+// restore gives p its recorded content and mode back, or removes it again, unless it is
+// already so.
+func (u *undo) restore(p string, want snapFile) {
+	cur := readSnap(u.root, p)
+	if cur.present == want.present && (!want.present || cur.mode == want.mode && bytes.Equal(cur.data, want.data)) {
+		return
+	}
+	u.put = append(u.put, p)
+	rel := filepath.FromSlash(p)
+	if err := u.root.RemoveAll(rel); err != nil {
+		u.errs = append(u.errs, err)
+		return
+	}
+	if !want.present {
+		return
+	}
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := u.root.MkdirAll(dir, 0o755); err != nil {
+			u.errs = append(u.errs, err)
+			return
 		}
 	}
+	if err := u.root.WriteFile(rel, want.data, want.mode); err != nil {
+		u.errs = append(u.errs, err)
+	}
+}
+
+// checkoutBase checks out the base content of the paths to put back that the base holds,
+// and returns them.
+func (u *undo) checkoutBase(ctx context.Context) []string {
 	var tracked []string
-	for _, p := range toBase {
-		if _, inBase, err := t.FileAtBase(ctx, p); err == nil && inBase {
+	for _, p := range u.toBase {
+		if _, inBase, err := u.t.FileAtBase(ctx, p); err == nil && inBase {
 			tracked = append(tracked, p)
 		}
 	}
-	if len(tracked) > 0 {
-		put = append(put, tracked...)
-		// The tree's own index is the base commit's: checkout from it. Literal pathspecs, so
-		// a file a check named "*" matches itself only.
-		args := append([]string{"checkout", "--quiet", "--"}, tracked...)
-		if _, err := t.dirs().git(ctx, []string{"GIT_LITERAL_PATHSPECS=1"}, args...); err != nil {
-			errs = append(errs, err)
+	if len(tracked) == 0 {
+		return nil
+	}
+	u.put = append(u.put, tracked...)
+	// The tree's own index is the base commit's: checkout from it. Literal pathspecs, so
+	// a file a check named "*" matches itself only.
+	args := append([]string{"checkout", "--quiet", "--"}, tracked...)
+	if _, err := u.t.dirs().git(ctx, []string{"GIT_LITERAL_PATHSPECS=1"}, args...); err != nil {
+		u.errs = append(u.errs, err)
+	}
+	return tracked
+}
+
+// removeUntracked removes the paths to put back that the base lacks. They are listed again
+// now that the tracked ones are back: a restored .gitignore makes the checks' ignored
+// files ignored again, and those stay.
+func (u *undo) removeUntracked(ctx context.Context, tracked []string) {
+	again, err := u.t.status(ctx)
+	if err != nil {
+		u.errs = append(u.errs, err)
+	}
+	for _, p := range u.toBase {
+		if slices.Contains(tracked, p) || !slices.Contains(again, p) {
+			continue
+		}
+		if _, recorded := u.snap.files[p]; recorded {
+			continue
+		}
+		u.put = append(u.put, p)
+		if err := u.root.RemoveAll(filepath.FromSlash(p)); err != nil {
+			u.errs = append(u.errs, err)
 		}
 	}
-	if len(toBase) > len(tracked) {
-		// Untracked paths are listed again now that the tracked ones are back: a restored
-		// .gitignore makes the checks' ignored files ignored again, and those stay.
-		again, err := t.status(ctx)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, p := range toBase {
-			if !slices.Contains(tracked, p) && slices.Contains(again, p) {
-				if _, recorded := s.files[p]; recorded {
-					continue
-				}
-				put = append(put, p)
-				if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	slices.Sort(put)
-	if err := errors.Join(errs...); err != nil {
-		return put, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
-	}
-	return put, nil
 }

@@ -309,84 +309,122 @@ func (m *Manager) CollectLeftovers(ctx context.Context, repoPath string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("collect leftover worktrees: %w", err)
 	}
-	var registered map[string]string
-	if _, err = repo.gitRetry(ctx, nil, "worktree", "prune"); err == nil {
-		registered, err = registeredWorktrees(repo.CommonDir)
-	}
+	registered, err := pruneRecords(ctx, repo)
 	unlock()
 	if err != nil {
 		return nil, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
 	}
-
 	root := m.root
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	var removed, admins []string
-	var errs []error
-	for _, path := range slices.Sorted(maps.Keys(registered)) {
+	sw := sweep{m: m, repo: repo, registered: registered, root: root}
+	sw.registeredTrees()
+	sw.unregisteredTrees()
+	sw.emptyDirs()
+	if err := errors.Join(sw.errs...); err != nil {
+		return sw.removed, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
+	}
+	return sw.removed, nil
+}
+
+// pruneRecords prunes the repository's stale worktree records and returns those left, by
+// worktree path (see registeredWorktrees). The caller holds the repository's lock.
+func pruneRecords(ctx context.Context, repo repoDirs) (map[string]string, error) {
+	if _, err := repo.gitRetry(ctx, nil, "worktree", "prune"); err != nil {
+		return nil, err
+	}
+	return registeredWorktrees(repo.CommonDir)
+}
+
+// sweep is one CollectLeftovers pass over a repository's trees under the Manager's root:
+// what it removed and what failed, so that one stuck tree does not stop the others.
+type sweep struct {
+	m          *Manager
+	repo       repoDirs
+	registered map[string]string // worktree path -> its record in the repository
+	root       string            // m.root with symlinks resolved, as git reports paths
+	removed    []string
+	errs       []error
+}
+
+// registeredTrees removes the registered worktrees under the root that are not live, and
+// then their records.
+func (sw *sweep) registeredTrees() {
+	var admins []string
+	for _, path := range slices.Sorted(maps.Keys(sw.registered)) {
 		// Prepare makes trees as direct children of the root; a record naming
 		// anything deeper (the records are writable from a worktree) could
 		// otherwise point into a live tree.
-		if parent := filepath.Dir(path); parent != root && parent != m.root || m.isLive(path) {
+		if parent := filepath.Dir(path); parent != sw.root && parent != sw.m.root || sw.m.isLive(path) {
 			continue
 		}
 		if err := removeTree(path); err != nil {
-			errs = append(errs, err)
+			sw.errs = append(sw.errs, err)
 			continue
 		}
-		removed = append(removed, path)
-		admins = append(admins, registered[path])
-		m.logger.Info("leftover worktree removed", "repo", top, "dir", path)
+		sw.removed = append(sw.removed, path)
+		admins = append(admins, sw.registered[path])
+		sw.m.logger.Info("leftover worktree removed", "repo", sw.repo.WorkTree, "dir", path)
 	}
-	if len(admins) > 0 {
-		if unlock, err := lockRepo(repo.CommonDir); err != nil {
-			errs = append(errs, err)
-		} else {
-			for _, a := range admins {
-				errs = append(errs, os.RemoveAll(a))
+	if len(admins) == 0 {
+		return
+	}
+	unlock, err := lockRepo(sw.repo.CommonDir)
+	if err != nil {
+		sw.errs = append(sw.errs, err)
+		return
+	}
+	for _, a := range admins {
+		sw.errs = append(sw.errs, os.RemoveAll(a))
+	}
+	unlock()
+}
+
+// unregisteredTrees removes the trees `worktree prune` no longer lists. A crash inside
+// Remove (its files half deleted, the .git file among them) leaves a directory that
+// `worktree prune` no longer lists; a crash inside `worktree add` leaves one never
+// registered. Prepare names this repository's trees <base>-...: those that are not live,
+// not registered, and hold no .git or one naming a record of this repository that does
+// not exist, are leftovers.
+func (sw *sweep) unregisteredTrees() {
+	entries, err := os.ReadDir(sw.m.root)
+	if err != nil {
+		return
+	}
+	prefix := filepath.Base(sw.repo.WorkTree) + "-"
+	for _, e := range entries {
+		p := filepath.Join(sw.m.root, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || sw.m.isLive(p) || sw.registered[p] != "" || sw.registered[filepath.Join(sw.root, e.Name())] != "" {
+			continue
+		}
+		if !unregisteredTree(sw.repo.CommonDir, p) {
+			continue
+		}
+		if err := removeTree(p); err != nil {
+			sw.errs = append(sw.errs, err)
+			continue
+		}
+		sw.removed = append(sw.removed, p)
+		sw.m.logger.Info("leftover worktree removed", "repo", sw.repo.WorkTree, "dir", p, "registered", false)
+	}
+}
+
+// emptyDirs removes the empty directories under the root, which come from a crash between
+// MkdirTemp and worktree add.
+func (sw *sweep) emptyDirs() {
+	entries, err := os.ReadDir(sw.m.root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(sw.m.root, e.Name())
+		if sub, err := os.ReadDir(p); e.IsDir() && err == nil && len(sub) == 0 {
+			if !sw.m.isLive(p) && os.Remove(p) == nil {
+				sw.removed = append(sw.removed, p)
 			}
-			unlock()
 		}
 	}
-	// A crash inside Remove (its files half deleted, the .git file among them) leaves a
-	// directory that `worktree prune` no longer lists; a crash inside `worktree add` leaves
-	// one never registered. Prepare names this repository's trees <base>-...: those that are
-	// not live, not registered, and hold no .git or one naming a record of this repository
-	// that does not exist, are leftovers.
-	if entries, err := os.ReadDir(m.root); err == nil {
-		prefix := filepath.Base(top) + "-"
-		for _, e := range entries {
-			p := filepath.Join(m.root, e.Name())
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || m.isLive(p) || registered[p] != "" || registered[filepath.Join(root, e.Name())] != "" {
-				continue
-			}
-			if !unregisteredTree(repo.CommonDir, p) {
-				continue
-			}
-			if err := removeTree(p); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed = append(removed, p)
-			m.logger.Info("leftover worktree removed", "repo", top, "dir", p, "registered", false)
-		}
-	}
-	// Empty directories come from a crash between MkdirTemp and worktree add.
-	if entries, err := os.ReadDir(m.root); err == nil {
-		for _, e := range entries {
-			p := filepath.Join(m.root, e.Name())
-			if sub, err := os.ReadDir(p); e.IsDir() && err == nil && len(sub) == 0 {
-				if !m.isLive(p) && os.Remove(p) == nil {
-					removed = append(removed, p)
-				}
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return removed, fmt.Errorf("collect leftover worktrees of %s: %w", top, err)
-	}
-	return removed, nil
 }
 
 // setLive marks dir (under its given and its symlink-resolved name, since

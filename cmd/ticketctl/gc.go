@@ -2,13 +2,17 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon"
+	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -24,8 +28,11 @@ type gcJSON struct {
 	BranchesDeleted []string `json:"branches_deleted"`
 	ResultsDeleted  []string `json:"results_deleted"`
 	// FilesSkipped says why branches and results/ were not looked at ("" when they were).
-	FilesSkipped string  `json:"files_skipped,omitempty"`
-	OlderThanS   float64 `json:"older_than_s"`
+	FilesSkipped string `json:"files_skipped,omitempty"`
+	// EnvironmentsDeleted are the environment folders (repos.<name>.setup) no night used
+	// within the age, each repository's latest kept.
+	EnvironmentsDeleted []string `json:"environments_deleted"`
+	OlderThanS          float64  `json:"older_than_s"`
 }
 
 func cmdGC(e *env, args []string) error {
@@ -46,7 +53,7 @@ func cmdGC(e *env, args []string) error {
 		return usagef("ticketctl gc --older-than 720h", "gc: --older-than %s would prune tickets that just finished; want at least 1h", *olderThan)
 	}
 	return e.withStore(func(s *store.Store) error {
-		out := gcJSON{OlderThanS: age.Seconds(), BranchesDeleted: []string{}, ResultsDeleted: []string{}}
+		out := gcJSON{OlderThanS: age.Seconds(), BranchesDeleted: []string{}, ResultsDeleted: []string{}, EnvironmentsDeleted: []string{}}
 		if e.cfg == nil {
 			out.FilesSkipped = "branches and results/ need the repositories and the output folder: pass --config FILE"
 		} else {
@@ -61,6 +68,11 @@ func cmdGC(e *env, args []string) error {
 				if err != nil {
 					fmt.Fprintf(e.stderr, "warning: ticket %d: %v\n", t.ID, err)
 				}
+			}
+			envs, err := envsetup.Prune(filepath.Join(e.cfg.Workspace, daemon.EnvsDir), slices.Collect(maps.Keys(e.cfg.Repos)), age, time.Now())
+			out.EnvironmentsDeleted = append(out.EnvironmentsDeleted, envs...)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "warning: environments: %v\n", err)
 			}
 		}
 		n, err := s.GC(e.ctx, age)
@@ -86,6 +98,7 @@ func cmdGC(e *env, args []string) error {
 			what = "kept-attempt and fix branch(es)"
 		}
 		fmt.Fprintf(e.stdout, "deleted %d %s and %d results/ folder(s) of those tickets\n", len(out.BranchesDeleted), what, len(out.ResultsDeleted))
+		fmt.Fprintf(e.stdout, "deleted %d environment(s) no night used in %s (each repository's latest kept)\n", len(out.EnvironmentsDeleted), *olderThan)
 		if !*branches {
 			fmt.Fprintln(e.stderr, "fix branches of done tickets are kept; --branches deletes them too")
 		}

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/spell"
@@ -200,6 +201,11 @@ type Repo struct {
 	// .github/copilot-instructions.md and CONTRIBUTING.md; [] reads none. (omitempty: a
 	// configuration written back out keeps "unset" unset, as tools like the bench do.)
 	Instructions []string `yaml:"instructions,omitempty"`
+	// Setup is the repository's environment recipe (pipeline/envsetup): built in the sandbox
+	// before the night's first ticket of the repository and cached by what it depends on;
+	// its $ENV/bin/python runs the checks unless python: says otherwise. nil: none, the
+	// checks use python: or the interpreter they find.
+	Setup *envsetup.Recipe `yaml:"setup,omitempty"`
 	// PushRemote is the git remote (of the clone at Path) that fix branches and kept
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
@@ -371,6 +377,20 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	for name, r := range c.Repos {
 		r.Path = abs(r.Path)
+		if r.Setup != nil {
+			// With a recipe, an unset python: is its environment's, known at night; the
+			// operator's .venv is not looked for.
+			if r.Python != "" {
+				r.Python = repoPython(r.Path, r.Python)
+			}
+			for i := range r.Checks {
+				if r.Checks[i].Python != "" {
+					r.Checks[i].Python = repoPython(r.Path, r.Checks[i].Python)
+				}
+			}
+			c.Repos[name] = r
+			continue
+		}
 		r.Python = repoPython(r.Path, r.Python)
 		for i := range r.Checks {
 			r.Checks[i].Python = repoPython(r.Path, r.Checks[i].Python)
@@ -542,6 +562,19 @@ func (c Config) Validate() error {
 	}
 	creds := c.credentialOwners()
 	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		if s := c.Repos[name].Setup; s != nil {
+			if err := s.Validate(); err != nil {
+				bad("repos.%s.setup.%v", name, err)
+			}
+			for j, v := range s.PassEnv {
+				if !envName.MatchString(v) {
+					bad("repos.%s.setup.pass_env[%d]: %q is not an environment variable name", name, j, v)
+				}
+				if owner, ok := creds[v]; ok {
+					bad("repos.%s.setup.pass_env[%d]: %s is %s; a credential of ticketd never enters the sandbox", name, j, v, owner)
+				}
+			}
+		}
 		for j, v := range c.Repos[name].PassEnv {
 			if !envName.MatchString(v) {
 				bad("repos.%s.pass_env[%d]: %q is not an environment variable name", name, j, v)

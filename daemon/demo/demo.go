@@ -117,32 +117,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	defer stopModel()
 
-	gate := validate.KindPytest
-	if _, err := validate.ResolvePytest(ctx); err != nil {
-		gate = validate.KindUnittest
-		fmt.Fprintf(out, "pytest is not installed, so the demo's test gate uses python3 -m unittest instead\n(install it with: apt-get install -y python3-pytest)\n")
-	}
-	res.Gate = gate
-	res.Sandbox = sandbox.ModeBwrap
-	if _, err := sandbox.Probe(ctx, ""); err != nil {
-		res.Sandbox = sandbox.ModeNone
-		fmt.Fprintf(out, "bubblewrap is not usable here, so the demo runs the sample's tests WITHOUT the sandbox (sandbox: none):\n  %v\nticketd once/run refuse to start like this unless their config says sandbox: none.\n", err)
-	} else {
-		fmt.Fprintf(out, "the sample's tests run in the bubblewrap sandbox (sandbox: bwrap)\n")
-	}
-
+	res.Gate, res.Sandbox = chooseTools(ctx, out)
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = 3
 	}
-	cfgText := configYAML(dir, baseURL, gate, maxAttempts) + "sandbox: " + string(res.Sandbox) + "\n"
-	res.Config = filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(res.Config, []byte(cfgText), 0o644); err != nil {
-		return res, fmt.Errorf("write demo config: %w", err)
-	}
-	cfg, err := config.Parse(res.Config, []byte(cfgText))
+	var cfg config.Config
+	res.Config, cfg, err = writeConfig(dir, configYAML(dir, baseURL, res.Gate, maxAttempts)+"sandbox: "+string(res.Sandbox)+"\n")
 	if err != nil {
-		return res, fmt.Errorf("demo config: %w", err)
+		return res, err
 	}
 	res.Database = cfg.Store.Path
 
@@ -169,6 +152,35 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	printSummary(out, res)
 	return res, nil
+}
+
+// chooseTools picks the test gate and the sandbox the machine supports, saying on out what
+// the demo falls back to: it must run on a bare machine, and say so where it does.
+func chooseTools(ctx context.Context, out io.Writer) (gate string, mode sandbox.Mode) {
+	gate = validate.KindPytest
+	if _, err := validate.ResolvePytest(ctx); err != nil {
+		gate = validate.KindUnittest
+		fmt.Fprintf(out, "pytest is not installed, so the demo's test gate uses python3 -m unittest instead\n(install it with: apt-get install -y python3-pytest)\n")
+	}
+	if _, err := sandbox.Probe(ctx, ""); err != nil {
+		fmt.Fprintf(out, "bubblewrap is not usable here, so the demo runs the sample's tests WITHOUT the sandbox (sandbox: none):\n  %v\nticketd once/run refuse to start like this unless their config says sandbox: none.\n", err)
+		return gate, sandbox.ModeNone
+	}
+	fmt.Fprintf(out, "the sample's tests run in the bubblewrap sandbox (sandbox: bwrap)\n")
+	return gate, sandbox.ModeBwrap
+}
+
+// writeConfig writes the demo's config.yaml into dir and parses it back as ticketd would.
+func writeConfig(dir, text string) (string, config.Config, error) {
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return path, config.Config{}, fmt.Errorf("write demo config: %w", err)
+	}
+	cfg, err := config.Parse(path, []byte(text))
+	if err != nil {
+		return path, config.Config{}, fmt.Errorf("demo config: %w", err)
+	}
+	return path, cfg, nil
 }
 
 func prepareDir(dir string) (string, error) {

@@ -91,25 +91,9 @@ func (in *Intake) scanRepo(ctx context.Context, r Repo, rep *ScanReport) error {
 	if err != nil {
 		return err
 	}
-	opts := &gh.IssueListByRepoOptions{State: "open", Labels: []string{r.Label}, ListOptions: gh.ListOptions{PerPage: 100}}
-	var open []*gh.Issue
-	for {
-		if err := in.Client.ready(true); err != nil {
-			return err
-		}
-		page, resp, err := in.Client.api.Issues.ListByRepo(ctx, ref.owner, ref.name, opts)
-		in.Client.observe(resp, err)
-		if err != nil {
-			return fmt.Errorf("list issues labelled %q (page %d): %w", r.Label, max(opts.ListOptions.Page, 1), err)
-		}
-		if notModified(resp.Response) {
-			rep.Unchanged++
-		}
-		open = append(open, page...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.ListOptions.Page = resp.NextPage
+	open, err := in.listOpen(ctx, r, ref, rep)
+	if err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, is := range open {
@@ -123,8 +107,37 @@ func (in *Intake) scanRepo(ctx context.Context, r Repo, rep *ScanReport) error {
 			return err
 		}
 	}
-	// Tickets of this repository still active but absent from the open listing: read their
-	// issue to tell closed or unlabelled (cancel) from a listing that raced an edit (keep).
+	return in.checkUnlisted(ctx, r, seen, rep)
+}
+
+// listOpen lists the repository's open issues with the intake label, every page of them.
+func (in *Intake) listOpen(ctx context.Context, r Repo, ref repoRef, rep *ScanReport) ([]*gh.Issue, error) {
+	opts := &gh.IssueListByRepoOptions{State: "open", Labels: []string{r.Label}, ListOptions: gh.ListOptions{PerPage: 100}}
+	var open []*gh.Issue
+	for {
+		if err := in.Client.ready(true); err != nil {
+			return nil, err
+		}
+		page, resp, err := in.Client.api.Issues.ListByRepo(ctx, ref.owner, ref.name, opts)
+		in.Client.observe(resp, err)
+		if err != nil {
+			return nil, fmt.Errorf("list issues labelled %q (page %d): %w", r.Label, max(opts.ListOptions.Page, 1), err)
+		}
+		if notModified(resp.Response) {
+			rep.Unchanged++
+		}
+		open = append(open, page...)
+		if resp.NextPage == 0 {
+			return open, nil
+		}
+		opts.ListOptions.Page = resp.NextPage
+	}
+}
+
+// checkUnlisted reads the issue of each ticket of this repository still active but absent
+// from the open listing (seen), to tell closed or unlabelled (cancel) from a listing that
+// raced an edit (keep).
+func (in *Intake) checkUnlisted(ctx context.Context, r Repo, seen map[string]bool, rep *ScanReport) error {
 	active, err := in.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning, store.StateNeedsInfo}, Repo: r.Local})
 	if err != nil {
 		return err

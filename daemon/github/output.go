@@ -224,6 +224,31 @@ func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error)
 	if err := p.Client.ready(false); err != nil {
 		return "", err
 	}
+	url, err := p.postedComment(ctx, t, ref, num, mark)
+	if err != nil {
+		return "", err
+	}
+	if url != "" {
+		return url, p.Store.RecordOutput(ctx, t.ID, store.OutputComment, url)
+	}
+	branches, err := p.pushAttempts(ctx, tg, t)
+	if err != nil {
+		return "", err
+	}
+	c, resp, err := p.Client.api.Issues.CreateComment(ctx, ref.owner, ref.name, num,
+		&gh.IssueComment{Body: gh.Ptr(EscalationComment(t, branches, mark))})
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("comment on %s: %w", t.ExternalID, err)
+	}
+	p.logger().Info("github escalation comment posted", "ticket", t.ID, "url", c.GetHTMLURL())
+	return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
+}
+
+// postedComment is the URL of the escalation comment ticketd already posted on the issue
+// (found by its marker, in ticketd's own comments only), "" when there is none: a restart
+// between posting and recording must not post it twice.
+func (p *Publisher) postedComment(ctx context.Context, t store.Ticket, ref repoRef, num int, mark string) (string, error) {
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
 	for {
 		cs, resp, err := p.Client.api.Issues.ListComments(ctx, ref.owner, ref.name, num, opts)
@@ -238,18 +263,24 @@ func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error)
 			if own, err := p.Client.ownComment(ctx, c); err != nil {
 				return "", err
 			} else if own {
-				return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
+				return c.GetHTMLURL(), nil
 			}
 		}
 		if resp.NextPage == 0 {
-			break
+			return "", nil
 		}
 		opts.ListOptions.Page = resp.NextPage
 	}
+}
+
+// pushAttempts pushes the ticket's attempt branches, so that the comment can name them
+// for a human to pick up, and returns them.
+func (p *Publisher) pushAttempts(ctx context.Context, tg Target, t store.Ticket) ([]string, error) {
 	var branches []string
 	if p.Branches != nil {
+		var err error
 		if branches, err = p.Branches(ctx, tg.Dir, t.ID); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if t.Branch != "" && !contains(branches, t.Branch) {
@@ -261,17 +292,10 @@ func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error)
 	}
 	for _, b := range branches {
 		if err := push(ctx, tg.Dir, tg.PushURL, b, p.Token); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	c, resp, err := p.Client.api.Issues.CreateComment(ctx, ref.owner, ref.name, num,
-		&gh.IssueComment{Body: gh.Ptr(EscalationComment(t, branches, mark))})
-	p.Client.observe(resp, err)
-	if err != nil {
-		return "", fmt.Errorf("comment on %s: %w", t.ExternalID, err)
-	}
-	p.logger().Info("github escalation comment posted", "ticket", t.ID, "url", c.GetHTMLURL())
-	return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
+	return branches, nil
 }
 
 // EscalationComment is the comment posted on an escalated ticket's issue: the short why,

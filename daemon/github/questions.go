@@ -170,11 +170,7 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	known := false
-	for _, r := range in.Repos {
-		known = known || strings.EqualFold(r.Name, name)
-	}
-	if !known {
+	if !in.configured(name) {
 		return false, nil // its repository left the config: ticketctl answer still works
 	}
 	ref, err := parseRepo(name)
@@ -197,41 +193,16 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// Only ticketd's own comments carry markers that count: a stranger's copy of the
-	// question's marker must not move where "after" starts, nor hide an answer.
-	own := func(c *gh.IssueComment) bool { return strings.EqualFold(c.GetUser().GetLogin(), self) }
-	mark := questionMarker(w.Ticket.ID, w.Question.N)
-	start := -1
-	for i, c := range cs {
-		if own(c) && strings.Contains(c.GetBody(), mark) {
-			start = i + 1
+	for _, c := range replies(cs, self, w) {
+		login := c.GetUser().GetLogin()
+		ok, err := in.mayAnswer(ctx, ref, issue, c, w.Ticket.ExternalID)
+		if err != nil {
+			return false, err
 		}
-	}
-	askedAt := w.Question.AskedAt.Truncate(time.Second) // GitHub stamps comments to the second
-	for i, c := range cs {
-		switch {
-		case start >= 0 && i < start,
-			start < 0 && c.GetCreatedAt().Time.Before(askedAt),
-			own(c) && strings.Contains(c.GetBody(), ticketdMarker),
-			strings.TrimSpace(c.GetBody()) == "":
+		if !ok {
 			continue
 		}
-		login := c.GetUser().GetLogin()
-		ok := login != "" && strings.EqualFold(login, issue.GetUser().GetLogin())
-		if !ok {
-			// The comments come from the Issue Comments REST endpoint, which keeps
-			// author_association; GitHub dropped it only from Events API payloads.
-			//lint:ignore SA1019 read from the REST endpoint, not the Events API
-			allowed, why, err := in.gate.allowed(ctx, ref, &gh.Issue{User: c.GetUser(), AuthorAssociation: c.AuthorAssociation})
-			if err != nil {
-				return false, err
-			}
-			if !allowed {
-				in.ignoreOnce(fmt.Sprintf("%s comment %d", w.Ticket.ExternalID, c.GetID()), "github comment not taken as an answer", why)
-				continue
-			}
-		}
-		err := in.Store.Answer(ctx, w.Ticket.ID, truncateRunes(strings.TrimSpace(c.GetBody()), maxAnswerRunes), "github:"+login)
+		err = in.Store.Answer(ctx, w.Ticket.ID, truncateRunes(strings.TrimSpace(c.GetBody()), maxAnswerRunes), "github:"+login)
 		if errors.Is(err, store.ErrInvalidTransition) {
 			return false, nil // answered or requeued meanwhile
 		}
@@ -242,6 +213,65 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// configured reports whether the repository named (owner/name) is in the intake's config.
+func (in *Intake) configured(name string) bool {
+	for _, r := range in.Repos {
+		if strings.EqualFold(r.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// replies are the comments that may answer w's question, in order: those after ticketd's
+// latest copy of the question (or, when none is found, those made since it was asked),
+// less ticketd's own and empty ones. Only ticketd's own comments (by self) carry markers
+// that count: a stranger's copy of the question's marker must not move where "after"
+// starts, nor hide an answer.
+func replies(cs []*gh.IssueComment, self string, w store.Waiting) []*gh.IssueComment {
+	own := func(c *gh.IssueComment) bool { return strings.EqualFold(c.GetUser().GetLogin(), self) }
+	mark := questionMarker(w.Ticket.ID, w.Question.N)
+	start := -1
+	for i, c := range cs {
+		if own(c) && strings.Contains(c.GetBody(), mark) {
+			start = i + 1
+		}
+	}
+	askedAt := w.Question.AskedAt.Truncate(time.Second) // GitHub stamps comments to the second
+	var out []*gh.IssueComment
+	for i, c := range cs {
+		switch {
+		case start >= 0 && i < start,
+			start < 0 && c.GetCreatedAt().Time.Before(askedAt),
+			own(c) && strings.Contains(c.GetBody(), ticketdMarker),
+			strings.TrimSpace(c.GetBody()) == "":
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// mayAnswer reports whether comment c may answer the question on issue: the issue's
+// author may, anyone else only as the intake gate allows (the answer goes into a prompt).
+func (in *Intake) mayAnswer(ctx context.Context, ref repoRef, issue *gh.Issue, c *gh.IssueComment, ext string) (bool, error) {
+	login := c.GetUser().GetLogin()
+	if login != "" && strings.EqualFold(login, issue.GetUser().GetLogin()) {
+		return true, nil
+	}
+	// The comments come from the Issue Comments REST endpoint, which keeps
+	// author_association; GitHub dropped it only from Events API payloads.
+	//lint:ignore SA1019 read from the REST endpoint, not the Events API
+	allowed, why, err := in.gate.allowed(ctx, ref, &gh.Issue{User: c.GetUser(), AuthorAssociation: c.AuthorAssociation})
+	if err != nil {
+		return false, err
+	}
+	if !allowed {
+		in.ignoreOnce(fmt.Sprintf("%s comment %d", ext, c.GetID()), "github comment not taken as an answer", why)
+	}
+	return allowed, nil
 }
 
 // ignoreOnce logs an ignored item the first time this process sees it.

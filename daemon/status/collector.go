@@ -23,6 +23,7 @@ type storeCollector struct {
 	calls, callErrors, tokens, cost, latency        *prometheus.Desc
 	toolDuration, up                                *prometheus.Desc
 	nights, lastNightEnd                            *prometheus.Desc
+	envOK, envSetup                                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -45,6 +46,10 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		toolDuration:  prometheus.NewDesc("ticketd_tool_call_duration_seconds", "Duration of the maker's tool calls; run_checks and submit are the validator runs.", []string{"tool"}, nil),
 		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape and took this process's latest write; 0 while writes fail (disk full, read-only, the server down) or once it was deleted or replaced.", nil, nil),
 		nights:        prometheus.NewDesc("ticketd_nights_total", "Nights that ended, by outcome (ok, partial, stopped, failed).", []string{"outcome"}, nil),
+		envOK: prometheus.NewDesc("ticketd_environment_ok",
+			"1 when the latest setup of the repository's environment (repos.<name>.setup) on the node worked, 0 when its recipe failed and the repository is paused.", []string{"repo", "node"}, nil),
+		envSetup: prometheus.NewDesc("ticketd_environment_setup_seconds",
+			"How long the latest build of the repository's environment took (a cached one keeps its build's figure).", []string{"repo", "node"}, nil),
 		lastNightEnd: prometheus.NewDesc("ticketd_last_night_end_timestamp_seconds",
 			"When the latest night of each outcome ended (Unix seconds; 0 when none has): alert on time() minus the ok one.", []string{"outcome"}, nil),
 	}
@@ -52,7 +57,7 @@ func newStoreCollector(st *store.Store) *storeCollector {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tickets, c.events, c.claims, c.leaseExpiries, c.rescues, c.calls,
-		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up, c.nights, c.lastNightEnd} {
+		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up, c.nights, c.lastNightEnd, c.envOK, c.envSetup} {
 		ch <- d
 	}
 }
@@ -100,6 +105,18 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 				end = float64(n.LastEnd.UnixMilli()) / 1000
 			}
 			ch <- prometheus.MustNewConstMetric(c.lastNightEnd, prometheus.GaugeValue, end, string(n.Outcome))
+		}
+	}
+	if envs, err := c.store.Environments(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.envOK, err)
+	} else {
+		for _, e := range envs {
+			ok := 0.0
+			if e.OK {
+				ok = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.envOK, prometheus.GaugeValue, ok, e.Repo, e.Node)
+			ch <- prometheus.MustNewConstMetric(c.envSetup, prometheus.GaugeValue, e.Took.Seconds(), e.Repo, e.Node)
 		}
 	}
 	for _, t := range toolLabels(ov.Tools) {

@@ -33,7 +33,10 @@ type homeData struct {
 	// OlderEscalated counts escalated tickets from before the latest night.
 	OlderEscalated int
 	// Skipped are the issue files intake could not take in at its latest scan.
-	Skipped  []store.IntakeSkip
+	Skipped []store.IntakeSkip
+	// BadEnvs are the repositories whose environment recipe failed at its latest setup:
+	// paused until it is fixed.
+	BadEnvs  []store.Environment
 	Running  []runningRow
 	Done     []store.Summary
 	DoneMore bool
@@ -163,6 +166,15 @@ func (s *Server) homeData(ctx context.Context) homeData {
 	}
 	if d.Skipped, err = s.store.IntakeSkips(ctx); err != nil {
 		d.problem("skipped issue files", err)
+	}
+	if envs, err := s.store.Environments(ctx); err != nil {
+		d.problem("environments", err)
+	} else {
+		for _, e := range envs {
+			if !e.OK {
+				d.BadEnvs = append(d.BadEnvs, e)
+			}
+		}
 	}
 	for i := range d.Attention {
 		a := &d.Attention[i]

@@ -143,15 +143,24 @@ func TakesValue(opt string) bool {
 // pytestArgs are the words after the pytest invocation in argv: after `-m pytest`, or after
 // a program named pytest or py.test; nil when argv does not run pytest visibly.
 func pytestArgs(argv []string) []string {
-	for i, a := range argv {
-		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
-			return argv[i+2:]
-		}
-		if b := path.Base(a); b == "pytest" || b == "py.test" || b == "pytest-3" {
-			return argv[i+1:]
-		}
+	if i := pytestStart(argv); i >= 0 {
+		return argv[i:]
 	}
 	return nil
+}
+
+// pytestStart is the index of the first word after the pytest invocation in argv, -1 when
+// argv does not run pytest visibly.
+func pytestStart(argv []string) int {
+	for i, a := range argv {
+		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
+			return i + 2
+		}
+		if b := path.Base(a); b == "pytest" || b == "py.test" || b == "pytest-3" {
+			return i + 1
+		}
+	}
+	return -1
 }
 
 // PathArgs returns the indexes of argv's words that are path arguments of its pytest
@@ -159,17 +168,7 @@ func pytestArgs(argv []string) []string {
 // A word counts when it is not an option nor an option's value and exists is true for it
 // or it holds "::" or ends in .py.
 func PathArgs(argv []string, exists func(string) bool) []int {
-	start := -1
-	for i, a := range argv {
-		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
-			start = i + 2
-			break
-		}
-		if b := path.Base(a); b == "pytest" || b == "py.test" || b == "pytest-3" {
-			start = i + 1
-			break
-		}
-	}
+	start := pytestStart(argv)
 	if start < 0 {
 		return nil
 	}
@@ -215,25 +214,31 @@ func (t *Tests) applyPytestArgs(args []string, command bool) {
 				t.DoctestGlobs = append(t.DoctestGlobs, val)
 			}
 		case "-o", "--override-ini":
-			key, v, ok := strings.Cut(val, "=")
-			if !ok {
-				continue
-			}
-			words := shellSplit(v)
-			switch strings.TrimSpace(key) {
-			case "python_files":
-				t.Files = words
-			case "python_classes":
-				t.Classes = words
-			case "python_functions":
-				t.Functions = words
-			case "testpaths":
-				t.Paths = cleanPaths(words)
-			}
+			t.overrideIni(val)
 		}
 	}
 	if len(paths) > 0 {
 		t.Paths = append(t.Paths, cleanPaths(paths)...)
+	}
+}
+
+// overrideIni applies one `-o key=value` that changes where pytest collects tests; other
+// keys do not concern discovery.
+func (t *Tests) overrideIni(kv string) {
+	key, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return
+	}
+	words := shellSplit(v)
+	switch strings.TrimSpace(key) {
+	case "python_files":
+		t.Files = words
+	case "python_classes":
+		t.Classes = words
+	case "python_functions":
+		t.Functions = words
+	case "testpaths":
+		t.Paths = cleanPaths(words)
 	}
 }
 
@@ -335,24 +340,31 @@ func (t *Tests) IsTestFile(p string) bool {
 	if !strings.HasSuffix(base, ".py") {
 		return false
 	}
-	if t.Pytest {
-		for _, pat := range t.Files {
-			if !fnmatchPath(pat, p) {
-				continue
-			}
-			if strings.Contains(strings.ToLower(pat), "test") || len(t.Paths) == 0 || t.inPaths(p) {
-				return true
-			}
+	return t.Pytest && t.isPytestModule(p) || t.Unittest && t.isUnittestModule(p)
+}
+
+// isPytestModule reports whether python_files matches p; a pattern without "test" in it
+// (*.py) counts only inside testpaths, or pytest would collect the whole code base.
+func (t *Tests) isPytestModule(p string) bool {
+	for _, pat := range t.Files {
+		if !fnmatchPath(pat, p) {
+			continue
 		}
-	}
-	if t.Unittest {
-		if under(p, t.UnittestStart) && fnmatch(t.UnittestPattern, base) {
+		if strings.Contains(strings.ToLower(pat), "test") || len(t.Paths) == 0 || t.inPaths(p) {
 			return true
 		}
-		for _, m := range t.UnittestModules {
-			if p == m+".py" {
-				return true
-			}
+	}
+	return false
+}
+
+// isUnittestModule reports whether unittest's discovery or its command collects p.
+func (t *Tests) isUnittestModule(p string) bool {
+	if under(p, t.UnittestStart) && fnmatch(t.UnittestPattern, path.Base(p)) {
+		return true
+	}
+	for _, m := range t.UnittestModules {
+		if p == m+".py" {
+			return true
 		}
 	}
 	return false
@@ -398,21 +410,28 @@ func (t *Tests) IsTestPath(p string) bool {
 			return true
 		}
 	}
-	if t.Pytest {
-		for _, d := range t.Paths {
-			if d != "." && under(p, d) && !strings.HasSuffix(d, ".py") {
-				return true
-			}
-		}
-	}
-	if t.Unittest {
-		if t.UnittestStart != "." && under(p, t.UnittestStart) {
+	return t.Pytest && t.inTestpathFolder(p) || t.Unittest && t.inUnittestFolder(p)
+}
+
+// inTestpathFolder reports whether p is inside a folder (not ".") named by testpaths.
+func (t *Tests) inTestpathFolder(p string) bool {
+	for _, d := range t.Paths {
+		if d != "." && under(p, d) && !strings.HasSuffix(d, ".py") {
 			return true
 		}
-		for _, m := range t.UnittestModules {
-			if strings.HasPrefix(p, m+"/") {
-				return true
-			}
+	}
+	return false
+}
+
+// inUnittestFolder reports whether p is inside unittest's start folder (not ".") or a
+// package its command names.
+func (t *Tests) inUnittestFolder(p string) bool {
+	if t.UnittestStart != "." && under(p, t.UnittestStart) {
+		return true
+	}
+	for _, m := range t.UnittestModules {
+		if strings.HasPrefix(p, m+"/") {
+			return true
 		}
 	}
 	return false
@@ -454,54 +473,77 @@ func (t *Tests) TestIDs(file string, src []byte) []string {
 	if t == nil {
 		t = defaults
 	}
-	var out []string
-	class, classIndent := "", ""
-	testCase := false
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	ids := idScan{t: t, file: file}
 	for sc.Scan() {
-		line := sc.Text()
-		if m := classRe.FindStringSubmatch(line); m != nil {
-			class, classIndent = m[1], ""
-			testCase = strings.Contains(m[2], "TestCase")
-			if !testCase && !matchesName(class, t.Classes) && !(t.Unittest && m[2] != "") {
-				class = "-" // not collected: its methods are not tests
-			}
-			continue
-		}
-		if strings.TrimSpace(line) != "" && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '@' && line[0] != ')' {
-			if !strings.HasPrefix(line, "def ") && !strings.HasPrefix(line, "async ") {
-				class = "" // other top-level code ends the class
-			}
-		}
-		m := defRe.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		name := m[2]
-		var id string
-		switch {
-		case m[1] == "":
-			class = ""
-			if !t.Pytest || !matchesName(name, t.Functions) {
-				continue
-			}
-			id = file + "::" + name
-		case class != "" && (classIndent == "" || m[1] == classIndent):
-			classIndent = m[1]
-			method := matchesName(name, t.Functions) || (testCase || t.Unittest) && strings.HasPrefix(name, "test")
-			if class == "-" || !method {
-				continue
-			}
-			id = file + "::" + class + "::" + name
-		default:
-			continue // a nested function
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
+		ids.line(sc.Text())
 	}
-	return out
+	return ids.out
+}
+
+// idScan is TestIDs' state between lines: the top-level class being read, if any.
+type idScan struct {
+	t    *Tests
+	file string
+	out  []string
+
+	class       string // "" outside a class, "-" inside one that is not collected
+	classIndent string // the indentation of the class's methods, once seen
+	testCase    bool   // the class derives from a TestCase
+}
+
+// line reads one source line: a class header, top-level code that ends a class, or a def.
+func (s *idScan) line(line string) {
+	if m := classRe.FindStringSubmatch(line); m != nil {
+		s.class, s.classIndent = m[1], ""
+		s.testCase = strings.Contains(m[2], "TestCase")
+		if !s.testCase && !matchesName(s.class, s.t.Classes) && !(s.t.Unittest && m[2] != "") {
+			s.class = "-" // not collected: its methods are not tests
+		}
+		return
+	}
+	if endsClass(line) {
+		s.class = ""
+	}
+	m := defRe.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	if id := s.def(m[1], m[2]); id != "" && !slices.Contains(s.out, id) {
+		s.out = append(s.out, id)
+	}
+}
+
+// endsClass reports whether line is top-level code other than a def, a decorator, a
+// comment or a closing bracket: it ends the class above it.
+func endsClass(line string) bool {
+	if strings.TrimSpace(line) == "" || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '@' || line[0] == ')' {
+		return false
+	}
+	return !strings.HasPrefix(line, "def ") && !strings.HasPrefix(line, "async ")
+}
+
+// def is the node id of a def with this indentation and name, "" when it is not a test: a
+// top-level function pytest collects, or a method of a collected class (not a nested
+// function).
+func (s *idScan) def(indent, name string) string {
+	switch {
+	case indent == "":
+		s.class = ""
+		if !s.t.Pytest || !matchesName(name, s.t.Functions) {
+			return ""
+		}
+		return s.file + "::" + name
+	case s.class != "" && (s.classIndent == "" || indent == s.classIndent):
+		s.classIndent = indent
+		method := matchesName(name, s.t.Functions) || (s.testCase || s.t.Unittest) && strings.HasPrefix(name, "test")
+		if s.class == "-" || !method {
+			return ""
+		}
+		return s.file + "::" + s.class + "::" + name
+	}
+	return "" // a nested function
 }
 
 // Describe says in one line where the tests are found, for notes and hints.

@@ -57,62 +57,8 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
 			continue
 		}
-		mchanged := false
-		if c := bytes.TrimSpace(msg["content"]); len(c) > 0 && c[0] == '[' {
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(c, &parts) == nil {
-				var b strings.Builder
-				for _, p := range parts {
-					b.WriteString(p.Text)
-				}
-				msg["content"], _ = json.Marshal(b.String())
-				mchanged = true
-			}
-		}
-		var calls []map[string]json.RawMessage
-		if json.Unmarshal(msg["tool_calls"], &calls) == nil && len(calls) > 0 {
-			for j, tc := range calls {
-				var fn map[string]json.RawMessage
-				if json.Unmarshal(tc["function"], &fn) != nil || fn == nil {
-					fn = map[string]json.RawMessage{}
-				}
-				args := bytes.TrimSpace(fn["arguments"])
-				switch {
-				case len(args) == 0 || string(args) == "null":
-					fn["arguments"] = json.RawMessage(`"{}"`)
-					mchanged = true
-				case args[0] != '"':
-					var compact bytes.Buffer
-					if json.Compact(&compact, args) == nil {
-						fn["arguments"], _ = json.Marshal(compact.String())
-						mchanged = true
-					}
-				}
-				var id, typ, name, argText string
-				_ = json.Unmarshal(tc["id"], &id)
-				_ = json.Unmarshal(tc["type"], &typ)
-				_ = json.Unmarshal(fn["name"], &name)
-				_ = json.Unmarshal(fn["arguments"], &argText)
-				if id == "" {
-					tc["id"], _ = json.Marshal(syntheticCallID(turn, ci, j, name, argText))
-					mchanged = true
-				}
-				if typ == "" {
-					tc["type"] = json.RawMessage(`"function"`)
-					mchanged = true
-				}
-				if mchanged {
-					tc["function"], _ = json.Marshal(fn)
-				}
-			}
-			if mchanged {
-				msg["tool_calls"], _ = json.Marshal(calls)
-			}
-		}
-		if mchanged {
+		joined := joinContentParts(msg)
+		if fixToolCalls(msg, turn, ci) || joined {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -128,27 +74,109 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 	return out, info
 }
 
+// joinContentParts turns content sent as an array of parts into one string, and reports
+// whether it did.
+func joinContentParts(msg map[string]json.RawMessage) bool {
+	c := bytes.TrimSpace(msg["content"])
+	if len(c) == 0 || c[0] != '[' {
+		return false
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(c, &parts) != nil {
+		return false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	msg["content"], _ = json.Marshal(b.String())
+	return true
+}
+
+// fixToolCalls gives the tool calls of choice ci in msg the shape go-openai reads (see
+// normalizeAnswer), and reports whether it changed any.
+func fixToolCalls(msg map[string]json.RawMessage, turn, ci int) bool {
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
+		return false
+	}
+	changed := false
+	for j, tc := range calls {
+		if fixToolCall(tc, turn, ci, j) {
+			changed = true
+		}
+	}
+	if changed {
+		msg["tool_calls"], _ = json.Marshal(calls)
+	}
+	return changed
+}
+
+// fixToolCall fixes one tool call: arguments as a string, an id and a type present.
+func fixToolCall(tc map[string]json.RawMessage, turn, ci, j int) bool {
+	var fn map[string]json.RawMessage
+	if json.Unmarshal(tc["function"], &fn) != nil || fn == nil {
+		fn = map[string]json.RawMessage{}
+	}
+	changed := false
+	args := bytes.TrimSpace(fn["arguments"])
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		fn["arguments"] = json.RawMessage(`"{}"`)
+		changed = true
+	case args[0] != '"':
+		var compact bytes.Buffer
+		if json.Compact(&compact, args) == nil {
+			fn["arguments"], _ = json.Marshal(compact.String())
+			changed = true
+		}
+	}
+	var id, typ, name, argText string
+	_ = json.Unmarshal(tc["id"], &id)
+	_ = json.Unmarshal(tc["type"], &typ)
+	_ = json.Unmarshal(fn["name"], &name)
+	_ = json.Unmarshal(fn["arguments"], &argText)
+	if id == "" {
+		tc["id"], _ = json.Marshal(syntheticCallID(turn, ci, j, name, argText))
+		changed = true
+	}
+	if typ == "" {
+		tc["type"] = json.RawMessage(`"function"`)
+		changed = true
+	}
+	if changed {
+		tc["function"], _ = json.Marshal(fn)
+	}
+	return changed
+}
+
 // syntheticCallID is the id given to a tool call that came without one.
 func syntheticCallID(turn, choice, index int, name, args string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%d\x00%s\x00%s", turn, choice, index, name, args)))
 	return "call_" + hex.EncodeToString(sum[:12])
 }
 
+// wireUsage is the usage block as the providers send it; every field is optional.
+type wireUsage struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens     *int64 `json:"cached_tokens"`
+		CacheWriteTokens *int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CacheCreationInputTokens *int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64   `json:"cache_read_input_tokens"`
+	PromptCacheHitTokens     *int64   `json:"prompt_cache_hit_tokens"`
+	Cost                     *float64 `json:"cost"`
+}
+
 // readUsage reads whether usage was sent and the usage fields go-openai's Usage lacks.
 // Absent or malformed fields read as zero: accounting falls back to what go-openai parsed.
 func readUsage(top map[string]json.RawMessage, x *answerInfo) {
-	var u *struct {
-		PromptTokens        *int64 `json:"prompt_tokens"`
-		CompletionTokens    *int64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens     *int64 `json:"cached_tokens"`
-			CacheWriteTokens *int64 `json:"cache_write_tokens"`
-		} `json:"prompt_tokens_details"`
-		CacheCreationInputTokens *int64   `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     *int64   `json:"cache_read_input_tokens"`
-		PromptCacheHitTokens     *int64   `json:"prompt_cache_hit_tokens"`
-		Cost                     *float64 `json:"cost"`
-	}
+	var u *wireUsage
 	if json.Unmarshal(top["usage"], &u) != nil || u == nil {
 		return
 	}
@@ -159,23 +187,33 @@ func readUsage(top map[string]json.RawMessage, x *answerInfo) {
 	} else if u.CacheCreationInputTokens != nil {
 		x.cacheWrite = max(*u.CacheCreationInputTokens, 0)
 	}
-	switch {
-	case u.PromptCacheHitTokens != nil:
-		x.cacheHit, x.hasHit = max(*u.PromptCacheHitTokens, 0), true
-	case (d == nil || d.CachedTokens == nil) && u.CacheReadInputTokens != nil:
-		// Anthropic's names, as LiteLLM and other gateways pass them through.
-		x.cacheHit, x.hasHit = max(*u.CacheReadInputTokens, 0), true
-	case d == nil || d.CachedTokens == nil:
-		// llama.cpp reports the prompt tokens it took from its KV cache in timings.cache_n.
-		var t struct {
-			CacheN *int64 `json:"cache_n"`
-		}
-		if json.Unmarshal(top["timings"], &t) == nil && t.CacheN != nil {
-			x.cacheHit, x.hasHit = max(*t.CacheN, 0), true
+	if d == nil || d.CachedTokens == nil || u.PromptCacheHitTokens != nil {
+		if hit, ok := otherCacheHit(u, top["timings"]); ok {
+			x.cacheHit, x.hasHit = hit, true
 		}
 	}
 	if u.Cost != nil && *u.Cost >= 0 {
 		c := *u.Cost
 		x.providerCost = &c
 	}
+}
+
+// otherCacheHit reads the cached prompt tokens of servers that do not send OpenAI's
+// prompt_tokens_details.cached_tokens, or DeepSeek's field that takes precedence over it.
+func otherCacheHit(u *wireUsage, timings json.RawMessage) (int64, bool) {
+	switch {
+	case u.PromptCacheHitTokens != nil:
+		return max(*u.PromptCacheHitTokens, 0), true
+	case u.CacheReadInputTokens != nil:
+		// Anthropic's names, as LiteLLM and other gateways pass them through.
+		return max(*u.CacheReadInputTokens, 0), true
+	}
+	// llama.cpp reports the prompt tokens it took from its KV cache in timings.cache_n.
+	var t struct {
+		CacheN *int64 `json:"cache_n"`
+	}
+	if json.Unmarshal(timings, &t) == nil && t.CacheN != nil {
+		return max(*t.CacheN, 0), true
+	}
+	return 0, false
 }

@@ -129,57 +129,75 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 		if _, ok := c.endpoints[name]; ok {
 			continue
 		}
-		ep := cfg.Endpoints[name]
-		key := ""
-		if ep.APIKeyEnv != "" {
-			key = os.Getenv(ep.APIKeyEnv)
-			if key == "" {
-				return nil, fmt.Errorf("models.endpoints.%s.api_key_env: environment variable %s is empty or unset; export it, or remove api_key_env for a server that needs no key", name, ep.APIKeyEnv)
-			}
+		ep, err := newEndpoint(name, cfg.Endpoints[name], base, rt, cfg.Breaker, o.clock)
+		if err != nil {
+			return nil, err
 		}
-		wt := &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query, maxAnswer: cmp.Or(ep.MaxAnswerBytes, DefaultMaxAnswerBytes),
-			delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
-			body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
-		for h, v := range ep.Headers {
-			wt.headers[h] = v
-		}
-		var secrets []string
-		for h, env := range ep.HeaderEnv {
-			v := os.Getenv(env)
-			if v == "" {
-				return nil, fmt.Errorf("models.endpoints.%s.header_env.%s: environment variable %s is empty or unset; export it", name, h, env)
-			}
-			wt.headers[h] = v
-			secrets = append(secrets, v)
-		}
-		for k, v := range ep.ExtraBody {
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("models.endpoints.%s.extra_body.%s: %w", name, k, err)
-			}
-			wt.body.extra[k] = b
-		}
-		hc := *base
-		hc.Transport = wt
-		oc := openai.DefaultConfig(key)
-		if ep.BaseURL != "" {
-			oc.BaseURL = strings.TrimRight(ep.BaseURL, "/")
-		}
-		oc.HTTPClient = &hc
-		c.endpoints[name] = &endpoint{
-			name:     name,
-			keyEnv:   ep.APIKeyEnv,
-			key:      key,
-			secrets:  secrets,
-			baseURL:  oc.BaseURL,
-			timeout:  cmpDuration(ep.Timeout, DefaultTimeout),
-			parallel: ep.ParallelToolCalls,
-			oc:       openai.NewClientWithConfig(oc),
-			hc:       &hc,
-			brk:      newBreaker(name, oc.BaseURL, cfg.Breaker, o.clock),
-		}
+		c.endpoints[name] = ep
 	}
 	return c, nil
+}
+
+// newEndpoint prepares the client of one endpoint, reading its key and secret headers from
+// the environment now, so that a missing variable fails the start, not the night.
+func newEndpoint(name string, ep Endpoint, base *http.Client, rt http.RoundTripper, bc BreakerConfig, clock Clock) (*endpoint, error) {
+	key := ""
+	if ep.APIKeyEnv != "" {
+		key = os.Getenv(ep.APIKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("models.endpoints.%s.api_key_env: environment variable %s is empty or unset; export it, or remove api_key_env for a server that needs no key", name, ep.APIKeyEnv)
+		}
+	}
+	wt, secrets, err := newWireTransport(name, ep, rt)
+	if err != nil {
+		return nil, err
+	}
+	hc := *base
+	hc.Transport = wt
+	oc := openai.DefaultConfig(key)
+	if ep.BaseURL != "" {
+		oc.BaseURL = strings.TrimRight(ep.BaseURL, "/")
+	}
+	oc.HTTPClient = &hc
+	return &endpoint{
+		name:     name,
+		keyEnv:   ep.APIKeyEnv,
+		key:      key,
+		secrets:  secrets,
+		baseURL:  oc.BaseURL,
+		timeout:  cmpDuration(ep.Timeout, DefaultTimeout),
+		parallel: ep.ParallelToolCalls,
+		oc:       openai.NewClientWithConfig(oc),
+		hc:       &hc,
+		brk:      newBreaker(name, oc.BaseURL, bc, clock),
+	}, nil
+}
+
+// newWireTransport is the endpoint's request shaping over rt. secrets are the header
+// values read from header_env, which redact removes from anything the server echoes.
+func newWireTransport(name string, ep Endpoint, rt http.RoundTripper) (wt *wireTransport, secrets []string, err error) {
+	wt = &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query, maxAnswer: cmp.Or(ep.MaxAnswerBytes, DefaultMaxAnswerBytes),
+		delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
+		body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
+	for h, v := range ep.Headers {
+		wt.headers[h] = v
+	}
+	for h, env := range ep.HeaderEnv {
+		v := os.Getenv(env)
+		if v == "" {
+			return nil, nil, fmt.Errorf("models.endpoints.%s.header_env.%s: environment variable %s is empty or unset; export it", name, h, env)
+		}
+		wt.headers[h] = v
+		secrets = append(secrets, v)
+	}
+	for k, v := range ep.ExtraBody {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("models.endpoints.%s.extra_body.%s: %w", name, k, err)
+		}
+		wt.body.extra[k] = b
+	}
+	return wt, secrets, nil
 }
 
 func cmpDuration(d, def time.Duration) time.Duration {
@@ -224,79 +242,10 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 
 		Compactions: req.Compactions,
 	}
-	oreq := c.chatRequest(req, rc, ep)
-	key := c.cacheKey(req)
-
-	var out Response
-	var callErr error
-	var providerCost float64
-	allProviderCost := true
-	if err := c.fitWindow(req.Role, rc, &oreq); err != nil {
-		callErr = &Fault{Role: req.Role, Endpoint: rc.Endpoint, Class: ErrorClassContextOverflow, err: err}
-		call.ErrorClass, call.Error = ErrorClassContextOverflow, err.Error()
-	}
-	for callErr == nil {
-		resp, u, st, err := c.send(ctx, ep, req.Role, oreq, key, open)
-		call.Retries += st.retries
-		call.Timeouts += st.timeouts
-		call.Usage = call.Usage.Add(u)
-		if st.estimated {
-			call.UsageEstimated = true
-		}
-		if st.completionUnknown {
-			call.CompletionUnknown = true
-		}
-		if err != nil {
-			call.ErrorClass = st.class
-			call.Error = err.Error()
-			callErr = err
-			allProviderCost = false
-			break
-		}
-		if st.providerCost != nil {
-			providerCost += *st.providerCost
-		} else {
-			allProviderCost = false
-		}
-		choice := resp.Choices[0]
-		if choice.Message.Content == "" && len(choice.Message.MultiContent) > 0 {
-			for _, p := range choice.Message.MultiContent {
-				choice.Message.Content += p.Text
-			}
-		}
-		choice.Message.MultiContent = nil
-		if call.Continuations == 0 {
-			out.Message = choice.Message
-		} else {
-			out.Message.Content += choice.Message.Content
-			out.Message.ToolCalls = append(out.Message.ToolCalls, choice.Message.ToolCalls...)
-		}
-		out.FinishReason = string(choice.FinishReason)
-		// Continue only plain text: cut tool-call arguments cannot be resumed, and an
-		// empty cut answer (reasoning used the whole budget) would only repeat.
-		if choice.FinishReason != openai.FinishReasonLength || call.Continuations >= c.cfg.MaxContinuations ||
-			len(choice.Message.ToolCalls) > 0 || choice.Message.Content == "" {
-			break
-		}
-		oreq.Messages = append(oreq.Messages,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: choice.Message.Content},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: continuePrompt})
-		call.Continuations++
-	}
+	out, providerCost, callErr := c.exchange(ctx, req, rc, ep, open, &call)
 	call.FinishReason = out.FinishReason
 	call.Latency = c.clock.Now().Sub(start)
-	call.PriceCostUSD = c.cost(rc.Model, call.Usage)
-	switch {
-	case allProviderCost && callErr == nil:
-		v := providerCost
-		call.ProviderCostUSD, call.CostUSD, call.CostSource = &v, &v, CostSourceProvider
-	case call.PriceCostUSD == nil:
-		call.CostSource = CostSourceUnknown
-	case call.UsageEstimated:
-		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourceEstimate
-	default:
-		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourcePriceTable
-	}
+	c.settleCost(&call, providerCost)
 	out.Usage, out.CostUSD, out.UsageEstimated = call.Usage, call.CostUSD, call.UsageEstimated
 
 	if c.rec != nil {
@@ -310,6 +259,105 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		return out, callErr
 	}
 	return out, nil
+}
+
+// exchange sends the request and its continuations, adding every HTTP attempt's usage,
+// retries and failure to call, which Chat records even when the exchange fails: tokens
+// spent before a failure are still billed. providerCost is the sum of the provider's own
+// cost figures, nil unless every answer carried one.
+func (c *Client) exchange(ctx context.Context, req Request, rc RoleConfig, ep *endpoint, open func(), call *Call) (out Response, providerCost *float64, err error) {
+	oreq := c.chatRequest(req, rc, ep)
+	key := c.cacheKey(req)
+	if err := c.fitWindow(req.Role, rc, &oreq); err != nil {
+		call.ErrorClass, call.Error = ErrorClassContextOverflow, err.Error()
+		return out, nil, &Fault{Role: req.Role, Endpoint: rc.Endpoint, Class: ErrorClassContextOverflow, err: err}
+	}
+	var total float64
+	allProviderCost := true
+	for {
+		resp, u, st, err := c.send(ctx, ep, req.Role, oreq, key, open)
+		call.addAttempts(u, st)
+		if err != nil {
+			call.ErrorClass = st.class
+			call.Error = err.Error()
+			return out, nil, err
+		}
+		if st.providerCost != nil {
+			total += *st.providerCost
+		} else {
+			allProviderCost = false
+		}
+		choice := resp.Choices[0]
+		mergeAnswer(&out, choice, call.Continuations == 0)
+		if !c.continues(choice, call.Continuations) {
+			break
+		}
+		oreq.Messages = append(oreq.Messages,
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: choice.Message.Content},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: continuePrompt})
+		call.Continuations++
+	}
+	if !allProviderCost {
+		return out, nil, nil
+	}
+	return out, &total, nil
+}
+
+// addAttempts adds what the HTTP attempts behind one request cost and met to the call.
+func (call *Call) addAttempts(u Usage, st sendStats) {
+	call.Retries += st.retries
+	call.Timeouts += st.timeouts
+	call.Usage = call.Usage.Add(u)
+	if st.estimated {
+		call.UsageEstimated = true
+	}
+	if st.completionUnknown {
+		call.CompletionUnknown = true
+	}
+}
+
+// mergeAnswer adds one answer to out: the first is taken whole, a continuation's text and
+// tool calls are appended. Content sent as parts is joined, since the pipeline reads
+// Content only.
+func mergeAnswer(out *Response, choice openai.ChatCompletionChoice, first bool) {
+	if choice.Message.Content == "" && len(choice.Message.MultiContent) > 0 {
+		for _, p := range choice.Message.MultiContent {
+			choice.Message.Content += p.Text
+		}
+	}
+	choice.Message.MultiContent = nil
+	if first {
+		out.Message = choice.Message
+	} else {
+		out.Message.Content += choice.Message.Content
+		out.Message.ToolCalls = append(out.Message.ToolCalls, choice.Message.ToolCalls...)
+	}
+	out.FinishReason = string(choice.FinishReason)
+}
+
+// continues reports whether an answer cut at finish_reason=length is continued. Only
+// plain text is: cut tool-call arguments cannot be resumed, and an empty cut answer
+// (reasoning used the whole budget) would only repeat.
+func (c *Client) continues(choice openai.ChatCompletionChoice, done int) bool {
+	return choice.FinishReason == openai.FinishReasonLength && done < c.cfg.MaxContinuations &&
+		len(choice.Message.ToolCalls) == 0 && choice.Message.Content != ""
+}
+
+// settleCost sets the call's cost and where it came from: the provider's own figure when
+// every answer carried one, else the price table (an estimate when the usage was), else
+// unknown, never zero.
+func (c *Client) settleCost(call *Call, providerCost *float64) {
+	call.PriceCostUSD = c.cost(call.Model, call.Usage)
+	switch {
+	case providerCost != nil:
+		call.ProviderCostUSD, call.CostUSD, call.CostSource = providerCost, providerCost, CostSourceProvider
+	case call.PriceCostUSD == nil:
+		call.CostSource = CostSourceUnknown
+	case call.UsageEstimated:
+		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourceEstimate
+	default:
+		call.CostUSD, call.CostSource = call.PriceCostUSD, CostSourcePriceTable
+	}
 }
 
 // roleConfig is the configuration a role's requests use: its own, or for the arbiter the
@@ -571,20 +619,7 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		return fmt.Errorf("models.roles.%s: %w (%s from %s at %s): add credit or raise the account's limit%s: %w",
 			role, ErrQuota, status, ep.name, ep.baseURL, said, ErrRejected)
 	case ErrorClassRejected:
-		hint := ""
-		switch f.status {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			if ep.keyEnv != "" {
-				hint = ": check " + ep.keyEnv
-			} else {
-				hint = fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
-			}
-		case http.StatusNotFound:
-			hint = fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
-		case http.StatusBadRequest, http.StatusUnprocessableEntity:
-			hint = paramHint(ep.name, role, f.apiMsg)
-		}
-		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, hint)
+		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, rejectedHint(ep, role, model, f))
 	case ErrorClassBadResponse:
 		hint := fmt.Sprintf(": check models.endpoints.%s.base_url (%s): it must be an OpenAI-compatible chat completions server", ep.name, ep.baseURL)
 		if strings.Contains(f.apiMsg, "streamed") {
@@ -606,6 +641,23 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	}
 	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
 		role, ep.name, ep.baseURL, attempts, last, said, ErrTransport, err)
+}
+
+// rejectedHint is the setting to check for a refused request, by its status: the key, the
+// URL and model, or the request parameter the server names.
+func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
+	switch f.status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if ep.keyEnv != "" {
+			return ": check " + ep.keyEnv
+		}
+		return fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
+	case http.StatusNotFound:
+		return fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return paramHint(ep.name, role, f.apiMsg)
+	}
+	return ""
 }
 
 // paramHint is the setting to change for a request refused with 400 or 422: the one for

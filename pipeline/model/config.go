@@ -186,130 +186,156 @@ var reasoningEfforts = []string{"", "none", "minimal", "low", "medium", "high", 
 // Validate checks that every role names a defined endpoint and a model, and that the
 // numbers make sense. All problems are reported at once, each naming its config path.
 func (c Config) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
+	var p problems
 	for _, name := range slices.Sorted(maps.Keys(c.Endpoints)) {
-		ep := c.Endpoints[name]
-		path := "models.endpoints." + name
-		if ep.BaseURL != "" {
-			u, err := url.Parse(ep.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				add("%s.base_url: %q is not an http(s) URL; write it like https://api.openai.com/v1", path, ep.BaseURL)
-			}
-		}
-		if ep.Timeout < 0 {
-			add("%s.timeout: %s is negative; use a duration such as 5m", path, ep.Timeout)
-		}
-		if ep.MaxAnswerBytes < 0 || ep.MaxAnswerBytes > 0 && ep.MaxAnswerBytes < 64<<10 {
-			add("%s.max_answer_bytes: must be at least 65536 (64 KiB), got %d; 0 means the default, 4194304", path, ep.MaxAnswerBytes)
-		}
-		if strings.HasPrefix(ep.APIKeyEnv, "sk-") {
-			add("%s.api_key_env: holds what looks like a key itself; put the key in an environment variable and name the variable here", path)
-		}
-		for _, h := range slices.Sorted(maps.Keys(ep.Headers)) {
-			v := ep.Headers[h]
-			switch {
-			case !headerNameRe.MatchString(h):
-				add("%s.headers: %q is not a valid header name", path, h)
-			case looksSecret(h, v):
-				add("%s.headers.%s: looks like a secret; name an environment variable under header_env instead", path, h)
-			case strings.ContainsAny(v, "\r\n"):
-				add("%s.headers.%s: the value contains a line break", path, h)
-			}
-		}
-		for _, h := range slices.Sorted(maps.Keys(ep.HeaderEnv)) {
-			if !headerNameRe.MatchString(h) {
-				add("%s.header_env: %q is not a valid header name", path, h)
-			}
-			if v := ep.HeaderEnv[h]; v == "" || strings.HasPrefix(v, "sk-") || strings.ContainsAny(v, " =") {
-				add("%s.header_env.%s: %q is not an environment variable name; write the variable's name, never its value", path, h, v)
-			}
-			if _, dup := ep.Headers[h]; dup {
-				add("%s.header_env.%s: also set under headers; keep one", path, h)
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(ep.Query)) {
-			if k == "" {
-				add("%s.query: an empty parameter name", path)
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(ep.ExtraBody)) {
-			if slices.Contains(reservedBody, k) {
-				add("%s.extra_body.%s: ticketd sets this field itself; use the dedicated setting (max_tokens_field, prompt_cache_key, parallel_tool_calls, models.roles)", path, k)
-			} else if _, err := json.Marshal(ep.ExtraBody[k]); err != nil {
-				add("%s.extra_body.%s: cannot be sent as JSON: %v", path, k, err)
-			}
-		}
-		switch ep.MaxTokensField {
-		case "", MaxTokensFieldCompletion, MaxTokensFieldMaxTokens, MaxTokensFieldBoth:
-		default:
-			add("%s.max_tokens_field: %q is not max_completion_tokens, max_tokens or both%s", path, ep.MaxTokensField, spell.Hint(ep.MaxTokensField, []string{"max_completion_tokens", "max_tokens", "both"}))
-		}
+		p.endpoint("models.endpoints."+name, c.Endpoints[name])
 	}
-
 	for _, r := range slices.Sorted(maps.Keys(c.Roles)) {
 		if !slices.Contains(Roles, r) {
-			add("models.roles.%s: unknown role%s; the roles are triage, maker, checker, judge", r, spell.Hint(string(r), []string{"triage", "maker", "checker", "judge"}))
+			p.add("models.roles.%s: unknown role%s; the roles are triage, maker, checker, judge", r, spell.Hint(string(r), []string{"triage", "maker", "checker", "judge"}))
 		}
 	}
 	for _, r := range Roles {
-		rc, ok := c.Roles[r]
-		path := "models.roles." + string(r)
-		if !ok {
-			add("%s: missing; every role (triage, maker, checker, judge) needs an endpoint and a model", path)
-			continue
-		}
-		switch {
-		case rc.Endpoint == "":
-			add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(slices.Sorted(maps.Keys(c.Endpoints)), ", "))
-		default:
-			if _, ok := c.Endpoints[rc.Endpoint]; !ok {
-				add("%s.endpoint: %q is not defined in models.endpoints%s", path, rc.Endpoint, spell.Hint(rc.Endpoint, slices.Sorted(maps.Keys(c.Endpoints))))
-			}
-		}
-		if strings.TrimSpace(rc.Model) == "" {
-			add("%s.model: empty; name the model the endpoint serves, e.g. gpt-4.1-mini", path)
-		}
-		if !slices.Contains(reasoningEfforts, rc.ReasoningEffort) {
-			add("%s.reasoning_effort: %q is not one of none, minimal, low, medium, high, xhigh, max%s", path, rc.ReasoningEffort, spell.Hint(rc.ReasoningEffort, []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}))
-		}
-		if rc.MaxOutputTokens < 0 {
-			add("%s.max_output_tokens: %d is negative", path, rc.MaxOutputTokens)
-		}
-		switch {
-		case rc.ContextWindow < 0:
-			add("%s.context_window: %d is negative", path, rc.ContextWindow)
-		case rc.ContextWindow > 0 && rc.ContextWindow < 2*MinOutputRoom:
-			add("%s.context_window: %d tokens is too small to hold a prompt and an answer; give the model's context length, e.g. 32768", path, rc.ContextWindow)
+		p.role(c, r)
+	}
+	p.limits(c)
+	return errors.Join(p...)
+}
+
+// problems collects every finding of Validate, so that an operator fixes a config in one
+// pass instead of one error per restart.
+type problems []error
+
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(format, args...)) }
+
+// endpoint checks one models.endpoints entry; path is its config path.
+func (p *problems) endpoint(path string, ep Endpoint) {
+	if ep.BaseURL != "" {
+		u, err := url.Parse(ep.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("%s.base_url: %q is not an http(s) URL; write it like https://api.openai.com/v1", path, ep.BaseURL)
 		}
 	}
+	if ep.Timeout < 0 {
+		p.add("%s.timeout: %s is negative; use a duration such as 5m", path, ep.Timeout)
+	}
+	if ep.MaxAnswerBytes < 0 || ep.MaxAnswerBytes > 0 && ep.MaxAnswerBytes < 64<<10 {
+		p.add("%s.max_answer_bytes: must be at least 65536 (64 KiB), got %d; 0 means the default, 4194304", path, ep.MaxAnswerBytes)
+	}
+	if strings.HasPrefix(ep.APIKeyEnv, "sk-") {
+		p.add("%s.api_key_env: holds what looks like a key itself; put the key in an environment variable and name the variable here", path)
+	}
+	p.headers(path, ep)
+	p.requestShape(path, ep)
+}
 
+// requestShape checks what an endpoint adds to or renames in every request: a mistake
+// there would make every request of the night fail the same way.
+func (p *problems) requestShape(path string, ep Endpoint) {
+	for _, k := range slices.Sorted(maps.Keys(ep.Query)) {
+		if k == "" {
+			p.add("%s.query: an empty parameter name", path)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ep.ExtraBody)) {
+		if slices.Contains(reservedBody, k) {
+			p.add("%s.extra_body.%s: ticketd sets this field itself; use the dedicated setting (max_tokens_field, prompt_cache_key, parallel_tool_calls, models.roles)", path, k)
+		} else if _, err := json.Marshal(ep.ExtraBody[k]); err != nil {
+			p.add("%s.extra_body.%s: cannot be sent as JSON: %v", path, k, err)
+		}
+	}
+	switch ep.MaxTokensField {
+	case "", MaxTokensFieldCompletion, MaxTokensFieldMaxTokens, MaxTokensFieldBoth:
+	default:
+		p.add("%s.max_tokens_field: %q is not max_completion_tokens, max_tokens or both%s", path, ep.MaxTokensField, spell.Hint(ep.MaxTokensField, []string{"max_completion_tokens", "max_tokens", "both"}))
+	}
+}
+
+// headers checks an endpoint's headers and header_env: plain values must not be secrets
+// (config files get shared), and header_env must name variables, never hold their values.
+func (p *problems) headers(path string, ep Endpoint) {
+	for _, h := range slices.Sorted(maps.Keys(ep.Headers)) {
+		v := ep.Headers[h]
+		switch {
+		case !headerNameRe.MatchString(h):
+			p.add("%s.headers: %q is not a valid header name", path, h)
+		case looksSecret(h, v):
+			p.add("%s.headers.%s: looks like a secret; name an environment variable under header_env instead", path, h)
+		case strings.ContainsAny(v, "\r\n"):
+			p.add("%s.headers.%s: the value contains a line break", path, h)
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(ep.HeaderEnv)) {
+		if !headerNameRe.MatchString(h) {
+			p.add("%s.header_env: %q is not a valid header name", path, h)
+		}
+		if v := ep.HeaderEnv[h]; v == "" || strings.HasPrefix(v, "sk-") || strings.ContainsAny(v, " =") {
+			p.add("%s.header_env.%s: %q is not an environment variable name; write the variable's name, never its value", path, h, v)
+		}
+		if _, dup := ep.Headers[h]; dup {
+			p.add("%s.header_env.%s: also set under headers; keep one", path, h)
+		}
+	}
+}
+
+// role checks models.roles.<r>: every role must be configured, since a night needs all of
+// them, and its endpoint must exist.
+func (p *problems) role(c Config, r Role) {
+	rc, ok := c.Roles[r]
+	path := "models.roles." + string(r)
+	if !ok {
+		p.add("%s: missing; every role (triage, maker, checker, judge) needs an endpoint and a model", path)
+		return
+	}
+	endpoints := slices.Sorted(maps.Keys(c.Endpoints))
+	if rc.Endpoint == "" {
+		p.add("%s.endpoint: empty; name one of models.endpoints (%s)", path, strings.Join(endpoints, ", "))
+	} else if _, ok := c.Endpoints[rc.Endpoint]; !ok {
+		p.add("%s.endpoint: %q is not defined in models.endpoints%s", path, rc.Endpoint, spell.Hint(rc.Endpoint, endpoints))
+	}
+	if strings.TrimSpace(rc.Model) == "" {
+		p.add("%s.model: empty; name the model the endpoint serves, e.g. gpt-4.1-mini", path)
+	}
+	if !slices.Contains(reasoningEfforts, rc.ReasoningEffort) {
+		p.add("%s.reasoning_effort: %q is not one of none, minimal, low, medium, high, xhigh, max%s", path, rc.ReasoningEffort, spell.Hint(rc.ReasoningEffort, []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}))
+	}
+	if rc.MaxOutputTokens < 0 {
+		p.add("%s.max_output_tokens: %d is negative", path, rc.MaxOutputTokens)
+	}
+	switch {
+	case rc.ContextWindow < 0:
+		p.add("%s.context_window: %d is negative", path, rc.ContextWindow)
+	case rc.ContextWindow > 0 && rc.ContextWindow < 2*MinOutputRoom:
+		p.add("%s.context_window: %d tokens is too small to hold a prompt and an answer; give the model's context length, e.g. 32768", path, rc.ContextWindow)
+	}
+}
+
+// limits checks the prices and the durations of the section: none may be negative.
+func (p *problems) limits(c Config) {
 	for _, name := range slices.Sorted(maps.Keys(c.Prices)) {
-		p := c.Prices[name]
-		if p.Input < 0 || p.CachedInput < 0 || p.CacheWrite < 0 || p.Output < 0 || p.MaxOutput < 0 {
-			add("models.prices.%s: prices and max_output must not be negative", name)
+		pr := c.Prices[name]
+		if pr.Input < 0 || pr.CachedInput < 0 || pr.CacheWrite < 0 || pr.Output < 0 || pr.MaxOutput < 0 {
+			p.add("models.prices.%s: prices and max_output must not be negative", name)
 		}
 	}
 	if c.Retry.MaxWait < 0 {
-		add("models.retry.max_wait: %s is negative; use a duration such as 60s", c.Retry.MaxWait)
+		p.add("models.retry.max_wait: %s is negative; use a duration such as 60s", c.Retry.MaxWait)
 	}
 	if c.Retry.BaseDelay < 0 || c.Retry.MaxDelay < 0 {
-		add("models.retry: base_delay and max_delay must not be negative")
+		p.add("models.retry: base_delay and max_delay must not be negative")
 	}
 	if c.WarmupWait < 0 {
-		add("models.warmup_wait: %s is negative", c.WarmupWait)
+		p.add("models.warmup_wait: %s is negative", c.WarmupWait)
 	}
 	if c.Breaker.ProbeBase < 0 || c.Breaker.ProbeMax < 0 {
-		add("models.breaker: probe_base and probe_max must not be negative")
+		p.add("models.breaker: probe_base and probe_max must not be negative")
 	}
 	if c.PreflightTimeout < 0 {
-		add("models.preflight_timeout: %s is negative", c.PreflightTimeout)
+		p.add("models.preflight_timeout: %s is negative", c.PreflightTimeout)
 	}
 	if c.PreflightWait < 0 {
-		add("models.preflight_wait: %s is negative; use a duration such as 5m", c.PreflightWait)
+		p.add("models.preflight_wait: %s is negative; use a duration such as 5m", c.PreflightWait)
 	}
-	return errors.Join(errs...)
 }
 
 // PriceFor returns the price of a model from the configured table merged over

@@ -34,42 +34,13 @@ type serverError struct {
 // Anything else yields found=false with the raw text as msg.
 func parseErrorBody(body []byte) serverError {
 	raw := bytes.TrimSpace(body)
-	var se serverError
 	if len(raw) == 0 {
-		return se
+		return serverError{}
 	}
 	if raw[0] == '{' {
 		var top map[string]json.RawMessage
 		if json.Unmarshal(raw, &top) == nil {
-			if e, ok := top["error"]; ok && string(e) != "null" {
-				var s string
-				if json.Unmarshal(e, &s) == nil {
-					se.msg, se.found = s, true
-					// mock-llm and Express-style servers: {"error": "SyntaxError", "message": "..."}:
-					// the error is a name, the message says what happened.
-					var m string
-					if json.Unmarshal(top["message"], &m) == nil && m != "" && m != s {
-						se.msg = s + ": " + m
-					}
-				} else {
-					var obj map[string]json.RawMessage
-					if json.Unmarshal(e, &obj) == nil {
-						se.found = true
-						readErrorObject(obj, &se)
-					}
-				}
-			} else if string(top["object"]) == `"error"` {
-				se.found = true
-				readErrorObject(top, &se)
-			} else {
-				for _, k := range []string{"detail", "message"} {
-					var s string
-					if json.Unmarshal(top[k], &s) == nil && s != "" {
-						se.msg, se.found = s, true
-						break
-					}
-				}
-			}
+			se := parseErrorObject(top)
 			se.msg = clean(se.msg)
 			return se
 		}
@@ -83,7 +54,42 @@ func parseErrorBody(body []byte) serverError {
 		}
 		text = html.UnescapeString(text)
 	}
-	se.msg = clean(text)
+	return serverError{msg: clean(text)}
+}
+
+// parseErrorObject reads the JSON shapes of parseErrorBody; msg is not yet cleaned.
+func parseErrorObject(top map[string]json.RawMessage) serverError {
+	var se serverError
+	e, ok := top["error"]
+	switch {
+	case ok && string(e) != "null":
+		var s string
+		if json.Unmarshal(e, &s) == nil {
+			se.msg, se.found = s, true
+			// mock-llm and Express-style servers: {"error": "SyntaxError", "message": "..."}:
+			// the error is a name, the message says what happened.
+			var m string
+			if json.Unmarshal(top["message"], &m) == nil && m != "" && m != s {
+				se.msg = s + ": " + m
+			}
+			return se
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(e, &obj) == nil {
+			se.found = true
+			readErrorObject(obj, &se)
+		}
+	case string(top["object"]) == `"error"`:
+		se.found = true
+		readErrorObject(top, &se)
+	default:
+		for _, k := range []string{"detail", "message"} {
+			var s string
+			if json.Unmarshal(top[k], &s) == nil && s != "" {
+				return serverError{msg: s, found: true}
+			}
+		}
+	}
 	return se
 }
 

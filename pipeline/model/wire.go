@@ -86,6 +86,8 @@ func (ws *wireState) responded() {
 	}
 }
 
+// RoundTrip shapes one request for the endpoint and reports back through the request's
+// wireState what go-openai's values drop (see wireTransport).
 func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ws, _ := req.Context().Value(wireKey{}).(*wireState)
 	req = req.Clone(req.Context())
@@ -102,24 +104,9 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	chat := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil
 	turn := 0
 	if chat {
-		body, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read chat request body: %w", err)
-		}
-		key := ""
-		if ws != nil && !t.delCache {
-			key = ws.cacheKey
-		}
-		body, turn, err = rewriteChatBody(body, key, t.body)
-		if err != nil {
+		var err error
+		if turn, err = t.rewriteRequest(req, ws); err != nil {
 			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.ContentLength = int64(len(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		if ws != nil {
-			ws.reqBytes = len(body)
 		}
 	}
 
@@ -155,8 +142,38 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: limit}
 		return resp, nil
 	}
-	// Read the body here so that a reset or time-out mid-body is seen, and the answer can
-	// be normalised before go-openai reads it; never more of it than the limit.
+	return readChatAnswer(resp, ws, limit, turn)
+}
+
+// rewriteRequest replaces a chat request's body with the endpoint's shape of it (see
+// rewriteChatBody) and returns the number of messages.
+func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (int, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read chat request body: %w", err)
+	}
+	key := ""
+	if ws != nil && !t.delCache {
+		key = ws.cacheKey
+	}
+	body, turn, err := rewriteChatBody(body, key, t.body)
+	if err != nil {
+		return 0, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if ws != nil {
+		ws.reqBytes = len(body)
+	}
+	return turn, nil
+}
+
+// readChatAnswer reads a 2xx chat answer whole, so that a reset or time-out mid-body is
+// seen and the answer can be normalised before go-openai reads it; never more of it than
+// limit. What it finds (a cut, oversize, streamed or non-JSON body) goes to ws.
+func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (*http.Response, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
 	if err == nil && int64(len(data)) > limit {
@@ -254,40 +271,57 @@ func replayShape(msgs []map[string]json.RawMessage) bool {
 		}
 		var role string
 		_ = json.Unmarshal(m["role"], &role)
+		var mchanged bool
 		switch role {
 		case "assistant":
-			pending = pending[:0]
-			var calls []map[string]json.RawMessage
-			if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
-				continue
-			}
-			for _, c := range calls {
-				if _, has := c["index"]; has {
-					delete(c, "index")
-					changed = true
-				}
-				var id string
-				_ = json.Unmarshal(c["id"], &id)
-				pending = append(pending, id)
-			}
-			if changed {
-				b, _ := json.Marshal(calls)
-				m["tool_calls"] = b
-			}
+			pending, mchanged = replayAssistant(m, pending[:0])
 		case "tool":
-			var id string
-			_ = json.Unmarshal(m["tool_call_id"], &id)
-			if id == "" && len(pending) > 0 && pending[0] != "" {
-				b, _ := json.Marshal(pending[0])
-				m["tool_call_id"] = b
-				changed = true
-			}
-			if len(pending) > 0 {
-				pending = pending[1:]
-			}
+			pending, mchanged = replayToolResult(m, pending)
 		}
+		changed = changed || mchanged
 	}
 	return changed
+}
+
+// replayAssistant drops the streaming-only index of an assistant turn's tool calls and
+// returns their ids, which the tool results that follow answer in order.
+func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, bool) {
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
+		return pending, false
+	}
+	changed := false
+	for _, c := range calls {
+		if _, has := c["index"]; has {
+			delete(c, "index")
+			changed = true
+		}
+		var id string
+		_ = json.Unmarshal(c["id"], &id)
+		pending = append(pending, id)
+	}
+	if changed {
+		b, _ := json.Marshal(calls)
+		m["tool_calls"] = b
+	}
+	return pending, changed
+}
+
+// replayToolResult gives a tool result without tool_call_id the id of the call it answers
+// (strict servers refuse it otherwise) and returns the ids still unanswered.
+func replayToolResult(m map[string]json.RawMessage, pending []string) ([]string, bool) {
+	changed := false
+	var id string
+	_ = json.Unmarshal(m["tool_call_id"], &id)
+	if id == "" && len(pending) > 0 && pending[0] != "" {
+		b, _ := json.Marshal(pending[0])
+		m["tool_call_id"] = b
+		changed = true
+	}
+	if len(pending) > 0 {
+		pending = pending[1:]
+	}
+	return pending, changed
 }
 
 // cappedBody fails a body that goes on past limit bytes, so that no answer of the endpoint

@@ -46,23 +46,9 @@ func writeGitView(dir, dest string) error {
 	if err != nil {
 		return err
 	}
-	head, err := os.ReadFile(filepath.Join(gitdir, "HEAD"))
+	ref, hash, err := readHead(dir, gitdir, common)
 	if err != nil {
-		return fmt.Errorf("git view of %s: %w", dir, err)
-	}
-	ref, symbolic := strings.CutPrefix(strings.TrimSpace(string(head)), "ref:")
-	ref = strings.TrimSpace(ref)
-	hash := ref
-	if symbolic {
-		if !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
-			return fmt.Errorf("git view of %s: HEAD names %q, not a branch", dir, ref)
-		}
-		if hash, err = resolveRef(common, ref); err != nil {
-			return fmt.Errorf("git view of %s: %w", dir, err)
-		}
-	}
-	if !isHash(hash) {
-		return fmt.Errorf("git view of %s: HEAD is %q, not a commit id", dir, hash)
+		return err
 	}
 	g := filepath.Join(dest, gitViewDir)
 	for _, d := range []string{"objects", "refs/heads", "refs/tags"} {
@@ -70,14 +56,8 @@ func writeGitView(dir, dest string) error {
 			return fmt.Errorf("git view of %s: %w", dir, err)
 		}
 	}
-	config := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
-	if len(hash) == 64 {
-		config = "[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tobjectformat = sha256\n"
-	}
-	files := map[string]string{"config": config, "HEAD": hash + "\n"}
-	if symbolic {
-		files["HEAD"] = "ref: " + ref + "\n"
-		files[filepath.FromSlash(ref)] = hash + "\n"
+	files := viewFiles(ref, hash)
+	if ref != "" {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(g, filepath.FromSlash(ref))), 0o755); err != nil {
 			return fmt.Errorf("git view of %s: %w", dir, err)
 		}
@@ -93,6 +73,48 @@ func writeGitView(dir, dest string) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dest, gitViewLink), []byte("gitdir: "+InnerGitDir+"\n"), 0o644)
+}
+
+// readHead reads the worktree's HEAD: the branch it names (empty for a detached HEAD) and
+// the commit. Anything but a branch under refs/heads or a commit id is refused, since the
+// view must not point the check's git anywhere else.
+func readHead(dir, gitdir, common string) (ref, hash string, err error) {
+	head, err := os.ReadFile(filepath.Join(gitdir, "HEAD"))
+	if err != nil {
+		return "", "", fmt.Errorf("git view of %s: %w", dir, err)
+	}
+	ref, symbolic := strings.CutPrefix(strings.TrimSpace(string(head)), "ref:")
+	ref = strings.TrimSpace(ref)
+	hash = ref
+	if symbolic {
+		if !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
+			return "", "", fmt.Errorf("git view of %s: HEAD names %q, not a branch", dir, ref)
+		}
+		if hash, err = resolveRef(common, ref); err != nil {
+			return "", "", fmt.Errorf("git view of %s: %w", dir, err)
+		}
+	} else {
+		ref = ""
+	}
+	if !isHash(hash) {
+		return "", "", fmt.Errorf("git view of %s: HEAD is %q, not a commit id", dir, hash)
+	}
+	return ref, hash, nil
+}
+
+// viewFiles are the view's config, HEAD and, on a branch, the branch's ref, by path under
+// the view's git directory. A 64-digit hash means a SHA-256 repository.
+func viewFiles(ref, hash string) map[string]string {
+	config := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+	if len(hash) == 64 {
+		config = "[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tobjectformat = sha256\n"
+	}
+	files := map[string]string{"config": config, "HEAD": hash + "\n"}
+	if ref != "" {
+		files["HEAD"] = "ref: " + ref + "\n"
+		files[filepath.FromSlash(ref)] = hash + "\n"
+	}
+	return files
 }
 
 // gitDirs returns the worktree's own git directory and the repository's common one (the same
@@ -170,7 +192,7 @@ func copyRegular(src, dst string) error {
 
 // gitMounts are the mounts of the worktree's git metadata: the real git directories hidden,
 // and in their place the view (when the spec has one) or an empty .git.
-func (s Spec) gitMounts(add func(kind int, p string, required bool) error, ms *[]mount) error {
+func (s Spec) gitMounts(mp *mountPlan) error {
 	paths := GitPaths(s.Dir)
 	if len(paths) == 0 {
 		return nil
@@ -181,29 +203,27 @@ func (s Spec) gitMounts(add func(kind int, p string, required bool) error, ms *[
 		return nil
 	}
 	isDir := fi.IsDir()
-	for _, p := range paths[1:] {
-		if err := add(mountHide, p, false); err != nil {
-			return err
-		}
+	if err := mp.addAll(mountHide, paths[1:]); err != nil {
+		return err
 	}
 	_, common, derr := gitDirs(s.Dir)
 	view := s.GitView
 	if view != "" && derr == nil {
 		objects := filepath.Join(common, "objects")
 		if isDir {
-			*ms = append(*ms, mount{kind: mountRO, src: filepath.Join(view, gitViewDir), dst: dotgit},
+			mp.ms = append(mp.ms, mount{kind: mountRO, src: filepath.Join(view, gitViewDir), dst: dotgit},
 				mount{kind: mountRO, src: objects, dst: filepath.Join(dotgit, "objects")})
 			return nil
 		}
-		*ms = append(*ms, mount{kind: mountRO, src: filepath.Join(view, gitViewLink), dst: dotgit, isFile: true},
+		mp.ms = append(mp.ms, mount{kind: mountRO, src: filepath.Join(view, gitViewLink), dst: dotgit, isFile: true},
 			mount{kind: mountRO, src: filepath.Join(view, gitViewDir), dst: InnerGitDir},
 			mount{kind: mountRO, src: objects, dst: InnerGitDir + "/objects"})
 		return nil
 	}
 	if isDir {
-		*ms = append(*ms, mount{kind: mountHide, dst: dotgit})
+		mp.ms = append(mp.ms, mount{kind: mountHide, dst: dotgit})
 		return nil
 	}
-	*ms = append(*ms, mount{kind: mountHide, dst: dotgit, isFile: true})
+	mp.ms = append(mp.ms, mount{kind: mountHide, dst: dotgit, isFile: true})
 	return nil
 }

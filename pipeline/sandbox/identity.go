@@ -37,6 +37,10 @@ func (id Identity) orDefault() Identity {
 	return id
 }
 
+// OrDefault is id, or Nobody for the zero value: who a sandboxed command runs as when
+// ticketd is root.
+func (id Identity) OrDefault() Identity { return id.orDefault() }
+
 func (id Identity) String() string { return fmt.Sprintf("uid %d, gid %d", id.UID, id.GID) }
 
 // LookupIdentity resolves a sandbox_user value — a user name or a numeric uid — to that
@@ -165,42 +169,7 @@ func grantWrite(dir, reports string, id Identity) error {
 			}
 			return nil
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		if int(st.Gid) != id.GID {
-			if err := os.Lchown(p, -1, id.GID); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil // gone meanwhile
-				}
-				return err
-			}
-			fi, err = os.Lstat(p) // chown clears setgid bits
-			if err != nil {
-				return nil
-			}
-		}
-		want := fi.Mode() | 0o060
-		if fi.IsDir() {
-			want |= 0o010 | fs.ModeSetgid
-		}
-		if !fi.Mode().IsDir() && !fi.Mode().IsRegular() {
-			return nil // a FIFO or socket a check left: nothing to grant
-		}
-		if want != fi.Mode() {
-			if err := os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-		return nil
+		return grantGroup(p, d, id.GID)
 	})
 	if err != nil {
 		return fmt.Errorf("sandbox: make the worktree %s writable for the checks' group %d: %w", dir, id.GID, err)
@@ -217,6 +186,49 @@ func grantWrite(dir, reports string, id Identity) error {
 		}
 		return nil
 	})
+}
+
+// grantGroup gives one worktree entry to group gid and makes it group-writable (a folder
+// also setgid, so what the check creates in it keeps the group). Symlinks, FIFOs and
+// sockets are left alone, and an entry gone meanwhile is no error: a check may still be
+// cleaning up.
+func grantGroup(p string, d fs.DirEntry, gid int) error {
+	if d.Type()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	fi, err := d.Info()
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if int(st.Gid) != gid {
+		if err := os.Lchown(p, -1, gid); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // gone meanwhile
+			}
+			return err
+		}
+		fi, err = os.Lstat(p) // chown clears setgid bits
+		if err != nil {
+			return nil
+		}
+	}
+	want := fi.Mode() | 0o060
+	if fi.IsDir() {
+		want |= 0o010 | fs.ModeSetgid
+	}
+	if !fi.Mode().IsDir() && !fi.Mode().IsRegular() {
+		return nil // a FIFO or socket a check left: nothing to grant
+	}
+	if want != fi.Mode() {
+		if err := os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // asUser prepares cmd, the bwrap command of a ticketd run as root, to run its command as

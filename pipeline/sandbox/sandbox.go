@@ -182,9 +182,10 @@ func checkUnprivileged(out string) error {
 	return nil
 }
 
-// namespaceArgs are the isolation flags every sandboxed command gets.
-func namespaceArgs() []string {
-	return []string{
+// namespaceArgs are the isolation flags every sandboxed command gets; network keeps the
+// host's network (an environment setup that downloads), every other command has loopback only.
+func namespaceArgs(network bool) []string {
+	args := []string{
 		"--die-with-parent", // the daemon's death (even SIGKILL) kills the namespace's init, so everything in it
 		"--new-session",     // no TIOCSTI into the daemon's terminal
 		"--unshare-pid",     // cannot see or signal the daemon, nor survive the init
@@ -193,4 +194,8 @@ func namespaceArgs() []string {
 		"--unshare-uts",
 		"--unshare-cgroup-try",
 	}
+	if network {
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--unshare-net" })
+	}
+	return args
 }

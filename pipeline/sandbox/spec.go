@@ -60,6 +60,9 @@ type Spec struct {
 	// GitView is a git view of Dir made by Scratch.GitView; empty means the command sees no
 	// git state at all (an empty .git). The real git directories are hidden either way.
 	GitView string
+	// Network keeps the host's network namespace: only a repository's environment setup
+	// with setup.network gets it (to download its dependencies); a check never does.
+	Network bool
 }
 
 // Sizes and places of the private file systems under bwrap.
@@ -187,7 +190,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{bwrap}, namespaceArgs()...)
+	args := append([]string{bwrap}, namespaceArgs(s.Network)...)
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
 	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
@@ -309,43 +312,49 @@ func depth(p string) int {
 // mounts resolves every path (symlinks included, so the mount lands where the kernel will look)
 // and orders the operations parents first; at equal depth, hiding comes before exposing.
 func (s Spec) mounts(prog string) ([]mount, error) {
-	var ms []mount
-	seen := map[string]bool{}
-	add := func(kind int, p string, required bool) error {
-		if !filepath.IsAbs(p) {
-			return fmt.Errorf("sandbox: path %q is not absolute", p)
-		}
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			if required {
-				return fmt.Errorf("sandbox: %w", err)
-			}
-			return nil // absent: nothing to hide or expose
-		}
-		fi, err := os.Stat(real)
-		if err != nil {
-			if required {
-				return fmt.Errorf("sandbox: %w", err)
-			}
-			return nil
-		}
-		if real == "/" {
-			return fmt.Errorf("sandbox: refusing to hide or bind / (from %q)", p)
-		}
-		for _, dst := range []string{real, filepath.Clean(p)} {
-			key := strconv.Itoa(kind) + dst
-			if seen[key] || kind == mountRO && dst != real && underSystem(dst) {
-				continue
-			}
-			seen[key] = true
-			// A path given through a symlink (a PATH entry) is found inside under both names.
-			ms = append(ms, mount{kind: kind, src: real, dst: dst, isFile: !fi.IsDir()})
-			if kind != mountRO {
-				break
-			}
-		}
-		return nil
+	mp := &mountPlan{ms: systemMounts(), seen: map[string]bool{}}
+	if err := mp.addAll(mountHide, etcSecrets("/etc")); err != nil {
+		return nil, err
 	}
+	mp.ms = append(mp.ms, mount{kind: mountTmp, dst: "/tmp"})
+	if err := mp.addAll(mountHide, s.Hide); err != nil {
+		return nil, err
+	}
+	if err := mp.addAll(mountRO, s.toolRoots(prog)); err != nil {
+		return nil, err
+	}
+	if err := mp.addAll(mountRO, s.ReadOnly); err != nil {
+		return nil, err
+	}
+	if err := mp.add(mountRW, s.Dir, true); err != nil {
+		return nil, err
+	}
+	if s.Reports != "" {
+		real, err := filepath.EvalSymlinks(s.Reports)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: reports directory: %w", err)
+		}
+		mp.ms = append(mp.ms, mount{kind: mountRW, src: real, dst: InnerReports})
+	}
+	if err := mp.addAll(mountRW, s.Writable); err != nil {
+		return nil, err
+	}
+	if err := s.gitMounts(mp); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(mp.ms, func(a, b mount) int {
+		if d := depth(a.dst) - depth(b.dst); d != 0 {
+			return d
+		}
+		return a.kind - b.kind
+	})
+	return mp.ms, nil
+}
+
+// systemMounts are the SystemPaths present on this machine: directories bound read-only,
+// symlinks (/bin -> usr/bin on merged-/usr systems) recreated as they are.
+func systemMounts() []mount {
+	var ms []mount
 	for _, p := range SystemPaths {
 		fi, err := os.Lstat(p)
 		switch {
@@ -361,56 +370,80 @@ func (s Spec) mounts(prog string) ([]mount, error) {
 			ms = append(ms, mount{kind: mountSystem, src: p, dst: p})
 		}
 	}
-	for _, p := range etcSecrets("/etc") {
-		if err := add(mountHide, p, false); err != nil {
-			return nil, err
-		}
-	}
-	ms = append(ms, mount{kind: mountTmp, dst: "/tmp"})
-	hidden := func(p string) bool { return slices.Contains(s.Hide, p) }
-	for _, p := range s.Hide {
-		if err := add(mountHide, p, false); err != nil {
-			return nil, err
-		}
-	}
+	return ms
+}
+
+// toolRoots are the folders of the tools and the program the command needs, less what the
+// system paths show already and what the spec hides.
+func (s Spec) toolRoots(prog string) []string {
+	var out []string
 	for _, p := range append(ToolPaths(s.Env), ProgramRoots(prog)...) {
-		if underSystem(p) || hidden(p) || p == "/" {
+		if underSystem(p) || slices.Contains(s.Hide, p) || p == "/" {
 			continue
 		}
-		if err := add(mountRO, p, false); err != nil {
-			return nil, err
+		out = append(out, p)
+	}
+	return out
+}
+
+// mountPlan collects the mounts of one command, each path resolved and added once per kind.
+type mountPlan struct {
+	ms   []mount
+	seen map[string]bool // kind + destination
+}
+
+// addAll adds paths that may be absent (nothing to hide or expose then).
+func (mp *mountPlan) addAll(kind int, paths []string) error {
+	for _, p := range paths {
+		if err := mp.add(kind, p, false); err != nil {
+			return err
 		}
 	}
-	for _, p := range s.ReadOnly {
-		if err := add(mountRO, p, false); err != nil {
-			return nil, err
+	return nil
+}
+
+// add resolves p and adds a mount of kind for it; an absent p is an error only when
+// required. A read-only path given through a symlink (a PATH entry) is mounted under both
+// names, since the command finds it under either.
+func (mp *mountPlan) add(kind int, p string, required bool) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("sandbox: path %q is not absolute", p)
+	}
+	real, fi, err := resolve(p)
+	if err != nil {
+		if required {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		return nil // absent: nothing to hide or expose
+	}
+	if real == "/" {
+		return fmt.Errorf("sandbox: refusing to hide or bind / (from %q)", p)
+	}
+	for _, dst := range []string{real, filepath.Clean(p)} {
+		key := strconv.Itoa(kind) + dst
+		if mp.seen[key] || kind == mountRO && dst != real && underSystem(dst) {
+			continue
+		}
+		mp.seen[key] = true
+		mp.ms = append(mp.ms, mount{kind: kind, src: real, dst: dst, isFile: !fi.IsDir()})
+		if kind != mountRO {
+			break
 		}
 	}
-	if err := add(mountRW, s.Dir, true); err != nil {
-		return nil, err
+	return nil
+}
+
+// resolve is p with its symlinks followed, and what it is.
+func resolve(p string) (string, fs.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", nil, err
 	}
-	if s.Reports != "" {
-		real, err := filepath.EvalSymlinks(s.Reports)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: reports directory: %w", err)
-		}
-		ms = append(ms, mount{kind: mountRW, src: real, dst: InnerReports})
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", nil, err
 	}
-	for _, p := range s.Writable {
-		if err := add(mountRW, p, false); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.gitMounts(add, &ms); err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(ms, func(a, b mount) int {
-		if d := depth(a.dst) - depth(b.dst); d != 0 {
-			return d
-		}
-		return a.kind - b.kind
-	})
-	return ms, nil
+	return real, fi, nil
 }
 
 // underSystem reports whether p (cleaned, absolute) lies in one of SystemPaths, which every

@@ -72,6 +72,12 @@ type Check struct {
 	// Not configurable.
 	ExtraArgs  []string `yaml:"-" json:"-"`
 	PythonPath []string `yaml:"-" json:"-"`
+	// EnvDir is the repository's environment (pipeline/envsetup) the check runs in: its bin/
+	// first on PATH, VIRTUAL_ENV set, and the worktree (with its src/ when that holds
+	// packages) first on PYTHONPATH, so that an editable install, whose path hooks point at
+	// the checkout the environment was built from, never replaces the code under test. Set
+	// by the daemon for the night; not configurable.
+	EnvDir string `yaml:"-" json:",omitempty"`
 	// TimeoutNote says where Timeout came from when it was derived rather than configured
 	// (see BaselineTimeouts); the time-out's summary repeats it. Not configurable.
 	TimeoutNote string `yaml:"-" json:"-"`

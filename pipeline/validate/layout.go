@@ -183,12 +183,20 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 		folders = append(folders, "src")
 		note = SrcLayoutNote(pkgs)
 	}
-	if len(folders) == 0 {
+	if c.EnvDir != "" && len(srcPackages(filepath.Join(dir, "src"))) > 0 && !slices.Contains(folders, "src") {
+		folders = append(folders, "src")
+	}
+	if len(folders) == 0 && c.EnvDir == "" {
 		return nil, ""
 	}
 	var parts []string
 	for _, f := range folders {
 		parts = append(parts, path.Join(filepath.ToSlash(dir), f))
+	}
+	if c.EnvDir != "" {
+		// An environment may hold an editable install of the checkout it was built from:
+		// the worktree comes first, whatever the test runner puts on the path by itself.
+		parts = append(parts, filepath.ToSlash(dir))
 	}
 	value := strings.Join(parts, string(filepath.ListSeparator))
 	for _, kv := range base {
@@ -197,4 +205,23 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 		}
 	}
 	return []string{"PYTHONPATH=" + value}, note
+}
+
+// envActivation is what running in the check's environment (EnvDir) sets: its bin/ first on
+// the PATH the check would have (passed), and VIRTUAL_ENV, as activating it would.
+func envActivation(c Check, passed []string) []string {
+	if c.EnvDir == "" {
+		return nil
+	}
+	pathValue := ""
+	for _, kv := range passed {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathValue = v
+		}
+	}
+	bin := filepath.Join(c.EnvDir, "bin")
+	if pathValue != "" {
+		bin += string(filepath.ListSeparator) + pathValue
+	}
+	return []string{"PATH=" + bin, "VIRTUAL_ENV=" + c.EnvDir}
 }

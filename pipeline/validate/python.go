@@ -119,10 +119,21 @@ func (r *Runner) lookTool(ctx context.Context, dir string, c Check, argv []strin
 	if len(argv) == 0 || strings.ContainsRune(argv[0], '/') {
 		return argv, nil
 	}
+	module, ok := toolModules[argv[0]]
+	if c.EnvDir != "" {
+		// In the repository's environment its own tool comes first; a Python tool it lacks
+		// runs with its interpreter, which sees its packages (a system pytest would not).
+		p := filepath.Join(c.EnvDir, "bin", argv[0])
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return append([]string{p}, argv[1:]...), nil
+		}
+		if ok && c.Python != "" {
+			return append([]string{c.Python, "-m", module}, argv[1:]...), nil
+		}
+	}
 	if _, err := exec.LookPath(argv[0]); err == nil {
 		return argv, nil
 	}
-	module, ok := toolModules[argv[0]]
 	if !ok {
 		return nil, fmt.Errorf("%w: check %q: %q is not on PATH; %s", ErrToolMissing, c.Name, argv[0], installHint(argv[0]))
 	}

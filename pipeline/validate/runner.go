@@ -231,7 +231,7 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		Base: base,
 		Pass: pass,
 		Deny: r.DenyEnv,
-		Set:  append(append(slices.Clone(r.ExtraEnv), srcPath...), c.envPairs()...),
+		Set:  append(append(append(slices.Clone(r.ExtraEnv), srcPath...), envActivation(c, passed)...), c.envPairs()...),
 	})
 	if len(dropped) > 0 {
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "passed variables withheld from the check: they are an endpoint's key or their value looks like a credential",

@@ -64,6 +64,33 @@ type largeRepo struct {
 // with 2*spec.Bugs bugs (each a module off by one, with a failing test and an issue).
 func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, error) {
 	r := largeRepo{Dir: dir}
+	files := largeBaseFiles(spec)
+	r.addPackages(files, spec)
+	r.addFillers(files, spec)
+	if err := writeFiles(dir, files); err != nil {
+		return r, fmt.Errorf("generate large repository: %w", err)
+	}
+	r.Files = len(files)
+	if err := benchGit(ctx, dir, "init", "-q", "-b", "main"); err != nil {
+		return r, err
+	}
+	if err := benchGit(ctx, dir, "add", "-A"); err != nil {
+		return r, err
+	}
+	if err := benchGit(ctx, dir, "commit", "-q", "-m", "bigshop at the bugs"); err != nil {
+		return r, err
+	}
+	slices.SortFunc(r.Bugs, func(a, b largeBug) int { return a.N - b.N }) // night 1 gets bugs 0.., night 2 the rest
+	for i := range r.Bugs {
+		if err := r.Bugs[i].makePatch(ctx, dir); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// largeBaseFiles are the files of the large repository outside its packages and tests.
+func largeBaseFiles(spec largeSpec) map[string]string {
 	files := map[string]string{}
 	files["bigshop/__init__.py"] = "\"\"\"bigshop: a synthetic shop back end for ticketd's large-repository bench.\"\"\"\n"
 	files["bigshop/core/__init__.py"] = ""
@@ -73,9 +100,14 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 		files["AGENTS.md"] = agentsMD
 	}
 	files["tests/__init__.py"] = ""
-	bugs := 2 * spec.Bugs
+	return files
+}
+
+// addPackages adds spec.Packages packages of spec.Modules modules each, with 2*spec.Bugs
+// bugs (each a module off by one, with a failing test and an issue).
+func (r *largeRepo) addPackages(files map[string]string, spec largeSpec) {
 	bugAt := map[[2]int]int{} // (package, module) → bug index
-	for i := range bugs {
+	for i := range 2 * spec.Bugs {
 		// Bugs sit at the end of an import chain (module m%5 == 4), spread over packages.
 		p := (i*7 + 3) % spec.Packages
 		m := ((i*13)%(spec.Modules/5))*5 + 4
@@ -85,30 +117,48 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 		pkg := fmt.Sprintf("p%02d", p)
 		files["bigshop/"+pkg+"/__init__.py"] = ""
 		for m := range spec.Modules {
-			var b strings.Builder
-			fmt.Fprintf(&b, "\"\"\"Pricing rules of bigshop.%s, part %d.\"\"\"\n\nfrom bigshop.core import util\n", pkg, m)
-			if m%5 != 0 {
-				fmt.Fprintf(&b, "from bigshop.%s import m%02d as previous\n", pkg, m-1)
-			}
-			for k := range 4 {
-				fmt.Fprintf(&b, "\n\ndef rule_%d_%d_%d(cents):\n    \"\"\"Add rule %d of part %d: %d cents.\"\"\"\n    return util.add(cents, %d)\n", p, m, k, k, m, k+m, k+m)
-			}
+			src := largeModule(pkg, p, m)
 			if i, ok := bugAt[[2]int{p, m}]; ok {
-				fmt.Fprintf(&b, "\n\ndef surcharge_%d(cents):\n    \"\"\"Add the surcharge of %d cents.\"\"\"\n    return util.add(cents, %d)\n", i, i+2, i+3)
-				path := fmt.Sprintf("bigshop/%s/m%02d.py", pkg, m)
-				test := fmt.Sprintf("tests/test_surcharge_%d.py", i)
-				files[test] = fmt.Sprintf("from bigshop.%s.m%02d import rule_%d_%d_0, surcharge_%d\n\n\ndef test_surcharge():\n    assert surcharge_%d(100) == %d\n\n\ndef test_rule():\n    assert rule_%d_%d_0(100) == %d\n",
-					pkg, m, p, m, i, i, 102+i, p, m, 100+m)
-				r.Bugs = append(r.Bugs, largeBug{
-					Title: fmt.Sprintf("Surcharge %d adds one cent too many", i),
-					Body:  fmt.Sprintf("An order of 1.00 with surcharge %d costs %d cents; the surcharge is %d cents, so it should cost %d.", i, 103+i, i+2, 102+i),
-					N:     i, Module: path, Test: test + "::test_surcharge",
-				})
-				r.Tests += 2
+				src += r.addBug(files, pkg, p, m, i)
 			}
-			files[fmt.Sprintf("bigshop/%s/m%02d.py", pkg, m)] = b.String()
+			files[fmt.Sprintf("bigshop/%s/m%02d.py", pkg, m)] = src
 		}
 	}
+}
+
+// largeModule is module m of package p: four pricing rules, importing the module before it
+// except at the head of a chain of five.
+func largeModule(pkg string, p, m int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\"\"\"Pricing rules of bigshop.%s, part %d.\"\"\"\n\nfrom bigshop.core import util\n", pkg, m)
+	if m%5 != 0 {
+		fmt.Fprintf(&b, "from bigshop.%s import m%02d as previous\n", pkg, m-1)
+	}
+	for k := range 4 {
+		fmt.Fprintf(&b, "\n\ndef rule_%d_%d_%d(cents):\n    \"\"\"Add rule %d of part %d: %d cents.\"\"\"\n    return util.add(cents, %d)\n", p, m, k, k, m, k+m, k+m)
+	}
+	return b.String()
+}
+
+// addBug adds bug i's test file and issue, and returns the buggy function to append to its
+// module.
+func (r *largeRepo) addBug(files map[string]string, pkg string, p, m, i int) string {
+	path := fmt.Sprintf("bigshop/%s/m%02d.py", pkg, m)
+	test := fmt.Sprintf("tests/test_surcharge_%d.py", i)
+	files[test] = fmt.Sprintf("from bigshop.%s.m%02d import rule_%d_%d_0, surcharge_%d\n\n\ndef test_surcharge():\n    assert surcharge_%d(100) == %d\n\n\ndef test_rule():\n    assert rule_%d_%d_0(100) == %d\n",
+		pkg, m, p, m, i, i, 102+i, p, m, 100+m)
+	r.Bugs = append(r.Bugs, largeBug{
+		Title: fmt.Sprintf("Surcharge %d adds one cent too many", i),
+		Body:  fmt.Sprintf("An order of 1.00 with surcharge %d costs %d cents; the surcharge is %d cents, so it should cost %d.", i, 103+i, i+2, 102+i),
+		N:     i, Module: path, Test: test + "::test_surcharge",
+	})
+	r.Tests += 2
+	return fmt.Sprintf("\n\ndef surcharge_%d(cents):\n    \"\"\"Add the surcharge of %d cents.\"\"\"\n    return util.add(cents, %d)\n", i, i+2, i+3)
+}
+
+// addFillers adds what makes the repository large besides its modules: passing test files,
+// slow tests, docs and data.
+func (r *largeRepo) addFillers(files map[string]string, spec largeSpec) {
 	for t := range spec.TestFiles {
 		p, m := t%spec.Packages, (t*3)%spec.Modules
 		var b strings.Builder
@@ -130,49 +180,42 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 			files[fmt.Sprintf("data/prices/%03d.json", d)] = fmt.Sprintf("{\"id\": %d, \"cents\": %d}\n", d, 100+d)
 		}
 	}
+}
+
+// writeFiles writes files (slash-separated paths under dir) with their folders.
+func writeFiles(dir string, files map[string]string) error {
 	for path, content := range files {
 		full := filepath.Join(dir, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return r, fmt.Errorf("generate large repository: %w", err)
+			return err
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			return r, fmt.Errorf("generate large repository: %w", err)
+			return err
 		}
 	}
-	r.Files = len(files)
-	if err := benchGit(ctx, dir, "init", "-q", "-b", "main"); err != nil {
-		return r, err
+	return nil
+}
+
+// makePatch sets the bug's Patch to the diff that fixes it, made in dir's working copy
+// and undone again.
+func (bug *largeBug) makePatch(ctx context.Context, dir string) error {
+	full := filepath.Join(dir, filepath.FromSlash(bug.Module))
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return err
 	}
-	if err := benchGit(ctx, dir, "add", "-A"); err != nil {
-		return r, err
+	fixed := strings.Replace(string(data), fmt.Sprintf("util.add(cents, %d)\n", bug.N+3), fmt.Sprintf("util.add(cents, %d)\n", bug.N+2), 1)
+	if err := os.WriteFile(full, []byte(fixed), 0o644); err != nil {
+		return err
 	}
-	if err := benchGit(ctx, dir, "commit", "-q", "-m", "bigshop at the bugs"); err != nil {
-		return r, err
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "diff").Output()
+	if err != nil {
+		return fmt.Errorf("diff large repository fix %d: %w", bug.N, err)
 	}
-	slices.SortFunc(r.Bugs, func(a, b largeBug) int { return a.N - b.N }) // night 1 gets bugs 0.., night 2 the rest
-	for i := range r.Bugs {
-		bug := &r.Bugs[i]
-		full := filepath.Join(dir, filepath.FromSlash(bug.Module))
-		data, err := os.ReadFile(full)
-		if err != nil {
-			return r, err
-		}
-		fixed := strings.Replace(string(data), fmt.Sprintf("util.add(cents, %d)\n", bug.N+3), fmt.Sprintf("util.add(cents, %d)\n", bug.N+2), 1)
-		if err := os.WriteFile(full, []byte(fixed), 0o644); err != nil {
-			return r, err
-		}
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "diff").Output()
-		if err != nil {
-			return r, fmt.Errorf("diff large repository fix %d: %w", bug.N, err)
-		}
-		if bug.Patch = string(out); bug.Patch == "" {
-			return r, fmt.Errorf("large repository fix %d changed nothing in %s", bug.N, bug.Module)
-		}
-		if err := benchGit(ctx, dir, "checkout", "-q", "."); err != nil {
-			return r, err
-		}
+	if bug.Patch = string(out); bug.Patch == "" {
+		return fmt.Errorf("large repository fix %d changed nothing in %s", bug.N, bug.Module)
 	}
-	return r, nil
+	return benchGit(ctx, dir, "checkout", "-q", ".")
 }
 
 func benchGit(ctx context.Context, dir string, args ...string) error {
@@ -328,19 +371,11 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 		return err
 	}
 
-	var cases []scriptedmodel.Case
-	for _, b := range repo.Bugs {
-		cases = append(cases, scriptedmodel.Case{Match: b.Title, Patch: b.Patch, Behaviour: scriptedmodel.Behaviour(o.scenarioOr("solve"))})
-	}
-	srv, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: o.seed, Latency: o.latency})
+	url, stop, err := startLargeModel(o, repo)
 	if err != nil {
 		return err
 	}
-	url, err := srv.Start()
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
+	defer stop()
 	cfg, _, hash, err := roundConfig(base, root, []caseset.Case{{Name: largeRepoName}}, url)
 	if err != nil {
 		return err
@@ -348,66 +383,113 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 	rec.ConfigHash, rec.Workers = hash, cfg.Night.Workers
 	rec.Timestamp = time.Now().UTC()
 
-	var attempts, checks []float64
-	firsts := map[string][]store.ModelCall{} // role -> each ticket's first request of it
 	f.AgentsMD = spec.AgentsMD
+	ln := largeNights{o: o, cfg: cfg, root: root, pytest: pytest, log: log, rec: rec,
+		firsts: map[string][]store.ModelCall{}}
 	for night := 1; night <= 2; night++ {
-		issues := filepath.Join(root, "issues")
-		if err := os.MkdirAll(issues, 0o755); err != nil {
+		if err := ln.run(ctx, night, repo.Bugs[(night-1)*spec.Bugs:night*spec.Bugs]); err != nil {
 			return err
-		}
-		for i, b := range repo.Bugs[(night-1)*spec.Bugs : night*spec.Bugs] {
-			text := fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\n%s\n", b.Title, largeRepoName, b.Body)
-			if err := os.WriteFile(filepath.Join(issues, fmt.Sprintf("n%d-%d.md", night, i)), []byte(text), 0o644); err != nil {
-				return err
-			}
-		}
-		st, err := daemon.OpenStore(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		reset := resetPeakRSS()
-		d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
-		nightCtx, cancel := context.WithTimeout(ctx, o.nightTimeout)
-		rep, err := d.RunNight(nightCtx, benchTrigger)
-		cancel()
-		if err != nil {
-			st.Close()
-			return fmt.Errorf("night %d: %w", night, err)
-		}
-		wall := rep.Finished.Sub(rep.Started).Seconds()
-		computed, reused, baseline := baselineNotes(ctx, st, rep.Started)
-		if night == 1 {
-			f.Night1S, f.BaselineS = wall, baseline
-			f.PeakRSSMB, f.PeakRSSReset = peakRSSMB(), reset
-		} else {
-			f.Night2S, f.Night2Reused, f.Night2Computed = wall, reused > 0 && computed == 0, computed
-		}
-		outs, a, c, caught, err := largeOutcomes(ctx, st, rep, cfg, root, pytest)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		if err := collectFirstRequests(ctx, st, outs, firsts); err != nil {
-			st.Close()
-			return err
-		}
-		rec.Cases = append(rec.Cases, outs...)
-		attempts, checks = append(attempts, a...), append(checks, c...)
-		f.FirstTierCaught += caught
-		st.Close()
-		for _, p := range must(filepath.Glob(filepath.Join(issues, "*.md"))) {
-			os.Remove(p) // night 2 sees only its own issues (the done ones would be deduplicated anyway)
 		}
 	}
-	f.AttemptP50S, f.CheckTimeP50S = percentile(attempts, 50), percentile(checks, 50)
-	over := make([]float64, len(attempts))
-	for i := range attempts {
-		over[i] = attempts[i] - checks[i]
+	f.AttemptP50S, f.CheckTimeP50S = percentile(ln.attempts, 50), percentile(ln.checks, 50)
+	over := make([]float64, len(ln.attempts))
+	for i := range ln.attempts {
+		over[i] = ln.attempts[i] - ln.checks[i]
 	}
 	f.OverheadP50S = percentile(over, 50)
-	f.LaterFirstRequestCachedShare = laterShares(firsts)
+	f.LaterFirstRequestCachedShare = laterShares(ln.firsts)
 	rec.Totals = totals(rec.Cases, time.Duration((f.Night1S+f.Night2S)*float64(time.Second)), nil)
+	return nil
+}
+
+// startLargeModel starts the scripted model (a test double) with one case per seeded bug,
+// answering with the bug's fix as the scenario says.
+func startLargeModel(o options, repo largeRepo) (string, func(), error) {
+	var cases []scriptedmodel.Case
+	for _, b := range repo.Bugs {
+		cases = append(cases, scriptedmodel.Case{Match: b.Title, Patch: b.Patch, Behaviour: scriptedmodel.Behaviour(o.scenarioOr("solve"))})
+	}
+	srv, err := scriptedmodel.New(cases, scriptedmodel.Options{Seed: o.seed, Latency: o.latency})
+	if err != nil {
+		return "", nil, err
+	}
+	url, err := srv.Start()
+	if err != nil {
+		return "", nil, err
+	}
+	return url, func() { srv.Close() }, nil
+}
+
+// largeNights runs the large round's nights on one database and gathers what the round
+// reports across them.
+type largeNights struct {
+	o      options
+	cfg    config.Config
+	root   string
+	pytest []string
+	log    *slog.Logger
+	rec    *largeRecord
+
+	attempts, checks []float64
+	firsts           map[string][]store.ModelCall // role -> each ticket's first request of it
+}
+
+// run writes the night's issues, runs the night and records its figures: night 1 its wall
+// time, baseline and peak RSS; night 2 whether it reused the baseline.
+func (ln *largeNights) run(ctx context.Context, night int, bugs []largeBug) error {
+	f := &ln.rec.Large
+	issues := filepath.Join(ln.root, "issues")
+	if err := writeLargeIssues(issues, night, bugs); err != nil {
+		return err
+	}
+	st, err := daemon.OpenStore(ctx, ln.cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	reset := resetPeakRSS()
+	d := &daemon.Daemon{Config: ln.cfg, Store: st, Logger: ln.log}
+	nightCtx, cancel := context.WithTimeout(ctx, ln.o.nightTimeout)
+	rep, err := d.RunNight(nightCtx, benchTrigger)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("night %d: %w", night, err)
+	}
+	wall := rep.Finished.Sub(rep.Started).Seconds()
+	computed, reused, baseline := baselineNotes(ctx, st, rep.Started)
+	if night == 1 {
+		f.Night1S, f.BaselineS = wall, baseline
+		f.PeakRSSMB, f.PeakRSSReset = peakRSSMB(), reset
+	} else {
+		f.Night2S, f.Night2Reused, f.Night2Computed = wall, reused > 0 && computed == 0, computed
+	}
+	outs, a, c, caught, err := largeOutcomes(ctx, st, rep, ln.cfg, ln.root, ln.pytest)
+	if err != nil {
+		return err
+	}
+	if err := collectFirstRequests(ctx, st, outs, ln.firsts); err != nil {
+		return err
+	}
+	ln.rec.Cases = append(ln.rec.Cases, outs...)
+	ln.attempts, ln.checks = append(ln.attempts, a...), append(ln.checks, c...)
+	f.FirstTierCaught += caught
+	for _, p := range must(filepath.Glob(filepath.Join(issues, "*.md"))) {
+		os.Remove(p) // night 2 sees only its own issues (the done ones would be deduplicated anyway)
+	}
+	return nil
+}
+
+// writeLargeIssues writes one issue file per bug for the night.
+func writeLargeIssues(issues string, night int, bugs []largeBug) error {
+	if err := os.MkdirAll(issues, 0o755); err != nil {
+		return err
+	}
+	for i, b := range bugs {
+		text := fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\n%s\n", b.Title, largeRepoName, b.Body)
+		if err := os.WriteFile(filepath.Join(issues, fmt.Sprintf("n%d-%d.md", night, i)), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -161,40 +161,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("--record and --out %s: --record appends to scripts/bench/%s; give one of them", o.out, sharedResults)
 	}
 	if o.out == "" {
-		name := localResults
-		if o.record {
-			name = sharedResults
-		}
-		o.out = name
-		if wd, err := os.Getwd(); err == nil {
-			if root := moduleRoot(wd); root != "" {
-				o.out = filepath.Join(root, "scripts", "bench", name)
-			}
-		}
+		o.out = defaultOut(o.record)
 	}
-	if o.compareLines != "" && !lineRangeRe.MatchString(o.compareLines) {
-		return o, fmt.Errorf("--compare %q: want two 1-based line numbers of %s, e.g. --compare 3,5", o.compareLines, o.out)
+	if err := o.check(); err != nil {
+		return o, err
 	}
-	if o.rounds < 1 {
-		return o, fmt.Errorf("--rounds %d: want at least 1", o.rounds)
-	}
-	if o.workers < 0 || o.workers > 64 {
-		return o, fmt.Errorf("--workers %d: want 1..64", o.workers)
-	}
-	if o.latency < 0 {
-		return o, fmt.Errorf("--latency %s: must not be negative", o.latency)
-	}
-	if !validScenario(o.scenario) {
-		return o, fmt.Errorf("--scenario %q: want one of %s", o.scenario, strings.Join(scenarios, ", "))
-	}
-	for _, a := range strings.Split(reviewers, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
-		}
-		if _, err := pipeline.NewReviewer(a, nil, nil); err != nil {
-			return o, fmt.Errorf("--reviewers: %w", err)
-		}
-		o.reviewers = append(o.reviewers, a)
+	var err error
+	if o.reviewers, err = parseReviewers(reviewers); err != nil {
+		return o, err
 	}
 	if filter != "" {
 		re, err := regexp.Compile(filter)
@@ -204,6 +178,57 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.filter = re
 	}
 	return o, nil
+}
+
+// defaultOut is the results file when --out is not given: the local one, or with --record
+// the shared one, under scripts/bench of the repository the bench runs in.
+func defaultOut(record bool) string {
+	name := localResults
+	if record {
+		name = sharedResults
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if root := moduleRoot(wd); root != "" {
+			return filepath.Join(root, "scripts", "bench", name)
+		}
+	}
+	return name
+}
+
+// check refuses flag values out of range, naming the flag and what it wants.
+func (o *options) check() error {
+	if o.compareLines != "" && !lineRangeRe.MatchString(o.compareLines) {
+		return fmt.Errorf("--compare %q: want two 1-based line numbers of %s, e.g. --compare 3,5", o.compareLines, o.out)
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("--rounds %d: want at least 1", o.rounds)
+	}
+	if o.workers < 0 || o.workers > 64 {
+		return fmt.Errorf("--workers %d: want 1..64", o.workers)
+	}
+	if o.latency < 0 {
+		return fmt.Errorf("--latency %s: must not be negative", o.latency)
+	}
+	if !validScenario(o.scenario) {
+		return fmt.Errorf("--scenario %q: want one of %s", o.scenario, strings.Join(scenarios, ", "))
+	}
+	return nil
+}
+
+// parseReviewers reads --reviewers, a comma-separated list of the checker's angles, each
+// one the pipeline knows.
+func parseReviewers(list string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := pipeline.NewReviewer(a, nil, nil); err != nil {
+			return nil, fmt.Errorf("--reviewers: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // joinCompare turns "--compare A,B" into "--compare=A,B": --compare may stand alone, so

@@ -274,21 +274,11 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	if err := e.materialize(ctx, root); err != nil {
 		return rec, fmt.Errorf("round %d: %w", n, err)
 	}
-	scriptedURL := ""
-	if !e.real {
-		sc, err := scriptedCases(e.cases, e.o.scenario)
-		if err != nil {
-			return rec, fmt.Errorf("round %d: %w", n, err)
-		}
-		srv, err := scriptedmodel.New(sc, scriptedmodel.Options{Seed: e.o.seed, Latency: e.o.latency})
-		if err != nil {
-			return rec, fmt.Errorf("round %d: %w", n, err)
-		}
-		if scriptedURL, err = srv.Start(); err != nil {
-			return rec, fmt.Errorf("round %d: %w", n, err)
-		}
-		defer srv.Close()
+	scriptedURL, stop, err := e.startModel()
+	if err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
 	}
+	defer stop()
 	cfg, _, hash, err := roundConfig(e.base, root, e.cases, scriptedURL)
 	if err != nil {
 		return rec, fmt.Errorf("round %d: %w", n, err)
@@ -332,6 +322,27 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 		rec.Totals.Reviewers = append(rec.Totals.Reviewers, r.Angle)
 	}
 	return rec, nil
+}
+
+// startModel starts the scripted model (a test double) for the round's cases and returns
+// its URL; none (an empty URL) when the round runs against a real endpoint.
+func (e *env) startModel() (string, func(), error) {
+	if e.real {
+		return "", func() {}, nil
+	}
+	sc, err := scriptedCases(e.cases, e.o.scenario)
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := scriptedmodel.New(sc, scriptedmodel.Options{Seed: e.o.seed, Latency: e.o.latency})
+	if err != nil {
+		return "", nil, err
+	}
+	url, err := srv.Start()
+	if err != nil {
+		return "", nil, err
+	}
+	return url, func() { srv.Close() }, nil
 }
 
 func (e *env) scenarioName() string {

@@ -92,21 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if !isFlagSet(fs, "goroutines") {
 			gs = "1,8"
 		}
-		pg.rounds, pg.duration = c.rounds, c.duration
-		for _, f := range strings.Split(gs, ",") {
-			var n int
-			if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
-				return fmt.Errorf("-goroutines %q: want positive integers like 1,8", gs)
-			}
-			pg.goroutines = append(pg.goroutines, n)
-		}
-		if pg.rounds < 5 && !pg.latency {
-			return fmt.Errorf("-rounds %d: want at least 5 for a median", pg.rounds)
-		}
-		if pg.riverMode != "batch" && pg.riverMode != "tx" {
-			return fmt.Errorf("-river-complete %q: want batch or tx", pg.riverMode)
-		}
-		return runPostgres(ctx, pg, stdout)
+		return pg.run(ctx, c, gs, stdout)
 	}
 	if c.only != "" && c.only != "ticketd" && c.only != "goqite" {
 		return fmt.Errorf("-only %q: want ticketd or goqite", c.only)
@@ -114,12 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.rounds < 5 && c.only == "" {
 		return fmt.Errorf("-rounds %d: want at least 5 for a median", c.rounds)
 	}
-	for _, f := range strings.Split(gs, ",") {
-		var n int
-		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
-			return fmt.Errorf("-goroutines %q: want positive integers like 1,3", gs)
-		}
-		c.goroutines = append(c.goroutines, n)
+	var err error
+	if c.goroutines, err = parseGoroutines(gs, "1,3"); err != nil {
+		return err
 	}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "peerbench-")
@@ -133,56 +116,106 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "peerbench: %d rounds of %v per queue, goroutines %v, goqite page size %d\n",
 		c.rounds, c.duration, c.goroutines, c.goqitePageSize)
 	for _, g := range c.goroutines {
-		var td, gq, ratios, tdCPU, gqCPU []float64
-		for r := range c.rounds {
-			order := []string{"ticketd", "goqite"}
-			if r%2 == 1 {
-				slices.Reverse(order)
-			}
-			got := map[string]result{}
-			for _, name := range order {
-				if c.only != "" && name != c.only {
-					continue
-				}
-				path := filepath.Join(c.dir, fmt.Sprintf("%s-g%d-r%d.db", name, g, r))
-				var res result
-				var err error
-				if name == "ticketd" {
-					res, err = benchTicketd(ctx, path, g, c.duration)
-				} else {
-					res, err = benchGoqite(ctx, path, g, c.duration, c.goqitePageSize)
-				}
-				if err != nil {
-					return fmt.Errorf("%s with %d goroutines, round %d: %w", name, g, r+1, err)
-				}
-				removeDB(path)
-				got[name] = res
-			}
-			if c.only != "" {
-				fmt.Fprintf(stdout, "  goroutines=%d round %d: %s %6.0f cycles/s, %v CPU/cycle\n", g, r+1, c.only,
-					got[c.only].rate, got[c.only].cpuPerOp.Round(time.Microsecond))
-				continue
-			}
-			t, q := got["ticketd"], got["goqite"]
-			td, gq = append(td, t.rate), append(gq, q.rate)
-			tdCPU, gqCPU = append(tdCPU, float64(t.cpuPerOp)), append(gqCPU, float64(q.cpuPerOp))
-			ratios = append(ratios, t.rate/q.rate)
-			fmt.Fprintf(stdout, "  goroutines=%d round %d: ticketd %6.0f cycles/s (%v CPU/cycle)  goqite %6.0f cycles/s (%v CPU/cycle)  ratio %.2f\n",
-				g, r+1, t.rate, t.cpuPerOp.Round(time.Microsecond), q.rate, q.cpuPerOp.Round(time.Microsecond), t.rate/q.rate)
+		if err := c.compare(ctx, g, stdout); err != nil {
+			return err
 		}
-		if c.only != "" {
-			continue
-		}
-		mt, mg := median(td), median(gq)
-		fmt.Fprintf(stdout, "goroutines=%d: ticketd median %.0f cycles/s (%.0f-%.0f), goqite median %.0f cycles/s (%.0f-%.0f)\n",
-			g, mt, slices.Min(td), slices.Max(td), mg, slices.Min(gq), slices.Max(gq))
-		fmt.Fprintf(stdout, "goroutines=%d: CPU per cycle: ticketd median %v, goqite median %v (goqite/ticketd %.2f)\n",
-			g, time.Duration(median(tdCPU)).Round(time.Microsecond), time.Duration(median(gqCPU)).Round(time.Microsecond),
-			median(gqCPU)/median(tdCPU))
-		fmt.Fprintf(stdout, "goroutines=%d: ticketd/goqite = %.2f (ratio of medians), %.2f (median of per-round ratios)\n",
-			g, mt/mg, median(ratios))
 	}
 	return nil
+}
+
+// parseGoroutines reads -goroutines, comma-separated positive counts; example is the list
+// the error suggests.
+func parseGoroutines(gs, example string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(gs, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
+			return nil, fmt.Errorf("-goroutines %q: want positive integers like %s", gs, example)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// run checks the flags of the PostgreSQL comparison and runs it.
+func (pg pgConfig) run(ctx context.Context, c config, gs string, stdout io.Writer) error {
+	pg.rounds, pg.duration = c.rounds, c.duration
+	var err error
+	if pg.goroutines, err = parseGoroutines(gs, "1,8"); err != nil {
+		return err
+	}
+	if pg.rounds < 5 && !pg.latency {
+		return fmt.Errorf("-rounds %d: want at least 5 for a median", pg.rounds)
+	}
+	if pg.riverMode != "batch" && pg.riverMode != "tx" {
+		return fmt.Errorf("-river-complete %q: want batch or tx", pg.riverMode)
+	}
+	return runPostgres(ctx, pg, stdout)
+}
+
+// compare runs c.rounds interleaved rounds of both queues (or c.only) with g goroutines,
+// alternating which goes first so that neither always meets a warmer machine, and prints
+// each round and the medians.
+func (c config) compare(ctx context.Context, g int, stdout io.Writer) error {
+	var td, gq, ratios, tdCPU, gqCPU []float64
+	for r := range c.rounds {
+		got, err := c.round(ctx, g, r)
+		if err != nil {
+			return err
+		}
+		if c.only != "" {
+			fmt.Fprintf(stdout, "  goroutines=%d round %d: %s %6.0f cycles/s, %v CPU/cycle\n", g, r+1, c.only,
+				got[c.only].rate, got[c.only].cpuPerOp.Round(time.Microsecond))
+			continue
+		}
+		t, q := got["ticketd"], got["goqite"]
+		td, gq = append(td, t.rate), append(gq, q.rate)
+		tdCPU, gqCPU = append(tdCPU, float64(t.cpuPerOp)), append(gqCPU, float64(q.cpuPerOp))
+		ratios = append(ratios, t.rate/q.rate)
+		fmt.Fprintf(stdout, "  goroutines=%d round %d: ticketd %6.0f cycles/s (%v CPU/cycle)  goqite %6.0f cycles/s (%v CPU/cycle)  ratio %.2f\n",
+			g, r+1, t.rate, t.cpuPerOp.Round(time.Microsecond), q.rate, q.cpuPerOp.Round(time.Microsecond), t.rate/q.rate)
+	}
+	if c.only != "" {
+		return nil
+	}
+	mt, mg := median(td), median(gq)
+	fmt.Fprintf(stdout, "goroutines=%d: ticketd median %.0f cycles/s (%.0f-%.0f), goqite median %.0f cycles/s (%.0f-%.0f)\n",
+		g, mt, slices.Min(td), slices.Max(td), mg, slices.Min(gq), slices.Max(gq))
+	fmt.Fprintf(stdout, "goroutines=%d: CPU per cycle: ticketd median %v, goqite median %v (goqite/ticketd %.2f)\n",
+		g, time.Duration(median(tdCPU)).Round(time.Microsecond), time.Duration(median(gqCPU)).Round(time.Microsecond),
+		median(gqCPU)/median(tdCPU))
+	fmt.Fprintf(stdout, "goroutines=%d: ticketd/goqite = %.2f (ratio of medians), %.2f (median of per-round ratios)\n",
+		g, mt/mg, median(ratios))
+	return nil
+}
+
+// round runs round r (0-based) of each queue with g goroutines on a fresh database, by
+// queue name; odd rounds run goqite first.
+func (c config) round(ctx context.Context, g, r int) (map[string]result, error) {
+	order := []string{"ticketd", "goqite"}
+	if r%2 == 1 {
+		slices.Reverse(order)
+	}
+	got := map[string]result{}
+	for _, name := range order {
+		if c.only != "" && name != c.only {
+			continue
+		}
+		path := filepath.Join(c.dir, fmt.Sprintf("%s-g%d-r%d.db", name, g, r))
+		var res result
+		var err error
+		if name == "ticketd" {
+			res, err = benchTicketd(ctx, path, g, c.duration)
+		} else {
+			res, err = benchGoqite(ctx, path, g, c.duration, c.goqitePageSize)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s with %d goroutines, round %d: %w", name, g, r+1, err)
+		}
+		removeDB(path)
+		got[name] = res
+	}
+	return got, nil
 }
 
 func isFlagSet(fs *flag.FlagSet, name string) bool {

@@ -177,65 +177,113 @@ func timedRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 	if err := prepare(ctx, name, u, schema); err != nil {
 		return result{}, err
 	}
-	type child struct {
-		cmd *exec.Cmd
-		in  io.WriteCloser
-		out *bufio.Reader
+	kids, err := startChildren(self, g, procs, func(n, p int) []string {
+		return []string{"-child", name, "-child-url", u, "-child-schema", schema,
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", fmt.Sprint("q", p), "-duration", c.duration.String(),
+			"-child-river-mode", c.riverMode}
+	})
+	defer kids.kill()
+	if err != nil {
+		return result{}, err
 	}
-	var kids []child
-	defer func() {
-		for _, k := range kids {
-			k.cmd.Process.Kill()
-			k.cmd.Wait()
-		}
-	}()
+	kids.send("go\n") // start them together
+	reps, err := kids.reports()
+	if err != nil {
+		return result{}, err
+	}
+	var cycles int64
+	var cpu time.Duration
+	for _, rep := range reps {
+		cycles += rep.Cycles
+		cpu += rep.CPU
+	}
+	return result{rate: float64(cycles) / c.duration.Seconds(), cpuPerOp: cpu / time.Duration(max(cycles, 1))}, nil
+}
+
+// child is one child process of a timed run, with its stdin and stdout.
+type child struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// children are the processes of one timed run.
+type children []child
+
+// startChildren starts procs children of self with g goroutines spread among them, args
+// giving child p's flags for its n goroutines, and waits until each says ready. The
+// caller kills them (kill) whatever the error, since some may have started.
+func startChildren(self string, g, procs int, args func(n, p int) []string) (children, error) {
+	var kids children
 	for p := range procs {
 		n := g / procs
 		if p < g%procs {
 			n++
 		}
-		cmd := exec.Command(self, "-child", name, "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", fmt.Sprint("q", p), "-duration", c.duration.String(),
-			"-child-river-mode", c.riverMode)
+		cmd := exec.Command(self, args(n, p)...)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
-			return result{}, err
+			return kids, err
 		}
 		outPipe, err := cmd.StdoutPipe()
 		if err != nil {
-			return result{}, err
+			return kids, err
 		}
 		if err := cmd.Start(); err != nil {
-			return result{}, err
+			return kids, err
 		}
 		k := child{cmd, in, bufio.NewReader(outPipe)}
 		kids = append(kids, k)
 		if line, err := k.out.ReadString('\n'); err != nil || line != "ready\n" {
-			return result{}, fmt.Errorf("child %d not ready: %q %v", p, line, err)
+			return kids, fmt.Errorf("child %d not ready: %q %v", p, line, err)
 		}
 	}
-	for _, k := range kids { // start them together
-		io.WriteString(k.in, "go\n")
+	return kids, nil
+}
+
+// send writes line to every child.
+func (kids children) send(line string) {
+	for _, k := range kids {
+		io.WriteString(k.in, line)
 	}
-	var cycles int64
-	var cpu time.Duration
+}
+
+// reports reads each child's report in turn.
+func (kids children) reports() ([]childReport, error) {
+	var out []childReport
 	for p, k := range kids {
-		line, err := k.out.ReadString('\n')
+		rep, err := k.report(p)
 		if err != nil {
-			return result{}, fmt.Errorf("child %d: %w", p, err)
+			return nil, err
 		}
-		var rep childReport
-		if err := json.Unmarshal([]byte(line), &rep); err != nil {
-			return result{}, fmt.Errorf("child %d: %q: %w", p, line, err)
-		}
-		if rep.Err != "" {
-			return result{}, fmt.Errorf("child %d: %s", p, rep.Err)
-		}
-		cycles += rep.Cycles
-		cpu += rep.CPU
+		out = append(out, rep)
 	}
-	return result{rate: float64(cycles) / c.duration.Seconds(), cpuPerOp: cpu / time.Duration(max(cycles, 1))}, nil
+	return out, nil
+}
+
+// report reads child p's one-line JSON report; the child's own error fails the run.
+func (k child) report(p int) (childReport, error) {
+	line, err := k.out.ReadString('\n')
+	if err != nil {
+		return childReport{}, fmt.Errorf("child %d: %w", p, err)
+	}
+	var rep childReport
+	if err := json.Unmarshal([]byte(line), &rep); err != nil {
+		return childReport{}, fmt.Errorf("child %d: %q: %w", p, line, err)
+	}
+	if rep.Err != "" {
+		return childReport{}, fmt.Errorf("child %d: %s", p, rep.Err)
+	}
+	return rep, nil
+}
+
+// kill ends the children and reaps them.
+func (kids children) kill() {
+	for _, k := range kids {
+		k.cmd.Process.Kill()
+		k.cmd.Wait()
+	}
 }
 
 // prepare migrates the fresh schema for the queue about to run in it.
@@ -293,55 +341,17 @@ func runChild(ctx context.Context, cf childFlags, d time.Duration, stdin io.Read
 	}
 	var cycle func(w, i int) error
 	var stop func()
+	var err error
 	switch cf.queue {
 	case "ticketd":
-		s, err := store.OpenURL(ctx, cf.url, store.Options{})
-		if err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		stop = func() { s.Close() }
-		pid := os.Getpid()
-		cycle = func(w, i int) error {
-			if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "bench", ExternalID: fmt.Sprint(pid, "-", w, "-", i)}); err != nil {
-				return err
-			}
-			// A claim that finds every ready row locked by other claims in flight has nothing
-			// to take (SKIP LOCKED) and goes again, as an idle worker would.
-			for {
-				l, err := s.Claim(ctx, fmt.Sprint("w", w), time.Minute)
-				if errors.Is(err, store.ErrNoTicket) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				return s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
-			}
-		}
+		cycle, stop, err = ticketdCycle(ctx, cf)
 	case "river":
-		client, events, closeFn, err := riverClient(ctx, cf)
-		if err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		stop = closeFn
-		cycle = func(w, i int) error {
-			if _, err := client.Insert(ctx, benchArgs{}, &river.InsertOpts{Queue: cf.riverQueue}); err != nil {
-				return err
-			}
-			select {
-			case ev := <-events:
-				if ev == nil {
-					return errors.New("river: subscription closed")
-				}
-				return nil
-			case err := <-txDone:
-				return err
-			case <-time.After(time.Minute):
-				return errors.New("river: no job completed within a minute of an insert")
-			}
-		}
+		cycle, stop, err = riverCycle(ctx, cf)
 	default:
 		return fmt.Errorf("-child %q: want ticketd or river", cf.queue)
+	}
+	if err != nil {
+		return report(childReport{Err: err.Error()})
 	}
 	defer stop()
 	fmt.Fprintln(stdout, "ready")
@@ -354,6 +364,58 @@ func runChild(ctx context.Context, cf childFlags, d time.Duration, stdin io.Read
 		rep.Err = err.Error()
 	}
 	return report(rep)
+}
+
+// ticketdCycle is one ticketd cycle on the store at cf.url: enqueue, claim, complete.
+func ticketdCycle(ctx context.Context, cf childFlags) (func(w, i int) error, func(), error) {
+	s, err := store.OpenURL(ctx, cf.url, store.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	pid := os.Getpid()
+	cycle := func(w, i int) error {
+		if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "bench", ExternalID: fmt.Sprint(pid, "-", w, "-", i)}); err != nil {
+			return err
+		}
+		// A claim that finds every ready row locked by other claims in flight has nothing
+		// to take (SKIP LOCKED) and goes again, as an idle worker would.
+		for {
+			l, err := s.Claim(ctx, fmt.Sprint("w", w), time.Minute)
+			if errors.Is(err, store.ErrNoTicket) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			return s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
+		}
+	}
+	return cycle, func() { s.Close() }, nil
+}
+
+// riverCycle is one River cycle: insert a job and wait for a completion event.
+func riverCycle(ctx context.Context, cf childFlags) (func(w, i int) error, func(), error) {
+	client, events, closeFn, err := riverClient(ctx, cf)
+	if err != nil {
+		return nil, nil, err
+	}
+	cycle := func(w, i int) error {
+		if _, err := client.Insert(ctx, benchArgs{}, &river.InsertOpts{Queue: cf.riverQueue}); err != nil {
+			return err
+		}
+		select {
+		case ev := <-events:
+			if ev == nil {
+				return errors.New("river: subscription closed")
+			}
+			return nil
+		case err := <-txDone:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("river: no job completed within a minute of an insert")
+		}
+	}
+	return cycle, closeFn, nil
 }
 
 // timedCount runs cycle from g goroutines for d; it returns the process's CPU time and
@@ -471,7 +533,6 @@ func riverClient(ctx context.Context, cf childFlags) (*river.Client[pgx.Tx], <-c
 // claimLatency builds a history of c.history finished tickets (River: completed jobs)
 // through each queue's own API, then times c.samples claims of a lone ready one.
 func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Writer) error {
-	// ticketd
 	schema, err := freshSchema(ctx, admin, "lat_ticketd_")
 	if err != nil {
 		return err
@@ -483,9 +544,31 @@ func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Wr
 		return err
 	}
 	defer s.Close()
-	// The history is the store's own rows: worked through the API on a SQLite store (a
-	// cycle there is a fraction of PostgreSQL's durable commits), then moved with CopyTo,
-	// ticketctl migrate's copy.
+	if err := ticketdHistory(ctx, s, c.history, stdout); err != nil {
+		return err
+	}
+	admin.Exec(ctx, "ANALYZE "+schema+".tickets")
+
+	rschema, err := freshSchema(ctx, admin, "lat_river_")
+	if err != nil {
+		return err
+	}
+	defer dropSchema(admin, rschema)
+	ru, _ := withSearchPath(c.url, rschema)
+	if err := prepare(ctx, "river", ru, rschema); err != nil {
+		return err
+	}
+	if err := riverHistory(ctx, admin, ru, rschema, c.history, stdout); err != nil {
+		return err
+	}
+	admin.Exec(ctx, "ANALYZE "+rschema+".river_job")
+	return sampleClaims(ctx, c, s, ru, rschema, stdout)
+}
+
+// ticketdHistory gives s n finished tickets: the store's own rows, worked through the API
+// on a SQLite store (a cycle there is a fraction of PostgreSQL's durable commits), then
+// moved with CopyTo, ticketctl migrate's copy.
+func ticketdHistory(ctx context.Context, s *store.Store, n int, stdout io.Writer) error {
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "peerbench-history-")
 	if err != nil {
@@ -496,13 +579,28 @@ func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Wr
 	if err != nil {
 		return err
 	}
+	defer lite.Close()
+	built, err := workHistory(ctx, lite, n)
+	if err != nil {
+		return fmt.Errorf("ticketd history: %w", err)
+	}
+	if _, err := lite.CopyTo(ctx, s); err != nil {
+		return fmt.Errorf("ticketd history: %w", err)
+	}
+	fmt.Fprintf(stdout, "ticketd: %d finished tickets built through the API (and copied in) in %v\n", built, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// workHistory enqueues, claims and completes n tickets on lite from 3 goroutines, and
+// returns how many it finished.
+func workHistory(ctx context.Context, lite *store.Store, n int) (int64, error) {
 	var built atomic.Int64
 	var wg sync.WaitGroup
 	var buildErr error
 	var errMu sync.Mutex
 	for w := range 3 {
 		wg.Go(func() {
-			for i := w; i < c.history; i += 3 {
+			for i := w; i < n; i += 3 {
 				err := func() error {
 					if _, _, err := lite.Enqueue(ctx, store.NewTicket{Source: "history", ExternalID: fmt.Sprint(i)}); err != nil {
 						return err
@@ -524,65 +622,68 @@ func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Wr
 		})
 	}
 	wg.Wait()
-	if buildErr != nil {
-		lite.Close()
-		return fmt.Errorf("ticketd history: %w", buildErr)
-	}
-	if _, err := lite.CopyTo(ctx, s); err != nil {
-		lite.Close()
-		return fmt.Errorf("ticketd history: %w", err)
-	}
-	lite.Close()
-	fmt.Fprintf(stdout, "ticketd: %d finished tickets built through the API (and copied in) in %v\n", built.Load(), time.Since(start).Round(time.Second))
-	admin.Exec(ctx, "ANALYZE "+schema+".tickets")
+	return built.Load(), buildErr
+}
 
-	// River
-	rschema, err := freshSchema(ctx, admin, "lat_river_")
-	if err != nil {
-		return err
-	}
-	defer dropSchema(admin, rschema)
-	ru, _ := withSearchPath(c.url, rschema)
-	if err := prepare(ctx, "river", ru, rschema); err != nil {
-		return err
-	}
+// riverHistory gives River's schema n completed jobs, inserted and worked through its API.
+func riverHistory(ctx context.Context, admin *pgx.Conn, ru, rschema string, n int, stdout io.Writer) error {
 	client, _, stop, err := riverClient(ctx, childFlags{url: ru, schema: rschema, riverQueue: "history", goroutines: 100})
 	if err != nil {
 		return err
 	}
-	start = time.Now()
+	start := time.Now()
+	err = insertJobs(ctx, client, "history", n)
+	if err == nil {
+		err = waitCompleted(ctx, admin, rschema, n)
+	}
+	stop()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "river: %d completed jobs built through the API in %v\n", n, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// insertJobs inserts n jobs on queue in batches of 1,000.
+func insertJobs(ctx context.Context, client *river.Client[pgx.Tx], queue string, n int) error {
 	const batch = 1000
-	for i := 0; i < c.history; i += batch {
-		params := make([]river.InsertManyParams, min(batch, c.history-i))
+	for i := 0; i < n; i += batch {
+		params := make([]river.InsertManyParams, min(batch, n-i))
 		for j := range params {
-			params[j] = river.InsertManyParams{Args: benchArgs{}, InsertOpts: &river.InsertOpts{Queue: "history"}}
+			params[j] = river.InsertManyParams{Args: benchArgs{}, InsertOpts: &river.InsertOpts{Queue: queue}}
 		}
 		if _, err := client.InsertMany(ctx, params); err != nil {
-			stop()
 			return err
 		}
 	}
-	// Completions are counted in the database: the subscription drops events it cannot
-	// deliver at once, and River completes up to 5,000 in one go.
+	return nil
+}
+
+// waitCompleted waits until River's schema counts n completed jobs. Completions are
+// counted in the database: the subscription drops events it cannot deliver at once, and
+// River completes up to 5,000 in one go.
+func waitCompleted(ctx context.Context, admin *pgx.Conn, rschema string, n int) error {
 	for last, lastAt := -1, time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		var done int
 		if err := admin.QueryRow(ctx, "SELECT count(*) FROM "+rschema+".river_job WHERE state = 'completed'").Scan(&done); err != nil {
-			stop()
 			return err
 		}
-		if done >= c.history {
-			break
+		if done >= n {
+			return nil
 		}
 		if done != last {
 			last, lastAt = done, time.Now()
 		} else if time.Since(lastAt) > time.Minute {
-			stop()
-			return fmt.Errorf("river history: %d of %d jobs completed, then none for a minute", done, c.history)
+			return fmt.Errorf("river history: %d of %d jobs completed, then none for a minute", done, n)
 		}
 	}
-	stop()
-	fmt.Fprintf(stdout, "river: %d completed jobs built through the API in %v\n", c.history, time.Since(start).Round(time.Second))
-	admin.Exec(ctx, "ANALYZE "+rschema+".river_job")
+}
+
+// sampleClaims times c.samples claims of a lone ready ticket on s and as many fetches of a
+// lone available River job, and prints their medians and p90s. The samples alternate, a
+// ticketd claim then a River fetch, so both meet the same disk: a claim's time is mostly
+// its commit's WAL flush, which other work on the machine makes jittery.
+func sampleClaims(ctx context.Context, c pgConfig, s *store.Store, ru, rschema string, stdout io.Writer) error {
 	pool, err := pgxpool.New(ctx, ru)
 	if err != nil {
 		return err
@@ -594,9 +695,6 @@ func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Wr
 		return err
 	}
 	exec := drv.GetExecutor()
-	// The samples alternate, a ticketd claim then a River fetch, so both meet the same
-	// disk: a claim's time is mostly its commit's WAL flush, which other work on the
-	// machine makes jittery.
 	var td, rv []time.Duration
 	for i := range c.samples {
 		if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "sample", ExternalID: fmt.Sprint(i)}); err != nil {
@@ -625,15 +723,17 @@ func claimLatency(ctx context.Context, c pgConfig, admin *pgx.Conn, stdout io.Wr
 			return fmt.Errorf("river fetch: %d jobs, want the one just inserted", len(jobs.Jobs))
 		}
 	}
-	pct := func(ds []time.Duration, p int) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[min(len(s)-1, (p*len(s)+99)/100-1)]
-	}
 	fmt.Fprintf(stdout, "claim of the only ready ticket behind %d finished, %d samples: ticketd median %v p90 %v; river median %v p90 %v; river/ticketd (median) %.2f\n",
-		c.history, c.samples, pct(td, 50).Round(time.Microsecond), pct(td, 90).Round(time.Microsecond),
-		pct(rv, 50).Round(time.Microsecond), pct(rv, 90).Round(time.Microsecond), float64(pct(rv, 50))/float64(pct(td, 50)))
+		c.history, c.samples, percentileOf(td, 50).Round(time.Microsecond), percentileOf(td, 90).Round(time.Microsecond),
+		percentileOf(rv, 50).Round(time.Microsecond), percentileOf(rv, 90).Round(time.Microsecond), float64(percentileOf(rv, 50))/float64(percentileOf(td, 50)))
 	return nil
+}
+
+// percentileOf is the p-th percentile of ds (nearest rank).
+func percentileOf(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, (p*len(s)+99)/100-1)]
 }
 
 // drainRun enqueues c.drain into a fresh schema, untimed, then times procs children
@@ -651,130 +751,104 @@ func drainRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 	if err := prepare(ctx, name, u, schema); err != nil {
 		return result{}, err
 	}
-	doneQuery := ""
-	switch name {
-	case "ticketd":
-		doneQuery = "SELECT count(*) FROM " + schema + ".tickets WHERE state = 'done'"
-		s, err := store.OpenURL(ctx, u, store.Options{})
-		if err != nil {
-			return result{}, err
-		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var first error
-		for w := range 8 {
-			wg.Go(func() {
-				for i := w; i < c.drain; i += 8 {
-					if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "drain", ExternalID: fmt.Sprint(i)}); err != nil {
-						mu.Lock()
-						first = cmpErr(first, err)
-						mu.Unlock()
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		s.Close()
-		if first != nil {
-			return result{}, first
-		}
-	case "river":
-		doneQuery = "SELECT count(*) FROM " + schema + ".river_job WHERE state = 'completed'"
-		pool, err := pgxpool.New(ctx, u)
-		if err != nil {
-			return result{}, err
-		}
-		client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: discardLogger()})
-		if err != nil {
-			pool.Close()
-			return result{}, err
-		}
-		for i := 0; i < c.drain; i += 1000 {
-			params := make([]river.InsertManyParams, min(1000, c.drain-i))
-			for j := range params {
-				params[j] = river.InsertManyParams{Args: benchArgs{}, InsertOpts: &river.InsertOpts{Queue: "drain"}}
-			}
-			if _, err := client.InsertMany(ctx, params); err != nil {
-				pool.Close()
-				return result{}, err
-			}
-		}
-		pool.Close()
+	doneQuery, err := enqueueDrain(ctx, name, u, schema, c.drain)
+	if err != nil {
+		return result{}, err
 	}
-	type child struct {
-		cmd *exec.Cmd
-		in  io.WriteCloser
-		out *bufio.Reader
-	}
-	var kids []child
-	defer func() {
-		for _, k := range kids {
-			k.cmd.Process.Kill()
-			k.cmd.Wait()
-		}
-	}()
-	for p := range procs {
-		n := g / procs
-		if p < g%procs {
-			n++
-		}
-		cmd := exec.Command(self, "-child", name, "-child-drain", "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode)
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return result{}, err
-		}
-		outPipe, err := cmd.StdoutPipe()
-		if err != nil {
-			return result{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return result{}, err
-		}
-		k := child{cmd, in, bufio.NewReader(outPipe)}
-		kids = append(kids, k)
-		if line, err := k.out.ReadString('\n'); err != nil || line != "ready\n" {
-			return result{}, fmt.Errorf("child %d not ready: %q %v", p, line, err)
-		}
+	kids, err := startChildren(self, g, procs, func(n, p int) []string {
+		return []string{"-child", name, "-child-drain", "-child-url", u, "-child-schema", schema,
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode}
+	})
+	defer kids.kill()
+	if err != nil {
+		return result{}, err
 	}
 	start := time.Now()
-	for _, k := range kids {
-		io.WriteString(k.in, "go\n")
-	}
-	var elapsed time.Duration
-	for {
-		var n int
-		if err := admin.QueryRow(ctx, doneQuery).Scan(&n); err != nil {
-			return result{}, err
-		}
-		if n >= c.drain {
-			elapsed = time.Since(start)
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			return result{}, fmt.Errorf("%d of %d done after 10 minutes", n, c.drain)
-		}
-		time.Sleep(5 * time.Millisecond)
+	kids.send("go\n")
+	elapsed, err := waitDrained(ctx, admin, doneQuery, c.drain, start)
+	if err != nil {
+		return result{}, err
 	}
 	var cpu time.Duration
 	for p, k := range kids {
 		io.WriteString(k.in, "stop\n")
-		line, err := k.out.ReadString('\n')
+		rep, err := k.report(p)
 		if err != nil {
-			return result{}, fmt.Errorf("child %d: %w", p, err)
-		}
-		var rep childReport
-		if err := json.Unmarshal([]byte(line), &rep); err != nil {
-			return result{}, fmt.Errorf("child %d: %q: %w", p, line, err)
-		}
-		if rep.Err != "" {
-			return result{}, fmt.Errorf("child %d: %s", p, rep.Err)
+			return result{}, err
 		}
 		cpu += rep.CPU
 	}
 	return result{rate: float64(c.drain) / elapsed.Seconds(), cpuPerOp: cpu / time.Duration(c.drain)}, nil
+}
+
+// enqueueDrain enqueues n tickets (River: jobs) through the queue's own API, untimed, and
+// returns the query that counts those done.
+func enqueueDrain(ctx context.Context, name, u, schema string, n int) (string, error) {
+	switch name {
+	case "ticketd":
+		return "SELECT count(*) FROM " + schema + ".tickets WHERE state = 'done'", enqueueTicketd(ctx, u, n)
+	case "river":
+		return "SELECT count(*) FROM " + schema + ".river_job WHERE state = 'completed'", enqueueRiver(ctx, u, schema, n)
+	}
+	return "", nil
+}
+
+// enqueueTicketd enqueues n tickets from 8 goroutines.
+func enqueueTicketd(ctx context.Context, u string, n int) error {
+	s, err := store.OpenURL(ctx, u, store.Options{})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "drain", ExternalID: fmt.Sprint(i)}); err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s.Close()
+	return first
+}
+
+// enqueueRiver inserts n jobs on queue "drain" in batches of 1,000.
+func enqueueRiver(ctx context.Context, u, schema string, n int) error {
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: discardLogger()})
+	if err != nil {
+		return err
+	}
+	return insertJobs(ctx, client, "drain", n)
+}
+
+// waitDrained polls doneQuery until it counts n, and returns the time since start; it
+// gives up after 10 minutes.
+func waitDrained(ctx context.Context, admin *pgx.Conn, doneQuery string, n int, start time.Time) (time.Duration, error) {
+	for {
+		var done int
+		if err := admin.QueryRow(ctx, doneQuery).Scan(&done); err != nil {
+			return 0, err
+		}
+		if done >= n {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > 10*time.Minute {
+			return 0, fmt.Errorf("%d of %d done after 10 minutes", done, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // runDrainChild works the queue after go until it is empty (ticketd) or until stop
@@ -793,91 +867,110 @@ func runDrainChild(ctx context.Context, cf childFlags, stdin io.Reader, stdout i
 		return nil
 	}
 	var rep childReport
+	var err error
 	switch cf.queue {
 	case "ticketd":
-		s, err := store.OpenURL(ctx, cf.url, store.Options{})
-		if err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		defer s.Close()
-		fmt.Fprintln(stdout, "ready")
-		if err := wait("go"); err != nil {
-			return err
-		}
-		cpu0 := cpuTime()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var first error
-		var n atomic.Int64
-		for w := range cf.goroutines {
-			wg.Go(func() {
-				for {
-					l, err := s.Claim(ctx, fmt.Sprint("w", w), time.Minute)
-					if errors.Is(err, store.ErrNoTicket) {
-						due, derr := s.NextDue(ctx)
-						if derr == nil && due.Queued == 0 {
-							return // drained
-						}
-						continue
-					}
-					if err == nil {
-						err = s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
-					}
-					if err != nil {
-						mu.Lock()
-						first = cmpErr(first, err)
-						mu.Unlock()
-						return
-					}
-					n.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		rep = childReport{Cycles: n.Load(), CPU: cpuTime() - cpu0}
-		if first != nil {
-			rep.Err = first.Error()
-		}
-		if err := wait("stop"); err != nil {
-			return err
-		}
+		rep, err = drainTicketd(ctx, cf, stdout, wait)
 	case "river":
-		pool, err := pgxpool.New(ctx, cf.url)
-		if err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		workers := river.NewWorkers()
-		w := benchWorker{}
-		if cf.riverMode == "tx" {
-			w.pool = pool
-		}
-		river.AddWorker(workers, w)
-		client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-			Schema: cf.schema, Workers: workers, Logger: discardLogger(),
-			Queues:        map[string]river.QueueConfig{"drain": {MaxWorkers: cf.goroutines}},
-			FetchCooldown: river.FetchCooldownMin, FetchPollInterval: pollEvery,
-		})
-		if err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		fmt.Fprintln(stdout, "ready")
-		if err := wait("go"); err != nil {
-			return err
-		}
-		cpu0 := cpuTime()
-		if err := client.Start(ctx); err != nil {
-			return report(childReport{Err: err.Error()})
-		}
-		if err := wait("stop"); err != nil {
-			return err
-		}
-		rep = childReport{CPU: cpuTime() - cpu0}
-		stopCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
-		client.Stop(stopCtx)
-		done()
-		pool.Close()
+		rep, err = drainRiver(ctx, cf, stdout, wait)
 	default:
 		return fmt.Errorf("-child %q: want ticketd or river", cf.queue)
 	}
+	if err != nil {
+		return err
+	}
 	return report(rep)
+}
+
+// drainTicketd claims and completes tickets from cf.goroutines goroutines after go, until
+// none is queued, then waits for stop. A setup failure is reported, not returned, so the
+// parent reads it.
+func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait func(string) error) (childReport, error) {
+	s, err := store.OpenURL(ctx, cf.url, store.Options{})
+	if err != nil {
+		return childReport{Err: err.Error()}, nil
+	}
+	defer s.Close()
+	fmt.Fprintln(stdout, "ready")
+	if err := wait("go"); err != nil {
+		return childReport{}, err
+	}
+	cpu0 := cpuTime()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	var n atomic.Int64
+	for w := range cf.goroutines {
+		wg.Go(func() {
+			for {
+				l, err := s.Claim(ctx, fmt.Sprint("w", w), time.Minute)
+				if errors.Is(err, store.ErrNoTicket) {
+					due, derr := s.NextDue(ctx)
+					if derr == nil && due.Queued == 0 {
+						return // drained
+					}
+					continue
+				}
+				if err == nil {
+					err = s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
+				}
+				if err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	rep := childReport{Cycles: n.Load(), CPU: cpuTime() - cpu0}
+	if first != nil {
+		rep.Err = first.Error()
+	}
+	if err := wait("stop"); err != nil {
+		return childReport{}, err
+	}
+	return rep, nil
+}
+
+// drainRiver runs a River client with cf.goroutines workers on queue "drain" from go until
+// stop. A setup failure is reported, not returned, so the parent reads it.
+func drainRiver(ctx context.Context, cf childFlags, stdout io.Writer, wait func(string) error) (childReport, error) {
+	pool, err := pgxpool.New(ctx, cf.url)
+	if err != nil {
+		return childReport{Err: err.Error()}, nil
+	}
+	workers := river.NewWorkers()
+	w := benchWorker{}
+	if cf.riverMode == "tx" {
+		w.pool = pool
+	}
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema: cf.schema, Workers: workers, Logger: discardLogger(),
+		Queues:        map[string]river.QueueConfig{"drain": {MaxWorkers: cf.goroutines}},
+		FetchCooldown: river.FetchCooldownMin, FetchPollInterval: pollEvery,
+	})
+	if err != nil {
+		return childReport{Err: err.Error()}, nil
+	}
+	fmt.Fprintln(stdout, "ready")
+	if err := wait("go"); err != nil {
+		return childReport{}, err
+	}
+	cpu0 := cpuTime()
+	if err := client.Start(ctx); err != nil {
+		return childReport{Err: err.Error()}, nil
+	}
+	if err := wait("stop"); err != nil {
+		return childReport{}, err
+	}
+	rep := childReport{CPU: cpuTime() - cpu0}
+	stopCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
+	client.Stop(stopCtx)
+	done()
+	pool.Close()
+	return rep, nil
 }

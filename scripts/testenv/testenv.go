@@ -31,6 +31,7 @@ const (
 	Bubblewrap = toolenv.Bubblewrap
 	Chromium   = toolenv.Chromium
 	PostgreSQL = toolenv.PostgreSQL
+	Venv       = toolenv.Venv
 )
 
 // Required reports whether RequireEnv says tool must be installed (toolenv.Required).

@@ -299,6 +299,9 @@ type SQL struct {
 	// ClearIntakeSkips: source. InsertIntakeSkip: source, path, reason, at. IntakeSkips: ->
 	// source, path, reason, at, by source, path.
 	ClearIntakeSkips, InsertIntakeSkip, IntakeSkips string
+	// RecordEnvironment: repo, node, env_key, ok, cached, built_at, took_ms, at, error,
+	// output; replaces the row of (repo, node). Environments: -> those columns, by repo, node.
+	RecordEnvironment, Environments string
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,

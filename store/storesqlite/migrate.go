@@ -500,14 +500,33 @@ CREATE TABLE intake_skips (
 	PRIMARY KEY (source, path)
 ) WITHOUT ROWID;
 `,
-	// v16 (issue 35, spending that acts before the money is gone): needs_budget becomes a
+	// v16 (issue 36, an environment recipe per repository): the latest environment setup of
+	// each repository on each node — its key, whether it worked, was reused or built and in
+	// how long, and a failed recipe's output — for the console's "Needs you", ticketctl envs
+	// and /metrics.
+	`
+CREATE TABLE environments (
+	repo    TEXT    NOT NULL,
+	node    TEXT    NOT NULL DEFAULT '',
+	env_key TEXT    NOT NULL DEFAULT '',
+	ok      INTEGER NOT NULL DEFAULT 0 CHECK (ok IN (0, 1)),
+	cached  INTEGER NOT NULL DEFAULT 0 CHECK (cached IN (0, 1)),
+	built_at INTEGER,
+	took_ms INTEGER NOT NULL DEFAULT 0,
+	at      INTEGER NOT NULL,
+	error   TEXT    NOT NULL DEFAULT '',
+	output  TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (repo, node)
+) WITHOUT ROWID;
+`,
+	// v17 (issue 35, spending that acts before the money is gone): needs_budget becomes a
 	// state, outside the queue, for a ticket its dollars stopped with its partial work kept;
 	// budget_extra_usd is what operators added to its per-attempt dollars (ticketctl
 	// budget). tickets is rebuilt as at v14 with v15's columns, since a CHECK cannot change
 	// in place.
 	`
 DROP INDEX tickets_open;
-CREATE TABLE tickets_v16 (
+CREATE TABLE tickets_v17 (
 	id               INTEGER PRIMARY KEY,
 	source           TEXT    NOT NULL,
 	external_id      TEXT    NOT NULL,
@@ -549,7 +568,7 @@ CREATE TABLE tickets_v16 (
 	CHECK ((state IN ('done','escalated','cancelled')) = (finished_at IS NOT NULL)),
 	CHECK ((state = 'running') = (lease_expires_at IS NOT NULL))
 );
-INSERT INTO tickets_v16 (id, source, external_id, repo, title, body, labels, priority, state, attempts, max_attempts,
+INSERT INTO tickets_v17 (id, source, external_id, repo, title, body, labels, priority, state, attempts, max_attempts,
 		run_after, lease_owner, lease_expires_at, fence_token, cancel_requested, branch, result_dir, summary, reason,
 		triage, created_at, updated_at, finished_at, rescued_from, pruned_at, rescues, last_event_id, prev_event_id, lease_node,
 		question, questions, attempts_before, crashes, rescued_node)
@@ -559,7 +578,7 @@ INSERT INTO tickets_v16 (id, source, external_id, repo, title, body, labels, pri
 		question, questions, attempts_before, crashes, rescued_node
 	FROM tickets ORDER BY id;
 DROP TABLE tickets;
-ALTER TABLE tickets_v16 RENAME TO tickets;
+ALTER TABLE tickets_v17 RENAME TO tickets;
 CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finished_at IS NULL;
 `,
 }
@@ -567,7 +586,7 @@ CREATE INDEX tickets_open ON tickets (priority DESC, run_after, id) WHERE finish
 // withoutForeignKeys are the steps that rebuild a table others reference: they run with
 // foreign key enforcement off (a connection setting SQLite ignores inside a transaction),
 // and PRAGMA foreign_key_check must find nothing before they commit.
-var withoutForeignKeys = map[int]bool{12: true, 14: true, 16: true}
+var withoutForeignKeys = map[int]bool{12: true, 14: true, 17: true}
 
 // SchemaVersion is the schema version this build migrates databases to.
 var SchemaVersion = len(migrations)

@@ -145,29 +145,41 @@ func Load(dir string) ([]Case, error) {
 
 func loadCase(dir string) (Case, error) {
 	c := Case{Name: filepath.Base(dir), Dir: dir}
-	bad := func(file, format string, args ...any) error {
-		return fmt.Errorf("case %q: %s: %s: %w", c.Name, file, fmt.Sprintf(format, args...), ErrInvalidCase)
+	// Each step reads one file or folder of the case, in the order the README lists them.
+	for _, step := range []func(*Case) error{(*Case).loadCaseFile, (*Case).loadIssue, (*Case).checkRepo, (*Case).loadPatches, (*Case).loadHidden} {
+		if err := step(&c); err != nil {
+			return c, err
+		}
 	}
+	return c, nil
+}
 
-	raw, err := os.ReadFile(filepath.Join(dir, "case.yaml"))
+// bad is the error for a broken case: the case, the file at fault and what is wrong.
+func (c *Case) bad(file, format string, args ...any) error {
+	return fmt.Errorf("case %q: %s: %s: %w", c.Name, file, fmt.Sprintf(format, args...), ErrInvalidCase)
+}
+
+// loadCaseFile reads and checks case.yaml.
+func (c *Case) loadCaseFile() error {
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "case.yaml"))
 	if err != nil {
-		return c, bad("case.yaml", "%v", err)
+		return c.bad("case.yaml", "%v", err)
 	}
 	cf, err := parseCaseFile(raw)
 	if err != nil {
-		return c, bad("case.yaml", "%v", err)
+		return c.bad("case.yaml", "%v", err)
 	}
 	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
 	c.FailToPass, c.PassToPass, c.Checks, c.BaseFailures = cf.FailToPass, cf.PassToPass, cf.Checks, cf.BaseFailures
 	for _, name := range slices.Sorted(maps.Keys(cf.TestEnv)) {
 		if !envNameRe.MatchString(name) {
-			return c, bad("case.yaml", "test_env: %q is not an environment variable name", name)
+			return c.bad("case.yaml", "test_env: %q is not an environment variable name", name)
 		}
 		c.TestEnv = append(c.TestEnv, name+"="+cf.TestEnv[name])
 	}
 	for _, id := range c.BaseFailures {
 		if id == "" || strings.HasPrefix(id, "-") {
-			return c, bad("case.yaml", "base_failures: %q is not a pytest node id or a test module's path", id)
+			return c.bad("case.yaml", "base_failures: %q is not a pytest node id or a test module's path", id)
 		}
 	}
 	for i, ch := range c.Checks {
@@ -175,71 +187,88 @@ func loadCase(dir string) (Case, error) {
 			c.Checks[i].Name = ch.Kind
 		}
 		if err := c.Checks[i].Validate(); err != nil {
-			return c, bad("case.yaml", "checks[%d]: %v", i, err)
+			return c.bad("case.yaml", "checks[%d]: %v", i, err)
 		}
 	}
 	for _, id := range append(slices.Clone(c.FailToPass), c.PassToPass...) {
 		if !strings.Contains(id, "::") || strings.HasPrefix(id, "-") {
-			return c, bad("case.yaml", "test id %q is not a pytest node id like tests/test_x.py::test_y", id)
+			return c.bad("case.yaml", "test id %q is not a pytest node id like tests/test_x.py::test_y", id)
 		}
 	}
+	return nil
+}
 
-	raw, err = os.ReadFile(filepath.Join(dir, "issue.md"))
+// loadIssue reads issue.md.
+func (c *Case) loadIssue() error {
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "issue.md"))
 	if err != nil {
-		return c, bad("issue.md", "%v", err)
+		return c.bad("issue.md", "%v", err)
 	}
 	c.Issue = string(raw)
 	if c.Title, c.Labels, c.Body, err = parseIssue(c.Issue); err != nil {
-		return c, bad("issue.md", "%v", err)
+		return c.bad("issue.md", "%v", err)
 	}
+	return nil
+}
 
-	if fi, err := os.Stat(filepath.Join(dir, "repo")); err != nil || !fi.IsDir() {
-		return c, bad("repo/", "missing folder with the project's files at the bug")
+// checkRepo checks that repo/ holds the project's files and no git repository.
+func (c *Case) checkRepo() error {
+	if fi, err := os.Stat(filepath.Join(c.Dir, "repo")); err != nil || !fi.IsDir() {
+		return c.bad("repo/", "missing folder with the project's files at the bug")
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "repo", ".git")); err == nil {
+	if _, err := os.Lstat(filepath.Join(c.Dir, "repo", ".git")); err == nil {
 		// The bench makes the repository itself (one pinned "base" commit); a copied .git
 		// would carry another history, hooks and config into every round.
-		return c, bad("repo/.git", "repo/ must hold the project's files only, not a git repository; export them with `git -C <clone> archive HEAD | tar -x -C repo/` or remove repo/.git")
+		return c.bad("repo/.git", "repo/ must hold the project's files only, not a git repository; export them with `git -C <clone> archive HEAD | tar -x -C repo/` or remove repo/.git")
 	}
-
-	if _, err := listFiles(filepath.Join(dir, "repo")); err != nil {
-		return c, bad("repo/", "%v", err)
+	if _, err := listFiles(filepath.Join(c.Dir, "repo")); err != nil {
+		return c.bad("repo/", "%v", err)
 	}
+	return nil
+}
 
-	raw, err = os.ReadFile(filepath.Join(dir, "golden.patch"))
+// loadPatches reads golden.patch and the optional test.patch.
+func (c *Case) loadPatches() error {
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "golden.patch"))
 	if err != nil {
-		return c, bad("golden.patch", "%v", err)
+		return c.bad("golden.patch", "%v", err)
 	}
 	if !bytes.Contains(raw, []byte("diff --git a/")) {
-		return c, bad("golden.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
+		return c.bad("golden.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
 	}
 	c.Golden = string(raw)
 
-	switch raw, err := os.ReadFile(filepath.Join(dir, "test.patch")); {
+	switch raw, err := os.ReadFile(filepath.Join(c.Dir, "test.patch")); {
 	case err == nil && !bytes.Contains(raw, []byte("diff --git a/")):
-		return c, bad("test.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
+		return c.bad("test.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
 	case err == nil:
 		c.TestPatch = string(raw)
 	case !errors.Is(err, fs.ErrNotExist):
-		return c, bad("test.patch", "%v", err)
+		return c.bad("test.patch", "%v", err)
 	}
+	return nil
+}
 
-	c.HiddenFiles, err = listFiles(filepath.Join(dir, "hidden"))
+// loadHidden lists hidden/, which must hold tests the judge can run and nothing the
+// pipeline can see in repo/.
+func (c *Case) loadHidden() error {
+	var err error
+	c.HiddenFiles, err = listFiles(filepath.Join(c.Dir, "hidden"))
 	if err != nil {
-		return c, bad("hidden/", "%v", err)
+		return c.bad("hidden/", "%v", err)
 	}
 	if len(c.HiddenFiles) == 0 {
-		return c, bad("hidden/", "holds no files; put the tests that fail at the bug there, e.g. hidden/tests/test_bug.py")
+		return c.bad("hidden/", "holds no files; put the tests that fail at the bug there, e.g. hidden/tests/test_bug.py")
 	}
 	if len(c.HiddenTestCommand) == 0 && len(c.hiddenTests()) == 0 {
-		return c, bad("hidden/", "holds no test_*.py or *_test.py file for pytest to run (or set hidden_test_command in case.yaml)")
+		return c.bad("hidden/", "holds no test_*.py or *_test.py file for pytest to run (or set hidden_test_command in case.yaml)")
 	}
 	for _, f := range c.HiddenFiles {
-		if _, err := os.Lstat(filepath.Join(dir, "repo", filepath.FromSlash(f))); err == nil {
-			return c, bad("hidden/"+f, "also exists in repo/; hidden files must not be visible to the pipeline")
+		if _, err := os.Lstat(filepath.Join(c.Dir, "repo", filepath.FromSlash(f))); err == nil {
+			return c.bad("hidden/"+f, "also exists in repo/; hidden files must not be visible to the pipeline")
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func parseCaseFile(raw []byte) (caseFile, error) {

@@ -92,22 +92,8 @@ func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passe
 		}
 	}
 	if len(c.FailToPass)+len(c.PassToPass) > 0 {
-		if len(pytest) == 0 {
-			return false, "", fmt.Errorf("judge case %q: empty pytest command (see PytestCommand)", c.Name)
-		}
-		// The named tests first: a fix that breaks a pass-to-pass test fails whatever the
-		// hidden files say.
-		args := append(append(append([]string{}, pytest[1:]...), "-q", "-p", "no:cacheprovider"), c.FailToPass...)
-		cmd := exec.CommandContext(ctx, pytest[0], append(args, c.PassToPass...)...)
-		cmd.Dir = repoDir
-		cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
-		cmd.WaitDelay = 5 * time.Second
-		out, err := cmd.CombinedOutput()
-		if ctx.Err() != nil {
-			return false, string(out), fmt.Errorf("judge case %q: %w", c.Name, context.Cause(ctx))
-		}
-		if err != nil {
-			return false, string(out), nil
+		if ok, out, err := c.runNamedTests(ctx, repoDir, pytest); !ok || err != nil {
+			return false, out, err
 		}
 	}
 	var argv []string
@@ -134,19 +120,46 @@ func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passe
 	if runErr == nil {
 		return true, output, nil
 	}
+	return false, output, c.judgeError(argv, usePytest, runErr)
+}
+
+// runNamedTests runs the case's fail-to-pass and pass-to-pass tests first: a fix that
+// breaks a pass-to-pass test fails whatever the hidden files say. ok is false when they
+// fail; err is set only when they could not be judged.
+func (c Case) runNamedTests(ctx context.Context, repoDir string, pytest []string) (ok bool, output string, err error) {
+	if len(pytest) == 0 {
+		return false, "", fmt.Errorf("judge case %q: empty pytest command (see PytestCommand)", c.Name)
+	}
+	args := append(append(append([]string{}, pytest[1:]...), "-q", "-p", "no:cacheprovider"), c.FailToPass...)
+	cmd := exec.CommandContext(ctx, pytest[0], append(args, c.PassToPass...)...)
+	cmd.Dir = repoDir
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return false, string(out), fmt.Errorf("judge case %q: %w", c.Name, context.Cause(ctx))
+	}
+	return err == nil, string(out), nil
+}
+
+// judgeError is the error of a hidden-test run that failed, nil when the tests simply
+// failed: a command that did not start, or a pytest that reported an internal or usage
+// error or collected nothing, is a broken case, not a failed fix.
+func (c Case) judgeError(argv []string, usePytest bool, runErr error) error {
 	var exit *exec.ExitError
 	if !errors.As(runErr, &exit) {
-		return false, output, fmt.Errorf("judge case %q: run %s: %w", c.Name, strings.Join(argv, " "), runErr)
+		return fmt.Errorf("judge case %q: run %s: %w", c.Name, strings.Join(argv, " "), runErr)
 	}
-	if usePytest {
-		switch exit.ExitCode() {
-		case 3, 4: // internal error, usage error
-			return false, output, fmt.Errorf("judge case %q: %s exited %d (pytest internal or usage error)", c.Name, strings.Join(argv, " "), exit.ExitCode())
-		case 5:
-			return false, output, fmt.Errorf("judge case %q: pytest collected no tests from %s", c.Name, strings.Join(c.hiddenTests(), " "))
-		}
+	if !usePytest {
+		return nil
 	}
-	return false, output, nil
+	switch exit.ExitCode() {
+	case 3, 4: // internal error, usage error
+		return fmt.Errorf("judge case %q: %s exited %d (pytest internal or usage error)", c.Name, strings.Join(argv, " "), exit.ExitCode())
+	case 5:
+		return fmt.Errorf("judge case %q: pytest collected no tests from %s", c.Name, strings.Join(c.hiddenTests(), " "))
+	}
+	return nil
 }
 
 // PytestCommand finds a pytest that runs here: `pytest`, then `pytest-3`,

@@ -31,6 +31,9 @@ const (
 	Bubblewrap Tool = "bwrap"
 	Chromium   Tool = "chromium"
 	PostgreSQL Tool = "postgres"
+	// Venv is /usr/bin/python3 able to make a virtualenv with pip offline (an environment
+	// recipe's tests), with setuptools and wheel for an editable install.
+	Venv Tool = "venv"
 )
 
 // Install is the command that makes tool available.
@@ -48,6 +51,8 @@ func (tool Tool) Install() string {
 		return "apt-get install -y chromium"
 	case PostgreSQL:
 		return "apt-get install -y postgresql"
+	case Venv:
+		return "apt-get install -y python3-venv python3-pip python3-setuptools python3-wheel python3-pytest"
 	}
 	return "install " + string(tool)
 }

@@ -1,0 +1,225 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/envsetup"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// EnvsDir is the folder under the workspace that holds the repositories' environments.
+const EnvsDir = "envs"
+
+// repoEnvs are the repositories' environments of a night: built (or found cached) once per
+// repository, before its first ticket; a repository whose recipe fails is paused. Safe for
+// concurrent use.
+type repoEnvs struct {
+	builder *envsetup.Builder
+
+	mu    sync.Mutex
+	ready map[string]*envEntry
+}
+
+type envEntry struct {
+	done chan struct{}
+	env  envsetup.Env
+	err  error
+}
+
+// newRepoEnvs builds environments in the checks' sandbox, under <workspace>/envs.
+func newRepoEnvs(cfg config.Config, bwrap string, log *slog.Logger) *repoEnvs {
+	user, _ := sandboxUser(cfg)
+	var extra []string
+	if root := sandbox.PyenvRoot(os.Environ()); root != "" && os.Getenv("PYENV_ROOT") == "" {
+		extra = append(extra, "PYENV_ROOT="+root)
+	}
+	return &repoEnvs{builder: &envsetup.Builder{
+		Root: filepath.Join(cfg.Workspace, EnvsDir), Sandbox: cfg.Sandbox, Bwrap: bwrap, Hide: sandboxHide(cfg),
+		ReadOnly: cfg.SandboxPaths, User: user, Deny: cfg.Credentials(), ExtraEnv: extra, Logger: log,
+	}}
+}
+
+// repoEnv returns repo as tonight's checks run it: with its environment when it has a recipe
+// (built from tree, which must still be untouched at the base commit, unless built already
+// tonight). An error means the recipe failed, or the environment would make a check import
+// the project from outside the worktree: the repository is then paused for the night, said
+// where an operator looks, and no ticket is charged.
+func (w *workerPool) repoEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (config.Repo, error) {
+	if repo.Setup == nil || w.envs == nil {
+		return repo, nil
+	}
+	w.envs.mu.Lock()
+	if w.envs.ready == nil {
+		w.envs.ready = map[string]*envEntry{}
+	}
+	e, ok := w.envs.ready[name]
+	if !ok {
+		e = &envEntry{done: make(chan struct{})}
+		w.envs.ready[name] = e
+	}
+	w.envs.mu.Unlock()
+	if !ok {
+		e.env, e.err = w.buildEnv(ctx, name, repo, tree)
+		if e.err != nil && ctx.Err() != nil {
+			w.envs.mu.Lock()
+			delete(w.envs.ready, name) // cut short by a shutdown: nobody's fault
+			w.envs.mu.Unlock()
+		}
+		close(e.done)
+	} else {
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return repo, context.Cause(ctx)
+		}
+	}
+	if e.err != nil {
+		return repo, e.err
+	}
+	return withEnv(repo, e.env), nil
+}
+
+// withEnv runs repo's checks in env: its interpreter unless python: names one.
+func withEnv(repo config.Repo, env envsetup.Env) config.Repo {
+	checks := make([]validate.Check, len(repo.Checks))
+	for i, c := range repo.Checks {
+		c.EnvDir = env.Dir
+		if c.Python == "" {
+			c.Python = env.Python
+		}
+		checks[i] = c
+	}
+	repo.Checks = checks
+	return repo
+}
+
+// buildEnv builds (or finds) the environment, proves that a check imports the project from
+// the worktree, and records the outcome; a failure pauses the repository.
+func (w *workerPool) buildEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (envsetup.Env, error) {
+	files, err := worktree.FilesAt(tree.RepoPath, tree.BaseCommit)
+	if err != nil {
+		return envsetup.Env{}, fmt.Errorf("environment of %s: list the base commit's files: %w", name, err)
+	}
+	needPython := false
+	for _, c := range repo.Checks {
+		needPython = needPython || c.Python == ""
+	}
+	start := time.Now()
+	env, err := w.envs.builder.Ensure(ctx, envsetup.Request{Repo: name, Source: tree.Dir, Files: files, Recipe: *repo.Setup, NeedPython: needPython})
+	if err == nil {
+		err = w.probeEnv(ctx, repo, env, tree)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return env, context.Cause(ctx)
+		}
+		w.envFailed(ctx, name, env, err)
+		return env, err
+	}
+	w.log.Info("environment ready", "repo", name, "key", env.Key, "cached", env.Cached, "why", env.Why,
+		"built_at", env.BuiltAt.UTC().Format(time.RFC3339), "setup_s", seconds(env.Took), "start_s", seconds(time.Since(start)),
+		"inputs", strings.Join(env.Inputs, " "))
+	if err := w.d.Store.RecordEnvironment(context.WithoutCancel(ctx), store.Environment{Repo: name, Key: env.Key, OK: true,
+		Cached: env.Cached, BuiltAt: env.BuiltAt, Took: env.Took}); err != nil {
+		w.log.Warn("record environment", "repo", name, "err", err)
+	}
+	return env, nil
+}
+
+// errOutsideWorktree is an environment whose path hooks win over the worktree.
+var errOutsideWorktree = errors.New("a check would import the project from outside the worktree")
+
+// probeEnv runs the import probe (envsetup.ProbeCheck) in tree the way the checks run: the
+// code a check imports must be the worktree's, never the checkout the environment was built
+// from.
+func (w *workerPool) probeEnv(ctx context.Context, repo config.Repo, env envsetup.Env, tree *worktree.Tree) error {
+	pkgs := envsetup.Packages(tree.Dir)
+	if len(pkgs) == 0 || len(repo.Checks) == 0 {
+		return nil
+	}
+	probe := envsetup.ProbeCheck(withEnv(repo, env).Checks[0], pkgs)
+	res := w.baselines.checks.Run(ctx, tree.Dir, []validate.Check{probe})
+	if len(res) == 1 && res[0].Passed {
+		return nil
+	}
+	out := ""
+	if len(res) == 1 {
+		out = strings.TrimSpace(res[0].Summary + "\n" + res[0].Output)
+	}
+	return &envsetup.BuildError{Repo: env.Repo, Key: env.Key, Output: out,
+		Err: fmt.Errorf("%w (environment %s, packages %s): an editable install's path hook wins over the worktree, or the package is not importable; see the probe's output", errOutsideWorktree, env.Key, strings.Join(pkgs, ", "))}
+}
+
+// envFailed records a failed environment and pauses the repository for the night.
+func (w *workerPool) envFailed(ctx context.Context, name string, env envsetup.Env, err error) {
+	bg := context.WithoutCancel(ctx)
+	var be *envsetup.BuildError
+	output, took, key := "", time.Duration(0), env.Key
+	if errors.As(err, &be) {
+		output, took, key = be.Output, be.Took, be.Key
+	}
+	if rerr := w.d.Store.RecordEnvironment(bg, store.Environment{Repo: name, Key: key, OK: false, Took: took,
+		Error: err.Error(), Output: output}); rerr != nil {
+		w.log.Warn("record environment", "repo", name, "err", rerr)
+	}
+	w.log.Error("environment setup failed: the repository is paused for the night, no ticket charged", "repo", name, "err", err,
+		"last_lines", lastLines(output, 15))
+	w.pauseRepo(bg, name, fmt.Sprintf("%v\n%s", err, indent(lastLines(output, 15))))
+}
+
+// envNote is the baseline note's line about the repository's environment, "" without one.
+func (w *workerPool) envNote(name string) string {
+	if w.envs == nil {
+		return ""
+	}
+	w.envs.mu.Lock()
+	e, ok := w.envs.ready[name]
+	w.envs.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	select {
+	case <-e.done:
+	default:
+		return ""
+	}
+	if e.err != nil {
+		return ""
+	}
+	env := e.env
+	if env.Cached {
+		return fmt.Sprintf("environment %s (repos.%s.setup): cached, built %s ago in %s; a cold rebuild comes after verify_every",
+			env.Key, name, w.d.now().Sub(env.BuiltAt).Round(time.Minute), env.Took.Round(time.Second))
+	}
+	return fmt.Sprintf("environment %s (repos.%s.setup): built tonight in %s (%s)", env.Key, name, env.Took.Round(time.Second), env.Why)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+var _ pipeline.CheckRunner = (*validate.Runner)(nil)

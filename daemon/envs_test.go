@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/envsetup"
+	"github.com/ticketd/ticketd/pipeline/envsetup/envtest"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/store"
+)
+
+// bannerRepo: a package whose tests import a third-party package (shinyfmt) that only its
+// recipe installs, from a local wheelhouse, with the project itself installed editable.
+func bannerRepo(t *testing.T, root, pin string) realRepo {
+	t.Helper()
+	r := realRepo{name: "banner", path: filepath.Join(root, "banner"), title: "Banners lose their frame"}
+	writeRepo(t, r.path, map[string]string{
+		"setup.py":             "from setuptools import setup\nsetup(name='banner', version='1.0', packages=['banner'])\n",
+		"requirements.txt":     "shinyfmt==" + pin + "\n",
+		"banner/__init__.py":   "from shinyfmt import shout\n\n\ndef banner(s):\n    return shout(s)\n",
+		"tests/test_banner.py": "import shinyfmt\nfrom banner import banner\n\n\ndef test_shout():\n    assert shinyfmt.shout('a') == 'A!'\n\n\ndef test_banner():\n    assert 'HI!' in banner('hi')\n",
+	})
+	r.patch = fixPatch(t, r.path, map[string][2]string{
+		"banner/__init__.py":   {"    return shout(s)\n", "    return '*' + shout(s) + '*'\n"},
+		"tests/test_banner.py": {"def test_banner():\n", "def test_banner_framed():\n    assert banner('hi') == '*HI!*'\n\n\ndef test_banner():\n"},
+	})
+	return r
+}
+
+// envConfig is realConfig with the repository's recipe: a virtualenv that sees the system's
+// pytest, the requirements from the wheelhouse, the project editable.
+func envConfig(t *testing.T, root, url, wheels string, r realRepo) config.Config {
+	t.Helper()
+	cfg := realConfig(t, root, url, r)
+	repo := cfg.Repos[r.name]
+	repo.Setup = &envsetup.Recipe{Python: envtest.Python, Commands: []string{
+		`"$PYTHON" -m venv --without-pip --system-site-packages "$ENV"`,
+		`"$ENV/bin/python" -m pip install -q --no-index --find-links ` + wheels + ` -r requirements.txt`,
+		`"$ENV/bin/python" -m pip install -q --no-index --no-build-isolation --no-deps -e .`,
+	}}
+	repo.Python = ""
+	for i := range repo.Checks {
+		repo.Checks[i].Python = ""
+	}
+	cfg.Repos[r.name] = repo
+	cfg.SandboxPaths = append(cfg.SandboxPaths, wheels)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func wheelhouse(t *testing.T, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "wheels")
+	envtest.WriteWheel(t, dir, "shinyfmt", "1.0", map[string]string{"__init__.py": "def shout(s):\n    return s.upper() + '!'\n"})
+	return dir
+}
+
+func noteWith(t *testing.T, st *store.Store, id int64, want string) string {
+	t.Helper()
+	events, _ := st.Events(context.Background(), id)
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(e.Reason, want) {
+			return e.Reason
+		}
+	}
+	return ""
+}
+
+// A repository whose tests need a package only its recipe installs is fixed; the next night
+// reuses the environment; a changed requirements file rebuilds it once, then it is reused.
+func TestEnvRecipeNight(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "1.0")
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	cfg := envConfig(t, root, url, wheels, r)
+
+	n := runNight(t, cfg, 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if all, ok := submits(t, n.store, tk.ID); tk.State != store.StateDone || all != 1 || ok != 1 {
+		t.Fatalf("ticket %s (%s) after %d submit(s), %d accepted; want done in one", tk.State, tk.Reason, all, ok)
+	}
+	if note := noteWith(t, n.store, tk.ID, "built tonight"); note == "" {
+		t.Errorf("no baseline note names the environment")
+	} else {
+		t.Logf("baseline note: %s", note)
+	}
+	envs := environments(t, n.store)
+	if len(envs) != 1 || !envs[0].OK || envs[0].Cached || envs[0].Key == "" {
+		t.Fatalf("environments after night 1: %+v", envs)
+	}
+	first := envs[0]
+	t.Logf("night 1: cold setup %s", first.Took)
+
+	// Each later night works the ticket again (requeued), so the repository has open work.
+	again := func(label string) store.Environment {
+		t.Helper()
+		if err := n.store.RequeueTicket(context.Background(), tk.ID, "test", store.RequeueOptions{Note: label, Done: true}); err != nil {
+			t.Fatal(err)
+		}
+		runNight(t, cfg, 0)
+		if got := ticketByRepo(t, n.store, r.name); got.State != store.StateDone {
+			t.Fatalf("%s: ticket %s (%s); want done", label, got.State, got.Reason)
+		}
+		return environments(t, n.store)[0]
+	}
+	if e := again("night 2"); !e.Cached || e.Key != first.Key {
+		t.Errorf("night 2, nothing changed: %+v; want the environment %s reused", e, first.Key)
+	}
+	write(t, filepath.Join(r.path, "requirements.txt"), "# pinned for the release\nshinyfmt==1.0\n")
+	git(t, r.path, "commit", "-qam", "requirements: a comment")
+	rebuilt := again("night 3")
+	if rebuilt.Cached || rebuilt.Key == first.Key {
+		t.Errorf("night 3, requirements changed: %+v; want a rebuild under a new key", rebuilt)
+	}
+	if e := again("night 4"); !e.Cached || e.Key != rebuilt.Key {
+		t.Errorf("night 4: %+v; want the rebuilt environment %s reused", e, rebuilt.Key)
+	}
+	if dirs, _ := os.ReadDir(filepath.Join(cfg.Workspace, EnvsDir, r.name)); len(dirs) < 2 {
+		t.Errorf("envs folder holds %d entries; want both keys until gc", len(dirs))
+	}
+}
+
+// A failing recipe pauses the repository for the night: no attempt charged, the output on
+// the ticket's note and in the store, the night partial with the reason.
+func TestEnvRecipeFailurePausesRepository(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "9.9") // not in the wheelhouse
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	n := runNight(t, envConfig(t, root, url, wheels, r), 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket %s after %d attempt(s); want queued, uncharged", tk.State, tk.Attempts)
+	}
+	if note := noteWith(t, n.store, tk.ID, "environment setup of banner failed"); !strings.Contains(note, "shinyfmt==9.9") {
+		t.Errorf("the ticket's note lacks the failure and pip's output: %q", note)
+	}
+	envs := environments(t, n.store)
+	if len(envs) != 1 || envs[0].OK || !strings.Contains(envs[0].Output, "shinyfmt==9.9") {
+		t.Errorf("environments: %+v; want the failure with its output", envs)
+	}
+	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "environment setup of banner failed") {
+		t.Errorf("night %s: %s; want partial, naming the failed setup", n.rep.Outcome, n.rep.Error)
+	}
+}
+
+func environments(t *testing.T, st *store.Store) []store.Environment {
+	t.Helper()
+	envs, err := st.Environments(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envs
+}

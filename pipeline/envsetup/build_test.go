@@ -1,0 +1,205 @@
+package envsetup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// fixture is a checkout (a plain folder) and its tracked files.
+type fixture struct {
+	dir   string
+	files []string
+}
+
+func writeFixture(t *testing.T, dir string, files map[string]string) fixture {
+	t.Helper()
+	f := fixture{dir: dir}
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f.files = append(f.files, rel)
+	}
+	return f
+}
+
+// bundle is a builder over a cache in a temporary folder, with a fake clock.
+type bundle struct {
+	b      *Builder
+	now    atomic.Pointer[time.Time]
+	wheels string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	root := t.TempDir()
+	bu := &bundle{wheels: filepath.Join(root, "wheels")}
+	start := time.Date(2025, 3, 1, 1, 0, 0, 0, time.UTC)
+	bu.now.Store(&start)
+	bu.b = &Builder{Root: filepath.Join(root, "envs"), Sandbox: testSandbox(t), ReadOnly: []string{bu.wheels},
+		ScratchRoot: root, Now: func() time.Time { return *bu.now.Load() }}
+	writeWheel(t, bu.wheels, "shinyfmt", "1.0", map[string]string{"__init__.py": "def shout(s):\n    return s.upper() + '!'\n"})
+	writeWheel(t, bu.wheels, "shinyfmt", "2.0", map[string]string{"__init__.py": "def shout(s):\n    return s.upper() + '!!'\n"})
+	return bu
+}
+
+func (bu *bundle) advance(d time.Duration) {
+	next := bu.now.Load().Add(d)
+	bu.now.Store(&next)
+}
+
+// recipe installs requirements.txt from the test's wheelhouse into a virtualenv that sees the
+// system's pytest and pip (--without-pip spares the tests ensurepip's seconds; the benchmark
+// measures the full recipe).
+func (bu *bundle) recipe() Recipe {
+	return Recipe{Python: venvPython, Commands: []string{
+		`"$PYTHON" -m venv --without-pip --system-site-packages "$ENV"`,
+		`"$ENV/bin/python" -m pip install -q --no-index --find-links ` + bu.wheels + ` -r requirements.txt`,
+	}}
+}
+
+func run(t *testing.T, py string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(py, args...).CombinedOutput()
+	return string(out), err
+}
+
+// A recipe installs a third-party package from a local wheelhouse, with real pip; the next
+// night reuses the environment; a changed requirements file rebuilds it once; verify_every
+// forces a cold rebuild of an unchanged one.
+func TestEnsureBuildsCachesAndRebuildsOnInputs(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n", "README.md": "x\n"})
+	req := Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true}
+
+	env, err := bu.b.Ensure(t.Context(), req)
+	if err != nil {
+		t.Fatalf("first build: %v", err)
+	}
+	if env.Cached || env.Why != "first build" || env.Python != filepath.Join(env.Dir, "bin", "python") {
+		t.Fatalf("first build: %+v", env)
+	}
+	if out, err := run(t, env.Python, "-c", "import shinyfmt, pytest; print(shinyfmt.shout('hi'))"); err != nil || strings.TrimSpace(out) != "HI!" {
+		t.Fatalf("the environment's python: %v %q; want shinyfmt 1.0 and pytest importable", err, out)
+	}
+	t.Logf("cold setup: %s", env.Took)
+
+	bu.advance(24 * time.Hour)
+	start := time.Now()
+	again, err := bu.b.Ensure(t.Context(), req)
+	if err != nil || !again.Cached || again.Key != env.Key || again.Dir != env.Dir {
+		t.Fatalf("unchanged inputs next night: %+v, %v; want the cached environment %s", again, err, env.Key)
+	}
+	t.Logf("cached start: %s", time.Since(start))
+
+	// A changed requirements file is a new key: rebuilt once, then cached again.
+	os.WriteFile(filepath.Join(src.dir, "requirements.txt"), []byte("shinyfmt==2.0\n"), 0o644)
+	changed, err := bu.b.Ensure(t.Context(), req)
+	if err != nil || changed.Cached || changed.Key == env.Key || !strings.Contains(changed.Why, "new key") {
+		t.Fatalf("changed requirements: %+v, %v; want a rebuild under a new key", changed, err)
+	}
+	if out, _ := run(t, changed.Python, "-c", "import shinyfmt; print(shinyfmt.shout('hi'))"); strings.TrimSpace(out) != "HI!!" {
+		t.Fatalf("rebuilt environment has %q; want shinyfmt 2.0", out)
+	}
+	if second, err := bu.b.Ensure(t.Context(), req); err != nil || !second.Cached || second.Key != changed.Key {
+		t.Fatalf("after the rebuild: %+v, %v; want it cached", second, err)
+	}
+	// A README change is no input: same key.
+	os.WriteFile(filepath.Join(src.dir, "README.md"), []byte("changed\n"), 0o644)
+	if same, err := bu.b.Ensure(t.Context(), req); err != nil || same.Key != changed.Key || !same.Cached {
+		t.Fatalf("a README change: %+v, %v; want the same key, cached", same, err)
+	}
+
+	bu.advance(DefaultVerifyEvery + time.Hour)
+	cold, err := bu.b.Ensure(t.Context(), req)
+	if err != nil || cold.Cached || cold.Key != changed.Key || !strings.Contains(cold.Why, "verify_every") {
+		t.Fatalf("after verify_every: %+v, %v; want a cold rebuild under the same key", cold, err)
+	}
+}
+
+// A failing recipe is a BuildError naming the command, its exit and its output; nothing of
+// the half-built environment is left to be used.
+func TestEnsureFailingRecipe(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==9.9\n"})
+	req := Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true}
+	_, err := bu.b.Ensure(t.Context(), req)
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	if be.Step != 2 || be.ExitCode == 0 || !strings.Contains(be.Output, "shinyfmt==9.9") || !strings.Contains(err.Error(), "repos.app.setup") {
+		t.Fatalf("BuildError step %d exit %d, %q\noutput:\n%s", be.Step, be.ExitCode, err, be.Output)
+	}
+	if all, _ := List(bu.b.Root); len(all) != 0 {
+		t.Fatalf("cache after a failed build: %+v; want nothing", all)
+	}
+	// A recipe that makes no interpreter fails when the checks need one.
+	req.Recipe = Recipe{Python: venvPython, Commands: []string{"true"}}
+	if _, err := bu.b.Ensure(t.Context(), req); err == nil || !strings.Contains(err.Error(), "$ENV/bin/python") {
+		t.Fatalf("no interpreter: %v", err)
+	}
+}
+
+// Setup sees its pass_env variables (an index token), a check in the same environment never;
+// the recipe writes only $ENV, and the network is off unless the recipe asks.
+func TestSetupOnlyVariablesAndNetwork(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	if bu.b.Sandbox != "bwrap" {
+		t.Skip("needs the bwrap sandbox: network namespaces (apt-get install -y bubblewrap)")
+	}
+	const token = "setup-only-3f9a1c"
+	bu.b.BaseEnv = append(os.Environ(), "INDEX_TOKEN="+token)
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	r := bu.recipe()
+	r.PassEnv = []string{"INDEX_TOKEN"}
+	r.Commands = append(r.Commands,
+		`test "$INDEX_TOKEN" = `+token+` || { echo "setup does not see INDEX_TOKEN"; exit 1; }`,
+		// no network: nothing but loopback exists
+		`"$ENV/bin/python" -c "import socket; print(sorted(n for _, n in socket.if_nameindex()))" > "$ENV/ifaces"`)
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ifaces, _ := os.ReadFile(filepath.Join(env.Dir, "ifaces")); strings.TrimSpace(string(ifaces)) != "['lo']" {
+		t.Errorf("setup without network: interfaces %q; want loopback only", ifaces)
+	}
+	// The same variable, offered to a check the way the daemon passes the daemon's
+	// environment, is not there.
+	tree := writeFixture(t, t.TempDir(), map[string]string{"test_env.py": "import os\n\ndef test_no_token():\n    assert 'INDEX_TOKEN' not in os.environ, os.environ['INDEX_TOKEN']\n"})
+	runner := &validate.Runner{Sandbox: bu.b.Sandbox, BaseEnv: bu.b.BaseEnv}
+	res := runner.Run(context.Background(), tree.dir, []validate.Check{{Name: "tests", Kind: validate.KindPytest, Python: env.Python, EnvDir: env.Dir}})
+	if !res[0].Passed || res[0].Tests != 1 {
+		t.Fatalf("check in the environment: %+v\n%s", res[0], res[0].Output)
+	}
+
+	r.Network = true
+	r.Commands[len(r.Commands)-1] = `"$ENV/bin/python" -c "import socket; print(len(socket.if_nameindex()) > 1 or 'lo only')" > "$ENV/ifaces"`
+	env, err = bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := run(t, venvPython, "-c", "import socket; print(len(socket.if_nameindex()) > 1 or 'lo only')")
+	if got, _ := os.ReadFile(filepath.Join(env.Dir, "ifaces")); strings.TrimSpace(string(got)) != strings.TrimSpace(host) {
+		t.Errorf("setup with network: sees %q, the host %q", got, host)
+	}
+}
