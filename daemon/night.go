@@ -366,6 +366,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	})
 	defer stopGrace()
 	d.logNightStarted(ctx, log, runID, cfg.Night.Workers, w.windowEnd, len(healthy))
+	d.logForecast(ctx, log)
 	prog := d.startProgress(ctx, log, runID, func() (float64, bool, bool) {
 		return rec.Dollars(), rec.EstimatedDollars() > 0, rec.CostUnknown()
 	})

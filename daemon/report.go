@@ -116,12 +116,13 @@ func renderReport(in reportInput) string {
 	t, out := in.Ticket, in.Outcome
 	var b strings.Builder
 	heading := map[string]string{
-		"done":       "Fixed",
-		"retry":      "Not fixed yet (will be retried)",
-		"escalated":  "Escalated: needs a human",
-		"cancelled":  "Cancelled",
-		"released":   "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
-		"needs_info": "Waiting for an answer: the maker asked a question (the attempt is not spent)",
+		"done":         "Fixed",
+		"retry":        "Not fixed yet (will be retried)",
+		"escalated":    "Escalated: needs a human",
+		"cancelled":    "Cancelled",
+		"released":     "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
+		"needs_info":   "Waiting for an answer: the maker asked a question (the attempt is not spent)",
+		"needs_budget": "Waiting for money: its dollars stopped it, before the cap (the attempt is not spent)",
 	}[in.Ending]
 	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, heading, in.Attempt, t.MaxAttempts)
 	switch in.Ending {
@@ -135,6 +136,8 @@ func renderReport(in reportInput) string {
 			b.WriteString("or reply on the GitHub issue (the question is posted there): a comment by the issue's author or by a maintainer with write access, after the question, is taken as the answer.\n\n")
 		}
 		b.WriteString("The next attempt starts with the question and the answer; the triage is kept.\n\n")
+	case string(store.StateNeedsBudget):
+		fmt.Fprintf(&b, "Why it stopped: %s\n\nIts partial work is on `%s`. Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", out.Reason, in.Branch, t.ID)
 	default:
 		fmt.Fprintf(&b, "Why it stopped: %s\n\n", out.Reason)
 	}

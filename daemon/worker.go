@@ -349,7 +349,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		Diff:         fix.diff,
 		Workspace:    ws,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
-			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
+			WallClock: w.cfg.Budget.WallClock, MaxDollars: attemptDollars(w.cfg.Budget.MaxDollars, t.BudgetExtra)},
 		SaveTriage: func(ctx context.Context, triage string) error {
 			err := w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
 			if isStoreFault(err) {
@@ -480,11 +480,29 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			return
 		}
 		log.Info("ticket needs info: the maker asked a human", "state", state, "question", out.Question)
+	case pipeline.StatusBudget:
+		if out.NeedsBudget && w.cfg.Budget.MaxDollars > 0 {
+			w.needBudget(bg, log, lease, fix, repo, out)
+			return
+		}
+		w.failAttempt(bg, log, lease, fix, repo, out)
 	case pipeline.StatusTransport:
+		if !out.RetryAt.IsZero() {
+			w.deferRateLimited(bg, log, lease, out.RetryAt, out.Reason)
+			return
+		}
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	case pipeline.StatusStopped:
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	default:
+		w.failAttempt(bg, log, lease, fix, repo, out)
+	}
+}
+
+// failAttempt records a charged attempt that did not fix the ticket: retry or escalate.
+func (w *workerPool) failAttempt(bg context.Context, log *slog.Logger, lease store.Lease, fix fixTree, repo config.Repo, out pipeline.Outcome) {
+	t := lease.Ticket
+	{
 		kind := store.FailFix
 		if out.Status == pipeline.StatusBudget {
 			kind = store.FailBudget

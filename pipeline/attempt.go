@@ -187,6 +187,12 @@ type Outcome struct {
 	// or a context overflow before the conversation grew (triage, the maker's first
 	// request). The night compares them across tickets to tell a systemic failure.
 	EndpointFault *model.Fault
+	// NeedsBudget says a StatusBudget attempt was stopped by its dollars (spent, or projected
+	// to be spent by the next maker call), with its partial work kept: more money resumes it.
+	NeedsBudget bool
+	// RetryAt is, for an attempt stopped by a rate limit (StatusTransport), when the
+	// provider said it lifts: the ticket waits until then. Zero when it did not say.
+	RetryAt time.Time
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.
@@ -255,8 +261,13 @@ func (r *Runner) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// errBudget marks a stop by a budget bound; the message says which.
-var errBudget = errors.New("budget exhausted")
+// errBudget marks a stop by a budget bound; the message says which. errDollars marks one
+// by the attempt's dollars (spent, or projected to be by the next maker call): more money
+// would let it go on (Outcome.NeedsBudget).
+var (
+	errBudget  = errors.New("budget exhausted")
+	errDollars = errors.New("dollar limit")
+)
 
 // Run performs one attempt. It never panics on model nonsense and always returns an Outcome.
 func (r *Runner) Run(ctx context.Context, job Job) Outcome {
@@ -329,6 +340,8 @@ type attempt struct {
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
+	// spend projects the maker's next call's cost (spend.go).
+	spend spendWatch
 }
 
 // note adds one line to the attempt's history, flattened so reports stay one line per step.
@@ -347,7 +360,7 @@ func (a *attempt) checkBudget() error {
 	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
 		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
 	case b.MaxDollars > 0 && a.dollars >= b.MaxDollars:
-		return fmt.Errorf("%w: dollar limit: $%.4f spent of $%.2f", errBudget, a.dollars, b.MaxDollars)
+		return fmt.Errorf("%w: %w: $%.4f spent of $%.2f", errBudget, errDollars, a.dollars, b.MaxDollars)
 	case b.WallClock > 0 && a.r.now().Sub(a.start) >= b.WallClock:
 		return fmt.Errorf("%w: wall clock of %s", errBudget, b.WallClock)
 	}
@@ -386,6 +399,9 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	if resp.CostUSD != nil {
 		a.dollars += *resp.CostUSD
+		if role == model.RoleMaker && err == nil {
+			a.spend.add(*resp.CostUSD, resp.Usage.PromptTokens)
+		}
 	}
 	a.mu.Unlock()
 	return resp, err
@@ -396,7 +412,7 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(err, errBudget):
-		out.Status, out.Reason = StatusBudget, err.Error()
+		out.Status, out.Reason, out.NeedsBudget = StatusBudget, err.Error(), errors.Is(err, errDollars)
 	case cause != nil && errors.Is(cause, errBudget):
 		out.Status, out.Reason = StatusBudget, cause.Error()
 	case errors.Is(err, errContextFull):
@@ -405,6 +421,9 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 		out.Status, out.Reason = StatusStopped, fmt.Sprintf("stopped: %v", cause)
 	case errors.Is(err, model.ErrTransport):
 		out.Status, out.Reason = StatusTransport, err.Error()
+		if f := (*model.Fault)(nil); errors.As(err, &f) {
+			out.RetryAt = f.ResetAt
+		}
 	default:
 		out.Status, out.Reason = StatusFailed, err.Error()
 	}

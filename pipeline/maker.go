@@ -58,6 +58,9 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		if err := a.checkBudget(); err != nil {
 			return a.stop(ctx, out, err)
 		}
+		if why := a.projectSpend(); why != "" {
+			return a.stop(ctx, out, fmt.Errorf("%w: %w: %s", errBudget, errDollars, why))
+		}
 		compacted, passes, err := fit.fit(ctx, msgs, toolDefs, a.summariseWith(model.RoleTriage))
 		if passes > 0 {
 			a.compactions += passes

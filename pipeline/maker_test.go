@@ -27,8 +27,10 @@ type fakeModel struct {
 	maker       func(n int, req model.Request) openai.ChatCompletionMessage
 	summary     string // the triage-tier model's answer to a summary request
 	CostPerCall float64
-	PromptSize  func(req model.Request) int64
-	requests    []model.Request
+	// CostPerToken prices each prompt token (plus CostPerCall): a growing context costs more.
+	CostPerToken float64
+	PromptSize   func(req model.Request) int64
+	requests     []model.Request
 }
 
 func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, error) {
@@ -59,8 +61,8 @@ func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, 
 		prompt = f.PromptSize(req)
 	}
 	resp := model.Response{Message: msg, FinishReason: "stop", Usage: model.Usage{PromptTokens: prompt, CompletionTokens: 50}}
-	if f.CostPerCall > 0 {
-		c := f.CostPerCall
+	if f.CostPerCall > 0 || f.CostPerToken > 0 {
+		c := f.CostPerCall + f.CostPerToken*float64(prompt)
 		resp.CostUSD = &c
 	}
 	return resp, nil

@@ -63,8 +63,8 @@ func (s *Store) NextDue(ctx context.Context) (Due, error) {
 			d.Paused += n
 		case state == StateQueued:
 			d.Queued, d.NextRunAfter, d.Ready = n, fromMS(runAfter), ready
-		case state == StateNeedsInfo:
-			d.Waiting += n // outside the queue until answered
+		case state == StateNeedsInfo || state == StateNeedsBudget:
+			d.Waiting += n // outside the queue until answered, or given money
 		default:
 			d.Running += n
 			if paused == 0 {

@@ -35,6 +35,10 @@ const (
 	// FailMachine: the machine failed the attempt (its worktree or the repository's base
 	// ref vanished); does not burn the attempt.
 	FailMachine FailureKind = "machine"
+	// FailRateLimit: the provider refused for a rate limit and said when it lifts; does not
+	// burn the attempt, does not count toward parking for transport faults, and the ticket
+	// waits until Failure.RunAfter.
+	FailRateLimit FailureKind = "rate_limit"
 )
 
 // Failure describes a stopped attempt.
@@ -46,6 +50,8 @@ type Failure struct {
 	// Final escalates a charged failure (fix, budget) now, whatever attempts are left: a
 	// retry would only repeat it (the same unverified patch a second time).
 	Final bool
+	// RunAfter is, for FailRateLimit, the earliest time the ticket may be claimed again.
+	RunAfter time.Time
 }
 
 // settleEvery bounds how often Claim looks for expired leases that must end rather than
@@ -257,14 +263,15 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 
 // Fail ends an attempt and returns where the ticket went. Fix and budget failures count the
 // attempt: queued again after backoff (BackoffBase*2^(attempt-1), capped, ±20% jitter), or
-// escalated at max attempts. Transport and shutdown failures release the ticket without
-// burning the attempt (event "released"). A ticket whose cancellation was requested goes to
+// escalated at max attempts. Transport, shutdown, machine and rate-limit failures release the
+// ticket without burning the attempt (event "released"); a rate-limit one is claimable at
+// its RunAfter. A ticket whose cancellation was requested goes to
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
 	switch f.Kind {
-	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine:
+	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine, FailRateLimit:
 	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown or machine", id, f.Kind)
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine or rate_limit", id, f.Kind)
 	}
 	var to State
 	err := s.write(ctx, "fail", func(ctx context.Context, tx storedriver.Tx) error {
@@ -279,14 +286,17 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			newAttempt = lt.attempts
 			finished   any
 		)
-		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine
+		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine || f.Kind == FailRateLimit
 		switch {
 		case lt.cancel:
 			to, kind, finished = StateCancelled, "cancelled", now
 		case released:
 			to, kind, newAttempt = StateQueued, "released", max(lt.attempts-1, 0)
-			if f.Kind == FailTransport {
+			switch f.Kind {
+			case FailTransport:
 				runAfter = now + s.transportDelay().Milliseconds()
+			case FailRateLimit:
+				runAfter = max(now, f.RunAfter.UnixMilli())
 			}
 		case lt.attempts >= lt.maxAttempts || f.Final:
 			to, kind, finished = StateEscalated, "escalated", now
@@ -382,7 +392,7 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return nil
 		case StateDone, StateEscalated:
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
-		case StateQueued, StateParked, StateNeedsInfo:
+		case StateQueued, StateParked, StateNeedsInfo, StateNeedsBudget:
 			after = StateCancelled
 			if _, err := tx.Exec(ctx, s.q.CancelQueued, now, now, reason, id, string(st)); err != nil {
 				return err

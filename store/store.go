@@ -44,10 +44,14 @@ const (
 	// StateNeedsInfo: the maker asked a human a question (AskHuman); the ticket waits
 	// outside the queue until Answer (ticketctl answer, or a GitHub comment) or a requeue.
 	StateNeedsInfo State = "needs_info"
+	// StateNeedsBudget: the attempt's dollars stopped it (spent, or projected to be by its
+	// next call), its partial work kept (NeedBudget); the ticket waits outside the queue
+	// until an operator adds money (AddBudget: ticketctl budget) or requeues it.
+	StateNeedsBudget State = "needs_budget"
 )
 
 // States lists every state, in the order reports show them.
-var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateDone, StateEscalated, StateCancelled}
+var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateNeedsBudget, StateDone, StateEscalated, StateCancelled}
 
 // Terminal reports whether no worker will touch a ticket in state s again.
 func (s State) Terminal() bool {
@@ -56,7 +60,7 @@ func (s State) Terminal() bool {
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
-	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s.Terminal()
+	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s == StateNeedsBudget || s.Terminal()
 }
 
 var (

@@ -65,6 +65,9 @@ type Ticket struct {
 	// Crashes counts the lost leases blamed on the ticket: its attempt was the only one in
 	// flight when the process died (SettleDead). Reaching the store's MaxRescues escalates it.
 	Crashes int `json:"crashes"`
+	// BudgetExtra is the dollars operators added to each of its attempts (AddBudget), on top
+	// of the configured per-attempt budget.
+	BudgetExtra float64 `json:"budget_extra_usd,omitempty"`
 }
 
 // AttemptLimit is the attempt number whose failure escalates the ticket: MaxAttempts after
@@ -85,7 +88,7 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
 		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode, &t.Question, &t.Questions,
-		&t.AttemptsBefore, &t.Crashes}
+		&t.AttemptsBefore, &t.Crashes, &t.BudgetExtra}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
@@ -217,7 +220,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	}
 	for _, st := range f.States {
 		if !st.Valid() {
-			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, needs_info, done, escalated, cancelled", st)
+			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, needs_info, needs_budget, done, escalated, cancelled", st)
 		}
 		spec.States = append(spec.States, string(st))
 	}

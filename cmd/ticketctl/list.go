@@ -18,7 +18,7 @@ type filterFlags struct {
 
 func (f *filterFlags) register(fs *flag.FlagSet, withState bool) {
 	if withState {
-		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,needs_info,done,escalated,cancelled)")
+		fs.StringVar(&f.states, "state", "", "only these `STATES`, comma separated (queued,running,parked,needs_info,needs_budget,done,escalated,cancelled)")
 	}
 	fs.StringVar(&f.repo, "repo", "", "only tickets of repository `R`")
 	fs.StringVar(&f.since, "since", "", "only tickets created since `WHEN`: a duration back (24h, 7d) or a date (2006-01-02)")
@@ -37,7 +37,7 @@ func (f *filterFlags) filter(e *env) (store.Filter, error) {
 		}
 		st := store.State(strings.ToLower(v))
 		if !st.Valid() {
-			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, needs_info, done, escalated or cancelled", e.cmd, v)
+			return out, usagef("ticketctl "+e.cmd+" --state queued,running", "%s: --state %q: want queued, running, parked, needs_info, needs_budget, done, escalated or cancelled", e.cmd, v)
 		}
 		out.States = append(out.States, st)
 	}
@@ -125,7 +125,7 @@ func cmdEscalations(e *env, args []string) error {
 		return err
 	}
 	// Both need a human: an escalation to fix by hand, a question to answer.
-	f.States = []store.State{store.StateEscalated, store.StateNeedsInfo}
+	f.States = []store.State{store.StateEscalated, store.StateNeedsInfo, store.StateNeedsBudget}
 	return e.withStore(func(s *store.Store) error {
 		tickets, err := s.List(e.ctx, f)
 		if err != nil {

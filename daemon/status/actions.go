@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/store"
@@ -14,7 +16,7 @@ import (
 // actor is who the ticket's history names for an action taken on the page.
 const actor = "status page"
 
-// action handles POST /tickets/{id}/{requeue|cancel}. Three checks stand before it: the
+// action handles POST /tickets/{id}/{requeue|cancel|budget}. Three checks stand before it: the
 // Host check (Serve), the same-origin check (Handler: a browser's cross-site POST is
 // refused), and this process's token in the form, which a page elsewhere cannot read. With
 // http.read_only nothing is changed.
@@ -50,8 +52,18 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		}
 	case "cancel":
 		_, err = s.store.RequestCancel(ctx, id, actor, "cancelled on the status page")
+	case "budget":
+		dollars, perr := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("dollars")), "$"), 64)
+		if perr != nil {
+			s.message(w, http.StatusBadRequest, "Bad amount", fmt.Sprintf("%q is not an amount of dollars (such as 2.50).", r.PostForm.Get("dollars")), back)
+			return
+		}
+		if err = s.store.AddBudget(ctx, id, dollars, actor); err != nil && !errors.Is(err, store.ErrInvalidTransition) && !errors.Is(err, store.ErrNotFound) {
+			s.message(w, http.StatusBadRequest, "Not done", err.Error(), back)
+			return
+		}
 	default:
-		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue and cancel.", act), back)
+		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue, cancel and budget.", act), back)
 		return
 	}
 	switch {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -68,7 +69,7 @@ func TestActions(t *testing.T) {
 		{"another site's form", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "another site"},
 		{"another origin without fetch metadata", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "http://evil.example"}, 403, "another site"},
 		{"cancel an escalated ticket", fmt.Sprintf("/tickets/%d/cancel", esc), token, same, 409, "requeue it first"},
-		{"an unknown action", fmt.Sprintf("/tickets/%d/delete", esc), token, same, 404, "requeue and cancel"},
+		{"an unknown action", fmt.Sprintf("/tickets/%d/delete", esc), token, same, 404, "cancel and budget"},
 		{"an unknown ticket", "/tickets/999/requeue", token, same, 404, "no ticket 999"},
 		{"requeue", fmt.Sprintf("/tickets/%d/requeue", esc), token, same, 303, ""},
 		{"cancel a queued ticket", fmt.Sprintf("/tickets/%d/cancel", queued), token, same, 303, ""},
@@ -153,5 +154,53 @@ func TestRequeueDoneAsks(t *testing.T) {
 	rq, _ := b.st.Requeues(b.ctx, done)
 	if tk.State != store.StateQueued || len(rq) != 1 || rq[0].Branch != fmt.Sprintf("ticketd/%d-fix", done) || rq[0].Note != "the fix breaks rounding of negatives" {
 		t.Errorf("after the confirmed requeue: %s, requeues %+v; want queued, the branch kept on record, the note", tk.State, rq)
+	}
+}
+
+// TestBudgetAction: a needs_budget ticket's page offers to add dollars; the POST (token and
+// origin checked as for every action) puts it back in the queue with the money; a bad
+// amount, or a ticket that waits for none, is refused.
+func TestBudgetAction(t *testing.T) {
+	b := newBuilder(t)
+	id, _, err := b.st.Enqueue(b.ctx, store.NewTicket{Source: "dir", ExternalID: "b.md", Repo: "app", Title: "Out of money"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.st.Claim(b.ctx, "w1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.NeedBudget(b.ctx, id, l.Token, "projected: next call $0.03, $0.01 remains", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveWith(t, b.st, Options{})
+	_, page := get(t, fmt.Sprintf("%s/tickets/%d", srv.URL, id))
+	mustContain(t, "a needs_budget ticket's page", page, fmt.Sprintf("/tickets/%d/budget", id), "Add budget")
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the ticket page has no action form:\n%s", page)
+	}
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	path := fmt.Sprintf("/tickets/%d/budget", id)
+	for _, tt := range []struct {
+		name    string
+		form    url.Values
+		headers map[string]string
+		want    int
+	}{
+		{"no token", url.Values{"dollars": {"2"}}, same, 403},
+		{"another site's form", url.Values{"csrf": {m[1]}, "dollars": {"2"}}, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"not an amount", url.Values{"csrf": {m[1]}, "dollars": {"lots"}}, same, 400},
+		{"a negative amount", url.Values{"csrf": {m[1]}, "dollars": {"-2"}}, same, 400},
+		{"add $2.50", url.Values{"csrf": {m[1]}, "dollars": {"$2.50"}}, same, 303},
+		{"again: nothing waits for money", url.Values{"csrf": {m[1]}, "dollars": {"1"}}, same, 409},
+	} {
+		if code, body, _ := post(t, srv.URL, path, tt.form, tt.headers); code != tt.want {
+			t.Errorf("%s: POST %s = %d %q, want %d", tt.name, path, code, clip(200, body), tt.want)
+		}
+	}
+	tk, _ := b.st.Get(b.ctx, id)
+	if tk.State != store.StateQueued || tk.BudgetExtra != 2.5 {
+		t.Errorf("ticket %s with $%v extra; want queued with $2.50", tk.State, tk.BudgetExtra)
 	}
 }

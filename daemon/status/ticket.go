@@ -38,6 +38,7 @@ type ticketData struct {
 	ActionError string
 	CanRequeue  bool
 	CanCancel   bool
+	CanBudget   bool // needs_budget: the page offers to add dollars per attempt
 }
 
 // attemptSection is one attempt number: its folders in the results (a released attempt
@@ -83,6 +84,8 @@ func (s *Server) ticketPage(w http.ResponseWriter, r *http.Request, part string)
 		d.Flash = "Requeued: the ticket is back in the queue."
 	case "cancel":
 		d.Flash = "Cancel requested."
+	case "budget":
+		d.Flash = "Budget raised: the ticket is back in the queue."
 	}
 	s.render(w, http.StatusOK, "ticket", part, d)
 }
@@ -123,6 +126,7 @@ func (s *Server) ticketData(ctx context.Context, id int64) (ticketData, error) {
 	}
 	d.CanRequeue = t.State != store.StateQueued && t.State != store.StateRunning
 	d.CanCancel = !t.State.Terminal()
+	d.CanBudget = t.State == store.StateNeedsBudget
 	if d.Events, err = s.store.Events(ctx, id); err != nil {
 		d.problem("events", err)
 	}

@@ -494,6 +494,15 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		} else if f.class != ErrorClassCanceled && f.class != ErrorClassClient && f.class != ErrorClassRateLimit {
 			c.breakerSuccess(ep) // the server answered: it is up, whatever it thought of the request
 		}
+		reset, resetKnown := time.Duration(0), false
+		if f.class == ErrorClassRateLimit {
+			reset, resetKnown = rateReset(ws.rateHeader, f.apiMsg, c.clock.Now())
+		}
+		if resetKnown && (reset > c.cfg.Retry.MaxWait || n >= c.cfg.Retry.MaxRetries) {
+			// Waiting it out here would hold a worker (and its lease) idle: the ticket
+			// waits in the queue until the limit lifts instead.
+			return resp, spent, st, c.rateLimited(ep, role, f, n+1, c.clock.Now().Add(reset))
+		}
 		if !f.retryable || n >= c.cfg.Retry.MaxRetries || ep.brk.down() {
 			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		}
@@ -505,6 +514,9 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
 			delay = ra
 		}
+		if resetKnown {
+			delay = reset
+		}
 		c.log.Warn("model request failed, retrying", "role", string(role), "endpoint", ep.name,
 			"error_class", f.class, "status", f.status, "retry", n+1, "delay_s", float64(delay.Milliseconds())/1000, "server_said", f.apiMsg)
 		select {
@@ -514,6 +526,18 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			return resp, spent, st, fmt.Errorf("models.roles.%s: wait to retry: %w", role, ctx.Err())
 		}
 	}
+}
+
+// rateLimited is the error for a rate limit the provider said lifts at resetAt: a *Fault
+// with ResetAt, matching ErrRateLimited and ErrTransport.
+func (c *Client) rateLimited(ep *endpoint, role Role, f fault, attempts int, resetAt time.Time) error {
+	said := ""
+	if f.apiMsg != "" {
+		said = " (server said: " + f.apiMsg + ")"
+	}
+	err := fmt.Errorf("models.roles.%s: endpoint %s (%s) rate limited after %d attempts (%s)%s; it lifts at %s: %w: %w",
+		role, ep.name, ep.baseURL, attempts, f.statusText(), said, resetAt.UTC().Format(time.RFC3339), ErrRateLimited, ErrTransport)
+	return &Fault{Role: role, Endpoint: ep.name, Class: f.class, Status: f.wireStatus(), Said: f.apiMsg, ResetAt: resetAt, err: err}
 }
 
 // cleanError shows an underlying error's text cleaned like a server message (go-openai

@@ -24,6 +24,7 @@ const (
 	DefaultMaxRetries             = 5
 	DefaultBaseDelay              = time.Second
 	DefaultMaxDelay               = 60 * time.Second
+	DefaultMaxWait                = 60 * time.Second
 	DefaultWarmupWait             = 20 * time.Second
 	DefaultMaxContinuations       = 2
 	// DefaultMakerMaxOutput is large so that a maker answer is not cut at
@@ -141,6 +142,10 @@ type RetryConfig struct {
 	MaxRetries int           `yaml:"max_retries"`
 	BaseDelay  time.Duration `yaml:"base_delay"` // default 1s
 	MaxDelay   time.Duration `yaml:"max_delay"`  // default 60s; Retry-After may exceed it
+	// MaxWait is the longest a call waits for a 429's announced reset (default 60s): one
+	// further away fails the call with ErrRateLimited and its ResetAt, and the ticket waits
+	// in the queue instead of holding a worker.
+	MaxWait time.Duration `yaml:"max_wait"`
 }
 
 // Config is the `models:` section of ticketd's configuration.
@@ -313,6 +318,9 @@ func (p *problems) limits(c Config) {
 			p.add("models.prices.%s: prices and max_output must not be negative", name)
 		}
 	}
+	if c.Retry.MaxWait < 0 {
+		p.add("models.retry.max_wait: %s is negative; use a duration such as 60s", c.Retry.MaxWait)
+	}
 	if c.Retry.BaseDelay < 0 || c.Retry.MaxDelay < 0 {
 		p.add("models.retry: base_delay and max_delay must not be negative")
 	}
@@ -380,6 +388,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Retry.BaseDelay = cmp.Or(c.Retry.BaseDelay, DefaultBaseDelay)
 	c.Retry.MaxDelay = cmp.Or(c.Retry.MaxDelay, DefaultMaxDelay)
+	c.Retry.MaxWait = cmp.Or(c.Retry.MaxWait, DefaultMaxWait)
 	c.WarmupWait = cmp.Or(c.WarmupWait, DefaultWarmupWait)
 	switch {
 	case c.MaxContinuations == 0:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Fault is the detail of a request that failed on the endpoint's side of the wire, for
@@ -20,7 +21,10 @@ type Fault struct {
 	// Said is the server's own words (cleaned), or what ticketd saw in their place (the
 	// first characters of an unparseable body, that the server streamed).
 	Said string
-	err  error
+	// ResetAt is, for a rate limit (Class rate_limit), when the provider said it lifts:
+	// the ticket waits until then instead of failing. Zero when it did not say.
+	ResetAt time.Time
+	err     error
 }
 
 func (f *Fault) Error() string { return f.err.Error() }

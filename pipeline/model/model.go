@@ -63,6 +63,10 @@ var (
 	// ErrEndpointDown means the endpoint's circuit breaker is open after consecutive
 	// transport failures; the request was not sent. It also matches ErrTransport.
 	ErrEndpointDown = errors.New("model endpoint is marked down")
+	// ErrRateLimited means the provider refused for a rate limit and said when it lifts,
+	// later than the client waits inside one call (retry.max_delay): the *Fault's ResetAt
+	// is when the ticket may run again. It also matches ErrTransport.
+	ErrRateLimited = errors.New("model rate limit reached")
 )
 
 // Usage is what one call consumed, normalised across providers.

@@ -59,12 +59,13 @@ type wireState struct {
 	onResponse func() // called once, when response headers arrive or the exchange fails
 
 	status     int
-	retryAfter string // Retry-After, or "<n>ms" from retry-after-ms
-	errBody    []byte // the body of a >= 400 answer (bounded)
-	truncated  bool   // a 2xx body that ended early
-	sse        bool   // a 2xx chat answer streamed as server-sent events
-	badBody    []byte // the start of a 2xx chat body that is not JSON
-	reqBytes   int    // the request body as sent, for usage estimates
+	retryAfter string      // Retry-After, or "<n>ms" from retry-after-ms
+	rateHeader http.Header // a 429's headers that say when the limit lifts (rateReset)
+	errBody    []byte      // the body of a >= 400 answer (bounded)
+	truncated  bool        // a 2xx body that ended early
+	sse        bool        // a 2xx chat answer streamed as server-sent events
+	badBody    []byte      // the start of a 2xx chat body that is not JSON
+	reqBytes   int         // the request body as sent, for usage estimates
 	// oversize is the size of a 2xx answer larger than maxAnswer: its Content-Length when it
 	// declared one, else the bytes read before ticketd stopped (one more than the limit);
 	// oversizeExact says which.
@@ -121,6 +122,9 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ws.retryAfter = resp.Header.Get("Retry-After")
 	if ms := resp.Header.Get("Retry-After-Ms"); ms != "" {
 		ws.retryAfter = ms + "ms"
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		ws.rateHeader = keepRateHeaders(resp.Header)
 	}
 	if resp.StatusCode >= 400 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -35,6 +35,19 @@ type Faults struct {
 	// RetryAfter is sent with a 429, in whole seconds (rounded up) in Retry-After and in
 	// milliseconds in retry-after-ms. Zero sends "0".
 	RetryAfter time.Duration
+	// RateLimitWindow, when set, exhausts the limit at the first request these faults cover
+	// for this long (on Options.Now), as a provider's per-minute quota would: every request
+	// inside it is answered 429 saying when the limit lifts, in RateLimitStyle's way; later
+	// requests pass. See ratelimit.go.
+	RateLimitWindow time.Duration
+	// RateLimitAfter is how many requests pass before the limit is exhausted (a "3 requests
+	// per minute" account: the 4th is refused); the window starts at the first refused one.
+	RateLimitAfter int
+	// RateLimitStyle is how a RateLimitWindow 429 says when the limit lifts: "openai"
+	// (the default: x-ratelimit-reset-requests as a duration, remaining 0, no Retry-After),
+	// "openai-text" (no header; "Please try again in 20s." in the message), "anthropic"
+	// (anthropic-ratelimit-requests-reset as an RFC 3339 time, and Retry-After).
+	RateLimitStyle string
 }
 
 // Options configure a Server. The zero value is a fast, fault-free server.
@@ -98,8 +111,10 @@ type Server struct {
 	mu      sync.Mutex
 	cache   *prefixCache
 	records []Recorded
-	seen    map[uint64]int // identical bodies seen, so a retry draws a fresh fault
-	reviews map[string]int // checker/judge answers per role and case: the only per-ticket state
+	seen    map[uint64]int       // identical bodies seen, so a retry draws a fresh fault
+	limited map[string]time.Time // RateLimitWindow: when each Faults' limit lifts (key: role, or "" for Options.Faults)
+	passed  map[string]int       // RateLimitAfter: requests let through before the limit was reached
+	reviews map[string]int       // checker/judge answers per role and case: the only per-ticket state
 
 	httpSrv *http.Server
 }
@@ -136,7 +151,7 @@ func New(cases []Case, opts Options) (*Server, error) {
 	if opts.Latency < 0 {
 		return nil, fmt.Errorf("new scripted model: Latency %v is negative", opts.Latency)
 	}
-	s := &Server{opts: opts, cache: newPrefixCache(opts.CacheTTL), seen: map[uint64]int{}, reviews: map[string]int{}}
+	s := &Server{opts: opts, cache: newPrefixCache(opts.CacheTTL), seen: map[uint64]int{}, limited: map[string]time.Time{}, passed: map[string]int{}, reviews: map[string]int{}}
 	for i, c := range cases {
 		p, err := compileCase(i, c)
 		if err != nil {
@@ -164,8 +179,13 @@ func checkFaults(field string, f Faults) error {
 	if f.RateLimitRate < 0 || f.ServerErrorRate < 0 || f.RateLimitRate+f.ServerErrorRate > 1 {
 		return fmt.Errorf("new scripted model: %s rates %.3f (429) and %.3f (500) must be >= 0 and sum to at most 1", field, f.RateLimitRate, f.ServerErrorRate)
 	}
-	if f.RetryAfter < 0 {
-		return fmt.Errorf("new scripted model: %s.RetryAfter %v is negative", field, f.RetryAfter)
+	if f.RetryAfter < 0 || f.RateLimitWindow < 0 || f.RateLimitAfter < 0 {
+		return fmt.Errorf("new scripted model: %s.RetryAfter %v or RateLimitWindow %v is negative", field, f.RetryAfter, f.RateLimitWindow)
+	}
+	switch f.RateLimitStyle {
+	case "", "openai", "openai-text", "anthropic":
+	default:
+		return fmt.Errorf("new scripted model: %s.RateLimitStyle %q: want openai, openai-text or anthropic", field, f.RateLimitStyle)
 	}
 	return nil
 }
@@ -371,8 +391,14 @@ func checkToolPairing(msgs []message) error {
 // so concurrent clients see the same faults run after run and a retry draws afresh.
 func (s *Server) fault(w http.ResponseWriter, ex *exchange) (int, string, error) {
 	f, ok := s.opts.RoleFaults[ex.rec.Role]
+	key := ex.rec.Role
 	if !ok {
-		f = s.opts.Faults
+		f, key = s.opts.Faults, ""
+	}
+	if f.RateLimitWindow > 0 {
+		if status, kind, err := s.windowLimit(w, f, key); err != nil {
+			return status, kind, err
+		}
 	}
 	if f.RateLimitRate == 0 && f.ServerErrorRate == 0 {
 		return 0, "", nil

@@ -84,6 +84,11 @@ type SQL struct {
 	// AnswerQuestion: answer, answered_by, answered_at, ticket id; answers the ticket's
 	// latest question (n = its questions count) when it is unanswered.
 	AnswerQuestion string
+	// NeedBudget (fenced transition): attempts, updated_at, reason, branch, result_dir
+	// (each kept as it was when ''), id, token; state needs_budget, lease cleared.
+	// AddBudget (transition): run_after, updated_at, reason, dollars added, id; a
+	// needs_budget ticket to queued with budget_extra_usd raised.
+	NeedBudget, AddBudget string
 	// Answered (transition): run_after, updated_at, reason, id; a needs_info ticket to
 	// queued, question ''. RequeueNeedsInfo the same, its question left unanswered.
 	Answered, RequeueNeedsInfo string

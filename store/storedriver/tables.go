@@ -12,7 +12,7 @@ var SchemaTables = []struct {
 	{"tickets", []string{"id", "source", "external_id", "repo", "title", "body", "labels", "priority", "state", "attempts", "max_attempts",
 		"run_after", "lease_owner", "lease_expires_at", "fence_token", "cancel_requested", "branch", "result_dir", "summary", "reason", "triage",
 		"created_at", "updated_at", "finished_at", "rescued_from", "pruned_at", "rescues", "last_event_id", "prev_event_id", "lease_node",
-		"question", "questions", "attempts_before", "crashes", "rescued_node"}, "id"},
+		"question", "questions", "attempts_before", "crashes", "rescued_node", "budget_extra_usd"}, "id"},
 	{"events", []string{"id", "ticket_id", "at", "kind", "from_state", "to_state", "attempt", "actor", "reason", "prev_id"}, "id"},
 	{"model_calls", []string{"id", "ticket_id", "attempt", "role", "model", "endpoint", "prompt_tokens", "cached_tokens", "completion_tokens",
 		"cost_usd", "latency_ms", "finish_reason", "error", "started_at", "run_id", "cache_write_tokens", "reasoning_tokens", "error_class",

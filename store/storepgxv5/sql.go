@@ -12,7 +12,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes, budget_extra_usd`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id from
 // events_id_seq, keeping the old head in prev_event_id. Unlike SQLite's it need not check
@@ -144,6 +144,14 @@ var statements = storedriver.SQL{
 				branch = CASE WHEN $5::text <> '' THEN $5::text ELSE branch END,
 				result_dir = CASE WHEN $6::text <> '' THEN $6::text ELSE result_dir END, ` + reserveEvent + `
 			WHERE id = $7 AND fence_token = $8 AND state = 'running'`,
+	NeedBudget: `UPDATE tickets SET state = 'needs_budget', attempts = $1, lease_expires_at = NULL,
+				updated_at = $2, reason = $3,
+				branch = CASE WHEN $4::text <> '' THEN $4::text ELSE branch END,
+				result_dir = CASE WHEN $5::text <> '' THEN $5::text ELSE result_dir END, ` + reserveEvent + `
+			WHERE id = $6 AND fence_token = $7 AND state = 'running'`,
+	AddBudget: `UPDATE tickets SET state = 'queued', run_after = $1, updated_at = $2, reason = $3,
+				budget_extra_usd = budget_extra_usd + $4, ` + reserveEvent + `
+			WHERE id = $5 AND state = 'needs_budget'`,
 	InsertQuestion: `INSERT INTO questions (ticket_id, n, attempt, question, asked_at)
 			SELECT id, questions, $1, $2, $3 FROM tickets WHERE id = $4`,
 	AnswerQuestion: `UPDATE questions SET answer = $1, answered_by = $2, answered_at = $3
@@ -408,7 +416,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 	if len(f.States) > 0 {
 		active := true
 		for _, st := range f.States {
-			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info")
+			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info" || st == "needs_budget")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL")

@@ -11,7 +11,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes, budget_extra_usd`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id: the
 // ticket's head moves to one past the newest event of any ticket (the single writer makes
@@ -94,6 +94,14 @@ var statements = storedriver.SQL{
 				branch = CASE WHEN ?5 != '' THEN ?5 ELSE branch END,
 				result_dir = CASE WHEN ?6 != '' THEN ?6 ELSE result_dir END, ` + reserveEvent + `
 			WHERE id = ?7 AND fence_token = ?8 AND state = 'running'`,
+	NeedBudget: `UPDATE tickets SET state = 'needs_budget', attempts = ?1, lease_expires_at = NULL,
+				updated_at = ?2, reason = ?3,
+				branch = CASE WHEN ?4 != '' THEN ?4 ELSE branch END,
+				result_dir = CASE WHEN ?5 != '' THEN ?5 ELSE result_dir END, ` + reserveEvent + `
+			WHERE id = ?6 AND fence_token = ?7 AND state = 'running'`,
+	AddBudget: `UPDATE tickets SET state = 'queued', run_after = ?1, updated_at = ?2, reason = ?3,
+				budget_extra_usd = budget_extra_usd + ?4, ` + reserveEvent + `
+			WHERE id = ?5 AND state = 'needs_budget'`,
 	InsertQuestion: `INSERT INTO questions (ticket_id, n, attempt, question, asked_at)
 			SELECT id, questions, ?1, ?2, ?3 FROM tickets WHERE id = ?4`,
 	AnswerQuestion: `UPDATE questions SET answer = ?1, answered_by = ?2, answered_at = ?3
@@ -352,7 +360,7 @@ func listQuery(f storedriver.ListSpec) (string, []any) {
 		active := true
 		for i, st := range f.States {
 			lits[i] = "'" + strings.ReplaceAll(st, "'", "''") + "'"
-			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info")
+			active = active && (st == "queued" || st == "running" || st == "parked" || st == "needs_info" || st == "needs_budget")
 		}
 		if active {
 			where = append(where, "finished_at IS NULL") // the tickets_open term, verbatim

@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/store"
+)
+
+// TestNeedsBudgetThenResumed: the scripted maker (a test double) reads files call after
+// call, so each call's prompt, and cost, is larger than the last. With a per-attempt dollar
+// budget that its next call would cross, the attempt stops before the cap, the ticket waits
+// as needs_budget with its partial work kept, unspent; money added (what ticketctl budget
+// does) puts it back, and the next night fixes it.
+func TestNeedsBudgetThenResumed(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	f := newFixture(t, 1)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	cfg.Budget.MaxDollars = budgetCapForTest
+	n := runNight(t, cfg, pipeline.LayoutCacheFriendly)
+	ctx := context.Background()
+	tk, err := n.store.Get(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := n.store.ModelCalls(ctx, 1)
+	spent, makers := 0.0, 0
+	for _, c := range calls {
+		cost := 0.0
+		if c.CostUSD != nil {
+			cost = *c.CostUSD
+		}
+		spent += cost
+		if c.Role == "maker" {
+			makers++
+			t.Logf("maker call %d: prompt %d tokens, $%.4f", makers, c.PromptTokens, cost)
+		}
+	}
+	if tk.State != store.StateNeedsBudget || tk.Attempts != 0 || !strings.Contains(tk.Reason, "projected") {
+		t.Fatalf("ticket %s attempts %d (%s); want needs_budget, unspent, stopped on the projection", tk.State, tk.Attempts, tk.Reason)
+	}
+	if spent > cfg.Budget.MaxDollars {
+		t.Errorf("spent $%.4f of a $%.4f cap: the projection should stop before it", spent, cfg.Budget.MaxDollars)
+	}
+	t.Logf("stopped after %d maker calls, $%.4f spent of $%.4f: %s", makers, spent, cfg.Budget.MaxDollars, tk.Reason)
+
+	if err := n.store.AddBudget(ctx, 1, 1, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Config: cfg, Store: n.store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PromptLayout: pipeline.LayoutCacheFriendly}
+	if _, err := d.RunNight(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ = n.store.Get(ctx, 1)
+	if tk.State != store.StateDone || tk.Attempts != 1 {
+		t.Errorf("after ticketctl budget and a night: %s attempts %d (%s); want done on its first charged attempt", tk.State, tk.Attempts, tk.Reason)
+	}
+}
+
+// budgetCapForTest lies between what the scripted double's triage and first two maker calls
+// cost ($0.0455 measured) and what its third call would add (about $0.025): see the log.
+const budgetCapForTest = 0.05

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+)
+
+// NeedBudget ends a leased attempt that its dollars stopped: running -> needs_budget,
+// outside the queue until AddBudget (or a requeue). The attempt is not charged (the money
+// ran out, not the ticket's chances); its partial work is kept on branch (optional) with
+// its report in resultDir; the event "needs_budget" carries reason. A ticket whose
+// cancellation was requested goes to cancelled instead.
+func (s *Store) NeedBudget(ctx context.Context, id, token int64, reason, branch, resultDir string) (State, error) {
+	var to State
+	err := s.write(ctx, "need budget", func(ctx context.Context, tx storedriver.Tx) error {
+		now := s.nowMS()
+		lt, err := s.leased(ctx, tx, id, token)
+		if err != nil {
+			return err
+		}
+		if lt.cancel {
+			to = StateCancelled
+			why := "cancel requested; the attempt had stopped for budget: " + reason
+			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, why, id, token); err != nil {
+				return err
+			}
+			return s.appendEvent(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, lt.attempts, lt.owner, why)
+		}
+		to = StateNeedsBudget
+		if err := s.fenced(ctx, tx, id, s.q.NeedBudget, max(lt.attempts-1, 0), now, "needs budget: "+reason, branch, resultDir, id, token); err != nil {
+			return err
+		}
+		return s.appendEvent(ctx, tx, id, now, "needs_budget", StateRunning, StateNeedsBudget, lt.attempts, lt.owner, reason)
+	})
+	if err != nil {
+		return "", fmt.Errorf("stop ticket %d token %d for budget: %w", id, token, err)
+	}
+	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
+	return to, nil
+}
+
+// AddBudget adds dollars to each later attempt of a needs_budget ticket and puts it back in
+// the queue, ready at once, its next attempt starting from its kept work: needs_budget ->
+// queued, event "budget_added" by who. Any other state is ErrInvalidTransition.
+func (s *Store) AddBudget(ctx context.Context, id int64, dollars float64, who string) error {
+	if math.IsNaN(dollars) || math.IsInf(dollars, 0) || dollars <= 0 || dollars > 10_000 {
+		return fmt.Errorf("add budget to ticket %d: $%v: want more than 0 and at most 10000 (ticketctl budget %d +2.50)", id, dollars, id)
+	}
+	err := s.write(ctx, "add budget", func(ctx context.Context, tx storedriver.Tx) error {
+		now := s.nowMS()
+		st, attempts, err := s.currentState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if st != StateNeedsBudget {
+			return fmt.Errorf("%w: ticket is %s, not needs_budget: nothing is waiting for money", ErrInvalidTransition, st)
+		}
+		reason := fmt.Sprintf("budget raised by $%.2f per attempt by %s", dollars, who)
+		if _, err := tx.Exec(ctx, s.q.AddBudget, now, now, reason, dollars, id); err != nil {
+			return err
+		}
+		return s.appendEvent(ctx, tx, id, now, "budget_added", StateNeedsBudget, StateQueued, attempts, who, reason)
+	})
+	if err != nil {
+		return fmt.Errorf("add budget to ticket %d: %w", id, err)
+	}
+	s.eng.Notify()
+	return nil
+}
