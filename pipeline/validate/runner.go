@@ -169,6 +169,9 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
 	res.Tests, res.Errored = p.tests, p.errored
+	if len(p.outcomes) > 0 {
+		res.Outcomes = p.outcomes
+	}
 	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
@@ -214,11 +217,12 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 	// The PYTHONPATH the sandbox would pass on: what src/ is prepended to.
 	passed, _ := sandbox.Env(sandbox.EnvRequest{Base: base, Pass: pass, Deny: r.DenyEnv, Set: r.ExtraEnv})
 	srcPath, note := withSrcPath(dir, c, passed)
+	set := append(noBytecode(sandbox.Spec{Mode: r.Sandbox, Reports: scratch.Dir}), r.ExtraEnv...)
 	env, dropped := sandbox.Env(sandbox.EnvRequest{
 		Base: base,
 		Pass: pass,
 		Deny: r.DenyEnv,
-		Set:  append(append(slices.Clone(r.ExtraEnv), srcPath...), c.envPairs()...),
+		Set:  append(append(set, srcPath...), c.envPairs()...),
 	})
 	if len(dropped) > 0 {
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "passed variables withheld from the check: they are an endpoint's key or their value looks like a credential",
@@ -236,6 +240,14 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 	}, note
 }
 
+// noBytecode keeps Python from writing bytecode into the worktree and from reading any
+// that a check left there: writes are off, and the cache is looked up under the check's own
+// reports folder (outside the worktree, fresh per check), where none exists. What one check
+// compiled can never be loaded by the next; the worktree guard removes the rest.
+func noBytecode(s sandbox.Spec) []string {
+	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPYCACHEPREFIX=" + s.InnerReports() + "/pycache"}
+}
+
 // parsed is what a kind's interpreter makes of a finished command.
 type parsed struct {
 	passed   bool
@@ -243,6 +255,8 @@ type parsed struct {
 	findings []Finding
 	// tests and errored count a test report's cases; tests is -1 without a report.
 	tests, errored int
+	// outcomes is each test's outcome by id, nil when the report names none.
+	outcomes map[string]Outcome
 }
 
 // toolAbsent recognises a tool that never ran: the shell's "command not found"
@@ -289,6 +303,9 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 			argv = append(argv, "-q")
 		}
+		// -rX lists non-strict xpasses, which the JUnit report writes as plain passes (the
+		// last -r wins over the repository's addopts).
+		argv = append(argv, "-rfEX")
 		// One module that fails to import must not hide every other test's result: the gate
 		// compares test by test, and a base that ran nothing cannot gate a fix.
 		argv = append(argv, "--continue-on-collection-errors")
@@ -308,6 +325,12 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 			if !hasFlag(argv, "--no-cache", "--cache-dir") {
 				argv = append(argv, "--no-cache") // no .ruff_cache in the worktree
 			}
+		}
+	case KindUnittest:
+		// -v names every test with its outcome, so a skip or an expected failure is never
+		// read as a pass; only `-m unittest` is known to take it.
+		if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
+			argv = append(argv, "-v")
 		}
 	case KindMypy:
 		if !hasFlag(argv, "--cache-dir") {
@@ -337,6 +360,16 @@ func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]str
 		return r.lookTool(ctx, dir, c, []string{"ruff", "check", "."})
 	}
 	return nil, fmt.Errorf("%w %q: command is empty", ErrInvalidCheck, c.Name)
+}
+
+// isModuleRun reports whether argv runs `python -m module`.
+func isModuleRun(argv []string, module string) bool {
+	for i := 1; i+1 < len(argv); i++ {
+		if argv[i] == "-m" {
+			return argv[i+1] == module
+		}
+	}
+	return false
 }
 
 // hasFlag reports whether argv has one of flags, alone or as flag=value.
