@@ -254,6 +254,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		w.release(bg, log, lease, ctx, fmt.Errorf("open worktree: %w", err))
 		return
 	}
+	ws.SetAllowPaths(repo.AllowPaths)
 	fix := newFixTree(tree, ws)
 	if w.guard != nil {
 		defer w.guard.track(fix)()

@@ -25,6 +25,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/spell"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -199,6 +200,12 @@ type Repo struct {
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
 	PushRemote string `yaml:"push_remote"`
+	// AllowPaths are protected paths the maker's tools may write in this repository and
+	// its fix branches may hold (see tools.ProtectedPath: CI and hook configuration,
+	// editor folders, .gitattributes, .gitmodules, dependency manifests and lockfiles,
+	// modules named like a check's tool, bytecode): a path, a folder ending in "/", or a
+	// pattern like .github/workflows/*.yml. Empty: none.
+	AllowPaths []string `yaml:"allow_paths,omitempty"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -486,6 +493,11 @@ func (c Config) Validate() error {
 		for j, f := range r.Instructions {
 			if clean := path.Clean(f); f == "" || path.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(f, "\\") || clean == ".git" || strings.HasPrefix(clean, ".git/") {
 				bad("repos.%s.instructions[%d]: %q must be a file path relative to the repository root, like AGENTS.md or docs/agents.md", name, j, f)
+			}
+		}
+		for j, p := range r.AllowPaths {
+			if err := tools.CheckAllowPattern(p); err != nil {
+				bad("repos.%s.allow_paths[%d]: %v", name, j, err)
 			}
 		}
 		for j, ch := range r.Checks {
