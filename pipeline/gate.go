@@ -33,6 +33,16 @@ type Gate struct {
 	// FirstTier is the first tier's run, nil when none was chosen (no pytest check, or the
 	// change affects no test file by the import scan).
 	FirstTier *TierRun
+	// Weakened names the tests that pass at the base commit and, where the change touched
+	// them, do not pass in their base version with it ("check: id: what"): a change that
+	// removes, renames, skips, xfails or rewrites a test the base passed. Such a change is
+	// never shipped by itself (StatusTestsChanged).
+	Weakened []string
+
+	// own is each test check's run of the change's own test modules as the change left them
+	// (check → outcomes), nil for a check that did not run them; ownFiles are those modules.
+	own      map[string]map[string]validate.Outcome
+	ownFiles []string
 
 	// newTests names the new failures that are single tests (check → node ids): what a
 	// flake re-run can retry.

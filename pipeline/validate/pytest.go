@@ -182,6 +182,9 @@ func parseJUnit(data []byte, dir string) (junitReport, error) {
 		}
 		r.tests++
 		id := junitTestID(tc)
+		if tc.Classname == "" && tc.File != "" && tc.Name == strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".") {
+			id = tc.File // a module that failed to collect: pytest's own id for it is its path
+		}
 		switch {
 		case len(tc.Failures) > 0:
 			r.failed++
