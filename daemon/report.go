@@ -171,8 +171,19 @@ func renderReport(in reportInput) string {
 	if out.Gate == nil {
 		b.WriteString("No submitted change passed the checks in this attempt.\n")
 	} else {
-		fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
-			len(out.Gate.Fixed), len(out.Gate.Remaining))
+		if out.Gate.Passed {
+			fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
+				len(out.Gate.Fixed), len(out.Gate.Remaining))
+		} else {
+			fmt.Fprintf(&b, "Gate refused the last submitted change: %d failure(s) the base commit did not have, %d test(s) the base passed weakened.\n\n", len(out.Gate.New), len(out.Gate.Weakened))
+		}
+		if len(out.Gate.Weakened) > 0 {
+			b.WriteString("**Changes tests the base passed** (never shipped by itself; each ran in its base version and in the change's):\n\n")
+			for _, w := range out.Gate.Weakened {
+				fmt.Fprintf(&b, "- %s\n", w)
+			}
+			b.WriteString("\n")
+		}
 		if len(out.Gate.Targets) > 0 {
 			fmt.Fprintf(&b, "Target tests (they pass): %s\n\n", strings.Join(out.Gate.Targets, ", "))
 		}
@@ -188,6 +199,9 @@ func renderReport(in reportInput) string {
 				}
 			}
 			b.WriteString("\n")
+		}
+		if d := pipeline.TestChangesDiff(in.Diff, out.Evidence); d != "" {
+			fmt.Fprintf(&b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n```diff\n%s\n```\n\n", clipLines(d, 200))
 		}
 		for _, c := range out.Checks {
 			fmt.Fprintf(&b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
@@ -304,6 +318,10 @@ func renderReport(in reportInput) string {
 		b.WriteString("ticketd could not produce a change that passes the checks and the review within its budgets. ")
 		b.WriteString("Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
 		fmt.Fprintf(&b, "    ticketctl requeue %d\n", t.ID)
+		if out.Status == pipeline.StatusTestsChanged && in.Branch != "" {
+			b.WriteString("\nThe gate refused this change by rule: it changes tests the base passed, or the checks themselves. When it is right (a fix that changes behaviour a test pins, a fixture the fix needs), publish the kept branch as the ticket's fix (branch, patch, report, push and draft pull request as for a done ticket) with:\n\n")
+			fmt.Fprintf(&b, "    ticketctl accept %d\n", t.ID)
+		}
 	}
 	return b.String()
 }

@@ -300,7 +300,8 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		SaveTriage: func(ctx context.Context, triage string) error {
 			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
 		},
-		BaseFile: tree.FileAtBase,
+		BaseFile:   tree.FileAtBase,
+		AllowPaths: repo.AllowPaths,
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "duration_s", seconds(out.Duration))
@@ -409,10 +410,13 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		w.release(bg, log, lease, ctx, errors.New(out.Reason))
 	default:
 		kind := store.FailFix
-		if out.Status == pipeline.StatusBudget {
+		switch out.Status {
+		case pipeline.StatusBudget:
 			kind = store.FailBudget
+		case pipeline.StatusTestsChanged:
+			kind = store.FailHuman // refused by rule: escalated at once, for ticketctl accept
 		}
-		last := lease.Attempt >= t.MaxAttempts
+		last := lease.Attempt >= t.MaxAttempts || kind == store.FailHuman
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)

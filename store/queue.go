@@ -35,6 +35,10 @@ const (
 	// FailMachine: the machine failed the attempt (its worktree or the repository's base
 	// ref vanished); does not burn the attempt.
 	FailMachine FailureKind = "machine"
+	// FailHuman: the gate refused the change by rule (it weakens tests the base passed, or
+	// changes the checks themselves), so another attempt would only pay for the same answer:
+	// counts the attempt and escalates at once, for a human to accept or requeue.
+	FailHuman FailureKind = "human"
 )
 
 // Failure describes a stopped attempt.
@@ -255,9 +259,9 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
 	switch f.Kind {
-	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine:
+	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine, FailHuman:
 	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown or machine", id, f.Kind)
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine or human", id, f.Kind)
 	}
 	var to State
 	err := s.write(ctx, "fail", func(ctx context.Context, tx storedriver.Tx) error {
@@ -281,7 +285,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			if f.Kind == FailTransport {
 				runAfter = now + s.transportDelay().Milliseconds()
 			}
-		case lt.attempts >= lt.maxAttempts:
+		case lt.attempts >= lt.maxAttempts || f.Kind == FailHuman:
 			to, kind, finished = StateEscalated, "escalated", now
 		default:
 			to, kind = StateQueued, "retry"

@@ -184,3 +184,15 @@ func (w *Workspace) protect(given, rel string) error {
 	}
 	return fmt.Errorf("%w: %s is %s; files that run elsewhere (CI, hooks, editors, installs) or that would replace the checks' own tools never reach a fix branch, so the tools do not write them. Leave it out of the fix; if the fix truly needs it, say so in the submit summary: an operator can allow the path with repos.<name>.allow_paths in ticketd's configuration", ErrProtected, given, why)
 }
+
+// ProtectedIn lists "path: why" for each of paths the maker may not write under allow: what
+// a branch holding paths must never publish.
+func ProtectedIn(paths, allow []string) []string {
+	var out []string
+	for _, p := range paths {
+		if why := ProtectedPath(p, allow); why != "" {
+			out = append(out, p+": "+why)
+		}
+	}
+	return out
+}

@@ -29,6 +29,11 @@ func TestOutcomes(t *testing.T) {
 	if !maps.Equal(r.outcomes, wantPytest) {
 		t.Errorf("pytest outcomes:\n got %v\nwant %v", r.outcomes, wantPytest)
 	}
+	// A module that fails to collect is its own id, its path, not a test of the same name.
+	col, err := parseJUnit([]byte(`<testsuites><testsuite><testcase classname="" name="tests.test_c" file="tests/test_c.py"><error message="collection failure">E ImportError</error></testcase><testcase classname="test_c" name="test_c" file="test_c.py"/></testsuite></testsuites>`), "/w")
+	if err != nil || !maps.Equal(col.outcomes, map[string]Outcome{"tests/test_c.py": OutcomeError, "test_c.py::test_c": OutcomePassed}) {
+		t.Errorf("collection error: %v %v", col.outcomes, err)
+	}
 	if got, want := r.summary(), "2 failed, 1 errors, 2 passed, 1 skipped, 1 xfailed, 1 xpassed (not counted as passing)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
