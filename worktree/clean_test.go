@@ -2,9 +2,11 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,41 @@ func TestBranchChanges(t *testing.T) {
 	}
 	if _, err := BranchChanges(ctx, repo, "main", "--output=/tmp/x"); err == nil {
 		t.Error("a branch named like an option was accepted")
+	}
+}
+
+// Republish gives the same commit every time for the same kept change, so a second run finds
+// its branch in place; a branch of that name elsewhere is refused.
+func TestRepublish(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	git(t, repo, "checkout", "--quiet", "-b", "ticketd/1-x-attempt-1")
+	writeFile(t, filepath.Join(repo, "stats.py"), "fixed\n")
+	git(t, repo, "commit", "--quiet", "-am", "ticketd attempt 1 (not accepted)")
+	git(t, repo, "checkout", "--quiet", "main")
+	first, err := Republish(ctx, repo, "ticketd/1-x-attempt-1", "ticketd/1-x", "Fix x\n\nAccepted by alice.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Republish(ctx, repo, "ticketd/1-x-attempt-1", "ticketd/1-x", "Fix x\n\nAccepted by alice.")
+	if err != nil || again != first {
+		t.Errorf("second Republish = %s, %v; want %s again", again, err, first)
+	}
+	if msg := git(t, repo, "log", "-1", "--format=%s", "ticketd/1-x"); strings.TrimSpace(msg) != "Fix x" {
+		t.Errorf("message %q", msg)
+	}
+	if d := git(t, repo, "diff", "ticketd/1-x-attempt-1", "ticketd/1-x"); d != "" {
+		t.Errorf("the published tree differs from the kept one:\n%s", d)
+	}
+	if got, err := Republish(ctx, repo, "ticketd/1-x-attempt-1", "ticketd/1-x", "another message"); err != nil || got != first {
+		t.Errorf("the same change under another message: %s, %v; want the published %s", got, err, first)
+	}
+	git(t, repo, "branch", "--quiet", "other", "main")
+	if _, err := Republish(ctx, repo, "ticketd/1-x-attempt-1", "other", "x"); !errors.Is(err, ErrBranchExists) {
+		t.Errorf("a branch at another commit: %v; want ErrBranchExists", err)
+	}
+	p, err := CommitPatch(ctx, repo, first)
+	if err != nil || !strings.Contains(p, "+fixed") {
+		t.Errorf("CommitPatch = %q, %v", p, err)
 	}
 }

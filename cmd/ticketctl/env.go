@@ -45,6 +45,8 @@ func init() {
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
 		{name: "answer", args: "ID TEXT | --file F", short: "answer the question a needs_info ticket's maker asked; the ticket goes back in the queue",
 			long: "The next attempt's maker reads the question and this answer (the triage is kept).\nTEXT may be several words; --file - reads it from standard input.", run: cmdAnswer},
+		{name: "accept", args: "ID", short: "publish an escalated ticket's kept change as its fix (branch, patch, report, push, draft PR), as accepted by you",
+			long: "For a change the gate refused by rule that a human judges right (a fix that changes behaviour a test\npins, a fixture the fix needs). Needs --config. Run again after an interruption, it finishes the\npublication without repeating any of it.", run: cmdAccept},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall",
 			long: "The nodes row lists the machines of each night; * marks one that did not finish it (still running, or it died).", run: cmdStats},
