@@ -45,6 +45,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		err = s.store.Requeue(ctx, id, actor, false)
 	case "cancel":
 		_, err = s.store.RequestCancel(ctx, id, actor, "cancelled on the status page")
+	case "accept":
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute) // a push and a pull request
+		defer cancel()
+		if err = s.acceptAction(ctx, w, r, id); err == nil {
+			return
+		}
 	default:
 		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue and cancel.", act), back)
 		return

@@ -38,6 +38,7 @@ type ticketData struct {
 	ActionError string
 	CanRequeue  bool
 	CanCancel   bool
+	CanAccept   bool // an escalated ticket with a kept change, on a page that can publish it
 }
 
 // attemptSection is one attempt number: its folders in the results (a released attempt
@@ -83,6 +84,8 @@ func (s *Server) ticketPage(w http.ResponseWriter, r *http.Request, part string)
 		d.Flash = "Requeued: the ticket is back in the queue."
 	case "cancel":
 		d.Flash = "Cancel requested."
+	case "accept":
+		d.Flash = "Accepted: the kept change is published as the ticket's fix."
 	}
 	s.render(w, http.StatusOK, "ticket", part, d)
 }
@@ -123,6 +126,7 @@ func (s *Server) ticketData(ctx context.Context, id int64) (ticketData, error) {
 	}
 	d.CanRequeue = t.State != store.StateQueued && t.State != store.StateRunning
 	d.CanCancel = !t.State.Terminal()
+	d.CanAccept = s.canAccept(t)
 	if d.Events, err = s.store.Events(ctx, id); err != nil {
 		d.problem("events", err)
 	}
