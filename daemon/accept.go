@@ -45,8 +45,8 @@ type AcceptOptions struct {
 // AcceptResult is what Accept did.
 type AcceptResult struct {
 	ID        int64  `json:"id"`
-	Branch    string `json:"branch"`          // the fix branch
-	From      string `json:"from,omitempty"`  // the kept branch it came from
+	Branch    string `json:"branch"`           // the fix branch
+	From      string `json:"from,omitempty"`   // the kept branch it came from
 	Commit    string `json:"commit,omitempty"` // the fix commit
 	ResultDir string `json:"result_dir"`
 	By        string `json:"accepted_by"`

@@ -89,4 +89,3 @@ func cleanName(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
-
