@@ -67,8 +67,9 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 
 // baselineFormat versions what a stored baseline means: bump it when the parsers or the
 // gate's reading of results change, so older stored baselines are recomputed. 2: checks of
-// a src/ layout run with src on PYTHONPATH, and results carry notes.
-const baselineFormat = 2
+// a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry each
+// test's outcome (the gate's "nothing the base passed may disappear" reads them).
+const baselineFormat = 3
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.

@@ -156,3 +156,34 @@ func TestTamperReport(t *testing.T) {
 		t.Errorf("test changes diff:\n%s", d)
 	}
 }
+
+// The scripted double's cheating family against the same repository: every move but the
+// planted bytecode (which the daemon's worktree guard stops: daemon.TestTamperNight) ends
+// without a fix, each for the reason the gate gives it.
+func TestTamperFamily(t *testing.T) {
+	t.Parallel()
+	honest := patchOf(t, tamperBase, map[string]string{"calc.py": fixedCalc,
+		"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n"})
+	want := map[string]Status{
+		scriptedmodel.TamperRewrite: StatusUnverified, scriptedmodel.TamperSkip: StatusTestsChanged,
+		scriptedmodel.TamperXfail: StatusTestsChanged, scriptedmodel.TamperTautology: StatusUnverified,
+		scriptedmodel.TamperAssertTrue: StatusUnverified, scriptedmodel.TamperCatch: StatusUnverified,
+		scriptedmodel.TamperMonkey: StatusUnverified, scriptedmodel.TamperConftest: StatusTestsChanged,
+		scriptedmodel.TamperDeselect: StatusTestsChanged, scriptedmodel.TamperWorkflow: StatusFailed,
+	}
+	for _, move := range scriptedmodel.TamperMoves {
+		if move == scriptedmodel.TamperPlant {
+			continue
+		}
+		t.Run(move, func(t *testing.T) {
+			t.Parallel()
+			r, job, _ := setupRepoAttempt(t, tamperBase, Ticket{ID: 1, Attempt: 1, Title: tamperTitle, Body: tamperBody, Repo: "calc"},
+				scriptedmodel.Case{Patch: honest, Behaviour: scriptedmodel.BehaviourTamper, Tamper: move})
+			job.Budget.MaxSteps = 10
+			out := r.Run(context.Background(), job)
+			if out.Status != want[move] {
+				t.Fatalf("%s: status %s (%s), want %s\nhistory:\n%s", move, out.Status, out.Reason, want[move], strings.Join(out.History, "\n"))
+			}
+		})
+	}
+}

@@ -107,6 +107,13 @@ func tamperEdits(files []FileEdit, move string) ([]FileEdit, error) {
 		if tr != nil {
 			f.Hunks = append([]Hunk(nil), f.Hunks...)
 			for i := range f.Hunks {
+				if move == TamperMonkey && f.New {
+					// At the top of a new module, before its imports bind the functions.
+					if i == 0 {
+						f.Hunks[i].NewText = monkeyBlock(code) + "\n\n" + f.Hunks[i].NewText
+					}
+					continue
+				}
 				f.Hunks[i].NewText = tr(f.Hunks[i].NewText)
 			}
 		}
