@@ -272,19 +272,6 @@ func (a *attempt) editedTests(ctx context.Context, changed []string) []string {
 	return out
 }
 
-// failsIn reports whether test id (possibly without parameters) is among failing, or its
-// module failed to import (pytest's "file::module" collection error).
-func failsIn(failing []string, id string) bool {
-	file, _, _ := strings.Cut(id, "::")
-	module := strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".")
-	for _, f := range failing {
-		if f == id || strings.HasPrefix(f, id+"[") || f == file+"::"+module {
-			return true
-		}
-	}
-	return false
-}
-
 // testChecks are the job's pytest and unittest checks.
 func (a *attempt) testChecks() []validate.Check {
 	var out []validate.Check
@@ -314,13 +301,6 @@ func resultNamed(results []validate.Result, name string) *validate.Result {
 		}
 	}
 	return nil
-}
-
-func resultTests(results []validate.Result, name string) int {
-	if r := resultNamed(results, name); r != nil {
-		return r.Tests
-	}
-	return 0
 }
 
 // newTestIDs are the test functions of test module file that its base version lacks.
