@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/tools"
@@ -21,6 +22,9 @@ type fixTree struct {
 	*worktree.Tree
 	ws   *tools.Workspace
 	left *leftSet // what the checks wrote, gathered before each restore
+	// dirty is set while a check may have left files no clean has removed yet: between the
+	// maker's tools (which write only the fix) no clean is needed.
+	dirty *atomic.Bool
 }
 
 // leftSet gathers paths, each once.
@@ -48,7 +52,7 @@ func (l *leftSet) list() []string {
 }
 
 func newFixTree(tree *worktree.Tree, ws *tools.Workspace) fixTree {
-	return fixTree{Tree: tree, ws: ws, left: &leftSet{}}
+	return fixTree{Tree: tree, ws: ws, left: &leftSet{}, dirty: &atomic.Bool{}}
 }
 
 // changes are the files the tools wrote, as last written.
@@ -125,16 +129,20 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 		if ctx.Err() != nil {
 			return append(res, g.inner.Run(ctx, dir, []validate.Check{c})...) // reported as not run
 		}
-		if err := g.clean(ctx, f); err != nil {
-			// A check must not start beside what an earlier one left: it is not run.
-			res = append(res, validate.Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Tests: -1,
-				Summary: "not run: " + err.Error(), Abort: "the worktree could not be cleaned between checks: " + err.Error()})
-			continue
+		// A check never starts beside what an earlier one left (the tree is dirty after a
+		// check until a clean; the maker's tools write only the fix): else it is not run.
+		if f.dirty.Load() {
+			if err := g.clean(ctx, f); err != nil {
+				res = append(res, validate.Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Tests: -1,
+					Summary: "not run: " + err.Error(), Abort: "the worktree could not be cleaned between checks: " + err.Error()})
+				continue
+			}
 		}
 		snap, err := f.Snapshot(ctx)
 		if err != nil && ctx.Err() == nil {
 			g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
 		}
+		f.dirty.Store(true)
 		res = append(res, g.inner.Run(ctx, dir, []validate.Check{c})...)
 		if snap != nil && ctx.Err() == nil {
 			put, err := f.Undo(ctx, snap)
@@ -161,5 +169,8 @@ func (g *fixGuard) clean(ctx context.Context, f fixTree) error {
 	}
 	removed, err := f.Clean(ctx, keep)
 	f.left.add(removed)
+	if err == nil {
+		f.dirty.Store(false)
+	}
 	return err
 }
