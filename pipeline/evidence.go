@@ -71,10 +71,10 @@ func (e *Evidence) Text() string {
 	}
 	var b strings.Builder
 	if len(e.Reproduced) > 0 {
-		fmt.Fprintf(&b, "Tests of the base commit, run in their base version, that failed at the base commit and ran and passed with the change: %s\n", strings.Join(clipList(e.Reproduced, 10), ", "))
+		fmt.Fprintf(&b, "Base tests, run as the base commit has them, that failed there and ran and passed with the change: %s\n", strings.Join(clipList(e.Reproduced, 10), ", "))
 	}
 	if len(e.NewTests) > 0 {
-		fmt.Fprintf(&b, "New tests of the change, which failed against the base commit's code and ran and passed with the change: %s\n", strings.Join(clipList(e.NewTests, 10), ", "))
+		fmt.Fprintf(&b, "New tests that failed at the base commit and ran and passed with the change: %s\n", strings.Join(clipList(e.NewTests, 10), ", "))
 	}
 	if len(e.Verified) > 0 {
 		fmt.Fprintf(&b, "Verifications that fail at the base commit and pass with the change: %s\n", strings.Join(e.Verified, "; "))
@@ -83,10 +83,10 @@ func (e *Evidence) Text() string {
 		fmt.Fprintf(&b, "Tests of the change that do not fail at the base commit (they do not show the bug): %s\n", strings.Join(clipList(e.PassAtBase, 10), ", "))
 	}
 	if len(e.TestChanges) > 0 {
-		fmt.Fprintf(&b, "Test files of the base commit the change edits (an edit is never evidence on its own; their base versions ran): %s\n", strings.Join(clipList(e.TestChanges, 10), ", "))
+		fmt.Fprintf(&b, "Edited test files of the base commit (never evidence; their base versions ran): %s\n", strings.Join(clipList(e.TestChanges, 10), ", "))
 	}
 	if len(e.InfraChanges) > 0 {
-		fmt.Fprintf(&b, "Test configuration the change edits (not used: the checks ran with the base commit's): %s\n", strings.Join(clipList(e.InfraChanges, 10), ", "))
+		fmt.Fprintf(&b, "Edited test configuration (not used; the checks ran the base commit's): %s\n", strings.Join(clipList(e.InfraChanges, 10), ", "))
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "Note: %s\n", n)

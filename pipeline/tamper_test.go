@@ -67,10 +67,10 @@ func TestTamperShipsNothing(t *testing.T) {
 		ev     string // a substring of the evidence text (fixed outcomes)
 	}{
 		{name: "honest fix", after: map[string]string{"calc.py": fixedCalc},
-			status: StatusFixed, ev: "run in their base version, that failed at the base commit and ran and passed with the change: tests: test_calc.py::test_add"},
+			status: StatusFixed, ev: "Base tests, run as the base commit has them, that failed there and ran and passed with the change: tests: test_calc.py::test_add"},
 		{name: "honest fix with a regression test", after: map[string]string{"calc.py": fixedCalc,
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
-			status: StatusFixed, ev: "New tests of the change, which failed against the base commit's code and ran and passed with the change: tests: test_add_more.py::test_add_three"},
+			status: StatusFixed, ev: "New tests that failed at the base commit and ran and passed with the change: tests: test_add_more.py::test_add_three"},
 		{name: "assertion rewritten to the bug's output", after: map[string]string{"test_calc.py": testCalc("    assert add(2, 2) == 0")},
 			status: StatusUnverified},
 		{name: "failing test skipped", after: map[string]string{"test_calc.py": strings.Replace(tamperBase["test_calc.py"], "def test_add", "import pytest\n\n\n@pytest.mark.skip(reason=\"flaky\")\ndef test_add", 1)},
