@@ -50,7 +50,7 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 		a.noteFlaky(flaky)
 	}
 	if len(testPaths(a.changed)) > 0 && len(tests) > 0 {
-		g.Text += "\nThe tests ran as the base commit has them (your edits to test files and test configuration set aside; tests you added left out), and the test files you touched ran apart as you left them.\n"
+		g.Text += "\nTests ran in their base versions; the test files you touched ran apart, as you left them.\n"
 	}
 	if len(g.Weakened) > 0 {
 		g.Passed = false
@@ -118,7 +118,7 @@ func mergeOwn(view, own []validate.Result) []validate.Result {
 			}
 		}
 		r.Passed = r.Passed && o.Passed
-		r.Summary = fmt.Sprintf("%s; the change's own test files: %s", orDash(r.Summary), orDash(o.Summary))
+		r.Summary = fmt.Sprintf("%s; the change's test files: %s", orDash(r.Summary), orDash(o.Summary))
 		r.Duration += o.Duration
 		if !o.Passed {
 			r.Output = clip(r.Output, 32<<10) + "\n" + clip(o.Output, 32<<10)
