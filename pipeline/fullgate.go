@@ -42,7 +42,6 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 	for _, r := range own {
 		g.own[r.Name] = r.Outcomes
 	}
-	g.ownFiles = a.ownModules()
 	g.Weakened = a.weakened(g)
 	if len(flaky) > 0 {
 		g.Flaky = flaky

@@ -40,9 +40,8 @@ type Gate struct {
 	Weakened []string
 
 	// own is each test check's run of the change's own test modules as the change left them
-	// (check → outcomes), nil for a check that did not run them; ownFiles are those modules.
-	own      map[string]map[string]validate.Outcome
-	ownFiles []string
+	// (check → outcomes), nil for a check that did not run them.
+	own map[string]map[string]validate.Outcome
 
 	// newTests names the new failures that are single tests (check → node ids): what a
 	// flake re-run can retry.
