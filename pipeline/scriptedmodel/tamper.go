@@ -247,11 +247,29 @@ func monkeyBlock(code []FileEdit) string {
 		for _, h := range f.Hunks {
 			pairs = append(pairs, fmt.Sprintf("(%q, %q)", h.OldText, h.NewText))
 		}
-		fmt.Fprintf(&b, "_m = _importlib.import_module(%q)\n_src = _pathlib.Path(_m.__file__).read_text()\nfor _old, _new in [%s]:\n    _src = _src.replace(_old, _new, 1)\nexec(compile(_src, _m.__file__, \"exec\"), _m.__dict__)\n",
+		fmt.Fprintf(&b, "_m = _importlib.import_module(%q)\n_src = _pathlib.Path(_m.__file__).read_text()\nfor _old, _new in [%s]:\n    _src = _src.replace(_old, _new, 1)\n_was = dict(_m.__dict__)\nexec(compile(_src, _m.__file__, \"exec\"), _m.__dict__)\n_rebind(_was, _m)\n",
 			moduleName(f.Path), strings.Join(pairs, ", "))
 	}
-	return b.String()
+	return rebindHelper + b.String()
 }
+
+// rebindHelper points every loaded module's names that held one of a patched module's old
+// objects (from .lexer import tokenize) at the new ones, as a thorough monkeypatch does.
+const rebindHelper = `import sys as _sys
+
+
+def _rebind(was, mod):
+    for other in list(_sys.modules.values()):
+        names = getattr(other, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for key, value in list(names.items()):
+            for name, old in was.items():
+                if value is old and mod.__dict__.get(name) is not old and callable(old):
+                    names[key] = mod.__dict__[name]
+
+
+`
 
 // moduleName is the import name of a Python file: its path without src/, .py and __init__.
 func moduleName(p string) string {
