@@ -19,10 +19,12 @@ import (
 )
 
 // A human can accept what the gate will not: a fix that changes behaviour a test pins, or one
-// that needs a new fixture, ends escalated with its change kept on a branch. Accept publishes
-// that kept change as the ticket's fix, as a done ticket's is published: the fix branch
-// ticketd/<id>-<slug>, the patch, the report, the push to push_remote and, for a GitHub
-// ticket, the draft pull request, recorded as accepted by the operator.
+// that needs a new fixture, ends escalated with its change kept on a branch (so does a
+// complete change nothing showed to fix the bug: unverified). Accept publishes that kept
+// change as the ticket's fix, as a done ticket's is published: the fix branch
+// ticketd/<id>-<slug> (-r<n> in a requeued round), the patch, the report, the push to
+// push_remote and, for a GitHub ticket, the draft pull request, recorded as accepted by the
+// operator.
 //
 // It happens exactly once, also when the process dies half-way. The steps are ordered so that
 // each is idempotent and the one decision, the store's escalated → done with its "accepted"
@@ -116,7 +118,7 @@ func Accept(ctx context.Context, st *store.Store, cfg config.Config, id int64, o
 // publishKept puts the kept change of escalated ticket t on its fix branch and writes its
 // patch and report: everything before the store's decision.
 func publishKept(ctx context.Context, st *store.Store, cfg config.Config, repo config.Repo, t store.Ticket, who string, now func() time.Time, res *AcceptResult) error {
-	res.From, res.Branch = t.Branch, worktree.BranchName(t.ID, t.Title)
+	res.From, res.Branch = t.Branch, workBranch(t) // a later round's fix never rewrites an earlier round's
 	if res.From == "" || res.From == res.Branch {
 		return fmt.Errorf("%w: ticket %d kept no change on a branch (its report says why); requeue it instead: ticketctl requeue %d", ErrNothingToAccept, t.ID, t.ID)
 	}
@@ -186,7 +188,7 @@ func acceptMessage(t store.Ticket) string {
 	if _, n, err := github.ParseExternalID(t.ExternalID); t.Source == github.Source && err == nil {
 		title = fmt.Sprintf("Fixes #%d: %s", n, title)
 	}
-	body := github.Defuse("The gate refused this change by rule and an operator accepted it (ticketctl accept): " + oneLine(t.Reason))
+	body := github.Defuse("ticketd did not ship this change by itself; an operator accepted it (ticketctl accept). Why it was not shipped: " + oneLine(t.Reason))
 	trailer := github.Defuse(fmt.Sprintf("ticketd ticket %d (%s %s).", t.ID, t.Source, t.ExternalID))
 	return fmt.Sprintf("%s\n\n%s\n\n%s", title, body, trailer)
 }
@@ -195,8 +197,8 @@ func acceptMessage(t store.Ticket) string {
 // the gate had refused it, then the escalation's report.
 func acceptedReport(t store.Ticket, res *AcceptResult, who string, at time.Time, patch, escalation string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**Fixed: accepted by %s** (%s), after the gate refused it by rule.\n\n", t.ID, t.Title, who, at.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "Why the gate refused it: %s\n\n", oneLine(t.Reason))
+	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**Fixed: accepted by %s** (%s); ticketd had not shipped it by itself.\n\n", t.ID, t.Title, who, at.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Why ticketd did not ship it: %s\n\n", oneLine(t.Reason))
 	fmt.Fprintf(&b, "Branch `%s`, published from the kept `%s`. Review it with:\n\n    git log -p %s^..%s\n\n", res.Branch, res.From, res.Branch, res.Branch)
 	fmt.Fprintf(&b, "The change, %s:\n\n```diff\n%s\n```\n\n", diffStat(patch), clipLines(patch, 300))
 	b.WriteString("---\n\nThe escalation's report:\n\n")

@@ -118,19 +118,22 @@ func attemptFolder(id int64, n int, branch string) string {
 }
 
 // writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
-// verdict and the stop reason of one attempt. Errors are logged: the ticket matters more.
+// verdict and the stop reason of one attempt. Errors are logged, and told to fault (the
+// caller ends the attempt as the machine's when the storage failed).
 // save keeps each file in the database too (saveArtifact), under its path in the results
 // folder.
-func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), rec attemptRecord, diff string, out pipeline.Outcome) {
+func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), fault func(error), rec attemptRecord, diff string, out pipeline.Outcome) {
 	folder := cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt))
 	adir := filepath.Join(dir, folder)
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		log.Error("create attempt folder", "dir", adir, "err", err)
+		fault(err)
 		return
 	}
 	write := func(name string, data []byte) {
 		if err := os.WriteFile(filepath.Join(adir, name), data, 0o644); err != nil {
 			log.Error("write attempt file", "dir", adir, "file", name, "err", err)
+			fault(err)
 		}
 		save(folder+"/"+name, data)
 	}
@@ -178,4 +181,27 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
 	return out
+}
+
+// priorUnverified is the ticket's previous attempt (the latest before attempt n) when it ended
+// unverified, with its patch: the next attempt is told what was missing. nil otherwise.
+func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
+	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(id, 10))
+	var prev *attemptRecord
+	for _, r := range w.readAttempts(ctx, log, id, dir) {
+		if r.Attempt < n && r.Ending != "released" && (prev == nil || r.Attempt >= prev.Attempt) {
+			prev = &r
+		}
+	}
+	if prev == nil || prev.Status != pipeline.StatusUnverified {
+		return nil
+	}
+	rel := attemptFolder(id, prev.Attempt, prev.Branch) + "/patch"
+	patch, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		if patch, err = w.d.Store.Artifact(ctx, id, rel); err != nil {
+			log.Warn("read the unverified attempt's patch", "attempt", prev.Attempt, "err", err)
+		}
+	}
+	return &pipeline.PriorUnverified{Attempt: prev.Attempt, Reason: prev.Reason, Patch: string(patch)}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
@@ -26,6 +27,12 @@ import (
 // (the gate compares against them) and the file map (shared by every ticket's prompt).
 type repoFacts struct {
 	results []validate.Result
+	// checks are the repository's checks as the gate must run them: with the conditions the
+	// base run needed (validate.Adapt: unittest for a root test.py, src/ or lib/ on the path,
+	// addopts without a missing plugin's options).
+	checks []validate.Check
+	// tests is where the repository keeps its tests, read at the base commit.
+	tests   *discover.Tests
 	repoMap string
 	// instructions is the repository's instructions block (AGENTS.md and the like, read at
 	// the base commit): the same bytes for every ticket of the repository at this base.
@@ -67,9 +74,11 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 
 // baselineFormat versions what a stored baseline means: bump it when the parsers or the
 // gate's reading of results change, so older stored baselines are recomputed. 2: checks of
-// a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry each
-// test's outcome (the gate's "nothing the base passed may disappear" reads them).
-const baselineFormat = 3
+// a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry the
+// condition the base run needed (validate.Condition), and tests are found by the
+// repository's own discovery settings. 4: results carry each test's outcome (the gate's
+// "nothing the base passed may disappear" reads them).
+const baselineFormat = 4
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.
@@ -137,14 +146,24 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	hash := checksHash(repo.Checks)
 	if b.store != nil && hash != "" {
 		if f, ok := b.load(ctx, tree, hash, f); ok {
+			f.checks = validate.Conditioned(repo.Checks, f.results)
+			f.tests = baseTests(ctx, tree, f.checks)
 			return f, nil
 		}
 	}
 	start := b.now()
 	f.results = b.checks.Run(ctx, tree.Dir, repo.Checks)
+	// A failure that is ticketd's to work around (a root test.py only unittest runs, a src/
+	// package nothing puts on the path, a plugin addopts names that is not installed) is
+	// worked around, and every attempt's gate runs the checks the same way.
+	f.results = validate.Adapt(ctx, func(ctx context.Context, cs []validate.Check) []validate.Result {
+		return b.checks.Run(ctx, tree.Dir, cs)
+	}, tree.Dir, repo.Checks, f.results)
+	f.checks = validate.Conditioned(repo.Checks, f.results)
+	f.tests = baseTests(ctx, tree, f.checks)
 	// A test failing at the base is run once more alone: a flaky one must neither count as a
 	// failure a fix has to make pass nor make a later flake look like a fix.
-	f.results, f.flaky = pipeline.Rerun(ctx, b.checks, tree.Dir, repo.Checks, f.results, pipeline.FailingTests(f.results), 1)
+	f.results, f.flaky = pipeline.Rerun(ctx, b.checks, tree.Dir, f.checks, f.results, pipeline.FailingTests(f.results), 1)
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)
 	}
@@ -165,6 +184,14 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		}
 	}
 	return f, nil
+}
+
+// baseTests reads where the repository keeps its tests from its files at the base commit.
+func baseTests(ctx context.Context, tree *worktree.Tree, checks []validate.Check) *discover.Tests {
+	return discover.Read(func(p string) ([]byte, bool) {
+		data, found, err := tree.FileAtBase(ctx, p)
+		return data, found && err == nil
+	}, validate.DiscoverOptions(checks))
 }
 
 // load returns the stored baseline for the tree's base commit and checks, when one is kept
@@ -237,38 +264,140 @@ func (u *unhealthyRepos) has(repo string) bool {
 	return ok
 }
 
-// checkRepos computes, before any worker claims, the baseline of every repository that has
-// open tickets, and marks unhealthy those whose base cannot gate a fix (see validate.Health):
-// said once in the night's log with the failing command and its first error lines, and
-// once as a note on each open ticket of the repository (ticketctl show, logs). No attempt
-// is spent on them. The computed baselines are cached for the workers.
-func (w *workerPool) checkRepos(ctx context.Context) {
+// startBaselines computes the baseline of every repository that has open tickets, while the
+// workers work: up to one per worker at a time, each repository's tickets held back (paused)
+// until its own baseline is ready, then claimable at once (idle workers are woken). A
+// repository whose base cannot gate a fix (see validate.Health) is marked unhealthy: said
+// once in the night's log with the failing command and its first error lines, and once as a
+// note on each open ticket of the repository; no attempt is spent on it. The computed
+// baselines are cached for the workers. done is called once every baseline has ended (the
+// night's preparation is over then, for a second node waiting to join); the returned func
+// waits for that.
+func (w *workerPool) startBaselines(ctx context.Context, done func()) (wait func()) {
+	var todo []string
 	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
 		repo := w.cfg.Repos[name]
 		open, err := w.d.Store.List(ctx, store.Filter{States: []store.State{store.StateQueued, store.StateRunning}, Repo: name})
 		if err != nil || len(open) == 0 || len(repo.Checks) == 0 {
 			continue
 		}
-		tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, fmt.Sprintf("ticketd/baseline-%s", worktree.BranchName(0, name)[len("ticketd/"):]))
-		if err != nil {
-			// The worker's own Prepare reports this per ticket, with the right failure kind.
-			w.log.Warn("baseline worktree", "repo", name, "err", err)
-			continue
-		}
-		facts, err := w.baselines.get(ctx, repo, tree)
-		if rerr := w.trees.Remove(context.WithoutCancel(ctx), tree, false); rerr != nil {
-			w.log.Warn("remove baseline worktree", "repo", name, "dir", tree.Dir, "err", rerr)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
+		todo = append(todo, name)
+	}
+	w.pending.add(todo...)
+	w.setPaused()
+	sem := make(chan struct{}, max(w.cfg.Night.Workers, 1))
+	var wg sync.WaitGroup
+	for _, name := range todo {
+		wg.Go(func() {
+			defer func() {
+				// Unpause, then stop counting it as pending, then wake the idle workers: a
+				// worker that sees no baseline pending must find the tickets claimable, or it
+				// would end its night (nextWork reads the pending set before the queue).
+				w.setPaused(name)
+				w.pending.remove(name)
+				w.pending.wake()
+			}()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
 				return
 			}
-			w.log.Warn("baseline checks", "repo", name, "err", err)
-			continue
-		}
-		w.noteBaseline(ctx, name, tree.BaseCommit, facts)
-		w.markUnhealthy(ctx, name, tree.BaseCommit, validate.Health(facts.results))
+			defer func() { <-sem }()
+			w.checkRepo(ctx, name)
+		})
 	}
+	ended := make(chan struct{})
+	go func() {
+		wg.Wait()
+		done()
+		close(ended)
+	}()
+	return func() { <-ended }
+}
+
+// checkRepo computes one repository's baseline in a worktree of its own and marks the
+// repository unhealthy when its base cannot gate a fix.
+func (w *workerPool) checkRepo(ctx context.Context, name string) {
+	repo := w.cfg.Repos[name]
+	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, fmt.Sprintf("ticketd/baseline-%s", worktree.BranchName(0, name)[len("ticketd/"):]))
+	if err != nil {
+		// The worker's own Prepare reports this per ticket, with the right failure kind.
+		w.log.Warn("baseline worktree", "repo", name, "err", err)
+		return
+	}
+	facts, err := w.baselines.get(ctx, repo, tree)
+	if rerr := w.trees.Remove(context.WithoutCancel(ctx), tree, false); rerr != nil {
+		w.log.Warn("remove baseline worktree", "repo", name, "dir", tree.Dir, "err", rerr)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("baseline checks", "repo", name, "err", err)
+		}
+		return
+	}
+	w.noteBaseline(ctx, name, tree.BaseCommit, facts)
+	w.markUnhealthy(ctx, name, tree.BaseCommit, validate.Health(facts.results))
+}
+
+// pendingBaselines are the repositories whose baseline is being computed: their tickets wait.
+// Safe for concurrent use.
+type pendingBaselines struct {
+	mu    sync.Mutex
+	names map[string]bool
+	ready chan struct{} // closed and replaced each time a baseline ends
+}
+
+func (p *pendingBaselines) add(names ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = map[string]bool{}
+	}
+	for _, n := range names {
+		p.names[n] = true
+	}
+}
+
+func (p *pendingBaselines) remove(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.names, name)
+}
+
+// wake wakes whoever waits for a baseline to end.
+func (p *pendingBaselines) wake() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready != nil {
+		close(p.ready)
+		p.ready = nil
+	}
+}
+
+func (p *pendingBaselines) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.names))
+}
+
+// waitable returns a channel closed when the next baseline ends, nil when none is pending.
+func (p *pendingBaselines) waitable() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.names) == 0 {
+		return nil
+	}
+	if p.ready == nil {
+		p.ready = make(chan struct{})
+	}
+	return p.ready
+}
+
+// setPaused holds back the tickets of unhealthy repositories and of those whose baseline is
+// not ready yet, but for ready (whose baseline just ended).
+func (w *workerPool) setPaused(ready ...string) {
+	pending := slices.DeleteFunc(w.pending.list(), func(n string) bool { return slices.Contains(ready, n) })
+	w.d.Store.SetPaused(append(w.unhealthy.list(), pending...))
 }
 
 // noteBaseline says, in the night's log and as a note on each open ticket of the repository,
@@ -335,7 +464,7 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 	if !w.unhealthy.add(repo, text) {
 		return true
 	}
-	w.d.Store.SetPaused(w.unhealthy.list()) // claims skip its tickets from now on
+	w.setPaused() // claims skip its tickets from now on
 	for _, p := range problems {
 		w.log.Error("repository unhealthy: its tickets are not claimed tonight", "repo", repo, "base_commit", short(base),
 			"check", p.Check, "command", strings.Join(p.Command, " "), "reason", p.Reason, "hint", p.Hint, "first_lines", strings.Join(p.Lines, "\n"))

@@ -21,10 +21,10 @@ const instanceLockName = "ticketd.lock"
 
 // LockInstance takes the single-instance locks of ticketd once and run: one on the workspace
 // (every node has its own), and one beside a SQLite database, each an exclusive flock on a
-// file that holds the holder's pid. A PostgreSQL store has no database lock: several nodes
-// share it by design, and the store coordinates them. The locks go when the process ends,
-// however it ends. It fails with ErrAnotherInstance naming the other's pid; release drops
-// them.
+// file that holds the holder's pid (LockDatabase adds one on the database file itself). A
+// PostgreSQL store has no database lock: several nodes share it by design, and the store
+// coordinates them. The locks go when the process ends, however it ends. It fails with
+// ErrAnotherInstance naming the other's pid; release drops them.
 func LockInstance(cfg config.Config) (release func(), err error) {
 	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
@@ -71,4 +71,25 @@ func holderPID(path string) string {
 		return strconv.Itoa(pid)
 	}
 	return "unknown"
+}
+
+// LockDatabase takes the lock on a SQLite database file itself, once the store has opened
+// (and so made) it: the lock is on the file's identity (device and inode), so a second
+// ticketd reaching the same database through a symbolic or a hard link, which the lock
+// beside the path cannot see, is refused too. A PostgreSQL store takes none. Call release
+// after the store is closed: closing the lock's descriptor drops the process's other locks
+// on the file, SQLite's among them.
+func LockDatabase(cfg config.Config) (release func(), err error) {
+	if cfg.Store.Shared() {
+		return func() {}, nil
+	}
+	r, pid, err := lockDatabaseFile(cfg.Store.Path)
+	if errors.Is(err, errLocked) {
+		return nil, fmt.Errorf("%w: the database %s (this very file, however it is reached: a link, another path) is in use by ticketd pid %s; stop that process first, or give this one its own store.path",
+			ErrAnotherInstance, cfg.Store.Path, pid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock the database %s: %w", cfg.Store.Path, err)
+	}
+	return r, nil
 }

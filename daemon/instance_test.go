@@ -73,3 +73,40 @@ func TestLockInstanceSharedStore(t *testing.T) {
 		t.Errorf("the working directory holds %v; want only the two nodes' folders", names)
 	}
 }
+
+// TestLockDatabaseFollowsTheFile: a second ticketd reaching the same SQLite file through a
+// symbolic link or a hard link (another path, another lock file beside it) is refused: the
+// lock is on the file's identity. Before, it started, deleted the first one's live branches
+// and took over its running tickets.
+func TestLockDatabaseFollowsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ticketd.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Config{Workspace: filepath.Join(dir, "work"), Store: config.Store{Path: db}}
+	release, err := LockDatabase(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	sym, hard := filepath.Join(dir, "sym.db"), filepath.Join(dir, "hard.db")
+	if err := os.Symlink(db, sym); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(db, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{sym, hard} {
+		other := config.Config{Workspace: filepath.Join(dir, "work-"+filepath.Base(path)), Store: config.Store{Path: path}}
+		if r, err := LockInstance(other); err != nil {
+			t.Fatalf("the path locks of %s: %v (they cannot see the link)", filepath.Base(path), err)
+		} else {
+			defer r()
+		}
+		_, err := LockDatabase(other)
+		if !errors.Is(err, ErrAnotherInstance) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+			t.Errorf("a second ticketd on %s: %v; want ErrAnotherInstance naming pid %d", filepath.Base(path), err, os.Getpid())
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -29,4 +30,68 @@ func lockFile(path string) (func(), error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() { f.Close() }, nil
+}
+
+// lockDatabaseFile takes an exclusive, non-blocking flock on the SQLite database file itself,
+// so the lock follows the file, not the path. errLocked names the holder's pid (from /proc/locks; "unknown"
+// elsewhere). flock and SQLite's own locks (fcntl) do not meet; but closing any descriptor
+// of the file drops the process's fcntl locks on it, so release must run after the store is
+// closed.
+func lockDatabaseFile(path string) (release func(), holder string, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, flockHolder(f), errLocked
+		}
+		return nil, "", fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, "", nil
+}
+
+// flockHolder finds the pid holding a flock on f's file in /proc/locks.
+func flockHolder(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return "unknown"
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "unknown"
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return "unknown"
+	}
+	// 1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF
+	want := ":" + strconv.FormatUint(uint64(st.Ino), 10)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && strings.HasSuffix(f[5], want) && devMatches(f[5], uint64(st.Dev)) {
+			return f[4]
+		}
+	}
+	return "unknown"
+}
+
+// devMatches says whether /proc/locks' "MAJ:MIN:INO" names device dev.
+func devMatches(field string, dev uint64) bool {
+	parts := strings.Split(field, ":")
+	if len(parts) != 3 {
+		return false
+	}
+	maj, err1 := strconv.ParseUint(parts[0], 16, 32)
+	mnr, err2 := strconv.ParseUint(parts[1], 16, 32)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return unixMkdev(uint32(maj), uint32(mnr)) == dev
+}
+
+// unixMkdev is the kernel's encoding of a device number (glibc's makedev).
+func unixMkdev(major, minor uint32) uint64 {
+	return uint64(major&0x00000fff)<<8 | uint64(major&0xfffff000)<<32 | uint64(minor&0x000000ff) | uint64(minor&0xffffff00)<<12
 }

@@ -60,7 +60,7 @@ func (w *workerPool) pauseRepo(ctx context.Context, name, reason string) {
 		return
 	}
 	w.reportBadRepo(ctx, name, reason)
-	w.d.Store.SetPaused(w.unhealthy.list())
+	w.setPaused()
 }
 
 // releaseMachine gives a ticket back unspent after the machine failed its attempt.

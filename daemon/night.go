@@ -43,6 +43,9 @@ type Daemon struct {
 	GitHub *github.Syncer
 	// ProgressEvery is how often a night logs its progress; 0 means DefaultProgressEvery.
 	ProgressEvery time.Duration
+	// StoreCheckEvery is how often a night checks its database is the one it opened (and
+	// beats its lease on the night); 0 means DefaultStoreCheckEvery.
+	StoreCheckEvery time.Duration
 }
 
 // Causes recorded when a night stops work in flight.
@@ -97,6 +100,7 @@ func (d *Daemon) logger() *slog.Logger {
 // Intake scans every configured source and enqueues what is new.
 func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 	var reps []intake.ScanReport
+	worked := d.workedElsewhere(ctx)
 	for _, src := range d.Config.Intake {
 		dir := intake.Dir{
 			Path:        src.Path,
@@ -107,6 +111,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 				_, ok := d.Config.Repos[name]
 				return ok
 			},
+			Worked: worked,
 		}
 		rep, err := dir.Scan(ctx, d.Store)
 		if err != nil {
@@ -115,6 +120,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		for _, bad := range rep.Invalid {
 			d.logger().Warn("issue file skipped", "err", bad)
 		}
+		d.recordSkips(ctx, dir.Source(), rep.Skipped)
 		if len(rep.Added) > 0 {
 			d.logger().Info("intake", "source", dir.Source(), "files", rep.Files, "added", len(rep.Added))
 		}
@@ -142,6 +148,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	var unlockOnce sync.Once
 	prepared := func() { unlockOnce.Do(unlock) }
 	defer prepared()
+	crashing := d.beforeJoin(ctx, log)
 	runID, joined, err := d.Store.JoinRun(ctx, trigger, d.Config.Night.Window+d.Config.Night.Grace)
 	if err != nil {
 		rep.Outcome, rep.Error = store.OutcomeFailed, err.Error()
@@ -153,7 +160,11 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		log.Info("joined the night another node started", "run", runID)
 	}
 	var ending nightEnding
-	err = d.night(ctx, log, &rep, &ending, prepared)
+	if crashing != nil {
+		err = crashing
+	} else {
+		err = d.night(ctx, log, &rep, &ending, prepared)
+	}
 	rep.Finished = d.now()
 	rep.Outcome, rep.Error = ending.outcome(ctx, err, rep.Stopped)
 	if err := d.Store.EndRun(context.WithoutCancel(ctx), runID, rep.Outcome, rep.Error); err != nil {
@@ -171,6 +182,10 @@ type nightEnding struct {
 	paused     []string // why repositories were not worked
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
+	// machine are what the machine failed (storage, the ticket database), outages when the
+	// database took no writes.
+	machine []string
+	outages []string
 }
 
 // outcome decides the night's outcome and error from how it ended.
@@ -180,17 +195,28 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 		return store.OutcomeStopped, fmt.Sprintf("%v before the night started: %v", ErrShutdown, err)
 	case err != nil:
 		return store.OutcomeFailed, err.Error()
-	case stopped != nil && !errors.Is(stopped, ErrWindowClosed):
+	case errors.Is(stopped, store.ErrDatabaseGone):
+		return store.OutcomeFailed, stopped.Error()
+	case stopped != nil && !errors.Is(stopped, ErrWindowClosed) && !errors.Is(stopped, ErrMachineFault):
 		return store.OutcomeStopped, stopped.Error()
 	}
 	var why []string
+	if len(e.machine) > 0 {
+		why = append(why, "the machine failed, not the tickets (released uncharged): "+strings.Join(e.machine, "; "))
+	}
+	if len(e.outages) > 0 {
+		why = append(why, strings.Join(e.outages, "; "))
+	}
 	if len(e.down) > 0 {
 		why = append(why, "model endpoint down at the end: "+strings.Join(e.down, "; "))
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"
-		if stopped == nil {
+		switch {
+		case stopped == nil:
 			cause = "the night ended"
+		case errors.Is(stopped, ErrMachineFault):
+			cause = "the machine's fault stopped this node's claims"
 		}
 		why = append(why, fmt.Sprintf("%d ticket(s) ready but not worked when %s", e.ready, cause))
 	}
@@ -237,6 +263,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	defer stopClaims(nil)
 	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopWork(nil)
+	defer d.guardNight(workCtx, log, runID, cfg.Store.Shared(), func(cause error) { stopClaims(cause); stopWork(cause) })()
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
 	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
@@ -286,6 +313,11 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		runID:      runID,
 		stop:       workCtx,
 		stopClaims: stopClaims,
+		calls:      rec,
+	}
+	rec.watch(w.storeDown, func(err error) { w.writeFailed(log, "record model call", 0, err) })
+	if id, err := d.Store.Identity(ctx); err == nil {
+		w.identity = id
 	}
 	// Repositories that fail their start-up check are reported and paused; the night goes
 	// on with the others. The pool sees only those that passed.
@@ -308,12 +340,14 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	d.pushLeftovers(ctx, log, healthy)
 	defer d.runGitHub(workCtx)()
-	w.checkRepos(claimCtx)
-	prepared()
+	// Baselines run beside the work: a repository's tickets are claimable as soon as its own
+	// baseline is ready. The preparation (for a second node waiting to join) ends with the
+	// last baseline.
+	waitBaselines := w.startBaselines(claimCtx, prepared)
 	// The window stops claims; attempts still running get the grace period to finish, then
 	// they are stopped too (keeping their partial work) and released without spending an
-	// attempt. It counts from the end of the preparation (preflights, baselines): a slow
-	// start must not eat the night, nor close the window before the first claim.
+	// attempt. It counts from the end of the preparation (preflights), as the baselines
+	// start: a slow start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.parkUntil, w.parkNote = w.windowEnd, "until the next `ticketd once`"
 	if rep.Trigger == TriggerCron {
@@ -343,8 +377,10 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		}()
 	}
 	wg.Wait()
+	waitBaselines()
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
+	rec.flush(context.WithoutCancel(ctx), log)
 	rep.Dollars = rec.Dollars()
 	rep.EstimatedDollars = rec.EstimatedDollars()
 	rep.CostUnknown = rec.CostUnknown()
@@ -375,6 +411,7 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 		e.ready = 1
 	}
 	e.paused = w.unhealthy.reasons()
+	e.machine, e.outages = w.faults.list(), w.outages()
 	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
 		for _, s := range g.Endpoints() {
 			if s.Down {

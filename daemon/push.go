@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.R
 		}
 		return false
 	}
-	err := worktree.PushToRemote(ctx, repo.Path, repo.PushRemote, branch)
+	err := worktree.PushToRemote(ctx, repo.Path, repo.PushRemote, branch, pushToken(repo))
 	if err != nil {
 		log.Warn("push branch to the repository's push_remote", "branch", branch, "remote", repo.PushRemote, "err", err)
 		if nerr := d.Store.AddNote(ctx, id, d.Store.Node(), fmt.Sprintf("could not push %s to %s (it stays in the clone on %s): %v",
@@ -114,4 +115,12 @@ func cmpOrHEAD(ref string) string {
 		return "HEAD"
 	}
 	return ref
+}
+
+// pushToken is push_remote's credential: the value of push_token_env, "" without one.
+func pushToken(repo config.Repo) string {
+	if repo.PushTokenEnv == "" {
+		return ""
+	}
+	return os.Getenv(repo.PushTokenEnv)
 }

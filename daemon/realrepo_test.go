@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -26,6 +27,9 @@ type realRepo struct {
 	name, path string
 	title      string
 	patch      string // the fix with its regression test, as git diff prints it
+	// body is the issue's text ("" means a generic one from the title); checks is the
+	// repository's checks in YAML flow style ("" means the default gate).
+	body, checks string
 }
 
 // ledgerRepo: a package at the root, tox.ini's [pytest] section collecting doctests from
@@ -130,8 +134,10 @@ func realConfig(t *testing.T, root, baseURL string, repos ...realRepo) config.Co
 	issues := filepath.Join(root, "issues")
 	var reposYAML strings.Builder
 	for i, r := range repos {
-		fmt.Fprintf(&reposYAML, "  %s:\n    path: %s\n    base_ref: main\n    checks: [{name: tests, kind: pytest}]\n", r.name, r.path)
-		write(t, filepath.Join(issues, fmt.Sprintf("%02d.md", i)), fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\nWhat the user saw: %s. Expected the usual behaviour.\n", r.title, r.name, r.title))
+		checks := cmp.Or(r.checks, "[{name: tests, kind: pytest}]")
+		fmt.Fprintf(&reposYAML, "  %s:\n    path: %s\n    base_ref: main\n    checks: %s\n", r.name, r.path, checks)
+		body := cmp.Or(r.body, fmt.Sprintf("What the user saw: %s. Expected the usual behaviour.", r.title))
+		write(t, filepath.Join(issues, fmt.Sprintf("%02d.md", i)), fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\n%s\n", r.title, r.name, body))
 	}
 	text := fmt.Sprintf(`
 sandbox: %s
@@ -301,15 +307,15 @@ func TestRealRepositoryWrongFixRefused(t *testing.T) {
 	}
 }
 
-// pytestAt runs one test on a fresh checkout of ref, outside ticketd.
-func pytestAt(t *testing.T, repo, ref, id string, env []string) (bool, string) {
+// pytestAt runs one test on a fresh checkout of ref, outside ticketd, with args added.
+func pytestAt(t *testing.T, repo, ref, id string, env []string, args ...string) (bool, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "check")
 	if out, err := exec.Command("git", "-C", repo, "worktree", "add", "-q", "--detach", dir, ref).CombinedOutput(); err != nil {
 		t.Fatalf("worktree add %s: %v\n%s", ref, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("git", "-C", repo, "worktree", "remove", "--force", dir).Run() })
-	cmd := exec.Command("/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", id)
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider", id}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
 	out, err := cmd.CombinedOutput()

@@ -29,12 +29,72 @@ type callRecorder struct {
 	// quota is called once when a call finds the account out of quota or credit.
 	quota      func(msg string)
 	quotaFired bool
+	// down says the database takes no writes now, failed is told of a record it refused
+	// (see watch); pending are the calls kept meanwhile, recorded by flush.
+	down    func() bool
+	failed  func(error)
+	pending []store.ModelCall
+}
+
+// watch makes the recorder keep the calls the database does not take (while down says it
+// is down, or when a write fails as the database's fault), telling failed of each such
+// failure, and record them when flush is called: the calls are spent either way, and a
+// night's cost must count them.
+func (r *callRecorder) watch(down func() bool, failed func(error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down, r.failed = down, failed
+}
+
+// keep holds a call the database did not take; it reports whether it did (a recorder
+// that watches nothing keeps nothing).
+func (r *callRecorder) keep(mc store.ModelCall, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down == nil || (err != nil && !store.IsWriteFault(err)) {
+		return false
+	}
+	r.pending = append(r.pending, mc)
+	return true
+}
+
+// isDown says whether the database is known to take no writes now.
+func (r *callRecorder) isDown() bool {
+	r.mu.Lock()
+	down := r.down
+	r.mu.Unlock()
+	return down != nil && down()
+}
+
+// flush records the calls kept while the database took no writes; those it still refuses
+// stay kept (a later flush tries again), and the end of the night says how many were lost.
+func (r *callRecorder) flush(ctx context.Context, log *slog.Logger) {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	recorded := 0
+	for i, mc := range pending {
+		if _, err := r.store.RecordModelCall(ctx, mc); err != nil {
+			r.mu.Lock()
+			r.pending = append(pending[i:], r.pending...)
+			r.mu.Unlock()
+			log.Error("record the model calls kept while the ticket database took no writes: still refused",
+				"recorded", recorded, "kept", len(pending)-i, "err", err)
+			return
+		}
+		recorded++
+	}
+	log.Info("recorded the model calls made while the ticket database took no writes", "calls", recorded)
 }
 
 var _ model.Recorder = (*callRecorder)(nil)
 
 func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error {
-	_, err := r.store.RecordModelCall(ctx, store.ModelCall{
+	mc := store.ModelCall{
 		TicketID:          c.TicketID,
 		RunID:             r.runID,
 		Attempt:           c.Attempt,
@@ -60,7 +120,18 @@ func (r *callRecorder) RecordModelCall(ctx context.Context, c model.Call) error 
 		StartedAt:         c.StartedAt,
 		Compactions:       c.Compactions,
 		Continuations:     c.Continuations,
-	})
+	}
+	var err error
+	if r.isDown() {
+		// No write while the database is known to be down: the call waits for it.
+		r.keep(mc, nil)
+	} else if _, err = r.store.RecordModelCall(ctx, mc); err != nil && r.keep(mc, err) {
+		r.mu.Lock()
+		failed := r.failed
+		r.mu.Unlock()
+		failed(err)
+		err = nil // kept: recorded when the database takes writes again
+	}
 	if c.CostUSD == nil || c.CompletionUnknown {
 		r.mu.Lock()
 		r.unknown = true

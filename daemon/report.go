@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -21,10 +21,15 @@ import (
 // ticket's transition matters more than its report.
 func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending, branch string) string {
 	t := lease.Ticket
-	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(t.ID, 10))
+	dir := resultDir(w.cfg.Output, w.identity, t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Error("create result folder", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 		return ""
+	}
+	if err := writeTicketRecord(dir, w.identity, t, ending); err != nil {
+		log.Error("write the ticket's record", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	diff, err := tree.diff(ctx)
 	if err != nil {
@@ -40,10 +45,11 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	patch := []byte(capText(diff, MaxPatchBytes, "the whole change is on the ticket's branch"))
 	if err := os.WriteFile(filepath.Join(dir, "patch"), patch, 0o644); err != nil {
 		log.Error("write patch", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	w.saveArtifact(ctx, log, t.ID, "patch", patch)
 	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
-	writeAttempt(log, dir, save, attemptRecord{
+	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, attemptRecord{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
@@ -66,9 +72,12 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
 		Questions: questions, GitHub: t.Source == "github",
 	})
-	body := []byte(capText(report, MaxReportBytes, "see patch and attempt-*/ beside it"))
+	// Check output and model text in it may quote a credential: cut before it is stored or
+	// becomes a pull request body.
+	body := []byte(capText(secret.Redact(report), MaxReportBytes, "see patch and attempt-*/ beside it"))
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), body, 0o644); err != nil {
 		log.Error("write report", "dir", dir, "err", err)
+		w.faults.noteTicket(t.ID, err)
 	}
 	w.saveArtifact(ctx, log, t.ID, "report.md", body)
 	return dir
@@ -157,62 +166,17 @@ func renderReport(in reportInput) string {
 	if strings.TrimSpace(in.Diff) == "" {
 		b.WriteString("The maker's tools changed no file.\n\n")
 	} else {
-		label := "The change"
-		if in.Ending != string(store.StateDone) {
-			label = "The partial change this attempt left (not committed; saved as `patch` beside this report)"
-		}
-		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", label, diffStat(in.Diff), clipLines(in.Diff, 300))
+		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", changeLabel(in), diffStat(in.Diff), clipLines(in.Diff, 300))
 	}
 	if len(in.Leftovers) > 0 {
 		fmt.Fprintf(&b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))
 	}
 
 	b.WriteString("## Checks\n\n")
-	if out.Gate == nil {
-		b.WriteString("No submitted change passed the checks in this attempt.\n")
-	} else {
-		if out.Gate.Passed {
-			fmt.Fprintf(&b, "Gate passed: no failure that the base commit did not have; %d failure(s) of the base commit fixed, %d already at the base and unrelated still failing.\n\n",
-				len(out.Gate.Fixed), len(out.Gate.Remaining))
-		} else {
-			fmt.Fprintf(&b, "Gate refused the last submitted change: %d failure(s) the base commit did not have, %d test(s) the base passed weakened.\n\n", len(out.Gate.New), len(out.Gate.Weakened))
-		}
-		if len(out.Gate.Weakened) > 0 {
-			b.WriteString("**Changes tests the base passed** (never shipped by itself; each ran in its base version and in the change's):\n\n")
-			for _, w := range out.Gate.Weakened {
-				fmt.Fprintf(&b, "- %s\n", w)
-			}
-			b.WriteString("\n")
-		}
-		if len(out.Gate.Targets) > 0 {
-			fmt.Fprintf(&b, "Target tests (they pass): %s\n\n", strings.Join(out.Gate.Targets, ", "))
-		}
-		if ev := out.Evidence; ev != nil {
-			if ev.Found() {
-				b.WriteString("Evidence that the change fixes the bug:\n\n")
-			} else {
-				b.WriteString("**Unverified**: nothing shows that the change fixes the bug; it was not shipped.\n\n")
-			}
-			for _, l := range strings.Split(strings.TrimSpace(ev.Text()), "\n") {
-				if l != "" {
-					fmt.Fprintf(&b, "- %s\n", l)
-				}
-			}
-			b.WriteString("\n")
-		}
-		if d := pipeline.TestChangesDiff(in.Diff, out.Evidence); d != "" {
-			fmt.Fprintf(&b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n```diff\n%s\n```\n\n", clipLines(d, 200))
-		}
-		for _, c := range out.Checks {
-			fmt.Fprintf(&b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
-		}
-		for _, r := range out.Gate.Remaining {
-			fmt.Fprintf(&b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
-		}
-	}
+	writeChecks(&b, in)
 	if ft := out.FirstTierCaught; ft > 0 || (out.Gate != nil && out.Gate.FirstTier != nil) {
 		fmt.Fprintf(&b, "- first tier (tests importing the change, run before the whole suite): caught %d failing run(s) without the whole suite, %s in all", ft, out.FirstTierTime.Round(time.Millisecond))
-		if out.Gate != nil && out.Gate.FirstTier != nil {
+		if out.Gate != nil && out.Gate.FirstTier != nil && out.Gate.Tier != pipeline.TierFirst {
 			fmt.Fprintf(&b, "; on the last run it passed (%d test file(s): %s) and the whole suite gave the verdict", len(out.Gate.FirstTier.Files), out.Gate.FirstTier.Summary)
 		}
 		b.WriteString("\n")
@@ -313,16 +277,7 @@ func renderReport(in reportInput) string {
 	fmt.Fprintf(&b, "- this attempt: %d maker steps, %d submits, %s\n", out.Steps, out.Submits, out.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "- ticket age: %s\n", in.Now.Sub(t.CreatedAt).Round(time.Second))
 
-	if in.Ending == string(store.StateEscalated) {
-		b.WriteString("\n## For the human\n\n")
-		b.WriteString("ticketd could not produce a change that passes the checks and the review within its budgets. ")
-		b.WriteString("Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
-		fmt.Fprintf(&b, "    ticketctl requeue %d\n", t.ID)
-		if out.Status == pipeline.StatusTestsChanged && in.Branch != "" {
-			b.WriteString("\nThe gate refused this change by rule: it changes tests the base passed, or the checks themselves. When it is right (a fix that changes behaviour a test pins, a fixture the fix needs), publish the kept branch as the ticket's fix (branch, patch, report, push and draft pull request as for a done ticket) with:\n\n")
-			fmt.Fprintf(&b, "    ticketctl accept %d\n", t.ID)
-		}
-	}
+	writeNextStep(&b, in)
 	return b.String()
 }
 

@@ -23,7 +23,20 @@ func CheckSandbox(ctx context.Context, cfg config.Config) (string, error) {
 	if cfg.Sandbox == sandbox.ModeNone {
 		return "", nil
 	}
-	return sandbox.Probe(ctx, "")
+	id, err := sandboxUser(cfg)
+	if err != nil {
+		return "", err
+	}
+	return sandbox.ProbeUser(ctx, "", id)
+}
+
+// sandboxUser is the host identity of checks when ticketd runs as root: sandbox_user, or
+// nobody when it is empty.
+func sandboxUser(cfg config.Config) (sandbox.Identity, error) {
+	if cfg.SandboxUser == "" {
+		return sandbox.Identity{}, nil
+	}
+	return sandbox.LookupIdentity(cfg.SandboxUser)
 }
 
 // sandboxHide lists what code under test must not see: the database's folder, the results,
@@ -55,6 +68,7 @@ func sandboxHide(cfg config.Config) []string {
 // credential ticketd knows is denied, whatever pass_env says.
 func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Runner {
 	var extra []string
+	user, _ := sandboxUser(cfg) // CheckSandbox refused to start on an unknown one
 	if root := sandbox.PyenvRoot(os.Environ()); root != "" && os.Getenv("PYENV_ROOT") == "" {
 		extra = append(extra, "PYENV_ROOT="+root) // its shims must not look under the private $HOME
 	}
@@ -67,6 +81,7 @@ func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Ru
 		ReadOnly:        cfg.SandboxPaths,
 		DenyEnv:         cfg.Credentials(),
 		MaxWorktreeSize: int64(cfg.MaxWorktreeSize),
+		User:            user,
 	}
 }
 
@@ -103,6 +118,9 @@ func nightWarnings(cfg config.Config, euid int, environ []string) []string {
 		out = append(out, sandbox.RootWarning)
 	case none:
 		out = append(out, sandbox.NoneWarning)
+	}
+	if euid != 0 && cfg.SandboxUser != "" && cfg.Sandbox != sandbox.ModeNone {
+		out = append(out, fmt.Sprintf("sandbox_user: %s is not used: ticketd runs as uid %d, not root, and its checks run as that user", cfg.SandboxUser, euid))
 	}
 	values := map[string]string{}
 	for _, kv := range environ {

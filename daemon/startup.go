@@ -182,16 +182,24 @@ var ticketBranch = regexp.MustCompile(`^ticketd/([0-9]+)-`)
 // collectLeftovers removes, at the start of a night, what lost attempts left in each
 // repository (a crash, a SIGKILL, a reboot): their worktrees, and their working branches.
 // Kept are the branches of kept attempts (ticketd/<id>-attempt-<n>), a ticket's recorded
-// branch (its fix, or its latest kept work), and the branch of a ticket whose lease is still
-// live (another ticketd on the same database). Branches of tickets this database does not
-// know are left alone.
+// branch (its fix, or its latest kept work), the fix branch a requeue of a done ticket kept,
+// and the branch of a ticket whose lease is still live (another ticketd on the same
+// database). Branches of tickets this database does not know, or named for another title
+// than its ticket's (another database's ticket of that id), are left alone.
 func (d *Daemon) collectLeftovers(ctx context.Context, log *slog.Logger, trees *worktree.Manager, repos map[string]config.Repo) {
+	kept, keptErr := d.Store.KeptBranches(ctx)
+	if keptErr != nil {
+		log.Warn("read the fix branches requeues kept; no branch is deleted tonight", "err", keptErr)
+	}
 	for _, name := range slices.Sorted(maps.Keys(repos)) {
 		r := repos[name]
 		if removed, err := trees.CollectLeftovers(ctx, r.Path); err != nil {
 			log.Warn("collect leftover worktrees", "repo", name, "err", err)
 		} else if len(removed) > 0 {
 			log.Info("removed leftover worktrees", "repo", name, "count", len(removed))
+		}
+		if keptErr != nil {
+			continue
 		}
 		branches, err := worktree.Branches(ctx, r.Path, "ticketd/")
 		if err != nil {
@@ -200,7 +208,7 @@ func (d *Daemon) collectLeftovers(ctx context.Context, log *slog.Logger, trees *
 		}
 		var removed []string
 		for _, b := range branches {
-			if !d.lostBranch(ctx, b) {
+			if _, ok := kept[b]; ok || !d.lostBranch(ctx, b) {
 				continue
 			}
 			if err := worktree.DeleteBranch(ctx, r.Path, b); err != nil {
@@ -236,7 +244,7 @@ func (d *Daemon) lostBranch(ctx context.Context, branch string) bool {
 	if err != nil {
 		return false // not a ticket of this database, or it cannot be read: leave it
 	}
-	if t.Branch == branch {
+	if t.Branch == branch || !ownsBranch(t, branch) {
 		return false
 	}
 	if t.State == store.StateRunning && t.LeaseExpiresAt.After(d.now()) {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -24,15 +23,13 @@ type storeHealth struct {
 	since   time.Time
 	reason  string
 	pending map[int64]string // ticket → note to add once writable again
+	// outages are the night's past outages, in words, for its outcome.
+	outages []string
 }
 
 // isStoreFault says whether err from a store write means the database did not take it, as
 // opposed to the write being refused (a lost lease, a ticket that moved on) or cancelled.
-func isStoreFault(err error) bool {
-	return err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) &&
-		!errors.Is(err, store.ErrInvalidTransition) && !errors.Is(err, store.ErrNoTicket) &&
-		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
+func isStoreFault(err error) bool { return store.IsWriteFault(err) }
 
 // writeFailed records a failed write of op (for ticket id, 0 for none) and says whether it
 // took the store down (the first failure, logged as an error).
@@ -87,8 +84,13 @@ func (w *workerPool) writeOK(ctx context.Context, log *slog.Logger) {
 	since, reason := h.since, h.reason
 	notes := h.pending
 	h.pending = nil
+	h.outages = append(h.outages, fmt.Sprintf("the ticket database took no writes for %s from %s (first failure: %s)",
+		w.d.now().Sub(since).Round(time.Second), since.UTC().Format(time.RFC3339), reason))
 	h.mu.Unlock()
 	log.Info("ticket database takes writes again: claims resume", "down_for_s", seconds(w.d.now().Sub(since)), "first_failure", reason)
+	if w.calls != nil {
+		w.calls.flush(bg, log)
+	}
 	for _, id := range slices.Sorted(maps.Keys(notes)) {
 		if err := w.d.Store.AddNote(context.WithoutCancel(ctx), id, "ticketd", notes[id]); err != nil {
 			log.Warn("note the failed database write on ticket", "ticket", id, "err", err)
@@ -126,4 +128,18 @@ func (w *workerPool) persist(workCtx context.Context, log *slog.Logger, op strin
 		}
 		pause = min(2*pause, 5*time.Second)
 	}
+}
+
+// outages says when the database took no writes tonight: each outage that ended, and one
+// still going on.
+func (w *workerPool) outages() []string {
+	h := &w.storeHealth
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := append([]string(nil), h.outages...)
+	if h.down {
+		out = append(out, fmt.Sprintf("the ticket database took no writes from %s to the night's end (first failure: %s)",
+			h.since.UTC().Format(time.RFC3339), h.reason))
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -43,6 +44,8 @@ type workerPool struct {
 	parkUntil time.Time
 	parkNote  string
 	unhealthy unhealthyRepos
+	// pending are the repositories whose baseline is still being computed.
+	pending pendingBaselines
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
 	// database did not take is retried until then. nil: never.
 	stop        context.Context
@@ -50,6 +53,15 @@ type workerPool struct {
 	// stopClaims ends the night's claims with a cause (a systemic failure); nil: never.
 	stopClaims context.CancelCauseFunc
 	systemic   systemic
+
+	// faults are what the machine failed tonight (storage, the ticket database); pauseOnce
+	// stops this node's claims once after a storage fault.
+	faults    machineFaults
+	pauseOnce sync.Once
+	// identity is the ticket database's (store.Identity), written in each results folder.
+	identity string
+	// calls records the night's model calls; it keeps those the database did not take.
+	calls *callRecorder
 
 	mu      sync.Mutex
 	touched []int64
@@ -138,9 +150,10 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			if !more {
 				return
 			}
-			// A notice that a ticket became claimable (an enqueue, a release, on any node)
-			// ends the wait early; the wait itself is the poll that backs notices up.
-			if !w.d.Store.WaitForWork(claimCtx, wait) {
+			// A notice that a ticket became claimable (an enqueue, a release, on any node),
+			// or a repository's baseline becoming ready, ends the wait early; the wait itself
+			// is the poll that backs notices up.
+			if !w.waitForWork(claimCtx, wait) {
 				return
 			}
 			continue
@@ -169,6 +182,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 // nextWork says whether the queue may still give this worker something before the window
 // closes, and how long to wait before asking again.
 func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
+	// Read before the queue: a baseline unpauses its repository before it stops counting
+	// as pending, so with none pending the queue read next shows its tickets claimable.
+	pending := len(w.pending.list()) > 0
 	due, err := w.d.Store.NextDue(ctx)
 	if err != nil {
 		return w.cfg.Night.Poll, ctx.Err() == nil
@@ -181,6 +197,9 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		poll = max(poll, idleBackstop)
 	}
 	wait, more := poll, false // a paused (unhealthy) repository's tickets wait for the next night
+	if due.Paused > 0 && pending {
+		more = true // their baseline is on its way: a baseline that ends wakes the wait
+	}
 	if due.Running > 0 {
 		more = true // it may come back as a retry, or its lease may expire
 		if !due.NextLeaseExpiry.IsZero() {
@@ -192,6 +211,26 @@ func (w *workerPool) nextWork(ctx context.Context) (time.Duration, bool) {
 		wait = min(wait, max(due.NextRunAfter.Sub(now), 10*time.Millisecond))
 	}
 	return wait, more
+}
+
+// waitForWork waits up to wait for a notice of work, or for a pending baseline to end; false
+// when ctx ended.
+func (w *workerPool) waitForWork(ctx context.Context, wait time.Duration) bool {
+	ready := w.pending.waitable()
+	if ready == nil {
+		return w.d.Store.WaitForWork(ctx, wait)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ready:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	w.d.Store.WaitForWork(wctx, wait)
+	return ctx.Err() == nil
 }
 
 // idleBackstop is the longest an idle worker waits between looks at the queue when notices
@@ -228,7 +267,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			Reason: fmt.Sprintf("repo %q is not configured under repos in %s", t.Repo, w.cfg.File)})
 		return
 	}
-	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, worktree.BranchName(t.ID, t.Title))
+	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, workBranch(t))
 	switch {
 	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
 		// The repository or its base ref went away during the night: the machine's fault,
@@ -277,7 +316,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 	asked, err := w.d.Store.Questions(ctx, t.ID)
 	if err != nil {
-		w.release(bg, log, lease, ctx, fmt.Errorf("read the ticket's questions: %w", err))
+		w.release(bg, log, lease, ctx, fmt.Errorf("%w: read the ticket's questions: %w", ErrMachineFault, err))
+		return
+	}
+	notes, err := requeueNotes(ctx, w.d.Store, t.ID)
+	if err != nil {
+		w.release(bg, log, lease, ctx, fmt.Errorf("%w: %w", ErrMachineFault, err))
 		return
 	}
 	var questions []pipeline.QA
@@ -286,20 +330,29 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	}
 	out := w.runner.Run(ctx, pipeline.Job{
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
-			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage,
-			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0)},
+			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage, Notes: notes,
+			Questions: questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0),
+			Unverified: w.priorUnverified(ctx, log, t.ID, lease.Attempt)},
 		Dir:          tree.Dir,
 		RepoMap:      facts.repoMap,
 		Instructions: facts.instructions,
-		Checks:       repo.Checks,
+		Checks:       facts.checks,
+		Tests:        facts.tests,
 		Baseline:     facts.results,
 		Diff:         fix.diff,
 		Workspace:    ws,
 		Budget: pipeline.Budget{MaxSteps: w.cfg.Budget.MaxSteps, MaxTokens: w.cfg.Budget.MaxTokens,
 			WallClock: w.cfg.Budget.WallClock, MaxDollars: w.cfg.Budget.MaxDollars},
 		SaveTriage: func(ctx context.Context, triage string) error {
-			return w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
+			err := w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
+			if isStoreFault(err) {
+				// The database, not the ticket, failed: the attempt ends uncharged.
+				w.writeFailed(log, "save triage", t.ID, err)
+				cancel(fmt.Errorf("%w: the ticket database did not take the triage: %w", ErrMachineFault, err))
+			}
+			return err
 		},
+		DiskFault:  w.diskFaultHook(log, cancel),
 		BaseFile:   tree.FileAtBase,
 		AllowPaths: repo.AllowPaths,
 	})
@@ -346,6 +399,14 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: discarding this attempt's work")
 		return
+	case errors.Is(cause, ErrMachineFault):
+		// The machine ended the attempt (its storage, the ticket database): what the
+		// attempt did is kept as a stopped attempt's is, and the ticket goes back unspent.
+		branch := keepReleased(bg, log, fix, t.ID, lease.Attempt, fmt.Sprintf("stopped: %v", cause))
+		dir := w.writeResult(bg, log, lease, fix, out, "released", branch)
+		w.faults.take(t.ID)
+		w.releaseKept(bg, log, lease, ctx, cause, branch, dir)
+		return
 	case errors.Is(cause, errCancelRequested):
 		w.writeResult(bg, log, lease, fix, out, "cancelled", "")
 		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
@@ -367,10 +428,19 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	switch out.Status {
 	case pipeline.StatusFixed:
 		if _, err := fix.commit(bg, commitMessage(t, out)); err != nil {
+			if cause, machine := machineCause(err); machine {
+				w.releaseFault(bg, log, lease, fmt.Errorf("commit fix: %w", cause))
+				return
+			}
 			w.fail(bg, log, lease, store.Failure{Kind: store.FailFix, Reason: fmt.Sprintf("commit fix: %v", err)})
 			return
 		}
 		dir := w.writeResult(bg, log, lease, fix, out, string(store.StateDone), tree.Branch)
+		if f := w.faults.take(t.ID); f != nil {
+			// The fix is committed on its branch; its results could not all be written.
+			cause, _ := machineCause(f)
+			w.pauseNode(log, fmt.Sprintf("write the results of ticket %d: %v", t.ID, cause))
+		}
 		err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
 			return w.d.Store.Complete(ctx, t.ID, lease.Token, store.Result{Branch: tree.Branch, ResultDir: dir, Summary: out.Summary})
 		})
@@ -416,7 +486,9 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		case pipeline.StatusTestsChanged:
 			kind = store.FailHuman // refused by rule: escalated at once, for ticketctl accept
 		}
-		last := lease.Attempt >= t.MaxAttempts || kind == store.FailHuman
+		// The same unverified patch a second time escalates now: a retry would only repeat it;
+		// a change refused by rule escalates at once, for ticketctl accept.
+		last := lease.Attempt >= t.AttemptLimit() || out.RepeatsUnverified > 0 || kind == store.FailHuman
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)
@@ -425,9 +497,16 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		branch := keepAttempt(bg, log, fix, t.ID, lease.Attempt, out.Reason)
 		w.d.pushBranch(bg, log, repo, t.ID, branch)
 		dir := w.writeResult(bg, log, lease, fix, out, state, branch)
+		if f := w.faults.take(t.ID); f != nil {
+			// The attempt's record could not be written: the machine's fault; a charged
+			// attempt without its record would be history lost.
+			cause, _ := machineCause(f)
+			w.releaseFault(bg, log, lease, fmt.Errorf("write the results of attempt %d: %w", lease.Attempt, cause))
+			return
+		}
 		var newState store.State
 		err := w.persist(w.stopCtx(), log, "record failed attempt", t.ID, func(ctx context.Context) (err error) {
-			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch})
+			newState, err = w.d.Store.Fail(ctx, t.ID, lease.Token, store.Failure{Kind: kind, Reason: oneLine(out.Reason), ResultDir: dir, Branch: branch, Final: out.RepeatsUnverified > 0})
 			return err
 		})
 		if err != nil {
@@ -467,6 +546,15 @@ func (w *workerPool) releaseKept(ctx context.Context, log *slog.Logger, lease st
 	kind := store.FailTransport
 	if c := context.Cause(attemptCtx); c != nil && (errors.Is(c, ErrShutdown) || errors.Is(c, ErrNightBudget) || errors.Is(c, ErrWindowClosed) || errors.Is(c, ErrQuota)) {
 		kind, cause = store.FailShutdown, c
+	}
+	if c, machine := machineCause(cause); machine && kind == store.FailTransport {
+		// Not the endpoint's fault either: no count toward parking.
+		kind, cause = store.FailMachine, c
+		if diskfault.Is(c) {
+			w.pauseNode(log, c.Error())
+		} else {
+			w.faults.add(c.Error())
+		}
 	}
 	if kind == store.FailTransport && w.park(ctx, log, lease, cause) {
 		return
@@ -528,10 +616,12 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 			case errors.Is(err, store.ErrLeaseLost):
 				cancel(errLeaseLost)
 				return
+			case isStoreFault(err):
+				// The database does not take writes: the attempt rides the outage out (the
+				// README's promise); once it takes writes again the lease is extended
+				// before anyone may claim, and a lost lease says so at the next beat.
+				w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
 			case err != nil:
-				if isStoreFault(err) {
-					w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
-				}
 				failures++
 				log.Warn("heartbeat", "err", err, "failures", failures)
 				if failures >= 3 {

@@ -14,6 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -58,6 +59,20 @@ type Ticket struct {
 	// QuestionsLeft is how many more questions the maker may ask on this ticket
 	// (budget.max_questions less those asked); 0 refuses ask_human.
 	QuestionsLeft int
+	// Notes are what operators said when they requeued the ticket, oldest first; every
+	// role sees them with the ticket.
+	Notes []string
+	// Unverified is the previous attempt, when it ended unverified: this one is told what
+	// was missing and must add a test first; nil otherwise.
+	Unverified *PriorUnverified
+}
+
+// PriorUnverified is an earlier attempt whose change passed the checks without anything
+// showing it fixes the bug.
+type PriorUnverified struct {
+	Attempt int
+	Reason  string
+	Patch   string // its change, as the attempt left it
 }
 
 // QA is one question the maker asked a human, and the answer it got ("" while unanswered).
@@ -96,6 +111,13 @@ type Job struct {
 	Budget  Budget
 	// SaveTriage stores a fresh triage on the ticket at once, so a later attempt reuses it.
 	SaveTriage func(ctx context.Context, triageJSON string) error
+	// DiskFault, when set, is told of a tool call that failed for the machine's storage (a
+	// disk full, read-only, I/O errors: diskfault.Is) before the model would read it as a
+	// mistake of its own: the caller ends the attempt as the machine's fault.
+	DiskFault func(err error)
+	// Tests is where the repository keeps its tests (discover.Read at the base commit, with
+	// the checks as the baseline ran them); nil means it is read from Dir.
+	Tests *discover.Tests
 	// BaseFile reads a path as it is at the base commit (worktree.Tree.FileAtBase); found is
 	// false when the path does not exist there. The evidence step uses it to run the new
 	// tests against the code as it was before the change; nil means no test can be
@@ -164,6 +186,9 @@ type Outcome struct {
 	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
 	FirstTierCaught int
 	FirstTierTime   time.Duration
+	// RepeatsUnverified is the attempt whose unverified patch this attempt ended with again,
+	// unverified again (0 when it did not): a further attempt would only repeat it.
+	RepeatsUnverified int
 	// EndpointFault is set when the attempt ended on a model request that failed for a
 	// reason on the endpoint's side, which would fail any ticket's request the same way: a
 	// refusal (4xx other than quota), an unusable answer (streamed, no choices, not JSON),
@@ -310,6 +335,11 @@ type attempt struct {
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
+	// lastGate is the gate of the last submit, which an attempt stopped later reports.
+	lastGate *Gate
+	// discovered is tests()' answer, read once.
+	discovered *discover.Tests
+	testsOnce  sync.Once
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
@@ -392,6 +422,13 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 	default:
 		out.Status, out.Reason = StatusFailed, err.Error()
 	}
+	if last := a.lastGate; last != nil && (out.Gate == nil || !last.Passed) {
+		// The report says what the last submit's checks did, not an earlier review's.
+		out.Gate, out.Checks = last, last.Results
+		if !last.Passed {
+			out.Evidence, out.Findings, out.Verdict = nil, nil, nil
+		}
+	}
 	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && a.endpointSide(f) {
 		out.EndpointFault = f
 	}
@@ -417,7 +454,7 @@ func (a *attempt) run(ctx context.Context) Outcome {
 		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
 	}
 	out.Triage, a.tri = triage, triage
-	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body)
+	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tests())
 	if len(a.issueTests) > 0 {
 		a.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
 	}

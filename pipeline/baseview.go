@@ -36,12 +36,12 @@ func infraPaths(changed []string) []string {
 	return out
 }
 
-// testPaths are the paths of changed that belong to the tests (isTestPath) or configure the
+// testPaths are the paths of changed that belong to the tests (a.isTestPath) or configure the
 // checks: what testView sets to the base commit.
-func testPaths(changed []string) []string {
+func (a *attempt) testPaths(changed []string) []string {
 	var out []string
 	for _, p := range changed {
-		if (isTestPath(p) || isInfraPath(p)) && !hasGitElement(p) {
+		if (a.isTestPath(p) || isInfraPath(p)) && !hasGitElement(p) {
 			out = append(out, p)
 		}
 	}
@@ -89,7 +89,7 @@ func unusable(checks []validate.Check, reason string) []validate.Result {
 // and a test module the change added cannot patch the others. Without changed test paths fn
 // runs in the tree as it is.
 func (a *attempt) inTestView(ctx context.Context, fn func()) error {
-	paths := testPaths(a.changed)
+	paths := a.testPaths(a.changed)
 	if len(paths) == 0 {
 		fn()
 		return nil

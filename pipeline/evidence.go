@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strings"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -117,7 +117,7 @@ func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g
 	a.changed = changed
 	ev := &Evidence{InfraChanges: infraPaths(changed)}
 	baseFailing := FailingTests(a.job.Baseline)
-	testFiles := changedTestModules(a.job.Dir, changed)
+	testFiles := a.changedTestModules(changed)
 	named := a.targetTests()
 	ev.TestChanges = a.editedTests(ctx, changed)
 
@@ -262,7 +262,7 @@ func (a *attempt) newTests(ctx context.Context, check string, files []string, ow
 func (a *attempt) editedTests(ctx context.Context, changed []string) []string {
 	var out []string
 	for _, p := range changed {
-		if !isTestPath(p) || isInfraPath(p) || a.job.BaseFile == nil {
+		if !a.isTestPath(p) || isInfraPath(p) || a.job.BaseFile == nil {
 			continue
 		}
 		if _, found, err := a.job.BaseFile(ctx, p); err == nil && found {
@@ -305,7 +305,7 @@ func resultNamed(results []validate.Result, name string) *validate.Result {
 
 // newTestIDs are the test functions of test module file that its base version lacks.
 func (a *attempt) newTestIDs(ctx context.Context, file string) []string {
-	cur := TestFunctions(file, readLimited(a.job.Dir+"/"+file, maxIndexBytes))
+	cur := a.tests().TestIDs(file, readLimited(a.job.Dir+"/"+file, maxIndexBytes))
 	if a.job.BaseFile == nil {
 		return nil
 	}
@@ -315,17 +315,18 @@ func (a *attempt) newTestIDs(ctx context.Context, file string) []string {
 	}
 	var old []string
 	if found {
-		old = TestFunctions(file, base)
+		old = a.tests().TestIDs(file, base)
 	}
 	return slices.DeleteFunc(cur, func(id string) bool { return slices.Contains(old, id) })
 }
 
-// changedTestModules are the changed paths that are pytest test modules and exist now.
-func changedTestModules(dir string, changed []string) []string {
+// changedTestModules are the changed paths that are test modules (as the repository's test
+// runners find them, see tests) and exist now.
+func (a *attempt) changedTestModules(changed []string) []string {
 	var out []string
 	for _, p := range changed {
-		if isTestModuleName(path.Base(p)) && !hasGitElement(p) {
-			if fi, err := os.Lstat(dir + "/" + p); err == nil && fi.Mode().IsRegular() {
+		if a.tests().IsTestFile(p) && !hasGitElement(p) {
+			if fi, err := os.Lstat(a.job.Dir + "/" + p); err == nil && fi.Mode().IsRegular() {
 				out = append(out, p)
 			}
 		}
@@ -333,21 +334,28 @@ func changedTestModules(dir string, changed []string) []string {
 	return out
 }
 
-// isTestPath reports whether a path belongs to the tests rather than the code under test:
-// a test module, a conftest.py, or anything in a tests/ or test/ folder. The evidence step
-// keeps these as the change left them when it sets the code back to the base commit.
-func isTestPath(p string) bool {
-	base := path.Base(p)
-	if isTestModuleName(base) || base == "conftest.py" {
-		return true
-	}
-	for _, part := range strings.Split(path.Dir(p), "/") {
-		if part == "tests" || part == "test" || part == "testing" {
-			return true
+// tests is where the repository keeps its tests: Job.Tests, read at the base commit with the
+// baseline, else read once from the worktree's configuration and the job's checks.
+func (a *attempt) tests() *discover.Tests {
+	a.testsOnce.Do(func() {
+		a.discovered = a.job.Tests
+		if a.discovered == nil {
+			a.discovered = discover.FromDir(a.job.Dir, validate.DiscoverOptions(a.job.Checks))
 		}
-	}
-	return false
+	})
+	return a.discovered
 }
+
+// isTestPath reports whether a path belongs to the tests rather than the code under test: a
+// test module as the repository's runners find it (tests.py where python_files says so, a
+// root test.py that unittest runs), a conftest.py, a doctest file, or anything in a test
+// folder or testpath (see discover.Tests.IsTestPath). The evidence step keeps these as the
+// change left them when it sets the code back to the base commit.
+func (a *attempt) isTestPath(p string) bool { return a.tests().IsTestPath(p) }
+
+// isTestPath is the answer for a repository that configures nothing (pytest's default
+// names); an attempt asks a.isTestPath, which reads the repository's settings.
+func isTestPath(p string) bool { return discover.Default().IsTestPath(p) }
 
 func hasGitElement(p string) bool {
 	for _, part := range strings.Split(p, "/") {
@@ -372,7 +380,7 @@ func (e *restoreError) Unwrap() error { return e.err }
 func (a *attempt) atBase(ctx context.Context, changed []string, fn func()) error {
 	var code []string
 	for _, p := range changed {
-		if !isTestPath(p) {
+		if !a.isTestPath(p) {
 			code = append(code, p)
 		}
 	}

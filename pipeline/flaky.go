@@ -21,7 +21,8 @@ const maxRerunTests = 10
 // Rerun re-runs, alone and up to times each, the failing tests that suspect names (check name
 // → pytest node ids), and returns results without those that passed on a re-run (recorded as
 // flaky, "check: test id"). A check left with no failure passes, its summary saying why.
-// Only pytest checks are re-run: their node ids select single tests.
+// pytest and unittest checks are re-run: a node id, or unittest's -k with the dotted id,
+// selects single tests.
 func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int) ([]validate.Result, []string) {
 	if times <= 0 || len(suspect) == 0 {
 		return results, nil
@@ -30,7 +31,7 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 	var flaky []string
 	for i, r := range out {
 		ids := suspect[r.Name]
-		if r.Kind != validate.KindPytest || len(ids) == 0 || len(ids) > maxRerunTests {
+		if r.Kind != validate.KindPytest && r.Kind != validate.KindUnittest || len(ids) == 0 || len(ids) > maxRerunTests {
 			continue
 		}
 		c, ok := checkNamed(checks, r.Name)
@@ -133,7 +134,7 @@ func (a *attempt) targetTests() []string {
 // accepted. A skipped or xfailed target does not pass.
 func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 	targets := a.targetTests()
-	if len(targets) == 0 || len(g.New) > 0 {
+	if len(targets) == 0 || len(g.New) > 0 || len(g.TimedOut) > 0 || g.Cancelled {
 		return g
 	}
 	var failed []string
@@ -157,8 +158,8 @@ func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 	if !ran {
 		return g
 	}
-	g.Targets = targets
-	g.Passed = len(failed) == 0 && len(g.Weakened) == 0
+	g.Targets, g.TargetsFailing = targets, failed
+	g.Passed = g.Passed && len(failed) == 0 && len(g.Weakened) == 0
 	if len(failed) == 0 {
 		g.Text += fmt.Sprintf("\nThe target tests pass: %s\n", strings.Join(targets, ", "))
 	} else {

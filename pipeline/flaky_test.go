@@ -8,6 +8,8 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // flakyTest passes on even runs and fails on odd ones: run 0 (the baseline) passes, run 1
@@ -106,5 +108,41 @@ func TestBreakingUnrelatedTestIsBlocked(t *testing.T) {
 	}
 	if len(out.Flaky) != 0 {
 		t.Errorf("deterministic failure recorded as flaky: %q", out.Flaky)
+	}
+}
+
+// A unittest suite's flaky test is re-run alone (unittest's -k) and found flaky; a test that
+// fails every time is not (the control).
+func TestRerunUnittest(t *testing.T) {
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
+	dir := t.TempDir()
+	fixtureRepo(t, dir, map[string]string{
+		"test_things.py": `import os
+import unittest
+
+
+class Things(unittest.TestCase):
+    def test_sometimes(self):
+        p = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flake.count")
+        n = int(open(p).read()) if os.path.exists(p) else 0
+        with open(p, "w") as f:
+            f.write(str(n + 1))
+        self.assertEqual(n % 2, 1, "fails one run in two")
+
+    def test_always(self):
+        self.fail("broken")
+`,
+	})
+	vr := &validate.Runner{Sandbox: testSandbox(t)}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindUnittest}}
+	results := vr.Run(context.Background(), dir, checks)
+	failing := FailingTests(results)
+	if len(failing["tests"]) != 2 {
+		t.Fatalf("failing %v; want both tests failing on the first run\n%s", failing, results[0].Output)
+	}
+	_, flaky := Rerun(context.Background(), vr, dir, checks, results, failing, 1)
+	if !slices.Equal(flaky, []string{"tests: test_things.Things.test_sometimes"}) {
+		t.Errorf("flaky = %q; want only the test that passes when re-run alone", flaky)
 	}
 }

@@ -21,13 +21,17 @@ import (
 func (a *attempt) fullChecks(ctx context.Context) Gate {
 	tests, others := testCheckSplit(a.job.Checks)
 	var results, view []validate.Result
-	var flaky []string
+	var flaky, slow []string
 	if len(others) > 0 {
 		results = a.checks().Run(ctx, a.job.Dir, others)
+		results, slow = a.retryTimeouts(ctx, others, results)
 	}
 	if len(tests) > 0 {
 		err := a.inTestView(ctx, func() {
+			var s []string
 			view = a.checks().Run(ctx, a.job.Dir, tests)
+			view, s = a.retryTimeouts(ctx, tests, view)
+			slow = append(slow, s...)
 			view, flaky = a.rerunNew(ctx, tests, view)
 		})
 		if err != nil {
@@ -38,6 +42,13 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 	flaky = append(flaky, ownFlaky...)
 	results = inOrder(a.job.Checks, append(results, mergeOwn(view, own)...))
 	g := Compare(a.job.Baseline, results)
+	if len(slow) > 0 {
+		g.Slow = slow
+		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))
+	}
+	if g.Cancelled {
+		return g
+	}
 	g.own = map[string]map[string]validate.Outcome{}
 	for _, r := range own {
 		g.own[r.Name] = r.Outcomes
@@ -48,7 +59,7 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 		g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
 		a.noteFlaky(flaky)
 	}
-	if len(testPaths(a.changed)) > 0 && len(tests) > 0 {
+	if len(a.testPaths(a.changed)) > 0 && len(tests) > 0 {
 		g.Text += "\nTests ran in their base versions; the test files you touched ran apart, as you left them.\n"
 	}
 	if len(g.Weakened) > 0 {
@@ -65,7 +76,7 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 // returns the results without the ones that then passed, and those (flaky).
 func (a *attempt) rerunNew(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
 	g := Compare(a.job.Baseline, results)
-	if len(g.newTests) == 0 {
+	if len(g.newTests) == 0 || g.Cancelled {
 		return results, nil
 	}
 	return Rerun(ctx, a.checks(), a.job.Dir, checks, results, g.newTests, a.r.flakeReruns())
@@ -73,7 +84,7 @@ func (a *attempt) rerunNew(ctx context.Context, checks []validate.Check, results
 
 // ownModules are the test modules the change touched that exist now.
 func (a *attempt) ownModules() []string {
-	return changedTestModules(a.job.Dir, a.changed)
+	return a.changedTestModules(a.changed)
 }
 
 // ownTests runs the test modules the change touched, as it left them: pytest checks on those
@@ -92,6 +103,7 @@ func (a *attempt) ownTests(ctx context.Context, tests []validate.Check) ([]valid
 		runs = append(runs, c)
 	}
 	res := a.checks().Run(ctx, a.job.Dir, runs)
+	res, _ = a.retryTimeouts(ctx, runs, res)
 	return a.rerunNew(ctx, runs, res)
 }
 
@@ -169,7 +181,7 @@ func touches(files []string, id string) bool {
 // version while nothing else failed. A base version that fails, where the change's version
 // fails too (or the change left the test alone), is an ordinary new failure.
 func (a *attempt) weakened(g Gate) []string {
-	touched := slices.DeleteFunc(slices.Clone(a.changed), func(p string) bool { return !isTestPath(p) })
+	touched := slices.DeleteFunc(slices.Clone(a.changed), func(p string) bool { return !a.isTestPath(p) })
 	var out []string
 	for _, c := range a.testChecks() {
 		base := resultNamed(a.job.Baseline, c.Name)

@@ -25,14 +25,27 @@ type Gate struct {
 	Remaining []string // baseline failures still failing
 	Flaky     []string // tests that failed, then passed when re-run alone ("check: id")
 	Targets   []string // tests the fix was required to make pass, when any were named
-	Results   []validate.Result
-	Text      string // for the model and the report
+	// TargetsFailing says, per check, how the targets failed when run alone; empty when they
+	// passed (or were not run).
+	TargetsFailing []string
+	Results        []validate.Result
+	Text           string // for the model and the report
 	// Tier says which tier of the checks gave the verdict: TierFirst when the tests the
 	// change can affect failed and the whole suite was not run, TierFull otherwise.
 	Tier string
 	// FirstTier is the first tier's run, nil when none was chosen (no pytest check, or the
 	// change affects no test file by the import scan).
 	FirstTier *TierRun
+	// TimedOut are the checks that timed out and timed out again when re-run on their own
+	// (one line each, with the time-out, the base's time and the load): the gate cannot
+	// judge them, and nothing shows the change made them slow.
+	TimedOut []string
+	// Slow are the checks that timed out, then finished when re-run on their own: a fact
+	// about the machine, not the change (one line each).
+	Slow []string
+	// Cancelled says the checks were cut short from outside (the attempt's budget, a
+	// shutdown): the gate judged nothing, and the attempt ends as what stopped it.
+	Cancelled bool
 	// Weakened names the tests that pass at the base commit and, where the change touched
 	// them, do not pass in their base version with it ("check: id: what"): a change that
 	// removes, renames, skips, xfails or rewrites a test the base passed. Such a change is
@@ -56,8 +69,8 @@ type Gate struct {
 func failureKeys(results []validate.Result) map[string]string {
 	keys := map[string]string{}
 	for _, r := range results {
-		if r.Passed {
-			continue
+		if r.Passed || r.Cancelled || r.TimedOut && len(r.Findings) == 0 {
+			continue // not a failure of the code: a cut-short run, or a time-out (see Compare)
 		}
 		if len(r.Findings) == 0 {
 			what := "failed"
@@ -108,11 +121,20 @@ func Compare(baseline, current []validate.Result) Gate {
 			g.Fixed = append(g.Fixed, d)
 		}
 	}
+	for _, r := range current {
+		switch {
+		case r.Cancelled:
+			g.Cancelled = true
+		case r.TimedOut && len(r.Findings) == 0:
+			g.TimedOut = append(g.TimedOut, r.Name+": "+r.Summary)
+			g.failedKeys = append(g.failedKeys, r.Name+": timed out")
+		}
+	}
 	sort.Strings(g.New)
 	sort.Strings(g.Fixed)
 	sort.Strings(g.Remaining)
 	sort.Strings(g.failedKeys)
-	g.Passed = len(g.New) == 0
+	g.Passed = len(g.New) == 0 && len(g.TimedOut) == 0 && !g.Cancelled
 
 	var b strings.Builder
 	for _, r := range current {
@@ -121,6 +143,10 @@ func Compare(baseline, current []validate.Result) Gate {
 	b.WriteString("\n")
 	if len(g.New) > 0 {
 		fmt.Fprintf(&b, "\n%d failure(s) that the base commit did not have (you caused these):\n- %s\n", len(g.New), strings.Join(g.New, "\n- "))
+	}
+	if len(g.TimedOut) > 0 {
+		fmt.Fprintf(&b, "\n%d check(s) timed out, and timed out again when re-run on their own; no test failed, so nothing shows whether your change made them slow or the machine is busy:\n- %s\nIf your change can loop, wait or do much more work, look there; otherwise submit again.\n",
+			len(g.TimedOut), strings.Join(g.TimedOut, "\n- "))
 	}
 	if len(g.Remaining) > 0 {
 		fmt.Fprintf(&b, "\n%d failure(s) already present at the base commit, still failing (not yours, and no reason to refuse the change; leave them unless the ticket is about them):\n- %s\n",

@@ -39,8 +39,10 @@ func TestCompare(t *testing.T) {
 			pass: false, nNew: 1, nFixed: 1},
 		{name: "crashed check without findings", base: []validate.Result{failing()},
 			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, ExitCode: 2, Output: "usage error"}}, pass: false, nNew: 1},
-		{name: "timed out", base: []validate.Result{failing()},
-			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, TimedOut: true}}, pass: false, nNew: 1, wantTextSubstr: "timed out"},
+		{name: "timed out twice: not counted as caused", base: []validate.Result{failing()},
+			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, TimedOut: true, Summary: "timed out twice"}}, pass: false, nNew: 0, wantTextSubstr: "timed out again when re-run on their own"},
+		{name: "cancelled: judges nothing", base: []validate.Result{failing()},
+			cur: []validate.Result{{Name: "tests", Kind: validate.KindPytest, Cancelled: true, Summary: "cancelled: budget exhausted"}}, pass: false, nNew: 0},
 		{name: "lint finding moved by an edit is not new", base: []validate.Result{lint("a.py", "E501", "line too long")},
 			cur: []validate.Result{lint("a.py", "E501", "line too long")}, pass: true},
 		{name: "same rule elsewhere is new", base: []validate.Result{lint("a.py", "E501", "line too long")},
@@ -53,6 +55,9 @@ func TestCompare(t *testing.T) {
 			g := Compare(tt.base, tt.cur)
 			if g.Passed != tt.pass || len(g.New) != tt.nNew || len(g.Fixed) != tt.nFixed {
 				t.Errorf("Compare: passed %v new %d fixed %d; want %v %d %d\n%s", g.Passed, len(g.New), len(g.Fixed), tt.pass, tt.nNew, tt.nFixed, g.Text)
+			}
+			if tt.nNew == 0 && strings.Contains(g.Text, "you caused") {
+				t.Errorf("text blames the change without a new failure:\n%s", g.Text)
 			}
 			if tt.wantTextSubstr != "" && !strings.Contains(g.Text, tt.wantTextSubstr) {
 				t.Errorf("text lacks %q:\n%s", tt.wantTextSubstr, g.Text)

@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
-	"bytes"
 	"io"
 	"io/fs"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // The tests an issue names are the ticket's targets: a fix must make them pass. Users name
@@ -42,13 +42,14 @@ var (
 	bareRe = regexp.MustCompile(`\btest_[A-Za-z0-9_]+\b`)
 )
 
-// IssueTests returns the pytest node ids of the repository's tests (in dir) that text names,
-// in the order it names them, at most maxIssueTests.
-func IssueTests(dir, text string) []string {
+// IssueTests returns the pytest node ids of the repository's tests (in dir, found as tests
+// says; nil means pytest's defaults) that text names, in the order it names them, at most
+// maxIssueTests.
+func IssueTests(dir, text string, tests *discover.Tests) []string {
 	if !strings.Contains(text, "test") {
 		return nil
 	}
-	idx := indexTests(dir)
+	idx := indexTests(dir, tests)
 	var out []string
 	covered := map[string]bool{} // function names already bound to a test
 	add := func(ids ...string) {
@@ -102,9 +103,9 @@ type testIndex struct {
 	ids   map[string][]string // file → node ids (file::name, file::Class::name)
 }
 
-// indexTests reads the repository's test modules (test_*.py, *_test.py) for their test
+// indexTests reads the repository's test modules (as tests finds them) for their test
 // functions, top level and in classes.
-func indexTests(dir string) testIndex {
+func indexTests(dir string, tests *discover.Tests) testIndex {
 	idx := testIndex{ids: map[string][]string{}}
 	n := 0
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -118,19 +119,18 @@ func indexTests(dir string) testIndex {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isTestModuleName(name) {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || !d.Type().IsRegular() || !strings.HasSuffix(name, ".py") {
+			return nil
+		}
+		if rel = filepath.ToSlash(rel); !tests.IsTestFile(rel) {
 			return nil
 		}
 		if n++; n > maxIndexFiles {
 			return filepath.SkipAll
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
 		idx.files = append(idx.files, rel)
-		idx.ids[rel] = TestFunctions(rel, readLimited(p, maxIndexBytes))
+		idx.ids[rel] = tests.TestIDs(rel, readLimited(p, maxIndexBytes))
 		return nil
 	})
 	slices.Sort(idx.files)
@@ -193,55 +193,10 @@ func (x testIndex) named(class, name string) []string {
 	return out
 }
 
-func isTestModuleName(name string) bool {
-	return strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py"))
-}
-
-var (
-	defRe   = regexp.MustCompile(`^(\s*)(?:async\s+)?def\s+(test[A-Za-z0-9_]*)\s*\(`)
-	classRe = regexp.MustCompile(`^class\s+([A-Za-z_][A-Za-z0-9_]*)`)
-)
-
-// TestFunctions lists the node ids of the test functions in the Python source of file: test*
-// functions at the top level, and test* methods of top-level classes. It reads lines, not a
-// syntax tree; a def inside a string may be listed, which only ever selects a test that then
-// does not exist, never hides one.
+// TestFunctions lists the node ids of the tests in the Python source of file by pytest's
+// default names; a repository's own settings are discover.Tests.TestIDs'.
 func TestFunctions(file string, src []byte) []string {
-	var out []string
-	class, classIndent := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if m := classRe.FindStringSubmatch(line); m != nil {
-			class, classIndent = m[1], ""
-			continue
-		}
-		if strings.TrimSpace(line) != "" && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '@' && line[0] != ')' {
-			if !strings.HasPrefix(line, "def ") && !strings.HasPrefix(line, "async ") {
-				class = "" // other top-level code ends the class
-			}
-		}
-		m := defRe.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var id string
-		switch {
-		case m[1] == "":
-			class = ""
-			id = file + "::" + m[2]
-		case class != "" && (classIndent == "" || m[1] == classIndent):
-			classIndent = m[1]
-			id = file + "::" + class + "::" + m[2]
-		default:
-			continue // a nested function
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
+	return discover.Default().TestIDs(file, src)
 }
 
 // readLimited reads up to n bytes of the regular file p; nil when it cannot.

@@ -50,7 +50,7 @@ func TestIssueTests(t *testing.T) {
 		{"windows path", `FAILED tests\test_other.py::test_empty`, []string{"tests/test_other.py::test_empty"}},
 	}
 	for _, tt := range tests {
-		got := IssueTests(dir, tt.text)
+		got := IssueTests(dir, tt.text, nil)
 		slices.Sort(got)
 		want := slices.Clone(tt.want)
 		slices.Sort(want)
@@ -78,7 +78,7 @@ func FuzzIssueTests(f *testing.F) {
 	}
 	dir := t0Repo(f)
 	f.Fuzz(func(t *testing.T, text string) {
-		for _, id := range IssueTests(dir, text) {
+		for _, id := range IssueTests(dir, text, nil) {
 			file, _, _ := strings.Cut(id, "::")
 			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(file))); err != nil {
 				t.Fatalf("IssueTests(%q) returned %q, whose file does not exist", text, id)

@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -187,7 +188,10 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 		res.text, gate = a.runChecks(ctx, changed)
 		res.failed = !gate.Passed
-		if reason := validate.Aborted(gate.Results); reason != "" {
+		if gate.Cancelled && ctx.Err() != nil {
+			stopped := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+			res.final = &stopped
+		} else if reason := validate.Aborted(gate.Results); reason != "" {
 			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
 			res.final = &failed
 		}
@@ -202,12 +206,15 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		if err != nil {
 			res.text = "error: " + err.Error()
 			res.failed = true
+			if a.job.DiskFault != nil && diskfault.Is(err) {
+				a.job.DiskFault(err)
+			}
 		}
 	}
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
 			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
-			Tool: tc.Function.Name, Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
+			Tool: clip(tc.Function.Name, 128), Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
 			OK: !res.failed, Rung: res.rung,
 			Duration: a.r.now().Sub(start), At: start,
 		})
@@ -237,6 +244,9 @@ func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate
 	}
 	g := a.fullChecks(ctx)
 	g.Tier, g.FirstTier = TierFull, first
+	if g.Cancelled {
+		return "The checks were cut short (" + context.Cause(ctx).Error() + "); they judged nothing.", g
+	}
 	if g.Passed {
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
@@ -320,6 +330,10 @@ func (a *attempt) noEvidence(summary, diff string, gate Gate, ev *Evidence) tool
 	}
 	out := Outcome{Summary: summary, Checks: gate.Results, Gate: &gate, Evidence: ev, Status: StatusUnverified,
 		Reason: "unverified, patch attached: the checks pass, but " + why}
+	if prior := a.job.Ticket.Unverified; prior != nil && samePatch(prior.Patch, diff) {
+		out.RepeatsUnverified = prior.Attempt
+		out.Reason += fmt.Sprintf("; the same patch as attempt %d, unverified again: a further attempt would only repeat it", prior.Attempt)
+	}
 	a.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
 }
@@ -379,6 +393,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: "error: submit refused: there are no changes in the repository; edit the code first"}
 	}
 	a.submits++
+	if text, refused := a.needsTestFirst(ctx, diff); refused {
+		return toolResult{failed: true, text: text}
+	}
 	for _, id := range s.Tests {
 		if id = strings.TrimSpace(id); id != "" && !slices.Contains(a.targets, id) {
 			a.targets = append(a.targets, id)
@@ -389,6 +406,13 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return a.answerFindings(s.Summary, found)
 	}
 	_, gate := a.runChecks(ctx, changed)
+	a.lastGate = &gate
+	if gate.Cancelled && ctx.Err() != nil {
+		// The budget or a shutdown cut the checks short: that is how the attempt ends, never
+		// a failure of the change.
+		stopped := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+		return toolResult{failed: true, text: "The checks were cut short: " + context.Cause(ctx).Error(), final: &stopped}
+	}
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
@@ -409,6 +433,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		return toolResult{failed: true, text: text}
 	}
 	ev, err := a.evidence(ctx, diff, changed, gate)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx) // the evidence runs were cut short: they showed nothing
+	}
 	if err != nil {
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, err)
 		return toolResult{final: &failed}

@@ -151,7 +151,11 @@ func RepoContext(name, instructions, fileMap string) string {
 // paragraph, and a pasted log must not crowd out the ticket.
 const maxAnswerBytes = 4000
 
-// TicketContext is the dynamic part: the issue, the triage note, the work directory, the date.
+// maxPriorPatchBytes bounds the previous attempt's patch shown to the maker.
+const maxPriorPatchBytes = 6000
+
+// TicketContext is the dynamic part: the issue, the triage note, what the previous attempt
+// lacked, the work directory, the date.
 func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Ticket %d\n\nTitle: %s\n", t.ID, t.Title)
@@ -173,6 +177,12 @@ func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 		}
 		fmt.Fprintf(&b, "\nQuestion %d: %s\nAnswer%s: %s\n", i+1, strings.TrimSpace(q.Question), by, clip(answer, maxAnswerBytes))
 	}
+	for i, n := range t.Notes {
+		if i == 0 {
+			b.WriteString("\n# Notes from the operator\n\nAn operator requeued this ticket after earlier attempts, saying:\n")
+		}
+		fmt.Fprintf(&b, "\n- %s\n", clip(strings.TrimSpace(n), maxAnswerBytes))
+	}
 	if triage != nil {
 		fmt.Fprintf(&b, "\n# Triage note\n\n%s\n", triage.Summary)
 		if len(triage.AcceptanceCriteria) > 0 {
@@ -184,6 +194,10 @@ func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 		if len(triage.SuspectedFiles) > 0 {
 			fmt.Fprintf(&b, "\nSuspected files: %s\n", strings.Join(triage.SuspectedFiles, ", "))
 		}
+	}
+	if u := t.Unverified; u != nil {
+		fmt.Fprintf(&b, "\n# The previous attempt was not verified\n\nAttempt %d changed the code so that the checks pass, but nothing showed that the change fixes the reported bug (%s). Its change was:\n\n```diff\n%s\n```\n\nThis time, first add a regression test beside the existing tests that reproduces the bug: it must fail on the code as it is now. Then fix the code, and name the test in submit's \"tests\". A submit without a new or changed test is refused.\n",
+			u.Attempt, clip(strings.Join(strings.Fields(u.Reason), " "), 300), clip(strings.TrimSpace(u.Patch), maxPriorPatchBytes))
 	}
 	fmt.Fprintf(&b, "\nWorking directory: %s\nDate: %s\nAttempt: %d\n", dir, now.UTC().Format("2006-01-02"), t.Attempt)
 	return b.String()

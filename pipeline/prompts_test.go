@@ -106,3 +106,20 @@ func TestLayoutDynamicFirstMovesDirAndDate(t *testing.T) {
 		t.Errorf("system prompt starts %q", sys[:60])
 	}
 }
+
+// After an unverified attempt the maker is told what was missing, with that attempt's patch;
+// without one the ticket part says nothing of it (the control).
+func TestTicketContextPriorUnverified(t *testing.T) {
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	tk := Ticket{ID: 3, Attempt: 2, Title: "t", Body: "b"}
+	if got := TicketContext(tk, nil, "/w", now); strings.Contains(got, "previous attempt") {
+		t.Errorf("a first attempt is told of a previous one:\n%s", got)
+	}
+	tk.Unverified = &PriorUnverified{Attempt: 1, Reason: "unverified, patch attached: no test fails at the base", Patch: "diff --git a/x.py b/x.py\n+fixed\n"}
+	got := TicketContext(tk, nil, "/w", now)
+	for _, want := range []string{"# The previous attempt was not verified", "Attempt 1 changed the code", "+fixed", "first add a regression test", "A submit without a new or changed test is refused"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ticket part lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Repository map limits: enough for the models to find their way in a mid-size repository
@@ -21,12 +22,20 @@ const (
 // right after the static prefix: shared by all tickets of the repository, it is cached with
 // the prefix, and it saves the maker the list_files and exploratory reads it would
 // otherwise spend steps on.
+//
+// Files are read through root as an os.Root and must be regular files there: a committed
+// symlink (to /etc, to another checkout, to a FIFO) is listed but never followed, so nothing
+// outside the worktree reaches the requests.
 func RepoMap(root string, files []string) string {
 	var b strings.Builder
+	r, err := os.OpenRoot(root)
+	if err == nil {
+		defer r.Close()
+	}
 	for i, f := range files {
 		line := f
-		if strings.HasSuffix(f, ".py") {
-			if outline := pythonOutline(filepath.Join(root, filepath.FromSlash(f))); outline != "" {
+		if strings.HasSuffix(f, ".py") && r != nil {
+			if outline := pythonOutline(r, filepath.FromSlash(f)); outline != "" {
 				line += "\n" + outline
 			}
 		}
@@ -40,17 +49,21 @@ func RepoMap(root string, files []string) string {
 	return b.String()
 }
 
-// pythonOutline lists top-level and class-level def/class lines, indented by two spaces.
-func pythonOutline(path string) string {
-	info, err := os.Stat(path)
+// pythonOutline lists top-level and class-level def/class lines, indented by two spaces, of
+// rel under root when it is a regular file (not a symlink) of at most maxOutlineFileSize.
+func pythonOutline(root *os.Root, rel string) string {
+	info, err := root.Lstat(rel)
 	if err != nil || !info.Mode().IsRegular() || info.Size() > maxOutlineFileSize {
 		return ""
 	}
-	f, err := os.Open(path)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, info) {
+		return "" // swapped since the Lstat
+	}
 	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

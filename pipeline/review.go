@@ -129,10 +129,26 @@ func (a *attempt) askJSON(ctx context.Context, role model.Role, msgs []openai.Ch
 			return fmt.Errorf("%s answered %d times without the JSON object asked for; last error: %v; last answer: %q",
 				role, try+1, err, clip(content, 200))
 		}
-		msgs = append(msgs,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Message.Content},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-				Content: fmt.Sprintf("That was not the JSON object asked for (%v). Answer with the JSON object only.", err)})
+		msgs = append(msgs, retryMessages(resp.Message.Content, err)...)
+	}
+}
+
+// maxEchoedAnswer bounds a bad answer sent back to the model with the request to fix it.
+const maxEchoedAnswer = 2 << 10
+
+// retryMessages ask a role again after an answer that was not the JSON object asked for. A
+// short answer is shown back so the model can mend it; a long one (an endpoint that streamed
+// megabytes of text) is not: echoing it would pay for it again, in every later request, so
+// the model is asked afresh, told only how long its answer was.
+func retryMessages(answer string, err error) []openai.ChatCompletionMessage {
+	ask := fmt.Sprintf("That was not the JSON object asked for (%v). Answer with the JSON object only.", err)
+	if len(answer) > maxEchoedAnswer {
+		return []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser,
+			Content: fmt.Sprintf("Your previous answer (%d bytes, not repeated here) was not the JSON object asked for (%s). Answer with the JSON object only.", len(answer), clip(err.Error(), 200))}}
+	}
+	return []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleAssistant, Content: answer},
+		{Role: openai.ChatMessageRoleUser, Content: ask},
 	}
 }
 

@@ -58,6 +58,7 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 		a.log.Warn("first tier: import scan", "err", err)
 		return nil, nil
 	}
+	graph.Tests = a.tests()
 	files := graph.TestsAffectedBy(changed)
 	targets := slices.DeleteFunc(a.targetTests(), func(id string) bool {
 		file, _, _ := strings.Cut(id, "::")
@@ -72,10 +73,13 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 	run := &TierRun{Files: files, Targets: targets}
 	only := append(slices.Clone(files), targets...)
 	var results []validate.Result
+	ran := make([]validate.Check, 0, len(pytests))
 	for _, c := range pytests {
 		c.Only = only
+		ran = append(ran, c)
 		results = append(results, a.checks().Run(ctx, a.job.Dir, []validate.Check{c})...)
 	}
+	results, _ = a.retryTimeouts(ctx, ran, results)
 	g := Compare(a.job.Baseline, results)
 	if len(g.newTests) > 0 {
 		rerun, flaky := Rerun(ctx, a.checks(), a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -251,15 +250,11 @@ func checkCrashesSpendNothing(t *testing.T, s *Store, limit int) {
 		switch {
 		case attempts > maxAttempts:
 			t.Errorf("ticket %d: attempts %d > max %d", id, attempts, maxAttempts)
-		case lost < limit && state == StateEscalated && failEsc != 1:
+		case state == StateEscalated && failEsc != 1:
 			t.Errorf("ticket %d: escalated after %d lost leases (limit %d), attempts %d of %d, reason %q; want lost leases not charged",
 				id, lost, limit, attempts, maxAttempts, reason)
 		case lost >= limit:
-			atLimit++
-			if state != StateEscalated || !strings.Contains(reason, "lost leases reach the limit") {
-				t.Errorf("ticket %d: %d lost leases (limit %d) but state %s reason %q; want escalated for the rescue limit",
-					id, lost, limit, state, reason)
-			}
+			atLimit++ // a lost lease alone blames no ticket: SettleDead does (TestSettleDead)
 		}
 	}
 	if err := rows.Err(); err != nil {

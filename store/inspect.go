@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
+	"os"
 
+	"github.com/ticketd/ticketd/store/storepgxv5"
 	"github.com/ticketd/ticketd/store/storesqlite"
 )
 
@@ -16,4 +19,17 @@ var ErrNotTicketd = storesqlite.ErrNotTicketd
 // program's database into a ticketd one calls Inspect first.
 func Inspect(ctx context.Context, path string) (version int, err error) {
 	return storesqlite.Inspect(ctx, path)
+}
+
+// Probe says, writing nothing, whether the database at location is one ticketd can open,
+// and its schema version (0: none yet, ticketd creates it). A missing SQLite file is a new
+// database; an existing one must be ticketd's (Inspect); a PostgreSQL URL must answer.
+func Probe(ctx context.Context, location string) (version int, err error) {
+	if IsURL(location) {
+		return storepgxv5.Probe(ctx, location)
+	}
+	if fi, err := os.Stat(location); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Mode().IsRegular() && fi.Size() == 0) {
+		return 0, nil
+	}
+	return Inspect(ctx, location)
 }

@@ -63,8 +63,8 @@ func testRequeue(t *testing.T, e engine) {
 		t.Fatal(err)
 	}
 	got, _ := b.s.Get(b.ctx, id)
-	if got.State != StateQueued || got.Attempts != 0 || !got.FinishedAt.IsZero() {
-		t.Fatalf("after requeue: %+v", got)
+	if got.State != StateQueued || got.Attempts != 1 || got.AttemptsBefore != 1 || got.AttemptLimit() != 2 || !got.FinishedAt.IsZero() {
+		t.Fatalf("after requeue: %+v; want queued, attempts kept (1) with a fresh budget (limit 2)", got)
 	}
 	if err := b.s.Requeue(b.ctx, id, "alice", false); !errors.Is(err, ErrInvalidTransition) {
 		t.Errorf("requeue queued: %v; want ErrInvalidTransition", err)

@@ -47,6 +47,9 @@ type Failure struct {
 	Reason    string
 	Branch    string // optional: partial work kept for the escalation report
 	ResultDir string // optional: where report.md / patch were written
+	// Final escalates a charged failure (fix, budget) now, whatever attempts are left: a
+	// retry would only repeat it (the same unverified patch a second time).
+	Final bool
 }
 
 // settleEvery bounds how often Claim looks for expired leases that must end rather than
@@ -93,15 +96,15 @@ func (s *Store) Paused() []string {
 // lease_expired event), skipping repositories paused by SetPaused. Order: priority desc,
 // run_after, id. A claim of a queued ticket counts the attempt; a rescue reruns the attempt
 // the lost lease cut short without charging it, and counts the rescue instead. Every claim
-// issues a fresh fence token. An expired lease that reaches MaxRescues, or on a ticket whose
-// cancellation was requested, is settled (escalated / cancelled) instead of rerun.
+// issues a fresh fence token. An expired lease on a ticket whose cancellation was requested
+// is settled (cancelled) instead of rerun; crashes are blamed by SettleDead.
 // Returns ErrNoTicket when nothing is ready.
 func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration) (Lease, error) {
 	if leaseFor <= 0 {
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	p := storedriver.ClaimParams{MaxRescues: s.opts.MaxRescues, Worker: worker, Node: s.opts.Node,
+	p := storedriver.ClaimParams{MaxRescues: noRescueLimit, Worker: worker, Node: s.opts.Node,
 		Event: storedriver.ClaimEvent{Kind: "claimed", From: string(StateQueued), To: string(StateRunning)}}
 	if paused := s.paused.Load(); paused != nil {
 		p.Paused = paused.json
@@ -137,8 +140,8 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		// lost lease's event; the claim then reserves its own.
 		if t.RescuedFrom != "" {
 			if err := s.appendEvent(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
-				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d of at most %d)",
-					t.RescuedFrom, worker, t.Rescues, s.opts.MaxRescues-1)); err != nil {
+				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d; a crash counts against the ticket only when its attempt was the only one running)",
+					t.RescuedFrom, worker, t.Rescues)); err != nil {
 				return err
 			}
 			if err := s.event(ctx, tx, t.ID, now, p.Event.Kind, State(p.Event.From), State(p.Event.To), t.Attempts, worker, p.Event.Reason); err != nil {
@@ -157,11 +160,15 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	return l, nil
 }
 
-// settleExpired ends tickets whose lease expired when another run would be wrong: the lost
-// lease is the MaxRescues-th (escalated: a ticket that keeps killing its worker must not
-// loop), or cancellation was requested (cancelled). Either way the lost lease is counted.
+// noRescueLimit is the rescue limit Claim gives the engine: a lost lease never escalates a
+// ticket by itself, since a crash with several attempts in flight is no ticket's; a crash is
+// blamed on a ticket only when SettleDead finds it was alone in flight.
+const noRescueLimit = 1 << 30
+
+// settleExpired ends tickets whose lease expired when another run would be wrong: their
+// cancellation was requested (cancelled). The lost lease is counted.
 func (s *Store) settleExpired(ctx context.Context, tx storedriver.Tx, now int64, actor string) error {
-	rows, err := tx.Query(ctx, s.q.Settle, now, s.opts.MaxRescues)
+	rows, err := tx.Query(ctx, s.q.Settle, now, noRescueLimit)
 	if err != nil {
 		return err
 	}
@@ -285,7 +292,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			if f.Kind == FailTransport {
 				runAfter = now + s.transportDelay().Milliseconds()
 			}
-		case lt.attempts >= lt.maxAttempts || f.Kind == FailHuman:
+		case lt.attempts >= lt.maxAttempts || f.Final || f.Kind == FailHuman:
 			to, kind, finished = StateEscalated, "escalated", now
 		default:
 			to, kind = StateQueued, "retry"
@@ -398,51 +405,9 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 	return after, nil
 }
 
-// Requeue puts a finished ticket (escalated, cancelled, done) back in the queue with its
-// attempts and rescues reset to 0. A parked or needs_info ticket goes back to the queue at
-// once, its counts kept (neither a park nor a question charged it; a needs_info ticket goes
-// on without an answer). A running ticket is requeued only with force (an
-// operator rescuing a ticket stuck on a dead worker): the fence token moves on, so the old
-// holder's writes are refused. Every case is recorded as a requeued event naming who.
+// Requeue is RequeueTicket with no note: a done ticket needs RequeueTicket's Done.
 func (s *Store) Requeue(ctx context.Context, id int64, who string, force bool) error {
-	err := s.write(ctx, "requeue", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		st, attempts, err := s.currentState(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		reason := "requeued by operator"
-		switch {
-		case st == StateQueued:
-			return fmt.Errorf("%w: ticket is already queued", ErrInvalidTransition)
-		case st == StateRunning && !force:
-			return fmt.Errorf("%w: ticket is running; use force to take it from its worker", ErrInvalidTransition)
-		case st == StateRunning:
-			reason = "forced requeue of a running ticket"
-		case st == StateParked:
-			if _, err := tx.Exec(ctx, s.q.RequeueParked, now, now, "unparked by operator", id); err != nil {
-				return err
-			}
-			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, "unparked by operator")
-		case st == StateNeedsInfo:
-			// Going on without an answer: the question stays unanswered on record, its count
-			// kept (no second question), and so are the attempts (asking charged none).
-			reason = "requeued by operator without an answer to its question"
-			if _, err := tx.Exec(ctx, s.q.RequeueNeedsInfo, now, now, reason, id); err != nil {
-				return err
-			}
-			return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
-		}
-		if _, err := tx.Exec(ctx, s.q.Requeue, now, now, reason, id, string(st)); err != nil {
-			return err
-		}
-		return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
-	})
-	if err != nil {
-		return fmt.Errorf("requeue ticket %d: %w", id, err)
-	}
-	s.eng.Notify()
-	return nil
+	return s.RequeueTicket(ctx, id, who, RequeueOptions{Force: force})
 }
 
 // Event is one row of a ticket's append-only history.

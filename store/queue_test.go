@@ -206,8 +206,9 @@ func testLeaseExpiry(t *testing.T, e engine) {
 }
 
 // TestLostLeases: a lease that expires (the worker crashed) is rescued without charging the
-// attempt, even on the final attempt, until the lost leases reach MaxRescues; a ticket whose
-// cancellation was requested is cancelled instead of rerun.
+// attempt, even on the final attempt, however many leases were lost (a lost lease alone does
+// not say whose the crash was: SettleDead blames it); a ticket whose cancellation was
+// requested is cancelled instead of rerun.
 func TestLostLeases(t *testing.T) { forEachEngine(t, testLostLeases) }
 
 func testLostLeases(t *testing.T, e engine) {
@@ -223,8 +224,8 @@ func testLostLeases(t *testing.T, e engine) {
 	}{
 		{"final attempt is rescued, not escalated", 1, 5, 1, false, StateRunning, 1, ""},
 		{"crashes below the limit are all rescued", 3, 5, 4, false, StateRunning, 4, ""},
-		{"the crash that reaches the limit escalates", 3, 3, 3, false, StateEscalated, 3, "3 lost leases reach the limit of 3"},
-		{"limit 1 escalates the first crash", 3, 1, 1, false, StateEscalated, 1, "1 lost leases reach the limit of 1"},
+		{"lost leases past the limit are rescued too", 3, 3, 4, false, StateRunning, 4, ""},
+		{"limit 1 still rescues", 3, 1, 2, false, StateRunning, 2, ""},
 		{"cancel requested", 3, 5, 1, true, StateCancelled, 1, "cancel requested"},
 	}
 	for _, tc := range tests {
@@ -576,6 +577,33 @@ func BenchmarkQueueCyclePostgres(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+		})
+	}
+}
+
+func TestFailFinal(t *testing.T) { forEachEngine(t, testFailFinal) }
+
+// A final failure escalates with attempts left; a release stays a release, and a failure
+// that is not final retries (the controls).
+func testFailFinal(t *testing.T, e engine) {
+	tests := []struct {
+		name string
+		f    Failure
+		want State
+	}{
+		{"final fix escalates at once", Failure{Kind: FailFix, Reason: "unverified again", Final: true}, StateEscalated},
+		{"a fix failure retries", Failure{Kind: FailFix, Reason: "unverified"}, StateQueued},
+		{"a final release is still a release", Failure{Kind: FailShutdown, Reason: "stop", Final: true}, StateQueued},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := e.setup(t)
+			id := b.enqueue(t, "1", func(n *NewTicket) { n.MaxAttempts = 3 })
+			l := b.claim(t, "w")
+			got, err := b.s.Fail(b.ctx, id, l.Token, tc.f)
+			if err != nil || got != tc.want {
+				t.Fatalf("Fail(%+v) = %s, %v; want %s", tc.f, got, err, tc.want)
+			}
 		})
 	}
 }

@@ -77,8 +77,8 @@ const (
 	DefaultBackoffBase = 30 * time.Second
 	DefaultBackoffMax  = 30 * time.Minute
 	DefaultMaxAttempts = 3
-	// DefaultMaxRescues is how many lost leases a ticket may suffer: the one that reaches it
-	// escalates the ticket (one that keeps killing its worker must not loop all night).
+	// DefaultMaxRescues is how many crashes may be blamed on a ticket: the one that reaches
+	// it escalates the ticket (one that keeps killing its worker must not loop all night).
 	DefaultMaxRescues  = 5
 	DefaultBusyRetries = 8
 )
@@ -101,10 +101,10 @@ type Options struct {
 	BusyRetries int
 	// OnRetry, when set, is called after each busy retry (for logs and metrics).
 	OnRetry func(op string, try int, err error)
-	// MaxRescues bounds the attempts a ticket may lose to an expired lease (daemon crash,
-	// kill, reboot). Such attempts are not charged to the ticket's attempts; the lost lease
-	// that brings a ticket's count to MaxRescues escalates it instead of rerunning it.
-	// Default DefaultMaxRescues (5); 1 escalates on the first lost lease.
+	// MaxRescues bounds the crashes blamed on a ticket (SettleDead: its attempt was the only
+	// one running when the process died). Lost leases are never charged to the ticket's
+	// attempts; the blamed crash that brings its count to MaxRescues escalates it. Default
+	// DefaultMaxRescues (5); 1 escalates on the first blamed crash.
 	MaxRescues int
 	// Node names this machine on every lease it takes (ticketctl show, the status page);
 	// default the host name.
@@ -128,6 +128,12 @@ type Store struct {
 	wakeMu  sync.Mutex
 	wake    chan struct{}
 	waiting atomic.Int32 // WaitForWork calls in progress
+
+	// identity is the database's identity as opened ("" before v15); gone is set once
+	// Verify found another database (or none) at the location; health is what writes say.
+	identity string
+	gone     atomic.Pointer[goneErr]
+	health   writeHealth
 }
 
 // Opener opens an engine with the options the store gives every engine.
@@ -211,6 +217,10 @@ func OpenEngine(ctx context.Context, opts Options, open Opener) (*Store, error) 
 		return nil, err
 	}
 	s.eng, s.q, s.rd = eng, eng.SQL(), eng.Read()
+	if s.identity, err = s.Identity(ctx); err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("open store %s: %w", eng.Location(), err)
+	}
 	return s, nil
 }
 
@@ -243,7 +253,9 @@ func (s *Store) Checkpoint(ctx context.Context) error { return s.eng.Checkpoint(
 
 // write runs fn in one write transaction of the engine.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
-	return s.eng.Write(ctx, op, fn)
+	err := s.eng.Write(ctx, op, fn)
+	s.noteWrite(err)
+	return err
 }
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }

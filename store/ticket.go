@@ -50,7 +50,7 @@ type Ticket struct {
 	// PrunedAt is when GC emptied the bulky columns (body, triage, tool call payloads).
 	PrunedAt time.Time `json:"pruned_at,omitzero"`
 	// Rescues counts attempts lost to an expired lease (crash, kill, reboot): they are not in
-	// Attempts, and reaching the store's MaxRescues escalates the ticket.
+	// Attempts. Only those blamed on the ticket (Crashes) can escalate it.
 	Rescues int `json:"rescues"`
 	// LeaseNode is the machine (Options.Node) of the current or last lease holder.
 	LeaseNode string `json:"lease_node,omitempty"`
@@ -58,7 +58,18 @@ type Ticket struct {
 	// Questions counts the questions asked on the ticket, answered or not.
 	Question  string `json:"question,omitempty"`
 	Questions int    `json:"questions"`
+	// AttemptsBefore is how many attempts the ticket had when it was last requeued: attempt
+	// numbers go on after a requeue (Attempts never restarts), and the requeue gives a fresh
+	// budget of MaxAttempts from there (see AttemptLimit).
+	AttemptsBefore int `json:"attempts_before"`
+	// Crashes counts the lost leases blamed on the ticket: its attempt was the only one in
+	// flight when the process died (SettleDead). Reaching the store's MaxRescues escalates it.
+	Crashes int `json:"crashes"`
 }
+
+// AttemptLimit is the attempt number whose failure escalates the ticket: MaxAttempts after
+// the latest requeue.
+func (t Ticket) AttemptLimit() int { return t.AttemptsBefore + t.MaxAttempts }
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -73,7 +84,8 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 	dest := []any{&t.ID, &t.Source, &t.ExternalID, &t.Repo, &t.Title, &t.Body, &labels,
 		&t.Priority, &t.State, &t.Attempts, &t.MaxAttempts, &runAfter, &t.LeaseOwner,
 		&leaseExp, &t.FenceToken, &cancel, &t.Branch, &t.ResultDir, &t.Summary, &t.Reason,
-		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode, &t.Question, &t.Questions}
+		&t.Triage, &created, &updated, &finished, &t.RescuedFrom, &pruned, &t.Rescues, &t.LeaseNode, &t.Question, &t.Questions,
+		&t.AttemptsBefore, &t.Crashes}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return Ticket{}, err
 	}
@@ -93,7 +105,8 @@ func scanTicket(sc scanner, extra ...any) (Ticket, error) {
 }
 
 // Enqueue adds a ticket unless one with the same (Source, ExternalID) exists, in which case
-// it returns that ticket's id and created=false and changes nothing.
+// it returns that ticket's id and created=false and changes nothing. Control characters are
+// removed from the title and body (CleanText), with a note on the ticket saying so.
 func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bool, err error) {
 	if nt.Source == "" || nt.ExternalID == "" {
 		return 0, false, fmt.Errorf("enqueue %q: source and external id are required (got source=%q external_id=%q)", nt.Title, nt.Source, nt.ExternalID)
@@ -113,11 +126,14 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	if maxAttempts == 0 {
 		maxAttempts = DefaultMaxAttempts
 	}
+	// Control characters never enter the queue: the warning goes on the ticket.
+	warning := cleanNote(nt.Title, nt.Body)
+	title, body := CleanText(nt.Title), CleanText(nt.Body)
 	err = s.write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		id, created = 0, false
 		newID, err := tx.Insert(ctx, s.q.Enqueue,
-			nt.Source, nt.ExternalID, nt.Repo, nt.Title, nt.Body, string(lj), nt.Priority, maxAttempts, now, now, now)
+			nt.Source, nt.ExternalID, nt.Repo, title, body, string(lj), nt.Priority, maxAttempts, now, now, now)
 		if errors.Is(err, sql.ErrNoRows) { // already known: (source, external_id) names one ticket
 			return tx.QueryRow(ctx, s.q.TicketBySource, nt.Source, nt.ExternalID).Scan(&id)
 		}
@@ -125,7 +141,13 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 			return err
 		}
 		id, created = newID, true
-		return s.appendEvent(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, "")
+		if err := s.appendEvent(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, ""); err != nil {
+			return err
+		}
+		if warning == "" {
+			return nil
+		}
+		return s.event(ctx, tx, id, now, "note", StateQueued, StateQueued, 0, "ticketd", warning)
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue %s/%s: %w", nt.Source, nt.ExternalID, err)

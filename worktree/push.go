@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/secret"
 )
 
 // Push pushes branch from the repository at dir to remoteURL under the same name, without
@@ -39,23 +41,30 @@ func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
 	}
 	ref := "refs/heads/" + branch
 	if _, err := repo.gitWith(ctx, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
-		return fmt.Errorf("push branch %s to %s: %w", branch, remoteURL, redact(err, token, basicAuth(token)))
+		return redact(fmt.Errorf("push branch %s to %s: %w", branch, remoteURL, err), token, basicAuth(token))
 	}
 	return nil
 }
 
+// basicAuth is the HTTP basic credential of token: "user:token" as given, else a token
+// alone under GitHub's user name for tokens, x-access-token.
 func basicAuth(token string) string {
-	return base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+	if !strings.Contains(token, ":") {
+		token = "x-access-token:" + token
+	}
+	return base64.StdEncoding.EncodeToString([]byte(token))
 }
 
-// redact keeps secrets out of an error message, should git ever echo its configuration.
+// redact keeps secrets out of an error message, should git ever echo its configuration:
+// the ones given, and whatever secret.Redact recognises (a remote URL's credentials).
 func redact(err error, secrets ...string) error {
 	msg := err.Error()
 	for _, s := range secrets {
 		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
+			msg = strings.ReplaceAll(msg, s, secret.Mask)
 		}
 	}
+	msg = secret.Redact(msg)
 	if msg == err.Error() {
 		return err
 	}
@@ -63,9 +72,10 @@ func redact(err error, secrets ...string) error {
 }
 
 // PushToRemote pushes branch to the remote named remote in the repository's own config
-// (remote.<name>.url), as Push does: no force, and only a remote that needs no credentials
-// of its own (a local or file:// bare repository, or an http(s) URL that carries them).
-func PushToRemote(ctx context.Context, dir, remote, branch string) error {
+// (remote.<name>.url), as Push does: no force; token, when set ("TOKEN" or "USER:TOKEN"),
+// goes as HTTP basic auth in a header, never in the URL. ticketd's git runs no credential
+// helper, so an https remote needs token (or, not recommended, credentials in its URL).
+func PushToRemote(ctx context.Context, dir, remote, branch, token string) error {
 	if strings.HasPrefix(remote, "-") {
 		return fmt.Errorf("push %q to remote %q: a remote name may not start with a dash", branch, remote)
 	}
@@ -77,5 +87,5 @@ func PushToRemote(ctx context.Context, dir, remote, branch string) error {
 	if err != nil {
 		return fmt.Errorf("push branch %s: the repository %s has no remote %q (git remote add %s URL): %w", branch, dir, remote, remote, err)
 	}
-	return Push(ctx, dir, strings.TrimSpace(out), branch, "")
+	return Push(ctx, dir, strings.TrimSpace(out), branch, token)
 }

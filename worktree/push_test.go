@@ -93,3 +93,36 @@ func TestBranches(t *testing.T) {
 		t.Errorf("Branches(ticketd/1-) = %v, %v; want ticketd/1-a, ticketd/1-b (not ticketd/12-c)", got, err)
 	}
 }
+
+// TestPushToRemoteTokenInHeader: push_remote's credential (push_token_env) goes as a basic
+// auth header, "USER:TOKEN" as given, and a remote URL's own credentials never show in the
+// error (issue 31).
+func TestPushToRemoteTokenInHeader(t *testing.T) {
+	src := t.TempDir()
+	gitT(t, src, "init", "-q")
+	gitT(t, src, "commit", "-q", "--allow-empty", "-m", "a")
+	gitT(t, src, "branch", "b")
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	gitT(t, src, "remote", "add", "origin", srv.URL+"/acme/app.git")
+	gitT(t, src, "remote", "add", "leaky", strings.Replace(srv.URL, "http://", "http://bot:url-password-31@", 1)+"/acme/app.git")
+	const token = "oauth2:glpat-abcdefghijklmnopqrst"
+	if err := PushToRemote(context.Background(), src, "origin", "b", token); err == nil || strings.Contains(err.Error(), "glpat-") {
+		t.Errorf("push with a token: err %v; want a failure that does not show the token", err)
+	}
+	if err := PushToRemote(context.Background(), src, "leaky", "b", ""); err == nil || strings.Contains(err.Error(), "url-password-31") {
+		t.Errorf("push to a URL with credentials: err %v; want a failure that does not show them", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "Basic " + base64.StdEncoding.EncodeToString([]byte(token)); len(auth) == 0 || auth[0] != want {
+		t.Errorf("server saw Authorization %q, want %q first", auth, want)
+	}
+}

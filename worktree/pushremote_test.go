@@ -29,13 +29,13 @@ func TestPushToRemoteByName(t *testing.T) {
 	run(clone, "branch", "ticketd/1-fix")
 	run(clone, "remote", "add", "origin", bare)
 	ctx := context.Background()
-	if err := PushToRemote(ctx, clone, "origin", "ticketd/1-fix"); err != nil {
+	if err := PushToRemote(ctx, clone, "origin", "ticketd/1-fix", ""); err != nil {
 		t.Fatalf("PushToRemote: %v", err)
 	}
 	if heads := run(bare, "branch", "--list", "ticketd/*"); !strings.Contains(heads, "ticketd/1-fix") {
 		t.Errorf("branches on the remote: %q; want ticketd/1-fix", heads)
 	}
-	if err := PushToRemote(ctx, clone, "upstream", "ticketd/1-fix"); err == nil || !strings.Contains(err.Error(), `no remote "upstream"`) {
+	if err := PushToRemote(ctx, clone, "upstream", "ticketd/1-fix", ""); err == nil || !strings.Contains(err.Error(), `no remote "upstream"`) {
 		t.Errorf("PushToRemote to an unknown remote: %v; want an error naming it", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,17 +24,26 @@ type changeJSON struct {
 	PreviousState   store.State `json:"previous_state"`
 	State           store.State `json:"state"`
 	CancelRequested bool        `json:"cancel_requested"`
+	// NextAttempt, AttemptLimit and KeptBranch say what a requeue did (0 and "" for cancel).
+	NextAttempt  int    `json:"next_attempt,omitempty"`
+	AttemptLimit int    `json:"attempt_limit,omitempty"`
+	KeptBranch   string `json:"kept_branch,omitempty"`
 }
 
 func cmdRequeue(e *env, args []string) error {
 	fs := e.flagSet("requeue")
 	force := fs.Bool("force", false, "also take a running ticket from its worker (one stuck on a dead worker)")
+	done := fs.Bool("done", false, "confirm requeueing a done ticket: its fix branch is kept, the new round works on a new branch")
+	note := fs.String("note", "", "what the next attempts should know (the maker reads it with the issue)")
 	return e.withTicket(fs, args, func(s *store.Store, before store.Ticket) error {
 		id := before.ID
-		if err := s.Requeue(e.ctx, id, e.actor(), *force); err != nil {
-			if before.State == store.StateRunning && !*force {
-				return fmt.Errorf("%w; if its worker is dead: ticketctl requeue --force %d", err, id)
-			}
+		err := s.RequeueTicket(e.ctx, id, e.actor(), store.RequeueOptions{Force: *force, Done: *done, Note: *note})
+		switch {
+		case errors.Is(err, store.ErrConfirmDone):
+			return fmt.Errorf("%w; to go on: ticketctl requeue --done %d", err, id)
+		case err != nil && before.State == store.StateRunning && !*force:
+			return fmt.Errorf("%w; if its worker is dead: ticketctl requeue --force %d", err, id)
+		case err != nil:
 			return err
 		}
 		after, err := s.Get(e.ctx, id)
@@ -41,15 +51,27 @@ func cmdRequeue(e *env, args []string) error {
 			return err
 		}
 		if e.g.json {
-			return e.printJSON(changeJSON{ID: id, PreviousState: before.State, State: after.State, CancelRequested: after.CancelRequested})
+			return e.printJSON(changeJSON{ID: id, PreviousState: before.State, State: after.State, CancelRequested: after.CancelRequested,
+				NextAttempt: after.Attempts + 1, AttemptLimit: after.AttemptLimit(), KeptBranch: keptBranch(before)})
 		}
-		note := "attempts reset"
-		if before.State == store.StateParked {
-			note = "unparked; attempts kept"
+		what := fmt.Sprintf("the next attempt is %d, up to %d", after.Attempts+1, after.AttemptLimit())
+		switch before.State {
+		case store.StateParked:
+			what = "unparked; attempts kept"
+		case store.StateDone:
+			what += "; its fix branch " + before.Branch + " is kept, the new round works on a new branch"
 		}
-		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (%s)\n", id, before.State, after.State, note)
+		fmt.Fprintf(e.stdout, "ticket %d: %s -> %s (%s)\n", id, before.State, after.State, what)
 		return nil
 	})
+}
+
+// keptBranch is the fix branch a requeue of before keeps ("" unless it was done).
+func keptBranch(before store.Ticket) string {
+	if before.State == store.StateDone {
+		return before.Branch
+	}
+	return ""
 }
 
 func cmdCancel(e *env, args []string) error {

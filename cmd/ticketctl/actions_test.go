@@ -34,22 +34,31 @@ func TestRequeueAndCancel(t *testing.T) {
 		want      changeJSON
 		lastEvent string
 	}{
-		{"requeue an escalated ticket", []string{"requeue", id(f.escalated)}, exitOK,
-			changeJSON{ID: f.escalated, PreviousState: store.StateEscalated, State: store.StateQueued}, "requeued"},
+		{"requeue an escalated ticket", []string{"requeue", id(f.escalated), "--note", "look at the rounding"}, exitOK,
+			changeJSON{ID: f.escalated, PreviousState: store.StateEscalated, State: store.StateQueued, NextAttempt: 2, AttemptLimit: 2}, "requeued"},
 		{"force a running ticket back", []string{"requeue", "--force", id(f.running)}, exitOK,
-			changeJSON{ID: f.running, PreviousState: store.StateRunning, State: store.StateQueued}, "requeued"},
+			changeJSON{ID: f.running, PreviousState: store.StateRunning, State: store.StateQueued, NextAttempt: 2, AttemptLimit: 4}, "requeued"},
 		{"cancel a queued ticket", []string{"cancel", id(f.queued), "--reason", "duplicate of #1"}, exitOK,
 			changeJSON{ID: f.queued, PreviousState: store.StateQueued, State: store.StateCancelled}, "cancelled"},
 		{"cancel it again is a no-op", []string{"cancel", id(f.queued)}, exitOK,
 			changeJSON{ID: f.queued, PreviousState: store.StateCancelled, State: store.StateCancelled}, "cancelled"},
-		{"requeue a done ticket", []string{"requeue", id(f.done)}, exitOK,
-			changeJSON{ID: f.done, PreviousState: store.StateDone, State: store.StateQueued}, "requeued"},
+		{"a done ticket needs --done", []string{"requeue", id(f.done)}, exitRefused,
+			changeJSON{}, "completed"},
+		{"requeue a done ticket", []string{"requeue", "--done", id(f.done)}, exitOK,
+			changeJSON{ID: f.done, PreviousState: store.StateDone, State: store.StateQueued, NextAttempt: 2, AttemptLimit: 4, KeptBranch: "ticketd/1-average"}, "requeued"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ctl(t, append([]string{"--db", f.db, "--json"}, tt.args...)...)
 			if r.code != tt.code {
 				t.Fatalf("ticketctl %q: exit %d, want %d\n%s", tt.args, r.code, tt.code, r.stderr)
+			}
+			if tt.code != exitOK {
+				mustContain(t, "stderr", r.stderr, "ticketctl requeue --done")
+				if evs := eventsOf(t, f.db, f.done); evs[len(evs)-1].Kind != tt.lastEvent {
+					t.Errorf("refused requeue changed the ticket's history: %v", evs[len(evs)-1])
+				}
+				return
 			}
 			var got changeJSON
 			decode(t, r, &got)
@@ -65,8 +74,8 @@ func TestRequeueAndCancel(t *testing.T) {
 	}
 	var tk showJSON
 	decode(t, ctl(t, "--db", f.db, "show", "--json", id(f.escalated)), &tk)
-	if tk.Ticket.Attempts != 0 {
-		t.Errorf("requeued ticket has %d attempts, want 0 (reset)", tk.Ticket.Attempts)
+	if tk.Ticket.Attempts != 1 || tk.Ticket.AttemptsBefore != 1 || len(tk.Requeues) != 1 || tk.Requeues[0].Note != "look at the rounding" {
+		t.Errorf("requeued ticket: %d attempts (%d before), requeues %+v; want its attempt kept, numbering on, and the note", tk.Ticket.Attempts, tk.Ticket.AttemptsBefore, tk.Requeues)
 	}
 	decode(t, ctl(t, "--db", f.db, "show", "--json", id(f.queued)), &tk)
 	if tk.Ticket.Reason != "duplicate of #1" {

@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/ticketd/ticketd/daemon/config"
@@ -38,8 +39,8 @@ func init() {
 		{name: "report", args: "ID [FILE]", short: "print a file of the ticket's results, as the database keeps it (default report.md)",
 			long: "FILE is a path inside the results folder, as show lists them: patch, attempt-1/stop-reason, ...", run: cmdReport},
 		{name: "logs", args: "ID [--attempt N]", short: "events, model calls and tool calls of a ticket, in time order", run: cmdLogs},
-		{name: "requeue", args: "ID [--force]", short: "put a finished ticket back in the queue (attempts reset), or a parked one (counts kept)",
-			long: "A running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
+		{name: "requeue", args: "ID [--note TEXT] [--done] [--force]", short: "put a ticket back in the queue: attempts number on with a fresh budget; history is kept",
+			long: "Attempt numbers never restart: the next attempt is numbered after the last, and earlier attempts'\nresults, records and branches stay. --note is read by the maker with the issue. A done ticket is\nrequeued only with --done: its fix branch is kept, and the new round works on a branch of its own.\nA running ticket is requeued only with --force: use it for a ticket stuck on a dead worker;\nthe old worker's writes are then refused.", run: cmdRequeue},
 		{name: "cancel", args: "ID [--reason TEXT]", short: "cancel a queued ticket, or ask a running one's worker to stop", run: cmdCancel},
 		{name: "add", args: "--repo R --title T [--body B | --body-file F] [--label L]... [--priority N] [--max-attempts N]", short: "enqueue a ticket by hand",
 			long: "--body-file - reads the body from standard input.", run: cmdAdd},
@@ -48,6 +49,7 @@ func init() {
 		{name: "accept", args: "ID", short: "publish an escalated ticket's kept change as its fix (branch, patch, report, push, draft PR), as accepted by you",
 			long: "For a change the gate refused by rule that a human judges right (a fix that changes behaviour a test\npins, a fixture the fix needs). Needs --config. Run again after an interruption, it finishes the\npublication without repeating any of it.", run: cmdAccept},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},
+		{name: "intake", args: "", short: "the issue files intake skipped at its latest scan, and why (escalations lists them too)", run: cmdIntake},
 		{name: "stats", args: "[--run ID] [--nights N]", short: "the last night's outcome, then counts, success rate, cost, durations, cache figures; per night and overall",
 			long: "The nodes row lists the machines of each night; * marks one that did not finish it (still running, or it died).", run: cmdStats},
 		{name: "nights", args: "[--limit N]", short: "the nights, newest first: trigger, start, end, outcome (ok, partial, stopped, failed), why, tickets, cost", run: cmdNights},
@@ -222,6 +224,7 @@ func (e *env) open() (*store.Store, error) {
 		opts.Synchronous = e.cfg.Store.Synchronous
 		opts.Node = e.cfg.Node
 	}
+	opts.OnRetry = e.sayWaiting(path)
 	if store.IsURL(path) {
 		s, err := store.OpenURL(e.ctx, path, opts)
 		if err != nil {
@@ -397,4 +400,22 @@ func cmdHelp(e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// sayWaiting returns the store's OnRetry for ticketctl: the first time a write meets a
+// database another process holds, it says on stderr what it waits for, and for how long at
+// most, instead of hanging without a word.
+func (e *env) sayWaiting(path string) func(op string, try int, err error) {
+	var once sync.Once
+	return func(op string, try int, err error) {
+		once.Do(func() {
+			holder := "another process"
+			if data, rerr := os.ReadFile(path + ".lock"); rerr == nil {
+				if pid := strings.TrimSpace(string(data)); pid != "" {
+					holder = "another process (ticketd pid " + pid + " holds this database)"
+				}
+			}
+			fmt.Fprintf(e.stderr, "ticketctl: %s: waiting for the database's write lock, which %s holds; retrying for up to about a minute (Ctrl-C stops: nothing is written)\n", op, holder)
+		})
+	}
 }

@@ -134,6 +134,18 @@ func cmdEscalations(e *env, args []string) error {
 		if e.g.json {
 			return e.printJSON(tickets)
 		}
+		skips, err := s.IntakeSkips(e.ctx)
+		if err != nil {
+			return err
+		}
+		if len(skips) > 0 {
+			if err := e.printSkips(skips); err != nil {
+				return err
+			}
+			if len(tickets) > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+		}
 		if len(tickets) == 0 {
 			fmt.Fprintln(e.stderr, "no escalated tickets and no questions waiting")
 			return nil

@@ -150,6 +150,8 @@ type showJSON struct {
 	Questions  []store.Question        `json:"questions"`
 	// Files are the ticket's results folder as the database keeps it (ticketctl report).
 	Files []store.Artifact `json:"files"`
+	// Requeues are the ticket's requeues with their notes and kept fix branches.
+	Requeues []store.Requeued `json:"requeues"`
 }
 
 func cmdShow(e *env, args []string) error {
@@ -179,9 +181,13 @@ func cmdShow(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		requeues, err := s.Requeues(e.ctx, id)
+		if err != nil {
+			return err
+		}
 		total, roles := figures(calls)
 		if e.g.json {
-			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Questions: questions, Files: files})
+			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Questions: questions, Files: files, Requeues: requeues})
 		}
 		w := e.stdout
 		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
@@ -192,8 +198,8 @@ func cmdShow(e *env, args []string) error {
 		}
 		rows := [][2]string{
 			{"state", state},
-			{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
-			{"rescues", fmt.Sprintf("%d (attempts lost to an expired lease, not charged)", t.Rescues)},
+			{"attempts", attemptsText(t)},
+			{"rescues", fmt.Sprintf("%d (attempts lost to an expired lease, not charged); %d crash(es) blamed on it (its attempt alone in flight when ticketd died)", t.Rescues, t.Crashes)},
 			{"repo", orDash(t.Repo)},
 			{"source", t.Source + " / " + t.ExternalID},
 			{"labels", orDash(strings.Join(t.Labels, ", "))},
@@ -238,6 +244,16 @@ func cmdShow(e *env, args []string) error {
 		}
 		if t.Body != "" {
 			fmt.Fprintf(w, "\nBody:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Body), "\n", "\n  "))
+		}
+		for _, r := range requeues {
+			fmt.Fprintf(w, "\nRequeue %d by %s (%s), from %s after %d attempt(s)", r.N, orDash(r.Actor), fmtTime(r.At), r.FromState, r.Attempts)
+			if r.Branch != "" {
+				fmt.Fprintf(w, "; its fix branch %s is kept", r.Branch)
+			}
+			fmt.Fprintln(w)
+			if r.Note != "" {
+				fmt.Fprintf(w, "  note: %s\n", strings.ReplaceAll(strings.TrimSpace(r.Note), "\n", "\n  "))
+			}
 		}
 		for _, q := range questions {
 			fmt.Fprintf(w, "\nQuestion %d (asked by attempt %d, %s):\n  %s\n", q.N, q.Attempt, fmtTime(q.AskedAt), strings.ReplaceAll(strings.TrimSpace(q.Text), "\n", "\n  "))
@@ -367,4 +383,14 @@ func cmdReport(e *env, args []string) error {
 		_, err = e.stdout.Write(data)
 		return err
 	})
+}
+
+// attemptsText says how many attempts a ticket had, and of which budget: after a requeue the
+// numbers go on, and the budget counts from there.
+func attemptsText(t store.Ticket) string {
+	if t.AttemptsBefore == 0 {
+		return fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)
+	}
+	return fmt.Sprintf("%d (%d before the latest requeue; %d more at most, up to attempt %d)",
+		t.Attempts, t.AttemptsBefore, max(t.AttemptLimit()-t.Attempts, 0), t.AttemptLimit())
 }

@@ -75,10 +75,22 @@ Exit codes:
 		long: "Intake, preflight, start-up checks, then the workers until the queue is done or the window\n" +
 			"closes; prints the night's outcome and cost.\n\n" + onceExits,
 		flags: func(fs *flag.FlagSet, o *options) { configFlag(fs, o); logFlags(fs, o) }},
+	{name: "check", args: "--config FILE", short: "check a config without running a night: the database, the sandbox, the repositories, the endpoints",
+		long: `Loads the config (reporting every mistake in it at once), then looks at what a night needs,
+writing nothing: the database (reachable, ticketd's, its schema), the sandbox, each repository's
+start-up check (a git repository, base_ref, the checks' tools), the intake folders, and each
+model endpoint with the night's own preflight requests. Prints one line per item.
+
+Exit codes:
+  0  everything a night needs is in place
+  1  something is not: each such line says what and what to do
+  2  usage error (unknown flag, a --config that cannot be read)`,
+		flags: func(fs *flag.FlagSet, o *options) { configFlag(fs, o); logFlags(fs, o) }},
 	{name: "run", args: "--config FILE", short: "run nights on night.schedule (cron) until stopped",
 		long: `Checks the endpoints (preflight) at start, then waits for night.schedule and runs a night at
 each tick; logs the next night's time while it waits. SIGTERM or SIGINT stops it: a running
-night releases its tickets (no attempt spent) and the process exits 0.
+night releases its tickets (no attempt spent) and the process exits 0. SIGHUP is logged and
+ignored (the config is read at start only: restart to apply a new one).
 
 Exit codes:
   0  stopped by SIGTERM or SIGINT
@@ -133,6 +145,9 @@ const (
 )
 
 func main() {
+	// A hangup (a closed terminal, a stray kill -HUP) must not end a night without a word:
+	// ignored here, logged once the logger exists (watchHangup).
+	signal.Ignore(syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
@@ -215,6 +230,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 			return exitUsage
 		}
+		if cmd == "check" {
+			return check(ctx, cfg, log, stdout, stderr)
+		}
 		return serve(ctx, cmd, cfg, log, stdout, stderr)
 	}
 }
@@ -227,6 +245,7 @@ func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger,
 		return exitFailed
 	}
 	defer unlock()
+	defer watchHangup(log)()
 	if _, err := daemon.CheckSandbox(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
 		return exitFailed
@@ -244,8 +263,19 @@ func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger,
 		fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 		return exitFailed
 	}
-	defer st.Close()
+	unlockDB, err := daemon.LockDatabase(cfg)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(stderr, "ticketd %s: refusing to start: %v\n", cmd, err)
+		return exitFailed
+	}
+	defer func() { st.Close(); unlockDB() }() // the lock's descriptor closes after SQLite's
 	d := &daemon.Daemon{Config: cfg, Store: st, Logger: log}
+	// Under the instance lock, this node's (or, on a SQLite file, every) night left open is
+	// a dead process's: close it, and see whose the crash was.
+	if _, err := d.SettleDeadNights(ctx, !cfg.Store.Shared()); err != nil {
+		log.Warn("close the nights of a process that died", "err", err)
+	}
 	if err := startExtras(ctx, d, log); err != nil {
 		fmt.Fprintf(stderr, "ticketd %s: %v\n", cmd, err)
 		return exitFailed
@@ -255,6 +285,7 @@ func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger,
 		return onceSummary(ctx, st, rep, err, stdout, stderr)
 	}
 	if err := d.Preflight(ctx); err != nil {
+		recordFailedStart(ctx, st, err, log)
 		fmt.Fprintf(stderr, "ticketd run: %v\n", err)
 		return exitFailed
 	}
@@ -295,6 +326,11 @@ func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, e
 		return exitOK
 	case rep.Outcome == store.OutcomeFailed && errors.Is(err, daemon.ErrPreflight):
 		// The endpoint, not the machine or the config, kept the night from its tickets.
+		fmt.Fprintf(stderr, "ticketd once: the night failed: %s\n", rep.Error)
+		return exitIncomplete
+	case rep.Outcome == store.OutcomeFailed && err == nil:
+		// It started and then failed: the machine (its database went away) kept it from
+		// its tickets, which are not charged.
 		fmt.Fprintf(stderr, "ticketd once: the night failed: %s\n", rep.Error)
 		return exitIncomplete
 	case rep.Outcome == store.OutcomeFailed:

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store"
 )
 
 // binDir holds what the tests build once for all of them (buildTicketd).
@@ -129,5 +131,43 @@ func TestOnceDeadEndpoint(t *testing.T) {
 	// daemon.TestPreflightDeadEndpoint, on the test's clock).
 	if took > 2*time.Minute {
 		t.Errorf("took %s, want the 1 s preflight_wait honoured (the default is 5 min)", took)
+	}
+}
+
+// TestRunDeadEndpointRecordsTheNight: `ticketd run` whose endpoint never answers at service
+// start exits 1, and the failed start is a night on record (ticketctl nights, the console,
+// /metrics), not only an exit code nobody reads under systemd.
+func TestRunDeadEndpointRecordsTheNight(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "issues"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(dir, "app")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	cfg := filepath.Join(dir, "config.yaml")
+	text := "sandbox: " + testSandbox(t) + "\nintake: [{kind: dir, path: issues, repo: app}]\nrepos:\n  app: {path: app}\nmodels:\n  preflight_wait: 1s\n  endpoints:\n    local: {base_url: \"" + url + "\"}\n  roles:\n" +
+		"    triage: {endpoint: local, model: m}\n    maker: {endpoint: local, model: m}\n    checker: {endpoint: local, model: m}\n    judge: {endpoint: local, model: m}\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--config", cfg, "--log-level", "error"}, &stdout, &stderr); code != exitFailed {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailed, stderr.String())
+	}
+	st, err := store.Open(context.Background(), filepath.Join(dir, "ticketd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(context.Background(), 0)
+	if err != nil || len(runs) != 1 || runs[0].Outcome != store.OutcomeFailed || !strings.Contains(runs[0].Error, "ticketd run could not start") || !strings.Contains(runs[0].Error, url) {
+		t.Errorf("nights %+v, %v; want one failed night naming the endpoint", runs, err)
 	}
 }

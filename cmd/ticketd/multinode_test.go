@@ -298,6 +298,11 @@ models:
 	if len(runs) != 1 || len(runs[0].Nodes) != 2 || runs[0].Done != tickets-1 || runs[0].Escalated != 1 {
 		t.Errorf("nights %+v; want one night with both nodes, %d done and 1 escalated", runs, tickets-1)
 	}
+	// vm-a's dead part was closed by the living (vm-b, whose look found vm-a's lease on the
+	// night expired, or vm-a's own restart): the night says so, naming it.
+	if len(runs) == 1 && (runs[0].Outcome != store.OutcomeFailed || !strings.Contains(runs[0].Error, "vm-a: failed: "+store.ErrProcessEnded.Error())) {
+		t.Errorf("night %s (%s); want failed, naming vm-a's part that died", runs[0].Outcome, runs[0].Error)
+	}
 
 	// The killed node's restart removed its dead attempt's worktree.
 	entries, _ := os.ReadDir(filepath.Join(nodes[0].dir, "work"))

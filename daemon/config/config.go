@@ -54,6 +54,10 @@ type Config struct {
 	// /opt or a home, a data folder the tests read). Everything else outside the system
 	// folders, the worktree and the checks' tools is absent inside the sandbox.
 	SandboxPaths []string `yaml:"sandbox_paths"`
+	// SandboxUser is the unprivileged host user (a name or a uid) checks run as when ticketd
+	// runs as root; empty means nobody. Without effect when ticketd is a user: the checks
+	// are then that user.
+	SandboxUser string `yaml:"sandbox_user"`
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	GitHub          GitHub   `yaml:"github"`
@@ -116,8 +120,9 @@ type Night struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	MaxDollars   float64       `yaml:"max_dollars"`
 	Poll         time.Duration `yaml:"poll"`
-	// MaxRescues is how many lost leases (daemon crash, kill, reboot mid-attempt) a ticket
-	// may have before it is escalated; they never count against max_attempts.
+	// MaxRescues is how many crashes may be blamed on a ticket (the daemon died while its
+	// attempt was the only one running) before it is escalated; lost leases never count
+	// against max_attempts.
 	MaxRescues int `yaml:"max_rescues"`
 	// Grace is how long attempts still running when the window closes may go on before
 	// they are stopped, keeping their partial work, and released without spending an attempt.
@@ -200,6 +205,10 @@ type Repo struct {
 	// attempt branches are pushed to, so they do not stay on one machine's disk; empty:
 	// they stay in the clone.
 	PushRemote string `yaml:"push_remote"`
+	// PushTokenEnv names the variable holding push_remote's credential for an https remote
+	// ("TOKEN", sent as x-access-token, or "USER:TOKEN"), sent in a header: never put one in
+	// the remote's URL, which every git process of the clone can read.
+	PushTokenEnv string `yaml:"push_token_env"`
 	// AllowPaths are protected paths the maker's tools may write in this repository and
 	// its fix branches may hold (see tools.ProtectedPath: CI and hook configuration,
 	// editor folders, .gitattributes, .gitmodules, dependency manifests and lockfiles,
@@ -308,12 +317,19 @@ func Parse(name string, data []byte) (Config, error) {
 	c := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		return Config{}, syntaxError(name, data, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	// A value of the wrong type or an unknown key does not stop the decoding: the rest of
+	// the file is decoded and validated too, so every mistake is reported at once.
+	var decodeErr error
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, explain(name, &root, err)
+		decodeErr = explain(name, &root, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return Config{}, decodeErr
+		}
 	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
@@ -331,7 +347,7 @@ func Parse(name string, data []byte) (Config, error) {
 		}
 		c.BaseDir = filepath.Clean(c.BaseDir)
 		if fi, err := os.Stat(c.BaseDir); err != nil || !fi.IsDir() {
-			return Config{}, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir))
+			return Config{}, errors.Join(decodeErr, locate(name, &root, fmt.Errorf("base_dir: %s is not a folder (%v); create it (install -d -o ticketd -g ticketd %s) or fix the path", c.BaseDir, statErr(fi, err), c.BaseDir)))
 		}
 		dir = c.BaseDir
 	} else {
@@ -339,7 +355,10 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	c.resolvePaths(dir)
 	if err := c.Validate(); err != nil {
-		return Config{}, locate(name, &root, err)
+		return Config{}, errors.Join(decodeErr, locate(name, &root, err))
+	}
+	if decodeErr != nil {
+		return Config{}, decodeErr
 	}
 	return c, nil
 }
@@ -527,6 +546,9 @@ func (c Config) Validate() error {
 			bad("sandbox_paths[%d]: must be an absolute path other than /, got %q", i, p)
 		}
 	}
+	if u := c.SandboxUser; u != "" && (u == "root" || u == "0" || strings.ContainsAny(u, " \t:/")) {
+		bad("sandbox_user: must name an unprivileged user (e.g. ticketd-check), got %q", u)
+	}
 	if c.MaxWorktreeSize < 1<<20 {
 		bad("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
 	}
@@ -581,6 +603,9 @@ func (c *Config) validateStore(bad func(string, ...any)) {
 		if r := c.Repos[name].PushRemote; r != "" && !remoteName.MatchString(r) {
 			bad("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r)
 		}
+		if v := c.Repos[name].PushTokenEnv; v != "" && !envName.MatchString(v) {
+			bad("repos.%s.push_token_env: %q is not an environment variable name (e.g. APP_PUSH_TOKEN)", name, v)
+		}
 	}
 }
 
@@ -597,7 +622,7 @@ var (
 )
 
 // Credentials names every environment variable ticketd reads a secret from: each endpoint's
-// api_key_env and header_env values, and github.token_env. None of them reaches a check, even
+// api_key_env and header_env values, github.token_env and store.url_env. None of them reaches a check, even
 // when a repository's pass_env names it.
 func (c Config) Credentials() []string {
 	return slices.Sorted(maps.Keys(c.credentialOwners()))
@@ -622,6 +647,14 @@ func (c Config) credentialOwners() map[string]string {
 		tokenEnv = DefaultGitHubTokenEnv
 	}
 	owners[tokenEnv] = "the GitHub token (github.token_env)"
+	if c.Store.URLEnv != "" {
+		owners[c.Store.URLEnv] = "the PostgreSQL URL of the store (store.url_env)"
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		if v := c.Repos[name].PushTokenEnv; v != "" {
+			owners[v] = "the push credential of repos." + name + " (push_token_env)"
+		}
+	}
 	return owners
 }
 

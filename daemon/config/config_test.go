@@ -196,6 +196,10 @@ func TestSandboxConfig(t *testing.T) {
 		{name: "header key passed", yaml: withHeader, want: "repos.app.pass_env[1]: LLM_GATEWAY_KEY is the X-Gateway-Key header of models.endpoints.local (header_env)"},
 		{name: "github token passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [GITHUB_TOKEN]\n    checks:", 1), want: "repos.app.pass_env[0]: GITHUB_TOKEN is the GitHub token (github.token_env)"},
 		{name: "renamed github token passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [GH_BOT]\n    checks:", 1) + "github:\n  token_env: GH_BOT\n", want: "repos.app.pass_env[0]: GH_BOT is the GitHub token"},
+		// Issue 31: the store's URL (its password) is a secret another part of the config names.
+		{name: "store url passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [TICKETD_DB_URL]\n    checks:", 1) + "store:\n  url_env: TICKETD_DB_URL\n", want: "repos.app.pass_env[0]: TICKETD_DB_URL is the PostgreSQL URL of the store (store.url_env)"},
+		{name: "sandbox user", yaml: valid + "sandbox_user: ticketd-check\n"},
+		{name: "root as sandbox user", yaml: valid + "sandbox_user: root\n", want: `sandbox_user: must name an unprivileged user`},
 		{name: "sandbox paths", yaml: valid + "sandbox_paths: [/opt/tools]\n"},
 		{name: "relative sandbox path", yaml: valid + "sandbox_paths: [tools]\n", want: `sandbox_paths[0]: must be an absolute path other than /, got "tools"`},
 		{name: "root sandbox path", yaml: valid + "sandbox_paths: [/]\n", want: `sandbox_paths[0]: must be an absolute path other than /`},

@@ -6,6 +6,7 @@
 package github
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,6 +34,7 @@ type Client struct {
 	mu          sync.Mutex
 	rate        gh.Rate
 	pausedUntil time.Time
+	self        string // the login ticketd posts as, once known (Self)
 }
 
 // ClientOptions configure NewClient; zero fields take the defaults.
@@ -166,3 +168,69 @@ func ParseExternalID(id string) (repo string, number int, err error) {
 
 // Source is the store source name of GitHub tickets.
 const Source = "github"
+
+// Self returns the login of the account ticketd posts as, asked of GitHub once: GET /user for
+// a user's token; for a GitHub App's installation token, which GET /user refuses (403), the
+// GraphQL viewer, the app's bot ("name[bot]"). A comment is ticketd's own only when this
+// account wrote it: anyone can copy a hidden marker into a comment.
+func (c *Client) Self(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	self := c.self
+	c.mu.Unlock()
+	if self != "" {
+		return self, nil
+	}
+	if err := c.ready(false); err != nil {
+		return "", err
+	}
+	u, resp, err := c.api.Users.Get(ctx, "")
+	c.observe(resp, err)
+	login := u.GetLogin()
+	if statusOf(err) == http.StatusForbidden || statusOf(err) == http.StatusNotFound {
+		login, err = c.viewer(ctx)
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("find out which account the GitHub token posts as (GET /user): %w", err)
+	case login == "":
+		return "", errors.New("find out which account the GitHub token posts as: GitHub named no login")
+	}
+	c.mu.Lock()
+	c.self = login
+	c.mu.Unlock()
+	return login, nil
+}
+
+// viewer asks the GraphQL API whose token this is; it answers for installation tokens too.
+func (c *Client) viewer(ctx context.Context) (string, error) {
+	path := "graphql"
+	if strings.HasSuffix(c.api.BaseURL(), "/api/v3/") {
+		path = "../graphql" // GitHub Enterprise Server: /api/graphql beside /api/v3
+	}
+	req, err := c.api.NewRequest(ctx, http.MethodPost, path, map[string]string{"query": "query { viewer { login } }"})
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Data struct {
+			Viewer struct {
+				Login string `json:"login"`
+			} `json:"viewer"`
+		} `json:"data"`
+	}
+	resp, err := c.api.Do(req, &out)
+	c.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("GraphQL viewer: %w", err)
+	}
+	return out.Data.Viewer.Login, nil
+}
+
+// ownComment reports whether a comment was written by the account ticketd posts as.
+func (c *Client) ownComment(ctx context.Context, cm *gh.IssueComment) (bool, error) {
+	self, err := c.Self(ctx)
+	if err != nil {
+		return false, err
+	}
+	return strings.EqualFold(cm.GetUser().GetLogin(), self), nil
+}

@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/google/go-github/v89/github"
 
+	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -179,7 +180,7 @@ func (p *Publisher) pullRequest(ctx context.Context, t store.Ticket) (string, er
 	if err != nil {
 		return "", err
 	}
-	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, defuse(readReport(t)), marker("pr", t.ID))
+	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, defuse(secret.Redact(readReport(t))), marker("pr", t.ID))
 	pr, resp, err := p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, &gh.NewPullRequest{
 		Title: gh.Ptr(PullRequestTitle(num, t.Title)), Head: gh.Ptr(t.Branch), Base: gh.Ptr(base),
 		Body: gh.Ptr(body), Draft: gh.Ptr(true),
@@ -238,7 +239,12 @@ func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error)
 			return "", fmt.Errorf("look up comments on %s: %w", t.ExternalID, err)
 		}
 		for _, c := range cs {
-			if strings.Contains(c.GetBody(), mark) {
+			if !strings.Contains(c.GetBody(), mark) {
+				continue
+			}
+			if own, err := p.Client.ownComment(ctx, c); err != nil {
+				return "", err
+			} else if own {
 				return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())
 			}
 		}
@@ -284,7 +290,7 @@ func EscalationComment(t store.Ticket, branches []string, mark string) string {
 	if why == "" {
 		why = "no reason recorded"
 	}
-	fmt.Fprintf(&b, "**Why it stopped:** %s\n\n", defuse(why))
+	fmt.Fprintf(&b, "**Why it stopped:** %s\n\n", defuse(secret.Redact(why)))
 	if len(branches) > 0 {
 		b.WriteString("**Attempt branches:**")
 		for _, br := range branches {
@@ -315,7 +321,8 @@ func readReport(t store.Ticket) string {
 }
 
 var (
-	mentionRe = regexp.MustCompile(`(^|[^\w` + "`" + `])@([A-Za-z0-9][A-Za-z0-9-]*)`)
+	// plainMentionRe is a mention in text outside code spans (defuseMentions).
+	plainMentionRe = regexp.MustCompile(`(^|[^\w])@([A-Za-z0-9][A-Za-z0-9-]*)`)
 	// closeRe is a closing keyword before a reference in any form GitHub reads: #N,
 	// OWNER/NAME#N, GH-N, or an issue or pull request URL.
 	closeRe = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)((?:[\w.-]+/[\w.-]+)?#\d|gh-\d|https?://|www\.)`)
@@ -337,7 +344,56 @@ func Defuse(s string) string {
 	s = issueURLRe.ReplaceAllString(s, "$1\u200d$2$3")
 	s = ghRe.ReplaceAllString(s, "$1\u200d$2")
 	s = defuseRefs(s)
-	return mentionRe.ReplaceAllString(s, "$1@\u200d$2")
+	return defuseMentions(s)
+}
+
+// defuseMentions breaks every @mention outside a code span. A mention inside a closed span
+// (`@name`) notifies no one and is kept as written; after an unclosed backtick it is plain
+// text to GitHub, and notifies, so it is broken like any other.
+func defuseMentions(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		start, end := nextCodeSpan(s)
+		b.WriteString(plainMentionRe.ReplaceAllString(s[:start], "$1@\u200d$2"))
+		b.WriteString(s[start:end])
+		s = s[end:]
+	}
+	return b.String()
+}
+
+// nextCodeSpan finds the first closed code span in s, CommonMark's way: a run of n backticks
+// closed by the next run of exactly n. It returns where it starts and ends; with none, len(s)
+// twice.
+func nextCodeSpan(s string) (start, end int) {
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		n := runOf(s, i)
+		for j := i + n; j < len(s); {
+			if s[j] != '`' {
+				j++
+				continue
+			}
+			m := runOf(s, j)
+			if m == n {
+				return i, j + m
+			}
+			j += m
+		}
+		i += n // unclosed: its backticks are literal text
+	}
+	return len(s), len(s)
+}
+
+// runOf is the length of the run of backticks at s[i].
+func runOf(s string, i int) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == '`' {
+		n++
+	}
+	return n
 }
 
 // defuseRefs puts a zero-width joiner after every '#' before a digit, except in an HTML

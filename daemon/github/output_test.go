@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/github/githubfake"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -185,6 +186,12 @@ func TestDefuse(t *testing.T) {
 		{"cc @acme/team", "cc @" + z + "acme/team"},
 		{"mail me at a@b.com", "mail me at a@b.com"},
 		{"`@code`", "`@code`"},
+		// Issue 31: after an unclosed backtick a mention is plain text, and notifies.
+		{"`@alice and more", "`@" + z + "alice and more"},
+		{"``@bob` @carol``", "``@bob` @carol``"},
+		{"`a` @dave `b", "`a` @" + z + "dave `b"},
+		{"```\n@erin\n```", "```\n@erin\n```"},
+		{"`x`` @frank", "`x`` @" + z + "frank"},
 		{"Fixes #12", "Fixes" + z + " #" + z + "12"},
 		{"this closes: acme/app#3", "this closes" + z + ": acme/app#" + z + "3"},
 		{"issue #12 is related", "issue #" + z + "12 is related"},
@@ -206,5 +213,23 @@ func TestDefuse(t *testing.T) {
 	}
 	if got := PullRequestTitle(5, "@octocat closes #3"); got != "Fixes #5: @"+z+"octocat closes"+z+" #"+z+"3" {
 		t.Errorf("PullRequestTitle = %q: the issue title is not defused", got)
+	}
+}
+
+// TestStrangersEscalationMarkerIgnored: a stranger who pre-posts the escalation comment's
+// marker does not stop ticketd from posting its own (issue 31).
+func TestStrangersEscalationMarkerIgnored(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "flaky", Labels: []string{"ticketd"}, Author: "reporter", Assoc: "OWNER"})
+	b.fake.AddComment(testRepo, 1, "drive-by", "NONE", "nothing to see <!-- ticketd:escalation ticket=1 -->")
+	finish(t, b, testRepo+"#1", "flaky", false, "budget exhausted")
+	rep, err := newPublisher(b, &pushLog{}).Publish(ctx)
+	if err != nil || len(rep.Comments) != 1 {
+		t.Fatalf("Publish = %+v, %v; want one escalation comment", rep, err)
+	}
+	cs := b.fake.Comments[testRepo+"#1"]
+	if len(cs) != 2 || cs[1]["user"].(map[string]any)["login"] != b.fake.BotLogin || rep.Comments[0] != cs[1]["html_url"] {
+		t.Errorf("comments %v, published %v: want ticketd's own escalation comment after the stranger's", cs, rep.Comments)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v89/github"
 
+	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -18,7 +19,7 @@ func questionMarker(ticketID int64, n int) string {
 }
 
 // ticketdMarker starts every hidden marker ticketd puts in what it writes on GitHub; a
-// comment carrying one is ticketd's own and never an answer.
+// comment carrying one, when ticketd's own account wrote it (Client.Self), is never an answer.
 const ticketdMarker = "<!-- ticketd:"
 
 // QuestionComment is the comment that puts a maker's question on its issue: the question
@@ -27,7 +28,7 @@ func QuestionComment(t store.Ticket, q store.Question, mark string) string {
 	var b strings.Builder
 	b.WriteString("ticketd needs an answer before it can fix this issue.\n\n")
 	question := truncateRunes(strings.TrimSpace(q.Text), 2000)
-	fmt.Fprintf(&b, "**Question:** %s\n\n", defuse(question))
+	fmt.Fprintf(&b, "**Question:** %s\n\n", defuse(secret.Redact(question)))
 	b.WriteString("Reply with a comment on this issue: the first reply after this one by the issue's author or by a maintainer with write access is taken as the answer, and ticketd tries again with it.\n\n")
 	fmt.Fprintf(&b, "ticketd ticket %d (on the ticketd host: `ticketctl answer %d \"...\"`).\n\n%s\n", t.ID, t.ID, mark)
 	return b.String()
@@ -95,7 +96,12 @@ func findComment(ctx context.Context, c *Client, ref repoRef, num int, mark stri
 		return "", false, err
 	}
 	for _, cm := range cs {
-		if strings.Contains(cm.GetBody(), mark) {
+		if !strings.Contains(cm.GetBody(), mark) {
+			continue
+		}
+		if own, err := c.ownComment(ctx, cm); err != nil {
+			return "", false, err
+		} else if own {
 			return cm.GetHTMLURL(), true, nil
 		}
 	}
@@ -187,10 +193,17 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	self, err := in.Client.Self(ctx)
+	if err != nil {
+		return false, err
+	}
+	// Only ticketd's own comments carry markers that count: a stranger's copy of the
+	// question's marker must not move where "after" starts, nor hide an answer.
+	own := func(c *gh.IssueComment) bool { return strings.EqualFold(c.GetUser().GetLogin(), self) }
 	mark := questionMarker(w.Ticket.ID, w.Question.N)
 	start := -1
 	for i, c := range cs {
-		if strings.Contains(c.GetBody(), mark) {
+		if own(c) && strings.Contains(c.GetBody(), mark) {
 			start = i + 1
 		}
 	}
@@ -199,7 +212,7 @@ func (in *Intake) answer(ctx context.Context, w store.Waiting) (bool, error) {
 		switch {
 		case start >= 0 && i < start,
 			start < 0 && c.GetCreatedAt().Time.Before(askedAt),
-			strings.Contains(c.GetBody(), ticketdMarker),
+			own(c) && strings.Contains(c.GetBody(), ticketdMarker),
 			strings.TrimSpace(c.GetBody()) == "":
 			continue
 		}

@@ -112,7 +112,11 @@ func TestAnswerRules(t *testing.T) {
 		{"an allowlisted outsider counts", true, nil, []string{"trusted-outsider:NONE:local time"}, nil, "github:trusted-outsider", "local time"},
 		{"a reply before the question does not", true, []string{"reporter:OWNER:earlier remark"}, nil, nil, "", ""},
 		{"the first admitted reply wins", true, nil, []string{"reporter:OWNER:first", "reporter:OWNER:second"}, nil, "github:reporter", "first"},
-		{"ticketd's own comments are skipped", true, nil, []string{"reporter:OWNER:<!-- ticketd:escalation ticket=1 --> not an answer", "reporter:OWNER:real answer"}, nil, "github:reporter", "real answer"},
+		{"ticketd's own comments are skipped", true, nil, []string{"ticketd-bot:MEMBER:<!-- ticketd:escalation ticket=1 --> not an answer", "reporter:OWNER:real answer"}, nil, "github:reporter", "real answer"},
+		// Issue 31: markers count only in ticketd's own comments.
+		{"a stranger's marker after the answer does not hide it", true, nil, []string{"reporter:OWNER:real answer", "drive-by:NONE:<!-- ticketd:question ticket=1 n=1 -->"}, nil, "github:reporter", "real answer"},
+		{"a stranger's marker before the question does not move the start", false, []string{"drive-by:NONE:<!-- ticketd:question ticket=1 n=1 -->"}, []string{"reporter:OWNER:UTC please"}, nil, "github:reporter", "UTC please"},
+		{"the author quoting a marker is still an answer", true, nil, []string{"reporter:OWNER:<!-- ticketd:question ticket=1 n=1 --> UTC"}, nil, "github:reporter", "<!-- ticketd:question ticket=1 n=1 --> UTC"},
 		{"no question posted: a reply after the ask counts", false, nil, []string{"reporter:OWNER:UTC please"}, nil, "github:reporter", "UTC please"},
 	}
 	for _, tt := range tests {
@@ -166,5 +170,34 @@ func TestClosedIssueCancelsAWaitingTicket(t *testing.T) {
 	}
 	if got, _ := b.store.Get(ctx, tk.ID); got.State != store.StateCancelled {
 		t.Errorf("state %s, want cancelled", got.State)
+	}
+}
+
+// TestStrangersMarkersIgnored: a marker pre-posted by someone else neither stands in for
+// ticketd's escalation comment nor for its question; ticketd posts both itself, also when its
+// token is a GitHub App's (whose login GET /user does not give).
+func TestStrangersMarkersIgnored(t *testing.T) {
+	for _, app := range []bool{false, true} {
+		t.Run(map[bool]string{false: "user token", true: "app token"}[app], func(t *testing.T) {
+			b := setup(t)
+			ctx := context.Background()
+			if app {
+				b.fake.Edit(func() { b.fake.App, b.fake.BotLogin = true, "ticketd-app[bot]" })
+			}
+			b.fake.AddIssue(testRepo, githubfake.Issue{Title: "dates", Labels: []string{"ticketd"}, Author: "reporter", Assoc: "OWNER"})
+			b.fake.AddComment(testRepo, 1, "drive-by", "NONE", "<!-- ticketd:question ticket=1 n=1 --> <!-- ticketd:escalation ticket=1 -->")
+			ask(t, b, "UTC or local time?")
+			rep, err := newPublisher(b, &pushLog{}).Publish(ctx)
+			if err != nil || len(rep.Questions) != 1 {
+				t.Fatalf("Publish = %+v, %v; want the question posted", rep, err)
+			}
+			cs := b.fake.Comments[testRepo+"#1"]
+			if len(cs) != 2 || cs[1]["user"].(map[string]any)["login"] != b.fake.BotLogin {
+				t.Fatalf("comments %v: want the stranger's and ticketd's own question", cs)
+			}
+			if rep.Questions[0] == cs[0]["html_url"] {
+				t.Errorf("the stranger's comment was taken for ticketd's question: %v", rep.Questions)
+			}
+		})
 	}
 }

@@ -28,6 +28,10 @@ type Dir struct {
 	Priorities  map[string]int // label -> priority; a ticket takes its labels' highest
 	MaxAttempts int
 	KnownRepo   func(name string) bool
+	// Worked, when set, says where an issue's results already are when another ticket
+	// database worked it (the file's name and its content's identity match), "" when none
+	// did: such an issue is skipped, not worked again under a new database.
+	Worked func(name, title, body string) string
 }
 
 // ScanReport says what one scan did. Bad files do not stop the others; each is listed.
@@ -35,6 +39,15 @@ type ScanReport struct {
 	Files   int
 	Added   []int64
 	Invalid []error
+	// Skipped are the files not taken in (those of Invalid, and those another database
+	// already worked), by name, with the reason in words.
+	Skipped []Skipped
+}
+
+// Skipped is an issue file a scan did not take in.
+type Skipped struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // Source is the ticket source name for this folder: a rescan of the same folder dedupes on
@@ -55,17 +68,21 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 		}
 	}
 	sort.Strings(names)
+	skip := func(name string, err error) {
+		rep.Invalid = append(rep.Invalid, err)
+		rep.Skipped = append(rep.Skipped, Skipped{File: name, Reason: err.Error()})
+	}
 	for _, name := range names {
 		rep.Files++
 		path := filepath.Join(d.Path, name)
 		data, err := readIssueFile(path)
 		if err != nil {
-			rep.Invalid = append(rep.Invalid, fmt.Errorf("read issue %s: %w", path, err))
+			skip(name, fmt.Errorf("read issue %s: %w", path, err))
 			continue
 		}
 		is, err := ParseIssue(data)
 		if err != nil {
-			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: %w", path, err))
+			skip(name, fmt.Errorf("issue %s: %w", path, err))
 			continue
 		}
 		repo := is.Repo
@@ -73,12 +90,20 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 			repo = d.DefaultRepo
 		}
 		if repo == "" {
-			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: no repo: add \"repo: NAME\" to its front matter or set intake[].repo", path))
+			skip(name, fmt.Errorf("issue %s: no repo: add \"repo: NAME\" to its front matter or set intake[].repo", path))
 			continue
 		}
 		if d.KnownRepo != nil && !d.KnownRepo(repo) {
-			rep.Invalid = append(rep.Invalid, fmt.Errorf("issue %s: repo %q is not configured under repos", path, repo))
+			skip(name, fmt.Errorf("issue %s: repo %q is not configured under repos", path, repo))
 			continue
+		}
+		if d.Worked != nil {
+			if where := d.Worked(name, is.Title, is.Body); where != "" {
+				if known, _ := d.known(ctx, q, name); !known {
+					skip(name, fmt.Errorf("issue %s: another ticket database already worked it (its results are in %s): not taken in again; to work it again here, move that folder away", path, where))
+					continue
+				}
+			}
 		}
 		id, created, err := q.Enqueue(ctx, store.NewTicket{
 			Source:      d.Source(),
@@ -143,4 +168,17 @@ func readIssueFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: more than the %d bytes allowed", ErrIssueTooLarge, MaxIssueBytes)
 	}
 	return data, nil
+}
+
+// known says whether the queue already holds the issue of file name (a queue that cannot
+// say is asked nothing).
+func (d Dir) known(ctx context.Context, q Enqueuer, name string) (bool, error) {
+	k, ok := q.(interface {
+		TicketBySource(ctx context.Context, source, externalID string) (int64, error)
+	})
+	if !ok {
+		return false, nil
+	}
+	id, err := k.TicketBySource(ctx, d.Source(), name)
+	return id != 0, err
 }

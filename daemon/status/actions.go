@@ -42,7 +42,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch act := r.PathValue("action"); act {
 	case "requeue":
-		err = s.store.Requeue(ctx, id, actor, false)
+		note := r.PostForm.Get("note")
+		err = s.store.RequeueTicket(ctx, id, actor, store.RequeueOptions{Done: r.PostForm.Get("confirm") == "done", Note: note})
+		if errors.Is(err, store.ErrConfirmDone) {
+			s.confirmDone(ctx, w, id, note)
+			return
+		}
 	case "cancel":
 		_, err = s.store.RequestCancel(ctx, id, actor, "cancelled on the status page")
 	case "accept":
@@ -73,4 +78,21 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("ticket action from the status page", "ticket", id, "action", r.PathValue("action"), "err", err)
 		s.message(w, http.StatusInternalServerError, "Not done", err.Error(), back)
 	}
+}
+
+// confirmDone asks before requeueing a done ticket: its fix passed every check, and another
+// round is a decision, not a click. The answer posts the requeue again, confirmed.
+func (s *Server) confirmDone(ctx context.Context, w http.ResponseWriter, id int64, note string) {
+	t, err := s.store.Get(ctx, id)
+	if err != nil {
+		s.ticketError(w, id, err)
+		return
+	}
+	s.render(w, http.StatusOK, "confirm", "layout", struct {
+		common
+		ID         int64
+		Branch     string
+		Next       int
+		Note, CSRF string
+	}{common{Title: fmt.Sprintf("Requeue done ticket #%d?", id), Now: s.now(), CSRF: s.csrf}, id, t.Branch, t.Attempts + 1, note, s.csrf})
 }

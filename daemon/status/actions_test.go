@@ -122,3 +122,36 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("a read-only page changed the ticket to %s", tk.State)
 	}
 }
+
+// TestRequeueDoneAsks: the console never requeues a done ticket in one click. The Requeue
+// button answers with a dialog that says the fix branch is kept and the new round gets its
+// own; only the dialog's confirmed form (with its note) requeues it.
+func TestRequeueDoneAsks(t *testing.T) {
+	b := newBuilder(t)
+	b.startNight("cron")
+	done := b.ticket("app", "Fixed one", attemptPlan{2, "done", ""})
+	srv := serveWith(t, b.st, Options{})
+	_, page := get(t, fmt.Sprintf("%s/tickets/%d", srv.URL, done))
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the done ticket's page has no requeue form:\n%s", page)
+	}
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	path := fmt.Sprintf("/tickets/%d/requeue", done)
+	code, body, _ := post(t, srv.URL, path, url.Values{"csrf": {m[1]}}, same)
+	if code != 200 || !strings.Contains(body, `name="confirm" value="done"`) || !strings.Contains(body, fmt.Sprintf("ticketd/%d-fix", done)) {
+		t.Fatalf("first POST = %d, want the confirmation dialog naming the kept branch:\n%s", code, clip(600, body))
+	}
+	if tk, _ := b.st.Get(b.ctx, done); tk.State != store.StateDone {
+		t.Fatalf("one click requeued the done ticket: %s", tk.State)
+	}
+	code, _, loc := post(t, srv.URL, path, url.Values{"csrf": {m[1]}, "confirm": {"done"}, "note": {"the fix breaks rounding of negatives"}}, same)
+	if code != 303 || !strings.HasPrefix(loc, "/tickets/") {
+		t.Fatalf("confirmed POST = %d (to %q), want a redirect to the ticket", code, loc)
+	}
+	tk, _ := b.st.Get(b.ctx, done)
+	rq, _ := b.st.Requeues(b.ctx, done)
+	if tk.State != store.StateQueued || len(rq) != 1 || rq[0].Branch != fmt.Sprintf("ticketd/%d-fix", done) || rq[0].Note != "the fix breaks rounding of negatives" {
+		t.Errorf("after the confirmed requeue: %s, requeues %+v; want queued, the branch kept on record, the note", tk.State, rq)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -42,7 +43,7 @@ func newStoreCollector(st *store.Store) *storeCollector {
 		cost:          prometheus.NewDesc("ticketd_model_cost_usd_total", "Model spend in USD (calls with a known price).", rm, nil),
 		latency:       prometheus.NewDesc("ticketd_model_latency_seconds_total", "Summed model call latency.", rm, nil),
 		toolDuration:  prometheus.NewDesc("ticketd_tool_call_duration_seconds", "Duration of the maker's tool calls; run_checks and submit are the validator runs.", []string{"tool"}, nil),
-		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape.", nil, nil),
+		up:            prometheus.NewDesc("ticketd_store_up", "1 when the ticket database answered this scrape and took this process's latest write; 0 while writes fail (disk full, read-only, the server down) or once it was deleted or replaced.", nil, nil),
 		nights:        prometheus.NewDesc("ticketd_nights_total", "Nights that ended, by outcome (ok, partial, stopped, failed).", []string{"outcome"}, nil),
 		lastNightEnd: prometheus.NewDesc("ticketd_last_night_end_timestamp_seconds",
 			"When the latest night of each outcome ended (Unix seconds; 0 when none has): alert on time() minus the ok one.", []string{"outcome"}, nil),
@@ -65,7 +66,11 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.tickets, err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	up := 1.0
+	if ok, _, _ := c.store.WriteHealth(); !ok {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
 	for st, n := range ov.ByState {
 		ch <- prometheus.MustNewConstMetric(c.tickets, prometheus.GaugeValue, float64(n), string(st))
 	}
@@ -97,11 +102,41 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lastNightEnd, prometheus.GaugeValue, end, string(n.Outcome))
 		}
 	}
-	for _, t := range ov.Tools {
+	for _, t := range toolLabels(ov.Tools) {
 		buckets := map[float64]uint64{}
 		for i, b := range store.DurationBuckets {
 			buckets[b] = uint64(t.Buckets[i])
 		}
 		ch <- prometheus.MustNewConstHistogram(c.toolDuration, uint64(t.Calls), t.SumSeconds, buckets, t.Tool)
 	}
+}
+
+// otherTool is the tool label of every call whose name is not one of ticketd's tools.
+const otherTool = "other"
+
+// toolLabels folds the calls of tools ticketd does not offer — names a model made up, each
+// a new label value — into one "other" series, so model output cannot grow the scrape.
+func toolLabels(in []store.ToolTotals) []store.ToolTotals {
+	var out []store.ToolTotals
+	other := -1
+	for _, t := range in {
+		if tools.Known(t.Tool) {
+			out = append(out, t)
+			continue
+		}
+		if other < 0 {
+			other = len(out)
+			out = append(out, store.ToolTotals{Tool: otherTool, Buckets: make([]int64, len(store.DurationBuckets))})
+		}
+		o := &out[other]
+		o.Calls += t.Calls
+		o.Failed += t.Failed
+		o.SumSeconds += t.SumSeconds
+		for i := range o.Buckets {
+			if i < len(t.Buckets) {
+				o.Buckets[i] += t.Buckets[i]
+			}
+		}
+	}
+	return out
 }

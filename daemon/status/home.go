@@ -32,9 +32,11 @@ type homeData struct {
 	Attention []attentionRow
 	// OlderEscalated counts escalated tickets from before the latest night.
 	OlderEscalated int
-	Running        []runningRow
-	Done           []store.Summary
-	DoneMore       bool
+	// Skipped are the issue files intake could not take in at its latest scan.
+	Skipped  []store.IntakeSkip
+	Running  []runningRow
+	Done     []store.Summary
+	DoneMore bool
 	// DoneTotal counts this night's finished tickets besides escalations, of which Done
 	// lists the first homeDone; DoneCapped says the count stopped at homeFinished.
 	DoneTotal  int
@@ -158,6 +160,9 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		for _, t := range ws {
 			d.Attention = append(d.Attention, attentionRow{Summary: t})
 		}
+	}
+	if d.Skipped, err = s.store.IntakeSkips(ctx); err != nil {
+		d.problem("skipped issue files", err)
 	}
 	for i := range d.Attention {
 		a := &d.Attention[i]

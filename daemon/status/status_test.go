@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -262,5 +263,42 @@ func TestPageShowsQuestions(t *testing.T) {
 		if !strings.Contains(needs, want) {
 			t.Errorf("needs you lacks %q", want)
 		}
+	}
+}
+
+// TestToolLabelsBounded: tool names a model made up do not become label values of
+// ticketd_tool_call_duration_seconds; they are counted together as "other" (issue 31: a
+// 14.9 MB scrape).
+func TestToolLabelsBounded(t *testing.T) {
+	fx := setup(t)
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("invented_tool_%d_%s", i, strings.Repeat("x", 200))
+		if _, err := fx.store.RecordToolCall(ctx, store.ToolCall{TicketID: fx.running, Attempt: 1, Step: 10 + i, Tool: name, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serve(t, fx.store)
+	_, body := get(t, srv.URL+"/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]uint64{}
+	for _, m := range fams["ticketd_tool_call_duration_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "tool" {
+				labels[l.GetValue()] = m.Histogram.GetSampleCount()
+			}
+		}
+	}
+	for l := range labels {
+		if l != otherTool && !tools.Known(l) {
+			t.Errorf("label tool=%.40q comes from model output", l)
+		}
+	}
+	if labels[otherTool] != 50 || labels["run_checks"] != 1 {
+		t.Errorf("tool labels %v: want the 50 invented calls under %q and run_checks kept", labels, otherTool)
 	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -136,7 +137,7 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 				return nil, fmt.Errorf("models.endpoints.%s.api_key_env: environment variable %s is empty or unset; export it, or remove api_key_env for a server that needs no key", name, ep.APIKeyEnv)
 			}
 		}
-		wt := &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query,
+		wt := &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query, maxAnswer: cmp.Or(ep.MaxAnswerBytes, DefaultMaxAnswerBytes),
 			delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
 			body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
 		for h, v := range ep.Headers {
@@ -427,6 +428,11 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		default:
 			f = classify(ctx, err, ws)
+		}
+		if ws.oversize > 0 {
+			// The server made and may bill the answer it sent, cut or not.
+			spent = spent.Add(Usage{PromptTokens: EstimateTokens(ws.reqBytes), CompletionTokens: EstimateTokens(int(min(ws.oversize, 1<<40)))})
+			st.estimated = true
 		}
 		f.apiMsg = c.redact(ep, f.apiMsg)
 		st.class = f.class

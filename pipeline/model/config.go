@@ -17,12 +17,15 @@ import (
 
 // Defaults applied where a config field is zero.
 const (
-	DefaultTimeout          = 5 * time.Minute
-	DefaultMaxRetries       = 5
-	DefaultBaseDelay        = time.Second
-	DefaultMaxDelay         = 60 * time.Second
-	DefaultWarmupWait       = 20 * time.Second
-	DefaultMaxContinuations = 2
+	DefaultTimeout = 5 * time.Minute
+	// DefaultMaxAnswerBytes bounds one answer's body: far above any real completion (a
+	// maker writing a whole large file), far below what would strain the daemon.
+	DefaultMaxAnswerBytes   int64 = 4 << 20
+	DefaultMaxRetries             = 5
+	DefaultBaseDelay              = time.Second
+	DefaultMaxDelay               = 60 * time.Second
+	DefaultWarmupWait             = 20 * time.Second
+	DefaultMaxContinuations       = 2
 	// DefaultMakerMaxOutput is large so that a maker answer is not cut at
 	// finish_reason=length; the model's own limit caps it.
 	DefaultMakerMaxOutput = 32000
@@ -81,6 +84,10 @@ type Endpoint struct {
 	// ParallelToolCalls, when set, is sent as parallel_tool_calls with requests that
 	// offer tools; unset sends nothing (the server's default).
 	ParallelToolCalls *bool `yaml:"parallel_tool_calls"`
+	// MaxAnswerBytes bounds the body of one answer, in bytes; 0 means
+	// DefaultMaxAnswerBytes (4 MiB). A larger answer is the endpoint's fault: never read
+	// whole, recorded with its size, and never sent back.
+	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 }
 
 // RoleConfig maps a role to an endpoint and a model.
@@ -188,6 +195,9 @@ func (c Config) Validate() error {
 		}
 		if ep.Timeout < 0 {
 			add("%s.timeout: %s is negative; use a duration such as 5m", path, ep.Timeout)
+		}
+		if ep.MaxAnswerBytes < 0 || ep.MaxAnswerBytes > 0 && ep.MaxAnswerBytes < 64<<10 {
+			add("%s.max_answer_bytes: must be at least 65536 (64 KiB), got %d; 0 means the default, 4194304", path, ep.MaxAnswerBytes)
 		}
 		if strings.HasPrefix(ep.APIKeyEnv, "sk-") {
 			add("%s.api_key_env: holds what looks like a key itself; put the key in an environment variable and name the variable here", path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -41,6 +42,14 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 	}
 	if ws != nil && ws.status >= 400 {
 		return classifyHTTP(ws.status, parseErrorBody(ws.errBody))
+	}
+	if ws != nil && ws.oversize > 0 {
+		size := fmt.Sprintf("more than %d bytes", ws.maxAnswer)
+		if ws.oversizeExact {
+			size = fmt.Sprintf("%d bytes", ws.oversize)
+		}
+		return fault{class: ErrorClassBadResponse, status: ws.status,
+			apiMsg: fmt.Sprintf("the answer is %s, over the endpoint's max_answer_bytes (%d): not read whole, not sent back", size, ws.maxAnswer)}
 	}
 	if ws != nil && ws.truncated {
 		return fault{class: ErrorClassTruncated, retryable: true, status: ws.status}

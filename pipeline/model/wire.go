@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,12 +33,16 @@ const maxErrorBody = 64 << 10
 //     was sent, and usage fields of other providers, through the per-attempt wireState
 //     found in the request's context.
 type wireTransport struct {
-	base     http.RoundTripper
-	headers  map[string]string // resolved values, secrets included: never logged
-	query    map[string]string
-	body     bodyOptions
-	delCache bool // the endpoint takes no prompt_cache_key
+	base      http.RoundTripper
+	headers   map[string]string // resolved values, secrets included: never logged
+	query     map[string]string
+	body      bodyOptions
+	delCache  bool  // the endpoint takes no prompt_cache_key
+	maxAnswer int64 // bytes of a 2xx body read at most (Endpoint.MaxAnswerBytes)
 }
+
+// errAnswerTooLarge ends an exchange whose answer passed the endpoint's max_answer_bytes.
+var errAnswerTooLarge = errors.New("the answer is larger than the endpoint's max_answer_bytes")
 
 // bodyOptions are the per-endpoint changes to a chat request body.
 type bodyOptions struct {
@@ -60,8 +65,14 @@ type wireState struct {
 	sse        bool   // a 2xx chat answer streamed as server-sent events
 	badBody    []byte // the start of a 2xx chat body that is not JSON
 	reqBytes   int    // the request body as sent, for usage estimates
-	info       answerInfo
-	once       sync.Once
+	// oversize is the size of a 2xx answer larger than maxAnswer: its Content-Length when it
+	// declared one, else the bytes read before ticketd stopped (one more than the limit);
+	// oversizeExact says which.
+	oversize      int64
+	oversizeExact bool
+	maxAnswer     int64
+	info          answerInfo
+	once          sync.Once
 }
 
 func withWire(ctx context.Context, ws *wireState) context.Context {
@@ -132,13 +143,25 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.ContentLength = int64(len(data))
 		return resp, nil
 	}
-	if resp.StatusCode/100 != 2 || !chat {
+	if resp.StatusCode/100 != 2 {
+		return resp, nil
+	}
+	limit := cmp.Or(t.maxAnswer, DefaultMaxAnswerBytes)
+	if !chat {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: limit}
 		return resp, nil
 	}
 	// Read the body here so that a reset or time-out mid-body is seen, and the answer can
-	// be normalised before go-openai reads it.
-	data, err := io.ReadAll(resp.Body)
+	// be normalised before go-openai reads it; never more of it than the limit.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
+	if err == nil && int64(len(data)) > limit {
+		ws.oversize, ws.maxAnswer = int64(len(data)), limit
+		if resp.ContentLength > limit {
+			ws.oversize, ws.oversizeExact = resp.ContentLength, true
+		}
+		return nil, fmt.Errorf("read chat response body: %w (%d bytes)", errAnswerTooLarge, limit)
+	}
 	if err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			ws.truncated = true
@@ -261,4 +284,26 @@ func replayShape(msgs []map[string]json.RawMessage) bool {
 		}
 	}
 	return changed
+}
+
+// cappedBody fails a body that goes on past limit bytes, so that no answer of the endpoint
+// (a model list, an error page served as 200) is read whole however large it is.
+type cappedBody struct {
+	io.ReadCloser
+	limit, read int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.read > b.limit {
+		return 0, errAnswerTooLarge
+	}
+	if room := b.limit + 1 - b.read; int64(len(p)) > room {
+		p = p[:room] // one byte past the limit tells a body that ends there from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if b.read > b.limit {
+		return n, errAnswerTooLarge
+	}
+	return n, err
 }

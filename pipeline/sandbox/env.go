@@ -1,9 +1,10 @@
 package sandbox
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/secret"
 )
 
 // allowed reports whether a variable of the daemon's environment may enter a sandbox by
@@ -64,49 +65,10 @@ func Env(req EnvRequest) (env, dropped []string) {
 	return append(env, req.Set...), dropped
 }
 
-// Parts of variable names that suggest a credential: anywhere in the name, or as a whole
-// word between underscores (so GH_PAT and DB_PWD are caught, PATH and PYTHONPATH are not).
-var (
-	secretInfixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "BEARER", "APIKEY", "ACCESSKEY"}
-	secretWords   = []string{"KEY", "PAT", "PWD", "PASS", "DSN", "AUTH", "COOKIE", "SESSION", "CERTPASS"}
-)
+// LooksSecretName reports whether a variable name suggests a credential (secret.LooksName).
+func LooksSecretName(name string) bool { return secret.LooksName(name) }
 
-// LooksSecretName reports whether a variable name suggests a credential. PWD and OLDPWD are
-// the shell's working directories, not passwords.
-func LooksSecretName(name string) bool {
-	upper := strings.ToUpper(name)
-	if upper == "PWD" || upper == "OLDPWD" {
-		return false
-	}
-	for _, m := range secretInfixes {
-		if strings.Contains(upper, m) {
-			return true
-		}
-	}
-	for _, w := range strings.FieldsFunc(upper, func(r rune) bool { return r < 'A' || r > 'Z' }) {
-		if slices.Contains(secretWords, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// credentialValue matches the shapes of common keys and tokens: OpenAI/Anthropic sk-...,
-// Stripe sk_live_/sk_test_/rk_live_/whsec_..., GitHub ghp_/gho_/github_pat_..., Slack
-// xox?-..., AWS AKIA..., Google AIza..., Hugging Face hf_..., npm npm_..., SendGrid SG....,
-// GitLab glpat-..., JWTs, "Bearer ..." headers and PEM private keys.
-var credentialValue = regexp.MustCompile(`^(sk-[A-Za-z0-9_-]{8,}|(sk|rk)_(live|test)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9]{16,}|AIza[A-Za-z0-9_-]{30,}|hf_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{20,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.|(?i:bearer)\s+\S{8,})|-----BEGIN [A-Z ]*PRIVATE KEY-----`)
-
-// LooksSecretValue reports a value shaped like a credential, or a URL with a password
-// (postgres://user:pass@host), whose variable name gives no hint.
-func LooksSecretValue(value string) bool {
-	if credentialValue.MatchString(value) {
-		return true
-	}
-	_, rest, ok := strings.Cut(value, "://")
-	if !ok {
-		return false
-	}
-	userinfo, _, ok := strings.Cut(rest, "@")
-	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
-}
+// LooksSecretValue reports a value shaped like a credential, a URL with a password
+// (postgres://user:pass@host) or a DSN carrying one, whose variable name gives no hint
+// (secret.LooksValue).
+func LooksSecretValue(value string) bool { return secret.LooksValue(value) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ func TestLooksSecretValue(t *testing.T) {
 		{"sk_live_51HxYzAbCdEfGhIjKl", true}, {"rk_test_abcdefghijkl", true}, {"AIza" + strings.Repeat("x", 35), true},
 		{"hf_" + strings.Repeat("a", 34), true}, {"npm_" + strings.Repeat("a", 36), true},
 		{"sk-", false}, {"1", false}, {"", false}, {"sk_live", false}, {"hf_home", false},
+		// DSN passwords (issue 31): in a URL's query and in libpq's keyword form.
+		{"postgres://app@db/prod?password=hunter2", true}, {"host=db user=app password=hunter2", true},
+		{"postgres://app@db/prod?sslmode=require", false}, {"host=db user=app", false},
 	}
 	for _, tt := range tests {
 		if got := LooksSecretValue(tt.value); got != tt.want {
@@ -159,7 +163,7 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 	}
 	line := strings.Join(args, " ")
 	order := []string{"--cap-drop ALL", "--ro-bind /usr /usr", "--tmpfs /tmp", "--tmpfs " + work, "--tmpfs " + home, "--ro-bind " + tool + " " + tool,
-		"--bind " + tree + " " + tree, "--ro-bind " + tree + "/.git " + tree + "/.git", "--chdir " + tree + " -- true"}
+		"--bind " + tree + " " + tree, "--ro-bind /dev/null " + tree + "/.git", "--remount-ro " + work, "--remount-ro " + home, "--chdir " + tree + " -- true"}
 	at := 0
 	for _, o := range order {
 		i := strings.Index(line[at:], o)
@@ -170,6 +174,9 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 	}
 	if strings.Contains(line, "--ro-bind / /") || !strings.Contains(line, "--remount-ro / ") {
 		t.Errorf("the host's root is bound, or the sandbox's root stays writable: %s", line)
+	}
+	if !regexp.MustCompile(`--proc /proc (--ro-bind /proc/\w+ /proc/\w+ )*--ro-bind /proc/sys /proc/sys `).MatchString(line) {
+		t.Errorf("/proc/sys is not bound read-only right after /proc is mounted: %s", line)
 	}
 	if strings.Contains(line, "absent") {
 		t.Errorf("an absent hidden path was mounted: %s", line)

@@ -47,8 +47,11 @@ func NewScratch(root string) (*Scratch, error) {
 	return &Scratch{Dir: dir}, nil
 }
 
-// Remove deletes the scratch directory and everything the command left in it.
-func (s *Scratch) Remove() error { return removeAll(s.Dir) }
+// Remove deletes the scratch directory and everything the command left in it, and its git
+// view (GitView) when it has one.
+func (s *Scratch) Remove() error {
+	return errors.Join(removeAll(s.Dir), removeAll(s.Dir+"-git"))
+}
 
 // RemoveLeftovers deletes the scratch directories in root (empty means os.TempDir()) whose
 // daemon is gone — what a crashed or killed daemon could not clean — and returns their paths.

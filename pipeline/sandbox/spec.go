@@ -23,7 +23,9 @@ import (
 // read-only), Reports (writable), a private /proc, a minimal read-only /dev with a small
 // private /dev/shm, and a private /tmp holding $HOME, both size-limited tmpfs. Nothing else
 // of the host exists there: no /run, /var, /home or /root, so no unix socket on the host's
-// disk either. It has no capability, and its uid is never 0 (see Probe).
+// disk either. /proc/sys and the other kernel interfaces Docker protects are read-only or
+// masked. It has no capability, and it is never root on the host: as root, ticketd runs it as
+// Spec.User (see Probe).
 type Spec struct {
 	// Mode is ModeBwrap (the default) or ModeNone.
 	Mode Mode
@@ -51,6 +53,13 @@ type Spec struct {
 	// Env is the complete environment; nothing of the daemon's is inherited. Build it with
 	// Env.
 	Env []string
+	// User is the host identity the command runs as when ticketd runs as root (zero:
+	// Nobody); the worktree is made group-writable for it. Unused otherwise: the command is
+	// then the daemon's own user.
+	User Identity
+	// GitView is a git view of Dir made by Scratch.GitView; empty means the command sees no
+	// git state at all (an empty .git). The real git directories are hidden either way.
+	GitView string
 }
 
 // Sizes and places of the private file systems under bwrap.
@@ -62,9 +71,6 @@ const (
 	ShmSize int64 = 64 << 20
 	// InnerReports is where Spec.Reports appears under bwrap.
 	InnerReports = "/run/ticketd"
-	// SandboxID is the uid and gid a check runs as inside its user namespace when the
-	// daemon is root (nobody): never 0, so no code under test runs as root there.
-	SandboxID = 65534
 )
 
 // SystemPaths are the parts of the host every sandboxed command sees read-only: the
@@ -103,7 +109,15 @@ func (s Spec) env() []string {
 	env = slices.DeleteFunc(env, func(kv string) bool {
 		return strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, "HOME=")
 	})
-	return append(env, "TMPDIR="+tmp, "HOME="+tmp+"/home")
+	env = append(env, "TMPDIR="+tmp, "HOME="+tmp+"/home")
+	if s.GitView != "" && s.Mode.orDefault() == ModeBwrap && os.Geteuid() == 0 {
+		// As root the worktree belongs to host root, not to the check's user: git would call
+		// it dubious. Command-scope config (the only scope git takes safe.directory from
+		// besides the system's and the user's) trusts this one worktree, whose git state is
+		// the view's.
+		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0="+s.Dir)
+	}
+	return env
 }
 
 // Command returns the command that runs argv under the spec. The caller sets Stdout, Stderr
@@ -122,6 +136,11 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		cmd.Env = []string{} // nil would inherit the daemon's environment
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.Mode.orDefault() == ModeBwrap && os.Geteuid() == 0 {
+		if err := s.asUser(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
 	if s.Mode.orDefault() == ModeNone {
 		cmd.Dir = s.Dir
 		if s.Reports != "" {
@@ -169,10 +188,18 @@ func (s Spec) Args(argv []string) ([]string, error) {
 		return nil, err
 	}
 	args := append([]string{bwrap}, namespaceArgs()...)
-	args = append(args, userArgs(os.Geteuid())...)
-	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc")
+	args = append(args, userArgs(os.Geteuid(), s.User)...)
+	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	args = append(args, procArgs()...)
 	for _, m := range mounts {
 		args = append(args, m.args(s.tmpSize())...)
+	}
+	// The folders hiding something are empty tmpfs: read-only once everything below them is
+	// mounted, so nothing can be stored there.
+	for _, m := range mounts {
+		if m.kind == mountHide && !m.isFile {
+			args = append(args, "--remount-ro", m.dst)
+		}
 	}
 	// The root bwrap builds is a tmpfs: read-only, so nothing can be stored outside the
 	// size-limited places.
@@ -187,18 +214,23 @@ func (s Spec) tmpSize() int64 {
 	return s.TmpSize
 }
 
-// userArgs put the command in its own user namespace without any capability, whoever runs
-// the daemon: bwrap started by root would otherwise keep every capability inside (mount,
-// ptrace, chown...). As root the command is SandboxID inside, never uid 0; as a user it is
-// that user. No further user namespace may be made inside, so no capability can be regained.
-func userArgs(euid int) []string {
-	args := []string{"--unshare-user", "--disable-userns", "--cap-drop", "ALL"}
-	if euid == 0 {
-		id := strconv.Itoa(SandboxID)
-		args = append(args, "--uid", id, "--gid", id)
+// userArgs put the command in a user namespace without any capability, whoever runs the
+// daemon, and in which no further user namespace may be made, so no capability can be
+// regained. As a user, bwrap makes that namespace and the command is that user. As root,
+// the command joins the namespace userNamespace made (passed as fd userNSFD: Command puts it
+// there) as id, a host user other than root: bwrap's own namespace would map the command to
+// host root, whose files (sysctls among them) obey plain owner bits.
+func userArgs(euid int, id Identity) []string {
+	if euid != 0 {
+		return []string{"--unshare-user", "--disable-userns", "--cap-drop", "ALL"}
 	}
-	return args
+	id = id.orDefault()
+	return []string{"--userns", strconv.Itoa(userNSFD), "--uid", strconv.Itoa(id.UID), "--gid", strconv.Itoa(id.GID), "--cap-drop", "ALL"}
 }
+
+// userNSFD is the descriptor the checks' user namespace has in bwrap when ticketd is root:
+// the first of cmd.ExtraFiles.
+const userNSFD = 3
 
 // findExecutable checks that name exists as bwrap will look it up — on the sandbox's PATH
 // when it has no slash — so a typo in the config is reported as such, not as a failing check.
@@ -237,7 +269,6 @@ const (
 	mountTmp
 	mountRO
 	mountRW
-	mountProtect // read-only inside a writable bind (the worktree's .git)
 )
 
 func (m mount) args(tmpSize int64) []string {
@@ -370,10 +401,8 @@ func (s Spec) mounts(prog string) ([]mount, error) {
 			return nil, err
 		}
 	}
-	for _, p := range GitPaths(s.Dir) {
-		if err := add(mountProtect, p, false); err != nil {
-			return nil, err
-		}
+	if err := s.gitMounts(add, &ms); err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(ms, func(a, b mount) int {
 		if d := depth(a.dst) - depth(b.dst); d != 0 {

@@ -16,6 +16,9 @@ func (w *Workspace) writable(p string) (target, error) {
 	if err != nil {
 		return t, err
 	}
+	if err := checkGitLookalike(t.rel); err != nil {
+		return t, err
+	}
 	if t.link != "" {
 		real := t.rel
 		return t, fmt.Errorf("%s goes through the symlink %s -> %s; the tools do not write through symlinks: write to the real path %s instead", p, t.link, t.linkTo, real)

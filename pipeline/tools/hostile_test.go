@@ -129,6 +129,13 @@ func TestHostileInputsRefused(t *testing.T) {
 		{"submodule .git file read", ReadFiles, args("paths", []string{"sub/.git"}), "reaches a .git directory"},
 		{"submodule .git file write", WriteFile, args("path", "sub/.git", "content", "gitdir: /etc\n"), "reaches a .git directory"},
 		{".git via ..", ReadFiles, args("paths", []string{"pkg/../.git/config"}), "reaches a .git directory"},
+		// Issue 31: what HFS+ or NTFS would read as .git, which git and fsck --strict refuse.
+		{".git with a zero-width joiner", WriteFile, args("path", ".git\u200d/config", "content", "[core]\n"), "would take for .git"},
+		{".git after a zero-width non-joiner", WriteFile, args("path", "pkg/\u200c.GIT/hooks/post-checkout", "content", "#!/bin/sh\n"), "would take for .git"},
+		{".git with a byte-order mark", WriteFile, args("path", ".g\ufeffit/config", "content", "x"), "would take for .git"},
+		{".git with a data stream", WriteFile, args("path", ".git::$INDEX_ALLOCATION/config", "content", "x"), "would take for .git"},
+		{".git with a trailing space", WriteFile, args("path", "pkg/.git /config", "content", "x"), ".git"},
+		{"git~1 short name", WriteFile, args("path", "GIT~1/config", "content", "x"), "git"},
 		{"list .git", ListFiles, args("path", ".git"), "reaches a .git directory"},
 		{"grep in .GIT", Grep, args("pattern", "core", "path", ".GIT"), "reaches a .git directory"},
 		{"symlink to parent", ReadFiles, args("paths", []string{"link_parent/secret.txt"}), "outside the worktree"},

@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // Check kinds. The kind decides how a command is completed (pytest gets a
@@ -61,9 +63,15 @@ type Check struct {
 	// PYTHONPATH here (even to "") replaces the src/ layout's automatic PYTHONPATH (see
 	// SrcLayout).
 	Env map[string]string `yaml:"env,omitempty"`
-	// Only names pytest node ids to run instead of the whole suite (a re-run of suspected
-	// flaky tests); they are appended to the command. Not configurable.
+	// Only names tests to run instead of the whole suite (targets, suspected flaky tests):
+	// pytest node ids, which replace the command's path arguments, or unittest's dotted ids,
+	// each selected with -k. Not configurable.
 	Only []string `yaml:"-"`
+	// ExtraArgs are options added to the command, and PythonPath folders (relative to the
+	// worktree) put first on PYTHONPATH: a Condition found at the base commit (see Adapt).
+	// Not configurable.
+	ExtraArgs  []string `yaml:"-" json:"-"`
+	PythonPath []string `yaml:"-" json:"-"`
 	// TimeoutNote says where Timeout came from when it was derived rather than configured
 	// (see BaselineTimeouts); the time-out's summary repeats it. Not configurable.
 	TimeoutNote string `yaml:"-" json:"-"`
@@ -144,6 +152,12 @@ type Result struct {
 	// Notes say what ticketd changed about how the check ran, for the baseline note and
 	// the report (e.g. src/ put on PYTHONPATH).
 	Notes []string `json:"notes,omitempty"`
+	// Condition is how the check had to run at the base commit to gate fixes (see Adapt);
+	// nil when as configured.
+	Condition *Condition `json:"condition,omitempty"`
+	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
+	// shutdown): it says nothing about the code under test.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Aborted returns the first result's Abort reason, "" when none broke a limit.
@@ -165,4 +179,19 @@ func Passed(results []Result) bool {
 		}
 	}
 	return true
+}
+
+// DiscoverOptions are the test checks' commands as discover.Read takes them: where the
+// repository's test runners look for tests depends on which runners its checks use.
+func DiscoverOptions(checks []Check) discover.Options {
+	var o discover.Options
+	for _, c := range checks {
+		switch c.Kind {
+		case KindPytest:
+			o.Pytest = append(o.Pytest, c.Command)
+		case KindUnittest:
+			o.Unittest = append(o.Unittest, c.Command)
+		}
+	}
+	return o
 }

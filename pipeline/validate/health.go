@@ -47,8 +47,8 @@ func Health(results []Result) []Problem {
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
 			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
 		case r.Kind == KindPytest && r.Tests == 0:
-			p.Reason = "the test run at the base commit collected no test"
-			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files are named test_*.py or *_test.py"
+			p.Reason = "the test run at the base commit collected no test (and `python -m unittest discover` found none either)"
+			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files match python_files (by default test_*.py or *_test.py; set python_files = tests.py test_*.py for a tests.py)"
 		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
 			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
 			p.Hint = "run the check's command by hand in a clean checkout of the base commit: a conftest.py that fails to import, or an option in the pytest configuration that the installed pytest or its plugins do not know, are the usual causes"

@@ -13,7 +13,7 @@ import (
 
 // TestSizeLimitCannotBeHidden: the ways issue 19 found to store more than max_worktree_size
 // unseen — a directory made unreadable (0300) to the watcher, a file deleted while held open,
-// /dev/shm, the private $HOME — each stop the check with the size reason, under bwrap and
+// /dev/shm, the private $HOME, and (issue 31) a memfd — each stop the check with the size reason, under bwrap and
 // (where the place exists on the host's disk) without it. A sparse file, which takes no disk,
 // does not.
 func TestSizeLimitCannotBeHidden(t *testing.T) {
@@ -29,6 +29,8 @@ func TestSizeLimitCannotBeHidden(t *testing.T) {
 		{"deleted file held open", "exec 3>big; rm big; " + fill + " >&3; sleep 20", sandbox.Modes, true},
 		{"dev shm", fill + " > /dev/shm/big; sleep 20", []sandbox.Mode{sandbox.ModeBwrap}, true},
 		{"home", fill + " > $HOME/big; sleep 20", sandbox.Modes, true},
+		// Issue 31: a memfd is tmpfs pages in no folder and, unmapped, in no process's RSS.
+		{"memfd", `python3 -c "import os, time; f = os.memfd_create('x'); os.write(f, b'0' * 3000000); time.sleep(20)"`, sandbox.Modes, true},
 		{"sparse file", "truncate -s 100M sparse; sleep 1", sandbox.Modes, false},
 	}
 	for _, tt := range tests {

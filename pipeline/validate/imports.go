@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -139,11 +140,10 @@ func dotted(s string) (string, bool) {
 }
 
 // IsTestFile reports whether a slash-separated path is a pytest test file by pytest's default
-// names (test_*.py, *_test.py).
-func IsTestFile(p string) bool {
-	base := path.Base(p)
-	return strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py"))
-}
+// names (test_*.py, *_test.py); a repository's own settings are discover.Tests'.
+func IsTestFile(p string) bool { return defaultTests.IsTestFile(p) }
+
+var defaultTests = discover.Default()
 
 // skipDirs are never scanned for Python sources: tools' caches, environments, VCS data.
 var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", "build", "dist"}
@@ -151,6 +151,9 @@ var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", 
 // ImportGraph is the repository's Python files and, for each, the repository files its
 // imports resolve to. Paths are slash-separated and relative to the repository root.
 type ImportGraph struct {
+	// Tests says which files are test modules (the repository's discovery); nil means
+	// pytest's default names.
+	Tests   *discover.Tests
 	root    string
 	files   map[string]bool
 	dirs    map[string]bool // directories holding Python files, for namespace packages
@@ -298,7 +301,7 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 	return false
 }
 
-// TestsAffectedBy returns the test files (pytest's default names) that a change of the given
+// TestsAffectedBy returns the test files (by the graph's Tests) that a change of the given
 // paths may affect, sorted: the changed test files themselves, the test files that import a
 // changed module directly or through other repository modules, and every test file at or
 // below a changed conftest.py. A changed non-Python file affects no test by this scan.
@@ -316,7 +319,7 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 		if path.Base(c) == "conftest.py" {
 			d := path.Dir(c)
 			for f := range g.files {
-				if IsTestFile(f) && (d == "." || strings.HasPrefix(f, d+"/")) {
+				if g.isTest(f) && (d == "." || strings.HasPrefix(f, d+"/")) {
 					reached[f] = true
 				}
 			}
@@ -338,7 +341,7 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	}
 	var out []string
 	for f := range reached {
-		if IsTestFile(f) && g.files[f] && fileExists(g.root, f) {
+		if g.isTest(f) && g.files[f] && fileExists(g.root, f) {
 			out = append(out, f)
 		}
 	}
@@ -346,11 +349,19 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	return out
 }
 
-// TestFiles is how many of the scanned files are test files by pytest's default names.
+// isTest reports whether f is a test module by the graph's discovery.
+func (g *ImportGraph) isTest(f string) bool {
+	if g.Tests == nil {
+		return IsTestFile(f)
+	}
+	return g.Tests.IsTestFile(f)
+}
+
+// TestFiles is how many of the scanned files are test modules.
 func (g *ImportGraph) TestFiles() int {
 	n := 0
 	for f := range g.files {
-		if IsTestFile(f) {
+		if g.isTest(f) {
 			n++
 		}
 	}

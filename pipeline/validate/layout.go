@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // A src/ layout keeps the package in src/<pkg>/, so that the tests cannot import the
@@ -35,6 +37,9 @@ func SrcLayout(dir string) []string {
 	}
 	imported := map[string]bool{}
 	n := 0
+	// Any runner's idea of a test counts, and a test package's __init__.py too: its imports
+	// are the tests' (tests/__init__.py importing the package for `from . import pkg`).
+	tests := discover.FromDir(dir, discover.Options{Pytest: [][]string{nil}, Unittest: [][]string{nil}})
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -46,7 +51,11 @@ func SrcLayout(dir string) []string {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isTestModule(name) {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if rel = filepath.ToSlash(rel); !tests.IsTestFile(rel) && name != "conftest.py" && !tests.IsTestPackageInit(rel) {
 			return nil
 		}
 		if n++; n > maxLayoutTestFiles {
@@ -73,10 +82,6 @@ func SrcLayout(dir string) []string {
 func SrcLayoutNote(pkgs []string) string {
 	return "src/ put on PYTHONPATH: the tests import " + strings.Join(pkgs, ", ") +
 		" from src/, and no pytest pythonpath setting or conftest.py puts it on the path (set env: {PYTHONPATH: ...} on the check to override)"
-}
-
-func isTestModule(name string) bool {
-	return strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py") || name == "conftest.py")
 }
 
 // srcPackages lists the importable names directly in src: folders holding Python files
@@ -155,8 +160,9 @@ func pythonPathSet(env map[string]string) bool {
 	return ok
 }
 
-// withSrcPath returns the Set pairs for a check of kind in dir: src/ prepended to the
-// PYTHONPATH the sandbox passes on (from base), and the note saying so; nothing when the
+// withSrcPath returns the Set pairs for a check of kind in dir: the check's PythonPath
+// folders and, for a src/ layout nothing configures, src/, prepended to the PYTHONPATH the
+// sandbox passes on (from base), and the note saying why src/ is there; nothing when the
 // layout needs nothing or the check's env decides.
 func withSrcPath(dir string, c Check, base []string) (set []string, note string) {
 	switch c.Kind {
@@ -167,15 +173,28 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 	if pythonPathSet(c.Env) {
 		return nil, ""
 	}
-	pkgs := SrcLayout(dir)
-	if len(pkgs) == 0 {
+	var folders []string
+	for _, f := range c.PythonPath {
+		if f = path.Clean(filepath.ToSlash(f)); f != "." && !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
+			folders = append(folders, f)
+		}
+	}
+	if pkgs := SrcLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, "src") {
+		folders = append(folders, "src")
+		note = SrcLayoutNote(pkgs)
+	}
+	if len(folders) == 0 {
 		return nil, ""
 	}
-	value := path.Join(filepath.ToSlash(dir), "src")
+	var parts []string
+	for _, f := range folders {
+		parts = append(parts, path.Join(filepath.ToSlash(dir), f))
+	}
+	value := strings.Join(parts, string(filepath.ListSeparator))
 	for _, kv := range base {
 		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok && v != "" {
 			value += string(filepath.ListSeparator) + v
 		}
 	}
-	return []string{"PYTHONPATH=" + value}, SrcLayoutNote(pkgs)
+	return []string{"PYTHONPATH=" + value}, note
 }

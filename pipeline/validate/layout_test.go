@@ -44,6 +44,9 @@ func TestSrcLayout(t *testing.T) {
 		{"tests import something else", map[string]string{"src/tally/__init__.py": "", "tests/test_x.py": "import os\n"}, nil},
 		{"no src folder", map[string]string{"tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, nil},
 		{"tests inside the package", map[string]string{"src/tally/__init__.py": "", "src/tally/tests/test_x.py": "from tally import x\n"}, []string{"tally"}},
+		{"imported only by tests/__init__.py (tomli)", map[string]string{"src/tomli/__init__.py": "", "tests/__init__.py": "import tomli as tomllib\n", "tests/test_x.py": "from . import tomllib\n"}, []string{"tomli"}},
+		{"a tests.py that pytest's settings name", map[string]string{"src/tally/__init__.py": "", "setup.cfg": "[tool:pytest]\npython_files = tests.py\n", "tests.py": "import tally\n"}, []string{"tally"}},
+		{"a package's __init__.py is not a test's", map[string]string{"src/tally/__init__.py": "", "app/__init__.py": "import tally\n"}, nil},
 	}
 	for _, tt := range tests {
 		got := SrcLayout(writeTree(t, tt.files))

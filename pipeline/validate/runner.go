@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/secret"
 )
 
 // Defaults of the Runner's options.
@@ -73,6 +75,9 @@ type Runner struct {
 	SizePoll time.Duration
 	// Logger receives one record per check; nil discards.
 	Logger *slog.Logger
+	// User is the host identity checks run as when ticketd runs as root (zero: nobody);
+	// see sandbox.Spec.User.
+	User sandbox.Identity
 
 	pythons pythonCache // system python3 per tool module, resolved once
 }
@@ -85,11 +90,11 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 	results := make([]Result, 0, len(checks))
 	for _, c := range checks {
 		if ctx.Err() != nil {
-			results = append(results, Result{Name: c.Name, Kind: c.Kind, ExitCode: -1,
+			results = append(results, Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Cancelled: true,
 				Summary: "not run: " + context.Cause(ctx).Error()})
 			continue
 		}
-		res := r.runOne(ctx, dir, c)
+		res := redactResult(r.runOne(ctx, dir, c))
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "check finished",
 			slog.String("check", c.Name), slog.String("kind", c.Kind), slog.String("dir", dir),
 			slog.Bool("passed", res.Passed), slog.Int("exit_code", res.ExitCode),
@@ -128,6 +133,13 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if note != "" {
 		res.Notes = append(res.Notes, note)
 	}
+	if r.Sandbox != sandbox.ModeNone {
+		view, err := scratch.GitView(dir)
+		if err != nil {
+			r.logger().Debug("check runs without git: no view of the worktree's git state", "check", c.Name, "err", err)
+		}
+		spec.GitView = view
+	}
 	argv, junitPath, err := r.command(ctx, dir, c, spec, scratch)
 	res.Command = argv
 	if err != nil {
@@ -146,6 +158,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if err != nil {
 		res.Summary = err.Error()
 		res.NotStarted = out.exitCode == -1 && !out.timedOut && ctx.Err() == nil
+		res.Cancelled = ctx.Err() != nil
 		return notStarted(res)
 	}
 	if out.oversize != "" {
@@ -190,7 +203,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		}
 		res.Summary = fmt.Sprintf("timed out after %s (%s%s)", timeout, why, killed)
 	case ctx.Err() != nil:
-		res.Passed = false
+		res.Passed, res.Cancelled = false, true
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
 	}
 	return res
@@ -237,6 +250,7 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		Hide:     r.Hide,
 		ReadOnly: r.ReadOnly,
 		Env:      env,
+		User:     r.User,
 	}, note
 }
 
@@ -248,6 +262,22 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 // compiled again by every check (measured: pytest's start 0.23 s of CPU without, 1.0 s with).
 func noBytecode() []string {
 	return []string{"PYTHONDONTWRITEBYTECODE=1"}
+}
+
+// redactResult cuts credentials out of what a check printed (secret.Redact) before the
+// result leaves the runner for the model, the database, reports and logs: a test can print
+// whatever it can read. Test ids and file paths stay as they are, for the gate.
+func redactResult(res Result) Result {
+	res.Summary = secret.Redact(res.Summary)
+	res.Output = secret.Redact(res.Output)
+	res.Abort = secret.Redact(res.Abort)
+	if len(res.Findings) > 0 {
+		res.Findings = slices.Clone(res.Findings)
+		for i := range res.Findings {
+			res.Findings[i].Message = secret.Redact(res.Findings[i].Message)
+		}
+	}
+	return res
 }
 
 // parsed is what a kind's interpreter makes of a finished command.
@@ -297,6 +327,10 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 	}
 	switch c.Kind {
 	case KindPytest:
+		if len(c.Only) > 0 {
+			argv = withoutPathArgs(argv, dir)
+		}
+		argv = append(argv, c.ExtraArgs...)
 		const report = "ticketd-junit.xml"
 		junitPath = filepath.Join(scratch.Dir, report)
 		// xunit1 keeps the file and line attributes that xunit2 drops;
@@ -319,6 +353,19 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 				argv = append(argv, id)
 			}
 		}
+	case KindUnittest:
+		// -v names every test with its outcome, so a skip or an expected failure is never
+		// read as a pass; only `-m unittest` is known to take it.
+		if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
+			argv = append(argv, "-v")
+		}
+		// unittest's -k selects by the test's dotted id within the configured discovery (its
+		// start folder and pattern kept), so the named tests run alone.
+		for _, id := range c.Only {
+			if id, _, _ = strings.Cut(id, " "); id != "" && !strings.HasPrefix(id, "-") {
+				argv = append(argv, "-k", id)
+			}
+		}
 	case KindRuff:
 		if !hasFlag(argv, "format") {
 			if !hasFlag(argv, "--output-format") {
@@ -327,12 +374,6 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 			if !hasFlag(argv, "--no-cache", "--cache-dir") {
 				argv = append(argv, "--no-cache") // no .ruff_cache in the worktree
 			}
-		}
-	case KindUnittest:
-		// -v names every test with its outcome, so a skip or an expected failure is never
-		// read as a pass; only `-m unittest` is known to take it.
-		if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
-			argv = append(argv, "-v")
 		}
 	case KindMypy:
 		if !hasFlag(argv, "--cache-dir") {
@@ -372,6 +413,25 @@ func isModuleRun(argv []string, module string) bool {
 		}
 	}
 	return false
+}
+
+// withoutPathArgs drops the path arguments of a pytest command (pkg/test, tests/test_x.py)
+// for a run that names its own tests: "alone" must not mean "with the whole folder".
+func withoutPathArgs(argv []string, dir string) []string {
+	drop := discover.PathArgs(argv, func(p string) bool {
+		_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		return err == nil && !filepath.IsAbs(p)
+	})
+	if len(drop) == 0 {
+		return argv
+	}
+	out := make([]string, 0, len(argv))
+	for i, a := range argv {
+		if !slices.Contains(drop, i) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // hasFlag reports whether argv has one of flags, alone or as flag=value.

@@ -164,15 +164,17 @@ func TestSandboxGitReadOnly(t *testing.T) {
 	t.Parallel() // own directories and processes
 	requireBwrap(t)
 	requirePytest(t)
+	// The real git directories are named to the test: inside the sandbox the worktree's .git
+	// points at its git view instead (issue 31), which is read-only too.
 	test := `import os
+
+GITDIR, COMMON = %q, %q
 
 
 def git_dirs():
     with open(".git") as f:
-        gitdir = f.read().split("gitdir:", 1)[1].strip()
-    with open(os.path.join(gitdir, "commondir")) as f:
-        common = os.path.normpath(os.path.join(gitdir, f.read().strip()))
-    return gitdir, common
+        view = f.read().split("gitdir:", 1)[1].strip()
+    return view, GITDIR, COMMON
 
 
 def try_write(path, text):
@@ -185,8 +187,9 @@ def try_write(path, text):
 
 
 def test_git_metadata_is_read_only():
-    gitdir, common = git_dirs()
+    view, gitdir, common = git_dirs()
     wrote = [w for w in (
+        try_write(os.path.join(view, "config"), "[core]\n\tfsmonitor = touch /tmp/pwned\n"),
         try_write(os.path.join(common, "config"), "[core]\n\tfsmonitor = touch /tmp/pwned\n[filter \"x\"]\n\tclean = touch /tmp/pwned\n"),
         try_write(os.path.join(gitdir, "config.worktree"), "[core]\n\tfsmonitor = touch /tmp/pwned\n"),
         try_write(os.path.join(common, "hooks", "post-commit"), "#!/bin/sh\ntouch /tmp/pwned\n"),
@@ -197,7 +200,9 @@ def test_git_metadata_is_read_only():
 	for _, m := range modes {
 		t.Run(string(m.mode), func(t *testing.T) {
 			repo, tree := gitWorktree(t)
-			pyTest(t, tree, "test_git.py", test)
+			dotgit, _ := os.ReadFile(filepath.Join(tree, ".git"))
+			gitdir := strings.TrimSpace(strings.TrimPrefix(string(dotgit), "gitdir:"))
+			pyTest(t, tree, "test_git.py", fmt.Sprintf(test, gitdir, filepath.Join(repo, ".git")))
 			r := Runner{Sandbox: m.mode}
 			res := r.Run(context.Background(), tree, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})[0]
 			config, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))

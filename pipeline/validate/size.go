@@ -194,7 +194,8 @@ func privateFS(pids []int) int64 {
 }
 
 // deletedOpen adds the blocks of files on the devices devs that one of pids holds open
-// although they were deleted: invisible to any walk, they fill the disk all the same.
+// although they were deleted, and of its memfds: invisible to any walk, they fill the disk
+// (or, as tmpfs pages that are in no process's RSS, the memory) all the same.
 func deletedOpen(pids []int, devs map[uint64]bool, seen map[fileID]bool) int64 {
 	var total int64
 	for _, pid := range pids {
@@ -209,8 +210,10 @@ func deletedOpen(pids []int, devs map[uint64]bool, seen map[fileID]bool) int64 {
 			if err != nil || !strings.HasSuffix(target, " (deleted)") {
 				continue
 			}
+			// A memfd lives in the kernel's own tmpfs, in no folder: counted wherever it is.
+			memfd := strings.HasPrefix(target, "/memfd:")
 			var st syscall.Stat_t
-			if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || !devs[uint64(st.Dev)] {
+			if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || !devs[uint64(st.Dev)] && !memfd {
 				continue
 			}
 			id := fileID{uint64(st.Dev), st.Ino}

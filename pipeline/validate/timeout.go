@@ -2,6 +2,9 @@ package validate
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,4 +40,22 @@ func BaselineTimeouts(checks []Check, baseline []Result) []Check {
 		}
 	}
 	return out
+}
+
+// LoadAverage is the machine's one-minute load average, -1 when it cannot be read: a
+// time-out's note says how busy the machine was.
+func LoadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return -1
+	}
+	l, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return -1
+	}
+	return l
 }

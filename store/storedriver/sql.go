@@ -39,8 +39,9 @@ type SQL struct {
 	Heartbeat string
 	// CancelRequested: id -> cancel_requested (0, 1).
 	CancelRequested string
-	// Leased: id, token -> attempts, max_attempts, cancel_requested, lease_owner of a
-	// running ticket with that fence token.
+	// Leased: id, token -> attempts, the attempt that escalates (max_attempts +
+	// attempts_before), cancel_requested, lease_owner of a running ticket with that fence
+	// token.
 	Leased string
 	// Complete (transition, fenced): finished_at, updated_at, branch, result_dir, summary,
 	// id, token; state done, lease_expires_at NULL, reason ''.
@@ -66,7 +67,8 @@ type SQL struct {
 	// at most it. Unpark (transition): run_after, updated_at, id; one of them to queued.
 	ParkedDue, Unpark string
 	// Requeue (transition): run_after, updated_at, reason, id, the state it must be in;
-	// state queued, attempts and rescues 0, fence_token+1, lease_expires_at and finished_at
+	// state queued, attempts kept (the next attempt numbers on) and attempts_before set to
+	// them (a fresh budget), crashes 0, fence_token+1, lease_expires_at and finished_at
 	// NULL, cancel_requested 0, question ''.
 	Requeue string
 	// Accept (transition): finished_at, updated_at, branch, result_dir, reason, id; an
@@ -169,7 +171,7 @@ type SQL struct {
 	// NightTotals: -> outcome, count, max(ended_at) of the ended runs with an outcome.
 	NightTotals string
 	// JoinRunNode: run id, node, started_at; adds the node to the run, or marks it running
-	// again (finished_at NULL) when it rejoins.
+	// again (finished_at NULL, died 0, no lease until its first beat) when it rejoins.
 	JoinRunNode string
 	// FinishRunNode: finished_at, run id, node.
 	FinishRunNode string
@@ -259,14 +261,51 @@ type SQL struct {
 	// GCToolCalls: cutoff; empties args and result of the tool calls of unpruned tickets
 	// finished before it. GCTickets: pruned_at, cutoff; empties body, triage, summary.
 	GCToolCalls, GCTickets string
+
+	// History that survives a requeue, nights closed by the living, crashes told from
+	// tickets, the database's identity, intake's skipped files.
+
+	// InsertRequeue: ticket_id, at, actor, from_state, attempts, note, branch; numbered one
+	// past the ticket's requeues. Requeues: ticket id -> n, at, actor, from_state, attempts,
+	// note, branch, by n. KeptBranches: -> ticket_id, branch of the requeues that kept one.
+	InsertRequeue, Requeues, KeptBranches string
+	// Identity: -> the database's identity (store_meta).
+	Identity string
+	// BeatRunNode: lease_expires_at, run id, node; extends the node's lease on the night
+	// while its part is unfinished.
+	BeatRunNode string
+	// OpenRunNodes: -> run_id, node, started_at, lease_expires_at (0 when none) of the
+	// unfinished nodes of every night, by run_id, node.
+	OpenRunNodes string
+	// FinishDeadRunNode: finished_at, run id, node; finishes an unfinished node's part as
+	// died.
+	FinishDeadRunNode string
+	// RecentRunNodes: node, limit -> died, finished_at (0 while unfinished) of the node's
+	// latest parts in nights, newest first.
+	RecentRunNodes string
+	// InFlight: node ('' for every node), since -> id, state of the tickets whose attempt
+	// ran on node when it died: running there, or rescued from there (rescued_node) and
+	// updated since.
+	InFlight string
+	// ExpireLeases: now, node ('' for every node); ends now the unexpired leases of the
+	// running tickets on node (their process is dead), so the next claim rescues them.
+	ExpireLeases string
+	// AddCrash (transition): updated_at, id; crashes+1. EscalateCrashed (transition):
+	// finished_at, updated_at, reason, id; a running or queued ticket to escalated, its lease
+	// ended and its fence token moved on.
+	AddCrash, EscalateCrashed string
+	// ClearIntakeSkips: source. InsertIntakeSkip: source, path, reason, at. IntakeSkips: ->
+	// source, path, reason, at, by source, path.
+	ClearIntakeSkips, InsertIntakeSkip, IntakeSkips string
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,
 // source, external_id, repo, title, body, labels, priority, state, attempts,
 // max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 // branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-// rescued_from (” for none), pruned_at, rescues, lease_node, question, questions.
-const TicketColumns = 30
+// rescued_from (” for none), pruned_at, rescues, lease_node, question, questions,
+// attempts_before, crashes.
+const TicketColumns = 32
 
 // ListSpec narrows SQL.List; zero fields do not filter. States are known state names.
 type ListSpec struct {

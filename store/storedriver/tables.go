@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v14) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v15) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
@@ -12,7 +12,7 @@ var SchemaTables = []struct {
 	{"tickets", []string{"id", "source", "external_id", "repo", "title", "body", "labels", "priority", "state", "attempts", "max_attempts",
 		"run_after", "lease_owner", "lease_expires_at", "fence_token", "cancel_requested", "branch", "result_dir", "summary", "reason", "triage",
 		"created_at", "updated_at", "finished_at", "rescued_from", "pruned_at", "rescues", "last_event_id", "prev_event_id", "lease_node",
-		"question", "questions"}, "id"},
+		"question", "questions", "attempts_before", "crashes", "rescued_node"}, "id"},
 	{"events", []string{"id", "ticket_id", "at", "kind", "from_state", "to_state", "attempt", "actor", "reason", "prev_id"}, "id"},
 	{"model_calls", []string{"id", "ticket_id", "attempt", "role", "model", "endpoint", "prompt_tokens", "cached_tokens", "completion_tokens",
 		"cost_usd", "latency_ms", "finish_reason", "error", "started_at", "run_id", "cache_write_tokens", "reasoning_tokens", "error_class",
@@ -22,7 +22,15 @@ var SchemaTables = []struct {
 	{"outputs", []string{"ticket_id", "kind", "url", "created_at"}, "ticket_id, kind"},
 	{"reviews", []string{"id", "ticket_id", "attempt", "round", "kept", "dropped", "at", "reviewer"}, "id"},
 	{"baselines", []string{"repo", "base_commit", "checks_hash", "results", "flaky", "duration_ms", "created_at", "used_at", "uses"}, "repo, base_commit, checks_hash"},
-	{"run_nodes", []string{"run_id", "node", "started_at", "finished_at"}, "run_id, node"},
+	{"run_nodes", []string{"run_id", "node", "started_at", "finished_at", "lease_expires_at", "died"}, "run_id, node"},
 	{"artifacts", []string{"ticket_id", "path", "content", "updated_at"}, "ticket_id, path"},
 	{"questions", []string{"ticket_id", "n", "attempt", "question", "asked_at", "answer", "answered_by", "answered_at", "comment_url"}, "ticket_id, n"},
+	{"requeues", []string{"ticket_id", "n", "at", "actor", "from_state", "attempts", "note", "branch"}, "ticket_id, n"},
+	// The target's migration wrote its own identity: the copy replaces it (ReplacedOnCopy).
+	{"store_meta", []string{"key", "value"}, "key"},
+	{"intake_skips", []string{"source", "path", "reason", "at"}, "source, path"},
 }
+
+// ReplacedOnCopy names the tables whose rows the target of a copy already has (its own
+// migration wrote them), keyed by the column a copied row replaces the target's on.
+var ReplacedOnCopy = map[string]string{"store_meta": "key"}

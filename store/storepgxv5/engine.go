@@ -249,6 +249,13 @@ type connLost struct{ err error }
 func (c *connLost) Error() string { return c.err.Error() }
 func (c *connLost) Unwrap() error { return c.err }
 
+// MissingTable says whether err is PostgreSQL's undefined_table (42P01): the schema is not
+// there, as opposed to a server that cannot be reached.
+func (e *Engine) MissingTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
+
 // retryable reports whether the transaction failed in a way that a rerun can succeed:
 // PostgreSQL refused it (serialization_failure, deadlock_detected, lock_not_available), or
 // its connection went away before it committed.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/storedriver"
 	"github.com/ticketd/ticketd/store/storepgxv5"
 	"github.com/ticketd/ticketd/store/storetest"
@@ -361,4 +362,45 @@ func TestMigrateV13ToV14(t *testing.T) {
 	if _, err := e.Pool().Exec(ctx, `UPDATE tickets SET state = 'asleep', lease_expires_at = NULL`); err == nil {
 		t.Error("v14 took an unknown state")
 	}
+}
+
+// TestMigrateV14ToV15: as the SQLite engine's: a v14 database keeps its tickets' attempts,
+// and a requeue numbers on from them with a fresh budget; the database gets an identity.
+func TestMigrateV14ToV15(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Pool().Exec(ctx, `INSERT INTO tickets (source, external_id, state, attempts, max_attempts, run_after,
+			created_at, updated_at, finished_at, reason)
+		VALUES ('dir', 'a.md', 'escalated', 3, 3, 0, 0, 0, 1, 'fix: tests fail')`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	s, err := store.OpenURL(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Requeue(ctx, firstTicket(t, s), "op", false); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil || l.Attempt != 4 || l.Ticket.AttemptLimit() != 6 {
+		t.Fatalf("claim after requeue: attempt %d limit %d, %v; want attempt 4 of a fresh budget up to 6", l.Attempt, l.Ticket.AttemptLimit(), err)
+	}
+	if ident, err := s.Identity(ctx); err != nil || len(ident) != 32 {
+		t.Errorf("identity %q, %v; want 32 hex digits", ident, err)
+	}
+}
+
+func firstTicket(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	list, err := s.List(context.Background(), store.Filter{})
+	if err != nil || len(list) != 1 || list[0].Attempts != 3 {
+		t.Fatalf("migrated tickets %+v, %v; want one with its 3 attempts", list, err)
+	}
+	return list[0].ID
 }

@@ -12,7 +12,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id from
 // events_id_seq, keeping the old head in prev_event_id. Unlike SQLite's it need not check
@@ -54,6 +54,7 @@ func claimLease(paused, rescue bool) string {
 			rescues = t.rescues + (t.state = 'running')::int,
 			fence_token = t.fence_token + 1, lease_owner = $3, lease_node = $4, lease_expires_at = $5, updated_at = $1,
 			rescued_from = CASE WHEN t.state = 'running' THEN t.lease_owner END,
+			rescued_node = CASE WHEN t.state = 'running' THEN t.lease_node ELSE '' END,
 			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
 		FROM pick WHERE t.id = pick.id
 		RETURNING t.*),
@@ -108,7 +109,7 @@ var statements = storedriver.SQL{
 	Heartbeat: `UPDATE tickets SET lease_expires_at = $1, updated_at = $2
 			WHERE id = $3 AND fence_token = $4 AND state = 'running'`,
 	CancelRequested: `SELECT cancel_requested FROM tickets WHERE id = $1`,
-	Leased: `SELECT attempts, max_attempts, cancel_requested, lease_owner FROM tickets
+	Leased: `SELECT attempts, max_attempts + attempts_before, cancel_requested, lease_owner FROM tickets
 			WHERE id = $1 AND fence_token = $2 AND state = 'running'`,
 	Complete: `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
 				finished_at = $1, updated_at = $2, branch = $3, result_dir = $4, summary = $5, reason = '', ` + reserveEvent + `
@@ -135,7 +136,7 @@ var statements = storedriver.SQL{
 				` + reserveEvent + ` WHERE id = $3 AND state = 'running'`,
 	Accept: `UPDATE tickets SET state = 'done', finished_at = $1, updated_at = $2, branch = $3, result_dir = $4,
 				reason = $5, ` + reserveEvent + ` WHERE id = $6 AND state = 'escalated'`,
-	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = $1,
+	Requeue: `UPDATE tickets SET state = 'queued', attempts_before = attempts, crashes = 0, run_after = $1,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
 				finished_at = NULL, updated_at = $2, reason = $3, question = '', ` + reserveEvent + `
 			WHERE id = $4 AND state = $5`,
@@ -236,7 +237,7 @@ var statements = storedriver.SQL{
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = $1`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES ($1, $2, $3)
-			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL, died = 0, lease_expires_at = NULL`,
 	FinishRunNode: `UPDATE run_nodes SET finished_at = $1 WHERE run_id = $2 AND node = $3`,
 	OpenRun: `SELECT id FROM runs WHERE started_at >= $1
 			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
@@ -332,6 +333,31 @@ var statements = storedriver.SQL{
 			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < $1 AND pruned_at IS NULL)`,
 	GCTickets: `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = $1
 			WHERE finished_at IS NOT NULL AND finished_at < $2 AND pruned_at IS NULL`,
+
+	InsertRequeue: `INSERT INTO requeues (ticket_id, n, at, actor, from_state, attempts, note, branch)
+			SELECT $1, coalesce(max(n), 0) + 1, $2, $3, $4, $5, $6, $7 FROM requeues WHERE ticket_id = $1`,
+	Requeues:     `SELECT n, at, actor, from_state, attempts, note, branch FROM requeues WHERE ticket_id = $1 ORDER BY n`,
+	KeptBranches: `SELECT ticket_id, branch FROM requeues WHERE branch <> ''`,
+	Identity:     `SELECT value FROM store_meta WHERE key = 'identity'`,
+	BeatRunNode:  `UPDATE run_nodes SET lease_expires_at = $1 WHERE run_id = $2 AND node = $3 AND finished_at IS NULL`,
+	OpenRunNodes: `SELECT run_id, node, started_at, coalesce(lease_expires_at, 0) FROM run_nodes
+			WHERE finished_at IS NULL ORDER BY run_id, node`,
+	FinishDeadRunNode: `UPDATE run_nodes SET finished_at = $1, died = 1 WHERE run_id = $2 AND node = $3 AND finished_at IS NULL`,
+	RecentRunNodes:    `SELECT died, coalesce(finished_at, 0) FROM run_nodes WHERE node = $1 ORDER BY started_at DESC, run_id DESC LIMIT $2`,
+	InFlight: `SELECT id, state FROM tickets
+			WHERE (state = 'running' AND ($1::text = '' OR lease_node = $1::text))
+				OR ($1::text <> '' AND rescued_node = $1::text AND updated_at >= $2::bigint)
+			ORDER BY id`,
+	ExpireLeases: `UPDATE tickets SET lease_expires_at = $1::bigint
+			WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at > $1::bigint AND ($2::text = '' OR lease_node = $2::text)`,
+	AddCrash: `UPDATE tickets SET crashes = crashes + 1, updated_at = $1, ` + reserveEvent + ` WHERE id = $2`,
+	EscalateCrashed: `UPDATE tickets SET state = 'escalated', lease_expires_at = NULL, fence_token = fence_token + 1,
+				finished_at = $1, updated_at = $2, reason = $3, ` + reserveEvent + `
+			WHERE id = $4 AND state IN ('running', 'queued')`,
+	ClearIntakeSkips: `DELETE FROM intake_skips WHERE source = $1`,
+	InsertIntakeSkip: `INSERT INTO intake_skips (source, path, reason, at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (source, path) DO UPDATE SET reason = excluded.reason, at = excluded.at`,
+	IntakeSkips: `SELECT source, path, reason, at FROM intake_skips ORDER BY source, path`,
 }
 
 const usageEstimates = `SELECT count(*), count(*) FILTER (WHERE usage_reported = 0),
@@ -445,7 +471,7 @@ func tables() []storedriver.Table {
 		cols := strings.Join(t.Columns, ", ")
 		out = append(out, storedriver.Table{Name: t.Name, Columns: t.Columns,
 			Select: "SELECT " + cols + " FROM " + t.Name + " ORDER BY " + t.OrderBy,
-			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
+			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")" + replaceOnCopy(t.Name, t.Columns)})
 	}
 	return out
 }
@@ -456,4 +482,20 @@ func nightTokensQuery(marks string) string {
 	return `SELECT run_id, count(*), coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(cached_tokens), 0)::bigint,
 			coalesce(sum(completion_tokens), 0)::bigint
 		FROM model_calls WHERE run_id IN (` + marks + `) GROUP BY run_id`
+}
+
+// replaceOnCopy is the ON CONFLICT clause of a table whose target rows a copy replaces
+// (storedriver.ReplacedOnCopy), "" for the others.
+func replaceOnCopy(table string, cols []string) string {
+	key, ok := storedriver.ReplacedOnCopy[table]
+	if !ok {
+		return ""
+	}
+	var set []string
+	for _, c := range cols {
+		if c != key {
+			set = append(set, c+" = excluded."+c)
+		}
+	}
+	return " ON CONFLICT (" + key + ") DO UPDATE SET " + strings.Join(set, ", ")
 }

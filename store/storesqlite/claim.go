@@ -55,7 +55,8 @@ var claimPicks = [2][2]string{
 const claimLease = `UPDATE tickets SET state = 'running', attempts = attempts + (state = 'queued'),
 		rescues = rescues + (state = 'running'),
 		fence_token = fence_token + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
-		rescued_from = CASE WHEN state = 'running' THEN lease_owner END, lease_node = ?5, ` + reserveEvent + `
+		rescued_from = CASE WHEN state = 'running' THEN lease_owner END,
+		rescued_node = CASE WHEN state = 'running' THEN lease_node ELSE '' END, lease_node = ?5, ` + reserveEvent + `
 	WHERE id = ?4`
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when

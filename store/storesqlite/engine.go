@@ -101,6 +101,15 @@ type Engine struct {
 	leaseHorizon atomic.Int64
 
 	locks sync.Map // lock name -> *fileLock
+
+	// readOnly: this engine has written nothing (no migration, no commit), so Close does
+	// not checkpoint: a reader must not wait behind another process's writer to exit.
+	readOnly bool
+
+	// file is the database file's identity when opened, and fileIdentity the ticketd
+	// identity the file itself held then (CheckFile).
+	file         fileID
+	fileIdentity string
 }
 
 var _ storedriver.Engine = (*Engine)(nil)
@@ -146,7 +155,11 @@ func Open(ctx context.Context, path string, opts Options) (*Engine, error) {
 	w.SetConnMaxIdleTime(0)
 
 	e := &Engine{path: abs, opts: opts, w: w, stmts: map[string]wstmt{}}
-	if err := e.retry(ctx, "migrate", func() error {
+	// A database already at the target needs no migration, so no write lock: a reader
+	// (ticketctl list) opening it never waits behind another process's writer.
+	if atVersion(ctx, uri, busy, target) {
+		e.readOnly = true // until a write commits: Close then has nothing to checkpoint
+	} else if err := e.retry(ctx, "migrate", func() error {
 		return migrate(ctx, w, target, opts.Now())
 	}); err != nil {
 		w.Close()
@@ -181,7 +194,26 @@ func Open(ctx context.Context, path string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("open store %s checkpointer: %w", abs, err)
 	}
 	e.ckpt = newCheckpointer(ck)
+	if dev, ino, err := FileIdentity(abs); err == nil {
+		e.file = fileID{dev, ino}
+	}
+	// The identity is read from the file alone once the WAL is copied back into it: a
+	// passive checkpoint, which never waits for another process.
+	if _, err := e.wc.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err == nil {
+		e.fileIdentity, _ = fileIdentity(abs)
+	}
 	return e, nil
+}
+
+// atVersion says, reading only, whether the database at uri exists at schema version target.
+func atVersion(ctx context.Context, uri, busy string, target int) bool {
+	db, err := sql.Open("sqlite", uri+"?mode=ro&"+busy+"&_pragma=query_only(1)")
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	v, err := schemaVersion(ctx, db)
+	return err == nil && v == target
 }
 
 // Name is "sqlite".
@@ -215,7 +247,13 @@ func (e *Engine) Close() error {
 	e.qmu.Unlock()
 	e.inflight.Wait()
 	kerr := e.ckpt.close()
-	cerr := e.Checkpoint(context.Background())
+	var cerr error
+	e.wmu.Lock()
+	wrote := !e.readOnly || e.commits > 0
+	e.wmu.Unlock()
+	if wrote {
+		cerr = e.Checkpoint(context.Background())
+	}
 	e.wmu.Lock()
 	e.wc.Raw(func(any) error { // the driver's statements close under the connection's lock
 		for _, st := range e.stmts {
@@ -244,7 +282,12 @@ func (e *Engine) Checkpoint(ctx context.Context) error {
 	return e.retry(ctx, "checkpoint", func() error {
 		var busy, logFrames, done int
 		e.wmu.Lock()
+		// The background checkpointer's PASSIVE pass holds SQLite's checkpoint lock while
+		// it runs; a TRUNCATE beside it gets SQLITE_BUSY at once (seen under load: the WAL
+		// left whole after FinishRun), so wait for the pass as boundWAL's RESTART does.
+		e.ckpt.mu.Lock()
 		err := e.wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+		e.ckpt.mu.Unlock()
 		e.wmu.Unlock()
 		if err != nil {
 			return fmt.Errorf("checkpoint %s: %w", e.path, err)

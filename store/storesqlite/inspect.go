@@ -43,7 +43,8 @@ func Inspect(ctx context.Context, path string) (version int, err error) {
 	case !bytes.Equal(head[:n], sqliteMagic):
 		return 0, fmt.Errorf("%s is not an SQLite file: %w", abs, ErrNotTicketd)
 	}
-	uri := (&url.URL{Scheme: "file", OmitHost: true, Path: abs}).String() + "?mode=ro&_pragma=query_only(1)"
+	// A file another process is recovering (its WAL after a crash) is waited for a moment.
+	uri := (&url.URL{Scheme: "file", OmitHost: true, Path: abs}).String() + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return 0, fmt.Errorf("inspect %s: %w", abs, err)

@@ -263,3 +263,37 @@ func TestEventChainMigration(t *testing.T) {
 		t.Error("events_ticket index still exists after v10")
 	}
 }
+
+// TestMigrateV14ToV15: a database issue 25's build made (v14) keeps its tickets when v15
+// numbers attempts on across requeues: an escalated ticket's attempts stay, a requeue gives
+// it a fresh budget from there, and the database gets an identity of its own.
+func TestMigrateV14ToV15(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v14.db")
+	db := openAtVersion(t, path, 14)
+	if _, err := db.Exec(`INSERT INTO tickets (source, external_id, title, state, attempts, max_attempts, run_after,
+			created_at, updated_at, finished_at, reason, last_event_id)
+		VALUES ('dir', 'a.md', 'old ticket', 'escalated', 3, 3, 1, 1, 1, 1, 'fix: tests fail', NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tk, err := s.Get(ctx, 1)
+	if err != nil || tk.State != store.StateEscalated || tk.Attempts != 3 || tk.AttemptsBefore != 0 || tk.Crashes != 0 {
+		t.Fatalf("migrated ticket %+v, %v; want escalated with its 3 attempts", tk, err)
+	}
+	if id, err := s.Identity(ctx); err != nil || len(id) != 32 {
+		t.Errorf("identity %q, %v; want 32 hex digits", id, err)
+	}
+	if err := s.Requeue(ctx, 1, "op", false); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Claim(ctx, "w", time.Minute)
+	if err != nil || l.Attempt != 4 || l.Ticket.AttemptLimit() != 6 {
+		t.Fatalf("claim after requeue: attempt %d limit %d, %v; want attempt 4 of a fresh budget up to 6", l.Attempt, l.Ticket.AttemptLimit(), err)
+	}
+}

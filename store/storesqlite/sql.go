@@ -11,7 +11,7 @@ import (
 const ticketCols = `id, source, external_id, repo, title, body, labels, priority, state, attempts,
 	max_attempts, run_after, lease_owner, lease_expires_at, fence_token, cancel_requested,
 	branch, result_dir, summary, reason, triage, created_at, updated_at, finished_at,
-	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions`
+	coalesce(rescued_from, ''), pruned_at, rescues, lease_node, question, questions, attempts_before, crashes`
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id: the
 // ticket's head moves to one past the newest event of any ticket (the single writer makes
@@ -59,7 +59,7 @@ var statements = storedriver.SQL{
 	Heartbeat: `UPDATE tickets SET lease_expires_at = ?, updated_at = ?
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 	CancelRequested: `SELECT cancel_requested FROM tickets WHERE id = ?`,
-	Leased: `SELECT attempts, max_attempts, cancel_requested, lease_owner FROM tickets
+	Leased: `SELECT attempts, max_attempts + attempts_before, cancel_requested, lease_owner FROM tickets
 			WHERE id = ? AND fence_token = ? AND state = 'running'`,
 	Complete: `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
 				finished_at = ?, updated_at = ?, branch = ?, result_dir = ?, summary = ?, reason = '', ` + reserveEvent + `
@@ -86,7 +86,7 @@ var statements = storedriver.SQL{
 				` + reserveEvent + ` WHERE id = ? AND state = 'running'`,
 	Accept: `UPDATE tickets SET state = 'done', finished_at = ?, updated_at = ?, branch = ?, result_dir = ?,
 				reason = ?, ` + reserveEvent + ` WHERE id = ? AND state = 'escalated'`,
-	Requeue: `UPDATE tickets SET state = 'queued', attempts = 0, rescues = 0, run_after = ?,
+	Requeue: `UPDATE tickets SET state = 'queued', attempts_before = attempts, crashes = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
 				finished_at = NULL, updated_at = ?, reason = ?, question = '', ` + reserveEvent + `
 			WHERE id = ? AND state = ?`,
@@ -187,7 +187,7 @@ var statements = storedriver.SQL{
 	UsageEstimates:    usageEstimates,
 	UsageEstimatesRun: usageEstimates + ` WHERE run_id = ?`,
 	JoinRunNode: `INSERT INTO run_nodes (run_id, node, started_at) VALUES (?, ?, ?)
-			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL`,
+			ON CONFLICT (run_id, node) DO UPDATE SET finished_at = NULL, died = 0, lease_expires_at = NULL`,
 	FinishRunNode: `UPDATE run_nodes SET finished_at = ? WHERE run_id = ? AND node = ?`,
 	OpenRun: `SELECT id FROM runs WHERE started_at >= ?
 			AND EXISTS (SELECT 1 FROM run_nodes n WHERE n.run_id = runs.id AND n.finished_at IS NULL)
@@ -276,6 +276,31 @@ var statements = storedriver.SQL{
 			WHERE ticket_id IN (SELECT id FROM tickets WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL)`,
 	GCTickets: `UPDATE tickets SET body = '', triage = '', summary = '', pruned_at = ?
 			WHERE finished_at IS NOT NULL AND finished_at < ? AND pruned_at IS NULL`,
+
+	InsertRequeue: `INSERT INTO requeues (ticket_id, n, at, actor, from_state, attempts, note, branch)
+			SELECT ?1, coalesce(max(n), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7 FROM requeues WHERE ticket_id = ?1`,
+	Requeues:     `SELECT n, at, actor, from_state, attempts, note, branch FROM requeues WHERE ticket_id = ? ORDER BY n`,
+	KeptBranches: `SELECT ticket_id, branch FROM requeues WHERE branch != ''`,
+	Identity:     `SELECT value FROM store_meta WHERE key = 'identity'`,
+	BeatRunNode:  `UPDATE run_nodes SET lease_expires_at = ? WHERE run_id = ? AND node = ? AND finished_at IS NULL`,
+	OpenRunNodes: `SELECT run_id, node, started_at, coalesce(lease_expires_at, 0) FROM run_nodes
+			WHERE finished_at IS NULL ORDER BY run_id, node`,
+	FinishDeadRunNode: `UPDATE run_nodes SET finished_at = ?, died = 1 WHERE run_id = ? AND node = ? AND finished_at IS NULL`,
+	RecentRunNodes:    `SELECT died, coalesce(finished_at, 0) FROM run_nodes WHERE node = ? ORDER BY started_at DESC, run_id DESC LIMIT ?`,
+	InFlight: `SELECT id, state FROM tickets
+			WHERE (state = 'running' AND (?1 = '' OR lease_node = ?1))
+				OR (?1 != '' AND rescued_node = ?1 AND updated_at >= ?2)
+			ORDER BY id`,
+	ExpireLeases: `UPDATE tickets SET lease_expires_at = ?1
+			WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at > ?1 AND (?2 = '' OR lease_node = ?2)`,
+	AddCrash: `UPDATE tickets SET crashes = crashes + 1, updated_at = ?, ` + reserveEvent + ` WHERE id = ?`,
+	EscalateCrashed: `UPDATE tickets SET state = 'escalated', lease_expires_at = NULL, fence_token = fence_token + 1,
+				finished_at = ?, updated_at = ?, reason = ?, ` + reserveEvent + `
+			WHERE id = ? AND state IN ('running', 'queued')`,
+	ClearIntakeSkips: `DELETE FROM intake_skips WHERE source = ?`,
+	InsertIntakeSkip: `INSERT INTO intake_skips (source, path, reason, at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (source, path) DO UPDATE SET reason = excluded.reason, at = excluded.at`,
+	IntakeSkips: `SELECT source, path, reason, at FROM intake_skips ORDER BY source, path`,
 }
 
 const usageEstimates = `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),
@@ -401,7 +426,7 @@ func tables() []storedriver.Table {
 		cols := strings.Join(t.Columns, ", ")
 		out = append(out, storedriver.Table{Name: t.Name, Columns: t.Columns,
 			Select: "SELECT " + cols + " FROM " + t.Name + " ORDER BY " + t.OrderBy,
-			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")"})
+			Insert: "INSERT INTO " + t.Name + " (" + cols + ") VALUES (" + strings.Join(marks, ", ") + ")" + replaceOnCopy(t.Name, t.Columns)})
 	}
 	return out
 }
@@ -412,4 +437,20 @@ func nightTokensQuery(marks string) string {
 	return `SELECT run_id, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
 			coalesce(sum(completion_tokens), 0)
 		FROM model_calls WHERE run_id IN (` + marks + `) GROUP BY run_id`
+}
+
+// replaceOnCopy is the ON CONFLICT clause of a table whose target rows a copy replaces
+// (storedriver.ReplacedOnCopy), "" for the others.
+func replaceOnCopy(table string, cols []string) string {
+	key, ok := storedriver.ReplacedOnCopy[table]
+	if !ok {
+		return ""
+	}
+	var set []string
+	for _, c := range cols {
+		if c != key {
+			set = append(set, c+" = excluded."+c)
+		}
+	}
+	return " ON CONFLICT (" + key + ") DO UPDATE SET " + strings.Join(set, ", ")
 }

@@ -42,6 +42,9 @@ type Server struct {
 	// BotLogin and BotAssoc are the user and author_association of comments created
 	// through the API (the token's own account); default "ticketd-bot", "MEMBER".
 	BotLogin, BotAssoc string
+	// App makes the token a GitHub App's installation token: GET /user answers 403, as
+	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
+	App bool
 	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
 	// second-resolution timestamps of comments written in turn.
 	clock time.Time
@@ -73,6 +76,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /repos/{o}/{r}/pulls", f.createPull)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}/comments", f.listComments)
 	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
+	mux.HandleFunc("GET /user", f.user)
+	mux.HandleFunc("POST /graphql", f.graphql)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.Requests = append(f.Requests, r.Method+" "+r.URL.RequestURI())
@@ -327,3 +332,30 @@ func (f *Server) addComment(repo string, n int, login, assoc, body string) map[s
 
 // IssuesOf returns repo's issues; call it inside Edit to change them.
 func (f *Server) IssuesOf(repo string) []*Issue { return f.issues[repo] }
+
+// user answers GET /user: the token's account, or for an installation token the 403 GitHub
+// sends.
+func (f *Server) user(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.App {
+		f.reply(w, r, http.StatusForbidden, map[string]any{"message": "Resource not accessible by integration",
+			"documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user", "status": "403"})
+		return
+	}
+	f.reply(w, r, 200, map[string]any{"login": f.BotLogin, "id": 1, "type": "User"})
+}
+
+// graphql answers the one query ticketd sends, { viewer { login } }, for any token.
+func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Query string `json:"query"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || !strings.Contains(in.Query, "viewer") {
+		http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reply(w, r, 200, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}})
+}

@@ -66,6 +66,11 @@ type Case struct {
 	Labels   []string // from issue.md's front matter
 	Issue    string   // issue.md as written
 	Golden   string   // golden.patch, a git-style unified diff against repo/
+	// TestPatch is test.patch when the case has one: upstream's regression test as a diff
+	// against repo/ (it may change an existing test module, such as a tests.py), which the
+	// scripted model submits beside the golden patch as the test a model writes. "" when
+	// the case has none.
+	TestPatch string
 	// HiddenFiles are the files under hidden/, slash-separated and relative
 	// to the repository root they are copied into, sorted.
 	HiddenFiles []string
@@ -209,6 +214,15 @@ func loadCase(dir string) (Case, error) {
 		return c, bad("golden.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
 	}
 	c.Golden = string(raw)
+
+	switch raw, err := os.ReadFile(filepath.Join(dir, "test.patch")); {
+	case err == nil && !bytes.Contains(raw, []byte("diff --git a/")):
+		return c, bad("test.patch", "not a git-style diff (want `diff --git a/... b/...` headers; make it with `git diff` in a copy of repo/)")
+	case err == nil:
+		c.TestPatch = string(raw)
+	case !errors.Is(err, fs.ErrNotExist):
+		return c, bad("test.patch", "%v", err)
+	}
 
 	c.HiddenFiles, err = listFiles(filepath.Join(dir, "hidden"))
 	if err != nil {
@@ -377,11 +391,20 @@ func (c Case) GoldenAddsTests() bool {
 }
 
 // ScriptedPatch is the patch the offline scripted model (the test double) replays for the
-// case: golden.patch, and — when it carries no test — the case's hidden test modules as
+// case: golden.patch with test.patch when the case has one (upstream's regression test, as
+// a model that reproduces before fixing writes it); else golden.patch, and — when it carries
+// no test — the case's hidden test modules as
 // the regression test a model writes beside its fix, each as a new file test_regression_<x>
 // beside the hidden one's path, so the judge's own files stay apart from the branch's. The
 // scripted maker knows the fix anyway; what is measured is the pipeline's handling of it.
 func (c Case) ScriptedPatch() (string, error) {
+	if c.TestPatch != "" {
+		golden := c.Golden
+		if !strings.HasSuffix(golden, "\n") {
+			golden += "\n"
+		}
+		return golden + c.TestPatch, nil
+	}
 	if c.GoldenAddsTests() {
 		return c.Golden, nil
 	}
@@ -432,4 +455,18 @@ func (c Case) hiddenTests() []string {
 		}
 	}
 	return tests
+}
+
+// TestPatchFiles are the paths test.patch changes or adds, in order; nil without one.
+func (c Case) TestPatchFiles() []string {
+	var out []string
+	for _, line := range strings.Split(c.TestPatch, "\n") {
+		if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
+			fields := strings.Fields(rest)
+			if len(fields) == 2 && strings.HasPrefix(fields[1], "b/") {
+				out = append(out, strings.TrimPrefix(fields[1], "b/"))
+			}
+		}
+	}
+	return out
 }

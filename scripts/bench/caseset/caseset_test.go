@@ -383,3 +383,61 @@ func TestScriptedPatch(t *testing.T) {
 		}
 	}
 }
+
+// A case's test.patch is upstream's regression test: the scripted maker submits it beside
+// the golden patch (changing an existing test module), and the judge sets the files it
+// touches back to the bug's versions before it runs its hidden tests. A test.patch that is
+// not a diff is refused.
+func TestTestPatch(t *testing.T) {
+	root := t.TempDir()
+	testPatch := "diff --git a/tests/test_mean.py b/tests/test_mean.py\n--- a/tests/test_mean.py\n+++ b/tests/test_mean.py\n@@ -3,3 +3,7 @@\n \n def test_mean():\n     assert mean([1, 3]) == 2\n+\n+\n+def test_empty():\n+    assert mean([]) == 0\n"
+	writeCase(t, root, "with-test-patch", map[string]string{"test.patch": testPatch})
+	cases, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cases[0]
+	patch, err := c.ScriptedPatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patch != c.Golden+testPatch || !slices.Equal(c.TestPatchFiles(), []string{"tests/test_mean.py"}) {
+		t.Errorf("scripted patch %q (test files %q); want golden.patch then test.patch", patch, c.TestPatchFiles())
+	}
+	// The judge resets the test module a branch changed, and removes one test.patch adds.
+	branch := t.TempDir()
+	changed := filepath.Join(branch, "tests", "test_mean.py")
+	if err := os.MkdirAll(filepath.Dir(changed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(changed, []byte("def test_mean():\n    pass  # weakened\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.resetFile(branch, "tests/test_mean.py"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(changed); string(got) != "from mathx import mean\n\n\ndef test_mean():\n    assert mean([1, 3]) == 2\n" {
+		t.Errorf("reset test module = %q; want the bug's version", got)
+	}
+	added := filepath.Join(branch, "tests", "test_new.py")
+	if err := os.WriteFile(added, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.resetFile(branch, "tests/test_new.py"); err != nil || fileExists(added) {
+		t.Errorf("a test module the bug does not have is kept (%v)", err)
+	}
+	if err := c.resetFile(branch, "../outside.py"); err == nil {
+		t.Error("a path leaving the repository was accepted")
+	}
+
+	bad := t.TempDir()
+	writeCase(t, bad, "broken", map[string]string{"test.patch": "just text\n"})
+	if _, err := Load(bad); !errors.Is(err, ErrInvalidCase) || !strings.Contains(err.Error(), "test.patch") {
+		t.Errorf("Load with a test.patch that is no diff: %v; want ErrInvalidCase naming test.patch", err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

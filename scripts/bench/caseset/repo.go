@@ -69,7 +69,8 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// Judge copies the hidden files into repoDir (a checkout of the produced
+// Judge sets the files test.patch touches back to their versions at the bug, copies the
+// hidden files into repoDir (a checkout of the produced
 // branch; existing files at those paths are overwritten) and runs the pytest
 // command on exactly the hidden test files, from repoDir. passed is pytest's
 // exit status 0. err is set only when the judging itself could not be done:
@@ -77,6 +78,14 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 // usage error or collected no tests (a broken case, not a failed fix).
 // When case.yaml sets hidden_test_command, that command replaces pytest.
 func (c Case) Judge(ctx context.Context, repoDir string, pytest []string) (passed bool, output string, err error) {
+	// The files test.patch touches are the branch's business only as far as the gate goes:
+	// the judge sets them back to the bug's versions, so a changed test module cannot
+	// change what the hidden tests find.
+	for _, f := range c.TestPatchFiles() {
+		if err := c.resetFile(repoDir, f); err != nil {
+			return false, "", fmt.Errorf("judge case %q: reset test file: %w", c.Name, err)
+		}
+	}
 	for _, f := range c.HiddenFiles {
 		if err := copyFile(filepath.Join(c.Dir, "hidden", filepath.FromSlash(f)), filepath.Join(repoDir, filepath.FromSlash(f))); err != nil {
 			return false, "", fmt.Errorf("judge case %q: copy hidden file: %w", c.Name, err)
@@ -195,4 +204,20 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
 	return nil
+}
+
+// resetFile puts rel back as repo/ has it, or removes it when repo/ has none.
+func (c Case) resetFile(repoDir, rel string) error {
+	if strings.HasPrefix(rel, "/") || strings.Contains("/"+rel+"/", "/../") {
+		return fmt.Errorf("%s: not a path inside the repository", rel)
+	}
+	src := filepath.Join(c.Dir, "repo", filepath.FromSlash(rel))
+	dst := filepath.Join(repoDir, filepath.FromSlash(rel))
+	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return copyFile(src, dst)
 }

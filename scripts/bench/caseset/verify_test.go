@@ -33,11 +33,11 @@ func needPytest(t *testing.T) []string {
 // TestCasesVerify holds the case set to its contract: visible tests pass at
 // the bug, hidden tests fail at the bug, the golden patch applies, touches no
 // test, replays as exact-match edits, and makes every test pass. With
-// TICKETD_CASES set it verifies that folder instead (without the 10/15/5
+// TICKETD_CASES set it verifies that folder instead (without the 16/16/5
 // count), so authors can check their own cases.
 func TestCasesVerify(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs pytest several times on each of the 31 cases (long tier; run without -short)")
+		t.Skip("runs pytest several times on each of the 37 cases (long tier; run without -short)")
 	}
 	dir, own := os.LookupEnv("TICKETD_CASES")
 	if !own {
@@ -69,7 +69,7 @@ func checkMix(t *testing.T, cases []Case) {
 			hardScript[c.Scripted]++
 		}
 	}
-	want := map[string]int{Easy: 12, Medium: 16, Hard: 5}
+	want := map[string]int{Easy: 16, Medium: 16, Hard: 5}
 	for d, n := range want {
 		if count[d] != n {
 			t.Errorf("%s cases: got %d, want %d (all: %v)", d, count[d], n, count)
@@ -97,7 +97,7 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 	if failed, out := runPytest(ctx, t, c, base, pytest); !slices.Equal(failed, sorted(c.BaseFailures)) {
 		t.Errorf("visible tests failing at the bug: %q; want exactly base_failures %q:\n%s", failed, sorted(c.BaseFailures), out)
 	}
-	if c.GoldenAddsTests() {
+	if c.GoldenAddsTests() || c.TestPatch != "" {
 		checkGoldenTestsFailAtBug(ctx, t, c, filepath.Join(root, "golden-tests"), pytest)
 	}
 	passed, out, err := c.Judge(ctx, base, pytest)
@@ -121,7 +121,10 @@ func verifyCase(t *testing.T, c Case, pytest []string) {
 	if out, err := runGit(ctx, fixed, "apply", "--whitespace=nowarn", patch); err != nil {
 		t.Fatalf("git apply golden.patch: %v\n%s", err, out)
 	}
-	checkReplay(t, c, base, fixed)
+	checkReplay(t, c, c.Golden, base, fixed)
+	if c.TestPatch != "" {
+		checkTestPatch(ctx, t, c, base, filepath.Join(root, "fixed-with-test"), pytest)
+	}
 	passed, out, err = c.Judge(ctx, fixed, pytest)
 	if err != nil {
 		t.Fatalf("Judge with the golden patch: %v\n%s", err, out)
@@ -160,9 +163,20 @@ func goldenTestFiles(t *testing.T, c Case) []string {
 	return out
 }
 
-// applyTestPart applies only the test files of golden.patch in dir.
+// applyTestPart applies only the regression test in dir: test.patch when the case has one,
+// else the test files of golden.patch.
 func applyTestPart(ctx context.Context, t *testing.T, c Case, dir string) []string {
 	t.Helper()
+	if c.TestPatch != "" {
+		patch := filepath.Join(t.TempDir(), "test.patch")
+		if err := os.WriteFile(patch, []byte(c.TestPatch), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runGit(ctx, dir, "apply", "--whitespace=nowarn", patch); err != nil {
+			t.Fatalf("git apply test.patch: %v\n%s", err, out)
+		}
+		return c.TestPatchFiles()
+	}
 	tests := goldenTestFiles(t, c)
 	patch := filepath.Join(t.TempDir(), "golden.patch")
 	if err := os.WriteFile(patch, []byte(c.Golden), 0o644); err != nil {
@@ -224,11 +238,65 @@ func runPytest(ctx context.Context, t *testing.T, c Case, dir string, pytest []s
 			}
 		}
 	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 5 && len(paths) == 0 {
+		// pytest collects none of the project's tests (a root test.py of unittest cases):
+		// run them as ticketd then does, with unittest.
+		return runUnittest(ctx, t, c, dir)
+	}
 	if err != nil && len(failed) == 0 {
 		failed = append(failed, "pytest exited non-zero without naming a test: "+err.Error())
 	}
 	slices.Sort(failed)
 	return failed, string(out)
+}
+
+// runUnittest runs `python3 -m unittest discover` in dir and returns its failing tests (as
+// unittest's FAIL:/ERROR: lines name them), or one line saying it ran none.
+func runUnittest(ctx context.Context, t *testing.T, c Case, dir string) ([]string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "python3", "-m", "unittest", "discover")
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), c.TestEnv...)
+	out, err := cmd.CombinedOutput()
+	failed := []string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, prefix := range []string{"FAIL: ", "ERROR: "} {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				failed = append(failed, strings.TrimSpace(rest))
+			}
+		}
+	}
+	if !strings.Contains(string(out), "\nRan ") || strings.Contains(string(out), "Ran 0 tests") {
+		failed = append(failed, "neither pytest nor unittest found a test")
+	} else if err != nil && len(failed) == 0 {
+		failed = append(failed, "unittest exited non-zero without naming a test: "+err.Error())
+	}
+	slices.Sort(failed)
+	return failed, string(out)
+}
+
+// checkTestPatch: test.patch applies at the bug as exact-match edits, and with the golden
+// patch its tests pass and the visible suite fails only its base_failures.
+func checkTestPatch(ctx context.Context, t *testing.T, c Case, base, dir string, pytest []string) {
+	t.Helper()
+	if err := c.Materialize(ctx, dir); err != nil {
+		t.Fatalf("Materialize: %v", err)
+	}
+	patch := filepath.Join(t.TempDir(), "golden.patch")
+	if err := os.WriteFile(patch, []byte(c.Golden), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runGit(ctx, dir, "apply", "--whitespace=nowarn", patch); err != nil {
+		t.Fatalf("git apply golden.patch: %v\n%s", err, out)
+	}
+	tests := applyTestPart(ctx, t, c, dir)
+	checkReplay(t, c, c.TestPatch, base, dir)
+	if failed, out := runPytest(ctx, t, c, dir, pytest, tests...); len(failed) > 0 {
+		t.Errorf("test.patch's tests fail with the golden patch: %q\n%s", failed, out)
+	}
+	if failed, out := runPytest(ctx, t, c, dir, pytest); !slices.Equal(failed, sorted(c.BaseFailures)) {
+		t.Errorf("with golden.patch and test.patch, failing: %q; want only base_failures %q:\n%s", failed, sorted(c.BaseFailures), out)
+	}
 }
 
 // checkGolden checks what the bench and the scripted model rely on: git
@@ -347,11 +415,11 @@ func parsePatch(diff string) ([]patchFile, error) {
 // checkReplay replays the golden hunks in order as exact-match edits on the
 // files at the bug, as the scripted model does, and checks the result equals
 // what git apply produced.
-func checkReplay(t *testing.T, c Case, base, fixed string) {
+func checkReplay(t *testing.T, c Case, diff, base, fixed string) {
 	t.Helper()
-	files, err := parsePatch(c.Golden)
+	files, err := parsePatch(diff)
 	if err != nil {
-		t.Fatalf("golden.patch: %v", err)
+		t.Fatalf("patch: %v", err)
 	}
 	for _, f := range files {
 		if f.isNew {
@@ -374,7 +442,7 @@ func checkReplay(t *testing.T, c Case, base, fixed string) {
 			t.Fatalf("read patched %s: %v", f.path, err)
 		}
 		if text != string(want) {
-			t.Errorf("replaying golden.patch hunks on %s as exact-match edits differs from git apply:\n got  %q\n want %q", f.path, text, want)
+			t.Errorf("replaying the patch's hunks on %s as exact-match edits differs from git apply:\n got  %q\n want %q", f.path, text, want)
 		}
 	}
 }
@@ -414,10 +482,10 @@ func checkWrongGuess(ctx context.Context, t *testing.T, c Case, dir string, pyte
 	}
 	// The scripted maker writes the patch's regression test beside its wrong guess: the
 	// test must catch the guess too, or the gate would let it through.
-	if c.GoldenAddsTests() {
+	if c.GoldenAddsTests() || c.TestPatch != "" {
 		tests := applyTestPart(ctx, t, c, dir)
 		if failed, out := runPytest(ctx, t, c, dir, pytest, tests...); len(failed) == 0 {
-			t.Errorf("the scripted wrong guess passes golden.patch's own tests %v; they must catch it:\n%s", tests, out)
+			t.Errorf("the scripted wrong guess passes the case's regression tests %v; they must catch it:\n%s", tests, out)
 		}
 	}
 }

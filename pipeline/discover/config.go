@@ -1,0 +1,307 @@
+package discover
+
+import (
+	"bufio"
+	"bytes"
+	"strings"
+)
+
+// pytestConfigs are the files pytest reads its configuration from, in the order it tries
+// them at the root: the first that holds a pytest section wins (pytest.ini even without one).
+var pytestConfigs = []struct {
+	file, section string
+	always        bool // pytest.ini is the configuration file even when empty
+}{
+	{"pytest.ini", "pytest", true},
+	{".pytest.ini", "pytest", true},
+	{"pyproject.toml", "", false},
+	{"tox.ini", "pytest", false},
+	{"setup.cfg", "tool:pytest", false},
+}
+
+// ConfigFiles lists the files a repository's test discovery is read from.
+func ConfigFiles() []string {
+	out := make([]string, 0, len(pytestConfigs))
+	for _, c := range pytestConfigs {
+		out = append(out, c.file)
+	}
+	return out
+}
+
+// maxConfigBytes bounds how much of one configuration file is read.
+const maxConfigBytes = 1 << 20
+
+// pytestConfig finds pytest's configuration among the root's files: the file it came from
+// and its ini values (each a raw string, or for TOML arrays the items joined by newlines
+// with list set).
+func pytestConfig(read Reader) (file string, values map[string]iniValue) {
+	for _, c := range pytestConfigs {
+		data, ok := read(c.file)
+		if !ok {
+			continue
+		}
+		if len(data) > maxConfigBytes {
+			data = data[:maxConfigBytes]
+		}
+		var vals map[string]iniValue
+		var found bool
+		if c.file == "pyproject.toml" {
+			vals, found = parseTOMLTable(data, "tool.pytest.ini_options", "tool.pytest")
+		} else {
+			vals, found = parseINISection(data, c.section)
+		}
+		if found || c.always {
+			return c.file, vals
+		}
+	}
+	return "", nil
+}
+
+// iniValue is one configuration value: a raw ini string, or the items of a TOML array.
+type iniValue struct {
+	raw   string
+	items []string
+	list  bool
+}
+
+// words is the value as pytest's "args" and "linelist" types read it: a TOML array's items,
+// else the raw string split like a shell (quotes group, whitespace separates).
+func (v iniValue) words() []string {
+	if v.list {
+		return v.items
+	}
+	return shellSplit(v.raw)
+}
+
+// parseINISection reads the keys of [section] the way Python's configparser does for the
+// values pytest uses: "key = value" or "key: value", continuation lines indented, comments
+// starting with # or ; on their own line.
+func parseINISection(data []byte, section string) (map[string]iniValue, bool) {
+	vals := map[string]iniValue{}
+	found, in := false, false
+	last := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), maxConfigBytes)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") && strings.HasSuffix(trimmed, "]") && line[0] == '[' {
+			in = strings.TrimSpace(trimmed[1:len(trimmed)-1]) == section
+			found = found || in
+			last = ""
+			continue
+		}
+		if !in || trimmed == "" || trimmed[0] == '#' || trimmed[0] == ';' {
+			continue
+		}
+		if (line[0] == ' ' || line[0] == '\t') && last != "" {
+			v := vals[last]
+			v.raw += "\n" + trimmed
+			vals[last] = v
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			last = ""
+			continue
+		}
+		last = strings.ToLower(strings.TrimSpace(line[:i]))
+		vals[last] = iniValue{raw: strings.TrimSpace(line[i+1:])}
+	}
+	return vals, found
+}
+
+// parseTOMLTable reads the keys of the first of tables present in a pyproject.toml: string
+// values (basic or literal), and arrays of strings, possibly over several lines. It reads
+// what pytest's own keys use, not all of TOML: any other value is skipped.
+func parseTOMLTable(data []byte, tables ...string) (map[string]iniValue, bool) {
+	for _, table := range tables {
+		if vals, ok := tomlTable(string(data), table); ok {
+			return vals, true
+		}
+	}
+	return nil, false
+}
+
+func tomlTable(text, table string) (map[string]iniValue, bool) {
+	vals := map[string]iniValue{}
+	found, in := false, false
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		trimmed := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(trimmed, "[") {
+			header := strings.TrimSpace(strings.Trim(stripTOMLComment(trimmed), "[]"))
+			in = header == table
+			found = found || in
+			continue
+		}
+		if !in || trimmed == "" || trimmed[0] == '#' {
+			continue
+		}
+		key, rest, ok := strings.Cut(trimmed, "=")
+		if !ok {
+			continue
+		}
+		key = strings.Trim(strings.TrimSpace(key), `"'`)
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "[") {
+			// An array: gather lines until its brackets balance outside strings.
+			buf := rest
+			for !arrayClosed(buf) && i+1 < len(lines) {
+				i++
+				buf += "\n" + lines[i]
+			}
+			vals[strings.ToLower(key)] = iniValue{items: tomlStrings(buf), list: true}
+			continue
+		}
+		if s, ok := tomlString(rest); ok {
+			vals[strings.ToLower(key)] = iniValue{raw: s}
+		}
+	}
+	return vals, found
+}
+
+// stripTOMLComment drops a # comment outside strings.
+func stripTOMLComment(s string) string {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#':
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// arrayClosed reports whether the brackets of s balance, strings and comments aside.
+func arrayClosed(s string) bool {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '[':
+			depth++
+		case c == ']':
+			depth--
+			if depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tomlStrings returns the string items of a TOML array's text.
+func tomlStrings(s string) []string {
+	var out []string
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			q := s[i]
+			var b strings.Builder
+			j := i + 1
+			for ; j < len(s) && s[j] != q; j++ {
+				if q == '"' && s[j] == '\\' && j+1 < len(s) {
+					j++
+					b.WriteByte(unescape(s[j]))
+					continue
+				}
+				b.WriteByte(s[j])
+			}
+			out = append(out, b.String())
+			i = j
+		}
+	}
+	return out
+}
+
+// tomlString reads a basic or literal TOML string at the start of s.
+func tomlString(s string) (string, bool) {
+	if len(s) < 2 || (s[0] != '"' && s[0] != '\'') {
+		return "", false
+	}
+	items := tomlStrings(stripTOMLComment(s))
+	if len(items) == 0 {
+		return "", false
+	}
+	return items[0], true
+}
+
+func unescape(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 't':
+		return '\t'
+	}
+	return c
+}
+
+// SplitWords splits s as pytest splits addopts (see shellSplit).
+func SplitWords(s string) []string { return shellSplit(s) }
+
+// shellSplit splits s as Python's shlex.split does for the plain cases pytest's configs
+// hold: whitespace separates, single and double quotes group, a backslash escapes.
+func shellSplit(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	esc := false
+	for _, r := range s {
+		switch {
+		case esc:
+			cur.WriteRune(r)
+			esc = false
+		case r == '\\' && quote != '\'':
+			esc, inWord = true, true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}

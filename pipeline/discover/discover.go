@@ -1,0 +1,606 @@
+// Package discover knows where a repository keeps its tests, as its test runners find them:
+// pytest's python_files, testpaths, python_classes and python_functions, its doctest options
+// (--doctest-modules, --doctest-glob), and unittest's discovery pattern and start folder. A
+// Tests value is built once per repository and base commit from the configuration files
+// there and the configured check commands; the evidence step, the target tests, the first
+// tier and the health check all ask it, so a regression test in a project's tests.py or a
+// root test.py is seen wherever ticketd looks for tests.
+package discover
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
+)
+
+// Reader reads a repository file by its slash-separated path relative to the root; found
+// is false when it is absent or not a regular file.
+type Reader func(path string) (data []byte, found bool)
+
+// Defaults of pytest and unittest, used when the repository configures nothing.
+var (
+	DefaultPythonFiles     = []string{"test_*.py", "*_test.py"}
+	DefaultPythonClasses   = []string{"Test"}
+	DefaultPythonFunctions = []string{"test"}
+)
+
+// DefaultUnittestPattern is `python -m unittest discover`'s default pattern.
+const DefaultUnittestPattern = "test*.py"
+
+// Tests is where a repository's test runners find its tests. The zero value and nil are
+// pytest's defaults.
+type Tests struct {
+	// Pytest and Unittest say which runners the repository's checks use; neither means
+	// pytest (the default check).
+	Pytest, Unittest bool
+	// Config is the file pytest's configuration was read from, "" when none.
+	Config string
+	// Files are python_files' patterns; Paths are testpaths, or the paths a pytest check's
+	// command names (slash-separated, relative to the root).
+	Files, Paths []string
+	// Classes and Functions are python_classes and python_functions: prefixes or globs.
+	Classes, Functions []string
+	// DoctestModules is --doctest-modules; DoctestGlobs are --doctest-glob patterns.
+	DoctestModules bool
+	DoctestGlobs   []string
+	// Addopts are the configuration's addopts, as words.
+	Addopts []string
+	// UnittestPattern and UnittestStart are unittest discover's -p and -s; UnittestModules
+	// are the modules or packages a unittest command names instead (`-m unittest tests`),
+	// as paths.
+	UnittestPattern, UnittestStart string
+	UnittestModules                []string
+}
+
+// Options are the repository's test checks' commands: argv as configured, empty for a
+// check that runs the kind's default command.
+type Options struct {
+	Pytest   [][]string
+	Unittest [][]string
+}
+
+// Default is pytest's default discovery.
+func Default() *Tests { return Read(func(string) ([]byte, bool) { return nil, false }, Options{}) }
+
+// defaults answers for a nil *Tests.
+var defaults = Default()
+
+// Read builds the discovery of a repository from its configuration files (read) and its
+// test checks' commands.
+func Read(read Reader, o Options) *Tests {
+	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
+	file, vals := pytestConfig(read)
+	t.Config = file
+	t.Files = vals["python_files"].words()
+	t.Paths = cleanPaths(vals["testpaths"].words())
+	t.Classes = vals["python_classes"].words()
+	t.Functions = vals["python_functions"].words()
+	t.Addopts = vals["addopts"].words()
+	t.applyPytestArgs(t.Addopts, false)
+	for _, argv := range o.Pytest {
+		t.applyPytestArgs(pytestArgs(argv), true)
+	}
+	if len(t.Files) == 0 {
+		t.Files = DefaultPythonFiles
+	}
+	if len(t.Classes) == 0 {
+		t.Classes = DefaultPythonClasses
+	}
+	if len(t.Functions) == 0 {
+		t.Functions = DefaultPythonFunctions
+	}
+	t.UnittestPattern, t.UnittestStart = DefaultUnittestPattern, "."
+	for _, argv := range o.Unittest {
+		t.applyUnittestArgs(unittestArgs(argv))
+	}
+	return t
+}
+
+// FromDir builds the discovery of the checkout in dir (see Read).
+func FromDir(dir string, o Options) *Tests { return Read(DirReader(dir), o) }
+
+// DirReader reads files of the checkout in dir, never following a symlink at the last
+// element nor waiting on a FIFO a check may have left where a configuration file was.
+func DirReader(dir string) Reader {
+	return func(p string) ([]byte, bool) {
+		if p == "" || strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+			return nil, false
+		}
+		f, err := sandbox.OpenReport(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes))
+		return data, err == nil
+	}
+}
+
+// pytestValueOptions are pytest options whose value may follow as the next word: a path
+// argument is never one of their values.
+var pytestValueOptions = []string{"-k", "-m", "-p", "-o", "-c", "-W", "-r", "--tb", "--rootdir", "--confcutdir",
+	"--basetemp", "--ignore", "--ignore-glob", "--deselect", "--junitxml", "--junit-xml", "--junit-prefix",
+	"--log-level", "--log-file", "--log-file-level", "--log-format", "--log-date-format", "--log-cli-level",
+	"--log-cli-format", "--durations", "--durations-min", "--maxfail", "--import-mode", "--override-ini",
+	"--config-file", "--cov-report", "--cov-config", "--cov-fail-under", "-n", "--numprocesses", "--dist",
+	"--doctest-glob", "--capture", "--color", "--code-highlight", "--show-capture", "--timeout",
+	"--reruns", "--reruns-delay", "--pythonwarnings", "--tx", "--max-worker-restart", "--lf-scope",
+	"--last-failed-no-failures", "--doctest-report", "--debug-file"}
+
+// TakesValue reports whether a pytest option word (without =value) takes the next word as
+// its value.
+func TakesValue(opt string) bool {
+	return opt != "" && slices.Contains(pytestValueOptions, opt)
+}
+
+// pytestArgs are the words after the pytest invocation in argv: after `-m pytest`, or after
+// a program named pytest or py.test; nil when argv does not run pytest visibly.
+func pytestArgs(argv []string) []string {
+	for i, a := range argv {
+		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
+			return argv[i+2:]
+		}
+		if b := path.Base(a); b == "pytest" || b == "py.test" || b == "pytest-3" {
+			return argv[i+1:]
+		}
+	}
+	return nil
+}
+
+// PathArgs returns the indexes of argv's words that are path arguments of its pytest
+// invocation (folders, files, node ids), for a run that must select its own tests instead.
+// A word counts when it is not an option nor an option's value and exists is true for it
+// or it holds "::" or ends in .py.
+func PathArgs(argv []string, exists func(string) bool) []int {
+	start := -1
+	for i, a := range argv {
+		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
+			start = i + 2
+			break
+		}
+		if b := path.Base(a); b == "pytest" || b == "py.test" || b == "pytest-3" {
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	var out []int
+	for i := start; i < len(argv); i++ {
+		a := argv[i]
+		if strings.HasPrefix(a, "-") {
+			if !strings.Contains(a, "=") && TakesValue(a) {
+				i++ // its value
+			}
+			continue
+		}
+		if strings.Contains(a, "::") || strings.HasSuffix(a, ".py") || (exists != nil && exists(a)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// applyPytestArgs reads the discovery options among pytest words (addopts, or a check's
+// command, whose path arguments say where its tests are).
+func (t *Tests) applyPytestArgs(args []string, command bool) {
+	var paths []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		opt, val, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "-") {
+			if command {
+				id, _, _ := strings.Cut(a, "::")
+				paths = append(paths, id)
+			}
+			continue
+		}
+		if !hasVal && TakesValue(opt) && i+1 < len(args) {
+			i++
+			val, hasVal = args[i], true
+		}
+		switch opt {
+		case "--doctest-modules":
+			t.DoctestModules = true
+		case "--doctest-glob":
+			if hasVal && val != "" {
+				t.DoctestGlobs = append(t.DoctestGlobs, val)
+			}
+		case "-o", "--override-ini":
+			key, v, ok := strings.Cut(val, "=")
+			if !ok {
+				continue
+			}
+			words := shellSplit(v)
+			switch strings.TrimSpace(key) {
+			case "python_files":
+				t.Files = words
+			case "python_classes":
+				t.Classes = words
+			case "python_functions":
+				t.Functions = words
+			case "testpaths":
+				t.Paths = cleanPaths(words)
+			}
+		}
+	}
+	if len(paths) > 0 {
+		t.Paths = append(t.Paths, cleanPaths(paths)...)
+	}
+}
+
+// unittestArgs are the words after `-m unittest` in argv; nil when argv does not run it.
+func unittestArgs(argv []string) []string {
+	for i, a := range argv {
+		if a == "-m" && i+1 < len(argv) && argv[i+1] == "unittest" {
+			return argv[i+2:]
+		}
+	}
+	return []string{"discover"} // the kind's default command
+}
+
+// applyUnittestArgs reads unittest's discovery options, or the modules it names.
+func (t *Tests) applyUnittestArgs(args []string) {
+	if len(args) == 0 || args[0] == "discover" {
+		var pos []string
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			opt, val, hasVal := strings.Cut(a, "=")
+			switch opt {
+			case "-s", "--start-directory", "-p", "--pattern", "-t", "--top-level-directory", "-k":
+				if !hasVal && i+1 < len(args) {
+					i++
+					val = args[i]
+				}
+				switch opt {
+				case "-s", "--start-directory":
+					t.UnittestStart = cleanPath(val)
+				case "-p", "--pattern":
+					t.UnittestPattern = val
+				}
+			default:
+				if !strings.HasPrefix(a, "-") {
+					pos = append(pos, a)
+				}
+			}
+		}
+		if len(pos) > 0 {
+			t.UnittestStart = cleanPath(pos[0])
+		}
+		if len(pos) > 1 {
+			t.UnittestPattern = pos[1]
+		}
+		return
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if strings.HasSuffix(a, ".py") {
+			t.UnittestModules = append(t.UnittestModules, cleanPath(a))
+			continue
+		}
+		// A dotted name: its leading parts name a module or a package.
+		t.UnittestModules = append(t.UnittestModules, strings.ReplaceAll(a, ".", "/"))
+	}
+}
+
+func cleanPaths(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if c := cleanPath(p); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func cleanPath(p string) string {
+	p = path.Clean(strings.ReplaceAll(strings.TrimSpace(p), `\`, "/"))
+	p = strings.TrimPrefix(p, "./")
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "..") {
+		return ""
+	}
+	return p
+}
+
+// under reports whether p is dir or inside it ("." holds everything).
+func under(p, dir string) bool {
+	return dir == "." || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// IsTestFile reports whether the slash-separated path p is a module a test runner of the
+// repository collects tests from: a pytest module by python_files (a pattern without
+// "test" in it, such as *.py, only inside testpaths), a unittest module by its pattern
+// inside the start folder or one its command names, or a doctest file by --doctest-glob.
+func (t *Tests) IsTestFile(p string) bool {
+	if t == nil {
+		t = defaults
+	}
+	base := path.Base(p)
+	if base == "conftest.py" || base == "__init__.py" || base == "setup.py" {
+		return false
+	}
+	if t.Pytest && t.IsDoctestFile(p) {
+		return true
+	}
+	if !strings.HasSuffix(base, ".py") {
+		return false
+	}
+	if t.Pytest {
+		for _, pat := range t.Files {
+			if !fnmatchPath(pat, p) {
+				continue
+			}
+			if strings.Contains(strings.ToLower(pat), "test") || len(t.Paths) == 0 || t.inPaths(p) {
+				return true
+			}
+		}
+	}
+	if t.Unittest {
+		if under(p, t.UnittestStart) && fnmatch(t.UnittestPattern, base) {
+			return true
+		}
+		for _, m := range t.UnittestModules {
+			if p == m+".py" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsDoctestFile reports whether p is a text file pytest collects doctests from (--doctest-glob).
+func (t *Tests) IsDoctestFile(p string) bool {
+	if t == nil || strings.HasSuffix(p, ".py") {
+		return false
+	}
+	for _, g := range t.DoctestGlobs {
+		if fnmatchPath(g, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Tests) inPaths(p string) bool {
+	for _, d := range t.Paths {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// testFolders are folder names that hold tests by convention.
+var testFolders = []string{"tests", "test", "testing"}
+
+// IsTestPath reports whether p belongs to the tests rather than the code under test: a test
+// module, a conftest.py, a doctest file, anything in a tests/, test/ or testing/ folder, in
+// a testpath or a unittest start folder, or in a package a unittest command names.
+func (t *Tests) IsTestPath(p string) bool {
+	if t == nil {
+		t = defaults
+	}
+	if t.IsTestFile(p) || path.Base(p) == "conftest.py" {
+		return true
+	}
+	for _, part := range strings.Split(path.Dir(p), "/") {
+		if slices.Contains(testFolders, part) {
+			return true
+		}
+	}
+	if t.Pytest {
+		for _, d := range t.Paths {
+			if d != "." && under(p, d) && !strings.HasSuffix(d, ".py") {
+				return true
+			}
+		}
+	}
+	if t.Unittest {
+		if t.UnittestStart != "." && under(p, t.UnittestStart) {
+			return true
+		}
+		for _, m := range t.UnittestModules {
+			if strings.HasPrefix(p, m+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsTestPackageInit reports whether p is the __init__.py of a folder of tests: its imports
+// are the tests' (tests/__init__.py doing `import tomli as tomllib` for `from . import
+// tomllib` in the test modules).
+func (t *Tests) IsTestPackageInit(p string) bool {
+	return path.Base(p) == "__init__.py" && t.IsTestPath(p)
+}
+
+// matchesName is pytest's python_classes / python_functions rule: a name matches an option
+// it starts with, or a glob option it matches.
+func matchesName(name string, opts []string) bool {
+	for _, o := range opts {
+		if strings.HasPrefix(name, o) {
+			return true
+		}
+		if strings.ContainsAny(o, "*?[") && fnmatch(o, name) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	defRe   = regexp.MustCompile(`^(\s*)(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	classRe = regexp.MustCompile(`^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*(\([^)]*\)?)?`)
+)
+
+// TestIDs lists the node ids (file::name, file::Class::name) of the tests in the Python
+// source of file: top-level functions matching python_functions, and methods of top-level
+// classes that pytest or unittest collects (matching python_classes, or a TestCase
+// subclass, whose test* methods unittest runs). It reads lines, not a syntax tree: a def
+// inside a string may be listed, which selects a test that then does not exist, never
+// hides one.
+func (t *Tests) TestIDs(file string, src []byte) []string {
+	if t == nil {
+		t = defaults
+	}
+	var out []string
+	class, classIndent := "", ""
+	testCase := false
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := classRe.FindStringSubmatch(line); m != nil {
+			class, classIndent = m[1], ""
+			testCase = strings.Contains(m[2], "TestCase")
+			if !testCase && !matchesName(class, t.Classes) && !(t.Unittest && m[2] != "") {
+				class = "-" // not collected: its methods are not tests
+			}
+			continue
+		}
+		if strings.TrimSpace(line) != "" && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '@' && line[0] != ')' {
+			if !strings.HasPrefix(line, "def ") && !strings.HasPrefix(line, "async ") {
+				class = "" // other top-level code ends the class
+			}
+		}
+		m := defRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[2]
+		var id string
+		switch {
+		case m[1] == "":
+			class = ""
+			if !t.Pytest || !matchesName(name, t.Functions) {
+				continue
+			}
+			id = file + "::" + name
+		case class != "" && (classIndent == "" || m[1] == classIndent):
+			classIndent = m[1]
+			method := matchesName(name, t.Functions) || (testCase || t.Unittest) && strings.HasPrefix(name, "test")
+			if class == "-" || !method {
+				continue
+			}
+			id = file + "::" + class + "::" + name
+		default:
+			continue // a nested function
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Describe says in one line where the tests are found, for notes and hints.
+func (t *Tests) Describe() string {
+	if t == nil {
+		t = defaults
+	}
+	var parts []string
+	if t.Pytest {
+		s := "pytest: python_files " + strings.Join(t.Files, " ")
+		if len(t.Paths) > 0 {
+			s += ", testpaths " + strings.Join(t.Paths, " ")
+		}
+		if t.DoctestModules {
+			s += ", --doctest-modules"
+		}
+		if len(t.DoctestGlobs) > 0 {
+			s += ", --doctest-glob " + strings.Join(t.DoctestGlobs, " ")
+		}
+		if t.Config != "" {
+			s += " (" + t.Config + ")"
+		}
+		parts = append(parts, s)
+	}
+	if t.Unittest {
+		s := "unittest: pattern " + t.UnittestPattern + " under " + t.UnittestStart
+		if len(t.UnittestModules) > 0 {
+			s = "unittest: " + strings.Join(t.UnittestModules, " ")
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fnmatchPath matches pattern as pytest's fnmatch_ex does: against the base name when the
+// pattern has no "/", else against the whole path with any leading folders allowed.
+func fnmatchPath(pattern, p string) bool {
+	if !strings.Contains(pattern, "/") {
+		return fnmatch(pattern, path.Base(p))
+	}
+	return fnmatch("*/"+strings.TrimPrefix(pattern, "/"), "/"+p)
+}
+
+// fnmatch is Python's fnmatch.fnmatch on POSIX: * and ? match any character, "/" included;
+// [seq] and [!seq] match one character of (not of) seq.
+func fnmatch(pattern, name string) bool {
+	re, err := regexp.Compile(translate(pattern))
+	return err == nil && re.MatchString(name)
+}
+
+func translate(pattern string) string {
+	var b strings.Builder
+	b.WriteString(`(?s)^`)
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch c {
+		case '*':
+			b.WriteString(`.*`)
+		case '?':
+			b.WriteString(`.`)
+		case '[':
+			j := i + 1
+			if j < len(pattern) && pattern[j] == '!' {
+				j++
+			}
+			if j < len(pattern) && pattern[j] == ']' {
+				j++
+			}
+			for j < len(pattern) && pattern[j] != ']' {
+				j++
+			}
+			if j >= len(pattern) {
+				b.WriteString(`\[`)
+				continue
+			}
+			set := pattern[i+1 : j]
+			if strings.HasPrefix(set, "!") {
+				set = "^" + set[1:]
+			}
+			b.WriteString("[" + strings.ReplaceAll(set, `\`, `\\`) + "]")
+			i = j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString(`$`)
+	return b.String()
+}
+
+// ShellJoin joins words so that a shell-like split (pytest's for -o addopts=...) gives them
+// back.
+func ShellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w != "" && !strings.ContainsAny(w, " \t\n'\"\\") {
+			out[i] = w
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(w, "'", `'"'"'`) + "'"
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,220 @@
+package discover
+
+import (
+	"slices"
+	"testing"
+)
+
+func reader(files map[string]string) Reader {
+	return func(p string) ([]byte, bool) {
+		s, ok := files[p]
+		return []byte(s), ok
+	}
+}
+
+func TestIsTestFile(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		opts  Options
+		yes   []string
+		no    []string
+	}{
+		{"pytest defaults", nil, Options{},
+			[]string{"tests/test_x.py", "x_test.py", "pkg/test_a.py"},
+			[]string{"tests.py", "test.py", "tests/helpers.py", "conftest.py", "tests/__init__.py", "docs/x.md"}},
+		{"python_files in setup.cfg", map[string]string{"setup.cfg": "[metadata]\nname = x\n\n[tool:pytest]\npython_files = tests.py test_*.py\n"}, Options{},
+			[]string{"tests.py", "app/tests.py", "test_a.py"},
+			[]string{"a_test.py", "test.py"}},
+		{"python_files over lines in tox.ini", map[string]string{"tox.ini": "[tox]\nenvlist = py3\n\n[pytest]\npython_files =\n    tests.py\n    check_*.py\n"}, Options{},
+			[]string{"tests.py", "check_a.py"},
+			[]string{"test_a.py"}},
+		{"pyproject array", map[string]string{"pyproject.toml": "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\npython_files = [\n  \"test_*.py\",  # the usual\n  \"tests.py\",\n]\ntestpaths = [\"src\"]\n"}, Options{},
+			[]string{"src/pkg/tests.py", "src/test_a.py", "elsewhere/tests.py"},
+			[]string{"src/pkg/mod.py"}},
+		{"a broad pattern counts only in testpaths", map[string]string{"pytest.ini": "[pytest]\npython_files = *.py\ntestpaths = tests\n"}, Options{},
+			[]string{"tests/helpers_x.py"},
+			[]string{"pkg/mod.py"}},
+		{"pytest.ini wins over pyproject", map[string]string{"pytest.ini": "", "pyproject.toml": "[tool.pytest.ini_options]\npython_files = \"tests.py\"\n"}, Options{},
+			[]string{"test_a.py"},
+			[]string{"tests.py"}},
+		{"override on the command", nil, Options{Pytest: [][]string{{"python3", "-m", "pytest", "-o", "python_files=check_*.py"}}},
+			[]string{"check_x.py"},
+			[]string{"test_x.py"}},
+		{"unittest default pattern", nil, Options{Unittest: [][]string{nil}},
+			[]string{"test.py", "tests.py", "test_x.py", "pkg/testing.py"},
+			[]string{"x_test.py", "helpers.py"}},
+		{"unittest pattern and start", nil, Options{Unittest: [][]string{{"python3", "-m", "unittest", "discover", "-s", "tests", "-p", "*_spec.py"}}},
+			[]string{"tests/a_spec.py"},
+			[]string{"a_spec.py", "tests/test_a.py"}},
+		{"unittest naming a module", nil, Options{Unittest: [][]string{{"python3", "-m", "unittest", "tests"}}},
+			[]string{"tests.py"},
+			[]string{"other.py"}},
+		{"doctest glob in addopts", map[string]string{"tox.ini": "[pytest]\naddopts = --doctest-glob='*.md' -q\n"}, Options{},
+			[]string{"README.md", "docs/usage.md"},
+			[]string{"docs/usage.rst"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Read(reader(tt.files), tt.opts)
+			for _, p := range tt.yes {
+				if !d.IsTestFile(p) {
+					t.Errorf("IsTestFile(%q) = false, want true (%s)", p, d.Describe())
+				}
+			}
+			for _, p := range tt.no {
+				if d.IsTestFile(p) {
+					t.Errorf("IsTestFile(%q) = true, want false (%s)", p, d.Describe())
+				}
+			}
+		})
+	}
+}
+
+func TestIsTestPath(t *testing.T) {
+	d := Read(reader(map[string]string{"setup.cfg": "[tool:pytest]\ntestpaths = checks\n"}), Options{Pytest: [][]string{nil}, Unittest: [][]string{{"py", "-m", "unittest", "discover", "-s", "spec"}}})
+	for p, want := range map[string]bool{
+		"checks/helpers.py":    true,
+		"spec/fixtures.py":     true,
+		"tests/__init__.py":    true,
+		"pkg/testing/x.py":     true,
+		"conftest.py":          true,
+		"pkg/mod.py":           false,
+		"pkg/__init__.py":      false,
+		"checkers/x.py":        false,
+		"src/pkg/tests/foo.py": true,
+	} {
+		if got := d.IsTestPath(p); got != want {
+			t.Errorf("IsTestPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if !d.IsTestPackageInit("tests/__init__.py") || d.IsTestPackageInit("pkg/__init__.py") {
+		t.Error("IsTestPackageInit: tests/__init__.py is a test package's, pkg/__init__.py is not")
+	}
+}
+
+func TestTestIDs(t *testing.T) {
+	src := `import unittest
+
+
+def test_top():
+    pass
+
+
+def helper():
+    pass
+
+
+class TestThing:
+    def test_a(self):
+        def test_nested():
+            pass
+
+    def check_b(self):
+        pass
+
+
+class Helper:
+    def test_not_collected(self):
+        pass
+
+
+class ParseCase(unittest.TestCase):
+    def test_parse(self):
+        pass
+
+    def check_parse(self):
+        pass
+`
+	tests := []struct {
+		name  string
+		files map[string]string
+		opts  Options
+		want  []string
+	}{
+		{"pytest defaults", nil, Options{}, []string{"t.py::test_top", "t.py::TestThing::test_a", "t.py::ParseCase::test_parse"}},
+		{"python_functions check", map[string]string{"pytest.ini": "[pytest]\npython_functions = check_* test_*\n"}, Options{},
+			[]string{"t.py::test_top", "t.py::TestThing::test_a", "t.py::TestThing::check_b", "t.py::ParseCase::test_parse", "t.py::ParseCase::check_parse"}},
+		{"unittest only", nil, Options{Unittest: [][]string{nil}}, []string{"t.py::TestThing::test_a", "t.py::ParseCase::test_parse"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Read(reader(tt.files), tt.opts).TestIDs("t.py", []byte(src))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("TestIDs:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPathArgs(t *testing.T) {
+	exists := func(p string) bool { return p == "pkg/test" || p == "docs" }
+	tests := []struct {
+		argv []string
+		want []int
+	}{
+		{[]string{"python3", "-m", "pytest", "pkg/test"}, []int{3}},
+		{[]string{"python3", "-m", "pytest", "-k", "pkg/test", "pkg/test", "-p", "no:cacheprovider", "docs"}, []int{5, 8}},
+		{[]string{"pytest", "--rootdir", "pkg/test", "-q", "t/test_x.py::test_y", "--ignore=docs"}, []int{4}},
+		{[]string{"tox", "-e", "py"}, nil},
+		{[]string{"python3", "-m", "pytest", "-m", "not slow", "unknown-word"}, nil},
+	}
+	for _, tt := range tests {
+		if got := PathArgs(tt.argv, exists); !slices.Equal(got, tt.want) {
+			t.Errorf("PathArgs(%q) = %v, want %v", tt.argv, got, tt.want)
+		}
+	}
+}
+
+func TestAddoptsAndShellJoin(t *testing.T) {
+	d := Read(reader(map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"--flake8 -m 'not slow' --doctest-modules\"\n"}), Options{})
+	want := []string{"--flake8", "-m", "not slow", "--doctest-modules"}
+	if !slices.Equal(d.Addopts, want) || !d.DoctestModules {
+		t.Fatalf("Addopts = %q (doctest modules %v), want %q", d.Addopts, d.DoctestModules, want)
+	}
+	if back := shellSplit(ShellJoin(want)); !slices.Equal(back, want) {
+		t.Errorf("shellSplit(ShellJoin(%q)) = %q", want, back)
+	}
+	if back := shellSplit(ShellJoin([]string{"it's", ""})); !slices.Equal(back, []string{"it's", ""}) {
+		t.Errorf("quote round trip: %q", back)
+	}
+}
+
+func TestFnmatch(t *testing.T) {
+	for _, tt := range []struct {
+		pat, name string
+		want      bool
+	}{
+		{"test_*.py", "test_a.py", true},
+		{"test_*.py", "xtest_a.py", false},
+		{"test?.py", "test1.py", true},
+		{"[!_]*.py", "_a.py", false},
+		{"[!_]*.py", "a.py", true},
+		{"tests/*.py", "x/tests/a.py", true}, // via fnmatchPath
+		{"a[b", "a[b", true},
+	} {
+		var got bool
+		if tt.pat == "tests/*.py" {
+			got = fnmatchPath(tt.pat, tt.name)
+		} else {
+			got = fnmatch(tt.pat, tt.name)
+		}
+		if got != tt.want {
+			t.Errorf("fnmatch(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzRead: no configuration text makes Read panic or hang, and what it reads is usable.
+func FuzzRead(f *testing.F) {
+	f.Add("[pytest]\npython_files = tests.py\n  check_*.py\naddopts = -p no:x --doctest-glob '*.md'\n", "[tool.pytest.ini_options]\ntestpaths = [\"a\", 'b', # c\n]\n")
+	f.Add("[tool:pytest\npython_files", "[tool.pytest]\naddopts = \"\\\"")
+	f.Add("", "[tool.pytest.ini_options]\npython_files = [[\"x\"]]")
+	f.Fuzz(func(t *testing.T, ini, toml string) {
+		d := Read(reader(map[string]string{"tox.ini": ini, "pyproject.toml": toml}), Options{Pytest: [][]string{{"pytest", ini}}})
+		_ = d.IsTestFile("tests/test_x.py")
+		_ = d.IsTestPath("a/b.py")
+		_ = d.TestIDs("t.py", []byte(ini))
+		_ = d.Describe()
+	})
+}

@@ -1,0 +1,239 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Identity is the host user and group a check runs as when ticketd runs as root, so that no
+// code under test is root on the host anywhere: not for the kernel's own permission checks
+// (sysctl files in /proc/sys, which check plain owner bits), not for the files it can reach.
+// The zero value means Nobody.
+type Identity struct {
+	UID, GID int
+}
+
+// Nobody is the checks' host identity when ticketd runs as root and the config names no
+// sandbox_user: uid and gid 65534 (nobody and nogroup on Debian). A dedicated user
+// (useradd --system ticketd-check) is better: nothing else on the host runs as it.
+var Nobody = Identity{UID: 65534, GID: 65534}
+
+func (id Identity) orDefault() Identity {
+	if id.UID <= 0 || id.GID <= 0 {
+		return Nobody
+	}
+	return id
+}
+
+func (id Identity) String() string { return fmt.Sprintf("uid %d, gid %d", id.UID, id.GID) }
+
+// LookupIdentity resolves a sandbox_user value — a user name or a numeric uid — to that
+// user's uid and primary group. Root (uid or gid 0) is refused: it would defeat the point.
+func LookupIdentity(name string) (Identity, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, numErr := strconv.Atoi(name); numErr != nil {
+			return Identity{}, fmt.Errorf("sandbox_user: no user %q on this host (%v); create it: useradd --system --no-create-home --shell /usr/sbin/nologin %s", name, err, name)
+		}
+		if u, err = user.LookupId(name); err != nil {
+			return Identity{}, fmt.Errorf("sandbox_user: no user with uid %s on this host (%v)", name, err)
+		}
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	switch {
+	case err1 != nil || err2 != nil:
+		return Identity{}, fmt.Errorf("sandbox_user: user %q has a non-numeric uid %q or gid %q", name, u.Uid, u.Gid)
+	case uid == 0 || gid == 0:
+		return Identity{}, fmt.Errorf("sandbox_user: %q is uid %d, gid %d: checks never run as root or in root's group; name an unprivileged user", name, uid, gid)
+	}
+	return Identity{UID: uid, GID: gid}, nil
+}
+
+// rootInside is the id host root has inside the user namespace of a check when ticketd runs
+// as root: mapped, so that bwrap may still bind the daemon's root-owned folders, but not 0,
+// so that nothing there is root (a process whose uid becomes 0 in a user namespace regains
+// every capability in it; none can become rootInside without one).
+func rootInside(id Identity) int {
+	if id.UID == 1 || id.GID == 1 {
+		return 2
+	}
+	return 1
+}
+
+// namespaces holds, per identity, a user namespace ticketd (as root) made for checks: uid and
+// gid id mapped to themselves, host root to rootInside, nothing else, and a limit of zero
+// further user namespaces inside. It lives as long as the daemon; bwrap joins it (--userns).
+var namespaces struct {
+	sync.Mutex
+	m map[Identity]*os.File
+}
+
+// userNamespace returns the user namespace of checks run as id, making it on first use.
+func userNamespace(ctx context.Context, id Identity) (*os.File, error) {
+	namespaces.Lock()
+	defer namespaces.Unlock()
+	if f := namespaces.m[id]; f != nil {
+		return f, nil
+	}
+	f, err := newUserNamespace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if namespaces.m == nil {
+		namespaces.m = map[Identity]*os.File{}
+	}
+	namespaces.m[id] = f
+	return f, nil
+}
+
+// capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
+const capSysResource = 24
+
+// newUserNamespace starts a helper shell in a new user namespace with the mappings of
+// userNamespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
+// no user namespace of its own, which would give it capabilities again) and waits. ticketd
+// keeps the namespace by opening it, then lets the helper go.
+func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	in := rootInside(id)
+	h := exec.CommandContext(ctx, "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && echo ready && read -r _")
+	h.Env = []string{"PATH=/usr/bin:/bin"}
+	h.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: in, HostID: 0, Size: 1}, {ContainerID: id.UID, HostID: id.UID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: in, HostID: 0, Size: 1}, {ContainerID: id.GID, HostID: id.GID, Size: 1}},
+		AmbientCaps: []uintptr{capSysResource},
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	stdin, err := h.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: user namespace for %s: %w", id, err)
+	}
+	defer stdin.Close()
+	stdout, err := h.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: user namespace for %s: %w", id, err)
+	}
+	var stderr strings.Builder
+	h.Stderr = &stderr
+	if err := h.Start(); err != nil {
+		return nil, fmt.Errorf("%w: create a user namespace for the checks (%s): %v; user namespaces must be enabled (sysctl user.max_user_namespaces > 0)", ErrUnavailable, id, err)
+	}
+	defer h.Wait()
+	defer h.Process.Kill()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		return nil, fmt.Errorf("%w: the checks' user namespace (%s) could not forbid further user namespaces: %s", ErrUnavailable, id, strings.TrimSpace(stderr.String()))
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(h.Process.Pid) + "/ns/user")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: open the checks' user namespace: %w", err)
+	}
+	return f, nil
+}
+
+// grantWrite makes what a check may write — the worktree dir, and reports (its own scratch
+// folder) — writable by id when ticketd runs as root: the worktree through its group (each
+// folder group-writable and setgid, so files made later keep the group; ticketd's git keeps
+// working, since the owner does not change), the scratch folder by ownership. Each entry
+// named .git is left alone: git metadata is never the check's to change.
+func grantWrite(dir, reports string, id Identity) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if strings.EqualFold(d.Name(), ".git") && p != dir {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if int(st.Gid) != id.GID {
+			if err := os.Lchown(p, -1, id.GID); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // gone meanwhile
+				}
+				return err
+			}
+			fi, err = os.Lstat(p) // chown clears setgid bits
+			if err != nil {
+				return nil
+			}
+		}
+		want := fi.Mode() | 0o060
+		if fi.IsDir() {
+			want |= 0o010 | fs.ModeSetgid
+		}
+		if !fi.Mode().IsDir() && !fi.Mode().IsRegular() {
+			return nil // a FIFO or socket a check left: nothing to grant
+		}
+		if want != fi.Mode() {
+			if err := os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: make the worktree %s writable for the checks' group %d: %w", dir, id.GID, err)
+	}
+	if reports == "" {
+		return nil
+	}
+	return filepath.WalkDir(reports, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if err := os.Lchown(p, id.UID, id.GID); err != nil {
+			return fmt.Errorf("sandbox: give the check's folder %s to %s: %w", p, id, err)
+		}
+		return nil
+	})
+}
+
+// asUser prepares cmd, the bwrap command of a ticketd run as root, to run its command as
+// s.User: the checks' user namespace as descriptor userNSFD, none of root's supplementary
+// groups (bwrap would keep them), the worktree and reports made writable for that user.
+func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
+	id := s.User.orDefault()
+	ns, err := userNamespace(ctx, id)
+	if err != nil {
+		return err
+	}
+	cmd.ExtraFiles = []*os.File{ns}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	// bwrap's parent stays host root while the sandbox's init is id: the kernel does not let
+	// the one's parent-death signal reach the other, so --die-with-parent alone would leave
+	// the sandbox behind. Started as the init of a PID namespace of its own, bwrap takes
+	// every process of the check with it when it ends, however it ends.
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	return grantWrite(s.Dir, s.Reports, id)
+}

@@ -1,0 +1,143 @@
+// Package secret recognises credentials — in variable names, in values and inside free text —
+// so that one set of rules decides what never enters a sandbox (sandbox.Env) and what is cut
+// out of text before it leaves one (check output on its way to the model, the database,
+// reports, pull request bodies and logs).
+package secret
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Mask replaces every credential Redact finds.
+const Mask = "[redacted]"
+
+// Parts of variable names that suggest a credential: anywhere in the name, or as a whole
+// word between underscores (so GH_PAT and DB_PWD are caught, PATH and PYTHONPATH are not).
+var (
+	nameInfixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "BEARER", "APIKEY", "ACCESSKEY"}
+	nameWords   = []string{"KEY", "PAT", "PWD", "PASS", "DSN", "AUTH", "COOKIE", "SESSION", "CERTPASS"}
+)
+
+// LooksName reports whether a variable name suggests a credential. PWD and OLDPWD are the
+// shell's working directories, not passwords.
+func LooksName(name string) bool {
+	upper := strings.ToUpper(name)
+	if upper == "PWD" || upper == "OLDPWD" {
+		return false
+	}
+	for _, m := range nameInfixes {
+		if strings.Contains(upper, m) {
+			return true
+		}
+	}
+	for _, w := range strings.FieldsFunc(upper, func(r rune) bool { return r < 'A' || r > 'Z' }) {
+		if slices.Contains(nameWords, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenShapes are the shapes of common keys and tokens: OpenAI/Anthropic sk-..., Stripe
+// sk_live_/sk_test_/rk_live_/whsec_..., GitHub ghp_/gho_/ghs_/github_pat_..., Slack xox?-...,
+// AWS AKIA..., Google AIza..., Hugging Face hf_..., npm npm_..., SendGrid SG...., GitLab
+// glpat-..., JWTs and "Bearer ..." values.
+const tokenShapes = `sk-[A-Za-z0-9_-]{8,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9]{16,}|AIza[A-Za-z0-9_-]{30,}|hf_[A-Za-z0-9]{20,}|npm_[A-Za-z0-9]{20,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`
+
+var (
+	// credentialValue matches a value that starts like a credential.
+	credentialValue = regexp.MustCompile(`^(?:` + tokenShapes + `|(?i:bearer)\s+\S{8,})|-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+	// dsnPassword finds a password in a keyword DSN ("host=db password=hunter2") or a URL's
+	// query ("?sslmode=require&password=hunter2"), quoted or not.
+	dsnPassword = regexp.MustCompile(`(?i)(?:^|[\s?&;])(?:password|passwd|pwd|sslpassword)\s*=\s*(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&;'"]+)`)
+)
+
+// LooksValue reports a value shaped like a credential: a known token shape, a URL with a
+// password (postgres://user:pass@host), or a DSN carrying one (?password=..., keyword
+// DSNs such as "host=db password=...").
+func LooksValue(value string) bool {
+	if credentialValue.MatchString(value) || dsnPassword.MatchString(value) {
+		return true
+	}
+	_, rest, ok := strings.Cut(value, "://")
+	if !ok {
+		return false
+	}
+	userinfo, _, ok := strings.Cut(rest, "@")
+	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
+}
+
+// The patterns Redact cuts out of text, each with the part to keep before the secret.
+var (
+	// urlUserinfo is the userinfo of a URL: user:password@ or token@.
+	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@"'<>]+)@`)
+	// headerValue is an HTTP credential header's value, as git config (extraheader), curl -H
+	// or a log prints it, up to the end of the line.
+	headerValue = regexp.MustCompile(`(?i)(\b(?:[\w.*:/-]*extraheader|authorization|proxy-authorization|x-api-key|api-key|private-token|cookie)\s*[=:]\s*)([^\r\n]+)`)
+	// assignment is NAME=value or "name": "value" where the name says it holds a secret.
+	// The name has no dot, so "test_token.py:12:" (a path and a line) is not one.
+	assignment = regexp.MustCompile(`(?i)(\b[\w-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[\w-]*["']?\s*[=:]\s*["']?)([^\s"',;&()\[\]{}<>]{4,})`)
+	// keywordPassword is a DSN's password keyword, also in a URL's query.
+	keywordPassword = regexp.MustCompile(`(?i)((?:^|[\s?&;])(?:pwd|sslpassword)\s*=\s*)([^\s&;'"]+)`)
+	tokenAnywhere   = regexp.MustCompile(`\b(?:` + tokenShapes + `)|(?i:\bbearer)\s+[A-Za-z0-9._~+/=-]{8,}`)
+	pemBlock        = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)`)
+)
+
+// Redact returns text with the credentials it can recognise replaced by Mask: the password
+// (or the token standing as a user name) in a URL's userinfo, the value of an extraheader,
+// Authorization or Cookie header, the value of a NAME=value or "name": value pair whose name
+// says it is a secret, DSN passwords, token-shaped strings (ghp_..., sk-..., AKIA..., JWTs,
+// Bearer ...) and PEM private keys. It keeps the rest, so output stays readable; it is a net
+// for what a check prints, not a proof that nothing secret remains.
+func Redact(text string) string {
+	if text == "" {
+		return text
+	}
+	text = pemBlock.ReplaceAllString(text, Mask)
+	text = headerValue.ReplaceAllString(text, "${1}"+Mask)
+	text = urlUserinfo.ReplaceAllStringFunc(text, redactUserinfo)
+	text = redactAssignments(text)
+	text = keywordPassword.ReplaceAllString(text, "${1}"+Mask)
+	return tokenAnywhere.ReplaceAllString(text, Mask)
+}
+
+// redactUserinfo masks the password of scheme://user:password@, and the whole userinfo
+// when it has no password but looks like a token (https://ghp_...@github.com); a plain
+// user name (ssh://git@host) stays.
+func redactUserinfo(m string) string {
+	sub := urlUserinfo.FindStringSubmatch(m)
+	scheme, info := sub[1], sub[2]
+	if user, _, ok := strings.Cut(info, ":"); ok {
+		if LooksValue(user) || len(user) >= 20 {
+			user = Mask
+		}
+		return scheme + user + ":" + Mask + "@"
+	}
+	if LooksValue(info) || len(info) >= 20 {
+		return scheme + Mask + "@"
+	}
+	return m
+}
+
+// redactAssignments masks the values of secret-named assignments, except a call
+// (token = make_token(user) in a traceback is code, not a secret) and a value already masked.
+func redactAssignments(text string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range assignment.FindAllStringSubmatchIndex(text, -1) {
+		vs, ve := m[4], m[5]
+		if ve < len(text) && text[ve] == '(' || strings.HasPrefix(text[vs:], "[redacted") || text[vs:ve] == Mask {
+			continue
+		}
+		b.WriteString(text[last:vs])
+		b.WriteString(Mask)
+		last = ve
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}

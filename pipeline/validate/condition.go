@@ -1,0 +1,257 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
+)
+
+// A base run can fail for reasons that are ticketd's to work around rather than a human's to
+// fix: pytest collects nothing where unittest finds the tests (a root test.py), the tests
+// cannot import the project's package from a src/ or lib/ folder nothing puts on the path,
+// or the configuration's addopts names options of plugins the interpreter lacks. Adapt reruns
+// such a check with the condition that works around it, keeps the condition when the rerun is
+// healthier, and says so in the result's notes; every later run of the check (each attempt's
+// gate) carries the same condition (Conditioned).
+
+// Condition is how a check has to run for it to gate fixes, found at the base commit.
+type Condition struct {
+	// Kind is the kind the check runs as when not the configured one (unittest for a pytest
+	// check that collected nothing).
+	Kind string `json:"kind,omitempty"`
+	// Args are options added to the command (-o addopts=... without a missing plugin's).
+	Args []string `json:"args,omitempty"`
+	// Path are folders, relative to the worktree, put first on PYTHONPATH.
+	Path []string `json:"path,omitempty"`
+	// Notes say what ticketd changed and why, one line each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// merge adds o to c.
+func (c *Condition) merge(o Condition) {
+	if o.Kind != "" {
+		c.Kind, c.Args = o.Kind, nil
+	}
+	c.Args = append(c.Args, o.Args...)
+	c.Path = append(c.Path, o.Path...)
+	c.Notes = append(c.Notes, o.Notes...)
+}
+
+// With returns the check as it runs under cond (nil: unchanged). A check that changes kind
+// runs its new kind's default command with the same interpreter, time-out and environment.
+func (c Check) With(cond *Condition) Check {
+	if cond == nil {
+		return c
+	}
+	if cond.Kind != "" && cond.Kind != c.Kind {
+		c.Kind, c.Command, c.ExtraArgs = cond.Kind, nil, nil
+	}
+	c.ExtraArgs = append(slices.Clone(c.ExtraArgs), cond.Args...)
+	c.PythonPath = append(slices.Clone(c.PythonPath), cond.Path...)
+	return c
+}
+
+// Conditioned returns checks with the conditions their base results carry (matched by
+// name): the checks as every later run must run them.
+func Conditioned(checks []Check, base []Result) []Check {
+	out := make([]Check, len(checks))
+	for i, c := range checks {
+		out[i] = c
+		for _, r := range base {
+			if r.Name == c.Name && r.Condition != nil {
+				out[i] = c.With(r.Condition)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// maxConditionRounds bounds the reruns of one check: each finds at most one more condition
+// (a missing plugin, then the src/ folder the tests import).
+const maxConditionRounds = 3
+
+// Adapt reruns, in dir (a checkout of the base commit), each of results' checks whose failure
+// a condition works around, and returns the results with each such check's healthier rerun
+// in its place, carrying its Condition and notes. run runs checks as the Runner does.
+func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir string, checks []Check, results []Result) []Result {
+	out := slices.Clone(results)
+	tests := discover.FromDir(dir, DiscoverOptions(checks))
+	for i, r := range out {
+		c, ok := checkByName(checks, r.Name)
+		if !ok {
+			continue
+		}
+		var cond Condition
+		for range maxConditionRounds {
+			next, ok := nextCondition(dir, c.With(&cond), r, tests)
+			if !ok || ctx.Err() != nil {
+				break
+			}
+			trial := cond
+			trial.merge(next)
+			rerun := run(ctx, []Check{c.With(&trial)})
+			if len(rerun) != 1 || !healthier(rerun[0], r) {
+				break
+			}
+			cond, r = trial, rerun[0]
+			kept := cond
+			r.Condition = &kept
+			r.Notes = append(r.Notes, cond.Notes...)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func checkByName(checks []Check, name string) (Check, bool) {
+	for _, c := range checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// healthier reports whether run b can gate fixes better than run a: it ran tests where a
+// ran none, or as many with fewer errors, or more.
+func healthier(b, a Result) bool {
+	switch {
+	case b.NotStarted || b.TimedOut || b.Tests <= 0:
+		return false
+	case a.Tests <= 0:
+		return true
+	case b.Errored < a.Errored:
+		return b.Tests >= a.Tests-a.Errored
+	}
+	return b.Tests > a.Tests && b.Errored <= a.Errored
+}
+
+// nextCondition finds the condition that would work around r's failure, if any.
+func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if r.NotStarted || r.TimedOut || r.Cancelled {
+		return Condition{}, false
+	}
+	if cond, ok := missingPlugins(c, r, tests); ok {
+		return cond, true
+	}
+	if cond, ok := unimportedFolder(dir, c, r); ok {
+		return cond, true
+	}
+	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
+		return Condition{Kind: KindUnittest, Notes: []string{
+			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}, true
+	}
+	return Condition{}, false
+}
+
+var (
+	// unrecognized is argparse's usage error for options pytest does not know.
+	unrecognized = regexp.MustCompile(`error: unrecognized arguments: ([^\n]+)`)
+	// pluginImport is pytest's error for a -p plugin that does not import.
+	pluginImport = regexp.MustCompile(`Error importing plugin "([^"]+)"`)
+)
+
+// missingPlugins works around a usage error caused by addopts naming options of plugins the
+// interpreter lacks (--flake8, --black, --cov=pkg, -p xdist): the configured addopts
+// without them, through -o addopts=.
+func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || r.Tests >= 0 || len(tests.Addopts) == 0 {
+		return Condition{}, false
+	}
+	addopts := currentAddopts(c, tests)
+	var drop []string
+	if m := unrecognized.FindStringSubmatch(r.Output); m != nil {
+		drop = strings.Fields(m[1])
+	}
+	plugin := ""
+	if m := pluginImport.FindStringSubmatch(r.Output); m != nil {
+		plugin = m[1]
+	}
+	if len(drop) == 0 && plugin == "" {
+		return Condition{}, false
+	}
+	var kept, removed []string
+	for i := 0; i < len(addopts); i++ {
+		a := addopts[i]
+		switch {
+		case slices.Contains(drop, a):
+			removed = append(removed, a)
+		case plugin != "" && (a == "-p" && i+1 < len(addopts) && addopts[i+1] == plugin):
+			removed = append(removed, a, addopts[i+1])
+			i++
+		case plugin != "" && (a == "-p"+plugin || a == "--plugin="+plugin):
+			removed = append(removed, a)
+		default:
+			kept = append(kept, a)
+		}
+	}
+	// Only what the configuration says can be left out: an unknown option of the check's own
+	// command is the operator's to fix.
+	if len(removed) == 0 || len(removed) < len(drop) {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
+		"the pytest configuration's addopts (%s) names options of plugins this interpreter lacks (%s): the check runs with -o %q (install the plugins for the checks' interpreter to run them)",
+		tests.Config, strings.Join(removed, " "), value)}}, true
+}
+
+// currentAddopts are the addopts in effect for c: the last -o addopts= of its condition,
+// else the configuration's.
+func currentAddopts(c Check, tests *discover.Tests) []string {
+	for i := len(c.ExtraArgs) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(c.ExtraArgs[i], "addopts="); ok && i > 0 && c.ExtraArgs[i-1] == "-o" {
+			return discover.SplitWords(v)
+		}
+	}
+	return tests.Addopts
+}
+
+// importFolders are the folders a project keeps its package in when not at the root.
+var importFolders = []string{"src", "lib"}
+
+// unimportedFolder works around tests that fail with "No module named 'x'" where x is the
+// project's own package in src/ or lib/, which nothing puts on the path.
+func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
+	if c.Kind != KindPytest && c.Kind != KindUnittest || pythonPathSet(c.Env) {
+		return Condition{}, false
+	}
+	texts := []string{r.Output}
+	for _, f := range r.Findings {
+		texts = append(texts, f.Message)
+	}
+	for _, text := range texts {
+		for _, m := range missingModule.FindAllStringSubmatch(text, -1) {
+			top, _, _ := strings.Cut(m[1], ".")
+			if importable(dir, top) {
+				continue
+			}
+			for _, folder := range importFolders {
+				if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {
+					continue // already on the path
+				}
+				if importable(filepath.Join(dir, folder), top) {
+					return Condition{Path: []string{folder}, Notes: []string{fmt.Sprintf(
+						"%s/ put on PYTHONPATH: the base run failed with No module named '%s', and %s/%s is the project's own (set env: {PYTHONPATH: ...} on the check to override)",
+						folder, m[1], folder, top)}}, true
+				}
+			}
+		}
+	}
+	return Condition{}, false
+}
+
+// importable reports whether root holds a package or module named name.
+func importable(root, name string) bool {
+	if fi, err := os.Stat(filepath.Join(root, name+".py")); err == nil && fi.Mode().IsRegular() {
+		return true
+	}
+	return hasPython(filepath.Join(root, name))
+}

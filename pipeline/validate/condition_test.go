@@ -1,0 +1,145 @@
+package validate
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Real repositories whose base run fails for a reason that is ticketd's to work around: each
+// is run at "the base", adapted, and must then run its tests, with a note saying how; the
+// repositories whose failure is real stay as they are (the negative controls).
+func TestAdapt(t *testing.T) {
+	requirePytest(t)
+	unittestCase := "import unittest\n\nfrom calc import double\n\n\nclass DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(2), 4)\n"
+	tests := []struct {
+		name      string
+		files     map[string]string
+		check     Check
+		wantKind  string // "" means no condition
+		wantArgs  []string
+		wantPath  []string
+		wantNote  string
+		wantTests int
+	}{
+		{"a root test.py that unittest runs",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "test.py": unittestCase},
+			Check{Name: "tests", Kind: KindPytest}, KindUnittest, nil, nil, "runs with unittest", 1},
+		{"a package in lib/ that nothing puts on the path",
+			map[string]string{"lib/calc/__init__.py": "def double(x):\n    return 2 * x\n", "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", nil, []string{"lib"}, "lib/ put on PYTHONPATH: the base run failed with No module named 'calc'", 1},
+		{"addopts naming a plugin that is not installed",
+			map[string]string{"tox.ini": "[pytest]\naddopts = --flake8 -q --black\n", "calc.py": "def double(x):\n    return 2 * x\n", "test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "names options of plugins this interpreter lacks (--flake8 --black)", 1},
+		{"a -p plugin that does not import",
+			map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p ticketd_no_such_plugin -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_no_such_plugin)", 1},
+		{"a healthy repository", map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
+		{"a dependency that is not installed (not the project's)",
+			map[string]string{"tests/test_calc.py": "import ticketd_missing_dependency\n\n\ndef test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
+		{"an unknown option of the check's own command",
+			map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest, Command: []string{"pytest", "--ticketd-unknown"}}, "", nil, nil, "", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, tt.files)
+			r := &Runner{Sandbox: testSandbox(t)}
+			tt.check.Timeout = time.Minute
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{tt.check})
+			got := Adapt(context.Background(), run, dir, []Check{tt.check}, base)[0]
+			cond := got.Condition
+			if tt.wantKind == "" && tt.wantArgs == nil && tt.wantPath == nil {
+				if cond != nil {
+					t.Fatalf("condition %+v for a failure that is not ticketd's to work around", cond)
+				}
+				if got.Tests != tt.wantTests && !(tt.wantTests == 1 && got.Tests > 0) {
+					t.Errorf("tests %d, want %d (%s)", got.Tests, tt.wantTests, got.Summary)
+				}
+				return
+			}
+			if cond == nil {
+				t.Fatalf("no condition; result %s (tests %d, errored %d)\n%s", got.Summary, got.Tests, got.Errored, got.Output)
+			}
+			if cond.Kind != tt.wantKind || !slices.Equal(cond.Args, tt.wantArgs) || !slices.Equal(cond.Path, tt.wantPath) {
+				t.Errorf("condition %+v; want kind %q args %q path %q", cond, tt.wantKind, tt.wantArgs, tt.wantPath)
+			}
+			if !got.Passed || got.Tests != tt.wantTests {
+				t.Errorf("adapted run: passed %v, %d tests (%s); want it to pass with %d\n%s", got.Passed, got.Tests, got.Summary, tt.wantTests, got.Output)
+			}
+			if !strings.Contains(strings.Join(got.Notes, "\n"), tt.wantNote) {
+				t.Errorf("notes %q lack %q", got.Notes, tt.wantNote)
+			}
+			// A later run under the same condition (an attempt's gate) runs the same way.
+			again := r.Run(context.Background(), dir, Conditioned([]Check{tt.check}, []Result{got}))[0]
+			if !again.Passed || again.Tests != tt.wantTests {
+				t.Errorf("conditioned run: passed %v, %d tests (%s)", again.Passed, again.Tests, again.Summary)
+			}
+		})
+	}
+}
+
+// A target test runs alone under a check whose command names a folder: the folder's other
+// modules (one fails to import) are not collected. The same run without the rule collects
+// them: the negative control.
+func TestOnlyReplacesPathArguments(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pkg/__init__.py":             "",
+		"pkg/test/__init__.py":        "",
+		"pkg/test/test_good.py":       "def test_good():\n    assert True\n",
+		"pkg/test/test_broken.py":     "import ticketd_missing_dependency\n\n\ndef test_other():\n    pass\n",
+		"pkg/test/test_also_good.py":  "def test_also():\n    assert True\n",
+		"docs/not_a_test_argument.md": "x\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	py, err := findPython(context.Background(), "pytest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute, Command: []string{py, "-m", "pytest", "-q", "pkg/test"}}
+	whole := r.Run(context.Background(), dir, []Check{c})[0]
+	if whole.Passed || whole.Errored == 0 {
+		t.Fatalf("the whole folder: passed %v, errored %d (%s); want its import error", whole.Passed, whole.Errored, whole.Summary)
+	}
+	alone := c
+	alone.Only = []string{"pkg/test/test_good.py::test_good"}
+	res := r.Run(context.Background(), dir, []Check{alone})[0]
+	if !res.Passed || res.Tests != 1 {
+		t.Errorf("alone: passed %v, %d tests (%s); want the one test alone\ncommand %q\n%s", res.Passed, res.Tests, res.Summary, res.Command, res.Output)
+	}
+	if slices.Contains(res.Command, "pkg/test") {
+		t.Errorf("alone run still names the folder: %q", res.Command)
+	}
+	// Negative control: the folder kept beside the id collects the broken module again.
+	kept := c
+	kept.Command = append(slices.Clone(c.Command), "pkg/test/test_good.py::test_good")
+	if res := r.Run(context.Background(), dir, []Check{kept})[0]; res.Passed {
+		t.Errorf("the folder beside the id passed (%s); the control must see the import error", res.Summary)
+	}
+}
+
+// unittest's named tests run alone through -k, inside the configured discovery.
+func TestUnittestOnly(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"tests/test_a.py": "import unittest\n\n\nclass A(unittest.TestCase):\n    def test_ok(self):\n        pass\n\n    def test_bad(self):\n        self.fail('no')\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	c := Check{Name: "tests", Kind: KindUnittest, Timeout: time.Minute, Command: []string{"/usr/bin/python3", "-m", "unittest", "discover", "-s", "tests"}}
+	whole := r.Run(context.Background(), dir, []Check{c})[0]
+	if whole.Passed || whole.Tests != 2 {
+		t.Fatalf("whole: passed %v, %d tests (%s)", whole.Passed, whole.Tests, whole.Summary)
+	}
+	alone := c
+	alone.Only = []string{"test_a.A.test_ok"}
+	if res := r.Run(context.Background(), dir, []Check{alone})[0]; !res.Passed || res.Tests != 1 {
+		t.Errorf("alone: passed %v, %d tests (%s)\n%s", res.Passed, res.Tests, res.Summary, res.Output)
+	}
+}

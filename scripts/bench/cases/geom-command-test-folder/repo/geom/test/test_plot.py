@@ -1,0 +1,5 @@
+from geom.plot import draw
+
+
+def test_draw():
+    draw(1, 2)

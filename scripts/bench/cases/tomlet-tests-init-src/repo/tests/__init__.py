@@ -1,0 +1,3 @@
+import tomlet as toml_impl
+
+__all__ = ["toml_impl"]
