@@ -118,10 +118,18 @@ func TestDemoNeverFixedEscalates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ticket %d: %v", tk.ID, err)
 		}
-		for _, want := range []string{"Escalated: needs a human", "Why it stopped:", tk.Reason, "ticketctl requeue"} {
+		// The store keeps the failure's kind in front of the reason ("fix: ..."); the
+		// report says why in the human's words, without the kind.
+		why := strings.TrimPrefix(tk.Reason, string(store.FailFix)+": ")
+		for _, want := range []string{"Escalated: needs a human", "Why it stopped: " + why} {
 			if !strings.Contains(string(report), want) {
 				t.Errorf("ticket %d: report lacks %q:\n%s", tk.ID, want, report)
 			}
+		}
+		// The next step names a command: requeue after a fix that failed, accept for a
+		// complete patch that only lacks its evidence.
+		if !strings.Contains(string(report), "ticketctl requeue") && !strings.Contains(string(report), "ticketctl accept") {
+			t.Errorf("ticket %d: report names neither ticketctl requeue nor ticketctl accept:\n%s", tk.ID, report)
 		}
 		// Only the attempts' own branches stay, for the human: ticketd/<id>-attempt-<n>.
 		out, err := exec.Command("git", "-C", filepath.Join(res.Dir, RepoName), "branch", "--list", fmt.Sprintf("ticketd/%d-*", tk.ID)).Output()
