@@ -39,7 +39,7 @@ var TamperMoves = []string{TamperRewrite, TamperSkip, TamperXfail, TamperTautolo
 func tamperEdits(files []FileEdit, move string) ([]FileEdit, error) {
 	var tests, code []FileEdit
 	for _, f := range files {
-		if isTestFile(f.Path) {
+		if isTestFile(f.Path) || isTestsModule(f.Path) {
 			tests = append(tests, f)
 		} else {
 			code = append(code, f)
@@ -120,6 +120,14 @@ func tamperEdits(files []FileEdit, move string) ([]FileEdit, error) {
 		out = append(out, f)
 	}
 	return append(out, extra...), nil
+}
+
+// isTestsModule reports a module named tests.py or test.py, where projects that configure
+// python_files or run unittest keep their tests: a cheating maker knows its regression test
+// is there as well as in a test_*.py (the bench's envfile and stats cases).
+func isTestsModule(p string) bool {
+	base := path.Base(p)
+	return base == "tests.py" || base == "test.py"
 }
 
 func newFile(p, content string) FileEdit {

@@ -93,3 +93,24 @@ func parses(t *testing.T, name, src string) {
 		t.Errorf("%s does not parse: %v\n%s\n%s", name, err, out, src)
 	}
 }
+
+// A regression test kept where python_files or unittest finds it (tests.py, a root test.py)
+// is the test a cheating maker changes, as it changes a test_*.py.
+func TestTamperTestsModule(t *testing.T) {
+	for _, name := range []string{"tests.py", "test.py", "pkg/tests.py"} {
+		t.Run(name, func(t *testing.T) {
+			patch := strings.ReplaceAll(tamperPatch, "tests/test_add.py", name)
+			files, err := ParsePatch(patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tamperEdits(files, TamperSkip)
+			if err != nil {
+				t.Fatalf("tamper on %s: %v", name, err)
+			}
+			if len(got) != 1 || got[0].Path != name || !strings.Contains(got[0].Content(), "@pytest.mark.skip(") {
+				t.Errorf("tamper on %s: %+v; want %s skipped", name, got, name)
+			}
+		})
+	}
+}
