@@ -128,7 +128,11 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 		b.WriteString("\n## For the human\n\n")
 		b.WriteString("The change above is complete and passes the checks, but nothing showed that it fixes the reported bug: no test fails at the base commit and passes with it.")
 		if in.Ending == "retry" {
+			// The ticket is back in the queue: accept takes an escalated ticket's kept change
+			// only (a queued one may be claimed meanwhile), so the step is for its escalation.
 			b.WriteString(" The next attempt is told so and must add a test that reproduces the bug first.")
+			fmt.Fprintf(b, "\n\nNext step, if the ticket escalates with this patch kept: add a test that reproduces the bug, or accept the patch: `ticketctl accept %d`\n", t.ID)
+			return
 		}
 		fmt.Fprintf(b, "\n\nNext step: add a test that reproduces the bug, or accept the patch: `ticketctl accept %d`\n", t.ID)
 	case in.Ending == string(store.StateEscalated):
