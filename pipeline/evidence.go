@@ -249,12 +249,18 @@ func (a *attempt) newTests(ctx context.Context, check string, files []string, ow
 	}
 	var out []string
 	for id := range own {
-		if strings.Contains(id, "::") && touches(files, id) && validate.OutcomeOf(base.Outcomes, id) == validate.OutcomeMissing {
+		if isTestID(id) && touches(files, id) && validate.OutcomeOf(base.Outcomes, id) == validate.OutcomeMissing {
 			out = append(out, id)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isTestID reports whether an outcome's id names a test: a pytest node id (file::name) or a
+// unittest dotted id (module.Class.test), not a module pytest reports by its path alone.
+func isTestID(id string) bool {
+	return strings.Contains(id, "::") || !strings.HasSuffix(id, ".py") && strings.Contains(id, ".")
 }
 
 // editedTests are the test paths of changed that the base commit has: edits to existing
