@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -163,19 +164,19 @@ func cmdShow(e *env, args []string) error {
 		if e.g.json {
 			return e.printJSON(v)
 		}
-		if err := e.showSummary(v); err != nil {
+		if err := showSummary(e.stdout, v); err != nil {
 			return err
 		}
-		e.showBody(t)
-		e.showRequeues(v.Requeues)
-		e.showQuestions(t, v.Questions)
-		if err := e.showRoles(v.Roles); err != nil {
+		showBody(e.stdout, t)
+		showRequeues(e.stdout, v.Requeues)
+		showQuestions(e.stdout, t, v.Questions)
+		if err := showRoles(e.stdout, v.Roles); err != nil {
 			return err
 		}
-		if err := e.showEvents(v.Events); err != nil {
+		if err := showEvents(e.stdout, v.Events); err != nil {
 			return err
 		}
-		if err := e.showCalls(v.ModelCalls, v.Totals); err != nil {
+		if err := showCalls(e.stdout, v.ModelCalls, v.Totals); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "full timeline with tool calls: ticketctl logs %d\n", t.ID)
@@ -210,10 +211,10 @@ func loadShow(e *env, s *store.Store, t store.Ticket) (showJSON, error) {
 }
 
 // showSummary prints the ticket's title and its table of facts and figures.
-func (e *env) showSummary(v showJSON) error {
+func showSummary(w io.Writer, v showJSON) error {
 	t := v.Ticket
-	fmt.Fprintf(e.stdout, "Ticket %d: %s\n", t.ID, t.Title)
-	tw := e.table()
+	fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
+	tw := newTable(w)
 	for _, r := range append(ticketRows(t), spendRows(v.Totals, v.Reviews)...) {
 		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
 	}
@@ -291,15 +292,14 @@ func stateRows(t store.Ticket, files []store.Artifact) [][2]string {
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ") }
 
 // showBody prints the issue text, unless gc pruned it.
-func (e *env) showBody(t store.Ticket) {
+func showBody(w io.Writer, t store.Ticket) {
 	if t.Body != "" {
-		fmt.Fprintf(e.stdout, "\nBody:\n  %s\n", indent(t.Body))
+		fmt.Fprintf(w, "\nBody:\n  %s\n", indent(t.Body))
 	}
 }
 
 // showRequeues prints each requeue with who did it, the branch it kept and its note.
-func (e *env) showRequeues(requeues []store.Requeued) {
-	w := e.stdout
+func showRequeues(w io.Writer, requeues []store.Requeued) {
 	for _, r := range requeues {
 		fmt.Fprintf(w, "\nRequeue %d by %s (%s), from %s after %d attempt(s)", r.N, orDash(r.Actor), fmtTime(r.At), r.FromState, r.Attempts)
 		if r.Branch != "" {
@@ -313,8 +313,7 @@ func (e *env) showRequeues(requeues []store.Requeued) {
 }
 
 // showQuestions prints each question the maker asked and its answer, or how to give one.
-func (e *env) showQuestions(t store.Ticket, questions []store.Question) {
-	w := e.stdout
+func showQuestions(w io.Writer, t store.Ticket, questions []store.Question) {
 	for _, q := range questions {
 		fmt.Fprintf(w, "\nQuestion %d (asked by attempt %d, %s):\n  %s\n", q.N, q.Attempt, fmtTime(q.AskedAt), indent(q.Text))
 		if q.CommentURL != "" {
@@ -329,12 +328,12 @@ func (e *env) showQuestions(t store.Ticket, questions []store.Question) {
 }
 
 // showRoles prints the spend per role, marking estimated token counts with "~".
-func (e *env) showRoles(roles map[string]*roleFigures) error {
+func showRoles(w io.Writer, roles map[string]*roleFigures) error {
 	if len(roles) == 0 {
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "\nPer role:\n")
-	tw := e.table()
+	fmt.Fprintf(w, "\nPer role:\n")
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
 	for _, name := range slices.Sorted(maps.Keys(roles)) {
 		r := roles[name]
@@ -349,9 +348,9 @@ func (e *env) showRoles(roles map[string]*roleFigures) error {
 }
 
 // showEvents prints the ticket's state changes.
-func (e *env) showEvents(events []store.Event) error {
-	fmt.Fprintf(e.stdout, "\nEvents:\n")
-	tw := e.table()
+func showEvents(w io.Writer, events []store.Event) error {
+	fmt.Fprintf(w, "\nEvents:\n")
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  TIME\tKIND\tFROM\tTO\tATTEMPT\tACTOR\tREASON")
 	for _, ev := range events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", fmtTime(ev.At), ev.Kind, orDash(string(ev.FromState)),
@@ -361,12 +360,12 @@ func (e *env) showEvents(events []store.Event) error {
 }
 
 // showCalls prints one row per model call, with a legend when some usage was estimated.
-func (e *env) showCalls(calls []store.ModelCall, total spend) error {
+func showCalls(w io.Writer, calls []store.ModelCall, total spend) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "\nModel calls:\n")
-	tw := e.table()
+	fmt.Fprintf(w, "\nModel calls:\n")
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tCONT\tERROR")
 	for i, c := range calls {
 		errText := c.ErrorClass
@@ -381,7 +380,7 @@ func (e *env) showCalls(calls []store.ModelCall, total spend) error {
 		return err
 	}
 	if total.EstimatedCalls > 0 {
-		fmt.Fprintf(e.stdout, "  ~ estimated: the server sent no usage; tokens are ceil(bytes/4) of the request and answer, cost is those tokens at the price table\n")
+		fmt.Fprintf(w, "  ~ estimated: the server sent no usage; tokens are ceil(bytes/4) of the request and answer, cost is those tokens at the price table\n")
 	}
 	return nil
 }
