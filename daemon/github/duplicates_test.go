@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/github/githubfake"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -57,5 +58,21 @@ func TestPublishDuplicateComment(t *testing.T) {
 	before := len(b.fake.Requests)
 	if _, err := newPublisher(b, pl).Publish(ctx); err != nil || len(b.fake.Requests) != before {
 		t.Errorf("restart: %d requests, err %v; want none", len(b.fake.Requests)-before, err)
+	}
+}
+
+// TestSyncerAfterIntake: a scan that added tickets runs AfterIntake before publishing (the
+// daemon links duplicates there); a scan that added none does not.
+func TestSyncerAfterIntake(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	calls := 0
+	s := &Syncer{Intake: b.intake, Logger: b.intake.Logger, AfterIntake: func(context.Context) { calls++ }}
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "crash", Labels: []string{"ticketd"}, Author: "owner"})
+	if rep := s.Scan(ctx); len(rep.Added) != 1 || calls != 1 {
+		t.Errorf("first scan added %d, AfterIntake ran %d times; want 1 and 1", len(rep.Added), calls)
+	}
+	if s.Scan(ctx); calls != 1 {
+		t.Errorf("a scan that added nothing ran AfterIntake (%d calls)", calls)
 	}
 }
