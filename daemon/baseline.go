@@ -76,8 +76,9 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // gate's reading of results change, so older stored baselines are recomputed. 2: checks of
 // a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry the
 // condition the base run needed (validate.Condition), and tests are found by the
-// repository's own discovery settings.
-const baselineFormat = 3
+// repository's own discovery settings. 4: results carry each test's outcome (the gate's
+// "nothing the base passed may disappear" reads them).
+const baselineFormat = 4
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/tools"
@@ -21,6 +22,9 @@ type fixTree struct {
 	*worktree.Tree
 	ws   *tools.Workspace
 	left *leftSet // what the checks wrote, gathered before each restore
+	// dirty is set while a check may have left files no clean has removed yet: between the
+	// maker's tools (which write only the fix) no clean is needed.
+	dirty *atomic.Bool
 }
 
 // leftSet gathers paths, each once.
@@ -48,7 +52,7 @@ func (l *leftSet) list() []string {
 }
 
 func newFixTree(tree *worktree.Tree, ws *tools.Workspace) fixTree {
-	return fixTree{Tree: tree, ws: ws, left: &leftSet{}}
+	return fixTree{Tree: tree, ws: ws, left: &leftSet{}, dirty: &atomic.Bool{}}
 }
 
 // changes are the files the tools wrote, as last written.
@@ -78,11 +82,13 @@ func (f fixTree) leftovers(ctx context.Context) ([]string, error) {
 	return f.left.list(), err
 }
 
-// fixGuard runs a night's checks and, in the worktree of a running attempt, undoes after
-// each run what the run wrote there (worktree.Tree.Snapshot before, Undo after), noting the
-// paths for the report: what a check writes never reaches the next check, the maker's next
-// read (and through an edit, its fix), or the branch. Ignored files, the checks' own caches
-// and state between runs, stay.
+// fixGuard runs a night's checks and, in the worktree of a running attempt, runs them one at
+// a time, each from exactly the maker's tree: before each check every untracked file that no
+// tool wrote is removed, ignored ones included (worktree.Tree.Clean), and after it what it
+// wrote in tracked or maker's files is undone (Snapshot before, Undo after), the paths noted
+// for the report. What a check writes — a cache, build output, a planted pytest.pyc — never
+// reaches the next check, the evidence runs, the maker's next read (and through an edit, its
+// fix), or the branch.
 type fixGuard struct {
 	inner pipeline.CheckRunner
 	log   *slog.Logger
@@ -118,17 +124,53 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 	if !ok {
 		return g.inner.Run(ctx, dir, checks)
 	}
-	snap, err := f.Snapshot(ctx)
-	if err != nil && ctx.Err() == nil {
-		g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
-	}
-	res := g.inner.Run(ctx, dir, checks)
-	if snap != nil && ctx.Err() == nil {
-		put, err := f.Undo(ctx, snap)
-		f.left.add(put)
+	res := make([]validate.Result, 0, len(checks))
+	for _, c := range checks {
+		if ctx.Err() != nil {
+			return append(res, g.inner.Run(ctx, dir, []validate.Check{c})...) // reported as not run
+		}
+		// A check never starts beside what an earlier one left (the tree is dirty after a
+		// check until a clean; the maker's tools write only the fix): else it is not run.
+		if f.dirty.Load() {
+			if err := g.clean(ctx, f); err != nil {
+				res = append(res, validate.Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Tests: -1,
+					Summary: "not run: " + err.Error(), Abort: "the worktree could not be cleaned between checks: " + err.Error()})
+				continue
+			}
+		}
+		snap, err := f.Snapshot(ctx)
 		if err != nil && ctx.Err() == nil {
-			g.log.Warn("undo what the checks wrote in the worktree", "dir", dir, "err", err)
+			g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
+		}
+		f.dirty.Store(true)
+		res = append(res, g.inner.Run(ctx, dir, []validate.Check{c})...)
+		if snap != nil && ctx.Err() == nil {
+			put, err := f.Undo(ctx, snap)
+			f.left.add(put)
+			if err != nil && ctx.Err() == nil {
+				g.log.Warn("undo what the checks wrote in the worktree", "dir", dir, "err", err)
+			}
+		}
+	}
+	if ctx.Err() == nil {
+		if err := g.clean(ctx, f); err != nil {
+			g.log.Warn("clean the worktree after the checks", "dir", dir, "err", err)
 		}
 	}
 	return res
+}
+
+// clean removes what earlier checks left in f's worktree besides the maker's files, noting
+// the paths for the report.
+func (g *fixGuard) clean(ctx context.Context, f fixTree) error {
+	var keep []string
+	for _, w := range f.ws.Written() {
+		keep = append(keep, w.Path)
+	}
+	removed, err := f.Clean(ctx, keep)
+	f.left.add(removed)
+	if err == nil {
+		f.dirty.Store(false)
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -24,6 +25,13 @@ const pushedNote = "pushed "
 // ticket; the branch stays in the clone. It reports whether the branch is on the remote.
 func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.Repo, id int64, branch string) bool {
 	if repo.PushRemote == "" || branch == "" {
+		return false
+	}
+	if err := refuseProtected(ctx, repo, branch); err != nil {
+		log.Error("branch not pushed", "branch", branch, "remote", repo.PushRemote, "err", err)
+		if nerr := d.Store.AddNote(ctx, id, d.Store.Node(), fmt.Sprintf("not pushed %s to %s: %v", branch, repo.PushRemote, err)); nerr != nil {
+			log.Warn("note the refused push", "err", nerr)
+		}
 		return false
 	}
 	err := worktree.PushToRemote(ctx, repo.Path, repo.PushRemote, branch, pushToken(repo))
@@ -85,6 +93,28 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 			d.pushBranch(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
 		}
 	}
+}
+
+// refuseProtected returns an error when branch holds a change to a path that runs elsewhere
+// (see tools.ProtectedPath) that repo does not allow: such a branch is never pushed. The
+// changes are read from git's objects, since base_ref, never from a working copy; a branch
+// whose changes cannot be listed is not pushed either.
+func refuseProtected(ctx context.Context, repo config.Repo, branch string) error {
+	paths, err := worktree.BranchChanges(ctx, repo.Path, cmpOrHEAD(repo.BaseRef), branch)
+	if err != nil {
+		return fmt.Errorf("its changes could not be checked for protected paths: %w", err)
+	}
+	if bad := tools.ProtectedIn(paths, repo.AllowPaths); len(bad) > 0 {
+		return fmt.Errorf("it changes files that run elsewhere (%s); allow them with repos.<name>.allow_paths if they belong in the fix", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func cmpOrHEAD(ref string) string {
+	if ref == "" {
+		return "HEAD"
+	}
+	return ref
 }
 
 // pushToken is push_remote's credential: the value of push_token_env, "" without one.

@@ -51,6 +51,9 @@ func writeChecks(b *strings.Builder, in reportInput) {
 		for _, n := range g.New {
 			fmt.Fprintf(b, "- new failure (the base commit did not have it): %s\n", oneLine(n))
 		}
+		for _, w := range g.Weakened {
+			fmt.Fprintf(b, "- changes a test the base passed (never shipped by itself; it ran in its base version and in the change's): %s\n", oneLine(w))
+		}
 		for _, tl := range g.TimedOut {
 			fmt.Fprintf(b, "- timed out, and timed out again when re-run on its own (not shown to be the change's): %s\n", oneLine(tl))
 		}
@@ -83,6 +86,9 @@ func writeChecks(b *strings.Builder, in reportInput) {
 			}
 			b.WriteString("\n")
 		}
+	}
+	if d := pipeline.TestChangesDiff(in.Diff, out.Evidence); g != nil && d != "" {
+		fmt.Fprintf(b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n```diff\n%s\n```\n\n", clipLines(d, 200))
 	}
 	if g != nil {
 		for _, c := range out.Checks {
@@ -122,7 +128,11 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 		b.WriteString("\n## For the human\n\n")
 		b.WriteString("The change above is complete and passes the checks, but nothing showed that it fixes the reported bug: no test fails at the base commit and passes with it.")
 		if in.Ending == "retry" {
+			// The ticket is back in the queue: accept takes an escalated ticket's kept change
+			// only (a queued one may be claimed meanwhile), so the step is for its escalation.
 			b.WriteString(" The next attempt is told so and must add a test that reproduces the bug first.")
+			fmt.Fprintf(b, "\n\nNext step, if the ticket escalates with this patch kept: add a test that reproduces the bug, or accept the patch: `ticketctl accept %d`\n", t.ID)
+			return
 		}
 		fmt.Fprintf(b, "\n\nNext step: add a test that reproduces the bug, or accept the patch: `ticketctl accept %d`\n", t.ID)
 	case in.Ending == string(store.StateEscalated):
@@ -130,6 +140,10 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 		b.WriteString(escalationWhy(out))
 		b.WriteString(" Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
 		fmt.Fprintf(b, "    ticketctl requeue %d\n", t.ID)
+		if out.Status == pipeline.StatusTestsChanged && in.Branch != "" {
+			b.WriteString("\nThe gate refused this change by rule: it changes tests the base passed, or the checks themselves. When it is right (a fix that changes behaviour a test pins, a fixture the fix needs), publish the kept branch as the ticket's fix (branch, patch, report, push and draft pull request as for a done ticket) with:\n\n")
+			fmt.Fprintf(b, "    ticketctl accept %d\n", t.ID)
+		}
 	}
 }
 
@@ -137,6 +151,8 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 func escalationWhy(out pipeline.Outcome) string {
 	g := out.Gate
 	switch {
+	case out.Status == pipeline.StatusTestsChanged:
+		return "The gate refused the last change by rule (it changes tests the base passed, or the checks themselves): another attempt would only pay for the same answer."
 	case out.Status == pipeline.StatusBudget:
 		return "ticketd stopped the attempt at its budget (" + oneLine(out.Reason) + ") before a change passed the checks and the review."
 	case g != nil && !g.Passed && !g.Cancelled:

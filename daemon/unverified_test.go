@@ -60,4 +60,20 @@ func TestUnverifiedNotRepeatedBlind(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
+
+	// The report's next step works: accept publishes the kept unverified patch as the fix.
+	res, err := Accept(context.Background(), n.store, cfg, tk.ID, AcceptOptions{Who: "alice"})
+	if err != nil {
+		t.Fatalf("ticketctl accept %d, as the report says: %v", tk.ID, err)
+	}
+	done, err := n.store.Get(context.Background(), tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != store.StateDone || done.Branch != res.Branch || res.By != "alice" {
+		t.Fatalf("after accept: %s on %q (accepted by %q); want done on %s by alice", done.State, done.Branch, res.By, res.Branch)
+	}
+	if files := strings.TrimSpace(git(t, kv.path, "diff", "--name-only", "main", res.Branch)); files != "kvstore.py" {
+		t.Errorf("the accepted fix branch changes %q; want the kept patch, kvstore.py", files)
+	}
 }

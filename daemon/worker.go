@@ -295,6 +295,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		w.release(bg, log, lease, ctx, fmt.Errorf("open worktree: %w", err))
 		return
 	}
+	ws.SetAllowPaths(repo.AllowPaths)
 	fix := newFixTree(tree, ws)
 	if w.guard != nil {
 		defer w.guard.track(fix)()
@@ -359,8 +360,9 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			}
 			return err
 		},
-		DiskFault: w.diskFaultHook(log, cancel),
-		BaseFile:  tree.FileAtBase,
+		DiskFault:  w.diskFaultHook(log, cancel),
+		BaseFile:   tree.FileAtBase,
+		AllowPaths: repo.AllowPaths,
 	})
 	log.Info("attempt ended", "status", out.Status, "reason", out.Reason, "steps", out.Steps,
 		"tokens", out.Tokens, "duration_s", seconds(out.Duration))
@@ -505,11 +507,15 @@ func (w *workerPool) failAttempt(bg context.Context, log *slog.Logger, lease sto
 	t := lease.Ticket
 	{
 		kind := store.FailFix
-		if out.Status == pipeline.StatusBudget {
+		switch out.Status {
+		case pipeline.StatusBudget:
 			kind = store.FailBudget
+		case pipeline.StatusTestsChanged:
+			kind = store.FailHuman // refused by rule: escalated at once, for ticketctl accept
 		}
-		// The same unverified patch a second time escalates now: a retry would only repeat it.
-		last := lease.Attempt >= t.AttemptLimit() || out.RepeatsUnverified > 0
+		// The same unverified patch a second time escalates now: a retry would only repeat it;
+		// a change refused by rule escalates at once, for ticketctl accept.
+		last := lease.Attempt >= t.AttemptLimit() || out.RepeatsUnverified > 0 || kind == store.FailHuman
 		state := "retry"
 		if last {
 			state = string(store.StateEscalated)

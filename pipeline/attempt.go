@@ -123,6 +123,9 @@ type Job struct {
 	// tests against the code as it was before the change; nil means no test can be
 	// reproduced at the base, so only verifications and base failures can show a fix works.
 	BaseFile func(ctx context.Context, path string) (data []byte, found bool, err error)
+	// AllowPaths are the protected paths the repository allows a fix to hold
+	// (repos.<name>.allow_paths; see tools.ProtectedPath).
+	AllowPaths []string
 }
 
 // Status is how an attempt ended.
@@ -141,6 +144,11 @@ const (
 	// StatusNeedsInfo: the maker asked a human a question (Outcome.Question). The ticket
 	// waits for the answer; the attempt is not charged.
 	StatusNeedsInfo Status = "needs_info"
+	// StatusTestsChanged: the change weakens tests the base passed (Gate.Weakened: edited,
+	// skipped, deleted or renamed), or still carries suppressions, test configuration or
+	// protected paths after being told (see findings.go). It is never shipped by itself: the
+	// ticket escalates at once, its patch and branch kept, and a human may accept it.
+	StatusTestsChanged Status = "tests_changed"
 )
 
 // Outcome is what one attempt produced.
@@ -309,12 +317,18 @@ type attempt struct {
 	unrecorded int
 	tri        *Triage
 	flaky      []string
+	// changed are the paths the change under check touches (set by runChecks): every check
+	// run sets its test configuration among them to the base commit (see checks).
+	changed    []string
 	targets    []string // tests the maker named on submit: they must pass
 	issueTests []string // tests the issue names that exist in the repository: they must pass
 	// evidenceRefusals counts submits refused because nothing showed the fix works;
 	// lastRefusal is the last refused submit, to stop an attempt that repeats itself.
 	evidenceRefusals int
 	lastRefusal      *refusal
+	// findingRefusals counts submits refused for suppressions, test configuration or
+	// protected paths (see findings.go).
+	findingRefusals int
 	// verified caches the verification commands' runs on one diff (see evidence.go);
 	// lastEvidence is the last evidence step's finding.
 	verified     *verificationRuns

@@ -82,9 +82,6 @@ func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 // set, that patch instead of the fix).
 func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]string) (*Runner, Job, *calls) {
 	t.Helper()
-	_, err := validate.ResolvePytest(context.Background())
-	testenv.Need(t, testenv.Pytest, err)
-	dir := t.TempDir()
 	files := map[string]string{
 		"calc.py":      buggy,
 		"test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
@@ -92,12 +89,23 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 	for name, content := range extra {
 		files[name] = content
 	}
-	gitRun := fixtureRepo(t, dir, files)
-
-	c.Match = "double is wrong"
 	if c.Patch == "" {
 		c.Patch = fixPatch
 	}
+	return setupRepoAttempt(t, files, Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"}, c)
+}
+
+// setupRepoAttempt is an attempt at ticket in a fresh repository holding files, with the
+// scripted model answering c (matched on the ticket's title), real pytest as the gate and
+// its baseline run.
+func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c scriptedmodel.Case) (*Runner, Job, *calls) {
+	t.Helper()
+	_, err := validate.ResolvePytest(context.Background())
+	testenv.Need(t, testenv.Pytest, err)
+	dir := t.TempDir()
+	gitRun := fixtureRepo(t, dir, files)
+
+	c.Match = ticket.Title
 	server, err := scriptedmodel.New([]scriptedmodel.Case{c}, scriptedmodel.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +129,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
 	job := Job{
-		Ticket:   Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"},
+		Ticket:   ticket,
 		Dir:      dir,
 		Checks:   checks,
 		Baseline: vr.Run(context.Background(), dir, checks),

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strings"
 
@@ -16,19 +14,22 @@ import (
 
 // No evidence, no ship. Passing the checks says a change broke nothing the base had; it
 // does not say the change fixes the ticket. Before a change is reviewed, the evidence step
-// looks for something that fails at the base commit and passes with the change:
+// looks for something that fails at the base commit and passes with the change, each in the
+// base's own words:
 //
-//   - a test the change adds or edits (or the maker names), run in the sandbox against the
-//     code as it was at the base commit — the worktree's non-test files set back to their
-//     base versions for that run, the tests as the maker left them;
-//   - a target test (named by the issue or triage) or any other test that failed at the
-//     base and passes now, run alone to show it still exists and passes;
+//   - a test that exists at the base commit, in its base version: it failed at the base and
+//     ran and passed in the gate's test view (the change's code, the base's tests). An edit to
+//     an existing test is never its own evidence; it is listed as a test change;
+//   - a test the change adds: run in the sandbox against the code as it was at the base
+//     commit (the worktree's non-test files set back to their base versions, the base's test
+//     configuration) it fails, and it ran and passed with the change;
 //   - a triage verification command that fails at the base commit and passes with the change.
 //
-// Without any, a repository with a test suite sends the change back once or twice, asking
-// for a regression test (and saying which of the maker's tests pass at the base too); after
-// that, or in a repository without tests, the attempt ends unverified: never shipped, its
-// patch kept for a human.
+// Only a test that ran and passed counts as passing: skipped, xfailed, xpassed, deselected or
+// not collected never do. Without any evidence, a repository with a test suite sends the
+// change back once or twice, asking for a regression test (and saying which of the maker's
+// tests pass at the base too); after that, or in a repository without tests, the attempt
+// ends unverified: never shipped, its patch kept for a human.
 
 // MaxEvidenceRefusals bounds the submits sent back for lack of evidence in one attempt; the
 // next submit without evidence ends the attempt unverified.
@@ -36,35 +37,56 @@ const MaxEvidenceRefusals = 2
 
 // Evidence is what the evidence step found for one submitted change.
 type Evidence struct {
-	// Reproduced are tests that fail at the base commit and pass with the change
-	// ("check: node id", or "check: files" when the base run could not start any test).
+	// Reproduced are tests that exist at the base commit and, in their base version, fail at
+	// the base commit and passed with the change ("check: node id").
 	Reproduced []string `json:"reproduced,omitempty"`
-	// PassAtBase are tests the change adds or the maker named that pass at the base commit
-	// too: they do not show the bug.
+	// NewTests are tests the change adds that fail against the base commit's code and
+	// passed with the change ("check: node id").
+	NewTests []string `json:"new_tests,omitempty"`
+	// PassAtBase are tests the change adds or the maker named that do not fail at the base
+	// commit: they do not show the bug.
 	PassAtBase []string `json:"pass_at_base,omitempty"`
 	// Verified are verification commands that fail at the base commit and pass with the change.
 	Verified []string `json:"verified,omitempty"`
+	// TestChanges are the test files of the base commit that the change edits: never evidence
+	// on their own (their base versions ran), listed for the human with their diff.
+	TestChanges []string `json:"test_changes,omitempty"`
+	// InfraChanges are the test configuration files (conftest.py, pytest.ini, ...) the change
+	// edits: the checks ran with the base commit's versions.
+	InfraChanges []string `json:"infra_changes,omitempty"`
 	// Notes say what could not be checked, and why.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // Found reports whether anything shows the change fixes the bug.
-func (e *Evidence) Found() bool { return e != nil && len(e.Reproduced)+len(e.Verified) > 0 }
+func (e *Evidence) Found() bool {
+	return e != nil && len(e.Reproduced)+len(e.NewTests)+len(e.Verified) > 0
+}
 
-// Text is the evidence in a few lines, for the judge, the report and the maker.
+// Text is the evidence in a few lines, for the judge, the report and the maker: which
+// version of each test ran, and how it ended.
 func (e *Evidence) Text() string {
 	if e == nil {
 		return ""
 	}
 	var b strings.Builder
 	if len(e.Reproduced) > 0 {
-		fmt.Fprintf(&b, "Tests that fail at the base commit and pass with the change: %s\n", strings.Join(clipList(e.Reproduced, 10), ", "))
+		fmt.Fprintf(&b, "Base tests, run as the base commit has them, that failed there and ran and passed with the change: %s\n", strings.Join(clipList(e.Reproduced, 10), ", "))
+	}
+	if len(e.NewTests) > 0 {
+		fmt.Fprintf(&b, "New tests that failed at the base commit and ran and passed with the change: %s\n", strings.Join(clipList(e.NewTests, 10), ", "))
 	}
 	if len(e.Verified) > 0 {
 		fmt.Fprintf(&b, "Verifications that fail at the base commit and pass with the change: %s\n", strings.Join(e.Verified, "; "))
 	}
 	if len(e.PassAtBase) > 0 {
-		fmt.Fprintf(&b, "Tests of the change that pass at the base commit too (they do not show the bug): %s\n", strings.Join(clipList(e.PassAtBase, 10), ", "))
+		fmt.Fprintf(&b, "Tests of the change that do not fail at the base commit (they do not show the bug): %s\n", strings.Join(clipList(e.PassAtBase, 10), ", "))
+	}
+	if len(e.TestChanges) > 0 {
+		fmt.Fprintf(&b, "Edited test files of the base commit (never evidence; their base versions ran): %s\n", strings.Join(clipList(e.TestChanges, 10), ", "))
+	}
+	if len(e.InfraChanges) > 0 {
+		fmt.Fprintf(&b, "Edited test configuration (not used; the checks ran the base commit's): %s\n", strings.Join(clipList(e.InfraChanges, 10), ", "))
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "Note: %s\n", n)
@@ -92,47 +114,28 @@ var errNoBaseReader = errors.New("the base commit's files cannot be read in this
 // passing gate of the full checks on it. An error means the worktree could not be put back
 // as the maker left it: the attempt must stop.
 func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g Gate) (*Evidence, error) {
-	ev := &Evidence{}
-	baseFailing, curFailing := FailingTests(a.job.Baseline), FailingTests(g.Results)
+	a.changed = changed
+	ev := &Evidence{InfraChanges: infraPaths(changed)}
+	baseFailing := FailingTests(a.job.Baseline)
 	testFiles := a.changedTestModules(changed)
 	named := a.targetTests()
+	ev.TestChanges = a.editedTests(ctx, changed)
 
-	// Tests that failed at the base and do not fail now (targets among them): run alone, to
-	// show they still exist and pass, not that they were deleted or skipped.
+	// Tests of the base commit, in their base version: failed at the base, ran and passed in
+	// the gate's test view.
 	for _, c := range a.testChecks() {
-		var fixed []string
-		for _, id := range baseFailing[c.Name] {
-			if !slices.Contains(curFailing[c.Name], id) {
-				fixed = append(fixed, id)
-			}
-		}
-		if len(fixed) == 0 {
+		view := resultNamed(g.Results, c.Name)
+		if view == nil {
 			continue
 		}
-		switch c.Kind {
-		case validate.KindPytest:
-			alone := c
-			alone.Only = fixed
-			res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{alone})
-			if len(res) == 1 && res[0].Passed && res[0].Tests >= len(fixed) {
-				for _, id := range fixed {
-					ev.Reproduced = append(ev.Reproduced, c.Name+": "+id)
-				}
-			}
-		case validate.KindUnittest:
-			if cur := resultNamed(g.Results, c.Name); cur != nil && cur.Tests >= resultTests(a.job.Baseline, c.Name) {
-				for _, id := range fixed {
-					ev.Reproduced = append(ev.Reproduced, c.Name+": "+id)
-				}
+		for _, id := range baseFailing[c.Name] {
+			if outcomeAt(view.Outcomes, id) == validate.OutcomePassed {
+				ev.Reproduced = append(ev.Reproduced, c.Name+": "+id)
 			}
 		}
 	}
 
-	// The change's own tests, and the verifications, against the code of the base commit.
-	var newIDs []string
-	for _, f := range testFiles {
-		newIDs = append(newIDs, a.newTestIDs(ctx, f)...)
-	}
+	// The change's new tests, and the verifications, against the code of the base commit.
 	type baseRun struct {
 		c   validate.Check
 		res validate.Result
@@ -156,12 +159,12 @@ func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g
 			if c.Kind == validate.KindPytest {
 				run.Only = only
 			}
-			if res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{run}); len(res) == 1 {
+			if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{run}); len(res) == 1 {
 				baseRuns = append(baseRuns, baseRun{c, res[0]})
 			}
 		}
 		for _, vc := range verify {
-			res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{vc.check})
+			res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check})
 			if len(res) == 1 {
 				verBase = append(verBase, &res[0])
 			} else {
@@ -182,22 +185,26 @@ func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g
 		}
 	}
 	for _, br := range baseRuns {
-		failing := FailingTests([]validate.Result{br.res})[br.c.Name]
-		if br.res.Tests < 0 && !br.res.Passed {
-			// No test could start at the base (a conftest.py importing what the change adds):
-			// the tests depend on the change.
-			ev.Reproduced = append(ev.Reproduced, fmt.Sprintf("%s: %s (no test could run at the base commit: %s)", br.c.Name, strings.Join(testFiles, ", "), br.res.Summary))
+		if br.res.Outcomes == nil {
+			ev.Notes = append(ev.Notes, fmt.Sprintf("%s: the change's tests gave no per-test report at the base commit (%s)", br.c.Name, br.res.Summary))
 			continue
 		}
-		for _, id := range failing {
+		own := g.own[br.c.Name]
+		for _, id := range a.newTests(ctx, br.c.Name, testFiles, own) {
 			key := br.c.Name + ": " + id
-			if !slices.Contains(curFailing[br.c.Name], id) && !slices.Contains(ev.Reproduced, key) {
-				ev.Reproduced = append(ev.Reproduced, key)
+			atBase := outcomeAt(br.res.Outcomes, id)
+			switch {
+			case atBase.Failing() && outcomeAt(own, id) == validate.OutcomePassed:
+				if !slices.Contains(ev.NewTests, key) {
+					ev.NewTests = append(ev.NewTests, key)
+				}
+			case !atBase.Failing() && !slices.Contains(ev.PassAtBase, id):
+				ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, atBase))
 			}
 		}
-		for _, id := range append(slices.Clone(a.targets), newIDs...) {
-			if !failsIn(failing, id) && !slices.Contains(ev.PassAtBase, id) {
-				ev.PassAtBase = append(ev.PassAtBase, id)
+		for _, id := range a.targets {
+			if o := outcomeAt(br.res.Outcomes, id); o != validate.OutcomeMissing && !o.Failing() && !slices.ContainsFunc(ev.PassAtBase, func(p string) bool { return strings.HasPrefix(p, id) }) {
+				ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, o))
 			}
 		}
 	}
@@ -207,7 +214,7 @@ func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g
 		if i < len(verBase) {
 			vr.base = verBase[i]
 		}
-		if res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
+		if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
 			vr.after = &res[0]
 		}
 		if vr.base != nil && vr.after != nil && !vr.base.Passed && vr.after.Passed {
@@ -219,17 +226,56 @@ func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g
 	return ev, nil
 }
 
-// failsIn reports whether test id (possibly without parameters) is among failing, or its
-// module failed to import (pytest's "file::module" collection error).
-func failsIn(failing []string, id string) bool {
-	file, _, _ := strings.Cut(id, "::")
-	module := strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".")
-	for _, f := range failing {
-		if f == id || strings.HasPrefix(f, id+"[") || f == file+"::"+module {
-			return true
+// passAtBaseText names a test that did not fail at the base commit, with how it ended there
+// when that was not a pass.
+func passAtBaseText(id string, o validate.Outcome) string {
+	if o == validate.OutcomePassed {
+		return id
+	}
+	return fmt.Sprintf("%s (%s at the base commit)", id, outcomeWords(o))
+}
+
+// newTests are the tests of check that the change adds in files (its test modules): those
+// its own run reported that the base commit's run did not have; without per-test outcomes
+// at the base, the test functions the base versions of the files lack.
+func (a *attempt) newTests(ctx context.Context, check string, files []string, own map[string]validate.Outcome) []string {
+	base := resultNamed(a.job.Baseline, check)
+	if base == nil || base.Outcomes == nil || own == nil {
+		var out []string
+		for _, f := range files {
+			out = append(out, a.newTestIDs(ctx, f)...)
+		}
+		return out
+	}
+	var out []string
+	for id := range own {
+		if isTestID(id) && touches(files, id) && validate.OutcomeOf(base.Outcomes, id) == validate.OutcomeMissing {
+			out = append(out, id)
 		}
 	}
-	return false
+	slices.Sort(out)
+	return out
+}
+
+// isTestID reports whether an outcome's id names a test: a pytest node id (file::name) or a
+// unittest dotted id (module.Class.test), not a module pytest reports by its path alone.
+func isTestID(id string) bool {
+	return strings.Contains(id, "::") || !strings.HasSuffix(id, ".py") && strings.Contains(id, ".")
+}
+
+// editedTests are the test paths of changed that the base commit has: edits to existing
+// tests (or their removal), which the report lists and never counts as evidence.
+func (a *attempt) editedTests(ctx context.Context, changed []string) []string {
+	var out []string
+	for _, p := range changed {
+		if !a.isTestPath(p) || isInfraPath(p) || a.job.BaseFile == nil {
+			continue
+		}
+		if _, found, err := a.job.BaseFile(ctx, p); err == nil && found {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // testChecks are the job's pytest and unittest checks.
@@ -261,13 +307,6 @@ func resultNamed(results []validate.Result, name string) *validate.Result {
 		}
 	}
 	return nil
-}
-
-func resultTests(results []validate.Result, name string) int {
-	if r := resultNamed(results, name); r != nil {
-		return r.Tests
-	}
-	return 0
 }
 
 // newTestIDs are the test functions of test module file that its base version lacks.
@@ -343,86 +382,13 @@ func (e *restoreError) Unwrap() error { return e.err }
 
 // atBase runs fn with every changed path that is not a test (isTestPath) as it is at the base
 // commit — its base content, or absent when the change added it — and then puts each back
-// as the change left it. Only regular files are touched, through an os.Root of the worktree,
-// so no path (a symlink a check planted) leads outside it. A failure to put a file back is a
-// *restoreError.
+// as the change left it (see swapToBase).
 func (a *attempt) atBase(ctx context.Context, changed []string, fn func()) error {
-	if a.job.BaseFile == nil {
-		return errNoBaseReader
-	}
-	root, err := os.OpenRoot(a.job.Dir)
-	if err != nil {
-		return fmt.Errorf("open worktree: %w", err)
-	}
-	defer root.Close()
-	type swap struct {
-		path            string
-		now, base       []byte
-		mode            fs.FileMode
-		existed, inBase bool
-	}
-	var swaps []swap
+	var code []string
 	for _, p := range changed {
-		if a.isTestPath(p) || hasGitElement(p) {
-			continue
-		}
-		s := swap{path: p, mode: 0o644}
-		fi, err := root.Lstat(p)
-		switch {
-		case err == nil && fi.Mode().IsRegular():
-			if s.now, err = root.ReadFile(p); err != nil {
-				return fmt.Errorf("read %s: %w", p, err)
-			}
-			s.existed, s.mode = true, fi.Mode().Perm()
-		case err == nil:
-			return fmt.Errorf("%s is not a regular file (%s); not touched", p, fi.Mode().Type())
-		case !errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("stat %s: %w", p, err)
-		}
-		if s.base, s.inBase, err = a.job.BaseFile(ctx, p); err != nil {
-			return fmt.Errorf("read %s at the base commit: %w", p, err)
-		}
-		if s.existed || s.inBase {
-			swaps = append(swaps, s)
+		if !a.isTestPath(p) {
+			code = append(code, p)
 		}
 	}
-	put := func(p string, data []byte, mode fs.FileMode, present bool) error {
-		if !present {
-			if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			return nil
-		}
-		if dir := path.Dir(p); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		if err := root.WriteFile(p, data, mode); err != nil {
-			return err
-		}
-		return root.Chmod(p, mode) // WriteFile keeps an existing file's mode
-	}
-	var errs []error
-	done := 0
-	for _, s := range swaps {
-		if err := put(s.path, s.base, s.mode, s.inBase); err != nil {
-			errs = append(errs, fmt.Errorf("set %s to the base commit: %w", s.path, err))
-			break
-		}
-		done++
-	}
-	if len(errs) == 0 {
-		fn()
-	}
-	var restore []error
-	for _, s := range swaps[:min(done+1, len(swaps))] {
-		if err := put(s.path, s.now, s.mode, s.existed); err != nil {
-			restore = append(restore, fmt.Errorf("%s: %w", s.path, err))
-		}
-	}
-	if len(restore) > 0 {
-		return &restoreError{errors.Join(restore...)}
-	}
-	return errors.Join(errs...)
+	return a.swapToBase(ctx, code, fn)
 }

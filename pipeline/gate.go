@@ -46,6 +46,15 @@ type Gate struct {
 	// Cancelled says the checks were cut short from outside (the attempt's budget, a
 	// shutdown): the gate judged nothing, and the attempt ends as what stopped it.
 	Cancelled bool
+	// Weakened names the tests that pass at the base commit and, where the change touched
+	// them, do not pass in their base version with it ("check: id: what"): a change that
+	// removes, renames, skips, xfails or rewrites a test the base passed. Such a change is
+	// never shipped by itself (StatusTestsChanged).
+	Weakened []string
+
+	// own is each test check's run of the change's own test modules as the change left them
+	// (check → outcomes), nil for a check that did not run them.
+	own map[string]map[string]validate.Outcome
 
 	// newTests names the new failures that are single tests (check → node ids): what a
 	// flake re-run can retry.

@@ -232,6 +232,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 // tests the change can affect run first (see firstTier); their failures come back at once,
 // and the whole suite, on which the verdict is made, runs only when they pass.
 func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate) {
+	a.changed = changed
 	first, failed := a.firstTier(ctx, changed)
 	if first != nil {
 		a.firstTierTime += first.Duration
@@ -253,32 +254,6 @@ func (a *attempt) runChecks(ctx context.Context, changed []string) (string, Gate
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
 	return "The checks fail (compared with the base commit): " + g.Text, g
-}
-
-// fullChecks runs every configured check and applies the gate: flakes re-run, targets required.
-func (a *attempt) fullChecks(ctx context.Context) Gate {
-	results := a.r.Checks.Run(ctx, a.job.Dir, a.job.Checks)
-	results, slow := a.retryTimeouts(ctx, a.job.Checks, results)
-	g := Compare(a.job.Baseline, results)
-	if len(slow) > 0 {
-		g.Slow = slow
-		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))
-	}
-	if g.Cancelled {
-		return g
-	}
-	if len(g.newTests) > 0 {
-		// A test that passed at the base and fails now may be flaky: re-run it alone before
-		// blaming the fix.
-		rerun, flaky := Rerun(ctx, a.r.Checks, a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
-		if len(flaky) > 0 {
-			g = Compare(a.job.Baseline, rerun)
-			g.Flaky = flaky
-			g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
-			a.noteFlaky(flaky)
-		}
-	}
-	return a.requireTargets(ctx, g)
 }
 
 // noteFlaky records tests that failed, then passed alone, once each per attempt.
@@ -430,6 +405,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		}
 	}
 	changed := a.changedPaths(ctx, diff)
+	if found := a.submitFindings(diff, changed); len(found) > 0 {
+		return a.answerFindings(s.Summary, found)
+	}
 	_, gate := a.runChecks(ctx, changed)
 	a.lastGate = &gate
 	if gate.Cancelled && ctx.Err() != nil {
@@ -442,6 +420,9 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
 		failed := a.stop(ctx, Outcome{Summary: s.Summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
 		return toolResult{final: &failed}
+	}
+	if len(gate.Weakened) > 0 {
+		return a.weakenedStop(s.Summary, gate)
 	}
 	if !gate.Passed {
 		a.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))

@@ -87,10 +87,12 @@ type bugChecks struct{}
 
 func (bugChecks) Run(_ context.Context, dir string, checks []validate.Check) []validate.Result {
 	src, _ := os.ReadFile(filepath.Join(dir, "calc.py"))
-	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Passed: true, Tests: 1, Summary: "1 passed"}
+	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Passed: true, Tests: 1, Summary: "1 passed",
+		Outcomes: map[string]validate.Outcome{"test_calc.py::test_double": validate.OutcomePassed}}
 	if strings.Contains(string(src), "x + x + 1") {
 		r.Passed, r.Summary = false, "1 failed"
 		r.Findings = []validate.Finding{{Test: "test_calc.py::test_double", Message: "assert 5 == 4"}}
+		r.Outcomes = map[string]validate.Outcome{"test_calc.py::test_double": validate.OutcomeFailed}
 	}
 	return []validate.Result{r}
 }

@@ -347,7 +347,7 @@ func (a *attempt) criteriaEvidence(ctx context.Context, diff string) string {
 		runs = &verificationRuns{diff: diff}
 		for _, vc := range a.verificationChecks() {
 			vr := verificationRun{v: vc.v, what: vc.what}
-			if res := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
+			if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
 				vr.after = &res[0]
 			}
 			runs.items = append(runs.items, vr)

@@ -31,7 +31,7 @@ func (a *attempt) retryTimeouts(ctx context.Context, checks []validate.Check, re
 			continue
 		}
 		first := validate.LoadAverage()
-		rerun := a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{c})
+		rerun := a.checks().Run(ctx, a.job.Dir, []validate.Check{c})
 		if len(rerun) != 1 || rerun[0].Cancelled {
 			continue
 		}

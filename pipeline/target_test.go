@@ -10,8 +10,9 @@ import (
 )
 
 // In a repository whose base has only an unrelated failure, a fix that adds a passing test for
-// the bug (named on submit) is accepted, and so is one that sharpens an existing test so that
-// it fails at the base; the same fix with no test that shows the bug is never shipped.
+// the bug (named on submit) is accepted; one that rewrites an existing test that pinned the
+// bug is not shipped by itself (its base version fails with the fix: a human decides); the
+// same fix with no test that shows the bug is never shipped.
 func TestTargetTestsAcceptNewTest(t *testing.T) {
 	t.Parallel() // each runs its own scripted model, repository and pytest
 	extra := map[string]string{
@@ -41,8 +42,8 @@ func TestTargetTestsAcceptNewTest(t *testing.T) {
 		targets  []string
 		evidence string
 	}{
-		{"fix with a new passing test", fixPatch + pin + doubleTwoTest, extra, StatusFixed, []string{"test_double_two.py::test_double_two"}, "test_double_two.py::test_double_two"},
-		{"fix that sharpens the pinning test", fixPatch + pin, extra, StatusFixed, nil, "test_calc.py::test_zero"},
+		{"fix with a new passing test", fixPatch + doubleTwoTest, noPin, StatusFixed, []string{"test_double_two.py::test_double_two"}, "test_double_two.py::test_double_two"},
+		{"fix that rewrites the pinning test", fixPatch + pin, extra, StatusTestsChanged, nil, ""},
 		{"negative control: fix without a test that shows the bug", fixPatch, noPin, StatusUnverified, nil, ""},
 	}
 	for _, tt := range tests {
@@ -54,10 +55,16 @@ func TestTargetTestsAcceptNewTest(t *testing.T) {
 			if out.Status != tt.status {
 				t.Fatalf("status %s (%s), want %s\nhistory:\n%s", out.Status, out.Reason, tt.status, strings.Join(out.History, "\n"))
 			}
-			if out.Gate == nil || !slices.Equal(out.Gate.Targets, tt.targets) {
+			if out.Gate == nil || tt.status != StatusTestsChanged && !slices.Equal(out.Gate.Targets, tt.targets) {
 				t.Errorf("gate %+v, want targets %v", out.Gate, tt.targets)
 			}
-			if got := strings.Join(out.Evidence.Reproduced, ", "); tt.evidence != "" && !strings.Contains(got, tt.evidence) {
+			if tt.status == StatusTestsChanged {
+				if !strings.Contains(out.Reason, "changes tests the base passed") || !strings.Contains(out.Reason, "test_calc.py::test_zero") {
+					t.Errorf("reason %q; want it to name the rewritten test", out.Reason)
+				}
+				return
+			}
+			if got := strings.Join(append(out.Evidence.Reproduced, out.Evidence.NewTests...), ", "); tt.evidence != "" && !strings.Contains(got, tt.evidence) {
 				t.Errorf("evidence %q, want it to name %s", got, tt.evidence)
 			}
 			if tt.status == StatusUnverified && (out.Evidence.Found() || !strings.Contains(out.Reason, "unverified, patch attached")) {

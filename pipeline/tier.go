@@ -77,12 +77,12 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 	for _, c := range pytests {
 		c.Only = only
 		ran = append(ran, c)
-		results = append(results, a.r.Checks.Run(ctx, a.job.Dir, []validate.Check{c})...)
+		results = append(results, a.checks().Run(ctx, a.job.Dir, []validate.Check{c})...)
 	}
 	results, _ = a.retryTimeouts(ctx, ran, results)
 	g := Compare(a.job.Baseline, results)
 	if len(g.newTests) > 0 {
-		rerun, flaky := Rerun(ctx, a.r.Checks, a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
+		rerun, flaky := Rerun(ctx, a.checks(), a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
 		if len(flaky) > 0 {
 			results = rerun
 			g = Compare(a.job.Baseline, results)

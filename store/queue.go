@@ -39,6 +39,10 @@ const (
 	// burn the attempt, does not count toward parking for transport faults, and the ticket
 	// waits until Failure.RunAfter.
 	FailRateLimit FailureKind = "rate_limit"
+	// FailHuman: the gate refused the change by rule (it weakens tests the base passed, or
+	// changes the checks themselves), so another attempt would only pay for the same answer:
+	// counts the attempt and escalates at once, for a human to accept or requeue.
+	FailHuman FailureKind = "human"
 )
 
 // Failure describes a stopped attempt.
@@ -269,9 +273,9 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
 	switch f.Kind {
-	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine, FailRateLimit:
+	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine, FailRateLimit, FailHuman:
 	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine or rate_limit", id, f.Kind)
+		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine, rate_limit or human", id, f.Kind)
 	}
 	var to State
 	err := s.write(ctx, "fail", func(ctx context.Context, tx storedriver.Tx) error {
@@ -298,7 +302,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			case FailRateLimit:
 				runAfter = max(now, f.RunAfter.UnixMilli())
 			}
-		case lt.attempts >= lt.maxAttempts || f.Final:
+		case lt.attempts >= lt.maxAttempts || f.Final || f.Kind == FailHuman:
 			to, kind, finished = StateEscalated, "escalated", now
 		default:
 			to, kind = StateQueued, "retry"

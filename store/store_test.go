@@ -210,6 +210,7 @@ func testFail(t *testing.T, e engine) {
 		{"fix with attempts left retries after backoff", FailFix, 3, false, StateQueued, 1, "retry", 48 * time.Second, 72 * time.Second},
 		{"budget counts too", FailBudget, 3, false, StateQueued, 1, "retry", 48 * time.Second, 72 * time.Second},
 		{"fix at max escalates", FailFix, 1, false, StateEscalated, 1, "escalated", 0, 0},
+		{"refused by rule escalates with attempts left", FailHuman, 3, false, StateEscalated, 1, "escalated", 0, 0},
 		{"transport releases without burning", FailTransport, 1, false, StateQueued, 0, "released", 5 * time.Second, 5 * time.Second},
 		{"shutdown releases at once", FailShutdown, 1, false, StateQueued, 0, "released", 0, 0},
 		{"cancel requested wins", FailFix, 3, true, StateCancelled, 1, "cancelled", 0, 0},

@@ -172,6 +172,12 @@ func cmdEscalations(e *env, args []string) error {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "look closer: ticketctl show ID; after fixing the cause: ticketctl requeue ID\n")
+			for _, t := range escalated {
+				if strings.HasPrefix(t.Reason, string(store.FailHuman)+": ") {
+					fmt.Fprintf(e.stderr, "refused by rule, its change kept (%s): when it is right, ticketctl accept ID publishes it\n", "e.g. a fix that changes behaviour a test pins")
+					break
+				}
+			}
 		}
 		if len(asking) > 0 {
 			if len(escalated) > 0 {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 
+	"github.com/ticketd/ticketd/daemon"
 	"github.com/ticketd/ticketd/daemon/status"
 	"github.com/ticketd/ticketd/store"
 )
@@ -31,6 +33,12 @@ func cmdServe(e *env, args []string) error {
 		if e.cfg != nil {
 			opts.ReadOnly = opts.ReadOnly || e.cfg.HTTP.ReadOnly
 			opts.Hosts = e.cfg.HTTP.Hosts
+			cfg := *e.cfg
+			pr, _ := e.pullRequests(s)
+			opts.Accept = func(ctx context.Context, id int64, who string) (string, error) {
+				res, err := daemon.Accept(ctx, s, cfg, id, daemon.AcceptOptions{Who: who, PullRequest: pr})
+				return res.Branch, err
+			}
 		}
 		srv, err := status.New(s, opts)
 		if err != nil {

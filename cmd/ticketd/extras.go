@@ -27,6 +27,14 @@ func startExtras(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error 
 	if gh != nil {
 		opts.Collectors = gh.Collectors()
 	}
+	opts.Accept = func(ctx context.Context, id int64, who string) (string, error) {
+		ao := daemon.AcceptOptions{Who: who, Logger: log}
+		if gh != nil && gh.Publisher != nil {
+			ao.PullRequest = gh.Publisher.PullRequest
+		}
+		res, err := daemon.Accept(ctx, d.Store, d.Config, id, ao)
+		return res.Branch, err
+	}
 	srv, err := status.New(d.Store, opts)
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/spell"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -216,6 +217,12 @@ type Repo struct {
 	// ("TOKEN", sent as x-access-token, or "USER:TOKEN"), sent in a header: never put one in
 	// the remote's URL, which every git process of the clone can read.
 	PushTokenEnv string `yaml:"push_token_env"`
+	// AllowPaths are protected paths the maker's tools may write in this repository and
+	// its fix branches may hold (see tools.ProtectedPath: CI and hook configuration,
+	// editor folders, .gitattributes, .gitmodules, dependency manifests and lockfiles,
+	// modules named like a check's tool, bytecode): a path, a folder ending in "/", or a
+	// pattern like .github/workflows/*.yml. Empty: none.
+	AllowPaths []string `yaml:"allow_paths,omitempty"`
 }
 
 // Log selects the log format ("text": tint, coloured only on a terminal; "json") and level.
@@ -529,6 +536,11 @@ func (c Config) Validate() error {
 		for j, f := range r.Instructions {
 			if clean := path.Clean(f); f == "" || path.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(f, "\\") || clean == ".git" || strings.HasPrefix(clean, ".git/") {
 				bad("repos.%s.instructions[%d]: %q must be a file path relative to the repository root, like AGENTS.md or docs/agents.md", name, j, f)
+			}
+		}
+		for j, p := range r.AllowPaths {
+			if err := tools.CheckAllowPattern(p); err != nil {
+				bad("repos.%s.allow_paths[%d]: %v", name, j, err)
 			}
 		}
 		for j, ch := range r.Checks {

@@ -280,6 +280,9 @@ func TestReviewQuestionsInstructions(t *testing.T) {
 	withInstr := func(list string) string {
 		return strings.Replace(valid, "    checks:", "    instructions: "+list+"\n    checks:", 1)
 	}
+	withAllow := func(list string) string {
+		return strings.Replace(valid, "    checks:", "    allow_paths: "+list+"\n    checks:", 1)
+	}
 	tests := []struct {
 		name, yaml string
 		want       string // substring of the error; "" means valid
@@ -298,6 +301,10 @@ func TestReviewQuestionsInstructions(t *testing.T) {
 		{name: "instructions outside", yaml: withInstr("[../secrets.md]"), want: `repos.app.instructions[0]: "../secrets.md" must be a file path relative to the repository root`},
 		{name: "instructions absolute", yaml: withInstr("[/etc/passwd]"), want: `repos.app.instructions[0]`},
 		{name: "instructions in .git", yaml: withInstr("[.git/config]"), want: `repos.app.instructions[0]`},
+		{name: "allow paths", yaml: withAllow("[requirements.txt, .github/workflows/*.yml, .vscode/]")},
+		{name: "allow path outside", yaml: withAllow("[../x]"), want: `repos.app.allow_paths[0]: "../x" must be a clean path relative to the repository root`},
+		{name: "allow path bad pattern", yaml: withAllow(`["[a"]`), want: `repos.app.allow_paths[0]: "[a" is not a valid pattern`},
+		{name: "allow path in .git", yaml: withAllow("[.git/hooks/x]"), want: `repos.app.allow_paths[0]: ".git/hooks/x" names .git`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -153,6 +153,13 @@ func marker(kind string, ticketID int64) string {
 	return fmt.Sprintf("<!-- ticketd:%s ticket=%d -->", kind, ticketID)
 }
 
+// PullRequest pushes done ticket t's branch and opens its draft pull request, or finds the one
+// already open for that branch, and records it: what Publish does for each done ticket, for
+// one ticket now (an accepted escalation).
+func (p *Publisher) PullRequest(ctx context.Context, t store.Ticket) (string, error) {
+	return p.pullRequest(ctx, t)
+}
+
 func (p *Publisher) pullRequest(ctx context.Context, t store.Ticket) (string, error) {
 	tg, ref, num, err := p.target(t.ExternalID)
 	if err != nil {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -76,7 +78,17 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 		targets = append(targets, Target{Name: r.Name, Dir: cfg.Repos[r.Repo].Path, PushURL: r.PushURL, Base: r.Base})
 	}
 	if g.Output.Enabled {
+		repos := map[string]config.Repo{}
+		for _, r := range cfg.Repos {
+			repos[r.Path] = r
+		}
 		s.Publisher = &Publisher{Client: client, Store: st, Targets: targets, Token: token, Logger: log,
+			Push: func(ctx context.Context, dir, remoteURL, branch, token string) error {
+				if err := refuseProtected(ctx, repos[dir], dir, branch); err != nil {
+					return err
+				}
+				return worktree.Push(ctx, dir, remoteURL, branch, token)
+			},
 			Branches: func(ctx context.Context, dir string, id int64) ([]string, error) {
 				return worktree.Branches(ctx, dir, fmt.Sprintf("ticketd/%d-", id))
 			}}
@@ -143,4 +155,21 @@ func (s *Syncer) Run(ctx context.Context) {
 			s.logErr("github watch", err)
 		}
 	}
+}
+
+// refuseProtected refuses to publish a branch that changes a path that runs elsewhere (see
+// tools.ProtectedPath) which repo does not allow, read from git's objects since its base_ref.
+func refuseProtected(ctx context.Context, repo config.Repo, dir, branch string) error {
+	base := repo.BaseRef
+	if base == "" {
+		base = "HEAD"
+	}
+	paths, err := worktree.BranchChanges(ctx, dir, base, branch)
+	if err != nil {
+		return fmt.Errorf("branch %s not pushed: its changes could not be checked for protected paths: %w", branch, err)
+	}
+	if bad := tools.ProtectedIn(paths, repo.AllowPaths); len(bad) > 0 {
+		return fmt.Errorf("branch %s not pushed: it changes files that run elsewhere (%s); allow them with repos.<name>.allow_paths if they belong in the fix", branch, strings.Join(bad, "; "))
+	}
+	return nil
 }

@@ -62,8 +62,14 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			s.message(w, http.StatusBadRequest, "Not done", err.Error(), back)
 			return
 		}
+	case "accept":
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute) // a push and a pull request
+		defer cancel()
+		if err = s.acceptAction(ctx, w, r, id); err == nil {
+			return
+		}
 	default:
-		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue, cancel and budget.", act), back)
+		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue, cancel, budget and accept.", act), back)
 		return
 	}
 	switch {

@@ -63,7 +63,7 @@ type actionForm struct {
 var pages = func() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"home", "list", "ticket", "nights", "message", "confirm"} {
+	for _, name := range []string{"home", "list", "ticket", "nights", "message", "confirm", "accept"} {
 		out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return out

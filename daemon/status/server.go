@@ -39,6 +39,8 @@ type Server struct {
 	// csrf is this process's token for the action forms: a page served by this process
 	// carries it, a forged form elsewhere cannot know it.
 	csrf string
+	// accept publishes an escalated ticket's kept change (Options.Accept); nil: not offered.
+	accept AcceptFunc
 }
 
 // Options configure New; zero fields take the defaults.
@@ -56,6 +58,9 @@ type Options struct {
 	// Results reads tickets' result files (report, patches, attempt records); default
 	// DirResults, the folder recorded on each ticket.
 	Results Results
+	// Accept publishes an escalated ticket's kept change as its fix (daemon.Accept); nil
+	// hides the button (a page started without the repositories).
+	Accept AcceptFunc
 }
 
 // New returns a status server over st.
@@ -73,7 +78,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("status: action token: %w", err)
 	}
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
-		results: opts.Results, csrf: hex.EncodeToString(token)}
+		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept}
 	if s.results == nil {
 		s.results = DirResults{}
 	}
@@ -101,6 +106,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ticket/{id}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/tickets/"+r.PathValue("id"), http.StatusMovedPermanently)
 	})
+	mux.HandleFunc("GET /tickets/{id}/accept", s.acceptConfirm)
 	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
 	assets := http.FileServerFS(assetFS)
 	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,7 @@ type ticketData struct {
 	CanRequeue  bool
 	CanCancel   bool
 	CanBudget   bool // needs_budget: the page offers to add dollars per attempt
+	CanAccept   bool // an escalated ticket with a kept change, on a page that can publish it
 }
 
 // attemptSection is one attempt number: its folders in the results (a released attempt
@@ -86,6 +87,8 @@ func (s *Server) ticketPage(w http.ResponseWriter, r *http.Request, part string)
 		d.Flash = "Cancel requested."
 	case "budget":
 		d.Flash = "Budget raised: the ticket is back in the queue."
+	case "accept":
+		d.Flash = "Accepted: the kept change is published as the ticket's fix."
 	}
 	s.render(w, http.StatusOK, "ticket", part, d)
 }
@@ -127,6 +130,7 @@ func (s *Server) ticketData(ctx context.Context, id int64) (ticketData, error) {
 	d.CanRequeue = t.State != store.StateQueued && t.State != store.StateRunning
 	d.CanCancel = !t.State.Terminal()
 	d.CanBudget = t.State == store.StateNeedsBudget
+	d.CanAccept = s.canAccept(t)
 	if d.Events, err = s.store.Events(ctx, id); err != nil {
 		d.problem("events", err)
 	}

@@ -383,6 +383,9 @@ func fixReviewed(p *plan, msgs []message) bool {
 	}
 	shown := "\n" + side.String()
 	for _, f := range p.files {
+		if hiddenPath(f.Path) {
+			continue // a CI or editor file holds no part of a bug's cause: a judge does not ask for it
+		}
 		for _, h := range f.Hunks {
 			if !strings.Contains(shown, "\n"+changedCore(h)) {
 				return false
@@ -416,4 +419,15 @@ func changedCore(h Hunk) string {
 		core += "\n"
 	}
 	return core
+}
+
+// hiddenPath reports a path with a dot-folder or dot-file in it (.github/workflows/ci.yml,
+// .vscode/settings.json): configuration around the code, never the code a fix changes.
+func hiddenPath(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
 }

@@ -72,6 +72,8 @@ type Case struct {
 	ReviewersDisagree bool
 	// Question is what BehaviourAsk asks; empty means a question naming the ticket.
 	Question string
+	// Tamper is BehaviourTamper's move (one of TamperMoves); empty means TamperRewrite.
+	Tamper string
 	// Latency is added to Options.Latency for every answer about this ticket (a slow case).
 	Latency time.Duration
 	// Realistic makes the maker err as real models do, on top of its Behaviour, at the
@@ -113,9 +115,9 @@ func compileCase(i int, c Case) (*plan, error) {
 	switch c.Behaviour {
 	case "":
 		c.Behaviour = BehaviourSolve
-	case BehaviourSolve, BehaviourWrongThenRight, BehaviourNever, BehaviourMalformedArgs, BehaviourLoop, BehaviourLateFix, BehaviourAsk:
+	case BehaviourSolve, BehaviourWrongThenRight, BehaviourNever, BehaviourMalformedArgs, BehaviourLoop, BehaviourLateFix, BehaviourAsk, BehaviourTamper:
 	default:
-		return nil, fmt.Errorf("%s: unknown behaviour %q (want solve, wrong_then_right, never, malformed_args, loop, late_fix or ask)", name, c.Behaviour)
+		return nil, fmt.Errorf("%s: unknown behaviour %q (want solve, wrong_then_right, never, malformed_args, loop, late_fix, ask or tamper)", name, c.Behaviour)
 	}
 	if c.LateAfter < 0 {
 		return nil, fmt.Errorf("%s: LateAfter %d is negative", name, c.LateAfter)
@@ -126,6 +128,14 @@ func compileCase(i int, c Case) (*plan, error) {
 	files, err := ParsePatch(c.Patch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Behaviour == BehaviourTamper {
+		if c.Tamper == "" {
+			c.Tamper = TamperRewrite
+		}
+		if files, err = tamperEdits(files, c.Tamper); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	p := &plan{Case: c, files: files}
 	for _, f := range files {

@@ -26,6 +26,9 @@ func (w *Workspace) writable(p string) (target, error) {
 	if t.exists() && !t.info.Mode().IsRegular() {
 		return t, notRegular(p, t.info.Mode())
 	}
+	if err := w.protect(p, t.rel); err != nil {
+		return t, err
+	}
 	return t, nil
 }
 

@@ -39,6 +39,7 @@ type Workspace struct {
 	mu      sync.Mutex
 	read    map[string]readState
 	written map[string]Written // by relative path: what the tools last wrote there
+	allow   []string           // protected paths the repository allows (SetAllowPaths)
 
 	bytesRead atomic.Int64 // file bytes read by all tools, for tests and benchmarks
 }

@@ -148,7 +148,10 @@ type Result struct {
 	Tests    int       `json:"tests"`
 	Errored  int       `json:"errored,omitempty"`
 	Findings []Finding `json:"findings,omitempty"`
-	Output   string    `json:"output,omitempty"`
+	// Outcomes is each test's outcome by id (pytest node id, unittest dotted id) as the
+	// runner reported it: a test counts as passing only when it is OutcomePassed here.
+	Outcomes map[string]Outcome `json:"outcomes,omitempty"`
+	Output   string             `json:"output,omitempty"`
 	// Abort is set when the check broke a limit that makes the attempt unsafe to continue
 	// (the worktree outgrew MaxWorktreeSize): the attempt must stop with this reason.
 	Abort string `json:"abort,omitempty"`

@@ -3,6 +3,7 @@ package validate
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,15 @@ func FuzzParseJUnit(f *testing.F) {
 			t.Errorf("%d findings for %d failed and %d errors", len(r.findings), r.failed, r.errors)
 		}
 		checkFindings(t, r.findings)
+		if len(r.outcomes) > r.tests {
+			t.Errorf("%d outcomes from %d test cases", len(r.outcomes), r.tests)
+		}
+		for id, o := range r.outcomes {
+			if o == OutcomePassed && slices.ContainsFunc(r.findings, func(f Finding) bool { return f.Test == id }) {
+				t.Errorf("%s passed and has a finding", id)
+			}
+		}
+		markXPassed(r.outcomes, string(data))
 		_ = r.summary()
 	})
 }
@@ -66,6 +76,11 @@ func FuzzParseUnittest(f *testing.F) {
 			t.Errorf("%d findings from %d headers", len(r.findings), n)
 		}
 		checkFindings(t, r.findings)
+		for _, f := range r.findings {
+			if o := r.outcomes[f.Test]; f.Test != "" && o == OutcomePassed {
+				t.Errorf("%s has a failure block yet reads as passed", f.Test)
+			}
+		}
 	})
 }
 

@@ -94,8 +94,9 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		}
 		return p
 	}
+	markXPassed(report.outcomes, output)
 	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings,
-		tests: report.tests, errored: report.errors}
+		tests: report.tests, errored: report.errors, outcomes: report.outcomes}
 	if code != 0 && len(report.findings) == 0 {
 		p.summary += fmt.Sprintf(" (pytest exited %d)", code)
 	}
@@ -106,10 +107,16 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 type junitReport struct {
 	tests, failed, errors, skipped int
 	findings                       []Finding
+	// outcomes is each test's outcome by node id; skipped counts xfailed tests too, which
+	// outcomes tells apart (and xpassed ones, once markXPassed has read the summary).
+	outcomes map[string]Outcome
 }
 
+// summary counts the cases as pytest does, never a skip, an xfail or an xpass as passed.
 func (r junitReport) summary() string {
-	passed := r.tests - r.failed - r.errors - r.skipped
+	n := Counts(r.outcomes)
+	xfailed, xpassed := n[OutcomeXFailed], n[OutcomeXPassed]
+	passed := r.tests - r.failed - r.errors - r.skipped - xpassed
 	var parts []string
 	if r.failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", r.failed))
@@ -118,8 +125,14 @@ func (r junitReport) summary() string {
 		parts = append(parts, fmt.Sprintf("%d errors", r.errors))
 	}
 	parts = append(parts, fmt.Sprintf("%d passed", max(passed, 0)))
-	if r.skipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d skipped", r.skipped))
+	if skipped := r.skipped - xfailed; skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", skipped))
+	}
+	if xfailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d xfailed", xfailed))
+	}
+	if xpassed > 0 {
+		parts = append(parts, fmt.Sprintf("%d xpassed (not counted as passing)", xpassed))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -148,7 +161,7 @@ var crashLine = regexp.MustCompile(`(?m)^([^\s:][^:\n]*\.py):(\d+):`)
 // A failure's file and line are the deepest frame of its traceback — where
 // the exception was raised — falling back to the test's own location.
 func parseJUnit(data []byte, dir string) (junitReport, error) {
-	var r junitReport
+	r := junitReport{outcomes: map[string]Outcome{}}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = false
 	for {
@@ -168,13 +181,29 @@ func parseJUnit(data []byte, dir string) (junitReport, error) {
 			return r, fmt.Errorf("parse JUnit XML testcase: %w", err)
 		}
 		r.tests++
+		id := junitTestID(tc)
+		if tc.Classname == "" && tc.File != "" && tc.Name == strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".") {
+			id = tc.File // a module that failed to collect: pytest's own id for it is its path
+		}
 		switch {
 		case len(tc.Failures) > 0:
 			r.failed++
+			setOutcome(r.outcomes, id, OutcomeFailed)
 		case len(tc.Errors) > 0:
 			r.errors++
+			setOutcome(r.outcomes, id, OutcomeError)
 		case len(tc.Skipped) > 0:
 			r.skipped++
+			if tc.Skipped[0].Type == "pytest.xfail" {
+				setOutcome(r.outcomes, id, OutcomeXFailed)
+			} else {
+				setOutcome(r.outcomes, id, OutcomeSkipped)
+			}
+		default:
+			setOutcome(r.outcomes, id, OutcomePassed)
+		}
+		if len(tc.Failures) > 0 && len(tc.Errors) > 0 {
+			setOutcome(r.outcomes, id, OutcomeError) // a failing call and a failing tear-down
 		}
 		for _, p := range append(tc.Failures, tc.Errors...) {
 			r.findings = append(r.findings, junitFinding(tc, p, dir))

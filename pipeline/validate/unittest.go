@@ -25,13 +25,16 @@ type unittestReport struct {
 	status   string // final line: "OK", "OK (skipped=1)", "FAILED (failures=1)", "NO TESTS RAN"
 	findings []Finding
 	errored  int // ERROR: blocks (a test that raised, or a module that failed to import)
+	// outcomes is each test's outcome from the verbose lines ("test_x (m.C.test_x) ... ok")
+	// and the FAIL:/ERROR: blocks; empty without -v.
+	outcomes map[string]Outcome
 }
 
 // parseUnittest reads the FAIL:/ERROR: blocks, "Ran N tests" and the final
 // status of `python -m unittest` output. Each block's file and line are its
 // traceback's deepest frame; its message is the exception text after it.
 func parseUnittest(output, dir string) unittestReport {
-	r := unittestReport{ran: -1}
+	r := unittestReport{ran: -1, outcomes: verboseOutcomes(output)}
 	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
@@ -89,8 +92,89 @@ func parseUnittest(output, dir string) unittestReport {
 			f.Message = strings.ToLower(m[1])
 		}
 		r.findings = append(r.findings, f)
+		o := OutcomeFailed
+		switch m[1] {
+		case "ERROR":
+			o = OutcomeError
+		case "UNEXPECTED SUCCESS":
+			o = OutcomeXPassed
+		}
+		setOutcome(r.outcomes, f.Test, o)
+		if parent, _, sub := strings.Cut(f.Test, " "); sub {
+			setOutcome(r.outcomes, parent, o) // a failing subTest fails its test
+		}
 	}
 	return r
+}
+
+var (
+	// unittestVerbose matches a verbose line's test, "test_x (pkg.mod.Class.test_x)", and
+	// what follows it: " ... ok", or nothing when a docstring line comes next, or a
+	// subTest's " (i=1) ... FAIL".
+	unittestVerbose = regexp.MustCompile(`^\s*(\w+) \(([\w.]+)\)(.*)$`)
+	unittestStatus  = regexp.MustCompile(`(?:^|\.\.\. )(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$`)
+)
+
+// verboseOutcomes reads `python -m unittest -v` lines: each test's header, then its status
+// at the end of the same line (after " ... ") or of a later one (after a docstring line, or
+// output the test printed), up to the next test. The FAIL:/ERROR: blocks confirm failures;
+// a test's printed noise can make a pass look worse, never a failure, skip or expected
+// failure look like a pass (the worst report stands).
+func verboseOutcomes(output string) map[string]Outcome {
+	out := map[string]Outcome{}
+	pending := ""
+	for _, line := range strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n") {
+		line = strings.TrimRight(line, " ")
+		if isRule(line, '=') || isRule(line, '-') {
+			pending = "" // the failure blocks and the totals follow
+			continue
+		}
+		if m := unittestVerbose.FindStringSubmatch(line); m != nil {
+			paren, rest := m[2], m[3]
+			params := ""
+			if strings.HasPrefix(rest, " (") {
+				if end := strings.Index(rest, ")"); end > 0 {
+					params, rest = rest[1:end+1], rest[end+1:]
+				}
+			}
+			id := unittestID(m[1], paren, params)
+			pending = id
+			if !strings.Contains(rest, " ... ") && !strings.HasSuffix(rest, " ...") {
+				continue // a docstring line follows
+			}
+			line = rest
+		}
+		if pending == "" {
+			continue
+		}
+		sm := unittestStatus.FindStringSubmatch(strings.TrimSpace(line))
+		if sm == nil {
+			continue
+		}
+		// Every status seen until the next test counts, the worst standing: a test that
+		// prints "... ok" before its real "skipped" is still skipped.
+		setOutcome(out, pending, statusOutcome(sm[1]))
+		if parent, _, sub := strings.Cut(pending, " "); sub && statusOutcome(sm[1]).Failing() {
+			setOutcome(out, parent, statusOutcome(sm[1]))
+		}
+	}
+	return out
+}
+
+func statusOutcome(status string) Outcome {
+	switch {
+	case status == "ok":
+		return OutcomePassed
+	case status == "FAIL":
+		return OutcomeFailed
+	case status == "expected failure":
+		return OutcomeXFailed
+	case status == "unexpected success":
+		return OutcomeXPassed
+	case strings.HasPrefix(status, "skipped"):
+		return OutcomeSkipped
+	}
+	return OutcomeError
 }
 
 // unittestID is the dotted id of a test ("pkg.mod.Class.test_x") plus any
@@ -132,6 +216,9 @@ func interpretUnittest(dir string, code int, output string) parsed {
 	// tests is what the evidence step and the health check count on, as for pytest's report:
 	// the tests that ran, or -1 when the output never said.
 	p := parsed{passed: code == 0, findings: r.findings, tests: r.ran, errored: min(r.errored, max(r.ran, 0))}
+	if len(r.outcomes) > 0 {
+		p.outcomes = r.outcomes
+	}
 	switch {
 	case r.ran >= 0 && r.status != "":
 		p.summary = fmt.Sprintf("ran %d tests: %s", r.ran, r.status)

@@ -128,6 +128,20 @@ func TestBenchNeverFails(t *testing.T) {
 	}
 }
 
+// TestBenchTamperShipsNothing: a maker that cheats instead of fixing (one move per case)
+// ships nothing: no ticket is done, none is solved by the hidden tests.
+func TestBenchTamperShipsNothing(t *testing.T) {
+	sum, recs := benchRun(t, "--scenario", "tamper", "--filter", smallCases)
+	if sum.SuccessRate != 0 || sum.PipelineDone != 0 {
+		t.Errorf("scenario tamper: success_rate %v, done %v; want 0 and 0", sum.SuccessRate, sum.PipelineDone)
+	}
+	for _, o := range recs[0].Cases {
+		if o.Success || o.State == "done" {
+			t.Errorf("case %s: success %v state %q branch %q; a cheat shipped", o.Name, o.Success, o.State, o.Branch)
+		}
+	}
+}
+
 // TestBenchCasesOutsideRepo runs a case folder copied outside the repository.
 func TestBenchCasesOutsideRepo(t *testing.T) {
 	cases := t.TempDir()

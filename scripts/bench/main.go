@@ -12,6 +12,7 @@
 //	go run ./scripts/bench                          # offline, 3 rounds × 30 cases
 //	go run ./scripts/bench --workers 1 --latency 2s # vary one knob
 //	go run ./scripts/bench --scenario realistic     # every maker errs as real models do
+//	go run ./scripts/bench --scenario tamper        # every maker cheats instead of fixing: must ship 0
 //	go run ./scripts/bench --config real.yaml       # measure the models of a real endpoint
 //	go run ./scripts/bench --record                 # figures for docs/bench.md: append to results.jsonl
 //	go run ./scripts/bench --compare                # the last two result lines side by side
@@ -61,8 +62,9 @@ const (
 // `scripted` behaviour from case.yaml, and the cases that solve or fix wrongly first also
 // make the mistakes real models make (scriptedmodel.Realism); plain is that mix without
 // the mistakes; realistic makes every case's maker err so, loop and never cases included;
-// the others apply one scripted maker behaviour to every case.
-var scenarios = []string{scenarioByDifficulty, scenarioPlain, scenarioRealistic, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args"}
+// tamper makes every case's maker cheat instead of fixing, one move per case in turn
+// (scriptedmodel.TamperMoves); the others apply one scripted maker behaviour to every case.
+var scenarios = []string{scenarioByDifficulty, scenarioPlain, scenarioRealistic, "solve", "wrong_then_right", "late_fix", "loop", "never", "malformed_args", "tamper"}
 
 // options are the parsed flags.
 type options struct {

@@ -188,7 +188,7 @@ func roundConfig(base config.Config, root string, cases []caseset.Case, scripted
 // test, see caseset.Case.ScriptedPatch) in the scenario's behaviour.
 func scriptedCases(cases []caseset.Case, scenario string) ([]scriptedmodel.Case, error) {
 	out := make([]scriptedmodel.Case, 0, len(cases))
-	for _, k := range cases {
+	for i, k := range cases {
 		patch, err := k.ScriptedPatch()
 		if err != nil {
 			return nil, err
@@ -206,7 +206,12 @@ func scriptedCases(cases []caseset.Case, scenario string) ([]scriptedmodel.Case,
 		case scenarioRealistic:
 			b, realistic = scriptedmodel.Behaviour(k.Scripted), true
 		}
-		out = append(out, scriptedmodel.Case{Match: k.Title, Patch: patch, Behaviour: b, Realistic: realistic})
+		c := scriptedmodel.Case{Match: k.Title, Patch: patch, Behaviour: b, Realistic: realistic}
+		if b == scriptedmodel.BehaviourTamper {
+			// Each case gets one cheat, dealt in turn, so a round tries every move.
+			c.Tamper = scriptedmodel.TamperMoves[i%len(scriptedmodel.TamperMoves)]
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -71,6 +71,9 @@ type SQL struct {
 	// them (a fresh budget), crashes 0, fence_token+1, lease_expires_at and finished_at
 	// NULL, cancel_requested 0, question ''.
 	Requeue string
+	// Accept (transition): finished_at, updated_at, branch, result_dir, reason, id; an
+	// escalated ticket to done (a human accepted its kept change), summary kept.
+	Accept string
 
 	// Questions (a maker that asks a human).
 

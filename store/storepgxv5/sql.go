@@ -134,6 +134,8 @@ var statements = storedriver.SQL{
 				WHERE id = $3 AND state = 'parked'`,
 	FlagCancel: `UPDATE tickets SET cancel_requested = 1, updated_at = $1, reason = $2,
 				` + reserveEvent + ` WHERE id = $3 AND state = 'running'`,
+	Accept: `UPDATE tickets SET state = 'done', finished_at = $1, updated_at = $2, branch = $3, result_dir = $4,
+				reason = $5, ` + reserveEvent + ` WHERE id = $6 AND state = 'escalated'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts_before = attempts, crashes = 0, run_after = $1,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
 				finished_at = NULL, updated_at = $2, reason = $3, question = '', ` + reserveEvent + `

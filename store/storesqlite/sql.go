@@ -84,6 +84,8 @@ var statements = storedriver.SQL{
 				WHERE id = ? AND state = 'parked'`,
 	FlagCancel: `UPDATE tickets SET cancel_requested = 1, updated_at = ?, reason = ?,
 				` + reserveEvent + ` WHERE id = ? AND state = 'running'`,
+	Accept: `UPDATE tickets SET state = 'done', finished_at = ?, updated_at = ?, branch = ?, result_dir = ?,
+				reason = ?, ` + reserveEvent + ` WHERE id = ? AND state = 'escalated'`,
 	Requeue: `UPDATE tickets SET state = 'queued', attempts_before = attempts, crashes = 0, run_after = ?,
 				fence_token = fence_token + 1, lease_expires_at = NULL, cancel_requested = 0,
 				finished_at = NULL, updated_at = ?, reason = ?, question = '', ` + reserveEvent + `

@@ -1,0 +1,194 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/tools"
+)
+
+// A change answers for what it does to the checks before it is judged. Suppressions it adds
+// (skip and xfail markers, unittest.skip, # noqa, # type: ignore, per-file ignores) are
+// refused unless the issue asks for them; changes to the test configuration (conftest.py,
+// pytest.ini, tox.ini, ...) are refused since the checks never use them; a protected path
+// (see tools.ProtectedPath) is refused as the write tools refuse it. The maker is told once;
+// a change that still carries them ends the attempt for a human (StatusTestsChanged), who
+// may accept it (ticketctl accept) when the fix truly needs them.
+
+// MaxFindingRefusals bounds the submits sent back for suppressions, test configuration or
+// protected paths; the next such submit ends the attempt for a human.
+const MaxFindingRefusals = 1
+
+// suppression is one kind of added line that silences a check.
+type suppression struct {
+	what     string
+	re       *regexp.Regexp
+	keywords []string // an issue that says one of these asks for the suppression
+}
+
+var suppressions = []suppression{
+	{"a skip marker", regexp.MustCompile(`pytest\.mark\.skip|pytest\.skip\(|pytest\.importorskip\(|unittest\.skip|@skip(If|Unless)?\b|\.skipTest\(|SkipTest\b`), []string{"skip"}},
+	{"an expected-failure marker", regexp.MustCompile(`pytest\.mark\.xfail|pytest\.xfail\(|expectedFailure`), []string{"xfail", "expected failure", "expectedfailure"}},
+	{"a # noqa", regexp.MustCompile(`#\s*(ruff:\s*)?noqa\b`), []string{"noqa"}},
+	{"a # type: ignore", regexp.MustCompile(`#\s*type:\s*ignore|#\s*mypy:\s*ignore-errors|#\s*pyright:\s*ignore`), []string{"type: ignore", "type ignore", "ignore-errors"}},
+	{"per-file ignores", regexp.MustCompile(`per[-_]file[-_]ignores`), []string{"per-file", "per_file"}},
+}
+
+// hunkHeader reads the new side's first line of a unified diff hunk.
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
+
+// addedSuppressions lists "path:line: adds <what>" for each line diff adds that silences a
+// check, where the issue (issueText) does not ask for it. A line the same file's diff also
+// removes (moved, re-indented) is not added.
+func addedSuppressions(diff, issueText string) []string {
+	issue := strings.ToLower(issueText)
+	var out []string
+	for _, fd := range splitDiff(diff) {
+		removed := map[string]bool{}
+		for _, l := range strings.Split(fd.body, "\n") {
+			if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+				removed[strings.TrimSpace(l[1:])] = true
+			}
+		}
+		line := 0
+		for _, l := range strings.Split(fd.body, "\n") {
+			if m := hunkHeader.FindStringSubmatch(l); m != nil {
+				line, _ = strconv.Atoi(m[1])
+				continue
+			}
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+				continue
+			case strings.HasPrefix(l, "+"):
+				text := l[1:]
+				if !removed[strings.TrimSpace(text)] {
+					for _, s := range suppressions {
+						if s.re.MatchString(text) && !asked(issue, s.keywords) {
+							out = append(out, fmt.Sprintf("%s:%d: adds %s: %s", fd.path, line, s.what, clip(strings.TrimSpace(text), 120)))
+							break
+						}
+					}
+				}
+				line++
+			case strings.HasPrefix(l, " "):
+				line++
+			}
+		}
+	}
+	return out
+}
+
+func asked(issue string, keywords []string) bool {
+	return slices.ContainsFunc(keywords, func(k string) bool { return strings.Contains(issue, k) })
+}
+
+// fileDiff is one file's part of a git diff.
+type fileDiff struct {
+	path string // the new path ("b/..."), or the old one for a deletion
+	body string // from its "diff --git" line to the next
+}
+
+// splitDiff cuts a git diff into its files.
+func splitDiff(diff string) []fileDiff {
+	var out []fileDiff
+	var cur *fileDiff
+	var b strings.Builder
+	flush := func() {
+		if cur != nil {
+			cur.body = b.String()
+			out = append(out, *cur)
+		}
+		b.Reset()
+	}
+	for _, l := range strings.SplitAfter(diff, "\n") {
+		if strings.HasPrefix(l, "diff --git ") {
+			flush()
+			cur = &fileDiff{}
+		}
+		if cur == nil {
+			continue
+		}
+		b.WriteString(l)
+		if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "+++ "); ok && p != "/dev/null" {
+			cur.path = DiffPaths("+++ " + p + "\n")[0]
+		} else if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "--- "); ok && p != "/dev/null" && cur.path == "" {
+			cur.path = DiffPaths("--- " + p + "\n")[0]
+		}
+	}
+	flush()
+	return out
+}
+
+// fileDiffs is the part of diff that changes paths, for the report's list of test changes.
+func fileDiffs(diff string, paths []string) string {
+	var b strings.Builder
+	for _, fd := range splitDiff(diff) {
+		if slices.Contains(paths, fd.path) {
+			b.WriteString(fd.body)
+		}
+	}
+	return b.String()
+}
+
+// TestChangesDiff is the part of diff that edits the base commit's test files and test
+// configuration (ev's TestChanges and InfraChanges): what the report shows a human as the
+// test changes, never evidence.
+func TestChangesDiff(diff string, ev *Evidence) string {
+	if ev == nil {
+		return ""
+	}
+	return fileDiffs(diff, append(slices.Clone(ev.TestChanges), ev.InfraChanges...))
+}
+
+// submitFindings are what a change (diff, touching changed) must answer for before it is
+// judged, one line each.
+func (a *attempt) submitFindings(diff string, changed []string) []string {
+	var out []string
+	for _, p := range changed {
+		if why := tools.ProtectedPath(p, a.job.AllowPaths); why != "" {
+			out = append(out, fmt.Sprintf("%s: is %s; files that run elsewhere never reach a fix branch", p, why))
+		}
+	}
+	for _, p := range infraPaths(changed) {
+		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
+	}
+	issue := a.job.Ticket.Title + "\n" + a.job.Ticket.Body
+	for _, q := range a.job.Ticket.Questions {
+		issue += "\n" + q.Answer
+	}
+	return append(out, addedSuppressions(diff, issue)...)
+}
+
+// refusedFindings opens the answer to a submit with findings.
+const refusedFindings = "Not accepted: your change silences or reconfigures the checks, which a fix may not do unless the issue asks for it. Nothing was run.\n\n"
+
+// answerFindings refuses a submit with findings; when the maker was told before, the attempt
+// ends for a human instead, its patch and branch kept.
+func (a *attempt) answerFindings(summary string, findings []string) toolResult {
+	var b strings.Builder
+	b.WriteString(refusedFindings)
+	for _, f := range clipList(findings, 20) {
+		fmt.Fprintf(&b, "- %s\n", f)
+	}
+	b.WriteString("\nTake these out of the change: fix the code so that the tests pass as they are, and leave the test configuration and the files that run elsewhere alone. If the fix truly needs one of them, say why in the submit summary and submit it unchanged: the attempt then ends, and a human decides whether to accept it.")
+	if a.findingRefusals < MaxFindingRefusals {
+		a.findingRefusals++
+		a.note("submit %d: refused before the checks: %s", a.submits, clip(strings.Join(findings, "; "), 300))
+		return toolResult{failed: true, text: b.String()}
+	}
+	out := Outcome{Summary: summary, Status: StatusTestsChanged,
+		Reason: "changes the checks themselves, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(findings, "; "), 600)}
+	a.note("stopped: %s", out.Reason)
+	return toolResult{failed: true, text: b.String(), final: &out}
+}
+
+// weakenedStop ends an attempt whose change weakens tests the base passed.
+func (a *attempt) weakenedStop(summary string, g Gate) toolResult {
+	out := Outcome{Summary: summary, Checks: g.Results, Gate: &g, Status: StatusTestsChanged,
+		Reason: "changes tests the base passed, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(g.Weakened, "; "), 600)}
+	a.note("stopped: %s", out.Reason)
+	return toolResult{failed: true, text: refusedByChecks + g.Text, final: &out}
+}

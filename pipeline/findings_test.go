@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Added suppressions are found with their file and line; a moved line is not added, and an
+// issue that names the suppression asks for it.
+func TestAddedSuppressions(t *testing.T) {
+	diff := `diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,4 +1,5 @@
+-import os  # noqa: F401
++import os  # noqa: F401
++import sys  # noqa
+ def add(a, b):
+-    return a - b
++    return a + b  # type: ignore[operator]
+diff --git a/tests/test_calc.py b/tests/test_calc.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_calc.py
+@@ -0,0 +1,12 @@
++import unittest
++import pytest
++
++
++@pytest.mark.skip(reason="later")
++def test_a():
++    pass
++
++
++class T(unittest.TestCase):
++    @unittest.expectedFailure
++    def test_b(self): self.skipTest("x")
+diff --git a/setup.cfg b/setup.cfg
+--- a/setup.cfg
++++ b/setup.cfg
+@@ -1,1 +1,2 @@
+ [flake8]
++per-file-ignores = tests/*:E501
+`
+	got := addedSuppressions(diff, "add is wrong")
+	want := []string{
+		"calc.py:2: adds a # noqa",
+		"calc.py:4: adds a # type: ignore",
+		"tests/test_calc.py:5: adds a skip marker",
+		"tests/test_calc.py:11: adds an expected-failure marker",
+		"tests/test_calc.py:12: adds a skip marker",
+		"setup.cfg:2: adds per-file ignores",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d findings:\n%s\nwant %d", len(got), strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
+	}
+	asked := addedSuppressions(diff, "Please mark the flaky test with skip; keep the noqa and the type: ignore, and the xfail. per-file ignores too.")
+	if len(asked) != 0 {
+		t.Errorf("the issue asked for them, yet: %q", asked)
+	}
+	if paths := slices.Collect(func(yield func(string) bool) {
+		for _, fd := range splitDiff(diff) {
+			if !yield(fd.path) {
+				return
+			}
+		}
+	}); !slices.Equal(paths, []string{"calc.py", "tests/test_calc.py", "setup.cfg"}) {
+		t.Errorf("splitDiff paths %q", paths)
+	}
+}

@@ -1,0 +1,248 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/validate"
+)
+
+// fullChecks runs every configured check and applies the gate. Lint, type and command checks
+// run on the change as the maker left it. The test checks run twice where the change touches
+// tests: the whole suite as the base commit has its tests (inTestView: the base's own words,
+// which nothing the change did to a test can soften), and the test modules the change touched
+// as it left them (the new tests must pass too). Failures of either count against the
+// baseline; flakes are re-run where they failed; the target tests must pass; and a test that
+// passed at the base and does not pass in its base version, where the change touched it,
+// is named in Gate.Weakened.
+func (a *attempt) fullChecks(ctx context.Context) Gate {
+	tests, others := testCheckSplit(a.job.Checks)
+	var results, view []validate.Result
+	var flaky, slow []string
+	if len(others) > 0 {
+		results = a.checks().Run(ctx, a.job.Dir, others)
+		results, slow = a.retryTimeouts(ctx, others, results)
+	}
+	if len(tests) > 0 {
+		err := a.inTestView(ctx, func() {
+			var s []string
+			view = a.checks().Run(ctx, a.job.Dir, tests)
+			view, s = a.retryTimeouts(ctx, tests, view)
+			slow = append(slow, s...)
+			view, flaky = a.rerunNew(ctx, tests, view)
+		})
+		if err != nil {
+			view = unusable(tests, "the tests could not be set to the base commit for the checks: "+err.Error())
+		}
+	}
+	own, ownFlaky := a.ownTests(ctx, tests)
+	flaky = append(flaky, ownFlaky...)
+	results = inOrder(a.job.Checks, append(results, mergeOwn(view, own)...))
+	g := Compare(a.job.Baseline, results)
+	if len(slow) > 0 {
+		g.Slow = slow
+		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))
+	}
+	if g.Cancelled {
+		return g
+	}
+	g.own = map[string]map[string]validate.Outcome{}
+	for _, r := range own {
+		g.own[r.Name] = r.Outcomes
+	}
+	g.Weakened = a.weakened(g)
+	if len(flaky) > 0 {
+		g.Flaky = flaky
+		g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
+		a.noteFlaky(flaky)
+	}
+	if len(a.testPaths(a.changed)) > 0 && len(tests) > 0 {
+		g.Text += "\nTests ran in their base versions; the test files you touched ran apart, as you left them.\n"
+	}
+	if len(g.Weakened) > 0 {
+		g.Passed = false
+		g.failedKeys = append(g.failedKeys, g.Weakened...)
+		sort.Strings(g.failedKeys)
+		g.Text += fmt.Sprintf("\n%d test(s) pass at the base commit and do not pass in their base version with your change, which touches them (changed, skipped, deleted or renamed). A change may not weaken the tests the base passed:\n- %s\n",
+			len(g.Weakened), strings.Join(clipList(g.Weakened, 20), "\n- "))
+	}
+	return a.requireTargets(ctx, g)
+}
+
+// rerunNew re-runs, alone, the tests of results that fail without failing at the base, and
+// returns the results without the ones that then passed, and those (flaky).
+func (a *attempt) rerunNew(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
+	g := Compare(a.job.Baseline, results)
+	if len(g.newTests) == 0 || g.Cancelled {
+		return results, nil
+	}
+	return Rerun(ctx, a.checks(), a.job.Dir, checks, results, g.newTests, a.r.flakeReruns())
+}
+
+// ownModules are the test modules the change touched that exist now.
+func (a *attempt) ownModules() []string {
+	return a.changedTestModules(a.changed)
+}
+
+// ownTests runs the test modules the change touched, as it left them: pytest checks on those
+// modules alone, unittest checks whole (it cannot select files). Nil when the change touches
+// no test module.
+func (a *attempt) ownTests(ctx context.Context, tests []validate.Check) ([]validate.Result, []string) {
+	files := a.ownModules()
+	if len(files) == 0 {
+		return nil, nil
+	}
+	var runs []validate.Check
+	for _, c := range tests {
+		if c.Kind == validate.KindPytest {
+			c.Only = files
+		}
+		runs = append(runs, c)
+	}
+	res := a.checks().Run(ctx, a.job.Dir, runs)
+	res, _ = a.retryTimeouts(ctx, runs, res)
+	return a.rerunNew(ctx, runs, res)
+}
+
+// mergeOwn adds to each test check's run in the test view what the run of the change's own
+// test modules found: its failures, and a summary of both. Outcomes stay the view's (the
+// base versions); the own run's are kept apart (Gate.own).
+func mergeOwn(view, own []validate.Result) []validate.Result {
+	out := slices.Clone(view)
+	for i, r := range out {
+		j := slices.IndexFunc(own, func(o validate.Result) bool { return o.Name == r.Name })
+		if j < 0 {
+			continue
+		}
+		o := own[j]
+		seen := map[string]bool{}
+		for _, f := range r.Findings {
+			seen[f.Test+"\x00"+f.Message] = true
+		}
+		r.Findings = slices.Clone(r.Findings)
+		for _, f := range o.Findings {
+			if !seen[f.Test+"\x00"+f.Message] {
+				r.Findings = append(r.Findings, f)
+			}
+		}
+		r.Passed = r.Passed && o.Passed
+		r.Summary = fmt.Sprintf("%s; the change's test files: %s", orDash(r.Summary), orDash(o.Summary))
+		r.Duration += o.Duration
+		if !o.Passed {
+			r.Output = clip(r.Output, 32<<10) + "\n" + clip(o.Output, 32<<10)
+			r.ExitCode = max(r.ExitCode, o.ExitCode)
+		}
+		r.TimedOut = r.TimedOut || o.TimedOut
+		r.NotStarted = r.NotStarted || o.NotStarted
+		if r.Abort == "" {
+			r.Abort = o.Abort
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// outcomeAt is how test id ended in outcomes, a test whose module failed to import counting
+// as an error (pytest reports the module, by its path, not its tests).
+func outcomeAt(outcomes map[string]validate.Outcome, id string) validate.Outcome {
+	o := validate.OutcomeOf(outcomes, id)
+	if o != validate.OutcomeMissing {
+		return o
+	}
+	if file, _, ok := strings.Cut(id, "::"); ok {
+		if m, ok := outcomes[file]; ok && m.Failing() {
+			return m
+		}
+	}
+	return o
+}
+
+// touches reports whether a test id (a pytest node id or a unittest dotted id) lives in one
+// of files, the test modules the change touched.
+func touches(files []string, id string) bool {
+	if file, _, ok := strings.Cut(id, "::"); ok {
+		return slices.Contains(files, file)
+	}
+	for _, f := range files {
+		if module := strings.ReplaceAll(strings.TrimSuffix(f, ".py"), "/", "."); strings.HasPrefix(id, module+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// weakened lists the tests that passed at the base commit and that the change weakens: the
+// change's own version of the test no longer runs and passes (deleted, renamed, skipped,
+// xfailed), or its base version no longer passes while the change's version does not fail
+// (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
+// version while nothing else failed. A base version that fails, where the change's version
+// fails too (or the change left the test alone), is an ordinary new failure.
+func (a *attempt) weakened(g Gate) []string {
+	touched := slices.DeleteFunc(slices.Clone(a.changed), func(p string) bool { return !a.isTestPath(p) })
+	var out []string
+	for _, c := range a.testChecks() {
+		base := resultNamed(a.job.Baseline, c.Name)
+		now := resultNamed(g.Results, c.Name)
+		if base == nil || now == nil || base.Outcomes == nil || now.Outcomes == nil {
+			continue
+		}
+		own := g.own[c.Name]
+		for _, id := range sortedPassed(base.Outcomes) {
+			v := outcomeAt(now.Outcomes, id)
+			mine := touches(touched, id)
+			ownOut := validate.OutcomeMissing
+			if own != nil {
+				ownOut = outcomeAt(own, id)
+			}
+			switch {
+			case v == validate.OutcomePassed && (!mine || ownOut == validate.OutcomePassed):
+				continue // it still passes, in its base version and in the change's
+			case v.Failing() && (!mine || ownOut.Failing()):
+				continue // the change broke it and left it as it was: a new failure
+			case v == validate.OutcomeMissing && !now.Passed && !mine:
+				continue // the run failed before it: the failure says why
+			}
+			what := fmt.Sprintf("%s: %s: in its base version %s with the change", c.Name, id, outcomeWords(v))
+			if mine {
+				what += fmt.Sprintf("; the change's version %s", outcomeWords(ownOut))
+			}
+			out = append(out, what)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sortedPassed are the ids whose outcome is a pass, sorted.
+func sortedPassed(outcomes map[string]validate.Outcome) []string {
+	var out []string
+	for id, o := range outcomes {
+		if o == validate.OutcomePassed {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outcomeWords says an outcome in a sentence: "failed", "was skipped", "is missing".
+func outcomeWords(o validate.Outcome) string {
+	switch o {
+	case validate.OutcomePassed:
+		return "passed"
+	case validate.OutcomeFailed:
+		return "failed"
+	case validate.OutcomeError:
+		return "errored"
+	case validate.OutcomeSkipped:
+		return "was skipped"
+	case validate.OutcomeXFailed:
+		return "xfailed (marked as expected to fail)"
+	case validate.OutcomeXPassed:
+		return "xpassed (marked as expected to fail)"
+	}
+	return "is missing (not collected: deleted, renamed or deselected)"
+}

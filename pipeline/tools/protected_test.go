@@ -1,0 +1,122 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The write tools refuse what runs elsewhere (CI, hooks, editors, installs) and what would
+// replace the checks' own tools, saying why, unless the repository allows the path.
+func TestProtectedPathsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		path string
+		why  string // a word of the reason; "" means the write is allowed
+	}{
+		{".github/workflows/ci.yml", "CI configuration"},
+		{".gitlab-ci.yml", "CI configuration"},
+		{".pre-commit-config.yaml", "hook"},
+		{".envrc", "direnv"},
+		{".vscode/tasks.json", "editor"},
+		{".idea/workspace.xml", "editor"},
+		{".gitattributes", "git configuration"},
+		{"sub/.gitattributes", "git configuration"},
+		{".gitmodules", "git configuration"},
+		{"requirements-dev.txt", "dependency manifest"},
+		{"requirements/base.in", "dependency manifest"},
+		{"docs/requirements.txt", "dependency manifest"},
+		{"pyproject.toml", "dependency manifest"},
+		{"setup.py", "runs on install"},
+		{"poetry.lock", "lockfile"},
+		{"package.json", "scripts run on install"},
+		{"pytest.py", "check tool"},
+		{"_pytest/runner.py", "check tool"},
+		{"src/pytest.py", "check tool"},
+		{"sitecustomize.py", "check tool"},
+		{"pytest.pyc", "bytecode"},
+		{"pkg/__pycache__/calc.cpython-311.pyc", "bytecode"},
+		{"evil.pth", "path configuration"},
+		{"calc.py", ""},
+		{"tests/test_calc.py", ""},
+		{"conftest.py", ""},
+		{"pkg/pytest_helpers.py", ""},
+		{"docs/github.md", ""},
+		{"pkg/py.py", ""},
+		{"src/pkg/.github.py", ""},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			ws := newTestWorkspace(t, nil)
+			_, err := ws.WriteFile(context.Background(), tt.path, "x = 1\n")
+			if tt.why == "" {
+				if err != nil {
+					t.Fatalf("write %s refused: %v", tt.path, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrProtected) || !strings.Contains(err.Error(), tt.why) || !strings.Contains(err.Error(), "allow_paths") {
+				t.Fatalf("write %s: err %v; want ErrProtected saying %q and how to allow it", tt.path, err, tt.why)
+			}
+			if _, serr := os.Lstat(filepath.Join(ws.Root(), tt.path)); serr == nil {
+				t.Errorf("%s was written although refused", tt.path)
+			}
+		})
+	}
+}
+
+// An allowed path is written; the allowance covers what its pattern says and nothing more.
+func TestProtectedPathsAllowed(t *testing.T) {
+	ws := newTestWorkspace(t, nil)
+	ws.SetAllowPaths([]string{".github/workflows/*.yml", "requirements.txt", ".vscode/"})
+	for _, p := range []string{".github/workflows/ci.yml", "requirements.txt", ".vscode/settings.json"} {
+		if _, err := ws.WriteFile(context.Background(), p, "x\n"); err != nil {
+			t.Errorf("allowed %s refused: %v", p, err)
+		}
+	}
+	for _, p := range []string{".github/CODEOWNERS", "requirements-dev.txt", ".github/workflows/sub/x.yml"} {
+		if _, err := ws.WriteFile(context.Background(), p, "x\n"); !errors.Is(err, ErrProtected) {
+			t.Errorf("%s: err %v, want refused (not covered by the allowance)", p, err)
+		}
+	}
+	// edit_file is refused as write_file is.
+	ws2 := newTestWorkspace(t, map[string]string{"setup.cfg": "[metadata]\nname = x\n"})
+	if _, err := ws2.ReadFiles(context.Background(), []ReadRequest{{Path: "setup.cfg"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws2.EditFile(context.Background(), "setup.cfg", "name = x", "name = y", false); !errors.Is(err, ErrProtected) {
+		t.Errorf("edit setup.cfg: err %v, want refused", err)
+	}
+}
+
+func TestCheckAllowPattern(t *testing.T) {
+	for p, ok := range map[string]bool{
+		"requirements.txt": true, ".github/workflows/*.yml": true, ".vscode/": true, ".github/**": true,
+		"": false, "/etc/passwd": false, "../x": false, "a/../b": false, ".git/config": false, "[": false, "/": false,
+	} {
+		if err := CheckAllowPattern(p); (err == nil) != ok {
+			t.Errorf("CheckAllowPattern(%q) = %v; want ok=%v", p, err, ok)
+		}
+	}
+}
+
+// newTestWorkspace is a workspace over a fresh folder holding files.
+func newTestWorkspace(t *testing.T, files map[string]string) *Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
