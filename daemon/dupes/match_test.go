@@ -56,7 +56,9 @@ func TestParse(t *testing.T) {
 }
 
 func TestMatch(t *testing.T) {
-	tk := func(id int64, repo, title, body string) Ticket { return Ticket{ID: id, Repo: repo, Title: title, Body: body} }
+	tk := func(id int64, repo, title, body string) Ticket {
+		return Ticket{ID: id, Repo: repo, Title: title, Body: body}
+	}
 	for _, tc := range []struct {
 		name   string
 		a, b   Ticket
