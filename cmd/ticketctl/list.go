@@ -151,6 +151,9 @@ func listTable(w io.Writer, tickets []store.Summary) error {
 		if t.CancelRequested && !t.State.Terminal() {
 			state += " (cancel requested)"
 		}
+		if t.State == store.StateDuplicate {
+			state = duplicateState(t)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 			t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
 			t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
