@@ -317,9 +317,10 @@ func (e *env) printJSON(v any) error {
 }
 
 // table returns an aligned table writer on stdout; call Flush when done.
-func (e *env) table() *tabwriter.Writer {
-	return tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-}
+func (e *env) table() *tabwriter.Writer { return newTable(e.stdout) }
+
+// newTable returns an aligned table writer on w; call Flush when done.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 func (e *env) usage(w io.Writer) {
 	fmt.Fprintf(w, "ticketctl inspects and steers ticketd's queue.\n\nUsage: ticketctl [--db PATH | --config FILE] [--json] COMMAND [ARGS]\n\nCommands:\n")

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,41 +76,10 @@ func cmdList(e *env, args []string) error {
 			fmt.Fprintln(e.stderr, "no tickets match")
 			return nil
 		}
-		var asked []string
-		tw := e.table()
-		var parked []store.Summary
-		fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tREPO\tTITLE\tBRANCH\tCALLS\tTOKENS\tCOST\tTIME\tCREATED")
-		for _, t := range tickets {
-			state := string(t.State)
-			if t.CancelRequested && !t.State.Terminal() {
-				state += " (cancel requested)"
-			}
-			if t.State == store.StateParked {
-				parked = append(parked, t)
-			}
-			if t.State == store.StateDuplicate {
-				state = duplicateState(t)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
-				t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
-				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
-				fmtDur(t.Duration), fmtTime(t.CreatedAt))
-		}
-		for _, t := range tickets {
-			if t.State == store.StateNeedsInfo && t.Question != "" {
-				asked = append(asked, fmt.Sprintf("  %d asks: %s", t.ID, clip(t.Question, 160)))
-			}
-		}
-		if err := tw.Flush(); err != nil {
+		if err := listTable(e.stdout, tickets); err != nil {
 			return err
 		}
-		for _, t := range parked {
-			fmt.Fprintf(e.stdout, "parked %d: back at the next night (a scheduled one from %s on, or the next `ticketd once`): %s; ticketctl requeue %d puts it back now\n",
-				t.ID, fmtTime(t.RunAfter), clip(t.Reason, 300), t.ID)
-		}
-		if len(asked) > 0 {
-			fmt.Fprintf(e.stdout, "\nQuestions waiting for an answer (ticketctl answer ID \"TEXT\"):\n%s\n", strings.Join(asked, "\n"))
-		}
+		listNotes(e.stdout, tickets)
 		if f.Limit > 0 && len(tickets) == f.Limit {
 			fmt.Fprintf(e.stderr, "showing the newest %d; --limit 0 lists all\n", f.Limit)
 		}
@@ -161,39 +132,88 @@ func cmdEscalations(e *env, args []string) error {
 				escalated = append(escalated, t)
 			}
 		}
-		if len(escalated) > 0 {
-			tw := e.table()
-			fmt.Fprintln(tw, "ID\tREPO\tTITLE\tATTEMPTS\tFINISHED\tREASON\tRESULT DIR")
-			for _, t := range escalated {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), t.Attempts,
-					fmtTime(t.FinishedAt), orDash(clip(t.Reason, 60)), orDash(t.ResultDir))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "look closer: ticketctl show ID; after fixing the cause: ticketctl requeue ID\n")
-			for _, t := range escalated {
-				if strings.HasPrefix(t.Reason, string(store.FailHuman)+": ") {
-					fmt.Fprintf(e.stderr, "refused by rule, its change kept (%s): when it is right, ticketctl accept ID publishes it\n", "e.g. a fix that changes behaviour a test pins")
-					break
-				}
-			}
+		if err := printEscalated(e.stdout, e.stderr, escalated); err != nil {
+			return err
 		}
-		if len(asking) > 0 {
-			if len(escalated) > 0 {
-				fmt.Fprintln(e.stdout)
-			}
-			fmt.Fprintln(e.stdout, "Questions waiting for an answer:")
-			tw := e.table()
-			fmt.Fprintln(tw, "ID\tREPO\tTITLE\tASKED\tQUESTION")
-			for _, t := range asking {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), fmtTime(t.UpdatedAt), orDash(clip(t.Question, 120)))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "answer one: ticketctl answer ID \"TEXT\" (it goes back in the queue)\n")
+		if len(asking) > 0 && len(escalated) > 0 {
+			fmt.Fprintln(e.stdout)
 		}
-		return nil
+		return printAsking(e.stdout, e.stderr, asking)
 	})
+}
+
+// listTable prints one row per ticket.
+func listTable(w io.Writer, tickets []store.Summary) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tREPO\tTITLE\tBRANCH\tCALLS\tTOKENS\tCOST\tTIME\tCREATED")
+	for _, t := range tickets {
+		state := string(t.State)
+		if t.CancelRequested && !t.State.Terminal() {
+			state += " (cancel requested)"
+		}
+		if t.State == store.StateDuplicate {
+			state = duplicateState(t)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
+			t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
+			t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),
+			fmtDur(t.Duration), fmtTime(t.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// listNotes says under the table when parked tickets come back and which questions wait.
+func listNotes(w io.Writer, tickets []store.Summary) {
+	var asked []string
+	for _, t := range tickets {
+		if t.State == store.StateParked {
+			fmt.Fprintf(w, "parked %d: back at the next night (a scheduled one from %s on, or the next `ticketd once`): %s; ticketctl requeue %d puts it back now\n",
+				t.ID, fmtTime(t.RunAfter), clip(t.Reason, 300), t.ID)
+		}
+		if t.State == store.StateNeedsInfo && t.Question != "" {
+			asked = append(asked, fmt.Sprintf("  %d asks: %s", t.ID, clip(t.Question, 160)))
+		}
+	}
+	if len(asked) > 0 {
+		fmt.Fprintf(w, "\nQuestions waiting for an answer (ticketctl answer ID \"TEXT\"):\n%s\n", strings.Join(asked, "\n"))
+	}
+}
+
+// printEscalated prints the escalated tickets (and those waiting for budget) with what to do.
+func printEscalated(stdout, stderr io.Writer, escalated []store.Summary) error {
+	if len(escalated) == 0 {
+		return nil
+	}
+	tw := newTable(stdout)
+	fmt.Fprintln(tw, "ID\tREPO\tTITLE\tATTEMPTS\tFINISHED\tREASON\tRESULT DIR")
+	for _, t := range escalated {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), t.Attempts,
+			fmtTime(t.FinishedAt), orDash(clip(t.Reason, 60)), orDash(t.ResultDir))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "look closer: ticketctl show ID; after fixing the cause: ticketctl requeue ID\n")
+	if slices.ContainsFunc(escalated, func(t store.Summary) bool { return strings.HasPrefix(t.Reason, string(store.FailHuman)+": ") }) {
+		fmt.Fprintf(stderr, "refused by rule, its change kept (%s): when it is right, ticketctl accept ID publishes it\n", "e.g. a fix that changes behaviour a test pins")
+	}
+	return nil
+}
+
+// printAsking prints the tickets whose maker asked a question, and how to answer.
+func printAsking(stdout, stderr io.Writer, asking []store.Summary) error {
+	if len(asking) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout, "Questions waiting for an answer:")
+	tw := newTable(stdout)
+	fmt.Fprintln(tw, "ID\tREPO\tTITLE\tASKED\tQUESTION")
+	for _, t := range asking {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Repo), clip(t.Title, 40), fmtTime(t.UpdatedAt), orDash(clip(t.Question, 120)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "answer one: ticketctl answer ID \"TEXT\" (it goes back in the queue)\n")
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -156,170 +157,232 @@ type showJSON struct {
 
 func cmdShow(e *env, args []string) error {
 	return e.withTicket(e.flagSet("show"), args, func(s *store.Store, t store.Ticket) error {
-		id := t.ID
-		events, err := s.Events(e.ctx, id)
+		v, err := loadShow(e, s, t)
 		if err != nil {
 			return err
 		}
-		calls, err := s.ModelCalls(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		reviews, err := s.Reviews(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		questions, err := s.Questions(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		dropped := 0
-		for _, r := range reviews {
-			dropped += r.Dropped
-		}
-		files, err := s.Artifacts(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		requeues, err := s.Requeues(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		total, roles := figures(calls)
 		if e.g.json {
-			return e.printJSON(showJSON{Ticket: t, Totals: total, Roles: roles, Events: events, ModelCalls: calls, Reviews: reviews, Questions: questions, Files: files, Requeues: requeues})
+			return e.printJSON(v)
 		}
-		w := e.stdout
-		fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
-		tw := e.table()
-		state := string(t.State)
-		if t.CancelRequested && !t.State.Terminal() {
-			state += " (cancel requested)"
-		}
-		rows := [][2]string{
-			{"state", state},
-			{"attempts", attemptsText(t)},
-			{"rescues", fmt.Sprintf("%d (attempts lost to an expired lease, not charged); %d crash(es) blamed on it (its attempt alone in flight when ticketd died)", t.Rescues, t.Crashes)},
-			{"repo", orDash(t.Repo)},
-			{"source", t.Source + " / " + t.ExternalID},
-			{"labels", orDash(strings.Join(t.Labels, ", "))},
-			{"priority", fmt.Sprint(t.Priority)},
-			{"created", fmtTime(t.CreatedAt)},
-			{"finished", fmtTime(t.FinishedAt)},
-			{"branch", orDash(t.Branch)},
-			{"result dir", orDash(t.ResultDir)},
-			{"reason", orDash(t.Reason)},
-			{"summary", orDash(clip(t.Summary, 200))},
-			{"model calls", fmt.Sprintf("%d (%d failed)", total.Requests, total.Failed)},
-			{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
-				total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
-			{"cost", total.costText()},
-			{"reviews", fmt.Sprintf("%d reviewer call(s)%s, %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), reviewersText(reviews), dropped)},
-			{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
-			{"continuations", fmt.Sprintf("%d (answers cut at the output limit and continued)", total.Continuations)},
-		}
-		if t.State == store.StateParked {
-			rows = append(rows, [2]string{"parked", fmt.Sprintf("back in the queue at the next night: a scheduled one from %s on, or the next `ticketd once`; ticketctl requeue %d puts it back now", fmtTime(t.RunAfter), t.ID)})
-		}
-		if t.State == store.StateRunning {
-			rows = append(rows, [2]string{"lease", fmt.Sprintf("%s on node %s until %s", orDash(t.LeaseOwner), orDash(t.LeaseNode), fmtTime(t.LeaseExpiresAt))})
-		} else if t.LeaseNode != "" {
-			rows = append(rows, [2]string{"node", t.LeaseNode + " (of the last attempt)"})
-		}
-		if len(files) > 0 {
-			var names []string
-			for _, f := range files {
-				names = append(names, f.Path)
-			}
-			rows = append(rows, [2]string{"files", fmt.Sprintf("%s (ticketctl report %d [FILE])", clip(strings.Join(names, " "), 200), t.ID)})
-		}
-		if !t.PrunedAt.IsZero() {
-			rows = append(rows, [2]string{"pruned", fmtTime(t.PrunedAt) + " (body and payloads removed by gc)"})
-		}
-		for _, r := range rows {
-			fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
-		}
-		if err := tw.Flush(); err != nil {
+		if err := showSummary(e.stdout, v); err != nil {
 			return err
 		}
-		if t.Body != "" {
-			fmt.Fprintf(w, "\nBody:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Body), "\n", "\n  "))
-		}
-		for _, r := range requeues {
-			fmt.Fprintf(w, "\nRequeue %d by %s (%s), from %s after %d attempt(s)", r.N, orDash(r.Actor), fmtTime(r.At), r.FromState, r.Attempts)
-			if r.Branch != "" {
-				fmt.Fprintf(w, "; its fix branch %s is kept", r.Branch)
-			}
-			fmt.Fprintln(w)
-			if r.Note != "" {
-				fmt.Fprintf(w, "  note: %s\n", strings.ReplaceAll(strings.TrimSpace(r.Note), "\n", "\n  "))
-			}
-		}
-		for _, q := range questions {
-			fmt.Fprintf(w, "\nQuestion %d (asked by attempt %d, %s):\n  %s\n", q.N, q.Attempt, fmtTime(q.AskedAt), strings.ReplaceAll(strings.TrimSpace(q.Text), "\n", "\n  "))
-			if q.CommentURL != "" {
-				fmt.Fprintf(w, "  posted: %s\n", q.CommentURL)
-			}
-			if q.Answered {
-				fmt.Fprintf(w, "Answer (%s, %s):\n  %s\n", orDash(q.AnsweredBy), fmtTime(q.AnsweredAt), strings.ReplaceAll(strings.TrimSpace(q.Answer), "\n", "\n  "))
-			} else {
-				fmt.Fprintf(w, "Not answered yet: ticketctl answer %d \"TEXT\"\n", t.ID)
-			}
-		}
-
-		if len(roles) > 0 {
-			fmt.Fprintf(w, "\nPer role:\n")
-			tw = e.table()
-			fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
-			for _, name := range slices.Sorted(maps.Keys(roles)) {
-				r := roles[name]
-				mark := ""
-				if r.EstimatedCalls > 0 {
-					mark = "~"
-				}
-				fmt.Fprintf(tw, "  %s\t%d\t%s%d\t%s%d\t%s%d\t%s%s\t%s\n", name, r.Requests, mark, r.PromptTokens, mark, r.CachedTokens,
-					mark, r.CompletionTokens, mark, fmtShare(r.FirstRequestCachedShare), r.costText())
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-		}
-
-		fmt.Fprintf(w, "\nEvents:\n")
-		tw = e.table()
-		fmt.Fprintln(tw, "  TIME\tKIND\tFROM\tTO\tATTEMPT\tACTOR\tREASON")
-		for _, ev := range events {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", fmtTime(ev.At), ev.Kind, orDash(string(ev.FromState)),
-				orDash(string(ev.ToState)), ev.Attempt, orDash(ev.Actor), orDash(clip(ev.Reason, 80)))
-		}
-		if err := tw.Flush(); err != nil {
+		showBody(e.stdout, t)
+		showRequeues(e.stdout, v.Requeues)
+		showQuestions(e.stdout, t, v.Questions)
+		if err := showRoles(e.stdout, v.Roles); err != nil {
 			return err
 		}
-
-		if len(calls) > 0 {
-			fmt.Fprintf(w, "\nModel calls:\n")
-			tw = e.table()
-			fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tCONT\tERROR")
-			for i, c := range calls {
-				cost := callCost(c)
-				errText := c.ErrorClass
-				if c.Retries > 0 {
-					errText = strings.TrimSpace(fmt.Sprintf("%s (%d retries)", c.ErrorClass, c.Retries))
-				}
-				fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, c.Attempt, c.Role, c.Model,
-					callTokens(c, c.PromptTokens), callTokens(c, c.CachedTokens), callTokens(c, c.CompletionTokens), cost,
-					fmtDur(c.Latency), orDash(c.FinishReason), c.Continuations, orDash(errText))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if total.EstimatedCalls > 0 {
-				fmt.Fprintf(w, "  ~ estimated: the server sent no usage; tokens are ceil(bytes/4) of the request and answer, cost is those tokens at the price table\n")
-			}
+		if err := showEvents(e.stdout, v.Events); err != nil {
+			return err
+		}
+		if err := showCalls(e.stdout, v.ModelCalls, v.Totals); err != nil {
+			return err
 		}
 		fmt.Fprintf(e.stderr, "full timeline with tool calls: ticketctl logs %d\n", t.ID)
 		return nil
 	})
+}
+
+// loadShow reads everything show prints about a ticket from the store.
+func loadShow(e *env, s *store.Store, t store.Ticket) (showJSON, error) {
+	v := showJSON{Ticket: t}
+	var err error
+	if v.Events, err = s.Events(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.ModelCalls, err = s.ModelCalls(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.Reviews, err = s.Reviews(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.Questions, err = s.Questions(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.Files, err = s.Artifacts(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.Requeues, err = s.Requeues(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	v.Totals, v.Roles = figures(v.ModelCalls)
+	return v, nil
+}
+
+// showSummary prints the ticket's title and its table of facts and figures.
+func showSummary(w io.Writer, v showJSON) error {
+	t := v.Ticket
+	fmt.Fprintf(w, "Ticket %d: %s\n", t.ID, t.Title)
+	tw := newTable(w)
+	for _, r := range append(ticketRows(t), spendRows(v.Totals, v.Reviews)...) {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	for _, r := range stateRows(t, v.Files) {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+// ticketRows are the ticket's own facts: state, attempts, origin, outcome.
+func ticketRows(t store.Ticket) [][2]string {
+	state := string(t.State)
+	if t.CancelRequested && !t.State.Terminal() {
+		state += " (cancel requested)"
+	}
+	return [][2]string{
+		{"state", state},
+		{"attempts", attemptsText(t)},
+		{"rescues", fmt.Sprintf("%d (attempts lost to an expired lease, not charged); %d crash(es) blamed on it (its attempt alone in flight when ticketd died)", t.Rescues, t.Crashes)},
+		{"repo", orDash(t.Repo)},
+		{"source", t.Source + " / " + t.ExternalID},
+		{"labels", orDash(strings.Join(t.Labels, ", "))},
+		{"priority", fmt.Sprint(t.Priority)},
+		{"created", fmtTime(t.CreatedAt)},
+		{"finished", fmtTime(t.FinishedAt)},
+		{"branch", orDash(t.Branch)},
+		{"result dir", orDash(t.ResultDir)},
+		{"reason", orDash(t.Reason)},
+		{"summary", orDash(clip(t.Summary, 200))},
+	}
+}
+
+// spendRows are what the ticket's model calls and reviews cost and did.
+func spendRows(total spend, reviews []store.Review) [][2]string {
+	dropped := 0
+	for _, r := range reviews {
+		dropped += r.Dropped
+	}
+	return [][2]string{
+		{"model calls", fmt.Sprintf("%d (%d failed)", total.Requests, total.Failed)},
+		{"tokens", fmt.Sprintf("prompt %d, cached %d, completion %d, reasoning %d%s",
+			total.PromptTokens, total.CachedTokens, total.CompletionTokens, total.ReasoningTokens, total.tokensNote())},
+		{"cost", total.costText()},
+		{"reviews", fmt.Sprintf("%d reviewer call(s)%s, %d finding(s) dropped (evidence not in the diff, bad schema, or new in round 2)", len(reviews), reviewersText(reviews), dropped)},
+		{"compactions", fmt.Sprintf("%d (passes that shrank the maker's conversation to fit its window)", total.Compactions)},
+		{"continuations", fmt.Sprintf("%d (answers cut at the output limit and continued)", total.Continuations)},
+	}
+}
+
+// stateRows are the rows only some tickets have: parked, leased, with files, pruned.
+func stateRows(t store.Ticket, files []store.Artifact) [][2]string {
+	var rows [][2]string
+	if t.State == store.StateParked {
+		rows = append(rows, [2]string{"parked", fmt.Sprintf("back in the queue at the next night: a scheduled one from %s on, or the next `ticketd once`; ticketctl requeue %d puts it back now", fmtTime(t.RunAfter), t.ID)})
+	}
+	if t.State == store.StateRunning {
+		rows = append(rows, [2]string{"lease", fmt.Sprintf("%s on node %s until %s", orDash(t.LeaseOwner), orDash(t.LeaseNode), fmtTime(t.LeaseExpiresAt))})
+	} else if t.LeaseNode != "" {
+		rows = append(rows, [2]string{"node", t.LeaseNode + " (of the last attempt)"})
+	}
+	if len(files) > 0 {
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Path)
+		}
+		rows = append(rows, [2]string{"files", fmt.Sprintf("%s (ticketctl report %d [FILE])", clip(strings.Join(names, " "), 200), t.ID)})
+	}
+	if !t.PrunedAt.IsZero() {
+		rows = append(rows, [2]string{"pruned", fmtTime(t.PrunedAt) + " (body and payloads removed by gc)"})
+	}
+	return rows
+}
+
+// indent puts a multi-line text under a heading, two spaces in.
+func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ") }
+
+// showBody prints the issue text, unless gc pruned it.
+func showBody(w io.Writer, t store.Ticket) {
+	if t.Body != "" {
+		fmt.Fprintf(w, "\nBody:\n  %s\n", indent(t.Body))
+	}
+}
+
+// showRequeues prints each requeue with who did it, the branch it kept and its note.
+func showRequeues(w io.Writer, requeues []store.Requeued) {
+	for _, r := range requeues {
+		fmt.Fprintf(w, "\nRequeue %d by %s (%s), from %s after %d attempt(s)", r.N, orDash(r.Actor), fmtTime(r.At), r.FromState, r.Attempts)
+		if r.Branch != "" {
+			fmt.Fprintf(w, "; its fix branch %s is kept", r.Branch)
+		}
+		fmt.Fprintln(w)
+		if r.Note != "" {
+			fmt.Fprintf(w, "  note: %s\n", indent(r.Note))
+		}
+	}
+}
+
+// showQuestions prints each question the maker asked and its answer, or how to give one.
+func showQuestions(w io.Writer, t store.Ticket, questions []store.Question) {
+	for _, q := range questions {
+		fmt.Fprintf(w, "\nQuestion %d (asked by attempt %d, %s):\n  %s\n", q.N, q.Attempt, fmtTime(q.AskedAt), indent(q.Text))
+		if q.CommentURL != "" {
+			fmt.Fprintf(w, "  posted: %s\n", q.CommentURL)
+		}
+		if q.Answered {
+			fmt.Fprintf(w, "Answer (%s, %s):\n  %s\n", orDash(q.AnsweredBy), fmtTime(q.AnsweredAt), indent(q.Answer))
+		} else {
+			fmt.Fprintf(w, "Not answered yet: ticketctl answer %d \"TEXT\"\n", t.ID)
+		}
+	}
+}
+
+// showRoles prints the spend per role, marking estimated token counts with "~".
+func showRoles(w io.Writer, roles map[string]*roleFigures) error {
+	if len(roles) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nPer role:\n")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  ROLE\tREQUESTS\tPROMPT\tCACHED\tCOMPLETION\tFIRST REQ CACHED\tCOST")
+	for _, name := range slices.Sorted(maps.Keys(roles)) {
+		r := roles[name]
+		mark := ""
+		if r.EstimatedCalls > 0 {
+			mark = "~"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s%d\t%s%d\t%s%d\t%s%s\t%s\n", name, r.Requests, mark, r.PromptTokens, mark, r.CachedTokens,
+			mark, r.CompletionTokens, mark, fmtShare(r.FirstRequestCachedShare), r.costText())
+	}
+	return tw.Flush()
+}
+
+// showEvents prints the ticket's state changes.
+func showEvents(w io.Writer, events []store.Event) error {
+	fmt.Fprintf(w, "\nEvents:\n")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  TIME\tKIND\tFROM\tTO\tATTEMPT\tACTOR\tREASON")
+	for _, ev := range events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", fmtTime(ev.At), ev.Kind, orDash(string(ev.FromState)),
+			orDash(string(ev.ToState)), ev.Attempt, orDash(ev.Actor), orDash(clip(ev.Reason, 80)))
+	}
+	return tw.Flush()
+}
+
+// showCalls prints one row per model call, with a legend when some usage was estimated.
+func showCalls(w io.Writer, calls []store.ModelCall, total spend) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nModel calls:\n")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  #\tATTEMPT\tROLE\tMODEL\tPROMPT\tCACHED\tCOMPLETION\tCOST\tLATENCY\tFINISH\tCONT\tERROR")
+	for i, c := range calls {
+		errText := c.ErrorClass
+		if c.Retries > 0 {
+			errText = strings.TrimSpace(fmt.Sprintf("%s (%d retries)", c.ErrorClass, c.Retries))
+		}
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, c.Attempt, c.Role, c.Model,
+			callTokens(c, c.PromptTokens), callTokens(c, c.CachedTokens), callTokens(c, c.CompletionTokens), callCost(c),
+			fmtDur(c.Latency), orDash(c.FinishReason), c.Continuations, orDash(errText))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if total.EstimatedCalls > 0 {
+		fmt.Fprintf(w, "  ~ estimated: the server sent no usage; tokens are ceil(bytes/4) of the request and answer, cost is those tokens at the price table\n")
+	}
+	return nil
 }
 
 // reviewersText names the reviewers with their call counts when more than correctness ran.

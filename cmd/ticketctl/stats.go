@@ -2,7 +2,9 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -106,48 +108,12 @@ func cmdStats(e *env, args []string) error {
 		}
 		rep.LastNight = last
 		if *runID > 0 {
-			runs, err := s.Runs(e.ctx, 0)
-			if err != nil {
-				return err
-			}
-			i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == *runID })
-			if i < 0 {
-				return fmt.Errorf("stats: run %d: %w (ticketctl stats lists the latest runs)", *runID, store.ErrRunNotFound)
-			}
-			st, err := s.Stats(e.ctx, *runID)
-			if err != nil {
-				return err
-			}
-			rep.Scope, rep.Run, rep.statsJSON = "run", &runs[i], fromStore(st)
-			if err := addEstimates(e.ctx, s, *runID, &rep.statsJSON); err != nil {
-				return err
-			}
+			err = runStats(e.ctx, s, *runID, &rep)
 		} else {
-			st, err := s.Stats(e.ctx, 0)
-			if err != nil {
-				return err
-			}
-			rep.statsJSON = fromStore(st)
-			if err := addEstimates(e.ctx, s, 0, &rep.statsJSON); err != nil {
-				return err
-			}
-			if *nights > 0 {
-				runs, err := s.Runs(e.ctx, *nights)
-				if err != nil {
-					return err
-				}
-				for _, r := range runs {
-					st, err := s.Stats(e.ctx, r.ID)
-					if err != nil {
-						return err
-					}
-					nj := nightJSON{Run: r, statsJSON: fromStore(st)}
-					if err := addEstimates(e.ctx, s, r.ID, &nj.statsJSON); err != nil {
-						return err
-					}
-					rep.Nights = append(rep.Nights, nj)
-				}
-			}
+			err = overallStats(e.ctx, s, *nights, &rep)
+		}
+		if err != nil {
+			return err
 		}
 		if e.g.json {
 			return e.printJSON(rep)
@@ -156,102 +122,81 @@ func cmdStats(e *env, args []string) error {
 	})
 }
 
+// scopeStats are the figures of one night, or of all of them for runID 0, with the
+// estimated parts marked.
+func scopeStats(ctx context.Context, s *store.Store, runID int64) (statsJSON, error) {
+	st, err := s.Stats(ctx, runID)
+	if err != nil {
+		return statsJSON{}, err
+	}
+	out := fromStore(st)
+	if err := addEstimates(ctx, s, runID, &out); err != nil {
+		return statsJSON{}, err
+	}
+	return out, nil
+}
+
+// runStats fills rep with the figures of night runID alone (stats --run).
+func runStats(ctx context.Context, s *store.Store, runID int64, rep *statsReport) error {
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == runID })
+	if i < 0 {
+		return fmt.Errorf("stats: run %d: %w (ticketctl stats lists the latest runs)", runID, store.ErrRunNotFound)
+	}
+	st, err := scopeStats(ctx, s, runID)
+	if err != nil {
+		return err
+	}
+	rep.Scope, rep.Run, rep.statsJSON = "run", &runs[i], st
+	return nil
+}
+
+// overallStats fills rep with the overall figures and those of the latest nights.
+func overallStats(ctx context.Context, s *store.Store, nights int, rep *statsReport) error {
+	st, err := scopeStats(ctx, s, 0)
+	if err != nil {
+		return err
+	}
+	rep.statsJSON = st
+	if nights == 0 {
+		return nil
+	}
+	runs, err := s.Runs(ctx, nights)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		st, err := scopeStats(ctx, s, r.ID)
+		if err != nil {
+			return err
+		}
+		rep.Nights = append(rep.Nights, nightJSON{Run: r, statsJSON: st})
+	}
+	return nil
+}
+
+// statsColumn is one column of the stats table: overall (or the one run) first, then nights.
+type statsColumn struct {
+	title   string
+	st      statsJSON
+	sandbox string
+	nodes   string
+}
+
+// statsRow is one metric of the stats table and how to show it for a column.
+type statsRow struct {
+	name string
+	f    func(statsJSON) string
+}
+
 // printStats shows the figures as a table: one column per scope (overall first, then nights).
 func printStats(e *env, rep statsReport) error {
-	type column struct {
-		title   string
-		st      statsJSON
-		sandbox string
-		nodes   string
-	}
 	printLastNight(e.stdout, rep.LastNight)
-	cols := []column{{"OVERALL", rep.statsJSON, "-", "-"}}
-	var unsandboxed []int64
-	if rep.Run != nil {
-		cols[0].title = fmt.Sprintf("RUN %d (%s %s)", rep.Run.ID, rep.Run.Trigger, rep.Run.StartedAt.Local().Format("01-02 15:04"))
-		cols[0].sandbox = cmp.Or(rep.Run.Sandbox, "-")
-		cols[0].nodes = nodeNames(*rep.Run)
-		if rep.Run.Sandbox == string(sandbox.ModeNone) {
-			unsandboxed = append(unsandboxed, rep.Run.ID)
-		}
-	}
-	for i, n := range rep.Nights {
-		cols = append(cols, column{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-"), nodeNames(n.Run)})
-		if n.Run.Sandbox == string(sandbox.ModeNone) {
-			unsandboxed = append(unsandboxed, n.Run.ID)
-		}
-	}
-	roles := map[string]bool{}
-	for _, c := range cols {
-		for r := range c.st.FirstRequestCachedShare {
-			roles[r] = true
-		}
-	}
-	rows := []struct {
-		name string
-		f    func(statsJSON) string
-	}{
-		{"tickets", func(s statsJSON) string { return fmt.Sprint(s.Tickets) }},
-		{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
-		{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
-		{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
-		{"needs_info", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateNeedsInfo]) }},
-		{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
-		{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
-		{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},
-		{"success rate", func(s statsJSON) string { return fmtShare(s.SuccessRate) }},
-		{"attempts per ticket", func(s statsJSON) string { return fmt.Sprintf("%.2f", s.AttemptsPerTicket) }},
-		{"model requests per ticket", func(s statsJSON) string { return fmt.Sprintf("%.1f", s.ModelRequestsPerTicket) }},
-		{"cost", func(s statsJSON) string { return costCell(s.CostUSD, s, true) }},
-		{"cost per done ticket", func(s statsJSON) string { return costCell(s.CostPerDoneTicketUSD, s, false) }},
-		{"duration P50", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP50S * float64(time.Second))) }},
-		{"duration P90", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP90S * float64(time.Second))) }},
-		{"prompt tokens", func(s statsJSON) string { return tokensCell(s.PromptTokens, s) }},
-		{"cached tokens", func(s statsJSON) string { return tokensCell(s.CachedTokens, s) }},
-		{"completion tokens", func(s statsJSON) string { return tokensCell(s.CompletionTokens, s) }},
-		{"calls with estimated usage", func(s statsJSON) string { return fmt.Sprint(s.EstimatedCalls) }},
-		{"review rounds", func(s statsJSON) string { return fmt.Sprint(s.ReviewRounds) }},
-		{"checker findings dropped", func(s statsJSON) string { return fmt.Sprint(s.DroppedFindings) }},
-	}
-	for _, role := range slices.Sorted(maps.Keys(roles)) {
-		rows = append(rows, struct {
-			name string
-			f    func(statsJSON) string
-		}{"first request cached, " + role, func(s statsJSON) string {
-			v, ok := s.FirstRequestCachedShare[role]
-			if !ok {
-				return "-"
-			}
-			if s.EstimatedCalls > 0 {
-				return "~" + fmtShare(v)
-			}
-			return fmtShare(v)
-		}})
-	}
-	tw := e.table()
-	fmt.Fprint(tw, "METRIC")
-	for _, c := range cols {
-		fmt.Fprintf(tw, "\t%s", c.title)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rows {
-		fmt.Fprint(tw, r.name)
-		for _, c := range cols {
-			fmt.Fprintf(tw, "\t%s", r.f(c.st))
-		}
-		fmt.Fprintln(tw)
-	}
-	fmt.Fprint(tw, "sandbox")
-	for _, c := range cols {
-		fmt.Fprintf(tw, "\t%s", c.sandbox)
-	}
-	fmt.Fprintln(tw)
-	fmt.Fprint(tw, "nodes")
-	for _, c := range cols {
-		fmt.Fprintf(tw, "\t%s", c.nodes)
-	}
-	fmt.Fprintln(tw)
-	if err := tw.Flush(); err != nil {
+	cols, unsandboxed := statsColumns(rep)
+	if err := writeStatsTable(e.stdout, cols, append(slices.Clone(statsRows), roleRows(cols)...)); err != nil {
 		return err
 	}
 	for _, id := range unsandboxed {
@@ -262,6 +207,99 @@ func printStats(e *env, rep statsReport) error {
 		fmt.Fprintln(e.stderr, "no nights recorded yet: per-night columns appear after ticketd once or a scheduled night")
 	}
 	return nil
+}
+
+// statsColumns makes the table's columns, and lists the nights that ran without a sandbox.
+func statsColumns(rep statsReport) (cols []statsColumn, unsandboxed []int64) {
+	cols = []statsColumn{{"OVERALL", rep.statsJSON, "-", "-"}}
+	if rep.Run != nil {
+		cols[0].title = fmt.Sprintf("RUN %d (%s %s)", rep.Run.ID, rep.Run.Trigger, rep.Run.StartedAt.Local().Format("01-02 15:04"))
+		cols[0].sandbox = cmp.Or(rep.Run.Sandbox, "-")
+		cols[0].nodes = nodeNames(*rep.Run)
+		if rep.Run.Sandbox == string(sandbox.ModeNone) {
+			unsandboxed = append(unsandboxed, rep.Run.ID)
+		}
+	}
+	for i, n := range rep.Nights {
+		cols = append(cols, statsColumn{fmt.Sprintf("RUN %d (%s %s, %s)", n.Run.ID, n.Run.Trigger, n.Run.StartedAt.Local().Format("01-02 15:04"), nightOutcome(n.Run, i == 0)), n.statsJSON, cmp.Or(n.Run.Sandbox, "-"), nodeNames(n.Run)})
+		if n.Run.Sandbox == string(sandbox.ModeNone) {
+			unsandboxed = append(unsandboxed, n.Run.ID)
+		}
+	}
+	return cols, unsandboxed
+}
+
+// statsRows are the metrics every stats table shows, in order.
+var statsRows = []statsRow{
+	{"tickets", func(s statsJSON) string { return fmt.Sprint(s.Tickets) }},
+	{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
+	{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
+	{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
+	{"needs_info", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateNeedsInfo]) }},
+	{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
+	{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
+	{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},
+	{"success rate", func(s statsJSON) string { return fmtShare(s.SuccessRate) }},
+	{"attempts per ticket", func(s statsJSON) string { return fmt.Sprintf("%.2f", s.AttemptsPerTicket) }},
+	{"model requests per ticket", func(s statsJSON) string { return fmt.Sprintf("%.1f", s.ModelRequestsPerTicket) }},
+	{"cost", func(s statsJSON) string { return costCell(s.CostUSD, s, true) }},
+	{"cost per done ticket", func(s statsJSON) string { return costCell(s.CostPerDoneTicketUSD, s, false) }},
+	{"duration P50", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP50S * float64(time.Second))) }},
+	{"duration P90", func(s statsJSON) string { return fmtDur(time.Duration(s.DurationP90S * float64(time.Second))) }},
+	{"prompt tokens", func(s statsJSON) string { return tokensCell(s.PromptTokens, s) }},
+	{"cached tokens", func(s statsJSON) string { return tokensCell(s.CachedTokens, s) }},
+	{"completion tokens", func(s statsJSON) string { return tokensCell(s.CompletionTokens, s) }},
+	{"calls with estimated usage", func(s statsJSON) string { return fmt.Sprint(s.EstimatedCalls) }},
+	{"review rounds", func(s statsJSON) string { return fmt.Sprint(s.ReviewRounds) }},
+	{"checker findings dropped", func(s statsJSON) string { return fmt.Sprint(s.DroppedFindings) }},
+}
+
+// roleRows add one "first request cached" row per role any column has figures for.
+func roleRows(cols []statsColumn) []statsRow {
+	roles := map[string]bool{}
+	for _, c := range cols {
+		for r := range c.st.FirstRequestCachedShare {
+			roles[r] = true
+		}
+	}
+	var rows []statsRow
+	for _, role := range slices.Sorted(maps.Keys(roles)) {
+		rows = append(rows, statsRow{"first request cached, " + role, func(s statsJSON) string { return firstCachedCell(s, role) }})
+	}
+	return rows
+}
+
+// firstCachedCell shows how much of role's first request hit the cache, "~" when estimated.
+func firstCachedCell(s statsJSON, role string) string {
+	v, ok := s.FirstRequestCachedShare[role]
+	if !ok {
+		return "-"
+	}
+	if s.EstimatedCalls > 0 {
+		return "~" + fmtShare(v)
+	}
+	return fmtShare(v)
+}
+
+// writeStatsTable prints the metric rows, then each column's sandbox and nodes.
+func writeStatsTable(w io.Writer, cols []statsColumn, rows []statsRow) error {
+	tw := newTable(w)
+	statsLine(tw, "METRIC", cols, func(c statsColumn) string { return c.title })
+	for _, r := range rows {
+		statsLine(tw, r.name, cols, func(c statsColumn) string { return r.f(c.st) })
+	}
+	statsLine(tw, "sandbox", cols, func(c statsColumn) string { return c.sandbox })
+	statsLine(tw, "nodes", cols, func(c statsColumn) string { return c.nodes })
+	return tw.Flush()
+}
+
+// statsLine prints one line of the stats table: its name, then one cell per column.
+func statsLine(w io.Writer, name string, cols []statsColumn, cell func(statsColumn) string) {
+	fmt.Fprint(w, name)
+	for _, c := range cols {
+		fmt.Fprintf(w, "\t%s", cell(c))
+	}
+	fmt.Fprintln(w)
 }
 
 // nodeNames lists the machines of a night, marking those that did not finish it (still

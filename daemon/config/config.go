@@ -429,185 +429,239 @@ func repoPython(repoPath, python string) string {
 }
 
 // Validate checks ranges and references; each error names the key, the value and a fix.
+// All problems are reported at once, in the order of the file's sections.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if c.Night.Workers < 1 || c.Night.Workers > 64 {
-		bad("night.workers: must be 1..64, got %d", c.Night.Workers)
+	var p problems
+	p.night(c.Night)
+	p.budget(c.Budget)
+	p.review(c.Review)
+	p.store(c)
+	c.Duplicates.validate(p.add)
+	p.enums(c)
+	p.intake(c)
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		p.repo(name, c.Repos[name])
 	}
-	if c.Night.Lease < 5*time.Second {
-		bad("night.lease: must be at least 5s, got %s", c.Night.Lease)
+	p.sandbox(c)
+	creds := c.credentialOwners()
+	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
+		p.repoEnv(name, c.Repos[name], creds)
 	}
-	if c.Night.Heartbeat <= 0 || c.Night.Heartbeat > c.Night.Lease/3 {
-		bad("night.heartbeat: must be positive and at most a third of night.lease (%s), got %s", c.Night.Lease, c.Night.Heartbeat)
+	p.github(c)
+	if err := c.Models.Validate(); err != nil {
+		p = append(p, err)
 	}
-	if c.Night.Heartbeat > 15*time.Second {
-		bad("night.heartbeat: must be at most 15s so a cancelled ticket stops spending quickly, got %s", c.Night.Heartbeat)
+	return errors.Join(p...)
+}
+
+// problems collects every finding of Validate, so that an operator fixes a config in one
+// pass instead of one error per restart.
+type problems []error
+
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Errorf(format, args...)) }
+
+// night checks the night section: its workers, lease, heartbeat and schedule.
+func (p *problems) night(n Night) {
+	if n.Workers < 1 || n.Workers > 64 {
+		p.add("night.workers: must be 1..64, got %d", n.Workers)
 	}
-	if c.Night.MaxAttempts < 1 || c.Night.MaxAttempts > 20 {
-		bad("night.max_attempts: must be 1..20, got %d", c.Night.MaxAttempts)
+	if n.Lease < 5*time.Second {
+		p.add("night.lease: must be at least 5s, got %s", n.Lease)
 	}
-	if _, err := cron.ParseStandard(c.Night.Schedule); err != nil {
-		bad("night.schedule: %q is not a cron schedule (%v); use five fields such as \"0 1 * * *\", or @daily / @hourly / @every 6h", c.Night.Schedule, err)
+	if n.Heartbeat <= 0 || n.Heartbeat > n.Lease/3 {
+		p.add("night.heartbeat: must be positive and at most a third of night.lease (%s), got %s", n.Lease, n.Heartbeat)
 	}
-	if c.Night.Window <= 0 {
-		bad("night.window: must be positive, got %s", c.Night.Window)
+	if n.Heartbeat > 15*time.Second {
+		p.add("night.heartbeat: must be at most 15s so a cancelled ticket stops spending quickly, got %s", n.Heartbeat)
 	}
-	if c.Night.MaxRescues < 1 || c.Night.MaxRescues > 100 {
-		bad("night.max_rescues: must be 1..100, got %d", c.Night.MaxRescues)
+	if n.MaxAttempts < 1 || n.MaxAttempts > 20 {
+		p.add("night.max_attempts: must be 1..20, got %d", n.MaxAttempts)
 	}
-	if c.Night.Grace < 0 {
-		bad("night.grace: must be >= 0 (0 stops running attempts when the window closes), got %s", c.Night.Grace)
+	if _, err := cron.ParseStandard(n.Schedule); err != nil {
+		p.add("night.schedule: %q is not a cron schedule (%v); use five fields such as \"0 1 * * *\", or @daily / @hourly / @every 6h", n.Schedule, err)
 	}
-	if c.Night.MaxTransportReleases < 1 {
-		bad("night.max_transport_releases: must be at least 1, got %d", c.Night.MaxTransportReleases)
+	if n.Window <= 0 {
+		p.add("night.window: must be positive, got %s", n.Window)
 	}
-	if c.Night.MaxDollars < 0 {
-		bad("night.max_dollars: must be >= 0 (0 means no limit), got %g", c.Night.MaxDollars)
+	p.nightLimits(n)
+}
+
+// nightLimits checks how far a night goes: rescues, grace, transport releases and dollars.
+func (p *problems) nightLimits(n Night) {
+	if n.MaxRescues < 1 || n.MaxRescues > 100 {
+		p.add("night.max_rescues: must be 1..100, got %d", n.MaxRescues)
 	}
-	if c.Budget.MaxSteps < 1 {
-		bad("budget.max_steps: must be >= 1, got %d", c.Budget.MaxSteps)
+	if n.Grace < 0 {
+		p.add("night.grace: must be >= 0 (0 stops running attempts when the window closes), got %s", n.Grace)
 	}
-	if c.Budget.MaxTokens < 1000 {
-		bad("budget.max_tokens: must be >= 1000, got %d", c.Budget.MaxTokens)
+	if n.MaxTransportReleases < 1 {
+		p.add("night.max_transport_releases: must be at least 1, got %d", n.MaxTransportReleases)
 	}
-	if c.Budget.WallClock < time.Second {
-		bad("budget.wall_clock: must be >= 1s, got %s", c.Budget.WallClock)
+	if n.MaxDollars < 0 {
+		p.add("night.max_dollars: must be >= 0 (0 means no limit), got %g", n.MaxDollars)
 	}
-	if c.Budget.MaxDollars < 0 {
-		bad("budget.max_dollars: must be >= 0 (0 means no per-attempt limit), got %g", c.Budget.MaxDollars)
+}
+
+// budget checks the per-attempt limits.
+func (p *problems) budget(b Budget) {
+	if b.MaxSteps < 1 {
+		p.add("budget.max_steps: must be >= 1, got %d", b.MaxSteps)
 	}
-	if c.Budget.CompactAt <= 0.1 || c.Budget.CompactAt >= 1 {
-		bad("budget.compact_at: must be a share of the context window between 0.1 and 1, such as 0.7; got %g", c.Budget.CompactAt)
+	if b.MaxTokens < 1000 {
+		p.add("budget.max_tokens: must be >= 1000, got %d", b.MaxTokens)
 	}
-	if c.Budget.MaxQuestions < 0 || c.Budget.MaxQuestions > MaxMaxQuestions {
-		bad("budget.max_questions: must be 0..%d (0 never asks a human), got %d", MaxMaxQuestions, c.Budget.MaxQuestions)
+	if b.WallClock < time.Second {
+		p.add("budget.wall_clock: must be >= 1s, got %s", b.WallClock)
 	}
+	if b.MaxDollars < 0 {
+		p.add("budget.max_dollars: must be >= 0 (0 means no per-attempt limit), got %g", b.MaxDollars)
+	}
+	if b.CompactAt <= 0.1 || b.CompactAt >= 1 {
+		p.add("budget.compact_at: must be a share of the context window between 0.1 and 1, such as 0.7; got %g", b.CompactAt)
+	}
+	if b.MaxQuestions < 0 || b.MaxQuestions > MaxMaxQuestions {
+		p.add("budget.max_questions: must be 0..%d (0 never asks a human), got %d", MaxMaxQuestions, b.MaxQuestions)
+	}
+}
+
+// review checks that each reviewer angle is known and listed once.
+func (p *problems) review(r Review) {
 	seenAngle := map[string]bool{}
-	for i, rv := range c.Review.Reviewers {
+	for i, rv := range r.Reviewers {
 		if seenAngle[rv.Angle] {
-			bad("review.reviewers[%d].angle: %q is listed twice; list each angle once", i, rv.Angle)
+			p.add("review.reviewers[%d].angle: %q is listed twice; list each angle once", i, rv.Angle)
 		}
 		seenAngle[rv.Angle] = true
 		if _, err := pipeline.NewReviewer(rv.Angle, rv.Paths, rv.Touches); err != nil {
-			bad("review.reviewers[%d]: %v", i, err)
+			p.add("review.reviewers[%d]: %v", i, err)
 		}
 	}
-	c.validateStore(bad)
-	c.Duplicates.validate(bad)
-	switch strings.ToUpper(c.Store.Synchronous) {
-	case "NORMAL", "FULL":
-	default:
-		bad("store.synchronous: %s", oneOf(c.Store.Synchronous, "NORMAL", "FULL"))
+}
+
+// enums checks the keys that take one of a few words.
+func (p *problems) enums(c Config) {
+	if s := strings.ToUpper(c.Store.Synchronous); s != "NORMAL" && s != "FULL" {
+		p.add("store.synchronous: %s", oneOf(c.Store.Synchronous, "NORMAL", "FULL"))
 	}
-	switch c.Log.Format {
-	case "text", "json":
-	default:
-		bad("log.format: %s", oneOf(c.Log.Format, "text", "json"))
+	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
+		p.add("log.format: %s", oneOf(c.Log.Format, "text", "json"))
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level: %s", oneOf(c.Log.Level, "debug", "info", "warn", "error"))
+	if levels := []string{"debug", "info", "warn", "error"}; !slices.Contains(levels, c.Log.Level) {
+		p.add("log.level: %s", oneOf(c.Log.Level, levels...))
 	}
-	switch c.Judge {
-	case "", "gate", "advisory":
-	default:
-		bad("judge: %s", oneOf(c.Judge, "gate", "advisory"))
+	if !slices.Contains([]string{"", "gate", "advisory"}, c.Judge) {
+		p.add("judge: %s", oneOf(c.Judge, "gate", "advisory"))
 	}
+}
+
+// intake checks each intake source and the repository it feeds.
+func (p *problems) intake(c Config) {
 	for i, s := range c.Intake {
 		if s.Kind != "dir" {
-			bad("intake[%d].kind: %s", i, oneOf(s.Kind, "dir"))
+			p.add("intake[%d].kind: %s", i, oneOf(s.Kind, "dir"))
 		}
 		if s.Path == "" {
-			bad("intake[%d].path: required (a folder of *.md issue files)", i)
+			p.add("intake[%d].path: required (a folder of *.md issue files)", i)
 		}
-		if s.Repo != "" {
-			if _, ok := c.Repos[s.Repo]; !ok {
-				bad("intake[%d].repo: %q is not defined under repos%s (have: %s)", i, s.Repo, spell.Hint(s.Repo, slices.Sorted(maps.Keys(c.Repos))), keys(c.Repos))
-			}
+		if _, ok := c.Repos[s.Repo]; s.Repo != "" && !ok {
+			p.add("intake[%d].repo: %q is not defined under repos%s (have: %s)", i, s.Repo, spell.Hint(s.Repo, slices.Sorted(maps.Keys(c.Repos))), keys(c.Repos))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
-		r := c.Repos[name]
-		if r.Path == "" {
-			bad("repos.%s.path: required (a local git repository)", name)
-		}
-		for j, f := range r.Instructions {
-			if clean := path.Clean(f); f == "" || path.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(f, "\\") || clean == ".git" || strings.HasPrefix(clean, ".git/") {
-				bad("repos.%s.instructions[%d]: %q must be a file path relative to the repository root, like AGENTS.md or docs/agents.md", name, j, f)
-			}
-		}
-		for j, p := range r.AllowPaths {
-			if err := tools.CheckAllowPattern(p); err != nil {
-				bad("repos.%s.allow_paths[%d]: %v", name, j, err)
-			}
-		}
-		for j, ch := range r.Checks {
-			switch ch.Kind {
-			case "pytest", "unittest", "ruff", "mypy", "command", "python":
-			default:
-				bad("repos.%s.checks[%d].kind: %s", name, j, oneOf(ch.Kind, "pytest", "unittest", "ruff", "mypy", "python", "command"))
-			}
-			if (ch.Kind == "command" || ch.Kind == "python") && len(ch.Command) == 0 {
-				bad("repos.%s.checks[%d].command: required for kind %q", name, j, ch.Kind)
-			}
-			if ch.Timeout < 0 {
-				bad("repos.%s.checks[%d].timeout: must be >= 0, got %s", name, j, ch.Timeout)
-			}
-			for _, k := range slices.Sorted(maps.Keys(ch.Env)) {
-				if !envName.MatchString(k) {
-					bad("repos.%s.checks[%d].env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", name, j, k)
-				}
-			}
+}
+
+// repo checks one repos entry: its path, instruction files, allowed paths and checks.
+func (p *problems) repo(name string, r Repo) {
+	if r.Path == "" {
+		p.add("repos.%s.path: required (a local git repository)", name)
+	}
+	for j, f := range r.Instructions {
+		if !isRepoRelative(f) {
+			p.add("repos.%s.instructions[%d]: %q must be a file path relative to the repository root, like AGENTS.md or docs/agents.md", name, j, f)
 		}
 	}
+	for j, pat := range r.AllowPaths {
+		if err := tools.CheckAllowPattern(pat); err != nil {
+			p.add("repos.%s.allow_paths[%d]: %v", name, j, err)
+		}
+	}
+	for j, ch := range r.Checks {
+		p.check(fmt.Sprintf("repos.%s.checks[%d]", name, j), ch)
+	}
+}
+
+// isRepoRelative reports whether f names a file inside the repository and outside .git.
+func isRepoRelative(f string) bool {
+	clean := path.Clean(f)
+	return f != "" && !path.IsAbs(f) && clean != ".." && !strings.HasPrefix(clean, "../") &&
+		!strings.Contains(f, "\\") && clean != ".git" && !strings.HasPrefix(clean, ".git/")
+}
+
+// checkKinds are the kinds of repos.*.checks, in the order the error message lists them.
+var checkKinds = []string{"pytest", "unittest", "ruff", "mypy", "python", "command"}
+
+// check checks one repos.*.checks entry; at is its config path.
+func (p *problems) check(at string, ch validate.Check) {
+	if !slices.Contains(checkKinds, ch.Kind) {
+		p.add("%s.kind: %s", at, oneOf(ch.Kind, checkKinds...))
+	}
+	if (ch.Kind == "command" || ch.Kind == "python") && len(ch.Command) == 0 {
+		p.add("%s.command: required for kind %q", at, ch.Kind)
+	}
+	if ch.Timeout < 0 {
+		p.add("%s.timeout: must be >= 0, got %s", at, ch.Timeout)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ch.Env)) {
+		if !envName.MatchString(k) {
+			p.add("%s.env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", at, k)
+		}
+	}
+}
+
+// sandbox checks how the code under test is isolated and how big its worktree may grow.
+func (p *problems) sandbox(c Config) {
 	if err := c.Sandbox.Valid(); err != nil || c.Sandbox == "" {
-		bad("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q%s", string(c.Sandbox), spell.Hint(string(c.Sandbox), []string{"bwrap", "none"}))
+		p.add("sandbox: must be bwrap (isolate the code under test; needs bubblewrap) or none (no isolation), got %q%s", string(c.Sandbox), spell.Hint(string(c.Sandbox), []string{"bwrap", "none"}))
 	}
-	for i, p := range c.SandboxPaths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
-			bad("sandbox_paths[%d]: must be an absolute path other than /, got %q", i, p)
+	for i, sp := range c.SandboxPaths {
+		if !filepath.IsAbs(sp) || filepath.Clean(sp) == "/" {
+			p.add("sandbox_paths[%d]: must be an absolute path other than /, got %q", i, sp)
 		}
 	}
 	if u := c.SandboxUser; u != "" && (u == "root" || u == "0" || strings.ContainsAny(u, " \t:/")) {
-		bad("sandbox_user: must name an unprivileged user (e.g. ticketd-check), got %q", u)
+		p.add("sandbox_user: must name an unprivileged user (e.g. ticketd-check), got %q", u)
 	}
 	if c.MaxWorktreeSize < 1<<20 {
-		bad("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
+		p.add("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
 	}
-	creds := c.credentialOwners()
-	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
-		if s := c.Repos[name].Setup; s != nil {
-			if err := s.Validate(); err != nil {
-				bad("repos.%s.setup.%v", name, err)
-			}
-			for j, v := range s.PassEnv {
-				if !envName.MatchString(v) {
-					bad("repos.%s.setup.pass_env[%d]: %q is not an environment variable name", name, j, v)
-				}
-				if owner, ok := creds[v]; ok {
-					bad("repos.%s.setup.pass_env[%d]: %s is %s; a credential of ticketd never enters the sandbox", name, j, v, owner)
-				}
-			}
-		}
-		for j, v := range c.Repos[name].PassEnv {
-			if !envName.MatchString(v) {
-				bad("repos.%s.pass_env[%d]: %q is not an environment variable name", name, j, v)
-			}
-			if owner, ok := creds[v]; ok {
-				bad("repos.%s.pass_env[%d]: %s is %s; a credential of ticketd never enters the sandbox", name, j, v, owner)
-			}
-		}
-	}
-	c.validateGitHub(bad)
-	if err := c.Models.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
-func (c *Config) validateStore(bad func(string, ...any)) {
+// repoEnv checks what a repository's setup recipe and checks receive from the environment:
+// creds maps each credential of ticketd to its owner, and none may be passed.
+func (p *problems) repoEnv(name string, r Repo, creds map[string]string) {
+	if s := r.Setup; s != nil {
+		if err := s.Validate(); err != nil {
+			p.add("repos.%s.setup.%v", name, err)
+		}
+		p.passEnv("repos."+name+".setup.pass_env", s.PassEnv, creds)
+	}
+	p.passEnv("repos."+name+".pass_env", r.PassEnv, creds)
+}
+
+// passEnv checks one pass_env list; at is its config path.
+func (p *problems) passEnv(at string, vars []string, creds map[string]string) {
+	for j, v := range vars {
+		if !envName.MatchString(v) {
+			p.add("%s[%d]: %q is not an environment variable name", at, j, v)
+		}
+		if owner, ok := creds[v]; ok {
+			p.add("%s[%d]: %s is %s; a credential of ticketd never enters the sandbox", at, j, v, owner)
+		}
+	}
+}
+
+// store checks the store section, the node name and each repository's push settings: what
+// several nodes sharing one store must agree on.
+func (p *problems) store(c Config) {
 	st := c.Store
 	set := 0
 	for _, v := range []string{st.Path, st.URL, st.URLEnv} {
@@ -617,32 +671,42 @@ func (c *Config) validateStore(bad func(string, ...any)) {
 	}
 	switch {
 	case set == 0:
-		bad("store: set path (a SQLite file, default %s) or url_env (the variable holding a PostgreSQL URL)", DefaultStorePath)
+		p.add("store: set path (a SQLite file, default %s) or url_env (the variable holding a PostgreSQL URL)", DefaultStorePath)
 	case set > 1:
-		bad("store: set one of path (SQLite), url_env or url (PostgreSQL), got %d of them", set)
+		p.add("store: set one of path (SQLite), url_env or url (PostgreSQL), got %d of them", set)
 	}
 	if st.URLEnv != "" && !envName.MatchString(st.URLEnv) {
-		bad("store.url_env: %q is not an environment variable name (e.g. TICKETD_DB_URL)", st.URLEnv)
+		p.add("store.url_env: %q is not an environment variable name (e.g. TICKETD_DB_URL)", st.URLEnv)
 	}
 	if st.URL != "" {
-		u, err := url.Parse(st.URL)
-		switch {
-		case err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql"):
-			bad("store.url: want postgres://user@host:5432/database, got %q", st.URL)
-		case hasPassword(u):
-			bad("store.url: holds a password; secrets never go in this file: export the URL in a variable and name it in store.url_env")
-		}
+		p.storeURL(st.URL)
 	}
 	if c.Node != "" && !nodeName.MatchString(c.Node) {
-		bad("node: %q: want letters, digits, '.', '_' and '-' (at most 64), like vm-2", c.Node)
+		p.add("node: %q: want letters, digits, '.', '_' and '-' (at most 64), like vm-2", c.Node)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {
-		if r := c.Repos[name].PushRemote; r != "" && !remoteName.MatchString(r) {
-			bad("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r)
-		}
-		if v := c.Repos[name].PushTokenEnv; v != "" && !envName.MatchString(v) {
-			bad("repos.%s.push_token_env: %q is not an environment variable name (e.g. APP_PUSH_TOKEN)", name, v)
-		}
+		p.push(name, c.Repos[name])
+	}
+}
+
+// storeURL checks store.url: a PostgreSQL URL without a password in it.
+func (p *problems) storeURL(raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql"):
+		p.add("store.url: want postgres://user@host:5432/database, got %q", raw)
+	case hasPassword(u):
+		p.add("store.url: holds a password; secrets never go in this file: export the URL in a variable and name it in store.url_env")
+	}
+}
+
+// push checks where a repository's branches are pushed and with which credential.
+func (p *problems) push(name string, r Repo) {
+	if r.PushRemote != "" && !remoteName.MatchString(r.PushRemote) {
+		p.add("repos.%s.push_remote: %q is not a git remote name (like origin)", name, r.PushRemote)
+	}
+	if v := r.PushTokenEnv; v != "" && !envName.MatchString(v) {
+		p.add("repos.%s.push_token_env: %q is not an environment variable name (e.g. APP_PUSH_TOKEN)", name, v)
 	}
 }
 

@@ -230,48 +230,65 @@ func gotWords(tag, value string) string {
 // indexKeys records, for each line that holds a mapping key or a value, the dotted key path
 // (byLine), and for each path the line it starts on (byPath, when not nil).
 func indexKeys(n *yaml.Node, prefix string, byLine map[int]string, byPath map[string]int) {
-	mark := func(line int, p string) {
-		if _, ok := byLine[line]; !ok {
-			byLine[line] = p
-		}
-		if byPath != nil {
-			if _, ok := byPath[p]; !ok {
-				byPath[p] = line
-			}
-		}
+	keyIndex{byLine, byPath}.walk(n, prefix)
+}
+
+// keyIndex is what indexKeys fills: byPath may be nil.
+type keyIndex struct {
+	byLine map[int]string
+	byPath map[string]int
+}
+
+// line records p for line unless an earlier path holds it.
+func (x keyIndex) line(line int, p string) {
+	if _, ok := x.byLine[line]; !ok {
+		x.byLine[line] = p
 	}
+}
+
+// path records line for p unless p was seen first elsewhere.
+func (x keyIndex) path(p string, line int) {
+	if x.byPath == nil {
+		return
+	}
+	if _, ok := x.byPath[p]; !ok {
+		x.byPath[p] = line
+	}
+}
+
+func (x keyIndex) walk(n *yaml.Node, prefix string) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			indexKeys(c, prefix, byLine, byPath)
+			x.walk(c, prefix)
 		}
 	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if prefix != "" {
-				p = prefix + "." + k.Value
-			}
-			mark(k.Line, p)
-			if v.Line != k.Line && v.Kind == yaml.ScalarNode {
-				if _, ok := byLine[v.Line]; !ok {
-					byLine[v.Line] = p
-				}
-			}
-			indexKeys(v, p, byLine, byPath)
-		}
+		x.mapping(n, prefix)
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			p := fmt.Sprintf("%s[%d]", prefix, i)
-			if byPath != nil {
-				if _, ok := byPath[p]; !ok {
-					byPath[p] = c.Line
-				}
+			x.path(p, c.Line)
+			if c.Kind == yaml.ScalarNode {
+				x.line(c.Line, p)
 			}
-			if _, ok := byLine[c.Line]; !ok && c.Kind == yaml.ScalarNode {
-				byLine[c.Line] = p
-			}
-			indexKeys(c, p, byLine, byPath)
+			x.walk(c, p)
 		}
+	}
+}
+
+// mapping indexes each key of a mapping, and a scalar value on a line of its own.
+func (x keyIndex) mapping(n *yaml.Node, prefix string) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := k.Value
+		if prefix != "" {
+			p = prefix + "." + k.Value
+		}
+		x.line(k.Line, p)
+		x.path(p, k.Line)
+		if v.Line != k.Line && v.Kind == yaml.ScalarNode {
+			x.line(v.Line, p)
+		}
+		x.walk(v, p)
 	}
 }

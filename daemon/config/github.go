@@ -115,69 +115,85 @@ func defaultPushURL(api, name string) string {
 	return u.Scheme + "://" + host + "/" + name + ".git"
 }
 
-// validateGitHub checks the github and http sections.
-func (c Config) validateGitHub(bad func(string, ...any)) {
+// github checks the github and http sections.
+func (p *problems) github(c Config) {
 	g := c.GitHub
 	if len(g.Repos) > 0 || g.Output.Enabled {
 		if !envNameRe.MatchString(g.TokenEnv) {
-			bad("github.token_env: must name an environment variable (such as GITHUB_TOKEN), got %q", g.TokenEnv)
+			p.add("github.token_env: must name an environment variable (such as GITHUB_TOKEN), got %q", g.TokenEnv)
 		}
 	}
-	if u, err := url.Parse(g.APIURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
-		bad("github.api_url: want an https URL such as %s (plain http only on loopback), got %q", DefaultGitHubAPI, g.APIURL)
-	} else if !strings.HasSuffix(u.Path, "/") {
-		bad("github.api_url: must end with a slash, got %q", g.APIURL)
-	}
+	p.githubAPIURL(g.APIURL)
 	if g.Poll < time.Second {
-		bad("github.poll: must be at least 1s, got %s", g.Poll)
+		p.add("github.poll: must be at least 1s, got %s", g.Poll)
 	}
 	if g.Watch <= 0 || g.Watch > 15*time.Second {
-		bad("github.watch: must be positive and at most 15s so a closed issue stops spending quickly, got %s", g.Watch)
+		p.add("github.watch: must be positive and at most 15s so a closed issue stops spending quickly, got %s", g.Watch)
 	}
 	if g.MinRateRemaining < 0 {
-		bad("github.min_rate_remaining: must be >= 0, got %d", g.MinRateRemaining)
+		p.add("github.min_rate_remaining: must be >= 0, got %d", g.MinRateRemaining)
 	}
 	for i, a := range g.AllowAuthors {
 		if !ghLoginRe.MatchString(a) {
-			bad("github.allow_authors[%d]: %q is not a GitHub login", i, a)
+			p.add("github.allow_authors[%d]: %q is not a GitHub login", i, a)
 		}
 	}
 	if g.Output.Enabled && len(g.Repos) == 0 {
-		bad("github.output.enabled: needs at least one entry under github.repos")
+		p.add("github.output.enabled: needs at least one entry under github.repos")
 	}
 	seen := map[string]bool{}
 	for i, r := range g.Repos {
-		if !ghRepoRe.MatchString(r.Name) {
-			bad("github.repos[%d].name: want OWNER/NAME, got %q", i, r.Name)
-		}
 		key := strings.ToLower(r.Name)
-		if seen[key] {
-			bad("github.repos[%d].name: %q is listed twice", i, r.Name)
-		}
+		p.githubRepo(c, i, r, seen[key])
 		seen[key] = true
-		if _, ok := c.Repos[r.Repo]; !ok {
-			bad("github.repos[%d].repo: %q is not defined under repos (have: %s)", i, r.Repo, keys(c.Repos))
-		}
-		if strings.ContainsAny(r.Label, ",\n") {
-			bad("github.repos[%d].label: %q may not contain a comma or newline", i, r.Label)
-		}
-		if g.Output.Enabled && r.PushURL == "" {
-			bad("github.repos[%d].push_url: required when github.output.enabled (an https clone URL)", i)
-		}
-		if u, err := url.Parse(r.PushURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
-			bad("github.repos[%d].push_url: %q would send the token in clear text; use https", i, r.PushURL)
-		}
-		if strings.HasPrefix(r.Base, "-") {
-			bad("github.repos[%d].base: %q is not a branch name", i, r.Base)
-		}
 	}
-	if a := c.HTTP.Addr; a != "" {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil || port == "" {
-			bad("http.addr: want HOST:PORT such as 127.0.0.1:8377, got %q", a)
-		} else if !isLoopback(host) {
-			bad("http.addr: %q is not a loopback address; the status page has no authentication, so serve it on 127.0.0.1 or ::1 (put a proxy in front to share it)", a)
-		}
+	p.httpAddr(c.HTTP.Addr)
+}
+
+// githubAPIURL checks github.api_url: https (plain http only on loopback), ending in a slash.
+func (p *problems) githubAPIURL(raw string) {
+	if u, err := url.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+		p.add("github.api_url: want an https URL such as %s (plain http only on loopback), got %q", DefaultGitHubAPI, raw)
+	} else if !strings.HasSuffix(u.Path, "/") {
+		p.add("github.api_url: must end with a slash, got %q", raw)
+	}
+}
+
+// githubRepo checks github.repos[i]; dup says an earlier entry has the same name.
+func (p *problems) githubRepo(c Config, i int, r GitHubRepo, dup bool) {
+	if !ghRepoRe.MatchString(r.Name) {
+		p.add("github.repos[%d].name: want OWNER/NAME, got %q", i, r.Name)
+	}
+	if dup {
+		p.add("github.repos[%d].name: %q is listed twice", i, r.Name)
+	}
+	if _, ok := c.Repos[r.Repo]; !ok {
+		p.add("github.repos[%d].repo: %q is not defined under repos (have: %s)", i, r.Repo, keys(c.Repos))
+	}
+	if strings.ContainsAny(r.Label, ",\n") {
+		p.add("github.repos[%d].label: %q may not contain a comma or newline", i, r.Label)
+	}
+	if c.GitHub.Output.Enabled && r.PushURL == "" {
+		p.add("github.repos[%d].push_url: required when github.output.enabled (an https clone URL)", i)
+	}
+	if u, err := url.Parse(r.PushURL); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		p.add("github.repos[%d].push_url: %q would send the token in clear text; use https", i, r.PushURL)
+	}
+	if strings.HasPrefix(r.Base, "-") {
+		p.add("github.repos[%d].base: %q is not a branch name", i, r.Base)
+	}
+}
+
+// httpAddr checks http.addr: the status page has no authentication, so loopback only.
+func (p *problems) httpAddr(a string) {
+	if a == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || port == "" {
+		p.add("http.addr: want HOST:PORT such as 127.0.0.1:8377, got %q", a)
+	} else if !isLoopback(host) {
+		p.add("http.addr: %q is not a loopback address; the status page has no authentication, so serve it on 127.0.0.1 or ::1 (put a proxy in front to share it)", a)
 	}
 }
 

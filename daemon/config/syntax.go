@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,62 +18,76 @@ func syntaxError(name string, data []byte, err error) error {
 		return fmt.Errorf("%s: the YAML is not valid: %s", name, msg)
 	}
 	line, _ := strconv.Atoi(m[1])
-	what := m[2]
-	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
-	text := func(n int) string {
-		if n < 1 || n > len(lines) {
-			return ""
-		}
-		return lines[n-1]
-	}
-	// noColon says whether line n looks like a "key value" that lost its colon.
-	noColon := func(n int) bool {
-		t := strings.TrimSpace(text(n))
-		if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "- ") || t == "-" || strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
-			return false
-		}
-		return !strings.Contains(stripComment(t), ":")
-	}
-	words := ""
-	switch {
-	case strings.Contains(what, "could not find expected ':'"):
-		for n := line; n <= len(lines) && n < line+200; n++ {
-			if noColon(n) {
-				line = n
-				break
-			}
-		}
-		words = `a key without its colon: write "key: value" (a space after the colon)`
-	case strings.Contains(what, "mapping values are not allowed"):
-		if noColon(line - 1) {
-			line--
-			words = `a key without its colon: write "key: value" (a space after the colon)`
-		} else {
-			words = `a colon where none may be: quote a value that holds ": " ('like: this'), or fix this line's indentation to match the keys beside it`
-		}
-	case strings.Contains(what, "found character that cannot start any token"), strings.Contains(what, "tab character"):
-		if strings.Contains(text(line), "\t") {
-			words = "a tab in the indentation: YAML indents with spaces only"
-		} else {
-			words = "a value starts with a character YAML reserves (@, `, %): put the value in quotes"
-		}
-	case strings.Contains(what, "found unexpected end of stream"), strings.Contains(what, "found unexpected end of file"):
-		words = "a quoted value is not closed: close its quote on the same line"
-	case strings.Contains(what, "did not find expected ',' or ']'"):
-		words = "a list in [ ] is not closed, or two of its items lack a comma between them"
-	case strings.Contains(what, "did not find expected ',' or '}'"):
-		words = "a mapping in { } is not closed, or two of its entries lack a comma between them"
-	case strings.Contains(what, "did not find expected key"), strings.Contains(what, "did not find expected '-' indicator"):
-		words = "this line's indentation does not match the keys (or list items) above it: indent it like its siblings"
-	case strings.Contains(what, "block sequence entries are not allowed"):
-		words = "a list item (- ...) where a value was expected: put the items on their own lines, indented under their key"
-	default:
-		words = "the YAML is not valid (" + what + ")"
-	}
-	if t := strings.TrimSpace(text(line)); t != "" {
+	lines := yamlLines(strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n"))
+	line, words := lines.explain(m[2], line)
+	if t := strings.TrimSpace(lines.text(line)); t != "" {
 		return fmt.Errorf("%s:%d: %s (the line reads %q)", name, line, words, clipLine(t))
 	}
 	return fmt.Errorf("%s:%d: %s", name, line, words)
+}
+
+// yamlLines are the lines of a config file, for pointing at the line that is wrong.
+type yamlLines []string
+
+// text is line n (counting from 1), or "" past either end.
+func (l yamlLines) text(n int) string {
+	if n < 1 || n > len(l) {
+		return ""
+	}
+	return l[n-1]
+}
+
+// noColon says whether line n looks like a "key value" that lost its colon.
+func (l yamlLines) noColon(n int) bool {
+	t := strings.TrimSpace(l.text(n))
+	if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "- ") || t == "-" || strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
+		return false
+	}
+	return !strings.Contains(stripComment(t), ":")
+}
+
+const missingColon = `a key without its colon: write "key: value" (a space after the colon)`
+
+// explain says in words what the parser's message what, noticed at line, means, and moves
+// line to where the mistake most likely is.
+func (l yamlLines) explain(what string, line int) (int, string) {
+	switch {
+	case strings.Contains(what, "could not find expected ':'"):
+		for n := line; n <= len(l) && n < line+200; n++ {
+			if l.noColon(n) {
+				return n, missingColon
+			}
+		}
+		return line, missingColon
+	case strings.Contains(what, "mapping values are not allowed"):
+		if l.noColon(line - 1) {
+			return line - 1, missingColon
+		}
+		return line, `a colon where none may be: quote a value that holds ": " ('like: this'), or fix this line's indentation to match the keys beside it`
+	case strings.Contains(what, "found character that cannot start any token"), strings.Contains(what, "tab character"):
+		if strings.Contains(l.text(line), "\t") {
+			return line, "a tab in the indentation: YAML indents with spaces only"
+		}
+		return line, "a value starts with a character YAML reserves (@, `, %): put the value in quotes"
+	}
+	for _, f := range yamlFixes {
+		if slices.ContainsFunc(f.finds, func(s string) bool { return strings.Contains(what, s) }) {
+			return line, f.words
+		}
+	}
+	return line, "the YAML is not valid (" + what + ")"
+}
+
+// yamlFixes say in words what the parser's other messages mean (any of finds in it).
+var yamlFixes = []struct {
+	finds []string
+	words string
+}{
+	{[]string{"found unexpected end of stream", "found unexpected end of file"}, "a quoted value is not closed: close its quote on the same line"},
+	{[]string{"did not find expected ',' or ']'"}, "a list in [ ] is not closed, or two of its items lack a comma between them"},
+	{[]string{"did not find expected ',' or '}'"}, "a mapping in { } is not closed, or two of its entries lack a comma between them"},
+	{[]string{"did not find expected key", "did not find expected '-' indicator"}, "this line's indentation does not match the keys (or list items) above it: indent it like its siblings"},
+	{[]string{"block sequence entries are not allowed"}, "a list item (- ...) where a value was expected: put the items on their own lines, indented under their key"},
 }
 
 // stripComment drops a trailing " # comment".
