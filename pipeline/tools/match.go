@@ -61,7 +61,8 @@ type missError struct{ msg string }
 func (e *missError) Error() string { return e.msg }
 
 // matchEdit finds where old applies in content and what to write there. new is converted to
-// the file's line endings, and on the re-indenting rungs to its indentation.
+// the file's line endings, and on the re-indenting rungs to its indentation. The rungs are
+// tried from the strictest down, so the first that matches is the least guessing.
 func matchEdit(content, old, new string, replaceAll bool, path string) (edit, error) {
 	if old == "" {
 		return edit{}, &missError{"old_text is empty: to create a file use write_file; to insert, include the lines next to the insertion point in old_text"}
@@ -70,51 +71,15 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 		return edit{}, &missError{"old_text and new_text are the same, so there is nothing to change"}
 	}
 	fl := splitFile(content)
-	newText := fl.withEndings(new)
-
-	// Rung 1: exact.
-	if idx := allIndex(content, old); len(idx) > 0 {
-		return fl.pick(RungExact, path, replaceAll, idx, func(i int) region {
-			return region{idx[i], idx[i] + len(old), newText}
-		})
+	if e, ok, err := fl.matchVerbatim(content, old, fl.withEndings(new), replaceAll, path); ok || err != nil {
+		return e, err
 	}
-	// Rung 2: line endings.
-	normContent, normOld := lf(content), lf(old)
-	if normOld != old || normContent != content {
-		if idx := allIndex(normContent, normOld); len(idx) > 0 {
-			return fl.pick(RungLineEndings, path, replaceAll, idx, func(i int) region {
-				s, e := fl.rawOffset(idx[i]), fl.rawOffset(idx[i]+len(normOld))
-				return region{s, e, newText}
-			})
-		}
-	}
-	o := splitOld(normOld)
+	o := splitOld(lf(old))
 	n := splitOld(lf(new))
-	ladder := []struct {
-		rung Rung
-		try  func() []block
-	}{
-		{RungTrimmed, func() []block { return fl.lineBlocks(o.lines, trimRight) }},
-		{RungIndent, func() []block { return fl.indentBlocks(o.lines) }},
-		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, collapse) }},
+	if e, ok, err := fl.matchLines(o, n, replaceAll, path); ok || err != nil {
+		return e, err
 	}
-	for _, step := range ladder {
-		if e, ok, err := fl.resolveBlocks(step.rung, path, replaceAll, step.try(), o, n); ok || err != nil {
-			return e, err
-		}
-	}
-	// Rung 6: escapes undone (a model that JSON-escaped its text twice), typographic quotes
-	// made plain on both sides.
-	if u, ok := unescape(normOld); ok {
-		uo, un := splitOld(u), n
-		if v, ok := unescape(lf(new)); ok {
-			un = splitOld(v)
-		}
-		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
-			return e, err
-		}
-	}
-	if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o)); ok || err != nil {
+	if e, ok, err := fl.matchEscaped(old, new, o, n, replaceAll, path); ok || err != nil {
 		return e, err
 	}
 	// Rung 7: blank lines ignored.
@@ -126,6 +91,63 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 		return e, err
 	}
 	return edit{}, &missError{fl.describeMiss(path, o.lines)}
+}
+
+// matchVerbatim is rungs 1 and 2: old as written, then with line endings normalised.
+func (fl *fileLines) matchVerbatim(content, old, newText string, replaceAll bool, path string) (edit, bool, error) {
+	if idx := allIndex(content, old); len(idx) > 0 {
+		e, err := fl.pick(RungExact, path, replaceAll, idx, func(i int) region {
+			return region{idx[i], idx[i] + len(old), newText}
+		})
+		return e, true, err
+	}
+	normContent, normOld := lf(content), lf(old)
+	if normOld == old && normContent == content {
+		return edit{}, false, nil
+	}
+	idx := allIndex(normContent, normOld)
+	if len(idx) == 0 {
+		return edit{}, false, nil
+	}
+	e, err := fl.pick(RungLineEndings, path, replaceAll, idx, func(i int) region {
+		s, e := fl.rawOffset(idx[i]), fl.rawOffset(idx[i]+len(normOld))
+		return region{s, e, newText}
+	})
+	return e, true, err
+}
+
+// matchLines is rungs 3 to 5: line by line with trailing whitespace trimmed, then with
+// the indentation shifted, then with runs of whitespace collapsed.
+func (fl *fileLines) matchLines(o, n oldText, replaceAll bool, path string) (edit, bool, error) {
+	ladder := []struct {
+		rung Rung
+		try  func() []block
+	}{
+		{RungTrimmed, func() []block { return fl.lineBlocks(o.lines, trimRight) }},
+		{RungIndent, func() []block { return fl.indentBlocks(o.lines) }},
+		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, collapse) }},
+	}
+	for _, step := range ladder {
+		if e, ok, err := fl.resolveBlocks(step.rung, path, replaceAll, step.try(), o, n); ok || err != nil {
+			return e, ok, err
+		}
+	}
+	return edit{}, false, nil
+}
+
+// matchEscaped is rung 6: escapes undone (a model that JSON-escaped its text twice), then
+// typographic quotes made plain on both sides.
+func (fl *fileLines) matchEscaped(old, new string, o, n oldText, replaceAll bool, path string) (edit, bool, error) {
+	if u, ok := unescape(lf(old)); ok {
+		uo, un := splitOld(u), n
+		if v, ok := unescape(lf(new)); ok {
+			un = splitOld(v)
+		}
+		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
+			return e, ok, err
+		}
+	}
+	return fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o))
 }
 
 // pick turns n candidate matches into an edit, refusing ambiguity unless replaceAll.
