@@ -70,33 +70,46 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 	if old == new {
 		return edit{}, &missError{"old_text and new_text are the same, so there is nothing to change"}
 	}
-	fl := splitFile(content)
-	if e, ok, err := fl.matchVerbatim(content, old, fl.withEndings(new), replaceAll, path); ok || err != nil {
+	m := editMatch{fl: splitFile(content), path: path, replaceAll: replaceAll}
+	if e, ok, err := m.verbatim(content, old, m.fl.withEndings(new)); ok || err != nil {
 		return e, err
 	}
 	o := splitOld(lf(old))
 	n := splitOld(lf(new))
-	if e, ok, err := fl.matchLines(o, n, replaceAll, path); ok || err != nil {
+	if e, ok, err := m.lineWise(o, n); ok || err != nil {
 		return e, err
 	}
-	if e, ok, err := fl.matchEscaped(old, new, o, n, replaceAll, path); ok || err != nil {
+	if e, ok, err := m.escaped(old, new, o, n); ok || err != nil {
 		return e, err
 	}
 	// Rung 7: blank lines ignored.
-	if e, ok, err := fl.resolveBlocks(RungBlankLines, path, replaceAll, fl.sparseBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
+	if e, ok, err := m.resolve(RungBlankLines, m.fl.sparseBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
 		return e, err
 	}
 	// Rung 8: anchors.
-	if e, ok, err := fl.resolveBlocks(RungAnchors, path, replaceAll, fl.anchorBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
+	if e, ok, err := m.resolve(RungAnchors, m.fl.anchorBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
 		return e, err
 	}
-	return edit{}, &missError{fl.describeMiss(path, o.lines)}
+	return edit{}, &missError{m.fl.describeMiss(path, o.lines)}
 }
 
-// matchVerbatim is rungs 1 and 2: old as written, then with line endings normalised.
-func (fl *fileLines) matchVerbatim(content, old, newText string, replaceAll bool, path string) (edit, bool, error) {
+// editMatch is one edit's search through the rungs: the file, and how the edit was asked.
+type editMatch struct {
+	fl         *fileLines
+	path       string
+	replaceAll bool
+}
+
+// resolve tries one line-wise rung's candidate blocks.
+func (m editMatch) resolve(rung Rung, blocks []block, o, n oldText) (edit, bool, error) {
+	return m.fl.resolveBlocks(rung, m.path, m.replaceAll, blocks, o, n)
+}
+
+// verbatim is rungs 1 and 2: old as written, then with line endings normalised.
+func (m editMatch) verbatim(content, old, newText string) (edit, bool, error) {
+	fl := m.fl
 	if idx := allIndex(content, old); len(idx) > 0 {
-		e, err := fl.pick(RungExact, path, replaceAll, idx, func(i int) region {
+		e, err := fl.pick(RungExact, m.path, m.replaceAll, idx, func(i int) region {
 			return region{idx[i], idx[i] + len(old), newText}
 		})
 		return e, true, err
@@ -109,16 +122,17 @@ func (fl *fileLines) matchVerbatim(content, old, newText string, replaceAll bool
 	if len(idx) == 0 {
 		return edit{}, false, nil
 	}
-	e, err := fl.pick(RungLineEndings, path, replaceAll, idx, func(i int) region {
+	e, err := fl.pick(RungLineEndings, m.path, m.replaceAll, idx, func(i int) region {
 		s, e := fl.rawOffset(idx[i]), fl.rawOffset(idx[i]+len(normOld))
 		return region{s, e, newText}
 	})
 	return e, true, err
 }
 
-// matchLines is rungs 3 to 5: line by line with trailing whitespace trimmed, then with
+// lineWise is rungs 3 to 5: line by line with trailing whitespace trimmed, then with
 // the indentation shifted, then with runs of whitespace collapsed.
-func (fl *fileLines) matchLines(o, n oldText, replaceAll bool, path string) (edit, bool, error) {
+func (m editMatch) lineWise(o, n oldText) (edit, bool, error) {
+	fl := m.fl
 	ladder := []struct {
 		rung Rung
 		try  func() []block
@@ -128,26 +142,27 @@ func (fl *fileLines) matchLines(o, n oldText, replaceAll bool, path string) (edi
 		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, collapse) }},
 	}
 	for _, step := range ladder {
-		if e, ok, err := fl.resolveBlocks(step.rung, path, replaceAll, step.try(), o, n); ok || err != nil {
+		if e, ok, err := m.resolve(step.rung, step.try(), o, n); ok || err != nil {
 			return e, ok, err
 		}
 	}
 	return edit{}, false, nil
 }
 
-// matchEscaped is rung 6: escapes undone (a model that JSON-escaped its text twice), then
+// escaped is rung 6: escapes undone (a model that JSON-escaped its text twice), then
 // typographic quotes made plain on both sides.
-func (fl *fileLines) matchEscaped(old, new string, o, n oldText, replaceAll bool, path string) (edit, bool, error) {
+func (m editMatch) escaped(old, new string, o, n oldText) (edit, bool, error) {
+	fl := m.fl
 	if u, ok := unescape(lf(old)); ok {
 		uo, un := splitOld(u), n
 		if v, ok := unescape(lf(new)); ok {
 			un = splitOld(v)
 		}
-		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
+		if e, ok, err := m.resolve(RungEscapes, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
 			return e, ok, err
 		}
 	}
-	return fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o))
+	return m.resolve(RungEscapes, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o))
 }
 
 // pick turns n candidate matches into an edit, refusing ambiguity unless replaceAll.

@@ -219,14 +219,14 @@ func (fl *fileLines) anchorBlocks(old []string) []block {
 	a := anchorSearch{
 		first: normQuotes(core[0]), last: normQuotes(core[k-1]),
 		mid: joinNonBlank(core[1 : k-1]), k: k, slack: max(1, k/4),
-		nf: mapLines(fl.lines, normQuotes), budget: maxAnchorTries,
+		lines: fl.lines, nf: mapLines(fl.lines, normQuotes), budget: maxAnchorTries,
 	}
 	var out []block
 	for i := range a.nf {
 		if a.nf[i] != a.first {
 			continue
 		}
-		best := fl.bestAnchorEnd(&a, i)
+		best := a.bestEnd(i)
 		if best >= 0 && !fl.borrowsElsewhere(core[1:k-1], i, best) {
 			out = append(out, block{from: i, to: best + 1, tab: 4,
 				pairs: [][2]int{{i, lo}, {best, lo + k - 1}}})
@@ -240,20 +240,20 @@ type anchorSearch struct {
 	first, last string   // old block's first and last line, quotes normalised
 	mid         string   // its non-blank middle lines
 	k, slack    int      // its length, and how far a match's length may differ
-	nf          []string // the file's lines, quotes normalised
+	lines, nf   []string // the file's lines, as they are and quotes normalised
 	budget      int      // (first, last) pairs left to compare, across all starts
 }
 
-// bestAnchorEnd returns the line that best closes a block opened at file line i (the most
+// bestEnd returns the line that best closes a block opened at file line i (the most
 // similar middle, at least anchorSimilarity), or -1.
-func (fl *fileLines) bestAnchorEnd(a *anchorSearch, i int) int {
+func (a *anchorSearch) bestEnd(i int) int {
 	best, bestSim := -1, 0.0
 	for j := max(i+2, i+a.k-1-a.slack); j <= i+a.k-1+a.slack && j < len(a.nf) && a.budget > 0; j++ {
 		if a.nf[j] != a.last {
 			continue
 		}
 		a.budget--
-		if s := similarity(joinNonBlank(fl.lines[i+1:j]), a.mid); s >= anchorSimilarity && s > bestSim {
+		if s := similarity(joinNonBlank(a.lines[i+1:j]), a.mid); s >= anchorSimilarity && s > bestSim {
 			best, bestSim = j, s
 		}
 	}
@@ -406,7 +406,7 @@ func indentCols(s string, tab int) int {
 // (a partial first line copied without its indentation).
 func (fl *fileLines) reindent(b block, old, newLines []string) []string {
 	tab := max(b.tab, 1)
-	s := fl.indentShifts(b, old, tab)
+	s := indentShifts(fl.lines, b, old, tab)
 	// A uniform factor instead of a shift: two-space old_text for a tab-indented file.
 	s.up, s.down = fl.indentRatio(b, old, tab, s.mixed)
 	if oldFirst := firstNonBlank(old); oldFirst >= 0 && s.hasFirst {
@@ -451,13 +451,13 @@ func (s indentShift) cols(c int, isFirst bool) int {
 
 // indentShifts measures, per matched non-blank pair, how far the file line is indented
 // from its old_text line: the first line apart, the rest by majority (ties to the earliest).
-func (fl *fileLines) indentShifts(b block, old []string, tab int) indentShift {
+func indentShifts(lines []string, b block, old []string, tab int) indentShift {
 	var s indentShift
 	counts := map[int]int{}
 	order := []int{}
 	oldFirst := firstNonBlank(old)
 	for _, p := range b.pairs {
-		f, o := fl.lines[p[0]], old[p[1]]
+		f, o := lines[p[0]], old[p[1]]
 		if isBlank(f) || isBlank(o) {
 			continue
 		}

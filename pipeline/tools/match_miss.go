@@ -201,9 +201,9 @@ func lcsPairs(a, b []string, dp [][]int) []int {
 // differences, and the lines only one side has.
 func (fl *fileLines) differences(core []string, from, to int, pairs []int) []string {
 	var notes noteList
-	matched := fl.matchedDifferences(&notes, core, pairs)
-	fl.unmatchedLines(&notes, core, from, to, pairs, matched)
-	fl.blankLineCounts(&notes, core, from, to)
+	matched := matchedDifferences(&notes, fl.lines, core, pairs)
+	unmatchedLines(&notes, fl.lines, core, from, to, pairs, matched)
+	blankLineCounts(&notes, fl.lines, core, from, to)
 	return notes.list
 }
 
@@ -222,7 +222,7 @@ func (n *noteList) add(s string) {
 // matchedDifferences notes how each matched pair differs and returns the matched file
 // lines. Indentation differences are summed into one note put first: it is the most common
 // miss and one note explains all of them.
-func (fl *fileLines) matchedDifferences(notes *noteList, core []string, pairs []int) map[int]bool {
+func matchedDifferences(notes *noteList, lines, core []string, pairs []int) map[int]bool {
 	indentDiffs := 0
 	var firstIndent string
 	matched := map[int]bool{}
@@ -231,7 +231,7 @@ func (fl *fileLines) matchedDifferences(notes *noteList, core []string, pairs []
 			continue
 		}
 		matched[p] = true
-		f, o := fl.lines[p], core[j]
+		f, o := lines[p], core[j]
 		if f == o {
 			continue
 		}
@@ -269,7 +269,7 @@ func inLineDifference(f, o string, p int) string {
 
 // unmatchedLines notes the lines only one side has, walking both between matched pairs: a
 // changed line shows as one of each in the same gap.
-func (fl *fileLines) unmatchedLines(notes *noteList, core []string, from, to int, pairs []int, matched map[int]bool) {
+func unmatchedLines(notes *noteList, lines, core []string, from, to int, pairs []int, matched map[int]bool) {
 	fi, oj := from, 0
 	for oj <= len(core) {
 		nextOld := oj
@@ -280,7 +280,7 @@ func (fl *fileLines) unmatchedLines(notes *noteList, core []string, from, to int
 		if nextOld < len(core) {
 			nextFile = pairs[nextOld]
 		}
-		fl.noteGap(notes, core, fl.unmatchedInGap(fi, nextFile, matched), nonBlankIn(core, oj, nextOld))
+		noteGap(notes, lines, core, unmatchedInGap(lines, fi, nextFile, matched), nonBlankIn(core, oj, nextOld))
 		if nextOld >= len(core) {
 			break
 		}
@@ -289,10 +289,10 @@ func (fl *fileLines) unmatchedLines(notes *noteList, core []string, from, to int
 }
 
 // unmatchedInGap returns the non-blank file lines in [from, to) no old line matched.
-func (fl *fileLines) unmatchedInGap(from, to int, matched map[int]bool) []int {
+func unmatchedInGap(lines []string, from, to int, matched map[int]bool) []int {
 	var fx []int
 	for x := from; x < to; x++ {
-		if !matched[x] && !isBlank(fl.lines[x]) {
+		if !matched[x] && !isBlank(lines[x]) {
 			fx = append(fx, x)
 		}
 	}
@@ -312,13 +312,13 @@ func nonBlankIn(lines []string, from, to int) []int {
 
 // noteGap pairs the file-only lines fx with the old-only lines ox of one gap as changed
 // lines, and notes the rest as missing on one side.
-func (fl *fileLines) noteGap(notes *noteList, core []string, fx, ox []int) {
+func noteGap(notes *noteList, lines, core []string, fx, ox []int) {
 	for len(fx) > 0 && len(ox) > 0 {
-		notes.add(fmt.Sprintf("line %d differs: the file has %q, your old_text has %q", fx[0]+1, clipLine(fl.lines[fx[0]]), clipLine(core[ox[0]])))
+		notes.add(fmt.Sprintf("line %d differs: the file has %q, your old_text has %q", fx[0]+1, clipLine(lines[fx[0]]), clipLine(core[ox[0]])))
 		fx, ox = fx[1:], ox[1:]
 	}
 	for _, x := range fx {
-		notes.add(fmt.Sprintf("line %d %q is missing from your old_text", x+1, clipLine(fl.lines[x])))
+		notes.add(fmt.Sprintf("line %d %q is missing from your old_text", x+1, clipLine(lines[x])))
 	}
 	for _, y := range ox {
 		notes.add(fmt.Sprintf("your old_text has %q, which is not in the file here", clipLine(core[y])))
@@ -326,8 +326,8 @@ func (fl *fileLines) noteGap(notes *noteList, core []string, fx, ox []int) {
 }
 
 // blankLineCounts notes a different number of blank lines, which the other notes skip.
-func (fl *fileLines) blankLineCounts(notes *noteList, core []string, from, to int) {
-	blankF := len(fl.lines[from:to]) - len(nonBlankIn(fl.lines, from, to))
+func blankLineCounts(notes *noteList, lines, core []string, from, to int) {
+	blankF := len(lines[from:to]) - len(nonBlankIn(lines, from, to))
 	blankO := len(core) - len(nonBlankIn(core, 0, len(core)))
 	if blankF != blankO {
 		notes.add(fmt.Sprintf("the file has %s in this block, your old_text %d", plural(blankF, "blank line"), blankO))
