@@ -127,6 +127,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		reps = append(reps, rep)
 	}
 	d.githubScan(ctx)
+	d.linkDuplicates(ctx)
 	return reps, nil
 }
 

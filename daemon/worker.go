@@ -466,6 +466,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 		keepBranch = true
 		log.Info("ticket done", "branch", tree.Branch, "result", dir)
 		w.d.pushBranch(bg, log, repo, t.ID, tree.Branch)
+		w.d.settleDuplicates(bg, log, t.ID)
 	case pipeline.StatusNeedsInfo:
 		// Asking is not a failure: the attempt is not charged, and whatever it changed is
 		// kept beside the question for the human who answers.

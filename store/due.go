@@ -63,7 +63,7 @@ func (s *Store) NextDue(ctx context.Context) (Due, error) {
 			d.Paused += n
 		case state == StateQueued:
 			d.Queued, d.NextRunAfter, d.Ready = n, fromMS(runAfter), ready
-		case state == StateNeedsInfo || state == StateNeedsBudget:
+		case state == StateNeedsInfo || state == StateNeedsBudget || state == StateDuplicate:
 			d.Waiting += n // outside the queue until answered, or given money
 		default:
 			d.Running += n

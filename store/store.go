@@ -48,10 +48,14 @@ const (
 	// next call), its partial work kept (NeedBudget); the ticket waits outside the queue
 	// until an operator adds money (AddBudget: ticketctl budget) or requeues it.
 	StateNeedsBudget State = "needs_budget"
+	// StateDuplicate: the ticket reports the same failure as an earlier one of its
+	// repository (LinkDuplicate); it waits outside the queue and is closed with that ticket
+	// when it ends done, or put back in the queue by Unlink (ticketctl unlink).
+	StateDuplicate State = "duplicate"
 )
 
 // States lists every state, in the order reports show them.
-var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateNeedsBudget, StateDone, StateEscalated, StateCancelled}
+var States = []State{StateQueued, StateRunning, StateParked, StateNeedsInfo, StateNeedsBudget, StateDuplicate, StateDone, StateEscalated, StateCancelled}
 
 // Terminal reports whether no worker will touch a ticket in state s again.
 func (s State) Terminal() bool {
@@ -60,7 +64,7 @@ func (s State) Terminal() bool {
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
-	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s == StateNeedsBudget || s.Terminal()
+	return s == StateQueued || s == StateRunning || s == StateParked || s == StateNeedsInfo || s == StateNeedsBudget || s == StateDuplicate || s.Terminal()
 }
 
 var (

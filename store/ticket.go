@@ -220,7 +220,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 	}
 	for _, st := range f.States {
 		if !st.Valid() {
-			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, needs_info, needs_budget, done, escalated, cancelled", st)
+			return nil, fmt.Errorf("list tickets: unknown state %q: want one of queued, running, parked, needs_info, needs_budget, duplicate, done, escalated, cancelled", st)
 		}
 		spec.States = append(spec.States, string(st))
 	}

@@ -34,7 +34,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{name: "list", args: "[--state S[,S]] [--repo R] [--since 24h|2006-01-02] [--limit N]", short: "list tickets, newest first",
-			long: "States: queued, running, parked, needs_info, needs_budget, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
+			long: "States: queued, running, parked, needs_info, needs_budget, duplicate, done, escalated, cancelled. --limit 0 lists all.", run: cmdList},
 		{name: "show", args: "ID", short: "a ticket with its events, model calls, cost and per-role figures", run: cmdShow},
 		{name: "report", args: "ID [FILE]", short: "print a file of the ticket's results, as the database keeps it (default report.md)",
 			long: "FILE is a path inside the results folder, as show lists them: patch, attempt-1/stop-reason, ...", run: cmdReport},
@@ -48,6 +48,8 @@ func init() {
 			long: "The next attempt's maker reads the question and this answer (the triage is kept).\nTEXT may be several words; --file - reads it from standard input.", run: cmdAnswer},
 		{name: "budget", args: "ID +DOLLARS", short: "give a needs_budget ticket more money per attempt (e.g. +2.50); it goes back in the queue",
 			long: "A ticket whose attempt its dollars stopped (spent, or projected to be by its next model call)\nwaits as needs_budget with its partial work on a branch; this adds DOLLARS to budget.max_dollars\nfor each of its later attempts.", run: cmdBudget},
+		{name: "unlink", args: "ID", short: "put a ticket waiting as a duplicate back in the queue, to be worked on its own",
+			long: "A ticket that reports the same failure as an earlier one of its repository waits as its duplicate\n(ticketctl list shows \"duplicate of #N\") and is closed with that ticket's fix. Unlinked, it is\nworked on its own and never linked again.", run: cmdUnlink},
 		{name: "accept", args: "ID", short: "publish an escalated ticket's kept change as its fix (branch, patch, report, push, draft PR), as accepted by you",
 			long: "For a change the gate refused by rule that a human judges right (a fix that changes behaviour a test\npins, a fixture the fix needs). Needs --config. Run again after an interruption, it finishes the\npublication without repeating any of it.", run: cmdAccept},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},

@@ -86,6 +86,9 @@ func cmdList(e *env, args []string) error {
 			if t.State == store.StateParked {
 				parked = append(parked, t)
 			}
+			if t.State == store.StateDuplicate {
+				state = duplicateState(t)
+			}
 			fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
 				t.ID, state, t.Attempts, t.MaxAttempts, orDash(t.Repo), clip(t.Title, 48), orDash(t.Branch),
 				t.ModelCalls, fmtTokens(t.PromptTokens+t.CompletionTokens), model.FormatCost(t.CostUSD, t.CostEstimated, t.CostUnknown),

@@ -69,6 +69,8 @@ type Config struct {
 	// maker back, and ends the attempt after the last review round) or "advisory" (the
 	// verdict only annotates the report).
 	Judge string `yaml:"judge"`
+	// Duplicates links tickets that report the same failure at intake.
+	Duplicates Duplicates `yaml:"duplicates"`
 
 	// Node names this machine on the leases it takes and the nights it joins; default its
 	// host name.
@@ -285,6 +287,7 @@ func Default() Config {
 
 		MaxWorktreeSize: DefaultMaxWorktree,
 		GitHub:          defaultGitHub(),
+		Duplicates:      defaultDuplicates(),
 	}
 }
 
@@ -491,6 +494,7 @@ func (c Config) Validate() error {
 		}
 	}
 	c.validateStore(bad)
+	c.Duplicates.validate(bad)
 	switch strings.ToUpper(c.Store.Synchronous) {
 	case "NORMAL", "FULL":
 	default:

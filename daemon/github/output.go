@@ -70,6 +70,20 @@ func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
 		return rep, err
 	}
 	for _, t := range done {
+		if l, dup, err := p.closedDuplicate(ctx, t); err != nil || dup {
+			if err == nil {
+				var url string
+				if url, err = p.duplicateComment(ctx, t, l); err == nil {
+					rep.Comments = append(rep.Comments, url)
+					continue
+				}
+			}
+			errs = append(errs, fmt.Errorf("duplicate comment for ticket %d (%s): %w", t.ID, t.ExternalID, err))
+			if errors.Is(err, ErrRateLimited) {
+				return rep, errors.Join(errs...)
+			}
+			continue
+		}
 		url, err := p.pullRequest(ctx, t)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pull request for ticket %d (%s): %w", t.ID, t.ExternalID, err))

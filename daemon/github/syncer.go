@@ -27,6 +27,10 @@ type Syncer struct {
 	// request or a comment is looked up before it is made: two nodes at once could both
 	// make it).
 	Lock func(ctx context.Context) (unlock func(), err error)
+	// AfterIntake, when set, runs after a scan that added tickets, before publishing (the
+	// daemon links duplicates there, so that an issue polled in the night is not worked
+	// twice).
+	AfterIntake func(ctx context.Context)
 }
 
 // LockName is the store lock the Syncer holds (store.Lock).
@@ -101,6 +105,9 @@ func (s *Syncer) Scan(ctx context.Context) ScanReport {
 		err = lerr
 	}
 	s.logErr("github scan", err)
+	if len(rep.Added) > 0 && s.AfterIntake != nil {
+		s.AfterIntake(ctx)
+	}
 	if len(rep.Added) > 0 || len(rep.Cancelled) > 0 || len(rep.Answered) > 0 {
 		s.Logger.Info("github intake", "listed", rep.Listed, "added", len(rep.Added), "cancelled", len(rep.Cancelled),
 			"answered", len(rep.Answered), "ignored", len(rep.Ignored), "unchanged_pages", rep.Unchanged)

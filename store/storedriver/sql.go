@@ -305,6 +305,9 @@ type SQL struct {
 	// RecordEnvironment: repo, node, env_key, ok, cached, built_at, took_ms, at, error,
 	// output; replaces the row of (repo, node). Environments: -> those columns, by repo, node.
 	RecordEnvironment, Environments string
+
+	// Dup: duplicates at intake (DupSQL).
+	Dup DupSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,
