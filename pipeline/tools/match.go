@@ -61,7 +61,8 @@ type missError struct{ msg string }
 func (e *missError) Error() string { return e.msg }
 
 // matchEdit finds where old applies in content and what to write there. new is converted to
-// the file's line endings, and on the re-indenting rungs to its indentation.
+// the file's line endings, and on the re-indenting rungs to its indentation. The rungs are
+// tried from the strictest down, so the first that matches is the least guessing.
 func matchEdit(content, old, new string, replaceAll bool, path string) (edit, error) {
 	if old == "" {
 		return edit{}, &missError{"old_text is empty: to create a file use write_file; to insert, include the lines next to the insertion point in old_text"}
@@ -69,27 +70,69 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 	if old == new {
 		return edit{}, &missError{"old_text and new_text are the same, so there is nothing to change"}
 	}
-	fl := splitFile(content)
-	newText := fl.withEndings(new)
+	m := editMatch{fl: splitFile(content), path: path, replaceAll: replaceAll}
+	if e, ok, err := m.verbatim(content, old, m.fl.withEndings(new)); ok || err != nil {
+		return e, err
+	}
+	o := splitOld(lf(old))
+	n := splitOld(lf(new))
+	if e, ok, err := m.lineWise(o, n); ok || err != nil {
+		return e, err
+	}
+	if e, ok, err := m.escaped(old, new, o, n); ok || err != nil {
+		return e, err
+	}
+	// Rung 7: blank lines ignored.
+	if e, ok, err := m.resolve(RungBlankLines, m.fl.sparseBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
+		return e, err
+	}
+	// Rung 8: anchors.
+	if e, ok, err := m.resolve(RungAnchors, m.fl.anchorBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
+		return e, err
+	}
+	return edit{}, &missError{m.fl.describeMiss(path, o.lines)}
+}
 
-	// Rung 1: exact.
+// editMatch is one edit's search through the rungs: the file, and how the edit was asked.
+type editMatch struct {
+	fl         *fileLines
+	path       string
+	replaceAll bool
+}
+
+// resolve tries one line-wise rung's candidate blocks.
+func (m editMatch) resolve(rung Rung, blocks []block, o, n oldText) (edit, bool, error) {
+	return m.fl.resolveBlocks(rung, m.path, m.replaceAll, blocks, o, n)
+}
+
+// verbatim is rungs 1 and 2: old as written, then with line endings normalised.
+func (m editMatch) verbatim(content, old, newText string) (edit, bool, error) {
+	fl := m.fl
 	if idx := allIndex(content, old); len(idx) > 0 {
-		return fl.pick(RungExact, path, replaceAll, idx, func(i int) region {
+		e, err := fl.pick(RungExact, m.path, m.replaceAll, idx, func(i int) region {
 			return region{idx[i], idx[i] + len(old), newText}
 		})
+		return e, true, err
 	}
-	// Rung 2: line endings.
 	normContent, normOld := lf(content), lf(old)
-	if normOld != old || normContent != content {
-		if idx := allIndex(normContent, normOld); len(idx) > 0 {
-			return fl.pick(RungLineEndings, path, replaceAll, idx, func(i int) region {
-				s, e := fl.rawOffset(idx[i]), fl.rawOffset(idx[i]+len(normOld))
-				return region{s, e, newText}
-			})
-		}
+	if normOld == old && normContent == content {
+		return edit{}, false, nil
 	}
-	o := splitOld(normOld)
-	n := splitOld(lf(new))
+	idx := allIndex(normContent, normOld)
+	if len(idx) == 0 {
+		return edit{}, false, nil
+	}
+	e, err := fl.pick(RungLineEndings, m.path, m.replaceAll, idx, func(i int) region {
+		s, e := fl.rawOffset(idx[i]), fl.rawOffset(idx[i]+len(normOld))
+		return region{s, e, newText}
+	})
+	return e, true, err
+}
+
+// lineWise is rungs 3 to 5: line by line with trailing whitespace trimmed, then with
+// the indentation shifted, then with runs of whitespace collapsed.
+func (m editMatch) lineWise(o, n oldText) (edit, bool, error) {
+	fl := m.fl
 	ladder := []struct {
 		rung Rung
 		try  func() []block
@@ -99,33 +142,27 @@ func matchEdit(content, old, new string, replaceAll bool, path string) (edit, er
 		{RungWhitespace, func() []block { return fl.lineBlocks(o.lines, collapse) }},
 	}
 	for _, step := range ladder {
-		if e, ok, err := fl.resolveBlocks(step.rung, path, replaceAll, step.try(), o, n); ok || err != nil {
-			return e, err
+		if e, ok, err := m.resolve(step.rung, step.try(), o, n); ok || err != nil {
+			return e, ok, err
 		}
 	}
-	// Rung 6: escapes undone (a model that JSON-escaped its text twice), typographic quotes
-	// made plain on both sides.
-	if u, ok := unescape(normOld); ok {
+	return edit{}, false, nil
+}
+
+// escaped is rung 6: escapes undone (a model that JSON-escaped its text twice), then
+// typographic quotes made plain on both sides.
+func (m editMatch) escaped(old, new string, o, n oldText) (edit, bool, error) {
+	fl := m.fl
+	if u, ok := unescape(lf(old)); ok {
 		uo, un := splitOld(u), n
 		if v, ok := unescape(lf(new)); ok {
 			un = splitOld(v)
 		}
-		if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
-			return e, err
+		if e, ok, err := m.resolve(RungEscapes, fl.lineBlocks(uo.lines, normQuotes), uo, fl.quotesLike(un, uo)); ok || err != nil {
+			return e, ok, err
 		}
 	}
-	if e, ok, err := fl.resolveBlocks(RungEscapes, path, replaceAll, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o)); ok || err != nil {
-		return e, err
-	}
-	// Rung 7: blank lines ignored.
-	if e, ok, err := fl.resolveBlocks(RungBlankLines, path, replaceAll, fl.sparseBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
-		return e, err
-	}
-	// Rung 8: anchors.
-	if e, ok, err := fl.resolveBlocks(RungAnchors, path, replaceAll, fl.anchorBlocks(o.lines), o, trimBlankLike(n, o)); ok || err != nil {
-		return e, err
-	}
-	return edit{}, &missError{fl.describeMiss(path, o.lines)}
+	return m.resolve(RungEscapes, fl.lineBlocks(o.lines, normQuotes), o, fl.quotesLike(n, o))
 }
 
 // pick turns n candidate matches into an edit, refusing ambiguity unless replaceAll.

@@ -210,53 +210,76 @@ const (
 // anchorBlocks matches a block of 3+ non-blank lines by its first and last lines, with the
 // lines between alike (edit-distance similarity at least anchorSimilarity) and about as many.
 func (fl *fileLines) anchorBlocks(old []string) []block {
-	lo, hi := 0, len(old)
-	for lo < hi && isBlank(old[lo]) {
-		lo++
-	}
-	for hi > lo && isBlank(old[hi-1]) {
-		hi--
-	}
+	lo, hi := blankTrimmed(old)
 	core := old[lo:hi]
-	nonBlank := 0
-	for _, l := range core {
-		if !isBlank(l) {
-			nonBlank++
-		}
-	}
-	if nonBlank < 3 {
-		return nil
-	}
 	k := len(core)
-	if k > maxAnchorLines {
+	if countNonBlank(core) < 3 || k > maxAnchorLines {
 		return nil
 	}
-	first, last := normQuotes(core[0]), normQuotes(core[k-1])
-	mid := joinNonBlank(core[1 : k-1])
-	slack := max(1, k/4)
-	nf := mapLines(fl.lines, normQuotes)
+	a := anchorSearch{
+		first: normQuotes(core[0]), last: normQuotes(core[k-1]),
+		mid: joinNonBlank(core[1 : k-1]), k: k, slack: max(1, k/4),
+		lines: fl.lines, nf: mapLines(fl.lines, normQuotes), budget: maxAnchorTries,
+	}
 	var out []block
-	budget := maxAnchorTries
-	for i := range nf {
-		if nf[i] != first {
+	for i := range a.nf {
+		if a.nf[i] != a.first {
 			continue
 		}
-		best, bestSim := -1, 0.0
-		for j := max(i+2, i+k-1-slack); j <= i+k-1+slack && j < len(nf) && budget > 0; j++ {
-			if nf[j] != last {
-				continue
-			}
-			budget--
-			if s := similarity(joinNonBlank(fl.lines[i+1:j]), mid); s >= anchorSimilarity && s > bestSim {
-				best, bestSim = j, s
-			}
-		}
+		best := a.bestEnd(i)
 		if best >= 0 && !fl.borrowsElsewhere(core[1:k-1], i, best) {
 			out = append(out, block{from: i, to: best + 1, tab: 4,
 				pairs: [][2]int{{i, lo}, {best, lo + k - 1}}})
 		}
 	}
 	return out
+}
+
+// anchorSearch is what anchorBlocks looks for, and the comparisons it may still spend.
+type anchorSearch struct {
+	first, last string   // old block's first and last line, quotes normalised
+	mid         string   // its non-blank middle lines
+	k, slack    int      // its length, and how far a match's length may differ
+	lines, nf   []string // the file's lines, as they are and quotes normalised
+	budget      int      // (first, last) pairs left to compare, across all starts
+}
+
+// bestEnd returns the line that best closes a block opened at file line i (the most
+// similar middle, at least anchorSimilarity), or -1.
+func (a *anchorSearch) bestEnd(i int) int {
+	best, bestSim := -1, 0.0
+	for j := max(i+2, i+a.k-1-a.slack); j <= i+a.k-1+a.slack && j < len(a.nf) && a.budget > 0; j++ {
+		if a.nf[j] != a.last {
+			continue
+		}
+		a.budget--
+		if s := similarity(joinNonBlank(a.lines[i+1:j]), a.mid); s >= anchorSimilarity && s > bestSim {
+			best, bestSim = j, s
+		}
+	}
+	return best
+}
+
+// blankTrimmed returns the bounds of lines without its leading and trailing blank lines.
+func blankTrimmed(lines []string) (lo, hi int) {
+	lo, hi = 0, len(lines)
+	for lo < hi && isBlank(lines[lo]) {
+		lo++
+	}
+	for hi > lo && isBlank(lines[hi-1]) {
+		hi--
+	}
+	return lo, hi
+}
+
+func countNonBlank(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		if !isBlank(l) {
+			n++
+		}
+	}
+	return n
 }
 
 // borrowsElsewhere reports whether an old middle line that is not in the anchored block is
@@ -383,44 +406,12 @@ func indentCols(s string, tab int) int {
 // (a partial first line copied without its indentation).
 func (fl *fileLines) reindent(b block, old, newLines []string) []string {
 	tab := max(b.tab, 1)
-	var d0 *int
-	counts := map[int]int{}
-	order := []int{}
-	for _, p := range b.pairs {
-		f, o := fl.lines[p[0]], old[p[1]]
-		if isBlank(f) || isBlank(o) {
-			continue
-		}
-		d := indentCols(f, tab) - indentCols(o, tab)
-		if p[1] == firstNonBlank(old) {
-			v := d
-			d0 = &v
-			continue
-		}
-		if counts[d] == 0 {
-			order = append(order, d)
-		}
-		counts[d]++
-	}
-	body := 0
-	switch {
-	case len(order) > 0:
-		body = order[0]
-		for _, d := range order {
-			if counts[d] > counts[body] {
-				body = d
-			}
-		}
-	case d0 != nil:
-		body = *d0
-	}
-	first := body
-	oldFirst := firstNonBlank(old)
-	if d0 != nil {
-		first = *d0
-	}
+	s := indentShifts(fl.lines, b, old, tab)
 	// A uniform factor instead of a shift: two-space old_text for a tab-indented file.
-	up, down := fl.indentRatio(b, old, tab, len(order) > 1)
+	s.up, s.down = fl.indentRatio(b, old, tab, s.mixed)
+	if oldFirst := firstNonBlank(old); oldFirst >= 0 && s.hasFirst {
+		s.oldFirstCols = indentCols(old[oldFirst], tab)
+	}
 	useTabs := fl.tabStyle(b)
 	out := make([]string, len(newLines))
 	firstDone := false
@@ -429,20 +420,70 @@ func (fl *fileLines) reindent(b block, old, newLines []string) []string {
 			out[k] = ""
 			continue
 		}
-		c := indentCols(l, tab)
-		cols := c + body
-		if up > 1 || down > 1 {
-			cols = c * max(up, 1) / max(down, 1)
-		}
-		if !firstDone {
-			firstDone = true
-			if oldFirst >= 0 && c == indentCols(old[oldFirst], tab) && d0 != nil {
-				cols = c + first
-			}
-		}
+		cols := s.cols(indentCols(l, tab), !firstDone)
+		firstDone = true
 		out[k] = renderIndent(max(cols, 0), tab, useTabs) + strings.TrimLeft(l, " \t")
 	}
 	return out
+}
+
+// indentShift is how reindent moves new_text's lines.
+type indentShift struct {
+	body         int  // the most common shift of old_text's lines after the first
+	first        int  // the shift of old_text's first non-blank line, if hasFirst
+	hasFirst     bool // old_text's first non-blank line was matched to a non-blank file line
+	mixed        bool // the body lines were shifted by more than one amount
+	up, down     int  // a whole factor (file = old*up or old = file*down) replacing the shift
+	oldFirstCols int  // indentation of old_text's first non-blank line, when hasFirst
+}
+
+// cols returns the new indentation of a line indented c columns in new_text. The first
+// non-blank line takes the first line's own shift if it is indented like old_text's first.
+func (s indentShift) cols(c int, isFirst bool) int {
+	if isFirst && s.hasFirst && c == s.oldFirstCols {
+		return c + s.first
+	}
+	if s.up > 1 || s.down > 1 {
+		return c * max(s.up, 1) / max(s.down, 1)
+	}
+	return c + s.body
+}
+
+// indentShifts measures, per matched non-blank pair, how far the file line is indented
+// from its old_text line: the first line apart, the rest by majority (ties to the earliest).
+func indentShifts(lines []string, b block, old []string, tab int) indentShift {
+	var s indentShift
+	counts := map[int]int{}
+	order := []int{}
+	oldFirst := firstNonBlank(old)
+	for _, p := range b.pairs {
+		f, o := lines[p[0]], old[p[1]]
+		if isBlank(f) || isBlank(o) {
+			continue
+		}
+		d := indentCols(f, tab) - indentCols(o, tab)
+		if p[1] == oldFirst {
+			s.first, s.hasFirst = d, true
+			continue
+		}
+		if counts[d] == 0 {
+			order = append(order, d)
+		}
+		counts[d]++
+	}
+	s.mixed = len(order) > 1
+	switch {
+	case len(order) > 0:
+		s.body = order[0]
+		for _, d := range order {
+			if counts[d] > counts[s.body] {
+				s.body = d
+			}
+		}
+	case s.hasFirst:
+		s.body = s.first
+	}
+	return s
 }
 
 // indentRatio finds a whole factor between the file's and old_text's indentation of the
@@ -465,18 +506,18 @@ func (fl *fileLines) indentRatio(b block, old []string, tab int, mixed bool) (up
 		case fc == 0 || oc == 0:
 			return 0, 0
 		}
-		if fc%oc == 0 && (up == -1 || up == fc/oc) {
-			up = fc / oc
-		} else {
-			up = 0
-		}
-		if oc%fc == 0 && (down == -1 || down == oc/fc) {
-			down = oc / fc
-		} else {
-			down = 0
-		}
+		up, down = keepFactor(up, fc, oc), keepFactor(down, oc, fc)
 	}
 	return max(up, 0), max(down, 0)
+}
+
+// keepFactor returns a/b if it is whole and agrees with the factor so far (-1: none yet),
+// else 0 (no common factor).
+func keepFactor(cur, a, b int) int {
+	if a%b == 0 && (cur == -1 || cur == a/b) {
+		return a / b
+	}
+	return 0
 }
 
 func firstNonBlank(ls []string) int {

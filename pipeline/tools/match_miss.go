@@ -120,52 +120,19 @@ func quickSim(a, b string) float64 {
 // line index to file line index (-1 when the old line has no equal).
 func (fl *fileLines) align(core []string, from, to int) (int, int, []int) {
 	lo, hi := max(from-2, 0), min(to+2, len(fl.lines))
-	a := make([]string, len(core))
-	for j, l := range core {
-		a[j] = normQuotes(l)
-	}
-	bs := make([]string, hi-lo)
-	for i := range bs {
-		bs[i] = normQuotes(fl.lines[lo+i])
-	}
-	// LCS table, then walk it back.
-	dp := make([][]int, len(a)+1)
-	for i := range dp {
-		dp[i] = make([]int, len(bs)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(bs) - 1; j >= 0; j-- {
-			if a[i] == bs[j] && !(a[i] == "" && bs[j] == "") {
-				dp[i][j] = dp[i+1][j+1] + 1
-			} else {
-				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
-			}
-		}
-	}
-	pairs := make([]int, len(a))
-	for i := range pairs {
-		pairs[i] = -1
-	}
-	i, j := 0, 0
-	for i < len(a) && j < len(bs) {
-		switch {
-		case a[i] == bs[j] && a[i] != "" && dp[i][j] == dp[i+1][j+1]+1:
-			pairs[i] = lo + j
-			i, j = i+1, j+1
-		case dp[i+1][j] >= dp[i][j+1]:
-			i++
-		default:
-			j++
-		}
-	}
+	a := normQuotesAll(core)
+	bs := normQuotesAll(fl.lines[lo:hi])
+	pairs := lcsPairs(a, bs, lcsTable(a, bs))
 	first, last := -1, -1
-	for _, p := range pairs {
-		if p >= 0 {
-			if first < 0 {
-				first = p
-			}
-			last = p
+	for i, p := range pairs {
+		if p < 0 {
+			continue
 		}
+		pairs[i] = lo + p
+		if first < 0 {
+			first = pairs[i]
+		}
+		last = pairs[i]
 	}
 	if first < 0 {
 		return from, to, pairs
@@ -182,17 +149,80 @@ func (fl *fileLines) align(core []string, from, to int) (int, int, []int) {
 	return max(first-lead, 0), min(last+1+tail, len(fl.lines)), pairs
 }
 
+func normQuotesAll(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = normQuotes(l)
+	}
+	return out
+}
+
+// lcsTable returns dp[i][j], the length of the longest common subsequence of a[i:] and
+// b[j:]. Blank lines never count as equal: they would anchor the alignment anywhere.
+func lcsTable(a, b []string) [][]int {
+	dp := make([][]int, len(a)+1)
+	for i := range dp {
+		dp[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] && !(a[i] == "" && b[j] == "") {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	return dp
+}
+
+// lcsPairs walks the table back: pairs[i] is the index in b that a[i] is aligned to, or -1.
+func lcsPairs(a, b []string, dp [][]int) []int {
+	pairs := make([]int, len(a))
+	for i := range pairs {
+		pairs[i] = -1
+	}
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j] && a[i] != "" && dp[i][j] == dp[i+1][j+1]+1:
+			pairs[i] = j
+			i, j = i+1, j+1
+		case dp[i+1][j] >= dp[i][j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	return pairs
+}
+
 // differences lists how core differs from file lines [from, to): per matched line the raw
 // differences, and the lines only one side has.
 func (fl *fileLines) differences(core []string, from, to int, pairs []int) []string {
-	var notes []string
-	add := func(s string) {
-		if len(notes) < missNotes {
-			notes = append(notes, s)
-		} else if len(notes) == missNotes {
-			notes = append(notes, "(more differences not listed)")
-		}
+	var notes noteList
+	matched := matchedDifferences(&notes, fl.lines, core, pairs)
+	unmatchedLines(&notes, fl.lines, core, from, to, pairs, matched)
+	blankLineCounts(&notes, fl.lines, core, from, to)
+	return notes.list
+}
+
+// noteList keeps the first missNotes notes and then says that more were left out, so a
+// badly wrong old_text cannot flood the tool result.
+type noteList struct{ list []string }
+
+func (n *noteList) add(s string) {
+	if len(n.list) < missNotes {
+		n.list = append(n.list, s)
+	} else if len(n.list) == missNotes {
+		n.list = append(n.list, "(more differences not listed)")
 	}
+}
+
+// matchedDifferences notes how each matched pair differs and returns the matched file
+// lines. Indentation differences are summed into one note put first: it is the most common
+// miss and one note explains all of them.
+func matchedDifferences(notes *noteList, lines, core []string, pairs []int) map[int]bool {
 	indentDiffs := 0
 	var firstIndent string
 	matched := map[int]bool{}
@@ -201,34 +231,45 @@ func (fl *fileLines) differences(core []string, from, to int, pairs []int) []str
 			continue
 		}
 		matched[p] = true
-		f, o := fl.lines[p], core[j]
+		f, o := lines[p], core[j]
 		if f == o {
 			continue
 		}
-		fi, oi := leadingWS(f), leadingWS(o)
-		switch {
-		case fi != oi:
+		if fi, oi := leadingWS(f), leadingWS(o); fi != oi {
 			indentDiffs++
 			if firstIndent == "" {
 				firstIndent = fmt.Sprintf("line %d is indented with %s, your old_text line with %s", p+1, describeWS(fi), describeWS(oi))
 			}
-		case strings.TrimRight(f, " \t") == strings.TrimRight(o, " \t"):
-			add(fmt.Sprintf("line %d: trailing whitespace differs", p+1))
-		case plainQuotes(f) == plainQuotes(o):
-			add(fmt.Sprintf("line %d: the quotes differ (the file has %q)", p+1, strings.TrimSpace(f)))
-		default:
-			add(fmt.Sprintf("line %d: spacing inside the line differs (the file has %q)", p+1, strings.TrimSpace(f)))
+			continue
 		}
+		notes.add(inLineDifference(f, o, p))
 	}
 	if indentDiffs > 0 {
 		s := firstIndent
 		if indentDiffs > 1 {
 			s = fmt.Sprintf("indentation differs on %d lines: %s", indentDiffs, firstIndent)
 		}
-		notes = append([]string{s}, notes...)
+		notes.list = append([]string{s}, notes.list...)
 	}
-	// Lines only one side has, walking both between matched pairs: a changed line shows as
-	// one of each in the same gap.
+	return matched
+}
+
+// inLineDifference describes how file line p (f) differs from its equally indented old
+// line o.
+func inLineDifference(f, o string, p int) string {
+	switch {
+	case strings.TrimRight(f, " \t") == strings.TrimRight(o, " \t"):
+		return fmt.Sprintf("line %d: trailing whitespace differs", p+1)
+	case plainQuotes(f) == plainQuotes(o):
+		return fmt.Sprintf("line %d: the quotes differ (the file has %q)", p+1, strings.TrimSpace(f))
+	default:
+		return fmt.Sprintf("line %d: spacing inside the line differs (the file has %q)", p+1, strings.TrimSpace(f))
+	}
+}
+
+// unmatchedLines notes the lines only one side has, walking both between matched pairs: a
+// changed line shows as one of each in the same gap.
+func unmatchedLines(notes *noteList, lines, core []string, from, to int, pairs []int, matched map[int]bool) {
 	fi, oj := from, 0
 	for oj <= len(core) {
 		nextOld := oj
@@ -239,47 +280,58 @@ func (fl *fileLines) differences(core []string, from, to int, pairs []int) []str
 		if nextOld < len(core) {
 			nextFile = pairs[nextOld]
 		}
-		var fx, ox []int
-		for x := fi; x < nextFile; x++ {
-			if !matched[x] && !isBlank(fl.lines[x]) {
-				fx = append(fx, x)
-			}
-		}
-		for y := oj; y < nextOld; y++ {
-			if !isBlank(core[y]) {
-				ox = append(ox, y)
-			}
-		}
-		for len(fx) > 0 && len(ox) > 0 {
-			add(fmt.Sprintf("line %d differs: the file has %q, your old_text has %q", fx[0]+1, clipLine(fl.lines[fx[0]]), clipLine(core[ox[0]])))
-			fx, ox = fx[1:], ox[1:]
-		}
-		for _, x := range fx {
-			add(fmt.Sprintf("line %d %q is missing from your old_text", x+1, clipLine(fl.lines[x])))
-		}
-		for _, y := range ox {
-			add(fmt.Sprintf("your old_text has %q, which is not in the file here", clipLine(core[y])))
-		}
+		noteGap(notes, lines, core, unmatchedInGap(lines, fi, nextFile, matched), nonBlankIn(core, oj, nextOld))
 		if nextOld >= len(core) {
 			break
 		}
 		fi, oj = nextFile+1, nextOld+1
 	}
-	blankF, blankO := 0, 0
+}
+
+// unmatchedInGap returns the non-blank file lines in [from, to) no old line matched.
+func unmatchedInGap(lines []string, from, to int, matched map[int]bool) []int {
+	var fx []int
 	for x := from; x < to; x++ {
-		if isBlank(fl.lines[x]) {
-			blankF++
+		if !matched[x] && !isBlank(lines[x]) {
+			fx = append(fx, x)
 		}
 	}
-	for _, l := range core {
-		if isBlank(l) {
-			blankO++
+	return fx
+}
+
+// nonBlankIn returns the indexes of the non-blank lines in [from, to).
+func nonBlankIn(lines []string, from, to int) []int {
+	var ox []int
+	for y := from; y < to; y++ {
+		if !isBlank(lines[y]) {
+			ox = append(ox, y)
 		}
 	}
+	return ox
+}
+
+// noteGap pairs the file-only lines fx with the old-only lines ox of one gap as changed
+// lines, and notes the rest as missing on one side.
+func noteGap(notes *noteList, lines, core []string, fx, ox []int) {
+	for len(fx) > 0 && len(ox) > 0 {
+		notes.add(fmt.Sprintf("line %d differs: the file has %q, your old_text has %q", fx[0]+1, clipLine(lines[fx[0]]), clipLine(core[ox[0]])))
+		fx, ox = fx[1:], ox[1:]
+	}
+	for _, x := range fx {
+		notes.add(fmt.Sprintf("line %d %q is missing from your old_text", x+1, clipLine(lines[x])))
+	}
+	for _, y := range ox {
+		notes.add(fmt.Sprintf("your old_text has %q, which is not in the file here", clipLine(core[y])))
+	}
+}
+
+// blankLineCounts notes a different number of blank lines, which the other notes skip.
+func blankLineCounts(notes *noteList, lines, core []string, from, to int) {
+	blankF := len(lines[from:to]) - len(nonBlankIn(lines, from, to))
+	blankO := len(core) - len(nonBlankIn(core, 0, len(core)))
 	if blankF != blankO {
-		add(fmt.Sprintf("the file has %s in this block, your old_text %d", plural(blankF, "blank line"), blankO))
+		notes.add(fmt.Sprintf("the file has %s in this block, your old_text %d", plural(blankF, "blank line"), blankO))
 	}
-	return notes
 }
 
 func leadingWS(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }

@@ -91,10 +91,19 @@ func protectedReason(rel string) string {
 			return why
 		}
 	}
-	base := parts[len(parts)-1]
-	lower := strings.ToLower(base)
+	if why := protectedKind(parts); why != "" {
+		return why
+	}
+	return shadowReason(parts)
+}
+
+// protectedKind refuses files by what their name says they are, wherever they are:
+// dependency manifests, bytecode and .pth files, which change what the checks run.
+func protectedKind(parts []string) string {
+	lower := strings.ToLower(parts[len(parts)-1])
+	inRequirements := len(parts) > 1 && parts[len(parts)-2] == "requirements"
 	switch {
-	case (strings.HasPrefix(lower, "requirements") || len(parts) > 1 && parts[len(parts)-2] == "requirements") &&
+	case (strings.HasPrefix(lower, "requirements") || inRequirements) &&
 		(strings.HasSuffix(lower, ".txt") || strings.HasSuffix(lower, ".in")),
 		strings.HasPrefix(lower, "constraints") && strings.HasSuffix(lower, ".txt"):
 		return "a dependency manifest"
@@ -103,6 +112,12 @@ func protectedReason(rel string) string {
 	case strings.HasSuffix(lower, ".pth"):
 		return "a path configuration file (Python runs its import lines at start-up)"
 	}
+	return ""
+}
+
+// shadowReason refuses a module or package named like a check tool at an import root (the
+// root or src/).
+func shadowReason(parts []string) string {
 	root := parts
 	if len(root) > 1 && root[0] == "src" {
 		root = root[1:]

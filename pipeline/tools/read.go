@@ -62,12 +62,11 @@ func (w *Workspace) ReadFiles(ctx context.Context, reqs []ReadRequest) (string, 
 	return b.String(), nil
 }
 
+// readOne appends one file's result to b, spending at most budget bytes of it. The steps:
+// check the range, open the file safely, refuse binaries, scan the lines, then write.
 func (w *Workspace) readOne(ctx context.Context, b *strings.Builder, r ReadRequest, budget int) error {
-	switch {
-	case r.StartLine < 0 || r.EndLine < 0:
-		return fmt.Errorf("start_line and end_line count from 1 (got %d and %d)", r.StartLine, r.EndLine)
-	case r.EndLine > 0 && r.StartLine > r.EndLine:
-		return fmt.Errorf("start_line %d is after end_line %d", r.StartLine, r.EndLine)
+	if err := checkLineRange(r); err != nil {
+		return err
 	}
 	t, err := w.resolve(r.Path)
 	if err != nil {
@@ -83,126 +82,179 @@ func (w *Workspace) readOne(ctx context.Context, b *strings.Builder, r ReadReque
 	defer f.Close()
 	size := info.Size()
 	counted := &countingReader{r: f, n: &w.bytesRead}
-	head := make([]byte, min(size, sniffBytes))
-	n, err := io.ReadFull(counted, head)
-	head = head[:n]
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read: %w", err)
+	head, err := sniffHead(counted, size)
+	if err != nil {
+		return err
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		fmt.Fprintf(b, "=== %s: binary file (%s), not shown\n", t.rel, humanBytes(size))
 		return nil
 	}
-	whole := size <= MaxScanBytes // scanned to the end: line count and hash are exact
+	s := &lineScan{
+		start: max(r.StartLine, 1), end: r.EndLine,
+		room: budget - 200 - len(t.rel), // header and footer
+		size: size, whole: size <= MaxScanBytes,
+	}
 	var sum hash.Hash
-	if whole {
+	src := io.MultiReader(bytes.NewReader(head), counted)
+	if s.whole {
+		// Only a file scanned to its end gets a hash: edits compare it to spot changes.
 		sum = sha256.New()
 		sum.Write(head)
-	}
-	src := io.MultiReader(bytes.NewReader(head), counted)
-	if whole {
 		src = io.MultiReader(bytes.NewReader(head), io.TeeReader(counted, sum))
 	}
-	br := bufio.NewReaderSize(src, 64<<10)
-
-	start, end := max(r.StartLine, 1), r.EndLine
-	var body strings.Builder
-	room := budget - 200 - len(t.rel) // header and footer
-	line, first, last := 0, 0, 0      // last line number seen, first and last shown
-	cut, cutInLine := false, false
-	scanned := int64(0)
-	atEOF := false
-	for {
-		if line%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !whole && (cut || (end > 0 && line >= end)) {
-			break // nothing more to show, and the rest cannot be counted anyway
-		}
-		var text []byte
-		var long int64
-		if !whole && scanned > MaxScanBytes {
-			err = errScanLimit
-		} else {
-			text, long, err = readLine(br)
-		}
-		if errors.Is(err, errScanLimit) {
-			if first == 0 {
-				return fmt.Errorf("start_line %d is beyond the first %s of this %s file, which is as far as read_files reads; use grep to find the lines you need", start, humanBytes(MaxScanBytes), humanBytes(size))
-			}
-			break
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read: %w", err)
-		}
-		if len(text) == 0 && errors.Is(err, io.EOF) {
-			atEOF = true
-			break
-		}
-		scanned += int64(len(text)) + long
-		line++
-		show := line >= start && (end == 0 || line <= end) && !cut
-		if show {
-			switch {
-			case len(text) <= room-body.Len() && long == 0:
-				if first == 0 {
-					first = line
-				}
-				last = line
-				body.Write(text)
-			case first == 0:
-				// A single line bigger than the whole budget: show its start.
-				keep := validUTF8Prefix(text, max(room-body.Len(), 0))
-				first, last = line, line
-				body.Write(keep)
-				body.WriteByte('\n')
-				cut, cutInLine = true, true
-			default:
-				cut = true
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			atEOF = true
-			break
-		}
+	if err := s.run(ctx, bufio.NewReaderSize(src, 64<<10)); err != nil {
+		return err
 	}
-	total := line
-	if whole && atEOF {
-		st := readState{hash: hex.EncodeToString(sum.Sum(nil)), size: size}
-		w.markRead(t.abs, st)
+	if s.whole && s.atEOF {
+		w.markRead(t.abs, readState{hash: hex.EncodeToString(sum.Sum(nil)), size: size})
 	} else {
 		w.markRead(t.abs, readState{size: size})
 	}
-	if first == 0 {
-		if total == 0 {
-			fmt.Fprintf(b, "=== %s (0 lines, empty file)\n", t.rel)
-			return nil
-		}
-		return fmt.Errorf("start_line %d is past the end: the file has %d lines", start, total)
-	}
-	of := fmt.Sprintf(" of %d", total)
-	if !whole {
-		of = fmt.Sprintf(" of a %s file", humanBytes(size))
-	}
-	partial := first != 1 || cut || (end > 0 && last < total) || !whole
-	if partial {
-		fmt.Fprintf(b, "=== %s (lines %d-%d%s)\n", t.rel, first, last, of)
-	} else {
-		fmt.Fprintf(b, "=== %s (%d lines)\n", t.rel, total)
-	}
-	b.WriteString(body.String())
-	if body.Len() > 0 && !strings.HasSuffix(body.String(), "\n") {
-		b.WriteString("\n(no newline at end of file)\n")
-	}
+	return s.write(b, t.rel)
+}
+
+// checkLineRange rejects ranges the model got wrong before any file is touched.
+func checkLineRange(r ReadRequest) error {
 	switch {
-	case cutInLine:
-		fmt.Fprintf(b, "(line %d is longer than the %s result and was cut; grep shows parts of long lines)\n", last, humanBytes(MaxResultBytes))
-	case cut:
-		fmt.Fprintf(b, "(cut after line %d%s to fit the %s result; to read on, call read_files with {\"path\": %q, \"start_line\": %d})\n", last, of, humanBytes(MaxResultBytes), t.rel, last+1)
-	case !whole && (end == 0 || last < end):
-		fmt.Fprintf(b, "(stopped after line %d; to read on, call read_files with {\"path\": %q, \"start_line\": %d})\n", last, t.rel, last+1)
+	case r.StartLine < 0 || r.EndLine < 0:
+		return fmt.Errorf("start_line and end_line count from 1 (got %d and %d)", r.StartLine, r.EndLine)
+	case r.EndLine > 0 && r.StartLine > r.EndLine:
+		return fmt.Errorf("start_line %d is after end_line %d", r.StartLine, r.EndLine)
 	}
 	return nil
+}
+
+// sniffHead reads the first sniffBytes of a file (fewer if it is shorter): enough to tell
+// a binary file by its NUL bytes before anything is shown.
+func sniffHead(r io.Reader, size int64) ([]byte, error) {
+	head := make([]byte, min(size, sniffBytes))
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	return head[:n], nil
+}
+
+// lineScan walks a file line by line, keeping the requested lines that fit the budget.
+type lineScan struct {
+	start, end int   // requested lines, 1-based and inclusive; end 0 means to the end
+	room       int   // bytes the shown lines may take
+	size       int64 // file size from stat
+	whole      bool  // size <= MaxScanBytes: scanned to the end, line count and hash exact
+
+	body           strings.Builder
+	line           int // last line number seen
+	first, last    int // first and last line shown; 0 while none is
+	cut, cutInLine bool
+	scanned        int64
+	atEOF          bool
+}
+
+// run scans until the end of the file, the scan limit, or (for a file too big to count)
+// the last line it could show.
+func (s *lineScan) run(ctx context.Context, br *bufio.Reader) error {
+	for {
+		if s.line%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !s.whole && (s.cut || (s.end > 0 && s.line >= s.end)) {
+			return nil // nothing more to show, and the rest cannot be counted anyway
+		}
+		text, long, err := s.next(br)
+		if errors.Is(err, errScanLimit) {
+			if s.first == 0 {
+				return fmt.Errorf("start_line %d is beyond the first %s of this %s file, which is as far as read_files reads; use grep to find the lines you need", s.start, humanBytes(MaxScanBytes), humanBytes(s.size))
+			}
+			return nil
+		}
+		eof := errors.Is(err, io.EOF)
+		if err != nil && !eof {
+			return fmt.Errorf("read: %w", err)
+		}
+		if len(text) > 0 || !eof {
+			s.take(text, long)
+		}
+		if eof {
+			s.atEOF = true
+			return nil
+		}
+	}
+}
+
+// next reads one line, or reports errScanLimit once a big file has been read as far as allowed.
+func (s *lineScan) next(br *bufio.Reader) ([]byte, int64, error) {
+	if !s.whole && s.scanned > MaxScanBytes {
+		return nil, 0, errScanLimit
+	}
+	return readLine(br)
+}
+
+// take counts one line and shows it if it is in the range and fits; a single line bigger
+// than the whole budget is shown cut, so the model sees at least its start.
+func (s *lineScan) take(text []byte, long int64) {
+	s.scanned += int64(len(text)) + long
+	s.line++
+	if s.cut || s.line < s.start || (s.end > 0 && s.line > s.end) {
+		return
+	}
+	switch {
+	case len(text) <= s.room-s.body.Len() && long == 0:
+		if s.first == 0 {
+			s.first = s.line
+		}
+		s.last = s.line
+		s.body.Write(text)
+	case s.first == 0:
+		keep := validUTF8Prefix(text, max(s.room-s.body.Len(), 0))
+		s.first, s.last = s.line, s.line
+		s.body.Write(keep)
+		s.body.WriteByte('\n')
+		s.cut, s.cutInLine = true, true
+	default:
+		s.cut = true
+	}
+}
+
+// write appends the header, the shown lines and a footer that says how to read on.
+func (s *lineScan) write(b *strings.Builder, rel string) error {
+	total := s.line
+	if s.first == 0 {
+		if total == 0 {
+			fmt.Fprintf(b, "=== %s (0 lines, empty file)\n", rel)
+			return nil
+		}
+		return fmt.Errorf("start_line %d is past the end: the file has %d lines", s.start, total)
+	}
+	of := fmt.Sprintf(" of %d", total)
+	if !s.whole {
+		of = fmt.Sprintf(" of a %s file", humanBytes(s.size))
+	}
+	partial := s.first != 1 || s.cut || (s.end > 0 && s.last < total) || !s.whole
+	if partial {
+		fmt.Fprintf(b, "=== %s (lines %d-%d%s)\n", rel, s.first, s.last, of)
+	} else {
+		fmt.Fprintf(b, "=== %s (%d lines)\n", rel, total)
+	}
+	body := s.body.String()
+	b.WriteString(body)
+	if len(body) > 0 && !strings.HasSuffix(body, "\n") {
+		b.WriteString("\n(no newline at end of file)\n")
+	}
+	s.writeFooter(b, rel, of)
+	return nil
+}
+
+// writeFooter says why the shown lines stop where they do and how to read on.
+func (s *lineScan) writeFooter(b *strings.Builder, rel, of string) {
+	switch {
+	case s.cutInLine:
+		fmt.Fprintf(b, "(line %d is longer than the %s result and was cut; grep shows parts of long lines)\n", s.last, humanBytes(MaxResultBytes))
+	case s.cut:
+		fmt.Fprintf(b, "(cut after line %d%s to fit the %s result; to read on, call read_files with {\"path\": %q, \"start_line\": %d})\n", s.last, of, humanBytes(MaxResultBytes), rel, s.last+1)
+	case !s.whole && (s.end == 0 || s.last < s.end):
+		fmt.Fprintf(b, "(stopped after line %d; to read on, call read_files with {\"path\": %q, \"start_line\": %d})\n", s.last, rel, s.last+1)
+	}
 }
 
 // readLine returns the next line with its newline, keeping at most 64 KiB of it in memory;

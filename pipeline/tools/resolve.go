@@ -53,94 +53,136 @@ func (w *Workspace) Resolve(rel string) (string, error) {
 // resolve walks the path one component at a time from the root, following symlinks itself,
 // so that ".." and symlink targets are judged on the real location, not on the text.
 func (w *Workspace) resolve(p string) (target, error) {
-	t := target{given: p}
 	if err := checkPathText(p); err != nil {
-		return t, err
+		return target{given: p}, err
 	}
-	queue := strings.Split(p, "/")
-	var cur []string // real components below the root
-	missing := false // a component did not exist: the rest is plain names
-	hops := 0
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(cur) == 0 {
-				if t.link != "" {
-					return t, fmt.Errorf("%q: %w: the symlink %s -> %s leads above the repository root", p, ErrOutside, t.link, t.linkTo)
-				}
-				return t, fmt.Errorf("%q: %w: \"..\" would climb above the repository root; paths are relative to the root", p, ErrOutside)
-			}
-			cur = cur[:len(cur)-1]
-			continue
-		}
-		if isGitName(c) {
-			via := ""
-			if t.link != "" {
-				via = fmt.Sprintf(" (through the symlink %s -> %s)", t.link, t.linkTo)
-			}
-			return t, fmt.Errorf("%q%s: %w", p, via, ErrGitDir)
-		}
-		if missing {
-			cur = append(cur, c)
-			continue
-		}
-		full := filepath.Join(w.root, filepath.Join(cur...), c)
-		info, err := os.Lstat(full)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			missing = true
-			cur = append(cur, c)
-			continue
-		case errors.Is(err, syscall.ENOTDIR):
-			return t, fmt.Errorf("%q: %s is a file, not a directory", p, slashJoin(cur))
-		case err != nil:
-			return t, fmt.Errorf("%q: %w", p, err)
-		}
-		if info.Mode()&fs.ModeSymlink == 0 {
-			if len(queue) > 0 && !info.IsDir() && hasName(queue) {
-				return t, fmt.Errorf("%q: %s is a file, not a directory", p, slashJoin(append(cur, c)))
-			}
-			cur = append(cur, c)
-			continue
-		}
-		hops++
-		if hops > maxSymlinkHops {
-			return t, fmt.Errorf("%q: more than %d symlinks on the way (a symlink loop?); use the real path", p, maxSymlinkHops)
-		}
-		dest, err := os.Readlink(full)
-		if err != nil {
-			return t, fmt.Errorf("%q: read symlink %s: %w", p, slashJoin(append(cur, c)), err)
-		}
-		if t.link == "" {
-			t.link, t.linkTo = slashJoin(append(cur, c)), dest
-		}
-		if filepath.IsAbs(dest) {
-			inside, ok := w.within(dest)
-			if !ok {
-				return t, fmt.Errorf("%q: %w: the symlink %s points to %s", p, ErrOutside, slashJoin(append(cur, c)), dest)
-			}
-			cur = nil
-			queue = append(strings.Split(inside, "/"), queue...)
-			continue
-		}
-		queue = append(strings.Split(filepath.ToSlash(dest), "/"), queue...)
-	}
-	t.rel = slashJoin(cur)
-	t.abs = filepath.Join(w.root, filepath.FromSlash(t.rel))
-	if !missing {
-		info, err := os.Lstat(t.abs)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return t, fmt.Errorf("%q: %w", p, err)
-		}
-		if err == nil {
-			t.info = info
+	pw := &pathWalk{w: w, p: p, t: target{given: p}, queue: strings.Split(p, "/")}
+	for len(pw.queue) > 0 {
+		c := pw.queue[0]
+		pw.queue = pw.queue[1:]
+		if err := pw.step(c); err != nil {
+			return pw.t, err
 		}
 	}
-	return t, nil
+	err := pw.finish() // before reading pw.t: a return's operand order is unspecified
+	return pw.t, err
+}
+
+// pathWalk is the state of one resolve: the components still to walk and the real ones
+// walked so far.
+type pathWalk struct {
+	w       *Workspace
+	p       string   // the path as given, for errors
+	t       target   // the result; link and linkTo are set on the first symlink
+	queue   []string // components still to walk; a symlink's target is pushed in front
+	cur     []string // real components below the root
+	missing bool     // a component did not exist: the rest is plain names
+	hops    int      // symlinks followed, bounded by maxSymlinkHops
+}
+
+// step walks one component: "." and "" stay, ".." climbs (never above the root), a .git
+// name is refused wherever it appears, and a real name is looked up on disk.
+func (pw *pathWalk) step(c string) error {
+	switch c {
+	case "", ".":
+		return nil
+	case "..":
+		return pw.up()
+	}
+	if isGitName(c) {
+		via := ""
+		if pw.t.link != "" {
+			via = fmt.Sprintf(" (through the symlink %s -> %s)", pw.t.link, pw.t.linkTo)
+		}
+		return fmt.Errorf("%q%s: %w", pw.p, via, ErrGitDir)
+	}
+	if pw.missing {
+		pw.cur = append(pw.cur, c)
+		return nil
+	}
+	return pw.enter(c)
+}
+
+// up handles "..": it climbs one real component, and refuses to climb above the root.
+func (pw *pathWalk) up() error {
+	if len(pw.cur) > 0 {
+		pw.cur = pw.cur[:len(pw.cur)-1]
+		return nil
+	}
+	if pw.t.link != "" {
+		return fmt.Errorf("%q: %w: the symlink %s -> %s leads above the repository root", pw.p, ErrOutside, pw.t.link, pw.t.linkTo)
+	}
+	return fmt.Errorf("%q: %w: \"..\" would climb above the repository root; paths are relative to the root", pw.p, ErrOutside)
+}
+
+// enter looks c up below the current real directory (Lstat: a symlink is not followed by
+// the kernel but by follow).
+func (pw *pathWalk) enter(c string) error {
+	full := filepath.Join(pw.w.root, filepath.Join(pw.cur...), c)
+	info, err := os.Lstat(full)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		pw.missing = true
+		pw.cur = append(pw.cur, c)
+		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%q: %s is a file, not a directory", pw.p, slashJoin(pw.cur))
+	case err != nil:
+		return fmt.Errorf("%q: %w", pw.p, err)
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		return pw.follow(c, full)
+	}
+	if len(pw.queue) > 0 && !info.IsDir() && hasName(pw.queue) {
+		return fmt.Errorf("%q: %s is a file, not a directory", pw.p, slashJoin(append(pw.cur, c)))
+	}
+	pw.cur = append(pw.cur, c)
+	return nil
+}
+
+// follow pushes the symlink c's target in front of the queue, so it is walked (and
+// judged) like the rest of the path. An absolute target must be inside the root and
+// restarts the walk there.
+func (pw *pathWalk) follow(c, full string) error {
+	pw.hops++
+	if pw.hops > maxSymlinkHops {
+		return fmt.Errorf("%q: more than %d symlinks on the way (a symlink loop?); use the real path", pw.p, maxSymlinkHops)
+	}
+	dest, err := os.Readlink(full)
+	if err != nil {
+		return fmt.Errorf("%q: read symlink %s: %w", pw.p, slashJoin(append(pw.cur, c)), err)
+	}
+	if pw.t.link == "" {
+		pw.t.link, pw.t.linkTo = slashJoin(append(pw.cur, c)), dest
+	}
+	if !filepath.IsAbs(dest) {
+		pw.queue = append(strings.Split(filepath.ToSlash(dest), "/"), pw.queue...)
+		return nil
+	}
+	inside, ok := pw.w.within(dest)
+	if !ok {
+		return fmt.Errorf("%q: %w: the symlink %s points to %s", pw.p, ErrOutside, slashJoin(append(pw.cur, c)), dest)
+	}
+	pw.cur = nil
+	pw.queue = append(strings.Split(inside, "/"), pw.queue...)
+	return nil
+}
+
+// finish sets the real paths and, if every component existed, the final Lstat.
+func (pw *pathWalk) finish() error {
+	pw.t.rel = slashJoin(pw.cur)
+	pw.t.abs = filepath.Join(pw.w.root, filepath.FromSlash(pw.t.rel))
+	if pw.missing {
+		return nil
+	}
+	info, err := os.Lstat(pw.t.abs)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%q: %w", pw.p, err)
+	}
+	if err == nil {
+		pw.t.info = info
+	}
+	return nil
 }
 
 // checkPathText refuses paths whose text alone is wrong, with a hint for each mistake.
@@ -163,6 +205,11 @@ func checkPathText(p string) error {
 	case len(p) >= 2 && p[1] == ':' && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z'):
 		return fmt.Errorf("%q: %w: a drive letter is an absolute path; give a path relative to the repository root", p, ErrOutside)
 	}
+	return checkPathChars(p)
+}
+
+// checkPathChars refuses control characters and over-long names anywhere in the path.
+func checkPathChars(p string) error {
 	for _, r := range p {
 		if r < 0x20 || r == 0x7f {
 			return fmt.Errorf("path %q contains a control character; give a plain relative path", p)

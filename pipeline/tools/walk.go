@@ -108,54 +108,74 @@ func (w *Workspace) Grep(ctx context.Context, pattern, dir string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("pattern %q is not a valid Go (RE2) regular expression: %w", pattern, err)
 	}
-	var out, big []string
-	full := false
-	err = w.walkFiles(ctx, dir, func(rel string, d fs.DirEntry) error {
-		if !d.Type().IsRegular() {
-			return nil // symlinks, FIFOs, sockets, devices: never opened
-		}
-		t, err := w.resolve(rel)
-		if err != nil || !t.exists() {
-			return nil
-		}
-		if t.info.Size() > MaxGrepFileBytes {
-			big = append(big, rel)
-			return nil
-		}
-		data, _, err := w.readWhole(t, MaxGrepFileBytes, "grep")
-		if err != nil || strings.IndexByte(string(data[:min(len(data), sniffBytes)]), 0) >= 0 {
-			return nil
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			if !re.MatchString(line) {
-				continue
-			}
-			if len(out) >= MaxGrepMatches {
-				full = true
-				return fs.SkipAll
-			}
-			line = strings.TrimSuffix(line, "\r")
-			if len(line) > 300 {
-				line = string(validUTF8Prefix([]byte(line), 300)) + "..."
-			}
-			out = append(out, fmt.Sprintf("%s:%d: %s", rel, i+1, line))
-		}
-		return nil
-	})
-	if err != nil {
+	g := &grepRun{w: w, re: re}
+	if err := w.walkFiles(ctx, dir, g.file); err != nil {
 		return "", err
 	}
-	res := strings.Join(out, "\n")
-	if len(out) == 0 {
+	return g.result(), nil
+}
+
+// grepRun collects one Grep's matches and the files it left out.
+type grepRun struct {
+	w        *Workspace
+	re       *regexp.Regexp
+	out, big []string
+	full     bool // MaxGrepMatches reached
+}
+
+// file searches one walked file. Only regular files are opened, through resolve, so a
+// symlink, FIFO or device never is; binaries and unreadable files are skipped quietly.
+func (g *grepRun) file(rel string, d fs.DirEntry) error {
+	if !d.Type().IsRegular() {
+		return nil // symlinks, FIFOs, sockets, devices: never opened
+	}
+	t, err := g.w.resolve(rel)
+	if err != nil || !t.exists() {
+		return nil
+	}
+	if t.info.Size() > MaxGrepFileBytes {
+		g.big = append(g.big, rel)
+		return nil
+	}
+	data, _, err := g.w.readWhole(t, MaxGrepFileBytes, "grep")
+	if err != nil || strings.IndexByte(string(data[:min(len(data), sniffBytes)]), 0) >= 0 {
+		return nil
+	}
+	return g.lines(rel, string(data))
+}
+
+// lines adds the matching lines of one file, stopping the walk at MaxGrepMatches.
+func (g *grepRun) lines(rel, data string) error {
+	for i, line := range strings.Split(data, "\n") {
+		if !g.re.MatchString(line) {
+			continue
+		}
+		if len(g.out) >= MaxGrepMatches {
+			g.full = true
+			return fs.SkipAll
+		}
+		line = strings.TrimSuffix(line, "\r")
+		if len(line) > 300 {
+			line = string(validUTF8Prefix([]byte(line), 300)) + "..."
+		}
+		g.out = append(g.out, fmt.Sprintf("%s:%d: %s", rel, i+1, line))
+	}
+	return nil
+}
+
+// result is the tool result: the matches, then what was left out.
+func (g *grepRun) result() string {
+	res := strings.Join(g.out, "\n")
+	if len(g.out) == 0 {
 		res = "(no matches)"
 	}
-	if full {
+	if g.full {
 		res += fmt.Sprintf("\n(stopped at %d matches; narrow the pattern or path)", MaxGrepMatches)
 	}
-	if len(big) > 0 {
-		res += fmt.Sprintf("\n(not searched, larger than %s: %s)", humanBytes(MaxGrepFileBytes), strings.Join(clipList(big, 10), ", "))
+	if len(g.big) > 0 {
+		res += fmt.Sprintf("\n(not searched, larger than %s: %s)", humanBytes(MaxGrepFileBytes), strings.Join(clipList(g.big, 10), ", "))
 	}
-	return capResult(res), nil
+	return capResult(res)
 }
 
 func clipList(xs []string, n int) []string {

@@ -165,19 +165,37 @@ func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) 
 	if c.Kind != KindPytest || r.Tests >= 0 || len(tests.Addopts) == 0 {
 		return Condition{}, false
 	}
-	addopts := currentAddopts(c, tests)
-	var drop []string
-	if m := unrecognized.FindStringSubmatch(r.Output); m != nil {
-		drop = strings.Fields(m[1])
-	}
-	plugin := ""
-	if m := pluginImport.FindStringSubmatch(r.Output); m != nil {
-		plugin = m[1]
-	}
+	drop, plugin := unknownOptions(r.Output)
 	if len(drop) == 0 && plugin == "" {
 		return Condition{}, false
 	}
-	var kept, removed []string
+	kept, removed := withoutOptions(currentAddopts(c, tests), drop, plugin)
+	// Only what the configuration says can be left out: an unknown option of the check's own
+	// command is the operator's to fix.
+	if len(removed) == 0 || len(removed) < len(drop) {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
+		"the pytest configuration's addopts (%s) names options of plugins this interpreter lacks (%s): the check runs with -o %q (install the plugins for the checks' interpreter to run them)",
+		tests.Config, strings.Join(removed, " "), value)}}, true
+}
+
+// unknownOptions reads pytest's usage errors: the options it did not recognise, and the
+// -p plugin that did not import ("" if none).
+func unknownOptions(output string) (drop []string, plugin string) {
+	if m := unrecognized.FindStringSubmatch(output); m != nil {
+		drop = strings.Fields(m[1])
+	}
+	if m := pluginImport.FindStringSubmatch(output); m != nil {
+		plugin = m[1]
+	}
+	return drop, plugin
+}
+
+// withoutOptions splits addopts into what is kept and what names drop or loads plugin
+// (-p plugin, -pplugin, --plugin=plugin).
+func withoutOptions(addopts, drop []string, plugin string) (kept, removed []string) {
 	for i := 0; i < len(addopts); i++ {
 		a := addopts[i]
 		switch {
@@ -192,15 +210,7 @@ func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) 
 			kept = append(kept, a)
 		}
 	}
-	// Only what the configuration says can be left out: an unknown option of the check's own
-	// command is the operator's to fix.
-	if len(removed) == 0 || len(removed) < len(drop) {
-		return Condition{}, false
-	}
-	value := "addopts=" + discover.ShellJoin(kept)
-	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
-		"the pytest configuration's addopts (%s) names options of plugins this interpreter lacks (%s): the check runs with -o %q (install the plugins for the checks' interpreter to run them)",
-		tests.Config, strings.Join(removed, " "), value)}}, true
+	return kept, removed
 }
 
 // currentAddopts are the addopts in effect for c: the last -o addopts= of its condition,

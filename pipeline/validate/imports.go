@@ -172,42 +172,58 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 			g.files[p] = true
 		}
 	}
-	sources := map[string][]Import{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // an unreadable corner of the tree: skip it, the full suite still runs
-		}
-		if d.IsDir() {
-			if p != dir && (slices.Contains(skipDirs, d.Name()) || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".py") {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		g.files[rel] = true
-		for d := path.Dir(rel); d != "." && !g.dirs[d]; d = path.Dir(d) {
-			g.dirs[d] = true
-		}
-		src, err := readHead(p, maxScanBytes)
-		if err != nil {
-			return nil
-		}
-		sources[rel] = ParseImports(src)
-		return nil
-	})
-	if err != nil {
+	s := &importScan{g: g, sources: map[string][]Import{}}
+	if err := filepath.WalkDir(dir, s.visit); err != nil {
 		return nil, fmt.Errorf("scan python imports under %s: %w", dir, err)
 	}
+	g.link(s.sources)
+	return g, nil
+}
+
+// importScan is one ScanImports walk: it records the graph's files and folders, and each
+// file's parsed imports.
+type importScan struct {
+	g       *ImportGraph
+	sources map[string][]Import
+}
+
+// visit is the WalkDir step. Only the root being unreadable fails the scan.
+func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
+	dir := s.g.root
+	if err != nil {
+		if p == dir {
+			return err
+		}
+		return nil // an unreadable corner of the tree: skip it, the full suite still runs
+	}
+	if d.IsDir() {
+		if p != dir && (slices.Contains(skipDirs, d.Name()) || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		return nil
+	}
+	if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".py") {
+		return nil
+	}
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return nil
+	}
+	rel = filepath.ToSlash(rel)
+	s.g.files[rel] = true
+	for d := path.Dir(rel); d != "." && !s.g.dirs[d]; d = path.Dir(d) {
+		s.g.dirs[d] = true
+	}
+	src, err := readHead(p, maxScanBytes)
+	if err != nil {
+		return nil
+	}
+	s.sources[rel] = ParseImports(src)
+	return nil
+}
+
+// link resolves each file's imports, once every file is known, to the graph's edges.
+func (g *ImportGraph) link(sources map[string][]Import) {
 	for file, imps := range sources {
 		seen := map[string]bool{}
 		for _, imp := range imps {
@@ -219,7 +235,6 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 			}
 		}
 	}
-	return g, nil
 }
 
 // readHead reads up to n bytes of p, which the checks may have swapped for a FIFO or a
@@ -306,29 +321,9 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 // changed module directly or through other repository modules, and every test file at or
 // below a changed conftest.py. A changed non-Python file affects no test by this scan.
 func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
-	reverse := map[string][]string{}
-	for file, targets := range g.imports {
-		for _, t := range targets {
-			reverse[t] = append(reverse[t], file)
-		}
-	}
 	reached := map[string]bool{}
-	queue := []string{}
-	for _, c := range changed {
-		c = path.Clean(filepath.ToSlash(c))
-		if path.Base(c) == "conftest.py" {
-			d := path.Dir(c)
-			for f := range g.files {
-				if g.isTest(f) && (d == "." || strings.HasPrefix(f, d+"/")) {
-					reached[f] = true
-				}
-			}
-		}
-		if strings.HasSuffix(c, ".py") && !reached[c] {
-			reached[c] = true
-			queue = append(queue, c)
-		}
-	}
+	queue := g.seedChanged(changed, reached)
+	reverse := g.importers()
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
@@ -347,6 +342,44 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// importers is the graph reversed: for each file, the files that import it.
+func (g *ImportGraph) importers() map[string][]string {
+	reverse := map[string][]string{}
+	for file, targets := range g.imports {
+		for _, t := range targets {
+			reverse[t] = append(reverse[t], file)
+		}
+	}
+	return reverse
+}
+
+// seedChanged marks the changed Python files reached and returns them as the walk's start.
+// A changed conftest.py reaches every test file at or below its folder directly (a fixture
+// is not imported).
+func (g *ImportGraph) seedChanged(changed []string, reached map[string]bool) []string {
+	var queue []string
+	for _, c := range changed {
+		c = path.Clean(filepath.ToSlash(c))
+		if path.Base(c) == "conftest.py" {
+			g.markTestsBelow(path.Dir(c), reached)
+		}
+		if strings.HasSuffix(c, ".py") && !reached[c] {
+			reached[c] = true
+			queue = append(queue, c)
+		}
+	}
+	return queue
+}
+
+// markTestsBelow marks every test file at or below folder d reached.
+func (g *ImportGraph) markTestsBelow(d string, reached map[string]bool) {
+	for f := range g.files {
+		if g.isTest(f) && (d == "." || strings.HasPrefix(f, d+"/")) {
+			reached[f] = true
+		}
+	}
 }
 
 // isTest reports whether f is a test module by the graph's discovery.

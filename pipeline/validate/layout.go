@@ -35,47 +35,72 @@ func SrcLayout(dir string) []string {
 	if len(pkgs) == 0 || pathConfigured(dir) {
 		return nil
 	}
-	imported := map[string]bool{}
-	n := 0
 	// Any runner's idea of a test counts, and a test package's __init__.py too: its imports
 	// are the tests' (tests/__init__.py importing the package for `from . import pkg`).
-	tests := discover.FromDir(dir, discover.Options{Pytest: [][]string{nil}, Unittest: [][]string{nil}})
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != dir && (strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules" || name == "venv") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		if rel = filepath.ToSlash(rel); !tests.IsTestFile(rel) && name != "conftest.py" && !tests.IsTestPackageInit(rel) {
-			return nil
-		}
-		if n++; n > maxLayoutTestFiles {
-			return filepath.SkipAll
-		}
-		for _, imp := range ParseImports(readRegular(p, maxLayoutScanBytes)) {
-			if imp.Level == 0 {
-				top, _, _ := strings.Cut(imp.Module, ".")
-				imported[top] = true
-			}
-		}
-		return nil
-	})
+	s := &testImportScan{
+		dir:      dir,
+		tests:    discover.FromDir(dir, discover.Options{Pytest: [][]string{nil}, Unittest: [][]string{nil}}),
+		imported: map[string]bool{},
+	}
+	_ = filepath.WalkDir(dir, s.visit)
 	var out []string
 	for _, p := range pkgs {
-		if imported[p] {
+		if s.imported[p] {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// testImportScan collects the top-level modules that a repository's test files import,
+// reading at most maxLayoutTestFiles of them.
+type testImportScan struct {
+	dir      string
+	tests    *discover.Tests
+	imported map[string]bool
+	n        int // test files read
+}
+
+// visit is the WalkDir step: it skips hidden, cache and virtualenv folders, and reads the
+// absolute imports of test files, conftest.py files and test packages' __init__.py.
+func (s *testImportScan) visit(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return nil
+	}
+	name := d.Name()
+	if d.IsDir() {
+		if p != s.dir && layoutSkipsDir(name) {
+			return filepath.SkipDir
+		}
+		return nil
+	}
+	rel, err := filepath.Rel(s.dir, p)
+	if err != nil || !d.Type().IsRegular() {
+		return nil
+	}
+	if !s.isTestSource(filepath.ToSlash(rel), name) {
+		return nil
+	}
+	if s.n++; s.n > maxLayoutTestFiles {
+		return filepath.SkipAll
+	}
+	for _, imp := range ParseImports(readRegular(p, maxLayoutScanBytes)) {
+		if imp.Level == 0 {
+			top, _, _ := strings.Cut(imp.Module, ".")
+			s.imported[top] = true
+		}
+	}
+	return nil
+}
+
+// layoutSkipsDir names the folders the scan never enters: hidden ones, caches, installs.
+func layoutSkipsDir(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules" || name == "venv"
+}
+
+// isTestSource reports whether the file rel (named name) holds imports the tests make.
+func (s *testImportScan) isTestSource(rel, name string) bool {
+	return s.tests.IsTestFile(rel) || name == "conftest.py" || s.tests.IsTestPackageInit(rel)
 }
 
 // SrcLayoutNote is the note a check's result carries when SrcLayout put src/ on its path.
@@ -173,19 +198,7 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 	if pythonPathSet(c.Env) {
 		return nil, ""
 	}
-	var folders []string
-	for _, f := range c.PythonPath {
-		if f = path.Clean(filepath.ToSlash(f)); f != "." && !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
-			folders = append(folders, f)
-		}
-	}
-	if pkgs := SrcLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, "src") {
-		folders = append(folders, "src")
-		note = SrcLayoutNote(pkgs)
-	}
-	if c.EnvDir != "" && len(srcPackages(filepath.Join(dir, "src"))) > 0 && !slices.Contains(folders, "src") {
-		folders = append(folders, "src")
-	}
+	folders, note := pathFolders(dir, c)
 	if len(folders) == 0 && c.EnvDir == "" {
 		return nil, ""
 	}
@@ -205,6 +218,25 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 		}
 	}
 	return []string{"PYTHONPATH=" + value}, note
+}
+
+// pathFolders is the worktree folders, slash-separated and relative, that go first on a
+// check's PYTHONPATH: its configured PythonPath (only folders inside the worktree), then
+// src/ when the layout needs it, with the note saying so when ticketd chose it.
+func pathFolders(dir string, c Check) (folders []string, note string) {
+	for _, f := range c.PythonPath {
+		if f = path.Clean(filepath.ToSlash(f)); f != "." && !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
+			folders = append(folders, f)
+		}
+	}
+	if pkgs := SrcLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, "src") {
+		folders = append(folders, "src")
+		note = SrcLayoutNote(pkgs)
+	}
+	if c.EnvDir != "" && len(srcPackages(filepath.Join(dir, "src"))) > 0 && !slices.Contains(folders, "src") {
+		folders = append(folders, "src")
+	}
+	return folders, note
 }
 
 // envActivation is what running in the check's environment (EnvDir) sets: its bin/ first on

@@ -180,39 +180,51 @@ func parseJUnit(data []byte, dir string) (junitReport, error) {
 		if err := dec.DecodeElement(&tc, &se); err != nil {
 			return r, fmt.Errorf("parse JUnit XML testcase: %w", err)
 		}
-		r.tests++
-		id := junitTestID(tc)
-		if tc.Classname == "" && tc.File != "" && tc.Name == strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".") {
-			id = tc.File // a module that failed to collect: pytest's own id for it is its path
-		}
-		switch {
-		case len(tc.Failures) > 0:
-			r.failed++
-			setOutcome(r.outcomes, id, OutcomeFailed)
-		case len(tc.Errors) > 0:
-			r.errors++
-			setOutcome(r.outcomes, id, OutcomeError)
-		case len(tc.Skipped) > 0:
-			r.skipped++
-			if tc.Skipped[0].Type == "pytest.xfail" {
-				setOutcome(r.outcomes, id, OutcomeXFailed)
-			} else {
-				setOutcome(r.outcomes, id, OutcomeSkipped)
-			}
-		default:
-			setOutcome(r.outcomes, id, OutcomePassed)
-		}
-		if len(tc.Failures) > 0 && len(tc.Errors) > 0 {
-			setOutcome(r.outcomes, id, OutcomeError) // a failing call and a failing tear-down
-		}
-		for _, p := range append(tc.Failures, tc.Errors...) {
-			r.findings = append(r.findings, junitFinding(tc, p, dir))
-		}
+		r.addCase(tc, dir)
 	}
 	if r.tests == 0 && !bytes.Contains(data, []byte("<testsuite")) {
 		return r, errors.New("parse JUnit XML: no <testsuite> element")
 	}
 	return r, nil
+}
+
+// addCase counts one <testcase>, records its outcome and makes a finding of each of its
+// failures and errors. A case with both (a failing call and a failing tear-down) is an error.
+func (r *junitReport) addCase(tc junitCase, dir string) {
+	r.tests++
+	id := junitCaseID(tc)
+	switch {
+	case len(tc.Failures) > 0:
+		r.failed++
+		setOutcome(r.outcomes, id, OutcomeFailed)
+	case len(tc.Errors) > 0:
+		r.errors++
+		setOutcome(r.outcomes, id, OutcomeError)
+	case len(tc.Skipped) > 0:
+		r.skipped++
+		if tc.Skipped[0].Type == "pytest.xfail" {
+			setOutcome(r.outcomes, id, OutcomeXFailed)
+		} else {
+			setOutcome(r.outcomes, id, OutcomeSkipped)
+		}
+	default:
+		setOutcome(r.outcomes, id, OutcomePassed)
+	}
+	if len(tc.Failures) > 0 && len(tc.Errors) > 0 {
+		setOutcome(r.outcomes, id, OutcomeError) // a failing call and a failing tear-down
+	}
+	for _, p := range append(tc.Failures, tc.Errors...) {
+		r.findings = append(r.findings, junitFinding(tc, p, dir))
+	}
+}
+
+// junitCaseID is the id a case's outcome is recorded under: its node id, or for a module
+// that failed to collect, its path (pytest's own id for it).
+func junitCaseID(tc junitCase) string {
+	if tc.Classname == "" && tc.File != "" && tc.Name == strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".") {
+		return tc.File
+	}
+	return junitTestID(tc)
 }
 
 func junitFinding(tc junitCase, p junitProblem, dir string) Finding {

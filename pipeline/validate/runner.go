@@ -129,16 +129,9 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 			r.logger().Warn("remove check scratch directory", "check", c.Name, "err", err)
 		}
 	}()
-	spec, note := r.spec(ctx, dir, scratch, c)
+	spec, note := r.specWithGit(ctx, dir, scratch, c)
 	if note != "" {
 		res.Notes = append(res.Notes, note)
-	}
-	if r.Sandbox != sandbox.ModeNone {
-		view, err := scratch.GitView(dir)
-		if err != nil {
-			r.logger().Debug("check runs without git: no view of the worktree's git state", "check", c.Name, "err", err)
-		}
-		spec.GitView = view
 	}
 	argv, junitPath, err := r.command(ctx, dir, c, spec, scratch)
 	res.Command = argv
@@ -167,19 +160,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 
 	combined := out.combined.tail(parseCap)
-	var p parsed
-	switch c.Kind {
-	case KindPytest:
-		p = interpretPytest(junitPath, dir, out.exitCode, combined)
-	case KindUnittest:
-		p = interpretUnittest(dir, out.exitCode, combined)
-	case KindRuff:
-		p = interpretRuff(dir, out.exitCode, out.stdout.String(), combined)
-	case KindMypy:
-		p = interpretMypy(dir, out.exitCode, combined)
-	default:
-		p = parsed{passed: out.exitCode == 0, summary: exitSummary(out.exitCode, combined)}
-	}
+	p := interpret(c.Kind, junitPath, dir, out, combined)
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
 	res.Tests, res.Errored = p.tests, p.errored
 	if len(p.outcomes) > 0 {
@@ -189,7 +170,27 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
 	}
-	res = notStarted(res)
+	return r.interrupted(ctx, notStarted(res), c, timeout)
+}
+
+// interpret reads a finished command's result by its kind's report.
+func interpret(kind, junitPath, dir string, out execOutput, combined string) parsed {
+	switch kind {
+	case KindPytest:
+		return interpretPytest(junitPath, dir, out.exitCode, combined)
+	case KindUnittest:
+		return interpretUnittest(dir, out.exitCode, combined)
+	case KindRuff:
+		return interpretRuff(dir, out.exitCode, out.stdout.String(), combined)
+	case KindMypy:
+		return interpretMypy(dir, out.exitCode, combined)
+	}
+	return parsed{passed: out.exitCode == 0, summary: exitSummary(out.exitCode, combined)}
+}
+
+// interrupted fails a check that timed out or was cancelled, whatever its output said:
+// a cut-short run judges nothing.
+func (r *Runner) interrupted(ctx context.Context, res Result, c Check, timeout time.Duration) Result {
 	switch {
 	case res.TimedOut:
 		res.Passed = false
@@ -207,6 +208,20 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
 	}
 	return res
+}
+
+// specWithGit is spec plus, in a sandbox, a read-only view of the worktree's git state
+// (tests that call git need one); without it the check still runs.
+func (r *Runner) specWithGit(ctx context.Context, dir string, scratch *sandbox.Scratch, c Check) (sandbox.Spec, string) {
+	spec, note := r.spec(ctx, dir, scratch, c)
+	if r.Sandbox != sandbox.ModeNone {
+		view, err := scratch.GitView(dir)
+		if err != nil {
+			r.logger().Debug("check runs without git: no view of the worktree's git state", "check", c.Name, "err", err)
+		}
+		spec.GitView = view
+	}
+	return spec, note
 }
 
 // notStarted sets Abort on a result whose tool could not start. Such a check gates nothing:
@@ -310,62 +325,17 @@ func toolAbsent(code int, output string) bool {
 // For pytest it adds a JUnit report in the check's reports directory, outside
 // the worktree, and returns the report's path on the host.
 func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.Spec, scratch *sandbox.Scratch) (argv []string, junitPath string, err error) {
-	argv = slices.Clone(c.Command)
-	if c.Kind == KindPython {
-		py, err := r.Interpreter(ctx, dir, c, "pytest")
-		if err != nil {
-			// Any python3 will do for a one-liner when none has pytest.
-			py = debianPython
-		}
-		argv = append([]string{py}, argv...)
-	} else if len(argv) == 0 {
-		if argv, err = r.defaultCommand(ctx, dir, c); err != nil {
-			return nil, "", err
-		}
-	} else if argv, err = r.lookTool(ctx, dir, c, argv); err != nil {
+	argv, err = r.baseArgv(ctx, dir, c)
+	if err != nil {
 		return nil, "", err
 	}
 	switch c.Kind {
 	case KindPytest:
-		if len(c.Only) > 0 {
-			argv = withoutPathArgs(argv, dir)
-		}
-		argv = append(argv, c.ExtraArgs...)
 		const report = "ticketd-junit.xml"
 		junitPath = filepath.Join(scratch.Dir, report)
-		// xunit1 keeps the file and line attributes that xunit2 drops;
-		// the cache provider would write .pytest_cache into the worktree.
-		argv = append(argv, "--junitxml="+spec.InnerReports()+"/"+report, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
-		if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
-			argv = append(argv, "-q")
-		}
-		// -rX lists non-strict xpasses, which the JUnit report writes as plain passes (the
-		// last -r wins over the repository's addopts).
-		argv = append(argv, "-rfEX")
-		// One module that fails to import must not hide every other test's result: the gate
-		// compares test by test, and a base that ran nothing cannot gate a fix.
-		argv = append(argv, "--continue-on-collection-errors")
-		if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
-			argv = append(argv, "--rootdir="+dir)
-		}
-		for _, id := range c.Only {
-			if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
-				argv = append(argv, id)
-			}
-		}
+		argv = pytestArgs(argv, c, dir, spec.InnerReports()+"/"+report)
 	case KindUnittest:
-		// -v names every test with its outcome, so a skip or an expected failure is never
-		// read as a pass; only `-m unittest` is known to take it.
-		if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
-			argv = append(argv, "-v")
-		}
-		// unittest's -k selects by the test's dotted id within the configured discovery (its
-		// start folder and pattern kept), so the named tests run alone.
-		for _, id := range c.Only {
-			if id, _, _ = strings.Cut(id, " "); id != "" && !strings.HasPrefix(id, "-") {
-				argv = append(argv, "-k", id)
-			}
-		}
+		argv = unittestArgs(argv, c)
 	case KindRuff:
 		if !hasFlag(argv, "format") {
 			if !hasFlag(argv, "--output-format") {
@@ -381,6 +351,73 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 		}
 	}
 	return argv, junitPath, nil
+}
+
+// baseArgv is the check's command before the kind's own arguments: a python one-liner
+// gets an interpreter, an empty command the kind's default, and a given one its tool
+// looked up.
+func (r *Runner) baseArgv(ctx context.Context, dir string, c Check) ([]string, error) {
+	argv := slices.Clone(c.Command)
+	switch {
+	case c.Kind == KindPython:
+		py, err := r.Interpreter(ctx, dir, c, "pytest")
+		if err != nil {
+			// Any python3 will do for a one-liner when none has pytest.
+			py = debianPython
+		}
+		return append([]string{py}, argv...), nil
+	case len(argv) == 0:
+		return r.defaultCommand(ctx, dir, c)
+	default:
+		return r.lookTool(ctx, dir, c, argv)
+	}
+}
+
+// pytestArgs adds what the gate needs from pytest: a JUnit report at inner (the path
+// inside the sandbox), the short summary, every module's result and only the named tests.
+func pytestArgs(argv []string, c Check, dir, inner string) []string {
+	if len(c.Only) > 0 {
+		argv = withoutPathArgs(argv, dir)
+	}
+	argv = append(argv, c.ExtraArgs...)
+	// xunit1 keeps the file and line attributes that xunit2 drops;
+	// the cache provider would write .pytest_cache into the worktree.
+	argv = append(argv, "--junitxml="+inner, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
+	if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
+		argv = append(argv, "-q")
+	}
+	// -rX lists non-strict xpasses, which the JUnit report writes as plain passes (the
+	// last -r wins over the repository's addopts).
+	argv = append(argv, "-rfEX")
+	// One module that fails to import must not hide every other test's result: the gate
+	// compares test by test, and a base that ran nothing cannot gate a fix.
+	argv = append(argv, "--continue-on-collection-errors")
+	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
+		argv = append(argv, "--rootdir="+dir)
+	}
+	for _, id := range c.Only {
+		if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
+			argv = append(argv, id)
+		}
+	}
+	return argv
+}
+
+// unittestArgs adds -v and the named tests to a unittest command.
+func unittestArgs(argv []string, c Check) []string {
+	// -v names every test with its outcome, so a skip or an expected failure is never
+	// read as a pass; only `-m unittest` is known to take it.
+	if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
+		argv = append(argv, "-v")
+	}
+	// unittest's -k selects by the test's dotted id within the configured discovery (its
+	// start folder and pattern kept), so the named tests run alone.
+	for _, id := range c.Only {
+		if id, _, _ = strings.Cut(id, " "); id != "" && !strings.HasPrefix(id, "-") {
+			argv = append(argv, "-k", id)
+		}
+	}
+	return argv
 }
 
 // defaultCommand is the argv of a check configured without a command.
@@ -479,84 +516,133 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 		return out, fmt.Errorf("could not start %q in %s: %w", strings.Join(argv, " "), spec.Dir, err)
 	}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-
-	// One pipe for both streams keeps their order as a terminal would show
-	// it (2>&1); only a JSON-on-stdout kind gets stdout apart.
-	outR, outW, err := os.Pipe()
+	p, err := newOutputPipes(cmd, splitStdout)
 	if err != nil {
 		return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
 	}
-	defer outR.Close()
-	cmd.Stdout, cmd.Stderr = outW, outW
-	var errR, errW *os.File
-	if splitStdout {
-		if errR, errW, err = os.Pipe(); err != nil {
-			outW.Close()
-			return out, fmt.Errorf("run %s: create pipe: %w", argv[0], err)
-		}
-		defer errR.Close()
-		cmd.Stderr = errW
-	}
+	defer p.closeRead()
 
 	start := time.Now()
 	err = cmd.Start()
-	outW.Close()
-	if errW != nil {
-		errW.Close()
-	}
+	p.closeWrite() // the child holds its own copies; ours would keep the reads from ending
 	if err != nil {
 		out.duration = time.Since(start)
 		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), spec.Dir, err)
 	}
-
-	var wg sync.WaitGroup
-	if splitStdout {
-		wg.Go(func() { io.Copy(io.MultiWriter(out.combined, out.stdout), outR) })
-		wg.Go(func() { io.Copy(out.combined, errR) })
-	} else {
-		wg.Go(func() { io.Copy(out.combined, outR) })
-	}
-	limit := cmp.Or(r.MaxWorktreeSize, DefaultMaxWorktreeSize)
-	var oversize string
-	var watch sync.WaitGroup
-	if limit > 0 {
-		watch.Go(func() {
-			oversize = watchSize(cctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, usage{dirs: []string{spec.Dir, scratch.Dir}, pid: cmd.Process.Pid})
-			if oversize != "" {
-				cancel(errOversize)
-			}
-		})
-	}
+	copying := p.copyTo(out)
+	watch := r.startSizeWatch(cctx, cancel, []string{spec.Dir, scratch.Dir}, cmd.Process.Pid)
 
 	waitErr := cmd.Wait()
 	out.duration = time.Since(start)
 	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
 	cancel(nil)
-	watch.Wait()
-	out.oversize = oversize
-
-	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		// A process that left the group (setsid, without the sandbox) still holds a pipe.
-		outR.Close()
-		if errR != nil {
-			errR.Close()
-		}
-		<-drained
-	}
+	out.oversize = watch.wait()
+	p.drain(copying)
 
 	if cmd.ProcessState != nil {
 		out.exitCode = cmd.ProcessState.ExitCode()
 	}
-	out.timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && oversize == ""
+	out.timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && out.oversize == ""
 	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil && oversize == "" {
+	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil && out.oversize == "" {
 		return out, fmt.Errorf("wait for %q: %w", strings.Join(argv, " "), waitErr)
 	}
 	return out, nil
+}
+
+// outputPipes are the pipes a check writes to. One pipe for both streams keeps their
+// order as a terminal would show it (2>&1); only a JSON-on-stdout kind gets stdout apart
+// (errR, errW nil otherwise).
+type outputPipes struct {
+	outR, outW, errR, errW *os.File
+}
+
+func newOutputPipes(cmd *exec.Cmd, splitStdout bool) (*outputPipes, error) {
+	var p outputPipes
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = p.outW, p.outW
+	if !splitStdout {
+		return &p, nil
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.outW.Close()
+		p.outR.Close()
+		return nil, err
+	}
+	cmd.Stderr = p.errW
+	return &p, nil
+}
+
+func (p *outputPipes) closeWrite() {
+	p.outW.Close()
+	if p.errW != nil {
+		p.errW.Close()
+	}
+}
+
+func (p *outputPipes) closeRead() {
+	p.outR.Close()
+	if p.errR != nil {
+		p.errR.Close()
+	}
+}
+
+// copyTo copies the pipes into out's buffers until they close.
+func (p *outputPipes) copyTo(out execOutput) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if p.errR != nil {
+		wg.Go(func() { io.Copy(io.MultiWriter(out.combined, out.stdout), p.outR) })
+		wg.Go(func() { io.Copy(out.combined, p.errR) })
+	} else {
+		wg.Go(func() { io.Copy(out.combined, p.outR) })
+	}
+	return &wg
+}
+
+// drain waits for the copies to end. A process that left the group (setsid, without the
+// sandbox) still holds a pipe: after drainTimeout the read ends are closed under it.
+func (p *outputPipes) drain(copying *sync.WaitGroup) {
+	drained := make(chan struct{})
+	go func() { copying.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		p.closeRead()
+		<-drained
+	}
+}
+
+// sizeWatch watches the size of a running check's worktree and scratch folder.
+type sizeWatch struct {
+	wg       sync.WaitGroup
+	oversize string // why the limit stopped the check; read after wait
+}
+
+// startSizeWatch cancels the check (errOversize) once dirs outgrow the size limit; no
+// watch runs without a limit.
+func (r *Runner) startSizeWatch(ctx context.Context, cancel context.CancelCauseFunc, dirs []string, pid int) *sizeWatch {
+	w := &sizeWatch{}
+	limit := cmp.Or(r.MaxWorktreeSize, DefaultMaxWorktreeSize)
+	if limit <= 0 {
+		return w
+	}
+	w.wg.Go(func() {
+		w.oversize = watchSize(ctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, usage{dirs: dirs, pid: pid})
+		if w.oversize != "" {
+			cancel(errOversize)
+		}
+	})
+	return w
+}
+
+// wait ends with the watch (its context is cancelled when the check ends) and says why
+// the size limit stopped the check, "" when it did not.
+func (w *sizeWatch) wait() string {
+	w.wg.Wait()
+	return w.oversize
 }
 
 // killGroup sends SIGKILL to the process group led by pid.

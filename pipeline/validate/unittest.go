@@ -40,71 +40,102 @@ func parseUnittest(output, dir string) unittestReport {
 		line := lines[i]
 		if m := unittestRan.FindStringSubmatch(line); m != nil {
 			r.ran, _ = strconv.Atoi(m[1])
-			for _, rest := range lines[i+1:] {
-				if s := strings.TrimSpace(rest); s != "" {
-					r.status = s
-					break
-				}
+			if s := nextNonBlank(lines[i+1:]); s != "" {
+				r.status = s
 			}
 			continue
 		}
+		// A block header counts only right under a "====" rule: a test may print lines
+		// that look like headers.
 		m := unittestHeader.FindStringSubmatch(line)
 		if m == nil || i == 0 || !isRule(lines[i-1], '=') {
 			continue
 		}
-		f := Finding{Test: unittestID(m[2], m[3], m[4])}
-		if m[1] == "ERROR" {
-			r.errored++
-		}
-		if m[1] == "UNEXPECTED SUCCESS" {
-			f.Message = "unexpected success of a test marked expectedFailure"
-		}
-		// The block runs from the dashed rule after the header to the next
-		// "====" or "----" rule.
-		var body []string
-		j := i + 1
-		if j < len(lines) && isRule(lines[j], '-') {
-			j++
-		}
-		for ; j < len(lines) && !isRule(lines[j], '=') && !isRule(lines[j], '-'); j++ {
-			body = append(body, lines[j])
-		}
-		i = j - 1
-		lastFrame := -1
-		for k, b := range body {
-			if fm := unittestFrame.FindStringSubmatch(b); fm != nil {
-				f.File = relPath(dir, fm[1])
-				f.Line, _ = strconv.Atoi(fm[2])
-				lastFrame = k
-			}
-		}
-		var msg []string
-		for _, b := range body[lastFrame+1:] {
-			if b == "" || strings.HasPrefix(b, " ") || strings.HasPrefix(b, "\t") {
-				continue // source line, caret markers, blank separators
-			}
-			msg = append(msg, b)
-		}
-		if len(msg) > 0 {
-			f.Message = clip(limitLines(strings.Join(msg, "\n"), 8), 600)
-		}
-		if f.Message == "" {
-			f.Message = strings.ToLower(m[1])
-		}
-		r.findings = append(r.findings, f)
-		o := OutcomeFailed
-		switch m[1] {
-		case "ERROR":
-			o = OutcomeError
-		case "UNEXPECTED SUCCESS":
-			o = OutcomeXPassed
-		}
-		setOutcome(r.outcomes, f.Test, o)
-		if parent, _, sub := strings.Cut(f.Test, " "); sub {
-			setOutcome(r.outcomes, parent, o) // a failing subTest fails its test
-		}
+		body, next := unittestBlock(lines, i+1)
+		i = next - 1
+		r.addBlock(m[1], unittestBlockFinding(m, body, dir))
 	}
 	return r
+}
+
+// nextNonBlank returns the first line of lines with text, trimmed, or "".
+func nextNonBlank(lines []string) string {
+	for _, l := range lines {
+		if s := strings.TrimSpace(l); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// unittestBlock returns a FAIL:/ERROR: block's body, which runs from the dashed rule after
+// the header (at lines[start]) to the next "====" or "----" rule, and the index it ends at.
+func unittestBlock(lines []string, start int) (body []string, end int) {
+	j := start
+	if j < len(lines) && isRule(lines[j], '-') {
+		j++
+	}
+	for ; j < len(lines) && !isRule(lines[j], '=') && !isRule(lines[j], '-'); j++ {
+		body = append(body, lines[j])
+	}
+	return body, j
+}
+
+// unittestBlockFinding makes the finding of one block: m is its header's match, body its
+// traceback and message.
+func unittestBlockFinding(m, body []string, dir string) Finding {
+	f := Finding{Test: unittestID(m[2], m[3], m[4])}
+	lastFrame := -1
+	for k, b := range body {
+		if fm := unittestFrame.FindStringSubmatch(b); fm != nil {
+			f.File = relPath(dir, fm[1])
+			f.Line, _ = strconv.Atoi(fm[2])
+			lastFrame = k
+		}
+	}
+	f.Message = exceptionText(body[lastFrame+1:])
+	switch {
+	case f.Message != "":
+	case m[1] == "UNEXPECTED SUCCESS":
+		f.Message = "unexpected success of a test marked expectedFailure"
+	default:
+		f.Message = strings.ToLower(m[1])
+	}
+	return f
+}
+
+// exceptionText is the exception's text after a traceback's last frame, without the
+// indented source lines, caret markers and blank separators.
+func exceptionText(after []string) string {
+	var msg []string
+	for _, b := range after {
+		if b == "" || strings.HasPrefix(b, " ") || strings.HasPrefix(b, "\t") {
+			continue
+		}
+		msg = append(msg, b)
+	}
+	if len(msg) == 0 {
+		return ""
+	}
+	return clip(limitLines(strings.Join(msg, "\n"), 8), 600)
+}
+
+// addBlock records one FAIL:/ERROR:/UNEXPECTED SUCCESS: block: its finding and its test's
+// outcome, which a failing subTest passes on to its test.
+func (r *unittestReport) addBlock(kind string, f Finding) {
+	o := OutcomeFailed
+	switch kind {
+	case "ERROR":
+		r.errored++
+		o = OutcomeError
+	case "UNEXPECTED SUCCESS":
+		o = OutcomeXPassed
+	}
+	r.findings = append(r.findings, f)
+	setOutcome(r.outcomes, f.Test, o)
+	if parent, _, sub := strings.Cut(f.Test, " "); sub {
+		setOutcome(r.outcomes, parent, o) // a failing subTest fails its test
+	}
 }
 
 var (
