@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
@@ -24,6 +25,19 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+// waitLog waits until the log holds want; the bound only keeps a night that never writes it
+// from hanging the test binary, and the failure shows the log.
+func waitLog(t *testing.T, logs *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %q within 3 min; logs:\n%s", want, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polls a log another goroutine writes
+	}
 }
 
 func (s *syncBuffer) String() string {

@@ -265,9 +265,7 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 	waitRunning(t, st)
 	filler := fill(t, disk)
 	defer os.Remove(filler)
-	for !strings.Contains(logs.String(), "ticket database write failed") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, logs, "ticket database write failed")
 	cancel()
 	start := time.Now()
 	select {
