@@ -288,11 +288,11 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	}
 	// A check configured without a time-out gets one from its run at the base commit.
 	job.Checks = validate.BaselineTimeouts(job.Checks, job.Baseline)
-	a := &attempt{r: r, job: job, start: start, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
+	a := newAttempt(r, job, start)
 	out := a.run(ctx)
 	out.Duration = r.now().Sub(start)
-	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
-	out.Dollars, out.Compactions = a.dollars, a.compactions
+	out.Steps, out.Calls, out.Tokens, out.Dollars = a.spend.totals()
+	out.Submits, out.Compactions = a.submits, a.compactions
 	out.History = a.history
 	out.Flaky = a.flaky
 	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
@@ -307,10 +307,7 @@ type attempt struct {
 	job         Job
 	log         *slog.Logger
 	start       time.Time
-	steps       int
-	tokens      int64
-	dollars     float64
-	calls       int
+	spend       *spend // model calls against the budget
 	submits     int
 	compactions int
 	// unrecorded counts compaction passes not yet recorded on a maker call.
@@ -338,9 +335,6 @@ type attempt struct {
 	lastFindings    []Finding
 	droppedFindings int
 	arbitrations    []Arbitration
-	// mu guards the spend counters (calls, tokens, dollars), which reviewers running in
-	// parallel update together.
-	mu sync.Mutex
 	// history holds short lines of what was tried, for the escalation report.
 	history []string
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
@@ -354,31 +348,17 @@ type attempt struct {
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
-	// spend projects the maker's next call's cost (spend.go).
-	spend spendWatch
+}
+
+// newAttempt starts an attempt at job at start.
+func newAttempt(r *Runner, job Job, start time.Time) *attempt {
+	return &attempt{r: r, job: job, start: start, spend: newSpend(job.Budget, start, r.now),
+		log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
 }
 
 // note adds one line to the attempt's history, flattened so reports stay one line per step.
 func (a *attempt) note(format string, args ...any) {
 	a.history = append(a.history, clip(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "), 400))
-}
-
-// checkBudget says whether the attempt may make another model call. The wall clock is read
-// from the Runner's clock here, and also enforced by a context deadline in Run for a call
-// or a check that hangs.
-func (a *attempt) checkBudget() error {
-	b := a.job.Budget
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
-		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
-	case b.MaxDollars > 0 && a.dollars >= b.MaxDollars:
-		return fmt.Errorf("%w: %w: $%.4f spent of $%.2f", errBudget, errDollars, a.dollars, b.MaxDollars)
-	case b.WallClock > 0 && a.r.now().Sub(a.start) >= b.WallClock:
-		return fmt.Errorf("%w: wall clock of %s", errBudget, b.WallClock)
-	}
-	return nil
 }
 
 // takeCompactions returns the compaction passes to record on a request of role: those
@@ -394,7 +374,7 @@ func (a *attempt) takeCompactions(role model.Role) int {
 
 // chat sends one request and accounts for it against the budget.
 func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
-	if err := a.checkBudget(); err != nil {
+	if err := a.spend.check(); err != nil {
 		return model.Response{}, err
 	}
 	resp, err := a.r.Models.Chat(ctx, model.Request{
@@ -408,16 +388,7 @@ func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatC
 		PrefixVersion: PromptVersion,
 		Compactions:   a.takeCompactions(role),
 	})
-	a.mu.Lock()
-	a.calls++
-	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
-	if resp.CostUSD != nil {
-		a.dollars += *resp.CostUSD
-		if role == model.RoleMaker && err == nil {
-			a.spend.add(*resp.CostUSD, resp.Usage.PromptTokens)
-		}
-	}
-	a.mu.Unlock()
+	a.spend.charge(role, resp, err)
 	return resp, err
 }
 

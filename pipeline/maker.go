@@ -52,14 +52,8 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 	idle := 0
 	overflowed := false
 	for {
-		if a.steps >= a.job.Budget.MaxSteps && a.job.Budget.MaxSteps > 0 {
-			return a.stop(ctx, out, fmt.Errorf("%w: step limit of %d maker calls reached", errBudget, a.job.Budget.MaxSteps))
-		}
-		if err := a.checkBudget(); err != nil {
+		if err := a.spend.checkMaker(); err != nil {
 			return a.stop(ctx, out, err)
-		}
-		if why := a.projectSpend(); why != "" {
-			return a.stop(ctx, out, fmt.Errorf("%w: %w: %s", errBudget, errDollars, why))
 		}
 		compacted, passes, err := fit.fit(ctx, msgs, toolDefs, a.summariseWith(model.RoleTriage))
 		if passes > 0 {
@@ -76,7 +70,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			return a.stop(ctx, out, err)
 		}
 		msgs = compacted
-		a.steps++
+		a.spend.steps++
 		resp, err := a.chat(ctx, model.RoleMaker, msgs, toolDefs, false)
 		if errors.Is(err, model.ErrContextOverflow) && !overflowed && ctx.Err() == nil {
 			// The server's window is smaller than configured or estimated: compact to well
@@ -216,7 +210,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	}
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
-			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.steps,
+			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.spend.steps,
 			Tool: clip(tc.Function.Name, 128), Args: clip(tc.Function.Arguments, 4096), Result: clip(res.text, 4096),
 			OK: !res.failed, Rung: res.rung,
 			Duration: a.r.now().Sub(start), At: start,

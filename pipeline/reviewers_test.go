@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -132,8 +133,8 @@ func TestReviewersShareThePrefix(t *testing.T) {
 	sec, _ := NewReviewer(AngleSecurity, nil, nil)
 	perf, _ := NewReviewer(AnglePerformance, nil, nil)
 	skipped, _ := NewReviewer(AnglePerformance, []string{"*.sql"}, nil)
-	a := &attempt{r: &Runner{Models: m, Roles: map[model.Role]bool{model.RoleChecker: true}, Reviewers: append(DefaultReviewers(), perf, sec)},
-		job: Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, RepoMap: "files.py\n"}, log: discardLogger()}
+	a := newAttempt(&Runner{Models: m, Roles: map[model.Role]bool{model.RoleChecker: true}, Reviewers: append(DefaultReviewers(), perf, sec), Logger: discardLogger()},
+		Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, RepoMap: "files.py\n"}, time.Time{})
 	if _, _, err := a.runReviewers(context.Background(), 1, reviewDiff, "\n```diff\n"+reviewDiff+"```\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +190,8 @@ func TestArbiter(t *testing.T) {
 			m := &reviewModel{findings: map[string]string{AngleCorrectness: correctness, AngleSecurity: security}, decisions: tt.decisions}
 			sec, _ := NewReviewer(AngleSecurity, nil, nil)
 			roles := map[model.Role]bool{model.RoleChecker: true, model.RoleJudge: tt.judge}
-			a := &attempt{r: &Runner{Models: m, Roles: roles, Reviewers: append(DefaultReviewers(), sec)},
-				job: Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, Dir: t.TempDir()}, log: discardLogger()}
+			a := newAttempt(&Runner{Models: m, Roles: roles, Reviewers: append(DefaultReviewers(), sec), Logger: discardLogger()},
+				Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, Dir: t.TempDir()}, time.Time{})
 			kept, dropped, err := a.runReviewers(context.Background(), 1, reviewDiff, "diff")
 			if err != nil || dropped != 0 {
 				t.Fatalf("err %v, dropped %d", err, dropped)
