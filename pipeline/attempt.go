@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -293,32 +290,32 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	out.Duration = r.now().Sub(start)
 	out.Steps, out.Calls, out.Tokens, out.Dollars = a.spend.totals()
 	out.Submits, out.Compactions = a.submits, a.compactions
-	out.History = a.history
-	out.Flaky = a.flaky
-	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
-	out.Arbitrations = a.arbitrations
+	out.History, out.Flaky = a.jr.lines, a.jr.flaky
+	out.ReviewRounds, out.DroppedFindings = a.board.rounds, a.board.dropped
+	out.Arbitrations = a.board.arbitrations
 	out.JudgeAdvisory = r.JudgeAdvisory
 	out.FirstTierCaught, out.FirstTierTime = a.firstTierCaught, a.firstTierTime
 	return out
 }
 
+// attempt is one Run: the maker's loop and what it has learnt so far. The stages a submit
+// goes through (submit.go) are handed the change and the parts they need: the spend, the
+// models (asker), the worktree's tests (testTree), the reviews (reviewBoard), the journal.
 type attempt struct {
-	r           *Runner
-	job         Job
-	log         *slog.Logger
-	start       time.Time
-	spend       *spend // model calls against the budget
+	r     *Runner
+	job   Job
+	log   *slog.Logger
+	spend *spend // model calls against the budget
+	ask   *asker
+	jr    *journal // what was tried, for the report
+	tree  *testTree
+	board *reviewBoard
+
 	submits     int
 	compactions int
-	// unrecorded counts compaction passes not yet recorded on a maker call.
-	unrecorded int
-	tri        *Triage
-	flaky      []string
-	// changed are the paths the change under check touches (set by runChecks): every check
-	// run sets its test configuration among them to the base commit (see checks).
-	changed    []string
-	targets    []string // tests the maker named on submit: they must pass
-	issueTests []string // tests the issue names that exist in the repository: they must pass
+	tri         *Triage
+	named       []string // tests the maker named on submit: they must pass
+	issueTests  []string // tests the issue names that exist in the repository: they must pass
 	// evidenceRefusals counts submits refused because nothing showed the fix works;
 	// lastRefusal is the last refused submit, to stop an attempt that repeats itself.
 	evidenceRefusals int
@@ -326,25 +323,13 @@ type attempt struct {
 	// findingRefusals counts submits refused for suppressions, test configuration or
 	// protected paths (see findings.go).
 	findingRefusals int
-	// verified caches the verification commands' runs on one diff (see evidence.go);
-	// lastEvidence is the last evidence step's finding.
-	verified     *verificationRuns
-	lastEvidence *Evidence
-	// reviewRounds counts checker-and-judge reviews; lastFindings are the last round's.
-	reviewRounds    int
-	lastFindings    []Finding
-	droppedFindings int
-	arbitrations    []Arbitration
-	// history holds short lines of what was tried, for the escalation report.
-	history []string
+	// verified caches the verification commands' runs on one diff (see evidence.go).
+	verified *verificationRuns
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
 	// lastGate is the gate of the last submit, which an attempt stopped later reports.
 	lastGate *Gate
-	// discovered is tests()' answer, read once.
-	discovered *discover.Tests
-	testsOnce  sync.Once
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
@@ -352,44 +337,13 @@ type attempt struct {
 
 // newAttempt starts an attempt at job at start.
 func newAttempt(r *Runner, job Job, start time.Time) *attempt {
-	return &attempt{r: r, job: job, start: start, spend: newSpend(job.Budget, start, r.now),
-		log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
-}
-
-// note adds one line to the attempt's history, flattened so reports stay one line per step.
-func (a *attempt) note(format string, args ...any) {
-	a.history = append(a.history, clip(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "), 400))
-}
-
-// takeCompactions returns the compaction passes to record on a request of role: those
-// that ran since the last maker request, recorded on the next one.
-func (a *attempt) takeCompactions(role model.Role) int {
-	if role != model.RoleMaker {
-		return 0
-	}
-	n := a.unrecorded
-	a.unrecorded = 0
-	return n
-}
-
-// chat sends one request and accounts for it against the budget.
-func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
-	if err := a.spend.check(); err != nil {
-		return model.Response{}, err
-	}
-	resp, err := a.r.Models.Chat(ctx, model.Request{
-		Role:     role,
-		TicketID: a.job.Ticket.ID,
-		Attempt:  a.job.Ticket.Attempt,
-		Messages: msgs,
-		Tools:    tools,
-		JSON:     jsonOut,
-		// The static prefix is the same for every ticket; its version keys the prompt cache.
-		PrefixVersion: PromptVersion,
-		Compactions:   a.takeCompactions(role),
-	})
-	a.spend.charge(role, resp, err)
-	return resp, err
+	log := r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)
+	sp := newSpend(job.Budget, start, r.now)
+	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job}
+	jr := &journal{}
+	return &attempt{r: r, job: job, log: log, spend: sp, ask: ask, jr: jr, tree: newTestTree(job),
+		board: &reviewBoard{ask: ask, jr: jr, log: log, rec: r.Recorder, reviewers: r.Reviewers,
+			advisory: r.JudgeAdvisory, dir: job.Dir}}
 }
 
 // stop turns an error that ended the attempt into an Outcome.
@@ -419,34 +373,35 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 			out.Evidence, out.Findings, out.Verdict = nil, nil, nil
 		}
 	}
-	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && a.endpointSide(f) {
+	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && endpointSide(f, a.makerAnswers) {
 		out.EndpointFault = f
 	}
-	a.note("stopped: %s", out.Reason)
+	a.jr.note("stopped: %s", out.Reason)
 	return out
 }
 
-// endpointSide says whether a failed request's fault would fail any ticket's request.
-func (a *attempt) endpointSide(f *model.Fault) bool {
+// endpointSide says whether a failed request's fault would fail any ticket's request, given
+// how many answers the maker had given.
+func endpointSide(f *model.Fault, makerAnswers int) bool {
 	switch f.Class {
 	case model.ErrorClassRejected, model.ErrorClassBadResponse:
 		return true
 	case model.ErrorClassContextOverflow:
-		return f.Role == model.RoleTriage || f.Role == model.RoleMaker && a.makerAnswers == 0
+		return f.Role == model.RoleTriage || f.Role == model.RoleMaker && makerAnswers == 0
 	}
 	return false
 }
 
 func (a *attempt) run(ctx context.Context) Outcome {
 	var out Outcome
-	triage, err := a.triage(ctx)
+	triage, err := triage(ctx, a.ask, a.jr)
 	if err != nil {
 		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
 	}
-	out.Triage, a.tri = triage, triage
-	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tests())
+	out.Triage, a.tri, a.board.tri = triage, triage, triage
+	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tree.tests())
 	if len(a.issueTests) > 0 {
-		a.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
+		a.jr.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
 	}
 	return a.makerLoop(ctx, out)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,19 +81,19 @@ type Verdict struct {
 const maxRoleRetries = 2
 
 // triage returns the cached triage or asks the triage role once, saving the answer.
-func (a *attempt) triage(ctx context.Context) (*Triage, error) {
-	if cached := strings.TrimSpace(a.job.Ticket.Triage); cached != "" {
+func triage(ctx context.Context, q *asker, jr *journal) (*Triage, error) {
+	if cached := strings.TrimSpace(q.job.Ticket.Triage); cached != "" {
 		var t Triage
 		if err := json.Unmarshal([]byte(cached), &t); err == nil {
-			a.note("triage reused from an earlier attempt")
+			jr.note("triage reused from an earlier attempt")
 			return &t, nil
 		}
 	}
-	if !a.r.Roles[model.RoleTriage] {
+	if !q.roles[model.RoleTriage] {
 		return nil, nil
 	}
 	var t Triage
-	if err := a.askJSON(ctx, model.RoleTriage, a.openingMessages(model.RoleTriage, nil), &t, func() error {
+	if err := q.askJSON(ctx, model.RoleTriage, q.opening(model.RoleTriage, nil), &t, func() error {
 		if strings.TrimSpace(t.Summary) == "" {
 			return errors.New(`"summary" is empty`)
 		}
@@ -101,19 +102,19 @@ func (a *attempt) triage(ctx context.Context) (*Triage, error) {
 		return nil, err
 	}
 	raw, _ := json.Marshal(t)
-	if a.job.SaveTriage != nil {
-		if err := a.job.SaveTriage(ctx, string(raw)); err != nil {
+	if q.job.SaveTriage != nil {
+		if err := q.job.SaveTriage(ctx, string(raw)); err != nil {
 			return nil, fmt.Errorf("save triage: %w", err)
 		}
 	}
-	a.note("triage: %s", clip(t.Summary, 200))
+	jr.note("triage: %s", clip(t.Summary, 200))
 	return &t, nil
 }
 
 // askJSON asks a role for a JSON object, re-asking with the parse error on a bad answer.
-func (a *attempt) askJSON(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, v any, check func() error) error {
+func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, v any, check func() error) error {
 	for try := 0; ; try++ {
-		resp, err := a.chat(ctx, role, msgs, nil, true)
+		resp, err := q.chat(ctx, role, msgs, nil, true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", role, err)
 		}
@@ -172,66 +173,89 @@ type reviewResult struct {
 	dropped  int        // findings dropped in this round (invented evidence, new in round 2, bad schema)
 }
 
-// review runs the checker, then the judge, on a diff that passed the checks: round 1 a fresh
-// review; round 2 (after the maker answered round 1) sees round 1's findings and the new diff
-// and may only confirm or withdraw them. There is no round 3.
-func (a *attempt) review(ctx context.Context, diff, summary string) (reviewResult, error) {
-	a.reviewRounds++
-	round := a.reviewRounds
-	rr := reviewResult{final: round >= MaxReviewRounds}
-	material := fmt.Sprintf("\n# Proposed fix\n\nMaker's summary: %s\n\n```diff\n%s\n```\n", summary, clip(diff, 60_000))
-	if a.r.Roles[model.RoleChecker] {
-		kept, dropped, err := a.runReviewers(ctx, round, diff, material)
-		if err != nil {
-			return rr, err
-		}
-		rr.findings, rr.dropped = kept, dropped
-		a.lastFindings = kept
-		var blockers []string
-		for _, f := range kept {
-			if f.Severity == "blocker" {
-				blockers = append(blockers, fmt.Sprintf("- %s:%d [%s%s]: %s (evidence: %q)%s", f.File, f.Line, reviewerTag(f), orDash(f.Category), f.Finding, clip(f.Evidence, 200), contestedNote(f)))
-			}
-		}
-		if len(blockers) > 0 {
-			rr.feedback = "Blocking defects:\n" + strings.Join(blockers, "\n") + "\nFix them and call submit again."
-			rr.by = model.RoleChecker
-			return rr, nil
+// reviewBoard is the review and judge stages of one attempt, and what they remember from
+// round to round: round 1 a fresh review; round 2 (after the maker answered round 1) sees
+// round 1's findings and the new diff and may only confirm or withdraw them. There is no
+// round 3.
+type reviewBoard struct {
+	ask       *asker
+	jr        *journal
+	log       *slog.Logger
+	rec       Recorder // nil: nothing recorded
+	reviewers []Reviewer
+	advisory  bool   // the judge annotates without blocking (Runner.JudgeAdvisory)
+	dir       string // the worktree, where a finding's evidence may be read
+	tri       *Triage
+
+	rounds       int       // reviews so far
+	last         []Finding // the last round's kept findings
+	dropped      int       // findings dropped over all rounds
+	arbitrations []Arbitration
+}
+
+// material is the change as the reviewers and the judge read it.
+func (c candidate) material() string {
+	return fmt.Sprintf("\n# Proposed fix\n\nMaker's summary: %s\n\n```diff\n%s\n```\n", c.summary, clip(c.diff, 60_000))
+}
+
+// review is the review stage: a new round, in which the checker's reviewers (when the
+// checker role is configured) look for blocking defects in a change that passed the checks
+// and showed evidence.
+func (b *reviewBoard) review(ctx context.Context, cand candidate) (reviewResult, error) {
+	b.rounds++
+	rr := reviewResult{final: b.rounds >= MaxReviewRounds}
+	if !b.ask.roles[model.RoleChecker] {
+		return rr, nil
+	}
+	kept, dropped, err := b.runReviewers(ctx, b.rounds, cand.diff, cand.material())
+	if err != nil {
+		return rr, err
+	}
+	rr.findings, rr.dropped = kept, dropped
+	b.last = kept
+	var blockers []string
+	for _, f := range kept {
+		if f.Severity == "blocker" {
+			blockers = append(blockers, fmt.Sprintf("- %s:%d [%s%s]: %s (evidence: %q)%s", f.File, f.Line, reviewerTag(f), orDash(f.Category), f.Finding, clip(f.Evidence, 200), contestedNote(f)))
 		}
 	}
-	if a.r.Roles[model.RoleJudge] {
-		v, err := a.judge(ctx, diff, material)
-		if err != nil {
-			return rr, err
-		}
-		rr.verdict = v
-		if strings.EqualFold(v.Verdict, "fail") && !a.r.JudgeAdvisory {
-			unmet := "(none named)"
-			if len(v.Unmet) > 0 {
-				unmet = "- " + strings.Join(v.Unmet, "\n- ")
-			}
-			rr.feedback = fmt.Sprintf("Judge's reason: %s\nUnmet criteria:\n%s\nChange the fix so they hold and call submit again.", v.Reason, unmet)
-			rr.by = model.RoleJudge
-		}
+	if len(blockers) > 0 {
+		rr.feedback = "Blocking defects:\n" + strings.Join(blockers, "\n") + "\nFix them and call submit again."
+		rr.by = model.RoleChecker
 	}
 	return rr, nil
 }
 
-// judge asks the judge role for a verdict on the fix.
-func (a *attempt) judge(ctx context.Context, diff, material string) (*Verdict, error) {
+// judge is the judge stage, in the review's round: the judge role's verdict on the change,
+// given the acceptance criteria and what showed the change works (criteria). Without the
+// judge role it decides nothing.
+func (b *reviewBoard) judge(ctx context.Context, cand candidate, criteria func() string) (reviewResult, error) {
+	rr := reviewResult{final: b.rounds >= MaxReviewRounds}
+	if !b.ask.roles[model.RoleJudge] {
+		return rr, nil
+	}
 	var v Verdict
-	msgs := a.openingMessages(model.RoleJudge, nil)
-	msgs[1].Content += a.criteriaText() + a.criteriaEvidence(ctx, diff) + a.evidenceText() + material
-	if err := a.askJSON(ctx, model.RoleJudge, msgs, &v, func() error {
+	msgs := b.ask.opening(model.RoleJudge, nil)
+	msgs[1].Content += criteria() + cand.material()
+	if err := b.ask.askJSON(ctx, model.RoleJudge, msgs, &v, func() error {
 		switch strings.ToLower(v.Verdict) {
 		case "pass", "fail":
 			return nil
 		}
 		return fmt.Errorf(`"verdict" must be "pass" or "fail", got %q`, v.Verdict)
 	}); err != nil {
-		return nil, err
+		return rr, err
 	}
-	return &v, nil
+	rr.verdict = &v
+	if strings.EqualFold(v.Verdict, "fail") && !b.advisory {
+		unmet := "(none named)"
+		if len(v.Unmet) > 0 {
+			unmet = "- " + strings.Join(v.Unmet, "\n- ")
+		}
+		rr.feedback = fmt.Sprintf("Judge's reason: %s\nUnmet criteria:\n%s\nChange the fix so they hold and call submit again.", v.Reason, unmet)
+		rr.by = model.RoleJudge
+	}
+	return rr, nil
 }
 
 // confirmOnly keeps the round-2 findings that repeat a round-1 finding (same file, and the same
@@ -256,11 +280,11 @@ func confirmOnly(kept, prev []Finding, dropped int) ([]Finding, int) {
 	return out, dropped
 }
 
-func (a *attempt) criteriaText() string {
-	if a.tri == nil || len(a.tri.AcceptanceCriteria) == 0 {
+func criteriaText(tri *Triage) string {
+	if tri == nil || len(tri.AcceptanceCriteria) == 0 {
 		return "\n# Acceptance criteria\n\n- The reported symptom no longer occurs.\n"
 	}
-	return "\n# Acceptance criteria\n\n- " + strings.Join(a.tri.AcceptanceCriteria, "\n- ") + "\n"
+	return "\n# Acceptance criteria\n\n- " + strings.Join(tri.AcceptanceCriteria, "\n- ") + "\n"
 }
 
 func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -269,7 +293,7 @@ func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
 // whitespace and diff markers) in the diff or in the current text of a file the diff changes:
 // a cheap model that invents a defect must not send the maker chasing it. It returns how many
 // it dropped.
-func (a *attempt) verifyFindings(fs []Finding, diff string) ([]Finding, int) {
+func verifyFindings(dir string, fs []Finding, diff string) ([]Finding, int) {
 	d := norm(stripDiffMarkers(diff))
 	changed := changedFiles(diff)
 	var out []Finding
@@ -279,7 +303,7 @@ func (a *attempt) verifyFindings(fs []Finding, diff string) ([]Finding, int) {
 		ev := norm(stripDiffMarkers(f.Evidence))
 		ok := ev != "" && slices.Contains(severities, f.Severity) && strings.TrimSpace(f.Finding) != ""
 		if ok && !strings.Contains(d, ev) {
-			ok = slices.Contains(changed, f.File) && strings.Contains(norm(a.readChanged(f.File)), ev)
+			ok = slices.Contains(changed, f.File) && strings.Contains(norm(readChanged(dir, f.File)), ev)
 		}
 		if ok {
 			out = append(out, f)
@@ -291,18 +315,18 @@ func (a *attempt) verifyFindings(fs []Finding, diff string) ([]Finding, int) {
 }
 
 // readChanged reads a file the diff changed, from the worktree; "" when it cannot.
-func (a *attempt) readChanged(rel string) string {
+func readChanged(dir, rel string) string {
 	clean := filepath.Clean(rel)
 	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return ""
 	}
-	full := filepath.Join(a.job.Dir, clean)
+	full := filepath.Join(dir, clean)
 	// The path was named by a model: it must resolve inside the worktree, symlinks included.
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		return ""
 	}
-	root, err := filepath.EvalSymlinks(a.job.Dir)
+	root, err := filepath.EvalSymlinks(dir)
 	if err != nil || !strings.HasPrefix(real, root+string(filepath.Separator)) {
 		return ""
 	}
@@ -341,21 +365,12 @@ func stripDiffMarkers(s string) string {
 // candidate through the check runner (the same sandbox and environment as the checks) and,
 // when the evidence step ran them on this diff, at the base commit too; "" when triage gave
 // none.
-func (a *attempt) criteriaEvidence(ctx context.Context, diff string) string {
-	runs := a.verified
+func criteriaEvidence(ctx context.Context, c *checkRun, runs *verificationRuns, verify []verifyCheck, diff string) (string, *verificationRuns) {
 	if runs == nil || runs.diff != diff {
-		runs = &verificationRuns{diff: diff}
-		for _, vc := range a.verificationChecks() {
-			vr := verificationRun{v: vc.v, what: vc.what}
-			if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
-				vr.after = &res[0]
-			}
-			runs.items = append(runs.items, vr)
-		}
-		a.verified = runs
+		runs = verifiedAfter(ctx, c, diff, verify, nil)
 	}
 	if len(runs.items) == 0 {
-		return ""
+		return "", runs
 	}
 	var b strings.Builder
 	b.WriteString("\n# Verification of the criteria\n\nticketd ran these commands on the fixed code")
@@ -387,9 +402,9 @@ func (a *attempt) criteriaEvidence(ctx context.Context, diff string) string {
 			fmt.Fprintf(&b, "  at the base commit: %s (%s)\n", atBase, vr.base.Summary)
 			atBase = ", at the base commit " + atBase
 		}
-		a.note("verification %d (%s): %s%s", i+1, vr.what, verdict, atBase)
+		c.jr.note("verification %d (%s): %s%s", i+1, vr.what, verdict, atBase)
 	}
-	return b.String()
+	return b.String(), runs
 }
 
 // verifyCheck is one verification of the triage as a check the runner can run.
@@ -401,16 +416,16 @@ type verifyCheck struct {
 
 // verificationChecks are the triage's verifications the runner can run, at most
 // maxVerifications.
-func (a *attempt) verificationChecks() []verifyCheck {
-	if a.tri == nil {
+func verificationChecks(tri *Triage, checks []validate.Check) []verifyCheck {
+	if tri == nil {
 		return nil
 	}
 	var out []verifyCheck
-	for i, v := range a.tri.Verifications {
+	for i, v := range tri.Verifications {
 		if i == maxVerifications {
 			break
 		}
-		if c, what, ok := a.verificationCheck(i, v); ok {
+		if c, what, ok := verificationCheck(checks, i, v); ok {
 			out = append(out, verifyCheck{v: v, what: what, check: c})
 		}
 	}
@@ -418,11 +433,11 @@ func (a *attempt) verificationChecks() []verifyCheck {
 }
 
 // verificationCheck turns a verification into a check the runner can run.
-func (a *attempt) verificationCheck(i int, v Verification) (validate.Check, string, bool) {
+func verificationCheck(checks []validate.Check, i int, v Verification) (validate.Check, string, bool) {
 	name := fmt.Sprintf("verify-%d", i+1)
 	switch {
 	case v.Test != "" && !strings.HasPrefix(v.Test, "-"):
-		for _, c := range a.job.Checks {
+		for _, c := range checks {
 			if c.Kind == validate.KindPytest {
 				c.Name, c.Only, c.Timeout = name, []string{v.Test}, verificationTimeout
 				return c, "pytest " + v.Test, true
@@ -430,7 +445,7 @@ func (a *attempt) verificationCheck(i int, v Verification) (validate.Check, stri
 		}
 	case v.Python != "":
 		python := ""
-		for _, c := range a.job.Checks {
+		for _, c := range checks {
 			if c.Python != "" {
 				python = c.Python
 				break

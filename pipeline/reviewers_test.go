@@ -135,7 +135,7 @@ func TestReviewersShareThePrefix(t *testing.T) {
 	skipped, _ := NewReviewer(AnglePerformance, []string{"*.sql"}, nil)
 	a := newAttempt(&Runner{Models: m, Roles: map[model.Role]bool{model.RoleChecker: true}, Reviewers: append(DefaultReviewers(), perf, sec), Logger: discardLogger()},
 		Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, RepoMap: "files.py\n"}, time.Time{})
-	if _, _, err := a.runReviewers(context.Background(), 1, reviewDiff, "\n```diff\n"+reviewDiff+"```\n"); err != nil {
+	if _, _, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "\n```diff\n"+reviewDiff+"```\n"); err != nil {
 		t.Fatal(err)
 	}
 	if len(m.requests) != 3 || m.angles[0] != AngleCorrectness {
@@ -156,8 +156,8 @@ func TestReviewersShareThePrefix(t *testing.T) {
 	}
 	// Paths that the change does not meet keep a reviewer out of the round.
 	m2 := &reviewModel{}
-	a.r.Models, a.r.Reviewers = m2, append(DefaultReviewers(), skipped)
-	if _, _, err := a.runReviewers(context.Background(), 1, reviewDiff, "diff"); err != nil {
+	a.ask.models, a.board.reviewers = m2, append(DefaultReviewers(), skipped)
+	if _, _, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "diff"); err != nil {
 		t.Fatal(err)
 	}
 	if len(m2.requests) != 1 {
@@ -192,7 +192,7 @@ func TestArbiter(t *testing.T) {
 			roles := map[model.Role]bool{model.RoleChecker: true, model.RoleJudge: tt.judge}
 			a := newAttempt(&Runner{Models: m, Roles: roles, Reviewers: append(DefaultReviewers(), sec), Logger: discardLogger()},
 				Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, Dir: t.TempDir()}, time.Time{})
-			kept, dropped, err := a.runReviewers(context.Background(), 1, reviewDiff, "diff")
+			kept, dropped, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "diff")
 			if err != nil || dropped != 0 {
 				t.Fatalf("err %v, dropped %d", err, dropped)
 			}
@@ -202,8 +202,8 @@ func TestArbiter(t *testing.T) {
 					arbiterCalls++
 				}
 			}
-			if arbiterCalls != tt.wantCalls || len(a.arbitrations) != 1 || a.arbitrations[0].Decision != tt.wantDecision {
-				t.Fatalf("%d arbiter calls, arbitrations %+v; want %d call(s) deciding %s", arbiterCalls, a.arbitrations, tt.wantCalls, tt.wantDecision)
+			if arbiterCalls != tt.wantCalls || len(a.board.arbitrations) != 1 || a.board.arbitrations[0].Decision != tt.wantDecision {
+				t.Fatalf("%d arbiter calls, arbitrations %+v; want %d call(s) deciding %s", arbiterCalls, a.board.arbitrations, tt.wantCalls, tt.wantDecision)
 			}
 			if len(kept) != tt.wantKept {
 				t.Fatalf("kept %d findings %+v, want %d", len(kept), kept, tt.wantKept)
