@@ -148,41 +148,20 @@ const (
 	StatusTestsChanged Status = "tests_changed"
 )
 
-// Outcome is what one attempt produced.
+// Outcome is what one attempt produced: how it ended (Conclusion), what it leaves for the
+// report, the branch and the next attempt (Artifacts), and what it cost (Metrics). The three
+// are embedded, so out.Status, out.Gate and out.Dollars read as before.
 type Outcome struct {
+	Conclusion
+	Artifacts
+	Metrics
+}
+
+// Conclusion is how an attempt ended: what the caller decides the ticket's fate on.
+type Conclusion struct {
 	Status   Status
 	Reason   string
-	Summary  string            // the maker's submit summary
-	Question string            // the maker's question (StatusNeedsInfo)
-	Triage   *Triage           // the triage used (fresh or cached)
-	Checks   []validate.Result // the last validator run on a submitted change
-	Gate     *Gate             // that run compared with the base commit
-	// Evidence is what showed (or failed to show) that the last submitted change fixes the
-	// bug; nil when no submit got past the checks.
-	Evidence *Evidence
-	Findings []Finding // the checker's verified findings on the last review
-	Verdict  *Verdict  // the judge's last verdict
-	Steps    int
-	Tokens   int64
-	Dollars  float64 // known model spend of this attempt
-	Calls    int
-	Submits  int
-	// Compactions counts the passes that shrank the maker's conversation to fit its window.
-	Compactions int
-	History     []string // what was tried, one line each, for the report
-	Flaky       []string // tests that failed on a candidate, then passed alone ("check: id")
-	// ReviewRounds and DroppedFindings count the attempt's reviews and the checker findings
-	// dropped (invented evidence, bad schema, new in round 2).
-	ReviewRounds    int
-	DroppedFindings int
-	// Arbitrations are the arbiter's decisions on contradicting findings, in order.
-	Arbitrations  []Arbitration
-	JudgeAdvisory bool // the verdict only annotates (judge: advisory)
-	Duration      time.Duration
-	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
-	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
-	FirstTierCaught int
-	FirstTierTime   time.Duration
+	Question string // the maker's question (StatusNeedsInfo)
 	// RepeatsUnverified is the attempt whose unverified patch this attempt ended with again,
 	// unverified again (0 when it did not): a further attempt would only repeat it.
 	RepeatsUnverified int
@@ -198,6 +177,45 @@ type Outcome struct {
 	// RetryAt is, for an attempt stopped by a rate limit (StatusTransport), when the
 	// provider said it lifts: the ticket waits until then. Zero when it did not say.
 	RetryAt time.Time
+}
+
+// Artifacts are what an attempt leaves for the report and a human: the change's summary and
+// what each stage found on the last submit that reached it.
+type Artifacts struct {
+	Summary string            // the maker's submit summary
+	Triage  *Triage           // the triage used (fresh or cached)
+	Checks  []validate.Result // the last validator run on a submitted change
+	Gate    *Gate             // that run compared with the base commit
+	// Evidence is what showed (or failed to show) that the last submitted change fixes the
+	// bug; nil when no submit got past the checks.
+	Evidence      *Evidence
+	Findings      []Finding // the checker's verified findings on the last review
+	Verdict       *Verdict  // the judge's last verdict
+	JudgeAdvisory bool      // the verdict only annotates (judge: advisory)
+	History       []string  // what was tried, one line each, for the report
+	Flaky         []string  // tests that failed on a candidate, then passed alone ("check: id")
+	// Arbitrations are the arbiter's decisions on contradicting findings, in order.
+	Arbitrations []Arbitration
+}
+
+// Metrics are what an attempt cost and how its stages went, for the record and /metrics.
+type Metrics struct {
+	Steps   int
+	Tokens  int64
+	Dollars float64 // known model spend of this attempt
+	Calls   int
+	Submits int
+	// Compactions counts the passes that shrank the maker's conversation to fit its window.
+	Compactions int
+	// ReviewRounds and DroppedFindings count the attempt's reviews and the checker findings
+	// dropped (invented evidence, bad schema, new in round 2).
+	ReviewRounds    int
+	DroppedFindings int
+	Duration        time.Duration
+	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
+	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
+	FirstTierCaught int
+	FirstTierTime   time.Duration
 }
 
 // Runner runs attempts. It is safe for concurrent use by several workers.

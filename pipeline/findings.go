@@ -179,16 +179,14 @@ func (a *attempt) answerFindings(summary string, findings []string) toolResult {
 		a.jr.note("submit %d: refused before the checks: %s", a.submits, clip(strings.Join(findings, "; "), 300))
 		return toolResult{failed: true, text: b.String()}
 	}
-	out := Outcome{Summary: summary, Status: StatusTestsChanged,
-		Reason: "changes the checks themselves, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(findings, "; "), 600)}
+	out := Outcome{Conclusion: Conclusion{Status: StatusTestsChanged, Reason: "changes the checks themselves, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(findings, "; "), 600)}, Artifacts: Artifacts{Summary: summary}}
 	a.jr.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: b.String(), final: &out}
 }
 
 // weakenedStop ends an attempt whose change weakens tests the base passed.
 func weakenedStop(jr *journal, summary string, g Gate) toolResult {
-	out := Outcome{Summary: summary, Checks: g.Results, Gate: &g, Status: StatusTestsChanged,
-		Reason: "changes tests the base passed, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(g.Weakened, "; "), 600)}
+	out := Outcome{Conclusion: Conclusion{Status: StatusTestsChanged, Reason: "changes tests the base passed, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(g.Weakened, "; "), 600)}, Artifacts: Artifacts{Summary: summary, Checks: g.Results, Gate: &g}}
 	jr.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedByChecks + g.Text, final: &out}
 }

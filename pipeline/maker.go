@@ -184,10 +184,10 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		res.text, gate = a.runChecks(ctx, a.checkRun(cand))
 		res.failed = !gate.Passed
 		if gate.Cancelled && ctx.Err() != nil {
-			stopped := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+			stopped := a.stop(ctx, Outcome{Artifacts: Artifacts{Checks: gate.Results, Gate: &gate}}, context.Cause(ctx))
 			res.final = &stopped
 		} else if reason := validate.Aborted(gate.Results); reason != "" {
-			failed := a.stop(ctx, Outcome{Checks: gate.Results, Gate: &gate}, errors.New(reason))
+			failed := a.stop(ctx, Outcome{Artifacts: Artifacts{Checks: gate.Results, Gate: &gate}}, errors.New(reason))
 			res.final = &failed
 		}
 	case tools.Submit:

@@ -40,7 +40,7 @@ func (a *attempt) submit(ctx context.Context, args string) toolResult {
 	if refused != nil {
 		return *refused
 	}
-	out := Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate, Evidence: ev}
+	out := Outcome{Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate, Evidence: ev}}
 	if refused := a.reviewStage(ctx, cand, &out); refused != nil {
 		return *refused
 	}
@@ -117,12 +117,12 @@ func (a *attempt) checksStage(ctx context.Context, c *checkRun, cand candidate) 
 	if gate.Cancelled && ctx.Err() != nil {
 		// The budget or a shutdown cut the checks short: that is how the attempt ends, never
 		// a failure of the change.
-		stopped := a.stop(ctx, Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate}, context.Cause(ctx))
+		stopped := a.stop(ctx, Outcome{Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate}}, context.Cause(ctx))
 		return gate, &toolResult{failed: true, text: "The checks were cut short: " + context.Cause(ctx).Error(), final: &stopped}
 	}
 	if reason := validate.Aborted(gate.Results); reason != "" {
 		// A check broke a limit (the worktree outgrew max_worktree_size): nothing more runs in it.
-		failed := a.stop(ctx, Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate}, errors.New(reason))
+		failed := a.stop(ctx, Outcome{Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate}}, errors.New(reason))
 		return gate, &toolResult{final: &failed}
 	}
 	if len(gate.Weakened) > 0 {
@@ -135,8 +135,7 @@ func (a *attempt) checksStage(ctx context.Context, c *checkRun, cand candidate) 
 	a.jr.note("submit %d: checks failed: %s", a.submits, clip(gate.Text, 300))
 	text := refusedByChecks + gate.Text + "\nFix these and call submit again."
 	if a.repeated("checks", gate.failedKeys, cand.diff) {
-		stopped := Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate, Status: StatusFailed,
-			Reason: fmt.Sprintf("%s: %s", sameRefusalStop, clip(strings.Join(strings.Fields(strings.Join(gate.failedKeys, "; ")), " "), 300))}
+		stopped := Outcome{Conclusion: Conclusion{Status: StatusFailed, Reason: fmt.Sprintf("%s: %s", sameRefusalStop, clip(strings.Join(strings.Fields(strings.Join(gate.failedKeys, "; ")), " "), 300))}, Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate}}
 		a.jr.note("stopped: %s", stopped.Reason)
 		return gate, &toolResult{failed: true, text: text, final: &stopped}
 	}
@@ -151,7 +150,7 @@ func (a *attempt) evidenceStage(ctx context.Context, c *checkRun, cand candidate
 		err = context.Cause(ctx) // the evidence runs were cut short: they showed nothing
 	}
 	if err != nil {
-		failed := a.stop(ctx, Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate}, err)
+		failed := a.stop(ctx, Outcome{Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate}}, err)
 		return nil, &toolResult{final: &failed}
 	}
 	a.verified = runs
@@ -295,8 +294,7 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 	case !hasTestSuite(a.job.Baseline):
 		why += "; the repository has no test suite to add one to"
 	}
-	out := Outcome{Summary: cand.summary, Checks: gate.Results, Gate: &gate, Evidence: ev, Status: StatusUnverified,
-		Reason: "unverified, patch attached: the checks pass, but " + why}
+	out := Outcome{Conclusion: Conclusion{Status: StatusUnverified, Reason: "unverified, patch attached: the checks pass, but " + why}, Artifacts: Artifacts{Summary: cand.summary, Checks: gate.Results, Gate: &gate, Evidence: ev}}
 	if prior := a.job.Ticket.Unverified; prior != nil && samePatch(prior.Patch, cand.diff) {
 		out.RepeatsUnverified = prior.Attempt
 		out.Reason += fmt.Sprintf("; the same patch as attempt %d, unverified again: a further attempt would only repeat it", prior.Attempt)
@@ -331,6 +329,6 @@ func askHuman(tk Ticket, jr *journal, args string) toolResult {
 	}
 	question = clip(question, maxQuestionBytes)
 	jr.note("asked a human: %s", question)
-	out := Outcome{Status: StatusNeedsInfo, Question: question, Reason: "needs info: the maker asked: " + clip(question, 300)}
+	out := Outcome{Conclusion: Conclusion{Status: StatusNeedsInfo, Question: question, Reason: "needs info: the maker asked: " + clip(question, 300)}}
 	return toolResult{text: "Question recorded. The attempt ends here; the ticket resumes once it is answered.", final: &out}
 }
