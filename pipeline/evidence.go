@@ -93,19 +93,6 @@ func (e *Evidence) Text() string {
 	return b.String()
 }
 
-// verificationRuns are the triage's verification commands run on one diff, at the base
-// commit and with the change.
-type verificationRuns struct {
-	diff  string
-	items []verificationRun
-}
-
-type verificationRun struct {
-	v           Verification
-	what        string
-	base, after *validate.Result // nil when it did not run there
-}
-
 // errNoBaseReader means the job cannot read files at the base commit (Job.BaseFile is nil).
 var errNoBaseReader = errors.New("the base commit's files cannot be read in this job")
 

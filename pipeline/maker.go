@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -19,21 +18,6 @@ import (
 
 // maxIdleTurns bounds consecutive answers without a tool call.
 const maxIdleTurns = 3
-
-// opening builds the opening of a role's conversation: static system prompt, then the
-// repository part, then the ticket part. See prompts.go for why the order matters.
-func (q *asker) opening(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
-	user := RepoContext(q.job.Ticket.Repo, q.job.Instructions, q.job.RepoMap) + "\n" +
-		TicketContext(q.job.Ticket, triage, q.job.Dir, q.now())
-	system := SystemPrompt(role)
-	if q.layout == LayoutDynamicFirst {
-		system = fmt.Sprintf("Working directory: %s\nDate: %s\n\n", q.job.Dir, q.now().UTC().Format(time.DateOnly)) + system
-	}
-	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: user},
-	}
-}
 
 func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 	ws := a.job.Workspace
@@ -53,18 +37,9 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		if err := a.spend.checkMaker(); err != nil {
 			return a.stop(ctx, out, err)
 		}
-		compacted, passes, err := fit.fit(ctx, msgs, toolDefs, a.ask.summariseWith(model.RoleTriage))
-		if passes > 0 {
-			a.compactions += passes
-			a.ask.unrecorded += passes
-			a.jr.note("conversation compacted (%d pass(es)): about %d tokens now", passes, estimateTokens(compacted, toolDefs))
-		}
+		compacted, passes, err := fitWindow(ctx, fit, a.ask, a.jr, msgs, toolDefs)
+		a.compactions += passes
 		if err != nil {
-			if fit.refused != nil {
-				// The server's refusal is why the window is full: keep it findable (its
-				// *model.Fault tells the night whether every ticket meets it).
-				err = &refusedBy{err: err, refused: fit.refused}
-			}
 			return a.stop(ctx, out, err)
 		}
 		msgs = compacted
@@ -96,37 +71,72 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		}
 		idle = 0
 		results := a.execTools(ctx, ws, msg.ToolCalls)
-		for i, tc := range msg.ToolCalls {
-			res := results[i]
-			if res.final != nil {
-				final := *res.final
-				final.Triage = out.Triage
-				return final
-			}
-			nudge, stop, seen := guard.observe(tc.Function.Name, tc.Function.Arguments, res.text)
-			if stop {
-				return a.stop(ctx, out, fmt.Errorf("%w: %s%s called %d times with the same arguments and the same result within %d tool calls",
-					errBudget, loopStopPrefix, tc.Function.Name, seen, loopWindow))
-			}
-			if nudge != "" {
-				a.jr.note("loop guard: nudged after %s repeated %d times", tc.Function.Name, seen)
-			}
-			msgs = append(msgs, openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text + nudge,
-			})
+		answers, final := a.toolAnswers(ctx, guard, msg.ToolCalls, results, out)
+		if final != nil {
+			return *final
 		}
+		msgs = append(msgs, answers...)
 		if ctx.Err() != nil {
 			return a.stop(ctx, out, ctx.Err())
 		}
-		// A submit that passed the gate but failed review carries the outcome so far.
-		for _, res := range results {
-			if res.review != nil {
-				r := res.review
-				out.Findings, out.Verdict, out.Checks, out.Gate, out.Summary = r.Findings, r.Verdict, r.Checks, r.Gate, r.Summary
-				out.Evidence = r.Evidence
-			}
+		out = lastReviewed(out, results)
+	}
+}
+
+// fitWindow compacts the maker's conversation to fit its context window (see compact.go)
+// and counts the passes on the next maker request.
+func fitWindow(ctx context.Context, fit *compactor, q *asker, jr *journal, msgs []openai.ChatCompletionMessage, defs []openai.Tool) ([]openai.ChatCompletionMessage, int, error) {
+	compacted, passes, err := fit.fit(ctx, msgs, defs, q.summariseWith(model.RoleTriage))
+	if passes > 0 {
+		q.unrecorded += passes
+		jr.note("conversation compacted (%d pass(es)): about %d tokens now", passes, estimateTokens(compacted, defs))
+	}
+	if err != nil && fit.refused != nil {
+		// The server's refusal is why the window is full: keep it findable (its
+		// *model.Fault tells the night whether every ticket meets it).
+		err = &refusedBy{err: err, refused: fit.refused}
+	}
+	return compacted, passes, err
+}
+
+// toolAnswers turns one turn's results into the tool messages the maker reads next, or into
+// the outcome that ends the attempt: a submit that ended it, or the loop guard.
+func (a *attempt) toolAnswers(ctx context.Context, guard *loopGuard, calls []openai.ToolCall, results []toolResult, out Outcome) ([]openai.ChatCompletionMessage, *Outcome) {
+	var msgs []openai.ChatCompletionMessage
+	for i, tc := range calls {
+		res := results[i]
+		if res.final != nil {
+			final := *res.final
+			final.Triage = out.Triage
+			return nil, &final
+		}
+		nudge, stop, seen := guard.observe(tc.Function.Name, tc.Function.Arguments, res.text)
+		if stop {
+			stopped := a.stop(ctx, out, fmt.Errorf("%w: %s%s called %d times with the same arguments and the same result within %d tool calls",
+				errBudget, loopStopPrefix, tc.Function.Name, seen, loopWindow))
+			return nil, &stopped
+		}
+		if nudge != "" {
+			a.jr.note("loop guard: nudged after %s repeated %d times", tc.Function.Name, seen)
+		}
+		msgs = append(msgs, openai.ChatCompletionMessage{
+			Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text + nudge,
+		})
+	}
+	return msgs, nil
+}
+
+// lastReviewed is out with the artifacts of the turn's last submit that passed the gate but
+// failed review, which carries the outcome so far; out itself when there was none.
+func lastReviewed(out Outcome, results []toolResult) Outcome {
+	for _, res := range results {
+		if res.review != nil {
+			r := res.review
+			out.Findings, out.Verdict, out.Checks, out.Gate, out.Summary = r.Findings, r.Verdict, r.Checks, r.Gate, r.Summary
+			out.Evidence = r.Evidence
 		}
 	}
+	return out
 }
 
 type toolResult struct {

@@ -2,48 +2,14 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
-	"github.com/ticketd/ticketd/pipeline/validate"
-)
-
-// Triage is the triage role's note on a ticket, computed once and reused by later attempts.
-type Triage struct {
-	Summary            string   `json:"summary"`
-	AcceptanceCriteria []string `json:"acceptance_criteria"`
-	SuspectedFiles     []string `json:"suspected_files"`
-	// TargetTests are pytest node ids that should show the bug (fail before the fix); those
-	// failing at the base must pass for a fix to be accepted.
-	TargetTests []string `json:"target_tests,omitempty"`
-	// Verifications pair criteria with a command that shows them; the pipeline runs them on
-	// the candidate and gives the judge their results.
-	Verifications []Verification `json:"verifications,omitempty"`
-}
-
-// Verification is one way to show a criterion holds: a pytest node id, or Python code run
-// as `python -c` by the project's interpreter. Exactly one of Test and Python is set.
-type Verification struct {
-	Criterion string `json:"criterion"`
-	Test      string `json:"test,omitempty"`
-	Python    string `json:"python,omitempty"`
-}
-
-// Bounds of the judge's verification commands.
-const (
-	maxVerifications    = 5
-	verificationTimeout = 2 * time.Minute
 )
 
 // Finding is one checker finding in the fixed schema; the pipeline keeps only findings whose
@@ -75,93 +41,6 @@ type Verdict struct {
 	Verdict string   `json:"verdict"`
 	Unmet   []string `json:"unmet"`
 	Reason  string   `json:"reason"`
-}
-
-// maxRoleRetries bounds re-asking a cheap role whose answer is not the JSON asked for.
-const maxRoleRetries = 2
-
-// triage returns the cached triage or asks the triage role once, saving the answer.
-func triage(ctx context.Context, q *asker, jr *journal) (*Triage, error) {
-	if cached := strings.TrimSpace(q.job.Ticket.Triage); cached != "" {
-		var t Triage
-		if err := json.Unmarshal([]byte(cached), &t); err == nil {
-			jr.note("triage reused from an earlier attempt")
-			return &t, nil
-		}
-	}
-	if !q.roles[model.RoleTriage] {
-		return nil, nil
-	}
-	var t Triage
-	if err := q.askJSON(ctx, model.RoleTriage, q.opening(model.RoleTriage, nil), &t, func() error {
-		if strings.TrimSpace(t.Summary) == "" {
-			return errors.New(`"summary" is empty`)
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	raw, _ := json.Marshal(t)
-	if q.job.SaveTriage != nil {
-		if err := q.job.SaveTriage(ctx, string(raw)); err != nil {
-			return nil, fmt.Errorf("save triage: %w", err)
-		}
-	}
-	jr.note("triage: %s", clip(t.Summary, 200))
-	return &t, nil
-}
-
-// askJSON asks a role for a JSON object, re-asking with the parse error on a bad answer.
-func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, v any, check func() error) error {
-	for try := 0; ; try++ {
-		resp, err := q.chat(ctx, role, msgs, nil, true)
-		if err != nil {
-			return fmt.Errorf("%s: %w", role, err)
-		}
-		content := stripFence(resp.Message.Content)
-		err = json.Unmarshal([]byte(content), v)
-		if err == nil && check != nil {
-			err = check()
-		}
-		if err == nil {
-			return nil
-		}
-		if try >= maxRoleRetries {
-			return fmt.Errorf("%s answered %d times without the JSON object asked for; last error: %v; last answer: %q",
-				role, try+1, err, clip(content, 200))
-		}
-		msgs = append(msgs, retryMessages(resp.Message.Content, err)...)
-	}
-}
-
-// maxEchoedAnswer bounds a bad answer sent back to the model with the request to fix it.
-const maxEchoedAnswer = 2 << 10
-
-// retryMessages ask a role again after an answer that was not the JSON object asked for. A
-// short answer is shown back so the model can mend it; a long one (an endpoint that streamed
-// megabytes of text) is not: echoing it would pay for it again, in every later request, so
-// the model is asked afresh, told only how long its answer was.
-func retryMessages(answer string, err error) []openai.ChatCompletionMessage {
-	ask := fmt.Sprintf("That was not the JSON object asked for (%v). Answer with the JSON object only.", err)
-	if len(answer) > maxEchoedAnswer {
-		return []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser,
-			Content: fmt.Sprintf("Your previous answer (%d bytes, not repeated here) was not the JSON object asked for (%s). Answer with the JSON object only.", len(answer), clip(err.Error(), 200))}}
-	}
-	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleAssistant, Content: answer},
-		{Role: openai.ChatMessageRoleUser, Content: ask},
-	}
-}
-
-// stripFence removes a ```json fence some models wrap around JSON answers.
-func stripFence(s string) string {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "```") {
-		s = strings.TrimPrefix(s, "```json")
-		s = strings.TrimPrefix(s, "```")
-		s = strings.TrimSuffix(strings.TrimSpace(s), "```")
-	}
-	return strings.TrimSpace(s)
 }
 
 type reviewResult struct {
@@ -280,13 +159,6 @@ func confirmOnly(kept, prev []Finding, dropped int) ([]Finding, int) {
 	return out, dropped
 }
 
-func criteriaText(tri *Triage) string {
-	if tri == nil || len(tri.AcceptanceCriteria) == 0 {
-		return "\n# Acceptance criteria\n\n- The reported symptom no longer occurs.\n"
-	}
-	return "\n# Acceptance criteria\n\n- " + strings.Join(tri.AcceptanceCriteria, "\n- ") + "\n"
-}
-
 func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // verifyFindings keeps the findings in the schema whose evidence appears verbatim (up to
@@ -359,108 +231,4 @@ func stripDiffMarkers(s string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// criteriaEvidence renders, for the judge, the triage's verification commands run on the
-// candidate through the check runner (the same sandbox and environment as the checks) and,
-// when the evidence step ran them on this diff, at the base commit too; "" when triage gave
-// none.
-func criteriaEvidence(ctx context.Context, c *checkRun, runs *verificationRuns, verify []verifyCheck, diff string) (string, *verificationRuns) {
-	if runs == nil || runs.diff != diff {
-		runs = verifiedAfter(ctx, c, diff, verify, nil)
-	}
-	if len(runs.items) == 0 {
-		return "", runs
-	}
-	var b strings.Builder
-	b.WriteString("\n# Verification of the criteria\n\nticketd ran these commands on the fixed code")
-	if runs.items[0].base != nil {
-		b.WriteString(" and at the base commit (before the change)")
-	}
-	b.WriteString(":\n")
-	for i, vr := range runs.items {
-		if vr.after == nil {
-			continue
-		}
-		r := *vr.after
-		verdict := "FAILED"
-		if r.Passed {
-			verdict = "passed"
-		}
-		fmt.Fprintf(&b, "\n- criterion: %s\n  command: %s\n  result: %s (%s)\n", vr.v.Criterion, vr.what, verdict, r.Summary)
-		if !r.Passed {
-			for _, l := range lastLinesOf(r.Output, 6) {
-				fmt.Fprintf(&b, "    %s\n", clip(l, 200))
-			}
-		}
-		atBase := ""
-		if vr.base != nil {
-			atBase = "passed"
-			if !vr.base.Passed {
-				atBase = "FAILED"
-			}
-			fmt.Fprintf(&b, "  at the base commit: %s (%s)\n", atBase, vr.base.Summary)
-			atBase = ", at the base commit " + atBase
-		}
-		c.jr.note("verification %d (%s): %s%s", i+1, vr.what, verdict, atBase)
-	}
-	return b.String(), runs
-}
-
-// verifyCheck is one verification of the triage as a check the runner can run.
-type verifyCheck struct {
-	v     Verification
-	what  string
-	check validate.Check
-}
-
-// verificationChecks are the triage's verifications the runner can run, at most
-// maxVerifications.
-func verificationChecks(tri *Triage, checks []validate.Check) []verifyCheck {
-	if tri == nil {
-		return nil
-	}
-	var out []verifyCheck
-	for i, v := range tri.Verifications {
-		if i == maxVerifications {
-			break
-		}
-		if c, what, ok := verificationCheck(checks, i, v); ok {
-			out = append(out, verifyCheck{v: v, what: what, check: c})
-		}
-	}
-	return out
-}
-
-// verificationCheck turns a verification into a check the runner can run.
-func verificationCheck(checks []validate.Check, i int, v Verification) (validate.Check, string, bool) {
-	name := fmt.Sprintf("verify-%d", i+1)
-	switch {
-	case v.Test != "" && !strings.HasPrefix(v.Test, "-"):
-		for _, c := range checks {
-			if c.Kind == validate.KindPytest {
-				c.Name, c.Only, c.Timeout = name, []string{v.Test}, verificationTimeout
-				return c, "pytest " + v.Test, true
-			}
-		}
-	case v.Python != "":
-		python := ""
-		for _, c := range checks {
-			if c.Python != "" {
-				python = c.Python
-				break
-			}
-		}
-		return validate.Check{Name: name, Kind: validate.KindPython, Command: []string{"-c", v.Python},
-			Timeout: verificationTimeout, Python: python}, "python -c " + strconv.Quote(clip(v.Python, 200)), true
-	}
-	return validate.Check{}, "", false
-}
-
-func lastLinesOf(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
 }
