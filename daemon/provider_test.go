@@ -480,7 +480,7 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	events, _ := n.store.Events(ctx, 1)
 	kinds := []string{}
 	for _, e := range events {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	last := events[len(events)-1]
 	if tk.State != store.StateParked || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
