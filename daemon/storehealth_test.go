@@ -95,7 +95,9 @@ func TestDiskFull(t *testing.T) {
 	full := time.Now()
 	waitLog(t, &logs, "ticket database write failed")
 	t.Logf("first failed write logged %s after the disk filled", time.Since(full).Round(time.Millisecond))
-	// While the disk stays full nothing else is claimed.
+	// While the disk stays full nothing else is claimed. The idle worker polls on the real
+	// clock and announces nothing when it declines to claim, so the test gives it two
+	// seconds (many polls) to do the wrong thing.
 	time.Sleep(2 * time.Second)
 	list, err := st.List(context.Background(), store.Filter{})
 	if err != nil {
