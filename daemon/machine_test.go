@@ -251,7 +251,10 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 	disk := smallDisk(t, "8m")
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 200 * time.Millisecond})
-	cfg := f.config(t, url, 2)
+	// The judge's answer is held, so a ticket is surely running when the disk fills: on an
+	// idle machine the night can otherwise finish before the first failed write.
+	g, gated := newGate(t, url, "judge")
+	cfg := f.config(t, gated, 2)
 	cfg.Store.Path = filepath.Join(disk, "ticketd.db")
 	cfg.Night.Heartbeat = 100 * time.Millisecond
 	st, err := OpenStore(context.Background(), cfg)
@@ -268,7 +271,11 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 		rep, _ := d.RunNight(ctx, "test")
 		done <- rep
 	}()
-	waitRunning(t, st)
+	select {
+	case <-g.held:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
+	}
 	filler := fill(t, disk)
 	defer os.Remove(filler)
 	waitLog(t, logs, "ticket database write failed")

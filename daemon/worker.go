@@ -16,7 +16,6 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
-	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -356,7 +355,7 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 			if isStoreFault(err) {
 				// The database, not the ticket, failed: the attempt ends uncharged.
 				w.writeFailed(log, "save triage", t.ID, err)
-				cancel(fmt.Errorf("%w: the ticket database did not take the triage: %w", ErrMachineFault, err))
+				cancel(fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, err))
 			}
 			return err
 		},
@@ -577,7 +576,7 @@ func (w *workerPool) releaseKept(ctx context.Context, log *slog.Logger, lease st
 	if c, machine := machineCause(cause); machine && kind == store.FailTransport {
 		// Not the endpoint's fault either: no count toward parking.
 		kind, cause = store.FailMachine, c
-		if diskfault.Is(c) {
+		if workspaceFault(c) {
 			w.pauseNode(log, c.Error())
 		} else {
 			w.faults.add(c.Error())
