@@ -58,13 +58,7 @@ func (e *Engine) migrateOne(ctx context.Context, target int) (done bool, err err
 	if current > SchemaVersion {
 		return false, fmt.Errorf("database schema is v%d but this ticketd knows only up to v%d: upgrade ticketd, the schema is never migrated backwards", current, SchemaVersion)
 	}
-	var next *storedriver.Migration
-	for i := range migrations {
-		if migrations[i].Version > current && migrations[i].Version <= target {
-			next = &migrations[i]
-			break
-		}
-	}
+	next := nextMigration(current, target)
 	if next == nil {
 		return true, tx.Commit(ctx)
 	}
@@ -88,4 +82,14 @@ func (e *Engine) migrateOne(ctx context.Context, target int) (done bool, err err
 		return false, fmt.Errorf("migrate to v%d: commit: %w", next.Version, err)
 	}
 	return false, nil
+}
+
+// nextMigration is the step after version current, or nil when current reached target.
+func nextMigration(current, target int) *storedriver.Migration {
+	for i := range migrations {
+		if migrations[i].Version > current && migrations[i].Version <= target {
+			return &migrations[i]
+		}
+	}
+	return nil
 }
