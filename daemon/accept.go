@@ -212,7 +212,7 @@ func finishPublish(ctx context.Context, st *store.Store, repo config.Repo, t sto
 	if repo.PushRemote != "" {
 		evs, err := st.Events(ctx, t.ID)
 		pushed := err == nil && slices.ContainsFunc(evs, func(e store.Event) bool {
-			return e.Kind == "note" && strings.HasPrefix(e.Reason, pushedNote+t.Branch+" ")
+			return e.Kind == store.EventNote && strings.HasPrefix(e.Reason, pushedNote+t.Branch+" ")
 		})
 		if !pushed {
 			d := &Daemon{Store: st, Logger: log}

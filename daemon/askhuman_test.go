@@ -111,7 +111,7 @@ func TestAskHumanNight(t *testing.T) {
 	evs, _ := n.store.Events(ctx, 1)
 	for _, e := range evs {
 		if e.Kind != "note" {
-			kinds = append(kinds, e.Kind)
+			kinds = append(kinds, string(e.Kind))
 		}
 	}
 	if got := strings.Join(kinds, ","); got != "enqueued,claimed,needs_info,answered,claimed,completed" {

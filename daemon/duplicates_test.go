@@ -67,7 +67,7 @@ func TestDuplicateIssuesWorkedOnce(t *testing.T) {
 	var kinds []string
 	evs, _ := n.store.Events(ctx, 2)
 	for _, e := range evs {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	if got := strings.Join(kinds, ","); got != "enqueued,duplicate,closed_with" {
 		t.Errorf("duplicate's events %s; want enqueued,duplicate,closed_with", got)

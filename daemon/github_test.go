@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/github/githubfake"
@@ -86,20 +87,17 @@ func TestGitHubNight(t *testing.T) {
 			}
 		}
 	})
-	for {
+	clocktest.WaitFor(t, 5*time.Minute, "the close requests the cancel", func() bool {
 		got, err := st.Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.CancelRequested || got.State == store.StateCancelled {
-			t.Logf("issue closed -> cancel requested in %s (watch %s, heartbeat %s)", time.Since(closed).Round(time.Millisecond), cfg.GitHub.Watch, cfg.Night.Heartbeat)
-			break
-		}
-		if got.State.Terminal() {
+		if got.State.Terminal() && !got.CancelRequested && got.State != store.StateCancelled {
 			t.Fatalf("ticket %d ended %s before the close was noticed", id, got.State)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got.CancelRequested || got.State == store.StateCancelled
+	})
+	t.Logf("issue closed -> cancel requested in %s (watch %s, heartbeat %s)", time.Since(closed).Round(time.Millisecond), cfg.GitHub.Watch, cfg.Night.Heartbeat)
 	hold.waitAbandoned(t) // the cancelled attempt stopped spending
 	hold.Release()
 	awaitNight(t, done)

@@ -17,26 +17,46 @@ import (
 
 // syncBuffer is a log sink safe for the night's concurrent workers.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed (and replaced) by each Write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
 }
 
-// waitLog waits until the log holds want; the bound only keeps a night that never writes it
-// from hanging the test binary, and the failure shows the log.
+// next is the log so far and a channel closed by the next Write.
+func (s *syncBuffer) next() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
+}
+
+// waitLog waits until the log holds want, looking again at each write; the bound only keeps
+// a night that never writes it from hanging the test binary, and the failure shows the log.
 func waitLog(t *testing.T, logs *syncBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
+	limit := time.After(3 * time.Minute)
+	for {
+		text, written := logs.next()
+		if strings.Contains(text, want) {
+			return
+		}
+		select {
+		case <-written:
+		case <-limit:
 			t.Fatalf("the log never said %q within 3 min; logs:\n%s", want, logs.String())
 		}
-		time.Sleep(20 * time.Millisecond) // polls a log another goroutine writes
 	}
 }
 

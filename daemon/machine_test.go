@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
@@ -74,16 +75,14 @@ func TestWorktreeVanishes(t *testing.T) {
 	// The ticket's own worktree: the one git lists on its working branch (a baseline
 	// checkout may sit in the workspace too).
 	var tree string
-	deadline := time.Now().Add(2 * time.Minute)
-	for tree == "" && time.Now().Before(deadline) {
+	clocktest.WaitFor(t, 2*time.Minute, fmt.Sprintf("a worktree of ticket %d appears", id), func() bool {
 		// A list that meets a worktree half added (git writes its admin files one by one:
 		// "failed to read .../commondir") is asked again, not a failure.
 		cmd := exec.Command("git", "worktree", "list", "--porcelain")
 		cmd.Dir = f.repo
 		out, err := cmd.Output()
 		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-			continue
+			return false
 		}
 		var dir string
 		for _, l := range strings.Split(string(out), "\n") {
@@ -94,11 +93,8 @@ func TestWorktreeVanishes(t *testing.T) {
 				tree = dir
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if tree == "" {
-		t.Fatalf("no worktree of ticket %d appeared", id)
-	}
+		return tree != ""
+	})
 	select {
 	case <-g.held:
 	case <-time.After(5 * time.Minute):
@@ -217,8 +213,20 @@ func TestFixFinishedWhileDatabaseFull(t *testing.T) {
 	filler := fill(t, disk)
 	waitLog(t, logs, "ticket database write failed")
 	g.release() // the fixes finish while the database takes no writes
-	// The scenario needs the leases to expire while the disk is full: 2 s leases.
-	time.Sleep(3 * time.Second)
+	// The scenario needs the leases (2 s) to expire while the disk is full: the store says
+	// when each running ticket's lease runs out.
+	clocktest.WaitFor(t, time.Minute, "the running tickets' leases expired", func() bool {
+		list, err := st.List(context.Background(), store.Filter{States: []store.State{store.StateRunning}})
+		if err != nil || len(list) == 0 {
+			return false
+		}
+		for _, tk := range list {
+			if !time.Now().After(tk.LeaseExpiresAt) {
+				return false
+			}
+		}
+		return true
+	}, logs.String)
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -274,30 +274,20 @@ func fmtShares(xs []float64) string {
 	return strings.Join(parts, " ")
 }
 
-// instantClock makes the model client's backoff waits return at once, recording them.
-// instantClock fires After at once and moves its own time on by what was waited, so a
-// bound counted in waits (the preflight's models.preflight_wait) ends as it would.
-type instantClock struct {
-	mu     sync.Mutex
-	waits  []time.Duration
-	waited time.Duration
+// newInstantClock makes the model client's backoff waits return at once, recording them:
+// After fires at once and moves the time on by what was waited, so a bound counted in waits
+// (the preflight's models.preflight_wait) ends as it would.
+func newInstantClock() *clocktest.Fake {
+	return clocktest.New(time.Now()).AutoAdvance(0).FollowReal()
 }
 
-func (c *instantClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.waited)
-}
-
-func (c *instantClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.waits = append(c.waits, d)
-	c.waited += d
-	now := time.Now().Add(c.waited)
-	c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	ch <- now
-	return ch
+// totalWaited is the time c's After calls were asked to wait, in all.
+func totalWaited(c *clocktest.Fake) time.Duration {
+	var all time.Duration
+	for _, d := range c.Waits() {
+		all += d
+	}
+	return all
 }
 
 // TestTransportFaultsBurnNoAttempt: with 20% of responses 429 or 500, every ticket is fixed
@@ -310,7 +300,7 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 	f := newFixture(t, tickets)
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 3,
 		Faults: scriptedmodel.Faults{RateLimitRate: 0.1, ServerErrorRate: 0.1, RetryAfter: time.Second}})
-	clock := &instantClock{}
+	clock := newInstantClock()
 	cfg := f.config(t, url, 3)
 	n := runNight(t, cfg, pipeline.LayoutCacheFriendly, model.WithClock(clock))
 
@@ -352,7 +342,7 @@ func TestTransportFaultsBurnNoAttempt(t *testing.T) {
 	if retries != faults {
 		t.Errorf("recorded %d retries, the server injected %d faults", retries, faults)
 	}
-	t.Logf("%d requests, %d faults injected and retried; %d backoff waits", len(server.Requests()), faults, len(clock.waits))
+	t.Logf("%d requests, %d faults injected and retried; %d backoff waits", len(server.Requests()), faults, len(clock.Waits()))
 }
 
 // slowNight starts a night whose scripted model answers slowly, so the test can act while
@@ -407,16 +397,15 @@ func awaitNight(t *testing.T, done <-chan NightReport) NightReport {
 // waitRunning polls the store until a ticket is running (a state change, not a timing guess).
 func waitRunning(t *testing.T, st *store.Store) int64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken night from hanging the test
-	for time.Now().Before(deadline) {
+	var id int64
+	clocktest.WaitFor(t, 5*time.Minute, "a ticket runs", func() bool {
 		list, err := st.List(context.Background(), store.Filter{States: []store.State{store.StateRunning}})
 		if err == nil && len(list) > 0 {
-			return list[0].ID
+			id = list[0].ID
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("no ticket started running within 5 minutes")
-	return 0
+		return id != 0
+	})
+	return id
 }
 
 // TestCancelRunningTicket: an operator's cancel reaches the running worker at its next
@@ -673,15 +662,16 @@ func TestFailingRoleStopsThePreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clock := &instantClock{}
+	clock := newInstantClock()
 	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: []model.Option{model.WithClock(clock)}}
 	rep, err := d.RunNight(context.Background(), "test")
 	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), "models.roles.judge") ||
 		!strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "models.preflight_wait 30s") {
 		t.Fatalf("RunNight = %v\nwant ErrPreflight naming the judge, the 500 and models.preflight_wait", err)
 	}
-	if clock.waited < 20*time.Second || clock.waited > 40*time.Second {
-		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (30s)", clock.waited)
+	waited := totalWaited(clock)
+	if waited < 20*time.Second || waited > 40*time.Second {
+		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (30s)", waited)
 	}
 	tk, _ := st.Get(context.Background(), 1)
 	if tk.State != store.StateQueued || tk.Attempts != 0 {

@@ -50,6 +50,8 @@ type timers struct {
 
 func (tm *timers) Now() time.Time { return time.Now() }
 
+func (tm *timers) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 func (tm *timers) AfterFunc(d time.Duration, f func()) func() bool {
 	if d != tm.every {
 		return time.AfterFunc(d, f).Stop

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
 )
@@ -30,7 +31,8 @@ func TestDatabaseOutageIsSeen(t *testing.T) {
 	cfg := f.config(t, gated, 1)
 	cfg.Store.Path = filepath.Join(disk, "ticketd.db")
 	cfg.Night.Lease, cfg.Night.Heartbeat = 30*time.Second, 100*time.Millisecond
-	st, logs, done := faultNight(t, cfg, openStore(t, cfg), nil)
+	beats := clocktest.NewSpy() // the night's clock, telling when a heartbeat is armed
+	st, logs, done := faultNight(t, cfg, openStore(t, cfg), func(d *Daemon) { d.Clock = beats })
 	select {
 	case <-g.held:
 	case <-time.After(5 * time.Minute):
@@ -38,9 +40,11 @@ func TestDatabaseOutageIsSeen(t *testing.T) {
 	}
 	filler := fill(t, disk)
 	waitLog(t, logs, "ticket database write failed")
-	// More than three heartbeats fail (100 ms apart) before the judge answers; its calls
-	// are made while the database takes no writes.
-	time.Sleep(time.Second)
+	// More than three heartbeats fail before the judge answers; its calls are made while the
+	// database takes no writes. A beat arms the next one before it writes: five arms after
+	// the first failure are four more failed beats.
+	beats.Forget()
+	beats.WaitArmed(t, cfg.Night.Heartbeat, 5, 3*time.Minute)
 	g.release()
 	waitLog(t, logs, "attempt ended")
 	if err := os.Remove(filler); err != nil {

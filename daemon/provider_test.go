@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -221,7 +222,7 @@ var providerShapes = map[string]func(ans map[string]any, role string){
 
 func shapedNight(t *testing.T, tickets int, s *shaper, edit func(*config.Config)) (night, *shaper) {
 	t.Helper()
-	return runNight(t, shapedConfig(t, tickets, s, edit), pipeline.LayoutCacheFriendly, model.WithClock(&instantClock{})), s
+	return runNight(t, shapedConfig(t, tickets, s, edit), pipeline.LayoutCacheFriendly, model.WithClock(newInstantClock())), s
 }
 
 // shapedConfig is shapedNight's configuration, for a test that runs the night itself.
@@ -397,13 +398,12 @@ func TestEndpointDiesMidNight(t *testing.T) {
 	// The window closes on the test's clock once the endpoint went down, however long the
 	// machine took to get there.
 	clock := newFakeClock(time.Now())
-	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(&instantClock{}))
+	st, done := startNight(t, context.Background(), cfg, clock, model.WithClock(newInstantClock()))
 	ctx := context.Background()
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if evs, _ := st.EndpointEvents(ctx, 1); len(evs) > 0 || time.Now().After(deadline) {
-			break // the night's run is 1 in a fresh store
-		}
-	}
+	clocktest.Poll(5*time.Minute, func() bool { // the night's run is 1 in a fresh store
+		evs, _ := st.EndpointEvents(ctx, 1)
+		return len(evs) > 0
+	})
 	clock.Advance(cfg.Night.Window)
 	n := night{store: st, rep: awaitNight(t, done)}
 	evs, err := n.store.EndpointEvents(ctx, n.rep.RunID)
@@ -462,7 +462,7 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	// The window is the test's clock's, which only a night that does not end moves: parking
 	// must let the night end by itself, the queue empty, at any load.
 	clock := newFakeClock(time.Now())
-	opts := []model.Option{model.WithClock(&instantClock{})}
+	opts := []model.Option{model.WithClock(newInstantClock())}
 	st, done := startNight(t, context.Background(), cfg, clock, opts...)
 	var rep NightReport
 	select {
@@ -480,7 +480,7 @@ func TestParkAfterTransportReleases(t *testing.T) {
 	events, _ := n.store.Events(ctx, 1)
 	kinds := []string{}
 	for _, e := range events {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	last := events[len(events)-1]
 	if tk.State != store.StateParked || tk.Attempts != 0 || last.Kind != "parked" || !strings.Contains(last.Reason, "released 2 times tonight") ||
@@ -525,7 +525,7 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clock := &instantClock{}
+	clock := newInstantClock()
 	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ModelOptions: []model.Option{model.WithClock(clock)}}
 	_, err = d.RunNight(context.Background(), "test")
 	if !errors.Is(err, ErrPreflight) || !errors.Is(err, model.ErrTransport) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "connection refused") ||
@@ -534,10 +534,10 @@ func TestPreflightDeadEndpoint(t *testing.T) {
 	}
 	// The roles retry side by side on the one clock: the configured second, plus at most
 	// one backoff step (models.retry.max_delay, 100ms here) of each role past it.
-	if bound := cfg.Models.PreflightWait + time.Duration(len(model.Roles))*cfg.Models.Retry.MaxDelay; clock.waited == 0 || clock.waited > bound {
-		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (%s), at most %s", clock.waited, cfg.Models.PreflightWait, bound)
+	if bound := cfg.Models.PreflightWait + time.Duration(len(model.Roles))*cfg.Models.Retry.MaxDelay; totalWaited(clock) == 0 || totalWaited(clock) > bound {
+		t.Errorf("the preflight waited %s in backoff, want about models.preflight_wait (%s), at most %s", totalWaited(clock), cfg.Models.PreflightWait, bound)
 	}
-	t.Logf("backoff waits: %d, %s in all", len(clock.waits), clock.waited)
+	t.Logf("backoff waits: %d, %s in all", len(clock.Waits()), totalWaited(clock))
 }
 
 // TestQuotaStopsNight: out of quota stops the night with a clear message; the ticket is

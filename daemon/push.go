@@ -86,7 +86,7 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 				continue
 			}
 			if slices.ContainsFunc(evs, func(e store.Event) bool {
-				return e.Kind == "note" && strings.HasPrefix(e.Reason, pushedNote+t.Branch+" ")
+				return e.Kind == store.EventNote && strings.HasPrefix(e.Reason, pushedNote+t.Branch+" ")
 			}) {
 				continue
 			}

@@ -164,7 +164,7 @@ func lastNote(ctx context.Context, st *store.Store, id int64) string {
 		return ""
 	}
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Kind == "note" {
+		if events[i].Kind == store.EventNote {
 			return events[i].Reason
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -265,20 +266,6 @@ func TestLoopGuardNudgesThenStops(t *testing.T) {
 	}
 }
 
-// steadyClock advances a fixed step per reading.
-type steadyClock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *steadyClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(c.step)
-	return c.t
-}
-
 // Each budget stops the attempt cleanly, with the reason, and leaves the partial change in
 // the worktree for the report.
 func TestBudgetsStopCleanly(t *testing.T) {
@@ -306,7 +293,7 @@ func TestBudgetsStopCleanly(t *testing.T) {
 			}
 			r, job := setupLoop(t, fm)
 			if tt.clock > 0 {
-				r.Now = (&steadyClock{t: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), step: tt.clock}).now
+				r.Now = clocktest.New(time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)).Step(tt.clock).Now
 			}
 			job.Budget = tt.budget
 			out := r.Run(context.Background(), job)

@@ -17,10 +17,6 @@ type Accepted struct {
 	From      string // the kept branch it was published from
 }
 
-// EventAccepted is the kind of the event that records an accepted escalation; its actor is
-// the operator who accepted it.
-const EventAccepted = "accepted"
-
 // Accept moves an escalated ticket to done with a: a human accepted the change the gate kept
 // for them (ticketctl accept, the console's button). It is recorded once, as an "accepted"
 // event naming who; any other state, an already accepted ticket included, returns
@@ -39,14 +35,15 @@ func (s *Store) Accept(ctx context.Context, id int64, who string, a Accepted) er
 			return fmt.Errorf("%w: ticket is %s; only an escalated ticket's kept change can be accepted", ErrInvalidTransition, st)
 		}
 		reason := fmt.Sprintf("accepted by %s: %s published as the fix %s", who, a.From, a.Branch)
-		n, err := tx.Exec(ctx, s.q.Accept, now, now, a.Branch, a.ResultDir, reason, id)
+		n, err := tx.Exec(ctx, s.q.Accept, storedriver.AcceptParams{FinishedAt: now, UpdatedAt: now,
+			Branch: a.Branch, ResultDir: a.ResultDir, Reason: reason, ID: id}.Args()...)
 		if err != nil {
 			return err
 		}
 		if n != 1 {
 			return fmt.Errorf("%w: ticket changed meanwhile", ErrInvalidTransition)
 		}
-		return s.appendEvent(ctx, tx, id, now, EventAccepted, StateEscalated, StateDone, attempts, who, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventAccepted, From: StateEscalated, To: StateDone, Attempt: attempts, Actor: who, Reason: reason})
 	})
 	if err != nil {
 		return fmt.Errorf("accept ticket %d: %w", id, err)
@@ -65,7 +62,7 @@ func (s *Store) AcceptedBy(ctx context.Context, id int64) (string, error) {
 		if evs[i].Kind == EventAccepted {
 			return evs[i].Actor, nil
 		}
-		if evs[i].Kind == "requeued" {
+		if evs[i].Kind == EventRequeued {
 			return "", nil // accepted before, then requeued: not this run's
 		}
 	}

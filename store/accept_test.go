@@ -37,7 +37,7 @@ func testAccept(t *testing.T, e engine) {
 	}
 	accepted := 0
 	for _, k := range eventKinds(t, b, id) {
-		if k == EventAccepted {
+		if k == string(EventAccepted) {
 			accepted++
 		}
 	}

@@ -35,7 +35,7 @@ func (s *Store) SaveArtifact(ctx context.Context, ticketID int64, p string, cont
 		content = []byte{}
 	}
 	err := s.write(ctx, "save artifact", func(ctx context.Context, tx storedriver.Tx) error {
-		_, err := tx.Exec(ctx, s.q.SaveArtifact, ticketID, p, content, s.nowMS())
+		_, err := tx.Exec(ctx, s.q.SaveArtifact, storedriver.SaveArtifactParams{TicketID: ticketID, Path: p, Content: content, UpdatedAt: s.nowMS()}.Args()...)
 		return err
 	})
 	if err != nil {

@@ -58,8 +58,9 @@ func (s *Store) SaveBaseline(ctx context.Context, b Baseline) error {
 	}
 	err := s.write(ctx, "save baseline", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		_, err := tx.Exec(ctx, s.q.SaveBaseline,
-			b.Repo, b.BaseCommit, b.ChecksHash, b.Results, b.Flaky, max(b.Duration.Milliseconds(), 0), now, now)
+		_, err := tx.Exec(ctx, s.q.SaveBaseline, storedriver.SaveBaselineParams{Repo: b.Repo, BaseCommit: b.BaseCommit,
+			ChecksHash: b.ChecksHash, Results: b.Results, Flaky: b.Flaky, DurationMS: max(b.Duration.Milliseconds(), 0),
+			CreatedAt: now, UsedAt: now}.Args()...)
 		return err
 	})
 	if err != nil {

@@ -24,16 +24,17 @@ func (s *Store) NeedBudget(ctx context.Context, id, token int64, reason, branch,
 		if lt.cancel {
 			to = StateCancelled
 			why := "cancel requested; the attempt had stopped for budget: " + reason
-			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, why, id, token); err != nil {
+			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: why, ID: id, Token: token}.Args()...); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, lt.attempts, lt.owner, why)
+			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: lt.attempts, Actor: lt.owner, Reason: why})
 		}
 		to = StateNeedsBudget
-		if err := s.fenced(ctx, tx, id, s.q.NeedBudget, max(lt.attempts-1, 0), now, "needs budget: "+reason, branch, resultDir, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.NeedBudget, storedriver.NeedBudgetParams{Attempts: max(lt.attempts-1, 0), UpdatedAt: now,
+			Reason: "needs budget: " + reason, Branch: branch, ResultDir: resultDir, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, "needs_budget", StateRunning, StateNeedsBudget, lt.attempts, lt.owner, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsBudget, From: StateRunning, To: StateNeedsBudget, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 	})
 	if err != nil {
 		return "", fmt.Errorf("stop ticket %d token %d for budget: %w", id, token, err)
@@ -59,10 +60,10 @@ func (s *Store) AddBudget(ctx context.Context, id int64, dollars float64, who st
 			return fmt.Errorf("%w: ticket is %s, not needs_budget: nothing is waiting for money", ErrInvalidTransition, st)
 		}
 		reason := fmt.Sprintf("budget raised by $%.2f per attempt by %s", dollars, who)
-		if _, err := tx.Exec(ctx, s.q.AddBudget, now, now, reason, dollars, id); err != nil {
+		if _, err := tx.Exec(ctx, s.q.AddBudget, storedriver.AddBudgetParams{RunAfter: now, UpdatedAt: now, Reason: reason, Dollars: dollars, ID: id}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, "budget_added", StateNeedsBudget, StateQueued, attempts, who, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventBudgetAdded, From: StateNeedsBudget, To: StateQueued, Attempt: attempts, Actor: who, Reason: reason})
 	})
 	if err != nil {
 		return fmt.Errorf("add budget to ticket %d: %w", id, err)

@@ -52,7 +52,7 @@ func testNeedBudgetAndAddBudget(t *testing.T, e engine) {
 	events, _ := b.s.Events(b.ctx, id)
 	kinds := map[string]bool{}
 	for _, e := range events {
-		kinds[e.Kind] = true
+		kinds[string(e.Kind)] = true
 	}
 	if !kinds["needs_budget"] || !kinds["budget_added"] {
 		t.Errorf("events %v; want needs_budget and budget_added", kinds)

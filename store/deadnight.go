@@ -160,7 +160,8 @@ func (s *Store) closeDeadPart(ctx context.Context, tx storedriver.Tx, p openPart
 		msg = p.node + ": " + msg
 	}
 	outcome, errText := mergeOutcome(prev, prevErr, OutcomeFailed, msg)
-	_, err := tx.Exec(ctx, s.q.FinishRun, ended, after, p.run, string(outcome), truncate(errText, maxRunError))
+	_, err := tx.Exec(ctx, s.q.FinishRun, storedriver.FinishRunParams{EndedAt: ended, AfterEventID: after, ID: p.run,
+		Outcome: string(outcome), Error: truncate(errText, maxRunError)}.Args()...)
 	return err
 }
 
@@ -205,7 +206,7 @@ func (s *Store) blameCrash(ctx context.Context, tx storedriver.Tx, now int64, no
 	if _, err := tx.Exec(ctx, s.q.AddCrash, now, id); err != nil {
 		return err
 	}
-	if err := s.appendEvent(ctx, tx, id, now, "crash", t.State, t.State, t.Attempts, "ticketd", reason); err != nil {
+	if err := s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCrash, From: t.State, To: t.State, Attempt: t.Attempts, Actor: "ticketd", Reason: reason}); err != nil {
 		return err
 	}
 	if crashes < s.opts.MaxRescues || (t.State != StateRunning && t.State != StateQueued) {
@@ -213,11 +214,11 @@ func (s *Store) blameCrash(ctx context.Context, tx storedriver.Tx, now int64, no
 	}
 	why := fmt.Sprintf("ticketd died %d times while this ticket's attempt was the only one running (night.max_rescues %d): it may be crashing its worker (memory, a process it starts); see its events and the daemon log",
 		crashes, s.opts.MaxRescues)
-	if _, err := tx.Exec(ctx, s.q.EscalateCrashed, now, now, why, id); err != nil {
+	if _, err := tx.Exec(ctx, s.q.EscalateCrashed, storedriver.EscalateCrashedParams{FinishedAt: now, UpdatedAt: now, Reason: why, ID: id}.Args()...); err != nil {
 		return err
 	}
 	d.Escalated = true
-	return s.appendEvent(ctx, tx, id, now, "escalated", t.State, StateEscalated, t.Attempts, "ticketd", why)
+	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventEscalated, From: t.State, To: StateEscalated, Attempt: t.Attempts, Actor: "ticketd", Reason: why})
 }
 
 // RecentDeaths reports, for node's latest n parts in nights (newest first), whether each

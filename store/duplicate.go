@@ -56,7 +56,7 @@ func (s *Store) LinkDuplicate(ctx context.Context, id, of int64, reason string) 
 			return err
 		}
 		linked = true
-		return s.appendEvent(ctx, tx, id, now, "duplicate", StateQueued, StateDuplicate, 0, "ticketd", why)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventDuplicate, From: StateQueued, To: StateDuplicate, Actor: "ticketd", Reason: why})
 	})
 	if err != nil {
 		return false, fmt.Errorf("link ticket %d as a duplicate of %d: %w", id, of, err)
@@ -134,7 +134,7 @@ func (s *Store) unlink(ctx context.Context, tx storedriver.Tx, id, now int64, at
 	if _, err := tx.Exec(ctx, s.q.Dup.EndLink, now, who, id); err != nil {
 		return err
 	}
-	return s.appendEvent(ctx, tx, id, now, "unlinked", StateDuplicate, StateQueued, attempts, who, reason)
+	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventUnlinked, From: StateDuplicate, To: StateQueued, Attempt: attempts, Actor: who, Reason: reason})
 }
 
 // Settled is what SettleDuplicates did with the duplicates of one ticket.
@@ -183,7 +183,7 @@ func (s *Store) SettleDuplicates(ctx context.Context, of int64) (Settled, error)
 			if n == 0 {
 				continue
 			}
-			if err := s.appendEvent(ctx, tx, id, now, "closed_with", StateDuplicate, StateDone, 0, "ticketd", why); err != nil {
+			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventClosedWith, From: StateDuplicate, To: StateDone, Actor: "ticketd", Reason: why}); err != nil {
 				return err
 			}
 			t, err := scanTicket(tx.QueryRow(ctx, s.q.GetTicket, id))

@@ -44,8 +44,9 @@ func (s *Store) RecordEnvironment(ctx context.Context, e Environment) error {
 		built = e.BuiltAt.UnixMilli()
 	}
 	err := s.write(ctx, "record environment", func(ctx context.Context, tx storedriver.Tx) error {
-		_, err := tx.Exec(ctx, s.q.RecordEnvironment, e.Repo, e.Node, e.Key, boolInt(e.OK), boolInt(e.Cached), built,
-			max(e.Took.Milliseconds(), 0), s.nowMS(), truncate(CleanText(e.Error), 4000), truncate(CleanText(e.Output), 32000))
+		_, err := tx.Exec(ctx, s.q.RecordEnvironment, storedriver.RecordEnvironmentParams{Repo: e.Repo, Node: e.Node, Key: e.Key,
+			OK: e.OK, Cached: e.Cached, BuiltAt: built, TookMS: max(e.Took.Milliseconds(), 0), At: s.nowMS(),
+			Error: truncate(CleanText(e.Error), 4000), Output: truncate(CleanText(e.Output), 32000)}.Args()...)
 		return err
 	})
 	if err != nil {
@@ -74,11 +75,4 @@ func (s *Store) Environments(ctx context.Context) ([]Environment, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -23,7 +23,7 @@ func testEventChainRefusesForksAndGaps(t *testing.T, e engine) {
 		t.Fatal(err)
 	}
 	appendOnly := func(ctx context.Context, tx storedriver.Tx) error {
-		return b.s.appendEvent(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "unreserved")
+		return b.s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: b.s.nowMS(), Kind: EventNote, From: StateQueued, To: StateQueued, Actor: "me", Reason: "unreserved"})
 	}
 	if err := b.s.write(b.ctx, "append without a reservation", appendOnly); err == nil {
 		t.Errorf("append without a reservation: %v; want the primary key to refuse it", err)
@@ -36,7 +36,7 @@ func testEventChainRefusesForksAndGaps(t *testing.T, e engine) {
 		if err := reserveOnly(ctx, tx); err != nil {
 			return err
 		}
-		return b.s.event(ctx, tx, id, b.s.nowMS(), "note", StateQueued, StateQueued, 0, "me", "after a gap")
+		return b.s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: b.s.nowMS(), Kind: EventNote, From: StateQueued, To: StateQueued, Actor: "me", Reason: "after a gap", Reserve: true})
 	}
 	// SQLite's reservation refuses to build on an unwritten head; PostgreSQL's foreign key on
 	// prev_id refuses the event that would skip it.

@@ -28,7 +28,8 @@ func (s *Store) SetIntakeSkips(ctx context.Context, source string, skips []Intak
 		}
 		now := s.nowMS()
 		for _, k := range skips {
-			if _, err := tx.Exec(ctx, s.q.InsertIntakeSkip, source, k.Path, truncate(CleanText(k.Reason), 2000), now); err != nil {
+			if _, err := tx.Exec(ctx, s.q.InsertIntakeSkip, storedriver.InsertIntakeSkipParams{Source: source, Path: k.Path,
+				Reason: truncate(CleanText(k.Reason), 2000), At: now}.Args()...); err != nil {
 				return err
 			}
 		}

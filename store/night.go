@@ -196,7 +196,8 @@ func (s *Store) EndRun(ctx context.Context, id int64, outcome Outcome, errText s
 			errText = s.opts.Node + ": " + errText
 		}
 		outcome, errText = mergeOutcome(prev, prevErr, outcome, errText)
-		_, err := tx.Exec(ctx, s.q.FinishRun, now, after, id, string(outcome), truncate(errText, maxRunError))
+		_, err := tx.Exec(ctx, s.q.FinishRun, storedriver.FinishRunParams{EndedAt: now, AfterEventID: after, ID: id,
+			Outcome: string(outcome), Error: truncate(errText, maxRunError)}.Args()...)
 		return err
 	})
 	if err != nil {

@@ -42,7 +42,7 @@ func (s *Store) RecordOutput(ctx context.Context, id int64, kind OutputKind, url
 		if n == 0 {
 			return nil
 		}
-		return s.event(ctx, tx, id, now, "published", st, st, attempts, "github", string(kind)+" "+url)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventPublished, From: st, To: st, Attempt: attempts, Actor: "github", Reason: string(kind) + " " + url, Reserve: true})
 	})
 	if err != nil {
 		return fmt.Errorf("record %s for ticket %d: %w", kind, id, err)

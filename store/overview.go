@@ -16,7 +16,7 @@ type Overview struct {
 	ByState map[State]int `json:"by_state"`
 	// Events counts the event log by kind (claimed, lease_expired, retry, ...), so any kind a
 	// later feature appends is counted without a change here.
-	Events map[string]int64 `json:"events"`
+	Events map[EventKind]int64 `json:"events"`
 	// Rescues counts claims that took over a ticket whose lease had expired.
 	Rescues int64        `json:"rescues"`
 	Calls   []CallTotals `json:"calls"`
@@ -53,7 +53,7 @@ var DurationBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 // Overview reads the current figures. It scans the event and call tables; at tens of
 // thousands of rows that is milliseconds, fine for a scrape every few seconds.
 func (s *Store) Overview(ctx context.Context) (Overview, error) {
-	ov := Overview{ByState: map[State]int{}, Events: map[string]int64{}}
+	ov := Overview{ByState: map[State]int{}, Events: map[EventKind]int64{}}
 	for _, st := range States {
 		ov.ByState[st] = 0
 	}
@@ -70,7 +70,7 @@ func (s *Store) Overview(ctx context.Context) (Overview, error) {
 		return ov, fmt.Errorf("overview: tickets: %w", err)
 	}
 	err = s.each(ctx, s.q.EventKinds, nil, func(r storedriver.Rows) error {
-		var kind string
+		var kind EventKind
 		var n, rescued int64
 		if err := r.Scan(&kind, &n, &rescued); err != nil {
 			return err

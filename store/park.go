@@ -34,16 +34,16 @@ func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reas
 		if err != nil {
 			return err
 		}
-		kind, finished, runAfter, newAttempts := "parked", any(nil), until.UnixMilli(), max(lt.attempts-1, 0)
+		kind, finished, runAfter, newAttempts := EventParked, any(nil), until.UnixMilli(), max(lt.attempts-1, 0)
 		to = StateParked
 		if lt.cancel {
-			to, kind, finished, runAfter, newAttempts = StateCancelled, "cancelled", now, now, lt.attempts
+			to, kind, finished, runAfter, newAttempts = StateCancelled, EventCancelled, now, now, lt.attempts
 		}
-		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, string(to), newAttempts, runAfter, finished, now, reason,
-			"", "", id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempts,
+			RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, lt.attempts, lt.owner, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 	})
 	if err != nil {
 		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)
@@ -88,7 +88,7 @@ func (s *Store) Unpark(ctx context.Context, before time.Time, who string) (int, 
 			if _, err := tx.Exec(ctx, s.q.Unpark, now, now, p.id); err != nil {
 				return err
 			}
-			if err := s.appendEvent(ctx, tx, p.id, now, "unparked", StateParked, StateQueued, p.attempts, who, "a new night: parked tickets go back to the queue"); err != nil {
+			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: p.id, At: now, Kind: EventUnparked, From: StateParked, To: StateQueued, Attempt: p.attempts, Actor: who, Reason: "a new night: parked tickets go back to the queue"}); err != nil {
 				return err
 			}
 			n++

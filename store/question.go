@@ -57,20 +57,20 @@ func (s *Store) AskHuman(ctx context.Context, id, token int64, a Asked) (State, 
 		if cancel != 0 {
 			to = StateCancelled
 			reason := "cancel requested; the maker had asked: " + q
-			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, reason, id, token); err != nil {
+			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, attempts, owner, reason)
+			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: attempts, Actor: owner, Reason: reason})
 		}
 		to = StateNeedsInfo
-		if err := s.fenced(ctx, tx, id, s.q.AskHuman,
-			max(attempts-1, 0), now, "needs info: "+q, q, a.Branch, a.ResultDir, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.AskHuman, storedriver.AskHumanParams{Attempts: max(attempts-1, 0), UpdatedAt: now,
+			Reason: "needs info: " + q, Question: q, Branch: a.Branch, ResultDir: a.ResultDir, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q.InsertQuestion, attempts, q, now, id); err != nil {
+		if _, err := tx.Exec(ctx, s.q.InsertQuestion, storedriver.InsertQuestionParams{Attempt: attempts, Question: q, AskedAt: now, TicketID: id}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, "needs_info", StateRunning, StateNeedsInfo, attempts, owner, q)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsInfo, From: StateRunning, To: StateNeedsInfo, Attempt: attempts, Actor: owner, Reason: q})
 	})
 	if err != nil {
 		return "", fmt.Errorf("ask on ticket %d token %d: %w", id, token, err)
@@ -96,15 +96,15 @@ func (s *Store) Answer(ctx context.Context, id int64, answer, who string) error 
 		if st != StateNeedsInfo {
 			return fmt.Errorf("%w: ticket is %s, not needs_info: no question is waiting for an answer", ErrInvalidTransition, st)
 		}
-		if n, err := tx.Exec(ctx, s.q.AnswerQuestion, answer, who, now, id); err != nil {
+		if n, err := tx.Exec(ctx, s.q.AnswerQuestion, storedriver.AnswerQuestionParams{Answer: answer, AnsweredBy: who, AnsweredAt: now, TicketID: id}.Args()...); err != nil {
 			return err
 		} else if n != 1 {
 			return fmt.Errorf("ticket %d is needs_info but its question is not on record (or already answered)", id)
 		}
-		if _, err := tx.Exec(ctx, s.q.Answered, now, now, "answered by "+who, id); err != nil {
+		if _, err := tx.Exec(ctx, s.q.Answered, storedriver.ToQueueParams{RunAfter: now, UpdatedAt: now, Reason: "answered by " + who, ID: id}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, "answered", StateNeedsInfo, StateQueued, attempts, who, answer)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventAnswered, From: StateNeedsInfo, To: StateQueued, Attempt: attempts, Actor: who, Reason: answer})
 	})
 	if err != nil {
 		return fmt.Errorf("answer ticket %d: %w", id, err)
@@ -153,7 +153,7 @@ func (s *Store) RecordQuestionComment(ctx context.Context, id int64, n int, url 
 		if err != nil {
 			return err
 		}
-		return s.event(ctx, tx, id, s.nowMS(), "published", st, st, attempts, "github", "question "+fmt.Sprint(n)+": "+url)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: s.nowMS(), Kind: EventPublished, From: st, To: st, Attempt: attempts, Actor: "github", Reason: "question " + fmt.Sprint(n) + ": " + url, Reserve: true})
 	})
 	if err != nil {
 		return fmt.Errorf("record question %d comment of ticket %d: %w", n, id, err)

@@ -111,7 +111,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	}
 	var l Lease
 	p := storedriver.ClaimParams{MaxRescues: noRescueLimit, Worker: worker, Node: s.opts.Node,
-		Event: storedriver.ClaimEvent{Kind: "claimed", From: string(StateQueued), To: string(StateRunning)}}
+		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
 	if paused := s.paused.Load(); paused != nil {
 		p.Paused = paused.json
 	}
@@ -145,12 +145,11 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		// A fresh claim's event came with the lease (p.Event). A rescue's lease reserved the
 		// lost lease's event; the claim then reserves its own.
 		if t.RescuedFrom != "" {
-			if err := s.appendEvent(ctx, tx, t.ID, now, "lease_expired", StateRunning, StateQueued, t.Attempts, worker,
-				fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d; a crash counts against the ticket only when its attempt was the only one running)",
-					t.RescuedFrom, worker, t.Rescues)); err != nil {
+			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventLeaseExpired, From: StateRunning, To: StateQueued, Attempt: t.Attempts, Actor: worker, Reason: fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d; a crash counts against the ticket only when its attempt was the only one running)",
+				t.RescuedFrom, worker, t.Rescues)}); err != nil {
 				return err
 			}
-			if err := s.event(ctx, tx, t.ID, now, p.Event.Kind, State(p.Event.From), State(p.Event.To), t.Attempts, worker, p.Event.Reason); err != nil {
+			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventKind(p.Event.Kind), From: State(p.Event.From), To: State(p.Event.To), Attempt: t.Attempts, Actor: worker, Reason: p.Event.Reason, Reserve: true}); err != nil {
 				return err
 			}
 		}
@@ -198,7 +197,7 @@ func (s *Store) settleExpired(ctx context.Context, tx storedriver.Tx, now int64,
 		return err
 	}
 	for _, x := range done {
-		if err := s.event(ctx, tx, x.id, now, "lease_expired", StateRunning, x.state, x.attempt, actor, x.reason); err != nil {
+		if err := s.writeEvent(ctx, tx, eventWrite{Ticket: x.id, At: now, Kind: EventLeaseExpired, From: StateRunning, To: x.state, Attempt: x.attempt, Actor: actor, Reason: x.reason, Reserve: true}); err != nil {
 			return err
 		}
 	}
@@ -208,7 +207,7 @@ func (s *Store) settleExpired(ctx context.Context, tx storedriver.Tx, now int64,
 // fenced runs a worker's UPDATE, which must change the row only under
 // "id = ? AND fence_token = ? AND state = 'running'". No row changed means the lease is gone
 // (ErrLeaseLost) or the ticket never existed (ErrNotFound). It reads nothing back: what the
-// event needs, appendEventFromRow reads.
+// event needs, writeEvent with FromRow reads.
 func (s *Store) fenced(ctx context.Context, tx storedriver.Tx, id int64, query string, args ...any) error {
 	n, err := tx.Exec(ctx, query, args...)
 	if err != nil || n > 0 {
@@ -233,7 +232,8 @@ func (s *Store) lostOrMissing(ctx context.Context, tx storedriver.Tx, id int64) 
 func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Duration) (cancelRequested bool, err error) {
 	err = s.write(ctx, "heartbeat", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, s.q.Heartbeat, now+leaseFor.Milliseconds(), now, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.Heartbeat, storedriver.HeartbeatParams{LeaseExpiresAt: now + leaseFor.Milliseconds(),
+			UpdatedAt: now, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
 		var c int
@@ -253,10 +253,11 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 	err := s.write(ctx, "complete", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, s.q.Complete, now, now, r.Branch, r.ResultDir, r.Summary, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.Complete, storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now,
+			Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEventFromRow(ctx, tx, id, now, "completed", StateRunning, StateDone, "")
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCompleted, From: StateRunning, To: StateDone, FromRow: true})
 	})
 	if err != nil {
 		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
@@ -285,7 +286,7 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 			return err
 		}
 		var (
-			kind       string
+			kind       EventKind
 			runAfter   = now
 			newAttempt = lt.attempts
 			finished   any
@@ -293,9 +294,9 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine || f.Kind == FailRateLimit
 		switch {
 		case lt.cancel:
-			to, kind, finished = StateCancelled, "cancelled", now
+			to, kind, finished = StateCancelled, EventCancelled, now
 		case released:
-			to, kind, newAttempt = StateQueued, "released", max(lt.attempts-1, 0)
+			to, kind, newAttempt = StateQueued, EventReleased, max(lt.attempts-1, 0)
 			switch f.Kind {
 			case FailTransport:
 				runAfter = now + s.transportDelay().Milliseconds()
@@ -303,17 +304,18 @@ func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, er
 				runAfter = max(now, f.RunAfter.UnixMilli())
 			}
 		case lt.attempts >= lt.maxAttempts || f.Final || f.Kind == FailHuman:
-			to, kind, finished = StateEscalated, "escalated", now
+			to, kind, finished = StateEscalated, EventEscalated, now
 		default:
-			to, kind = StateQueued, "retry"
+			to, kind = StateQueued, EventRetry
 			runAfter = now + s.backoff(lt.attempts).Milliseconds()
 		}
 		reason := fmt.Sprintf("%s: %s", f.Kind, f.Reason)
-		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, string(to), newAttempt, runAfter, finished, now, reason,
-			f.Branch, f.ResultDir, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempt,
+			RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, Branch: f.Branch, ResultDir: f.ResultDir,
+			ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, kind, StateRunning, to, lt.attempts, lt.owner, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 	})
 	if err != nil {
 		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
@@ -345,10 +347,10 @@ func (s *Store) leased(ctx context.Context, tx storedriver.Tx, id, token int64) 
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
 	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, now, now, reason, id, token); err != nil {
+		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEventFromRow(ctx, tx, id, now, "cancelled", StateRunning, StateCancelled, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Reason: reason, FromRow: true})
 	})
 	if err != nil {
 		return fmt.Errorf("finish cancelled ticket %d token %d: %w", id, token, err)
@@ -359,7 +361,7 @@ func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason str
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
 func (s *Store) SaveTriage(ctx context.Context, id, token int64, triageJSON string) error {
 	err := s.write(ctx, "save triage", func(ctx context.Context, tx storedriver.Tx) error {
-		return s.fenced(ctx, tx, id, s.q.SaveTriage, triageJSON, s.nowMS(), id, token)
+		return s.fenced(ctx, tx, id, s.q.SaveTriage, storedriver.SaveTriageParams{Triage: triageJSON, UpdatedAt: s.nowMS(), ID: id, Token: token}.Args()...)
 	})
 	if err != nil {
 		return fmt.Errorf("save triage for ticket %d token %d: %w", id, token, err)
@@ -398,15 +400,15 @@ func (s *Store) RequestCancel(ctx context.Context, id int64, who, reason string)
 			return fmt.Errorf("%w: ticket is %s; requeue it first if it should run again", ErrInvalidTransition, st)
 		case StateQueued, StateParked, StateNeedsInfo, StateNeedsBudget:
 			after = StateCancelled
-			if _, err := tx.Exec(ctx, s.q.CancelQueued, now, now, reason, id, string(st)); err != nil {
+			if _, err := tx.Exec(ctx, s.q.CancelQueued, storedriver.CancelQueuedParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, From: string(st)}.Args()...); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancelled", st, StateCancelled, attempts, who, reason)
+			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: st, To: StateCancelled, Attempt: attempts, Actor: who, Reason: reason})
 		default: // running
 			if _, err := tx.Exec(ctx, s.q.FlagCancel, now, reason, id); err != nil {
 				return err
 			}
-			return s.appendEvent(ctx, tx, id, now, "cancel_requested", StateRunning, StateRunning, attempts, who, reason)
+			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelRequested, From: StateRunning, To: StateRunning, Attempt: attempts, Actor: who, Reason: reason})
 		}
 	})
 	if err != nil {
@@ -425,7 +427,7 @@ type Event struct {
 	ID        int64     `json:"id"`
 	TicketID  int64     `json:"ticket_id"`
 	At        time.Time `json:"at"`
-	Kind      string    `json:"kind"` // enqueued, claimed, completed, retry, escalated, released, parked, unparked, lease_expired, cancel_requested, cancelled, requeued, note
+	Kind      EventKind `json:"kind"`
 	FromState State     `json:"from_state"`
 	ToState   State     `json:"to_state"`
 	Attempt   int       `json:"attempt"`
@@ -440,7 +442,7 @@ func (s *Store) AddNote(ctx context.Context, id int64, actor, text string) error
 		if err != nil {
 			return err
 		}
-		return s.event(ctx, tx, id, s.nowMS(), "note", st, st, attempts, actor, text)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: s.nowMS(), Kind: EventNote, From: st, To: st, Attempt: attempts, Actor: actor, Reason: text, Reserve: true})
 	})
 	if err != nil {
 		return fmt.Errorf("add note to ticket %d: %w", id, err)

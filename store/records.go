@@ -62,26 +62,12 @@ func (c ModelCall) MarshalJSON() ([]byte, error) {
 	}{plain(c), c.Latency.Seconds()})
 }
 
-func nullFloat(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 func floatPtr(v sql.NullFloat64) *float64 {
 	if !v.Valid {
 		return nil
 	}
 	f := v.Float64
 	return &f
-}
-
-func nullID(id int64) any {
-	if id == 0 {
-		return nil
-	}
-	return id
 }
 
 // RecordModelCall appends c (ID ignored) and returns its id.
@@ -93,12 +79,14 @@ func (s *Store) RecordModelCall(ctx context.Context, c ModelCall) (int64, error)
 	}
 	err := s.write(ctx, "record model call", func(ctx context.Context, tx storedriver.Tx) error {
 		var err error
-		id, err = tx.Insert(ctx, s.q.InsertModelCall,
-			c.TicketID, nullID(c.RunID), c.Attempt, c.Role, c.Model, c.Endpoint,
-			c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens, c.ReasoningTokens, nullFloat(c.CostUSD),
-			c.Latency.Milliseconds(), c.FinishReason, c.ErrorClass, c.Error, c.Retries, started.UnixMilli(),
-			b2i(!c.UsageEstimated), c.CostSource, nullFloat(c.PriceCostUSD), nullFloat(c.ProviderCostUSD), c.Compactions,
-			b2i(c.CompletionUnknown), c.Continuations)
+		id, err = tx.Insert(ctx, s.q.InsertModelCall, storedriver.InsertModelCallParams{
+			TicketID: c.TicketID, RunID: c.RunID, Attempt: c.Attempt, Role: c.Role, Model: c.Model, Endpoint: c.Endpoint,
+			PromptTokens: c.PromptTokens, CachedTokens: c.CachedTokens, CacheWriteTokens: c.CacheWriteTokens,
+			CompletionTokens: c.CompletionTokens, Reasoning: c.ReasoningTokens, CostUSD: c.CostUSD,
+			LatencyMS: c.Latency.Milliseconds(), FinishReason: c.FinishReason, ErrorClass: c.ErrorClass, Error: c.Error,
+			Retries: c.Retries, StartedAt: started.UnixMilli(), UsageReported: !c.UsageEstimated, CostSource: c.CostSource,
+			PriceCostUSD: c.PriceCostUSD, ProviderCostUSD: c.ProviderCostUSD, Compactions: c.Compactions,
+			CompletionUnknown: c.CompletionUnknown, Continuations: c.Continuations}.Args()...)
 		return err
 	})
 	if err != nil {
@@ -190,9 +178,9 @@ func (s *Store) RecordToolCall(ctx context.Context, c ToolCall) (int64, error) {
 	}
 	err := s.write(ctx, "record tool call", func(ctx context.Context, tx storedriver.Tx) error {
 		var err error
-		id, err = tx.Insert(ctx, s.q.InsertToolCall,
-			c.TicketID, c.Attempt, c.Step, c.Tool, truncate(c.Args, maxPayload), truncate(c.Result, maxPayload),
-			b2i(c.OK), c.Duration.Milliseconds(), at.UnixMilli(), c.Rung)
+		id, err = tx.Insert(ctx, s.q.InsertToolCall, storedriver.InsertToolCallParams{TicketID: c.TicketID, Attempt: c.Attempt,
+			Step: c.Step, Tool: c.Tool, Input: truncate(c.Args, maxPayload), Result: truncate(c.Result, maxPayload),
+			OK: c.OK, DurationMS: c.Duration.Milliseconds(), At: at.UnixMilli(), Rung: c.Rung}.Args()...)
 		return err
 	})
 	if err != nil {
@@ -273,8 +261,9 @@ func (s *Store) RecordEndpointEvent(ctx context.Context, e EndpointEvent) error 
 		at = s.now()
 	}
 	err := s.write(ctx, "record endpoint event", func(ctx context.Context, tx storedriver.Tx) error {
-		_, err := tx.Exec(ctx, s.q.InsertEndpointEvent, nullID(e.RunID), e.Endpoint, e.BaseURL, b2i(e.Down), e.Since.UnixMilli(), at.UnixMilli(),
-			truncate(e.LastError, maxPayload))
+		_, err := tx.Exec(ctx, s.q.InsertEndpointEvent, storedriver.InsertEndpointEventParams{RunID: e.RunID, Endpoint: e.Endpoint,
+			BaseURL: e.BaseURL, Down: e.Down, Since: e.Since.UnixMilli(), At: at.UnixMilli(),
+			LastError: truncate(e.LastError, maxPayload)}.Args()...)
 		return err
 	})
 	if err != nil {

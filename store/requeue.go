@@ -96,19 +96,20 @@ func (s *Store) RequeueTicket(ctx context.Context, id int64, who string, o Reque
 		}
 		switch st {
 		case StateParked:
-			_, err = tx.Exec(ctx, s.q.RequeueParked, now, now, reason, id)
+			_, err = tx.Exec(ctx, s.q.RequeueParked, storedriver.ToQueueParams{RunAfter: now, UpdatedAt: now, Reason: reason, ID: id}.Args()...)
 		case StateNeedsInfo:
-			_, err = tx.Exec(ctx, s.q.RequeueNeedsInfo, now, now, reason, id)
+			_, err = tx.Exec(ctx, s.q.RequeueNeedsInfo, storedriver.ToQueueParams{RunAfter: now, UpdatedAt: now, Reason: reason, ID: id}.Args()...)
 		default:
-			_, err = tx.Exec(ctx, s.q.Requeue, now, now, reason, id, string(st))
+			_, err = tx.Exec(ctx, s.q.Requeue, storedriver.RequeueParams{RunAfter: now, UpdatedAt: now, Reason: reason, ID: id, From: string(st)}.Args()...)
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q.InsertRequeue, id, now, who, string(st), attempts, note, kept); err != nil {
+		if _, err := tx.Exec(ctx, s.q.InsertRequeue, storedriver.InsertRequeueParams{TicketID: id, At: now, Actor: who,
+			FromState: string(st), Attempts: attempts, Note: note, Branch: kept}.Args()...); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, now, "requeued", st, StateQueued, attempts, who, reason)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventRequeued, From: st, To: StateQueued, Attempt: attempts, Actor: who, Reason: reason})
 	})
 	if err != nil {
 		return fmt.Errorf("requeue ticket %d: %w", id, err)

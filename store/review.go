@@ -31,8 +31,8 @@ func (s *Store) RecordReview(ctx context.Context, r Review) error {
 		at = s.now()
 	}
 	err := s.write(ctx, "record review", func(ctx context.Context, tx storedriver.Tx) error {
-		_, err := tx.Exec(ctx, s.q.InsertReview,
-			r.TicketID, r.Attempt, r.Round, r.Kept, r.Dropped, at.UnixMilli(), cmp.Or(r.Reviewer, "correctness"))
+		_, err := tx.Exec(ctx, s.q.InsertReview, storedriver.InsertReviewParams{TicketID: r.TicketID, Attempt: r.Attempt,
+			Round: r.Round, Kept: r.Kept, Dropped: r.Dropped, At: at.UnixMilli(), Reviewer: cmp.Or(r.Reviewer, "correctness")}.Args()...)
 		return err
 	})
 	if err != nil {

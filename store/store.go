@@ -277,13 +277,6 @@ func fromMS(v sql.NullInt64) time.Time {
 	return time.UnixMilli(v.Int64).UTC()
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // backoff is base*2^(attempt-1), capped at BackoffMax, with ±20% jitter.
 func (s *Store) backoff(attempt int) time.Duration {
 	d := s.opts.BackoffBase

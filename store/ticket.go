@@ -135,8 +135,9 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 	err = s.write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
 		now := s.nowMS()
 		id, created = 0, false
-		newID, err := tx.Insert(ctx, s.q.Enqueue,
-			nt.Source, nt.ExternalID, nt.Repo, title, body, string(lj), nt.Priority, maxAttempts, now, now, now)
+		newID, err := tx.Insert(ctx, s.q.Enqueue, storedriver.EnqueueParams{Source: nt.Source, ExternalID: nt.ExternalID,
+			Repo: nt.Repo, Title: title, Body: body, Labels: string(lj), Priority: nt.Priority, MaxAttempts: maxAttempts,
+			RunAfter: now, CreatedAt: now, UpdatedAt: now}.Args()...)
 		if errors.Is(err, sql.ErrNoRows) { // already known: (source, external_id) names one ticket
 			return tx.QueryRow(ctx, s.q.TicketBySource, nt.Source, nt.ExternalID).Scan(&id)
 		}
@@ -144,13 +145,13 @@ func (s *Store) Enqueue(ctx context.Context, nt NewTicket) (id int64, created bo
 			return err
 		}
 		id, created = newID, true
-		if err := s.appendEvent(ctx, tx, id, now, "enqueued", "", StateQueued, 0, nt.Source, ""); err != nil {
+		if err := s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventEnqueued, To: StateQueued, Actor: nt.Source}); err != nil {
 			return err
 		}
 		if warning == "" {
 			return nil
 		}
-		return s.event(ctx, tx, id, now, "note", StateQueued, StateQueued, 0, "ticketd", warning)
+		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNote, From: StateQueued, To: StateQueued, Actor: "ticketd", Reason: warning, Reserve: true})
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("enqueue %s/%s: %w", nt.Source, nt.ExternalID, err)

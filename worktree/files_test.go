@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/clock/clocktest"
 )
 
 func TestFilesAt(t *testing.T) {
@@ -67,7 +69,7 @@ func TestDiffSeesSameSizeEditRightAfterPrepare(t *testing.T) {
 		if time.Now().Unix() != start.Unix() {
 			continue // crossed a second boundary: not the case under test, try again
 		}
-		time.Sleep(time.Until(start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		waitNextSecond(t, start)
 		diff, err := tree.Diff(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -78,6 +80,15 @@ func TestDiffSeesSameSizeEditRightAfterPrepare(t *testing.T) {
 		return
 	}
 	t.Fatal("could not make the edit within the checkout's second in 3 tries")
+}
+
+// waitNextSecond returns once the clock has passed the second of start: the condition
+// these tests are about (git trusts stat data to the second), not a guess at how long
+// something takes.
+func waitNextSecond(t *testing.T, start time.Time) {
+	t.Helper()
+	next := start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)
+	clocktest.WaitFor(t, 10*time.Second, "the next second", func() bool { return !time.Now().Before(next) })
 }
 
 // TestFilesAtListsBlobsOnly: nested directories, names git would quote,
@@ -207,7 +218,7 @@ func TestDiffSeesSameSizeEditAfterDiff(t *testing.T) {
 		if time.Now().Unix() != start.Unix() {
 			continue // crossed a second boundary: not the case under test, try again
 		}
-		time.Sleep(time.Until(start.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		waitNextSecond(t, start)
 		diff, err := tree.Diff(ctx)
 		if err != nil {
 			t.Fatal(err)

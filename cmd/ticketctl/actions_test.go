@@ -32,7 +32,7 @@ func TestRequeueAndCancel(t *testing.T) {
 		args      []string
 		code      int
 		want      changeJSON
-		lastEvent string
+		lastEvent store.EventKind
 	}{
 		{"requeue an escalated ticket", []string{"requeue", id(f.escalated), "--note", "look at the rounding"}, exitOK,
 			changeJSON{ID: f.escalated, PreviousState: store.StateEscalated, State: store.StateQueued, NextAttempt: 2, AttemptLimit: 2}, "requeued"},

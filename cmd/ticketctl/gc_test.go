@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -37,8 +38,8 @@ func TestGCFiles(t *testing.T) {
 	gitc("commit", "-q", "--allow-empty", "-m", "base")
 
 	old := time.Now().Add(-48 * time.Hour)
-	clock := &fakeClock{t: old}
-	s, err := store.Open(ctx, db, store.Options{Now: clock.now})
+	clock := clocktest.New(old).Step(time.Second)
+	s, err := store.Open(ctx, db, store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

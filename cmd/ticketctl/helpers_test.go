@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -19,19 +19,6 @@ type fixture struct {
 	db                               string
 	done, escalated, queued, running int64
 	runID                            int64
-}
-
-// fakeClock advances one second per reading, so durations and orderings are deterministic.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -48,8 +35,10 @@ func setup(t *testing.T) fixture {
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := fixture{db: filepath.Join(dir, "ticketd.db")}
-	clock := &fakeClock{t: time.Now().Add(-48 * time.Hour).Truncate(time.Second)}
-	s, err := store.Open(ctx, f.db, store.Options{Now: clock.now})
+	// Each reading of the clock is a second after the one before: durations and orderings
+	// are deterministic.
+	clock := clocktest.New(time.Now().Add(-48 * time.Hour).Truncate(time.Second)).Step(time.Second)
+	s, err := store.Open(ctx, f.db, store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -79,7 +68,7 @@ func setup(t *testing.T) fixture {
 		t.Helper()
 		if _, err := s.RecordModelCall(ctx, store.ModelCall{TicketID: id, RunID: f.runID, Attempt: attempt, Role: role,
 			Model: "gpt-test", PromptTokens: prompt, CachedTokens: cached, CompletionTokens: completion,
-			CostUSD: cost, Latency: 1500 * time.Millisecond, FinishReason: "stop", StartedAt: clock.now()}); err != nil {
+			CostUSD: cost, Latency: 1500 * time.Millisecond, FinishReason: "stop", StartedAt: clock.Now()}); err != nil {
 			t.Fatalf("record model call: %v", err)
 		}
 	}
@@ -97,7 +86,7 @@ func setup(t *testing.T) fixture {
 	call(f.done, 1, "maker", 2000, 1500, 300, ptr(0.002))
 	call(f.done, 1, "maker", 3000, 2500, 200, ptr(0.003))
 	if _, err := s.RecordToolCall(ctx, store.ToolCall{TicketID: f.done, Attempt: 1, Step: 1, Tool: "read_files",
-		Args: `{"paths":["stats.py"]}`, Result: "def mean(xs): ...", OK: true, Duration: 20 * time.Millisecond, At: clock.now()}); err != nil {
+		Args: `{"paths":["stats.py"]}`, Result: "def mean(xs): ...", OK: true, Duration: 20 * time.Millisecond, At: clock.Now()}); err != nil {
 		t.Fatalf("record tool call: %v", err)
 	}
 	if err := s.Complete(ctx, f.done, l.Token, store.Result{Branch: "ticketd/1-average", ResultDir: "/out/1", Summary: "guard empty list"}); err != nil {

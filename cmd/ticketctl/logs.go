@@ -46,7 +46,7 @@ func (l logEntry) detail() (kind, text string) {
 		if ev.Reason != "" {
 			text += ": " + clip(ev.Reason, 120)
 		}
-		return ev.Kind, text
+		return string(ev.Kind), text
 	case l.ModelCall != nil:
 		c := l.ModelCall
 		cost := "cost unknown"

@@ -141,7 +141,7 @@ func TestShowJSON(t *testing.T) {
 	}
 	var kinds []string
 	for _, e := range got.Events {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	if !slices.Equal(kinds, []string{"enqueued", "claimed", "completed"}) {
 		t.Errorf("event kinds = %v, want [enqueued claimed completed]", kinds)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -273,27 +274,19 @@ func TestSIGTERMMidTicket(t *testing.T) {
 	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	killWithLog := func() string {
+		cmd.Process.Kill()
+		log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+		return string(log)
+	}
+	// The daemon is another process: its progress is read from the store.
+	clocktest.WaitFor(t, 60*time.Second, "a ticket runs", func() bool {
 		ts := f.tickets(t)
-		if countState(ts, store.StateRunning) == 1 && len(f.events(t, ts[0].ID)) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
-			t.Fatalf("no ticket running within 60 s\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return countState(ts, store.StateRunning) == 1 && len(f.events(t, ts[0].ID)) > 0
+	}, killWithLog)
 	// Let the attempt get going (triage, the maker's first turns), then stop the daemon.
-	for f.modelCalls(t, 1) < 2 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the running attempt made no model calls within 60 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clocktest.WaitFor(t, 60*time.Second, "the running attempt made two model calls",
+		func() bool { return f.modelCalls(t, 1) >= 2 }, killWithLog)
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -380,7 +373,8 @@ func TestSIGKILLNight(t *testing.T) {
 			t.Logf("the night ended before an attempt of it ran (%d kills so far)", delivered)
 			break
 		}
-		// Somewhere in the attempt: triage, the maker's turns, the checks, the review.
+		// Somewhere in the attempt: triage, the maker's turns, the checks, the review. The
+		// pause is the test's input, not a wait for something: a kill at a random moment.
 		time.Sleep(time.Duration(rng.Int64N(int64(span))))
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -552,21 +546,19 @@ func TestRunWindowEnd(t *testing.T) {
 		<-done
 	}()
 	var released []store.Event
-	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken daemon from hanging the test
-	for len(released) == 0 {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
-			t.Fatalf("no release within 5 min\n%s", tail(log, 30))
-		}
-		time.Sleep(100 * time.Millisecond)
+	clocktest.WaitFor(t, 5*time.Minute, "a release", func() bool {
 		if ts := f.tickets(t); len(ts) == 2 {
 			for _, e := range f.events(t, 2) {
-				if e.Kind == "released" {
+				if e.Kind == store.EventReleased {
 					released = append(released, e)
 				}
 			}
 		}
-	}
+		return len(released) > 0
+	}, func() string {
+		log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+		return tail(log, 30)
+	})
 	// Stop before the next night claims the ticket again.
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-done; err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -152,16 +153,11 @@ func (f nightFixture) waitAllLeased(t *testing.T, owner string, n int, done chan
 // waitCalls waits until every ticket of before has more model calls than it had.
 func (f nightFixture) waitCalls(t *testing.T, before map[int64]int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // only keeps a broken daemon from hanging the test
-	for time.Now().Before(deadline) {
+	clocktest.WaitFor(t, 3*time.Minute, "every attempt made a model call", func() bool {
 		all := true
 		for id, n := range before {
 			all = all && f.modelCalls(t, id) > n
 		}
-		if all {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the attempts made no model call within 3 minutes")
+		return all
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/clock/clocktest"
 )
 
 // hostileConftest swaps pytest's JUnit report for a FIFO at exit, as issue 19's probe did;
@@ -52,14 +54,10 @@ func TestHostileReportNight(t *testing.T) {
 			t.Cleanup(func() { cmd.Process.Kill() })
 			limit := 2 * time.Minute
 			if tt.slow {
-				deadline := time.Now().Add(60 * time.Second)
-				for !pytestRunning(f.workspace) {
-					if time.Now().After(deadline) {
-						log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
-						t.Fatalf("pytest never started\n%s", log)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+				clocktest.WaitFor(t, 60*time.Second, "pytest runs", func() bool { return pytestRunning(f.workspace) }, func() string {
+					log, _ := os.ReadFile(filepath.Join(f.dir, "daemon.log"))
+					return string(log)
+				})
 				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 					t.Fatal(err)
 				}

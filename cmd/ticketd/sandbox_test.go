@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -112,25 +113,22 @@ models:
 				sandbox.RemoveLeftovers("") // the killed daemon's scratch folder
 			})
 			// Wait (polled) until pytest and its setsid sleep run in the worktree.
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				procs := processesUnder(workspace)
+			var procs map[int]string
+			checkRunning := func() bool {
+				procs = processesUnder(workspace)
 				var pytest, sleep bool
 				for _, cmdline := range procs {
 					pytest = pytest || strings.Contains(cmdline, "pytest")
 					sleep = sleep || strings.HasPrefix(cmdline, "sleep 600")
 				}
-				if pytest && sleep {
-					break
-				}
-				if time.Now().After(deadline) {
-					daemon.Process.Kill()
-					daemon.Wait()
-					log, _ := os.ReadFile(filepath.Join(dir, "ticketd.log"))
-					t.Fatalf("pytest never started in %s (saw %v); daemon log:\n%s", workspace, procs, log)
-				}
-				time.Sleep(20 * time.Millisecond)
+				return pytest && sleep
 			}
+			clocktest.WaitFor(t, 60*time.Second, "pytest runs in "+workspace, checkRunning, func() string {
+				daemon.Process.Kill()
+				daemon.Wait()
+				log, _ := os.ReadFile(filepath.Join(dir, "ticketd.log"))
+				return fmt.Sprintf("saw %v; daemon log:\n%s", procs, log)
+			})
 			killed := time.Now()
 			if err := daemon.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -143,13 +141,7 @@ models:
 				wait = time.Minute
 			}
 			var left map[int]string
-			for {
-				left = processesUnder(workspace)
-				if len(left) == 0 || time.Since(killed) > wait {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			clocktest.Poll(wait, func() bool { left = processesUnder(workspace); return len(left) == 0 })
 			t.Logf("mode %s: %d processes of the check left %s after SIGKILL of ticketd: %v", tt.mode, len(left), time.Since(killed).Round(time.Millisecond), left)
 			if (len(left) == 0) != tt.isolated {
 				t.Errorf("mode %s: processes left %s after SIGKILL: %v; want none=%v", tt.mode, wait, left, tt.isolated)

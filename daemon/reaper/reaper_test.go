@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/clock/clocktest"
 )
 
 // orphan starts `sleep secs` in the background of a shell that exits at once, so the sleep
@@ -37,13 +39,7 @@ func syscallKill(pid int) {
 // hanging the test binary, and a loaded machine may take seconds to schedule the reaper.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	clocktest.WaitFor(t, time.Minute, what, cond)
 }
 
 func TestReapsOrphans(t *testing.T) {
@@ -56,6 +52,8 @@ func TestReapsOrphans(t *testing.T) {
 	// Negative control: without reaping, the orphan stays a zombie of ours.
 	pid := orphan(t, "0.05")
 	waitFor(t, "the orphan is our zombie", func() bool { st, ppid := procState(pid); return st == 'Z' && ppid == os.Getpid() })
+	// The control needs time to pass with nobody reaping: there is no event for "nothing
+	// happened", so it gives whoever else might reap the orphan a moment to do it.
 	time.Sleep(50 * time.Millisecond)
 	if st, _ := procState(pid); st != 'Z' {
 		t.Fatalf("the orphan %d was reaped by nobody we know of (state %q): the control proves nothing", pid, st)

@@ -9,38 +9,19 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
 )
-
-// fakeClock is the store's clock in these tests: each step of a built history happens a
-// little later than the one before, with no sleeping.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // builder writes a database as nights leave it, through the store's API only.
 type builder struct {
 	t       *testing.T
 	ctx     context.Context
 	st      *store.Store
-	clk     *fakeClock
+	clk     *clocktest.Fake
 	results string // the results folder tickets' files go to
 	n       int
 	run     int64 // the night model calls are charged to
@@ -48,7 +29,7 @@ type builder struct {
 
 func newBuilder(t *testing.T) *builder {
 	t.Helper()
-	clk := &fakeClock{now: time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "t.db"), store.Options{Now: clk.Now, BackoffBase: time.Second, BackoffMax: time.Second})
 	if err != nil {
@@ -77,7 +58,7 @@ func (b *builder) ticket(repo, title string, attempts ...attemptPlan) int64 {
 		b.t.Fatal(err)
 	}
 	for i, a := range attempts {
-		b.clk.advance(2 * time.Second) // past the retry backoff
+		b.clk.Advance(2 * time.Second) // past the retry backoff
 		l, err := b.st.Claim(b.ctx, "w1-100", time.Hour)
 		if err != nil {
 			b.t.Fatalf("claim attempt %d of %q: %v", i+1, title, err)
@@ -86,7 +67,7 @@ func (b *builder) ticket(repo, title string, attempts ...attemptPlan) int64 {
 			b.t.Fatalf("claimed ticket %d, want %d: build one ticket at a time", l.Ticket.ID, id)
 		}
 		b.calls(id, l.Attempt, a.calls)
-		b.clk.advance(40 * time.Second)
+		b.clk.Advance(40 * time.Second)
 		switch a.end {
 		case "done":
 			dir := b.resultDir(id, l.Attempt, "done", "", "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-bug\n+fix\n")
@@ -131,7 +112,7 @@ func (b *builder) calls(id int64, attempt, n int) {
 			Latency: 800 * time.Millisecond, StartedAt: b.clk.Now()}); err != nil {
 			b.t.Fatal(err)
 		}
-		b.clk.advance(time.Second)
+		b.clk.Advance(time.Second)
 	}
 }
 
@@ -178,17 +159,17 @@ func (b *builder) startNight(trigger string) int64 {
 		b.t.Fatal(err)
 	}
 	b.run = id
-	b.clk.advance(time.Second)
+	b.clk.Advance(time.Second)
 	return id
 }
 
 func (b *builder) endNight(id int64, o store.Outcome, why string) {
 	b.t.Helper()
-	b.clk.advance(time.Second)
+	b.clk.Advance(time.Second)
 	if err := b.st.EndRun(b.ctx, id, o, why); err != nil {
 		b.t.Fatal(err)
 	}
-	b.clk.advance(time.Minute)
+	b.clk.Advance(time.Minute)
 }
 
 // benchLike builds what a bench night of 31 tickets leaves (28 done, 3 escalated after

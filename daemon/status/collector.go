@@ -80,10 +80,10 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.tickets, prometheus.GaugeValue, float64(n), string(st))
 	}
 	for kind, n := range ov.Events {
-		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(n), kind)
+		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(n), string(kind))
 	}
-	ch <- prometheus.MustNewConstMetric(c.claims, prometheus.CounterValue, float64(ov.Events["claimed"]))
-	ch <- prometheus.MustNewConstMetric(c.leaseExpiries, prometheus.CounterValue, float64(ov.Events["lease_expired"]))
+	ch <- prometheus.MustNewConstMetric(c.claims, prometheus.CounterValue, float64(ov.Events[store.EventClaimed]))
+	ch <- prometheus.MustNewConstMetric(c.leaseExpiries, prometheus.CounterValue, float64(ov.Events[store.EventLeaseExpired]))
 	ch <- prometheus.MustNewConstMetric(c.rescues, prometheus.CounterValue, float64(ov.Rescues))
 	for _, m := range ov.Calls {
 		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(m.Calls), m.Role, m.Model)

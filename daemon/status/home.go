@@ -263,13 +263,13 @@ func tried(events []store.Event) []triedLine {
 	var out []triedLine
 	for _, e := range events {
 		switch e.Kind {
-		case "enqueued", "claimed", "completed", "note", "published", "unparked":
+		case store.EventEnqueued, store.EventClaimed, store.EventCompleted, store.EventNote, store.EventPublished, store.EventUnparked:
 			continue // not how an attempt ended; the ticket's page has the whole history
 		}
-		if e.Reason == "" && !slices.Contains([]string{"escalated", "cancelled", "requeued", "parked"}, e.Kind) {
+		if e.Reason == "" && !slices.Contains([]store.EventKind{store.EventEscalated, store.EventCancelled, store.EventRequeued, store.EventParked}, e.Kind) {
 			continue
 		}
-		out = append(out, triedLine{At: e.At, Attempt: e.Attempt, Kind: e.Kind, Reason: e.Reason})
+		out = append(out, triedLine{At: e.At, Attempt: e.Attempt, Kind: string(e.Kind), Reason: e.Reason})
 	}
 	return out
 }

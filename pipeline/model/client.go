@@ -18,22 +18,16 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ticketd/ticketd/clock"
 )
 
 // continuePrompt is the user turn appended after an answer cut at finish_reason=length.
 const continuePrompt = "Your previous answer was cut off by the output limit. Continue exactly where it stopped, without repeating anything."
 
-// Clock is the time source; tests inject one so that backoff and warm-up waits
-// return at once.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+// Clock is the time source (clock.Clock); tests inject a clocktest.Fake so that backoff
+// and warm-up waits return at once.
+type Clock = clock.Clock
 
 // Option adjusts a Client built by New.
 type Option func(*options)
@@ -98,7 +92,7 @@ func New(cfg Config, rec Recorder, logger *slog.Logger, opts ...Option) (*Client
 		return nil, fmt.Errorf("model config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	o := options{clock: realClock{}, jitter: rand.Float64}
+	o := options{clock: clock.Real{}, jitter: rand.Float64}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -14,51 +14,16 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ticketd/ticketd/clock/clocktest"
 )
 
-// fakeClock fires After at once and advances its time by the duration waited, so a
-// test sees every backoff without sleeping. A wait of exactly hold never fires.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	waits  []time.Duration
-	hold   time.Duration
-	holdCh chan time.Time
-}
+// fakeClock is the tests' clock with every After firing at once (clocktest.Fake under
+// AutoAdvance), so a test sees every backoff without sleeping.
+type fakeClock = clocktest.Fake
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC), holdCh: make(chan time.Time)}
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) After(d time.Duration) <-chan time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.waits = append(f.waits, d)
-	if f.hold != 0 && d == f.hold {
-		return f.holdCh
-	}
-	f.now = f.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- f.now
-	return ch
-}
-
-func (f *fakeClock) advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
-
-func (f *fakeClock) waited() []time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]time.Duration(nil), f.waits...)
+	return clocktest.New(time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)).AutoAdvance(0)
 }
 
 // memRecorder keeps every call it is handed.

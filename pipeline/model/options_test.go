@@ -245,7 +245,7 @@ func TestBreaker(t *testing.T) {
 	if d := b.client.Unavailable(context.Background()); len(d) != 1 {
 		t.Errorf("before the probe is due: %+v, want still down", d)
 	}
-	b.clock.advance(31 * time.Second)
+	b.clock.Advance(31 * time.Second)
 	if d := b.client.Unavailable(context.Background()); len(d) != 0 {
 		t.Errorf("after a passing probe: %+v, want up", d)
 	}

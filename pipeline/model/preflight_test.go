@@ -399,7 +399,7 @@ func TestProbeUsesTheEndpointTimeout(t *testing.T) {
 	if _, err := b.client.Chat(context.Background(), userMsg("x")); !errors.Is(err, ErrEndpointDown) {
 		t.Fatalf("err = %v, want the breaker open", err)
 	}
-	b.clock.advance(time.Second)
+	b.clock.Advance(time.Second)
 	if down := b.client.Unavailable(context.Background()); len(down) != 0 {
 		t.Errorf("still down after a probe the server answered in 150ms: %+v", down)
 	}

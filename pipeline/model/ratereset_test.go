@@ -140,14 +140,14 @@ func TestRateLimitWaitsForTheReset(t *testing.T) {
 				if !errors.As(err, &f) || !errors.Is(err, ErrRateLimited) || !errors.Is(err, ErrTransport) || !f.ResetAt.Equal(start.Add(20*time.Second)) {
 					t.Fatalf("Chat = %v (fault %+v); want ErrRateLimited with ResetAt %s", err, f, start.Add(20*time.Second))
 				}
-				if w := b.clock.waited(); len(w) != 0 {
+				if w := b.clock.Waits(); len(w) != 0 {
 					t.Errorf("waited %v in the call; want no wait (the ticket waits in the queue)", w)
 				}
 			default:
 				if err != nil {
 					t.Fatalf("Chat: %v; want the retry after the reset to succeed", err)
 				}
-				if w := b.clock.waited(); len(w) != 1 || w[0] != 20*time.Second {
+				if w := b.clock.Waits(); len(w) != 1 || w[0] != 20*time.Second {
 					t.Errorf("waits %v; want exactly one of 20s (the provider's reset)", w)
 				}
 			}

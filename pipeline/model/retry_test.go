@@ -66,7 +66,7 @@ func TestRetryInjectedFaults(t *testing.T) {
 		t.Errorf("retries recorded = %d, want %d (429: %d, 500: %d)", retries, faults[429]+faults[500], faults[429], faults[500])
 	}
 	twoSecond := 0
-	for _, d := range b.clock.waited() {
+	for _, d := range b.clock.Waits() {
 		if d == 2*time.Second {
 			twoSecond++
 		} else if d > cfg.Retry.MaxDelay {
@@ -74,7 +74,7 @@ func TestRetryInjectedFaults(t *testing.T) {
 		}
 	}
 	if twoSecond != faults[429] {
-		t.Errorf("waits of exactly Retry-After 2s = %d, want one per 429 (%d); waits: %v", twoSecond, faults[429], b.clock.waited())
+		t.Errorf("waits of exactly Retry-After 2s = %d, want one per 429 (%d); waits: %v", twoSecond, faults[429], b.clock.Waits())
 	}
 	t.Logf("60 calls, injected 429: %d, 500: %d, retries: %d", faults[429], faults[500], retries)
 }
@@ -99,7 +99,7 @@ func TestRetryExhausted(t *testing.T) {
 	}
 	// jitter 0: half of 1s, 2s, then 4s capped at 3s
 	want := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}
-	if got := b.clock.waited(); !equalDurations(got, want) {
+	if got := b.clock.Waits(); !equalDurations(got, want) {
 		t.Errorf("backoff waits = %v, want %v", got, want)
 	}
 	recs := b.rec.all()
@@ -123,7 +123,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	if _, err := b.client.Chat(context.Background(), userMsg("x")); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.clock.waited(); !equalDurations(got, []time.Duration{7 * time.Second}) {
+	if got := b.clock.Waits(); !equalDurations(got, []time.Duration{7 * time.Second}) {
 		t.Errorf("waits = %v, want [7s] from the HTTP-date Retry-After", got)
 	}
 }

@@ -28,7 +28,7 @@ func TestWarmupOrdering(t *testing.T) {
 	})
 	cfg := testConfig(srv.URL)
 	b := setup(t, cfg, WithHTTPClient(&http.Client{Transport: whoTransport{}}))
-	b.clock.hold = DefaultWarmupWait // the bound never elapses in this test
+	b.clock.AutoAdvance(DefaultWarmupWait) // the bound never elapses in this test
 	waiting := make(chan Role, 4)
 	b.client.warm.onWait = func(r Role) { waiting <- r }
 
@@ -114,7 +114,7 @@ func TestWarmupBound(t *testing.T) {
 	if _, err := b.client.Chat(context.Background(), userMsg("follower")); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.clock.waited(); !equalDurations(got, []time.Duration{DefaultWarmupWait}) {
+	if got := b.clock.Waits(); !equalDurations(got, []time.Duration{DefaultWarmupWait}) {
 		t.Errorf("waits = %v, want one of warmup_wait %s", got, DefaultWarmupWait)
 	}
 	close(release)
@@ -137,7 +137,7 @@ func TestWarmupOpensOnFailure(t *testing.T) {
 		writeJSON(w, 200, completion("ok", "stop", ""))
 	})
 	b := setup(t, testConfig(srv.URL))
-	b.clock.hold = DefaultWarmupWait
+	b.clock.AutoAdvance(DefaultWarmupWait)
 	waiting := make(chan Role, 1)
 	b.client.warm.onWait = func(r Role) { waiting <- r }
 	leaderErr := make(chan error, 1)
@@ -183,7 +183,7 @@ func TestWarmupRearmsAfterIdle(t *testing.T) {
 		{time.Second, false},        // warm again
 	}
 	for i, s := range steps {
-		clock.advance(s.advance)
+		clock.Advance(s.advance)
 		open, done, err := w.enter(ctx, RoleChecker)
 		if err != nil {
 			t.Fatal(err)

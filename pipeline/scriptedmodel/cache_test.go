@@ -6,27 +6,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/clock/clocktest"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // rawRequest is a triage request whose system message is pad followed by the role line,
 // so the pad decides where two requests' canonical prompts diverge.
@@ -85,7 +69,7 @@ func post(t *testing.T, url string, body []byte) (int, usage, string, http.Heade
 }
 
 func TestPrefixCache(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 1, 22, 0, 0, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 11, 1, 22, 0, 0, 0, time.UTC))
 	b := setup(t, []Case{{Match: "empty list", Patch: readTestdata(t, "stats/fix.patch")}}, Options{Now: clock.Now})
 
 	// Size the pad so the two requests share exactly 12000 bytes = 3000 tokens.

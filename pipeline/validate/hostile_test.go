@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -101,16 +102,10 @@ func TestOtherTicketsHomeUnreachable(t *testing.T) {
 					// not for a time a loaded machine could outlast.
 					Command: []string{"sh", "-c", "echo ticket-a-secret > $HOME/token; touch ready; while [ ! -e release ]; do sleep 0.05; done"}}})[0]
 			}()
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
-				if _, err := os.Stat(filepath.Join(a, "ready")); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the first check never started")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			clocktest.WaitFor(t, 2*time.Minute, "the first check started", func() bool {
+				_, err := os.Stat(filepath.Join(a, "ready"))
+				return err == nil
+			})
 			res := r.Run(context.Background(), b, []Check{{Name: "peek", Kind: KindCommand, Timeout: time.Minute,
 				Command: []string{"sh", "-c", "grep -rl ticket-a-secret " + scratchRoot + " /tmp/ticketd-scratch-* /var/tmp/ticketd-scratch-* 2>/dev/null | grep -q . && echo FOUND; true"}}})[0]
 			if err := os.WriteFile(filepath.Join(a, "release"), nil, 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/scripts/testenv"
 )
@@ -182,17 +183,12 @@ func processesLeftIn(dir string, within time.Duration) []int {
 		}
 		return pids
 	}
-	deadline := time.Now().Add(within)
-	for {
-		pids := scan()
-		if len(pids) == 0 || time.Now().After(deadline) {
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return pids
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pids []int
+	clocktest.Poll(within, func() bool { pids = scan(); return len(pids) == 0 })
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
+	return pids
 }
 
 // zombieOrAbsent reads the process state where pidfds are unavailable.

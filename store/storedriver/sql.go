@@ -1,14 +1,14 @@
 package storedriver
 
 // SQL is an engine's statements, one per step of a store operation. Each field says what
-// the store passes (args, in order) and what it scans (columns, in order); "ticket columns"
+// the store passes (a Params type, whose Args gives the order, or the args in order) and
+// what it scans (columns, in order); "ticket columns"
 // are TicketColumns. A statement named "transition" sets the columns it names plus the
 // event reservation of ReserveEvent, and changes the row only under its WHERE.
 type SQL struct {
 	// Tickets.
 
-	// Enqueue (Insert): source, external_id, repo, title, body, labels JSON, priority,
-	// max_attempts, run_after, created_at, updated_at; it reserves the first event (a fresh
+	// Enqueue (Insert): EnqueueParams; it reserves the first event (a fresh
 	// last_event_id) and inserts nothing when (source, external_id) exists.
 	Enqueue string
 	// TicketBySource: source, external_id -> id.
@@ -35,7 +35,7 @@ type SQL struct {
 	// lease in rescues, lease_expires_at NULL, finished_at and updated_at now -> id, state,
 	// attempts, reason of each.
 	Settle string
-	// Heartbeat (transition without reservation): lease_expires_at, updated_at, id, token.
+	// Heartbeat (transition without reservation): HeartbeatParams.
 	Heartbeat string
 	// CancelRequested: id -> cancel_requested (0, 1).
 	CancelRequested string
@@ -43,56 +43,49 @@ type SQL struct {
 	// attempts_before), cancel_requested, lease_owner of a running ticket with that fence
 	// token.
 	Leased string
-	// Complete (transition, fenced): finished_at, updated_at, branch, result_dir, summary,
-	// id, token; state done, lease_expires_at NULL, reason ''.
+	// Complete (transition, fenced): CompleteParams; state done, lease_expires_at NULL, reason ''.
 	Complete string
-	// EndAttempt (transition, fenced): state, attempts, run_after, finished_at (or NULL),
-	// updated_at, reason, branch, result_dir (each kept as it was when ''), id, token;
-	// lease_expires_at NULL.
+	// EndAttempt (transition, fenced): EndAttemptParams; lease_expires_at NULL.
 	EndAttempt string
-	// FinishCancelled (transition, fenced): finished_at, updated_at, reason, id, token;
-	// state cancelled, lease_expires_at NULL.
+	// FinishCancelled (transition, fenced): FinishCancelledParams; state cancelled, lease_expires_at NULL.
 	FinishCancelled string
-	// SaveTriage (fenced, no reservation): triage, updated_at, id, token.
+	// SaveTriage (fenced, no reservation): SaveTriageParams.
 	SaveTriage string
-	// CancelQueued (transition): finished_at, updated_at, reason, id, the state it must be
-	// in (queued, parked or needs_info); to cancelled, question ''.
+	// CancelQueued (transition): CancelQueuedParams, From queued, parked or needs_info; to
+	// cancelled, question ''.
 	CancelQueued string
 	// FlagCancel (transition): updated_at, reason, id; cancel_requested 1 on a running one.
 	FlagCancel string
-	// RequeueParked (transition): run_after, updated_at, reason, id; a parked ticket back
+	// RequeueParked (transition): ToQueueParams; a parked ticket back
 	// to queued, its counts kept.
 	RequeueParked string
 	// ParkedDue: run_after limit -> id, attempts of the parked tickets whose run_after is
 	// at most it. Unpark (transition): run_after, updated_at, id; one of them to queued.
 	ParkedDue, Unpark string
-	// Requeue (transition): run_after, updated_at, reason, id, the state it must be in;
-	// state queued, attempts kept (the next attempt numbers on) and attempts_before set to
+	// Requeue (transition): RequeueParams; state queued, attempts kept (the next attempt numbers on) and attempts_before set to
 	// them (a fresh budget), crashes 0, fence_token+1, lease_expires_at and finished_at
 	// NULL, cancel_requested 0, question ''.
 	Requeue string
-	// Accept (transition): finished_at, updated_at, branch, result_dir, reason, id; an
+	// Accept (transition): AcceptParams; an
 	// escalated ticket to done (a human accepted its kept change), summary kept.
 	Accept string
 
 	// Questions (a maker that asks a human).
 
-	// AskHuman (transition, fenced): attempts, updated_at, reason, question, branch,
-	// result_dir (each kept as it was when ''), id, token; state needs_info,
+	// AskHuman (transition, fenced): AskHumanParams; state needs_info,
 	// lease_expires_at NULL, questions+1.
 	AskHuman string
-	// InsertQuestion: attempt, question, asked_at, ticket id; the question numbered the
+	// InsertQuestion: InsertQuestionParams; the question numbered the
 	// ticket's questions count.
 	InsertQuestion string
-	// AnswerQuestion: answer, answered_by, answered_at, ticket id; answers the ticket's
+	// AnswerQuestion: AnswerQuestionParams; answers the ticket's
 	// latest question (n = its questions count) when it is unanswered.
 	AnswerQuestion string
-	// NeedBudget (fenced transition): attempts, updated_at, reason, branch, result_dir
-	// (each kept as it was when ''), id, token; state needs_budget, lease cleared.
-	// AddBudget (transition): run_after, updated_at, reason, dollars added, id; a
+	// NeedBudget (fenced transition): NeedBudgetParams; state needs_budget, lease cleared.
+	// AddBudget (transition): AddBudgetParams; a
 	// needs_budget ticket to queued with budget_extra_usd raised.
 	NeedBudget, AddBudget string
-	// Answered (transition): run_after, updated_at, reason, id; a needs_info ticket to
+	// Answered (transition): ToQueueParams; a needs_info ticket to
 	// queued, question ''. RequeueNeedsInfo the same, its question left unanswered.
 	Answered, RequeueNeedsInfo string
 	// Questions: ticket id -> ticket_id, n, attempt, question, asked_at, answer (NULL when
@@ -109,10 +102,9 @@ type SQL struct {
 
 	// ReserveEvent: id; reserves the ticket's next event and changes nothing else.
 	ReserveEvent string
-	// AppendEvent: ticket id, at, kind, from_state, to_state, reason, attempt, actor;
-	// writes the event the ticket's last transition reserved, linked to the head before it.
+	// AppendEvent: AppendEventParams; writes the event the ticket's last transition reserved, linked to the head before it.
 	AppendEvent string
-	// AppendEventFromRow: as AppendEvent, with attempt and actor read from the ticket row
+	// AppendEventFromRow: AppendEventParams.FromRowArgs, with attempt and actor read from the ticket row
 	// (attempts, lease_owner).
 	AppendEventFromRow string
 	// Events: ticket id -> id, ticket_id, at, kind, from_state, to_state, attempt, actor,
@@ -124,11 +116,7 @@ type SQL struct {
 
 	// Model calls, tool calls, reviews, endpoint health, outputs.
 
-	// InsertModelCall (Insert): ticket_id, run_id, attempt, role, model, endpoint,
-	// prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens,
-	// reasoning_tokens, cost_usd, latency_ms, finish_reason, error_class, error, retries,
-	// started_at, usage_reported, cost_source, price_cost_usd, provider_cost_usd,
-	// compactions, completion_unknown, continuations.
+	// InsertModelCall (Insert): InsertModelCallParams.
 	InsertModelCall string
 	// ModelCalls: ticket id -> id, ticket_id, run_id (0 for none), then the columns of
 	// InsertModelCall from attempt on, in its order, oldest first.
@@ -138,11 +126,12 @@ type SQL struct {
 	InsertToolCall string
 	// ToolCalls: ticket id -> id, then InsertToolCall's columns in its order, oldest first.
 	ToolCalls string
-	// InsertReview: ticket_id, attempt, round, kept, dropped, at, reviewer.
+	// InsertReview: InsertReviewParams (ticket_id, attempt, round, kept, dropped, at, reviewer).
 	InsertReview string
 	// Reviews: ticket id -> InsertReview's columns, oldest first.
 	Reviews string
-	// InsertEndpointEvent: run_id, endpoint, base_url, down, since, at, last_error.
+	// InsertEndpointEvent: InsertEndpointEventParams (run_id, endpoint, base_url, down,
+	// since, at, last_error).
 	InsertEndpointEvent string
 	// EndpointEvents: -> id, run_id (0 for none), then InsertEndpointEvent's columns from
 	// endpoint on, oldest first; EndpointEventsRun the same for one run id.
@@ -165,7 +154,7 @@ type SQL struct {
 	RunWindow string
 	// RunEnding: id -> after_event_id, outcome, error, and how many nodes joined it.
 	RunEnding string
-	// FinishRun: ended_at, after_event_id, id, outcome, error; sets those, and the totals from the events after
+	// FinishRun: FinishRunParams; sets those, and the totals from the events after
 	// after_event_id at or before ended_at (claimed, transitions into done and into escalated — not
 	// the notes on a finished ticket — and retry) and the
 	// cost of the model calls of the run.
@@ -198,8 +187,7 @@ type SQL struct {
 	// LoadBaseline (query in a write): used_at, repo, base_commit, checks_hash; counts the
 	// use -> results, flaky, duration_ms, created_at, used_at, uses.
 	LoadBaseline string
-	// SaveBaseline: repo, base_commit, checks_hash, results, flaky, duration_ms,
-	// created_at, used_at; replaces one with the same key (uses back to 0).
+	// SaveBaseline: SaveBaselineParams; replaces one with the same key (uses back to 0).
 	SaveBaseline string
 	// PruneBaselines: cutoff; deletes those used before it.
 	PruneBaselines string
@@ -241,7 +229,7 @@ type SQL struct {
 
 	// Artifacts (a ticket's results folder).
 
-	// SaveArtifact: ticket_id, path, content, updated_at; replaces the one at path.
+	// SaveArtifact: SaveArtifactParams; replaces the one at path.
 	SaveArtifact string
 	// Artifacts: ticket id -> path, size in bytes, updated_at, by path.
 	Artifacts string
@@ -270,7 +258,7 @@ type SQL struct {
 	// History that survives a requeue, nights closed by the living, crashes told from
 	// tickets, the database's identity, intake's skipped files.
 
-	// InsertRequeue: ticket_id, at, actor, from_state, attempts, note, branch; numbered one
+	// InsertRequeue: InsertRequeueParams; numbered one
 	// past the ticket's requeues. Requeues: ticket id -> n, at, actor, from_state, attempts,
 	// note, branch, by n. KeptBranches: -> ticket_id, branch of the requeues that kept one.
 	InsertRequeue, Requeues, KeptBranches string
@@ -296,14 +284,14 @@ type SQL struct {
 	// running tickets on node (their process is dead), so the next claim rescues them.
 	ExpireLeases string
 	// AddCrash (transition): updated_at, id; crashes+1. EscalateCrashed (transition):
-	// finished_at, updated_at, reason, id; a running or queued ticket to escalated, its lease
+	// EscalateCrashedParams; a running or queued ticket to escalated, its lease
 	// ended and its fence token moved on.
 	AddCrash, EscalateCrashed string
-	// ClearIntakeSkips: source. InsertIntakeSkip: source, path, reason, at. IntakeSkips: ->
+	// ClearIntakeSkips: source. InsertIntakeSkip: InsertIntakeSkipParams. IntakeSkips: ->
 	// source, path, reason, at, by source, path.
 	ClearIntakeSkips, InsertIntakeSkip, IntakeSkips string
-	// RecordEnvironment: repo, node, env_key, ok, cached, built_at, took_ms, at, error,
-	// output; replaces the row of (repo, node). Environments: -> those columns, by repo, node.
+	// RecordEnvironment: RecordEnvironmentParams; replaces the row of (repo, node).
+	// Environments: -> repo, node, env_key, ok, cached, built_at, took_ms, at, error, output, by repo, node.
 	RecordEnvironment, Environments string
 
 	// Dup: duplicates at intake (DupSQL).

@@ -87,7 +87,7 @@ func eventKinds(t *testing.T, b bundle, id int64) []string {
 	}
 	var kinds []string
 	for _, e := range evs {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, string(e.Kind))
 	}
 	return kinds
 }
