@@ -92,7 +92,7 @@ func machineCause(err error) (error, bool) {
 // diskFaultHook is the pipeline's DiskFault for one attempt: a tool call that met a storage
 // fault stops the attempt at once as the machine's fault, before the model reads the error
 // as a mistake of its own (and spends its loop on it).
-func (w *workerPool) diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error) {
+func diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error) {
 	return func(err error) {
 		log.Error("a tool call met a storage fault: the attempt ends as the machine's fault", "err", err)
 		cancel(fmt.Errorf("%w: the workspace: %s: %w", ErrMachineFault, diskfault.Describe(err), err))
@@ -110,15 +110,4 @@ func (w *workerPool) pauseNode(log *slog.Logger, reason string) {
 		log.Error("storage fault: this node claims no more tickets tonight", "reason", reason)
 		w.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
 	})
-}
-
-// releaseFault gives the ticket back unspent after the machine failed its attempt; a storage
-// fault pauses the node.
-func (w *workerPool) releaseFault(ctx context.Context, log *slog.Logger, lease store.Lease, cause error) {
-	if diskfault.Is(cause) {
-		w.pauseNode(log, cause.Error())
-	} else {
-		w.faults.add(cause.Error())
-	}
-	w.releaseMachine(ctx, log, lease, cause.Error())
 }

@@ -1,0 +1,200 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/store"
+)
+
+// perform carries out decide's ending of an attempt: it keeps the change where the ending
+// says, writes the results folder, pushes, and moves the ticket in the store. A write the
+// database does not take is retried until the night stops; the ticket then keeps its last
+// recorded state until its lease expires.
+func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) {
+	t := a.lease.Ticket
+	if e.PauseRepo != "" {
+		w.pauseRepo(ctx, t.Repo, e.PauseRepo)
+	}
+	switch e.Kind {
+	case endDiscarded:
+		log.Warn("lease lost: discarding this attempt's work")
+		return
+	case endDone:
+		if _, err := a.fix.commit(ctx, commitMessage(t, out)); err != nil {
+			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits()), out)
+			return
+		}
+	}
+	branch := w.keep(ctx, log, a, e, out)
+	if e.Push && e.Kind != endDone {
+		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	}
+	dir := ""
+	if e.Report {
+		dir = w.writeResult(ctx, log, a.lease, a.fix, out, string(e.Kind), branch)
+		if f := w.faults.take(t.ID); f != nil {
+			switch {
+			case e.Charge:
+				// A charged attempt without its record would be history lost: the machine's
+				// fault, released.
+				w.perform(ctx, log, a, decide(cause{Stage: stageResults, Err: f}, out, a.lease, w.limits()), out)
+				return
+			case e.Kind == endDone:
+				// The fix is committed on its branch; its results could not all be written.
+				mc, _ := machineCause(f)
+				w.pauseNode(log, fmt.Sprintf("write the results of ticket %d: %v", t.ID, mc))
+			}
+		}
+	}
+	switch e.Kind {
+	case endDone:
+		w.complete(ctx, log, a, out, dir)
+	case endNeedsInfo:
+		w.ask(log, a.lease, out.Question, branch, dir)
+	case endNeedsBudget:
+		w.needBudget(log, a.lease, e, out, branch, dir)
+	case endCancelled:
+		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
+			return w.d.Store.FinishCancelled(ctx, t.ID, a.lease.Token, e.Reason)
+		}); err != nil {
+			log.Error("finish cancelled ticket", "err", err)
+		}
+	case endRateLimited:
+		w.deferRateLimited(log, a.lease, e)
+	default:
+		w.fail(ctx, log, a.lease, e, branch, dir)
+	}
+}
+
+// keep commits the attempt's change where the ending keeps it, and returns the branch ("" for
+// none). The fix's branch is kept past the worktree's removal.
+func (w *workerPool) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) string {
+	t := a.lease.Ticket
+	switch e.Keep {
+	case keepFix:
+		return a.tree.Branch
+	case keepAttempt_:
+		reason := out.Reason
+		if e.Kind == endNeedsInfo {
+			reason = "asked a human: " + out.Question
+		}
+		return keepAttempt(ctx, log, a.fix, t.ID, a.lease.Attempt, reason)
+	case keepReleased_:
+		return keepReleased(ctx, log, a.fix, t.ID, a.lease.Attempt, fmt.Sprintf("stopped: %v", e.Reason))
+	}
+	return ""
+}
+
+// complete records a fix: the ticket is done, its branch kept and pushed, its duplicates
+// settled.
+func (w *workerPool) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string) {
+	t, branch := a.lease.Ticket, a.tree.Branch
+	err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
+		return w.d.Store.Complete(ctx, t.ID, a.lease.Token, store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary})
+	})
+	if isStoreFault(err) {
+		// The database never took the result: the fix stays on its branch and in its result
+		// folder for a human; the ticket reruns when its lease expires.
+		a.keepBranch = true
+		log.Error("complete ticket: the database did not take the result; the fix is kept on its branch", "branch", branch, "result", dir, "err", err)
+		return
+	}
+	if err != nil {
+		log.Error("complete ticket: discarding the fix", "err", err)
+		return
+	}
+	a.keepBranch = true
+	log.Info("ticket done", "branch", branch, "result", dir)
+	w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	w.d.settleDuplicates(ctx, log, t.ID)
+}
+
+// ask records the maker's question: asking is not a failure, the attempt is not charged, and
+// its change is kept beside the question for the human who answers.
+func (w *workerPool) ask(log *slog.Logger, lease store.Lease, question, branch, dir string) {
+	var state store.State
+	err := w.persist(w.stopCtx(), log, "record the question", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.d.Store.AskHuman(ctx, lease.Ticket.ID, lease.Token, store.Asked{Question: question, Branch: branch, ResultDir: dir})
+		return err
+	})
+	if err != nil {
+		log.Error("record the question", "err", err)
+		return
+	}
+	log.Info("ticket needs info: the maker asked a human", "state", state, "question", question)
+}
+
+// needBudget records an attempt its dollars stopped (spent, or projected to be by its next
+// call): not charged, the ticket waits as needs_budget until an operator adds money
+// (ticketctl budget ID +$X).
+func (w *workerPool) needBudget(log *slog.Logger, lease store.Lease, e ending, out pipeline.Outcome, branch, dir string) {
+	var state store.State
+	err := w.persist(w.stopCtx(), log, "stop for budget", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.d.Store.NeedBudget(ctx, lease.Ticket.ID, lease.Token, e.Reason, branch, dir)
+		return err
+	})
+	if err != nil {
+		log.Error("stop for budget", "err", err)
+		return
+	}
+	log.Warn("ticket needs budget: its dollars stopped it; `ticketctl budget` resumes it", "state", state,
+		"spent_usd", out.Dollars, "reason", out.Reason, "branch", branch)
+}
+
+// deferRateLimited records a rate limit's ending: back to the queue until the provider's
+// reset, or parked until the next night when that falls after the window.
+func (w *workerPool) deferRateLimited(log *slog.Logger, lease store.Lease, e ending) {
+	err := w.persist(w.stopCtx(), log, "defer a rate-limited ticket", lease.Ticket.ID, func(ctx context.Context) error {
+		if e.Park {
+			_, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil,
+				fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parkNote, "until the next night"), e.Reason))
+			return err
+		}
+		_, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason, RunAfter: e.RunAfter})
+		return err
+	})
+	if err != nil {
+		log.Error("defer a rate-limited ticket", "err", err)
+		return
+	}
+	log.Warn("ticket rate limited: waits for the reset", "retry_at", e.RunAfter, "parked", e.Park)
+}
+
+// fail records a failure: charged (retried or escalated) or a release, which never spends
+// the attempt.
+func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e ending, branch, dir string) {
+	switch e.Fault {
+	case faultPauseNode:
+		w.pauseNode(log, e.Reason)
+	case faultNoted:
+		w.faults.add(e.Reason)
+	}
+	if e.MayPark && w.park(ctx, log, lease, e.Reason) {
+		return
+	}
+	var state store.State
+	err := w.persist(w.stopCtx(), log, "record the attempt's end", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason,
+			Branch: branch, ResultDir: dir, Final: e.Final})
+		return err
+	})
+	switch {
+	case err != nil:
+		log.Error("record the attempt's end", "kind", e.Fail, "err", err)
+	case !e.Charge:
+		log.Info("ticket released", "kind", e.Fail, "reason", e.Reason, "kept_branch", branch)
+	case state == store.StateEscalated:
+		log.Warn("ticket escalated: it needs a human", "attempts", lease.Attempt, "reason", e.Reason, "result", dir)
+	default:
+		log.Info("attempt failed", "state", state, "reason", e.Reason)
+	}
+}
+
+// limits are the settings decide reads, for this night.
+func (w *workerPool) limits() limits {
+	return limits{MaxDollars: w.cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}
+}
