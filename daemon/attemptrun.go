@@ -77,7 +77,7 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	if w.guard != nil {
 		a.untrack = w.guard.track(a.fix)
 	}
-	if a.repo, err = w.repoEnv(ctx, t.Repo, repo, tree); err != nil {
+	if a.repo, err = w.envs.repoEnv(ctx, t.Repo, repo, tree); err != nil {
 		// The recipe failed (the repository is paused, said once), or a shutdown.
 		return cause{Stage: stageEnv, Err: fmt.Errorf("environment of %s: %v", t.Repo, err)}, false
 	}
@@ -121,7 +121,7 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage, Notes: a.notes,
 			Questions: a.questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0),
-			Unverified: w.priorUnverified(ctx, log, t.ID, lease.Attempt)},
+			Unverified: w.results.priorUnverified(ctx, log, t.ID, lease.Attempt)},
 		Dir:          a.tree.Dir,
 		RepoMap:      a.facts.repoMap,
 		Instructions: a.facts.instructions,
@@ -136,7 +136,7 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 			err := w.d.Store.SaveTriage(ctx, t.ID, lease.Token, triage)
 			if isStoreFault(err) {
 				// The database, not the ticket, failed: the attempt ends uncharged.
-				w.writeFailed(log, "save triage", t.ID, err)
+				w.health.writeFailed(log, "save triage", t.ID, err)
 				cancel(fmt.Errorf("%w: the ticket database did not take the triage: %w", ErrMachineFault, err))
 			}
 			return err

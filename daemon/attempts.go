@@ -148,7 +148,7 @@ func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byt
 
 // readAttempts reads every attempt record of the ticket, in attempt order: those in the
 // database (written by any node) and those under its results folder on this disk.
-func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int64, dir string) []attemptRecord {
+func (w *resultsFolder) readAttempts(ctx context.Context, log *slog.Logger, id int64, dir string) []attemptRecord {
 	byFolder := map[string]attemptRecord{}
 	add := func(folder string, data []byte) {
 		var r attemptRecord
@@ -162,7 +162,7 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 			add(filepath.Base(filepath.Dir(m)), data)
 		}
 	}
-	stored, err := w.d.Store.Artifacts(ctx, id)
+	stored, err := w.st.Artifacts(ctx, id)
 	if err != nil {
 		log.Warn("attempt records in the database", "err", err)
 	}
@@ -171,7 +171,7 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 		if !ok || name != "attempt.json" || !strings.HasPrefix(folder, "attempt-") {
 			continue
 		}
-		if data, err := w.d.Store.Artifact(ctx, id, a.Path); err == nil {
+		if data, err := w.st.Artifact(ctx, id, a.Path); err == nil {
 			add(folder, data)
 		}
 	}
@@ -185,8 +185,8 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 
 // priorUnverified is the ticket's previous attempt (the latest before attempt n) when it ended
 // unverified, with its patch: the next attempt is told what was missing. nil otherwise.
-func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
-	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(id, 10))
+func (w *resultsFolder) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
+	dir := filepath.Join(w.output, strconv.FormatInt(id, 10))
 	var prev *attemptRecord
 	for _, r := range w.readAttempts(ctx, log, id, dir) {
 		if r.Attempt < n && r.Ending != "released" && (prev == nil || r.Attempt >= prev.Attempt) {
@@ -199,7 +199,7 @@ func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id i
 	rel := attemptFolder(id, prev.Attempt, prev.Branch) + "/patch"
 	patch, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
-		if patch, err = w.d.Store.Artifact(ctx, id, rel); err != nil {
+		if patch, err = w.st.Artifact(ctx, id, rel); err != nil {
 			log.Warn("read the unverified attempt's patch", "attempt", prev.Attempt, "err", err)
 		}
 	}

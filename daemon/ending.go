@@ -212,6 +212,12 @@ func decideStop(c cause, out pipeline.Outcome, lease store.Lease, lim limits) en
 		e.Keep, e.Push, e.Report = keepReleased_, true, true
 		return e
 	}
+	return decideStatus(c, out, lease, lim)
+}
+
+// decideStatus is decideStop for an attempt nothing stopped from outside: its outcome's
+// status says how it ended.
+func decideStatus(c cause, out pipeline.Outcome, lease store.Lease, lim limits) ending {
 	switch out.Status {
 	case pipeline.StatusFixed:
 		return ending{Kind: endDone, Keep: keepFix, Push: true, Report: true, Next: store.StateDone}

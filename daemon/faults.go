@@ -22,6 +22,10 @@ var ErrMachineFault = errors.New("the machine failed the attempt")
 // ending, and the storage faults met by each ticket's attempt, for its worker. Safe for
 // concurrent use.
 type machineFaults struct {
+	// stopClaims ends this node's claims after a storage fault (once); nil: never.
+	stopClaims context.CancelCauseFunc
+	pauseOnce  sync.Once
+
 	mu      sync.Mutex
 	reasons []string
 	seen    map[string]bool
@@ -101,13 +105,13 @@ func diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error)
 
 // pauseNode stops this node's claims for the rest of the night after a storage fault: every
 // attempt would meet it again. The reason goes to the night's ending.
-func (w *workerPool) pauseNode(log *slog.Logger, reason string) {
-	w.faults.add(reason)
-	if w.stopClaims == nil {
+func (m *machineFaults) pauseNode(log *slog.Logger, reason string) {
+	m.add(reason)
+	if m.stopClaims == nil {
 		return
 	}
-	w.pauseOnce.Do(func() {
+	m.pauseOnce.Do(func() {
 		log.Error("storage fault: this node claims no more tickets tonight", "reason", reason)
-		w.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
+		m.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
 	})
 }

@@ -5,16 +5,39 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/store"
 )
 
+// ender carries out how attempts end, for one night.
+type ender struct {
+	d       *Daemon // pushes branches, settles duplicates
+	st      *store.Store
+	health  *storeHealth
+	results *resultsFolder
+	faults  *machineFaults
+	// pauseRepo pauses a repository for the rest of the night.
+	pauseRepo func(ctx context.Context, name, reason string)
+	limits    limits
+	parking   parking
+}
+
+// parking says when a ticket released too often for transport faults (or rate limited past
+// the window) is parked, and until when.
+type parking struct {
+	runID int64
+	max   int       // night.max_transport_releases; 0: never parked
+	until time.Time // until the next night
+	note  string    // until when, in words ("until the next night (T)")
+}
+
 // perform carries out decide's ending of an attempt: it keeps the change where the ending
 // says, writes the results folder, pushes, and moves the ticket in the store. A write the
 // database does not take is retried until the night stops; the ticket then keeps its last
 // recorded state until its lease expires.
-func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) {
+func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) {
 	t := a.lease.Ticket
 	if e.PauseRepo != "" {
 		w.pauseRepo(ctx, t.Repo, e.PauseRepo)
@@ -25,7 +48,7 @@ func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRu
 		return
 	case endDone:
 		if _, err := a.fix.commit(ctx, commitMessage(t, out)); err != nil {
-			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits()), out)
+			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
 			return
 		}
 	}
@@ -35,21 +58,27 @@ func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRu
 	}
 	dir := ""
 	if e.Report {
-		dir = w.writeResult(ctx, log, a.lease, a.fix, out, string(e.Kind), branch)
+		dir = w.results.writeResult(ctx, log, a.lease, a.fix, out, string(e.Kind), branch)
 		if f := w.faults.take(t.ID); f != nil {
 			switch {
 			case e.Charge:
 				// A charged attempt without its record would be history lost: the machine's
 				// fault, released.
-				w.perform(ctx, log, a, decide(cause{Stage: stageResults, Err: f}, out, a.lease, w.limits()), out)
+				w.perform(ctx, log, a, decide(cause{Stage: stageResults, Err: f}, out, a.lease, w.limits), out)
 				return
 			case e.Kind == endDone:
 				// The fix is committed on its branch; its results could not all be written.
 				mc, _ := machineCause(f)
-				w.pauseNode(log, fmt.Sprintf("write the results of ticket %d: %v", t.ID, mc))
+				w.faults.pauseNode(log, fmt.Sprintf("write the results of ticket %d: %v", t.ID, mc))
 			}
 		}
 	}
+	w.record(ctx, log, a, e, out, branch, dir)
+}
+
+// record moves the ticket in the store as the ending says.
+func (w *ender) record(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome, branch, dir string) {
+	t := a.lease.Ticket
 	switch e.Kind {
 	case endDone:
 		w.complete(ctx, log, a, out, dir)
@@ -58,8 +87,8 @@ func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRu
 	case endNeedsBudget:
 		w.needBudget(log, a.lease, e, out, branch, dir)
 	case endCancelled:
-		if err := w.persist(w.stopCtx(), log, "finish cancelled", t.ID, func(ctx context.Context) error {
-			return w.d.Store.FinishCancelled(ctx, t.ID, a.lease.Token, e.Reason)
+		if err := w.health.persist(log, "finish cancelled", t.ID, func(ctx context.Context) error {
+			return w.st.FinishCancelled(ctx, t.ID, a.lease.Token, e.Reason)
 		}); err != nil {
 			log.Error("finish cancelled ticket", "err", err)
 		}
@@ -72,7 +101,7 @@ func (w *workerPool) perform(ctx context.Context, log *slog.Logger, a *attemptRu
 
 // keep commits the attempt's change where the ending keeps it, and returns the branch ("" for
 // none). The fix's branch is kept past the worktree's removal.
-func (w *workerPool) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) string {
+func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) string {
 	t := a.lease.Ticket
 	switch e.Keep {
 	case keepFix:
@@ -91,10 +120,10 @@ func (w *workerPool) keep(ctx context.Context, log *slog.Logger, a *attemptRun, 
 
 // complete records a fix: the ticket is done, its branch kept and pushed, its duplicates
 // settled.
-func (w *workerPool) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string) {
+func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string) {
 	t, branch := a.lease.Ticket, a.tree.Branch
-	err := w.persist(w.stopCtx(), log, "complete", t.ID, func(ctx context.Context) error {
-		return w.d.Store.Complete(ctx, t.ID, a.lease.Token, store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary})
+	err := w.health.persist(log, "complete", t.ID, func(ctx context.Context) error {
+		return w.st.Complete(ctx, t.ID, a.lease.Token, store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary})
 	})
 	if isStoreFault(err) {
 		// The database never took the result: the fix stays on its branch and in its result
@@ -115,10 +144,10 @@ func (w *workerPool) complete(ctx context.Context, log *slog.Logger, a *attemptR
 
 // ask records the maker's question: asking is not a failure, the attempt is not charged, and
 // its change is kept beside the question for the human who answers.
-func (w *workerPool) ask(log *slog.Logger, lease store.Lease, question, branch, dir string) {
+func (w *ender) ask(log *slog.Logger, lease store.Lease, question, branch, dir string) {
 	var state store.State
-	err := w.persist(w.stopCtx(), log, "record the question", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.d.Store.AskHuman(ctx, lease.Ticket.ID, lease.Token, store.Asked{Question: question, Branch: branch, ResultDir: dir})
+	err := w.health.persist(log, "record the question", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.st.AskHuman(ctx, lease.Ticket.ID, lease.Token, store.Asked{Question: question, Branch: branch, ResultDir: dir})
 		return err
 	})
 	if err != nil {
@@ -131,10 +160,10 @@ func (w *workerPool) ask(log *slog.Logger, lease store.Lease, question, branch, 
 // needBudget records an attempt its dollars stopped (spent, or projected to be by its next
 // call): not charged, the ticket waits as needs_budget until an operator adds money
 // (ticketctl budget ID +$X).
-func (w *workerPool) needBudget(log *slog.Logger, lease store.Lease, e ending, out pipeline.Outcome, branch, dir string) {
+func (w *ender) needBudget(log *slog.Logger, lease store.Lease, e ending, out pipeline.Outcome, branch, dir string) {
 	var state store.State
-	err := w.persist(w.stopCtx(), log, "stop for budget", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.d.Store.NeedBudget(ctx, lease.Ticket.ID, lease.Token, e.Reason, branch, dir)
+	err := w.health.persist(log, "stop for budget", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.st.NeedBudget(ctx, lease.Ticket.ID, lease.Token, e.Reason, branch, dir)
 		return err
 	})
 	if err != nil {
@@ -147,14 +176,14 @@ func (w *workerPool) needBudget(log *slog.Logger, lease store.Lease, e ending, o
 
 // deferRateLimited records a rate limit's ending: back to the queue until the provider's
 // reset, or parked until the next night when that falls after the window.
-func (w *workerPool) deferRateLimited(log *slog.Logger, lease store.Lease, e ending) {
-	err := w.persist(w.stopCtx(), log, "defer a rate-limited ticket", lease.Ticket.ID, func(ctx context.Context) error {
+func (w *ender) deferRateLimited(log *slog.Logger, lease store.Lease, e ending) {
+	err := w.health.persist(log, "defer a rate-limited ticket", lease.Ticket.ID, func(ctx context.Context) error {
 		if e.Park {
-			_, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil,
-				fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parkNote, "until the next night"), e.Reason))
+			_, err := w.st.Park(ctx, lease.Ticket.ID, lease.Token, w.parking.until,
+				fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parking.note, "until the next night"), e.Reason))
 			return err
 		}
-		_, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason, RunAfter: e.RunAfter})
+		_, err := w.st.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason, RunAfter: e.RunAfter})
 		return err
 	})
 	if err != nil {
@@ -166,10 +195,10 @@ func (w *workerPool) deferRateLimited(log *slog.Logger, lease store.Lease, e end
 
 // fail records a failure: charged (retried or escalated) or a release, which never spends
 // the attempt.
-func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e ending, branch, dir string) {
+func (w *ender) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e ending, branch, dir string) {
 	switch e.Fault {
 	case faultPauseNode:
-		w.pauseNode(log, e.Reason)
+		w.faults.pauseNode(log, e.Reason)
 	case faultNoted:
 		w.faults.add(e.Reason)
 	}
@@ -177,8 +206,8 @@ func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lea
 		return
 	}
 	var state store.State
-	err := w.persist(w.stopCtx(), log, "record the attempt's end", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason,
+	err := w.health.persist(log, "record the attempt's end", lease.Ticket.ID, func(ctx context.Context) (err error) {
+		state, err = w.st.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason,
 			Branch: branch, ResultDir: dir, Final: e.Final})
 		return err
 	})
@@ -194,7 +223,26 @@ func (w *workerPool) fail(ctx context.Context, log *slog.Logger, lease store.Lea
 	}
 }
 
-// limits are the settings decide reads, for this night.
-func (w *workerPool) limits() limits {
-	return limits{MaxDollars: w.cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}
+// park keeps a ticket released too often for transport faults tonight out of the queue
+// until the next night, so the queue moves on; it reports whether it parked the ticket.
+func (w *ender) park(ctx context.Context, log *slog.Logger, lease store.Lease, cause string) bool {
+	if w.parking.runID == 0 || w.parking.max <= 0 {
+		return false
+	}
+	n, err := w.st.TransportReleases(ctx, lease.Ticket.ID, w.parking.runID)
+	if err != nil {
+		log.Warn("count transport releases", "err", err)
+		return false
+	}
+	if n < w.parking.max {
+		return false
+	}
+	reason := fmt.Sprintf("parked %s: released %d times tonight for transport faults (night.max_transport_releases), last: %v",
+		cmp.Or(w.parking.note, "until the next night"), n, cause)
+	if _, err := w.st.Park(ctx, lease.Ticket.ID, lease.Token, w.parking.until, reason); err != nil {
+		log.Error("park ticket", "err", err)
+		return true
+	}
+	log.Warn("ticket parked", "until", w.parking.until, "transport_releases", n, "reason", cause)
+	return true
 }

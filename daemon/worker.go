@@ -1,12 +1,10 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -32,61 +30,28 @@ type workerPool struct {
 	windowEnd time.Time
 	// gate says which model endpoints are down; claims pause while any is (a ticket
 	// needs every role's endpoint). nil: never paused.
-	gate endpointGate
-	// runID and parkUntil park a ticket released too often for transport faults; parkNote
-	// says until when, in words ("until the next night (T)").
-	runID     int64
-	parkUntil time.Time
-	parkNote  string
+	gate      endpointGate
 	unhealthy unhealthyRepos
 	// envs are the repositories' environments (repos.<name>.setup); nil: none built.
 	envs *repoEnvs
 	// pending are the repositories whose baseline is still being computed.
 	pending pendingBaselines
-	// stop ends when work in flight must stop (shutdown, the grace period): a write the
-	// database did not take is retried until then. nil: never.
-	stop        context.Context
-	storeHealth storeHealth
+	// health says whether the ticket database takes writes, and retries those it did not.
+	health *storeHealth
 	// stopClaims ends the night's claims with a cause (a systemic failure); nil: never.
 	stopClaims context.CancelCauseFunc
 	systemic   systemic
 
-	// faults are what the machine failed tonight (storage, the ticket database); pauseOnce
-	// stops this node's claims once after a storage fault.
-	faults    machineFaults
-	pauseOnce sync.Once
-	// identity is the ticket database's (store.Identity), written in each results folder.
-	identity string
-	// calls records the night's model calls; it keeps those the database did not take.
-	calls *callRecorder
+	// faults are what the machine failed tonight (storage, the ticket database); a storage
+	// fault stops this node's claims.
+	faults *machineFaults
+	// end carries out how each attempt ends.
+	end *ender
+	// results writes the attempts' results folders.
+	results *resultsFolder
 
 	mu      sync.Mutex
 	touched []int64
-	// held are the leases this pool's workers hold now (ticket → token), extended first
-	// when the database takes writes again, before anyone may claim.
-	held map[int64]int64
-}
-
-func (w *workerPool) hold(l store.Lease) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.held == nil {
-		w.held = map[int64]int64{}
-	}
-	w.held[l.Ticket.ID] = l.Token
-}
-
-func (w *workerPool) unhold(id int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.held, id)
-}
-
-// heldLeases returns the leases held now.
-func (w *workerPool) heldLeases() map[int64]int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.held)
 }
 
 func (w *workerPool) touchedIDs() []int64 {
@@ -129,7 +94,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 				continue
 			}
 		}
-		if w.storeDown() {
+		if w.health.isDown() {
 			// No claims while the database does not take writes. With nothing held, a claim
 			// every second is the probe that finds it writable again; while workers hold
 			// tickets, their own writes are the probe: a claim that landed first could take
@@ -137,7 +102,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			if !sleep(claimCtx, time.Second) {
 				return
 			}
-			if len(w.heldLeases()) > 0 {
+			if len(w.health.heldLeases()) > 0 {
 				continue
 			}
 		}
@@ -158,7 +123,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		if err != nil {
 			if claimCtx.Err() == nil {
 				if isStoreFault(err) {
-					w.writeFailed(log, "claim", 0, err)
+					w.health.writeFailed(log, "claim", 0, err)
 				} else {
 					log.Error("claim ticket", "err", err)
 				}
@@ -166,13 +131,13 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			}
 			continue
 		}
-		w.writeOK(claimCtx, log)
+		w.health.writeOK(claimCtx, log)
 		w.mu.Lock()
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
-		w.hold(lease)
+		w.health.hold(lease)
 		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), lease)
-		w.unhold(lease.Ticket.ID)
+		w.health.unhold(lease.Ticket.ID)
 	}
 }
 
@@ -260,12 +225,12 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	a := &attemptRun{lease: lease}
 	defer a.close(bg, log, w.trees)
 	if c, ok := w.prepare(ctx, cancel, a); !ok {
-		w.perform(bg, log, a, decide(c, pipeline.Outcome{}, lease, w.limits()), pipeline.Outcome{})
+		w.end.perform(bg, log, a, decide(c, pipeline.Outcome{}, lease, w.end.limits), pipeline.Outcome{})
 		return
 	}
 	out := w.run(ctx, cancel, log, a)
 	c := w.runCause(ctx, log, a, out)
-	w.perform(bg, log, a, decide(c, out, lease, w.limits()), out)
+	w.end.perform(bg, log, a, decide(c, out, lease, w.end.limits), out)
 }
 
 // commitMessage is the fix commit's message. A GitHub ticket's names its issue ("Fixes #N",
@@ -319,7 +284,7 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				// The database does not take writes: the attempt rides the outage out (the
 				// promise of docs/operating.md); once it takes writes again the lease is extended
 				// before anyone may claim, and a lost lease says so at the next beat.
-				w.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
+				w.health.writeFailed(log, "heartbeat", lease.Ticket.ID, err)
 			case err != nil:
 				failures++
 				log.Warn("heartbeat", "err", err, "failures", failures)
@@ -333,7 +298,7 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 				return
 			default:
 				failures = 0
-				w.writeOK(ctx, log)
+				w.health.writeOK(ctx, log)
 			}
 		}
 	}()
@@ -341,36 +306,4 @@ func (w *workerPool) heartbeat(ctx context.Context, cancel context.CancelCauseFu
 		close(done)
 		<-stopped
 	}
-}
-
-// park keeps a ticket released too often for transport faults tonight out of the queue
-// until the next night, so the queue moves on; it reports whether it parked the ticket.
-func (w *workerPool) park(ctx context.Context, log *slog.Logger, lease store.Lease, cause string) bool {
-	if w.runID == 0 || w.cfg.Night.MaxTransportReleases <= 0 {
-		return false
-	}
-	n, err := w.d.Store.TransportReleases(ctx, lease.Ticket.ID, w.runID)
-	if err != nil {
-		log.Warn("count transport releases", "err", err)
-		return false
-	}
-	if n < w.cfg.Night.MaxTransportReleases {
-		return false
-	}
-	reason := fmt.Sprintf("parked %s: released %d times tonight for transport faults (night.max_transport_releases), last: %v",
-		cmp.Or(w.parkNote, "until the next night"), n, cause)
-	if _, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil, reason); err != nil {
-		log.Error("park ticket", "err", err)
-		return true
-	}
-	log.Warn("ticket parked", "until", w.parkUntil, "transport_releases", n, "reason", cause)
-	return true
-}
-
-// stopCtx is w.stop, or a context that never ends.
-func (w *workerPool) stopCtx() context.Context {
-	if w.stop != nil {
-		return w.stop
-	}
-	return context.Background()
 }
