@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/store"
@@ -14,17 +15,18 @@ import (
 // else (no store, no disk, no clock), and perform (perform.go) carries it out: every ending is
 // a row of one table test (ending_test.go) instead of a path through stacked switches.
 
-// endingKind is how an attempt ended, in the words of its report and its attempt record.
+// endingKind is how an attempt ended: the record's endings (record.Ending), and two that
+// leave no record.
 type endingKind string
 
 const (
-	endDone        endingKind = "done"
-	endRetry       endingKind = "retry"
-	endEscalated   endingKind = "escalated"
-	endCancelled   endingKind = "cancelled"
-	endReleased    endingKind = "released"
-	endNeedsInfo   endingKind = "needs_info"
-	endNeedsBudget endingKind = "needs_budget"
+	endDone        = endingKind(record.Done)
+	endRetry       = endingKind(record.Retry)
+	endEscalated   = endingKind(record.Escalated)
+	endCancelled   = endingKind(record.Cancelled)
+	endReleased    = endingKind(record.Released)
+	endNeedsInfo   = endingKind(record.NeedsInfo)
+	endNeedsBudget = endingKind(record.NeedsBudget)
 	// endRateLimited waits for the provider's reset: back to the queue until then, or parked
 	// when it falls after the window. No report.
 	endRateLimited endingKind = "rate_limited"

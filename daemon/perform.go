@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/store"
 )
@@ -58,7 +59,7 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 	}
 	dir := ""
 	if e.Report {
-		dir = w.results.writeResult(ctx, log, a.lease, a.fix, out, string(e.Kind), branch)
+		dir = w.results.writeResult(ctx, log, a.lease, a.fix, out, record.Ending(e.Kind), branch)
 		if f := w.faults.take(t.ID); f != nil {
 			switch {
 			case e.Charge:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/secret"
@@ -31,7 +32,7 @@ type resultsFolder struct {
 // writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
 // under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
 // ticket's transition matters more than its report.
-func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending, branch string) string {
+func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending record.Ending, branch string) string {
 	t := lease.Ticket
 	dir := resultDir(w.output, w.identity, t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -39,7 +40,7 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 		w.faults.noteTicket(t.ID, err)
 		return ""
 	}
-	if err := writeTicketRecord(dir, w.identity, t, ending); err != nil {
+	if err := writeTicketRecord(dir, w.identity, t, string(ending)); err != nil {
 		log.Error("write the ticket's record", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
 	}
@@ -61,12 +62,11 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 	}
 	w.saveArtifact(ctx, log, t.ID, "patch", patch)
 	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
-	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, attemptRecord{
+	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, record.Attempt{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
-		folder: attemptFolder(t.ID, lease.Attempt, branch),
-	}, diff, out)
+	}, attemptFolder(t.ID, lease.Attempt, branch), diff, out)
 	calls, err := w.st.ModelCalls(ctx, t.ID)
 	if err != nil {
 		log.Warn("model calls for report", "err", err)
@@ -108,7 +108,7 @@ type reportInput struct {
 	Attempt int
 	Branch  string
 	Base    string
-	Ending  string // done, retry, escalated, cancelled, released
+	Ending  record.Ending
 	Outcome pipeline.Outcome
 	Diff    string
 	// Leftovers are the paths the checks wrote that no tool did: discarded, never committed.
@@ -117,7 +117,7 @@ type reportInput struct {
 	Events    []store.Event
 	Now       time.Time
 	// Attempts are every attempt's record so far (results/<id>/attempt-<n>/).
-	Attempts []attemptRecord
+	Attempts []record.Attempt
 	// Questions are the questions asked on the ticket so far, answered or not; GitHub says
 	// the ticket came from a GitHub issue (where its question is posted).
 	Questions []store.Question
@@ -141,9 +141,9 @@ func writeHeading(b *strings.Builder, in reportInput) {
 	t, out := in.Ticket, in.Outcome
 	fmt.Fprintf(b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, endingKind(in.Ending).heading(), in.Attempt, t.MaxAttempts)
 	switch in.Ending {
-	case string(store.StateDone):
+	case record.Done:
 		fmt.Fprintf(b, "Branch `%s` (from `%s`). Review it with:\n\n    git log -p %s..%s\n\n", in.Branch, short(in.Base), short(in.Base), in.Branch)
-	case string(store.StateNeedsInfo):
+	case record.NeedsInfo:
 		fmt.Fprintf(b, "## Question\n\n%s\n\n", quote(out.Question))
 		b.WriteString("The ticket is out of the queue until someone answers. Answer it with:\n\n")
 		fmt.Fprintf(b, "    ticketctl answer %d \"your answer\"\n\n", t.ID)
@@ -151,7 +151,7 @@ func writeHeading(b *strings.Builder, in reportInput) {
 			b.WriteString("or reply on the GitHub issue (the question is posted there): a comment by the issue's author or by a maintainer with write access, after the question, is taken as the answer.\n\n")
 		}
 		b.WriteString("The next attempt starts with the question and the answer; the triage is kept.\n\n")
-	case string(store.StateNeedsBudget):
+	case record.NeedsBudget:
 		fmt.Fprintf(b, "Why it stopped: %s\n\nIts partial work is on `%s`. Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", out.Reason, in.Branch, t.ID)
 	default:
 		fmt.Fprintf(b, "Why it stopped: %s\n\n", out.Reason)
