@@ -137,7 +137,7 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 			if isStoreFault(err) {
 				// The database, not the ticket, failed: the attempt ends uncharged.
 				w.health.writeFailed(log, "save triage", t.ID, err)
-				cancel(fmt.Errorf("%w: the ticket database did not take the triage: %w", ErrMachineFault, err))
+				cancel(fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, err))
 			}
 			return err
 		},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
-	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -290,9 +289,11 @@ func release(stop, err error) ending {
 	return ending{Kind: endReleased, Fail: store.FailTransport, Reason: err.Error(), MayPark: true, Next: store.StateQueued}
 }
 
-// faultOf is what the night records of a machine fault: a storage fault pauses the node.
+// faultOf is what the night records of a machine fault: a storage fault of the workspace or
+// the results pauses the node; the ticket database's own does not (its health watch resumes
+// claims).
 func faultOf(err error) faultNote {
-	if diskfault.Is(err) {
+	if workspaceFault(err) {
 		return faultPauseNode
 	}
 	return faultNoted

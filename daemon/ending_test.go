@@ -107,6 +107,8 @@ func TestDecideEndings(t *testing.T) {
 			want{kind: endReleased, fail: store.FailTransport, keep: keepReleased_, push: true, report: true, next: store.StateQueued, mayPark: true}},
 		{"storage fault in a tool call", ran(fmt.Errorf("%w: the workspace: %w", ErrMachineFault, disk)), pipeline.Outcome{Status: pipeline.StatusStopped}, first, lim,
 			want{kind: endReleased, fail: store.FailMachine, keep: keepReleased_, report: true, next: store.StateQueued, fault: faultPauseNode}},
+		{"database full while saving the triage: pauses nothing", ran(fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, disk)), pipeline.Outcome{Status: pipeline.StatusStopped}, first, lim,
+			want{kind: endReleased, fail: store.FailMachine, keep: keepReleased_, report: true, next: store.StateQueued, fault: faultNoted}},
 		{"database did not take the triage", ran(fmt.Errorf("%w: triage: %w", ErrMachineFault, dbGone)), pipeline.Outcome{Status: pipeline.StatusStopped}, first, lim,
 			want{kind: endReleased, fail: store.FailMachine, keep: keepReleased_, report: true, next: store.StateQueued, fault: faultNoted}},
 		{"cancel requested", ran(errCancelRequested), pipeline.Outcome{Status: pipeline.StatusStopped}, first, lim,

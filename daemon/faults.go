@@ -93,6 +93,18 @@ func machineCause(err error) (error, bool) {
 	return err, false
 }
 
+// errDatabaseWrite marks a machine fault that is the ticket database's (SQLite says "database
+// or disk is full" for its own disk): the store's health watch already stops claims until the
+// database takes writes again, and resumes them, so it pauses nothing for the rest of the
+// night, unlike a full workspace, which every attempt would meet again.
+var errDatabaseWrite = errors.New("the ticket database did not take a write")
+
+// workspaceFault says whether err is a storage fault that pauses the node: one of the
+// workspace or results, not of the ticket database.
+func workspaceFault(err error) bool {
+	return diskfault.Is(err) && !errors.Is(err, errDatabaseWrite)
+}
+
 // diskFaultHook is the pipeline's DiskFault for one attempt: a tool call that met a storage
 // fault stops the attempt at once as the machine's fault, before the model reads the error
 // as a mistake of its own (and spends its loop on it).

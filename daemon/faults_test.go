@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -275,4 +277,29 @@ func clipBytes(b []byte, n int) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
+}
+
+// TestWorkspaceFault: a full workspace pauses the node for the night; the ticket database's
+// own "database or disk is full" does not (its health watch resumes claims once it takes
+// writes again), and neither does a fault that is no storage fault at all.
+func TestWorkspaceFault(t *testing.T) {
+	sqliteFull := errors.New("save triage: commit: database or disk is full (13)")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"workspace ENOSPC", fmt.Errorf("%w: the workspace: %w", ErrMachineFault, &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}), true},
+		{"results read-only", fmt.Errorf("write results: %w", syscall.EROFS), true},
+		{"database full", fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, sqliteFull), false},
+		{"database full, unmarked", sqliteFull, true},
+		{"not storage", errors.New("connection refused"), false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := workspaceFault(tc.err); got != tc.want {
+				t.Errorf("workspaceFault(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
 }

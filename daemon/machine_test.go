@@ -215,9 +215,7 @@ func TestFixFinishedWhileDatabaseFull(t *testing.T) {
 		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
 	}
 	filler := fill(t, disk)
-	for !strings.Contains(logs.String(), "ticket database write failed") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, logs, "ticket database write failed")
 	g.release() // the fixes finish while the database takes no writes
 	// The scenario needs the leases to expire while the disk is full: 2 s leases.
 	time.Sleep(3 * time.Second)
@@ -245,7 +243,10 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 	disk := smallDisk(t, "8m")
 	f := newFixture(t, 2)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1, Latency: 200 * time.Millisecond})
-	cfg := f.config(t, url, 2)
+	// The judge's answer is held, so a ticket is surely running when the disk fills: on an
+	// idle machine the night can otherwise finish before the first failed write.
+	g, gated := newGate(t, url, "judge")
+	cfg := f.config(t, gated, 2)
 	cfg.Store.Path = filepath.Join(disk, "ticketd.db")
 	cfg.Night.Heartbeat = 100 * time.Millisecond
 	st, err := OpenStore(context.Background(), cfg)
@@ -262,7 +263,11 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 		rep, _ := d.RunNight(ctx, "test")
 		done <- rep
 	}()
-	waitRunning(t, st)
+	select {
+	case <-g.held:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
+	}
 	filler := fill(t, disk)
 	defer os.Remove(filler)
 	waitLog(t, logs, "ticket database write failed")

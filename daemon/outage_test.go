@@ -37,16 +37,12 @@ func TestDatabaseOutageIsSeen(t *testing.T) {
 		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
 	}
 	filler := fill(t, disk)
-	for !strings.Contains(logs.String(), "ticket database write failed") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, logs, "ticket database write failed")
 	// More than three heartbeats fail (100 ms apart) before the judge answers; its calls
 	// are made while the database takes no writes.
 	time.Sleep(time.Second)
 	g.release()
-	for !strings.Contains(logs.String(), "attempt ended") {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLog(t, logs, "attempt ended")
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}

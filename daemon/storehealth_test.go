@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"os"
@@ -35,11 +36,27 @@ func smallDisk(t *testing.T, size string) string {
 	return dir
 }
 
-// fill writes to a new file in dir until the disk is full, and returns the file.
+// fill writes to a new file in dir until the disk is full, and returns the file. A full
+// disk alone does not make SQLite's writes fail: once a checkpoint has copied the WAL, the
+// log is rewritten in place, and small writes (heartbeats) can go on for minutes in the
+// space it already holds. So fill first empties the WAL of each database in dir (a
+// TRUNCATE checkpoint from a connection of its own), then takes every free byte: the
+// database's next writes have to grow its log, and fail.
 func fill(t *testing.T, dir string) string {
 	t.Helper()
+	wals, _ := filepath.Glob(filepath.Join(dir, "*-wal"))
+	for _, wal := range wals {
+		truncateWAL(t, strings.TrimSuffix(wal, "-wal"))
+	}
 	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
+	fillFile(t, path)
+	return path
+}
+
+// fillFile appends to path until the disk is full.
+func fillFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +65,35 @@ func fill(t *testing.T, dir string) string {
 	for {
 		if _, err := f.Write(chunk); err != nil {
 			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v, want ENOSPC", dir, err)
+				t.Fatalf("fill %s: %v, want ENOSPC", path, err)
 			}
-			return path
+			if len(chunk) == 1 {
+				return
+			}
+			chunk = chunk[:len(chunk)/2] // the last pages too
 		}
 	}
+}
+
+// truncateWAL checkpoints the database at path into its file and truncates its WAL to zero
+// bytes, waiting out the night's own readers and writers (busy_timeout).
+func truncateWAL(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(60000)")
+	if err != nil {
+		t.Fatalf("open %s to truncate its WAL: %v", path, err)
+	}
+	defer db.Close()
+	for range 100 {
+		var busy, logPages, done int
+		if err := db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+			t.Fatalf("truncate the WAL of %s: %v", path, err)
+		}
+		if busy == 0 {
+			return
+		}
+	}
+	t.Fatalf("truncate the WAL of %s: busy 100 times", path)
 }
 
 // TestDiskFull: the database's disk fills while a ticket runs. The failed write is logged at
