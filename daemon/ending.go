@@ -96,10 +96,10 @@ type limits struct {
 type keepWork int
 
 const (
-	keepNothing   keepWork = iota
-	keepAttempt_           // committed on ticketd/<id>-attempt-<n>
-	keepReleased_          // committed on ticketd/<id>-attempt-<n>-released, moved to the latest
-	keepFix                // committed on the ticket's branch: the fix
+	keepNothing        keepWork = iota
+	keepAttemptBranch           // committed on ticketd/<id>-attempt-<n>
+	keepReleasedBranch          // committed on ticketd/<id>-attempt-<n>-released, moved to the latest
+	keepFix                     // committed on the ticket's branch: the fix
 )
 
 // faultNote says what the night records of the machine's fault.
@@ -202,7 +202,7 @@ func decideStop(c cause, out pipeline.Outcome, lease store.Lease, lim limits) en
 	case errors.Is(c.Stop, ErrMachineFault):
 		// What the attempt did is kept as a stopped attempt's is; never pushed.
 		e := release(c.Stop, c.Stop)
-		e.Keep, e.Report = keepReleased_, true
+		e.Keep, e.Report = keepReleasedBranch, true
 		return e
 	case errors.Is(c.Stop, errCancelRequested):
 		return ending{Kind: endCancelled, Report: true, Next: store.StateCancelled,
@@ -210,7 +210,7 @@ func decideStop(c cause, out pipeline.Outcome, lease store.Lease, lim limits) en
 	case c.Stop != nil && out.Status != pipeline.StatusFixed:
 		// Stopped from outside (window and grace, shutdown, the night's dollars).
 		e := release(c.Stop, c.Stop)
-		e.Keep, e.Push, e.Report = keepReleased_, true, true
+		e.Keep, e.Push, e.Report = keepReleasedBranch, true, true
 		return e
 	}
 	return decideStatus(c, out, lease, lim)
@@ -223,10 +223,10 @@ func decideStatus(c cause, out pipeline.Outcome, lease store.Lease, lim limits) 
 	case pipeline.StatusFixed:
 		return ending{Kind: endDone, Keep: keepFix, Push: true, Report: true, Next: store.StateDone}
 	case pipeline.StatusNeedsInfo:
-		return ending{Kind: endNeedsInfo, Keep: keepAttempt_, Push: true, Report: true, Next: store.StateNeedsInfo}
+		return ending{Kind: endNeedsInfo, Keep: keepAttemptBranch, Push: true, Report: true, Next: store.StateNeedsInfo}
 	case pipeline.StatusBudget:
 		if out.NeedsBudget && lim.MaxDollars > 0 {
-			return ending{Kind: endNeedsBudget, Reason: oneLine(out.Reason), Keep: keepAttempt_, Push: true, Report: true, Next: store.StateNeedsBudget}
+			return ending{Kind: endNeedsBudget, Reason: oneLine(out.Reason), Keep: keepAttemptBranch, Push: true, Report: true, Next: store.StateNeedsBudget}
 		}
 	case pipeline.StatusTransport:
 		if !out.RetryAt.IsZero() {
@@ -256,7 +256,7 @@ func failedAttempt(out pipeline.Outcome, lease store.Lease) ending {
 	}
 	// The same unverified patch a second time escalates now: a retry would only repeat it.
 	e := charged(kind, oneLine(out.Reason), out.RepeatsUnverified > 0, out.RepeatsUnverified > 0 || kind == store.FailHuman, lease)
-	e.Keep, e.Push, e.Report = keepAttempt_, true, true
+	e.Keep, e.Push, e.Report = keepAttemptBranch, true, true
 	return e
 }
 

@@ -107,13 +107,13 @@ func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e end
 	switch e.Keep {
 	case keepFix:
 		return a.tree.Branch
-	case keepAttempt_:
+	case keepAttemptBranch:
 		reason := out.Reason
 		if e.Kind == endNeedsInfo {
 			reason = "asked a human: " + out.Question
 		}
 		return keepAttempt(ctx, log, a.fix, t.ID, a.lease.Attempt, reason)
-	case keepReleased_:
+	case keepReleasedBranch:
 		return keepReleased(ctx, log, a.fix, t.ID, a.lease.Attempt, fmt.Sprintf("stopped: %v", e.Reason))
 	}
 	return ""
@@ -215,6 +215,8 @@ func (w *ender) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e
 	switch {
 	case err != nil:
 		log.Error("record the attempt's end", "kind", e.Fail, "err", err)
+	case e.Fail == store.FailMachine:
+		log.Warn("ticket released: the machine failed the attempt, not the ticket", "reason", e.Reason, "kept_branch", branch)
 	case !e.Charge:
 		log.Info("ticket released", "kind", e.Fail, "reason", e.Reason, "kept_branch", branch)
 	case state == store.StateEscalated:
