@@ -133,6 +133,8 @@ type ending struct {
 	// Next is the state the ticket is meant to reach ("" for a lost lease: not ours to move).
 	// The store has the last word (a cancel request, the attempt limit).
 	Next store.State
+	// Heading is the report's heading ("" for the endings without a report).
+	Heading string
 	// PauseRepo, when set, pauses the ticket's repository for the night with this reason.
 	PauseRepo string
 	Fault     faultNote
@@ -140,6 +142,13 @@ type ending struct {
 
 // decide says how an attempt ends. It is pure: the same facts give the same ending.
 func decide(c cause, out pipeline.Outcome, lease store.Lease, lim limits) ending {
+	e := decideStage(c, out, lease, lim)
+	e.Heading = e.Kind.heading()
+	return e
+}
+
+// decideStage is decide by the stage the attempt ended in.
+func decideStage(c cause, out pipeline.Outcome, lease store.Lease, lim limits) ending {
 	switch c.Stage {
 	case stageRefused:
 		return charged(store.FailFix, c.Err.Error(), false, false, lease)

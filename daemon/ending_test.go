@@ -143,6 +143,9 @@ func TestDecideEndings(t *testing.T) {
 			if got != w {
 				t.Errorf("decide = %+v\nwant      %+v", got, w)
 			}
+			if e.Report && e.Heading == "" {
+				t.Errorf("ending %q writes a report without a heading", e.Kind)
+			}
 			if !strings.Contains(e.Reason, w.reason) {
 				t.Errorf("reason %q lacks %q", e.Reason, w.reason)
 			}
