@@ -527,11 +527,14 @@ func readLog(t *testing.T, path string) []logRecord {
 }
 
 // TestRunWindowEnd runs the built `ticketd run` on a schedule that fires every second with a
-// 4 s window and a 20 s grace period. Two tickets start; one's checker never answers, so it
+// 40 s window and a 20 s grace period. Two tickets start; one's checker never answers, so it
 // is still running when the window closes: the grace period ends it, its partial diff is kept
 // (branch and patch) and it is released with no attempt spent. The other is fixed within
-// window and grace on any machine we know, but a real process's 24 s are the machine's: on
+// window and grace on any machine we know, but a real process's 60 s are the machine's: on
 // one too loaded for that, it must have been released the same way, never failed or lost.
+// The window counts from the start of the repository's baseline, which must end inside it
+// for anything to be claimed: at load 30 its four pytest runs outlasted the 4 s window this
+// test once had, and every night ended unworked.
 // (daemon.TestWindowGrace covers both cases on the night's own clock.)
 func TestRunWindowEnd(t *testing.T) {
 	t.Parallel() // a process, folder, database and model server of its own
@@ -540,7 +543,7 @@ func TestRunWindowEnd(t *testing.T) {
 	}
 	bin := buildTicketd(t)
 	f := newHeldNightFixture(t, 2, 100*time.Millisecond,
-		`{schedule: "@every 1s", window: 4s, grace: 20s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
+		`{schedule: "@every 1s", window: 40s, grace: 20s, workers: 2, lease: 30s, heartbeat: 1s, poll: 50ms}`, "rule 1 charges")
 	cmd := f.start(t, bin, "daemon.log", "run", "--config", f.config, "--log-format", "json")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
