@@ -152,7 +152,7 @@ func TestGitHubNight(t *testing.T) {
 // the ticket id); a folder ticket's names none; what the issue and the model wrote is defused.
 func TestCommitMessage(t *testing.T) {
 	const z = "\u200d"
-	out := pipeline.Outcome{Summary: "Guarded the empty list; @octocat closes #3, see https://github.com/o/r/issues/4"}
+	out := pipeline.Outcome{Artifacts: pipeline.Artifacts{Summary: "Guarded the empty list; @octocat closes #3, see https://github.com/o/r/issues/4"}}
 	tests := []struct {
 		name   string
 		ticket store.Ticket

@@ -37,8 +37,8 @@ type reviewerRun struct {
 // whose paths or touches the change meets; in round 2 correctness and the opt-in reviewers
 // that have a round-1 finding to confirm or withdraw (a round-2 reviewer may add nothing, so
 // one with nothing to confirm would be paid for an empty answer).
-func (a *attempt) reviewersFor(round int, diff string) []reviewerRun {
-	revs := a.r.Reviewers
+func (b *reviewBoard) reviewersFor(round int, diff string) []reviewerRun {
+	revs := b.reviewers
 	if len(revs) == 0 {
 		revs = DefaultReviewers()
 	}
@@ -48,7 +48,7 @@ func (a *attempt) reviewersFor(round int, diff string) []reviewerRun {
 		switch {
 		case rv.Angle == AngleCorrectness:
 		case round > 1:
-			if !hasReviewer(a.lastFindings, rv.Angle) {
+			if !hasReviewer(b.last, rv.Angle) {
 				continue
 			}
 		default:
@@ -92,15 +92,15 @@ func reviewerOf(f Finding) string {
 // first reviewer (correctness) goes alone, so its request writes the shared prefix (the
 // checker's instructions, the repository, the ticket and the diff) to the provider's cache;
 // the others then run in parallel on that prefix, each adding only its angle.
-func (a *attempt) runReviewers(ctx context.Context, round int, diff, material string) ([]Finding, int, error) {
-	runs := a.reviewersFor(round, diff)
-	base := a.openingMessages(model.RoleChecker, nil)
+func (b *reviewBoard) runReviewers(ctx context.Context, round int, diff, material string) ([]Finding, int, error) {
+	runs := b.reviewersFor(round, diff)
+	base := b.ask.opening(model.RoleChecker, nil)
 	base[1].Content += material
-	runs[0] = a.reviewOnce(ctx, round, runs[0], base, diff)
+	runs[0] = b.reviewOnce(ctx, round, runs[0], base, diff)
 	if runs[0].err == nil && len(runs) > 1 {
 		var wg sync.WaitGroup
 		for i := 1; i < len(runs); i++ {
-			wg.Go(func() { runs[i] = a.reviewOnce(ctx, round, runs[i], base, diff) })
+			wg.Go(func() { runs[i] = b.reviewOnce(ctx, round, runs[i], base, diff) })
 		}
 		wg.Wait()
 	}
@@ -115,28 +115,28 @@ func (a *attempt) runReviewers(ctx context.Context, round int, diff, material st
 			continue
 		}
 		if r.why != "" {
-			a.note("review round %d: %s reviewer ran (%s): %d finding(s)", round, r.rev.Angle, r.why, len(r.kept))
+			b.jr.note("review round %d: %s reviewer ran (%s): %d finding(s)", round, r.rev.Angle, r.why, len(r.kept))
 		}
 		if r.dropped > 0 {
-			a.note("review round %d: %d %s finding(s) dropped (evidence not in the diff or changed files, bad schema, or new in round 2)", round, r.dropped, r.rev.Angle)
+			b.jr.note("review round %d: %d %s finding(s) dropped (evidence not in the diff or changed files, bad schema, or new in round 2)", round, r.dropped, r.rev.Angle)
 		}
 		kept = append(kept, r.kept...)
 		dropped += r.dropped
-		if a.r.Recorder != nil {
-			if err := a.r.Recorder.RecordReview(context.WithoutCancel(ctx), store.Review{TicketID: a.job.Ticket.ID,
-				Attempt: a.job.Ticket.Attempt, Round: round, Kept: len(r.kept), Dropped: r.dropped, At: a.r.now(),
+		if b.rec != nil {
+			if err := b.rec.RecordReview(context.WithoutCancel(ctx), store.Review{TicketID: b.ask.job.Ticket.ID,
+				Attempt: b.ask.job.Ticket.Attempt, Round: round, Kept: len(r.kept), Dropped: r.dropped, At: b.ask.now(),
 				Reviewer: r.rev.Angle}); err != nil {
-				a.log.Warn("record review round", "round", round, "reviewer", r.rev.Angle, "err", err)
+				b.log.Warn("record review round", "round", round, "reviewer", r.rev.Angle, "err", err)
 			}
 		}
 	}
-	a.droppedFindings += dropped
+	b.dropped += dropped
 	if err := errors.Join(errs...); err != nil {
 		return nil, dropped, err
 	}
 	if round == 1 {
 		var err error
-		if kept, err = a.arbitrate(ctx, round, material, kept); err != nil {
+		if kept, err = b.arbitrate(ctx, round, material, kept); err != nil {
 			return nil, dropped, err
 		}
 	}
@@ -144,13 +144,13 @@ func (a *attempt) runReviewers(ctx context.Context, round int, diff, material st
 }
 
 // reviewOnce asks one reviewer for its findings and verifies them.
-func (a *attempt) reviewOnce(ctx context.Context, round int, r reviewerRun, base []openai.ChatCompletionMessage, diff string) reviewerRun {
+func (b *reviewBoard) reviewOnce(ctx context.Context, round int, r reviewerRun, base []openai.ChatCompletionMessage, diff string) reviewerRun {
 	msgs := append([]openai.ChatCompletionMessage(nil), base...)
 	if text := angleInstructions[r.rev.Angle]; text != "" {
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
 	}
 	var prev []Finding
-	for _, f := range a.lastFindings {
+	for _, f := range b.last {
 		if reviewerOf(f) == r.rev.Angle {
 			f.Reviewer, f.Arbiter = "", ""
 			prev = append(prev, f)
@@ -168,11 +168,11 @@ func (a *attempt) reviewOnce(ctx context.Context, round int, r reviewerRun, base
 	var ans struct {
 		Findings []Finding `json:"findings"`
 	}
-	if err := a.askJSON(ctx, model.RoleChecker, msgs, &ans, nil); err != nil {
+	if err := b.ask.askJSON(ctx, model.RoleChecker, msgs, &ans, nil); err != nil {
 		r.err = err
 		return r
 	}
-	kept, dropped := a.verifyFindings(ans.Findings, diff)
+	kept, dropped := verifyFindings(b.dir, ans.Findings, diff)
 	for i := range kept {
 		kept[i].Reviewer, kept[i].Arbiter = r.rev.Angle, ""
 	}
@@ -180,7 +180,7 @@ func (a *attempt) reviewOnce(ctx context.Context, round int, r reviewerRun, base
 		kept, dropped = confirmOnly(kept, prev, dropped)
 		// A confirmed finding keeps the arbiter's mark of round 1.
 		for i, f := range kept {
-			for _, p := range a.lastFindings {
+			for _, p := range b.last {
 				if reviewerOf(p) == r.rev.Angle && p.File == f.File && p.Arbiter != "" &&
 					(norm(p.Finding) == norm(f.Finding) || norm(stripDiffMarkers(p.Evidence)) == norm(stripDiffMarkers(f.Evidence))) {
 					kept[i].Arbiter = p.Arbiter
@@ -225,7 +225,7 @@ func abs(n int) int {
 // arbitrate sends the round's conflicting pairs to one arbiter call, which only decides: A,
 // B, or both (kept, marked). An arbiter that cannot answer in the schema keeps both, marked;
 // an endpoint that fails stops the review like any model fault.
-func (a *attempt) arbitrate(ctx context.Context, round int, material string, fs []Finding) ([]Finding, error) {
+func (b *reviewBoard) arbitrate(ctx context.Context, round int, material string, fs []Finding) ([]Finding, error) {
 	pairs := conflictPairs(fs)
 	if len(pairs) == 0 {
 		return fs, nil
@@ -234,15 +234,15 @@ func (a *attempt) arbitrate(ctx context.Context, round int, material string, fs 
 	for k, p := range pairs {
 		decisions[k] = Arbitration{Round: round, A: fs[p[0]], B: fs[p[1]], Decision: "both"}
 	}
-	if !a.r.Roles[model.RoleJudge] {
+	if !b.ask.roles[model.RoleJudge] {
 		for k := range decisions {
 			decisions[k].Reason = "no arbiter: the judge role, whose model the arbiter uses, is not configured"
 		}
-	} else if err := a.askArbiter(ctx, material, decisions); err != nil {
+	} else if err := b.askArbiter(ctx, material, decisions); err != nil {
 		if ctx.Err() != nil || errors.Is(err, model.ErrTransport) || errors.Is(err, errBudget) {
 			return nil, err
 		}
-		a.note("arbiter gave no usable answer, both findings of each pair kept: %v", clip(err.Error(), 200))
+		b.jr.note("arbiter gave no usable answer, both findings of each pair kept: %v", clip(err.Error(), 200))
 		for k := range decisions {
 			decisions[k].Decision, decisions[k].Reason = "both", "the arbiter gave no usable answer"
 		}
@@ -262,10 +262,10 @@ func (a *attempt) arbitrate(ctx context.Context, round int, material string, fs 
 			fs[i].Arbiter = fmt.Sprintf("contested by the %s reviewer's finding at %s:%d; both kept: %s", reviewerOf(fs[j]), fs[j].File, fs[j].Line, d.Reason)
 			fs[j].Arbiter = fmt.Sprintf("contested by the %s reviewer's finding at %s:%d; both kept: %s", reviewerOf(fs[i]), fs[i].File, fs[i].Line, d.Reason)
 		}
-		a.note("arbiter, review round %d: %s (%s) against %s (%s) at %s:%d: %s; %s", round,
+		b.jr.note("arbiter, review round %d: %s (%s) against %s (%s) at %s:%d: %s; %s", round,
 			reviewerOf(fs[i]), fs[i].Severity, reviewerOf(fs[j]), fs[j].Severity, fs[i].File, fs[i].Line, decisionWords(d.Decision), clip(d.Reason, 200))
 	}
-	a.arbitrations = append(a.arbitrations, decisions...)
+	b.arbitrations = append(b.arbitrations, decisions...)
 	var out []Finding
 	for i, f := range fs {
 		if !drop[i] {
@@ -286,13 +286,13 @@ func decisionWords(d string) string {
 }
 
 // askArbiter asks one arbiter call for every pair and writes its decisions into ds.
-func (a *attempt) askArbiter(ctx context.Context, material string, ds []Arbitration) error {
+func (b *reviewBoard) askArbiter(ctx context.Context, material string, ds []Arbitration) error {
 	type side struct {
 		Reviewer string `json:"reviewer"`
 		Finding
 	}
-	var b strings.Builder
-	b.WriteString("\n# Findings that contradict each other\n")
+	var pairs strings.Builder
+	pairs.WriteString("\n# Findings that contradict each other\n")
 	for k, d := range ds {
 		strip := func(f Finding) side {
 			r := reviewerOf(f)
@@ -301,10 +301,10 @@ func (a *attempt) askArbiter(ctx context.Context, material string, ds []Arbitrat
 		}
 		ja, _ := json.Marshal(strip(d.A))
 		jb, _ := json.Marshal(strip(d.B))
-		fmt.Fprintf(&b, "\nPair %d:\nA: %s\nB: %s\n", k+1, ja, jb)
+		fmt.Fprintf(&pairs, "\nPair %d:\nA: %s\nB: %s\n", k+1, ja, jb)
 	}
-	msgs := a.openingMessages(model.RoleArbiter, nil)
-	msgs[1].Content += a.criteriaText() + material + b.String()
+	msgs := b.ask.opening(model.RoleArbiter, nil)
+	msgs[1].Content += criteriaText(b.tri) + material + pairs.String()
 	var ans struct {
 		Decisions []struct {
 			Pair     int    `json:"pair"`
@@ -312,7 +312,7 @@ func (a *attempt) askArbiter(ctx context.Context, material string, ds []Arbitrat
 			Reason   string `json:"reason"`
 		} `json:"decisions"`
 	}
-	return a.askJSON(ctx, model.RoleArbiter, msgs, &ans, func() error {
+	return b.ask.askJSON(ctx, model.RoleArbiter, msgs, &ans, func() error {
 		seen := map[int]bool{}
 		for _, d := range ans.Decisions {
 			dec := strings.ToUpper(strings.TrimSpace(d.Decision))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -72,8 +73,8 @@ func TestAnswerReachesEveryRole(t *testing.T) {
 	tk := Ticket{ID: 3, Attempt: 2, Title: "add is wrong", Body: "add(2, 3) gives -1", Repo: "calc",
 		Questions: []QA{{Question: "Should add(2, 3) be 5, or is subtraction intended for refunds?", Answer: "5: refunds use a separate function.", By: "ticketctl:alice"}}}
 	for _, role := range model.Roles {
-		a := &attempt{r: &Runner{}, job: Job{Ticket: tk, RepoMap: "calc.py\n"}}
-		user := a.openingMessages(role, nil)[1].Content
+		a := newAttempt(&Runner{}, Job{Ticket: tk, RepoMap: "calc.py\n"}, time.Time{})
+		user := a.ask.opening(role, nil)[1].Content
 		q, ans, body := strings.Index(user, "Question 1: Should add(2, 3) be 5"), strings.Index(user, "Answer (ticketctl:alice): 5: refunds"), strings.Index(user, "add(2, 3) gives -1")
 		if q < 0 || ans < q || body > q || body < 0 {
 			t.Errorf("%s: question at %d, answer at %d, issue body at %d in:\n%s", role, q, ans, body, user)

@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -128,81 +125,6 @@ type Job struct {
 	AllowPaths []string
 }
 
-// Status is how an attempt ended.
-type Status string
-
-const (
-	StatusFixed     Status = "fixed"     // checks, checker and judge passed: commit it
-	StatusFailed    Status = "failed"    // the model gave up or could not produce a passing fix
-	StatusBudget    Status = "budget"    // a step, token or time bound, or the loop guard, stopped it
-	StatusTransport Status = "transport" // the model endpoint kept failing: not the ticket's fault
-	StatusStopped   Status = "stopped"   // the context was cancelled (shutdown or ticket cancelled)
-	// StatusUnverified: the change passes the checks, but nothing shows that it fixes the
-	// reported bug (no test fails at the base and passes with it, no verification does
-	// either). It is never shipped; its patch is kept for a human.
-	StatusUnverified Status = "unverified"
-	// StatusNeedsInfo: the maker asked a human a question (Outcome.Question). The ticket
-	// waits for the answer; the attempt is not charged.
-	StatusNeedsInfo Status = "needs_info"
-	// StatusTestsChanged: the change weakens tests the base passed (Gate.Weakened: edited,
-	// skipped, deleted or renamed), or still carries suppressions, test configuration or
-	// protected paths after being told (see findings.go). It is never shipped by itself: the
-	// ticket escalates at once, its patch and branch kept, and a human may accept it.
-	StatusTestsChanged Status = "tests_changed"
-)
-
-// Outcome is what one attempt produced.
-type Outcome struct {
-	Status   Status
-	Reason   string
-	Summary  string            // the maker's submit summary
-	Question string            // the maker's question (StatusNeedsInfo)
-	Triage   *Triage           // the triage used (fresh or cached)
-	Checks   []validate.Result // the last validator run on a submitted change
-	Gate     *Gate             // that run compared with the base commit
-	// Evidence is what showed (or failed to show) that the last submitted change fixes the
-	// bug; nil when no submit got past the checks.
-	Evidence *Evidence
-	Findings []Finding // the checker's verified findings on the last review
-	Verdict  *Verdict  // the judge's last verdict
-	Steps    int
-	Tokens   int64
-	Dollars  float64 // known model spend of this attempt
-	Calls    int
-	Submits  int
-	// Compactions counts the passes that shrank the maker's conversation to fit its window.
-	Compactions int
-	History     []string // what was tried, one line each, for the report
-	Flaky       []string // tests that failed on a candidate, then passed alone ("check: id")
-	// ReviewRounds and DroppedFindings count the attempt's reviews and the checker findings
-	// dropped (invented evidence, bad schema, new in round 2).
-	ReviewRounds    int
-	DroppedFindings int
-	// Arbitrations are the arbiter's decisions on contradicting findings, in order.
-	Arbitrations  []Arbitration
-	JudgeAdvisory bool // the verdict only annotates (judge: advisory)
-	Duration      time.Duration
-	// FirstTierCaught counts the check runs (submits and run_checks) that the first tier
-	// failed, so the whole suite did not run; FirstTierTime is the time all first tiers took.
-	FirstTierCaught int
-	FirstTierTime   time.Duration
-	// RepeatsUnverified is the attempt whose unverified patch this attempt ended with again,
-	// unverified again (0 when it did not): a further attempt would only repeat it.
-	RepeatsUnverified int
-	// EndpointFault is set when the attempt ended on a model request that failed for a
-	// reason on the endpoint's side, which would fail any ticket's request the same way: a
-	// refusal (4xx other than quota), an unusable answer (streamed, no choices, not JSON),
-	// or a context overflow before the conversation grew (triage, the maker's first
-	// request). The night compares them across tickets to tell a systemic failure.
-	EndpointFault *model.Fault
-	// NeedsBudget says a StatusBudget attempt was stopped by its dollars (spent, or projected
-	// to be spent by the next maker call), with its partial work kept: more money resumes it.
-	NeedsBudget bool
-	// RetryAt is, for an attempt stopped by a rate limit (StatusTransport), when the
-	// provider said it lifts: the ticket waits until then. Zero when it did not say.
-	RetryAt time.Time
-}
-
 // Runner runs attempts. It is safe for concurrent use by several workers.
 type Runner struct {
 	Models   Chatter
@@ -288,40 +210,37 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	}
 	// A check configured without a time-out gets one from its run at the base commit.
 	job.Checks = validate.BaselineTimeouts(job.Checks, job.Baseline)
-	a := &attempt{r: r, job: job, start: start, log: r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)}
+	a := newAttempt(r, job, start)
 	out := a.run(ctx)
 	out.Duration = r.now().Sub(start)
-	out.Steps, out.Tokens, out.Calls, out.Submits = a.steps, a.tokens, a.calls, a.submits
-	out.Dollars, out.Compactions = a.dollars, a.compactions
-	out.History = a.history
-	out.Flaky = a.flaky
-	out.ReviewRounds, out.DroppedFindings = a.reviewRounds, a.droppedFindings
-	out.Arbitrations = a.arbitrations
+	out.Steps, out.Calls, out.Tokens, out.Dollars = a.spend.totals()
+	out.Submits, out.Compactions = a.submits, a.compactions
+	out.History, out.Flaky = a.jr.lines, a.jr.flaky
+	out.ReviewRounds, out.DroppedFindings = a.board.rounds, a.board.dropped
+	out.Arbitrations = a.board.arbitrations
 	out.JudgeAdvisory = r.JudgeAdvisory
 	out.FirstTierCaught, out.FirstTierTime = a.firstTierCaught, a.firstTierTime
 	return out
 }
 
+// attempt is one Run: the maker's loop and what it has learnt so far. The stages a submit
+// goes through (submit.go) are handed the change and the parts they need: the spend, the
+// models (asker), the worktree's tests (testTree), the reviews (reviewBoard), the journal.
 type attempt struct {
-	r           *Runner
-	job         Job
-	log         *slog.Logger
-	start       time.Time
-	steps       int
-	tokens      int64
-	dollars     float64
-	calls       int
+	r     *Runner
+	job   Job
+	log   *slog.Logger
+	spend *spend // model calls against the budget
+	ask   *asker
+	jr    *journal // what was tried, for the report
+	tree  *testTree
+	board *reviewBoard
+
 	submits     int
 	compactions int
-	// unrecorded counts compaction passes not yet recorded on a maker call.
-	unrecorded int
-	tri        *Triage
-	flaky      []string
-	// changed are the paths the change under check touches (set by runChecks): every check
-	// run sets its test configuration among them to the base commit (see checks).
-	changed    []string
-	targets    []string // tests the maker named on submit: they must pass
-	issueTests []string // tests the issue names that exist in the repository: they must pass
+	tri         *Triage
+	named       []string // tests the maker named on submit: they must pass
+	issueTests  []string // tests the issue names that exist in the repository: they must pass
 	// evidenceRefusals counts submits refused because nothing showed the fix works;
 	// lastRefusal is the last refused submit, to stop an attempt that repeats itself.
 	evidenceRefusals int
@@ -329,118 +248,32 @@ type attempt struct {
 	// findingRefusals counts submits refused for suppressions, test configuration or
 	// protected paths (see findings.go).
 	findingRefusals int
-	// verified caches the verification commands' runs on one diff (see evidence.go);
-	// lastEvidence is the last evidence step's finding.
-	verified     *verificationRuns
-	lastEvidence *Evidence
-	// reviewRounds counts checker-and-judge reviews; lastFindings are the last round's.
-	reviewRounds    int
-	lastFindings    []Finding
-	droppedFindings int
-	arbitrations    []Arbitration
-	// mu guards the spend counters (calls, tokens, dollars), which reviewers running in
-	// parallel update together.
-	mu sync.Mutex
-	// history holds short lines of what was tried, for the escalation report.
-	history []string
+	// verified caches the verification commands' runs on one diff (see evidence.go).
+	verified *verificationRuns
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.
 	firstTierCaught int
 	firstTierTime   time.Duration
 	// lastGate is the gate of the last submit, which an attempt stopped later reports.
 	lastGate *Gate
-	// discovered is tests()' answer, read once.
-	discovered *discover.Tests
-	testsOnce  sync.Once
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int
-	// spend projects the maker's next call's cost (spend.go).
-	spend spendWatch
 }
 
-// note adds one line to the attempt's history, flattened so reports stay one line per step.
-func (a *attempt) note(format string, args ...any) {
-	a.history = append(a.history, clip(strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " "), 400))
-}
-
-// checkBudget says whether the attempt may make another model call. The wall clock is read
-// from the Runner's clock here, and also enforced by a context deadline in Run for a call
-// or a check that hangs.
-func (a *attempt) checkBudget() error {
-	b := a.job.Budget
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case b.MaxTokens > 0 && a.tokens >= b.MaxTokens:
-		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, a.tokens, b.MaxTokens)
-	case b.MaxDollars > 0 && a.dollars >= b.MaxDollars:
-		return fmt.Errorf("%w: %w: $%.4f spent of $%.2f", errBudget, errDollars, a.dollars, b.MaxDollars)
-	case b.WallClock > 0 && a.r.now().Sub(a.start) >= b.WallClock:
-		return fmt.Errorf("%w: wall clock of %s", errBudget, b.WallClock)
-	}
-	return nil
-}
-
-// takeCompactions returns the compaction passes to record on a request of role: those
-// that ran since the last maker request, recorded on the next one.
-func (a *attempt) takeCompactions(role model.Role) int {
-	if role != model.RoleMaker {
-		return 0
-	}
-	n := a.unrecorded
-	a.unrecorded = 0
-	return n
-}
-
-// chat sends one request and accounts for it against the budget.
-func (a *attempt) chat(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, tools []openai.Tool, jsonOut bool) (model.Response, error) {
-	if err := a.checkBudget(); err != nil {
-		return model.Response{}, err
-	}
-	resp, err := a.r.Models.Chat(ctx, model.Request{
-		Role:     role,
-		TicketID: a.job.Ticket.ID,
-		Attempt:  a.job.Ticket.Attempt,
-		Messages: msgs,
-		Tools:    tools,
-		JSON:     jsonOut,
-		// The static prefix is the same for every ticket; its version keys the prompt cache.
-		PrefixVersion: PromptVersion,
-		Compactions:   a.takeCompactions(role),
-	})
-	a.mu.Lock()
-	a.calls++
-	a.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
-	if resp.CostUSD != nil {
-		a.dollars += *resp.CostUSD
-		if role == model.RoleMaker && err == nil {
-			a.spend.add(*resp.CostUSD, resp.Usage.PromptTokens)
-		}
-	}
-	a.mu.Unlock()
-	return resp, err
+// newAttempt starts an attempt at job at start.
+func newAttempt(r *Runner, job Job, start time.Time) *attempt {
+	log := r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)
+	sp := newSpend(job.Budget, start, r.now)
+	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job}
+	jr := &journal{}
+	return &attempt{r: r, job: job, log: log, spend: sp, ask: ask, jr: jr, tree: newTestTree(job),
+		board: &reviewBoard{ask: ask, jr: jr, log: log, rec: r.Recorder, reviewers: r.Reviewers,
+			advisory: r.JudgeAdvisory, dir: job.Dir}}
 }
 
 // stop turns an error that ended the attempt into an Outcome.
 func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
-	cause := context.Cause(ctx)
-	switch {
-	case errors.Is(err, errBudget):
-		out.Status, out.Reason, out.NeedsBudget = StatusBudget, err.Error(), errors.Is(err, errDollars)
-	case cause != nil && errors.Is(cause, errBudget):
-		out.Status, out.Reason = StatusBudget, cause.Error()
-	case errors.Is(err, errContextFull):
-		out.Status, out.Reason = StatusBudget, err.Error()
-	case ctx.Err() != nil:
-		out.Status, out.Reason = StatusStopped, fmt.Sprintf("stopped: %v", cause)
-	case errors.Is(err, model.ErrTransport):
-		out.Status, out.Reason = StatusTransport, err.Error()
-		if f := (*model.Fault)(nil); errors.As(err, &f) {
-			out.RetryAt = f.ResetAt
-		}
-	default:
-		out.Status, out.Reason = StatusFailed, err.Error()
-	}
+	out.Status, out.Reason, out.NeedsBudget, out.RetryAt = stopCause(ctx, err)
 	if last := a.lastGate; last != nil && (out.Gate == nil || !last.Passed) {
 		// The report says what the last submit's checks did, not an earlier review's.
 		out.Gate, out.Checks = last, last.Results
@@ -448,34 +281,57 @@ func (a *attempt) stop(ctx context.Context, out Outcome, err error) Outcome {
 			out.Evidence, out.Findings, out.Verdict = nil, nil, nil
 		}
 	}
-	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && a.endpointSide(f) {
+	if f := (*model.Fault)(nil); (out.Status == StatusFailed || out.Status == StatusBudget) && errors.As(err, &f) && endpointSide(f, a.makerAnswers) {
 		out.EndpointFault = f
 	}
-	a.note("stopped: %s", out.Reason)
+	a.jr.note("stopped: %s", out.Reason)
 	return out
 }
 
-// endpointSide says whether a failed request's fault would fail any ticket's request.
-func (a *attempt) endpointSide(f *model.Fault) bool {
+// stopCause classifies the error that ended an attempt: its status and reason, whether more
+// dollars would let it go on, and when a rate limit lifts.
+func stopCause(ctx context.Context, err error) (status Status, reason string, needsBudget bool, retryAt time.Time) {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(err, errBudget):
+		return StatusBudget, err.Error(), errors.Is(err, errDollars), time.Time{}
+	case cause != nil && errors.Is(cause, errBudget):
+		return StatusBudget, cause.Error(), false, time.Time{}
+	case errors.Is(err, errContextFull):
+		return StatusBudget, err.Error(), false, time.Time{}
+	case ctx.Err() != nil:
+		return StatusStopped, fmt.Sprintf("stopped: %v", cause), false, time.Time{}
+	case errors.Is(err, model.ErrTransport):
+		if f := (*model.Fault)(nil); errors.As(err, &f) {
+			retryAt = f.ResetAt
+		}
+		return StatusTransport, err.Error(), false, retryAt
+	}
+	return StatusFailed, err.Error(), false, time.Time{}
+}
+
+// endpointSide says whether a failed request's fault would fail any ticket's request, given
+// how many answers the maker had given.
+func endpointSide(f *model.Fault, makerAnswers int) bool {
 	switch f.Class {
 	case model.ErrorClassRejected, model.ErrorClassBadResponse:
 		return true
 	case model.ErrorClassContextOverflow:
-		return f.Role == model.RoleTriage || f.Role == model.RoleMaker && a.makerAnswers == 0
+		return f.Role == model.RoleTriage || f.Role == model.RoleMaker && makerAnswers == 0
 	}
 	return false
 }
 
 func (a *attempt) run(ctx context.Context) Outcome {
 	var out Outcome
-	triage, err := a.triage(ctx)
+	triage, err := triage(ctx, a.ask, a.jr)
 	if err != nil {
 		return a.stop(ctx, out, fmt.Errorf("triage: %w", err))
 	}
-	out.Triage, a.tri = triage, triage
-	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tests())
+	out.Triage, a.tri, a.board.tri = triage, triage, triage
+	a.issueTests = IssueTests(a.job.Dir, a.job.Ticket.Title+"\n"+a.job.Ticket.Body, a.tree.tests())
 	if len(a.issueTests) > 0 {
-		a.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
+		a.jr.note("the issue names tests, which the fix must make pass: %s", strings.Join(a.issueTests, ", "))
 	}
 	return a.makerLoop(ctx, out)
 }

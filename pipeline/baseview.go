@@ -36,36 +36,24 @@ func infraPaths(changed []string) []string {
 	return out
 }
 
-// testPaths are the paths of changed that belong to the tests (a.isTestPath) or configure the
-// checks: what testView sets to the base commit.
-func (a *attempt) testPaths(changed []string) []string {
-	var out []string
-	for _, p := range changed {
-		if (a.isTestPath(p) || isInfraPath(p)) && !hasGitElement(p) {
-			out = append(out, p)
-		}
-	}
-	return out
+// baseInfraRunner runs checks with every changed configuration file and conftest.py of a
+// change (changed) as at the base commit: every check run of an attempt goes through it.
+// Without a reader of the base commit (Job.BaseFile nil) it runs them as they are.
+type baseInfraRunner struct {
+	tree    *testTree
+	run     CheckRunner // the Runner's
+	changed []string
 }
-
-// checks is the attempt's check runner: the Runner's, with the base commit's test
-// infrastructure for every run.
-func (a *attempt) checks() CheckRunner { return baseInfraRunner{a} }
-
-// baseInfraRunner runs checks with every changed configuration file and conftest.py of the
-// attempt's current change (attempt.changed) as at the base commit. Without a reader of the
-// base commit (Job.BaseFile nil) it runs them as they are.
-type baseInfraRunner struct{ a *attempt }
 
 var _ CheckRunner = baseInfraRunner{}
 
 func (r baseInfraRunner) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
-	paths := infraPaths(r.a.changed)
-	if len(paths) == 0 || r.a.job.BaseFile == nil {
-		return r.a.r.Checks.Run(ctx, dir, checks)
+	paths := infraPaths(r.changed)
+	if len(paths) == 0 || r.tree.baseFile == nil {
+		return r.run.Run(ctx, dir, checks)
 	}
 	var res []validate.Result
-	err := r.a.swapToBase(ctx, paths, func() { res = r.a.r.Checks.Run(ctx, dir, checks) })
+	err := r.tree.swapToBase(ctx, paths, func() { res = r.run.Run(ctx, dir, checks) })
 	if err != nil {
 		return unusable(checks, "the base commit's test configuration could not be put in place for the checks: "+err.Error())
 	}
@@ -80,21 +68,6 @@ func unusable(checks []validate.Check, reason string) []validate.Result {
 		out[i] = validate.Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Tests: -1, Summary: reason, Abort: reason}
 	}
 	return out
-}
-
-// inTestView runs fn with the tests as the base commit has them: every changed test path
-// and configuration file set to its base version, and the test files the change added
-// absent. The code is the change's. What fn runs there is the base's test suite judging the
-// change: a test the change edited, skipped, weakened or deleted speaks in its base version,
-// and a test module the change added cannot patch the others. Without changed test paths fn
-// runs in the tree as it is.
-func (a *attempt) inTestView(ctx context.Context, fn func()) error {
-	paths := a.testPaths(a.changed)
-	if len(paths) == 0 {
-		fn()
-		return nil
-	}
-	return a.swapToBase(ctx, paths, fn)
 }
 
 // testCheckSplit splits checks into the test checks (pytest, unittest) and the others.

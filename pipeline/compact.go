@@ -233,12 +233,12 @@ func transcript(msgs []openai.ChatCompletionMessage) string {
 }
 
 // summariseWith returns a summariser that asks role (the triage-tier model) for a summary.
-func (a *attempt) summariseWith(role model.Role) func(context.Context, []openai.ChatCompletionMessage) (string, error) {
-	if !a.r.Roles[role] {
+func (q *asker) summariseWith(role model.Role) func(context.Context, []openai.ChatCompletionMessage) (string, error) {
+	if !q.roles[role] {
 		return nil
 	}
 	return func(ctx context.Context, middle []openai.ChatCompletionMessage) (string, error) {
-		resp, err := a.chat(ctx, role, []openai.ChatCompletionMessage{
+		resp, err := q.chat(ctx, role, []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: summaryInstructions},
 			{Role: openai.ChatMessageRoleUser, Content: transcript(middle)},
 		}, nil, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -94,136 +93,153 @@ func (e *Evidence) Text() string {
 	return b.String()
 }
 
-// verificationRuns are the triage's verification commands run on one diff, at the base
-// commit and with the change.
-type verificationRuns struct {
-	diff  string
-	items []verificationRun
-}
-
-type verificationRun struct {
-	v           Verification
-	what        string
-	base, after *validate.Result // nil when it did not run there
-}
-
 // errNoBaseReader means the job cannot read files at the base commit (Job.BaseFile is nil).
 var errNoBaseReader = errors.New("the base commit's files cannot be read in this job")
 
-// evidence looks for what shows the change (diff, touching changed) fixes the bug; g is the
-// passing gate of the full checks on it. An error means the worktree could not be put back
-// as the maker left it: the attempt must stop.
-func (a *attempt) evidence(ctx context.Context, diff string, changed []string, g Gate) (*Evidence, error) {
-	a.changed = changed
-	ev := &Evidence{InfraChanges: infraPaths(changed)}
-	baseFailing := FailingTests(a.job.Baseline)
-	testFiles := a.changedTestModules(changed)
-	named := a.targetTests()
-	ev.TestChanges = a.editedTests(ctx, changed)
-
-	// Tests of the base commit, in their base version: failed at the base, ran and passed in
-	// the gate's test view.
-	for _, c := range a.testChecks() {
-		view := resultNamed(g.Results, c.Name)
-		if view == nil {
-			continue
-		}
-		for _, id := range baseFailing[c.Name] {
-			if outcomeAt(view.Outcomes, id) == validate.OutcomePassed {
-				ev.Reproduced = append(ev.Reproduced, c.Name+": "+id)
-			}
-		}
-	}
+// evidence is the evidence stage: it looks for what shows that the change fixes the bug,
+// given c, the checks stage of the change, and g, its passing gate of the full checks. It
+// returns the verification commands' runs too, which the judge reads. An error means the
+// worktree could not be put back as the maker left it: the attempt must stop.
+func evidence(ctx context.Context, c *checkRun, cand candidate, g Gate, verify []verifyCheck) (*Evidence, *verificationRuns, error) {
+	ev := &Evidence{InfraChanges: infraPaths(cand.changed)}
+	baseFailing := FailingTests(c.baseline)
+	testFiles := c.tree.changedTestModules(cand.changed)
+	ev.TestChanges = c.tree.editedTests(ctx, cand.changed)
+	ev.Reproduced = reproduced(c, g, baseFailing)
 
 	// The change's new tests, and the verifications, against the code of the base commit.
-	type baseRun struct {
-		c   validate.Check
-		res validate.Result
-	}
-	var baseRuns []baseRun
-	verify := a.verificationChecks()
+	var runs []baseRun
 	var verBase []*validate.Result
-	runAtBase := func() {
-		for _, c := range a.testChecks() {
-			only := slices.Clone(testFiles)
-			for _, id := range named {
-				file, _, _ := strings.Cut(id, "::")
-				if !slices.Contains(only, file) && !slices.Contains(baseFailing[c.Name], id) {
-					only = append(only, id)
-				}
-			}
-			if len(only) == 0 || c.Kind == validate.KindUnittest && len(testFiles) == 0 {
-				continue
-			}
-			run := c
-			if c.Kind == validate.KindPytest {
-				run.Only = only
-			}
-			if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{run}); len(res) == 1 {
-				baseRuns = append(baseRuns, baseRun{c, res[0]})
-			}
-		}
-		for _, vc := range verify {
-			res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check})
-			if len(res) == 1 {
-				verBase = append(verBase, &res[0])
-			} else {
-				verBase = append(verBase, nil)
-			}
-		}
-	}
-	wantBase := len(verify) > 0 || len(testFiles) > 0 || len(a.targets) > 0
-	if wantBase {
-		err := a.atBase(ctx, changed, runAtBase)
+	if len(verify) > 0 || len(testFiles) > 0 || len(cand.named) > 0 {
+		err := c.tree.atBase(ctx, cand.changed, func() {
+			runs = testsAtBase(ctx, c, testFiles, baseFailing)
+			verBase = runVerifications(ctx, c, verify)
+		})
 		var restore *restoreError
 		switch {
 		case errors.As(err, &restore):
-			return nil, err
+			return nil, nil, err
 		case err != nil:
 			ev.Notes = append(ev.Notes, "the change's tests could not be run at the base commit: "+err.Error())
-			baseRuns, verBase = nil, nil
+			runs, verBase = nil, nil
 		}
 	}
-	for _, br := range baseRuns {
-		if br.res.Outcomes == nil {
-			ev.Notes = append(ev.Notes, fmt.Sprintf("%s: the change's tests gave no per-test report at the base commit (%s)", br.c.Name, br.res.Summary))
+	for _, br := range runs {
+		newTestEvidence(ctx, c, ev, br, testFiles, g.own[br.c.Name], cand.named)
+	}
+	vr := verifiedAfter(ctx, c, cand.diff, verify, verBase)
+	for _, r := range vr.items {
+		if r.base != nil && r.after != nil && !r.base.Passed && r.after.Passed {
+			ev.Verified = append(ev.Verified, fmt.Sprintf("%s (%s)", r.what, r.v.Criterion))
+		}
+	}
+	return ev, vr, nil
+}
+
+// reproduced are the tests of the base commit, in their base version, that failed at the base
+// and ran and passed in the gate's test view.
+func reproduced(c *checkRun, g Gate, baseFailing map[string][]string) []string {
+	var out []string
+	for _, t := range testChecks(c.checks) {
+		view := resultNamed(g.Results, t.Name)
+		if view == nil {
 			continue
 		}
-		own := g.own[br.c.Name]
-		for _, id := range a.newTests(ctx, br.c.Name, testFiles, own) {
-			key := br.c.Name + ": " + id
-			atBase := outcomeAt(br.res.Outcomes, id)
-			switch {
-			case atBase.Failing() && outcomeAt(own, id) == validate.OutcomePassed:
-				if !slices.Contains(ev.NewTests, key) {
-					ev.NewTests = append(ev.NewTests, key)
-				}
-			case !atBase.Failing() && !slices.Contains(ev.PassAtBase, id):
-				ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, atBase))
-			}
-		}
-		for _, id := range a.targets {
-			if o := outcomeAt(br.res.Outcomes, id); o != validate.OutcomeMissing && !o.Failing() && !slices.ContainsFunc(ev.PassAtBase, func(p string) bool { return strings.HasPrefix(p, id) }) {
-				ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, o))
+		for _, id := range baseFailing[t.Name] {
+			if outcomeAt(view.Outcomes, id) == validate.OutcomePassed {
+				out = append(out, t.Name+": "+id)
 			}
 		}
 	}
+	return out
+}
+
+// baseRun is one test check's run at the base commit on the change's tests.
+type baseRun struct {
+	c   validate.Check
+	res validate.Result
+}
+
+// testsAtBase runs, with the code as at the base commit, the change's test modules (files)
+// and the target tests that do not fail at the base already.
+func testsAtBase(ctx context.Context, c *checkRun, files []string, baseFailing map[string][]string) []baseRun {
+	var out []baseRun
+	for _, t := range testChecks(c.checks) {
+		only := slices.Clone(files)
+		for _, id := range c.targets {
+			file, _, _ := strings.Cut(id, "::")
+			if !slices.Contains(only, file) && !slices.Contains(baseFailing[t.Name], id) {
+				only = append(only, id)
+			}
+		}
+		if len(only) == 0 || t.Kind == validate.KindUnittest && len(files) == 0 {
+			continue
+		}
+		run := t
+		if t.Kind == validate.KindPytest {
+			run.Only = only
+		}
+		if res := c.run.Run(ctx, c.tree.dir, []validate.Check{run}); len(res) == 1 {
+			out = append(out, baseRun{t, res[0]})
+		}
+	}
+	return out
+}
+
+// runVerifications runs each verification command once, its result nil when it did not run.
+func runVerifications(ctx context.Context, c *checkRun, verify []verifyCheck) []*validate.Result {
+	var out []*validate.Result
+	for _, vc := range verify {
+		if res := c.run.Run(ctx, c.tree.dir, []validate.Check{vc.check}); len(res) == 1 {
+			out = append(out, &res[0])
+		} else {
+			out = append(out, nil)
+		}
+	}
+	return out
+}
+
+// verifiedAfter runs the verification commands with the change, beside their runs at the
+// base commit (verBase, in the same order).
+func verifiedAfter(ctx context.Context, c *checkRun, diff string, verify []verifyCheck, verBase []*validate.Result) *verificationRuns {
 	runs := &verificationRuns{diff: diff}
+	after := runVerifications(ctx, c, verify)
 	for i, vc := range verify {
-		vr := verificationRun{v: vc.v, what: vc.what}
+		vr := verificationRun{v: vc.v, what: vc.what, after: after[i]}
 		if i < len(verBase) {
 			vr.base = verBase[i]
 		}
-		if res := a.checks().Run(ctx, a.job.Dir, []validate.Check{vc.check}); len(res) == 1 {
-			vr.after = &res[0]
-		}
-		if vr.base != nil && vr.after != nil && !vr.base.Passed && vr.after.Passed {
-			ev.Verified = append(ev.Verified, fmt.Sprintf("%s (%s)", vc.what, vc.v.Criterion))
-		}
 		runs.items = append(runs.items, vr)
 	}
-	a.verified = runs
-	return ev, nil
+	return runs
+}
+
+// newTestEvidence adds to ev what one test check's run at the base commit (br) shows of the
+// change's new tests and the maker's named tests: each that fails there and passed with the
+// change (own, the run of the change's test modules) is evidence; each that does not fail
+// there does not show the bug.
+func newTestEvidence(ctx context.Context, c *checkRun, ev *Evidence, br baseRun, files []string, own map[string]validate.Outcome, named []string) {
+	if br.res.Outcomes == nil {
+		ev.Notes = append(ev.Notes, fmt.Sprintf("%s: the change's tests gave no per-test report at the base commit (%s)", br.c.Name, br.res.Summary))
+		return
+	}
+	for _, id := range newTests(ctx, c, br.c.Name, files, own) {
+		key := br.c.Name + ": " + id
+		atBase := outcomeAt(br.res.Outcomes, id)
+		switch {
+		case atBase.Failing() && outcomeAt(own, id) == validate.OutcomePassed:
+			if !slices.Contains(ev.NewTests, key) {
+				ev.NewTests = append(ev.NewTests, key)
+			}
+		case !atBase.Failing() && !slices.Contains(ev.PassAtBase, id):
+			ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, atBase))
+		}
+	}
+	for _, id := range named {
+		if o := outcomeAt(br.res.Outcomes, id); o != validate.OutcomeMissing && !o.Failing() && !slices.ContainsFunc(ev.PassAtBase, func(p string) bool { return strings.HasPrefix(p, id) }) {
+			ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, o))
+		}
+	}
 }
 
 // passAtBaseText names a test that did not fail at the base commit, with how it ended there
@@ -238,12 +254,12 @@ func passAtBaseText(id string, o validate.Outcome) string {
 // newTests are the tests of check that the change adds in files (its test modules): those
 // its own run reported that the base commit's run did not have; without per-test outcomes
 // at the base, the test functions the base versions of the files lack.
-func (a *attempt) newTests(ctx context.Context, check string, files []string, own map[string]validate.Outcome) []string {
-	base := resultNamed(a.job.Baseline, check)
+func newTests(ctx context.Context, c *checkRun, check string, files []string, own map[string]validate.Outcome) []string {
+	base := resultNamed(c.baseline, check)
 	if base == nil || base.Outcomes == nil || own == nil {
 		var out []string
 		for _, f := range files {
-			out = append(out, a.newTestIDs(ctx, f)...)
+			out = append(out, c.tree.newTestIDs(ctx, f)...)
 		}
 		return out
 	}
@@ -263,43 +279,6 @@ func isTestID(id string) bool {
 	return strings.Contains(id, "::") || !strings.HasSuffix(id, ".py") && strings.Contains(id, ".")
 }
 
-// editedTests are the test paths of changed that the base commit has: edits to existing
-// tests (or their removal), which the report lists and never counts as evidence.
-func (a *attempt) editedTests(ctx context.Context, changed []string) []string {
-	var out []string
-	for _, p := range changed {
-		if !a.isTestPath(p) || isInfraPath(p) || a.job.BaseFile == nil {
-			continue
-		}
-		if _, found, err := a.job.BaseFile(ctx, p); err == nil && found {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// testChecks are the job's pytest and unittest checks.
-func (a *attempt) testChecks() []validate.Check {
-	var out []validate.Check
-	for _, c := range a.job.Checks {
-		if c.Kind == validate.KindPytest || c.Kind == validate.KindUnittest {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// hasTestSuite reports whether the repository has tests the maker can add to: a test check
-// whose base run collected at least one test.
-func (a *attempt) hasTestSuite() bool {
-	for _, r := range a.job.Baseline {
-		if (r.Kind == validate.KindPytest || r.Kind == validate.KindUnittest) && r.Tests > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func resultNamed(results []validate.Result, name string) *validate.Result {
 	for i := range results {
 		if results[i].Name == name {
@@ -309,58 +288,8 @@ func resultNamed(results []validate.Result, name string) *validate.Result {
 	return nil
 }
 
-// newTestIDs are the test functions of test module file that its base version lacks.
-func (a *attempt) newTestIDs(ctx context.Context, file string) []string {
-	cur := a.tests().TestIDs(file, readLimited(a.job.Dir+"/"+file, maxIndexBytes))
-	if a.job.BaseFile == nil {
-		return nil
-	}
-	base, found, err := a.job.BaseFile(ctx, file)
-	if err != nil {
-		return nil
-	}
-	var old []string
-	if found {
-		old = a.tests().TestIDs(file, base)
-	}
-	return slices.DeleteFunc(cur, func(id string) bool { return slices.Contains(old, id) })
-}
-
-// changedTestModules are the changed paths that are test modules (as the repository's test
-// runners find them, see tests) and exist now.
-func (a *attempt) changedTestModules(changed []string) []string {
-	var out []string
-	for _, p := range changed {
-		if a.tests().IsTestFile(p) && !hasGitElement(p) {
-			if fi, err := os.Lstat(a.job.Dir + "/" + p); err == nil && fi.Mode().IsRegular() {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// tests is where the repository keeps its tests: Job.Tests, read at the base commit with the
-// baseline, else read once from the worktree's configuration and the job's checks.
-func (a *attempt) tests() *discover.Tests {
-	a.testsOnce.Do(func() {
-		a.discovered = a.job.Tests
-		if a.discovered == nil {
-			a.discovered = discover.FromDir(a.job.Dir, validate.DiscoverOptions(a.job.Checks))
-		}
-	})
-	return a.discovered
-}
-
-// isTestPath reports whether a path belongs to the tests rather than the code under test: a
-// test module as the repository's runners find it (tests.py where python_files says so, a
-// root test.py that unittest runs), a conftest.py, a doctest file, or anything in a test
-// folder or testpath (see discover.Tests.IsTestPath). The evidence step keeps these as the
-// change left them when it sets the code back to the base commit.
-func (a *attempt) isTestPath(p string) bool { return a.tests().IsTestPath(p) }
-
 // isTestPath is the answer for a repository that configures nothing (pytest's default
-// names); an attempt asks a.isTestPath, which reads the repository's settings.
+// names); an attempt asks testTree.isTestPath, which reads the repository's settings.
 func isTestPath(p string) bool { return discover.Default().IsTestPath(p) }
 
 func hasGitElement(p string) bool {
@@ -379,16 +308,3 @@ func (e *restoreError) Error() string {
 	return "put the worktree back after running the tests at the base commit: " + e.err.Error()
 }
 func (e *restoreError) Unwrap() error { return e.err }
-
-// atBase runs fn with every changed path that is not a test (isTestPath) as it is at the base
-// commit — its base content, or absent when the change added it — and then puts each back
-// as the change left it (see swapToBase).
-func (a *attempt) atBase(ctx context.Context, changed []string, fn func()) error {
-	var code []string
-	for _, p := range changed {
-		if !a.isTestPath(p) {
-			code = append(code, p)
-		}
-	}
-	return a.swapToBase(ctx, code, fn)
-}

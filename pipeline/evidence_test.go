@@ -35,7 +35,7 @@ func TestAtBaseRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := []string{"calc.py", "helpers.py", "tests/test_calc.py", "tests/test_new.py"}
-	a := &attempt{job: Job{Dir: dir, BaseFile: baseFile(git, dir)}}
+	a := newTestTree(Job{Dir: dir, BaseFile: baseFile(git, dir)})
 	ran := false
 	err := a.atBase(context.Background(), paths, func() {
 		ran = true
@@ -78,7 +78,7 @@ func TestAtBaseRestores(t *testing.T) {
 	if data, _ := os.ReadFile(outside); err == nil || string(data) != "keep me\n" {
 		t.Errorf("atBase over a symlink: err %v, file outside %q; want an error and the file untouched", err, data)
 	}
-	a.job.BaseFile = nil
+	a.baseFile = nil
 	if err := a.atBase(context.Background(), paths, func() {}); !errors.Is(err, errNoBaseReader) {
 		t.Errorf("atBase without a base reader: %v; want errNoBaseReader", err)
 	}

@@ -145,18 +145,18 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 
 // submitFindings are what a change (diff, touching changed) must answer for before it is
 // judged, one line each.
-func (a *attempt) submitFindings(diff string, changed []string) []string {
+func submitFindings(job Job, diff string, changed []string) []string {
 	var out []string
 	for _, p := range changed {
-		if why := tools.ProtectedPath(p, a.job.AllowPaths); why != "" {
+		if why := tools.ProtectedPath(p, job.AllowPaths); why != "" {
 			out = append(out, fmt.Sprintf("%s: is %s; files that run elsewhere never reach a fix branch", p, why))
 		}
 	}
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
 	}
-	issue := a.job.Ticket.Title + "\n" + a.job.Ticket.Body
-	for _, q := range a.job.Ticket.Questions {
+	issue := job.Ticket.Title + "\n" + job.Ticket.Body
+	for _, q := range job.Ticket.Questions {
 		issue += "\n" + q.Answer
 	}
 	return append(out, addedSuppressions(diff, issue)...)
@@ -176,19 +176,17 @@ func (a *attempt) answerFindings(summary string, findings []string) toolResult {
 	b.WriteString("\nTake these out of the change: fix the code so that the tests pass as they are, and leave the test configuration and the files that run elsewhere alone. If the fix truly needs one of them, say why in the submit summary and submit it unchanged: the attempt then ends, and a human decides whether to accept it.")
 	if a.findingRefusals < MaxFindingRefusals {
 		a.findingRefusals++
-		a.note("submit %d: refused before the checks: %s", a.submits, clip(strings.Join(findings, "; "), 300))
+		a.jr.note("submit %d: refused before the checks: %s", a.submits, clip(strings.Join(findings, "; "), 300))
 		return toolResult{failed: true, text: b.String()}
 	}
-	out := Outcome{Summary: summary, Status: StatusTestsChanged,
-		Reason: "changes the checks themselves, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(findings, "; "), 600)}
-	a.note("stopped: %s", out.Reason)
+	out := Outcome{Conclusion: Conclusion{Status: StatusTestsChanged, Reason: "changes the checks themselves, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(findings, "; "), 600)}, Artifacts: Artifacts{Summary: summary}}
+	a.jr.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: b.String(), final: &out}
 }
 
 // weakenedStop ends an attempt whose change weakens tests the base passed.
-func (a *attempt) weakenedStop(summary string, g Gate) toolResult {
-	out := Outcome{Summary: summary, Checks: g.Results, Gate: &g, Status: StatusTestsChanged,
-		Reason: "changes tests the base passed, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(g.Weakened, "; "), 600)}
-	a.note("stopped: %s", out.Reason)
+func weakenedStop(jr *journal, summary string, g Gate) toolResult {
+	out := Outcome{Conclusion: Conclusion{Status: StatusTestsChanged, Reason: "changes tests the base passed, kept for a human (ticketctl accept publishes it): " + clip(strings.Join(g.Weakened, "; "), 600)}, Artifacts: Artifacts{Summary: summary, Checks: g.Results, Gate: &g}}
+	jr.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedByChecks + g.Text, final: &out}
 }

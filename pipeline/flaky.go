@@ -103,19 +103,19 @@ func FailingTests(results []validate.Result) map[string][]string {
 	return out
 }
 
-// targetTests are the tests a fix must make pass: those the maker named on submit, those the
-// issue names (IssueTests: they exist in the repository), and those triage named that fail
-// at the base (a triage guess that names no failing test binds nothing).
-func (a *attempt) targetTests() []string {
-	out := slices.Clone(a.targets)
-	for _, id := range a.issueTests {
+// targetTests are the tests a fix must make pass: those the maker named on submit (named),
+// those the issue names (IssueTests: they exist in the repository), and those triage named
+// that fail at the base (a triage guess that names no failing test binds nothing).
+func targetTests(named, issueTests []string, tri *Triage, baseline []validate.Result) []string {
+	out := slices.Clone(named)
+	for _, id := range issueTests {
 		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
-	if a.tri != nil {
-		base := FailingTests(a.job.Baseline)
-		for _, id := range a.tri.TargetTests {
+	if tri != nil {
+		base := FailingTests(baseline)
+		for _, id := range tri.TargetTests {
 			for _, ids := range base {
 				if slices.Contains(ids, id) && !slices.Contains(out, id) {
 					out = append(out, id)
@@ -132,27 +132,27 @@ func (a *attempt) targetTests() []string {
 // the rule "one of the base's failing tests now passes" gives way to them, so in a repository
 // whose base has only unrelated failures a fix that adds a passing test for the bug is
 // accepted. A skipped or xfailed target does not pass.
-func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
-	targets := a.targetTests()
+func (c *checkRun) requireTargets(ctx context.Context, g Gate) Gate {
+	targets := c.targets
 	if len(targets) == 0 || len(g.New) > 0 || len(g.TimedOut) > 0 || g.Cancelled {
 		return g
 	}
 	var failed []string
 	ran := false
-	for _, c := range a.job.Checks {
-		if c.Kind != validate.KindPytest {
+	for _, t := range c.checks {
+		if t.Kind != validate.KindPytest {
 			continue
 		}
 		ran = true
 		var bad []string
 		for _, id := range targets {
-			if o := a.targetOutcome(g, c.Name, id); o != validate.OutcomePassed {
+			if o := c.targetOutcome(g, t.Name, id); o != validate.OutcomePassed {
 				bad = append(bad, fmt.Sprintf("%s %s", id, outcomeWords(o)))
 			}
 		}
 		if len(bad) > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %s", c.Name, strings.Join(bad, "; ")))
-			g.failedKeys = append(g.failedKeys, "targets: "+c.Name+": "+strings.Join(targets, " "))
+			failed = append(failed, fmt.Sprintf("%s: %s", t.Name, strings.Join(bad, "; ")))
+			g.failedKeys = append(g.failedKeys, "targets: "+t.Name+": "+strings.Join(targets, " "))
 		}
 	}
 	if !ran {
@@ -171,9 +171,9 @@ func (a *attempt) requireTargets(ctx context.Context, g Gate) Gate {
 
 // targetOutcome is how target id ended in gate g's runs of check: in its base version when
 // the base commit has it, else as the change left it.
-func (a *attempt) targetOutcome(g Gate, check, id string) validate.Outcome {
+func (c *checkRun) targetOutcome(g Gate, check, id string) validate.Outcome {
 	view := resultNamed(g.Results, check)
-	base := resultNamed(a.job.Baseline, check)
+	base := resultNamed(c.baseline, check)
 	atBase := base != nil && base.Outcomes != nil && outcomeAt(base.Outcomes, id) != validate.OutcomeMissing
 	if own, ok := g.own[check]; ok && own != nil && !atBase {
 		if o := outcomeAt(own, id); o != validate.OutcomeMissing {

@@ -18,30 +18,30 @@ import (
 // baseline; flakes are re-run where they failed; the target tests must pass; and a test that
 // passed at the base and does not pass in its base version, where the change touched it,
 // is named in Gate.Weakened.
-func (a *attempt) fullChecks(ctx context.Context) Gate {
-	tests, others := testCheckSplit(a.job.Checks)
+func (c *checkRun) fullChecks(ctx context.Context) Gate {
+	tests, others := testCheckSplit(c.checks)
 	var results, view []validate.Result
 	var flaky, slow []string
 	if len(others) > 0 {
-		results = a.checks().Run(ctx, a.job.Dir, others)
-		results, slow = a.retryTimeouts(ctx, others, results)
+		results = c.run.Run(ctx, c.tree.dir, others)
+		results, slow = c.retryTimeouts(ctx, others, results)
 	}
 	if len(tests) > 0 {
-		err := a.inTestView(ctx, func() {
+		err := c.tree.inTestView(ctx, c.changed, func() {
 			var s []string
-			view = a.checks().Run(ctx, a.job.Dir, tests)
-			view, s = a.retryTimeouts(ctx, tests, view)
+			view = c.run.Run(ctx, c.tree.dir, tests)
+			view, s = c.retryTimeouts(ctx, tests, view)
 			slow = append(slow, s...)
-			view, flaky = a.rerunNew(ctx, tests, view)
+			view, flaky = c.rerunNew(ctx, tests, view)
 		})
 		if err != nil {
 			view = unusable(tests, "the tests could not be set to the base commit for the checks: "+err.Error())
 		}
 	}
-	own, ownFlaky := a.ownTests(ctx, tests)
+	own, ownFlaky := c.ownTests(ctx, tests)
 	flaky = append(flaky, ownFlaky...)
-	results = inOrder(a.job.Checks, append(results, mergeOwn(view, own)...))
-	g := Compare(a.job.Baseline, results)
+	results = inOrder(c.checks, append(results, mergeOwn(view, own)...))
+	g := Compare(c.baseline, results)
 	if len(slow) > 0 {
 		g.Slow = slow
 		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))
@@ -53,13 +53,13 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 	for _, r := range own {
 		g.own[r.Name] = r.Outcomes
 	}
-	g.Weakened = a.weakened(g)
+	g.Weakened = c.weakened(g)
 	if len(flaky) > 0 {
 		g.Flaky = flaky
 		g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
-		a.noteFlaky(flaky)
+		c.jr.noteFlaky(flaky)
 	}
-	if len(a.testPaths(a.changed)) > 0 && len(tests) > 0 {
+	if len(c.tree.testPaths(c.changed)) > 0 && len(tests) > 0 {
 		g.Text += "\nTests ran in their base versions; the test files you touched ran apart, as you left them.\n"
 	}
 	if len(g.Weakened) > 0 {
@@ -69,42 +69,37 @@ func (a *attempt) fullChecks(ctx context.Context) Gate {
 		g.Text += fmt.Sprintf("\n%d test(s) pass at the base commit and do not pass in their base version with your change, which touches them (changed, skipped, deleted or renamed). A change may not weaken the tests the base passed:\n- %s\n",
 			len(g.Weakened), strings.Join(clipList(g.Weakened, 20), "\n- "))
 	}
-	return a.requireTargets(ctx, g)
+	return c.requireTargets(ctx, g)
 }
 
 // rerunNew re-runs, alone, the tests of results that fail without failing at the base, and
 // returns the results without the ones that then passed, and those (flaky).
-func (a *attempt) rerunNew(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
-	g := Compare(a.job.Baseline, results)
+func (c *checkRun) rerunNew(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
+	g := Compare(c.baseline, results)
 	if len(g.newTests) == 0 || g.Cancelled {
 		return results, nil
 	}
-	return Rerun(ctx, a.checks(), a.job.Dir, checks, results, g.newTests, a.r.flakeReruns())
-}
-
-// ownModules are the test modules the change touched that exist now.
-func (a *attempt) ownModules() []string {
-	return a.changedTestModules(a.changed)
+	return Rerun(ctx, c.run, c.tree.dir, checks, results, g.newTests, c.reruns)
 }
 
 // ownTests runs the test modules the change touched, as it left them: pytest checks on those
 // modules alone, unittest checks whole (it cannot select files). Nil when the change touches
 // no test module.
-func (a *attempt) ownTests(ctx context.Context, tests []validate.Check) ([]validate.Result, []string) {
-	files := a.ownModules()
+func (c *checkRun) ownTests(ctx context.Context, tests []validate.Check) ([]validate.Result, []string) {
+	files := c.tree.changedTestModules(c.changed)
 	if len(files) == 0 {
 		return nil, nil
 	}
 	var runs []validate.Check
-	for _, c := range tests {
-		if c.Kind == validate.KindPytest {
-			c.Only = files
+	for _, t := range tests {
+		if t.Kind == validate.KindPytest {
+			t.Only = files
 		}
-		runs = append(runs, c)
+		runs = append(runs, t)
 	}
-	res := a.checks().Run(ctx, a.job.Dir, runs)
-	res, _ = a.retryTimeouts(ctx, runs, res)
-	return a.rerunNew(ctx, runs, res)
+	res := c.run.Run(ctx, c.tree.dir, runs)
+	res, _ = c.retryTimeouts(ctx, runs, res)
+	return c.rerunNew(ctx, runs, res)
 }
 
 // mergeOwn adds to each test check's run in the test view what the run of the change's own
@@ -180,16 +175,16 @@ func touches(files []string, id string) bool {
 // (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
 // version while nothing else failed. A base version that fails, where the change's version
 // fails too (or the change left the test alone), is an ordinary new failure.
-func (a *attempt) weakened(g Gate) []string {
-	touched := slices.DeleteFunc(slices.Clone(a.changed), func(p string) bool { return !a.isTestPath(p) })
+func (c *checkRun) weakened(g Gate) []string {
+	touched := slices.DeleteFunc(slices.Clone(c.changed), func(p string) bool { return !c.tree.isTestPath(p) })
 	var out []string
-	for _, c := range a.testChecks() {
-		base := resultNamed(a.job.Baseline, c.Name)
-		now := resultNamed(g.Results, c.Name)
+	for _, t := range testChecks(c.checks) {
+		base := resultNamed(c.baseline, t.Name)
+		now := resultNamed(g.Results, t.Name)
 		if base == nil || now == nil || base.Outcomes == nil || now.Outcomes == nil {
 			continue
 		}
-		own := g.own[c.Name]
+		own := g.own[t.Name]
 		for _, id := range sortedPassed(base.Outcomes) {
 			v := outcomeAt(now.Outcomes, id)
 			mine := touches(touched, id)
@@ -205,7 +200,7 @@ func (a *attempt) weakened(g Gate) []string {
 			case v == validate.OutcomeMissing && !now.Passed && !mine:
 				continue // the run failed before it: the failure says why
 			}
-			what := fmt.Sprintf("%s: %s: in its base version %s with the change", c.Name, id, outcomeWords(v))
+			what := fmt.Sprintf("%s: %s: in its base version %s with the change", t.Name, id, outcomeWords(v))
 			if mine {
 				what += fmt.Sprintf("; the change's version %s", outcomeWords(ownOut))
 			}

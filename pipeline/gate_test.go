@@ -74,7 +74,6 @@ func TestVerifyFindings(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "other.py"), []byte("secret = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &attempt{job: Job{Dir: dir}}
 	diff := "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x + 1\n+    return x  +  2\n"
 	tests := []struct {
 		f    Finding
@@ -91,7 +90,7 @@ func TestVerifyFindings(t *testing.T) {
 		{Finding{Severity: "Blocker", File: "x.py", Finding: "", Evidence: "return x + 2"}, false},                            // no finding text
 	}
 	for _, tt := range tests {
-		kept, dropped := a.verifyFindings([]Finding{tt.f}, diff)
+		kept, dropped := verifyFindings(dir, []Finding{tt.f}, diff)
 		if got := len(kept) == 1; got != tt.kept || dropped != 1-len(kept) {
 			t.Errorf("verifyFindings(%+v): kept=%v dropped=%d, want kept=%v", tt.f, got, dropped, tt.kept)
 		}

@@ -104,8 +104,8 @@ func TestInstructionsFollowTheStaticPrefix(t *testing.T) {
 	}
 	now := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
 	open := func(role model.Role, tk Ticket, dir, block string) []string {
-		a := &attempt{r: &Runner{Now: func() time.Time { return now }}, job: Job{Ticket: tk, Dir: dir, RepoMap: "app/x.py\n", Instructions: block}}
-		msgs := a.openingMessages(role, nil)
+		a := newAttempt(&Runner{Now: func() time.Time { return now }}, Job{Ticket: tk, Dir: dir, RepoMap: "app/x.py\n", Instructions: block}, now)
+		msgs := a.ask.opening(role, nil)
 		return []string{msgs[0].Content, msgs[1].Content}
 	}
 	t1 := Ticket{ID: 1, Attempt: 1, Title: "Average crashes", Body: "ZeroDivisionError", Repo: "app"}

@@ -100,8 +100,8 @@ func commonPrefix(a, b string) int {
 
 func TestLayoutDynamicFirstMovesDirAndDate(t *testing.T) {
 	now := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
-	a := &attempt{r: &Runner{Now: func() time.Time { return now }, Layout: LayoutDynamicFirst}, job: Job{Dir: "/work/w1/1"}}
-	sys := a.openingMessages(model.RoleMaker, nil)[0].Content
+	a := newAttempt(&Runner{Now: func() time.Time { return now }, Layout: LayoutDynamicFirst}, Job{Dir: "/work/w1/1"}, now)
+	sys := a.ask.opening(model.RoleMaker, nil)[0].Content
 	if !strings.HasPrefix(sys, "Working directory: /work/w1/1\nDate: 2026-11-29\n") {
 		t.Errorf("system prompt starts %q", sys[:60])
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -47,9 +48,9 @@ func TestTriageRetryDoesNotEchoALongAnswer(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &answersChatter{answers: []string{tt.bad, good}}
-			a := &attempt{r: &Runner{Models: c, Roles: map[model.Role]bool{model.RoleTriage: true}}, job: Job{Ticket: Ticket{Title: "add", Body: "add(1, 1) is 3"}}}
+			a := newAttempt(&Runner{Models: c, Roles: map[model.Role]bool{model.RoleTriage: true}}, Job{Ticket: Ticket{Title: "add", Body: "add(1, 1) is 3"}}, time.Time{})
 			var tri Triage
-			if err := a.askJSON(context.Background(), model.RoleTriage, []openai.ChatCompletionMessage{{Role: "user", Content: "triage this"}}, &tri, nil); err != nil || tri.Summary == "" {
+			if err := a.ask.askJSON(context.Background(), model.RoleTriage, []openai.ChatCompletionMessage{{Role: "user", Content: "triage this"}}, &tri, nil); err != nil || tri.Summary == "" {
 				t.Fatalf("askJSON: %v, %+v", err, tri)
 			}
 			if len(c.sizes) != 2 {

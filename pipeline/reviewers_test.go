@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -132,9 +133,9 @@ func TestReviewersShareThePrefix(t *testing.T) {
 	sec, _ := NewReviewer(AngleSecurity, nil, nil)
 	perf, _ := NewReviewer(AnglePerformance, nil, nil)
 	skipped, _ := NewReviewer(AnglePerformance, []string{"*.sql"}, nil)
-	a := &attempt{r: &Runner{Models: m, Roles: map[model.Role]bool{model.RoleChecker: true}, Reviewers: append(DefaultReviewers(), perf, sec)},
-		job: Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, RepoMap: "files.py\n"}, log: discardLogger()}
-	if _, _, err := a.runReviewers(context.Background(), 1, reviewDiff, "\n```diff\n"+reviewDiff+"```\n"); err != nil {
+	a := newAttempt(&Runner{Models: m, Roles: map[model.Role]bool{model.RoleChecker: true}, Reviewers: append(DefaultReviewers(), perf, sec), Logger: discardLogger()},
+		Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, RepoMap: "files.py\n"}, time.Time{})
+	if _, _, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "\n```diff\n"+reviewDiff+"```\n"); err != nil {
 		t.Fatal(err)
 	}
 	if len(m.requests) != 3 || m.angles[0] != AngleCorrectness {
@@ -155,8 +156,8 @@ func TestReviewersShareThePrefix(t *testing.T) {
 	}
 	// Paths that the change does not meet keep a reviewer out of the round.
 	m2 := &reviewModel{}
-	a.r.Models, a.r.Reviewers = m2, append(DefaultReviewers(), skipped)
-	if _, _, err := a.runReviewers(context.Background(), 1, reviewDiff, "diff"); err != nil {
+	a.ask.models, a.board.reviewers = m2, append(DefaultReviewers(), skipped)
+	if _, _, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "diff"); err != nil {
 		t.Fatal(err)
 	}
 	if len(m2.requests) != 1 {
@@ -189,9 +190,9 @@ func TestArbiter(t *testing.T) {
 			m := &reviewModel{findings: map[string]string{AngleCorrectness: correctness, AngleSecurity: security}, decisions: tt.decisions}
 			sec, _ := NewReviewer(AngleSecurity, nil, nil)
 			roles := map[model.Role]bool{model.RoleChecker: true, model.RoleJudge: tt.judge}
-			a := &attempt{r: &Runner{Models: m, Roles: roles, Reviewers: append(DefaultReviewers(), sec)},
-				job: Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, Dir: t.TempDir()}, log: discardLogger()}
-			kept, dropped, err := a.runReviewers(context.Background(), 1, reviewDiff, "diff")
+			a := newAttempt(&Runner{Models: m, Roles: roles, Reviewers: append(DefaultReviewers(), sec), Logger: discardLogger()},
+				Job{Ticket: Ticket{ID: 1, Attempt: 1, Title: "paths", Repo: "app"}, Dir: t.TempDir()}, time.Time{})
+			kept, dropped, err := a.board.runReviewers(context.Background(), 1, reviewDiff, "diff")
 			if err != nil || dropped != 0 {
 				t.Fatalf("err %v, dropped %d", err, dropped)
 			}
@@ -201,8 +202,8 @@ func TestArbiter(t *testing.T) {
 					arbiterCalls++
 				}
 			}
-			if arbiterCalls != tt.wantCalls || len(a.arbitrations) != 1 || a.arbitrations[0].Decision != tt.wantDecision {
-				t.Fatalf("%d arbiter calls, arbitrations %+v; want %d call(s) deciding %s", arbiterCalls, a.arbitrations, tt.wantCalls, tt.wantDecision)
+			if arbiterCalls != tt.wantCalls || len(a.board.arbitrations) != 1 || a.board.arbitrations[0].Decision != tt.wantDecision {
+				t.Fatalf("%d arbiter calls, arbitrations %+v; want %d call(s) deciding %s", arbiterCalls, a.board.arbitrations, tt.wantCalls, tt.wantDecision)
 			}
 			if len(kept) != tt.wantKept {
 				t.Fatalf("kept %d findings %+v, want %d", len(kept), kept, tt.wantKept)

@@ -19,32 +19,32 @@ import (
 // retryTimeouts re-runs once each check of results that timed out (checks are the checks as
 // they ran, matched by name), and returns the results with each re-run in its place and, for
 // each that then finished, a line saying so.
-func (a *attempt) retryTimeouts(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
+func (c *checkRun) retryTimeouts(ctx context.Context, checks []validate.Check, results []validate.Result) ([]validate.Result, []string) {
 	out := slices.Clone(results)
 	var slow []string
 	for i, r := range out {
 		if !r.TimedOut || r.Cancelled || ctx.Err() != nil {
 			continue
 		}
-		c, ok := checkNamed(checks, r.Name)
+		chk, ok := checkNamed(checks, r.Name)
 		if !ok {
 			continue
 		}
 		first := validate.LoadAverage()
-		rerun := a.checks().Run(ctx, a.job.Dir, []validate.Check{c})
+		rerun := c.run.Run(ctx, c.tree.dir, []validate.Check{chk})
 		if len(rerun) != 1 || rerun[0].Cancelled {
 			continue
 		}
 		again := rerun[0]
-		base := baseDuration(a.job.Baseline, r.Name)
+		base := baseDuration(c.baseline, r.Name)
 		if again.TimedOut {
 			again.Summary = fmt.Sprintf("timed out twice (load %s, then %s; the base commit's run took %s): %s", loadText(first), loadText(validate.LoadAverage()), base, again.Summary)
-			a.note("check %s timed out twice (load %s; base %s)", r.Name, loadText(first), base)
+			c.jr.note("check %s timed out twice (load %s; base %s)", r.Name, loadText(first), base)
 		} else {
 			line := fmt.Sprintf("%s timed out at first (load %s), then ran on its own in %s (the base commit's run took %s): %s",
 				r.Name, loadText(first), again.Duration.Round(100*time.Millisecond), base, again.Summary)
 			slow = append(slow, line)
-			a.note("slow check, not blamed on the change: %s", line)
+			c.jr.note("slow check, not blamed on the change: %s", line)
 		}
 		out[i] = again
 	}

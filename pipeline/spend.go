@@ -3,7 +3,90 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/pipeline/model"
 )
+
+// spend counts one attempt's model calls against its Budget and says when the next call
+// may not be made. Reviewers running in parallel charge it together, so its counters sit
+// behind a mutex; steps is the maker loop's alone.
+type spend struct {
+	budget Budget
+	start  time.Time
+	now    func() time.Time
+
+	steps int // maker calls made
+
+	mu      sync.Mutex
+	calls   int
+	tokens  int64
+	dollars float64 // known cost; calls of unknown cost count 0
+	watch   spendWatch
+}
+
+func newSpend(b Budget, start time.Time, now func() time.Time) *spend {
+	return &spend{budget: b, start: start, now: now}
+}
+
+// check says whether the attempt may make another model call. The wall clock is read from
+// the Runner's clock here, and also enforced by a context deadline in Run for a call or a
+// check that hangs.
+func (s *spend) check() error {
+	b := s.budget
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case b.MaxTokens > 0 && s.tokens >= b.MaxTokens:
+		return fmt.Errorf("%w: token limit: %d tokens used of %d", errBudget, s.tokens, b.MaxTokens)
+	case b.MaxDollars > 0 && s.dollars >= b.MaxDollars:
+		return fmt.Errorf("%w: %w: $%.4f spent of $%.2f", errBudget, errDollars, s.dollars, b.MaxDollars)
+	case b.WallClock > 0 && s.now().Sub(s.start) >= b.WallClock:
+		return fmt.Errorf("%w: wall clock of %s", errBudget, b.WallClock)
+	}
+	return nil
+}
+
+// checkMaker says whether the maker may make its next call: the step limit, the bounds of
+// check, and the projected cost of that call (spendWatch.projection).
+func (s *spend) checkMaker() error {
+	if s.budget.MaxSteps > 0 && s.steps >= s.budget.MaxSteps {
+		return fmt.Errorf("%w: step limit of %d maker calls reached", errBudget, s.budget.MaxSteps)
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	why := s.watch.projection(s.dollars, s.budget.MaxDollars)
+	s.mu.Unlock()
+	if why != "" {
+		return fmt.Errorf("%w: %w: %s", errBudget, errDollars, why)
+	}
+	return nil
+}
+
+// charge counts one answered (or failed) request of role; a maker call that succeeded with
+// a known cost also feeds the projection.
+func (s *spend) charge(role model.Role, resp model.Response, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.tokens += resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if resp.CostUSD != nil {
+		s.dollars += *resp.CostUSD
+		if role == model.RoleMaker && err == nil {
+			s.watch.add(*resp.CostUSD, resp.Usage.PromptTokens)
+		}
+	}
+}
+
+// totals are the counters, read once the attempt is over.
+func (s *spend) totals() (steps, calls int, tokens int64, dollars float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.steps, s.calls, s.tokens, s.dollars
+}
 
 // spendWindow is how many of the maker's last calls the projection reads: enough to see a
 // trend, few enough to follow a context that started climbing.
@@ -76,11 +159,4 @@ func costList(costs []float64) string {
 		s[i] = fmt.Sprintf("$%.4f", c)
 	}
 	return strings.Join(s, ", ")
-}
-
-// projectSpend is spendWatch.projection on the attempt's spend so far, before a maker call.
-func (a *attempt) projectSpend() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.spend.projection(a.dollars, a.job.Budget.MaxDollars)
 }

@@ -13,11 +13,11 @@ import (
 // absent when the change added it — and then puts each back as the change left it. Only
 // regular files are touched, through an os.Root of the worktree, so no path (a symlink a
 // check planted) leads outside it. A failure to put a file back is a *restoreError.
-func (a *attempt) swapToBase(ctx context.Context, paths []string, fn func()) error {
-	if a.job.BaseFile == nil {
+func (t *testTree) swapToBase(ctx context.Context, paths []string, fn func()) error {
+	if t.baseFile == nil {
 		return errNoBaseReader
 	}
-	root, err := os.OpenRoot(a.job.Dir)
+	root, err := os.OpenRoot(t.dir)
 	if err != nil {
 		return fmt.Errorf("open worktree: %w", err)
 	}
@@ -46,7 +46,7 @@ func (a *attempt) swapToBase(ctx context.Context, paths []string, fn func()) err
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("stat %s: %w", p, err)
 		}
-		if s.base, s.inBase, err = a.job.BaseFile(ctx, p); err != nil {
+		if s.base, s.inBase, err = t.baseFile(ctx, p); err != nil {
 			return fmt.Errorf("read %s at the base commit: %w", p, err)
 		}
 		if s.existed || s.inBase {

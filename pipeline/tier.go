@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path"
 	"slices"
 	"strconv"
@@ -42,25 +43,26 @@ const maxFirstTierShare = 0.8
 // when the first tier already shows the submit must fail, the gate that says so. Its failures
 // are judged against the baseline as the full gate would be: a new failure, or a target test
 // that fails.
-func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *Gate) {
+func (c *checkRun) firstTier(ctx context.Context) (*TierRun, *Gate) {
+	changed := c.changed
 	var pytests []validate.Check
-	for _, c := range a.job.Checks {
-		if c.Kind == validate.KindPytest {
-			pytests = append(pytests, c)
+	for _, t := range c.checks {
+		if t.Kind == validate.KindPytest {
+			pytests = append(pytests, t)
 		}
 	}
 	if len(pytests) == 0 || len(changed) == 0 {
 		return nil, nil
 	}
-	start := a.r.now()
-	graph, err := validate.ScanImports(a.job.Dir, changed...)
+	start := c.now()
+	graph, err := validate.ScanImports(c.tree.dir, changed...)
 	if err != nil {
-		a.log.Warn("first tier: import scan", "err", err)
+		c.log.Warn("first tier: import scan", "err", err)
 		return nil, nil
 	}
-	graph.Tests = a.tests()
+	graph.Tests = c.tree.tests()
 	files := graph.TestsAffectedBy(changed)
-	targets := slices.DeleteFunc(a.targetTests(), func(id string) bool {
+	targets := slices.DeleteFunc(slices.Clone(c.targets), func(id string) bool {
 		file, _, _ := strings.Cut(id, "::")
 		return slices.Contains(files, file)
 	})
@@ -74,22 +76,22 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 	only := append(slices.Clone(files), targets...)
 	var results []validate.Result
 	ran := make([]validate.Check, 0, len(pytests))
-	for _, c := range pytests {
-		c.Only = only
-		ran = append(ran, c)
-		results = append(results, a.checks().Run(ctx, a.job.Dir, []validate.Check{c})...)
+	for _, t := range pytests {
+		t.Only = only
+		ran = append(ran, t)
+		results = append(results, c.run.Run(ctx, c.tree.dir, []validate.Check{t})...)
 	}
-	results, _ = a.retryTimeouts(ctx, ran, results)
-	g := Compare(a.job.Baseline, results)
+	results, _ = c.retryTimeouts(ctx, ran, results)
+	g := Compare(c.baseline, results)
 	if len(g.newTests) > 0 {
-		rerun, flaky := Rerun(ctx, a.checks(), a.job.Dir, a.job.Checks, results, g.newTests, a.r.flakeReruns())
+		rerun, flaky := Rerun(ctx, c.run, c.tree.dir, c.checks, results, g.newTests, c.reruns)
 		if len(flaky) > 0 {
 			results = rerun
-			g = Compare(a.job.Baseline, results)
-			a.noteFlaky(flaky)
+			g = Compare(c.baseline, results)
+			c.jr.noteFlaky(flaky)
 		}
 	}
-	run.Duration = a.r.now().Sub(start)
+	run.Duration = c.now().Sub(start)
 	var sums []string
 	for _, r := range results {
 		sums = append(sums, r.Name+": "+orDash(r.Summary))
@@ -97,7 +99,7 @@ func (a *attempt) firstTier(ctx context.Context, changed []string) (*TierRun, *G
 	run.Summary = strings.Join(sums, "; ")
 	run.Failures = append(run.Failures, g.New...)
 	failing := FailingTests(results)
-	for _, id := range a.targetTests() {
+	for _, id := range c.targets {
 		for _, ids := range failing {
 			if slices.Contains(ids, id) {
 				run.Failures = append(run.Failures, "target test still fails: "+id)
@@ -134,13 +136,13 @@ func targetsPhrase(targets []string) string {
 
 // changedPaths returns the paths a change touches: Job.Changed when set, else the paths named
 // by the diff's headers (a new file's "+++ b/", a deleted file's "--- a/").
-func (a *attempt) changedPaths(ctx context.Context, diff string) []string {
-	if a.job.Changed != nil {
-		paths, err := a.job.Changed(ctx)
+func changedPaths(ctx context.Context, job Job, log *slog.Logger, diff string) []string {
+	if job.Changed != nil {
+		paths, err := job.Changed(ctx)
 		if err == nil {
 			return paths
 		}
-		a.log.Warn("first tier: list changed files", "err", err)
+		log.Warn("first tier: list changed files", "err", err)
 	}
 	return DiffPaths(diff)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -201,9 +202,9 @@ func TestFirstTierRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		checks := &scriptedChecks{answers: map[string][]validate.Finding{"tests/test_calc.py": tt.answer}}
-		a := &attempt{r: &Runner{Checks: checks, FlakeReruns: -1}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			job: Job{Dir: dir, Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}, Baseline: tt.baseline}, targets: tt.targets}
-		run, refused := a.firstTier(context.Background(), []string{"calc.py"})
+		c := testCheckRun(&Runner{Checks: checks, FlakeReruns: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+			Job{Dir: dir, Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}, Baseline: tt.baseline}, []string{"calc.py"}, tt.targets)
+		run, refused := c.firstTier(context.Background())
 		t.Logf("%s: runs %q, refused %v, failures %v", tt.name, checks.runs, refused != nil, run.Failures)
 		if (refused != nil) != tt.refuse {
 			t.Errorf("%s: refused = %v; want %v (failures %v)", tt.name, refused != nil, tt.refuse, run.Failures)
@@ -216,12 +217,19 @@ func TestFirstTierRules(t *testing.T) {
 		}
 	}
 	// No pytest check, or a change that selects no test: no first tier at all.
-	a := &attempt{r: &Runner{Checks: &scriptedChecks{}}, log: slog.Default(), job: Job{Dir: dir, Checks: []validate.Check{{Name: "lint", Kind: validate.KindRuff}}}}
-	if run, refused := a.firstTier(context.Background(), []string{"calc.py"}); run != nil || refused != nil {
+	r := &Runner{Checks: &scriptedChecks{}}
+	job := Job{Dir: dir, Checks: []validate.Check{{Name: "lint", Kind: validate.KindRuff}}}
+	if run, refused := testCheckRun(r, job, []string{"calc.py"}, nil).firstTier(context.Background()); run != nil || refused != nil {
 		t.Errorf("first tier with no pytest check = %+v, %+v; want none", run, refused)
 	}
-	a.job.Checks = []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
-	if run, refused := a.firstTier(context.Background(), []string{"README.md"}); run != nil || refused != nil {
+	job.Checks = []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	if run, refused := testCheckRun(r, job, []string{"README.md"}, nil).firstTier(context.Background()); run != nil || refused != nil {
 		t.Errorf("first tier for a README change = %+v, %+v; want none", run, refused)
 	}
+}
+
+// testCheckRun is the checks stage of a fresh attempt at job over a change to changed, which
+// must make targets pass.
+func testCheckRun(r *Runner, job Job, changed, targets []string) *checkRun {
+	return newAttempt(r, job, time.Time{}).checkRun(candidate{changed: changed, targets: targets})
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"strings"
 )
@@ -17,16 +16,16 @@ const refusedNoTestFirst = "Not accepted: the previous attempt's change passed t
 // needsTestFirst refuses a submit that changes no test module when the previous attempt
 // ended unverified and the repository has tests to add one to, at most MaxEvidenceRefusals
 // times; after that the submit is judged as any other (and ends unverified).
-func (a *attempt) needsTestFirst(ctx context.Context, diff string) (string, bool) {
+func (a *attempt) needsTestFirst(changed []string) (string, bool) {
 	prior := a.job.Ticket.Unverified
-	if prior == nil || !a.hasTestSuite() || a.evidenceRefusals >= MaxEvidenceRefusals {
+	if prior == nil || !hasTestSuite(a.job.Baseline) || a.evidenceRefusals >= MaxEvidenceRefusals {
 		return "", false
 	}
-	if len(a.changedTestModules(a.changedPaths(ctx, diff))) > 0 {
+	if len(a.tree.changedTestModules(changed)) > 0 {
 		return "", false
 	}
 	a.evidenceRefusals++
-	a.note("submit %d refused before the checks: attempt %d ended unverified and this change adds no test (%d of %d)", a.submits, prior.Attempt, a.evidenceRefusals, MaxEvidenceRefusals)
+	a.jr.note("submit %d refused before the checks: attempt %d ended unverified and this change adds no test (%d of %d)", a.submits, prior.Attempt, a.evidenceRefusals, MaxEvidenceRefusals)
 	return refusedNoTestFirst + fmt.Sprintf("Add a regression test beside the existing tests, in their style, that fails without your fix (attempt %d's reason: %s), name it in submit's \"tests\", and submit again.",
 		prior.Attempt, clip(strings.Join(strings.Fields(prior.Reason), " "), 300)), true
 }

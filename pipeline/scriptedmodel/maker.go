@@ -100,132 +100,210 @@ func makerTurn(p *plan, h history, title string) []intent {
 		return []intent{p.read}
 	}
 	r := p.real
-	applied, failed := map[string]int{}, map[string]int{}
-	readOK, sentMalformed, failedSubmits, okReads, checkRuns := false, false, 0, 0, 0
-	lastWasSubmit, retryAfterRead := false, false
-	missingSent, missingReported, listed, mixedSent := false, false, false, false
-	for _, c := range h.calls {
-		if !c.argsValid {
-			sentMalformed = true
-			continue
-		}
-		if c.name == "submit" && c.refused() {
-			failedSubmits++
-		}
-		if c.name == "list_files" {
-			listed = true
-		}
-		if c.name == "run_checks" && c.hasResult {
-			checkRuns++
-		}
-		k := p.identify(c.name, c.args)
-		switch {
-		case k == "read":
-			if c.ok() {
-				readOK = true
-				okReads++
-			}
-		case k == "missing":
-			missingSent = true
-			missingReported = missingReported || strings.Contains(c.result, r.missingPath+": error:")
-		case k == "mixed":
-			mixedSent = true
-		case k == "":
-		case c.ok():
-			applied[k]++
-		case c.failed():
-			failed[k]++
-			if c.turn == h.lastTurn && failed[k] < 2 && !p.blockQuoted(k, c.result) {
-				retryAfterRead = true
-			}
-		}
-		if c.turn == h.lastTurn && c.name == "submit" {
-			lastWasSubmit = true
-		}
-	}
-	if p.Behaviour == BehaviourMalformedArgs && !sentMalformed {
+	st := p.scan(h)
+	if p.Behaviour == BehaviourMalformedArgs && !st.sentMalformed {
 		broken := strings.TrimSuffix(p.read.args, "}") // valid JSON minus its closing brace
 		return []intent{{key: "malformed", name: "read_files", args: broken}}
 	}
-	if r != nil && r.missingPath != "" && !readOK {
-		if !missingSent {
-			return []intent{r.missingRead()}
-		}
-		if missingReported && !listed {
-			return []intent{{key: "list", name: "list_files", args: "{}"}}
-		}
+	if next := r.findFile(st); next != nil {
+		return next
 	}
-	if retryAfterRead || !readOK {
+	if st.retryAfterRead || !st.readOK {
 		return []intent{p.read}
 	}
 	if p.Behaviour == BehaviourAsk && !h.answered && !askRefused(h) {
-		q := p.Question
-		if q == "" {
-			q = "The report leaves the intended behaviour open: which result is expected for " + title + "?"
-		}
-		return []intent{{key: "ask", name: "ask_human", args: mustJSON(map[string]string{"question": q})}}
+		return []intent{p.question(title)}
 	}
-	edited := len(applied)+len(failed) > 0
-	if r != nil && !edited {
-		if r.redundantRead && okReads == 1 {
-			return []intent{p.read}
-		}
-		if r.prose != "" && h.prose == 0 {
-			return []intent{{key: "prose", args: r.prose}}
-		}
+	if next := r.hesitate(st, h, p.read); next != nil {
+		return next
 	}
-	wrongApplied := applied["wrong"] > applied["revert"]
+	if next := p.guess(st, title); next != nil {
+		return next
+	}
+	wrongApplied := st.applied["wrong"] > st.applied["revert"]
+	if edits := p.fixEdits(st, wrongApplied); len(edits) > 0 {
+		return edits
+	}
+	if st.lastWasSubmit {
+		return []intent{p.read}
+	}
+	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
+}
+
+// question is the ask_human call of a maker that asks (BehaviourAsk).
+func (p *plan) question(title string) intent {
+	q := p.Question
+	if q == "" {
+		q = "The report leaves the intended behaviour open: which result is expected for " + title + "?"
+	}
+	return intent{key: "ask", name: "ask_human", args: mustJSON(map[string]string{"question": q})}
+}
+
+// hesitate is what the realism does before its first edit: read the file again (read), or
+// answer once in prose without a tool; nil when it does neither.
+func (r *realism) hesitate(st seen, h history, read intent) []intent {
+	if r == nil || len(st.applied)+len(st.failed) > 0 {
+		return nil
+	}
+	if r.redundantRead && st.okReads == 1 {
+		return []intent{read}
+	}
+	if r.prose != "" && h.prose == 0 {
+		return []intent{{key: "prose", args: r.prose}}
+	}
+	return nil
+}
+
+// findFile is the realism's search for the bug's file: a read of a path that does not exist,
+// then list_files once the error came back; nil once the file was read, or without realism.
+func (r *realism) findFile(st seen) []intent {
+	if r == nil || r.missingPath == "" || st.readOK {
+		return nil
+	}
+	if !st.missingSent {
+		return []intent{r.missingRead()}
+	}
+	if st.missingReported && !st.listed {
+		return []intent{{key: "list", name: "list_files", args: "{}"}}
+	}
+	return nil
+}
+
+// guess is the turn of a maker still in its wrong-guess cycles (see wrongCycles): the wrong
+// edit, then a submit of it (or, late_fix, run_checks after a refusal); nil once the cycles
+// are spent and the right fix comes.
+func (p *plan) guess(st seen, title string) []intent {
+	r := p.real
 	cycles := p.wrongCycles()
 	if r != nil && r.wrongFirst {
 		cycles = 1
 	}
-	unhelpful := failedSubmits
+	unhelpful := st.failedSubmits
 	late := p.Behaviour == BehaviourLateFix && (r == nil || !r.wrongFirst)
 	if late {
-		unhelpful += checkRuns
+		unhelpful += st.checkRuns
 	}
-	if cycles < 0 || unhelpful < cycles {
-		if applied["wrong"] == 0 && failed["wrong"] < 2 {
-			return append([]intent{p.wrong}, p.testsWithGuess(applied, failed)...)
-		}
-		if lastWasSubmit {
-			return []intent{p.read}
-		}
-		if late && failedSubmits > 0 {
-			// A model that was refused checks again rather than resubmitting the same change.
-			return []intent{{key: "checks", name: "run_checks", args: "{}"}}
-		}
-		return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", failedSubmits+1, title), p.addedTests)}
+	if cycles >= 0 && unhelpful >= cycles {
+		return nil
 	}
+	if st.applied["wrong"] == 0 && st.failed["wrong"] < 2 {
+		return append([]intent{p.wrong}, p.testsWithGuess(st.applied, st.failed)...)
+	}
+	if st.lastWasSubmit {
+		return []intent{p.read}
+	}
+	if late && st.failedSubmits > 0 {
+		// A model that was refused checks again rather than resubmitting the same change.
+		return []intent{{key: "checks", name: "run_checks", args: "{}"}}
+	}
+	return []intent{submitIntent(fmt.Sprintf("First guess (try %d) for: %s", st.failedSubmits+1, title), p.addedTests)}
+}
+
+// firstTry is fix edit f as the realism sends it the first time: mangled as a real model
+// mangles it, or with broken JSON arguments (once per attempt).
+func (r *realism) firstTry(f intent, sentMalformed bool) intent {
+	if r == nil {
+		return f
+	}
+	if m, ok := r.mangled[f.key]; ok {
+		f = m
+	}
+	if r.brokenJSON == f.key && !sentMalformed {
+		f.args = brokenArgs(f.args)
+	}
+	return f
+}
+
+// seen is what the maker's earlier calls tell it, as makerTurn reads them.
+type seen struct {
+	applied, failed map[string]int // edits by key that applied, and that failed
+	readOK          bool           // a read of the bug's file succeeded
+	sentMalformed   bool           // a call with arguments that are not JSON was sent
+	failedSubmits   int
+	okReads         int
+	checkRuns       int // run_checks calls answered
+	lastWasSubmit   bool
+	retryAfterRead  bool // an edit of the last turn failed on text the model must read again
+	missingSent     bool // the read of a missing path (realism) was sent
+	missingReported bool // and answered with its error
+	listed          bool // list_files was called
+	mixedSent       bool // the realism's mixed turn was sent
+}
+
+// scan reads the maker's calls so far.
+func (p *plan) scan(h history) seen {
+	st := seen{applied: map[string]int{}, failed: map[string]int{}}
+	for _, c := range h.calls {
+		if !c.argsValid {
+			st.sentMalformed = true
+			continue
+		}
+		switch c.name {
+		case "submit":
+			if c.refused() {
+				st.failedSubmits++
+			}
+			st.lastWasSubmit = st.lastWasSubmit || c.turn == h.lastTurn
+		case "list_files":
+			st.listed = true
+		case "run_checks":
+			if c.hasResult {
+				st.checkRuns++
+			}
+		}
+		p.scanIntent(&st, h, c)
+	}
+	return st
+}
+
+// scanIntent counts one well-formed call by what it was meant to do (plan.identify).
+func (p *plan) scanIntent(st *seen, h history, c pastCall) {
+	k := p.identify(c.name, c.args)
+	switch {
+	case k == "read":
+		if c.ok() {
+			st.readOK = true
+			st.okReads++
+		}
+	case k == "missing":
+		st.missingSent = true
+		st.missingReported = st.missingReported || strings.Contains(c.result, p.real.missingPath+": error:")
+	case k == "mixed":
+		st.mixedSent = true
+	case k == "":
+	case c.ok():
+		st.applied[k]++
+	case c.failed():
+		st.failed[k]++
+		if c.turn == h.lastTurn && st.failed[k] < 2 && !p.blockQuoted(k, c.result) {
+			st.retryAfterRead = true
+		}
+	}
+}
+
+// fixEdits are the edits of the right fix still to make (the revert of an applied wrong
+// guess first), each as the realism mangles or breaks it on its first try; none when every
+// edit applied or failed twice.
+func (p *plan) fixEdits(st seen, wrongApplied bool) []intent {
+	r := p.real
 	var edits []intent
-	if wrongApplied && p.revert != nil && failed["revert"] < 2 {
+	if wrongApplied && p.revert != nil && st.failed["revert"] < 2 {
 		edits = append(edits, *p.revert)
 	}
 	fixing := false
 	for _, f := range p.fixes {
-		if applied[f.key] == 0 && failed[f.key] < 2 {
-			if r != nil && failed[f.key] == 0 {
-				if m, ok := r.mangled[f.key]; ok {
-					f = m
-				}
-				if r.brokenJSON == f.key && !sentMalformed {
-					f.args = brokenArgs(f.args)
-				}
+		if st.applied[f.key] == 0 && st.failed[f.key] < 2 {
+			if st.failed[f.key] == 0 {
+				f = r.firstTry(f, st.sentMalformed)
 			}
 			edits = append(edits, f)
-			fixing = fixing || applied[f.key]+failed[f.key] == 0
+			fixing = fixing || st.applied[f.key]+st.failed[f.key] == 0
 		}
 	}
-	if r != nil && r.mixedTurn != nil && !mixedSent && fixing {
+	if r != nil && r.mixedTurn != nil && !st.mixedSent && fixing {
 		edits = append([]intent{*r.mixedTurn}, edits...)
 	}
-	if len(edits) > 0 {
-		return edits
-	}
-	if lastWasSubmit {
-		return []intent{p.read}
-	}
-	return []intent{submitIntent("Fix for: "+title, p.addedTests)}
+	return edits
 }
 
 // askRefused reports an ask_human call answered with an error: no question is left.
