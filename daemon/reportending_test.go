@@ -112,7 +112,7 @@ func TestReportEndings(t *testing.T) {
 		{"needs-info", "needs_info", pipeline.Outcome{Conclusion: pipeline.Conclusion{Status: pipeline.StatusNeedsInfo, Question: "Should double(-1) be -2 or 2?", Reason: "needs info"}}, "",
 			[]string{"## Question", "ticketctl answer 7"},
 			[]string{"Gate", "For the human"}},
-		{"needs-budget", "needs_budget", pipeline.Outcome{Status: pipeline.StatusBudget, NeedsBudget: true, Reason: "dollars: $0.52 spent of $0.50 per attempt", Submits: 0, Dollars: 0.52}, diff,
+		{"needs-budget", "needs_budget", pipeline.Outcome{Conclusion: pipeline.Conclusion{Status: pipeline.StatusBudget, NeedsBudget: true, Reason: "dollars: $0.52 spent of $0.50 per attempt"}, Metrics: pipeline.Metrics{Dollars: 0.52}}, diff,
 			[]string{"**Waiting for money", "Why it stopped: dollars: $0.52 spent", "ticketctl budget 7 +2.50", "The partial change this attempt left"},
 			[]string{"Gate passed", "Gate failed", "For the human", "Fixed"}},
 	}
