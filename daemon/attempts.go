@@ -15,30 +15,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/worktree"
 )
-
-// attemptRecord is results/<id>/attempt-<n>/attempt.json: what one attempt left for the human.
-type attemptRecord struct {
-	Attempt  int                `json:"attempt"`
-	Ending   string             `json:"ending"` // done, retry, escalated, cancelled, released
-	Status   pipeline.Status    `json:"status"`
-	Reason   string             `json:"reason"`
-	Branch   string             `json:"branch,omitempty"` // holds the attempt's (partial) change
-	Summary  string             `json:"summary,omitempty"`
-	Submits  int                `json:"submits"`
-	Steps    int                `json:"steps"`
-	Rounds   int                `json:"review_rounds"`
-	Dropped  int                `json:"dropped_findings"`
-	Flaky    []string           `json:"flaky,omitempty"`
-	Findings []pipeline.Finding `json:"findings,omitempty"`
-	Verdict  *pipeline.Verdict  `json:"verdict,omitempty"`
-	// History is what the attempt tried, one line each (which tier of the checks found
-	// what, flaky tests, compactions): the status page's account of the attempt.
-	History []string `json:"history,omitempty"`
-	folder  string   // results/<id>/ sub-folder; "" means attempt-<n>
-}
 
 // AttemptBranch names the branch that keeps attempt n's partial change of a ticket.
 func AttemptBranch(ticketID int64, n int) string {
@@ -122,8 +102,8 @@ func attemptFolder(id int64, n int, branch string) string {
 // caller ends the attempt as the machine's when the storage failed).
 // save keeps each file in the database too (saveArtifact), under its path in the results
 // folder.
-func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), fault func(error), rec attemptRecord, diff string, out pipeline.Outcome) {
-	folder := cmp.Or(rec.folder, "attempt-"+strconv.Itoa(rec.Attempt))
+func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), fault func(error), rec record.Attempt, folder, diff string, out pipeline.Outcome) {
+	folder = cmp.Or(folder, "attempt-"+strconv.Itoa(rec.Attempt))
 	adir := filepath.Join(dir, folder)
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		log.Error("create attempt folder", "dir", adir, "err", err)
@@ -148,10 +128,10 @@ func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byt
 
 // readAttempts reads every attempt record of the ticket, in attempt order: those in the
 // database (written by any node) and those under its results folder on this disk.
-func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int64, dir string) []attemptRecord {
-	byFolder := map[string]attemptRecord{}
+func (w *resultsFolder) readAttempts(ctx context.Context, log *slog.Logger, id int64, dir string) []record.Attempt {
+	byFolder := map[string]record.Attempt{}
 	add := func(folder string, data []byte) {
-		var r attemptRecord
+		var r record.Attempt
 		if json.Unmarshal(data, &r) == nil {
 			byFolder[folder] = r
 		}
@@ -162,7 +142,7 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 			add(filepath.Base(filepath.Dir(m)), data)
 		}
 	}
-	stored, err := w.d.Store.Artifacts(ctx, id)
+	stored, err := w.st.Artifacts(ctx, id)
 	if err != nil {
 		log.Warn("attempt records in the database", "err", err)
 	}
@@ -171,11 +151,11 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 		if !ok || name != "attempt.json" || !strings.HasPrefix(folder, "attempt-") {
 			continue
 		}
-		if data, err := w.d.Store.Artifact(ctx, id, a.Path); err == nil {
+		if data, err := w.st.Artifact(ctx, id, a.Path); err == nil {
 			add(folder, data)
 		}
 	}
-	var out []attemptRecord
+	var out []record.Attempt
 	for _, f := range slices.Sorted(maps.Keys(byFolder)) {
 		out = append(out, byFolder[f])
 	}
@@ -185,11 +165,11 @@ func (w *workerPool) readAttempts(ctx context.Context, log *slog.Logger, id int6
 
 // priorUnverified is the ticket's previous attempt (the latest before attempt n) when it ended
 // unverified, with its patch: the next attempt is told what was missing. nil otherwise.
-func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
-	dir := filepath.Join(w.cfg.Output, strconv.FormatInt(id, 10))
-	var prev *attemptRecord
+func (w *resultsFolder) priorUnverified(ctx context.Context, log *slog.Logger, id int64, n int) *pipeline.PriorUnverified {
+	dir := filepath.Join(w.output, strconv.FormatInt(id, 10))
+	var prev *record.Attempt
 	for _, r := range w.readAttempts(ctx, log, id, dir) {
-		if r.Attempt < n && r.Ending != "released" && (prev == nil || r.Attempt >= prev.Attempt) {
+		if r.Attempt < n && r.Ending != record.Released && (prev == nil || r.Attempt >= prev.Attempt) {
 			prev = &r
 		}
 	}
@@ -199,7 +179,7 @@ func (w *workerPool) priorUnverified(ctx context.Context, log *slog.Logger, id i
 	rel := attemptFolder(id, prev.Attempt, prev.Branch) + "/patch"
 	patch, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
-		if patch, err = w.d.Store.Artifact(ctx, id, rel); err != nil {
+		if patch, err = w.st.Artifact(ctx, id, rel); err != nil {
 			log.Warn("read the unverified attempt's patch", "attempt", prev.Attempt, "err", err)
 		}
 	}

@@ -325,7 +325,7 @@ func (w *workerPool) checkRepo(ctx context.Context, name string) {
 		w.log.Warn("baseline worktree", "repo", name, "err", err)
 		return
 	}
-	repo, err = w.repoEnv(ctx, name, repo, tree)
+	repo, err = w.envs.repoEnv(ctx, name, repo, tree)
 	var facts repoFacts
 	if err == nil {
 		facts, err = w.baselines.get(ctx, repo, tree)
@@ -416,7 +416,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 			repo, short(base), facts.took.Round(time.Millisecond))
 	}
 	notes := baselineNotes(facts.results)
-	if env := w.envNote(repo); env != "" {
+	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
 	}
 	for _, n := range notes {

@@ -28,6 +28,12 @@ const EnvsDir = "envs"
 // concurrent use.
 type repoEnvs struct {
 	builder *envsetup.Builder
+	st      *store.Store
+	log     *slog.Logger
+	// checks run the import probe; pauseRepo pauses a repository whose recipe failed.
+	checks    pipeline.CheckRunner
+	pauseRepo func(ctx context.Context, name, reason string)
+	now       func() time.Time
 
 	mu    sync.Mutex
 	ready map[string]*envEntry
@@ -46,7 +52,7 @@ func newRepoEnvs(cfg config.Config, bwrap string, log *slog.Logger) *repoEnvs {
 	if root := sandbox.PyenvRoot(os.Environ()); root != "" && os.Getenv("PYENV_ROOT") == "" {
 		extra = append(extra, "PYENV_ROOT="+root)
 	}
-	return &repoEnvs{builder: &envsetup.Builder{
+	return &repoEnvs{log: log, now: time.Now, builder: &envsetup.Builder{
 		Root: filepath.Join(cfg.Workspace, EnvsDir), Sandbox: cfg.Sandbox, Bwrap: bwrap, Hide: sandboxHide(cfg),
 		ReadOnly: cfg.SandboxPaths, User: user, Deny: cfg.Credentials(), ExtraEnv: extra, Logger: log,
 	}}
@@ -57,26 +63,26 @@ func newRepoEnvs(cfg config.Config, bwrap string, log *slog.Logger) *repoEnvs {
 // tonight). An error means the recipe failed, or the environment would make a check import
 // the project from outside the worktree: the repository is then paused for the night, said
 // where an operator looks, and no ticket is charged.
-func (w *workerPool) repoEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (config.Repo, error) {
-	if repo.Setup == nil || w.envs == nil {
+func (w *repoEnvs) repoEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (config.Repo, error) {
+	if repo.Setup == nil || w == nil {
 		return repo, nil
 	}
-	w.envs.mu.Lock()
-	if w.envs.ready == nil {
-		w.envs.ready = map[string]*envEntry{}
+	w.mu.Lock()
+	if w.ready == nil {
+		w.ready = map[string]*envEntry{}
 	}
-	e, ok := w.envs.ready[name]
+	e, ok := w.ready[name]
 	if !ok {
 		e = &envEntry{done: make(chan struct{})}
-		w.envs.ready[name] = e
+		w.ready[name] = e
 	}
-	w.envs.mu.Unlock()
+	w.mu.Unlock()
 	if !ok {
 		e.env, e.err = w.buildEnv(ctx, name, repo, tree)
 		if e.err != nil && ctx.Err() != nil {
-			w.envs.mu.Lock()
-			delete(w.envs.ready, name) // cut short by a shutdown: nobody's fault
-			w.envs.mu.Unlock()
+			w.mu.Lock()
+			delete(w.ready, name) // cut short by a shutdown: nobody's fault
+			w.mu.Unlock()
 		}
 		close(e.done)
 	} else {
@@ -108,7 +114,7 @@ func withEnv(repo config.Repo, env envsetup.Env) config.Repo {
 
 // buildEnv builds (or finds) the environment, proves that a check imports the project from
 // the worktree, and records the outcome; a failure pauses the repository.
-func (w *workerPool) buildEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (envsetup.Env, error) {
+func (w *repoEnvs) buildEnv(ctx context.Context, name string, repo config.Repo, tree *worktree.Tree) (envsetup.Env, error) {
 	files, err := worktree.FilesAt(tree.RepoPath, tree.BaseCommit)
 	if err != nil {
 		return envsetup.Env{}, fmt.Errorf("environment of %s: list the base commit's files: %w", name, err)
@@ -118,7 +124,7 @@ func (w *workerPool) buildEnv(ctx context.Context, name string, repo config.Repo
 		needPython = needPython || c.Python == ""
 	}
 	start := time.Now()
-	env, err := w.envs.builder.Ensure(ctx, envsetup.Request{Repo: name, Source: tree.Dir, Files: files, Recipe: *repo.Setup, NeedPython: needPython})
+	env, err := w.builder.Ensure(ctx, envsetup.Request{Repo: name, Source: tree.Dir, Files: files, Recipe: *repo.Setup, NeedPython: needPython})
 	if err == nil {
 		err = w.probeEnv(ctx, repo, env, tree)
 	}
@@ -132,7 +138,7 @@ func (w *workerPool) buildEnv(ctx context.Context, name string, repo config.Repo
 	w.log.Info("environment ready", "repo", name, "key", env.Key, "cached", env.Cached, "why", env.Why,
 		"built_at", env.BuiltAt.UTC().Format(time.RFC3339), "setup_s", seconds(env.Took), "start_s", seconds(time.Since(start)),
 		"inputs", strings.Join(env.Inputs, " "))
-	if err := w.d.Store.RecordEnvironment(context.WithoutCancel(ctx), store.Environment{Repo: name, Key: env.Key, OK: true,
+	if err := w.st.RecordEnvironment(context.WithoutCancel(ctx), store.Environment{Repo: name, Key: env.Key, OK: true,
 		Cached: env.Cached, BuiltAt: env.BuiltAt, Took: env.Took}); err != nil {
 		w.log.Warn("record environment", "repo", name, "err", err)
 	}
@@ -145,13 +151,13 @@ var errOutsideWorktree = errors.New("a check would import the project from outsi
 // probeEnv runs the import probe (envsetup.ProbeCheck) in tree the way the checks run: the
 // code a check imports must be the worktree's, never the checkout the environment was built
 // from.
-func (w *workerPool) probeEnv(ctx context.Context, repo config.Repo, env envsetup.Env, tree *worktree.Tree) error {
+func (w *repoEnvs) probeEnv(ctx context.Context, repo config.Repo, env envsetup.Env, tree *worktree.Tree) error {
 	pkgs := envsetup.Packages(tree.Dir)
 	if len(pkgs) == 0 || len(repo.Checks) == 0 {
 		return nil
 	}
 	probe := envsetup.ProbeCheck(withEnv(repo, env).Checks[0], pkgs)
-	res := w.baselines.checks.Run(ctx, tree.Dir, []validate.Check{probe})
+	res := w.checks.Run(ctx, tree.Dir, []validate.Check{probe})
 	if len(res) == 1 && res[0].Passed {
 		return nil
 	}
@@ -164,14 +170,14 @@ func (w *workerPool) probeEnv(ctx context.Context, repo config.Repo, env envsetu
 }
 
 // envFailed records a failed environment and pauses the repository for the night.
-func (w *workerPool) envFailed(ctx context.Context, name string, env envsetup.Env, err error) {
+func (w *repoEnvs) envFailed(ctx context.Context, name string, env envsetup.Env, err error) {
 	bg := context.WithoutCancel(ctx)
 	var be *envsetup.BuildError
 	output, took, key := "", time.Duration(0), env.Key
 	if errors.As(err, &be) {
 		output, took, key = be.Output, be.Took, be.Key
 	}
-	if rerr := w.d.Store.RecordEnvironment(bg, store.Environment{Repo: name, Key: key, OK: false, Took: took,
+	if rerr := w.st.RecordEnvironment(bg, store.Environment{Repo: name, Key: key, OK: false, Took: took,
 		Error: err.Error(), Output: output}); rerr != nil {
 		w.log.Warn("record environment", "repo", name, "err", rerr)
 	}
@@ -181,13 +187,13 @@ func (w *workerPool) envFailed(ctx context.Context, name string, env envsetup.En
 }
 
 // envNote is the baseline note's line about the repository's environment, "" without one.
-func (w *workerPool) envNote(name string) string {
-	if w.envs == nil {
+func (w *repoEnvs) envNote(name string) string {
+	if w == nil {
 		return ""
 	}
-	w.envs.mu.Lock()
-	e, ok := w.envs.ready[name]
-	w.envs.mu.Unlock()
+	w.mu.Lock()
+	e, ok := w.ready[name]
+	w.mu.Unlock()
 	if !ok {
 		return ""
 	}
@@ -202,7 +208,7 @@ func (w *workerPool) envNote(name string) string {
 	env := e.env
 	if env.Cached {
 		return fmt.Sprintf("environment %s (repos.%s.setup): cached, built %s ago in %s; a cold rebuild comes after verify_every",
-			env.Key, name, w.d.now().Sub(env.BuiltAt).Round(time.Minute), env.Took.Round(time.Second))
+			env.Key, name, w.now().Sub(env.BuiltAt).Round(time.Minute), env.Took.Round(time.Second))
 	}
 	return fmt.Sprintf("environment %s (repos.%s.setup): built tonight in %s (%s)", env.Key, name, env.Took.Round(time.Second), env.Why)
 }

@@ -22,6 +22,10 @@ var ErrMachineFault = errors.New("the machine failed the attempt")
 // ending, and the storage faults met by each ticket's attempt, for its worker. Safe for
 // concurrent use.
 type machineFaults struct {
+	// stopClaims ends this node's claims after a storage fault (once); nil: never.
+	stopClaims context.CancelCauseFunc
+	pauseOnce  sync.Once
+
 	mu      sync.Mutex
 	reasons []string
 	seen    map[string]bool
@@ -104,7 +108,7 @@ func workspaceFault(err error) bool {
 // diskFaultHook is the pipeline's DiskFault for one attempt: a tool call that met a storage
 // fault stops the attempt at once as the machine's fault, before the model reads the error
 // as a mistake of its own (and spends its loop on it).
-func (w *workerPool) diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error) {
+func diskFaultHook(log *slog.Logger, cancel context.CancelCauseFunc) func(error) {
 	return func(err error) {
 		log.Error("a tool call met a storage fault: the attempt ends as the machine's fault", "err", err)
 		cancel(fmt.Errorf("%w: the workspace: %s: %w", ErrMachineFault, diskfault.Describe(err), err))
@@ -113,24 +117,13 @@ func (w *workerPool) diskFaultHook(log *slog.Logger, cancel context.CancelCauseF
 
 // pauseNode stops this node's claims for the rest of the night after a storage fault: every
 // attempt would meet it again. The reason goes to the night's ending.
-func (w *workerPool) pauseNode(log *slog.Logger, reason string) {
-	w.faults.add(reason)
-	if w.stopClaims == nil {
+func (m *machineFaults) pauseNode(log *slog.Logger, reason string) {
+	m.add(reason)
+	if m.stopClaims == nil {
 		return
 	}
-	w.pauseOnce.Do(func() {
+	m.pauseOnce.Do(func() {
 		log.Error("storage fault: this node claims no more tickets tonight", "reason", reason)
-		w.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
+		m.stopClaims(fmt.Errorf("%w: %s; this node claimed no more tickets", ErrMachineFault, strings.TrimPrefix(reason, ErrMachineFault.Error()+": ")))
 	})
-}
-
-// releaseFault gives the ticket back unspent after the machine failed its attempt; a storage
-// fault pauses the node.
-func (w *workerPool) releaseFault(ctx context.Context, log *slog.Logger, lease store.Lease, cause error) {
-	if workspaceFault(cause) {
-		w.pauseNode(log, cause.Error())
-	} else {
-		w.faults.add(cause.Error())
-	}
-	w.releaseMachine(ctx, log, lease, cause.Error())
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
-	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
 
@@ -22,7 +20,7 @@ const treeWatchEvery = time.Second
 
 // watchTree cancels the attempt with errWorktreeGone as soon as its worktree folder is gone.
 // It ends with ctx.
-func (w *workerPool) watchTree(ctx context.Context, cancel context.CancelCauseFunc, tree *worktree.Tree, repo config.Repo) {
+func watchTree(ctx context.Context, cancel context.CancelCauseFunc, tree *worktree.Tree) {
 	go func() {
 		t := time.NewTicker(treeWatchEvery)
 		defer t.Stop()
@@ -42,7 +40,7 @@ func (w *workerPool) watchTree(ctx context.Context, cancel context.CancelCauseFu
 
 // treeGone says why an attempt's ground vanished under it (its worktree folder, or the
 // repository's base ref), "" when neither did.
-func (w *workerPool) treeGone(tree *worktree.Tree, name string, repo config.Repo) string {
+func treeGone(tree *worktree.Tree, name string, repo config.Repo) string {
 	if _, err := os.Stat(tree.Dir); errors.Is(err, os.ErrNotExist) {
 		return fmt.Sprintf("the attempt's worktree %s vanished during the attempt", tree.Dir)
 	}
@@ -61,16 +59,4 @@ func (w *workerPool) pauseRepo(ctx context.Context, name, reason string) {
 	}
 	w.reportBadRepo(ctx, name, reason)
 	w.setPaused()
-}
-
-// releaseMachine gives a ticket back unspent after the machine failed its attempt.
-func (w *workerPool) releaseMachine(ctx context.Context, log *slog.Logger, lease store.Lease, reason string) {
-	if err := w.persist(w.stopCtx(), log, "release ticket", lease.Ticket.ID, func(ctx context.Context) error {
-		_, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: store.FailMachine, Reason: reason})
-		return err
-	}); err != nil {
-		log.Error("release ticket", "err", err)
-		return
-	}
-	log.Warn("ticket released: the machine failed the attempt, not the ticket", "reason", reason)
 }

@@ -239,22 +239,9 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding, prepared func()) error {
 	cfg := d.Config
 	runID := rep.RunID
-	bwrap, err := prepareSandbox(ctx, cfg, log)
+	bwrap, err := d.prepareNight(ctx, log, rep)
 	if err != nil {
 		return err
-	}
-	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
-	if err := d.Store.SetRunSandbox(ctx, runID, string(mode)); err != nil {
-		log.Warn("record the night's sandbox", "run", runID, "err", err)
-	}
-	if rep.Intake, err = d.Intake(ctx); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
-		return fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
-	}
-	if err := os.MkdirAll(cfg.Output, 0o755); err != nil {
-		return fmt.Errorf("create output folder %s: %w", cfg.Output, err)
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
 
@@ -267,61 +254,17 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	defer d.guardNight(workCtx, log, runID, cfg.Store.Shared(), func(cause error) { stopClaims(cause); stopWork(cause) })()
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
-	rec := &callRecorder{store: d.Store, runID: runID, limit: cfg.Night.MaxDollars, over: func() {
-		log.Warn("night dollar budget spent: stopping", "limit", model.FormatCost(cfg.Night.MaxDollars, false, false))
-		stopClaims(ErrNightBudget)
-		stopWork(ErrNightBudget)
-	}, quota: func(msg string) {
-		cause := fmt.Errorf("%w: %s", ErrQuota, msg)
-		log.Error("model account out of quota or credit: stopping the night", "err", msg)
-		stopClaims(cause)
-		stopWork(cause)
-	}}
-	opts := append([]model.Option{model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
-	client, err := model.New(cfg.Models, rec, log, opts...)
+	rec := d.nightRecorder(log, runID, func(cause error) { stopClaims(cause); stopWork(cause) })
+	client, roles, windows, err := d.nightClient(ctx, log, runID, rec)
 	if err != nil {
-		return fmt.Errorf("model client: %w", err)
-	}
-	roles := map[model.Role]bool{}
-	windows := map[model.Role]int{}
-	for r, rc := range cfg.Models.Roles {
-		roles[r] = true
-		if rc.ContextWindow > 0 {
-			windows[r] = rc.ContextWindow
-		}
-	}
-	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
-		return fmt.Errorf("%w: %w", ErrPreflight, err)
+		return err
 	}
 	checks := d.Checks
 	if checks == nil {
 		checks = checkRunner(cfg, bwrap, log)
 	}
-	guard := newFixGuard(checks, log)
-	w := &workerPool{
-		d:         d,
-		cfg:       cfg,
-		log:       log,
-		trees:     trees,
-		guard:     guard,
-		baselines: newBaselines(guard, d.Store, log),
-		runner: &pipeline.Runner{
-			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: roles,
-			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: windows,
-			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
-		},
-		envs:       newRepoEnvs(cfg, bwrap, log),
-		gate:       client,
-		runID:      runID,
-		stop:       workCtx,
-		stopClaims: stopClaims,
-		calls:      rec,
-	}
-	w.envs.builder.Now = d.now
-	rec.watch(w.storeDown, func(err error) { w.writeFailed(log, "record model call", 0, err) })
-	if id, err := d.Store.Identity(ctx); err == nil {
-		w.identity = id
-	}
+	w := d.newPool(ctx, log, trees, newFixGuard(checks, log), client, nightParts{bwrap: bwrap, roles: roles, windows: windows,
+		rec: rec, stopClaims: stopClaims, workCtx: workCtx})
 	// Repositories that fail their start-up check are reported and paused; the night goes
 	// on with the others. The pool sees only those that passed.
 	healthy, err := w.checkStartup(ctx, checks)
@@ -330,17 +273,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	w.cfg.Repos = healthy
 	d.collectLeftovers(ctx, log, trees, healthy)
-	// A parked ticket waits for the next night: the schedule's next tick under `ticketd run`;
-	// under `ticketd once`, which has no schedule, the next `once`.
-	unparkBefore := time.Time{}
-	if rep.Trigger == TriggerCron {
-		unparkBefore = d.now()
-	}
-	if n, err := d.Store.Unpark(ctx, unparkBefore, "ticketd"); err != nil {
-		log.Warn("unpark tickets", "err", err)
-	} else if n > 0 {
-		log.Info("parked tickets back in the queue for this night", "tickets", n)
-	}
+	d.unpark(ctx, log, rep.Trigger)
 	d.pushLeftovers(ctx, log, healthy)
 	defer d.runGitHub(workCtx)()
 	// Baselines run beside the work: a repository's tickets are claimable as soon as its own
@@ -352,11 +285,8 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	// attempt. It counts from the end of the preparation (preflights), as the baselines
 	// start: a slow start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
-	w.parkUntil, w.parkNote = w.windowEnd, "until the next `ticketd once`"
-	if rep.Trigger == TriggerCron {
-		w.parkUntil = nextNight(cfg.Night.Schedule, w.windowEnd)
-		w.parkNote = "until the next night (" + w.parkUntil.UTC().Format(time.RFC3339) + ")"
-	}
+	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
+		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd)}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
@@ -385,9 +315,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rec.flush(context.WithoutCancel(ctx), log)
-	rep.Dollars = rec.Dollars()
-	rep.EstimatedDollars = rec.EstimatedDollars()
-	rep.CostUnknown = rec.CostUnknown()
+	rep.Dollars, rep.EstimatedDollars, rep.CostUnknown = rec.Dollars(), rec.EstimatedDollars(), rec.CostUnknown()
 	if cause := context.Cause(claimCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		rep.Stopped = cause
 	} else if ctx.Err() != nil {
@@ -395,6 +323,134 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	*ending = w.ending(context.WithoutCancel(ctx), client)
 	return nil
+}
+
+// prepareNight readies the machine for a night: the sandbox, the intake, the folders. It
+// returns the bwrap binary the checks run in ("" without).
+func (d *Daemon) prepareNight(ctx context.Context, log *slog.Logger, rep *NightReport) (string, error) {
+	cfg := d.Config
+	bwrap, err := prepareSandbox(ctx, cfg, log)
+	if err != nil {
+		return "", err
+	}
+	mode := cmp.Or(cfg.Sandbox, sandbox.ModeBwrap)
+	if err := d.Store.SetRunSandbox(ctx, rep.RunID, string(mode)); err != nil {
+		log.Warn("record the night's sandbox", "run", rep.RunID, "err", err)
+	}
+	if rep.Intake, err = d.Intake(ctx); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+		return "", fmt.Errorf("create workspace %s: %w", cfg.Workspace, err)
+	}
+	if err := os.MkdirAll(cfg.Output, 0o755); err != nil {
+		return "", fmt.Errorf("create output folder %s: %w", cfg.Output, err)
+	}
+	return bwrap, nil
+}
+
+// nightRecorder records the night's model calls; it stops the night (stop) when its dollars
+// are spent or the account is out of quota.
+func (d *Daemon) nightRecorder(log *slog.Logger, runID int64, stop func(error)) *callRecorder {
+	limit := d.Config.Night.MaxDollars
+	return &callRecorder{store: d.Store, runID: runID, limit: limit, over: func() {
+		log.Warn("night dollar budget spent: stopping", "limit", model.FormatCost(limit, false, false))
+		stop(ErrNightBudget)
+	}, quota: func(msg string) {
+		cause := fmt.Errorf("%w: %s", ErrQuota, msg)
+		log.Error("model account out of quota or credit: stopping the night", "err", msg)
+		stop(cause)
+	}}
+}
+
+// nightClient is the night's model client, its endpoints preflighted, with the roles it
+// serves and their context windows.
+func (d *Daemon) nightClient(ctx context.Context, log *slog.Logger, runID int64, rec *callRecorder) (*model.Client, map[model.Role]bool, map[model.Role]int, error) {
+	cfg := d.Config
+	opts := append([]model.Option{model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
+	client, err := model.New(cfg.Models, rec, log, opts...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("model client: %w", err)
+	}
+	roles := map[model.Role]bool{}
+	windows := map[model.Role]int{}
+	for r, rc := range cfg.Models.Roles {
+		roles[r] = true
+		if rc.ContextWindow > 0 {
+			windows[r] = rc.ContextWindow
+		}
+	}
+	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	return client, roles, windows, nil
+}
+
+// nightParts are what a night's worker pool is made of, beside the daemon's own.
+type nightParts struct {
+	bwrap      string
+	roles      map[model.Role]bool
+	windows    map[model.Role]int
+	rec        *callRecorder
+	stopClaims context.CancelCauseFunc
+	workCtx    context.Context
+}
+
+// newPool makes the night's worker pool.
+func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.Manager, guard *fixGuard, client *model.Client, p nightParts) *workerPool {
+	cfg := d.Config
+	w := &workerPool{
+		d:         d,
+		cfg:       cfg,
+		log:       log,
+		trees:     trees,
+		guard:     guard,
+		baselines: newBaselines(guard, d.Store, log),
+		runner: &pipeline.Runner{
+			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: p.roles,
+			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: p.windows,
+			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
+		},
+		envs:       newRepoEnvs(cfg, p.bwrap, log),
+		gate:       client,
+		faults:     &machineFaults{stopClaims: p.stopClaims},
+		health:     &storeHealth{st: d.Store, now: d.now, lease: cfg.Night.Lease, calls: p.rec, stop: p.workCtx},
+		stopClaims: p.stopClaims,
+	}
+	w.envs.builder.Now = d.now
+	w.envs.st, w.envs.checks, w.envs.pauseRepo, w.envs.now = d.Store, guard, w.pauseRepo, d.now
+	p.rec.watch(w.health.isDown, func(err error) { w.health.writeFailed(log, "record model call", 0, err) })
+	w.results = &resultsFolder{st: d.Store, output: cfg.Output, faults: w.faults, now: d.now}
+	if id, err := d.Store.Identity(ctx); err == nil {
+		w.results.identity = id
+	}
+	return w
+}
+
+// unpark brings parked tickets back for this night: a parked ticket waits for the next night,
+// the schedule's next tick under `ticketd run`; under `ticketd once`, which has no schedule,
+// the next `once`.
+func (d *Daemon) unpark(ctx context.Context, log *slog.Logger, trigger string) {
+	before := time.Time{}
+	if trigger == TriggerCron {
+		before = d.now()
+	}
+	if n, err := d.Store.Unpark(ctx, before, "ticketd"); err != nil {
+		log.Warn("unpark tickets", "err", err)
+	} else if n > 0 {
+		log.Info("parked tickets back in the queue for this night", "tickets", n)
+	}
+}
+
+// nightParking is until when this night parks a ticket: the schedule's next night under
+// `ticketd run`, the next `ticketd once` otherwise.
+func nightParking(cfg config.Config, runID int64, trigger string, windowEnd time.Time) parking {
+	park := parking{runID: runID, max: cfg.Night.MaxTransportReleases, until: windowEnd, note: "until the next `ticketd once`"}
+	if trigger == TriggerCron {
+		park.until = nextNight(cfg.Night.Schedule, windowEnd)
+		park.note = "until the next night (" + park.until.UTC().Format(time.RFC3339) + ")"
+	}
+	return park
 }
 
 // TriggerCron names the nights `ticketd run` starts on its schedule: only they park a ticket
@@ -415,7 +471,7 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 		e.ready = 1
 	}
 	e.paused = w.unhealthy.reasons()
-	e.machine, e.outages = w.faults.list(), w.outages()
+	e.machine, e.outages = w.faults.list(), w.health.outages()
 	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
 		for _, s := range g.Endpoints() {
 			if s.Down {

@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"cmp"
-	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/ticketd/ticketd/store"
@@ -22,23 +19,4 @@ func rateLimitEnding(retryAt, windowEnd time.Time, reason string) (f store.Failu
 	return store.Failure{Kind: store.FailRateLimit, RunAfter: retryAt,
 		Reason: fmt.Sprintf("the provider said the limit lifts at %s, after the night's window (%s): %s",
 			retryAt.UTC().Format(time.RFC3339), windowEnd.UTC().Format(time.RFC3339), reason)}, true
-}
-
-// deferRateLimited records rateLimitEnding's decision for a leased ticket.
-func (w *workerPool) deferRateLimited(ctx context.Context, log *slog.Logger, lease store.Lease, retryAt time.Time, reason string) {
-	f, park := rateLimitEnding(retryAt, w.windowEnd, oneLine(reason))
-	err := w.persist(w.stopCtx(), log, "defer a rate-limited ticket", lease.Ticket.ID, func(ctx context.Context) error {
-		if park {
-			_, err := w.d.Store.Park(ctx, lease.Ticket.ID, lease.Token, w.parkUntil,
-				fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parkNote, "until the next night"), f.Reason))
-			return err
-		}
-		_, err := w.d.Store.Fail(ctx, lease.Ticket.ID, lease.Token, f)
-		return err
-	})
-	if err != nil {
-		log.Error("defer a rate-limited ticket", "err", err)
-		return
-	}
-	log.Warn("ticket rate limited: waits for the reset", "retry_at", retryAt, "parked", park)
 }

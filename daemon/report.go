@@ -10,24 +10,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
 )
 
+// resultsFolder writes and reads the tickets' results folders (<output>/<ticket id>/), and
+// keeps each file in the database too.
+type resultsFolder struct {
+	st     *store.Store
+	output string
+	// identity is the ticket database's (store.Identity), written in each results folder.
+	identity string
+	// faults keeps the storage faults met while writing, for the attempt's ending.
+	faults *machineFaults
+	now    func() time.Time
+}
+
 // writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
 // under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
 // ticket's transition matters more than its report.
-func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending, branch string) string {
+func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending record.Ending, branch string) string {
 	t := lease.Ticket
-	dir := resultDir(w.cfg.Output, w.identity, t)
+	dir := resultDir(w.output, w.identity, t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Error("create result folder", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
 		return ""
 	}
-	if err := writeTicketRecord(dir, w.identity, t, ending); err != nil {
+	if err := writeTicketRecord(dir, w.identity, t, string(ending)); err != nil {
 		log.Error("write the ticket's record", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
 	}
@@ -49,27 +62,26 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 	}
 	w.saveArtifact(ctx, log, t.ID, "patch", patch)
 	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
-	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, attemptRecord{
+	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, record.Attempt{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
-		folder: attemptFolder(t.ID, lease.Attempt, branch),
-	}, diff, out)
-	calls, err := w.d.Store.ModelCalls(ctx, t.ID)
+	}, attemptFolder(t.ID, lease.Attempt, branch), diff, out)
+	calls, err := w.st.ModelCalls(ctx, t.ID)
 	if err != nil {
 		log.Warn("model calls for report", "err", err)
 	}
-	events, err := w.d.Store.Events(ctx, t.ID)
+	events, err := w.st.Events(ctx, t.ID)
 	if err != nil {
 		log.Warn("events for report", "err", err)
 	}
-	questions, err := w.d.Store.Questions(ctx, t.ID)
+	questions, err := w.st.Questions(ctx, t.ID)
 	if err != nil {
 		log.Warn("questions for report", "err", err)
 	}
 	report := renderReport(reportInput{
 		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
-		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.d.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
+		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
 		Questions: questions, GitHub: t.Source == "github",
 	})
 	// Check output and model text in it may quote a credential: cut before it is stored or
@@ -85,8 +97,8 @@ func (w *workerPool) writeResult(ctx context.Context, log *slog.Logger, lease st
 
 // saveArtifact keeps a file of the ticket's results folder in the database too, so that
 // ticketctl on any node shows it. A failure is logged: the ticket's transition matters more.
-func (w *workerPool) saveArtifact(ctx context.Context, log *slog.Logger, id int64, rel string, data []byte) {
-	if err := w.d.Store.SaveArtifact(ctx, id, rel, data); err != nil {
+func (w *resultsFolder) saveArtifact(ctx context.Context, log *slog.Logger, id int64, rel string, data []byte) {
+	if err := w.st.SaveArtifact(ctx, id, rel, data); err != nil {
 		log.Warn("keep a result file in the database", "file", rel, "err", err)
 	}
 }
@@ -96,7 +108,7 @@ type reportInput struct {
 	Attempt int
 	Branch  string
 	Base    string
-	Ending  string // done, retry, escalated, cancelled, released
+	Ending  record.Ending
 	Outcome pipeline.Outcome
 	Diff    string
 	// Leftovers are the paths the checks wrote that no tool did: discarded, never committed.
@@ -105,94 +117,115 @@ type reportInput struct {
 	Events    []store.Event
 	Now       time.Time
 	// Attempts are every attempt's record so far (results/<id>/attempt-<n>/).
-	Attempts []attemptRecord
+	Attempts []record.Attempt
 	// Questions are the questions asked on the ticket so far, answered or not; GitHub says
 	// the ticket came from a GitHub issue (where its question is posted).
 	Questions []store.Question
 	GitHub    bool
 }
 
+// renderReport is report.md: what ended the attempt, what was asked, what changed, what the
+// checks and the review said, what was tried, what it cost, and what a human can do next.
 func renderReport(in reportInput) string {
-	t, out := in.Ticket, in.Outcome
 	var b strings.Builder
-	heading := map[string]string{
-		"done":         "Fixed",
-		"retry":        "Not fixed yet (will be retried)",
-		"escalated":    "Escalated: needs a human",
-		"cancelled":    "Cancelled",
-		"released":     "Stopped from outside and released (the attempt is not spent; the ticket runs again)",
-		"needs_info":   "Waiting for an answer: the maker asked a question (the attempt is not spent)",
-		"needs_budget": "Waiting for money: its dollars stopped it, before the cap (the attempt is not spent)",
-	}[in.Ending]
-	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, heading, in.Attempt, t.MaxAttempts)
+	for _, section := range []func(*strings.Builder, reportInput){
+		writeHeading, writeAsked, writeChanged, writeGate, writeAttempts, writeTried, writeCost, writeNextStep,
+	} {
+		section(&b, in)
+	}
+	return b.String()
+}
+
+// writeHeading writes the title, how the attempt ended and what that ending asks for.
+func writeHeading(b *strings.Builder, in reportInput) {
+	t, out := in.Ticket, in.Outcome
+	fmt.Fprintf(b, "# Ticket %d: %s\n\n**%s** after attempt %d of %d.\n\n", t.ID, t.Title, endingKind(in.Ending).heading(), in.Attempt, t.MaxAttempts)
 	switch in.Ending {
-	case string(store.StateDone):
-		fmt.Fprintf(&b, "Branch `%s` (from `%s`). Review it with:\n\n    git log -p %s..%s\n\n", in.Branch, short(in.Base), short(in.Base), in.Branch)
-	case string(store.StateNeedsInfo):
-		fmt.Fprintf(&b, "## Question\n\n%s\n\n", quote(out.Question))
+	case record.Done:
+		fmt.Fprintf(b, "Branch `%s` (from `%s`). Review it with:\n\n    git log -p %s..%s\n\n", in.Branch, short(in.Base), short(in.Base), in.Branch)
+	case record.NeedsInfo:
+		fmt.Fprintf(b, "## Question\n\n%s\n\n", quote(out.Question))
 		b.WriteString("The ticket is out of the queue until someone answers. Answer it with:\n\n")
-		fmt.Fprintf(&b, "    ticketctl answer %d \"your answer\"\n\n", t.ID)
+		fmt.Fprintf(b, "    ticketctl answer %d \"your answer\"\n\n", t.ID)
 		if in.GitHub {
 			b.WriteString("or reply on the GitHub issue (the question is posted there): a comment by the issue's author or by a maintainer with write access, after the question, is taken as the answer.\n\n")
 		}
 		b.WriteString("The next attempt starts with the question and the answer; the triage is kept.\n\n")
-	case string(store.StateNeedsBudget):
-		fmt.Fprintf(&b, "Why it stopped: %s\n\nIts partial work is on `%s`. Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", out.Reason, in.Branch, t.ID)
+	case record.NeedsBudget:
+		fmt.Fprintf(b, "Why it stopped: %s\n\nIts partial work is on `%s`. Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", out.Reason, in.Branch, t.ID)
 	default:
-		fmt.Fprintf(&b, "Why it stopped: %s\n\n", out.Reason)
+		fmt.Fprintf(b, "Why it stopped: %s\n\n", out.Reason)
 	}
+}
 
+// writeAsked writes the ticket as asked, its answered questions and its triage.
+func writeAsked(b *strings.Builder, in reportInput) {
+	t, out := in.Ticket, in.Outcome
 	b.WriteString("## What was asked\n\n")
-	fmt.Fprintf(&b, "Source: %s %s, repository `%s`", t.Source, t.ExternalID, t.Repo)
+	fmt.Fprintf(b, "Source: %s %s, repository `%s`", t.Source, t.ExternalID, t.Repo)
 	if len(t.Labels) > 0 {
-		fmt.Fprintf(&b, ", labels: %s", strings.Join(t.Labels, ", "))
+		fmt.Fprintf(b, ", labels: %s", strings.Join(t.Labels, ", "))
 	}
-	fmt.Fprintf(&b, ".\n\n%s\n\n", quote(t.Body))
+	fmt.Fprintf(b, ".\n\n%s\n\n", quote(t.Body))
 	for _, q := range in.Questions {
 		if !q.Answered {
 			continue
 		}
-		fmt.Fprintf(&b, "Question %d (asked by attempt %d): %s\n\nAnswer by %s:\n\n%s\n\n", q.N, q.Attempt, oneLine(q.Text), orDashReport(q.AnsweredBy), quote(q.Answer))
+		fmt.Fprintf(b, "Question %d (asked by attempt %d): %s\n\nAnswer by %s:\n\n%s\n\n", q.N, q.Attempt, oneLine(q.Text), orDashReport(q.AnsweredBy), quote(q.Answer))
 	}
 	if out.Triage != nil {
-		fmt.Fprintf(&b, "Triage: %s\n\n", out.Triage.Summary)
+		fmt.Fprintf(b, "Triage: %s\n\n", out.Triage.Summary)
 		for _, c := range out.Triage.AcceptanceCriteria {
-			fmt.Fprintf(&b, "- [ ] %s\n", c)
+			fmt.Fprintf(b, "- [ ] %s\n", c)
 		}
 		b.WriteString("\n")
 	}
+}
 
+// writeChanged writes the change the attempt made (or left).
+func writeChanged(b *strings.Builder, in reportInput) {
+	out := in.Outcome
 	b.WriteString("## What changed\n\n")
 	if out.Summary != "" {
-		fmt.Fprintf(&b, "%s\n\n", out.Summary)
+		fmt.Fprintf(b, "%s\n\n", out.Summary)
 	}
 	if strings.TrimSpace(in.Diff) == "" {
 		b.WriteString("The maker's tools changed no file.\n\n")
 	} else {
-		fmt.Fprintf(&b, "%s, %s:\n\n```diff\n%s\n```\n\n", changeLabel(in), diffStat(in.Diff), clipLines(in.Diff, 300))
+		fmt.Fprintf(b, "%s, %s:\n\n```diff\n%s\n```\n\n", changeLabel(in), diffStat(in.Diff), clipLines(in.Diff, 300))
 	}
 	if len(in.Leftovers) > 0 {
-		fmt.Fprintf(&b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))
+		fmt.Fprintf(b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))
 	}
+}
 
+// writeGate writes the checks, the review and the judge on the last change.
+func writeGate(b *strings.Builder, in reportInput) {
+	out := in.Outcome
 	b.WriteString("## Checks\n\n")
-	writeChecks(&b, in)
+	writeChecks(b, in)
 	if ft := out.FirstTierCaught; ft > 0 || (out.Gate != nil && out.Gate.FirstTier != nil) {
-		fmt.Fprintf(&b, "- first tier (tests importing the change, run before the whole suite): caught %d failing run(s) without the whole suite, %s in all", ft, out.FirstTierTime.Round(time.Millisecond))
+		fmt.Fprintf(b, "- first tier (tests importing the change, run before the whole suite): caught %d failing run(s) without the whole suite, %s in all", ft, out.FirstTierTime.Round(time.Millisecond))
 		if out.Gate != nil && out.Gate.FirstTier != nil && out.Gate.Tier != pipeline.TierFirst {
-			fmt.Fprintf(&b, "; on the last run it passed (%d test file(s): %s) and the whole suite gave the verdict", len(out.Gate.FirstTier.Files), out.Gate.FirstTier.Summary)
+			fmt.Fprintf(b, "; on the last run it passed (%d test file(s): %s) and the whole suite gave the verdict", len(out.Gate.FirstTier.Files), out.Gate.FirstTier.Summary)
 		}
 		b.WriteString("\n")
 	}
 	for _, f := range out.Flaky {
-		fmt.Fprintf(&b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
+		fmt.Fprintf(b, "- flaky: %s failed, then passed when re-run alone (not blamed on the fix)\n", f)
 	}
+	writeReview(b, out)
+	b.WriteString("\n")
+}
+
+// writeReview writes the checker's findings, the arbiter's decisions and the judge's verdict.
+func writeReview(b *strings.Builder, out pipeline.Outcome) {
 	if len(out.Findings) > 0 {
 		b.WriteString("\nChecker findings (reviewer: severity [category] file:line):\n")
 		for _, f := range out.Findings {
-			fmt.Fprintf(&b, "- %s: %s [%s] %s:%d: %s\n", reviewerName(f.Reviewer), f.Severity, f.Category, f.File, f.Line, f.Finding)
+			fmt.Fprintf(b, "- %s: %s [%s] %s:%d: %s\n", reviewerName(f.Reviewer), f.Severity, f.Category, f.File, f.Line, f.Finding)
 			if f.Arbiter != "" {
-				fmt.Fprintf(&b, "  - arbiter: %s\n", f.Arbiter)
+				fmt.Fprintf(b, "  - arbiter: %s\n", f.Arbiter)
 			}
 		}
 	}
@@ -203,53 +236,63 @@ func renderReport(in reportInput) string {
 			if kept == "" {
 				kept = "both kept, marked as contested"
 			}
-			fmt.Fprintf(&b, "- round %d, %s:%d: %s (%s) \"%s\" against %s (%s) \"%s\": **%s**. %s\n", a.Round, a.A.File, a.A.Line,
+			fmt.Fprintf(b, "- round %d, %s:%d: %s (%s) \"%s\" against %s (%s) \"%s\": **%s**. %s\n", a.Round, a.A.File, a.A.Line,
 				reviewerName(a.A.Reviewer), a.A.Severity, oneLine(a.A.Finding), reviewerName(a.B.Reviewer), a.B.Severity, oneLine(a.B.Finding), kept, a.Reason)
 		}
 	}
 	if out.DroppedFindings > 0 {
-		fmt.Fprintf(&b, "\nChecker findings dropped (evidence not in the diff or changed files, bad schema, or new in round 2): %d, over %d review round(s).\n", out.DroppedFindings, out.ReviewRounds)
+		fmt.Fprintf(b, "\nChecker findings dropped (evidence not in the diff or changed files, bad schema, or new in round 2): %d, over %d review round(s).\n", out.DroppedFindings, out.ReviewRounds)
 	}
 	if out.Verdict != nil {
 		mode := "Judge"
 		if out.JudgeAdvisory {
 			mode = "Judge (advisory, does not block)"
 		}
-		fmt.Fprintf(&b, "\n%s: %s. %s\n", mode, out.Verdict.Verdict, out.Verdict.Reason)
+		fmt.Fprintf(b, "\n%s: %s. %s\n", mode, out.Verdict.Verdict, out.Verdict.Reason)
 		for _, u := range out.Verdict.Unmet {
-			fmt.Fprintf(&b, "- unmet: %s\n", u)
+			fmt.Fprintf(b, "- unmet: %s\n", u)
 		}
 	}
-	b.WriteString("\n")
+}
 
+// writeAttempts lists every attempt so far.
+func writeAttempts(b *strings.Builder, in reportInput) {
 	if len(in.Attempts) > 0 {
 		b.WriteString("## Attempts\n\n")
 		for _, a := range in.Attempts {
-			fmt.Fprintf(&b, "- attempt %d (%s, %s): %s", a.Attempt, a.Ending, a.Status, oneLine(a.Reason))
+			fmt.Fprintf(b, "- attempt %d (%s, %s): %s", a.Attempt, a.Ending, a.Status, oneLine(a.Reason))
 			if a.Branch != "" {
-				fmt.Fprintf(&b, "; branch `%s`", a.Branch)
+				fmt.Fprintf(b, "; branch `%s`", a.Branch)
 			}
-			fmt.Fprintf(&b, "; patch `attempt-%d/patch`, %d submit(s), %d review round(s)\n", a.Attempt, a.Submits, a.Rounds)
+			fmt.Fprintf(b, "; patch `attempt-%d/patch`, %d submit(s), %d review round(s)\n", a.Attempt, a.Submits, a.Rounds)
 		}
 		b.WriteString("\n")
 	}
+}
 
+// writeTried writes the ticket's events and this attempt's history.
+func writeTried(b *strings.Builder, in reportInput) {
+	out := in.Outcome
 	b.WriteString("## What was tried\n\n")
 	for _, e := range in.Events {
 		if e.Kind == "claimed" || e.Kind == "enqueued" {
 			continue
 		}
-		fmt.Fprintf(&b, "- attempt %d, %s: %s", e.Attempt, e.At.UTC().Format("15:04:05"), e.Kind)
+		fmt.Fprintf(b, "- attempt %d, %s: %s", e.Attempt, e.At.UTC().Format("15:04:05"), e.Kind)
 		if e.Reason != "" {
-			fmt.Fprintf(&b, ": %s", e.Reason)
+			fmt.Fprintf(b, ": %s", e.Reason)
 		}
 		b.WriteString("\n")
 	}
 	for _, h := range out.History {
-		fmt.Fprintf(&b, "- attempt %d: %s\n", in.Attempt, h)
+		fmt.Fprintf(b, "- attempt %d: %s\n", in.Attempt, h)
 	}
 	b.WriteString("\n")
+}
 
+// writeCost writes what the ticket cost in calls, tokens, dollars and time.
+func writeCost(b *strings.Builder, in reportInput) {
+	t, out := in.Ticket, in.Outcome
 	b.WriteString("## Cost and time\n\n")
 	var prompt, cached, completion int64
 	var cost float64
@@ -275,13 +318,10 @@ func renderReport(in reportInput) string {
 	case unknown:
 		costText += " (+ unknown: calls to models without a price, or answers never received)"
 	}
-	fmt.Fprintf(&b, "- model calls: %d (all attempts); tokens: %d prompt (%d cached), %d completion\n", len(in.Calls), prompt, cached, completion)
-	fmt.Fprintf(&b, "- cost: %s\n", costText)
-	fmt.Fprintf(&b, "- this attempt: %d maker steps, %d submits, %s\n", out.Steps, out.Submits, out.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "- ticket age: %s\n", in.Now.Sub(t.CreatedAt).Round(time.Second))
-
-	writeNextStep(&b, in)
-	return b.String()
+	fmt.Fprintf(b, "- model calls: %d (all attempts); tokens: %d prompt (%d cached), %d completion\n", len(in.Calls), prompt, cached, completion)
+	fmt.Fprintf(b, "- cost: %s\n", costText)
+	fmt.Fprintf(b, "- this attempt: %d maker steps, %d submits, %s\n", out.Steps, out.Submits, out.Duration.Round(time.Millisecond))
+	fmt.Fprintf(b, "- ticket age: %s\n", in.Now.Sub(t.CreatedAt).Round(time.Second))
 }
 
 // reviewerName is a finding's reviewer as the report names it.

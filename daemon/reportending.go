@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
-	"github.com/ticketd/ticketd/store"
 )
 
 // A report says exactly what happened: which gate ran on the last submitted change and
@@ -21,7 +21,7 @@ func unverified(out pipeline.Outcome) bool { return out.Status == pipeline.Statu
 // changeLabel names the diff the report shows, per ending.
 func changeLabel(in reportInput) string {
 	switch {
-	case in.Ending == string(store.StateDone):
+	case in.Ending == record.Done:
 		return "The change"
 	case unverified(in.Outcome):
 		return "The complete change (it passes the checks, but nothing showed it fixes the bug: not committed to the ticket's branch; saved as `patch` beside this report)"
@@ -124,10 +124,10 @@ func contains(list []string, s string) bool {
 func writeNextStep(b *strings.Builder, in reportInput) {
 	t, out := in.Ticket, in.Outcome
 	switch {
-	case unverified(out) && (in.Ending == string(store.StateEscalated) || in.Ending == "retry"):
+	case unverified(out) && (in.Ending == record.Escalated || in.Ending == record.Retry):
 		b.WriteString("\n## For the human\n\n")
 		b.WriteString("The change above is complete and passes the checks, but nothing showed that it fixes the reported bug: no test fails at the base commit and passes with it.")
-		if in.Ending == "retry" {
+		if in.Ending == record.Retry {
 			// The ticket is back in the queue: accept takes an escalated ticket's kept change
 			// only (a queued one may be claimed meanwhile), so the step is for its escalation.
 			b.WriteString(" The next attempt is told so and must add a test that reproduces the bug first.")
@@ -135,7 +135,7 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 			return
 		}
 		fmt.Fprintf(b, "\n\nNext step: add a test that reproduces the bug, or accept the patch: `ticketctl accept %d`\n", t.ID)
-	case in.Ending == string(store.StateEscalated):
+	case in.Ending == record.Escalated:
 		b.WriteString("\n## For the human\n\n")
 		b.WriteString(escalationWhy(out))
 		b.WriteString(" Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")

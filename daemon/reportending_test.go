@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
@@ -63,7 +64,7 @@ func TestReportEndings(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		ending string
+		ending record.Ending
 		out    pipeline.Outcome
 		diff   string
 		must   []string
@@ -111,6 +112,19 @@ func TestReportEndings(t *testing.T) {
 		{"needs-info", "needs_info", pipeline.Outcome{Conclusion: pipeline.Conclusion{Status: pipeline.StatusNeedsInfo, Question: "Should double(-1) be -2 or 2?", Reason: "needs info"}}, "",
 			[]string{"## Question", "ticketctl answer 7"},
 			[]string{"Gate", "For the human"}},
+		{"needs-budget", "needs_budget", pipeline.Outcome{Conclusion: pipeline.Conclusion{Status: pipeline.StatusBudget, NeedsBudget: true, Reason: "dollars: $0.52 spent of $0.50 per attempt"}, Metrics: pipeline.Metrics{Dollars: 0.52}}, diff,
+			[]string{"**Waiting for money", "Why it stopped: dollars: $0.52 spent", "ticketctl budget 7 +2.50", "The partial change this attempt left"},
+			[]string{"Gate passed", "Gate failed", "For the human", "Fixed"}},
+	}
+	// One golden report per ending a record can name, at least.
+	covered := map[record.Ending]bool{}
+	for _, tt := range tests {
+		covered[tt.ending] = true
+	}
+	for _, kind := range record.Endings {
+		if !covered[kind] {
+			t.Errorf("no golden report for the ending %q", kind)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -35,10 +36,9 @@ func (s *systemic) reset() {
 	s.sig, s.ticket = "", 0
 }
 
-// systemicRelease records that ticket's attempt ended on f, and says whether to release it
-// unspent; the second ticket in a row stops the night's claims.
-func (w *workerPool) systemicRelease(log *slog.Logger, ticket int64, f *model.Fault) bool {
-	s := &w.systemic
+// release records that ticket's attempt ended on f, and says whether to release it unspent;
+// the second ticket in a row stops the night's claims (stopClaims; nil: none to stop).
+func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopClaims context.CancelCauseFunc) bool {
 	sig := f.Signature()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -54,8 +54,8 @@ func (w *workerPool) systemicRelease(log *slog.Logger, ticket int64, f *model.Fa
 			ErrSystemic, s.ticket, ticket, f.Class, f.Error())
 		log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
 			"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", []int64{s.ticket, ticket})
-		if w.stopClaims != nil {
-			w.stopClaims(cause)
+		if stopClaims != nil {
+			stopClaims(cause)
 		}
 		return true
 	case s.seen[ticket] == sig:

@@ -118,11 +118,21 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		d.AllTime = append(d.AllTime, stateCount{st, ov.ByState[st]})
 		d.AllTotal += ov.ByState[st]
 	}
+	since := s.homeNights(ctx, &d, ov)
+	s.homeAttention(ctx, &d, since)
+	s.homeSetup(ctx, &d)
+	s.homeTonight(ctx, &d, since)
+	return d
+}
+
+// homeNights fills the running and the last night, and returns when the latest started:
+// "tonight" begins there (zero without a night).
+func (s *Server) homeNights(ctx context.Context, d *homeData, ov store.Overview) time.Time {
 	runs, err := s.store.Runs(ctx, 2)
 	if err != nil {
 		d.problem("nights", err)
 	}
-	var since time.Time // the latest night's start: "tonight" begins there
+	var since time.Time
 	if len(runs) > 0 {
 		since = runs[0].StartedAt
 		latest := s.nightView(ctx, &d.common, runs[0], ov, true)
@@ -136,6 +146,12 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		}
 	}
 
+	return since
+}
+
+// homeAttention fills what needs a human: tickets escalated tonight (older ones counted),
+// those waiting outside the queue, each with what was tried.
+func (s *Server) homeAttention(ctx context.Context, d *homeData, since time.Time) {
 	escalated, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateEscalated}, Limit: 200})
 	if err != nil {
 		d.problem("escalated tickets", err)
@@ -164,6 +180,21 @@ func (s *Server) homeData(ctx context.Context) homeData {
 			d.Attention = append(d.Attention, attentionRow{Summary: t})
 		}
 	}
+	for i := range d.Attention {
+		a := &d.Attention[i]
+		events, err := s.store.Events(ctx, a.ID)
+		if err != nil {
+			d.problem(fmt.Sprintf("history of ticket %d", a.ID), err)
+			continue
+		}
+		a.Tried = tried(events)
+	}
+
+}
+
+// homeSetup fills what is wrong with the setup: skipped issue files, failed environments.
+func (s *Server) homeSetup(ctx context.Context, d *homeData) {
+	var err error
 	if d.Skipped, err = s.store.IntakeSkips(ctx); err != nil {
 		d.problem("skipped issue files", err)
 	}
@@ -176,16 +207,10 @@ func (s *Server) homeData(ctx context.Context) homeData {
 			}
 		}
 	}
-	for i := range d.Attention {
-		a := &d.Attention[i]
-		events, err := s.store.Events(ctx, a.ID)
-		if err != nil {
-			d.problem(fmt.Sprintf("history of ticket %d", a.ID), err)
-			continue
-		}
-		a.Tried = tried(events)
-	}
+}
 
+// homeTonight fills the running tickets and tonight's finished ones.
+func (s *Server) homeTonight(ctx context.Context, d *homeData, since time.Time) {
 	running, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateRunning}, Limit: homeRunning})
 	if err != nil {
 		d.problem("running tickets", err)
@@ -215,7 +240,6 @@ func (s *Server) homeData(ctx context.Context) homeData {
 			d.Done = append(d.Done, t)
 		}
 	}
-	return d
 }
 
 // nightView reads a night's figures: the run row's for an ended night, the store's stats of

@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
@@ -123,26 +123,6 @@ func folderAttempt(folder string) int {
 	return n
 }
 
-// attemptFile is the part of attempt-<n>/attempt.json the page shows: what the daemon wrote
-// when the attempt ended (daemon.attemptRecord; TestLiveNightPages renders a real night's
-// attempts, so the two cannot drift apart unnoticed).
-type attemptFile struct {
-	Attempt  int                `json:"attempt"`
-	Ending   string             `json:"ending"`
-	Status   pipeline.Status    `json:"status"`
-	Reason   string             `json:"reason"`
-	Branch   string             `json:"branch"`
-	Summary  string             `json:"summary"`
-	Submits  int                `json:"submits"`
-	Steps    int                `json:"steps"`
-	Rounds   int                `json:"review_rounds"`
-	Dropped  int                `json:"dropped_findings"`
-	Flaky    []string           `json:"flaky"`
-	Findings []pipeline.Finding `json:"findings"`
-	Verdict  *pipeline.Verdict  `json:"verdict"`
-	History  []string           `json:"history"`
-}
-
 // Bounds of what the ticket page reads from the results folder.
 const (
 	maxReportRead = 1 << 20   // report.md (the daemon caps it at 1 MiB too)
@@ -153,7 +133,7 @@ const (
 // attemptView is one attempt folder, read for the ticket page.
 type attemptView struct {
 	Folder   string
-	File     attemptFile
+	File     record.Attempt
 	Checks   []validate.Result
 	Patch    diffView
 	Problems []string // files that could not be read
@@ -161,7 +141,7 @@ type attemptView struct {
 
 // readAttempt reads one attempt folder; unreadable parts are named in Problems.
 func readAttempt(ctx context.Context, r Results, t store.Ticket, folder string) attemptView {
-	v := attemptView{Folder: folder, File: attemptFile{Attempt: folderAttempt(folder)}}
+	v := attemptView{Folder: folder, File: record.Attempt{Attempt: folderAttempt(folder)}}
 	readJSON := func(name string, into any) {
 		data, _, err := r.ReadResult(ctx, t, folder+"/"+name, maxJSONRead)
 		if errors.Is(err, fs.ErrNotExist) {
