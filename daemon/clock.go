@@ -1,6 +1,6 @@
 package daemon
 
-import "github.com/ticketd/ticketd/clock"
+import "github.com/ticketd/ticketd/store/clock"
 
 // Clock is the night's time (clock.Clock): timestamps, the run window and its grace period,
 // and the heartbeats that extend leases and notice cancel requests. Tests drive a

@@ -3,7 +3,7 @@ package daemon
 import (
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // fakeClock is the daemon's Clock in tests: Now stands still until Advance, and Advance

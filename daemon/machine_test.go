@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // machineNight starts a night in the background against the scripted model (a test double)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -23,6 +22,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // fixture is a Python repository with one bug per ticket, its issue files and the scripted

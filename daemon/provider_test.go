@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // shaper is an in-test HTTP server that takes the scripted model's answers (a test

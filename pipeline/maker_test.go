@@ -13,10 +13,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // fakeModel is a test double for the model: each role's answers come from a function of

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 	"github.com/ticketd/ticketd/worktree"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // TestGCFiles: gc deletes the kept-attempt branches and results/ folders of tickets finished

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // fixture is a real database holding tickets in every interesting state.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // hostileConftest swaps pytest's JUnit report for a FIFO at exit, as issue 19's probe did;

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/testenv"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // processesUnder returns the live processes whose working directory is under dir: from the

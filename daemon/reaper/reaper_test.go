@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // orphan starts `sleep secs` in the background of a shell that exits at once, so the sleep

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // builder writes a database as nights leave it, through the store's API only.

@@ -19,7 +19,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ticketd/ticketd/clock"
+	"github.com/ticketd/ticketd/store/clock"
 )
 
 // continuePrompt is the user turn appended after an answer cut at finish_reason=length.

@@ -15,7 +15,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // fakeClock is the tests' clock with every After firing at once (clocktest.Fake under

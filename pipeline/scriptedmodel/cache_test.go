@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // rawRequest is a triage request whose system message is pad followed by the role line,

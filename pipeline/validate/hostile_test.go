@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // TestSizeLimitCannotBeHidden: the ways issue 19 found to store more than max_worktree_size

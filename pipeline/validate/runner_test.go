@@ -16,9 +16,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/scripts/testenv"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // project writes a tiny Python project into a fresh directory: stats.py and

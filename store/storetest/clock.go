@@ -3,7 +3,7 @@ package storetest
 import (
 	"time"
 
-	"github.com/ticketd/ticketd/clock/clocktest"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // Clock is the tests' clock (clocktest.Fake) for the store's Now hook: the store's and each

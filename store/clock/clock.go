@@ -1,7 +1,8 @@
 // Package clock is ticketd's one time source: the daemon holds a Clock and hands it down
 // (the model client, the night's window, heartbeats, the store's Now), so a test drives
 // time with one fake (clock/clocktest) instead of waiting it out. It imports nothing of
-// ticketd's, so every package may use it.
+// ticketd's and sits under store, the bottom of the import graph (cmd -> daemon ->
+// pipeline, worktree, store), so every package may use it without an arrow running up.
 package clock
 
 import "time"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/clock"
+	"github.com/ticketd/ticketd/store/clock"
 )
 
 // Spy is the machine's clock that also tells a test each time the code arms a timer

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ticketd/ticketd/clock"
+	"github.com/ticketd/ticketd/store/clock"
 )
 
 // Fake is a clock.Clock that stands still until Advance, safe for concurrent use.
