@@ -80,6 +80,13 @@ func TestAskHumanNight(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, report)
 		}
 	}
+	// The results files went to the database with the question (store.EndAttempt).
+	if kept, err := n.store.Artifact(ctx, 1, "report.md"); err != nil || string(kept) != string(report) {
+		t.Errorf("report.md in the database = %d bytes, %v; want the %d on disk", len(kept), err, len(report))
+	}
+	if _, err := n.store.Artifact(ctx, 1, "attempt-1/attempt.json"); err != nil {
+		t.Errorf("attempt record in the database: %v", err)
+	}
 	if got := len(makerRequestTexts(t, server)); got != 2 {
 		t.Errorf("night 1: %d maker requests, want 2 (read, then ask)", got)
 	}

@@ -100,8 +100,8 @@ func attemptFolder(id int64, n int, branch string) string {
 // writeAttempt writes results/<id>/attempt-<n>/: the patch, the checks, the findings, the
 // verdict and the stop reason of one attempt. Errors are logged, and told to fault (the
 // caller ends the attempt as the machine's when the storage failed).
-// save keeps each file in the database too (saveArtifact), under its path in the results
-// folder.
+// save keeps each file for the database too (stored with the attempt's transition,
+// store.EndAttempt), under its path in the results folder.
 func writeAttempt(log *slog.Logger, dir string, save func(rel string, data []byte), fault func(error), rec record.Attempt, folder, diff string, out pipeline.Outcome) {
 	folder = cmp.Or(folder, "attempt-"+strconv.Itoa(rec.Attempt))
 	adir := filepath.Join(dir, folder)

@@ -35,7 +35,8 @@ type parking struct {
 }
 
 // perform carries out decide's ending of an attempt: it keeps the change where the ending
-// says, writes the results folder, pushes, and moves the ticket in the store. A write the
+// says, writes the results folder, pushes, and moves the ticket in the store with the
+// folder's files in one write (store.EndAttempt): a lost lease keeps neither. A write the
 // database does not take is retried until the night stops; the ticket then keeps its last
 // recorded state until its lease expires.
 func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome) {
@@ -57,9 +58,9 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 	if e.Push && e.Kind != endDone {
 		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
 	}
-	dir := ""
+	dir, files := "", []store.ArtifactFile(nil)
 	if e.Report {
-		dir = w.results.writeResult(ctx, log, a.lease, a.fix, out, record.Ending(e.Kind), branch)
+		dir, files = w.results.writeResult(ctx, log, a.lease, a.fix, out, record.Ending(e.Kind), branch)
 		if f := w.faults.take(t.ID); f != nil {
 			switch {
 			case e.Charge:
@@ -74,29 +75,30 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 			}
 		}
 	}
-	w.record(ctx, log, a, e, out, branch, dir)
+	w.record(ctx, log, a, e, out, branch, dir, files)
 }
 
-// record moves the ticket in the store as the ending says.
-func (w *ender) record(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome, branch, dir string) {
+// record moves the ticket in the store as the ending says, with the attempt's results files.
+func (w *ender) record(ctx context.Context, log *slog.Logger, a *attemptRun, e ending, out pipeline.Outcome, branch, dir string, files []store.ArtifactFile) {
 	t := a.lease.Ticket
 	switch e.Kind {
 	case endDone:
-		w.complete(ctx, log, a, out, dir)
+		w.complete(ctx, log, a, out, dir, files)
 	case endNeedsInfo:
-		w.ask(log, a.lease, out.Question, branch, dir)
+		w.ask(log, a.lease, out.Question, branch, dir, files)
 	case endNeedsBudget:
-		w.needBudget(log, a.lease, e, out, branch, dir)
+		w.needBudget(log, a.lease, e, out, branch, dir, files)
 	case endCancelled:
 		if err := w.health.persist(log, "finish cancelled", t.ID, func(ctx context.Context) error {
-			return w.st.FinishCancelled(ctx, t.ID, a.lease.Token, e.Reason)
+			_, err := w.st.EndAttempt(ctx, store.Ending{ID: t.ID, Token: a.lease.Token, Kind: store.EndCancelled, Reason: e.Reason, Artifacts: files})
+			return err
 		}); err != nil {
 			log.Error("finish cancelled ticket", "err", err)
 		}
 	case endRateLimited:
-		w.deferRateLimited(log, a.lease, e)
+		w.deferRateLimited(log, a.lease, e, files)
 	default:
-		w.fail(ctx, log, a.lease, e, branch, dir)
+		w.fail(ctx, log, a.lease, e, branch, dir, files)
 	}
 }
 
@@ -121,10 +123,12 @@ func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e end
 
 // complete records a fix: the ticket is done, its branch kept and pushed, its duplicates
 // settled.
-func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string) {
+func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string, files []store.ArtifactFile) {
 	t, branch := a.lease.Ticket, a.tree.Branch
 	err := w.health.persist(log, "complete", t.ID, func(ctx context.Context) error {
-		return w.st.Complete(ctx, t.ID, a.lease.Token, store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary})
+		_, err := w.st.EndAttempt(ctx, store.Ending{ID: t.ID, Token: a.lease.Token, Kind: store.EndComplete,
+			Result: store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary}, Artifacts: files})
+		return err
 	})
 	if isStoreFault(err) {
 		// The database never took the result: the fix stays on its branch and in its result
@@ -145,10 +149,11 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 
 // ask records the maker's question: asking is not a failure, the attempt is not charged, and
 // its change is kept beside the question for the human who answers.
-func (w *ender) ask(log *slog.Logger, lease store.Lease, question, branch, dir string) {
+func (w *ender) ask(log *slog.Logger, lease store.Lease, question, branch, dir string, files []store.ArtifactFile) {
 	var state store.State
 	err := w.health.persist(log, "record the question", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.st.AskHuman(ctx, lease.Ticket.ID, lease.Token, store.Asked{Question: question, Branch: branch, ResultDir: dir})
+		state, err = w.st.EndAttempt(ctx, store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndAsk,
+			Asked: store.Asked{Question: question, Branch: branch, ResultDir: dir}, Artifacts: files})
 		return err
 	})
 	if err != nil {
@@ -161,10 +166,11 @@ func (w *ender) ask(log *slog.Logger, lease store.Lease, question, branch, dir s
 // needBudget records an attempt its dollars stopped (spent, or projected to be by its next
 // call): not charged, the ticket waits as needs_budget until an operator adds money
 // (ticketctl budget ID +$X).
-func (w *ender) needBudget(log *slog.Logger, lease store.Lease, e ending, out pipeline.Outcome, branch, dir string) {
+func (w *ender) needBudget(log *slog.Logger, lease store.Lease, e ending, out pipeline.Outcome, branch, dir string, files []store.ArtifactFile) {
 	var state store.State
 	err := w.health.persist(log, "stop for budget", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.st.NeedBudget(ctx, lease.Ticket.ID, lease.Token, e.Reason, branch, dir)
+		state, err = w.st.EndAttempt(ctx, store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndNeedBudget,
+			Reason: e.Reason, Branch: branch, ResultDir: dir, Artifacts: files})
 		return err
 	})
 	if err != nil {
@@ -177,14 +183,15 @@ func (w *ender) needBudget(log *slog.Logger, lease store.Lease, e ending, out pi
 
 // deferRateLimited records a rate limit's ending: back to the queue until the provider's
 // reset, or parked until the next night when that falls after the window.
-func (w *ender) deferRateLimited(log *slog.Logger, lease store.Lease, e ending) {
+func (w *ender) deferRateLimited(log *slog.Logger, lease store.Lease, e ending, files []store.ArtifactFile) {
+	end := store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndFail,
+		Failure: store.Failure{Kind: e.Fail, Reason: e.Reason, RunAfter: e.RunAfter}, Artifacts: files}
+	if e.Park {
+		end = store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndPark, Until: w.parking.until,
+			Reason: fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parking.note, "until the next night"), e.Reason), Artifacts: files}
+	}
 	err := w.health.persist(log, "defer a rate-limited ticket", lease.Ticket.ID, func(ctx context.Context) error {
-		if e.Park {
-			_, err := w.st.Park(ctx, lease.Ticket.ID, lease.Token, w.parking.until,
-				fmt.Sprintf("parked %s: rate limited; %s", cmp.Or(w.parking.note, "until the next night"), e.Reason))
-			return err
-		}
-		_, err := w.st.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason, RunAfter: e.RunAfter})
+		_, err := w.st.EndAttempt(ctx, end)
 		return err
 	})
 	if err != nil {
@@ -196,20 +203,20 @@ func (w *ender) deferRateLimited(log *slog.Logger, lease store.Lease, e ending) 
 
 // fail records a failure: charged (retried or escalated) or a release, which never spends
 // the attempt.
-func (w *ender) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e ending, branch, dir string) {
+func (w *ender) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e ending, branch, dir string, files []store.ArtifactFile) {
 	switch e.Fault {
 	case faultPauseNode:
 		w.faults.pauseNode(log, e.Reason)
 	case faultNoted:
 		w.faults.add(e.Reason)
 	}
-	if e.MayPark && w.park(ctx, log, lease, e.Reason) {
+	if e.MayPark && w.park(ctx, log, lease, e.Reason, files) {
 		return
 	}
 	var state store.State
 	err := w.health.persist(log, "record the attempt's end", lease.Ticket.ID, func(ctx context.Context) (err error) {
-		state, err = w.st.Fail(ctx, lease.Ticket.ID, lease.Token, store.Failure{Kind: e.Fail, Reason: e.Reason,
-			Branch: branch, ResultDir: dir, Final: e.Final})
+		state, err = w.st.EndAttempt(ctx, store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndFail,
+			Failure: store.Failure{Kind: e.Fail, Reason: e.Reason, Branch: branch, ResultDir: dir, Final: e.Final}, Artifacts: files})
 		return err
 	})
 	switch {
@@ -228,7 +235,7 @@ func (w *ender) fail(ctx context.Context, log *slog.Logger, lease store.Lease, e
 
 // park keeps a ticket released too often for transport faults tonight out of the queue
 // until the next night, so the queue moves on; it reports whether it parked the ticket.
-func (w *ender) park(ctx context.Context, log *slog.Logger, lease store.Lease, cause string) bool {
+func (w *ender) park(ctx context.Context, log *slog.Logger, lease store.Lease, cause string, files []store.ArtifactFile) bool {
 	if w.parking.runID == 0 || w.parking.max <= 0 {
 		return false
 	}
@@ -242,7 +249,8 @@ func (w *ender) park(ctx context.Context, log *slog.Logger, lease store.Lease, c
 	}
 	reason := fmt.Sprintf("parked %s: released %d times tonight for transport faults (night.max_transport_releases), last: %v",
 		cmp.Or(w.parking.note, "until the next night"), n, cause)
-	if _, err := w.st.Park(ctx, lease.Ticket.ID, lease.Token, w.parking.until, reason); err != nil {
+	if _, err := w.st.EndAttempt(ctx, store.Ending{ID: lease.Ticket.ID, Token: lease.Token, Kind: store.EndPark,
+		Until: w.parking.until, Reason: reason, Artifacts: files}); err != nil {
 		log.Error("park ticket", "err", err)
 		return true
 	}

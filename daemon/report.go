@@ -30,16 +30,20 @@ type resultsFolder struct {
 }
 
 // writeResult writes the ticket's patch (the attempt's diff, partial or not) and report.md
-// under <output>/<ticket id>/, and returns that folder. Failures to write are logged: the
-// ticket's transition matters more than its report.
-func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending record.Ending, branch string) string {
+// under <output>/<ticket id>/, and returns that folder with its files for the database
+// (kept with the attempt's transition, store.EndAttempt, so that ticketctl on any node
+// shows them). Failures to write are logged: the ticket's transition matters more than its
+// report.
+func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease store.Lease, tree fixTree, out pipeline.Outcome, ending record.Ending, branch string) (string, []store.ArtifactFile) {
 	t := lease.Ticket
 	dir := resultDir(w.output, w.identity, t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Error("create result folder", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
-		return ""
+		return "", nil
 	}
+	var files []store.ArtifactFile
+	save := func(rel string, data []byte) { files = append(files, store.ArtifactFile{Path: rel, Content: data}) }
 	if err := writeTicketRecord(dir, w.identity, t, string(ending)); err != nil {
 		log.Error("write the ticket's record", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
@@ -60,8 +64,7 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 		log.Error("write patch", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
 	}
-	w.saveArtifact(ctx, log, t.ID, "patch", patch)
-	save := func(rel string, data []byte) { w.saveArtifact(ctx, log, t.ID, rel, data) }
+	save("patch", patch)
 	writeAttempt(log, dir, save, func(err error) { w.faults.noteTicket(t.ID, err) }, record.Attempt{
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
@@ -91,16 +94,8 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 		log.Error("write report", "dir", dir, "err", err)
 		w.faults.noteTicket(t.ID, err)
 	}
-	w.saveArtifact(ctx, log, t.ID, "report.md", body)
-	return dir
-}
-
-// saveArtifact keeps a file of the ticket's results folder in the database too, so that
-// ticketctl on any node shows it. A failure is logged: the ticket's transition matters more.
-func (w *resultsFolder) saveArtifact(ctx context.Context, log *slog.Logger, id int64, rel string, data []byte) {
-	if err := w.st.SaveArtifact(ctx, id, rel, data); err != nil {
-		log.Warn("keep a result file in the database", "file", rel, "err", err)
-	}
+	save("report.md", body)
+	return dir, files
 }
 
 type reportInput struct {

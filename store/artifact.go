@@ -27,21 +27,35 @@ type Artifact struct {
 // SaveArtifact stores content as the ticket's file at p (a relative, slash-separated path
 // inside its results folder), replacing what was there.
 func (s *Store) SaveArtifact(ctx context.Context, ticketID int64, p string, content []byte) error {
-	clean := path.Clean(p)
-	if p == "" || clean != p || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("save artifact %q of ticket %d: want a relative path inside the results folder, like report.md or attempt-1/patch", p, ticketID)
-	}
-	if content == nil {
-		content = []byte{}
+	if err := checkArtifactPath(ticketID, p); err != nil {
+		return err
 	}
 	err := s.write(ctx, "save artifact", func(ctx context.Context, tx storedriver.Tx) error {
-		_, err := tx.Exec(ctx, s.q.SaveArtifact, storedriver.SaveArtifactParams{TicketID: ticketID, Path: p, Content: content, UpdatedAt: s.nowMS()}.Args()...)
-		return err
+		return s.saveArtifactTx(ctx, tx, ticketID, p, content)
 	})
 	if err != nil {
 		return fmt.Errorf("save artifact %s of ticket %d: %w", p, ticketID, err)
 	}
 	return nil
+}
+
+// checkArtifactPath refuses a path outside the ticket's results folder.
+func checkArtifactPath(ticketID int64, p string) error {
+	clean := path.Clean(p)
+	if p == "" || clean != p || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return fmt.Errorf("save artifact %q of ticket %d: want a relative path inside the results folder, like report.md or attempt-1/patch", p, ticketID)
+	}
+	return nil
+}
+
+// saveArtifactTx stores the ticket's file at p in the write transaction tx (p checked by
+// checkArtifactPath).
+func (s *Store) saveArtifactTx(ctx context.Context, tx storedriver.Tx, ticketID int64, p string, content []byte) error {
+	if content == nil {
+		content = []byte{}
+	}
+	_, err := tx.Exec(ctx, s.q.SaveArtifact, storedriver.SaveArtifactParams{TicketID: ticketID, Path: p, Content: content, UpdatedAt: s.nowMS()}.Args()...)
+	return err
 }
 
 // Artifacts lists the ticket's stored files, by path.

@@ -14,33 +14,29 @@ import (
 // its report in resultDir; the event "needs_budget" carries reason. A ticket whose
 // cancellation was requested goes to cancelled instead.
 func (s *Store) NeedBudget(ctx context.Context, id, token int64, reason, branch, resultDir string) (State, error) {
-	var to State
-	err := s.write(ctx, "need budget", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		lt, err := s.leased(ctx, tx, id, token)
-		if err != nil {
-			return err
-		}
-		if lt.cancel {
-			to = StateCancelled
-			why := "cancel requested; the attempt had stopped for budget: " + reason
-			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: why, ID: id, Token: token}.Args()...); err != nil {
-				return err
-			}
-			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: lt.attempts, Actor: lt.owner, Reason: why})
-		}
-		to = StateNeedsBudget
-		if err := s.fenced(ctx, tx, id, s.q.NeedBudget, storedriver.NeedBudgetParams{Attempts: max(lt.attempts-1, 0), UpdatedAt: now,
-			Reason: "needs budget: " + reason, Branch: branch, ResultDir: resultDir, ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsBudget, From: StateRunning, To: StateNeedsBudget, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
-	})
+	return s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndNeedBudget, Reason: reason, Branch: branch, ResultDir: resultDir})
+}
+
+// needBudgetTx is NeedBudget's transition, in the write transaction tx; it returns the
+// ticket's new state.
+func (s *Store) needBudgetTx(ctx context.Context, tx storedriver.Tx, id, token int64, reason, branch, resultDir string) (State, error) {
+	now := s.nowMS()
+	lt, err := s.leased(ctx, tx, id, token)
 	if err != nil {
-		return "", fmt.Errorf("stop ticket %d token %d for budget: %w", id, token, err)
+		return "", err
 	}
-	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
-	return to, nil
+	if lt.cancel {
+		why := "cancel requested; the attempt had stopped for budget: " + reason
+		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: why, ID: id, Token: token}.Args()...); err != nil {
+			return "", err
+		}
+		return StateCancelled, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: lt.attempts, Actor: lt.owner, Reason: why})
+	}
+	if err := s.fenced(ctx, tx, id, s.q.NeedBudget, storedriver.NeedBudgetParams{Attempts: max(lt.attempts-1, 0), UpdatedAt: now,
+		Reason: "needs budget: " + reason, Branch: branch, ResultDir: resultDir, ID: id, Token: token}.Args()...); err != nil {
+		return "", err
+	}
+	return StateNeedsBudget, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsBudget, From: StateRunning, To: StateNeedsBudget, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 }
 
 // AddBudget adds dollars to each later attempt of a needs_budget ticket and puts it back in

@@ -27,28 +27,26 @@ func (s *Store) TransportReleases(ctx context.Context, ticketID, runID int64) (i
 // (when Unpark may bring it back; the past means at the next Unpark). A ticket whose
 // cancellation was requested goes to cancelled instead.
 func (s *Store) Park(ctx context.Context, id, token int64, until time.Time, reason string) (State, error) {
-	var to State
-	err := s.write(ctx, "park", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		lt, err := s.leased(ctx, tx, id, token)
-		if err != nil {
-			return err
-		}
-		kind, finished, runAfter, newAttempts := EventParked, any(nil), until.UnixMilli(), max(lt.attempts-1, 0)
-		to = StateParked
-		if lt.cancel {
-			to, kind, finished, runAfter, newAttempts = StateCancelled, EventCancelled, now, now, lt.attempts
-		}
-		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempts,
-			RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
-	})
+	return s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndPark, Until: until, Reason: reason})
+}
+
+// parkTx is Park's transition, in the write transaction tx; it returns the ticket's new state.
+func (s *Store) parkTx(ctx context.Context, tx storedriver.Tx, id, token int64, until time.Time, reason string) (State, error) {
+	now := s.nowMS()
+	lt, err := s.leased(ctx, tx, id, token)
 	if err != nil {
-		return "", fmt.Errorf("park ticket %d token %d: %w", id, token, err)
+		return "", err
 	}
-	return to, nil
+	kind, finished, runAfter, newAttempts := EventParked, any(nil), until.UnixMilli(), max(lt.attempts-1, 0)
+	to := StateParked
+	if lt.cancel {
+		to, kind, finished, runAfter, newAttempts = StateCancelled, EventCancelled, now, now, lt.attempts
+	}
+	if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempts,
+		RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
+		return "", err
+	}
+	return to, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 }
 
 // Unpark puts back in the queue every parked ticket whose run_after is not after before (all

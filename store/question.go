@@ -39,44 +39,45 @@ type Asked struct {
 // event "needs_info" carries it. A ticket whose cancellation was requested goes to
 // cancelled instead.
 func (s *Store) AskHuman(ctx context.Context, id, token int64, a Asked) (State, error) {
+	return s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndAsk, Asked: a})
+}
+
+// checkAsked refuses an empty question.
+func checkAsked(id int64, a Asked) error {
+	if strings.TrimSpace(a.Question) == "" {
+		return fmt.Errorf("ask on ticket %d: the question is empty", id)
+	}
+	return nil
+}
+
+// askHumanTx is AskHuman's transition, in the write transaction tx; it returns the
+// ticket's new state.
+func (s *Store) askHumanTx(ctx context.Context, tx storedriver.Tx, id, token int64, a Asked) (State, error) {
 	q := strings.TrimSpace(a.Question)
-	if q == "" {
-		return "", fmt.Errorf("ask on ticket %d: the question is empty", id)
+	now := s.nowMS()
+	var attempts, cancel int
+	var owner string
+	var maxAttempts int
+	if err := tx.QueryRow(ctx, s.q.Leased, id, token).Scan(&attempts, &maxAttempts, &cancel, &owner); errors.Is(err, storedriver.ErrNoRows) {
+		return "", s.lostOrMissing(ctx, tx, id)
+	} else if err != nil {
+		return "", err
 	}
-	var to State
-	err := s.write(ctx, "ask human", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		var attempts, cancel int
-		var owner string
-		var maxAttempts int
-		if err := tx.QueryRow(ctx, s.q.Leased, id, token).Scan(&attempts, &maxAttempts, &cancel, &owner); errors.Is(err, storedriver.ErrNoRows) {
-			return s.lostOrMissing(ctx, tx, id)
-		} else if err != nil {
-			return err
+	if cancel != 0 {
+		reason := "cancel requested; the maker had asked: " + q
+		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
+			return "", err
 		}
-		if cancel != 0 {
-			to = StateCancelled
-			reason := "cancel requested; the maker had asked: " + q
-			if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
-				return err
-			}
-			return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: attempts, Actor: owner, Reason: reason})
-		}
-		to = StateNeedsInfo
-		if err := s.fenced(ctx, tx, id, s.q.AskHuman, storedriver.AskHumanParams{Attempts: max(attempts-1, 0), UpdatedAt: now,
-			Reason: "needs info: " + q, Question: q, Branch: a.Branch, ResultDir: a.ResultDir, ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.q.InsertQuestion, storedriver.InsertQuestionParams{Attempt: attempts, Question: q, AskedAt: now, TicketID: id}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsInfo, From: StateRunning, To: StateNeedsInfo, Attempt: attempts, Actor: owner, Reason: q})
-	})
-	if err != nil {
-		return "", fmt.Errorf("ask on ticket %d token %d: %w", id, token, err)
+		return StateCancelled, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Attempt: attempts, Actor: owner, Reason: reason})
 	}
-	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
-	return to, nil
+	if err := s.fenced(ctx, tx, id, s.q.AskHuman, storedriver.AskHumanParams{Attempts: max(attempts-1, 0), UpdatedAt: now,
+		Reason: "needs info: " + q, Question: q, Branch: a.Branch, ResultDir: a.ResultDir, ID: id, Token: token}.Args()...); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, s.q.InsertQuestion, storedriver.InsertQuestionParams{Attempt: attempts, Question: q, AskedAt: now, TicketID: id}.Args()...); err != nil {
+		return "", err
+	}
+	return StateNeedsInfo, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventNeedsInfo, From: StateRunning, To: StateNeedsInfo, Attempt: attempts, Actor: owner, Reason: q})
 }
 
 // Answer records the answer to a needs_info ticket's open question and puts the ticket back

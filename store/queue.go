@@ -251,19 +251,18 @@ func (s *Store) Heartbeat(ctx context.Context, id, token int64, leaseFor time.Du
 
 // Complete moves a running ticket to done with its result.
 func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
-	err := s.write(ctx, "complete", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, s.q.Complete, storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now,
-			Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCompleted, From: StateRunning, To: StateDone, FromRow: true})
-	})
-	if err != nil {
-		return fmt.Errorf("complete ticket %d token %d: %w", id, token, err)
+	_, err := s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndComplete, Result: r})
+	return err
+}
+
+// completeTx is Complete's transition, in the write transaction tx.
+func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result) error {
+	now := s.nowMS()
+	if err := s.fenced(ctx, tx, id, s.q.Complete, storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now,
+		Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}.Args()...); err != nil {
+		return err
 	}
-	s.eng.Notify() // a lease ended: idle nodes may find the night's work done
-	return nil
+	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCompleted, From: StateRunning, To: StateDone, FromRow: true})
 }
 
 // Fail ends an attempt and returns where the ticket went. Fix and budget failures count the
@@ -273,55 +272,57 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // its RunAfter. A ticket whose cancellation was requested goes to
 // cancelled instead of back to the queue.
 func (s *Store) Fail(ctx context.Context, id, token int64, f Failure) (State, error) {
+	return s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndFail, Failure: f})
+}
+
+// checkFailure refuses a failure kind Fail does not know.
+func checkFailure(id int64, f Failure) error {
 	switch f.Kind {
 	case FailFix, FailBudget, FailTransport, FailShutdown, FailMachine, FailRateLimit, FailHuman:
-	default:
-		return "", fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine, rate_limit or human", id, f.Kind)
+		return nil
 	}
-	var to State
-	err := s.write(ctx, "fail", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		lt, err := s.leased(ctx, tx, id, token)
-		if err != nil {
-			return err
-		}
-		var (
-			kind       EventKind
-			runAfter   = now
-			newAttempt = lt.attempts
-			finished   any
-		)
-		released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine || f.Kind == FailRateLimit
-		switch {
-		case lt.cancel:
-			to, kind, finished = StateCancelled, EventCancelled, now
-		case released:
-			to, kind, newAttempt = StateQueued, EventReleased, max(lt.attempts-1, 0)
-			switch f.Kind {
-			case FailTransport:
-				runAfter = now + s.transportDelay().Milliseconds()
-			case FailRateLimit:
-				runAfter = max(now, f.RunAfter.UnixMilli())
-			}
-		case lt.attempts >= lt.maxAttempts || f.Final || f.Kind == FailHuman:
-			to, kind, finished = StateEscalated, EventEscalated, now
-		default:
-			to, kind = StateQueued, EventRetry
-			runAfter = now + s.backoff(lt.attempts).Milliseconds()
-		}
-		reason := fmt.Sprintf("%s: %s", f.Kind, f.Reason)
-		if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempt,
-			RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, Branch: f.Branch, ResultDir: f.ResultDir,
-			ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
-	})
+	return fmt.Errorf("fail ticket %d: unknown failure kind %q: want fix, budget, transport, shutdown, machine, rate_limit or human", id, f.Kind)
+}
+
+// failTx is Fail's transition, in the write transaction tx; it returns the ticket's new state.
+func (s *Store) failTx(ctx context.Context, tx storedriver.Tx, id, token int64, f Failure) (State, error) {
+	now := s.nowMS()
+	lt, err := s.leased(ctx, tx, id, token)
 	if err != nil {
-		return "", fmt.Errorf("fail ticket %d token %d (%s): %w", id, token, f.Kind, err)
+		return "", err
 	}
-	s.eng.Notify() // claimable at once after a shutdown; else a lease ended
-	return to, nil
+	var (
+		to         State
+		kind       EventKind
+		runAfter   = now
+		newAttempt = lt.attempts
+		finished   any
+	)
+	released := f.Kind == FailTransport || f.Kind == FailShutdown || f.Kind == FailMachine || f.Kind == FailRateLimit
+	switch {
+	case lt.cancel:
+		to, kind, finished = StateCancelled, EventCancelled, now
+	case released:
+		to, kind, newAttempt = StateQueued, EventReleased, max(lt.attempts-1, 0)
+		switch f.Kind {
+		case FailTransport:
+			runAfter = now + s.transportDelay().Milliseconds()
+		case FailRateLimit:
+			runAfter = max(now, f.RunAfter.UnixMilli())
+		}
+	case lt.attempts >= lt.maxAttempts || f.Final || f.Kind == FailHuman:
+		to, kind, finished = StateEscalated, EventEscalated, now
+	default:
+		to, kind = StateQueued, EventRetry
+		runAfter = now + s.backoff(lt.attempts).Milliseconds()
+	}
+	reason := fmt.Sprintf("%s: %s", f.Kind, f.Reason)
+	if err := s.fenced(ctx, tx, id, s.q.EndAttempt, storedriver.EndAttemptParams{State: string(to), Attempts: newAttempt,
+		RunAfter: runAfter, FinishedAt: finished, UpdatedAt: now, Reason: reason, Branch: f.Branch, ResultDir: f.ResultDir,
+		ID: id, Token: token}.Args()...); err != nil {
+		return "", err
+	}
+	return to, s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: kind, From: StateRunning, To: to, Attempt: lt.attempts, Actor: lt.owner, Reason: reason})
 }
 
 // leasedTicket is what a worker's ending write reads of its own lease.
@@ -345,17 +346,17 @@ func (s *Store) leased(ctx context.Context, tx storedriver.Tx, id, token int64) 
 
 // FinishCancelled records that the worker saw cancel_requested and stopped: -> cancelled.
 func (s *Store) FinishCancelled(ctx context.Context, id, token int64, reason string) error {
-	err := s.write(ctx, "finish cancelled", func(ctx context.Context, tx storedriver.Tx) error {
-		now := s.nowMS()
-		if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
-			return err
-		}
-		return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Reason: reason, FromRow: true})
-	})
-	if err != nil {
-		return fmt.Errorf("finish cancelled ticket %d token %d: %w", id, token, err)
+	_, err := s.EndAttempt(ctx, Ending{ID: id, Token: token, Kind: EndCancelled, Reason: reason})
+	return err
+}
+
+// finishCancelledTx is FinishCancelled's transition, in the write transaction tx.
+func (s *Store) finishCancelledTx(ctx context.Context, tx storedriver.Tx, id, token int64, reason string) error {
+	now := s.nowMS()
+	if err := s.fenced(ctx, tx, id, s.q.FinishCancelled, storedriver.FinishCancelledParams{FinishedAt: now, UpdatedAt: now, Reason: reason, ID: id, Token: token}.Args()...); err != nil {
+		return err
 	}
-	return nil
+	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCancelled, From: StateRunning, To: StateCancelled, Reason: reason, FromRow: true})
 }
 
 // SaveTriage caches the triage JSON on the ticket so later attempts reuse it.
