@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,6 +51,19 @@ func TestNeedsBudgetThenResumed(t *testing.T) {
 		t.Errorf("spent $%.4f of a $%.4f cap: the projection should stop before it", spent, cfg.Budget.MaxDollars)
 	}
 	t.Logf("stopped after %d maker calls, $%.4f spent of $%.4f: %s", makers, spent, cfg.Budget.MaxDollars, tk.Reason)
+	// The report names the branch the partial work is really on (once it named the ticket's
+	// fix branch, which holds nothing of it).
+	report, err := n.store.Artifact(ctx, 1, "report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("partial work is on `([^`]+)`").FindSubmatch(report)
+	if m == nil {
+		t.Fatalf("report.md does not say where the partial work is:\n%s", report)
+	}
+	if diff := git(t, f.repo, "diff", "--stat", "main", string(m[1])); !strings.Contains(diff, "rule_00.py") {
+		t.Errorf("report.md says the partial work is on %s, which differs from main by %q", m[1], diff)
+	}
 
 	if err := n.store.AddBudget(ctx, 1, 1, "operator"); err != nil {
 		t.Fatal(err)

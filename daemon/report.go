@@ -83,7 +83,7 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 		log.Warn("questions for report", "err", err)
 	}
 	report := renderReport(reportInput{
-		Ticket: t, Attempt: lease.Attempt, Branch: tree.Branch, Base: tree.BaseCommit, Ending: ending,
+		Ticket: t, Attempt: lease.Attempt, Branch: branch, Base: tree.BaseCommit, Ending: ending,
 		Outcome: out, Diff: diff, Leftovers: leftovers, Calls: calls, Events: events, Now: w.now(), Attempts: w.readAttempts(ctx, log, t.ID, dir),
 		Questions: questions, GitHub: t.Source == "github",
 	})
@@ -147,7 +147,13 @@ func writeHeading(b *strings.Builder, in reportInput) {
 		}
 		b.WriteString("The next attempt starts with the question and the answer; the triage is kept.\n\n")
 	case record.NeedsBudget:
-		fmt.Fprintf(b, "Why it stopped: %s\n\nIts partial work is on `%s`. Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", out.Reason, in.Branch, t.ID)
+		fmt.Fprintf(b, "Why it stopped: %s\n\n", out.Reason)
+		if in.Branch != "" {
+			fmt.Fprintf(b, "Its partial work is on `%s`. ", in.Branch)
+		} else {
+			b.WriteString("It left no change to keep. ")
+		}
+		fmt.Fprintf(b, "Give it more money per attempt with:\n\n    ticketctl budget %d +2.50\n\n", t.ID)
 	default:
 		fmt.Fprintf(b, "Why it stopped: %s\n\n", out.Reason)
 	}
