@@ -158,6 +158,10 @@ type ImportGraph struct {
 	files   map[string]bool
 	dirs    map[string]bool // directories holding Python files, for namespace packages
 	imports map[string][]string
+	// literals are the module-like string literals of every file (ParseDynamic), opaque the
+	// files that load modules by computed names: what DynamicReason reads.
+	literals map[string]bool
+	opaque   []string
 }
 
 // ScanImports reads every .py file under dir (skipping environments and caches, not
@@ -166,7 +170,7 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}}
+	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
 			g.files[p] = true
@@ -219,7 +223,30 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 		return nil
 	}
 	s.sources[rel] = ParseImports(src)
+	dyn := ParseDynamic(src)
+	for _, n := range dyn.Names {
+		s.g.literals[n] = true
+	}
+	if dyn.Opaque {
+		s.g.opaque = append(s.g.opaque, rel)
+	}
 	return nil
+}
+
+// DynamicReason says why file (a module of the repository) may be loaded by name at run
+// time, which the import graph does not show: a string literal somewhere in the repository
+// names it, or some file loads modules by a computed name. "" when neither.
+func (g *ImportGraph) DynamicReason(file string) string {
+	for _, n := range ModuleNames(file) {
+		if g.literals[n] {
+			return fmt.Sprintf("%s may be imported by name: the string %q appears in the repository's code", file, n)
+		}
+	}
+	if len(g.opaque) > 0 {
+		slices.Sort(g.opaque)
+		return fmt.Sprintf("%s loads modules by a computed name (importlib, __import__, pkgutil, runpy), which may load %s", g.opaque[0], file)
+	}
+	return ""
 }
 
 // link resolves each file's imports, once every file is known, to the graph's edges.
@@ -319,7 +346,7 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 // TestsAffectedBy returns the test files (by the graph's Tests) that a change of the given
 // paths may affect, sorted: the changed test files themselves, the test files that import a
 // changed module directly or through other repository modules, and every test file at or
-// below a changed conftest.py. A changed non-Python file affects no test by this scan.
+// below a changed or reached conftest.py or package __init__.py. A changed non-Python file affects no test by this scan.
 func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	reached := map[string]bool{}
 	queue := g.seedChanged(changed, reached)
@@ -327,6 +354,11 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
+		if b := path.Base(f); b == "conftest.py" || b == "__init__.py" {
+			// Tests below a conftest.py load it without importing it, and tests inside a
+			// package load its __init__.py: what reaches either reaches them.
+			g.markTestsBelow(path.Dir(f), reached)
+		}
 		for _, importer := range reverse[f] {
 			if !reached[importer] {
 				reached[importer] = true
