@@ -23,6 +23,8 @@ type ender struct {
 	pauseRepo func(ctx context.Context, name, reason string)
 	limits    limits
 	parking   parking
+	// suite holds the fixes the selected tests passed for the night's whole suite.
+	suite *nightSuite
 }
 
 // parking says when a ticket released too often for transport faults (or rate limited past
@@ -143,7 +145,11 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 	}
 	a.keepBranch = true
 	log.Info("ticket done", "branch", branch, "result", dir)
-	w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	if w.suite != nil && holds(out) {
+		w.suite.hold(a)
+	} else {
+		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	}
 	w.d.settleDuplicates(ctx, log, t.ID)
 }
 
