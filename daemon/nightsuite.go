@@ -30,6 +30,9 @@ import (
 // "<prefix><seconds>s over <n> fix(es) …".
 const NightSuiteNote = "night's whole suite passed in "
 
+// HeldNote starts the note a fix gets when it is held for the night's whole suite.
+const HeldNote = "held for the night's whole suite: "
+
 // heldFix is a done fix waiting for the night's whole suite.
 type heldFix struct {
 	id      int64

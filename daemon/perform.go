@@ -147,6 +147,10 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 	log.Info("ticket done", "branch", branch, "result", dir)
 	if w.suite != nil && holds(out) {
 		w.suite.hold(a)
+		note := fmt.Sprintf("%sthe %d test file(s) its change reaches passed it; it is pushed once the whole suite passes over the night's fixes", HeldNote, len(out.Gate.Selection.Files))
+		if err := w.st.AddNote(ctx, t.ID, w.st.Node(), note); err != nil {
+			log.Warn("note the held fix", "err", err)
+		}
 	} else {
 		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
 	}

@@ -270,7 +270,7 @@ type LargeFigures struct {
 	Scale           int     `json:"scale"`
 	SelectionMissed int     `json:"selection_missed"`
 	NightSuiteS     float64 `json:"night_suite_s"`
-	SelectedSubmits int     `json:"selected_submits"`  // submits decided by the selected tests
+	SelectedFixes   int     `json:"selected_fixes"`    // fixes the selected tests passed (held for the whole suite)
 	FirstTierCaught int     `json:"first_tier_caught"` // submits the first tier refused, both nights
 	// LaterFirstRequestCachedShare is, per role, sum(cached)/sum(prompt) over the first
 	// request of that role of every ticket but the first of the round (both nights): what
@@ -354,8 +354,8 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 	fmt.Fprintf(stdout, "  scale                  %d (--large-scale)\n", all[0].Scale)
 	fmt.Fprintf(stdout, "  ticket time p50 split  model wait %.2fs, checks %.2fs, other (git, sandbox start, store, pipeline) %.2fs\n",
 		pick(func(f LargeFigures) float64 { return f.ModelWaitP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OtherP50S }))
-	fmt.Fprintf(stdout, "  selected submits       %.0f; night's whole suite %.2fs; selection missed %.0f\n",
-		pick(func(f LargeFigures) float64 { return float64(f.SelectedSubmits) }), pick(func(f LargeFigures) float64 { return f.NightSuiteS }), pick(func(f LargeFigures) float64 { return float64(f.SelectionMissed) }))
+	fmt.Fprintf(stdout, "  fixes selected-passed  %.0f; night's whole suite %.2fs; selection missed %.0f\n",
+		pick(func(f LargeFigures) float64 { return float64(f.SelectedFixes) }), pick(func(f LargeFigures) float64 { return f.NightSuiteS }), pick(func(f LargeFigures) float64 { return float64(f.SelectionMissed) }))
 	for _, role := range sortedRoles(all[0].LaterFirstRequestCachedShare) {
 		fmt.Fprintf(stdout, "  later tickets' first %s request cached  %.1f%%%s\n", role,
 			100*pick(func(f LargeFigures) float64 { return f.LaterFirstRequestCachedShare[role] }), map[bool]string{true: " (with AGENTS.md)"}[o.agentsMD])
@@ -724,25 +724,19 @@ func (ln *largeNights) nightFigures(ctx context.Context, st *store.Store, outs [
 			return err
 		}
 		for _, e := range events {
-			if e.At.Before(since.Add(-time.Second)) || seen[e.Reason] {
+			if e.At.Before(since.Add(-time.Second)) {
 				continue
 			}
-			seen[e.Reason] = true
-			if rest, ok := strings.CutPrefix(e.Reason, daemon.NightSuiteNote); ok {
+			if strings.HasPrefix(e.Reason, daemon.HeldNote) {
+				f.SelectedFixes++
+			}
+			if rest, ok := strings.CutPrefix(e.Reason, daemon.NightSuiteNote); ok && !seen[e.Reason] {
+				seen[e.Reason] = true
 				if s, _, ok := strings.Cut(rest, "s "); ok {
 					if v, err := strconv.ParseFloat(s, 64); err == nil {
 						f.NightSuiteS += v
 					}
 				}
-			}
-		}
-		tools, err := st.ToolCalls(ctx, o.Ticket)
-		if err != nil {
-			return err
-		}
-		for _, c := range tools {
-			if c.Tool == "submit" && strings.Contains(c.Result, "Only the tests your change can reach ran") {
-				f.SelectedSubmits++
 			}
 		}
 	}
