@@ -50,6 +50,22 @@ type nightSuite struct {
 	held map[string][]heldFix // repo name + " " + base commit
 }
 
+// heldUnjudged reports whether a ticket's events hold its fix for the whole suite with no
+// verdict of it after: a night that stopped before its whole suite. Such a fix is never
+// pushed as a leftover.
+func heldUnjudged(evs []store.Event) bool {
+	held := false
+	for _, e := range evs {
+		switch {
+		case e.Kind == store.EventNote && strings.HasPrefix(e.Reason, HeldNote):
+			held = true
+		case e.Kind == store.EventNote && strings.HasPrefix(e.Reason, NightSuiteNote), e.Kind == store.EventSelectionMissed:
+			held = false
+		}
+	}
+	return held
+}
+
 // holds reports whether a done fix waits for the whole suite instead of its push now: its
 // gate was decided by the selected tests.
 func holds(out pipeline.Outcome) bool {

@@ -91,3 +91,24 @@ func TestNightSuiteRefusesWhatSelectionMissed(t *testing.T) {
 		t.Errorf("SelectionMissed = %v, %v; want cli 1, good 0", counts, err)
 	}
 }
+
+// A fix held for the whole suite with no verdict after (the night stopped first) is never
+// pushed as a leftover; a verdict either way releases it.
+func TestHeldUnjudged(t *testing.T) {
+	held := store.Event{Kind: store.EventNote, Reason: HeldNote + "…"}
+	for _, tt := range []struct {
+		name string
+		evs  []store.Event
+		want bool
+	}{
+		{"never held", []store.Event{{Kind: store.EventCompleted}}, false},
+		{"held, no verdict", []store.Event{{Kind: store.EventCompleted}, held}, true},
+		{"held, passed", []store.Event{held, {Kind: store.EventNote, Reason: NightSuiteNote + "3.00s over 1 fix(es)"}}, false},
+		{"held, refused", []store.Event{held, {Kind: store.EventSelectionMissed}}, false},
+		{"held again after a verdict", []store.Event{held, {Kind: store.EventSelectionMissed}, held}, true},
+	} {
+		if got := heldUnjudged(tt.evs); got != tt.want {
+			t.Errorf("%s: heldUnjudged = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -90,6 +90,10 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 			}) {
 				continue
 			}
+			if heldUnjudged(evs) {
+				log.Warn("a fix held for the night's whole suite was never judged by it (the night stopped first): not pushed; requeue the ticket or push its branch by hand", "ticket", t.ID, "branch", t.Branch)
+				continue
+			}
 			d.pushBranch(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
 		}
 	}
