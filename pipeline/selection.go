@@ -58,13 +58,28 @@ func chooseTests(dir string, tests *discover.Tests, checks []validate.Check, bas
 		return Selection{Whole: "the import scan failed: " + err.Error()}, nil
 	}
 	graph.Tests = tests
+	if why := dynamicReason(graph, tests, changed); why != "" {
+		return Selection{Whole: why}, graph
+	}
+	return reached(graph, checks, baseline, changed, targets), graph
+}
+
+// dynamicReason is why a changed module may be loaded by name (ImportGraph.DynamicReason),
+// "" when none may.
+func dynamicReason(graph *validate.ImportGraph, tests *discover.Tests, changed []string) string {
 	for _, p := range changed {
 		if !tests.IsTestFile(p) {
 			if why := graph.DynamicReason(p); why != "" {
-				return Selection{Whole: why}, graph
+				return why
 			}
 		}
 	}
+	return ""
+}
+
+// reached is the selection of the test files the graph reaches from changed, with the
+// targets outside them; the whole suite when that is most of it.
+func reached(graph *validate.ImportGraph, checks []validate.Check, baseline []validate.Result, changed, targets []string) Selection {
 	// The selected run is in the test view (inTestView): the base's test files, so it names
 	// the reached files the base has (a test file the change deleted included) and leaves the
 	// change's new test files to ownTests.
@@ -88,9 +103,9 @@ func chooseTests(dir string, tests *discover.Tests, checks []validate.Check, bas
 		}
 	}
 	if total := graph.TestFiles(); total > 0 && float64(len(sel.Files)) > maxFirstTierShare*float64(total) {
-		return Selection{Whole: fmt.Sprintf("the change reaches %d of the %d test files", len(sel.Files), total)}, graph
+		return Selection{Whole: fmt.Sprintf("the change reaches %d of the %d test files", len(sel.Files), total)}
 	}
-	return sel, graph
+	return sel
 }
 
 // baseTestFiles are the test files the base run of the pytest checks reported on.

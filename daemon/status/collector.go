@@ -122,19 +122,25 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.envSetup, prometheus.GaugeValue, e.Took.Seconds(), e.Repo, e.Node)
 		}
 	}
-	if missed, err := c.store.SelectionMissed(ctx); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.selectionMissed, err)
-	} else {
-		for repo, n := range missed {
-			ch <- prometheus.MustNewConstMetric(c.selectionMissed, prometheus.CounterValue, float64(n), repo)
-		}
-	}
+	c.collectSelectionMissed(ctx, ch)
 	for _, t := range toolLabels(ov.Tools) {
 		buckets := map[float64]uint64{}
 		for i, b := range store.DurationBuckets {
 			buckets[b] = uint64(t.Buckets[i])
 		}
 		ch <- prometheus.MustNewConstHistogram(c.toolDuration, uint64(t.Calls), t.SumSeconds, buckets, t.Tool)
+	}
+}
+
+// collectSelectionMissed sends ticketd_selection_missed_total per repository.
+func (c *storeCollector) collectSelectionMissed(ctx context.Context, ch chan<- prometheus.Metric) {
+	missed, err := c.store.SelectionMissed(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.selectionMissed, err)
+		return
+	}
+	for repo, n := range missed {
+		ch <- prometheus.MustNewConstMetric(c.selectionMissed, prometheus.CounterValue, float64(n), repo)
 	}
 }
 

@@ -47,9 +47,7 @@ func ParseDynamic(src []byte) Dynamic {
 			}
 			i = next
 		default:
-			if !d.Opaque && (c == 'i' || c == '_' || c == 'w' || c == 's' || c == 'r' || c == 'l' || c == 'S') {
-				d.Opaque = opaqueAt(src, i)
-			}
+			d.Opaque = d.Opaque || opaqueAt(src, i)
 			i++
 		}
 	}
@@ -59,7 +57,7 @@ func ParseDynamic(src []byte) Dynamic {
 // opaqueAt reports whether an opaque call starts at src[i] and its first argument is not a
 // single string literal (a literal is read as a name).
 func opaqueAt(src []byte, i int) bool {
-	if i > 0 && src[i-1] != '.' && isIdentByte(src[i-1]) {
+	if !strings.ContainsRune("i_wsrlS", rune(src[i])) || i > 0 && src[i-1] != '.' && isIdentByte(src[i-1]) {
 		return false
 	}
 	for _, call := range opaqueCalls {
@@ -69,20 +67,28 @@ func opaqueAt(src []byte, i int) bool {
 		if call != "import_module(" && call != "__import__(" {
 			return true
 		}
-		j := i + len(call)
-		for j < len(src) && (src[j] == ' ' || src[j] == '\t' || src[j] == '\n') {
-			j++
-		}
-		if j >= len(src) || (src[j] != '"' && src[j] != '\'') {
-			return true
-		}
-		_, k := readLiteral(src, j)
-		for k < len(src) && (src[k] == ' ' || src[k] == '\t' || src[k] == '\n') {
-			k++
-		}
-		return k >= len(src) || (src[k] != ')' && src[k] != ',')
+		return !literalArgument(src, i+len(call))
 	}
 	return false
+}
+
+// literalArgument reports whether the call arguments at src[j:] start with a single string
+// literal: `"pkg.mod")` or `".mod", "pkg")`.
+func literalArgument(src []byte, j int) bool {
+	j = skipSpace(src, j)
+	if j >= len(src) || (src[j] != '"' && src[j] != '\'') {
+		return false
+	}
+	_, k := readLiteral(src, j)
+	k = skipSpace(src, k)
+	return k < len(src) && (src[k] == ')' || src[k] == ',')
+}
+
+func skipSpace(src []byte, j int) int {
+	for j < len(src) && (src[j] == ' ' || src[j] == '\t' || src[j] == '\n') {
+		j++
+	}
+	return j
 }
 
 func isIdentByte(b byte) bool {
