@@ -30,28 +30,40 @@ var opaqueCalls = []string{"import_module(", "__import__(", "iter_modules(", "wa
 func ParseDynamic(src []byte) Dynamic {
 	var d Dynamic
 	seen := map[string]bool{}
+	d.Opaque = scanDynamic(src, func(name []byte) {
+		if !seen[string(name)] {
+			seen[string(name)] = true
+			d.Names = append(d.Names, string(name))
+		}
+	})
+	return d
+}
+
+// scanDynamic is ParseDynamic calling name for each module-like literal (its bytes are only
+// valid during the call; a literal written as a path comes as dots) and reporting Opaque.
+func scanDynamic(src []byte, name func([]byte)) bool {
+	opaque := false
+	var conv []byte
 	for i := 0; i < len(src); {
-		c := src[i]
-		switch {
+		switch c := src[i]; {
 		case c == '#':
 			j := bytes.IndexByte(src[i:], '\n')
 			if j < 0 {
-				return d
+				return opaque
 			}
 			i += j + 1
 		case c == '"' || c == '\'':
 			lit, next := readLiteral(src, i)
-			if name, ok := literalModule(lit); ok && !seen[name] {
-				seen[name] = true
-				d.Names = append(d.Names, name)
+			if n, ok := literalModule(lit, &conv); ok {
+				name(n)
 			}
 			i = next
 		default:
-			d.Opaque = d.Opaque || opaqueAt(src, i)
+			opaque = opaque || opaqueAt(src, i)
 			i++
 		}
 	}
-	return d
+	return opaque
 }
 
 // opaqueAt reports whether an opaque call starts at src[i] and its first argument is not a
@@ -131,14 +143,43 @@ func clipLit(b []byte) []byte {
 
 // literalModule turns a literal into the module name it may name: a dotted name as is
 // ("pkg.mod", ".mod" without its dots), a path to a .py file as dots ("pkg/mod.py" →
-// "pkg.mod").
-func literalModule(lit []byte) (string, bool) {
-	s := strings.TrimLeft(string(lit), ".")
-	if p, ok := strings.CutSuffix(s, ".py"); ok && strings.Contains(p, "/") {
-		s = strings.ReplaceAll(path.Clean(p), "/", ".")
-		s = strings.TrimLeft(s, ".")
+// "pkg.mod", built in *conv). Most literals are not names and cost no allocation.
+func literalModule(lit []byte, conv *[]byte) ([]byte, bool) {
+	s := bytes.TrimLeft(lit, ".")
+	if p, ok := bytes.CutSuffix(s, []byte(".py")); ok && bytes.IndexByte(p, '/') >= 0 {
+		*conv = append((*conv)[:0], path.Clean(string(p))...)
+		for i, c := range *conv {
+			if c == '/' {
+				(*conv)[i] = '.'
+			}
+		}
+		s = bytes.TrimLeft(*conv, ".")
 	}
-	return dotted(s)
+	return s, dottedBytes(s)
+}
+
+// dottedBytes is dotted for bytes, without allocating.
+func dottedBytes(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	start := true
+	for _, r := range string(s) { // ranging over a conversion does not allocate
+		switch {
+		case r == '.':
+			if start {
+				return false
+			}
+			start = true
+			continue
+		case r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 127:
+		case r >= '0' && r <= '9' && !start:
+		default:
+			return false
+		}
+		start = false
+	}
+	return !start
 }
 
 // ModuleNames are the dotted names under which file (slash-separated, relative to the

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -36,34 +35,40 @@ const maxScanBytes = 256 << 10
 // in a string may be counted: the caller uses the answer to run more tests, never fewer.
 func ParseImports(src []byte) []Import {
 	var out []Import
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	var pending strings.Builder // a statement continued by "(" or "\"
 	open := false
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
+	// Lines are sliced out of src, not copied: only an import line becomes a string, so a
+	// scan of ten thousand files allocates for their imports, not for their text.
+	for rest := src; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if i := bytes.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
 		if open {
-			pending.WriteString(" " + line)
-			if strings.Contains(line, ")") || (!strings.Contains(pending.String(), "(") && !strings.HasSuffix(strings.TrimSpace(line), "\\")) {
+			pending.WriteString(" ")
+			pending.Write(line)
+			if bytes.Contains(line, []byte(")")) || (!strings.Contains(pending.String(), "(") && !bytes.HasSuffix(bytes.TrimSpace(line), []byte("\\"))) {
 				open = false
 				out = append(out, parseStatement(pending.String())...)
 				pending.Reset()
 			}
 			continue
 		}
-		trimmed := strings.TrimSpace(line)
-		if !strings.HasPrefix(trimmed, "import ") && !strings.HasPrefix(trimmed, "from ") {
+		trimmed := bytes.TrimSpace(line)
+		if !bytes.HasPrefix(trimmed, []byte("import ")) && !bytes.HasPrefix(trimmed, []byte("from ")) {
 			continue
 		}
-		if (strings.Contains(trimmed, "(") && !strings.Contains(trimmed, ")")) || strings.HasSuffix(trimmed, "\\") {
+		if (bytes.Contains(trimmed, []byte("(")) && !bytes.Contains(trimmed, []byte(")"))) || bytes.HasSuffix(trimmed, []byte("\\")) {
 			open = true
-			pending.WriteString(trimmed)
+			pending.Write(trimmed)
 			continue
 		}
-		out = append(out, parseStatement(trimmed)...)
+		out = append(out, parseStatement(string(trimmed))...)
 	}
 	if open {
 		out = append(out, parseStatement(pending.String())...)
@@ -71,11 +76,14 @@ func ParseImports(src []byte) []Import {
 	return out
 }
 
+// statementSpacer turns an import statement's continuations and parentheses into spaces.
+var statementSpacer = strings.NewReplacer("\\", " ", "(", " ", ")", " ", "\t", " ")
+
 // parseStatement parses one logical import line (semicolon-separated statements allowed).
 func parseStatement(s string) []Import {
 	var out []Import
 	for _, stmt := range strings.Split(s, ";") {
-		stmt = strings.NewReplacer("\\", " ", "(", " ", ")", " ", "\t", " ").Replace(stmt)
+		stmt = statementSpacer.Replace(stmt)
 		fields := strings.Fields(stmt)
 		if len(fields) < 2 {
 			continue
@@ -189,6 +197,7 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 type importScan struct {
 	g       *ImportGraph
 	sources map[string][]Import
+	buf     []byte // one read buffer for every file of the walk
 }
 
 // visit is the WalkDir step. Only the root being unreadable fails the scan.
@@ -218,19 +227,25 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 	for d := path.Dir(rel); d != "." && !s.g.dirs[d]; d = path.Dir(d) {
 		s.g.dirs[d] = true
 	}
-	src, err := readHead(p, maxScanBytes)
+	src, err := readHeadInto(p, maxScanBytes, s.buf[:0])
 	if err != nil {
 		return nil
 	}
-	s.sources[rel] = ParseImports(src)
-	dyn := ParseDynamic(src)
-	for _, n := range dyn.Names {
-		s.g.literals[n] = true
+	s.buf = src
+	if imps := ParseImports(src); len(imps) > 0 {
+		s.sources[rel] = imps
 	}
-	if dyn.Opaque {
+	if scanDynamic(src, s.g.addLiteral) {
 		s.g.opaque = append(s.g.opaque, rel)
 	}
 	return nil
+}
+
+// addLiteral keeps a module-like string literal of the repository (once).
+func (g *ImportGraph) addLiteral(name []byte) {
+	if !g.literals[string(name)] { // no allocation for the lookup
+		g.literals[string(name)] = true
+	}
 }
 
 // DynamicReason says why file (a module of the repository) may be loaded by name at run
@@ -267,12 +282,19 @@ func (g *ImportGraph) link(sources map[string][]Import) {
 // readHead reads up to n bytes of p, which the checks may have swapped for a FIFO or a
 // symlink to a device: such a file is an error, never a wait.
 func readHead(p string, n int64) ([]byte, error) {
+	return readHeadInto(p, n, nil)
+}
+
+// readHeadInto is readHead appending to buf (reused across the files of a scan).
+func readHeadInto(p string, n int64, buf []byte) ([]byte, error) {
 	f, err := sandbox.OpenReport(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
+	w := bytes.NewBuffer(buf)
+	_, err = w.ReadFrom(io.LimitReader(f, n))
+	return w.Bytes(), err
 }
 
 // resolve maps one import of file to the repository files it may load: the module itself,

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -769,8 +770,10 @@ func lastLine(s string) string {
 
 // resetPeakRSS resets this process's peak resident set (VmHWM) so the next reading covers
 // only what follows (Linux: "5" to /proc/self/clear_refs). It reports whether it could.
+// The memory the round's generator and tier measurement left is returned to the system
+// first (debug.FreeOSMemory): the peak is the night's, not what the bench held before it.
 func resetPeakRSS() bool {
-	runtime.GC()
+	debug.FreeOSMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
