@@ -174,20 +174,28 @@ var selectionExtra = map[string]string{
 
 // A change to one module is decided by the tests that import it, the base's results
 // standing for test_other.py: no run names the whole suite, and test_other's outcome is in
-// the verdict. With full_suite: every_submit, the whole suite runs.
+// the verdict. With full_suite: every_submit, or a data file in the change, the whole suite
+// runs.
 func TestSelectionDecidesSubmit(t *testing.T) {
+	dataFile := "diff --git a/rates.json b/rates.json\n--- a/rates.json\n+++ b/rates.json\n@@ -1 +1 @@\n-{}\n+{\"eur\": 1}\n"
+	extra := map[string]string{"rates.json": "{}\n"}
+	for k, v := range selectionExtra {
+		extra[k] = v
+	}
 	for _, tt := range []struct {
 		name      string
+		patch     string
 		every     bool
 		wantTier  string
 		wantWhole bool
 	}{
 		{name: "selection", wantTier: TierSelected},
 		{name: "every_submit", every: true, wantTier: TierFull, wantWhole: true},
+		{name: "a data file beside the module", patch: fixPatch + dataFile, wantTier: TierFull, wantWhole: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{}, selectionExtra)
+			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
 			if tt.every {
 				job.Checks = everySubmit(job.Checks)
 			}
