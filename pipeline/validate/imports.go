@@ -318,16 +318,20 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 		}
 	}
 	var out []string
+	var parts []string
+	if imp.Module != "" {
+		parts = strings.Split(imp.Module, ".")
+	}
+	var named [][]string
+	for _, name := range imp.Names {
+		named = append(named, append(slices.Clip(parts), name))
+	}
 	for _, root := range roots {
-		var parts []string
-		if imp.Module != "" {
-			parts = strings.Split(imp.Module, ".")
-		}
 		// Every root that has the module counts: which one sys.path puts first depends on
 		// pytest's import mode, and a wider answer only runs more tests.
 		g.modulePath(root, parts, &out)
-		for _, name := range imp.Names {
-			g.modulePath(root, append(slices.Clone(parts), name), &out)
+		for _, p := range named {
+			g.modulePath(root, p, &out)
 		}
 	}
 	return out
