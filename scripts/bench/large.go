@@ -85,6 +85,11 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 	if err := benchGit(ctx, dir, "init", "-q", "-b", "main"); err != nil {
 		return r, err
 	}
+	// At 10,000 files the commit leaves more loose objects than gc.auto allows, and git
+	// packs them in the background while the round clones the repository: off.
+	if err := benchGit(ctx, dir, "config", "gc.auto", "0"); err != nil {
+		return r, err
+	}
 	if err := benchGit(ctx, dir, "add", "-A"); err != nil {
 		return r, err
 	}
