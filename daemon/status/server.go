@@ -56,7 +56,8 @@ type Options struct {
 	// ReadOnly hides the requeue and cancel buttons and refuses their POSTs (http.read_only).
 	ReadOnly bool
 	// Results reads tickets' result files (report, patches, attempt records); default
-	// DirResults, the folder recorded on each ticket.
+	// StoreResults over the store, with the folder recorded on the ticket (DirResults) for
+	// old tickets whose files the database does not hold.
 	Results Results
 	// Accept publishes an escalated ticket's kept change as its fix (daemon.Accept); nil
 	// hides the button (a page started without the repositories).
@@ -80,7 +81,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
 		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept}
 	if s.results == nil {
-		s.results = DirResults{}
+		s.results = StoreResults{Store: st, Fallback: DirResults{}}
 	}
 	if s.now == nil {
 		s.now = time.Now
