@@ -109,6 +109,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /tickets/{id}/accept", s.acceptConfirm)
 	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
+	mux.HandleFunc("GET /bulk", s.bulkConfirm)
+	mux.HandleFunc("POST /bulk", s.bulkAction)
+	mux.HandleFunc("POST /needs/dismiss", s.dismiss)
+	mux.HandleFunc("GET /nights/{id}", s.night)
 	assets := http.FileServerFS(assetFS)
 	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
