@@ -32,18 +32,18 @@ type nightsData struct {
 
 // nightRow is one night in the table.
 type nightRow struct {
-	ID                      int64
-	Trigger                 string
-	Started                 time.Time
-	Duration                time.Duration
-	Running                 bool
-	Outcome                 store.Outcome
-	Error                   string
+	ID       int64
+	Trigger  string
+	Started  time.Time
+	Duration time.Duration
+	Running  bool
+	Outcome  store.Outcome
+	Error    string
 	// ErrorShort is Error clipped to the part that differs from the other nights' errors.
 	ErrorShort string
 	// DigestFailed: the night's morning digest was not delivered (DigestError says why).
-	DigestFailed bool
-	DigestError  string
+	DigestFailed            bool
+	DigestError             string
 	Worked, Done, Escalated int
 	Rate                    float64 // done / (done + escalated)
 	HasRate                 bool
