@@ -51,13 +51,18 @@ func TestNeedsYouIsTheWholeList(t *testing.T) {
 	a := b.ticket("billing", "Loop A", attemptPlan{1, "fix", shared + "(case alpha)"})
 	c := b.ticket("billing", "Loop B", attemptPlan{1, "fix", shared + "(case beta)"})
 	q := b.asked("Which rounding?", "Should refunds round half up or to even?")
+	if _, err := b.st.RecordToolCall(b.ctx, store.ToolCall{TicketID: a, Attempt: 1, Step: 3, Tool: "edit_file", OK: false,
+		Result: "edit_file: old text not found in src/refunds.py; the nearest lines are 40-42: def refund(order):", At: b.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	srv := serveWith(t, b.st, Options{})
 	_, html := get(t, srv.URL+"/")
 	needs := section(t, html, "needs-you")
 	mustContain(t, "needs you", needs, fmt.Sprintf(`href="/tickets/%d"`, esc), "Yesterday&#39;s escalation", "test_refund assert 5 == 4",
 		fmt.Sprintf(`href="/nights/%d"`, failed), fmt.Sprintf("Night %d (cron) failed", failed), "HTTP 401: invalid api key",
 		"Next: Nothing was claimed", "Should refunds round half up or to even?", `action="/tickets/`+fmt.Sprint(q)+`/answer"`,
-		"…(case alpha)", "…(case beta)", `action="/needs/dismiss"`)
+		"…(case alpha)", "…(case beta)", `action="/needs/dismiss"`,
+		"edit_file failed: edit_file: old text not found in src/refunds.py")
 	for _, id := range []int64{a, c} {
 		mustContain(t, "needs you", needs, fmt.Sprintf(`id="ticket-%d"`, id))
 	}

@@ -61,6 +61,10 @@ const (
 	needsNights  = 30  // the latest nights looked at for failed or partial ones
 	needsTickets = 200 // tickets of one state
 	needsClip    = 160 // characters of a cause shown before "more"
+	// needsDetailed is how many items are read in detail (what was tried, the failed tool
+	// call: two queries each); the rest show their cause and link their page, so a long list
+	// costs the refreshing page a bounded number of queries.
+	needsDetailed = 40
 )
 
 // needs collects every source's items, drops the dismissed ones (counted), and clips the
@@ -82,6 +86,9 @@ func (s *Server) needs(ctx context.Context, c *common, since time.Time) (items [
 			}
 			items = append(items, it)
 		}
+	}
+	for i := range items[:min(len(items), needsDetailed)] {
+		s.detail(ctx, &items[i])
 	}
 	causes := make([]string, len(items))
 	for i, it := range items {
@@ -166,15 +173,22 @@ func stateNeeds(st store.State) func(ctx context.Context, s *Server, since time.
 			if st == store.StateNeedsInfo {
 				it.Cause = "The maker asks: " + t.Question
 			}
-			if events, err := s.store.Events(ctx, t.ID); err == nil {
-				it.Tried = tried(events)
-			}
-			if calls, err := s.store.ToolCalls(ctx, t.ID); err == nil {
-				it.Failed = lastFailedCall(calls, t.Attempts)
-			}
 			out = append(out, it)
 		}
 		return out, nil
+	}
+}
+
+// detail adds to a ticket's item what each attempt ended with and its last failed tool call.
+func (s *Server) detail(ctx context.Context, it *needItem) {
+	if it.Ticket == nil {
+		return
+	}
+	if events, err := s.store.Events(ctx, it.Ticket.ID); err == nil {
+		it.Tried = tried(events)
+	}
+	if calls, err := s.store.ToolCalls(ctx, it.Ticket.ID); err == nil {
+		it.Failed = lastFailedCall(calls, it.Ticket.Attempts)
 	}
 }
 
