@@ -299,6 +299,8 @@ type SQL struct {
 
 	// Dup: duplicates at intake (DupSQL).
 	Dup DupSQL
+	// Console: dismissals and digests (ConsoleSQL).
+	Console ConsoleSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,
