@@ -294,7 +294,8 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	// start: a slow start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
-		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd)}
+		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
+		suite: &nightSuite{}}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
@@ -320,6 +321,9 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	wg.Wait()
 	waitBaselines()
+	// The fixes the selected tests passed are published only once the whole suite passes
+	// over them together (nightsuite.go).
+	w.end.suite.runAll(workCtx, log, d, trees, checks)
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rec.flush(context.WithoutCancel(ctx), log)

@@ -23,6 +23,8 @@ type ender struct {
 	pauseRepo func(ctx context.Context, name, reason string)
 	limits    limits
 	parking   parking
+	// suite holds the fixes the selected tests passed for the night's whole suite.
+	suite *nightSuite
 }
 
 // parking says when a ticket released too often for transport faults (or rate limited past
@@ -143,7 +145,15 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 	}
 	a.keepBranch = true
 	log.Info("ticket done", "branch", branch, "result", dir)
-	w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	if w.suite != nil && holds(out) {
+		w.suite.hold(a)
+		note := fmt.Sprintf("%sthe %d test file(s) its change reaches passed it; it is pushed once the whole suite passes over the night's fixes", HeldNote, len(out.Gate.Selection.Files))
+		if err := w.st.AddNote(ctx, t.ID, w.st.Node(), note); err != nil {
+			log.Warn("note the held fix", "err", err)
+		}
+	} else {
+		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+	}
 	w.d.settleDuplicates(ctx, log, t.ID)
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -22,12 +23,19 @@ type checkRun struct {
 	now      func() time.Time
 	log      *slog.Logger
 	jr       *journal
+	// sel is the tests that decide when the selection does (chooseTests), nil when the
+	// whole suite does.
+	sel *Selection
 }
 
 // gate runs the checks and reports, for the model, the comparison with the baseline. The
 // tests the change can affect run first (see firstTier); their failures come back at once,
 // and the whole suite, on which the verdict is made, runs only when they pass.
 func (c *checkRun) gate(ctx context.Context) (string, Gate) {
+	sel, _ := chooseTests(c.tree.dir, c.tree.tests(), c.checks, c.baseline, c.changed, c.targets)
+	if sel.Whole == "" {
+		return c.selectedGate(ctx, &sel)
+	}
 	first, failed := c.firstTier(ctx)
 	if failed != nil {
 		c.jr.note("first tier failed in %s (%d test file(s), %d target(s)); whole suite not run", first.Duration.Round(time.Millisecond), len(first.Files), len(first.Targets))
@@ -37,11 +45,30 @@ func (c *checkRun) gate(ctx context.Context) (string, Gate) {
 		c.jr.note("first tier passed in %s (%d test file(s), %d target(s)); running the whole suite", first.Duration.Round(time.Millisecond), len(first.Files), len(first.Targets))
 	}
 	g := c.fullChecks(ctx)
-	g.Tier, g.FirstTier = TierFull, first
+	g.Tier, g.FirstTier, g.Selection = TierFull, first, &sel
 	if g.Cancelled {
 		return "The checks were cut short (" + context.Cause(ctx).Error() + "); they judged nothing.", g
 	}
 	if g.Passed {
+		return "The checks pass (compared with the base commit): " + g.Text, g
+	}
+	return "The checks fail (compared with the base commit): " + g.Text, g
+}
+
+// selectedGate is the gate decided by the tests the change reaches (sel), the base's results
+// standing for the rest: the full gate's rules (tests in their base versions, the change's
+// own test files as it left them, flakes, targets, weakened tests) on a narrower run.
+func (c *checkRun) selectedGate(ctx context.Context, sel *Selection) (string, Gate) {
+	c.sel = sel
+	g := c.fullChecks(ctx)
+	g.Tier, g.Selection = TierSelected, sel
+	c.jr.note("selected %d test file(s) and %d target(s) the change reaches; the base's results stand for the rest", len(sel.Files), len(sel.Targets))
+	note := fmt.Sprintf("\nOnly the tests your change can reach ran (%d test file(s)%s); the others stand at the base commit's results. The whole suite runs over the night's fixes before any is published.\n", len(sel.Files), targetsPhrase(sel.Targets))
+	g.Text = clip(g.Text+note, 12_000)
+	switch {
+	case g.Cancelled:
+		return "The checks were cut short (" + context.Cause(ctx).Error() + "); they judged nothing.", g
+	case g.Passed:
 		return "The checks pass (compared with the base commit): " + g.Text, g
 	}
 	return "The checks fail (compared with the base commit): " + g.Text, g

@@ -29,10 +29,14 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 	if len(tests) > 0 {
 		err := c.tree.inTestView(ctx, c.changed, func() {
 			var s []string
-			view = c.run.Run(ctx, c.tree.dir, tests)
-			view, s = c.retryTimeouts(ctx, tests, view)
+			run := narrowTo(c.sel, tests)
+			if len(run) > 0 {
+				view = c.run.Run(ctx, c.tree.dir, run)
+			}
+			view, s = c.retryTimeouts(ctx, run, view)
 			slow = append(slow, s...)
-			view, flaky = c.rerunNew(ctx, tests, view)
+			view, flaky = c.rerunNew(ctx, run, view)
+			view = standIn(c.sel, tests, view, c.baseline)
 		})
 		if err != nil {
 			view = unusable(tests, "the tests could not be set to the base commit for the checks: "+err.Error())

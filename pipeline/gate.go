@@ -36,6 +36,9 @@ type Gate struct {
 	// FirstTier is the first tier's run, nil when none was chosen (no pytest check, or the
 	// change affects no test file by the import scan).
 	FirstTier *TierRun
+	// Selection is which tests decided: with Tier TierSelected the ones the change reaches
+	// (the base's results standing for the rest), else why the whole suite ran.
+	Selection *Selection
 	// TimedOut are the checks that timed out and timed out again when re-run on their own
 	// (one line each, with the time-out, the base's time and the load): the gate cannot
 	// judge them, and nothing shows the change made them slow.

@@ -113,7 +113,8 @@ func turn(calls ...openai.ToolCall) openai.ChatCompletionMessage {
 func setupLoop(t *testing.T, fm *fakeModel) (*Runner, Job) {
 	t.Helper()
 	dir := t.TempDir()
-	git := fixtureRepo(t, dir, map[string]string{"calc.py": buggy})
+	// test_calc.py is the test bugChecks reports on, there for the test selection to find.
+	git := fixtureRepo(t, dir, map[string]string{"calc.py": buggy, "test_calc.py": "from calc import double\n"})
 	r := &Runner{Models: fm, Checks: bugChecks{}, Roles: map[model.Role]bool{model.RoleMaker: true}}
 	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
 	job := Job{

@@ -79,6 +79,7 @@ func TestTimeoutIsTheMachines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + doubleTwoTest}, map[string]string{"conftest.py": hogConftest})
+			job.Checks = everySubmit(job.Checks)
 			job.Checks[0].Timeout = 2 * time.Minute
 			r.Checks = &hogChecks{inner: r.Checks, slow: tt.slow}
 			out := r.Run(context.Background(), job)
@@ -119,6 +120,7 @@ func TestCancelledChecksAreNotFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r, job, _ := setupAttempt(t, scriptedmodel.Case{Patch: fixPatch + doubleTwoTest})
+			job.Checks = everySubmit(job.Checks)
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			r.Checks = &hogChecks{inner: r.Checks, cancel: func() { cancel(tt.cause) }}

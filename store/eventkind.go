@@ -28,6 +28,9 @@ const (
 	EventCancelled       EventKind = "cancelled"        // cancelled
 	EventRequeued        EventKind = "requeued"         // an operator gave it a fresh budget
 	EventPublished       EventKind = "published"        // a pull request or comment went out
+	// EventSelectionMissed: the night's whole suite refused a fix that the tests its change
+	// reaches had passed (the selection missed a failure); the ticket goes back to the queue.
+	EventSelectionMissed EventKind = "selection_missed"
 	// EventAccepted records an accepted escalation; its actor is the operator who accepted it.
 	EventAccepted EventKind = "accepted"
 )

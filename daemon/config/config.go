@@ -613,6 +613,9 @@ func (p *problems) check(at string, ch validate.Check) {
 	if ch.Timeout < 0 {
 		p.add("%s.timeout: must be >= 0, got %s", at, ch.Timeout)
 	}
+	if ch.FullSuite != "" && !slices.Contains(validate.FullSuiteModes, ch.FullSuite) {
+		p.add("%s.full_suite: %s", at, oneOf(ch.FullSuite, validate.FullSuiteModes[1:]...))
+	}
 	for _, k := range slices.Sorted(maps.Keys(ch.Env)) {
 		if !envName.MatchString(k) {
 			p.add("%s.env: %q is not an environment variable name (letters, digits and _, not starting with a digit)", at, k)

@@ -24,6 +24,7 @@ type storeCollector struct {
 	toolDuration, up                                *prometheus.Desc
 	nights, lastNightEnd                            *prometheus.Desc
 	envOK, envSetup                                 *prometheus.Desc
+	selectionMissed                                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -50,6 +51,8 @@ func newStoreCollector(st *store.Store) *storeCollector {
 			"1 when the latest setup of the repository's environment (repos.<name>.setup) on the node worked, 0 when its recipe failed and the repository is paused.", []string{"repo", "node"}, nil),
 		envSetup: prometheus.NewDesc("ticketd_environment_setup_seconds",
 			"How long the latest build of the repository's environment took (a cached one keeps its build's figure).", []string{"repo", "node"}, nil),
+		selectionMissed: prometheus.NewDesc("ticketd_selection_missed_total",
+			"Fixes the night's whole suite refused after the tests their change reaches had passed them, per repository: whether test selection (checks[].full_suite: nightly) is safe there.", []string{"repo"}, nil),
 		lastNightEnd: prometheus.NewDesc("ticketd_last_night_end_timestamp_seconds",
 			"When the latest night of each outcome ended (Unix seconds; 0 when none has): alert on time() minus the ok one.", []string{"outcome"}, nil),
 	}
@@ -57,7 +60,7 @@ func newStoreCollector(st *store.Store) *storeCollector {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tickets, c.events, c.claims, c.leaseExpiries, c.rescues, c.calls,
-		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up, c.nights, c.lastNightEnd, c.envOK, c.envSetup} {
+		c.callErrors, c.tokens, c.cost, c.latency, c.toolDuration, c.up, c.nights, c.lastNightEnd, c.envOK, c.envSetup, c.selectionMissed} {
 		ch <- d
 	}
 }
@@ -119,12 +122,25 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.envSetup, prometheus.GaugeValue, e.Took.Seconds(), e.Repo, e.Node)
 		}
 	}
+	c.collectSelectionMissed(ctx, ch)
 	for _, t := range toolLabels(ov.Tools) {
 		buckets := map[float64]uint64{}
 		for i, b := range store.DurationBuckets {
 			buckets[b] = uint64(t.Buckets[i])
 		}
 		ch <- prometheus.MustNewConstHistogram(c.toolDuration, uint64(t.Calls), t.SumSeconds, buckets, t.Tool)
+	}
+}
+
+// collectSelectionMissed sends ticketd_selection_missed_total per repository.
+func (c *storeCollector) collectSelectionMissed(ctx context.Context, ch chan<- prometheus.Metric) {
+	missed, err := c.store.SelectionMissed(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.selectionMissed, err)
+		return
+	}
+	for repo, n := range missed {
+		ch <- prometheus.MustNewConstMetric(c.selectionMissed, prometheus.CounterValue, float64(n), repo)
 	}
 }
 

@@ -36,6 +36,15 @@ const (
 	KindPython = "python"
 )
 
+// Check.FullSuite's values.
+const (
+	FullSuiteNightly     = "nightly"
+	FullSuiteEverySubmit = "every_submit"
+)
+
+// FullSuiteModes lists the accepted Check.FullSuite values ("" is FullSuiteNightly).
+var FullSuiteModes = []string{"", FullSuiteNightly, FullSuiteEverySubmit}
+
 // Kinds lists the accepted Check.Kind values.
 var Kinds = []string{KindPytest, KindUnittest, KindRuff, KindMypy, KindCommand, KindPython}
 
@@ -63,6 +72,11 @@ type Check struct {
 	// PYTHONPATH here (even to "") replaces the src/ layout's automatic PYTHONPATH (see
 	// SrcLayout).
 	Env map[string]string `yaml:"env,omitempty"`
+	// FullSuite says when the whole test suite decides a submit (pytest checks): "" or
+	// FullSuiteNightly, the tests the change can reach decide each submit, the base's results
+	// standing for the rest, and the whole suite runs once a night over the night's fixes
+	// before they are published; FullSuiteEverySubmit, every accepted submit runs it all.
+	FullSuite string `yaml:"full_suite,omitempty"`
 	// Only names tests to run instead of the whole suite (targets, suspected flaky tests):
 	// pytest node ids, which replace the command's path arguments, or unittest's dotted ids,
 	// each selected with -k. Not configurable.
@@ -94,6 +108,9 @@ func (c Check) Validate() error {
 	}
 	if len(c.Command) == 0 && (c.Kind == KindCommand || c.Kind == KindPython) {
 		return fmt.Errorf("%w %q: command is empty; give the argv, e.g. [%q, \"check\", \".\"]", ErrInvalidCheck, c.Name, c.Kind)
+	}
+	if !slices.Contains(FullSuiteModes, c.FullSuite) {
+		return fmt.Errorf("%w %q: full_suite %q is not one of %q (empty means %q)", ErrInvalidCheck, c.Name, c.FullSuite, FullSuiteModes[1:], FullSuiteNightly)
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w %q: timeout %s is negative", ErrInvalidCheck, c.Name, c.Timeout)

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -36,34 +35,40 @@ const maxScanBytes = 256 << 10
 // in a string may be counted: the caller uses the answer to run more tests, never fewer.
 func ParseImports(src []byte) []Import {
 	var out []Import
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	var pending strings.Builder // a statement continued by "(" or "\"
 	open := false
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
+	// Lines are sliced out of src, not copied: only an import line becomes a string, so a
+	// scan of ten thousand files allocates for their imports, not for their text.
+	for rest := src; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if i := bytes.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
 		if open {
-			pending.WriteString(" " + line)
-			if strings.Contains(line, ")") || (!strings.Contains(pending.String(), "(") && !strings.HasSuffix(strings.TrimSpace(line), "\\")) {
+			pending.WriteString(" ")
+			pending.Write(line)
+			if bytes.Contains(line, []byte(")")) || (!strings.Contains(pending.String(), "(") && !bytes.HasSuffix(bytes.TrimSpace(line), []byte("\\"))) {
 				open = false
 				out = append(out, parseStatement(pending.String())...)
 				pending.Reset()
 			}
 			continue
 		}
-		trimmed := strings.TrimSpace(line)
-		if !strings.HasPrefix(trimmed, "import ") && !strings.HasPrefix(trimmed, "from ") {
+		trimmed := bytes.TrimSpace(line)
+		if !bytes.HasPrefix(trimmed, []byte("import ")) && !bytes.HasPrefix(trimmed, []byte("from ")) {
 			continue
 		}
-		if (strings.Contains(trimmed, "(") && !strings.Contains(trimmed, ")")) || strings.HasSuffix(trimmed, "\\") {
+		if (bytes.Contains(trimmed, []byte("(")) && !bytes.Contains(trimmed, []byte(")"))) || bytes.HasSuffix(trimmed, []byte("\\")) {
 			open = true
-			pending.WriteString(trimmed)
+			pending.Write(trimmed)
 			continue
 		}
-		out = append(out, parseStatement(trimmed)...)
+		out = append(out, parseStatement(string(trimmed))...)
 	}
 	if open {
 		out = append(out, parseStatement(pending.String())...)
@@ -71,11 +76,14 @@ func ParseImports(src []byte) []Import {
 	return out
 }
 
+// statementSpacer turns an import statement's continuations and parentheses into spaces.
+var statementSpacer = strings.NewReplacer("\\", " ", "(", " ", ")", " ", "\t", " ")
+
 // parseStatement parses one logical import line (semicolon-separated statements allowed).
 func parseStatement(s string) []Import {
 	var out []Import
 	for _, stmt := range strings.Split(s, ";") {
-		stmt = strings.NewReplacer("\\", " ", "(", " ", ")", " ", "\t", " ").Replace(stmt)
+		stmt = statementSpacer.Replace(stmt)
 		fields := strings.Fields(stmt)
 		if len(fields) < 2 {
 			continue
@@ -158,6 +166,10 @@ type ImportGraph struct {
 	files   map[string]bool
 	dirs    map[string]bool // directories holding Python files, for namespace packages
 	imports map[string][]string
+	// literals are the module-like string literals of every file (ParseDynamic), opaque the
+	// files that load modules by computed names: what DynamicReason reads.
+	literals map[string]bool
+	opaque   []string
 }
 
 // ScanImports reads every .py file under dir (skipping environments and caches, not
@@ -166,7 +178,7 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}}
+	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
 			g.files[p] = true
@@ -185,6 +197,7 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 type importScan struct {
 	g       *ImportGraph
 	sources map[string][]Import
+	buf     []byte // one read buffer for every file of the walk
 }
 
 // visit is the WalkDir step. Only the root being unreadable fails the scan.
@@ -214,12 +227,41 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 	for d := path.Dir(rel); d != "." && !s.g.dirs[d]; d = path.Dir(d) {
 		s.g.dirs[d] = true
 	}
-	src, err := readHead(p, maxScanBytes)
+	src, err := readHeadInto(p, maxScanBytes, s.buf[:0])
 	if err != nil {
 		return nil
 	}
-	s.sources[rel] = ParseImports(src)
+	s.buf = src
+	if imps := ParseImports(src); len(imps) > 0 {
+		s.sources[rel] = imps
+	}
+	if scanDynamic(src, s.g.addLiteral) {
+		s.g.opaque = append(s.g.opaque, rel)
+	}
 	return nil
+}
+
+// addLiteral keeps a module-like string literal of the repository (once).
+func (g *ImportGraph) addLiteral(name []byte) {
+	if !g.literals[string(name)] { // no allocation for the lookup
+		g.literals[string(name)] = true
+	}
+}
+
+// DynamicReason says why file (a module of the repository) may be loaded by name at run
+// time, which the import graph does not show: a string literal somewhere in the repository
+// names it, or some file loads modules by a computed name. "" when neither.
+func (g *ImportGraph) DynamicReason(file string) string {
+	for _, n := range ModuleNames(file) {
+		if g.literals[n] {
+			return fmt.Sprintf("%s may be imported by name: the string %q appears in the repository's code", file, n)
+		}
+	}
+	if len(g.opaque) > 0 {
+		slices.Sort(g.opaque)
+		return fmt.Sprintf("%s loads modules by a computed name (importlib, __import__, pkgutil, runpy), which may load %s", g.opaque[0], file)
+	}
+	return ""
 }
 
 // link resolves each file's imports, once every file is known, to the graph's edges.
@@ -240,12 +282,19 @@ func (g *ImportGraph) link(sources map[string][]Import) {
 // readHead reads up to n bytes of p, which the checks may have swapped for a FIFO or a
 // symlink to a device: such a file is an error, never a wait.
 func readHead(p string, n int64) ([]byte, error) {
+	return readHeadInto(p, n, nil)
+}
+
+// readHeadInto is readHead appending to buf (reused across the files of a scan).
+func readHeadInto(p string, n int64, buf []byte) ([]byte, error) {
 	f, err := sandbox.OpenReport(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
+	w := bytes.NewBuffer(buf)
+	_, err = w.ReadFrom(io.LimitReader(f, n))
+	return w.Bytes(), err
 }
 
 // resolve maps one import of file to the repository files it may load: the module itself,
@@ -269,16 +318,20 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 		}
 	}
 	var out []string
+	var parts []string
+	if imp.Module != "" {
+		parts = strings.Split(imp.Module, ".")
+	}
+	var named [][]string
+	for _, name := range imp.Names {
+		named = append(named, append(slices.Clip(parts), name))
+	}
 	for _, root := range roots {
-		var parts []string
-		if imp.Module != "" {
-			parts = strings.Split(imp.Module, ".")
-		}
 		// Every root that has the module counts: which one sys.path puts first depends on
 		// pytest's import mode, and a wider answer only runs more tests.
 		g.modulePath(root, parts, &out)
-		for _, name := range imp.Names {
-			g.modulePath(root, append(slices.Clone(parts), name), &out)
+		for _, p := range named {
+			g.modulePath(root, p, &out)
 		}
 	}
 	return out
@@ -319,7 +372,7 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 // TestsAffectedBy returns the test files (by the graph's Tests) that a change of the given
 // paths may affect, sorted: the changed test files themselves, the test files that import a
 // changed module directly or through other repository modules, and every test file at or
-// below a changed conftest.py. A changed non-Python file affects no test by this scan.
+// below a changed or reached conftest.py or package __init__.py. A changed non-Python file affects no test by this scan.
 func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	reached := map[string]bool{}
 	queue := g.seedChanged(changed, reached)
@@ -327,6 +380,11 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
+		if b := path.Base(f); b == "conftest.py" || b == "__init__.py" {
+			// Tests below a conftest.py load it without importing it, and tests inside a
+			// package load its __init__.py: what reaches either reaches them.
+			g.markTestsBelow(path.Dir(f), reached)
+		}
 		for _, importer := range reverse[f] {
 			if !reached[importer] {
 				reached[importer] = true

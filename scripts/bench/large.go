@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,6 +45,16 @@ type largeSpec struct {
 
 var defaultLarge = largeSpec{Packages: 50, Modules: 90, Docs: 420, TestFiles: 110, SlowTests: 20, SlowSleep: 500 * time.Millisecond, Bugs: 3}
 
+// scaledLarge is spec with its packages, docs and tests n times as many (n < 1: 1).
+func scaledLarge(spec largeSpec, n int) largeSpec {
+	n = max(n, 1)
+	spec.Packages *= n
+	spec.Docs *= n
+	spec.TestFiles *= n
+	spec.SlowTests *= n
+	return spec
+}
+
 // largeBug is one seeded bug: its issue, its fix and the test that shows it.
 type largeBug struct {
 	Title, Body, Patch string
@@ -72,6 +83,11 @@ func generateLarge(ctx context.Context, dir string, spec largeSpec) (largeRepo, 
 	}
 	r.Files = len(files)
 	if err := benchGit(ctx, dir, "init", "-q", "-b", "main"); err != nil {
+		return r, err
+	}
+	// At 10,000 files the commit leaves more loose objects than gc.auto allows, and git
+	// packs them in the background while the round clones the repository: off.
+	if err := benchGit(ctx, dir, "config", "gc.auto", "0"); err != nil {
 		return r, err
 	}
 	if err := benchGit(ctx, dir, "add", "-A"); err != nil {
@@ -235,21 +251,32 @@ type LargeFigures struct {
 	// FirstTierS and FullSuiteS time, side by side on the same worktree with one bug's fix
 	// applied, the first tier of the checks (import scan plus the test files it selects) and
 	// the whole suite; FirstTierShare is their ratio (the target: under 0.25).
-	FirstTierS      float64 `json:"first_tier_s"`
-	FirstTierFiles  int     `json:"first_tier_files"`
-	ImportScanS     float64 `json:"import_scan_s"`
-	FullSuiteS      float64 `json:"full_suite_s"`
-	FirstTierShare  float64 `json:"first_tier_share"`
-	Night1S         float64 `json:"night1_s"`
-	Night2S         float64 `json:"night2_s"`
-	BaselineS       float64 `json:"baseline_s"`        // the baseline check of night 1
-	Night2Reused    bool    `json:"night2_reused"`     // night 2 reused it (no baseline check ran)
-	Night2Computed  int     `json:"night2_computed"`   // baselines night 2 computed (want 0)
-	PeakRSSMB       float64 `json:"peak_rss_mb"`       // VmHWM of this process over night 1 (the daemon runs in it)
-	PeakRSSReset    bool    `json:"peak_rss_reset"`    // the peak was reset before the night (else it covers the whole process)
-	AttemptP50S     float64 `json:"attempt_p50_s"`     // claim to finish, per ticket, both nights
-	CheckTimeP50S   float64 `json:"check_time_p50_s"`  // submit and run_checks tool time per ticket
-	OverheadP50S    float64 `json:"overhead_p50_s"`    // attempt time outside the checks
+	FirstTierS     float64 `json:"first_tier_s"`
+	FirstTierFiles int     `json:"first_tier_files"`
+	ImportScanS    float64 `json:"import_scan_s"`
+	FullSuiteS     float64 `json:"full_suite_s"`
+	FirstTierShare float64 `json:"first_tier_share"`
+	Night1S        float64 `json:"night1_s"`
+	Night2S        float64 `json:"night2_s"`
+	BaselineS      float64 `json:"baseline_s"`       // the baseline check of night 1
+	Night2Reused   bool    `json:"night2_reused"`    // night 2 reused it (no baseline check ran)
+	Night2Computed int     `json:"night2_computed"`  // baselines night 2 computed (want 0)
+	PeakRSSMB      float64 `json:"peak_rss_mb"`      // VmHWM of this process over night 1 (the daemon runs in it)
+	PeakRSSReset   bool    `json:"peak_rss_reset"`   // the peak was reset before the night (else it covers the whole process)
+	AttemptP50S    float64 `json:"attempt_p50_s"`    // claim to finish, per ticket, both nights
+	CheckTimeP50S  float64 `json:"check_time_p50_s"` // submit and run_checks tool time per ticket
+	OverheadP50S   float64 `json:"overhead_p50_s"`   // attempt time outside the checks
+	ModelWaitP50S  float64 `json:"model_wait_p50_s"` // summed model call latency per ticket
+	// OtherP50S is a ticket's time outside its checks and its model calls: git, sandbox
+	// start, store writes and the pipeline's own work, not told apart.
+	OtherP50S float64 `json:"other_p50_s"`
+	// Scale is --large-scale; SelectionMissed counts the fixes the night's whole suite
+	// refused after the selected tests passed them (store.SelectionMissed), both nights;
+	// NightSuiteS is the nights' whole-suite runs' time (outside the attempts).
+	Scale           int     `json:"scale"`
+	SelectionMissed int     `json:"selection_missed"`
+	NightSuiteS     float64 `json:"night_suite_s"`
+	SelectedFixes   int     `json:"selected_fixes"`    // fixes the selected tests passed (held for the whole suite)
 	FirstTierCaught int     `json:"first_tier_caught"` // submits the first tier refused, both nights
 	// LaterFirstRequestCachedShare is, per role, sum(cached)/sum(prompt) over the first
 	// request of that role of every ticket but the first of the round (both nights): what
@@ -295,7 +322,7 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 		rec := largeRecord{Record: Record{Round: n, Rounds: o.rounds, Scenario: "large", Endpoint: "scripted", Latency: o.latency.Seconds(),
 			Seed: o.seed, Commit: commit, CasesDir: "generated:large",
 			Machine: Machine{Hostname: host, GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Load1: load1()}}}
-		spec := defaultLarge
+		spec := scaledLarge(defaultLarge, o.largeScale)
 		spec.AgentsMD = o.agentsMD
 		if err := runLargeRound(ctx, o, base, spec, pytest, &rec, stderr, log); err != nil {
 			return fmt.Errorf("large round %d: %w", n, err)
@@ -330,6 +357,11 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 	fmt.Fprintf(stdout, "  nights                 %.1fs, %.1fs\n", pick(func(f LargeFigures) float64 { return f.Night1S }), pick(func(f LargeFigures) float64 { return f.Night2S }))
 	fmt.Fprintf(stdout, "  attempt p50            %.2fs (checks %.2fs, overhead %.2fs)\n", pick(func(f LargeFigures) float64 { return f.AttemptP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OverheadP50S }))
 	fmt.Fprintf(stdout, "  peak RSS (daemon)      %.1f MB\n", pick(func(f LargeFigures) float64 { return f.PeakRSSMB }))
+	fmt.Fprintf(stdout, "  scale                  %d (--large-scale)\n", all[0].Scale)
+	fmt.Fprintf(stdout, "  ticket time p50 split  model wait %.2fs, checks %.2fs, other (git, sandbox start, store, pipeline) %.2fs\n",
+		pick(func(f LargeFigures) float64 { return f.ModelWaitP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OtherP50S }))
+	fmt.Fprintf(stdout, "  fixes selected-passed  %.0f; night's whole suite %.2fs; selection missed %.0f\n",
+		pick(func(f LargeFigures) float64 { return float64(f.SelectedFixes) }), pick(func(f LargeFigures) float64 { return f.NightSuiteS }), pick(func(f LargeFigures) float64 { return float64(f.SelectionMissed) }))
 	for _, role := range sortedRoles(all[0].LaterFirstRequestCachedShare) {
 		fmt.Fprintf(stdout, "  later tickets' first %s request cached  %.1f%%%s\n", role,
 			100*pick(func(f LargeFigures) float64 { return f.LaterFirstRequestCachedShare[role] }), map[bool]string{true: " (with AGENTS.md)"}[o.agentsMD])
@@ -397,6 +429,12 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 		over[i] = ln.attempts[i] - ln.checks[i]
 	}
 	f.OverheadP50S = percentile(over, 50)
+	other := make([]float64, len(ln.attempts))
+	for i := range ln.attempts {
+		other[i] = max(ln.attempts[i]-ln.checks[i]-ln.models[i], 0)
+	}
+	f.ModelWaitP50S, f.OtherP50S = percentile(ln.models, 50), percentile(other, 50)
+	f.Scale = max(o.largeScale, 1)
 	f.LaterFirstRequestCachedShare = laterShares(ln.firsts)
 	rec.Totals = totals(rec.Cases, time.Duration((f.Night1S+f.Night2S)*float64(time.Second)), nil)
 	return nil
@@ -430,8 +468,8 @@ type largeNights struct {
 	log    *slog.Logger
 	rec    *largeRecord
 
-	attempts, checks []float64
-	firsts           map[string][]store.ModelCall // role -> each ticket's first request of it
+	attempts, checks, models []float64
+	firsts                   map[string][]store.ModelCall // role -> each ticket's first request of it
 }
 
 // run writes the night's issues, runs the night and records its figures: night 1 its wall
@@ -465,6 +503,9 @@ func (ln *largeNights) run(ctx context.Context, night int, bugs []largeBug) erro
 	}
 	outs, a, c, caught, err := largeOutcomes(ctx, st, rep, ln.cfg, ln.root, ln.pytest)
 	if err != nil {
+		return err
+	}
+	if err := ln.nightFigures(ctx, st, outs, rep.Started); err != nil {
 		return err
 	}
 	if err := collectFirstRequests(ctx, st, outs, ln.firsts); err != nil {
@@ -663,6 +704,51 @@ func largeOutcomes(ctx context.Context, st *store.Store, rep daemon.NightReport,
 	return outs, attempts, checks, caught, nil
 }
 
+// nightFigures adds the night's selection figures and each ticket's model wait: the fixes
+// the whole suite refused (cumulative in the database, so the latest count), the whole-suite
+// runs' time (from their notes) and the submits the selection decided.
+func (ln *largeNights) nightFigures(ctx context.Context, st *store.Store, outs []Outcome, since time.Time) error {
+	f := &ln.rec.Large
+	missed, err := st.SelectionMissed(ctx)
+	if err != nil {
+		return err
+	}
+	f.SelectionMissed = int(missed[largeRepoName])
+	seen := map[string]bool{}
+	for _, o := range outs {
+		calls, err := st.ModelCalls(ctx, o.Ticket)
+		if err != nil {
+			return err
+		}
+		var wait time.Duration
+		for _, c := range calls {
+			wait += c.Latency
+		}
+		ln.models = append(ln.models, wait.Seconds())
+		events, err := st.Events(ctx, o.Ticket)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.At.Before(since.Add(-time.Second)) {
+				continue
+			}
+			if strings.HasPrefix(e.Reason, daemon.HeldNote) {
+				f.SelectedFixes++
+			}
+			if rest, ok := strings.CutPrefix(e.Reason, daemon.NightSuiteNote); ok && !seen[e.Reason] {
+				seen[e.Reason] = true
+				if s, _, ok := strings.Cut(rest, "s "); ok {
+					if v, err := strconv.ParseFloat(s, 64); err == nil {
+						f.NightSuiteS += v
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // judgeLarge clones the branch and runs the ticket's surcharge test there.
 func judgeLarge(ctx context.Context, repo, branch, dir, title string, pytest []string) (bool, string) {
 	var n int
@@ -689,8 +775,10 @@ func lastLine(s string) string {
 
 // resetPeakRSS resets this process's peak resident set (VmHWM) so the next reading covers
 // only what follows (Linux: "5" to /proc/self/clear_refs). It reports whether it could.
+// The memory the round's generator and tier measurement left is returned to the system
+// first (debug.FreeOSMemory): the peak is the night's, not what the bench held before it.
 func resetPeakRSS() bool {
-	runtime.GC()
+	debug.FreeOSMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 

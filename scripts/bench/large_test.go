@@ -68,3 +68,19 @@ func TestGenerateLarge(t *testing.T) {
 		t.Errorf("whole suite after one fix: %d tests, %d failing (%s); want %d tests, %d failing", all[0].Tests, len(all[0].Findings), all[0].Summary, repo.Tests, len(repo.Bugs)-1)
 	}
 }
+
+// --large-scale N multiplies the repository's packages, docs and tests, not its bugs.
+func TestScaledLarge(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want largeSpec
+	}{
+		{1, defaultLarge},
+		{0, defaultLarge},
+		{2, largeSpec{Packages: 100, Modules: 90, Docs: 840, TestFiles: 220, SlowTests: 40, SlowSleep: defaultLarge.SlowSleep, Bugs: 3}},
+	} {
+		if got := scaledLarge(defaultLarge, tt.n); got != tt.want {
+			t.Errorf("scaledLarge(%d) = %+v; want %+v", tt.n, got, tt.want)
+		}
+	}
+}

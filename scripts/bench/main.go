@@ -85,6 +85,7 @@ type options struct {
 	keep         bool
 	verbose      bool
 	large        bool // run the generated large-repository case instead of the case set (large.go)
+	largeScale   int  // --large-scale: the large repository's size as a multiple of the default
 	// reviewers are the checker's angles (review.reviewers), e.g. correctness,security;
 	// empty keeps the configuration's (correctness alone by default).
 	reviewers []string
@@ -148,6 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&reviewers, "reviewers", "", "the checker's review angles, comma separated: correctness[,security][,performance] (security reviews what touches paths, auth, shell, SQL or deserialisation; performance every change)")
 	fs.BoolVar(&o.agentsMD, "agents-md", false, "commit an AGENTS.md (repository instructions for agents) to every repository of the round")
 	fs.BoolVar(&o.large, "large", false, "run the generated large-repository case (~5,000 files, a few hundred tests): tier timings, baseline reuse, peak RSS")
+	fs.IntVar(&o.largeScale, "large-scale", 1, "with --large: the repository's packages, docs and tests times N (2: ~10,000 files)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./scripts/bench [flags]\n\nRuns the frozen bug cases through real nights and judges each branch with hidden tests.\n\n")
 		fs.PrintDefaults()

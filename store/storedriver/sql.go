@@ -203,6 +203,9 @@ type SQL struct {
 	CountByState string
 	// EventKinds: -> kind, count, rescues (lease_expired events to queued).
 	EventKinds string
+	// EventsByRepo: kind -> repo, count of the events of that kind on the repository's
+	// tickets.
+	EventsByRepo string
 	// CallTotals: -> role, model, calls, errors, prompt, cached, completion, reasoning
 	// tokens, cost (known only), latency_ms, by role and model.
 	CallTotals string

@@ -278,6 +278,7 @@ var statements = storedriver.SQL{
 		FROM tickets WHERE finished_at IS NULL GROUP BY 1, 2`,
 	CountByState: `SELECT state, count(*) FROM tickets GROUP BY state`,
 	EventKinds:   `SELECT kind, count(*), count(*) FILTER (WHERE kind = 'lease_expired' AND to_state = 'queued') FROM events GROUP BY kind`,
+	EventsByRepo: `SELECT t.repo, count(*) FROM events e JOIN tickets t ON t.id = e.ticket_id WHERE e.kind = $1 GROUP BY t.repo ORDER BY t.repo`,
 	CallTotals: `SELECT role, model, count(*), count(*) FILTER (WHERE error <> ''), sum(prompt_tokens)::bigint,
 			sum(cached_tokens)::bigint, sum(completion_tokens)::bigint, sum(reasoning_tokens)::bigint,
 			coalesce(sum(cost_usd), 0), sum(latency_ms)::bigint

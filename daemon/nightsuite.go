@@ -1,0 +1,242 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
+)
+
+// The other half of test selection. A fix the tests its change reaches passed
+// (pipeline.TierSelected) is done and on its branch, but held from its push: once the
+// night's attempts end, the whole suite runs once per repository and base commit over the
+// held fixes together (pipeline.NightSuite). Passing, they are pushed. A failure is found
+// fix by fix (each alone); the fixes that fail are not published, go back to their tickets
+// with the failure (requeued, the branch kept) and count as selections missed
+// (store.SelectionMissed, /metrics' ticketd_selection_missed_total{repo}).
+
+// NightSuiteNote starts the note each fix gets when the night's whole suite passed over it:
+// "<prefix><seconds>s over <n> fix(es) …".
+const NightSuiteNote = "night's whole suite passed in "
+
+// HeldNote starts the note a fix gets when it is held for the night's whole suite.
+const HeldNote = "held for the night's whole suite: "
+
+// heldFix is a done fix waiting for the night's whole suite.
+type heldFix struct {
+	id      int64
+	branch  string
+	name    string // the repository's name in the config
+	repo    config.Repo
+	base    string // the base commit its checks ran against
+	facts   repoFacts
+	changes []worktree.Change
+}
+
+// nightSuite keeps the night's held fixes, per repository and base commit.
+type nightSuite struct {
+	mu   sync.Mutex
+	held map[string][]heldFix // repo name + " " + base commit
+}
+
+// heldUnjudged reports whether a ticket's events hold its fix for the whole suite with no
+// verdict of it after: a night that stopped before its whole suite. Such a fix is never
+// pushed as a leftover.
+func heldUnjudged(evs []store.Event) bool {
+	held := false
+	for _, e := range evs {
+		switch {
+		case e.Kind == store.EventNote && strings.HasPrefix(e.Reason, HeldNote):
+			held = true
+		case e.Kind == store.EventNote && strings.HasPrefix(e.Reason, NightSuiteNote), e.Kind == store.EventSelectionMissed:
+			held = false
+		}
+	}
+	return held
+}
+
+// holds reports whether a done fix waits for the whole suite instead of its push now: its
+// gate was decided by the selected tests.
+func holds(out pipeline.Outcome) bool {
+	return out.Gate != nil && out.Gate.Tier == pipeline.TierSelected
+}
+
+// hold keeps a's fix for the night's whole suite.
+func (n *nightSuite) hold(a *attemptRun) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.held == nil {
+		n.held = map[string][]heldFix{}
+	}
+	key := a.lease.Ticket.Repo + " " + a.tree.BaseCommit
+	n.held[key] = append(n.held[key], heldFix{id: a.lease.Ticket.ID, branch: a.tree.Branch, name: a.lease.Ticket.Repo, repo: a.repo,
+		base: a.tree.BaseCommit, facts: a.facts, changes: a.fix.changes()})
+}
+
+// take returns the held fixes, grouped, and forgets them.
+func (n *nightSuite) take() [][]heldFix {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out [][]heldFix
+	for _, k := range slices.Sorted(maps.Keys(n.held)) {
+		out = append(out, n.held[k])
+	}
+	n.held = nil
+	return out
+}
+
+// suiteVerdict is what the night's whole suite said of a group of fixes: the ones to push,
+// and the refused ones with their failures.
+type suiteVerdict struct {
+	pass    []heldFix
+	refused map[int64]string
+	// unusable is set when the suite could not judge (a run aborted, cut short): nothing
+	// is pushed nor refused.
+	unusable string
+	took     time.Duration
+}
+
+// runAll runs the whole suite over each group of held fixes and carries out its verdict.
+func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, d *Daemon, trees *worktree.Manager, run pipeline.CheckRunner) {
+	for _, group := range n.take() {
+		start := d.now()
+		v := judgeGroup(ctx, log, trees, run, group)
+		v.took = d.now().Sub(start)
+		n.carryOut(ctx, log, d, group, v)
+	}
+}
+
+// judgeGroup runs the whole suite over the group together; when it fails, over each fix
+// alone, to find which fixes fail it. Fixes that fail only together are all refused (they
+// disagree: the night's agreement check is their place).
+func judgeGroup(ctx context.Context, log *slog.Logger, trees *worktree.Manager, run pipeline.CheckRunner, group []heldFix) suiteVerdict {
+	g, err := suiteOver(ctx, trees, run, group)
+	if err != nil {
+		return suiteVerdict{unusable: err.Error()}
+	}
+	if why := unjudged(g); why != "" {
+		return suiteVerdict{unusable: why}
+	}
+	if g.Passed {
+		log.Info("night's whole suite passed", "repo", group[0].name, "fixes", len(group))
+		return suiteVerdict{pass: group}
+	}
+	v := suiteVerdict{refused: map[int64]string{}}
+	if len(group) == 1 {
+		v.refused[group[0].id] = failureText(g)
+		return v
+	}
+	for _, f := range group {
+		alone, err := suiteOver(ctx, trees, run, []heldFix{f})
+		switch {
+		case err != nil:
+			return suiteVerdict{unusable: err.Error()}
+		case unjudged(alone) != "":
+			return suiteVerdict{unusable: unjudged(alone)}
+		case alone.Passed:
+			v.pass = append(v.pass, f)
+		default:
+			v.refused[f.id] = failureText(alone)
+		}
+	}
+	if len(v.refused) == 0 {
+		for _, f := range v.pass {
+			v.refused[f.id] = "passes alone, fails together with the night's other fixes: " + failureText(g)
+		}
+		v.pass = nil
+	}
+	return v
+}
+
+// unjudged says why a whole-suite run judged nothing, "" when it did.
+func unjudged(g pipeline.Gate) string {
+	if g.Cancelled {
+		return "the whole suite was cut short"
+	}
+	for _, r := range g.Results {
+		if r.Abort != "" || r.NotStarted {
+			return fmt.Sprintf("the whole suite could not run (%s): %s", r.Name, r.Summary)
+		}
+	}
+	return ""
+}
+
+func failureText(g pipeline.Gate) string {
+	what := slices.Concat(g.New, g.TimedOut)
+	text := strings.Join(clipList(what, 20), "\n- ")
+	if len(text) > 3000 {
+		text = text[:3000] + " …"
+	}
+	return text
+}
+
+// suiteOver runs the whole suite on a tree at the fixes' base commit holding their changes.
+func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckRunner, fixes []heldFix) (pipeline.Gate, error) {
+	f0 := fixes[0]
+	tree, err := trees.Prepare(ctx, f0.repo.Path, f0.base, fmt.Sprintf("ticketd/night-suite-%d", f0.id))
+	if err != nil {
+		return pipeline.Gate{}, fmt.Errorf("prepare the night's whole-suite tree of %s: %w", f0.name, err)
+	}
+	defer trees.Remove(context.WithoutCancel(ctx), tree, false)
+	for _, f := range fixes {
+		for _, c := range f.changes {
+			p := filepath.Join(tree.Dir, filepath.FromSlash(c.Path))
+			mode := os.FileMode(0o644)
+			if c.Executable {
+				mode = 0o755
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return pipeline.Gate{}, fmt.Errorf("night's whole suite: put ticket %d's %s in place: %w", f.id, c.Path, err)
+			}
+			if err := os.WriteFile(p, c.Data, mode); err != nil {
+				return pipeline.Gate{}, fmt.Errorf("night's whole suite: put ticket %d's %s in place: %w", f.id, c.Path, err)
+			}
+		}
+	}
+	return pipeline.NightSuite(ctx, run, tree.Dir, f0.facts.checks, f0.facts.results), nil
+}
+
+// carryOut pushes the passing fixes and sends the refused ones back to their tickets.
+func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, group []heldFix, v suiteVerdict) {
+	if v.unusable != "" {
+		log.Error("night's whole suite judged nothing: its fixes stay unpublished", "repo", group[0].name, "err", v.unusable)
+		for _, f := range group {
+			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); requeue it or push "+f.branch+" by hand"); err != nil {
+				log.Warn("note the unjudged fix", "ticket", f.id, "err", err)
+			}
+		}
+		return
+	}
+	for _, f := range v.pass {
+		note := fmt.Sprintf("%s%.2fs over %d fix(es) of %s at %.12s", NightSuiteNote, v.took.Seconds(), len(group), f.name, f.base)
+		if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), note); err != nil {
+			log.Warn("note the night's whole suite", "ticket", f.id, "err", err)
+		}
+		d.pushBranch(ctx, log, f.repo, f.id, f.branch)
+	}
+	for _, f := range group {
+		failure, refused := v.refused[f.id]
+		if !refused {
+			continue
+		}
+		log.Warn("night's whole suite refused a fix the selected tests passed: back to its ticket", "ticket", f.id, "branch", f.branch)
+		note := "The night's whole suite refused the fix on " + f.branch + ", which the tests its change reaches had passed:\n- " + failure
+		if err := d.Store.NoteSelectionMissed(ctx, f.id, d.Store.Node(), note); err != nil {
+			log.Error("record the missed selection", "ticket", f.id, "err", err)
+		}
+		if err := d.Store.RequeueTicket(ctx, f.id, d.Store.Node(), store.RequeueOptions{Done: true, Note: note}); err != nil {
+			log.Error("send the refused fix back to its ticket", "ticket", f.id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,2 @@
+import importlib
+mod = importlib.import_module(name)

@@ -1,0 +1,3 @@
+pytest_plugins = ["pkg.fixtures", 'other']
+"""doc with pkg.mod"""
+# "commented.out"
