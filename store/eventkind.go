@@ -28,6 +28,7 @@ const (
 	EventCancelled       EventKind = "cancelled"        // cancelled
 	EventRequeued        EventKind = "requeued"         // an operator gave it a fresh budget
 	EventPublished       EventKind = "published"        // a pull request or comment went out
+	EventRevised         EventKind = "revised"          // a round was asked of its done fix (review, note, CI)
 	// EventAccepted records an accepted escalation; its actor is the operator who accepted it.
 	EventAccepted EventKind = "accepted"
 )

@@ -296,6 +296,8 @@ type SQL struct {
 
 	// Dup: duplicates at intake (DupSQL).
 	Dup DupSQL
+	// Round: rounds on done tickets (RoundSQL).
+	Round RoundSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,
