@@ -50,6 +50,10 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			s.confirmDone(ctx, w, id, note)
 			return
 		}
+	case "revise":
+		if err = s.revise(ctx, w, r, id); err == nil {
+			return
+		}
 	case "cancel":
 		_, err = s.store.RequestCancel(ctx, id, actor, "cancelled on the status page")
 	case "budget":
@@ -69,7 +73,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue, cancel, budget and accept.", act), back)
+		s.message(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action; the page offers requeue, revise, cancel, budget and accept.", act), back)
 		return
 	}
 	switch {
