@@ -72,6 +72,8 @@ type Round struct {
 	Outcome  string `json:"outcome"`
 	// EndedAt is zero while the round is open.
 	EndedAt time.Time `json:"ended_at,omitzero"`
+	// CommentURL is the pull request comment that answered the round ("" until posted).
+	CommentURL string `json:"comment_url,omitempty"`
 }
 
 // Bounds on what a round keeps of untrusted text.
@@ -293,7 +295,7 @@ func (s *Store) roundsTx(ctx context.Context, q storedriver.Reader, id int64) ([
 		var at int64
 		var ended sql.NullInt64
 		var threads, source string
-		if err := rows.Scan(&r.N, &at, &r.Actor, &source, &r.Note, &threads, &r.Branch, &r.Attempts, &r.Outcome, &ended); err != nil {
+		if err := rows.Scan(&r.N, &at, &r.Actor, &source, &r.Note, &threads, &r.Branch, &r.Attempts, &r.Outcome, &ended, &r.CommentURL); err != nil {
 			return nil, err
 		}
 		r.At, r.EndedAt, r.Source = time.UnixMilli(at).UTC(), fromMS(ended), RoundSource(source)

@@ -92,3 +92,42 @@ func testReviseRounds(t *testing.T, e engine) {
 		t.Errorf("%d revised events; want 2", revised)
 	}
 }
+
+// TestPullWatch: the review cursor and the checks' state of a pull request are kept per
+// ticket; red and stuck ones are listed; a round's answering comment is recorded.
+func TestPullWatch(t *testing.T) { forEachEngine(t, testPullWatch) }
+
+func testPullWatch(t *testing.T, e engine) {
+	b := e.setup(t)
+	a := b.enqueue(t, "a")
+	c := b.enqueue(t, "c")
+	if w, err := b.s.PullWatchOf(b.ctx, a); err != nil || w.ReviewCursor != 0 || w.CIState != "" {
+		t.Fatalf("watch of an unwatched ticket = %+v, %v; want zero", w, err)
+	}
+	if err := b.s.SetReviewCursor(b.ctx, a, 42); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.SetPullCI(b.ctx, a, "abc123", CIStuck, "action_required: approve the workflows"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.SetPullCI(b.ctx, c, "def456", CIGreen, "2 checks passed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.SetPullCI(b.ctx, c, "def456", "purple", ""); err == nil {
+		t.Error("an unknown CI state was recorded")
+	}
+	w, err := b.s.PullWatchOf(b.ctx, a)
+	if err != nil || w.ReviewCursor != 42 || w.CIHead != "abc123" || w.CIState != CIStuck || w.CIAt.IsZero() {
+		t.Fatalf("watch = %+v, %v; want cursor 42 kept beside the stuck checks", w, err)
+	}
+	if err := b.s.SetReviewCursor(b.ctx, a, 43); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := b.s.PullWatchOf(b.ctx, a); w.CIState != CIStuck || w.ReviewCursor != 43 {
+		t.Fatalf("watch after a new cursor = %+v; want the checks kept", w)
+	}
+	red, err := b.s.RedOrStuckPulls(b.ctx)
+	if err != nil || len(red) != 1 || red[0].TicketID != a {
+		t.Fatalf("red or stuck = %+v, %v; want ticket %d only", red, err, a)
+	}
+}
