@@ -45,9 +45,14 @@ type Publisher struct {
 	// branch); New uses worktree.Branches. They are pushed and named in the comment.
 	Branches func(ctx context.Context, dir string, ticketID int64) ([]string, error)
 	Logger   *slog.Logger
+	// MaxRounds is review.max_rounds (default 3); Allow is github.allow_authors, whose
+	// reviews ask rounds without write access.
+	MaxRounds int
+	Allow     []string
 
-	mu    sync.Mutex
-	bases map[string]string // repo -> default branch
+	mu      sync.Mutex
+	bases   map[string]string // repo -> default branch
+	authors *authorGate       // who may ask a round, made on first use
 }
 
 // PublishReport is what one Publish did.
