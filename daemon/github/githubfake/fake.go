@@ -44,7 +44,7 @@ type Server struct {
 	BotLogin, BotAssoc string
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
-	App bool
+	App       bool
 	pulls     map[string]*pullState // "owner/name#n" -> reviews, threads, requested reviewers
 	checkRuns map[string][]CheckRun // "owner/name@sha"
 	statuses  map[string][]Status

@@ -216,7 +216,7 @@ func (f *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
 		runs = append(runs, map[string]any{"id": c.ID, "name": c.Name, "status": c.Status, "conclusion": concl,
 			"head_sha": r.PathValue("ref"), "html_url": fmt.Sprintf("https://github.example/%s/runs/%d", repoOf(r), c.ID),
 			"details_url": fmt.Sprintf("https://github.example/%s/actions/runs/1/job/%d", repoOf(r), c.ID),
-			"app": map[string]any{"slug": "github-actions"}})
+			"app":         map[string]any{"slug": "github-actions"}})
 	}
 	f.reply(w, r, 200, map[string]any{"total_count": len(runs), "check_runs": runs})
 }
