@@ -75,8 +75,9 @@ func (s *Store) SetPullCI(ctx context.Context, id int64, head, state, detail str
 	return nil
 }
 
-// RedOrStuckPulls lists the pull requests whose checks are red or never started: what the
-// morning's "Needs you" shows.
+// RedOrStuckPulls lists the done tickets' pull requests whose checks are red or never
+// started: what the morning's "Needs you" shows. A ticket back in work (a fix round) is
+// ticketd's, not listed.
 func (s *Store) RedOrStuckPulls(ctx context.Context) ([]PullWatch, error) {
 	rows, err := s.rd.Query(ctx, s.q.Round.CIStates)
 	if err != nil {

@@ -101,6 +101,12 @@ func testPullWatch(t *testing.T, e engine) {
 	b := e.setup(t)
 	a := b.enqueue(t, "a")
 	c := b.enqueue(t, "c")
+	for range 2 {
+		l := b.claim(t, "w")
+		if err := b.s.Complete(b.ctx, l.Ticket.ID, l.Token, Result{Branch: "ticketd/x", ResultDir: "/r"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if w, err := b.s.PullWatchOf(b.ctx, a); err != nil || w.ReviewCursor != 0 || w.CIState != "" {
 		t.Fatalf("watch of an unwatched ticket = %+v, %v; want zero", w, err)
 	}

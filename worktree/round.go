@@ -68,3 +68,19 @@ func (t *Tree) ChangesSince(ctx context.Context) ([]Change, error) {
 	}
 	return changes, nil
 }
+
+// BranchHead returns the commit branch points at in the repository at dir.
+func BranchHead(ctx context.Context, dir, branch string) (string, error) {
+	if strings.HasPrefix(branch, "-") {
+		return "", fmt.Errorf("head of branch %q: a name may not start with a dash", branch)
+	}
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	out, err := repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+branch+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("head of branch %s in %s: %w", branch, dir, err)
+	}
+	return strings.TrimSpace(out), nil
+}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	gh "github.com/google/go-github/v89/github"
@@ -49,6 +50,14 @@ type Publisher struct {
 	// reviews ask rounds without write access.
 	MaxRounds int
 	Allow     []string
+	// Blame re-runs a red check's failing tests at the base and at the fix (the daemon sets
+	// it for the night); nil: red checks are recorded, not judged. CIStuckAfter is
+	// github.ci.stuck_after (default 30m). Head reads a branch's commit in a clone (default
+	// worktree.BranchHead).
+	Blame        BlameFunc
+	CIStuckAfter time.Duration
+	CIWatch      bool
+	Head         func(ctx context.Context, dir, branch string) (string, error)
 
 	mu      sync.Mutex
 	bases   map[string]string // repo -> default branch

@@ -16,8 +16,9 @@ type RoundSQL struct {
 	SetCursor string
 	// SetCI: SetCIParams; creates the row.
 	SetCI string
-	// CIStates: -> ticket_id, ci_head, ci_state, ci_detail, ci_at of pull requests whose
-	// checks are red or stuck, by ticket_id.
+	// CIStates: -> ticket_id, ci_head, ci_state, ci_detail, ci_at of done tickets' pull
+	// requests whose checks are red or stuck (a ticket back in work is ticketd's), by
+	// ticket_id.
 	CIStates string
 	// End: outcome, ended_at, ticket_id; ends the ticket's open round.
 	End string
