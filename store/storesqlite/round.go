@@ -17,7 +17,7 @@ var roundStatements = storedriver.RoundSQL{
 			ci_detail = excluded.ci_detail, ci_at = excluded.ci_at`,
 	CIStates: `SELECT w.ticket_id, w.ci_head, w.ci_state, w.ci_detail, w.ci_at FROM pull_watch w JOIN tickets t ON t.id = w.ticket_id
 			WHERE w.ci_state IN ('red','stuck') AND t.state = 'done' ORDER BY w.ticket_id`,
-	End:      `UPDATE rounds SET outcome = ?1, ended_at = ?2 WHERE ticket_id = ?3 AND outcome = 'open'`,
+	End: `UPDATE rounds SET outcome = ?1, ended_at = ?2 WHERE ticket_id = ?3 AND outcome = 'open'`,
 	Escalate: `UPDATE tickets SET state = 'escalated', updated_at = ?1, finished_at = ?2, reason = ?3, ` + reserveEvent + `
 			WHERE id = ?4 AND state = 'done'`,
 }
