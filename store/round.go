@@ -127,13 +127,7 @@ func (s *Store) Revise(ctx context.Context, id int64, who string, a RoundAsk) (R
 			return s.refuseRoundTx(ctx, tx, t, r, string(threads), a.MaxRounds)
 		}
 		r.Outcome = RoundOpen
-		reason := fmt.Sprintf("round %d (%s) asked by %s on %s; attempts go on from %d with a fresh budget of %d", r.N, r.Source, who, t.Branch, t.Attempts+1, t.MaxAttempts)
-		if r.Note != "" {
-			reason += "; note: " + r.Note
-		}
-		if len(r.Threads) > 0 {
-			reason += fmt.Sprintf("; %d review thread(s)", len(r.Threads))
-		}
+		reason := roundReason(r, t)
 		if _, err := tx.Exec(ctx, s.q.Requeue, storedriver.RequeueParams{RunAfter: now, UpdatedAt: now, Reason: reason, ID: id, From: string(StateDone)}.Args()...); err != nil {
 			return err
 		}
@@ -150,6 +144,18 @@ func (s *Store) Revise(ctx context.Context, id int64, who string, a RoundAsk) (R
 	}
 	s.eng.Notify()
 	return r, nil
+}
+
+// roundReason is the revised event's reason.
+func roundReason(r Round, t Ticket) string {
+	reason := fmt.Sprintf("round %d (%s) asked by %s on %s; attempts go on from %d with a fresh budget of %d", r.N, r.Source, r.Actor, t.Branch, t.Attempts+1, t.MaxAttempts)
+	if r.Note != "" {
+		reason += "; note: " + r.Note
+	}
+	if len(r.Threads) > 0 {
+		reason += fmt.Sprintf("; %d review thread(s)", len(r.Threads))
+	}
+	return reason
 }
 
 // refuseRoundTx escalates a done ticket whose rounds are spent, its reason listing the

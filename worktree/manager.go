@@ -155,22 +155,9 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 		return nil, err
 	}
 	top := repo.WorkTree
-	if baseRef == "" {
-		baseRef = "HEAD"
-	}
-	base, err := repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", baseRef+"^{commit}")
+	base, from, err := baseAndStart(ctx, repo, baseRef, start)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("prepare worktree of %s at %q: %w; check base_ref in the config (a branch, tag or commit that exists)", top, baseRef, ErrUnknownRef)
-	}
-	base = strings.TrimSpace(base)
-	from := base
-	if start != "" {
-		if from, err = startCommit(ctx, repo, base, start); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return nil, fmt.Errorf("prepare worktree of %s: invalid branch name %q: %w", top, branch, err)

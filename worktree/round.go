@@ -84,3 +84,24 @@ func BranchHead(ctx context.Context, dir, branch string) (string, error) {
 	}
 	return strings.TrimSpace(out), nil
 }
+
+// baseAndStart resolves baseRef ("" is HEAD) to the base commit, and the commit the branch
+// starts at: the base, or start's commit when set.
+func baseAndStart(ctx context.Context, repo repoDirs, baseRef, start string) (base, from string, err error) {
+	if baseRef == "" {
+		baseRef = "HEAD"
+	}
+	base, err = repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", baseRef+"^{commit}")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("prepare worktree of %s at %q: %w; check base_ref in the config (a branch, tag or commit that exists)", repo.WorkTree, baseRef, ErrUnknownRef)
+	}
+	base = strings.TrimSpace(base)
+	if start == "" {
+		return base, base, nil
+	}
+	from, err = startCommit(ctx, repo, base, start)
+	return base, from, err
+}
