@@ -49,6 +49,9 @@ func testReviseRounds(t *testing.T, e engine) {
 	if _, ok, _ := b.s.OpenRound(b.ctx, id); !ok {
 		t.Fatal("a retried round is closed; want it open until the ticket ends")
 	}
+	if kept, err := b.s.KeptBranches(b.ctx); err != nil || kept["ticketd/1-fix"] != id {
+		t.Fatalf("kept branches = %v, %v; want the round's fix branch kept from the night's clean-up", kept, err)
+	}
 	b.clock.Advance(time.Hour)
 	l = b.claim(t, "w")
 	if err := b.s.Complete(b.ctx, id, l.Token, Result{Branch: "ticketd/1-fix", ResultDir: "/r/1b"}); err != nil {
