@@ -69,9 +69,12 @@ func cmdRevise(e *env, args []string) error {
 	})
 }
 
-// showRounds prints each round asked of the ticket's fix: who asked, from where, on which
-// branch, how it ended, and what was asked.
-func showRounds(w io.Writer, rounds []store.Round) {
+// showRounds prints the pull request's checks as last seen, then each round asked of the
+// ticket's fix: who asked, from where, on which branch, how it ended, and what was asked.
+func showRounds(w io.Writer, rounds []store.Round, pr store.PullWatch) {
+	if pr.CIState != "" {
+		fmt.Fprintf(w, "\nPull request checks at %s: %s (%s), %s\n", shortHead(pr.CIHead), pr.CIState, fmtTime(pr.CIAt), indent(pr.CIDetail))
+	}
 	for _, r := range rounds {
 		fmt.Fprintf(w, "\nRound %d (%s) asked by %s (%s) on %s after %d attempt(s): %s", r.N, r.Source, orDash(r.Actor), fmtTime(r.At), r.Branch, r.Attempts, r.Outcome)
 		if !r.EndedAt.IsZero() {
@@ -89,4 +92,11 @@ func showRounds(w io.Writer, rounds []store.Round) {
 
 func indentBlock(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+func shortHead(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }

@@ -54,7 +54,12 @@ func TestRevise(t *testing.T) {
 	if err := s.Complete(ctx, f.done, l.Token, store.Result{Branch: "ticketd/1-average", ResultDir: "/out/1"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.SetPullCI(ctx, f.done, "0123456789abcdef", store.CIStuck, "waiting for approval (action_required): tests"); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
+	r = ctl(t, "--db", f.db, "show", id)
+	mustContain(t, "show", r.stdout, "Pull request checks at 0123456789ab: stuck", "action_required")
 	cfg := writeConfig(t, f.db)
 	if err := appendFile(cfg, "review:\n  max_rounds: 1\n"); err != nil {
 		t.Fatal(err)

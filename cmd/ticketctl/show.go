@@ -155,6 +155,9 @@ type showJSON struct {
 	Requeues []store.Requeued `json:"requeues"`
 	// Rounds are the rounds asked of the ticket's fix (a review, ticketctl revise, CI).
 	Rounds []store.Round `json:"rounds"`
+	// PullRequest is what the watch last saw of the ticket's pull request (review cursor,
+	// checks' state); zero when it has none.
+	PullRequest store.PullWatch `json:"pull_request"`
 }
 
 func cmdShow(e *env, args []string) error {
@@ -171,7 +174,7 @@ func cmdShow(e *env, args []string) error {
 		}
 		showBody(e.stdout, t)
 		showRequeues(e.stdout, v.Requeues)
-		showRounds(e.stdout, v.Rounds)
+		showRounds(e.stdout, v.Rounds, v.PullRequest)
 		showQuestions(e.stdout, t, v.Questions)
 		if err := showRoles(e.stdout, v.Roles); err != nil {
 			return err
@@ -210,6 +213,9 @@ func loadShow(e *env, s *store.Store, t store.Ticket) (showJSON, error) {
 		return v, err
 	}
 	if v.Rounds, err = s.Rounds(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.PullRequest, err = s.PullWatchOf(e.ctx, t.ID); err != nil {
 		return v, err
 	}
 	v.Totals, v.Roles = figures(v.ModelCalls)
