@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 // TestReviseRounds: a round puts a done ticket back on its own fix branch with a fresh
@@ -139,4 +141,24 @@ func testPullWatch(t *testing.T, e engine) {
 	if err != nil || len(red) != 1 || red[0].TicketID != a {
 		t.Fatalf("red or stuck = %+v, %v; want ticket %d only", red, err, a)
 	}
+}
+
+// TestRoundParamsMatchStatements: the rounds' parameter structs number as many arguments as
+// their statements' placeholders, in both engines (TestParamsMatchStatements for RoundSQL).
+func TestRoundParamsMatchStatements(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engine) {
+		b := e.setup(t)
+		for _, st := range []struct {
+			name string
+			sql  string
+			args int
+		}{
+			{"Round.Insert", b.s.q.Round.Insert, len(storedriver.InsertRoundParams{}.Args())},
+			{"Round.SetCI", b.s.q.Round.SetCI, len(storedriver.SetCIParams{}.Args())},
+		} {
+			if got := placeholders(st.sql); got != st.args {
+				t.Errorf("%s numbers %d placeholders; its params give %d arguments", st.name, got, st.args)
+			}
+		}
+	})
 }
