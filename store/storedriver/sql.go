@@ -299,6 +299,8 @@ type SQL struct {
 	Dup DupSQL
 	// Round: rounds on done tickets (RoundSQL).
 	Round RoundSQL
+	// Console: dismissals and digests (ConsoleSQL).
+	Console ConsoleSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,

@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v19) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v20) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
@@ -33,6 +33,8 @@ var SchemaTables = []struct {
 	{"duplicate_links", []string{"ticket_id", "of_id", "reason", "linked_at", "unlinked_at", "unlinked_by"}, "ticket_id"},
 	{"rounds", []string{"ticket_id", "n", "at", "actor", "source", "note", "threads", "branch", "attempts", "outcome", "ended_at", "comment_url"}, "ticket_id, n"},
 	{"pull_watch", []string{"ticket_id", "review_cursor", "ci_head", "ci_state", "ci_detail", "ci_at"}, "ticket_id"},
+	{"dismissals", []string{"item", "at", "actor", "note"}, "item"},
+	{"night_digests", []string{"run_id", "at", "ok", "error"}, "run_id"},
 }
 
 // ReplacedOnCopy names the tables whose rows the target of a copy already has (its own

@@ -371,6 +371,7 @@ var statements = storedriver.SQL{
 	Environments: `SELECT repo, node, env_key, ok, cached, built_at, took_ms, at, error, output FROM environments ORDER BY repo, node`,
 	Dup:          dupStatements,
 	Round:        roundStatements,
+	Console:      consoleStatements,
 }
 
 const usageEstimates = `SELECT count(*), count(*) FILTER (WHERE usage_reported = 0),

@@ -314,6 +314,7 @@ var statements = storedriver.SQL{
 	Environments: `SELECT repo, node, env_key, ok, cached, built_at, took_ms, at, error, output FROM environments ORDER BY repo, node`,
 	Dup:          dupStatements,
 	Round:        roundStatements,
+	Console:      consoleStatements,
 }
 
 const usageEstimates = `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),
