@@ -33,6 +33,8 @@ type attemptRun struct {
 	// branch when the worktree goes (a fix).
 	untrack    func()
 	keepBranch bool
+	// round is the ticket's open round (store.Revise), nil for an attempt from the base.
+	round *store.Round
 }
 
 // close removes the attempt's worktree, keeping the ticket's branch when it holds the fix.
@@ -60,7 +62,12 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 		return cause{Stage: stageRefused, Err: fmt.Errorf("repo %q is not configured under repos in %s", t.Repo, w.cfg.File)}, false
 	}
 	a.repo = repo
-	tree, err := w.trees.Prepare(ctx, repo.Path, repo.BaseRef, workBranch(t))
+	round, err := openRound(ctx, w.d.Store, t.ID)
+	if err != nil {
+		return setup(fmt.Errorf("%w: read the ticket's round: %w", ErrMachineFault, err))
+	}
+	a.round = round
+	tree, err := prepareTree(ctx, w.trees, repo, t, round)
 	switch {
 	case errors.Is(err, worktree.ErrNotRepository) || errors.Is(err, worktree.ErrUnknownRef):
 		// The repository or its base ref went away during the night: the machine's fault, not
@@ -72,6 +79,9 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	a.tree = tree
 	watchTree(ctx, cancel, tree)
 	if a.fix, err = openFixTree(tree, repo); err != nil {
+		return setup(err)
+	}
+	if err := seedRound(ctx, a); err != nil {
 		return setup(err)
 	}
 	if w.guard != nil {
@@ -121,7 +131,7 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 		Ticket: pipeline.Ticket{ID: t.ID, Attempt: lease.Attempt, Title: t.Title, Body: t.Body,
 			Labels: t.Labels, Repo: t.Repo, Triage: t.Triage, Notes: a.notes,
 			Questions: a.questions, QuestionsLeft: max(w.cfg.Budget.MaxQuestions-t.Questions, 0),
-			Unverified: w.results.priorUnverified(ctx, log, t.ID, lease.Attempt)},
+			Unverified: w.results.priorUnverified(ctx, log, t.ID, lease.Attempt), Round: pipelineRound(a.round)},
 		Dir:          a.tree.Dir,
 		RepoMap:      a.facts.repoMap,
 		Instructions: a.facts.instructions,

@@ -25,6 +25,9 @@ type fixTree struct {
 	// dirty is set while a check may have left files no clean has removed yet: between the
 	// maker's tools (which write only the fix) no clean is needed.
 	dirty *atomic.Bool
+	// prior is the fix a round goes on from (nil otherwise): part of the change under the
+	// maker's writes.
+	prior []worktree.Change
 }
 
 // leftSet gathers paths, each once.
@@ -58,9 +61,14 @@ func newFixTree(tree *worktree.Tree, ws *tools.Workspace) fixTree {
 // changes are the files the tools wrote, as last written.
 func (f fixTree) changes() []worktree.Change {
 	written := f.ws.Written()
-	out := make([]worktree.Change, len(written))
-	for i, w := range written {
-		out[i] = worktree.Change{Path: w.Path, Data: w.Data, Executable: w.Mode&fs.FileMode(0o111) != 0}
+	out := make([]worktree.Change, 0, len(f.prior)+len(written))
+	for _, p := range f.prior {
+		if !slices.ContainsFunc(written, func(w tools.Written) bool { return w.Path == p.Path }) {
+			out = append(out, p)
+		}
+	}
+	for _, w := range written {
+		out = append(out, worktree.Change{Path: w.Path, Data: w.Data, Executable: w.Mode&fs.FileMode(0o111) != 0})
 	}
 	return out
 }

@@ -283,6 +283,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	d.collectLeftovers(ctx, log, trees, healthy)
 	d.unpark(ctx, log, rep.Trigger)
 	d.pushLeftovers(ctx, log, healthy)
+	d.blameRedChecks(log, trees, checks, w)
 	defer d.runGitHub(workCtx)()
 	// Baselines run beside the work: a repository's tickets are claimable as soon as its own
 	// baseline is ready. The preparation (for a second node waiting to join) ends with the

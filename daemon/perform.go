@@ -55,6 +55,10 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
 			return
 		}
+		if err := moveFixBranch(ctx, a); err != nil {
+			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
+			return
+		}
 	}
 	branch := w.keep(ctx, log, a, e, out)
 	if e.Push && e.Kind != endDone {
@@ -110,7 +114,7 @@ func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e end
 	t := a.lease.Ticket
 	switch e.Keep {
 	case keepFix:
-		return a.tree.Branch
+		return a.fixBranch()
 	case keepAttemptBranch:
 		reason := out.Reason
 		if e.Kind == endNeedsInfo {
@@ -126,7 +130,7 @@ func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e end
 // complete records a fix: the ticket is done, its branch kept and pushed, its duplicates
 // settled.
 func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, out pipeline.Outcome, dir string, files []store.ArtifactFile) {
-	t, branch := a.lease.Ticket, a.tree.Branch
+	t, branch := a.lease.Ticket, a.fixBranch()
 	err := w.health.persist(log, "complete", t.ID, func(ctx context.Context) error {
 		_, err := w.st.EndAttempt(ctx, store.Ending{ID: t.ID, Token: a.lease.Token, Kind: store.EndComplete,
 			Result: store.Result{Branch: branch, ResultDir: dir, Summary: out.Summary}, Artifacts: files})

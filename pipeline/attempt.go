@@ -62,6 +62,9 @@ type Ticket struct {
 	// Unverified is the previous attempt, when it ended unverified: this one is told what
 	// was missing and must add a test first; nil otherwise.
 	Unverified *PriorUnverified
+	// Round is the round this attempt works, when the ticket's fix was revised (a review,
+	// a note, a red check): the work starts from the fix; nil otherwise.
+	Round *Round
 }
 
 // PriorUnverified is an earlier attempt whose change passed the checks without anything

@@ -183,6 +183,7 @@ func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 		}
 		fmt.Fprintf(&b, "\n- %s\n", clip(strings.TrimSpace(n), maxAnswerBytes))
 	}
+	b.WriteString(roundContext(t.Round))
 	if triage != nil {
 		fmt.Fprintf(&b, "\n# Triage note\n\n%s\n", triage.Summary)
 		if len(triage.AcceptanceCriteria) > 0 {

@@ -28,6 +28,7 @@ const (
 	EventCancelled       EventKind = "cancelled"        // cancelled
 	EventRequeued        EventKind = "requeued"         // an operator gave it a fresh budget
 	EventPublished       EventKind = "published"        // a pull request or comment went out
+	EventRevised         EventKind = "revised"          // a round was asked of its done fix (review, note, CI)
 	// EventSelectionMissed: the night's whole suite refused a fix that the tests its change
 	// reaches had passed (the selection missed a failure); the ticket goes back to the queue.
 	EventSelectionMissed EventKind = "selection_missed"

@@ -141,8 +141,9 @@ func (s *Store) Requeues(ctx context.Context, id int64) ([]Requeued, error) {
 	return out, nil
 }
 
-// KeptBranches returns the fix branches requeues of done tickets kept, ticket by ticket: a
-// night's clean-up must never take them for a lost attempt's.
+// KeptBranches returns the fix branches requeues of done tickets kept, and those rounds go
+// on from, ticket by ticket: a night's clean-up must never take them for a lost attempt's
+// (a failed round's attempt records its own branch on the ticket).
 func (s *Store) KeptBranches(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.rd.Query(ctx, s.q.KeptBranches)
 	if err != nil {

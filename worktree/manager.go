@@ -144,22 +144,21 @@ func (m *Manager) repo(ctx context.Context, repoPath string) (repoDirs, error) {
 // name is reset to baseRef (a retried attempt starts clean). Missing
 // repositories and unknown refs return ErrNotRepository and ErrUnknownRef.
 func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string) (*Tree, error) {
+	return m.prepare(ctx, repoPath, baseRef, branch, "")
+}
+
+// prepare is Prepare with the branch reset to start instead of the base when start is set
+// (PrepareFrom); the tree's BaseCommit is baseRef's commit either way.
+func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start string) (*Tree, error) {
 	repo, err := m.repo(ctx, repoPath)
 	if err != nil {
 		return nil, err
 	}
 	top := repo.WorkTree
-	if baseRef == "" {
-		baseRef = "HEAD"
-	}
-	base, err := repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", baseRef+"^{commit}")
+	base, from, err := baseAndStart(ctx, repo, baseRef, start)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("prepare worktree of %s at %q: %w; check base_ref in the config (a branch, tag or commit that exists)", top, baseRef, ErrUnknownRef)
+		return nil, err
 	}
-	base = strings.TrimSpace(base)
 	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return nil, fmt.Errorf("prepare worktree of %s: invalid branch name %q: %w", top, branch, err)
 	}
@@ -180,7 +179,7 @@ func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string)
 	// which is most of the time on a big repository, runs outside it.
 	unlock, err := lockRepo(repo.CommonDir)
 	if err == nil {
-		err = m.register(ctx, repo, dir, branch, base)
+		err = m.register(ctx, repo, dir, branch, from)
 		unlock()
 	}
 	if err != nil {
@@ -203,7 +202,7 @@ func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string)
 	if err == nil {
 		_, err = tree.dirs().git(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules")
 		if err != nil {
-			err = fmt.Errorf("prepare worktree for branch %s: check out %s: %w", branch, short(base), err)
+			err = fmt.Errorf("prepare worktree for branch %s: check out %s: %w", branch, short(from), err)
 		}
 	}
 	if err != nil {

@@ -50,6 +50,8 @@ func init() {
 			long: "A ticket whose attempt its dollars stopped (spent, or projected to be by its next model call)\nwaits as needs_budget with its partial work on a branch; this adds DOLLARS to budget.max_dollars\nfor each of its later attempts.", run: cmdBudget},
 		{name: "unlink", args: "ID", short: "put a ticket waiting as a duplicate back in the queue, to be worked on its own",
 			long: "A ticket that reports the same failure as an earlier one of its repository waits as its duplicate\n(ticketctl list shows \"duplicate of #N\") and is closed with that ticket's fix. Unlinked, it is\nworked on its own and never linked again.", run: cmdUnlink},
+		{name: "revise", args: "ID TEXT", short: "ask a round of a done ticket's fix: the next night goes on from its branch's head with TEXT (gated as before)",
+			long: "The maker reads TEXT as a note with the issue and changes the published fix further; the round pushes one\ncommit on the same branch. review.max_rounds (--config, default 3) bounds the rounds; past it the\nticket escalates for a human.", run: cmdRevise},
 		{name: "accept", args: "ID", short: "publish an escalated ticket's kept change as its fix (branch, patch, report, push, draft PR), as accepted by you",
 			long: "For a change the gate refused by rule that a human judges right (a fix that changes behaviour a test\npins, a fixture the fix needs). Needs --config. Run again after an interruption, it finishes the\npublication without repeating any of it.", run: cmdAccept},
 		{name: "escalations", args: "[--repo R] [--since 24h] [--limit N]", short: "what needs a human: escalated tickets with their reason and report folder, and questions waiting for an answer", run: cmdEscalations},

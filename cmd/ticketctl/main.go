@@ -71,7 +71,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrRunNotFound):
 		return exitNotFound
-	case errors.Is(err, store.ErrInvalidTransition), errors.Is(err, store.ErrConfirmDone):
+	case errors.Is(err, store.ErrInvalidTransition), errors.Is(err, store.ErrConfirmDone), errors.Is(err, store.ErrRoundsSpent):
 		return exitRefused
 	default:
 		return exitError

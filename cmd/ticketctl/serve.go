@@ -33,6 +33,7 @@ func cmdServe(e *env, args []string) error {
 		if e.cfg != nil {
 			opts.ReadOnly = opts.ReadOnly || e.cfg.HTTP.ReadOnly
 			opts.Hosts = e.cfg.HTTP.Hosts
+			opts.MaxRounds = e.cfg.Review.MaxRounds
 			cfg := *e.cfg
 			pr, _ := e.pullRequests(s)
 			opts.Accept = func(ctx context.Context, id int64, who string) (string, error) {

@@ -153,6 +153,11 @@ type showJSON struct {
 	Files []store.Artifact `json:"files"`
 	// Requeues are the ticket's requeues with their notes and kept fix branches.
 	Requeues []store.Requeued `json:"requeues"`
+	// Rounds are the rounds asked of the ticket's fix (a review, ticketctl revise, CI).
+	Rounds []store.Round `json:"rounds"`
+	// PullRequest is what the watch last saw of the ticket's pull request (review cursor,
+	// checks' state); zero when it has none.
+	PullRequest store.PullWatch `json:"pull_request"`
 }
 
 func cmdShow(e *env, args []string) error {
@@ -169,6 +174,7 @@ func cmdShow(e *env, args []string) error {
 		}
 		showBody(e.stdout, t)
 		showRequeues(e.stdout, v.Requeues)
+		showRounds(e.stdout, v.Rounds, v.PullRequest)
 		showQuestions(e.stdout, t, v.Questions)
 		if err := showRoles(e.stdout, v.Roles); err != nil {
 			return err
@@ -204,6 +210,12 @@ func loadShow(e *env, s *store.Store, t store.Ticket) (showJSON, error) {
 		return v, err
 	}
 	if v.Requeues, err = s.Requeues(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.Rounds, err = s.Rounds(e.ctx, t.ID); err != nil {
+		return v, err
+	}
+	if v.PullRequest, err = s.PullWatchOf(e.ctx, t.ID); err != nil {
 		return v, err
 	}
 	v.Totals, v.Roles = figures(v.ModelCalls)

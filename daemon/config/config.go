@@ -156,7 +156,17 @@ type Budget struct {
 // each limited to changes whose paths match its globs or whose diff touches its patterns.
 type Review struct {
 	Reviewers []Reviewer `yaml:"reviewers"`
+	// MaxRounds bounds the rounds a done ticket's fix gets after the morning (a writer's
+	// review on its pull request, ticketctl revise, a red check it caused); the next ask
+	// escalates the ticket with the open threads listed. Default 3.
+	MaxRounds int `yaml:"max_rounds"`
 }
+
+// DefaultMaxRounds and MaxMaxRounds bound review.max_rounds.
+const (
+	DefaultMaxRounds = 3
+	MaxMaxRounds     = 20
+)
 
 // Reviewer is one review angle and where it applies (see pipeline.Reviewer).
 type Reviewer struct {
@@ -290,6 +300,7 @@ func Default() Config {
 		MaxWorktreeSize: DefaultMaxWorktree,
 		GitHub:          defaultGitHub(),
 		Duplicates:      defaultDuplicates(),
+		Review:          Review{MaxRounds: DefaultMaxRounds},
 	}
 }
 
@@ -529,6 +540,9 @@ func (p *problems) budget(b Budget) {
 
 // review checks that each reviewer angle is known and listed once.
 func (p *problems) review(r Review) {
+	if r.MaxRounds < 1 || r.MaxRounds > MaxMaxRounds {
+		p.add("review.max_rounds: must be 1..%d (rounds of work a done fix gets after a review or a note; then a human), got %d", MaxMaxRounds, r.MaxRounds)
+	}
 	seenAngle := map[string]bool{}
 	for i, rv := range r.Reviewers {
 		if seenAngle[rv.Angle] {

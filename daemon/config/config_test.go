@@ -295,6 +295,8 @@ func TestReviewQuestionsInstructions(t *testing.T) {
 		{name: "bad pattern", yaml: valid + "review:\n  reviewers: [{angle: performance, touches: [\"(x\"]}]\n", want: "is not a regular expression"},
 		{name: "correctness with paths", yaml: valid + "review:\n  reviewers: [{angle: correctness, paths: [\"*.py\"]}]\n", want: "correctness reviews every change"},
 		{name: "no questions", yaml: valid + "budget:\n  max_questions: 0\n"},
+		{name: "one round", yaml: valid + "review:\n  max_rounds: 1\n"},
+		{name: "no rounds", yaml: valid + "review:\n  max_rounds: 0\n", want: "review.max_rounds: must be 1..20 (rounds of work a done fix gets after a review or a note; then a human), got 0"},
 		{name: "too many questions", yaml: valid + "budget:\n  max_questions: 9\n", want: "budget.max_questions: must be 0..5"},
 		{name: "instructions listed", yaml: withInstr("[AGENTS.md, docs/agents.md]")},
 		{name: "instructions none", yaml: withInstr("[]")},

@@ -33,6 +33,20 @@ type GitHub struct {
 	// Repos are the GitHub repositories to take labelled issues from.
 	Repos  []GitHubRepo `yaml:"repos"`
 	Output GitHubOutput `yaml:"output"`
+	// CI watches the checks of the pull requests ticketd opened (with output enabled).
+	CI GitHubCI `yaml:"ci"`
+}
+
+// GitHubCI configures the watch of a published pull request's checks: its head commit's
+// check runs and statuses are read on later polls (conditional GETs, free when unchanged);
+// a red check's failing tests are re-run at the base to tell a break the fix caused (a
+// round) from one the base already had (one comment saying so).
+type GitHubCI struct {
+	// Watch turns the watch on (default true; it needs github.output.enabled).
+	Watch bool `yaml:"watch"`
+	// StuckAfter is how long after the push a pull request with no check run at all is
+	// reported stuck (workflows that never start: default 30m).
+	StuckAfter time.Duration `yaml:"stuck_after"`
 }
 
 // GitHubRepo maps one GitHub repository to a local repository under repos.
@@ -76,11 +90,13 @@ const (
 	DefaultGitHubWatch    = 10 * time.Second
 	DefaultGitHubReserve  = 100
 	DefaultGitHubLabel    = "ticketd"
+	DefaultCIStuckAfter   = 30 * time.Minute
 )
 
 func defaultGitHub() GitHub {
 	return GitHub{TokenEnv: DefaultGitHubTokenEnv, APIURL: DefaultGitHubAPI, Poll: DefaultGitHubPoll,
-		Watch: DefaultGitHubWatch, MinRateRemaining: DefaultGitHubReserve}
+		Watch: DefaultGitHubWatch, MinRateRemaining: DefaultGitHubReserve,
+		CI: GitHubCI{Watch: true, StuckAfter: DefaultCIStuckAfter}}
 }
 
 var (
@@ -126,6 +142,9 @@ func (p *problems) github(c Config) {
 	p.githubAPIURL(g.APIURL)
 	if g.Poll < time.Second {
 		p.add("github.poll: must be at least 1s, got %s", g.Poll)
+	}
+	if g.CI.StuckAfter < time.Minute || g.CI.StuckAfter > 24*time.Hour {
+		p.add("github.ci.stuck_after: must be 1m..24h (how long a pull request may have no check run before it is reported stuck), got %s", g.CI.StuckAfter)
 	}
 	if g.Watch <= 0 || g.Watch > 15*time.Second {
 		p.add("github.watch: must be positive and at most 15s so a closed issue stops spending quickly, got %s", g.Watch)

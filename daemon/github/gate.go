@@ -44,14 +44,19 @@ func newAuthorGate(c *Client, allow []string, now func() time.Time) *authorGate 
 
 // allowed reports whether is's author may open a ticket in repo, with the reason when not.
 func (g *authorGate) allowed(ctx context.Context, repo repoRef, is *gh.Issue) (bool, string, error) {
-	login := is.GetUser().GetLogin()
+	return g.allowedLogin(ctx, repo, is.GetUser().GetLogin(), is.GetAuthorAssociation())
+}
+
+// allowedLogin is allowed for an author known by login and author_association (an issue's,
+// a comment's or a review's).
+func (g *authorGate) allowedLogin(ctx context.Context, repo repoRef, login, assoc string) (bool, string, error) {
 	if login == "" {
 		return false, "issue has no author", nil
 	}
 	if g.allow[strings.ToLower(login)] {
 		return true, "", nil
 	}
-	switch assoc := is.GetAuthorAssociation(); assoc {
+	switch assoc {
 	case "OWNER":
 		return true, "", nil
 	case "MEMBER", "COLLABORATOR", "":
@@ -78,7 +83,7 @@ func (g *authorGate) allowed(ctx context.Context, repo repoRef, is *gh.Issue) (b
 		return false, "", fmt.Errorf("permission of %s on %s: %w", login, repo, err)
 	default:
 		p := lvl.GetPermission()
-		e = gateEntry{ok: p == "admin" || p == "write"}
+		e = gateEntry{ok: p == "admin" || p == "maintain" || p == "write"}
 		if !e.ok {
 			e.reason = fmt.Sprintf("author %s has %q access to %s, not write, and is not in github.allow_authors", login, p, repo)
 		}

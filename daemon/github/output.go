@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	gh "github.com/google/go-github/v89/github"
@@ -45,9 +46,22 @@ type Publisher struct {
 	// branch); New uses worktree.Branches. They are pushed and named in the comment.
 	Branches func(ctx context.Context, dir string, ticketID int64) ([]string, error)
 	Logger   *slog.Logger
+	// MaxRounds is review.max_rounds (default 3); Allow is github.allow_authors, whose
+	// reviews ask rounds without write access.
+	MaxRounds int
+	Allow     []string
+	// Blame re-runs a red check's failing tests at the base and at the fix (the daemon sets
+	// it for the night); nil: red checks are recorded, not judged. CIStuckAfter is
+	// github.ci.stuck_after (default 30m). Head reads a branch's commit in a clone (default
+	// worktree.BranchHead).
+	Blame        BlameFunc
+	CIStuckAfter time.Duration
+	CIWatch      bool
+	Head         func(ctx context.Context, dir, branch string) (string, error)
 
-	mu    sync.Mutex
-	bases map[string]string // repo -> default branch
+	mu      sync.Mutex
+	bases   map[string]string // repo -> default branch
+	authors *authorGate       // who may ask a round, made on first use
 }
 
 // PublishReport is what one Publish did.

@@ -83,6 +83,7 @@ func New(cfg config.Config, getenv func(string) string, st *store.Store, log *sl
 			repos[r.Path] = r
 		}
 		s.Publisher = &Publisher{Client: client, Store: st, Targets: targets, Token: token, Logger: log,
+			MaxRounds: cfg.Review.MaxRounds, Allow: g.AllowAuthors, CIWatch: g.CI.Watch, CIStuckAfter: g.CI.StuckAfter,
 			Push: func(ctx context.Context, dir, remoteURL, branch, token string) error {
 				if err := refuseProtected(ctx, repos[dir], dir, branch); err != nil {
 					return err
@@ -121,11 +122,19 @@ func (s *Syncer) Publish(ctx context.Context) {
 	if s.Publisher == nil {
 		return
 	}
-	var err error
-	if lerr := s.locked(ctx, func() { _, err = s.Publisher.Publish(ctx) }); lerr != nil {
+	var err, rerr, cerr error
+	if lerr := s.locked(ctx, func() {
+		_, err = s.Publisher.Publish(ctx)
+		_, rerr = s.Publisher.ReviewRounds(ctx)
+		if s.Publisher.CIWatch {
+			cerr = s.Publisher.WatchCI(ctx)
+		}
+	}); lerr != nil {
 		err = lerr
 	}
 	s.logErr("github publish", err)
+	s.logErr("github review rounds", rerr)
+	s.logErr("github pull request checks", cerr)
 }
 
 func (s *Syncer) logErr(what string, err error) {

@@ -33,6 +33,10 @@ var ticketActions = map[string]ticketAction{
 	"cancel":  (*Server).cancelAction,
 	"budget":  (*Server).budgetAction,
 	"answer":  (*Server).answerAction,
+	"revise": func(s *Server, ctx context.Context, w http.ResponseWriter, r *http.Request, id int64) (bool, error) {
+		err := s.revise(ctx, w, r, id)
+		return err == nil, err
+	},
 	"accept": func(s *Server, ctx context.Context, w http.ResponseWriter, r *http.Request, id int64) (bool, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute) // a push and a pull request
 		defer cancel()

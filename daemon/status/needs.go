@@ -54,6 +54,7 @@ var needSources = []needSource{
 	{"questions", stateNeeds(store.StateNeedsInfo)},
 	{"tickets out of budget", stateNeeds(store.StateNeedsBudget)},
 	{"parked tickets", stateNeeds(store.StateParked)},
+	{"red or stuck pull requests", pullNeeds},
 }
 
 // Bounds of what "Needs you" reads.

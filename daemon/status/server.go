@@ -41,6 +41,8 @@ type Server struct {
 	csrf string
 	// accept publishes an escalated ticket's kept change (Options.Accept); nil: not offered.
 	accept AcceptFunc
+	// maxRounds bounds the rounds a revise asks (Options.MaxRounds).
+	maxRounds int
 }
 
 // Options configure New; zero fields take the defaults.
@@ -62,7 +64,13 @@ type Options struct {
 	// Accept publishes an escalated ticket's kept change as its fix (daemon.Accept); nil
 	// hides the button (a page started without the repositories).
 	Accept AcceptFunc
+	// MaxRounds is review.max_rounds, which bounds the rounds the revise action asks;
+	// default DefaultMaxRounds.
+	MaxRounds int
 }
+
+// DefaultMaxRounds is review.max_rounds' default (daemon/config).
+const DefaultMaxRounds = 3
 
 // New returns a status server over st.
 func New(st *store.Store, opts Options) (*Server, error) {
@@ -79,7 +87,10 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("status: action token: %w", err)
 	}
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
-		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept}
+		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept, maxRounds: opts.MaxRounds}
+	if s.maxRounds <= 0 {
+		s.maxRounds = DefaultMaxRounds
+	}
 	if s.results == nil {
 		s.results = StoreResults{Store: st, Fallback: DirResults{}}
 	}

@@ -38,6 +38,7 @@ type ticketData struct {
 	ActionError string
 	CanRequeue  bool
 	CanCancel   bool
+	CanRevise   bool // done: the page offers a round on its fix with a note
 	CanBudget   bool // needs_budget: the page offers to add dollars per attempt
 	CanAccept   bool // an escalated ticket with a kept change, on a page that can publish it
 }
@@ -132,6 +133,7 @@ func (s *Server) ticketData(ctx context.Context, id int64) (ticketData, error) {
 	d.CanRequeue = t.State != store.StateQueued && t.State != store.StateRunning
 	d.CanCancel = !t.State.Terminal()
 	d.CanBudget = t.State == store.StateNeedsBudget
+	d.CanRevise = t.State == store.StateDone && t.Branch != ""
 	d.CanAccept = s.canAccept(t)
 	if d.Events, err = s.store.Events(ctx, id); err != nil {
 		d.problem("events", err)

@@ -263,7 +263,8 @@ type SQL struct {
 
 	// InsertRequeue: InsertRequeueParams; numbered one
 	// past the ticket's requeues. Requeues: ticket id -> n, at, actor, from_state, attempts,
-	// note, branch, by n. KeptBranches: -> ticket_id, branch of the requeues that kept one.
+	// note, branch, by n. KeptBranches: -> ticket_id, branch of the requeues that kept one and of the rounds
+	// (the fix branch a round goes on from).
 	InsertRequeue, Requeues, KeptBranches string
 	// Identity: -> the database's identity (store_meta).
 	Identity string
@@ -299,6 +300,8 @@ type SQL struct {
 
 	// Dup: duplicates at intake (DupSQL).
 	Dup DupSQL
+	// Round: rounds on done tickets (RoundSQL).
+	Round RoundSQL
 	// Console: dismissals and digests (ConsoleSQL).
 	Console ConsoleSQL
 }

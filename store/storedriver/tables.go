@@ -31,6 +31,8 @@ var SchemaTables = []struct {
 	{"intake_skips", []string{"source", "path", "reason", "at"}, "source, path"},
 	{"environments", []string{"repo", "node", "env_key", "ok", "cached", "built_at", "took_ms", "at", "error", "output"}, "repo, node"},
 	{"duplicate_links", []string{"ticket_id", "of_id", "reason", "linked_at", "unlinked_at", "unlinked_by"}, "ticket_id"},
+	{"rounds", []string{"ticket_id", "n", "at", "actor", "source", "note", "threads", "branch", "attempts", "outcome", "ended_at", "comment_url"}, "ticket_id, n"},
+	{"pull_watch", []string{"ticket_id", "review_cursor", "ci_head", "ci_state", "ci_detail", "ci_at"}, "ticket_id"},
 	{"dismissals", []string{"item", "at", "actor", "note"}, "item"},
 	{"night_digests", []string{"run_id", "at", "ok", "error"}, "run_id"},
 }

@@ -346,7 +346,7 @@ var statements = storedriver.SQL{
 	InsertRequeue: `INSERT INTO requeues (ticket_id, n, at, actor, from_state, attempts, note, branch)
 			SELECT $1, coalesce(max(n), 0) + 1, $2, $3, $4, $5, $6, $7 FROM requeues WHERE ticket_id = $1`,
 	Requeues:     `SELECT n, at, actor, from_state, attempts, note, branch FROM requeues WHERE ticket_id = $1 ORDER BY n`,
-	KeptBranches: `SELECT ticket_id, branch FROM requeues WHERE branch <> ''`,
+	KeptBranches: `SELECT ticket_id, branch FROM requeues WHERE branch <> '' UNION SELECT ticket_id, branch FROM rounds WHERE branch <> ''`,
 	Identity:     `SELECT value FROM store_meta WHERE key = 'identity'`,
 	BeatRunNode:  `UPDATE run_nodes SET lease_expires_at = $1 WHERE run_id = $2 AND node = $3 AND finished_at IS NULL`,
 	OpenRunNodes: `SELECT run_id, node, started_at, coalesce(lease_expires_at, 0) FROM run_nodes
@@ -371,6 +371,7 @@ var statements = storedriver.SQL{
 			ON CONFLICT (repo, node) DO UPDATE SET env_key = excluded.env_key, ok = excluded.ok, cached = excluded.cached, built_at = excluded.built_at, took_ms = excluded.took_ms, at = excluded.at, error = excluded.error, output = excluded.output`,
 	Environments: `SELECT repo, node, env_key, ok, cached, built_at, took_ms, at, error, output FROM environments ORDER BY repo, node`,
 	Dup:          dupStatements,
+	Round:        roundStatements,
 	Console:      consoleStatements,
 }
 

@@ -44,7 +44,11 @@ type Server struct {
 	BotLogin, BotAssoc string
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
-	App bool
+	App       bool
+	pulls     map[string]*pullState // "owner/name#n" -> reviews, threads, requested reviewers
+	checkRuns map[string][]CheckRun // "owner/name@sha"
+	statuses  map[string][]Status
+	nextID    int64
 	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
 	// second-resolution timestamps of comments written in turn.
 	clock time.Time
@@ -66,7 +70,8 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
 		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
-		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second)}
+		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second),
+		pulls: map[string]*pullState{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
@@ -78,10 +83,15 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
 	mux.HandleFunc("GET /user", f.user)
 	mux.HandleFunc("POST /graphql", f.graphql)
+	f.routePulls(mux)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.Requests = append(f.Requests, r.Method+" "+r.URL.RequestURI())
 		f.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/raw-logs/") {
+			mux.ServeHTTP(w, r) // a signed log URL: GitHub's storage wants no token
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
 			return
@@ -346,16 +356,30 @@ func (f *Server) user(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"login": f.BotLogin, "id": 1, "type": "User"})
 }
 
-// graphql answers the one query ticketd sends, { viewer { login } }, for any token.
+// graphql answers the queries ticketd sends: { viewer { login } }, for any token, and a pull
+// request's reviewThreads (variables owner, name, number).
 func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Query string `json:"query"`
+		Query     string `json:"query"`
+		Variables struct {
+			Owner  string `json:"owner"`
+			Name   string `json:"name"`
+			Number int    `json:"number"`
+		} `json:"variables"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || !strings.Contains(in.Query, "viewer") {
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}})
+	switch {
+	case strings.Contains(in.Query, "reviewThreads"):
+		f.reply(w, r, 200, f.reviewThreadsJSON(in.Variables.Owner, in.Variables.Name, in.Variables.Number))
+	case strings.Contains(in.Query, "viewer"):
+		f.reply(w, r, 200, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}})
+	default:
+		// GitHub answers 200 with errors for a query it cannot run.
+		f.reply(w, r, 200, map[string]any{"errors": []map[string]any{{"message": "the fake serves viewer and reviewThreads only"}}})
+	}
 }
