@@ -296,6 +296,8 @@ type SQL struct {
 
 	// Dup: duplicates at intake (DupSQL).
 	Dup DupSQL
+	// Overlap: overlap-aware claiming (OverlapSQL).
+	Overlap OverlapSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,

@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v18) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v21) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
@@ -31,6 +31,7 @@ var SchemaTables = []struct {
 	{"intake_skips", []string{"source", "path", "reason", "at"}, "source, path"},
 	{"environments", []string{"repo", "node", "env_key", "ok", "cached", "built_at", "took_ms", "at", "error", "output"}, "repo, node"},
 	{"duplicate_links", []string{"ticket_id", "of_id", "reason", "linked_at", "unlinked_at", "unlinked_by"}, "ticket_id"},
+	{"predicted_files", []string{"ticket_id", "file", "source"}, "ticket_id, file"},
 }
 
 // ReplacedOnCopy names the tables whose rows the target of a copy already has (its own
