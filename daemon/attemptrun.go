@@ -139,6 +139,9 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 				w.health.writeFailed(log, "save triage", t.ID, err)
 				cancel(fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, err))
 			}
+			if err == nil {
+				w.d.predictFromTriage(ctx, log, t.ID, triage)
+			}
 			return err
 		},
 		DiskFault:  diskFaultHook(log, cancel),

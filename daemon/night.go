@@ -127,7 +127,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		reps = append(reps, rep)
 	}
 	d.githubScan(ctx)
-	d.linkDuplicates(ctx)
+	d.afterIntake(ctx)
 	return reps, nil
 }
 
@@ -286,7 +286,8 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	// start: a slow start must not eat the night, nor close the window before the first claim.
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
-		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd)}
+		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
+		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard})}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)

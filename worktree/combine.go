@@ -1,0 +1,39 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrDoesNotApply says a branch's changes do not apply on top of what a tree holds.
+var ErrDoesNotApply = errors.New("does not apply")
+
+// ApplyBranch applies what branch changes since it left the tree's base commit (their
+// merge base) to the tree's working copy and index, on top of what is there: the night's
+// agreement check stacks the fixes already published on one base, then the next one. A
+// change that does not apply cleanly is ErrDoesNotApply, with git's words; the tree is
+// then left as it was before the call.
+func (t *Tree) ApplyBranch(ctx context.Context, branch string) error {
+	if strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("apply %q: a branch name may not start with a dash", branch)
+	}
+	d := t.dirs()
+	patch, err := d.git(ctx, nil, "diff", "--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv",
+		t.BaseCommit+"..."+branch, "--")
+	if err != nil {
+		return fmt.Errorf("read the changes of %s since %s: %w", branch, short(t.BaseCommit), err)
+	}
+	if patch == "" {
+		return nil
+	}
+	if _, err := d.gitInput(ctx, nil, []byte(patch), "apply", "--index", "--whitespace=nowarn", "-"); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ctx.Err() == nil {
+			return fmt.Errorf("apply %s on top of %s: %w: %s", branch, t.Dir, ErrDoesNotApply, strings.TrimSpace(ge.Stderr))
+		}
+		return fmt.Errorf("apply %s on top of %s: %w", branch, t.Dir, err)
+	}
+	return nil
+}
