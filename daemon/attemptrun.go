@@ -96,6 +96,9 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	if err := a.readTold(ctx, w.d.Store); err != nil {
 		return setup(fmt.Errorf("%w: %w", ErrMachineFault, err))
 	}
+	if err := a.resume(ctx, w.d.Store); err != nil {
+		return setup(fmt.Errorf("%w: %w", ErrMachineFault, err))
+	}
 	return cause{}, true
 }
 

@@ -37,3 +37,29 @@ func (t *Tree) ApplyBranch(ctx context.Context, branch string) error {
 	}
 	return nil
 }
+
+// FileOn reads rel as branch holds it: found is false when branch has no such file (it
+// deleted it); a link or a folder is an error (ErrNotRegularAtBase), as at the base.
+func (t *Tree) FileOn(ctx context.Context, branch, rel string) (data []byte, found bool, err error) {
+	if strings.HasPrefix(branch, "-") {
+		return nil, false, fmt.Errorf("read %s on %q: a branch name may not start with a dash", rel, branch)
+	}
+	out, err := t.dirs().git(ctx, nil, "ls-tree", "-z", "--full-tree", branch, "--", rel)
+	if err != nil {
+		return nil, false, fmt.Errorf("look up %s on %s: %w", rel, branch, err)
+	}
+	entry, _, _ := strings.Cut(out, "\x00")
+	if entry == "" {
+		return nil, false, nil
+	}
+	meta, name, _ := strings.Cut(entry, "\t")
+	fields := strings.Fields(meta)
+	if len(fields) != 3 || name != rel || fields[1] != "blob" || fields[0] == "120000" {
+		return nil, false, fmt.Errorf("%s on %s (%s): %w", rel, branch, meta, ErrNotRegularAtBase)
+	}
+	blob, err := t.dirs().git(ctx, nil, "cat-file", "blob", fields[2])
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s on %s: %w", rel, branch, err)
+	}
+	return []byte(blob), true, nil
+}
