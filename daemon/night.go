@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -46,6 +47,9 @@ type Daemon struct {
 	// StoreCheckEvery is how often a night checks its database is the one it opened (and
 	// beats its lease on the night); 0 means DefaultStoreCheckEvery.
 	StoreCheckEvery time.Duration
+
+	// forecast is the latest night's cost forecast in words (Forecast).
+	forecast atomic.Pointer[string]
 }
 
 // Causes recorded when a night stops work in flight.

@@ -41,6 +41,8 @@ type Server struct {
 	csrf string
 	// accept publishes an escalated ticket's kept change (Options.Accept); nil: not offered.
 	accept AcceptFunc
+	// forecast is the night's cost forecast in words (Options.Forecast); nil: none.
+	forecast func() string
 }
 
 // Options configure New; zero fields take the defaults.
@@ -61,6 +63,9 @@ type Options struct {
 	// Accept publishes an escalated ticket's kept change as its fix (daemon.Accept); nil
 	// hides the button (a page started without the repositories).
 	Accept AcceptFunc
+	// Forecast, when set, says the night's cost forecast in words (the daemon's), shown
+	// beside the night; "" shows nothing.
+	Forecast func() string
 }
 
 // New returns a status server over st.
@@ -78,7 +83,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("status: action token: %w", err)
 	}
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
-		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept}
+		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept, forecast: opts.Forecast}
 	if s.results == nil {
 		s.results = DirResults{}
 	}
