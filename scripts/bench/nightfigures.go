@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
 	"github.com/ticketd/ticketd/store"
 )
@@ -20,6 +21,17 @@ import (
 // companionIssueFile is a companion's intake file: its issue, in the case's repository.
 func companionIssueFile(k caseset.Case, c caseset.Companion) string {
 	return issueFile(caseset.Case{Name: k.Name, Title: c.Title, Labels: c.Labels, Body: c.Body})
+}
+
+// addNightFigures sets the night's figures of the round into t.
+func (e *env) addNightFigures(ctx context.Context, st *store.Store, cfg config.Config, root string, t *Totals) error {
+	repos := map[string]string{}
+	for name, r := range cfg.Repos {
+		repos[name] = r.Path
+	}
+	var err error
+	t.DuplicatesWorkedTwice, t.PublishedConflicts, err = e.nightFigures(ctx, st, repos, root)
+	return err
 }
 
 // nightFigures reads the round's tickets back and counts, over the cases with companions,

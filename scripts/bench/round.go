@@ -325,17 +325,11 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	if err != nil {
 		return rec, fmt.Errorf("round %d: %w", n, err)
 	}
-	repos := map[string]string{}
-	for name, r := range cfg.Repos {
-		repos[name] = r.Path
-	}
-	twice, conflicts, err := e.nightFigures(ctx, st, repos, root)
-	if err != nil {
-		return rec, fmt.Errorf("round %d: %w", n, err)
-	}
 	rec.Cases = outcomes
 	rec.Totals = totals(outcomes, nightWall, stats.FirstRequestCachedShare)
-	rec.Totals.DuplicatesWorkedTwice, rec.Totals.PublishedConflicts = twice, conflicts
+	if err := e.addNightFigures(ctx, st, cfg, root, &rec.Totals); err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
 	for _, r := range cfg.Review.PipelineReviewers() {
 		rec.Totals.Reviewers = append(rec.Totals.Reviewers, r.Angle)
 	}
