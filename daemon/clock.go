@@ -7,9 +7,14 @@ import "github.com/ticketd/ticketd/store/clock"
 // clocktest.Fake to close a window or beat a heartbeat on an event instead of waiting it out.
 type Clock = clock.Clock
 
-func (d *Daemon) clock() Clock {
-	if d.Clock != nil {
-		return d.Clock
+func (d *Daemon) clock() Clock { return clockOf([]Clock{d.Clock}) }
+
+// clockOf is the first clock given, or the machine's.
+func clockOf(clks []Clock) Clock {
+	for _, c := range clks {
+		if c != nil {
+			return c
+		}
 	}
 	return clock.Real{}
 }

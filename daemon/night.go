@@ -34,7 +34,8 @@ type Daemon struct {
 	Logger *slog.Logger
 	// Checks runs validators; nil means a validate.Runner with defaults.
 	Checks pipeline.CheckRunner
-	// ModelOptions are passed to model.New (tests inject an HTTP client or clock).
+	// ModelOptions are passed to model.New after the daemon's own (its Clock); tests inject
+	// an HTTP client.
 	ModelOptions []model.Option
 	// Clock is the night's time (see Clock); nil means the real clock.
 	Clock Clock
@@ -50,6 +51,10 @@ type Daemon struct {
 
 	// forecast is the latest night's cost forecast in words (Forecast).
 	forecast atomic.Pointer[string]
+	// onStoreWait, when set (tests), is called each time a worker waits on a database that
+	// takes no writes — it declined to claim, or a ticket's write will be tried again: the
+	// event a test waits for instead of giving the workers time to do the wrong thing.
+	onStoreWait func()
 }
 
 // Causes recorded when a night stops work in flight.
@@ -372,7 +377,7 @@ func (d *Daemon) nightRecorder(log *slog.Logger, runID int64, stop func(error)) 
 // serves and their context windows.
 func (d *Daemon) nightClient(ctx context.Context, log *slog.Logger, runID int64, rec *callRecorder) (*model.Client, map[model.Role]bool, map[model.Role]int, error) {
 	cfg := d.Config
-	opts := append([]model.Option{model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
+	opts := append([]model.Option{model.WithClock(d.clock()), model.WithEndpointObserver(endpointLog(d.Store, runID, log))}, d.ModelOptions...)
 	client, err := model.New(cfg.Models, rec, log, opts...)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("model client: %w", err)
@@ -419,7 +424,7 @@ func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.
 		envs:       newRepoEnvs(cfg, p.bwrap, log),
 		gate:       client,
 		faults:     &machineFaults{stopClaims: p.stopClaims},
-		health:     &storeHealth{st: d.Store, now: d.now, lease: cfg.Night.Lease, calls: p.rec, stop: p.workCtx},
+		health:     &storeHealth{st: d.Store, now: d.now, lease: cfg.Night.Lease, calls: p.rec, stop: p.workCtx, waiting: d.onStoreWait},
 		stopClaims: p.stopClaims,
 	}
 	w.envs.builder.Now = d.now
@@ -491,7 +496,7 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 // model.Client.Preflight), so `ticketd run` fails at start, with the server's own words,
 // instead of at the first night.
 func (d *Daemon) Preflight(ctx context.Context) error {
-	client, err := model.New(d.Config.Models, nil, d.logger(), d.ModelOptions...)
+	client, err := model.New(d.Config.Models, nil, d.logger(), append([]model.Option{model.WithClock(d.clock())}, d.ModelOptions...)...)
 	if err != nil {
 		return fmt.Errorf("model client: %w", err)
 	}

@@ -13,8 +13,10 @@ import (
 
 // OpenStore opens (creating if needed) the configured ticket database — the SQLite file of
 // store.path, or the PostgreSQL database of store.url_env / store.url — with the configured
-// durability, retry backoff and node name.
-func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+// durability, retry backoff and node name. clk is the daemon's clock (Daemon.Clock), so the
+// store stamps leases, events and due times on the same time as the night; none given: the
+// machine's.
+func OpenStore(ctx context.Context, cfg config.Config, clk ...Clock) (*store.Store, error) {
 	loc, err := cfg.Store.Location()
 	if err != nil {
 		return nil, err
@@ -32,6 +34,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
 		BackoffBase: cfg.Night.RetryBackoff,
 		MaxRescues:  cfg.Night.MaxRescues,
 		Node:        cfg.Node,
+		Now:         clockOf(clk).Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the store of %s: %w", storeKey(cfg), err)

@@ -27,6 +27,8 @@ type storeHealth struct {
 	// stop ends when work in flight must stop (shutdown, the grace period): a write the
 	// database did not take is retried until then. nil: never.
 	stop context.Context
+	// waiting, when set (tests), hears each wait on the database (see wait).
+	waiting func()
 
 	mu      sync.Mutex
 	down    bool
@@ -132,6 +134,14 @@ func (h *storeHealth) writeOK(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+// wait announces that a worker waits on the database (declines to claim, or pauses before
+// writing again) to whoever listens (Daemon.onStoreWait).
+func (h *storeHealth) wait() {
+	if h.waiting != nil {
+		h.waiting()
+	}
+}
+
 func (h *storeHealth) isDown() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -158,6 +168,7 @@ func (h *storeHealth) persist(log *slog.Logger, op string, id int64, write func(
 			return err
 		}
 		h.writeFailed(log, op, id, err)
+		h.wait()
 		if !sleep(workCtx, pause) {
 			log.Error("ticket database still not taking writes at shutdown: the ticket keeps its last recorded state until its lease expires",
 				"op", op, "err", err)

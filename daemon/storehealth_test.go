@@ -116,7 +116,14 @@ func TestDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	var logs syncBuffer
-	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	waits := make(chan struct{}, 64)
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		onStoreWait: func() {
+			select {
+			case waits <- struct{}{}:
+			default:
+			}
+		}}
 	done := make(chan NightReport, 1)
 	go func() {
 		rep, err := d.RunNight(context.Background(), "test")
@@ -136,10 +143,17 @@ func TestDiskFull(t *testing.T) {
 	full := time.Now()
 	waitLog(t, &logs, "ticket database write failed")
 	t.Logf("first failed write logged %s after the disk filled", time.Since(full).Round(time.Millisecond))
-	// While the disk stays full nothing else is claimed. The idle worker polls on the real
-	// clock and announces nothing when it declines to claim, so the test gives it two
-	// seconds (many polls) to do the wrong thing.
-	time.Sleep(2 * time.Second)
+	// While the disk stays full nothing else is claimed. The workers wait on the database —
+	// an idle one declines to claim each second, a busy one pauses before writing its
+	// ticket's state again (0.1 s, doubling) — and six such waits (seconds in all) are
+	// their chance to do the wrong thing.
+	for n := 0; n < 6; n++ {
+		select {
+		case <-waits:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the workers waited on the full database only %d times within 2 min; logs:\n%s", n, logs.String())
+		}
+	}
 	list, err := st.List(context.Background(), store.Filter{})
 	if err != nil {
 		t.Fatal(err)

@@ -99,6 +99,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 			// every second is the probe that finds it writable again; while workers hold
 			// tickets, their own writes are the probe: a claim that landed first could take
 			// over a lease that expired meanwhile, and throw away a finished fix.
+			w.health.wait()
 			if !sleep(claimCtx, time.Second) {
 				return
 			}
