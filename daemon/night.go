@@ -20,6 +20,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/intake"
+	"github.com/ticketd/ticketd/daemon/notify"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -181,6 +182,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 		log.Warn("finish run", "run", runID, "err", err)
 	}
 	d.logNightEnded(context.WithoutCancel(ctx), log, rep, ctx.Err() != nil)
+	notify.AfterNight(context.WithoutCancel(ctx), d.Store, d.Config.Notify.Webhook, runID, log) // the morning digest; never fails the night
 	return rep, err
 }
 

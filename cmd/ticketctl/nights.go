@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -27,6 +28,9 @@ type nightRowJSON struct {
 	// cost is not known, so cost_usd is a lower bound.
 	CostEstimated bool `json:"cost_estimated"`
 	CostUnknown   bool `json:"cost_unknown"`
+	// Digest is how the night's morning digest went: "delivered", "failed: why", or ""
+	// (none sent: no notify.webhook, or the night has not ended).
+	Digest string `json:"digest"`
 }
 
 // nightOutcome names a run's outcome for people: the recorded one, or whether it runs.
@@ -42,6 +46,10 @@ func nightOutcome(r store.Run, latest bool) string {
 
 func nightRows(e *env, s *store.Store, runs []store.Run) ([]nightRowJSON, error) {
 	out := []nightRowJSON{}
+	digests, err := s.Digests(e.ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i, r := range runs {
 		u, err := s.UsageEstimates(e.ctx, r.ID)
 		if err != nil {
@@ -49,7 +57,7 @@ func nightRows(e *env, s *store.Store, runs []store.Run) ([]nightRowJSON, error)
 		}
 		out = append(out, nightRowJSON{ID: r.ID, Trigger: r.Trigger, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 			Outcome: nightOutcome(r, i == 0), Error: r.Error, Worked: r.Worked, Done: r.Done, Escalated: r.Escalated,
-			CostUSD: r.CostUSD, CostEstimated: u.EstimatedCalls > 0, CostUnknown: u.UnknownCalls > 0})
+			CostUSD: r.CostUSD, CostEstimated: u.EstimatedCalls > 0, CostUnknown: u.UnknownCalls > 0, Digest: digestWord(digests, r.ID)})
 	}
 	return out, nil
 }
@@ -88,11 +96,28 @@ func cmdNights(e *env, args []string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		for _, r := range rows {
+			if strings.HasPrefix(r.Digest, "failed") {
+				fmt.Fprintf(e.stdout, "night %d: morning digest not delivered: %s\n", r.ID, strings.TrimPrefix(r.Digest, "failed: "))
+			}
+		}
 		if *limit > 0 && len(rows) == *limit {
 			fmt.Fprintf(e.stderr, "showing the newest %d; --limit 0 lists all\n", *limit)
 		}
 		return nil
 	})
+}
+
+// digestWord says how night id's morning digest went ("" when none was sent).
+func digestWord(digests map[int64]store.DigestDelivery, id int64) string {
+	d, ok := digests[id]
+	switch {
+	case !ok:
+		return ""
+	case d.OK:
+		return "delivered"
+	}
+	return "failed: " + d.Error
 }
 
 // printLastNight writes the line that heads ticketctl stats: how the last night that ended

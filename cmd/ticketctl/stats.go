@@ -41,6 +41,10 @@ type statsJSON struct {
 	// them (evidence not in the diff, bad schema, new in round 2).
 	ReviewRounds    int `json:"review_rounds"`
 	DroppedFindings int `json:"dropped_findings"`
+	// FromRecord: a night's column whose tickets, done, escalated, success rate and cost are
+	// the night's own record (what it did then, as /nights shows it), not its tickets' states
+	// now; the other states are not part of that record and read 0 (shown as "-").
+	FromRecord bool `json:"from_record"`
 }
 
 // nightJSON is one run's figures.
@@ -150,8 +154,32 @@ func runStats(ctx context.Context, s *store.Store, runID int64, rep *statsReport
 	if err != nil {
 		return err
 	}
+	fromRecord(&st, runs[i], i == 0)
 	rep.Scope, rep.Run, rep.statsJSON = "run", &runs[i], st
 	return nil
+}
+
+// fromRecord puts night r's own record in st: the tickets it worked, the done and escalated
+// it counted when it ended, and its cost, rather than where its tickets stand now (a ticket
+// escalated that night and fixed since counts as that night's escalation, as on /nights). A
+// night still running has no record yet: its figures stay the live ones.
+func fromRecord(st *statsJSON, r store.Run, latest bool) {
+	if latest && r.EndedAt.IsZero() {
+		return
+	}
+	for k := range st.ByState {
+		st.ByState[k] = 0
+	}
+	st.FromRecord = true
+	st.Tickets, st.ByState[store.StateDone], st.ByState[store.StateEscalated] = r.Worked, r.Done, r.Escalated
+	st.SuccessRate, st.CostPerDoneTicketUSD = 0, 0
+	if r.Done+r.Escalated > 0 {
+		st.SuccessRate = float64(r.Done) / float64(r.Done+r.Escalated)
+	}
+	st.CostUSD = r.CostUSD
+	if r.Done > 0 {
+		st.CostPerDoneTicketUSD = r.CostUSD / float64(r.Done)
+	}
 }
 
 // overallStats fills rep with the overall figures and those of the latest nights.
@@ -173,6 +201,7 @@ func overallStats(ctx context.Context, s *store.Store, nights int, rep *statsRep
 		if err != nil {
 			return err
 		}
+		fromRecord(&st, r, r.ID == runs[0].ID)
 		rep.Nights = append(rep.Nights, nightJSON{Run: r, statsJSON: st})
 	}
 	return nil
@@ -232,13 +261,13 @@ func statsColumns(rep statsReport) (cols []statsColumn, unsandboxed []int64) {
 // statsRows are the metrics every stats table shows, in order.
 var statsRows = []statsRow{
 	{"tickets", func(s statsJSON) string { return fmt.Sprint(s.Tickets) }},
-	{"queued", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateQueued]) }},
-	{"running", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateRunning]) }},
-	{"parked", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateParked]) }},
-	{"needs_info", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateNeedsInfo]) }},
+	{"queued", func(s statsJSON) string { return recordCell(s, s.ByState[store.StateQueued]) }},
+	{"running", func(s statsJSON) string { return recordCell(s, s.ByState[store.StateRunning]) }},
+	{"parked", func(s statsJSON) string { return recordCell(s, s.ByState[store.StateParked]) }},
+	{"needs_info", func(s statsJSON) string { return recordCell(s, s.ByState[store.StateNeedsInfo]) }},
 	{"done", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateDone]) }},
 	{"escalated", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateEscalated]) }},
-	{"cancelled", func(s statsJSON) string { return fmt.Sprint(s.ByState[store.StateCancelled]) }},
+	{"cancelled", func(s statsJSON) string { return recordCell(s, s.ByState[store.StateCancelled]) }},
 	{"success rate", func(s statsJSON) string { return fmtShare(s.SuccessRate) }},
 	{"attempts per ticket", func(s statsJSON) string { return fmt.Sprintf("%.2f", s.AttemptsPerTicket) }},
 	{"model requests per ticket", func(s statsJSON) string { return fmt.Sprintf("%.1f", s.ModelRequestsPerTicket) }},
@@ -252,6 +281,15 @@ var statsRows = []statsRow{
 	{"calls with estimated usage", func(s statsJSON) string { return fmt.Sprint(s.EstimatedCalls) }},
 	{"review rounds", func(s statsJSON) string { return fmt.Sprint(s.ReviewRounds) }},
 	{"checker findings dropped", func(s statsJSON) string { return fmt.Sprint(s.DroppedFindings) }},
+}
+
+// recordCell shows a state's count, "-" in a night's column from its record, which does not
+// keep that state.
+func recordCell(s statsJSON, n int) string {
+	if s.FromRecord {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 // roleRows add one "first request cached" row per role any column has figures for.

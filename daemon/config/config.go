@@ -71,6 +71,8 @@ type Config struct {
 	Judge string `yaml:"judge"`
 	// Duplicates links tickets that report the same failure at intake.
 	Duplicates Duplicates `yaml:"duplicates"`
+	// Notify sends the morning digest (notify.webhook).
+	Notify Notify `yaml:"notify"`
 
 	// Node names this machine on the leases it takes and the nights it joins; default its
 	// host name.
@@ -437,6 +439,7 @@ func (c Config) Validate() error {
 	p.review(c.Review)
 	p.store(c)
 	c.Duplicates.validate(p.add)
+	c.Notify.validate(p.add)
 	p.enums(c)
 	p.intake(c)
 	for _, name := range slices.Sorted(maps.Keys(c.Repos)) {

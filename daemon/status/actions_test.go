@@ -69,10 +69,11 @@ func TestActions(t *testing.T) {
 		{"another site's form", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "another site"},
 		{"another origin without fetch metadata", fmt.Sprintf("/tickets/%d/requeue", esc), token, map[string]string{"Origin": "http://evil.example"}, 403, "another site"},
 		{"cancel an escalated ticket", fmt.Sprintf("/tickets/%d/cancel", esc), token, same, 409, "requeue it first"},
-		{"an unknown action", fmt.Sprintf("/tickets/%d/delete", esc), token, same, 404, "cancel, budget and accept"},
+		{"an unknown action", fmt.Sprintf("/tickets/%d/delete", esc), token, same, 404, "answer, budget, cancel, requeue"},
 		{"an unknown ticket", "/tickets/999/requeue", token, same, 404, "no ticket 999"},
 		{"requeue", fmt.Sprintf("/tickets/%d/requeue", esc), token, same, 303, ""},
-		{"cancel a queued ticket", fmt.Sprintf("/tickets/%d/cancel", queued), token, same, 303, ""},
+		{"cancel asks first", fmt.Sprintf("/tickets/%d/cancel", queued), token, same, 200, "Cancel the ticket"},
+		{"cancel a queued ticket", fmt.Sprintf("/tickets/%d/cancel", queued), url.Values{"csrf": token["csrf"], "confirm": {"yes"}}, same, 303, ""},
 	}
 	for _, tt := range tests {
 		code, body, loc := post(t, srv.URL, tt.path, tt.form, tt.headers)

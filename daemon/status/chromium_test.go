@@ -153,13 +153,16 @@ func TestPagesInChromium(t *testing.T) {
 					return
 				}
 				needs := section(t, dom, "needs-you")
-				if n := strings.Count(needs, `class="card attention state-escalated"`); n != 4 {
-					t.Errorf("needs-you has %d escalations, want 4 (tonight's three and one more)", n)
+				if n := strings.Count(needs, `class="card attention state-escalated"`); n != 5 {
+					t.Errorf("needs-you has %d escalations, want 5 (tonight's three, the evil one and the night before's)", n)
 				}
 				if strings.Contains(dom, "<img src=x") || strings.Contains(dom, "<script>alert(2)") {
 					t.Error("an untrusted title or reason became markup in the browser")
 				}
-				mustContain(t, "needs you", needs, "&lt;img src=x onerror=alert(1)&gt; needs a human", "1 older escalation")
+				// Whatever night they came from: the escalation of the night before, and the
+				// failed first night itself.
+				mustContain(t, "needs you", needs, "&lt;img src=x onerror=alert(1)&gt; needs a human", "Old escalation from the night before",
+					"Night 1 (cron) failed", "invalid api key")
 				mustContain(t, "the night", section(t, dom, "night"), "<b>31</b> worked", "<b>28</b> done", "<b>3</b> escalated")
 				if !hasColour(img, colourGood, 40) {
 					t.Error("the screenshot does not show the ok night's verdict in green above the fold")

@@ -27,11 +27,13 @@ type homeData struct {
 	Last, Current *nightView
 	AllTime       []stateCount
 	AllTotal      int
-	// Attention are the tickets that need a human: tonight's escalations, then the
-	// tickets waiting outside the queue (parked, waiting for an answer).
-	Attention []attentionRow
-	// OlderEscalated counts escalated tickets from before the latest night.
-	OlderEscalated int
+	// Needs is the to-do list: every failed or partial night, escalation, question, ticket
+	// out of budget or parked, whatever night it came from (needs.go), less what an operator
+	// dismissed (Dismissed counts those).
+	Needs     []needItem
+	Dismissed int
+	// LastBad: the last night did not end ok, so an empty list is never "all is well".
+	LastBad bool
 	// Skipped are the issue files intake could not take in at its latest scan.
 	Skipped []store.IntakeSkip
 	// BadEnvs are the repositories whose environment recipe failed at its latest setup:
@@ -67,13 +69,6 @@ type nightView struct {
 	// Now counts the tickets in the open states at request time (queued, running,
 	// parked...), for the night running now.
 	Queued, RunningNow, Waiting int
-}
-
-// attentionRow is a ticket that needs a human, with what was tried.
-type attentionRow struct {
-	store.Summary
-	NewTonight bool
-	Tried      []triedLine
 }
 
 // triedLine is how one attempt (or an operator's step) ended, from the ticket's events.
@@ -124,7 +119,8 @@ func (s *Server) homeData(ctx context.Context) homeData {
 		d.Forecast = s.forecast()
 	}
 	since := s.homeNights(ctx, &d, ov)
-	s.homeAttention(ctx, &d, since)
+	d.Needs, d.Dismissed = s.needs(ctx, &d.common, since)
+	d.LastBad = d.Last != nil && d.Last.Outcome != store.OutcomeOK
 	s.homeSetup(ctx, &d)
 	s.homeTonight(ctx, &d, since)
 	return d
@@ -152,49 +148,6 @@ func (s *Server) homeNights(ctx context.Context, d *homeData, ov store.Overview)
 	}
 
 	return since
-}
-
-// homeAttention fills what needs a human: tickets escalated tonight (older ones counted),
-// those waiting outside the queue, each with what was tried.
-func (s *Server) homeAttention(ctx context.Context, d *homeData, since time.Time) {
-	escalated, err := s.store.List(ctx, store.Filter{States: []store.State{store.StateEscalated}, Limit: 200})
-	if err != nil {
-		d.problem("escalated tickets", err)
-	}
-	for _, t := range escalated {
-		if t.FinishedAt.Before(since) {
-			d.OlderEscalated++
-			continue
-		}
-		if len(d.Attention) < homeAttention {
-			d.Attention = append(d.Attention, attentionRow{Summary: t, NewTonight: !since.IsZero()})
-		}
-	}
-	var waiting []store.State
-	for _, st := range store.States {
-		if waitsForHuman(st) {
-			waiting = append(waiting, st)
-		}
-	}
-	if len(waiting) > 0 {
-		ws, err := s.store.List(ctx, store.Filter{States: waiting, Limit: homeAttention})
-		if err != nil {
-			d.problem("tickets waiting outside the queue", err)
-		}
-		for _, t := range ws {
-			d.Attention = append(d.Attention, attentionRow{Summary: t})
-		}
-	}
-	for i := range d.Attention {
-		a := &d.Attention[i]
-		events, err := s.store.Events(ctx, a.ID)
-		if err != nil {
-			d.problem(fmt.Sprintf("history of ticket %d", a.ID), err)
-			continue
-		}
-		a.Tried = tried(events)
-	}
-
 }
 
 // homeSetup fills what is wrong with the setup: skipped issue files, failed environments.

@@ -14,6 +14,10 @@ import (
 // nightsPage is how many nights one page of the table lists.
 const nightsPage = 30
 
+// nightsErrorClip is how much of a night's error the table shows before "more": the part
+// that differs from the other nights' (clipDiffering), so different failures read apart.
+const nightsErrorClip = 90
+
 // nightsData is /nights: a chart of the latest nights, then a table, newest first.
 type nightsData struct {
 	common
@@ -28,13 +32,18 @@ type nightsData struct {
 
 // nightRow is one night in the table.
 type nightRow struct {
-	ID                      int64
-	Trigger                 string
-	Started                 time.Time
-	Duration                time.Duration
-	Running                 bool
-	Outcome                 store.Outcome
-	Error                   string
+	ID       int64
+	Trigger  string
+	Started  time.Time
+	Duration time.Duration
+	Running  bool
+	Outcome  store.Outcome
+	Error    string
+	// ErrorShort is Error clipped to the part that differs from the other nights' errors.
+	ErrorShort string
+	// DigestFailed: the night's morning digest was not delivered (DigestError says why).
+	DigestFailed            bool
+	DigestError             string
 	Worked, Done, Escalated int
 	Rate                    float64 // done / (done + escalated)
 	HasRate                 bool
@@ -105,6 +114,22 @@ func (s *Server) nights(w http.ResponseWriter, r *http.Request) {
 	for i := range rows {
 		if n, ok := tokens[rows[i].ID]; ok && n.PromptTokens > 0 {
 			rows[i].Cached, rows[i].HasTokens = n.CachedShare(), true
+		}
+	}
+	errs := make([]string, len(rows))
+	for i := range rows {
+		errs[i] = rows[i].Error
+	}
+	for i, short := range clipDiffering(errs, nightsErrorClip) {
+		rows[i].ErrorShort = short
+	}
+	if digests, err := s.store.Digests(ctx); err != nil {
+		d.problem("morning digests", err)
+	} else {
+		for i := range rows {
+			if dg, ok := digests[rows[i].ID]; ok && !dg.OK {
+				rows[i].DigestFailed, rows[i].DigestError = true, dg.Error
+			}
 		}
 	}
 	d.Chart = newNightChart(rows, nightChartW)

@@ -48,9 +48,19 @@ var funcs = template.FuncMap{
 		label := map[string]string{"requeue": "Requeue", "cancel": "Cancel"}[action]
 		return actionForm{ID: id, CSRF: csrf, Action: action, Label: label}
 	},
+	"bulkURL": func(do, state, repo string) string {
+		return "/bulk?" + url.Values{"do": {do}, "state": {state}, "repo": {repo}}.Encode()
+	},
+	"needCard": func(it needItem, page homeData) needCard { return needCard{Item: it, Page: page.common} },
 	"attention": func(st store.State) bool {
 		return st == store.StateEscalated || waitsForHuman(st)
 	},
+}
+
+// needCard is one "Needs you" item with what its forms need of the page.
+type needCard struct {
+	Item needItem
+	Page common
 }
 
 // actionForm is one action button: a POST form carrying the process's token.
@@ -63,7 +73,7 @@ type actionForm struct {
 var pages = func() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"home", "list", "ticket", "nights", "message", "confirm", "accept"} {
+	for _, name := range []string{"home", "list", "ticket", "nights", "message", "confirm", "accept", "confirmcancel", "bulk", "night"} {
 		out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return out

@@ -58,7 +58,8 @@ type Options struct {
 	// ReadOnly hides the requeue and cancel buttons and refuses their POSTs (http.read_only).
 	ReadOnly bool
 	// Results reads tickets' result files (report, patches, attempt records); default
-	// DirResults, the folder recorded on each ticket.
+	// StoreResults over the store, with the folder recorded on the ticket (DirResults) for
+	// old tickets whose files the database does not hold.
 	Results Results
 	// Accept publishes an escalated ticket's kept change as its fix (daemon.Accept); nil
 	// hides the button (a page started without the repositories).
@@ -85,7 +86,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
 		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept, forecast: opts.Forecast}
 	if s.results == nil {
-		s.results = DirResults{}
+		s.results = StoreResults{Store: st, Fallback: DirResults{}}
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -113,6 +114,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /tickets/{id}/accept", s.acceptConfirm)
 	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
+	mux.HandleFunc("GET /bulk", s.bulkConfirm)
+	mux.HandleFunc("POST /bulk", s.bulkAction)
+	mux.HandleFunc("POST /needs/dismiss", s.dismiss)
+	mux.HandleFunc("GET /nights/{id}", s.night)
 	assets := http.FileServerFS(assetFS)
 	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -296,6 +296,8 @@ type SQL struct {
 
 	// Dup: duplicates at intake (DupSQL).
 	Dup DupSQL
+	// Console: dismissals and digests (ConsoleSQL).
+	Console ConsoleSQL
 	// Overlap: overlap-aware claiming (OverlapSQL).
 	Overlap OverlapSQL
 }

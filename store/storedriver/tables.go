@@ -31,6 +31,8 @@ var SchemaTables = []struct {
 	{"intake_skips", []string{"source", "path", "reason", "at"}, "source, path"},
 	{"environments", []string{"repo", "node", "env_key", "ok", "cached", "built_at", "took_ms", "at", "error", "output"}, "repo, node"},
 	{"duplicate_links", []string{"ticket_id", "of_id", "reason", "linked_at", "unlinked_at", "unlinked_by"}, "ticket_id"},
+	{"dismissals", []string{"item", "at", "actor", "note"}, "item"},
+	{"night_digests", []string{"run_id", "at", "ok", "error"}, "run_id"},
 	{"predicted_files", []string{"ticket_id", "file", "source"}, "ticket_id, file"},
 }
 

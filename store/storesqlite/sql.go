@@ -313,6 +313,7 @@ var statements = storedriver.SQL{
 			ON CONFLICT (repo, node) DO UPDATE SET env_key = excluded.env_key, ok = excluded.ok, cached = excluded.cached, built_at = excluded.built_at, took_ms = excluded.took_ms, at = excluded.at, error = excluded.error, output = excluded.output`,
 	Environments: `SELECT repo, node, env_key, ok, cached, built_at, took_ms, at, error, output FROM environments ORDER BY repo, node`,
 	Dup:          dupStatements,
+	Console:      consoleStatements,
 	Overlap:      overlapStatements,
 }
 
