@@ -106,6 +106,9 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	if err := a.readTold(ctx, w.d.Store); err != nil {
 		return setup(fmt.Errorf("%w: %w", ErrMachineFault, err))
 	}
+	if err := a.resume(ctx, w.d.Store); err != nil {
+		return setup(fmt.Errorf("%w: %w", ErrMachineFault, err))
+	}
 	return cause{}, true
 }
 
@@ -148,6 +151,9 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 				// The database, not the ticket, failed: the attempt ends uncharged.
 				w.health.writeFailed(log, "save triage", t.ID, err)
 				cancel(fmt.Errorf("%w: %w: the triage: %w", ErrMachineFault, errDatabaseWrite, err))
+			}
+			if err == nil {
+				w.d.predictFromTriage(ctx, log, t.ID, triage)
 			}
 			return err
 		},

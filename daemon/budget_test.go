@@ -76,6 +76,39 @@ func TestNeedsBudgetThenResumed(t *testing.T) {
 	if tk.State != store.StateDone || tk.Attempts != 1 {
 		t.Errorf("after ticketctl budget and a night: %s attempts %d (%s); want done on its first charged attempt", tk.State, tk.Attempts, tk.Reason)
 	}
+	// The resumed attempt started from the kept partial work, not from scratch.
+	evs, _ := n.store.Events(ctx, 1)
+	resumed := false
+	for _, e := range evs {
+		resumed = resumed || e.Kind == store.EventNote && strings.HasPrefix(e.Reason, resumedNote+string(m[1])) && strings.Contains(e.Reason, "rule_00.py")
+	}
+	if !resumed {
+		t.Errorf("no note says the attempt resumed from %s; events: %+v", m[1], evs)
+	}
+	if diff := git(t, f.repo, "diff", "--stat", "main", tk.Branch); !strings.Contains(diff, "rule_00.py") {
+		t.Errorf("the fix on %s differs from main by %q; want rule_00.py", tk.Branch, diff)
+	}
+}
+
+func TestResumeBranch(t *testing.T) {
+	ev := func(k store.EventKind) store.Event { return store.Event{Kind: k} }
+	kept := store.Ticket{Branch: "ticketd/1-attempt-1"}
+	for _, tt := range []struct {
+		name string
+		evs  []store.Event
+		t    store.Ticket
+		want string
+	}{
+		{"money added, then claimed", []store.Event{ev(store.EventClaimed), ev(store.EventNeedsBudget), ev(store.EventBudgetAdded), ev(store.EventNote), ev(store.EventClaimed)}, kept, kept.Branch},
+		{"a retry after a failed attempt", []store.Event{ev(store.EventClaimed), ev(store.EventRetry), ev(store.EventClaimed)}, kept, ""},
+		{"money added long ago", []store.Event{ev(store.EventBudgetAdded), ev(store.EventClaimed), ev(store.EventRetry), ev(store.EventClaimed)}, kept, ""},
+		{"no kept work", []store.Event{ev(store.EventBudgetAdded), ev(store.EventClaimed)}, store.Ticket{Branch: "ticketd/1-fix"}, ""},
+		{"never claimed", []store.Event{ev(store.EventEnqueued)}, kept, ""},
+	} {
+		if got := resumeBranch(tt.evs, tt.t); got != tt.want {
+			t.Errorf("%s: resumeBranch = %q; want %q", tt.name, got, tt.want)
+		}
+	}
 }
 
 // budgetCapForTest lies between what the scripted double's triage and first two maker calls

@@ -68,6 +68,9 @@ const (
 	stageCommit
 	// stageResults: a charged attempt's results could not be written (the storage failed).
 	stageResults
+	// stageAgree: the committed fix was checked against the night's published fixes
+	// (agree.go): a *disagreement, or the check could not run.
+	stageAgree
 )
 
 // cause is what ended an attempt, as decide reads it.
@@ -100,6 +103,9 @@ const (
 	keepAttemptBranch           // committed on ticketd/<id>-attempt-<n>
 	keepReleasedBranch          // committed on ticketd/<id>-attempt-<n>-released, moved to the latest
 	keepFix                     // committed on the ticket's branch: the fix
+	// keepUnpublished keeps the committed fix on the ticket's branch, never published: it
+	// conflicts with a fix published tonight.
+	keepUnpublished
 )
 
 // faultNote says what the night records of the machine's fault.
@@ -167,6 +173,8 @@ func decideStage(c cause, out pipeline.Outcome, lease store.Lease, lim limits) e
 			return e
 		}
 		return charged(store.FailFix, fmt.Sprintf("commit fix: %v", c.Err), false, false, lease)
+	case stageAgree:
+		return decideAgree(c, lease)
 	case stageResults:
 		mc, _ := machineCause(c.Err)
 		e := machineRelease(fmt.Sprintf("write the results of attempt %d: %v", lease.Attempt, mc))
@@ -174,6 +182,25 @@ func decideStage(c cause, out pipeline.Outcome, lease store.Lease, lim limits) e
 		return e
 	}
 	return decideRun(c, out, lease, lim)
+}
+
+// decideAgree is decide for a fix that may not be published: one that conflicts with a fix
+// published tonight is escalated at once, for a human, its fix kept unpublished (another
+// attempt would write the same fix against the same base); a check that could not run
+// gives the ticket back unspent.
+func decideAgree(c cause, lease store.Lease) ending {
+	var d *disagreement
+	if errors.As(c.Err, &d) {
+		e := charged(store.FailHuman, d.Error(), true, true, lease)
+		e.Keep, e.Report = keepUnpublished, true
+		return e
+	}
+	if mc, machine := machineCause(c.Err); machine {
+		e := machineRelease(fmt.Sprintf("check the fix against tonight's published fixes: %v", mc))
+		e.Fault = faultOf(mc)
+		return e
+	}
+	return release(c.Stop, fmt.Errorf("check the fix against tonight's published fixes: %w", c.Err))
 }
 
 // decideRun is decide for an attempt whose pipeline ran.

@@ -132,6 +132,12 @@ func TestDecideEndings(t *testing.T) {
 			want{kind: endRetry, charge: true, fail: store.FailFix, next: store.StateQueued, reason: "commit fix"}},
 		{"commit met a full disk", cause{Stage: stageCommit, Err: disk}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
 			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, fault: faultPauseNode, reason: "commit fix"}},
+		{"fix conflicts with one published tonight", cause{Stage: stageAgree, Err: &disagreement{With: []int64{4}, Why: "its change does not apply on top of theirs"}},
+			oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
+			want{kind: endEscalated, charge: true, fail: store.FailHuman, keep: keepUnpublished, report: true, final: true, next: store.StateEscalated, reason: "conflicts with #4"}},
+		{"agreement check's worktree failed", cause{Stage: stageAgree, Err: fmt.Errorf("%w: prepare: %w", ErrMachineFault, disk)},
+			oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
+			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, fault: faultPauseNode, reason: "tonight's published fixes"}},
 		{"results not written", cause{Stage: stageResults, Err: disk}, oc(pipeline.Conclusion{Status: pipeline.StatusFailed}), last, lim,
 			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, fault: faultPauseNode, reason: "write the results of attempt 3"}},
 	}

@@ -92,9 +92,34 @@ func (d *Daemon) logForecast(ctx context.Context, log *slog.Logger) {
 	if f.Cap > 0 {
 		attrs = append(attrs, "max_dollars", model.FormatCost(f.Cap, false, false))
 	}
+	d.setForecast(f)
 	if f.Over {
 		log.Warn(fmt.Sprintf("night forecast exceeds night.max_dollars: the night will likely stop at its cap with tickets left (%d queued)", f.Queued), attrs...)
 		return
 	}
 	log.Info("night forecast", attrs...)
+}
+
+// setForecast keeps f in words for the status page (Forecast).
+func (d *Daemon) setForecast(f Forecast) {
+	text := fmt.Sprintf("Forecast for the night's queue: %s for %d queued ticket(s)", model.FormatCost(f.Dollars, true, false), f.Queued)
+	if f.Unknown > 0 {
+		text += fmt.Sprintf(", %d of them with no history to price them by", f.Unknown)
+	}
+	if f.Cap > 0 {
+		text += fmt.Sprintf("; night.max_dollars is %s", model.FormatCost(f.Cap, false, false))
+	}
+	if f.Over {
+		text += ": the forecast exceeds it, the night will likely stop at its cap with tickets left"
+	}
+	d.forecast.Store(&text)
+}
+
+// Forecast is the latest night's cost forecast in words, "" before the first night of
+// this process: what the status page shows beside the night.
+func (d *Daemon) Forecast() string {
+	if p := d.forecast.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/store"
@@ -36,6 +37,21 @@ func TestForecast(t *testing.T) {
 		f := forecast(tc.queued, tc.history, tc.limit)
 		if fmt.Sprintf("%.4f", f.Dollars) != fmt.Sprintf("%.4f", tc.dollars) || f.Unknown != tc.unknown || f.Over != tc.over || f.Queued != len(tc.queued) {
 			t.Errorf("%s: forecast = %+v; want $%.4f, unknown %d, over %v", tc.name, f, tc.dollars, tc.unknown, tc.over)
+		}
+	}
+}
+
+// TestForecastInWords: what the status page shows of a forecast (Daemon.Forecast).
+func TestForecastInWords(t *testing.T) {
+	var d Daemon
+	if got := d.Forecast(); got != "" {
+		t.Errorf("Forecast before any night = %q; want none", got)
+	}
+	d.setForecast(Forecast{Dollars: 1.2, Queued: 3, Unknown: 1, Cap: 1, Over: true})
+	got := d.Forecast()
+	for _, want := range []string{"$1.20", "3 queued", "1 of them with no history", "night.max_dollars is $1.00", "exceeds it"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Forecast = %q; want it to say %q", got, want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func (d *Daemon) runGitHub(ctx context.Context) (stop func()) {
 	if d.GitHub == nil {
 		return func() {}
 	}
-	d.GitHub.AfterIntake = d.linkDuplicates // issues polled in the night are linked too
+	d.GitHub.AfterIntake = d.afterIntake // issues polled in the night are linked and predicted too
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.GitHub.Run(ctx) })

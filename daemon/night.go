@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -49,6 +50,8 @@ type Daemon struct {
 	// beats its lease on the night); 0 means DefaultStoreCheckEvery.
 	StoreCheckEvery time.Duration
 
+	// forecast is the latest night's cost forecast in words (Forecast).
+	forecast atomic.Pointer[string]
 	// onStoreWait, when set (tests), is called each time a worker waits on a database that
 	// takes no writes — it declined to claim, or a ticket's write will be tried again: the
 	// event a test waits for instead of giving the workers time to do the wrong thing.
@@ -134,7 +137,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 		reps = append(reps, rep)
 	}
 	d.githubScan(ctx)
-	d.linkDuplicates(ctx)
+	d.afterIntake(ctx)
 	return reps, nil
 }
 
@@ -296,7 +299,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
 		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
-		suite: &nightSuite{}}
+		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard}), suite: &nightSuite{}}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)

@@ -25,6 +25,8 @@ type ender struct {
 	parking   parking
 	// suite holds the fixes the selected tests passed for the night's whole suite.
 	suite *nightSuite
+	// fixes are the night's published fixes, which a new one must agree with.
+	fixes *nightFixes
 }
 
 // parking says when a ticket released too often for transport faults (or rate limited past
@@ -53,6 +55,16 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 	case endDone:
 		if _, err := a.fix.commit(ctx, commitMessage(t, out)); err != nil {
 			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
+			return
+		}
+		// Published one at a time per repository, each checked against the night's earlier
+		// fixes (agree.go).
+		done := w.fixes.turn(a.tree.RepoPath)
+		defer done()
+		if err := w.fixes.agree(ctx, log, a.pending()); err != nil {
+			refused := out
+			refused.Reason = err.Error()
+			w.perform(ctx, log, a, decide(cause{Stage: stageAgree, Err: err, Stop: context.Cause(ctx)}, out, a.lease, w.limits), refused)
 			return
 		}
 		if err := moveFixBranch(ctx, a); err != nil {
@@ -115,6 +127,9 @@ func (w *ender) keep(ctx context.Context, log *slog.Logger, a *attemptRun, e end
 	switch e.Keep {
 	case keepFix:
 		return a.fixBranch()
+	case keepUnpublished:
+		a.keepBranch = true
+		return a.tree.Branch
 	case keepAttemptBranch:
 		reason := out.Reason
 		if e.Kind == endNeedsInfo {
@@ -148,6 +163,7 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 		return
 	}
 	a.keepBranch = true
+	w.fixes.published(a.pending())
 	log.Info("ticket done", "branch", branch, "result", dir)
 	if w.suite != nil && holds(out) {
 		w.suite.hold(a)

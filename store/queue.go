@@ -128,13 +128,11 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			s.lastSettle.Store(now)
 		}
 		p.Now, p.Expires = now, now+leaseFor.Milliseconds()
-		// Nothing follows a fresh claim: the engine writes its event with the lease.
-		p.Last = true
-		row, err := tx.Claim(ctx, p)
+		avoid, err := s.overlapping(ctx, tx)
 		if err != nil {
 			return err
 		}
-		t, err := scanTicket(row)
+		t, err := s.claimPick(ctx, tx, p, avoid)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
 			return s.settleExpired(ctx, tx, now, worker)
@@ -163,6 +161,28 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
 	}
 	return l, nil
+}
+
+// claimPick leases the next ticket, passing over the tickets of avoid (a JSON array, ""
+// for none) unless no other is ready, and reads it (sql.ErrNoRows for none).
+func (s *Store) claimPick(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, avoid string) (Ticket, error) {
+	p.Avoid = avoid
+	// Nothing follows a fresh claim but, when it passes over tickets and finds nothing, the
+	// claim of those: the engine writes its event with the lease.
+	p.Last = avoid == ""
+	row, err := tx.Claim(ctx, p)
+	if err != nil {
+		return Ticket{}, err
+	}
+	t, err := scanTicket(row)
+	if !errors.Is(err, sql.ErrNoRows) || avoid == "" {
+		return t, err
+	}
+	p.Avoid, p.Last, p.Event.Reason = "", true, overlapReason
+	if row, err = tx.Claim(ctx, p); err != nil {
+		return Ticket{}, err
+	}
+	return scanTicket(row)
 }
 
 // noRescueLimit is the rescue limit Claim gives the engine: a lost lease never escalates a

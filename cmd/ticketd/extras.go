@@ -23,7 +23,8 @@ func startExtras(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error 
 	if d.Config.HTTP.Addr == "" {
 		return nil
 	}
-	opts := status.Options{Logger: log.With("component", "status"), Hosts: d.Config.HTTP.Hosts, ReadOnly: d.Config.HTTP.ReadOnly, MaxRounds: d.Config.Review.MaxRounds}
+	opts := status.Options{Logger: log.With("component", "status"), Hosts: d.Config.HTTP.Hosts, ReadOnly: d.Config.HTTP.ReadOnly,
+		MaxRounds: d.Config.Review.MaxRounds, Forecast: d.Forecast}
 	if gh != nil {
 		opts.Collectors = gh.Collectors()
 	}

@@ -26,6 +26,9 @@ func FuzzParse(f *testing.F) {
 		if !slices.IsSorted(s.Tests) || len(slices.Compact(slices.Clone(s.Tests))) != len(s.Tests) {
 			t.Errorf("tests %q: want sorted and unique", s.Tests)
 		}
+		if fs := Files(title, body); len(fs) > maxFiles || !slices.Equal(fs, Files(title, body)) {
+			t.Errorf("Files = %q: want at most %d, deterministic", fs, maxFiles)
+		}
 		for _, id := range s.Tests {
 			if !strings.Contains(id, ".py::") || strings.HasPrefix(id, "./") {
 				t.Errorf("test id %q: want path.py::name", id)

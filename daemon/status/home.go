@@ -46,6 +46,8 @@ type homeData struct {
 	// lists the first homeDone; DoneCapped says the count stopped at homeFinished.
 	DoneTotal  int
 	DoneCapped bool
+	// Forecast is the night's cost forecast in words, "" for none.
+	Forecast string
 }
 
 type stateCount struct {
@@ -112,6 +114,9 @@ func (s *Server) homeData(ctx context.Context) homeData {
 	for _, st := range store.States {
 		d.AllTime = append(d.AllTime, stateCount{st, ov.ByState[st]})
 		d.AllTotal += ov.ByState[st]
+	}
+	if s.forecast != nil {
+		d.Forecast = s.forecast()
 	}
 	since := s.homeNights(ctx, &d, ov)
 	d.Needs, d.Dismissed = s.needs(ctx, &d.common, since)

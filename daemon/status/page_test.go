@@ -410,3 +410,19 @@ func TestCallChartAxis(t *testing.T) {
 		t.Errorf("the last bar ends at %v, past the plot's %d", last.X+last.W, c.PlotX+c.PlotW)
 	}
 }
+
+// TestHomeShowsTheForecast: the daemon's cost forecast for the night is on the page, beside
+// the night, and nothing is when there is none.
+func TestHomeShowsTheForecast(t *testing.T) {
+	b := newBuilder(t)
+	text := "Forecast for the night's queue: $1.20 for 3 queued ticket(s); night.max_dollars is $1.00: the forecast exceeds it"
+	srv := serveWith(t, b.st, Options{Forecast: func() string { return text }})
+	for _, path := range []string{"/", "/live"} {
+		_, html := get(t, srv.URL+path)
+		mustContain(t, path, html, `id="forecast"`, "$1.20 for 3 queued ticket(s)", "the forecast exceeds it")
+	}
+	_, html := get(t, serveWith(t, b.st, Options{}).URL+"/")
+	if strings.Contains(html, `id="forecast"`) {
+		t.Errorf("a page without a forecast shows one")
+	}
+}

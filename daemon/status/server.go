@@ -43,6 +43,8 @@ type Server struct {
 	accept AcceptFunc
 	// maxRounds bounds the rounds a revise asks (Options.MaxRounds).
 	maxRounds int
+	// forecast is the night's cost forecast in words (Options.Forecast); nil: none.
+	forecast func() string
 }
 
 // Options configure New; zero fields take the defaults.
@@ -67,6 +69,9 @@ type Options struct {
 	// MaxRounds is review.max_rounds, which bounds the rounds the revise action asks;
 	// default DefaultMaxRounds.
 	MaxRounds int
+	// Forecast, when set, says the night's cost forecast in words (the daemon's), shown
+	// beside the night; "" shows nothing.
+	Forecast func() string
 }
 
 // DefaultMaxRounds is review.max_rounds' default (daemon/config).
@@ -87,7 +92,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("status: action token: %w", err)
 	}
 	s := &Server{store: st, registry: reg, now: opts.Now, log: opts.Logger, hosts: opts.Hosts, readOnly: opts.ReadOnly,
-		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept, maxRounds: opts.MaxRounds}
+		results: opts.Results, csrf: hex.EncodeToString(token), accept: opts.Accept, maxRounds: opts.MaxRounds, forecast: opts.Forecast}
 	if s.maxRounds <= 0 {
 		s.maxRounds = DefaultMaxRounds
 	}

@@ -119,6 +119,10 @@ type Totals struct {
 	FindingsPerTicket      float64            `json:"findings_per_ticket"`
 	FindingsBy             map[string]float64 `json:"findings_by,omitempty"`
 	ArbiterCallsPerTicket  float64            `json:"arbiter_calls_per_ticket"`
+	// DuplicatesWorkedTwice and PublishedConflicts are the night's figures over the cases
+	// with companions (nightfigures.go); over rounds, the worst round's.
+	DuplicatesWorkedTwice int `json:"duplicates_worked_twice"`
+	PublishedConflicts    int `json:"published_fixes_that_conflict"`
 }
 
 // Summary is the median over the rounds of one bench run.
@@ -227,6 +231,15 @@ func median(vs []float64) float64 {
 	return (vs[m-1] + vs[m]) / 2
 }
 
+// worst is a must-be-zero figure over the rounds: the largest.
+func worst(rounds []Totals, f func(Totals) int) int {
+	w := 0
+	for _, r := range rounds {
+		w = max(w, f(r))
+	}
+	return w
+}
+
 // medianTotals takes the median of every figure over the rounds, each figure on its own.
 func medianTotals(rounds []Totals) Totals {
 	pick := func(f func(Totals) float64) float64 {
@@ -263,6 +276,8 @@ func medianTotals(rounds []Totals) Totals {
 		FindingsBy:                map[string]float64{},
 		FirstRequestCachedShare:   map[string]float64{},
 		EditRungs:                 map[string]float64{},
+		DuplicatesWorkedTwice:     worst(rounds, func(t Totals) int { return t.DuplicatesWorkedTwice }),
+		PublishedConflicts:        worst(rounds, func(t Totals) int { return t.PublishedConflicts }),
 	}
 	rungs := map[string]bool{}
 	for _, r := range rounds {

@@ -37,6 +37,8 @@ var metrics = []metric{
 	{"cached tokens per ticket", func(t Totals) float64 { return t.CachedTokensPerTicket }, integer},
 	{"completion tokens per ticket", func(t Totals) float64 { return t.CompletionTokensPerTicket }, integer},
 	{"escalated", func(t Totals) float64 { return t.Escalated }, integer},
+	{"duplicates worked twice", func(t Totals) float64 { return float64(t.DuplicatesWorkedTwice) }, integer},
+	{"published fixes that conflict", func(t Totals) float64 { return float64(t.PublishedConflicts) }, integer},
 	{"night wall time", func(t Totals) float64 { return t.NightS }, secs},
 	{"tickets per hour", func(t Totals) float64 { return t.TicketsPerHour }, integer},
 	{"maker calls per ticket", func(t Totals) float64 { return t.MakerCallsPerTicket }, num},

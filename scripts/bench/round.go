@@ -212,6 +212,10 @@ func scriptedCases(cases []caseset.Case, scenario string) ([]scriptedmodel.Case,
 			c.Tamper = scriptedmodel.TamperMoves[i%len(scriptedmodel.TamperMoves)]
 		}
 		out = append(out, c)
+		for _, comp := range k.Companions {
+			// A companion is solved at once: what it measures is the night, not the maker.
+			out = append(out, scriptedmodel.Case{Match: comp.Title, Patch: comp.Patch, Behaviour: scriptedmodel.BehaviourSolve})
+		}
 	}
 	return out, nil
 }
@@ -323,6 +327,9 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	}
 	rec.Cases = outcomes
 	rec.Totals = totals(outcomes, nightWall, stats.FirstRequestCachedShare)
+	if err := e.addNightFigures(ctx, st, cfg, root, &rec.Totals); err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
 	for _, r := range cfg.Review.PipelineReviewers() {
 		rec.Totals.Reviewers = append(rec.Totals.Reviewers, r.Angle)
 	}
@@ -390,6 +397,12 @@ func (e *env) materialize(ctx context.Context, root string) error {
 		if err := os.WriteFile(filepath.Join(issues, k.Name+".md"), []byte(issueFile(k)), 0o644); err != nil {
 			return fmt.Errorf("write issue of case %q: %w", k.Name, err)
 		}
+		for _, c := range k.Companions {
+			name := k.Name + "~" + c.File // after the case's own issue, so enqueued after it
+			if err := os.WriteFile(filepath.Join(issues, name), []byte(companionIssueFile(k, c)), 0o644); err != nil {
+				return fmt.Errorf("write companion issue %s of case %q: %w", c.File, k.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -405,9 +418,10 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 	if err != nil {
 		return nil, err
 	}
+	// A case's ticket is the one of its repository with its title: companions share it.
 	byRepo := map[string]store.Summary{}
 	for _, t := range tickets {
-		byRepo[t.Repo] = t
+		byRepo[t.Repo+"\x00"+t.Title] = t
 	}
 	out := make([]Outcome, 0, len(e.cases))
 	for _, k := range e.cases {
@@ -417,7 +431,7 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 		} else {
 			o.Scripted = scenarioBehaviour(k, e.o.scenario)
 		}
-		t, ok := byRepo[k.Name]
+		t, ok := byRepo[k.Name+"\x00"+k.Title]
 		if !ok {
 			out = append(out, o)
 			continue

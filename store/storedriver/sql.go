@@ -304,6 +304,8 @@ type SQL struct {
 	Round RoundSQL
 	// Console: dismissals and digests (ConsoleSQL).
 	Console ConsoleSQL
+	// Overlap: overlap-aware claiming (OverlapSQL).
+	Overlap OverlapSQL
 }
 
 // TicketColumns are the ticket columns every statement returns, in this order: id,

@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v20) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v22) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
@@ -35,6 +35,7 @@ var SchemaTables = []struct {
 	{"pull_watch", []string{"ticket_id", "review_cursor", "ci_head", "ci_state", "ci_detail", "ci_at"}, "ticket_id"},
 	{"dismissals", []string{"item", "at", "actor", "note"}, "item"},
 	{"night_digests", []string{"run_id", "at", "ok", "error"}, "run_id"},
+	{"predicted_files", []string{"ticket_id", "file", "source"}, "ticket_id, file"},
 }
 
 // ReplacedOnCopy names the tables whose rows the target of a copy already has (its own

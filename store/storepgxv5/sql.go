@@ -23,11 +23,15 @@ const reserveEvent = `prev_event_id = last_event_id, last_event_id = nextval('ev
 
 // claimPick is the claim's pick: the first open ticket in claim order that is queued and
 // due, or (rescue) running on an expired lease that may be rescued, skipping the rows other
-// transactions hold ($1 now, $2 max rescues, $10 the paused repositories as a JSON array).
-func claimPick(paused, rescue bool) string {
+// transactions hold ($1 now, $2 max rescues, $10 the paused repositories as a JSON array,
+// $11 the tickets to pass over as one: storedriver.ClaimParams.Avoid).
+func claimPick(paused, avoid, rescue bool) string {
 	filter := ""
 	if paused {
 		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
+	}
+	if avoid {
+		filter += ` AND id NOT IN (SELECT json_array_elements_text($11::text::json)::bigint)`
 	}
 	running := ""
 	if rescue {
@@ -47,8 +51,8 @@ func claimPick(paused, rescue bool) string {
 // round trip. A rescue does not charge the attempt its expired lease cut short: attempts
 // stay, rescues grows, and its events are the store's to write. $2 is bound but unused
 // without rescue: it is typed for the planner.
-func claimLease(paused, rescue bool) string {
-	return `WITH pick AS (` + claimPick(paused, rescue) + `),
+func claimLease(paused, avoid, rescue bool) string {
+	return `WITH pick AS (` + claimPick(paused, avoid, rescue) + `),
 	leased AS (
 		UPDATE tickets t SET state = 'running', attempts = t.attempts + (t.state = 'queued')::int,
 			rescues = t.rescues + (t.state = 'running')::int,
@@ -65,10 +69,12 @@ func claimLease(paused, rescue bool) string {
 	SELECT ` + ticketCols + ` FROM leased`
 }
 
-// claimQueries[paused][rescue] are claimLease's four shapes.
-var claimQueries = [2][2]string{
-	{claimLease(false, false), claimLease(false, true)},
-	{claimLease(true, false), claimLease(true, true)},
+// claimQueries[shape][rescue] are claimLease's shapes: 0 no filter, 1 paused, 2 paused
+// and avoid (an avoid shape binds $10 too, "[]" when nothing is paused).
+var claimQueries = [3][2]string{
+	{claimLease(false, false, false), claimLease(false, false, true)},
+	{claimLease(true, false, false), claimLease(true, false, true)},
+	{claimLease(true, true, false), claimLease(true, true, true)},
 }
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
@@ -373,6 +379,7 @@ var statements = storedriver.SQL{
 	Dup:          dupStatements,
 	Round:        roundStatements,
 	Console:      consoleStatements,
+	Overlap:      overlapStatements,
 }
 
 const usageEstimates = `SELECT count(*), count(*) FILTER (WHERE usage_reported = 0),

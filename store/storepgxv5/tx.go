@@ -1,6 +1,7 @@
 package storepgxv5
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,7 +114,11 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 	e.lowerLeaseHorizon(p.Expires)
 	paused := 0
 	args := []any{p.Now, p.MaxRescues, p.Worker, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
-	if p.Paused != "" {
+	switch {
+	case p.Avoid != "":
+		paused = 2
+		args = append(args, cmp.Or(p.Paused, "[]"), p.Avoid) // $10 and $11
+	case p.Paused != "":
 		paused = 1
 		args = append(args, p.Paused) // $10, only in the paused shapes
 	}

@@ -1,6 +1,7 @@
 package storesqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,14 +17,18 @@ const refreshEvery = 1000
 // claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
 // walk tickets_open in claim order and yield at most one candidate, reading the state in
 // the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
-// a literal match). skipPaused adds the paused filter (a row lookup per candidate). Without
+// a literal match). skipPaused adds the paused filter (a row lookup per candidate), avoid
+// the filter of the tickets a claim passes over (storedriver.ClaimParams.Avoid). Without
 // rescue, only the queued branch runs: Claim uses that while no lease can have expired
 // (see leaseHorizon), which spares every claim the second walk and the merge. It binds ?1
-// now, ?2 MaxRescues and ?3 the paused set.
-func claimPick(skipPaused, rescue bool) string {
+// now, ?2 MaxRescues, ?3 the paused set and ?4 the tickets to pass over.
+func claimPick(skipPaused, avoid, rescue bool) string {
 	filter := ""
 	if skipPaused {
 		filter = ` AND repo NOT IN (SELECT value FROM json_each(?3))`
+	}
+	if avoid {
+		filter += ` AND id NOT IN (SELECT value FROM json_each(?4))`
 	}
 	queued := `SELECT id, priority, run_after FROM tickets
 				WHERE finished_at IS NULL AND state = 'queued' AND run_after <= ?1` + filter + `
@@ -41,10 +46,12 @@ func claimPick(skipPaused, rescue bool) string {
 		) ORDER BY priority DESC, run_after, id LIMIT 1`
 }
 
-// claimPicks[skipPaused][rescue] are claimPick's four shapes.
-var claimPicks = [2][2]string{
-	{claimPick(false, false), claimPick(false, true)},
-	{claimPick(true, false), claimPick(true, true)},
+// claimPicks[shape][rescue] are claimPick's shapes: 0 no filter, 1 paused, 2 paused and
+// avoid (an avoid shape binds ?3 too, "[]" when nothing is paused).
+var claimPicks = [3][2]string{
+	{claimPick(false, false, false), claimPick(false, false, true)},
+	{claimPick(true, false, false), claimPick(true, false, true)},
+	{claimPick(true, true, false), claimPick(true, true, true)},
 }
 
 // claimLease leases the picked ticket ?4 to worker ?1 on node ?5 until ?2 (now ?3). A rescue
@@ -75,7 +82,10 @@ func (tx *wtx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedrive
 	}
 	args := []any{p.Now, p.MaxRescues}
 	skip := 0
-	if p.Paused != "" {
+	switch {
+	case p.Avoid != "":
+		skip, args = 2, append(args, cmp.Or(p.Paused, "[]"), p.Avoid)
+	case p.Paused != "":
 		skip, args = 1, append(args, p.Paused)
 	}
 	// Before the horizon no lease this engine knows of has expired: the queued branch

@@ -316,6 +316,7 @@ var statements = storedriver.SQL{
 	Dup:          dupStatements,
 	Round:        roundStatements,
 	Console:      consoleStatements,
+	Overlap:      overlapStatements,
 }
 
 const usageEstimates = `SELECT count(*), coalesce(sum(usage_reported = 0), 0), coalesce(sum(cost_usd IS NULL OR completion_unknown = 1), 0),

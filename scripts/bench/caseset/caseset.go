@@ -91,6 +91,10 @@ type Case struct {
 	// with, as the project's own instructions would set them up (PYTHONPATH=src for a src/
 	// layout meant to be installed). The pipeline never sees it.
 	TestEnv []string
+	// Companions are more issues against the same repository (companions.go).
+	Companions []Companion
+	// companionSpecs are case.yaml's, read once the patches are.
+	companionSpecs []companionSpec
 }
 
 // caseFile is case.yaml; unknown keys are an error so a typo cannot silently
@@ -104,6 +108,7 @@ type caseFile struct {
 	Checks            []validate.Check  `yaml:"checks"`
 	BaseFailures      []string          `yaml:"base_failures"`
 	TestEnv           map[string]string `yaml:"test_env"`
+	Companions        []companionSpec   `yaml:"companions"`
 }
 
 // Load reads every case folder directly under dir, sorted by name. Entries
@@ -146,7 +151,7 @@ func Load(dir string) ([]Case, error) {
 func loadCase(dir string) (Case, error) {
 	c := Case{Name: filepath.Base(dir), Dir: dir}
 	// Each step reads one file or folder of the case, in the order the README lists them.
-	for _, step := range []func(*Case) error{(*Case).loadCaseFile, (*Case).loadIssue, (*Case).checkRepo, (*Case).loadPatches, (*Case).loadHidden} {
+	for _, step := range []func(*Case) error{(*Case).loadCaseFile, (*Case).loadIssue, (*Case).checkRepo, (*Case).loadPatches, (*Case).loadHidden, func(c *Case) error { return c.loadCompanions(c.companionSpecs) }} {
 		if err := step(&c); err != nil {
 			return c, err
 		}
@@ -171,6 +176,7 @@ func (c *Case) loadCaseFile() error {
 	}
 	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
 	c.FailToPass, c.PassToPass, c.Checks, c.BaseFailures = cf.FailToPass, cf.PassToPass, cf.Checks, cf.BaseFailures
+	c.companionSpecs = cf.Companions
 	for _, name := range slices.Sorted(maps.Keys(cf.TestEnv)) {
 		if !envNameRe.MatchString(name) {
 			return c.bad("case.yaml", "test_env: %q is not an environment variable name", name)

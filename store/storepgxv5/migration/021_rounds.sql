@@ -1,4 +1,4 @@
--- v19 (issue 34, the morning loop), as in the SQLite engine: the rounds asked of done
+-- v21 (issue 34, the morning loop), as in the SQLite engine: the rounds asked of done
 -- tickets (a review on the pull request, or ticketctl revise), with what was asked and how
 -- each ended.
 CREATE TABLE rounds (

@@ -1,4 +1,4 @@
--- v19 (issue 34, the morning loop): a round is more work on a done ticket's fix, asked by a
+-- v21 (issue 34, the morning loop): a round is more work on a done ticket's fix, asked by a
 -- human's review on its pull request or a note (ticketctl revise): it works on the same
 -- branch from its head. rounds keeps each one asked, with what was asked (the note, the
 -- review threads as JSON: untrusted text, quoted to the maker), the fix branch it goes on
