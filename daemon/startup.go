@@ -223,14 +223,18 @@ func (d *Daemon) collectLeftovers(ctx context.Context, log *slog.Logger, trees *
 	}
 }
 
+// scratchBranch matches the branches of the trees checks make for themselves and remove when
+// done (baseline.go, agree.go, nightsuite.go, prci.go): one left behind is a crash's.
+var scratchBranch = regexp.MustCompile(`^ticketd/(baseline-|agree-[0-9]+$|night-suite-[0-9]+$|[0-9]+-ci-(base|fix)$)`)
+
 // lostBranch says whether branch was left by an attempt that did not end: see
 // collectLeftovers.
 func (d *Daemon) lostBranch(ctx context.Context, branch string) bool {
 	if keptBranch.MatchString(branch) {
 		return false
 	}
-	if strings.HasPrefix(branch, "ticketd/baseline-") {
-		return true // a night's baseline checkout; never kept
+	if scratchBranch.MatchString(branch) {
+		return true // a check's own checkout (baseline, agreement, night suite, CI blame); never kept
 	}
 	m := ticketBranch.FindStringSubmatch(branch)
 	if m == nil {

@@ -57,7 +57,8 @@ func TestCollectLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []string{"ticketd/1-attempt-1", "ticketd/1-attempt-1-2", "ticketd/2-fixed", "ticketd/3-live",
-		"ticketd/4-cancelled", "ticketd/baseline-shop", "ticketd/99-not-ours", "feature/mine"} {
+		"ticketd/4-cancelled", "ticketd/baseline-shop", "ticketd/agree-2", "ticketd/night-suite-2", "ticketd/2-ci-base",
+		"ticketd/2-ci-fix", "ticketd/agree-2-mine", "ticketd/99-not-ours", "feature/mine"} {
 		git(t, f.repo, "branch", b, "main")
 	}
 
@@ -66,7 +67,7 @@ func TestCollectLeftovers(t *testing.T) {
 	d.collectLeftovers(ctx, slog.New(slog.DiscardHandler), trees, map[string]config.Repo{"shop": {Path: f.repo, BaseRef: "main"}})
 
 	got := strings.Fields(git(t, f.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/"))
-	want := []string{"feature/mine", "main", "ticketd/1-attempt-1", "ticketd/1-attempt-1-2", "ticketd/2-fixed", "ticketd/3-live", "ticketd/99-not-ours"}
+	want := []string{"feature/mine", "main", "ticketd/1-attempt-1", "ticketd/1-attempt-1-2", "ticketd/2-fixed", "ticketd/3-live", "ticketd/99-not-ours", "ticketd/agree-2-mine"}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("branches after the collection:\n got  %v\n want %v", got, want)
