@@ -328,7 +328,7 @@ func TestSIGTERMMidTicket(t *testing.T) {
 	}
 }
 
-// TestSIGKILLNight runs a night of 12 tickets (max_attempts 3) and SIGKILLs ticketd 30
+// TestSIGKILLNight runs a night of 20 tickets (max_attempts 3) and SIGKILLs ticketd 30
 // times while an attempt runs, at a random moment of it, restarting it each time, then lets
 // it finish. Every ticket must end done (the scripted model solves them all) with no attempt
 // spent on a lost lease, and no worktree or branch of a lost attempt may remain.
@@ -352,7 +352,7 @@ func TestSIGKILLNight(t *testing.T) {
 	}
 	const kills = 30
 	bin := buildTicketd(t)
-	const tickets = 12
+	const tickets = 20
 	f := newNightFixture(t, tickets, 200*time.Millisecond,
 		`{workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: 3, max_rescues: 100, retry_backoff: 50ms}`)
 	rng := rand.New(rand.NewPCG(1, 2))
