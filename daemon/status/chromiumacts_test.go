@@ -108,11 +108,11 @@ func drive(t *testing.T, base, name string) string {
 }
 
 // TestConsoleActsInChromium: in a real browser, from the console's own pages, an operator
-// answers a question, requeues an escalation with a note for the maker, accepts a kept
-// change (through its confirmation page) and requeues a filtered list in bulk (through its
-// confirmation page naming the tickets); a form sent without its token, and one sent from
-// another origin, change nothing. "Needs you" lists yesterday's escalation and today's
-// failed night.
+// answers a question, requeues an escalation with a note for the maker, asks a round of a
+// done ticket's fix with a note, accepts a kept change (through its confirmation page) and
+// requeues a filtered list in bulk (through its confirmation page naming the tickets); a
+// form sent without its token, and one sent from another origin, change nothing. "Needs
+// you" lists yesterday's escalation and today's failed night.
 func TestConsoleActsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium several times; -short skips it")
@@ -121,6 +121,7 @@ func TestConsoleActsInChromium(t *testing.T) {
 	yesterday, failed := consoleNights(b)
 	q := b.asked("Which rounding?", "Half up or even?")
 	esc := b.ticket("app", "Escalated, needs a note", attemptPlan{1, "fix", "fix: the judge wants the currency kept"})
+	fixed := b.ticket("app", "Fixed, the reviewer wants more", attemptPlan{1, "done", ""})
 	bulk1 := b.ticket("search", "Search escalation one", attemptPlan{1, "fix", "fix: one"})
 	bulk2 := b.ticket("search", "Search escalation two", attemptPlan{1, "fix", "fix: two"})
 	kept, _, err := b.st.Enqueue(b.ctx, store.NewTicket{Source: "dir", ExternalID: "kept.md", Repo: "app", Title: "Pinned behaviour"})
@@ -149,6 +150,8 @@ func TestConsoleActsInChromium(t *testing.T) {
 		"note":   driverPage("/", []driveStep{{Form: fmt.Sprintf(`form[action="/tickets/%d/requeue"]`, esc), Fields: map[string]string{"note": "Keep the original currency."}}}),
 		"accept": driverPage(fmt.Sprintf("/tickets/%d", kept), []driveStep{{Link: fmt.Sprintf(`a[href="/tickets/%d/accept"]`, kept)},
 			{Form: fmt.Sprintf(`form[action="/tickets/%d/accept"]`, kept), Fields: map[string]string{"name": "Ana"}}}),
+		"revise": driverPage(fmt.Sprintf("/tickets/%d", fixed), []driveStep{{Form: fmt.Sprintf(`form[action="/tickets/%d/revise"]`, fixed),
+			Fields: map[string]string{"note": "Also round the totals line."}}}),
 		"bulk": driverPage("/?state=escalated&repo=search", []driveStep{{Link: `a[href^="/bulk?do=requeue"]`},
 			{Form: `form.bulk`, Fields: map[string]string{"note": "Both: retry with the new index."}}}),
 		"notoken": driverPage("/", []driveStep{{Form: fmt.Sprintf(`form[action="/tickets/%d/requeue"]`, yesterday), Drop: []string{"csrf"}}}),
@@ -179,6 +182,11 @@ func TestConsoleActsInChromium(t *testing.T) {
 	mustContain(t, "after requeueing with a note", page, "Requeued")
 	if rq, err := b.st.Requeues(b.ctx, esc); err != nil || len(rq) != 1 || rq[0].Note != "Keep the original currency." {
 		t.Errorf("the requeue's note in the store: %+v, %v", rq, err)
+	}
+	page = drive(t, base, "revise")
+	mustContain(t, "after asking a round", page, "Round asked")
+	if r, ok, err := b.st.OpenRound(b.ctx, fixed); err != nil || !ok || r.Note != "Also round the totals line." || r.Actor != actor {
+		t.Errorf("the round in the store: %+v, %v, %v; want the note, asked from the status page", r, ok, err)
 	}
 	page = drive(t, base, "accept")
 	mustContain(t, "after accepting", page, "Accepted")

@@ -90,6 +90,8 @@ func (s *Server) ticketPage(w http.ResponseWriter, r *http.Request, part string)
 		d.Flash = "Budget raised: the ticket is back in the queue."
 	case "accept":
 		d.Flash = "Accepted: the kept change is published as the ticket's fix."
+	case "revise":
+		d.Flash = "Round asked: the ticket is back in the queue; its next night works on the fix branch with your note."
 	case "answer":
 		d.Flash = "Answered: the ticket is back in the queue; its next attempt reads your answer."
 	}
