@@ -119,6 +119,11 @@ type ClaimParams struct {
 	// Event is the event a fresh claim writes under the lease's reservation: at Now, with
 	// the ticket's new attempts and Worker as actor.
 	Event ClaimEvent
+	// Unpredicted leases the picked ticket only when it has no predicted files (the Row
+	// then has none when it has some): a claim that can overlap nothing may skip the
+	// overlap turn (OverlapSQL.Serialize). Only an engine with a Serialize statement is
+	// asked for it.
+	Unpredicted bool
 	// Last says the caller runs nothing after a fresh claim in this transaction, so the
 	// engine may commit the transaction with the claim's own statement (PostgreSQL: one
 	// round trip). The Row's Scan then returns once the commit is durable.

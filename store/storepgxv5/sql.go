@@ -51,7 +51,11 @@ func claimPick(paused, avoid, rescue bool) string {
 // round trip. A rescue does not charge the attempt its expired lease cut short: attempts
 // stay, rescues grows, and its events are the store's to write. $2 is bound but unused
 // without rescue: it is typed for the planner.
-func claimLease(paused, avoid, rescue bool) string {
+func claimLease(paused, avoid, rescue, unpredicted bool) string {
+	only := ""
+	if unpredicted {
+		only = ` AND NOT EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = t.id)`
+	}
 	return `WITH pick AS (` + claimPick(paused, avoid, rescue) + `),
 	leased AS (
 		UPDATE tickets t SET state = 'running', attempts = t.attempts + (t.state = 'queued')::int,
@@ -60,7 +64,7 @@ func claimLease(paused, avoid, rescue bool) string {
 			rescued_from = CASE WHEN t.state = 'running' THEN t.lease_owner END,
 			rescued_node = CASE WHEN t.state = 'running' THEN t.lease_node ELSE '' END,
 			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
-		FROM pick WHERE t.id = pick.id
+		FROM pick WHERE t.id = pick.id` + only + `
 		RETURNING t.*),
 	claimed AS (
 		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
@@ -69,12 +73,17 @@ func claimLease(paused, avoid, rescue bool) string {
 	SELECT ` + ticketCols + ` FROM leased`
 }
 
-// claimQueries[shape][rescue] are claimLease's shapes: 0 no filter, 1 paused, 2 paused
-// and avoid (an avoid shape binds $10 too, "[]" when nothing is paused).
-var claimQueries = [3][2]string{
-	{claimLease(false, false, false), claimLease(false, false, true)},
-	{claimLease(true, false, false), claimLease(true, false, true)},
-	{claimLease(true, true, false), claimLease(true, true, true)},
+// claimQueries[unpredicted][shape][rescue] are claimLease's shapes: shape 0 no filter, 1
+// paused, 2 paused and avoid (an avoid shape binds $10 too, "[]" when nothing is paused);
+// unpredicted 1 leases only a ticket without predicted files (ClaimParams.Unpredicted).
+var claimQueries = [2][3][2]string{claimShapes(false), claimShapes(true)}
+
+func claimShapes(unpredicted bool) [3][2]string {
+	return [3][2]string{
+		{claimLease(false, false, false, unpredicted), claimLease(false, false, true, unpredicted)},
+		{claimLease(true, false, false, unpredicted), claimLease(true, false, true, unpredicted)},
+		{claimLease(true, true, false, unpredicted), claimLease(true, true, true, unpredicted)},
+	}
 }
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when

@@ -122,11 +122,12 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 		paused = 1
 		args = append(args, p.Paused) // $10, only in the paused shapes
 	}
-	full := func() storedriver.Row { return t.QueryRow(ctx, claimQueries[paused][1], args...) }
+	q := &claimQueries[b2i(p.Unpredicted)][paused]
+	full := func() storedriver.Row { return t.QueryRow(ctx, q[1], args...) }
 	if p.Now >= e.leaseHorizon.Load() {
 		return full(), nil
 	}
-	return &claimRow{t: t, ctx: ctx, sql: claimQueries[paused][0], args: args, commit: p.Last && !t.started, full: full}, nil
+	return &claimRow{t: t, ctx: ctx, sql: q[0], args: args, commit: p.Last && !t.started, full: full}, nil
 }
 
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
@@ -235,3 +236,10 @@ func (r batchRow) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
+)
+
+// maxClaimBatch bounds one ClaimBatch: a node has at most 64 workers (config's limit).
+const maxClaimBatch = 64
+
+// ClaimBatch leases up to len(workers) ready tickets, one to each worker in order, in ONE
+// write transaction: a node's idle workers share one fetch and one commit, as River's
+// producer fetches for its free workers. Each lease is what Claim would have given that
+// worker at that point (same order, pauses, rescues, events, a fresh fence token each),
+// with one difference: only the batch's first ticket may overlap a running ticket's
+// predicted files (Claim's fallback when nothing else is ready), so two overlapping
+// tickets are never handed out together; the batch stops short instead. The batch is all
+// or nothing: a failure midway leaves every ticket as it was, and a ctx cancelled midway
+// does not interrupt it (as every write: the leases are returned). It returns the
+// leases in worker order (fewer than asked when fewer are ready), ErrNoTicket for none.
+// Every lease returned must be worked or ended by its caller like Claim's.
+func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.Duration) ([]Lease, error) {
+	if leaseFor <= 0 || len(workers) == 0 || len(workers) > maxClaimBatch {
+		return nil, fmt.Errorf("claim batch for %v: lease duration %v and %d workers: want a duration > 0 and 1..%d workers",
+			workers, leaseFor, len(workers), maxClaimBatch)
+	}
+	var out []Lease
+	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
+	if paused := s.paused.Load(); paused != nil {
+		base.Paused = paused.json
+	}
+	err := s.write(ctx, "claim batch", func(ctx context.Context, tx storedriver.Tx) error {
+		out = out[:0]
+		now := s.nowMS()
+		if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
+			if err := s.settleExpired(ctx, tx, now, workers[0]); err != nil {
+				return err
+			}
+			s.lastSettle.Store(now)
+		}
+		base.Now, base.Expires = now, now+leaseFor.Milliseconds()
+		turn := false
+		for i, w := range workers {
+			p := base
+			p.Worker = w
+			var l Lease
+			err := sql.ErrNoRows
+			if !turn {
+				l, err = s.claimUnpredicted(ctx, tx, p, false)
+			}
+			if errors.Is(err, sql.ErrNoRows) && !turn {
+				if err := s.claimTurn(ctx, tx); err != nil {
+					return err
+				}
+				turn = true
+			}
+			if errors.Is(err, sql.ErrNoRows) {
+				// Claim's fallback (a ticket overlapping a running one) only while the batch
+				// holds nothing it could overlap.
+				l, err = s.claimOne(ctx, tx, p, len(out) == 0, false)
+			}
+			if errors.Is(err, sql.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, l)
+			if s.claimBatchHook != nil {
+				if err := s.claimBatchHook(i); err != nil {
+					return err
+				}
+			}
+		}
+		if len(out) == 0 {
+			// Commit what settling did; ErrNoTicket is reported after the transaction.
+			return s.settleExpired(ctx, tx, now, workers[0])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim batch for %v: %w", workers, err)
+	}
+	if len(out) == 0 {
+		return nil, ErrNoTicket
+	}
+	return out, nil
+}
