@@ -52,7 +52,8 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 			var l Lease
 			err := sql.ErrNoRows
 			if !turn {
-				l, err = s.claimUnpredicted(ctx, tx, p, false)
+				// A batch of one commits with its claim, in one round trip (ClaimParams.Last).
+				l, err = s.claimUnpredicted(ctx, tx, p, len(workers) == 1)
 			}
 			if errors.Is(err, sql.ErrNoRows) && !turn {
 				if err := s.claimTurn(ctx, tx); err != nil {

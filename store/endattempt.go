@@ -75,7 +75,7 @@ func (s *Store) EndAttempt(ctx context.Context, e Ending) (State, error) {
 		return "", err
 	}
 	var to State
-	err := s.write(ctx, ops.op, func(ctx context.Context, tx storedriver.Tx) (err error) {
+	err := s.groupedWrite(ctx, ops.op, func(ctx context.Context, tx storedriver.Tx) (err error) {
 		if to, err = s.endTx(ctx, tx, e); err != nil {
 			return err
 		}
