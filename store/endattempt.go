@@ -79,8 +79,11 @@ func (s *Store) EndAttempt(ctx context.Context, e Ending) (State, error) {
 		if to, err = s.endTx(ctx, tx, e); err != nil {
 			return err
 		}
-		if err := s.endRoundTx(ctx, tx, e.ID, to); err != nil {
-			return fmt.Errorf("end the ticket's round: %w", err)
+		// SQL.CompleteEnded ends the round with the transition.
+		if roundEnded := e.Kind == EndComplete && s.q.CompleteEnded != ""; !roundEnded {
+			if err := s.endRoundTx(ctx, tx, e.ID, to); err != nil {
+				return fmt.Errorf("end the ticket's round: %w", err)
+			}
 		}
 		for _, a := range e.Artifacts {
 			if err := s.saveArtifactTx(ctx, tx, e.ID, a.Path, a.Content); err != nil {

@@ -314,8 +314,12 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 // completeTx is Complete's transition, in the write transaction tx.
 func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result) error {
 	now := s.nowMS()
-	if err := s.fenced(ctx, tx, id, s.q.Complete, storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now,
-		Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}.Args()...); err != nil {
+	cp := storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now, Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}
+	if s.q.CompleteEnded != "" { // the engine writes the event and ends the round with it
+		return s.fenced(ctx, tx, id, s.q.CompleteEnded, storedriver.CompleteEndedParams{CompleteParams: cp,
+			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}.Args()...)
+	}
+	if err := s.fenced(ctx, tx, id, s.q.Complete, cp.Args()...); err != nil {
 		return err
 	}
 	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCompleted, From: StateRunning, To: StateDone, FromRow: true})

@@ -129,6 +129,14 @@ var statements = storedriver.SQL{
 	Complete: `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
 				finished_at = $1, updated_at = $2, branch = $3, result_dir = $4, summary = $5, reason = '', ` + reserveEvent + `
 			WHERE id = $6 AND fence_token = $7 AND state = 'running'`,
+	CompleteEnded: `WITH done AS (
+			UPDATE tickets SET state = 'done', lease_expires_at = NULL,
+				finished_at = $1, updated_at = $2, branch = $3, result_dir = $4, summary = $5, reason = '', ` + reserveEvent + `
+			WHERE id = $6 AND fence_token = $7 AND state = 'running'
+			RETURNING id, last_event_id, prev_event_id, attempts, lease_owner),
+		ended AS (UPDATE rounds SET outcome = $10, ended_at = $1 WHERE ticket_id IN (SELECT id FROM done) AND outcome = 'open')
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $1, $8, $9, $10, '', attempts, lease_owner, prev_event_id FROM done`,
 	EndAttempt: `UPDATE tickets SET state = $1, attempts = $2, run_after = $3,
 				lease_expires_at = NULL, finished_at = $4, updated_at = $5, reason = $6,
 				branch = CASE WHEN $7::text <> '' THEN $7::text ELSE branch END,
