@@ -45,13 +45,28 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 			s.lastSettle.Store(now)
 		}
 		base.Now, base.Expires = now, now+leaseFor.Milliseconds()
+		// PostgreSQL leases the fresh tickets in one statement; what it leaves (a ticket
+		// with predicted files next, rescues, nothing) the loop below takes as Claim would.
+		batched := false
+		if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 {
+			ls, err := claimFresh(ctx, bc, base, workers)
+			if err != nil {
+				return err
+			}
+			out, batched = append(out, ls...), true
+		}
+		for i := range out {
+			if err := s.batchHook(i); err != nil {
+				return err
+			}
+		}
 		turn := false
-		for i, w := range workers {
+		for i := len(out); i < len(workers); i++ {
 			p := base
-			p.Worker = w
+			p.Worker = workers[i]
 			var l Lease
 			err := sql.ErrNoRows
-			if !turn {
+			if !turn && !batched {
 				// A batch of one commits with its claim, in one round trip (ClaimParams.Last).
 				l, err = s.claimUnpredicted(ctx, tx, p, len(workers) == 1)
 			}
@@ -73,10 +88,8 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 				return err
 			}
 			out = append(out, l)
-			if s.claimBatchHook != nil {
-				if err := s.claimBatchHook(i); err != nil {
-					return err
-				}
+			if err := s.batchHook(i); err != nil {
+				return err
 			}
 		}
 		if len(out) == 0 {
@@ -90,6 +103,35 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 	}
 	if len(out) == 0 {
 		return nil, ErrNoTicket
+	}
+	return out, nil
+}
+
+// batchHook runs the tests' claimBatchHook after the batch's i-th lease.
+func (s *Store) batchHook(i int) error {
+	if s.claimBatchHook == nil {
+		return nil
+	}
+	return s.claimBatchHook(i)
+}
+
+// claimFresh leases fresh tickets to workers in one statement (storedriver.BatchClaimer).
+func claimFresh(ctx context.Context, bc storedriver.BatchClaimer, p storedriver.ClaimParams, workers []string) ([]Lease, error) {
+	rows, err := bc.ClaimBatch(ctx, p, workers)
+	if err != nil {
+		return nil, fmt.Errorf("claim for %d workers: %w", len(workers), err)
+	}
+	var out []Lease
+	for rows.Next() {
+		t, err := scanTicket(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read claimed ticket: %w", err)
+		}
+		out = append(out, Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: t.LeaseOwner, ExpiresAt: t.LeaseExpiresAt})
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("read claimed tickets: %w", err)
 	}
 	return out, nil
 }

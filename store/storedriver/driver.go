@@ -100,6 +100,17 @@ type Tx interface {
 	Claim(ctx context.Context, p ClaimParams) (Row, error)
 }
 
+// BatchClaimer is a Tx that can lease several fresh tickets in one statement (PostgreSQL:
+// one round trip for a node's whole fetch).
+type BatchClaimer interface {
+	// ClaimBatch leases to workers, in order, the ready queued tickets in claim order
+	// (ClaimParams: Now, Expires, Node, Paused and Event as for Claim; Worker, Avoid,
+	// Unpredicted and Last unused), at most len(workers), stopping before the first that
+	// has predicted files: each as Claim leases a queued ticket, with its event. Rescues
+	// are not its business. It returns the leased rows (SQL.TicketCols) in claim order.
+	ClaimBatch(ctx context.Context, p ClaimParams, workers []string) (Rows, error)
+}
+
 // ClaimParams are a claim's inputs. The ticket to take: a queued ticket whose run_after has
 // passed, or a running one whose lease expired with rescues+1 < MaxRescues and no
 // cancellation requested; never one of a paused repository; the first by priority desc,

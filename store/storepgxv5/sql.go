@@ -73,6 +73,42 @@ func claimLease(paused, avoid, rescue, unpredicted bool) string {
 	SELECT ` + ticketCols + ` FROM leased`
 }
 
+// claimBatch is claimLease for several workers ($3 their names as a text array), queued
+// tickets only, up to the first with predicted files (storedriver.BatchClaimer).
+func claimBatch(paused bool) string {
+	filter := ""
+	if paused {
+		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
+	}
+	return `WITH pick AS (
+		SELECT id, priority, run_after FROM tickets
+		WHERE finished_at IS NULL AND state = 'queued' AND run_after <= $1::bigint` + filter + `
+		ORDER BY priority DESC, run_after, id
+		LIMIT cardinality($3::text[]) FOR UPDATE SKIP LOCKED),
+	numbered AS (
+		SELECT id, row_number() OVER (ORDER BY priority DESC, run_after, id) AS n,
+			EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = pick.id) AS predicted
+		FROM pick),
+	cut AS (
+		SELECT id, n FROM numbered
+		WHERE n < coalesce((SELECT min(n) FROM numbered WHERE predicted), 2147483647)),
+	leased AS (
+		UPDATE tickets t SET state = 'running', attempts = t.attempts + 1,
+			fence_token = t.fence_token + 1, lease_owner = ($3::text[])[cut.n], lease_node = $4,
+			lease_expires_at = $5, updated_at = $1, rescued_from = NULL, rescued_node = '',
+			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
+		FROM cut WHERE t.id = cut.id
+		RETURNING t.*),
+	claimed AS (
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $1, $6, $7, $8, $9, attempts, lease_owner, prev_event_id FROM leased
+		WHERE $2::int IS NOT NULL)
+	SELECT ` + ticketCols + ` FROM leased ORDER BY priority DESC, run_after, id`
+}
+
+// claimBatches[paused] are claimBatch's shapes.
+var claimBatches = [2]string{claimBatch(false), claimBatch(true)}
+
 // claimQueries[unpredicted][shape][rescue] are claimLease's shapes: shape 0 no filter, 1
 // paused, 2 paused and avoid (an avoid shape binds $10 too, "[]" when nothing is paused);
 // unpredicted 1 leases only a ticket without predicted files (ClaimParams.Unpredicted).

@@ -130,6 +130,19 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 	return &claimRow{t: t, ctx: ctx, sql: q[0], args: args, commit: p.Last && !t.started, full: full}, nil
 }
 
+var _ storedriver.BatchClaimer = (*ptx)(nil)
+
+// ClaimBatch leases several queued tickets in one statement (storedriver.BatchClaimer).
+func (t *ptx) ClaimBatch(ctx context.Context, p storedriver.ClaimParams, workers []string) (storedriver.Rows, error) {
+	t.e.lowerLeaseHorizon(p.Expires) // taken in before the claim runs, as Claim's
+	args := []any{p.Now, p.MaxRescues, workers, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
+	q := claimBatches[0]
+	if p.Paused != "" {
+		q, args = claimBatches[1], append(args, p.Paused)
+	}
+	return t.Query(ctx, q, args...)
+}
+
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
 // taken by other nodes enter it then.
 const refreshEvery = 1000
