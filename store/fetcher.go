@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -42,6 +43,9 @@ func NewFetcher(s *Store, leaseFor time.Duration) *Fetcher {
 // fetch's error. Like every write, a fetch under way is not interrupted by ctx: a worker
 // that asked gets what was claimed for it, and must work or end it as Claim's.
 func (f *Fetcher) Claim(ctx context.Context, worker string) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
+	}
 	w := &fetchWait{worker: worker, done: make(chan fetchAnswer, 1)}
 	f.mu.Lock()
 	f.waiting = append(f.waiting, w)
