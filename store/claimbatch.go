@@ -45,52 +45,9 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 			s.lastSettle.Store(now)
 		}
 		base.Now, base.Expires = now, now+leaseFor.Milliseconds()
-		// PostgreSQL leases the fresh tickets in one statement; what it leaves (a ticket
-		// with predicted files next, rescues, nothing) the loop below takes as Claim would.
-		batched := false
-		if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 {
-			ls, err := claimFresh(ctx, bc, base, workers)
-			if err != nil {
-				return err
-			}
-			out, batched = append(out, ls...), true
-		}
-		for i := range out {
-			if err := s.batchHook(i); err != nil {
-				return err
-			}
-		}
-		turn := false
-		for i := len(out); i < len(workers); i++ {
-			p := base
-			p.Worker = workers[i]
-			var l Lease
-			err := sql.ErrNoRows
-			if !turn && !batched {
-				// A batch of one commits with its claim, in one round trip (ClaimParams.Last).
-				l, err = s.claimUnpredicted(ctx, tx, p, len(workers) == 1)
-			}
-			if errors.Is(err, sql.ErrNoRows) && !turn {
-				if err := s.claimTurn(ctx, tx); err != nil {
-					return err
-				}
-				turn = true
-			}
-			if errors.Is(err, sql.ErrNoRows) {
-				// Claim's fallback (a ticket overlapping a running one) only while the batch
-				// holds nothing it could overlap.
-				l, err = s.claimOne(ctx, tx, p, len(out) == 0, false)
-			}
-			if errors.Is(err, sql.ErrNoRows) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, l)
-			if err := s.batchHook(i); err != nil {
-				return err
-			}
+		var err error
+		if out, err = s.claimBatchTx(ctx, tx, base, workers); err != nil {
+			return err
 		}
 		if len(out) == 0 {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
@@ -105,6 +62,63 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 		return nil, ErrNoTicket
 	}
 	return out, nil
+}
+
+// claimBatchTx is ClaimBatch's claims inside tx: PostgreSQL leases the fresh tickets in one
+// statement; what it leaves (a ticket with predicted files next, rescues, nothing) the
+// loop takes as Claim would.
+func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
+	var out []Lease
+	batched := false
+	if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 {
+		ls, err := claimFresh(ctx, bc, base, workers)
+		if err != nil {
+			return nil, err
+		}
+		out, batched = append(out, ls...), true
+	}
+	for i := range out {
+		if err := s.batchHook(i); err != nil {
+			return nil, err
+		}
+	}
+	turn := false
+	for i := len(out); i < len(workers); i++ {
+		p := base
+		p.Worker = workers[i]
+		l, err := s.claimNext(ctx, tx, p, &turn, !batched, len(out) == 0, len(workers) == 1)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+		if err := s.batchHook(i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// claimNext is a batch's next claim in tx: first without the overlap turn when fresh says
+// the next ticket may have no predicted files, then in the turn (taken once, *turn), with
+// Claim's fallback to an overlapping ticket only for the batch's first lease. alone: the
+// batch has one worker, whose claim may commit with its statement.
+func (s *Store) claimNext(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, turn *bool, fresh, first, alone bool) (Lease, error) {
+	if !*turn && fresh {
+		l, err := s.claimUnpredicted(ctx, tx, p, alone)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return l, err
+		}
+	}
+	if !*turn {
+		if err := s.claimTurn(ctx, tx); err != nil {
+			return Lease{}, err
+		}
+		*turn = true
+	}
+	return s.claimOne(ctx, tx, p, first, false)
 }
 
 // batchHook runs the tests' claimBatchHook after the batch's i-th lease.
