@@ -75,7 +75,7 @@ func (s *Store) EndAttempt(ctx context.Context, e Ending) (State, error) {
 		return "", err
 	}
 	var to State
-	err := s.groupedWrite(ctx, ops.op, func(ctx context.Context, tx storedriver.Tx) (err error) {
+	err := s.write(ctx, ops.op, func(ctx context.Context, tx storedriver.Tx) (err error) {
 		if to, err = s.endTx(ctx, tx, e); err != nil {
 			return err
 		}
@@ -129,7 +129,9 @@ func (s *Store) checkEnding(e Ending) error {
 func (s *Store) endTx(ctx context.Context, tx storedriver.Tx, e Ending) (State, error) {
 	switch e.Kind {
 	case EndComplete:
-		return StateDone, s.completeTx(ctx, tx, e.ID, e.Token, e.Result)
+		// Nothing follows a complete without artifacts alone in its transaction (the round
+		// ends with it: SQL.CompleteEnded).
+		return StateDone, s.completeTx(ctx, tx, e.ID, e.Token, e.Result, len(e.Artifacts) == 0)
 	case EndFail:
 		return s.failTx(ctx, tx, e.ID, e.Token, e.Failure)
 	case EndAsk:

@@ -312,12 +312,20 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 }
 
 // completeTx is Complete's transition, in the write transaction tx.
-func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result) error {
+// last says nothing follows it in tx, so it may commit with its statement.
+func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result, last bool) error {
 	now := s.nowMS()
 	cp := storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now, Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}
 	if s.q.CompleteEnded != "" { // the engine writes the event and ends the round with it
-		return s.fenced(ctx, tx, id, s.q.CompleteEnded, storedriver.CompleteEndedParams{CompleteParams: cp,
-			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}.Args()...)
+		args := storedriver.CompleteEndedParams{CompleteParams: cp,
+			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}.Args()
+		if le, ok := tx.(storedriver.LastExecer); ok && last {
+			if n, err := le.ExecLast(ctx, s.q.CompleteEnded, args...); err != nil || n > 0 {
+				return err
+			}
+			return s.lostOrMissing(ctx, tx, id)
+		}
+		return s.fenced(ctx, tx, id, s.q.CompleteEnded, args...)
 	}
 	if err := s.fenced(ctx, tx, id, s.q.Complete, cp.Args()...); err != nil {
 		return err

@@ -131,8 +131,6 @@ type Store struct {
 	// claimBatchHook, when set (tests only), runs inside ClaimBatch's transaction after its
 	// i-th lease: a test fails there to crash a batch midway.
 	claimBatchHook func(i int) error
-	// group is the attempt endings waiting to be committed together (groupedWrite).
-	group writeGroup
 
 	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
 	paused atomic.Pointer[pausedRepos]

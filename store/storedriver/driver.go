@@ -100,6 +100,14 @@ type Tx interface {
 	Claim(ctx context.Context, p ClaimParams) (Row, error)
 }
 
+// LastExecer is a Tx that can commit with a statement: ExecLast runs query as the
+// transaction's last statement (the caller runs none after it when it changed a row) and,
+// when it is also the first, sends BEGIN, it and COMMIT in one round trip; it returns once
+// that commit is durable. A statement that changed nothing commits nothing.
+type LastExecer interface {
+	ExecLast(ctx context.Context, query string, args ...any) (int64, error)
+}
+
 // BatchClaimer is a Tx that can lease several fresh tickets in one statement (PostgreSQL:
 // one round trip for a node's whole fetch).
 type BatchClaimer interface {

@@ -19,7 +19,8 @@ type ptx struct {
 	e       *Engine
 	conn    *pgx.Conn
 	started bool
-	// committed: a claim committed the transaction with its own statement (claimAndCommit).
+	// committed: a claim or a last statement committed the transaction with its own
+	// (claimAndCommit, ExecLast).
 	committed bool
 }
 
@@ -128,6 +129,41 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 		return full(), nil
 	}
 	return &claimRow{t: t, ctx: ctx, sql: q[0], args: args, commit: p.Last && !t.started, full: full}, nil
+}
+
+var _ storedriver.LastExecer = (*ptx)(nil)
+
+// ExecLast runs sql as the transaction's last statement (storedriver.LastExecer): opening
+// the transaction, it goes with BEGIN and COMMIT in one round trip.
+func (t *ptx) ExecLast(ctx context.Context, sql string, args ...any) (int64, error) {
+	if t.started {
+		return t.Exec(ctx, sql, args...)
+	}
+	t.started = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return 0, t.sent(err)
+	}
+	tag, serr := br.Exec()
+	ctag, cerr := br.Exec()
+	if err := br.Close(); cerr == nil {
+		cerr = err
+	}
+	switch {
+	case serr != nil:
+		return 0, t.sent(serr)
+	case cerr != nil:
+		return 0, t.sent(fmt.Errorf("commit: %w", cerr))
+	case ctag.String() != "COMMIT":
+		return 0, fmt.Errorf("commit: the server answered %q", ctag.String())
+	}
+	t.started, t.committed = false, true // what follows is a transaction of its own
+	return tag.RowsAffected(), nil
 }
 
 var _ storedriver.BatchClaimer = (*ptx)(nil)

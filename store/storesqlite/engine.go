@@ -219,9 +219,6 @@ func atVersion(ctx context.Context, uri, busy string, target int) bool {
 // Name is "sqlite".
 func (e *Engine) Name() string { return "sqlite" }
 
-// GroupsWrites says Write commits concurrent writes together (store.WriteGrouper).
-func (e *Engine) GroupsWrites() bool { return true }
-
 // Location is the database file's absolute path.
 func (e *Engine) Location() string { return e.path }
 
