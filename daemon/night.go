@@ -432,6 +432,7 @@ func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.
 		faults:     &machineFaults{stopClaims: p.stopClaims},
 		health:     &storeHealth{st: d.Store, now: d.now, lease: cfg.Night.Lease, calls: p.rec, stop: p.workCtx, waiting: d.onStoreWait},
 		stopClaims: p.stopClaims,
+		fetch:      store.NewFetcher(d.Store, cfg.Night.Lease),
 	}
 	w.envs.builder.Now = d.now
 	w.envs.st, w.envs.checks, w.envs.pauseRepo, w.envs.now = d.Store, guard, w.pauseRepo, d.now

@@ -49,6 +49,8 @@ type workerPool struct {
 	end *ender
 	// results writes the attempts' results folders.
 	results *resultsFolder
+	// fetch is the node's claims: idle workers share one fetch (one transaction).
+	fetch *store.Fetcher
 
 	mu      sync.Mutex
 	touched []int64
@@ -107,7 +109,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 				continue
 			}
 		}
-		lease, err := w.d.Store.Claim(claimCtx, worker, w.cfg.Night.Lease)
+		lease, err := w.fetch.Claim(claimCtx, worker)
 		if errors.Is(err, store.ErrNoTicket) {
 			wait, more := w.nextWork(claimCtx)
 			if !more {

@@ -79,8 +79,11 @@ func (s *Store) EndAttempt(ctx context.Context, e Ending) (State, error) {
 		if to, err = s.endTx(ctx, tx, e); err != nil {
 			return err
 		}
-		if err := s.endRoundTx(ctx, tx, e.ID, to); err != nil {
-			return fmt.Errorf("end the ticket's round: %w", err)
+		// SQL.CompleteEnded ends the round with the transition.
+		if roundEnded := e.Kind == EndComplete && s.q.CompleteEnded != ""; !roundEnded {
+			if err := s.endRoundTx(ctx, tx, e.ID, to); err != nil {
+				return fmt.Errorf("end the ticket's round: %w", err)
+			}
 		}
 		for _, a := range e.Artifacts {
 			if err := s.saveArtifactTx(ctx, tx, e.ID, a.Path, a.Content); err != nil {
@@ -126,7 +129,9 @@ func (s *Store) checkEnding(e Ending) error {
 func (s *Store) endTx(ctx context.Context, tx storedriver.Tx, e Ending) (State, error) {
 	switch e.Kind {
 	case EndComplete:
-		return StateDone, s.completeTx(ctx, tx, e.ID, e.Token, e.Result)
+		// Nothing follows a complete without artifacts alone in its transaction (the round
+		// ends with it: SQL.CompleteEnded).
+		return StateDone, s.completeTx(ctx, tx, e.ID, e.Token, e.Result, len(e.Artifacts) == 0)
 	case EndFail:
 		return s.failTx(ctx, tx, e.ID, e.Token, e.Failure)
 	case EndAsk:

@@ -112,15 +112,22 @@ func (s *Store) PredictedFiles(ctx context.Context, id int64) (Prediction, error
 	return p, nil
 }
 
-// overlapping returns, as a JSON array for storedriver.ClaimParams.Avoid, the queued
-// tickets whose predicted files overlap a running ticket's of the same repository ("" for
-// none). It runs inside the claim's transaction, after the engine's turn (Serialize).
-func (s *Store) overlapping(ctx context.Context, tx storedriver.Tx) (string, error) {
+// claimTurn runs first in a claim's transaction: the engine's turn (Serialize), so the
+// running tickets overlapping reads include every claim committed before.
+func (s *Store) claimTurn(ctx context.Context, tx storedriver.Tx) error {
 	if q := s.q.Overlap.Serialize; q != "" {
 		if _, err := tx.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("wait for the claim's turn: %w", err)
+			return fmt.Errorf("wait for the claim's turn: %w", err)
 		}
 	}
+	return nil
+}
+
+// overlapping returns, as a JSON array for storedriver.ClaimParams.Avoid, the queued
+// tickets whose predicted files overlap a running ticket's of the same repository ("" for
+// none). It runs inside the claim's transaction, after claimTurn; the tickets claimed
+// earlier in the same transaction count as running.
+func (s *Store) overlapping(ctx context.Context, tx storedriver.Tx) (string, error) {
 	rows, err := tx.Query(ctx, s.q.Overlap.Overlapping)
 	if err != nil {
 		return "", fmt.Errorf("tickets overlapping a running one: %w", err)

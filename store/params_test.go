@@ -25,6 +25,7 @@ func testParamsMatchStatements(t *testing.T, e engine) {
 		{"Enqueue", storedriver.EnqueueParams{}},
 		{"Heartbeat", storedriver.HeartbeatParams{}},
 		{"Complete", storedriver.CompleteParams{}},
+		{"CompleteEnded", storedriver.CompleteEndedParams{}},
 		{"EndAttempt", storedriver.EndAttemptParams{}},
 		{"FinishCancelled", storedriver.FinishCancelledParams{}},
 		{"SaveTriage", storedriver.SaveTriageParams{}},
@@ -58,6 +59,9 @@ func testParamsMatchStatements(t *testing.T, e engine) {
 		if !f.IsValid() {
 			t.Errorf("SQL has no statement %s", st.field)
 			continue
+		}
+		if f.String() == "" && st.field == "CompleteEnded" {
+			continue // optional
 		}
 		if got, want := placeholders(f.String()), len(st.params.Args()); got != want {
 			t.Errorf("%s numbers %d placeholders; %T gives %d arguments", st.field, got, st.params, want)

@@ -128,31 +128,19 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 			s.lastSettle.Store(now)
 		}
 		p.Now, p.Expires = now, now+leaseFor.Milliseconds()
-		avoid, err := s.overlapping(ctx, tx)
-		if err != nil {
-			return err
+		var err error
+		l, err = s.claimUnpredicted(ctx, tx, p, true)
+		if errors.Is(err, sql.ErrNoRows) {
+			if err = s.claimTurn(ctx, tx); err != nil {
+				return err
+			}
+			l, err = s.claimOne(ctx, tx, p, true, true)
 		}
-		t, err := s.claimPick(ctx, tx, p, avoid)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
 			return s.settleExpired(ctx, tx, now, worker)
 		}
-		if err != nil {
-			return fmt.Errorf("read claimed ticket: %w", err)
-		}
-		// A fresh claim's event came with the lease (p.Event). A rescue's lease reserved the
-		// lost lease's event; the claim then reserves its own.
-		if t.RescuedFrom != "" {
-			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventLeaseExpired, From: StateRunning, To: StateQueued, Attempt: t.Attempts, Actor: worker, Reason: fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d; a crash counts against the ticket only when its attempt was the only one running)",
-				t.RescuedFrom, worker, t.Rescues)}); err != nil {
-				return err
-			}
-			if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventKind(p.Event.Kind), From: State(p.Event.From), To: State(p.Event.To), Attempt: t.Attempts, Actor: worker, Reason: p.Event.Reason, Reserve: true}); err != nil {
-				return err
-			}
-		}
-		l = Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}
-		return nil
+		return err
 	})
 	if err == nil && l.Token == 0 {
 		return Lease{}, ErrNoTicket
@@ -163,22 +151,70 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 	return l, nil
 }
 
+// claimOne leases the next ticket to p.Worker inside tx, after claimTurn, and writes its
+// events: a fresh claim's came with the lease (p.Event), a rescue's lease reserved the lost
+// lease's event and the claim then reserves its own. fallback lets it take a ticket
+// overlapping a running one when nothing else is ready; last says nothing follows it in
+// tx. sql.ErrNoRows when nothing is ready.
+func (s *Store) claimOne(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, fallback, last bool) (Lease, error) {
+	avoid := ""
+	if !p.Unpredicted {
+		var err error
+		if avoid, err = s.overlapping(ctx, tx); err != nil {
+			return Lease{}, err
+		}
+	}
+	t, err := s.claimPick(ctx, tx, p, avoid, fallback, last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, err
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("read claimed ticket: %w", err)
+	}
+	worker, now := p.Worker, p.Now
+	if t.RescuedFrom != "" {
+		if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventLeaseExpired, From: StateRunning, To: StateQueued, Attempt: t.Attempts, Actor: worker, Reason: fmt.Sprintf("lease of %s expired; rescued by %s without charging the attempt (lost lease %d; a crash counts against the ticket only when its attempt was the only one running)",
+			t.RescuedFrom, worker, t.Rescues)}); err != nil {
+			return Lease{}, err
+		}
+		if err := s.writeEvent(ctx, tx, eventWrite{Ticket: t.ID, At: now, Kind: EventKind(p.Event.Kind), From: State(p.Event.From), To: State(p.Event.To), Attempt: t.Attempts, Actor: worker, Reason: p.Event.Reason, Reserve: true}); err != nil {
+			return Lease{}, err
+		}
+	}
+	return Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: worker, ExpiresAt: t.LeaseExpiresAt}, nil
+}
+
+// claimUnpredicted is a claim's first try on an engine whose overlap-aware claims take
+// turns (OverlapSQL.Serialize): the next ticket, leased only when it has no predicted
+// files. Such a ticket overlaps nothing, now or when a later claim reads it running, so
+// its claim needs neither the turn nor the running tickets' files, and claims run side by
+// side. sql.ErrNoRows when the next ticket has predicted files (or none is ready): the
+// caller then takes its turn and claims with claimOne.
+func (s *Store) claimUnpredicted(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, last bool) (Lease, error) {
+	if s.q.Overlap.Serialize == "" {
+		return Lease{}, sql.ErrNoRows
+	}
+	p.Unpredicted = true
+	return s.claimOne(ctx, tx, p, false, last)
+}
+
 // claimPick leases the next ticket, passing over the tickets of avoid (a JSON array, ""
-// for none) unless no other is ready, and reads it (sql.ErrNoRows for none).
-func (s *Store) claimPick(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, avoid string) (Ticket, error) {
+// for none) unless no other is ready and fallback allows it, and reads it (sql.ErrNoRows
+// for none). last says nothing follows the claim in its transaction.
+func (s *Store) claimPick(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, avoid string, fallback, last bool) (Ticket, error) {
 	p.Avoid = avoid
 	// Nothing follows a fresh claim but, when it passes over tickets and finds nothing, the
 	// claim of those: the engine writes its event with the lease.
-	p.Last = avoid == ""
+	p.Last = last && (avoid == "" || !fallback)
 	row, err := tx.Claim(ctx, p)
 	if err != nil {
 		return Ticket{}, err
 	}
 	t, err := scanTicket(row)
-	if !errors.Is(err, sql.ErrNoRows) || avoid == "" {
+	if !errors.Is(err, sql.ErrNoRows) || avoid == "" || !fallback {
 		return t, err
 	}
-	p.Avoid, p.Last, p.Event.Reason = "", true, overlapReason
+	p.Avoid, p.Last, p.Event.Reason = "", last, overlapReason
 	if row, err = tx.Claim(ctx, p); err != nil {
 		return Ticket{}, err
 	}
@@ -276,10 +312,22 @@ func (s *Store) Complete(ctx context.Context, id, token int64, r Result) error {
 }
 
 // completeTx is Complete's transition, in the write transaction tx.
-func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result) error {
+// last says nothing follows it in tx, so it may commit with its statement.
+func (s *Store) completeTx(ctx context.Context, tx storedriver.Tx, id, token int64, r Result, last bool) error {
 	now := s.nowMS()
-	if err := s.fenced(ctx, tx, id, s.q.Complete, storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now,
-		Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}.Args()...); err != nil {
+	cp := storedriver.CompleteParams{FinishedAt: now, UpdatedAt: now, Branch: r.Branch, ResultDir: r.ResultDir, Summary: r.Summary, ID: id, Token: token}
+	if s.q.CompleteEnded != "" { // the engine writes the event and ends the round with it
+		args := storedriver.CompleteEndedParams{CompleteParams: cp,
+			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}.Args()
+		if le, ok := tx.(storedriver.LastExecer); ok && last {
+			if n, err := le.ExecLast(ctx, s.q.CompleteEnded, args...); err != nil || n > 0 {
+				return err
+			}
+			return s.lostOrMissing(ctx, tx, id)
+		}
+		return s.fenced(ctx, tx, id, s.q.CompleteEnded, args...)
+	}
+	if err := s.fenced(ctx, tx, id, s.q.Complete, cp.Args()...); err != nil {
 		return err
 	}
 	return s.writeEvent(ctx, tx, eventWrite{Ticket: id, At: now, Kind: EventCompleted, From: StateRunning, To: StateDone, FromRow: true})

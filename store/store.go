@@ -128,6 +128,9 @@ type Store struct {
 
 	randMu     sync.Mutex
 	lastSettle atomic.Int64 // store clock (unix ms) of Claim's last settleExpired
+	// claimBatchHook, when set (tests only), runs inside ClaimBatch's transaction after its
+	// i-th lease: a test fails there to crash a batch midway.
+	claimBatchHook func(i int) error
 
 	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
 	paused atomic.Pointer[pausedRepos]

@@ -67,6 +67,7 @@ type pgConfig struct {
 	samples    int
 	drain      int
 	riverMode  string
+	fetch      string
 }
 
 // childReport is what a child process prints when its timed run ends.
@@ -92,6 +93,9 @@ func runPostgres(ctx context.Context, c pgConfig, stdout io.Writer) error {
 	if c.latency {
 		fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d claims behind %d finished tickets\n", version, c.samples, c.history)
 		return claimLatency(ctx, c, admin, stdout)
+	}
+	if c.drain > 0 {
+		shape += ", ticketd fetching " + c.fetch
 	}
 	fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d rounds per queue, %s, goroutines %v over up to %d processes, River completing by %s\n",
 		version, c.rounds, shape, c.goroutines, c.procs, c.riverMode)
@@ -317,6 +321,7 @@ type childFlags struct {
 	goroutines                     int
 	drain                          bool
 	riverMode                      string
+	fetch                          string
 }
 
 func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
@@ -327,6 +332,7 @@ func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
 	fs.IntVar(&cf.goroutines, "child-goroutines", 1, "(internal)")
 	fs.BoolVar(&cf.drain, "child-drain", false, "(internal)")
 	fs.StringVar(&cf.riverMode, "child-river-mode", "batch", "(internal)")
+	fs.StringVar(&cf.fetch, "child-ticketd-fetch", "shared", "(internal)")
 }
 
 // runChild sets up its queue, says ready, waits for go, runs for d and reports.
@@ -757,7 +763,7 @@ func drainRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 	}
 	kids, err := startChildren(self, g, procs, func(n, p int) []string {
 		return []string{"-child", name, "-child-drain", "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode}
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode, "-child-ticketd-fetch", c.fetch}
 	})
 	defer kids.kill()
 	if err != nil {
@@ -900,10 +906,15 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 	var mu sync.Mutex
 	var first error
 	var n atomic.Int64
+	claim := func(w string) (store.Lease, error) { return s.Claim(ctx, w, time.Minute) }
+	if cf.fetch == "shared" {
+		f := store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
+		claim = func(w string) (store.Lease, error) { return f.Claim(ctx, w) }
+	}
 	for w := range cf.goroutines {
 		wg.Go(func() {
 			for {
-				l, err := s.Claim(ctx, fmt.Sprint("w", w), time.Minute)
+				l, err := claim(fmt.Sprint("w", w))
 				if errors.Is(err, store.ErrNoTicket) {
 					due, derr := s.NextDue(ctx)
 					if derr == nil && due.Queued == 0 {

@@ -100,6 +100,25 @@ type Tx interface {
 	Claim(ctx context.Context, p ClaimParams) (Row, error)
 }
 
+// LastExecer is a Tx that can commit with a statement: ExecLast runs query as the
+// transaction's last statement (the caller runs none after it when it changed a row) and,
+// when it is also the first, sends BEGIN, it and COMMIT in one round trip; it returns once
+// that commit is durable. A statement that changed nothing commits nothing.
+type LastExecer interface {
+	ExecLast(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// BatchClaimer is a Tx that can lease several fresh tickets in one statement (PostgreSQL:
+// one round trip for a node's whole fetch).
+type BatchClaimer interface {
+	// ClaimBatch leases to workers, in order, the ready queued tickets in claim order
+	// (ClaimParams: Now, Expires, Node, Paused and Event as for Claim; Worker, Avoid,
+	// Unpredicted and Last unused), at most len(workers), stopping before the first that
+	// has predicted files: each as Claim leases a queued ticket, with its event. Rescues
+	// are not its business. It returns the leased rows (SQL.TicketCols) in claim order.
+	ClaimBatch(ctx context.Context, p ClaimParams, workers []string) (Rows, error)
+}
+
 // ClaimParams are a claim's inputs. The ticket to take: a queued ticket whose run_after has
 // passed, or a running one whose lease expired with rescues+1 < MaxRescues and no
 // cancellation requested; never one of a paused repository; the first by priority desc,
@@ -119,6 +138,11 @@ type ClaimParams struct {
 	// Event is the event a fresh claim writes under the lease's reservation: at Now, with
 	// the ticket's new attempts and Worker as actor.
 	Event ClaimEvent
+	// Unpredicted leases the picked ticket only when it has no predicted files (the Row
+	// then has none when it has some): a claim that can overlap nothing may skip the
+	// overlap turn (OverlapSQL.Serialize). Only an engine with a Serialize statement is
+	// asked for it.
+	Unpredicted bool
 	// Last says the caller runs nothing after a fresh claim in this transaction, so the
 	// engine may commit the transaction with the claim's own statement (PostgreSQL: one
 	// round trip). The Row's Scan then returns once the commit is durable.

@@ -32,6 +32,16 @@ func (p CompleteParams) Args() []any {
 	return []any{p.FinishedAt, p.UpdatedAt, p.Branch, p.ResultDir, p.Summary, p.ID, p.Token}
 }
 
+// CompleteEndedParams are CompleteEnded's arguments: Complete's, then what its event says.
+type CompleteEndedParams struct {
+	CompleteParams
+	Kind, From, To string
+}
+
+func (p CompleteEndedParams) Args() []any {
+	return append(p.CompleteParams.Args(), p.Kind, p.From, p.To)
+}
+
 // EndAttemptParams are EndAttempt's arguments.
 type EndAttemptParams struct {
 	State    string

@@ -45,6 +45,11 @@ type SQL struct {
 	Leased string
 	// Complete (transition, fenced): CompleteParams; state done, lease_expires_at NULL, reason ''.
 	Complete string
+	// CompleteEnded, optional ("" where statements cost no round trip): Complete, the event
+	// AppendEventFromRow would append after it (kind, from, to; reason '', at FinishedAt)
+	// and the end of the ticket's open round (outcome To, at FinishedAt) in one statement:
+	// CompleteEndedParams. It changes one row when the fenced update matched, none otherwise.
+	CompleteEnded string
 	// EndAttempt (transition, fenced): EndAttemptParams; lease_expires_at NULL.
 	EndAttempt string
 	// FinishCancelled (transition, fenced): FinishCancelledParams; state cancelled, lease_expires_at NULL.

@@ -51,7 +51,11 @@ func claimPick(paused, avoid, rescue bool) string {
 // round trip. A rescue does not charge the attempt its expired lease cut short: attempts
 // stay, rescues grows, and its events are the store's to write. $2 is bound but unused
 // without rescue: it is typed for the planner.
-func claimLease(paused, avoid, rescue bool) string {
+func claimLease(paused, avoid, rescue, unpredicted bool) string {
+	only := ""
+	if unpredicted {
+		only = ` AND NOT EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = t.id)`
+	}
 	return `WITH pick AS (` + claimPick(paused, avoid, rescue) + `),
 	leased AS (
 		UPDATE tickets t SET state = 'running', attempts = t.attempts + (t.state = 'queued')::int,
@@ -60,7 +64,7 @@ func claimLease(paused, avoid, rescue bool) string {
 			rescued_from = CASE WHEN t.state = 'running' THEN t.lease_owner END,
 			rescued_node = CASE WHEN t.state = 'running' THEN t.lease_node ELSE '' END,
 			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
-		FROM pick WHERE t.id = pick.id
+		FROM pick WHERE t.id = pick.id` + only + `
 		RETURNING t.*),
 	claimed AS (
 		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
@@ -69,12 +73,53 @@ func claimLease(paused, avoid, rescue bool) string {
 	SELECT ` + ticketCols + ` FROM leased`
 }
 
-// claimQueries[shape][rescue] are claimLease's shapes: 0 no filter, 1 paused, 2 paused
-// and avoid (an avoid shape binds $10 too, "[]" when nothing is paused).
-var claimQueries = [3][2]string{
-	{claimLease(false, false, false), claimLease(false, false, true)},
-	{claimLease(true, false, false), claimLease(true, false, true)},
-	{claimLease(true, true, false), claimLease(true, true, true)},
+// claimBatch is claimLease for several workers ($3 their names as a text array), queued
+// tickets only, up to the first with predicted files (storedriver.BatchClaimer).
+func claimBatch(paused bool) string {
+	filter := ""
+	if paused {
+		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
+	}
+	return `WITH pick AS (
+		SELECT id, priority, run_after FROM tickets
+		WHERE finished_at IS NULL AND state = 'queued' AND run_after <= $1::bigint` + filter + `
+		ORDER BY priority DESC, run_after, id
+		LIMIT cardinality($3::text[]) FOR UPDATE SKIP LOCKED),
+	numbered AS (
+		SELECT id, row_number() OVER (ORDER BY priority DESC, run_after, id) AS n,
+			EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = pick.id) AS predicted
+		FROM pick),
+	cut AS (
+		SELECT id, n FROM numbered
+		WHERE n < coalesce((SELECT min(n) FROM numbered WHERE predicted), 2147483647)),
+	leased AS (
+		UPDATE tickets t SET state = 'running', attempts = t.attempts + 1,
+			fence_token = t.fence_token + 1, lease_owner = ($3::text[])[cut.n], lease_node = $4,
+			lease_expires_at = $5, updated_at = $1, rescued_from = NULL, rescued_node = '',
+			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
+		FROM cut WHERE t.id = cut.id
+		RETURNING t.*),
+	claimed AS (
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $1, $6, $7, $8, $9, attempts, lease_owner, prev_event_id FROM leased
+		WHERE $2::int IS NOT NULL)
+	SELECT ` + ticketCols + ` FROM leased ORDER BY priority DESC, run_after, id`
+}
+
+// claimBatches[paused] are claimBatch's shapes.
+var claimBatches = [2]string{claimBatch(false), claimBatch(true)}
+
+// claimQueries[unpredicted][shape][rescue] are claimLease's shapes: shape 0 no filter, 1
+// paused, 2 paused and avoid (an avoid shape binds $10 too, "[]" when nothing is paused);
+// unpredicted 1 leases only a ticket without predicted files (ClaimParams.Unpredicted).
+var claimQueries = [2][3][2]string{claimShapes(false), claimShapes(true)}
+
+func claimShapes(unpredicted bool) [3][2]string {
+	return [3][2]string{
+		{claimLease(false, false, false, unpredicted), claimLease(false, false, true, unpredicted)},
+		{claimLease(true, false, false, unpredicted), claimLease(true, false, true, unpredicted)},
+		{claimLease(true, true, false, unpredicted), claimLease(true, true, true, unpredicted)},
+	}
 }
 
 // leaseHorizonQuery is the earliest lease expiry among running tickets (math.MaxInt64 when
@@ -120,6 +165,14 @@ var statements = storedriver.SQL{
 	Complete: `UPDATE tickets SET state = 'done', lease_expires_at = NULL,
 				finished_at = $1, updated_at = $2, branch = $3, result_dir = $4, summary = $5, reason = '', ` + reserveEvent + `
 			WHERE id = $6 AND fence_token = $7 AND state = 'running'`,
+	CompleteEnded: `WITH done AS (
+			UPDATE tickets SET state = 'done', lease_expires_at = NULL,
+				finished_at = $1, updated_at = $2, branch = $3, result_dir = $4, summary = $5, reason = '', ` + reserveEvent + `
+			WHERE id = $6 AND fence_token = $7 AND state = 'running'
+			RETURNING id, last_event_id, prev_event_id, attempts, lease_owner),
+		ended AS (UPDATE rounds SET outcome = $10, ended_at = $1 WHERE ticket_id IN (SELECT id FROM done) AND outcome = 'open')
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $1, $8, $9, $10, '', attempts, lease_owner, prev_event_id FROM done`,
 	EndAttempt: `UPDATE tickets SET state = $1, attempts = $2, run_after = $3,
 				lease_expires_at = NULL, finished_at = $4, updated_at = $5, reason = $6,
 				branch = CASE WHEN $7::text <> '' THEN $7::text ELSE branch END,

@@ -19,7 +19,8 @@ type ptx struct {
 	e       *Engine
 	conn    *pgx.Conn
 	started bool
-	// committed: a claim committed the transaction with its own statement (claimAndCommit).
+	// committed: a claim or a last statement committed the transaction with its own
+	// (claimAndCommit, ExecLast).
 	committed bool
 }
 
@@ -122,11 +123,60 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 		paused = 1
 		args = append(args, p.Paused) // $10, only in the paused shapes
 	}
-	full := func() storedriver.Row { return t.QueryRow(ctx, claimQueries[paused][1], args...) }
+	q := &claimQueries[b2i(p.Unpredicted)][paused]
+	full := func() storedriver.Row { return t.QueryRow(ctx, q[1], args...) }
 	if p.Now >= e.leaseHorizon.Load() {
 		return full(), nil
 	}
-	return &claimRow{t: t, ctx: ctx, sql: claimQueries[paused][0], args: args, commit: p.Last && !t.started, full: full}, nil
+	return &claimRow{t: t, ctx: ctx, sql: q[0], args: args, commit: p.Last && !t.started, full: full}, nil
+}
+
+var _ storedriver.LastExecer = (*ptx)(nil)
+
+// ExecLast runs sql as the transaction's last statement (storedriver.LastExecer): opening
+// the transaction, it goes with BEGIN and COMMIT in one round trip.
+func (t *ptx) ExecLast(ctx context.Context, sql string, args ...any) (int64, error) {
+	if t.started {
+		return t.Exec(ctx, sql, args...)
+	}
+	t.started = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := t.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return 0, t.sent(err)
+	}
+	tag, serr := br.Exec()
+	ctag, cerr := br.Exec()
+	if err := br.Close(); cerr == nil {
+		cerr = err
+	}
+	switch {
+	case serr != nil:
+		return 0, t.sent(serr)
+	case cerr != nil:
+		return 0, t.sent(fmt.Errorf("commit: %w", cerr))
+	case ctag.String() != "COMMIT":
+		return 0, fmt.Errorf("commit: the server answered %q", ctag.String())
+	}
+	t.started, t.committed = false, true // what follows is a transaction of its own
+	return tag.RowsAffected(), nil
+}
+
+var _ storedriver.BatchClaimer = (*ptx)(nil)
+
+// ClaimBatch leases several queued tickets in one statement (storedriver.BatchClaimer).
+func (t *ptx) ClaimBatch(ctx context.Context, p storedriver.ClaimParams, workers []string) (storedriver.Rows, error) {
+	t.e.lowerLeaseHorizon(p.Expires) // taken in before the claim runs, as Claim's
+	args := []any{p.Now, p.MaxRescues, workers, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
+	q := claimBatches[0]
+	if p.Paused != "" {
+		q, args = claimBatches[1], append(args, p.Paused)
+	}
+	return t.Query(ctx, q, args...)
 }
 
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
@@ -235,3 +285,10 @@ func (r batchRow) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
