@@ -161,8 +161,8 @@ var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", 
 type ImportGraph struct {
 	// Tests says which files are test modules (the repository's discovery); nil means
 	// pytest's default names.
-	Tests   *discover.Tests
-	root string
+	Tests *discover.Tests
+	root  string
 	// files maps each Python file to itself: the edges hold these strings, not copies.
 	files   map[string]string
 	dirs    map[string]bool // directories holding Python files, for namespace packages
