@@ -227,7 +227,9 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 	if err != nil {
 		return nil
 	}
-	rel = filepath.ToSlash(rel)
+	// Rel slices p, the walk's absolute path: the graph keeps a copy of the relative part
+	// only, not every file's full path.
+	rel = strings.Clone(filepath.ToSlash(rel))
 	s.g.files[rel] = rel
 	s.py = append(s.py, rel)
 	for d := path.Dir(rel); d != "." && !s.g.dirs[d]; d = path.Dir(d) {
