@@ -2,11 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,13 +34,12 @@ const HeldNote = "held for the night's whole suite: "
 
 // heldFix is a done fix waiting for the night's whole suite.
 type heldFix struct {
-	id      int64
-	branch  string
-	name    string // the repository's name in the config
-	repo    config.Repo
-	base    string // the base commit its checks ran against
-	facts   repoFacts
-	changes []worktree.Change
+	id     int64
+	branch string
+	name   string // the repository's name in the config
+	repo   config.Repo
+	base   string // the base commit its checks ran against
+	facts  repoFacts
 }
 
 // nightSuite keeps the night's held fixes, per repository and base commit.
@@ -80,8 +78,8 @@ func (n *nightSuite) hold(a *attemptRun) {
 		n.held = map[string][]heldFix{}
 	}
 	key := a.lease.Ticket.Repo + " " + a.tree.BaseCommit
-	n.held[key] = append(n.held[key], heldFix{id: a.lease.Ticket.ID, branch: a.tree.Branch, name: a.lease.Ticket.Repo, repo: a.repo,
-		base: a.tree.BaseCommit, facts: a.facts, changes: a.fix.changes()})
+	n.held[key] = append(n.held[key], heldFix{id: a.lease.Ticket.ID, branch: a.fixBranch(), name: a.lease.Ticket.Repo, repo: a.repo,
+		base: a.tree.BaseCommit, facts: a.facts})
 }
 
 // take returns the held fixes, grouped, and forgets them.
@@ -122,19 +120,23 @@ func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, d *Daemon, tr
 // disagree: the night's agreement check is their place).
 func judgeGroup(ctx context.Context, log *slog.Logger, trees *worktree.Manager, run pipeline.CheckRunner, group []heldFix) suiteVerdict {
 	g, err := suiteOver(ctx, trees, run, group)
-	if err != nil {
+	together := ""
+	switch {
+	case errors.Is(err, worktree.ErrDoesNotApply) && len(group) > 1:
+		together = "their changes do not apply together: " + err.Error()
+	case err != nil:
 		return suiteVerdict{unusable: err.Error()}
-	}
-	if why := unjudged(g); why != "" {
-		return suiteVerdict{unusable: why}
-	}
-	if g.Passed {
+	case unjudged(g) != "":
+		return suiteVerdict{unusable: unjudged(g)}
+	case g.Passed:
 		log.Info("night's whole suite passed", "repo", group[0].name, "fixes", len(group))
 		return suiteVerdict{pass: group}
+	default:
+		together = failureText(g)
 	}
 	v := suiteVerdict{refused: map[int64]string{}}
 	if len(group) == 1 {
-		v.refused[group[0].id] = failureText(g)
+		v.refused[group[0].id] = together
 		return v
 	}
 	for _, f := range group {
@@ -152,7 +154,7 @@ func judgeGroup(ctx context.Context, log *slog.Logger, trees *worktree.Manager, 
 	}
 	if len(v.refused) == 0 {
 		for _, f := range v.pass {
-			v.refused[f.id] = "passes alone, fails together with the night's other fixes: " + failureText(g)
+			v.refused[f.id] = "passes alone, fails together with the night's other fixes: " + together
 		}
 		v.pass = nil
 	}
@@ -181,7 +183,9 @@ func failureText(g pipeline.Gate) string {
 	return text
 }
 
-// suiteOver runs the whole suite on a tree at the fixes' base commit holding their changes.
+// suiteOver runs the whole suite on a tree at the fixes' base commit with their branches'
+// changes applied in turn, as git applies a patch: two fixes to one file both count, where
+// writing each fix's files over the other's would keep only the last.
 func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckRunner, fixes []heldFix) (pipeline.Gate, error) {
 	f0 := fixes[0]
 	tree, err := trees.Prepare(ctx, f0.repo.Path, f0.base, fmt.Sprintf("ticketd/night-suite-%d", f0.id))
@@ -190,18 +194,8 @@ func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckR
 	}
 	defer trees.Remove(context.WithoutCancel(ctx), tree, false)
 	for _, f := range fixes {
-		for _, c := range f.changes {
-			p := filepath.Join(tree.Dir, filepath.FromSlash(c.Path))
-			mode := os.FileMode(0o644)
-			if c.Executable {
-				mode = 0o755
-			}
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return pipeline.Gate{}, fmt.Errorf("night's whole suite: put ticket %d's %s in place: %w", f.id, c.Path, err)
-			}
-			if err := os.WriteFile(p, c.Data, mode); err != nil {
-				return pipeline.Gate{}, fmt.Errorf("night's whole suite: put ticket %d's %s in place: %w", f.id, c.Path, err)
-			}
+		if err := tree.ApplyBranch(ctx, f.branch); err != nil {
+			return pipeline.Gate{}, fmt.Errorf("night's whole suite: put ticket %d's fix (%s) in place: %w", f.id, f.branch, err)
 		}
 	}
 	return pipeline.NightSuite(ctx, run, tree.Dir, f0.facts.checks, f0.facts.results), nil

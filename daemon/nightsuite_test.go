@@ -2,12 +2,17 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // calcRepo: double is off by one; test_calc.py imports calc. With cli, tests/test_cli.py
@@ -110,5 +115,56 @@ func TestHeldUnjudged(t *testing.T) {
 		if got := heldUnjudged(tt.evs); got != tt.want {
 			t.Errorf("%s: heldUnjudged = %v; want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// seenRunner is a check runner that records what the tree held when the checks ran.
+type seenRunner struct {
+	file string
+	seen []string
+}
+
+func (r *seenRunner) Run(_ context.Context, dir string, _ []validate.Check) []validate.Result {
+	data, _ := os.ReadFile(filepath.Join(dir, r.file))
+	r.seen = append(r.seen, string(data))
+	return nil
+}
+
+// The whole suite runs over the held fixes' changes applied in turn: two fixes to one file
+// (different lines, as the night's agreement check let through) are both in the tree, and
+// two that do not apply together are said to, not run.
+func TestSuiteOverStacksFixesOfOneFile(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "pricing")
+	lines := "def tax(x):\n    return x\n\n\n\n\ndef bulk(x):\n    return x\n"
+	writeRepo(t, repo, map[string]string{"rules.py": lines})
+	base := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	branch := func(name, old, new string) heldFix {
+		t.Helper()
+		git(t, repo, "checkout", "-q", "-b", name, base)
+		write(t, filepath.Join(repo, "rules.py"), strings.Replace(lines, old, new, 1))
+		git(t, repo, "commit", "-q", "-am", name)
+		git(t, repo, "checkout", "-q", "main")
+		return heldFix{id: int64(len(name)), branch: name, name: "pricing", repo: config.Repo{Path: repo}, base: base,
+			facts: repoFacts{checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}}}
+	}
+	taxFix := branch("fix-tax", "def tax(x):\n    return x\n", "def tax(x):\n    return round(x)\n")
+	bulkFix := branch("fix-bulk", "def bulk(x):\n    return x\n", "def bulk(x):\n    return x * 0.9\n")
+	clash := branch("fix-tax-too", "def tax(x):\n    return x\n", "def tax(x):\n    return int(x)\n")
+	trees := worktree.NewManager(filepath.Join(root, "work"), nil)
+	ctx := context.Background()
+
+	run := &seenRunner{file: "rules.py"}
+	if _, err := suiteOver(ctx, trees, run, []heldFix{taxFix, bulkFix}); err != nil {
+		t.Fatal(err)
+	}
+	if len(run.seen) != 1 || !strings.Contains(run.seen[0], "round(x)") || !strings.Contains(run.seen[0], "x * 0.9") {
+		t.Errorf("the whole suite ran over:\n%q\nwant both fixes of rules.py", run.seen)
+	}
+	if _, err := suiteOver(ctx, trees, run, []heldFix{taxFix, clash}); !errors.Is(err, worktree.ErrDoesNotApply) {
+		t.Errorf("two fixes of one line: %v; want ErrDoesNotApply", err)
+	}
+	if len(run.seen) != 1 {
+		t.Errorf("the checks ran over fixes that do not apply together")
 	}
 }
