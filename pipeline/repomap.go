@@ -66,7 +66,7 @@ func pythonOutline(root *os.Root, rel string) string {
 	}
 	var out []string
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20) // grows for a long line; most files need 4 KiB
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), " \t\r")
 		trimmed := strings.TrimLeft(line, " \t")

@@ -53,6 +53,7 @@ func chooseTests(dir string, tests *discover.Tests, checks []validate.Check, bas
 			return Selection{Whole: why}, nil
 		}
 	}
+	defer holdImportGraph()()
 	graph, err := validate.ScanImports(dir, changed...)
 	if err != nil {
 		return Selection{Whole: "the import scan failed: " + err.Error()}, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -31,6 +32,18 @@ type TierRun struct {
 	Duration time.Duration `json:"duration"`
 	Summary  string        `json:"summary"`  // each check's one-line summary
 	Failures []string      `json:"failures"` // what made it fail; empty when it passed
+}
+
+// affectedTests is the test files a change of changed may affect, and how many test files
+// the repository has, by its import graph (built and read in the graph's slot).
+func affectedTests(dir string, tests *discover.Tests, changed []string) (files []string, total int, err error) {
+	defer holdImportGraph()()
+	graph, err := validate.ScanImports(dir, changed...)
+	if err != nil {
+		return nil, 0, err
+	}
+	graph.Tests = tests
+	return graph.TestsAffectedBy(changed), graph.TestFiles(), nil
 }
 
 // maxFirstTierShare bounds the first tier: when the scan selects more than this share of the
@@ -55,13 +68,11 @@ func (c *checkRun) firstTier(ctx context.Context) (*TierRun, *Gate) {
 		return nil, nil
 	}
 	start := c.now()
-	graph, err := validate.ScanImports(c.tree.dir, changed...)
+	files, total, err := affectedTests(c.tree.dir, c.tree.tests(), changed)
 	if err != nil {
 		c.log.Warn("first tier: import scan", "err", err)
 		return nil, nil
 	}
-	graph.Tests = c.tree.tests()
-	files := graph.TestsAffectedBy(changed)
 	targets := slices.DeleteFunc(slices.Clone(c.targets), func(id string) bool {
 		file, _, _ := strings.Cut(id, "::")
 		return slices.Contains(files, file)
@@ -69,7 +80,7 @@ func (c *checkRun) firstTier(ctx context.Context) (*TierRun, *Gate) {
 	if len(files)+len(targets) == 0 {
 		return nil, nil
 	}
-	if total := graph.TestFiles(); total > 0 && float64(len(files)) > maxFirstTierShare*float64(total) {
+	if total > 0 && float64(len(files)) > maxFirstTierShare*float64(total) {
 		return nil, nil
 	}
 	run := &TierRun{Files: files, Targets: targets}

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
@@ -590,8 +591,39 @@ func fnmatchPath(pattern, p string) bool {
 // fnmatch is Python's fnmatch.fnmatch on POSIX: * and ? match any character, "/" included;
 // [seq] and [!seq] match one character of (not of) seq.
 func fnmatch(pattern, name string) bool {
+	re := compiledGlob(pattern)
+	return re != nil && re.MatchString(name)
+}
+
+// maxCachedGlobs bounds the compiled patterns kept: a repository configures a handful, so
+// the bound only matters against a configuration that names thousands.
+const maxCachedGlobs = 256
+
+var (
+	globsMu sync.Mutex
+	globs   = map[string]*regexp.Regexp{}
+)
+
+// compiledGlob is pattern translated and compiled, nil when it does not compile. Patterns
+// are compiled once and kept: the first tier asks about every file of the repository, and
+// compiling per file made garbage in proportion to the repository's size.
+func compiledGlob(pattern string) *regexp.Regexp {
+	globsMu.Lock()
+	re, ok := globs[pattern]
+	globsMu.Unlock()
+	if ok {
+		return re
+	}
 	re, err := regexp.Compile(translate(pattern))
-	return err == nil && re.MatchString(name)
+	if err != nil {
+		re = nil
+	}
+	globsMu.Lock()
+	if len(globs) < maxCachedGlobs {
+		globs[pattern] = re
+	}
+	globsMu.Unlock()
+	return re
 }
 
 func translate(pattern string) string {

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -193,14 +194,16 @@ func TestFnmatch(t *testing.T) {
 		{"tests/*.py", "x/tests/a.py", true}, // via fnmatchPath
 		{"a[b", "a[b", true},
 	} {
-		var got bool
-		if tt.pat == "tests/*.py" {
-			got = fnmatchPath(tt.pat, tt.name)
-		} else {
-			got = fnmatch(tt.pat, tt.name)
-		}
-		if got != tt.want {
-			t.Errorf("fnmatch(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
+		for range 2 { // the second call answers from the compiled pattern kept by the first
+			var got bool
+			if tt.pat == "tests/*.py" {
+				got = fnmatchPath(tt.pat, tt.name)
+			} else {
+				got = fnmatch(tt.pat, tt.name)
+			}
+			if got != tt.want {
+				t.Errorf("fnmatch(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
+			}
 		}
 	}
 }
@@ -217,4 +220,30 @@ func FuzzRead(f *testing.F) {
 		_ = d.TestIDs("t.py", []byte(ini))
 		_ = d.Describe()
 	})
+}
+
+// BenchmarkIsTestFile asks about 10,000 paths, as the first tier does for every file of a
+// large repository: the patterns are compiled once, not per path.
+func BenchmarkIsTestFile(b *testing.B) {
+	d := Default()
+	paths := make([]string, 10000)
+	for i := range paths {
+		if i%10 == 0 {
+			paths[i] = fmt.Sprintf("tests/test_mod%d.py", i)
+		} else {
+			paths[i] = fmt.Sprintf("bigshop/pkg%d/mod%d.py", i%50, i)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for _, p := range paths {
+			if d.IsTestFile(p) {
+				n++
+			}
+		}
+		if n != 1000 {
+			b.Fatalf("%d test files, want 1000", n)
+		}
+	}
 }

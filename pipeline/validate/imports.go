@@ -161,9 +161,10 @@ var skipDirs = []string{".git", ".venv", "venv", "node_modules", "__pycache__", 
 type ImportGraph struct {
 	// Tests says which files are test modules (the repository's discovery); nil means
 	// pytest's default names.
-	Tests   *discover.Tests
-	root    string
-	files   map[string]bool
+	Tests *discover.Tests
+	root  string
+	// files maps each Python file to itself: the edges hold these strings, not copies.
+	files   map[string]string
 	dirs    map[string]bool // directories holding Python files, for namespace packages
 	imports map[string][]string
 	// literals are the module-like string literals of every file (ParseDynamic), opaque the
@@ -178,26 +179,30 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	g := &ImportGraph{root: dir, files: map[string]bool{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
+	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
-			g.files[p] = true
+			g.files[p] = p
 		}
 	}
-	s := &importScan{g: g, sources: map[string][]Import{}}
+	s := &importScan{g: g}
 	if err := filepath.WalkDir(dir, s.visit); err != nil {
 		return nil, fmt.Errorf("scan python imports under %s: %w", dir, err)
 	}
-	g.link(s.sources)
+	// Every file is known: each is read, parsed and linked in turn, so only one file's
+	// imports are held at a time, not the whole repository's.
+	for _, rel := range s.py {
+		s.scan(rel)
+	}
 	return g, nil
 }
 
-// importScan is one ScanImports walk: it records the graph's files and folders, and each
-// file's parsed imports.
+// importScan is one ScanImports walk: it records the graph's files and folders, then reads
+// each file's imports and links them.
 type importScan struct {
-	g       *ImportGraph
-	sources map[string][]Import
-	buf     []byte // one read buffer for every file of the walk
+	g   *ImportGraph
+	py  []string // the regular .py files the walk found, in walk order
+	buf []byte   // one read buffer for every file of the scan
 }
 
 // visit is the WalkDir step. Only the root being unreadable fails the scan.
@@ -222,23 +227,31 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 	if err != nil {
 		return nil
 	}
-	rel = filepath.ToSlash(rel)
-	s.g.files[rel] = true
+	// Rel slices p, the walk's absolute path: the graph keeps a copy of the relative part
+	// only, not every file's full path.
+	rel = strings.Clone(filepath.ToSlash(rel))
+	s.g.files[rel] = rel
+	s.py = append(s.py, rel)
 	for d := path.Dir(rel); d != "." && !s.g.dirs[d]; d = path.Dir(d) {
 		s.g.dirs[d] = true
 	}
-	src, err := readHeadInto(p, maxScanBytes, s.buf[:0])
+	return nil
+}
+
+// scan reads one file of the walk and links its imports; a file that can no longer be read
+// (or was swapped for something that is not a regular file) has none.
+func (s *importScan) scan(rel string) {
+	src, err := readHeadInto(filepath.Join(s.g.root, filepath.FromSlash(rel)), maxScanBytes, s.buf[:0])
 	if err != nil {
-		return nil
+		return
 	}
 	s.buf = src
 	if imps := ParseImports(src); len(imps) > 0 {
-		s.sources[rel] = imps
+		s.g.linkFile(rel, imps)
 	}
 	if scanDynamic(src, s.g.addLiteral) {
 		s.g.opaque = append(s.g.opaque, rel)
 	}
-	return nil
 }
 
 // addLiteral keeps a module-like string literal of the repository (once).
@@ -264,18 +277,18 @@ func (g *ImportGraph) DynamicReason(file string) string {
 	return ""
 }
 
-// link resolves each file's imports, once every file is known, to the graph's edges.
-func (g *ImportGraph) link(sources map[string][]Import) {
-	for file, imps := range sources {
-		seen := map[string]bool{}
-		for _, imp := range imps {
-			for _, target := range g.resolve(file, imp) {
-				if target != file && !seen[target] {
-					seen[target] = true
-					g.imports[file] = append(g.imports[file], target)
-				}
+// linkFile resolves file's imports, once every file is known, to the graph's edges.
+func (g *ImportGraph) linkFile(file string, imps []Import) {
+	var targets []string
+	for _, imp := range imps {
+		for _, target := range g.resolve(file, imp) {
+			if target != file && !slices.Contains(targets, target) {
+				targets = append(targets, target)
 			}
 		}
+	}
+	if len(targets) > 0 {
+		g.imports[file] = slices.Clip(targets)
 	}
 }
 
@@ -342,7 +355,7 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 // directory without __init__.py is a namespace package: nothing to load, the walk goes on.
 func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) bool {
 	if len(parts) == 0 {
-		if init := path.Join(root, "__init__.py"); g.files[init] {
+		if init, ok := g.files[path.Join(root, "__init__.py")]; ok {
 			*out = append(*out, init)
 			return true
 		}
@@ -352,14 +365,12 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 	for i, part := range parts {
 		dir = path.Join(dir, part)
 		last := i == len(parts)-1
-		switch {
-		case g.files[dir+"/__init__.py"]:
-			*out = append(*out, dir+"/__init__.py")
-		case g.files[dir+".py"]:
-			*out = append(*out, dir+".py")
+		if init, ok := g.files[dir+"/__init__.py"]; ok {
+			*out = append(*out, init)
+		} else if mod, ok := g.files[dir+".py"]; ok {
+			*out = append(*out, mod)
 			return true // a module: later parts are its attributes
-		case g.dirs[dir]:
-		default:
+		} else if !g.dirs[dir] {
 			return false
 		}
 		if last {
@@ -394,7 +405,7 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	}
 	var out []string
 	for f := range reached {
-		if g.isTest(f) && g.files[f] && fileExists(g.root, f) {
+		if _, ok := g.files[f]; ok && g.isTest(f) && fileExists(g.root, f) {
 			out = append(out, f)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -32,6 +33,7 @@ func BenchmarkScanImports(b *testing.B) {
 			os.WriteFile(filepath.Join(dir, "tests", fmt.Sprintf("test_p%02d.py", p)), []byte(fmt.Sprintf("from shop.p%02d.m04 import f\n", p)), 0o644)
 		}
 		b.Run(fmt.Sprintf("files=%d", pkgs*92), func(b *testing.B) {
+			kept := keptBytes(b, dir)
 			for b.Loop() {
 				g, err := ScanImports(dir, "shop/p00/m00.py")
 				if err != nil {
@@ -41,6 +43,24 @@ func BenchmarkScanImports(b *testing.B) {
 					b.Fatal("want one test file reached")
 				}
 			}
+			b.ReportMetric(kept, "kept-B")
 		})
 	}
+}
+
+// keptBytes is the heap one graph of dir holds once the scan is over (live heap after a
+// collection, with the graph against without it).
+func keptBytes(b *testing.B, dir string) float64 {
+	b.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g, err := ScanImports(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(g)
+	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
 }

@@ -486,10 +486,15 @@ func (ln *largeNights) run(ctx context.Context, night int, bugs []largeBug) erro
 	}
 	defer st.Close()
 	reset := resetPeakRSS()
+	stopProfile := func() {}
+	if night == 1 {
+		stopProfile = startHeapProfile()
+	}
 	d := &daemon.Daemon{Config: ln.cfg, Store: st, Logger: ln.log}
 	nightCtx, cancel := context.WithTimeout(ctx, ln.o.nightTimeout)
 	rep, err := d.RunNight(nightCtx, benchTrigger)
 	cancel()
+	stopProfile()
 	if err != nil {
 		return fmt.Errorf("night %d: %w", night, err)
 	}
@@ -783,7 +788,10 @@ func resetPeakRSS() bool {
 }
 
 // peakRSSMB is this process's VmHWM in MB (0 where /proc is missing).
-func peakRSSMB() float64 {
+func peakRSSMB() float64 { return procStatusMB("VmHWM:") }
+
+// procStatusMB reads one kB field of /proc/self/status in MB (0 where /proc is missing).
+func procStatusMB(field string) float64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -791,7 +799,7 @@ func peakRSSMB() float64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb / 1024
 		}
