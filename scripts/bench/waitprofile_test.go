@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func TestWaitProfiles(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name       string
+		w          waitProfiles
+		wantExists []string
+	}{
+		{"none asked: no file", waitProfiles{}, nil},
+		{"block only", waitProfiles{block: filepath.Join(dir, "b1")}, []string{"b1"}},
+		{"both", waitProfiles{block: filepath.Join(dir, "b2"), mutex: filepath.Join(dir, "m2")}, []string{"b2", "m2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.w.start()
+			var mu sync.Mutex // some contention for the profiles to hold
+			var wg sync.WaitGroup
+			for i := 0; i < 4; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < 100; j++ {
+						mu.Lock()
+						mu.Unlock() //nolint:staticcheck // empty critical section on purpose
+					}
+				}()
+			}
+			wg.Wait()
+			if err := tt.w.stop(); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tt.wantExists {
+				if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
+					t.Errorf("profile %s: %v (size %v); want a written profile", name, err, st)
+				}
+			}
+		})
+	}
+	if err := (waitProfiles{block: filepath.Join(dir, "missing", "b")}).stop(); err == nil {
+		t.Error("stop into a missing folder: want an error naming the flag")
+	}
+}
