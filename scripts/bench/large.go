@@ -695,15 +695,8 @@ func largeOutcomes(ctx context.Context, st *store.Store, rep daemon.NightReport,
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
-		var inChecks time.Duration
-		for _, c := range calls {
-			if c.Tool == "submit" || c.Tool == "run_checks" {
-				inChecks += c.Duration
-				if !c.OK && strings.Contains(c.Result, "First tier (") {
-					caught++
-				}
-			}
-		}
+		inChecks, firstTier := checkToolTime(calls)
+		caught += firstTier
 		if o.Time, err = attemptTimes(ctx, st, t.ID); err != nil {
 			return nil, nil, nil, 0, err
 		}
@@ -714,6 +707,22 @@ func largeOutcomes(ctx context.Context, st *store.Store, rep daemon.NightReport,
 		outs = append(outs, o)
 	}
 	return outs, attempts, checks, caught, nil
+}
+
+// checkToolTime is the time of a ticket's submit and run_checks tool calls, and how many of
+// them the first tier refused.
+func checkToolTime(calls []store.ToolCall) (time.Duration, int) {
+	var in time.Duration
+	caught := 0
+	for _, c := range calls {
+		if c.Tool == "submit" || c.Tool == "run_checks" {
+			in += c.Duration
+			if !c.OK && strings.Contains(c.Result, "First tier (") {
+				caught++
+			}
+		}
+	}
+	return in, caught
 }
 
 // nightFigures adds the night's selection figures and each ticket's model wait: the fixes

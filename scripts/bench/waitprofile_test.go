@@ -22,6 +22,7 @@ func TestWaitProfiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.w.start()
 			var mu sync.Mutex // some contention for the profiles to hold
+			n := 0
 			var wg sync.WaitGroup
 			for i := 0; i < 4; i++ {
 				wg.Add(1)
@@ -29,11 +30,15 @@ func TestWaitProfiles(t *testing.T) {
 					defer wg.Done()
 					for j := 0; j < 100; j++ {
 						mu.Lock()
-						mu.Unlock() //nolint:staticcheck // empty critical section on purpose
+						n++
+						mu.Unlock()
 					}
 				}()
 			}
 			wg.Wait()
+			if n != 400 {
+				t.Fatalf("counted %d, want 400", n)
+			}
 			if err := tt.w.stop(); err != nil {
 				t.Fatal(err)
 			}
