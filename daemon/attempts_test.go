@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/store"
@@ -49,6 +51,9 @@ func TestEscalationKeepsEveryAttempt(t *testing.T) {
 			if (name == "patch" || name == "stop-reason") && len(strings.TrimSpace(string(data))) == 0 {
 				t.Errorf("attempt %d: %s is empty", a, name)
 			}
+			if name == "attempt.json" {
+				checkTimeSplit(t, a, data)
+			}
 		}
 		branch := AttemptBranch(1, a)
 		if !strings.Contains(string(report), "- attempt "+string(rune('0'+a))) || !strings.Contains(string(report), branch) {
@@ -58,5 +63,18 @@ func TestEscalationKeepsEveryAttempt(t *testing.T) {
 		if !strings.Contains(diff, "rule_00.py") {
 			t.Errorf("branch %s does not hold the attempt's partial change; diff:\n%s", branch, diff)
 		}
+	}
+}
+
+// checkTimeSplit: the attempt's record says where its time went, measured where the work
+// happened (package timing): it waited on the model, ran git, checks and store writes.
+func checkTimeSplit(t *testing.T, attempt int, data []byte) {
+	t.Helper()
+	var rec record.Attempt
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatalf("attempt %d: attempt.json: %v", attempt, err)
+	}
+	if s := rec.Time; s.ModelWaitS <= 0 || s.GitS <= 0 || s.StoreS <= 0 || s.ChecksS <= 0 || s.SandboxStartS <= 0 {
+		t.Errorf("attempt %d: time split %+v; want model wait, git, store, checks and sandbox start all > 0", attempt, s)
 	}
 }

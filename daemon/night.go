@@ -327,7 +327,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	waitBaselines()
 	// The fixes the selected tests passed are published only once the whole suite passes
 	// over them together (nightsuite.go).
-	w.end.suite.runAll(workCtx, log, d, trees, checks)
+	w.end.suite.runAll(workCtx, log, d, trees, checks, cfg.Night.Workers)
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rec.flush(context.WithoutCancel(ctx), log)

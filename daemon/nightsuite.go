@@ -105,14 +105,33 @@ type suiteVerdict struct {
 	took     time.Duration
 }
 
-// runAll runs the whole suite over each group of held fixes and carries out its verdict.
-func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, d *Daemon, trees *worktree.Manager, run pipeline.CheckRunner) {
-	for _, group := range n.take() {
+// runAll runs the whole suite over each group of held fixes and carries out its verdict,
+// up to width groups at once (the night's workers, idle by now): each group is its own
+// repository and base in its own worktree, and run one after another they were serial time
+// at the end of every night, whatever its number of workers.
+func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, d *Daemon, trees *worktree.Manager, run pipeline.CheckRunner, width int) {
+	eachAtOnce(n.take(), width, func(group []heldFix) {
 		start := d.now()
 		v := judgeGroup(ctx, log, trees, run, group)
 		v.took = d.now().Sub(start)
 		n.carryOut(ctx, log, d, group, v)
+	})
+}
+
+// eachAtOnce calls do for every item, at most width (at least 1) calls at once, and
+// returns when all have returned.
+func eachAtOnce[T any](items []T, width int, do func(T)) {
+	slots := make(chan struct{}, max(width, 1))
+	var wg sync.WaitGroup
+	for _, it := range items {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			do(it)
+		}()
 	}
+	wg.Wait()
 }
 
 // judgeGroup runs the whole suite over the group together; when it fails, over each fix

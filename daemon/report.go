@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/secret"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/timing"
 )
 
 // resultsFolder writes and reads the tickets' results folders (<output>/<ticket id>/), and
@@ -69,6 +70,7 @@ func (w *resultsFolder) writeResult(ctx context.Context, log *slog.Logger, lease
 		Attempt: lease.Attempt, Ending: ending, Status: out.Status, Reason: out.Reason, Branch: branch,
 		Summary: out.Summary, Submits: out.Submits, Steps: out.Steps, Rounds: out.ReviewRounds,
 		Dropped: out.DroppedFindings, Flaky: out.Flaky, Findings: out.Findings, Verdict: out.Verdict, History: out.History,
+		Time: timing.From(ctx).Split(),
 	}, attemptFolder(t.ID, lease.Attempt, branch), diff, out)
 	calls, err := w.st.ModelCalls(ctx, t.ID)
 	if err != nil {

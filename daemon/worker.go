@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/timing"
 	"github.com/ticketd/ticketd/worktree"
 )
 
@@ -222,6 +223,9 @@ func (w *workerPool) work(workCtx context.Context, log *slog.Logger, lease store
 	defer cancel(nil)
 	stopBeat := w.heartbeat(ctx, cancel, log, lease)
 	defer stopBeat()
+	// Where the attempt's time goes (its record's time split); the heartbeat's writes, on
+	// their own goroutine beside the work, are left out.
+	ctx = timing.With(ctx, &timing.Spent{})
 	// Writes after the attempt must land even when work is being cancelled.
 	bg := context.WithoutCancel(ctx)
 	log.Info("attempt started", "title", lease.Ticket.Title, "repo", lease.Ticket.Repo)

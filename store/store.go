@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/store/storedriver"
 	"github.com/ticketd/ticketd/store/storepgxv5"
 	"github.com/ticketd/ticketd/store/storesqlite"
+	"github.com/ticketd/ticketd/timing"
 )
 
 // State is a ticket's place in the state machine; the database CHECKs the same set.
@@ -264,7 +265,9 @@ func (s *Store) Checkpoint(ctx context.Context) error { return s.eng.Checkpoint(
 
 // write runs fn in one write transaction of the engine.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
+	start := time.Now()
 	err := s.eng.Write(ctx, op, fn)
+	timing.Since(ctx, timing.Store, start)
 	s.noteWrite(err)
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/timing"
 )
 
 // Why the git CLI and not go-git:
@@ -302,6 +304,7 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 // execGit runs git with the given complete environment (and stdin, when not nil) and
 // returns stdout.
 func execGit(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
+	defer timing.Since(ctx, timing.Git, time.Now())
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-pager"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env

@@ -3,7 +3,10 @@
 // this is its one declaration.
 package record
 
-import "github.com/ticketd/ticketd/pipeline"
+import (
+	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/timing"
+)
 
 // Ending is how an attempt ended, in the words of its report and its record.
 type Ending string
@@ -39,4 +42,8 @@ type Attempt struct {
 	// History is what the attempt tried, one line each (which tier of the checks found
 	// what, flaky tests, compactions): the status page's account of the attempt.
 	History []string `json:"history,omitempty"`
+	// Time is where the attempt's time went up to this record's writing (package timing):
+	// model wait, checks, git, sandbox start, store writes; the ending's own store write
+	// comes after it.
+	Time timing.Split `json:"time"`
 }

@@ -20,6 +20,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ticketd/ticketd/store/clock"
+	"github.com/ticketd/ticketd/timing"
 )
 
 // continuePrompt is the user turn appended after an answer cut at finish_reason=length.
@@ -216,6 +217,9 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	ep := c.endpoints[rc.Endpoint]
 
+	// The attempt's model wait: the exchange, and the wait for another worker's first
+	// request of the role (warm.enter), which is waiting on the model too.
+	waitStart := time.Now()
 	open, done, err := c.warm.enter(ctx, req.Role)
 	if err != nil {
 		return Response{}, fmt.Errorf("models.roles.%s: wait for the first %s request: %w", req.Role, req.Role, err)
@@ -237,6 +241,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		Compactions: req.Compactions,
 	}
 	out, providerCost, callErr := c.exchange(ctx, req, rc, ep, open, &call)
+	timing.Since(ctx, timing.ModelWait, waitStart)
 	call.FinishReason = out.FinishReason
 	call.Latency = c.clock.Now().Sub(start)
 	c.settleCost(&call, providerCost)

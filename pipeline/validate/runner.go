@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/secret"
+	"github.com/ticketd/ticketd/timing"
 )
 
 // Defaults of the Runner's options.
@@ -94,7 +95,9 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 				Summary: "not run: " + context.Cause(ctx).Error()})
 			continue
 		}
+		start := time.Now()
 		res := redactResult(r.runOne(ctx, dir, c))
+		addCheckTime(ctx, time.Since(start), res.Duration)
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "check finished",
 			slog.String("check", c.Name), slog.String("kind", c.Kind), slog.String("dir", dir),
 			slog.Bool("passed", res.Passed), slog.Int("exit_code", res.ExitCode),
@@ -103,6 +106,16 @@ func (r *Runner) Run(ctx context.Context, dir string, checks []Check) []Result {
 		results = append(results, res)
 	}
 	return results
+}
+
+// addCheckTime splits one check's time for the attempt (package timing): its process's run
+// is Checks, the rest of it (scratch folder, git view, environment, finding the command,
+// removing the scratch folder) SandboxStart. bwrap builds its namespaces inside the
+// process's run, so that part of the sandbox's start counts in Checks.
+func addCheckTime(ctx context.Context, total, process time.Duration) {
+	process = min(process, total)
+	timing.Add(ctx, timing.Checks, process)
+	timing.Add(ctx, timing.SandboxStart, total-process)
 }
 
 func (r *Runner) logger() *slog.Logger {

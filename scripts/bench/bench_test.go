@@ -113,6 +113,11 @@ func TestBenchSolveSucceeds(t *testing.T) {
 	if _, ok := sum.FirstRequestCachedShare["maker"]; !ok {
 		t.Errorf("first_request_cached_share = %v, want a maker entry", sum.FirstRequestCachedShare)
 	}
+	// The split is measured by the product (each attempt's record): a solved ticket waited
+	// on the model, ran checks, git and the store.
+	if s := sum.TimeP50; s.ModelWaitS <= 0 || s.ChecksS <= 0 || s.GitS <= 0 || s.StoreS <= 0 || s.SandboxStartS <= 0 {
+		t.Errorf("time_p50 = %+v; want model wait, checks, git, sandbox start and store all > 0", s)
+	}
 }
 
 // TestBenchNeverFails is issue 3's negative control: the number can fail.

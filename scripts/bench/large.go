@@ -270,6 +270,10 @@ type LargeFigures struct {
 	// OtherP50S is a ticket's time outside its checks and its model calls: git, sandbox
 	// start, store writes and the pipeline's own work, not told apart.
 	OtherP50S float64 `json:"other_p50_s"`
+	// TimeP50 splits a ticket's time as the attempts' records measured it (timesplit.go):
+	// model wait, checks (the check processes, baselines in the attempt included), git,
+	// sandbox start, store writes, other.
+	TimeP50 TimeSplit `json:"time_p50"`
 	// Scale is --large-scale; SelectionMissed counts the fixes the night's whole suite
 	// refused after the selected tests passed them (store.SelectionMissed), both nights;
 	// NightSuiteS is the nights' whole-suite runs' time (outside the attempts).
@@ -358,8 +362,12 @@ func benchLarge(ctx context.Context, o options, stdout, stderr io.Writer, log *s
 	fmt.Fprintf(stdout, "  attempt p50            %.2fs (checks %.2fs, overhead %.2fs)\n", pick(func(f LargeFigures) float64 { return f.AttemptP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OverheadP50S }))
 	fmt.Fprintf(stdout, "  peak RSS (daemon)      %.1f MB\n", pick(func(f LargeFigures) float64 { return f.PeakRSSMB }))
 	fmt.Fprintf(stdout, "  scale                  %d (--large-scale)\n", all[0].Scale)
-	fmt.Fprintf(stdout, "  ticket time p50 split  model wait %.2fs, checks %.2fs, other (git, sandbox start, store, pipeline) %.2fs\n",
+	fmt.Fprintf(stdout, "  ticket time p50 by tool time  model wait %.2fs, checks (submit, run_checks) %.2fs, the rest %.2fs\n",
 		pick(func(f LargeFigures) float64 { return f.ModelWaitP50S }), pick(func(f LargeFigures) float64 { return f.CheckTimeP50S }), pick(func(f LargeFigures) float64 { return f.OtherP50S }))
+	fmt.Fprintf(stdout, "  ticket time p50, measured\n")
+	for _, p := range splitParts {
+		fmt.Fprintf(stdout, "    %-14s %.2fs\n", p.name, pick(func(f LargeFigures) float64 { return p.get(f.TimeP50) }))
+	}
 	fmt.Fprintf(stdout, "  fixes selected-passed  %.0f; night's whole suite %.2fs; selection missed %.0f\n",
 		pick(func(f LargeFigures) float64 { return float64(f.SelectedFixes) }), pick(func(f LargeFigures) float64 { return f.NightSuiteS }), pick(func(f LargeFigures) float64 { return float64(f.SelectionMissed) }))
 	for _, role := range sortedRoles(all[0].LaterFirstRequestCachedShare) {
@@ -437,6 +445,7 @@ func runLargeRound(ctx context.Context, o options, base config.Config, spec larg
 	f.Scale = max(o.largeScale, 1)
 	f.LaterFirstRequestCachedShare = laterShares(ln.firsts)
 	rec.Totals = totals(rec.Cases, time.Duration((f.Night1S+f.Night2S)*float64(time.Second)), nil)
+	f.TimeP50 = rec.Totals.TimeP50
 	return nil
 }
 
@@ -691,14 +700,10 @@ func largeOutcomes(ctx context.Context, st *store.Store, rep daemon.NightReport,
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
-		var inChecks time.Duration
-		for _, c := range calls {
-			if c.Tool == "submit" || c.Tool == "run_checks" {
-				inChecks += c.Duration
-				if !c.OK && strings.Contains(c.Result, "First tier (") {
-					caught++
-				}
-			}
+		inChecks, firstTier := checkToolTime(calls)
+		caught += firstTier
+		if o.Time, err = attemptTimes(ctx, st, t.ID); err != nil {
+			return nil, nil, nil, 0, err
 		}
 		if o.State == string(store.StateDone) && o.Branch != "" {
 			o.Success, o.JudgeError = judgeLarge(ctx, cfg.Repos[largeRepoName].Path, o.Branch, filepath.Join(root, "judge", strconv.FormatInt(t.ID, 10)), t.Title, pytest)
@@ -707,6 +712,22 @@ func largeOutcomes(ctx context.Context, st *store.Store, rep daemon.NightReport,
 		outs = append(outs, o)
 	}
 	return outs, attempts, checks, caught, nil
+}
+
+// checkToolTime is the time of a ticket's submit and run_checks tool calls, and how many of
+// them the first tier refused.
+func checkToolTime(calls []store.ToolCall) (time.Duration, int) {
+	var in time.Duration
+	caught := 0
+	for _, c := range calls {
+		if c.Tool == "submit" || c.Tool == "run_checks" {
+			in += c.Duration
+			if !c.OK && strings.Contains(c.Result, "First tier (") {
+				caught++
+			}
+		}
+	}
+	return in, caught
 }
 
 // nightFigures adds the night's selection figures and each ticket's model wait: the fixes

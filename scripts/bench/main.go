@@ -91,6 +91,8 @@ type options struct {
 	reviewers []string
 	// agentsMD commits an AGENTS.md to every repository of the round (agents.go).
 	agentsMD bool
+	// waits are --block-profile and --mutex-profile (waitprofile.go).
+	waits waitProfiles
 }
 
 // compareFlag is --compare, which may stand alone or carry "A,B".
@@ -149,6 +151,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&reviewers, "reviewers", "", "the checker's review angles, comma separated: correctness[,security][,performance] (security reviews what touches paths, auth, shell, SQL or deserialisation; performance every change)")
 	fs.BoolVar(&o.agentsMD, "agents-md", false, "commit an AGENTS.md (repository instructions for agents) to every repository of the round")
 	fs.BoolVar(&o.large, "large", false, "run the generated large-repository case (~5,000 files, a few hundred tests): tier timings, baseline reuse, peak RSS")
+	fs.StringVar(&o.waits.block, "block-profile", "", "write where goroutines blocked (channels, locks) over the whole run to this file (go tool pprof -top FILE)")
+	fs.StringVar(&o.waits.mutex, "mutex-profile", "", "write the contended mutexes over the whole run to this file (go tool pprof -top FILE)")
 	fs.IntVar(&o.largeScale, "large-scale", 1, "with --large: the repository's packages, docs and tests times N (2: ~10,000 files)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./scripts/bench [flags]\n\nRuns the frozen bug cases through real nights and judges each branch with hidden tests.\n\n")
@@ -286,6 +290,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o.waits.start()
+	defer func() {
+		if err := o.waits.stop(); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+		}
+	}()
 	if o.large {
 		return runLarge(ctx, o, stdout, stderr, log)
 	}

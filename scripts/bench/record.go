@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/timing"
 )
 
 // Record is one round: the line appended to results.jsonl.
@@ -84,6 +85,9 @@ type Outcome struct {
 	Findings      int            `json:"findings"`
 	FindingsBy    map[string]int `json:"findings_by,omitempty"`
 	ArbiterCalls  int            `json:"arbiter_calls"`
+	// Time is where the ticket's attempts spent their time, summed over their records
+	// (timesplit.go); nil when no attempt left one.
+	Time *timing.Split `json:"time,omitempty"`
 }
 
 // Totals are one round's figures, and (as medians) the summary's.
@@ -123,6 +127,8 @@ type Totals struct {
 	// with companions (nightfigures.go); over rounds, the worst round's.
 	DuplicatesWorkedTwice int `json:"duplicates_worked_twice"`
 	PublishedConflicts    int `json:"published_fixes_that_conflict"`
+	// TimeP50 splits a ticket's time: p50 of each part (timesplit.go).
+	TimeP50 TimeSplit `json:"time_p50"`
 }
 
 // Summary is the median over the rounds of one bench run.
@@ -200,6 +206,7 @@ func totals(outs []Outcome, night time.Duration, share map[string]float64) Total
 		}
 	}
 	t.DurationP50S, t.DurationP90S = percentile(durations, 50), percentile(durations, 90)
+	t.TimeP50 = timeSplitP50(outs)
 	if night > 0 {
 		t.TicketsPerHour = float64(len(outs)) / night.Hours()
 	}
@@ -273,6 +280,7 @@ func medianTotals(rounds []Totals) Totals {
 		ReviewerCallsPerTicket:    pick(func(t Totals) float64 { return t.ReviewerCallsPerTicket }),
 		FindingsPerTicket:         pick(func(t Totals) float64 { return t.FindingsPerTicket }),
 		ArbiterCallsPerTicket:     pick(func(t Totals) float64 { return t.ArbiterCallsPerTicket }),
+		TimeP50:                   medianSplit(rounds),
 		FindingsBy:                map[string]float64{},
 		FirstRequestCachedShare:   map[string]float64{},
 		EditRungs:                 map[string]float64{},

@@ -108,7 +108,7 @@ func printSummary(w io.Writer, s Summary) error {
 		header = append(header, fmt.Sprintf("ROUND %d", i+1))
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	rows := append([]metric{}, metrics...)
+	rows := append(append([]metric{}, metrics...), splitMetrics()...)
 	rows = append(rows, rungRows(append([]Totals{s.Totals}, s.PerRound...)...)...)
 	for _, r := range sortedRoles(s.FindingsBy) {
 		rows = append(rows, findingsMetric(r))
@@ -174,7 +174,7 @@ func printCompare(w io.Writer, path string, a, b int, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", i.name, x, y, change)
 	}
-	rows := append([]metric{}, metrics...)
+	rows := append(append([]metric{}, metrics...), splitMetrics()...)
 	rows = append(rows, rungRows(ra.Totals, rb.Totals)...)
 	roles := map[string]float64{}
 	for k, v := range ra.Totals.FirstRequestCachedShare {

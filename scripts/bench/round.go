@@ -448,6 +448,9 @@ func (e *env) outcomes(ctx context.Context, st *store.Store, night daemon.NightR
 		if err := reviewFigures(ctx, st, &o); err != nil {
 			return nil, err
 		}
+		if o.Time, err = attemptTimes(ctx, st, t.ID); err != nil {
+			return nil, err
+		}
 		out = append(out, o)
 	}
 	return out, nil
