@@ -14,8 +14,8 @@ import (
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/secret"
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/timing"
 )
 
 // resultsFolder writes and reads the tickets' results folders (<output>/<ticket id>/), and

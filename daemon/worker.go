@@ -13,8 +13,8 @@ import (
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/timing"
 	"github.com/ticketd/ticketd/worktree"
 )
 

@@ -23,10 +23,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store/storedriver"
 	"github.com/ticketd/ticketd/store/storepgxv5"
 	"github.com/ticketd/ticketd/store/storesqlite"
-	"github.com/ticketd/ticketd/timing"
 )
 
 // State is a ticket's place in the state machine; the database CHECKs the same set.

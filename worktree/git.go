@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ticketd/ticketd/timing"
+	"github.com/ticketd/ticketd/pipeline/timing"
 )
 
 // Why the git CLI and not go-git:

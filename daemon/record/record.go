@@ -5,7 +5,7 @@ package record
 
 import (
 	"github.com/ticketd/ticketd/pipeline"
-	"github.com/ticketd/ticketd/timing"
+	"github.com/ticketd/ticketd/pipeline/timing"
 )
 
 // Ending is how an attempt ended, in the words of its report and its record.

@@ -19,8 +19,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store/clock"
-	"github.com/ticketd/ticketd/timing"
 )
 
 // continuePrompt is the user turn appended after an answer cut at finish_reason=length.

@@ -19,7 +19,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/secret"
-	"github.com/ticketd/ticketd/timing"
+	"github.com/ticketd/ticketd/pipeline/timing"
 )
 
 // Defaults of the Runner's options.

@@ -14,9 +14,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/timing"
 )
 
 // Record is one round: the line appended to results.jsonl.

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/daemon/record"
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/timing"
 )
 
 // TimeSplit is where a ticket's time went, p50 of each part over a round's tickets: the

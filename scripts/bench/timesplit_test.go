@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/record"
+	"github.com/ticketd/ticketd/pipeline/timing"
 	"github.com/ticketd/ticketd/store"
-	"github.com/ticketd/ticketd/timing"
 )
 
 func TestTimeSplitP50(t *testing.T) {
