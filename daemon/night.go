@@ -299,7 +299,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
 		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
-		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard}), suite: &nightSuite{}}
+		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard}), suite: &nightSuite{d: d, trees: trees, run: checks}}
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
@@ -327,7 +327,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	waitBaselines()
 	// The fixes the selected tests passed are published only once the whole suite passes
 	// over them together (nightsuite.go).
-	w.end.suite.runAll(workCtx, log, d, trees, checks, cfg.Night.Workers)
+	w.end.suite.runAll(workCtx, log, cfg.Night.Workers)
 	rep.Finished = d.now()
 	rep.Touched = w.touchedIDs()
 	rec.flush(context.WithoutCancel(ctx), log)

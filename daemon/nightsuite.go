@@ -24,6 +24,13 @@ import (
 // fix by fix (each alone); the fixes that fail are not published, go back to their tickets
 // with the failure (requeued, the branch kept) and count as selections missed
 // (store.SelectionMissed, /metrics' ticketd_selection_missed_total{repo}).
+//
+// A repository's group need not wait for the whole night: a worker that finds nothing to
+// claim runs the group of a repository with no ticket left open (runReady), so those runs
+// overlap the night's last tickets instead of following them. Only its passes are carried
+// out then; its refusals wait for the night's end, as a refusal found there does, so a
+// refused ticket is not claimed again the same night (its requeue gives it a fresh budget,
+// and the same selection would pass it and the suite refuse it, round after round).
 
 // NightSuiteNote starts the note each fix gets when the night's whole suite passed over it:
 // "<prefix><seconds>s over <n> fix(es) …".
@@ -44,8 +51,41 @@ type heldFix struct {
 
 // nightSuite keeps the night's held fixes, per repository and base commit.
 type nightSuite struct {
+	d     *Daemon
+	trees *worktree.Manager
+	run   pipeline.CheckRunner
+
 	mu   sync.Mutex
 	held map[string][]heldFix // repo name + " " + base commit
+	// busy counts, per repository, this node's attempts under way: one may still hold a fix
+	// its ticket's done state already shows.
+	busy map[string]int
+	// refusals are verdicts found while the night ran, carried out at its end.
+	refusals []judged
+}
+
+// judged is a group with its verdict.
+type judged struct {
+	group []heldFix
+	v     suiteVerdict
+}
+
+// working counts an attempt on repo under way until the returned func is called.
+func (n *nightSuite) working(repo string) (done func()) {
+	if n == nil {
+		return func() {}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.busy == nil {
+		n.busy = map[string]int{}
+	}
+	n.busy[repo]++
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.busy[repo]--
+	}
 }
 
 // heldUnjudged reports whether a ticket's events hold its fix for the whole suite with no
@@ -105,17 +145,82 @@ type suiteVerdict struct {
 	took     time.Duration
 }
 
-// runAll runs the whole suite over each group of held fixes and carries out its verdict,
-// up to width groups at once (the night's workers, idle by now): each group is its own
-// repository and base in its own worktree, and run one after another they were serial time
-// at the end of every night, whatever its number of workers.
-func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, d *Daemon, trees *worktree.Manager, run pipeline.CheckRunner, width int) {
+// runAll carries out the refusals found while the night ran, then runs the whole suite over
+// each group of held fixes left and carries out its verdict, up to width groups at once (the
+// night's workers, idle by now): each group is its own repository and base in its own
+// worktree, and run one after another they were serial time at the end of every night,
+// whatever its number of workers.
+func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, width int) {
+	n.mu.Lock()
+	refusals := n.refusals
+	n.refusals = nil
+	n.mu.Unlock()
+	for _, j := range refusals {
+		n.carryOut(ctx, log, n.d, j.group, j.v)
+	}
 	eachAtOnce(n.take(), width, func(group []heldFix) {
-		start := d.now()
-		v := judgeGroup(ctx, log, trees, run, group)
-		v.took = d.now().Sub(start)
-		n.carryOut(ctx, log, d, group, v)
+		n.carryOut(ctx, log, n.d, group, n.judge(ctx, log, group))
 	})
+}
+
+// runReady runs the whole suite over one group whose repository has no ticket left open
+// (queued or running, on any node, nor an attempt under way here) and reports whether it
+// ran one. It publishes the fixes the suite passed at once and keeps its refusals for
+// runAll.
+func (n *nightSuite) runReady(ctx context.Context, log *slog.Logger) bool {
+	if n == nil {
+		return false
+	}
+	group := n.takeReady(ctx)
+	if group == nil {
+		return false
+	}
+	v := n.judge(ctx, log, group)
+	n.carryOut(ctx, log, n.d, group, suiteVerdict{pass: v.pass, unusable: v.unusable, took: v.took})
+	if len(v.refused) > 0 {
+		n.mu.Lock()
+		n.refusals = append(n.refusals, judged{group: group, v: suiteVerdict{refused: v.refused}})
+		n.mu.Unlock()
+	}
+	return true
+}
+
+// takeReady takes the first held group whose repository has no ticket open, nil when none.
+func (n *nightSuite) takeReady(ctx context.Context) []heldFix {
+	n.mu.Lock()
+	keys := slices.Sorted(maps.Keys(n.held))
+	n.mu.Unlock()
+	for _, k := range keys {
+		n.mu.Lock()
+		group := n.held[k]
+		busy := len(group) > 0 && n.busy[group[0].name] > 0
+		n.mu.Unlock()
+		if len(group) == 0 || busy {
+			continue
+		}
+		// Read after busy: an attempt that starts meanwhile was claimed, and the store shows
+		// its ticket running.
+		open, err := n.d.Store.List(ctx, store.Filter{Repo: group[0].name, States: []store.State{store.StateQueued, store.StateRunning}, Limit: 1})
+		if err != nil || len(open) > 0 {
+			continue
+		}
+		n.mu.Lock()
+		group = n.held[k]
+		delete(n.held, k)
+		n.mu.Unlock()
+		if len(group) > 0 {
+			return group
+		}
+	}
+	return nil
+}
+
+// judge runs the whole suite over group and times it.
+func (n *nightSuite) judge(ctx context.Context, log *slog.Logger, group []heldFix) suiteVerdict {
+	start := n.d.now()
+	v := judgeGroup(ctx, log, n.trees, n.run, group)
+	v.took = n.d.now().Sub(start)
+	return v
 }
 
 // eachAtOnce calls do for every item, at most width (at least 1) calls at once, and

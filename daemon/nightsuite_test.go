@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
@@ -166,5 +168,136 @@ func TestSuiteOverStacksFixesOfOneFile(t *testing.T) {
 	}
 	if len(run.seen) != 1 {
 		t.Errorf("the checks ran over fixes that do not apply together")
+	}
+}
+
+// verdictRunner is a check runner whose one test fails when the tree's rules.py holds
+// "bad", and passes otherwise.
+type verdictRunner struct{}
+
+func (verdictRunner) Run(_ context.Context, dir string, checks []validate.Check) []validate.Result {
+	data, _ := os.ReadFile(filepath.Join(dir, "rules.py"))
+	o := validate.OutcomePassed
+	if strings.Contains(string(data), "bad") {
+		o = validate.OutcomeFailed
+	}
+	var out []validate.Result
+	for _, c := range checks {
+		out = append(out, validate.Result{Name: c.Name, Kind: c.Kind, Passed: o == validate.OutcomePassed, Tests: 1,
+			Outcomes: map[string]validate.Outcome{"test_rules.py::test_tax": o}})
+	}
+	return out
+}
+
+// doneTicket enqueues a ticket of repo and takes it through claim to done.
+func doneTicket(t *testing.T, st *store.Store, repo, ext string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	id, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: ext, Repo: repo, Title: ext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Claim(ctx, "w", time.Minute)
+	if err != nil || l.Ticket.ID != id {
+		t.Fatalf("claim %s: %+v, %v", ext, l.Ticket, err)
+	}
+	if err := st.Complete(ctx, id, l.Token, store.Result{Branch: "ticketd/" + ext}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// An idle worker runs a repository's whole suite only once nothing of that repository is
+// open (queued, running, or an attempt still ending here); it publishes the fixes the suite
+// passes at once and leaves a refusal (a requeue) for the night's end, so a refused
+// ticket is not claimed again the same night.
+func TestRunReadyWaitsForItsRepository(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "pricing")
+	writeRepo(t, repo, map[string]string{"rules.py": "def tax(x):\n    return x\n"})
+	base := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	fixBranch := func(name, body string) string {
+		t.Helper()
+		git(t, repo, "checkout", "-q", "-b", name, base)
+		write(t, filepath.Join(repo, "rules.py"), body)
+		git(t, repo, "commit", "-q", "-am", name)
+		git(t, repo, "checkout", "-q", "main")
+		return name
+	}
+	good := fixBranch("fix-good", "def tax(x):\n    return round(x)\n")
+	bad := fixBranch("fix-bad", "def tax(x):\n    return 'bad'\n")
+	facts := repoFacts{checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}},
+		results: []validate.Result{{Name: "tests", Kind: validate.KindPytest, Passed: true, Tests: 1,
+			Outcomes: map[string]validate.Outcome{"test_rules.py::test_tax": validate.OutcomePassed}}}}
+
+	for _, tt := range []struct {
+		name   string
+		branch string
+		open   store.State // a second ticket of the repository left in this state; "" none
+		other  bool        // a ticket of another repository left queued
+		busy   bool        // an attempt on the repository still ending on this node
+		ran    bool
+	}{
+		{name: "all over, passes", branch: good, ran: true},
+		{name: "all over, refused", branch: bad, ran: true},
+		{name: "another repository still queued", branch: good, other: true, ran: true},
+		{name: "a ticket still queued", branch: good, open: store.StateQueued},
+		{name: "a ticket still running", branch: good, open: store.StateRunning},
+		{name: "an attempt still ending here", branch: good, busy: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			id := doneTicket(t, st, "pricing", "held")
+			if tt.open != "" {
+				if _, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "open", Repo: "pricing", Title: "open"}); err != nil {
+					t.Fatal(err)
+				}
+				if tt.open == store.StateRunning {
+					if _, err := st.Claim(ctx, "w", time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tt.other {
+				if _, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "other", Repo: "shop", Title: "other"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
+			n := &nightSuite{d: d, trees: worktree.NewManager(filepath.Join(t.TempDir(), "work"), nil), run: verdictRunner{}}
+			n.held = map[string][]heldFix{"pricing " + base: {{id: id, branch: tt.branch, name: "pricing",
+				repo: config.Repo{Path: repo}, base: base, facts: facts}}}
+			if tt.busy {
+				done := n.working("pricing")
+				t.Cleanup(done)
+			}
+
+			if got := n.runReady(ctx, d.logger()); got != tt.ran {
+				t.Fatalf("runReady = %v; want %v", got, tt.ran)
+			}
+			passed := noteWith(t, st, id, NightSuiteNote) != ""
+			if want := tt.ran && tt.branch == good; passed != want {
+				t.Errorf("the whole suite's pass noted: %v; want %v", passed, want)
+			}
+			if tk, _ := st.Get(ctx, id); tk.State != store.StateDone {
+				t.Errorf("after runReady the held ticket is %s; want done (a refusal waits for the night's end)", tk.State)
+			}
+			n.runAll(ctx, d.logger(), 1)
+			want := store.StateDone
+			if tt.branch == bad {
+				want = store.StateQueued
+			}
+			if tk, _ := st.Get(ctx, id); tk.State != want {
+				t.Errorf("after runAll the held ticket is %s (%s); want %s", tk.State, tk.Reason, want)
+			}
+			if !tt.ran && noteWith(t, st, id, NightSuiteNote) == "" {
+				t.Errorf("runAll did not judge the group runReady left")
+			}
+		})
 	}
 }

@@ -29,6 +29,15 @@ type ender struct {
 	fixes *nightFixes
 }
 
+// suiteWorking counts an attempt on repo under way for the night's whole suite, until the
+// returned func is called: a group is not run while its repository may still add a fix.
+func (w *ender) suiteWorking(repo string) (done func()) {
+	if w == nil {
+		return func() {}
+	}
+	return w.suite.working(repo)
+}
+
 // parking says when a ticket released too often for transport faults (or rate limited past
 // the window) is parked, and until when.
 type parking struct {

@@ -112,6 +112,11 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		}
 		lease, err := w.fetch.Claim(claimCtx, worker)
 		if errors.Is(err, store.ErrNoTicket) {
+			// Idle: the whole suite of a repository whose tickets are all over runs now,
+			// beside the night's last tickets (nightsuite.go).
+			if w.end != nil && w.end.suite.runReady(workCtx, log) {
+				continue
+			}
 			wait, more := w.nextWork(claimCtx)
 			if !more {
 				return
@@ -140,7 +145,9 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		w.touched = append(w.touched, lease.Ticket.ID)
 		w.mu.Unlock()
 		w.health.hold(lease)
+		done := w.end.suiteWorking(lease.Ticket.Repo)
 		w.work(workCtx, log.With("ticket", lease.Ticket.ID, "attempt", lease.Attempt), lease)
+		done()
 		w.health.unhold(lease.Ticket.ID)
 	}
 }
