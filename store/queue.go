@@ -100,9 +100,11 @@ func (s *Store) Paused() []string {
 // Claim leases the next ready ticket to worker for leaseFor: a queued ticket whose
 // run_after has passed, or a running one whose lease expired (a rescue, recorded as a
 // lease_expired event), skipping repositories paused by SetPaused. Order: priority desc,
-// run_after, id. A claim of a queued ticket counts the attempt; a rescue reruns the attempt
-// the lost lease cut short without charging it, and counts the rescue instead. Every claim
-// issues a fresh fence token. An expired lease on a ticket whose cancellation was requested
+// then id: among the ready tickets the oldest enqueued first, so a ticket that waited out
+// a retry's backoff takes its place in line again rather than the end of it. A claim of a
+// queued ticket counts the attempt; a rescue reruns the attempt the lost lease cut short
+// without charging it, and counts the rescue instead. Every claim issues a fresh fence
+// token. An expired lease on a ticket whose cancellation was requested
 // is settled (cancelled) instead of rerun; crashes are blamed by SettleDead.
 // Returns ErrNoTicket when nothing is ready.
 func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration) (Lease, error) {

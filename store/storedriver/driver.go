@@ -122,7 +122,8 @@ type BatchClaimer interface {
 // ClaimParams are a claim's inputs. The ticket to take: a queued ticket whose run_after has
 // passed, or a running one whose lease expired with rescues+1 < MaxRescues and no
 // cancellation requested; never one of a paused repository; the first by priority desc,
-// run_after, id. Leasing it: state running, attempts+1 for a queued ticket, rescues+1 and
+// then id (among the due, the oldest enqueued: not run_after, which would send a retry
+// behind the queue). Leasing it: state running, attempts+1 for a queued ticket, rescues+1 and
 // rescued_from = the old lease_owner for a running one (rescued_from NULL otherwise),
 // fence_token+1, lease_owner Worker, lease_node Node, lease_expires_at Expires,
 // updated_at Now, and the event reservation of SQL.ReserveEvent.

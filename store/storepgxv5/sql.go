@@ -21,8 +21,9 @@ const ticketCols = `id, source, external_id, repo, title, body, labels, priority
 // see only the statement's snapshot, and refuse a head a concurrent transaction wrote).
 const reserveEvent = `prev_event_id = last_event_id, last_event_id = nextval('events_id_seq')`
 
-// claimPick is the claim's pick: the first open ticket in claim order that is queued and
-// due, or (rescue) running on an expired lease that may be rescued, skipping the rows other
+// claimPick is the claim's pick: the first open ticket in claim order (priority DESC, id:
+// among the due, the oldest enqueued first, as tickets_open walks) that is queued and due,
+// or (rescue) running on an expired lease that may be rescued, skipping the rows other
 // transactions hold ($1 now, $2 max rescues, $10 the paused repositories as a JSON array,
 // $11 the tickets to pass over as one: storedriver.ClaimParams.Avoid).
 func claimPick(paused, avoid, rescue bool) string {
@@ -41,7 +42,7 @@ func claimPick(paused, avoid, rescue bool) string {
 	return `SELECT id FROM tickets
 		WHERE finished_at IS NULL AND (
 			(state = 'queued' AND run_after <= $1::bigint)` + running + `)` + filter + `
-		ORDER BY priority DESC, run_after, id
+		ORDER BY priority DESC, id
 		LIMIT 1 FOR UPDATE SKIP LOCKED`
 }
 
@@ -81,12 +82,12 @@ func claimBatch(paused bool) string {
 		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
 	}
 	return `WITH pick AS (
-		SELECT id, priority, run_after FROM tickets
+		SELECT id, priority FROM tickets
 		WHERE finished_at IS NULL AND state = 'queued' AND run_after <= $1::bigint` + filter + `
-		ORDER BY priority DESC, run_after, id
+		ORDER BY priority DESC, id
 		LIMIT cardinality($3::text[]) FOR UPDATE SKIP LOCKED),
 	numbered AS (
-		SELECT id, row_number() OVER (ORDER BY priority DESC, run_after, id) AS n,
+		SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS n,
 			EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = pick.id) AS predicted
 		FROM pick),
 	cut AS (
@@ -103,7 +104,7 @@ func claimBatch(paused bool) string {
 		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
 		SELECT last_event_id, id, $1, $6, $7, $8, $9, attempts, lease_owner, prev_event_id FROM leased
 		WHERE $2::int IS NOT NULL)
-	SELECT ` + ticketCols + ` FROM leased ORDER BY priority DESC, run_after, id`
+	SELECT ` + ticketCols + ` FROM leased ORDER BY priority DESC, id`
 }
 
 // claimBatches[paused] are claimBatch's shapes.

@@ -15,8 +15,9 @@ import (
 const refreshEvery = 1000
 
 // claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
-// walk tickets_open in claim order and yield at most one candidate, reading the state in
-// the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
+// walk tickets_open in claim order (priority DESC, id: among the due, the oldest enqueued
+// first, so a retry that waited out its backoff is not sent behind the queue) and yield at
+// most one candidate, reading the state in the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
 // a literal match). skipPaused adds the paused filter (a row lookup per candidate), avoid
 // the filter of the tickets a claim passes over (storedriver.ClaimParams.Avoid). Without
 // rescue, only the queued branch runs: Claim uses that while no lease can have expired
@@ -30,20 +31,20 @@ func claimPick(skipPaused, avoid, rescue bool) string {
 	if avoid {
 		filter += ` AND id NOT IN (SELECT value FROM json_each(?4))`
 	}
-	queued := `SELECT id, priority, run_after FROM tickets
+	queued := `SELECT id, priority FROM tickets
 				WHERE finished_at IS NULL AND state = 'queued' AND run_after <= ?1` + filter + `
-				ORDER BY priority DESC, run_after, id LIMIT 1`
+				ORDER BY priority DESC, id LIMIT 1`
 	if !rescue {
 		return `SELECT id FROM (` + queued + `)`
 	}
 	return `SELECT id FROM (
 			SELECT * FROM (` + queued + `)
 			UNION ALL
-			SELECT * FROM (SELECT id, priority, run_after FROM tickets
+			SELECT * FROM (SELECT id, priority FROM tickets
 				WHERE finished_at IS NULL AND state = 'running' AND lease_expires_at <= ?1
 					AND rescues + 1 < ?2 AND cancel_requested = 0` + filter + `
-				ORDER BY priority DESC, run_after, id LIMIT 1)
-		) ORDER BY priority DESC, run_after, id LIMIT 1`
+				ORDER BY priority DESC, id LIMIT 1)
+		) ORDER BY priority DESC, id LIMIT 1`
 }
 
 // claimPicks[shape][rescue] are claimPick's shapes: 0 no filter, 1 paused, 2 paused and
