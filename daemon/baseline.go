@@ -217,7 +217,7 @@ func (b *baselines) load(ctx context.Context, tree *worktree.Tree, hash string, 
 // preflighter is implemented by a check runner that can tell, before any run, whether a
 // check's tool starts (*validate.Runner does).
 type preflighter interface {
-	Preflight(ctx context.Context, dir string, c validate.Check) error
+	Preflight(ctx context.Context, dir string, c validate.Check, seen *validate.Probed) error
 }
 
 // unhealthyRepos is the set of repositories whose baseline cannot gate fixes tonight; their

@@ -37,8 +37,8 @@ func (c *countingChecks) Run(ctx context.Context, dir string, checks []validate.
 	return c.inner.Run(ctx, dir, checks)
 }
 
-func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.Check) error {
-	return c.inner.Preflight(ctx, dir, ch)
+func (c *countingChecks) Preflight(ctx context.Context, dir string, ch validate.Check, seen *validate.Probed) error {
+	return c.inner.Preflight(ctx, dir, ch, seen)
 }
 
 // The second night at an unchanged base commit reuses the baseline the first night kept in

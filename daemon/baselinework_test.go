@@ -52,8 +52,8 @@ func (g *gatedChecks) Run(ctx context.Context, dir string, checks []validate.Che
 	return g.inner.Run(ctx, dir, checks)
 }
 
-func (g *gatedChecks) Preflight(ctx context.Context, dir string, c validate.Check) error {
-	return g.inner.Preflight(ctx, dir, c)
+func (g *gatedChecks) Preflight(ctx context.Context, dir string, c validate.Check, seen *validate.Probed) error {
+	return g.inner.Preflight(ctx, dir, c, seen)
 }
 
 // Baselines run beside the work: while one repository's baseline is still running, a worker

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -67,9 +68,10 @@ func Check(ctx context.Context, cfg config.Config, log *slog.Logger) []CheckItem
 		} else {
 			add("sandbox "+string(mode), "", map[bool]string{true: "no isolation: the code under test runs as ticketd", false: "runs a command in the workspace"}[mode == sandbox.ModeNone])
 		}
+		seen := &validate.Probed{}
 		for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
 			r := cfg.Repos[name]
-			add("repos."+name+" ("+r.Path+")", repoCheck(ctx, name, r, checks), fmt.Sprintf("base_ref %s, %d check(s)", r.BaseRef, len(r.Checks)))
+			add("repos."+name+" ("+r.Path+")", repoCheck(ctx, name, r, checks, seen), fmt.Sprintf("base_ref %s, %d check(s)", r.BaseRef, len(r.Checks)))
 		}
 	}
 	for i, src := range cfg.Intake {

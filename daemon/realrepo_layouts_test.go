@@ -199,8 +199,8 @@ func (h *hogOnce) Run(ctx context.Context, dir string, checks []validate.Check) 
 	return h.inner.Run(ctx, dir, run)
 }
 
-func (h *hogOnce) Preflight(ctx context.Context, dir string, c validate.Check) error {
-	return h.inner.Preflight(ctx, dir, c)
+func (h *hogOnce) Preflight(ctx context.Context, dir string, c validate.Check, seen *validate.Probed) error {
+	return h.inner.Preflight(ctx, dir, c, seen)
 }
 
 // A suite that times out once under a hog is run again on its own and judged on that run:

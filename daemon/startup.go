@@ -35,14 +35,15 @@ var ErrNoHealthyRepo = errors.New("no repository passed its start-up checks")
 // The repository part uses go-git, which is pure Go and so runs nothing the repository's
 // config names (no fsmonitor, hook or filter): the path is not trusted yet. Checkouts later
 // use ticketd's hardened git CLI.
-func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.CheckRunner) string {
+// seen shares the tools' import probes across the night's repositories.
+func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.CheckRunner, seen *validate.Probed) string {
 	if reason := baseCheck(name, r); reason != "" {
 		return reason
 	}
 	if pf, ok := checks.(preflighter); ok {
 		var errs []string
 		for _, c := range r.Checks {
-			if err := pf.Preflight(ctx, r.Path, c); err != nil {
+			if err := pf.Preflight(ctx, r.Path, c, seen); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -112,11 +113,12 @@ func (w *workerPool) checkStartup(ctx context.Context, checks pipeline.CheckRunn
 	healthy := map[string]config.Repo{}
 	var reasons []string
 	box := sandboxCheck(ctx, checks, w.cfg.Sandbox, w.cfg.Workspace)
+	seen := &validate.Probed{}
 	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
 		r := w.cfg.Repos[name]
 		reason := box
 		if reason == "" {
-			reason = repoCheck(ctx, name, r, checks)
+			reason = repoCheck(ctx, name, r, checks, seen)
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)

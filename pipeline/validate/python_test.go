@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // writeFiles writes name → content under a fresh directory and returns it.
@@ -125,5 +127,47 @@ func TestToolNotStarted(t *testing.T) {
 	res := r.Run(context.Background(), dir, []Check{{Name: "f", Kind: KindCommand, Command: []string{"false"}}})[0]
 	if res.NotStarted {
 		t.Errorf("false: NotStarted set for a tool that ran and failed")
+	}
+}
+
+// A round of preflights over several repositories asks an interpreter once whether it
+// imports a tool; without a round (nil) each preflight asks; a failed import is said for
+// every repository all the same.
+func TestPreflightProbesOncePerRound(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "asked")
+	py := filepath.Join(dir, "python3")
+	// A stand-in interpreter: records each start, and imports nothing but pytest.
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\ncase \"$*\" in *'import pytest'*) exit 0;; esac\necho \"ModuleNotFoundError: no module\" >&2\nexit 1\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repos := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	for _, tt := range []struct {
+		name    string
+		seen    *Probed
+		kind    string
+		asked   int
+		failing bool
+	}{
+		{name: "one round", seen: &Probed{}, kind: KindPytest, asked: 1},
+		{name: "no round", seen: nil, kind: KindPytest, asked: 3},
+		{name: "one round, tool missing", seen: &Probed{}, kind: KindMypy, asked: 1, failing: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(log)
+			r := &Runner{Sandbox: sandbox.ModeNone, ScratchRoot: t.TempDir()}
+			c := Check{Name: "c", Kind: tt.kind, Python: py}
+			for _, repo := range repos {
+				err := r.Preflight(context.Background(), repo, c, tt.seen)
+				if (err != nil) != tt.failing {
+					t.Fatalf("preflight of %s: %v; want failing %v", repo, err, tt.failing)
+				}
+			}
+			data, _ := os.ReadFile(log)
+			if n := strings.Count(string(data), "import "); n != tt.asked {
+				t.Errorf("the interpreter was asked %d times:\n%s\nwant %d", n, data, tt.asked)
+			}
+		})
 	}
 }
