@@ -17,8 +17,8 @@ const refreshEvery = 1000
 // claimPick finds the ticket Claim leases: the queued branch and the rescue branch each
 // walk tickets_open in claim order (priority DESC, id: among the due, the oldest enqueued
 // first, so a retry that waited out its backoff is not sent behind the queue) and yield at
-// most one candidate, reading the state in the row. Both repeat the index's WHERE term verbatim (SQLite uses a partial index only on
-// a literal match). skipPaused adds the paused filter (a row lookup per candidate), avoid
+// most one candidate, reading the state in the row. Both repeat the index's WHERE term
+// verbatim (SQLite uses a partial index only on a literal match). skipPaused adds the paused filter (a row lookup per candidate), avoid
 // the filter of the tickets a claim passes over (storedriver.ClaimParams.Avoid). Without
 // rescue, only the queued branch runs: Claim uses that while no lease can have expired
 // (see leaseHorizon), which spares every claim the second walk and the merge. It binds ?1
