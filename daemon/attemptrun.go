@@ -200,6 +200,11 @@ func (w *workerPool) runCause(ctx context.Context, log *slog.Logger, a *attemptR
 	if out.EndpointFault == nil && (out.Status == pipeline.StatusFixed || out.Status == pipeline.StatusFailed || out.Status == pipeline.StatusBudget) {
 		w.systemic.reset()
 	}
+	if id := w.systemic.suspect(); id != 0 {
+		w.d.Store.PassOver(id)
+	} else {
+		w.d.Store.PassOver()
+	}
 	return c
 }
 

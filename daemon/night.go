@@ -434,6 +434,7 @@ func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.
 		stopClaims: p.stopClaims,
 		fetch:      store.NewFetcher(d.Store, cfg.Night.Lease),
 	}
+	d.Store.PassOver() // the last night's suspect, if any, is no suspect of this one
 	w.envs.builder.Now = d.now
 	w.envs.st, w.envs.checks, w.envs.pauseRepo, w.envs.now = d.Store, guard, w.pauseRepo, d.now
 	p.rec.watch(w.health.isDown, func(err error) { w.health.writeFailed(log, "record model call", 0, err) })

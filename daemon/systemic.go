@@ -30,6 +30,18 @@ type systemic struct {
 	seen    map[int64]string
 }
 
+// suspect is the ticket whose attempt the last such fault ended, while it waits for another
+// ticket's attempt to tell whose the fault is (0: none). Claims pass over it meanwhile
+// (store.PassOver), so the next attempt is another ticket's when there is one.
+func (s *systemic) suspect() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sig == "" || s.tripped != "" {
+		return 0
+	}
+	return s.ticket
+}
+
 func (s *systemic) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

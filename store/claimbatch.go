@@ -70,7 +70,9 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
 	var out []Lease
 	batched := false
-	if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 {
+	// The one-statement claim knows nothing of PassOver, which is rare (an endpoint-side
+	// fault being told from a ticket's own): the loop claims then.
+	if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 && s.passOver.Load() == nil {
 		ls, err := claimFresh(ctx, bc, base, workers)
 		if err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ func TestClaimOrderRetries(t *testing.T) { forEachEngine(t, testClaimOrderRetrie
 func testClaimOrderRetries(t *testing.T, e engine) {
 	for _, tt := range []struct {
 		name    string
-		steps   []string   // "enqueue NAME [PRIORITY]", "fail NAME KIND" (claims NAME first), "wait DURATION"
+		steps   []string   // "enqueue NAME [PRIORITY]", "fail NAME KIND" (claims NAME first), "wait DURATION", "passover [NAME...]"
 		workers int        // 1: Claim; more: ClaimBatch
 		want    [][]string // the tickets of each claim or batch, in order, until ErrNoTicket
 	}{
@@ -41,6 +41,16 @@ func testClaimOrderRetries(t *testing.T, e engine) {
 		{name: "batch in claim order", workers: 3,
 			steps: []string{"enqueue a", "enqueue b", "fail a fix", "fail b fix", "enqueue c", "enqueue d", "wait 3m"},
 			want:  [][]string{{"a", "b", "c"}, {"d"}}},
+		{name: "a ticket passed over comes last", workers: 1,
+			steps: []string{"enqueue a", "enqueue b", "enqueue c", "fail a transport", "wait 1m", "passover a"},
+			want:  [][]string{{"b"}, {"c"}, {"a"}}},
+		{name: "pass over cleared", workers: 1,
+			steps: []string{"enqueue a", "enqueue b", "fail a transport", "wait 1m", "passover a", "passover"},
+			want:  [][]string{{"a"}, {"b"}}},
+		{name: "batch passes over to the end, then stops short", workers: 3,
+			// Only a batch's first lease may take a passed-over ticket (as an overlapping one).
+			steps: []string{"enqueue a", "enqueue b", "enqueue c", "fail a transport", "wait 1m", "passover a"},
+			want:  [][]string{{"b", "c"}, {"a"}}},
 		{name: "batch leaves a retry not yet due", workers: 3,
 			steps: []string{"enqueue a", "fail a fix", "enqueue b", "enqueue c", "enqueue d", "wait 10s"},
 			want:  [][]string{{"b", "c", "d"}}},
@@ -91,6 +101,14 @@ func runOrderStep(t *testing.T, b bundle, names map[int64]string, step string) {
 		if st, err := b.s.Fail(b.ctx, l.Ticket.ID, l.Token, Failure{Kind: FailureKind(f[2]), Reason: "step"}); err != nil || st != StateQueued {
 			t.Fatalf("step %q: %s, %v; want queued", step, st, err)
 		}
+	case f[0] == "passover":
+		var ids []int64
+		for id, n := range names {
+			if slices.Contains(f[1:], n) {
+				ids = append(ids, id)
+			}
+		}
+		b.s.PassOver(ids...)
 	case f[0] == "wait" && len(f) == 2:
 		d, err := time.ParseDuration(f[1])
 		if err != nil {
@@ -123,4 +141,31 @@ func claimNames(b bundle, names map[int64]string, workers []string) ([]string, e
 		got = append(got, names[l.Ticket.ID])
 	}
 	return got, nil
+}
+
+// TestClaimPassOverSaysWhy: a passed-over ticket taken because nothing else was ready says
+// so in its claim event; the ticket claimed before it says nothing.
+func TestClaimPassOverSaysWhy(t *testing.T) { forEachEngine(t, testClaimPassOverSaysWhy) }
+
+func testClaimPassOverSaysWhy(t *testing.T, e engine) {
+	b := e.setup(t)
+	a := b.enqueue(t, "a")
+	other := b.enqueue(t, "b")
+	b.s.PassOver(a)
+	for _, tt := range []struct {
+		id     int64
+		reason string
+	}{{other, ""}, {a, passOverReason}} {
+		l := b.claim(t, "w")
+		if l.Ticket.ID != tt.id {
+			t.Fatalf("claimed %d; want %d", l.Ticket.ID, tt.id)
+		}
+		evs, err := b.s.Events(b.ctx, tt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := evs[len(evs)-1]; last.Kind != EventClaimed || last.Reason != tt.reason {
+			t.Errorf("ticket %d's claim event = %s %q; want claimed %q", tt.id, last.Kind, last.Reason, tt.reason)
+		}
+	}
 }

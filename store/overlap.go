@@ -123,31 +123,57 @@ func (s *Store) claimTurn(ctx context.Context, tx storedriver.Tx) error {
 	return nil
 }
 
-// overlapping returns, as a JSON array for storedriver.ClaimParams.Avoid, the queued
-// tickets whose predicted files overlap a running ticket's of the same repository ("" for
-// none). It runs inside the claim's transaction, after claimTurn; the tickets claimed
-// earlier in the same transaction count as running.
-func (s *Store) overlapping(ctx context.Context, tx storedriver.Tx) (string, error) {
+// overlapping returns the queued tickets whose predicted files overlap a running ticket's
+// of the same repository. It runs inside the claim's transaction, after claimTurn; the
+// tickets claimed earlier in the same transaction count as running.
+func (s *Store) overlapping(ctx context.Context, tx storedriver.Tx) ([]int64, error) {
 	rows, err := tx.Query(ctx, s.q.Overlap.Overlapping)
 	if err != nil {
-		return "", fmt.Errorf("tickets overlapping a running one: %w", err)
+		return nil, fmt.Errorf("tickets overlapping a running one: %w", err)
 	}
 	defer rows.Close()
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return "", fmt.Errorf("tickets overlapping a running one: %w", err)
+			return nil, fmt.Errorf("tickets overlapping a running one: %w", err)
 		}
 		ids = append(ids, id)
 	}
-	if err := rows.Err(); err != nil || len(ids) == 0 {
-		return "", err
+	return ids, rows.Err()
+}
+
+// avoidSet is what a claim passes over unless nothing else is ready: ids, a JSON array for
+// storedriver.ClaimParams.Avoid ("" for none), and the reason the claim's event gives when
+// it takes one of them all the same.
+type avoidSet struct{ ids, reason string }
+
+// avoiding is the claim's avoidSet: the tickets overlapping a running one and those of
+// PassOver.
+func (s *Store) avoiding(overlap []int64) avoidSet {
+	var passed []int64
+	if p := s.passOver.Load(); p != nil {
+		passed = *p
 	}
-	j, _ := json.Marshal(ids) // []int64 always encodes
-	return string(j), nil
+	var reason string
+	switch {
+	case len(overlap) > 0 && len(passed) > 0:
+		reason = "passed over (its predicted files overlap a running ticket's, or an endpoint-side fault is being told from its own); no other ticket was ready"
+	case len(overlap) > 0:
+		reason = overlapReason
+	case len(passed) > 0:
+		reason = passOverReason
+	default:
+		return avoidSet{}
+	}
+	j, _ := json.Marshal(append(slices.Clone(overlap), passed...)) // []int64 always encodes
+	return avoidSet{ids: string(j), reason: reason}
 }
 
 // overlapReason is the claim event's reason when Claim took a ticket it would have passed
 // over: nothing else was ready.
 const overlapReason = "its predicted files overlap a running ticket's; no other ticket was ready"
+
+// passOverReason is the claim event's reason when Claim took a ticket of PassOver: nothing
+// else was ready.
+const passOverReason = "passed over after an endpoint-side fault, to try another ticket; no other ticket was ready"

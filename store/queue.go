@@ -89,6 +89,21 @@ func (s *Store) SetPaused(repos []string) {
 	s.paused.Store(&pausedRepos{repos: rs, json: string(j)})
 }
 
+// PassOver replaces the set of tickets claims take only when no other ticket is ready:
+// after an attempt ended on an endpoint-side fault that every ticket may meet, the next
+// claim must try a different ticket to tell the endpoint's fault from the ticket's own,
+// whatever the time between its release and that claim (the claim order alone would hand
+// the same ticket back once its short release delay has passed). The set lives in this
+// process only; PassOver() clears it.
+func (s *Store) PassOver(ids ...int64) {
+	if len(ids) == 0 {
+		s.passOver.Store(nil)
+		return
+	}
+	ids = slices.Clone(ids)
+	s.passOver.Store(&ids)
+}
+
 // Paused returns the repositories SetPaused installed, sorted (nil when none).
 func (s *Store) Paused() []string {
 	if p := s.paused.Load(); p != nil {
@@ -159,13 +174,14 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 // overlapping a running one when nothing else is ready; last says nothing follows it in
 // tx. sql.ErrNoRows when nothing is ready.
 func (s *Store) claimOne(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, fallback, last bool) (Lease, error) {
-	avoid := ""
+	var overlap []int64
 	if !p.Unpredicted {
 		var err error
-		if avoid, err = s.overlapping(ctx, tx); err != nil {
+		if overlap, err = s.overlapping(ctx, tx); err != nil {
 			return Lease{}, err
 		}
 	}
+	avoid := s.avoiding(overlap)
 	t, err := s.claimPick(ctx, tx, p, avoid, fallback, last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, err
@@ -200,23 +216,23 @@ func (s *Store) claimUnpredicted(ctx context.Context, tx storedriver.Tx, p store
 	return s.claimOne(ctx, tx, p, false, last)
 }
 
-// claimPick leases the next ticket, passing over the tickets of avoid (a JSON array, ""
-// for none) unless no other is ready and fallback allows it, and reads it (sql.ErrNoRows
-// for none). last says nothing follows the claim in its transaction.
-func (s *Store) claimPick(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, avoid string, fallback, last bool) (Ticket, error) {
-	p.Avoid = avoid
+// claimPick leases the next ticket, passing over the tickets of avoid unless no other is
+// ready and fallback allows it (the claim's event then says why), and reads it
+// (sql.ErrNoRows for none). last says nothing follows the claim in its transaction.
+func (s *Store) claimPick(ctx context.Context, tx storedriver.Tx, p storedriver.ClaimParams, avoid avoidSet, fallback, last bool) (Ticket, error) {
+	p.Avoid = avoid.ids
 	// Nothing follows a fresh claim but, when it passes over tickets and finds nothing, the
 	// claim of those: the engine writes its event with the lease.
-	p.Last = last && (avoid == "" || !fallback)
+	p.Last = last && (avoid.ids == "" || !fallback)
 	row, err := tx.Claim(ctx, p)
 	if err != nil {
 		return Ticket{}, err
 	}
 	t, err := scanTicket(row)
-	if !errors.Is(err, sql.ErrNoRows) || avoid == "" || !fallback {
+	if !errors.Is(err, sql.ErrNoRows) || avoid.ids == "" || !fallback {
 		return t, err
 	}
-	p.Avoid, p.Last, p.Event.Reason = "", last, overlapReason
+	p.Avoid, p.Last, p.Event.Reason = "", last, avoid.reason
 	if row, err = tx.Claim(ctx, p); err != nil {
 		return Ticket{}, err
 	}

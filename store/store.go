@@ -135,6 +135,9 @@ type Store struct {
 
 	// paused is the JSON array of repositories Claim must skip (SetPaused); nil: none.
 	paused atomic.Pointer[pausedRepos]
+	// passOver are the tickets claims take only when nothing else is ready (PassOver); nil:
+	// none.
+	passOver atomic.Pointer[[]int64]
 	// wake is closed when a notice says a ticket became claimable (WaitForWork), then
 	// replaced; guarded by wakeMu.
 	wakeMu  sync.Mutex

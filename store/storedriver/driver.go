@@ -134,7 +134,7 @@ type ClaimParams struct {
 	// Paused is a JSON array of repository names to skip, "" for none.
 	Paused string
 	// Avoid is a JSON array of ticket ids to skip (their predicted files overlap a running
-	// ticket's: store.Claim), "" for none.
+	// ticket's, or store.PassOver named them), "" for none.
 	Avoid string
 	// Event is the event a fresh claim writes under the lease's reservation: at Now, with
 	// the ticket's new attempts and Worker as actor.
