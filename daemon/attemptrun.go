@@ -140,6 +140,7 @@ func (w *workerPool) run(ctx context.Context, cancel context.CancelCauseFunc, lo
 		Instructions: a.facts.instructions,
 		Checks:       a.facts.checks,
 		Tests:        a.facts.tests,
+		Imports:      a.facts.imports,
 		Baseline:     a.facts.results,
 		Diff:         a.fix.diff,
 		Workspace:    a.fix.ws,

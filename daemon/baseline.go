@@ -34,6 +34,8 @@ type repoFacts struct {
 	// tests is where the repository keeps its tests, read at the base commit.
 	tests   *discover.Tests
 	repoMap string
+	// imports keeps the import scans' reads of the base's files for every attempt at it.
+	imports *validate.BaseImports
 	// instructions is the repository's instructions block (AGENTS.md and the like, read at
 	// the base commit): the same bytes for every ticket of the repository at this base.
 	instructions string
@@ -131,6 +133,7 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		return f, err
 	}
 	f.repoMap = pipeline.RepoMap(tree.Dir, files)
+	f.imports = validate.NewBaseImports(files)
 	ins, err := pipeline.ReadInstructions(ctx, tree.FileAtBase, repo.Instructions)
 	if err != nil {
 		if ctx.Err() != nil {

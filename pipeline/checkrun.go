@@ -32,7 +32,7 @@ type checkRun struct {
 // tests the change can affect run first (see firstTier); their failures come back at once,
 // and the whole suite, on which the verdict is made, runs only when they pass.
 func (c *checkRun) gate(ctx context.Context) (string, Gate) {
-	sel, _ := chooseTests(c.tree.dir, c.tree.tests(), c.checks, c.baseline, c.changed, c.targets)
+	sel, _ := chooseTests(c.tree.dir, c.tree.tests(), c.tree.imports, c.checks, c.baseline, c.changed, c.targets)
 	if sel.Whole == "" {
 		return c.selectedGate(ctx, &sel)
 	}

@@ -41,7 +41,7 @@ func (s *Selection) inSelection(id string) bool {
 // cannot stand for the tests not run. Every changed path is a seed of the graph, so an edge
 // the change removed (a test edited to stop importing what it changed) is still walked: the
 // edited file itself is reached, and what imports it.
-func chooseTests(dir string, tests *discover.Tests, checks []validate.Check, baseline []validate.Result, changed, targets []string) (Selection, *validate.ImportGraph) {
+func chooseTests(dir string, tests *discover.Tests, imports *validate.BaseImports, checks []validate.Check, baseline []validate.Result, changed, targets []string) (Selection, *validate.ImportGraph) {
 	if why := wholeByConfig(checks, baseline); why != "" {
 		return Selection{Whole: why}, nil
 	}
@@ -54,7 +54,7 @@ func chooseTests(dir string, tests *discover.Tests, checks []validate.Check, bas
 		}
 	}
 	defer holdImportGraph()()
-	graph, err := validate.ScanImports(dir, changed...)
+	graph, err := imports.Scan(dir, changed...)
 	if err != nil {
 		return Selection{Whole: "the import scan failed: " + err.Error()}, nil
 	}

@@ -129,7 +129,7 @@ func TestChooseTests(t *testing.T) {
 			if base == nil {
 				base = selectionBase
 			}
-			sel, _ := chooseTests(dir, nil, checks, base, tt.changed, nil)
+			sel, _ := chooseTests(dir, nil, nil, checks, base, tt.changed, nil)
 			if tt.whole != "" {
 				if !strings.Contains(sel.Whole, tt.whole) {
 					t.Fatalf("selection %+v; want the whole suite because %q", sel, tt.whole)

@@ -17,14 +17,16 @@ type testTree struct {
 	dir string
 	// baseFile reads a path at the base commit (Job.BaseFile); nil when it cannot.
 	baseFile func(ctx context.Context, path string) (data []byte, found bool, err error)
-	given    *discover.Tests  // Job.Tests, read at the base commit; nil: read from dir once
-	checks   []validate.Check // the job's checks, which say how the runners find tests
-	once     sync.Once
-	found    *discover.Tests
+	given    *discover.Tests // Job.Tests, read at the base commit; nil: read from dir once
+	// imports keeps the import scans' reads of the base's files (Job.Imports); nil: none.
+	imports *validate.BaseImports
+	checks  []validate.Check // the job's checks, which say how the runners find tests
+	once    sync.Once
+	found   *discover.Tests
 }
 
 func newTestTree(job Job) *testTree {
-	return &testTree{dir: job.Dir, baseFile: job.BaseFile, given: job.Tests, checks: job.Checks}
+	return &testTree{dir: job.Dir, baseFile: job.BaseFile, given: job.Tests, checks: job.Checks, imports: job.Imports}
 }
 
 // tests is where the repository keeps its tests: Job.Tests, read at the base commit with the

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -36,9 +35,10 @@ type TierRun struct {
 
 // affectedTests is the test files a change of changed may affect, and how many test files
 // the repository has, by its import graph (built and read in the graph's slot).
-func affectedTests(dir string, tests *discover.Tests, changed []string) (files []string, total int, err error) {
+func affectedTests(t *testTree, changed []string) (files []string, total int, err error) {
+	tests := t.tests()
 	defer holdImportGraph()()
-	graph, err := validate.ScanImports(dir, changed...)
+	graph, err := t.imports.Scan(t.dir, changed...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -68,7 +68,7 @@ func (c *checkRun) firstTier(ctx context.Context) (*TierRun, *Gate) {
 		return nil, nil
 	}
 	start := c.now()
-	files, total, err := affectedTests(c.tree.dir, c.tree.tests(), changed)
+	files, total, err := affectedTests(c.tree, changed)
 	if err != nil {
 		c.log.Warn("first tier: import scan", "err", err)
 		return nil, nil

@@ -142,26 +142,35 @@ func TestRemoveUnreadableDirs(t *testing.T) {
 }
 
 // BenchmarkSnapshotUndoBig measures what the daemon adds around every run of checks on a
-// 5,000-file repository: Snapshot before it (git status, the maker's file read) and Undo
-// after it (git status, a file a check wrote removed).
+// repository of 5,000 and 10,000 files: Snapshot before it (git status, the maker's file
+// read), Undo after it (git status, a file a check wrote removed) and the Clean before the
+// next check (issue 37: this should not grow with the repository's size).
 func BenchmarkSnapshotUndoBig(b *testing.B) {
-	ctx := context.Background()
-	repo := bigRepo(b, bigRepoFiles)
-	m := NewManager(filepath.Join(b.TempDir(), "trees"), nil)
-	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	writeFile(b, filepath.Join(tree.Dir, "pkg00", "mod00", "file00.py"), "x = 1\n")
-	for b.Loop() {
-		snap, err := tree.Snapshot(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		writeFile(b, filepath.Join(tree.Dir, "left.txt"), "a check was here\n")
-		if _, err := tree.Undo(ctx, snap); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{bigRepoFiles, 2 * bigRepoFiles} {
+		b.Run(fmt.Sprint(n, "files"), func(b *testing.B) {
+			ctx := context.Background()
+			repo := bigRepo(b, n)
+			m := NewManager(filepath.Join(b.TempDir(), "trees"), nil)
+			tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			writeFile(b, filepath.Join(tree.Dir, "pkg00", "mod00", "file00.py"), "x = 1\n")
+			for b.Loop() {
+				snap, err := tree.Snapshot(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeFile(b, filepath.Join(tree.Dir, "left.txt"), "a check was here\n")
+				writeFile(b, filepath.Join(tree.Dir, "pkg01", "__pycache__", "x.pyc"), "cache\n")
+				if _, err := tree.Undo(ctx, snap); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tree.Clean(ctx, []string{"pkg00/mod00/file00.py"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

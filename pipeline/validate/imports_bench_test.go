@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,7 +12,8 @@ import (
 // BenchmarkScanImports scans a generated repository of n packages of 90 modules in import
 // chains (as scripts/bench --large generates), with a test file per package: the import
 // graph's time and memory at 5k and 10k files.
-// go test ./pipeline/validate -run XXX -bench ScanImports -benchmem
+// go test ./pipeline/validate -run XXX -bench ScanImports -benchmem (base-kept: a later
+// submit's scan at the same base, BaseImports)
 func BenchmarkScanImports(b *testing.B) {
 	for _, pkgs := range []int{50, 100} {
 		dir := b.TempDir()
@@ -44,6 +46,28 @@ func BenchmarkScanImports(b *testing.B) {
 				}
 			}
 			b.ReportMetric(kept, "kept-B")
+		})
+		// The scans of later submits at the same base: only the changed file is read.
+		b.Run(fmt.Sprintf("files=%d/base-kept", pkgs*92), func(b *testing.B) {
+			var tracked []string
+			filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error {
+				rel, _ := filepath.Rel(dir, p)
+				tracked = append(tracked, filepath.ToSlash(rel))
+				return nil
+			})
+			base := NewBaseImports(tracked)
+			if _, err := base.Scan(dir); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				g, err := base.Scan(dir, "shop/p00/m00.py")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(g.TestsAffectedBy([]string{"shop/p00/m00.py"})) != 1 {
+					b.Fatal("want one test file reached")
+				}
+			}
 		})
 	}
 }
