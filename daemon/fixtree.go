@@ -133,6 +133,10 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 		return g.inner.Run(ctx, dir, checks)
 	}
 	res := make([]validate.Result, 0, len(checks))
+	// One snapshot serves every check of the run: an Undo that went through puts the tree
+	// back to it, and the maker's tools do not write while the checks run. Each snapshot is
+	// a walk of the whole worktree (git status), a cost that grows with the repository.
+	var snap *worktree.Snapshot
 	for _, c := range checks {
 		if ctx.Err() != nil {
 			return append(res, g.inner.Run(ctx, dir, []validate.Check{c})...) // reported as not run
@@ -146,9 +150,11 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 				continue
 			}
 		}
-		snap, err := f.Snapshot(ctx)
-		if err != nil && ctx.Err() == nil {
-			g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
+		if snap == nil {
+			var err error
+			if snap, err = f.Snapshot(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("snapshot the worktree before the checks", "dir", dir, "err", err)
+			}
 		}
 		f.dirty.Store(true)
 		res = append(res, g.inner.Run(ctx, dir, []validate.Check{c})...)
@@ -157,6 +163,7 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 			f.left.add(put)
 			if err != nil && ctx.Err() == nil {
 				g.log.Warn("undo what the checks wrote in the worktree", "dir", dir, "err", err)
+				snap = nil // the tree is not the snapshot's: the next check takes its own
 			}
 		}
 	}

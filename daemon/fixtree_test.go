@@ -2,14 +2,20 @@ package daemon
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // TestChecksWritesNeverReachTheBranch is issue 19's probe in a real night: the repository's
@@ -55,5 +61,65 @@ for module in ("shop/catalogue_00.py", "shop/rule_00.py"):
 	report, _ := os.ReadFile(filepath.Join(cfg.Output, "1", "report.md"))
 	if !strings.Contains(string(report), "The checks also wrote (discarded, not part of the change): shop/catalogue_00.py, shop/rule_00.py, stolen.txt") {
 		t.Errorf("the report does not list what the checks wrote:\n%s", report)
+	}
+}
+
+// checkFunc is a pipeline.CheckRunner that runs fn for each check, in order.
+type checkFunc func(dir string, c validate.Check) validate.Result
+
+func (f checkFunc) Run(_ context.Context, dir string, checks []validate.Check) []validate.Result {
+	var out []validate.Result
+	for _, c := range checks {
+		out = append(out, f(dir, c))
+	}
+	return out
+}
+
+// TestGuardEachCheckStartsClean: in one run of several checks, each check starts on the
+// worktree as the maker left it, whatever the checks before it wrote (a tracked module, the
+// maker's own file, a new file), with one snapshot of the tree for the whole run.
+func TestGuardEachCheckStartsClean(t *testing.T) {
+	repo := t.TempDir()
+	write(t, filepath.Join(repo, "shop", "other.py"), "X = 1\n")
+	write(t, filepath.Join(repo, "shop", "fix.py"), "Y = 1\n")
+	git(t, repo, "init", "-q", "--initial-branch=main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "base")
+	ctx := context.Background()
+	tree, err := worktree.NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tools.NewWorkspace(tree.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.EditFile(ctx, "shop/fix.py", "Y = 1", "Y = 2", false); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	inner := checkFunc(func(dir string, c validate.Check) validate.Result {
+		read := func(p string) string {
+			b, err := os.ReadFile(filepath.Join(dir, p))
+			if err != nil {
+				return "absent"
+			}
+			return strings.TrimSpace(string(b))
+		}
+		seen = append(seen, c.Name+": "+read("shop/other.py")+", "+read("shop/fix.py")+", "+read("left.txt"))
+		for p, s := range map[string]string{"shop/other.py": "X = 'tampered'\n", "shop/fix.py": "Y = 'tampered'\n", "left.txt": "a check was here\n"} {
+			write(t, filepath.Join(dir, p), s)
+		}
+		return validate.Result{Name: c.Name, Kind: c.Kind}
+	})
+	g := newFixGuard(inner, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.track(newFixTree(tree, ws))()
+	g.Run(ctx, tree.Dir, []validate.Check{{Name: "pytest"}, {Name: "ruff"}, {Name: "mypy"}})
+	want := []string{"pytest: X = 1, Y = 2, absent", "ruff: X = 1, Y = 2, absent", "mypy: X = 1, Y = 2, absent"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the checks saw\n%q\nwant\n%q", seen, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tree.Dir, "shop", "fix.py")); string(b) != "Y = 2\n" {
+		t.Errorf("after the run the maker's file is %q; want its change", b)
 	}
 }
