@@ -34,7 +34,7 @@ type repoFacts struct {
 	// tests is where the repository keeps its tests, read at the base commit.
 	tests   *discover.Tests
 	repoMap string
-	// imports keeps the import scans' reads of the base's files for every attempt at it.
+	// imports is the base's import graph, from which each submit's is made (nil: none).
 	imports *validate.BaseImports
 	// instructions is the repository's instructions block (AGENTS.md and the like, read at
 	// the base commit): the same bytes for every ticket of the repository at this base.
@@ -126,6 +126,21 @@ func (b *baselines) get(ctx context.Context, repo config.Repo, tree *worktree.Tr
 	return e.facts, e.err
 }
 
+// scanBase is the import graph of tree, which every submit at its base starts from; nil
+// (each submit scans its whole worktree) when the tree holds a change (a review round's
+// tree is seeded with its fix) or the scan failed.
+func (b *baselines) scanBase(ctx context.Context, tree *worktree.Tree) *validate.BaseImports {
+	changed, err := tree.Changed(ctx)
+	if err != nil || len(changed) > 0 {
+		return nil
+	}
+	g, err := validate.ScanBase(tree.Dir)
+	if err != nil {
+		b.log.Warn("import scan of the base: each submit scans its whole worktree", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
+	}
+	return g
+}
+
 func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktree.Tree) (repoFacts, error) {
 	var f repoFacts
 	files, err := worktree.FilesAt(tree.RepoPath, tree.BaseCommit)
@@ -133,7 +148,7 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		return f, err
 	}
 	f.repoMap = pipeline.RepoMap(tree.Dir, files)
-	f.imports = validate.NewBaseImports(files)
+	f.imports = b.scanBase(ctx, tree)
 	ins, err := pipeline.ReadInstructions(ctx, tree.FileAtBase, repo.Instructions)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -118,9 +118,8 @@ type Job struct {
 	// Tests is where the repository keeps its tests (discover.Read at the base commit, with
 	// the checks as the baseline ran them); nil means it is read from Dir.
 	Tests *discover.Tests
-	// Imports keeps what the import scans read of the base commit's files, shared by the
-	// tickets of one repository and base (validate.NewBaseImports); nil: each scan reads
-	// every file.
+	// Imports is the base commit's import graph, shared by the tickets of one repository
+	// and base (validate.ScanBase); nil: each submit scans the whole worktree.
 	Imports *validate.BaseImports
 	// BaseFile reads a path as it is at the base commit (worktree.Tree.FileAtBase); found is
 	// false when the path does not exist there. The evidence step uses it to run the new

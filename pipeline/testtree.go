@@ -18,7 +18,7 @@ type testTree struct {
 	// baseFile reads a path at the base commit (Job.BaseFile); nil when it cannot.
 	baseFile func(ctx context.Context, path string) (data []byte, found bool, err error)
 	given    *discover.Tests // Job.Tests, read at the base commit; nil: read from dir once
-	// imports keeps the import scans' reads of the base's files (Job.Imports); nil: none.
+	// imports is the base's import graph (Job.Imports); nil: none.
 	imports *validate.BaseImports
 	checks  []validate.Check // the job's checks, which say how the runners find tests
 	once    sync.Once

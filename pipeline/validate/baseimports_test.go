@@ -1,16 +1,16 @@
 package validate
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 )
 
-// TestBaseImportsScan: a scan through BaseImports reads again what the change touched and
-// what the base does not track, and takes the rest from the first scan at that base; its
-// answers are the full scan's wherever the worktree outside the change is the base's.
+// TestBaseImportsScan: a submit's graph made from the base's reads again what the change
+// touched (all of the worktree when it adds a module) and takes the rest from the base's
+// scan; its answers are the full scan's wherever the worktree outside the change is the
+// base's.
 func TestBaseImportsScan(t *testing.T) {
 	base := map[string]string{
 		"shop/__init__.py": "", "shop/cart.py": "from shop import tax\n", "shop/tax.py": "",
@@ -32,9 +32,14 @@ func TestBaseImportsScan(t *testing.T) {
 			write:   map[string]string{"shop/cart.py": "from shop import rates\n"},
 			changed: []string{"shop/cart.py"}, seed: "shop/rates.py",
 			want: []string{"tests/test_cart.py"}},
-		{name: "a file the base does not track is read",
-			write: map[string]string{"shop/new.py": "", "tests/test_new.py": "import shop.new\n"},
-			seed:  "shop/new.py", want: []string{"tests/test_new.py"}},
+		{name: "an added module: every file is read",
+			write:   map[string]string{"shop/new.py": "", "tests/test_new.py": "import shop.new\n", "shop/rates.py": "from shop import new\n"},
+			changed: []string{"shop/new.py", "tests/test_new.py", "shop/rates.py"},
+			seed:    "shop/new.py", want: []string{"tests/test_new.py"}},
+		{name: "an edit that adds a literal naming a module",
+			write:   map[string]string{"shop/cart.py": "PLUGIN = 'shop.rates'\n"},
+			changed: []string{"shop/cart.py"}, seed: "shop/tax.py",
+			want: []string{"tests/test_tax.py"}},
 		{name: "a deleted file still counts as a module",
 			write:   map[string]string{"shop/tax.py": deleted},
 			changed: []string{"shop/tax.py"}, seed: "shop/tax.py",
@@ -45,8 +50,8 @@ func TestBaseImportsScan(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := writeTree(t, base)
-			b := NewBaseImports(slices.Sorted(maps.Keys(base)))
-			if _, err := b.Scan(dir); err != nil {
+			b, err := ScanBase(dir)
+			if err != nil {
 				t.Fatal(err)
 			}
 			for p, content := range tt.write {
@@ -78,8 +83,8 @@ func TestBaseImportsScan(t *testing.T) {
 // deleted, as a content in TestBaseImportsScan's write, removes the file.
 const deleted = "\x00deleted"
 
-// TestBaseImportsMatchesScan: on a worktree that is its base, a kept scan answers as the full
-// scan for every file.
+// TestBaseImportsMatchesScan: where the worktree is its base outside the change, the graph
+// made from the base's answers as the full scan for every file.
 func TestBaseImportsMatchesScan(t *testing.T) {
 	files := map[string]string{
 		"pkg/__init__.py": "from .a import x\n", "pkg/a.py": "from . import b\n", "pkg/b.py": "import pkg.c\n",
@@ -88,13 +93,16 @@ func TestBaseImportsMatchesScan(t *testing.T) {
 		"tests/test_c.py": "from pkg import c\n", "README.md": "not python\n",
 	}
 	dir := writeTree(t, files)
-	b := NewBaseImports(slices.Sorted(maps.Keys(files)))
-	for range 2 { // the first scan fills b, the second reads from it
-		kept, err := b.Scan(dir)
+	b, err := ScanBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, changed := range [][]string{nil, {"pkg/b.py"}, {"pkg/sub/d.py", "tests/test_a.py"}} {
+		kept, err := b.Scan(dir, changed...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		full, err := ScanImports(dir)
+		full, err := ScanImports(dir, changed...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +111,7 @@ func TestBaseImportsMatchesScan(t *testing.T) {
 			slices.Sort(k)
 			slices.Sort(f)
 			if !slices.Equal(k, f) {
-				t.Errorf("tests reached from %s: kept scan %v, full scan %v", p, k, f)
+				t.Errorf("change %v: tests reached from %s: from the base's %v, full scan %v", changed, p, k, f)
 			}
 		}
 	}

@@ -179,18 +179,13 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	return scanImports(dir, &importScan{}, gone)
-}
-
-// scanImports runs s over dir.
-func scanImports(dir string, s *importScan, gone []string) (*ImportGraph, error) {
 	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
 			g.files[p] = p
 		}
 	}
-	s.g, s.seen = g, map[string]bool{}
+	s := &importScan{g: g}
 	if err := filepath.WalkDir(dir, s.visit); err != nil {
 		return nil, fmt.Errorf("scan python imports under %s: %w", dir, err)
 	}
@@ -208,11 +203,6 @@ type importScan struct {
 	g   *ImportGraph
 	py  []string // the regular .py files the walk found, in walk order
 	buf []byte   // one read buffer for every file of the scan
-	// base keeps the parses of the base's files (nil: none); changed are the change's paths,
-	// always read.
-	base    *BaseImports
-	changed []string
-	seen    map[string]bool // the literals of the file being read
 }
 
 // visit is the WalkDir step. Only the root being unreadable fails the scan.
@@ -248,57 +238,26 @@ func (s *importScan) visit(p string, d fs.DirEntry, err error) error {
 	return nil
 }
 
-// scan links one file of the walk: its kept parse when the base's scans have one, else what
-// reading it gives (kept for the next scan when the base tracks it and the change did not
-// touch it). A file that can no longer be read (or was swapped for something that is not a
-// regular file) has no imports.
+// scan reads one file of the walk and links its imports; a file that can no longer be read
+// (or was swapped for something that is not a regular file) has none.
 func (s *importScan) scan(rel string) {
-	var keep bool
-	if s.base != nil {
-		var p *parsedFile
-		if p, keep = s.base.lookup(rel, s.changed); p != nil {
-			s.link(rel, p)
-			return
-		}
-	}
 	src, err := readHeadInto(filepath.Join(s.g.root, filepath.FromSlash(rel)), maxScanBytes, s.buf[:0])
 	if err != nil {
 		return
 	}
 	s.buf = src
-	p := &parsedFile{imports: ParseImports(src)}
-	clear(s.seen)
-	p.opaque = scanDynamic(src, func(name []byte) {
-		if !s.seen[string(name)] { // no allocation for the lookup
-			n := string(name)
-			s.seen[n] = true
-			p.literals = append(p.literals, n)
-		}
-	})
-	s.link(rel, p)
-	if keep {
-		p.imports, p.literals = slices.Clip(p.imports), slices.Clip(p.literals)
-		s.base.keep(rel, p)
+	if imps := ParseImports(src); len(imps) > 0 {
+		s.g.linkFile(rel, imps)
 	}
-}
-
-// link adds one file's parse to the graph.
-func (s *importScan) link(rel string, p *parsedFile) {
-	if len(p.imports) > 0 {
-		s.g.linkFile(rel, p.imports)
-	}
-	for _, l := range p.literals {
-		s.g.addLiteral(l)
-	}
-	if p.opaque {
+	if scanDynamic(src, s.g.addLiteral) {
 		s.g.opaque = append(s.g.opaque, rel)
 	}
 }
 
 // addLiteral keeps a module-like string literal of the repository (once).
-func (g *ImportGraph) addLiteral(name string) {
-	if !g.literals[name] {
-		g.literals[name] = true
+func (g *ImportGraph) addLiteral(name []byte) {
+	if !g.literals[string(name)] { // no allocation for the lookup
+		g.literals[string(name)] = true
 	}
 }
 
