@@ -22,13 +22,19 @@ func testFetcherSharesOneFetch(t *testing.T, e engine) {
 	}
 	f := NewFetcher(b.s, time.Minute)
 	var batches int
-	// The first fetch holds until every other worker waits behind it, so the second fetch
-	// serves the seven together.
+	// The first fetch, w0's alone (the others ask only once it holds its first lease), holds
+	// until every other worker waits behind it, so the second fetch serves the seven
+	// together. Started together, several workers could join the first fetch, and the seven
+	// it waits for would never come.
+	first := make(chan struct{})
 	b.s.claimBatchHook = func(i int) error {
 		if i == 0 {
 			batches++
-			for batches == 1 && waitingBehind(f) < workers-1 {
-				runtime.Gosched()
+			if batches == 1 {
+				close(first)
+				for waitingBehind(f) < workers-1 {
+					runtime.Gosched()
+				}
 			}
 		}
 		return nil
@@ -46,6 +52,9 @@ func testFetcherSharesOneFetch(t *testing.T, e engine) {
 			l, err := f.Claim(b.ctx, w)
 			out <- got{w, l, err}
 		})
+		if i == 0 {
+			<-first
+		}
 	}
 	wg.Wait()
 	close(out)
