@@ -15,7 +15,6 @@ func TestBaseImportsScan(t *testing.T) {
 	base := map[string]string{
 		"shop/__init__.py": "", "shop/cart.py": "from shop import tax\n", "shop/tax.py": "",
 		"shop/rates.py":      "",
-		"shop/plugins.py":    "import importlib\nmod = importlib.import_module(name)\n",
 		"tests/test_cart.py": "from shop.cart import total\n",
 		"tests/test_tax.py":  "import shop.tax\n",
 		"tests/test_load.py": "NAME = 'shop.rates'\n",
@@ -26,20 +25,26 @@ func TestBaseImportsScan(t *testing.T) {
 		changed []string          // the change's paths, as the caller names them
 		seed    string            // what the second scan is asked about
 		want    []string          // tests it reaches
+		dynamic bool              // whether seed may be loaded by name (DynamicReason)
 	}{
 		{name: "unchanged base", seed: "shop/tax.py", want: []string{"tests/test_cart.py", "tests/test_tax.py"}},
 		{name: "an edit the change names is read again",
 			write:   map[string]string{"shop/cart.py": "from shop import rates\n"},
 			changed: []string{"shop/cart.py"}, seed: "shop/rates.py",
-			want: []string{"tests/test_cart.py"}},
+			want: []string{"tests/test_cart.py"}, dynamic: true}, // test_load names it
 		{name: "an added module: every file is read",
 			write:   map[string]string{"shop/new.py": "", "tests/test_new.py": "import shop.new\n", "shop/rates.py": "from shop import new\n"},
 			changed: []string{"shop/new.py", "tests/test_new.py", "shop/rates.py"},
 			seed:    "shop/new.py", want: []string{"tests/test_new.py"}},
+		{name: "a literal of the base names a module", seed: "shop/rates.py", dynamic: true},
 		{name: "an edit that adds a literal naming a module",
-			write:   map[string]string{"shop/cart.py": "PLUGIN = 'shop.rates'\n"},
+			write:   map[string]string{"shop/cart.py": "PLUGIN = 'shop.tax'\n"},
 			changed: []string{"shop/cart.py"}, seed: "shop/tax.py",
-			want: []string{"tests/test_tax.py"}},
+			want: []string{"tests/test_tax.py"}, dynamic: true},
+		{name: "an edit that loads modules by a computed name",
+			write:   map[string]string{"shop/cart.py": "import importlib\nmod = importlib.import_module(name)\n"},
+			changed: []string{"shop/cart.py"}, seed: "shop/tax.py",
+			want: []string{"tests/test_tax.py"}, dynamic: true},
 		{name: "a deleted file still counts as a module",
 			write:   map[string]string{"shop/tax.py": deleted},
 			changed: []string{"shop/tax.py"}, seed: "shop/tax.py",
@@ -73,8 +78,8 @@ func TestBaseImportsScan(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("tests reached from %s = %v; want %v", tt.seed, got, tt.want)
 			}
-			if why := g.DynamicReason("shop/rates.py"); why == "" {
-				t.Errorf("DynamicReason(shop/rates.py) is empty; want the kept literal or the opaque loader")
+			if why := g.DynamicReason(tt.seed); (why != "") != tt.dynamic {
+				t.Errorf("DynamicReason(%s) = %q; want a reason: %v", tt.seed, why, tt.dynamic)
 			}
 		})
 	}
