@@ -255,6 +255,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 		return err
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
+	trees.Ready = worktreeReady(cfg)
 
 	// claimCtx stops new claims; workCtx cancels work in flight. They differ so that the
 	// window closing lets running attempts finish while a shutdown stops them at once.

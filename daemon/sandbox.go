@@ -39,6 +39,17 @@ func sandboxUser(cfg config.Config) (sandbox.Identity, error) {
 	return sandbox.LookupIdentity(cfg.SandboxUser)
 }
 
+// worktreeReady is what makes a new worktree's folder its checks' group's before the checkout
+// (worktree.Manager.Ready) when ticketd runs as root with the sandbox: the checkout is then
+// born writable by the checks, and no check walks the worktree to grant it. nil otherwise.
+func worktreeReady(cfg config.Config) func(dir string) error {
+	if os.Geteuid() != 0 || cfg.Sandbox == sandbox.ModeNone {
+		return nil
+	}
+	user, _ := sandboxUser(cfg) // CheckSandbox refused to start on an unknown one
+	return func(dir string) error { return sandbox.ReadyForChecks(dir, user) }
+}
+
 // sandboxHide lists what code under test must not see: the database's folder, the results,
 // the workspace (other tickets' worktrees; the check's own shows through), the config's
 // folder and the daemon's home (credentials of git, gh, cloud tools, package registries).

@@ -359,7 +359,9 @@ func (u *undo) restore(p string, want snapFile) {
 		return
 	}
 	if dir := filepath.Dir(rel); dir != "." {
-		if err := u.root.MkdirAll(dir, 0o755); err != nil {
+		// 0777 less the umask, as git makes folders (group-writable in a worktree made
+		// ready for the checks: sandbox.ReadyForChecks).
+		if err := u.root.MkdirAll(dir, 0o777); err != nil {
 			u.errs = append(u.errs, err)
 			return
 		}

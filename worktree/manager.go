@@ -88,6 +88,13 @@ type Manager struct {
 	AuthorName  string
 	AuthorEmail string
 
+	// Ready, when set, is called with each new worktree's folder while it is still empty,
+	// before anything is checked out into it: a daemon run as root makes the folder its
+	// checks' group's there (sandbox.ReadyForChecks), so the checkout is born writable by
+	// them. An error is logged once and the worktree prepared as it is.
+	Ready     func(dir string) error
+	readyWarn sync.Once
+
 	mu    sync.Mutex
 	live  map[string]bool     // worktree dirs prepared and not yet removed
 	repos map[string]repoDirs // repository path as given -> where git found it
@@ -174,6 +181,7 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 		return nil, fmt.Errorf("prepare worktree: create directory under %s: %w", m.root, err)
 	}
 	m.setLive(dir, true)
+	m.ready(dir)
 
 	// Only the registration and the branch need the lock; the checkout,
 	// which is most of the time on a big repository, runs outside it.
@@ -199,6 +207,9 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 	// The .git file is read once, now, before anything untrusted ran in the
 	// directory; later commands name the git dir it pointed at explicitly.
 	tree.gitDir, err = linkedGitDir(repo.CommonDir, dir)
+	if err == nil && m.Ready != nil {
+		err = os.Chmod(filepath.Join(dir, ".git"), 0o644) // born group-writable in a ready folder
+	}
 	if err == nil {
 		_, err = tree.dirs().git(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules")
 		if err != nil {
@@ -213,6 +224,19 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 	}
 	m.logger.Debug("worktree prepared", "repo", top, "dir", dir, "branch", branch, "base_commit", base)
 	return tree, nil
+}
+
+// ready calls m.Ready on the new worktree folder dir. The .git file git writes there next is
+// then made 0644 again (prepare): git metadata is never the checks' to write.
+func (m *Manager) ready(dir string) {
+	if m.Ready == nil {
+		return
+	}
+	if err := m.Ready(dir); err != nil {
+		m.readyWarn.Do(func() {
+			m.logger.Warn("new worktrees are not made ready for the checks; each check grants its worktree file by file instead", "dir", dir, "err", err)
+		})
+	}
 }
 
 // register runs `git worktree add --no-checkout -B`; the caller holds the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -515,5 +516,58 @@ func TestCollectLeftoversStaysOutOfLiveTrees(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inner, "keep.py")); err != nil || len(removed) != 0 {
 		t.Errorf("CollectLeftovers removed %q; the live tree's pkg/keep.py: %v", removed, err)
+	}
+}
+
+// TestPrepareCallsReady checks the Ready hook's place: on the new folder while it is still
+// empty (what the daemon's root-run sandbox makes its checks' group's before the checkout),
+// with the .git file git writes there made 0644 after it, and a failing hook not failing
+// the worktree.
+func TestPrepareCallsReady(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ready", true: "failing"}[fail], func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t, true)
+			m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+			var called []string
+			m.Ready = func(dir string) error {
+				entries, err := os.ReadDir(dir)
+				if err != nil || len(entries) != 0 {
+					t.Errorf("Ready(%s) on a folder holding %d entries (err %v), want it empty", dir, len(entries), err)
+				}
+				called = append(called, dir)
+				// Stands for sandbox.ReadyForChecks: a default ACL giving all rwx, so what git
+				// creates next keeps its 0666, whatever the umask.
+				acl := []byte{2, 0, 0, 0}
+				for _, tag := range []byte{0x01, 0x04, 0x20} {
+					acl = append(acl, tag, 0, 7, 0, 0xff, 0xff, 0xff, 0xff)
+				}
+				if err := syscall.Setxattr(dir, "system.posix_acl_default", acl, 0); err != nil {
+					t.Skipf("this file system takes no POSIX ACLs: %v", err)
+				}
+				if fail {
+					return errors.New("no ACLs here")
+				}
+				return nil
+			}
+			tree, err := m.Prepare(ctx, repo, "main", "ticketd/3-ready")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Remove(context.WithoutCancel(ctx), tree, false) })
+			if len(called) != 1 || called[0] != tree.Dir {
+				t.Fatalf("Ready called with %v, want once with %s", called, tree.Dir)
+			}
+			if _, err := os.Stat(filepath.Join(tree.Dir, "stats.py")); err != nil {
+				t.Errorf("the worktree was not checked out after Ready: %v", err)
+			}
+			fi, err := os.Lstat(filepath.Join(tree.Dir, ".git"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o644 {
+				t.Errorf(".git is %s, want 0644: git metadata is never the checks' to write", fi.Mode().Perm())
+			}
+		})
 	}
 }

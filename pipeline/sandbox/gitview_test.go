@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,4 +144,113 @@ func statOf(t *testing.T, fi os.FileInfo) *syscall.Stat_t {
 		t.Fatalf("%s: no stat", fi.Name())
 	}
 	return st
+}
+
+// TestReadyForChecks checks out a real repository into a folder made ready for the checks
+// (as worktree.Manager.Ready does for a root daemon): everything git writes is born in the
+// checks' group and group-writable, so grantWrite has nothing to walk and changes no file's
+// ctime (which would make git's next status read every file again).
+func TestReadyForChecks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ReadyForChecks changes groups and ACLs: runs as root only, as ticketd does when it uses it")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed (apt-get install git)")
+	}
+	id := Identity{UID: 54321, GID: 54322}
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	repo := t.TempDir()
+	run(repo, "init", "-q", "-b", "main")
+	for name, mode := range map[string]os.FileMode{"pkg/a.py": 0o644, "pkg/sub/b.py": 0o644, "run.sh": 0o755} {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(repo, "add", ".")
+	run(repo, "commit", "-q", "-m", "base")
+
+	dir, err := os.MkdirTemp(t.TempDir(), "wt-") // 0700, as worktree.Manager makes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadyForChecks(dir, id); err != nil {
+		t.Skipf("this file system takes no POSIX ACLs: %v", err)
+	}
+	run(dir, "--git-dir="+filepath.Join(repo, ".git"), "--work-tree="+dir, "checkout", "-q", "main", "--", ".")
+
+	ctimes := map[string]syscall.Timespec{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := statOf(t, fi)
+		ctimes[p] = st.Ctim
+		if int(st.Gid) != id.GID || fi.Mode()&0o060 != 0o060 || fi.IsDir() && fi.Mode()&os.ModeSetgid == 0 {
+			t.Errorf("%s: gid %d, mode %s; want gid %d, group rw, folders setgid", p, st.Gid, fi.Mode(), id.GID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ctimes) != 6 {
+		t.Fatalf("checked out %d entries, want 6 (the folder, pkg, pkg/sub and three files)", len(ctimes))
+	}
+	if !readyForChecks(dir, id.GID) {
+		t.Fatal("readyForChecks = false on the folder ReadyForChecks made")
+	}
+	if err := grantWrite(dir, "", id); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range ctimes {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if statOf(t, fi).Ctim != c {
+			t.Errorf("%s: grantWrite changed its ctime on a ready worktree", p)
+		}
+	}
+
+	// What is not ready is walked.
+	notReady := []struct {
+		name  string
+		setup func(dir string) error
+		gid   int
+	}{
+		{"another group's", func(string) error { return nil }, id.GID + 1},
+		{"no default ACL", func(d string) error { return syscall.Removexattr(d, aclDefaultName) }, id.GID},
+		{"not group-writable", func(d string) error { return os.Chmod(d, 0o750|os.ModeSetgid) }, id.GID},
+		{"not setgid", func(d string) error { return os.Chmod(d, 0o770) }, id.GID},
+	}
+	for _, tt := range notReady {
+		t.Run(tt.name, func(t *testing.T) {
+			d := t.TempDir()
+			if err := ReadyForChecks(d, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.setup(d); err != nil {
+				t.Fatal(err)
+			}
+			if readyForChecks(d, tt.gid) {
+				t.Errorf("readyForChecks = true")
+			}
+		})
+	}
 }

@@ -154,8 +154,33 @@ func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
 // folder) — writable by id when ticketd runs as root: the worktree through its group (each
 // folder group-writable and setgid, so files made later keep the group; ticketd's git keeps
 // working, since the owner does not change), the scratch folder by ownership. Each entry
-// named .git is left alone: git metadata is never the check's to change.
+// named .git is left alone: git metadata is never the check's to change. A worktree made
+// ready when it was created (ReadyForChecks) is not walked: what ticketd wrote in it since
+// was born in the group, so only a file ticketd wrote with a narrower mode of its own (the
+// maker's edit of a 0644 file keeps 0644) stays read-only to the checks.
 func grantWrite(dir, reports string, id Identity) error {
+	if !readyForChecks(dir, id.GID) {
+		if err := grantTree(dir, id); err != nil {
+			return err
+		}
+	}
+	if reports == "" {
+		return nil
+	}
+	return filepath.WalkDir(reports, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if err := os.Lchown(p, id.UID, id.GID); err != nil {
+			return fmt.Errorf("sandbox: give the check's folder %s to %s: %w", p, id, err)
+		}
+		return nil
+	})
+}
+
+// grantTree gives every entry of the worktree dir to id's group (grantGroup): the grant of a
+// worktree not made ready for checks when it was created (ReadyForChecks).
+func grantTree(dir string, id Identity) error {
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -174,18 +199,7 @@ func grantWrite(dir, reports string, id Identity) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: make the worktree %s writable for the checks' group %d: %w", dir, id.GID, err)
 	}
-	if reports == "" {
-		return nil
-	}
-	return filepath.WalkDir(reports, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if err := os.Lchown(p, id.UID, id.GID); err != nil {
-			return fmt.Errorf("sandbox: give the check's folder %s to %s: %w", p, id, err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // grantGroup gives one worktree entry to group gid and makes it group-writable (a folder

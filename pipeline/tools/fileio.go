@@ -101,7 +101,9 @@ func (w *Workspace) writeAtomic(t target, data []byte, perm fs.FileMode) error {
 	defer root.Close()
 	dir := path.Dir(t.rel)
 	if dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		// 0777 less the umask, as git makes folders (group-writable in a worktree made
+		// ready for the checks: sandbox.ReadyForChecks).
+		if err := root.MkdirAll(dir, 0o777); err != nil {
 			return fmt.Errorf("create directory %s: %w", dir, err)
 		}
 	}
