@@ -156,8 +156,8 @@ func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
 // working, since the owner does not change), the scratch folder by ownership. Each entry
 // named .git is left alone: git metadata is never the check's to change. A worktree made
 // ready when it was created (ReadyForChecks) is not walked: what ticketd wrote in it since
-// was born in the group, so only a file ticketd wrote with a narrower mode of its own (the
-// maker's edit of a 0644 file keeps 0644) stays read-only to the checks.
+// was born in the group, so only a file ticketd wrote with a narrower mode of its own (a new
+// file the maker writes is 0644) stays read-only to the checks.
 func grantWrite(dir, reports string, id Identity) error {
 	if !readyForChecks(dir, id.GID) {
 		if err := grantTree(dir, id); err != nil {
