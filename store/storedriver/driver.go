@@ -102,8 +102,8 @@ type Tx interface {
 
 // LastExecer is a Tx that can commit with a statement: ExecLast runs query as the
 // transaction's last statement (the caller runs none after it when it changed a row) and,
-// when it is also the first, sends BEGIN, it and COMMIT in one round trip; it returns once
-// that commit is durable. A statement that changed nothing commits nothing.
+// when it is also the first, runs it as a transaction of its own, in one round trip; it
+// returns once that commit is durable. A statement that changed nothing commits nothing.
 type LastExecer interface {
 	ExecLast(ctx context.Context, query string, args ...any) (int64, error)
 }

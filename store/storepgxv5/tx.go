@@ -100,7 +100,7 @@ func (t *ptx) Insert(ctx context.Context, sql string, args ...any) (int64, error
 // horizon missed (another node's, taken since the last refresh and shorter than
 // refreshEvery) is rescued after the ready queued tickets, never left behind. A queued-only
 // claim that opens the transaction of a caller who runs nothing after it (p.Last) commits
-// with it: BEGIN, the claim and COMMIT go in one round trip.
+// with it: the claim is sent alone, a transaction of its own, in one round trip.
 func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver.Row, error) {
 	e := t.e
 	if last := e.lastRefresh.Load(); p.Now-last >= refreshEvery || p.Now < last {
@@ -134,35 +134,18 @@ func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver
 var _ storedriver.LastExecer = (*ptx)(nil)
 
 // ExecLast runs sql as the transaction's last statement (storedriver.LastExecer): opening
-// the transaction, it goes with BEGIN and COMMIT in one round trip.
+// the transaction, it is sent alone, as an implicit transaction of its own (one statement,
+// atomic, committed and durable before the server says it is ready again), in one round
+// trip and without BEGIN and COMMIT for the server to run.
 func (t *ptx) ExecLast(ctx context.Context, sql string, args ...any) (int64, error) {
 	if t.started {
 		return t.Exec(ctx, sql, args...)
 	}
-	t.started = true
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	br := t.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return 0, t.sent(err)
+	tag, err := t.conn.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, t.sent(err) // nothing is open: the statement's own transaction ended with it
 	}
-	tag, serr := br.Exec()
-	ctag, cerr := br.Exec()
-	if err := br.Close(); cerr == nil {
-		cerr = err
-	}
-	switch {
-	case serr != nil:
-		return 0, t.sent(serr)
-	case cerr != nil:
-		return 0, t.sent(fmt.Errorf("commit: %w", cerr))
-	case ctag.String() != "COMMIT":
-		return 0, fmt.Errorf("commit: the server answered %q", ctag.String())
-	}
-	t.started, t.committed = false, true // what follows is a transaction of its own
+	t.committed = true // what follows is a transaction of its own
 	return tag.RowsAffected(), nil
 }
 
@@ -217,42 +200,24 @@ func (r *claimRow) Scan(dest ...any) error {
 	return err
 }
 
-// claimAndCommit sends BEGIN, the claim and COMMIT as one batch and scans the claim's row.
-// Without a row the transaction committed nothing and the next statement begins another.
-// With one, the transaction is over: the write commits nothing more.
+// claimAndCommit sends the claim alone, as an implicit transaction of its own (see
+// ExecLast), and scans its row. Without a row it committed nothing and the next statement
+// begins another transaction. With one, the transaction is over: the write commits nothing
+// more.
 func (t *ptx) claimAndCommit(ctx context.Context, sql string, args []any, dest []any) error {
-	t.started = true
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
-	br := t.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return t.sent(err)
+	serr := prow{t.conn.QueryRow(ctx, sql, args...)}.Scan(dest...)
+	if serr != nil && !errors.Is(serr, storedriver.ErrNoRows) {
+		return t.sent(serr) // nothing is open: the statement's own transaction ended with it
 	}
-	serr := prow{br.QueryRow()}.Scan(dest...)
-	tag, cerr := br.Exec()
-	if err := br.Close(); cerr == nil {
-		cerr = err
-	}
-	switch {
-	case serr != nil && !errors.Is(serr, storedriver.ErrNoRows):
-		return t.sent(serr)
-	case cerr != nil:
-		return t.sent(fmt.Errorf("commit: %w", cerr))
-	case tag.String() != "COMMIT":
-		return fmt.Errorf("commit: the server answered %q", tag.String())
-	}
-	t.started = false // committed: what follows is a transaction of its own
 	if serr == nil {
-		t.committed = true
+		t.committed = true // what follows is a transaction of its own
 	}
 	return serr
 }
 
-// sent is a batch's error once COMMIT may have reached the server: it may have committed,
-// so the write must not be rerun on a new connection, unless pgx knows nothing was sent.
+// sent is the error of a COMMIT, or of a statement that is its own transaction, once it may
+// have reached the server: it may have committed, so the write must not be rerun on a new
+// connection, unless pgx knows nothing was sent.
 func (t *ptx) sent(err error) error {
 	if t.conn.IsClosed() && !pgconn.SafeToRetry(err) {
 		return &commitUnknown{err}
