@@ -158,7 +158,9 @@ models:
 
 	began := time.Now()
 	a, aDone := start(nodes[0])
-	_, bDone := start(nodes[1])
+	b, bDone := start(nodes[1])
+	// A worker is named w<n>-<pid> (daemon/night.go): its process tells its node.
+	nodeOf := map[string]string{fmt.Sprint(a.Process.Pid): "vm-a", fmt.Sprint(b.Process.Pid): "vm-b"}
 	// Kill vm-a once it holds a ticket whose attempt has made a model call.
 	var victim store.Ticket
 	deadline := time.Now().Add(2 * time.Minute) // bounds on a broken build, not clocks the test waits out
@@ -196,7 +198,8 @@ models:
 		}
 		return slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == store.EventLeaseExpired })
 	}, func() string { return nodeLog(nodes[1]) })
-	_, aDone = start(nodes[0])
+	a, aDone = start(nodes[0])
+	nodeOf[fmt.Sprint(a.Process.Pid)] = "vm-a"
 	for i, done := range []chan error{aDone, bDone} {
 		select {
 		case err := <-done:
@@ -218,7 +221,7 @@ models:
 	if len(all) != tickets {
 		t.Fatalf("%d tickets in the queue; want %d (both nodes' folders)", len(all), tickets)
 	}
-	byNode := map[string]int{}
+	byNode := map[string]int{} // claims per node
 	rescuedBy := ""
 	var want []string // the branches the remote must hold
 	for _, tk := range all {
@@ -234,6 +237,10 @@ models:
 			if e.Kind == "lease_expired" && tk.ID == victim.ID {
 				rescuedBy = e.Actor
 			}
+			if e.Kind == store.EventClaimed {
+				_, pid, _ := strings.Cut(e.Actor, "-")
+				byNode[nodeOf[pid]]++
+			}
 		}
 		never := ticketCase(t, tk.Title) == neverCase
 		switch {
@@ -247,15 +254,16 @@ models:
 		if tk.State == store.StateDone {
 			want = append(want, tk.Branch)
 		}
-		byNode[tk.LeaseNode]++
 	}
 	got, _ := st.Get(ctx, victim.ID)
-	t.Logf("tickets per node (last lease): %v; ticket %d rescued by %s", byNode, victim.ID, rescuedBy)
+	t.Logf("claims per node: %v; ticket %d rescued by %s", byNode, victim.ID, rescuedBy)
 	if got.Rescues != 1 || rescuedBy == "" || got.LeaseNode != "vm-b" {
 		t.Errorf("killed ticket %d: %d rescues, rescued by %q on %s; want rescued once by vm-b", victim.ID, got.Rescues, rescuedBy, got.LeaseNode)
 	}
-	if byNode["vm-a"] == 0 || byNode["vm-b"] == 0 {
-		t.Errorf("tickets per node %v; want both nodes to have worked some", byNode)
+	// Which node leases the last tickets is a race (vm-b may drain the queue before vm-a
+	// is back); that each claimed from the one queue is not.
+	if byNode["vm-a"] == 0 || byNode["vm-b"] == 0 || byNode[""] != 0 {
+		t.Errorf("claims per node %v; want both nodes to have claimed some, and no claim by an unknown worker", byNode)
 	}
 
 	// On the shared remote: each done ticket's fix branch once, with its fix; and the
