@@ -25,35 +25,13 @@ const maxClaimBatch = 64
 // leases in worker order (fewer than asked when fewer are ready), ErrNoTicket for none.
 // Every lease returned must be worked or ended by its caller like Claim's.
 func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.Duration) ([]Lease, error) {
-	if leaseFor <= 0 || len(workers) == 0 || len(workers) > maxClaimBatch {
-		return nil, fmt.Errorf("claim batch for %v: lease duration %v and %d workers: want a duration > 0 and 1..%d workers",
-			workers, leaseFor, len(workers), maxClaimBatch)
+	if err := checkClaimBatch(workers, leaseFor); err != nil {
+		return nil, err
 	}
 	var out []Lease
-	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
-		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
-	if paused := s.paused.Load(); paused != nil {
-		base.Paused = paused.json
-	}
-	err := s.write(ctx, "claim batch", func(ctx context.Context, tx storedriver.Tx) error {
-		out = out[:0]
-		now := s.nowMS()
-		if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
-			if err := s.settleExpired(ctx, tx, now, workers[0]); err != nil {
-				return err
-			}
-			s.lastSettle.Store(now)
-		}
-		base.Now, base.Expires = now, now+leaseFor.Milliseconds()
-		var err error
-		if out, err = s.claimBatchTx(ctx, tx, base, workers); err != nil {
-			return err
-		}
-		if len(out) == 0 {
-			// Commit what settling did; ErrNoTicket is reported after the transaction.
-			return s.settleExpired(ctx, tx, now, workers[0])
-		}
-		return nil
+	err := s.write(ctx, "claim batch", func(ctx context.Context, tx storedriver.Tx) (err error) {
+		out, err = s.claimBatchIn(ctx, tx, workers, leaseFor, nil)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim batch for %v: %w", workers, err)
@@ -64,16 +42,54 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 	return out, nil
 }
 
+// checkClaimBatch refuses a batch no transaction should start with.
+func checkClaimBatch(workers []string, leaseFor time.Duration) error {
+	if leaseFor <= 0 || len(workers) == 0 || len(workers) > maxClaimBatch {
+		return fmt.Errorf("claim batch for %v: lease duration %v and %d workers: want a duration > 0 and 1..%d workers",
+			workers, leaseFor, len(workers), maxClaimBatch)
+	}
+	return nil
+}
+
+// claimBatchIn is ClaimBatch's work in the write transaction tx: settling when due, then
+// the leases, none when nothing is ready (what settling did is still committed).
+func (s *Store) claimBatchIn(ctx context.Context, tx storedriver.Tx, workers []string, leaseFor time.Duration, fresh freshClaim) ([]Lease, error) {
+	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
+	if paused := s.paused.Load(); paused != nil {
+		base.Paused = paused.json
+	}
+	now := s.nowMS()
+	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
+		if err := s.settleExpired(ctx, tx, now, workers[0]); err != nil {
+			return nil, err
+		}
+		s.lastSettle.Store(now)
+	}
+	base.Now, base.Expires = now, now+leaseFor.Milliseconds()
+	out, err := s.claimBatchTx(ctx, tx, base, workers, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, s.settleExpired(ctx, tx, now, workers[0])
+	}
+	return out, nil
+}
+
 // claimBatchTx is ClaimBatch's claims inside tx: PostgreSQL leases the fresh tickets in one
-// statement; what it leaves (a ticket with predicted files next, rescues, nothing) the
-// loop takes as Claim would.
-func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
+// statement (fresh's, when not nil, else BatchClaimer's); what it leaves (a ticket with
+// predicted files next, rescues, nothing) the loop takes as Claim would.
+func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string, fresh freshClaim) ([]Lease, error) {
 	var out []Lease
 	batched := false
-	// The one-statement claim knows nothing of PassOver, which is rare (an endpoint-side
-	// fault being told from a ticket's own): the loop claims then.
-	if bc, ok := tx.(storedriver.BatchClaimer); ok && s.q.Overlap.Serialize != "" && len(workers) > 1 && s.passOver.Load() == nil {
-		ls, err := claimFresh(ctx, bc, base, workers)
+	if bc, ok := tx.(storedriver.BatchClaimer); ok && fresh == nil && s.oneStatementClaims() && len(workers) > 1 {
+		fresh = func(ctx context.Context, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
+			return claimFresh(ctx, bc, base, workers)
+		}
+	}
+	if fresh != nil {
+		ls, err := fresh(ctx, base, workers)
 		if err != nil {
 			return nil, err
 		}
@@ -101,6 +117,17 @@ func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base stored
 		}
 	}
 	return out, nil
+}
+
+// freshClaim leases fresh tickets to workers in one statement, in claim order, as
+// BatchClaimer's ClaimBatch.
+type freshClaim func(ctx context.Context, base storedriver.ClaimParams, workers []string) ([]Lease, error)
+
+// oneStatementClaims says whether a batch's fresh tickets may be leased in one statement,
+// which knows the overlap rule's predicted files but nothing of PassOver (rare: an
+// endpoint-side fault being told from a ticket's own); the loop claims then.
+func (s *Store) oneStatementClaims() bool {
+	return s.q.Overlap.Serialize != "" && s.passOver.Load() == nil
 }
 
 // claimNext is a batch's next claim in tx: first without the overlap turn when fresh says

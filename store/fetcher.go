@@ -25,10 +25,12 @@ type Fetcher struct {
 // fetchWait is one worker's request: its answer, or the order to lead the next fetch.
 type fetchWait struct {
 	worker string
+	end    *Ending          // a plain complete riding on the fetch (EndAndClaim), or nil
 	done   chan fetchAnswer // buffered: the leader never blocks on it
 }
 
 type fetchAnswer struct {
+	state State // the ended ticket's, when end was written
 	lease Lease
 	err   error
 	lead  bool
@@ -46,7 +48,38 @@ func (f *Fetcher) Claim(ctx context.Context, worker string) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
 	}
-	w := &fetchWait{worker: worker, done: make(chan fetchAnswer, 1)}
+	a := f.ask(ctx, &fetchWait{worker: worker})
+	return a.lease, a.err
+}
+
+// EndAndClaim ends worker's attempt as Store.EndAttempt(e) does, then claims its next
+// ticket as Claim does. A plain complete (no artifacts) rides on the fetch: it is written
+// in the same transaction as the leases of every worker asking with it, so workers that
+// end and ask together commit once, as River's completer and producer batch theirs; any
+// other ending is written alone first. It returns the ended ticket's new state and the
+// next lease, or ErrNoTicket with the state when the ending was written but nothing is
+// ready. Any other error means nothing was claimed and the ending was not written:
+// ErrLeaseLost when the attempt's lease had gone, as EndAttempt's.
+func (f *Fetcher) EndAndClaim(ctx context.Context, worker string, e Ending) (State, Lease, error) {
+	if !ridesOnFetch(e) {
+		state, err := f.s.EndAttempt(ctx, e)
+		if err != nil {
+			return "", Lease{}, err
+		}
+		l, err := f.Claim(ctx, worker)
+		return state, l, err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", Lease{}, fmt.Errorf("complete ticket %d for %s: %w", e.ID, worker, err)
+	}
+	a := f.ask(ctx, &fetchWait{worker: worker, end: &e})
+	return a.state, a.lease, a.err
+}
+
+// ask queues w for the next fetch, leading it when none is under way, and returns w's
+// answer.
+func (f *Fetcher) ask(ctx context.Context, w *fetchWait) fetchAnswer {
+	w.done = make(chan fetchAnswer, 1)
 	f.mu.Lock()
 	f.waiting = append(f.waiting, w)
 	lead := !f.fetching
@@ -58,33 +91,34 @@ func (f *Fetcher) Claim(ctx context.Context, worker string) (Lease, error) {
 		}
 		a := <-w.done
 		if !a.lead {
-			return a.lease, a.err
+			return a
 		}
 		lead = true
 	}
 }
 
-// fetch claims for every worker waiting now, answers each, and passes the lead to the
-// first worker that asked meanwhile (or ends the fetching when none did).
+// fetch claims for every worker waiting now (writing the completes that ride on it),
+// answers each, and passes the lead to the first worker that asked meanwhile (or ends the
+// fetching when none did).
 func (f *Fetcher) fetch(ctx context.Context) {
 	f.mu.Lock()
 	batch := f.waiting
 	f.waiting = nil
 	f.mu.Unlock()
-	workers := make([]string, len(batch))
+	ctx = context.WithoutCancel(ctx)
+	parts := make([]*endClaim, len(batch))
+	ends := false
 	for i, w := range batch {
-		workers[i] = w.worker
+		parts[i] = &endClaim{worker: w.worker, end: w.end}
+		ends = ends || w.end != nil
 	}
-	leases, err := f.s.ClaimBatch(context.WithoutCancel(ctx), workers, f.leaseFor)
+	if ends {
+		f.s.endAndClaim(ctx, parts, f.leaseFor)
+	} else {
+		f.claim(ctx, parts)
+	}
 	for i, w := range batch {
-		switch {
-		case err != nil:
-			w.done <- fetchAnswer{err: err}
-		case i < len(leases):
-			w.done <- fetchAnswer{lease: leases[i]}
-		default:
-			w.done <- fetchAnswer{err: ErrNoTicket}
-		}
+		w.done <- fetchAnswer{state: parts[i].state, lease: parts[i].lease, err: parts[i].err}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -93,4 +127,23 @@ func (f *Fetcher) fetch(ctx context.Context) {
 		return
 	}
 	f.waiting[0].done <- fetchAnswer{lead: true}
+}
+
+// claim is a fetch of claims only: one ClaimBatch for all of parts.
+func (f *Fetcher) claim(ctx context.Context, parts []*endClaim) {
+	workers := make([]string, len(parts))
+	for i, p := range parts {
+		workers[i] = p.worker
+	}
+	leases, err := f.s.ClaimBatch(ctx, workers, f.leaseFor)
+	for i, p := range parts {
+		switch {
+		case err != nil:
+			p.err = err
+		case i < len(leases):
+			p.lease = leases[i]
+		default:
+			p.err = ErrNoTicket
+		}
+	}
 }

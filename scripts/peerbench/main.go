@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&pg.history, "history", 100_000, "with -latency: finished tickets (River: completed jobs) behind the claims")
 	fs.IntVar(&pg.samples, "samples", 500, "with -latency: claims timed")
 	fs.StringVar(&pg.riverMode, "river-complete", "batch", "with -postgres: how River records a completion: batch (its completer, as shipped) or tx (the worker's own transaction, river.JobCompleteTx)")
-	fs.StringVar(&pg.fetch, "ticketd-fetch", "shared", "with -drain: how ticketd's goroutines claim: shared (a process's goroutines share fetches, store.Fetcher, as a daemon's workers do) or claim (each its own Store.Claim)")
+	fs.StringVar(&pg.fetch, "ticketd-fetch", "ride", "with -drain: how ticketd's goroutines complete and claim: ride (a process's goroutines share fetches, and each complete rides on its worker's next fetch: store.Fetcher.EndAndClaim), shared (shared fetches, each complete alone, as a daemon's workers do) or claim (each its own Store.Claim and Complete)")
 	fs.IntVar(&pg.drain, "drain", 0, "with -postgres: time draining `N` tickets (jobs) enqueued beforehand, River's own shape, instead of cycles")
 	var cf childFlags
 	addChildFlags(fs, &cf)
@@ -148,8 +148,8 @@ func (pg pgConfig) run(ctx context.Context, c config, gs string, stdout io.Write
 	if pg.rounds < 5 && !pg.latency {
 		return fmt.Errorf("-rounds %d: want at least 5 for a median", pg.rounds)
 	}
-	if pg.fetch != "shared" && pg.fetch != "claim" {
-		return fmt.Errorf("-ticketd-fetch %q: want shared or claim", pg.fetch)
+	if pg.fetch != "ride" && pg.fetch != "shared" && pg.fetch != "claim" {
+		return fmt.Errorf("-ticketd-fetch %q: want ride, shared or claim", pg.fetch)
 	}
 	if pg.riverMode != "batch" && pg.riverMode != "tx" {
 		return fmt.Errorf("-river-complete %q: want batch or tx", pg.riverMode)

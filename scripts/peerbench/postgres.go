@@ -332,7 +332,7 @@ func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
 	fs.IntVar(&cf.goroutines, "child-goroutines", 1, "(internal)")
 	fs.BoolVar(&cf.drain, "child-drain", false, "(internal)")
 	fs.StringVar(&cf.riverMode, "child-river-mode", "batch", "(internal)")
-	fs.StringVar(&cf.fetch, "child-ticketd-fetch", "shared", "(internal)")
+	fs.StringVar(&cf.fetch, "child-ticketd-fetch", "ride", "(internal)")
 }
 
 // runChild sets up its queue, says ready, waits for go, runs for d and reports.
@@ -907,14 +907,35 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 	var first error
 	var n atomic.Int64
 	claim := func(w string) (store.Lease, error) { return s.Claim(ctx, w, time.Minute) }
-	if cf.fetch == "shared" {
-		f := store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
+	var f *store.Fetcher
+	if cf.fetch != "claim" {
+		f = store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
 		claim = func(w string) (store.Lease, error) { return f.Claim(ctx, w) }
+	}
+	// next completes the held lease, if any, and claims the worker's next ticket.
+	next := func(w string, held *store.Lease) (store.Lease, error) {
+		switch {
+		case held == nil:
+			return claim(w)
+		case cf.fetch == "ride": // the complete rides on the next fetch
+			state, l, err := f.EndAndClaim(ctx, w, store.Ending{ID: held.Ticket.ID, Token: held.Token, Kind: store.EndComplete})
+			if state != "" {
+				n.Add(1)
+			}
+			return l, err
+		}
+		if err := s.Complete(ctx, held.Ticket.ID, held.Token, store.Result{}); err != nil {
+			return store.Lease{}, err
+		}
+		n.Add(1)
+		return claim(w)
 	}
 	for w := range cf.goroutines {
 		wg.Go(func() {
+			var held *store.Lease
 			for {
-				l, err := claim(fmt.Sprint("w", w))
+				l, err := next(fmt.Sprint("w", w), held)
+				held = nil
 				if errors.Is(err, store.ErrNoTicket) {
 					due, derr := s.NextDue(ctx)
 					if derr == nil && due.Queued == 0 {
@@ -922,16 +943,13 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 					}
 					continue
 				}
-				if err == nil {
-					err = s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
-				}
 				if err != nil {
 					mu.Lock()
 					first = cmpErr(first, err)
 					mu.Unlock()
 					return
 				}
-				n.Add(1)
+				held = &l
 			}
 		})
 	}

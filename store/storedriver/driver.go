@@ -108,6 +108,24 @@ type LastExecer interface {
 	ExecLast(ctx context.Context, query string, args ...any) (int64, error)
 }
 
+// BatchCompleter is a Tx that can complete several leased tickets in one statement.
+type BatchCompleter interface {
+	// CompleteBatch is CompleteEnded for each ticket of p, in one statement: each whose
+	// lease still holds (id, token, running) is done with its result and event, and its
+	// open round ended. It returns the fence token of each ticket it completed, by id; the
+	// others changed nothing.
+	CompleteBatch(ctx context.Context, p CompleteBatchParams) (map[int64]int64, error)
+}
+
+// EndClaimer is a Tx that can complete leased tickets and lease fresh ones in one
+// statement: a fetch that carries its workers' completes.
+type EndClaimer interface {
+	// CompleteAndClaim is CompleteBatch(c) and BatchClaimer's ClaimBatch(p, workers) in
+	// one statement, c.At being p.Now. It returns the completed rows (state done) and the
+	// leased ones (state running), SQL.TicketCols each, in no particular order.
+	CompleteAndClaim(ctx context.Context, c CompleteBatchParams, p ClaimParams, workers []string) (Rows, error)
+}
+
 // BatchClaimer is a Tx that can lease several fresh tickets in one statement (PostgreSQL:
 // one round trip for a node's whole fetch).
 type BatchClaimer interface {

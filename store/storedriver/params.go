@@ -42,6 +42,19 @@ func (p CompleteEndedParams) Args() []any {
 	return append(p.CompleteParams.Args(), p.Kind, p.From, p.To)
 }
 
+// CompleteBatchParams are BatchCompleter.CompleteBatch's arguments: when (finished and
+// updated), the tickets (one entry per ticket in each slice), and what their events say.
+type CompleteBatchParams struct {
+	At                              int64
+	IDs, Tokens                     []int64
+	Branches, ResultDirs, Summaries []string
+	Kind, From, To                  string
+}
+
+func (p CompleteBatchParams) Args() []any {
+	return []any{p.At, p.IDs, p.Tokens, p.Branches, p.ResultDirs, p.Summaries, p.Kind, p.From, p.To}
+}
+
 // EndAttemptParams are EndAttempt's arguments.
 type EndAttemptParams struct {
 	State    string

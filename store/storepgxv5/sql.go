@@ -107,6 +107,61 @@ func claimBatch(paused bool) string {
 	SELECT ` + ticketCols + ` FROM leased ORDER BY priority DESC, id`
 }
 
+// completeCTEs are the CTEs that complete the tickets $ids with fence tokens $tokens and
+// results $branches, $result_dirs, $summaries at $now (finished and updated), their events
+// saying $kind, $from, $to, each ending its open round. done holds the completed rows.
+// Each ticket is found by its key (id = ANY, an index lookup each) and its entries in the
+// arrays by its position in $ids: a join with unnest would be planned for 100 rows and
+// could scan the table.
+const completeCTEs = `done AS (
+		UPDATE tickets t SET state = 'done', lease_expires_at = NULL, finished_at = $now, updated_at = $now,
+			branch = ($branches::text[])[array_position($ids::bigint[], t.id)],
+			result_dir = ($result_dirs::text[])[array_position($ids::bigint[], t.id)],
+			summary = ($summaries::text[])[array_position($ids::bigint[], t.id)],
+			reason = '', prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
+		WHERE t.id = ANY($ids::bigint[]) AND t.state = 'running'
+			AND t.fence_token = ($tokens::bigint[])[array_position($ids::bigint[], t.id)]
+		RETURNING t.*),
+	ended AS (UPDATE rounds SET outcome = $to, ended_at = $now WHERE ticket_id IN (SELECT id FROM done) AND outcome = 'open'),
+	logged AS (
+		INSERT INTO events (id, ticket_id, at, kind, from_state, to_state, reason, attempt, actor, prev_id)
+		SELECT last_event_id, id, $now, $kind, $from, $to, '', attempts, lease_owner, prev_event_id FROM done)`
+
+// numberCompletes numbers completeCTEs' parameters from $first on, in
+// storedriver.CompleteBatchParams' order after its times ($now is $1).
+func numberCompletes(first int) string {
+	names := []string{"ids", "tokens", "branches", "result_dirs", "summaries", "kind", "from", "to"}
+	pairs := []string{"$now", "$1"}
+	for i, n := range names {
+		pairs = append(pairs, "$"+n, "$"+strconv.Itoa(first+i))
+	}
+	return strings.NewReplacer(pairs...).Replace(completeCTEs)
+}
+
+// completeBatch is CompleteEnded for several tickets (storedriver.CompleteBatchParams):
+// one statement for a fetch's completes. It returns the id and fence token of each ticket
+// it completed.
+var completeBatch = `WITH ` + numberCompletes(2) + `
+	SELECT id, fence_token FROM done`
+
+// completeAndClaim is claimBatch (its parameters $1..$9, and $10 paused) after
+// completeCTEs (the next eight), in one statement: a fetch that carries its workers'
+// completes. It returns the completed rows (state done) and the leased ones (state
+// running), SQL.TicketCols each.
+func completeAndClaim(paused bool) string {
+	claim := claimBatch(paused)
+	claim = strings.TrimPrefix(claim, "WITH ")
+	claim = claim[:strings.LastIndex(claim, "SELECT ")]
+	return `WITH ` + numberCompletes(10+b2i(paused)) + `,
+	` + claim + `
+	SELECT ` + ticketCols + ` FROM done
+	UNION ALL
+	SELECT ` + ticketCols + ` FROM leased`
+}
+
+// completeAndClaims[paused] are completeAndClaim's shapes.
+var completeAndClaims = [2]string{completeAndClaim(false), completeAndClaim(true)}
+
 // claimBatches[paused] are claimBatch's shapes.
 var claimBatches = [2]string{claimBatch(false), claimBatch(true)}
 

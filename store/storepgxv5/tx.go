@@ -162,6 +162,41 @@ func (t *ptx) ClaimBatch(ctx context.Context, p storedriver.ClaimParams, workers
 	return t.Query(ctx, q, args...)
 }
 
+var _ storedriver.BatchCompleter = (*ptx)(nil)
+
+// CompleteBatch completes several leased tickets in one statement (storedriver.BatchCompleter).
+func (t *ptx) CompleteBatch(ctx context.Context, p storedriver.CompleteBatchParams) (map[int64]int64, error) {
+	rows, err := t.Query(ctx, completeBatch, p.Args()...)
+	if err != nil {
+		return nil, err
+	}
+	done := map[int64]int64{}
+	for rows.Next() {
+		var id, token int64
+		if err := rows.Scan(&id, &token); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		done[id] = token
+	}
+	return done, rows.Close()
+}
+
+var _ storedriver.EndClaimer = (*ptx)(nil)
+
+// CompleteAndClaim completes tickets and leases fresh ones in one statement
+// (storedriver.EndClaimer).
+func (t *ptx) CompleteAndClaim(ctx context.Context, c storedriver.CompleteBatchParams, p storedriver.ClaimParams, workers []string) (storedriver.Rows, error) {
+	t.e.lowerLeaseHorizon(p.Expires) // taken in before the claim runs, as Claim's
+	args := []any{p.Now, p.MaxRescues, workers, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
+	q := completeAndClaims[0]
+	if p.Paused != "" {
+		q, args = completeAndClaims[1], append(args, p.Paused)
+	}
+	args = append(args, c.Args()[1:]...) // the time is p.Now's $1
+	return t.Query(ctx, q, args...)
+}
+
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
 // taken by other nodes enter it then.
 const refreshEvery = 1000
