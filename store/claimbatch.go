@@ -30,7 +30,7 @@ func (s *Store) ClaimBatch(ctx context.Context, workers []string, leaseFor time.
 	}
 	var out []Lease
 	err := s.write(ctx, "claim batch", func(ctx context.Context, tx storedriver.Tx) (err error) {
-		out, err = s.claimBatchIn(ctx, tx, workers, leaseFor, nil)
+		out, err = s.claimBatchIn(ctx, tx, workers, leaseFor)
 		return err
 	})
 	if err != nil {
@@ -53,43 +53,29 @@ func checkClaimBatch(workers []string, leaseFor time.Duration) error {
 
 // claimBatchIn is ClaimBatch's work in the write transaction tx: settling when due, then
 // the leases, none when nothing is ready (what settling did is still committed).
-func (s *Store) claimBatchIn(ctx context.Context, tx storedriver.Tx, workers []string, leaseFor time.Duration, fresh freshClaim) ([]Lease, error) {
-	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
-		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
-	if paused := s.paused.Load(); paused != nil {
-		base.Paused = paused.json
+func (s *Store) claimBatchIn(ctx context.Context, tx storedriver.Tx, workers []string, leaseFor time.Duration) ([]Lease, error) {
+	base, err := s.claimBase(ctx, tx, workers[0], leaseFor)
+	if err != nil {
+		return nil, err
 	}
-	now := s.nowMS()
-	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
-		if err := s.settleExpired(ctx, tx, now, workers[0]); err != nil {
-			return nil, err
-		}
-		s.lastSettle.Store(now)
-	}
-	base.Now, base.Expires = now, now+leaseFor.Milliseconds()
-	out, err := s.claimBatchTx(ctx, tx, base, workers, fresh)
+	out, err := s.claimBatchTx(ctx, tx, base, workers)
 	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, s.settleExpired(ctx, tx, now, workers[0])
+		return nil, s.settleExpired(ctx, tx, base.Now, workers[0])
 	}
 	return out, nil
 }
 
 // claimBatchTx is ClaimBatch's claims inside tx: PostgreSQL leases the fresh tickets in one
-// statement (fresh's, when not nil, else BatchClaimer's); what it leaves (a ticket with
-// predicted files next, rescues, nothing) the loop takes as Claim would.
-func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string, fresh freshClaim) ([]Lease, error) {
+// statement; what it leaves (a ticket with predicted files next, rescues, nothing) the
+// loop takes as Claim would.
+func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
 	var out []Lease
 	batched := false
-	if bc, ok := tx.(storedriver.BatchClaimer); ok && fresh == nil && s.oneStatementClaims() && len(workers) > 1 {
-		fresh = func(ctx context.Context, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
-			return claimFresh(ctx, bc, base, workers)
-		}
-	}
-	if fresh != nil {
-		ls, err := fresh(ctx, base, workers)
+	if bc, ok := tx.(storedriver.BatchClaimer); ok && s.oneStatementClaims() && len(workers) > 1 {
+		ls, err := claimFresh(ctx, bc, base, workers)
 		if err != nil {
 			return nil, err
 		}
@@ -118,10 +104,6 @@ func (s *Store) claimBatchTx(ctx context.Context, tx storedriver.Tx, base stored
 	}
 	return out, nil
 }
-
-// freshClaim leases fresh tickets to workers in one statement, in claim order, as
-// BatchClaimer's ClaimBatch.
-type freshClaim func(ctx context.Context, base storedriver.ClaimParams, workers []string) ([]Lease, error)
 
 // oneStatementClaims says whether a batch's fresh tickets may be leased in one statement,
 // which knows the overlap rule's predicted files but nothing of PassOver (rare: an

@@ -29,9 +29,11 @@ func ridesOnFetch(e Ending) bool {
 }
 
 // endAndClaim writes the parts' completes and leases the next ticket to every worker whose
-// complete held or who only asked, in ONE write transaction: a node's workers that end and
-// ask together commit once. A lost lease fails only its own part (and claims nothing for
-// it); a failed transaction fails every part, with nothing written.
+// complete held or who only asked, in ONE write transaction (on PostgreSQL one statement):
+// a node's workers that end and ask together commit once. A lost lease fails only its own
+// part (and claims nothing for it); a failed transaction fails every part, with nothing
+// written. A worker the statement served nothing (a ticket with predicted files next,
+// rescues) is claimed for in a batch of its own after it (claimRest).
 func (s *Store) endAndClaim(ctx context.Context, parts []*endClaim, leaseFor time.Duration) {
 	workers := make([]string, len(parts))
 	for i, p := range parts {
@@ -55,6 +57,9 @@ func (s *Store) endAndClaim(ctx context.Context, parts []*endClaim, leaseFor tim
 			return s.endThenClaim(ctx, tx, parts, leaseFor)
 		})
 	}
+	if err == nil {
+		s.claimRest(ctx, parts, leaseFor)
+	}
 	ended := false
 	for _, p := range parts {
 		if err != nil {
@@ -67,13 +72,18 @@ func (s *Store) endAndClaim(ctx context.Context, parts []*endClaim, leaseFor tim
 	}
 }
 
-// errRedo rolls back endAndClaimTogether's transaction, for endThenClaim to write.
-var errRedo = errors.New("a complete's lease had gone: written one by one")
+// errRedo says the one statement cannot write endAndClaim's parts: the transaction is rolled
+// back untouched and endThenClaim writes them.
+var errRedo = errors.New("not one statement: written one by one")
+
+// errUnserved marks a part whose complete was written but whose worker the one statement
+// leased nothing: its claim is a batch of its own (claimRest).
+var errUnserved = errors.New("claim not served yet")
 
 // endAndClaimTogether is endAndClaim's transaction as one statement
-// (storedriver.EndClaimer) that completes the parts' tickets and leases fresh ones to all
-// of them; the loop of claimBatchTx claims what it left. A complete whose lease had gone
-// makes it return errRedo: the statement leased a ticket to that worker too.
+// (storedriver.EndClaimer) that completes the parts' tickets and leases fresh tickets to
+// the workers whose complete held or who only asked. A worker left without one (a ticket
+// with predicted files next, rescues, nothing ready) is marked errUnserved for claimRest.
 func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, parts []*endClaim, workers []string, leaseFor time.Duration) error {
 	ec, ok := tx.(storedriver.EndClaimer)
 	if !ok {
@@ -82,63 +92,113 @@ func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, part
 	for _, p := range parts {
 		p.state, p.lease, p.err = "", Lease{}, nil
 	}
-	fresh := func(ctx context.Context, base storedriver.ClaimParams, workers []string) ([]Lease, error) {
-		cp := storedriver.CompleteBatchParams{At: base.Now,
-			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}
-		for _, p := range parts {
-			if e := p.end; e != nil {
-				cp.IDs, cp.Tokens = append(cp.IDs, e.ID), append(cp.Tokens, e.Token)
-				cp.Branches, cp.ResultDirs, cp.Summaries = append(cp.Branches, e.Result.Branch), append(cp.ResultDirs, e.Result.ResultDir), append(cp.Summaries, e.Result.Summary)
-			}
-		}
-		rows, err := ec.CompleteAndClaim(ctx, cp, base, workers)
-		if err != nil {
-			return nil, fmt.Errorf("complete %d and claim for %d workers: %w", len(cp.IDs), len(workers), err)
-		}
-		done := map[int64]int64{} // the fence token of each ticket completed
-		var leased []Lease
-		for rows.Next() {
-			t, err := scanTicket(rows)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("read completed and claimed tickets: %w", err)
-			}
-			if t.State == StateDone {
-				done[t.ID] = t.FenceToken
-				continue
-			}
-			leased = append(leased, Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: t.LeaseOwner, ExpiresAt: t.LeaseExpiresAt})
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("read completed and claimed tickets: %w", err)
-		}
-		for _, p := range parts {
-			if p.end == nil {
-				continue
-			}
-			if token, ok := done[p.end.ID]; !ok || token != p.end.Token {
-				return nil, errRedo
-			}
-			p.state = StateDone
-		}
-		// The statement hands out tickets in claim order, the i-th to workers[i].
-		slices.SortFunc(leased, func(a, b Lease) int {
-			return cmp.Or(cmp.Compare(b.Ticket.Priority, a.Ticket.Priority), cmp.Compare(a.Ticket.ID, b.Ticket.ID))
-		})
-		return leased, nil
-	}
-	leases, err := s.claimBatchIn(ctx, tx, workers, leaseFor, fresh)
+	base, err := s.claimBase(ctx, tx, workers[0], leaseFor)
 	if err != nil {
 		return err
 	}
+	cp := storedriver.CompleteBatchParams{At: base.Now,
+		Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}
+	ends := make([]int64, len(parts))
 	for i, p := range parts {
-		if i < len(leases) {
-			p.lease = leases[i]
-		} else {
+		if e := p.end; e != nil {
+			ends[i] = e.ID
+			cp.IDs, cp.Tokens = append(cp.IDs, e.ID), append(cp.Tokens, e.Token)
+			cp.Branches, cp.ResultDirs, cp.Summaries = append(cp.Branches, e.Result.Branch), append(cp.ResultDirs, e.Result.ResultDir), append(cp.Summaries, e.Result.Summary)
+		}
+	}
+	rows, err := ec.CompleteAndClaim(ctx, cp, base, workers, ends)
+	if err != nil {
+		return fmt.Errorf("complete %d and claim for %d workers: %w", len(cp.IDs), len(workers), err)
+	}
+	done := map[int64]int64{} // the fence token of each ticket completed
+	var leased []Lease
+	for rows.Next() {
+		t, err := scanTicket(rows)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("read completed and claimed tickets: %w", err)
+		}
+		if t.State == StateDone {
+			done[t.ID] = t.FenceToken
+			continue
+		}
+		leased = append(leased, Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: t.LeaseOwner, ExpiresAt: t.LeaseExpiresAt})
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read completed and claimed tickets: %w", err)
+	}
+	// The statement hands out tickets in claim order, the n-th to the n-th claiming worker.
+	slices.SortFunc(leased, func(a, b Lease) int {
+		return cmp.Or(cmp.Compare(b.Ticket.Priority, a.Ticket.Priority), cmp.Compare(a.Ticket.ID, b.Ticket.ID))
+	})
+	for _, p := range parts {
+		if e := p.end; e != nil {
+			if token, ok := done[e.ID]; !ok || token != e.Token {
+				err := s.lostOrMissing(ctx, tx, e.ID) // never nil
+				if !isLost(err) {
+					return err
+				}
+				p.err = fmt.Errorf("complete ticket %d token %d: %w", e.ID, e.Token, err)
+				continue
+			}
+			p.state = StateDone
+		}
+		if len(leased) == 0 {
+			p.err = errUnserved
+			continue
+		}
+		p.lease, leased = leased[0], leased[1:]
+	}
+	return nil
+}
+
+// claimBase is a batch claim's parameters at the store's now, after settling expired leases
+// in tx when that is due (as Claim does).
+func (s *Store) claimBase(ctx context.Context, tx storedriver.Tx, worker string, leaseFor time.Duration) (storedriver.ClaimParams, error) {
+	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
+	if paused := s.paused.Load(); paused != nil {
+		base.Paused = paused.json
+	}
+	now := s.nowMS()
+	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
+		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
+			return base, err
+		}
+		s.lastSettle.Store(now)
+	}
+	base.Now, base.Expires = now, now+leaseFor.Milliseconds()
+	return base, nil
+}
+
+// claimRest claims, in a batch of their own, for the parts the one statement served
+// nothing (errUnserved): their completes stand whatever this claim's fate.
+func (s *Store) claimRest(ctx context.Context, parts []*endClaim, leaseFor time.Duration) {
+	var rest []*endClaim
+	var names []string
+	for _, p := range parts {
+		if errors.Is(p.err, errUnserved) {
+			rest, names = append(rest, p), append(names, p.worker)
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	var leases []Lease
+	err := s.write(ctx, "claim batch", func(ctx context.Context, tx storedriver.Tx) (err error) {
+		leases, err = s.claimBatchIn(ctx, tx, names, leaseFor)
+		return err
+	})
+	for i, p := range rest {
+		switch {
+		case err != nil:
+			p.err = fmt.Errorf("claim for %s: %w", p.worker, err)
+		case i < len(leases):
+			p.lease, p.err = leases[i], nil
+		default:
 			p.err = ErrNoTicket
 		}
 	}
-	return nil
 }
 
 // endThenClaim is endAndClaim's transaction statement by statement: the completes, then a
@@ -160,7 +220,7 @@ func (s *Store) endThenClaim(ctx context.Context, tx storedriver.Tx, parts []*en
 	if len(claimers) == 0 {
 		return nil
 	}
-	leases, err := s.claimBatchIn(ctx, tx, names, leaseFor, nil)
+	leases, err := s.claimBatchIn(ctx, tx, names, leaseFor)
 	if err != nil {
 		return err
 	}

@@ -57,9 +57,10 @@ func (f *Fetcher) Claim(ctx context.Context, worker string) (Lease, error) {
 // in the same transaction as the leases of every worker asking with it, so workers that
 // end and ask together commit once, as River's completer and producer batch theirs; any
 // other ending is written alone first. It returns the ended ticket's new state and the
-// next lease, or ErrNoTicket with the state when the ending was written but nothing is
-// ready. Any other error means nothing was claimed and the ending was not written:
-// ErrLeaseLost when the attempt's lease had gone, as EndAttempt's.
+// next lease. The state is set when the ending was written, whatever the error: then
+// ErrNoTicket says nothing is ready, and another error that the claim failed. Without a
+// state the ending was not written and nothing was claimed: ErrLeaseLost when the
+// attempt's lease had gone, as EndAttempt's.
 func (f *Fetcher) EndAndClaim(ctx context.Context, worker string, e Ending) (State, Lease, error) {
 	if !ridesOnFetch(e) {
 		state, err := f.s.EndAttempt(ctx, e)

@@ -120,10 +120,14 @@ type BatchCompleter interface {
 // EndClaimer is a Tx that can complete leased tickets and lease fresh ones in one
 // statement: a fetch that carries its workers' completes.
 type EndClaimer interface {
-	// CompleteAndClaim is CompleteBatch(c) and BatchClaimer's ClaimBatch(p, workers) in
-	// one statement, c.At being p.Now. It returns the completed rows (state done) and the
-	// leased ones (state running), SQL.TicketCols each, in no particular order.
-	CompleteAndClaim(ctx context.Context, c CompleteBatchParams, p ClaimParams, workers []string) (Rows, error)
+	// CompleteAndClaim is CompleteBatch(c) and BatchClaimer's ClaimBatch for the workers
+	// whose complete was written, in one statement, c.At being p.Now. ends, aligned with
+	// workers, is the ticket each completes (0: it only claims; no ticket twice). It
+	// returns the completed rows (state done) and the leased ones (state running, in claim
+	// order to the claiming workers in their order), SQL.TicketCols each, in no particular
+	// order. Opening the transaction, it is the transaction (as LastExecer's ExecLast): what
+	// follows begins another.
+	CompleteAndClaim(ctx context.Context, c CompleteBatchParams, p ClaimParams, workers []string, ends []int64) (Rows, error)
 }
 
 // BatchClaimer is a Tx that can lease several fresh tickets in one statement (PostgreSQL:

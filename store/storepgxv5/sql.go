@@ -77,6 +77,11 @@ func claimLease(paused, avoid, rescue, unpredicted bool) string {
 // claimBatch is claimLease for several workers ($3 their names as a text array), queued
 // tickets only, up to the first with predicted files (storedriver.BatchClaimer).
 func claimBatch(paused bool) string {
+	return claimBatchWith(paused, `cardinality($3::text[])`, `($3::text[])[cut.n]`)
+}
+
+// claimBatchWith is claimBatch leasing at most limit tickets, the n-th (cut.n) to owner.
+func claimBatchWith(paused bool, limit, owner string) string {
 	filter := ""
 	if paused {
 		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
@@ -85,7 +90,7 @@ func claimBatch(paused bool) string {
 		SELECT id, priority FROM tickets
 		WHERE finished_at IS NULL AND state = 'queued' AND run_after <= $1::bigint` + filter + `
 		ORDER BY priority DESC, id
-		LIMIT cardinality($3::text[]) FOR UPDATE SKIP LOCKED),
+		LIMIT ` + limit + ` FOR UPDATE SKIP LOCKED),
 	numbered AS (
 		SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS n,
 			EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = pick.id) AS predicted
@@ -95,7 +100,7 @@ func claimBatch(paused bool) string {
 		WHERE n < coalesce((SELECT min(n) FROM numbered WHERE predicted), 2147483647)),
 	leased AS (
 		UPDATE tickets t SET state = 'running', attempts = t.attempts + 1,
-			fence_token = t.fence_token + 1, lease_owner = ($3::text[])[cut.n], lease_node = $4,
+			fence_token = t.fence_token + 1, lease_owner = ` + owner + `, lease_node = $4,
 			lease_expires_at = $5, updated_at = $1, rescued_from = NULL, rescued_node = '',
 			prev_event_id = t.last_event_id, last_event_id = nextval('events_id_seq')
 		FROM cut WHERE t.id = cut.id
@@ -144,15 +149,23 @@ func numberCompletes(first int) string {
 var completeBatch = `WITH ` + numberCompletes(2) + `
 	SELECT id, fence_token FROM done`
 
-// completeAndClaim is claimBatch (its parameters $1..$9, and $10 paused) after
-// completeCTEs (the next eight), in one statement: a fetch that carries its workers'
-// completes. It returns the completed rows (state done) and the leased ones (state
-// running), SQL.TicketCols each.
+// completeAndClaim is completeCTEs (parameters after claimBatch's $1..$9, and $10
+// paused) and claimBatch in one statement: a fetch that carries its workers' completes. The
+// claimers are the workers ($3) whose complete ($ends, aligned with $3: the ticket each
+// completes, 0 for none) was written, and the n-th ticket leased goes to the n-th of them,
+// so a lost lease claims nothing and the statement can commit on its own. It returns the
+// completed rows (state done) and the leased ones (state running), SQL.TicketCols each.
 func completeAndClaim(paused bool) string {
-	claim := claimBatch(paused)
+	first := 10 + b2i(paused)
+	ends := "$" + strconv.Itoa(first+8)
+	claim := claimBatchWith(paused, `(SELECT count(*) FROM claimers)`, `(SELECT name FROM claimers c WHERE c.n = cut.n)`)
 	claim = strings.TrimPrefix(claim, "WITH ")
 	claim = claim[:strings.LastIndex(claim, "SELECT ")]
-	return `WITH ` + numberCompletes(10+b2i(paused)) + `,
+	return `WITH ` + numberCompletes(first) + `,
+	claimers AS (
+		SELECT w.name, row_number() OVER (ORDER BY w.ord) AS n
+		FROM unnest($3::text[], ` + ends + `::bigint[]) WITH ORDINALITY AS w(name, end_id, ord)
+		WHERE w.end_id = 0 OR w.end_id IN (SELECT id FROM done)),
 	` + claim + `
 	SELECT ` + ticketCols + ` FROM done
 	UNION ALL

@@ -185,16 +185,43 @@ func (t *ptx) CompleteBatch(ctx context.Context, p storedriver.CompleteBatchPara
 var _ storedriver.EndClaimer = (*ptx)(nil)
 
 // CompleteAndClaim completes tickets and leases fresh ones in one statement
-// (storedriver.EndClaimer).
-func (t *ptx) CompleteAndClaim(ctx context.Context, c storedriver.CompleteBatchParams, p storedriver.ClaimParams, workers []string) (storedriver.Rows, error) {
+// (storedriver.EndClaimer). Opening the transaction, it is sent alone, as an implicit
+// transaction of its own, in one round trip.
+func (t *ptx) CompleteAndClaim(ctx context.Context, c storedriver.CompleteBatchParams, p storedriver.ClaimParams, workers []string, ends []int64) (storedriver.Rows, error) {
 	t.e.lowerLeaseHorizon(p.Expires) // taken in before the claim runs, as Claim's
 	args := []any{p.Now, p.MaxRescues, workers, p.Node, p.Expires, p.Event.Kind, p.Event.From, p.Event.To, p.Event.Reason}
 	q := completeAndClaims[0]
 	if p.Paused != "" {
 		q, args = completeAndClaims[1], append(args, p.Paused)
 	}
-	args = append(args, c.Args()[1:]...) // the time is p.Now's $1
-	return t.Query(ctx, q, args...)
+	args = append(append(args, c.Args()[1:]...), ends) // the time is p.Now's $1
+	if t.started {
+		return t.Query(ctx, q, args...)
+	}
+	rows, err := t.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, t.sent(err) // nothing is open: the statement's own transaction ended with it
+	}
+	return &ownRows{r: rows, t: t}, nil
+}
+
+// ownRows are the rows of a statement that is its own transaction: read to the end without
+// an error, it committed, and what follows is a transaction of its own.
+type ownRows struct {
+	r pgx.Rows
+	t *ptx
+}
+
+func (r *ownRows) Next() bool             { return r.r.Next() }
+func (r *ownRows) Scan(dest ...any) error { return r.r.Scan(dest...) }
+func (r *ownRows) Err() error             { return r.r.Err() }
+func (r *ownRows) Close() error {
+	r.r.Close()
+	if err := r.r.Err(); err != nil {
+		return r.t.sent(err)
+	}
+	r.t.committed = true
+	return nil
 }
 
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
