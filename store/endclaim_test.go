@@ -22,6 +22,7 @@ func testEndAndClaim(t *testing.T, e engine) {
 		onlyAsks bool // the last part ends nothing
 		sameAs0  bool // the stale part ends the first part's ticket, with its old token
 		sameAs1  bool // the stale part ends the second part's ticket, with its old token
+		predict  int  // the new ticket from which on each has predicted files, or 0
 		want     []string
 	}{
 		{name: "all complete and claim", tickets: 3, stale: -1, want: []string{"n0", "n1", "n2"}},
@@ -31,6 +32,9 @@ func testEndAndClaim(t *testing.T, e engine) {
 		{name: "a worker that only asks", tickets: 3, stale: -1, onlyAsks: true, want: []string{"n0", "n1", "n2"}},
 		{name: "two workers end one ticket: only its lease's counts", tickets: 3, stale: 1, sameAs0: true, want: []string{"n0", "", "n1"}},
 		{name: "the stale one first", tickets: 3, stale: 0, sameAs1: true, want: []string{"", "n0", "n1"}},
+		// A batch stops before a ticket with predicted files; the workers it left are served
+		// by a claim of their own, which takes that ticket as Claim would.
+		{name: "a ticket with predicted files next", tickets: 2, stale: -1, predict: 1, want: []string{"n0", "n1", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := e.setup(t)
@@ -49,7 +53,13 @@ func testEndAndClaim(t *testing.T, e engine) {
 			}
 			held[0] = b.claim(t, "w0")
 			for i := range tt.tickets {
-				names[b.enqueue(t, fmt.Sprint("n", i))] = fmt.Sprint("n", i)
+				id := b.enqueue(t, fmt.Sprint("n", i))
+				names[id] = fmt.Sprint("n", i)
+				if tt.predict > 0 && i >= tt.predict {
+					if err := b.s.PredictFiles(b.ctx, id, PredictedByIssue, []string{fmt.Sprint("pkg/m", i, ".py")}); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			parts := make([]*endClaim, 3)
 			for i, l := range held {
