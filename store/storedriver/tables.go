@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v23) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v24) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it.
 var SchemaTables = []struct {
