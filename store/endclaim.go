@@ -96,8 +96,34 @@ func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, part
 	if err != nil {
 		return err
 	}
-	cp := storedriver.CompleteBatchParams{At: base.Now,
-		Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}
+	cp, ends := completeBatchOf(parts, base.Now)
+	rows, err := ec.CompleteAndClaim(ctx, cp, base, workers, ends)
+	if err != nil {
+		return fmt.Errorf("complete %d and claim for %d workers: %w", len(cp.IDs), len(workers), err)
+	}
+	done, leased, err := readEndClaim(rows)
+	if err != nil {
+		return err
+	}
+	if err := s.markEnds(ctx, tx, parts, done); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		switch {
+		case p.err != nil: // its complete was not written: it claims nothing
+		case len(leased) == 0:
+			p.err = errUnserved
+		default:
+			p.lease, leased = leased[0], leased[1:]
+		}
+	}
+	return nil
+}
+
+// completeBatchOf is the parts' completes at as one batch, and, aligned with parts, the
+// ticket each completes (0 for none).
+func completeBatchOf(parts []*endClaim, at int64) (storedriver.CompleteBatchParams, []int64) {
+	cp := storedriver.CompleteBatchParams{At: at, Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}
 	ends := make([]int64, len(parts))
 	for i, p := range parts {
 		if e := p.end; e != nil {
@@ -106,17 +132,19 @@ func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, part
 			cp.Branches, cp.ResultDirs, cp.Summaries = append(cp.Branches, e.Result.Branch), append(cp.ResultDirs, e.Result.ResultDir), append(cp.Summaries, e.Result.Summary)
 		}
 	}
-	rows, err := ec.CompleteAndClaim(ctx, cp, base, workers, ends)
-	if err != nil {
-		return fmt.Errorf("complete %d and claim for %d workers: %w", len(cp.IDs), len(workers), err)
-	}
-	done := map[int64]int64{} // the fence token of each ticket completed
+	return cp, ends
+}
+
+// readEndClaim reads CompleteAndClaim's rows: the fence token of each ticket completed, by
+// id, and the leases in claim order (the order the statement hands them out in).
+func readEndClaim(rows storedriver.Rows) (map[int64]int64, []Lease, error) {
+	done := map[int64]int64{}
 	var leased []Lease
 	for rows.Next() {
 		t, err := scanTicket(rows)
 		if err != nil {
 			rows.Close()
-			return fmt.Errorf("read completed and claimed tickets: %w", err)
+			return nil, nil, fmt.Errorf("read completed and claimed tickets: %w", err)
 		}
 		if t.State == StateDone {
 			done[t.ID] = t.FenceToken
@@ -125,29 +153,31 @@ func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, part
 		leased = append(leased, Lease{Ticket: t, Token: t.FenceToken, Attempt: t.Attempts, Worker: t.LeaseOwner, ExpiresAt: t.LeaseExpiresAt})
 	}
 	if err := rows.Close(); err != nil {
-		return fmt.Errorf("read completed and claimed tickets: %w", err)
+		return nil, nil, fmt.Errorf("read completed and claimed tickets: %w", err)
 	}
-	// The statement hands out tickets in claim order, the n-th to the n-th claiming worker.
 	slices.SortFunc(leased, func(a, b Lease) int {
 		return cmp.Or(cmp.Compare(b.Ticket.Priority, a.Ticket.Priority), cmp.Compare(a.Ticket.ID, b.Ticket.ID))
 	})
+	return done, leased, nil
+}
+
+// markEnds settles each part's complete after a batch: done when done holds its ticket at
+// its token, else its err says why (the lease had gone, or the ticket was never there).
+func (s *Store) markEnds(ctx context.Context, tx storedriver.Tx, parts []*endClaim, done map[int64]int64) error {
 	for _, p := range parts {
-		if e := p.end; e != nil {
-			if token, ok := done[e.ID]; !ok || token != e.Token {
-				err := s.lostOrMissing(ctx, tx, e.ID) // never nil
-				if !isLost(err) {
-					return err
-				}
-				p.err = fmt.Errorf("complete ticket %d token %d: %w", e.ID, e.Token, err)
-				continue
-			}
-			p.state = StateDone
-		}
-		if len(leased) == 0 {
-			p.err = errUnserved
+		e := p.end
+		if e == nil {
 			continue
 		}
-		p.lease, leased = leased[0], leased[1:]
+		if token, ok := done[e.ID]; ok && token == e.Token {
+			p.state = StateDone
+			continue
+		}
+		err := s.lostOrMissing(ctx, tx, e.ID) // never nil
+		if !isLost(err) {
+			return err
+		}
+		p.err = fmt.Errorf("complete ticket %d token %d: %w", e.ID, e.Token, err)
 	}
 	return nil
 }
@@ -244,37 +274,13 @@ func (s *Store) completeParts(ctx context.Context, tx storedriver.Tx, parts []*e
 			ends = append(ends, p)
 		}
 	}
-	if len(ends) == 0 {
-		return nil
-	}
-	lost := func(p *endClaim, err error) {
-		p.err = fmt.Errorf("complete ticket %d token %d: %w", p.end.ID, p.end.Token, err)
-	}
 	if bc, ok := tx.(storedriver.BatchCompleter); ok && s.q.CompleteEnded != "" && len(ends) > 1 && distinctEnds(ends) {
-		now := s.nowMS()
-		bp := storedriver.CompleteBatchParams{At: now,
-			Kind: string(EventCompleted), From: string(StateRunning), To: string(StateDone)}
-		for _, p := range ends {
-			r := p.end.Result
-			bp.IDs, bp.Tokens = append(bp.IDs, p.end.ID), append(bp.Tokens, p.end.Token)
-			bp.Branches, bp.ResultDirs, bp.Summaries = append(bp.Branches, r.Branch), append(bp.ResultDirs, r.ResultDir), append(bp.Summaries, r.Summary)
-		}
-		done, err := bc.CompleteBatch(ctx, bp)
+		cp, _ := completeBatchOf(ends, s.nowMS())
+		done, err := bc.CompleteBatch(ctx, cp)
 		if err != nil {
 			return err
 		}
-		for _, p := range ends {
-			if token, ok := done[p.end.ID]; ok && token == p.end.Token {
-				p.state = StateDone
-				continue
-			}
-			err := s.lostOrMissing(ctx, tx, p.end.ID) // never nil
-			if !isLost(err) {
-				return err
-			}
-			lost(p, err)
-		}
-		return nil
+		return s.markEnds(ctx, tx, ends, done)
 	}
 	for _, p := range ends {
 		err := s.completeTx(ctx, tx, p.end.ID, p.end.Token, p.end.Result, false)
@@ -283,7 +289,7 @@ func (s *Store) completeParts(ctx context.Context, tx storedriver.Tx, parts []*e
 		}
 		switch {
 		case isLost(err):
-			lost(p, err)
+			p.err = fmt.Errorf("complete ticket %d token %d: %w", p.end.ID, p.end.Token, err)
 		case err != nil:
 			return err
 		default:

@@ -908,30 +908,7 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 	var mu sync.Mutex
 	var first error
 	var n atomic.Int64
-	claim := func(w string) (store.Lease, error) { return s.Claim(ctx, w, time.Minute) }
-	var f *store.Fetcher
-	if cf.fetch != "claim" {
-		f = store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
-		claim = func(w string) (store.Lease, error) { return f.Claim(ctx, w) }
-	}
-	// next completes the held lease, if any, and claims the worker's next ticket.
-	next := func(w string, held *store.Lease) (store.Lease, error) {
-		switch {
-		case held == nil:
-			return claim(w)
-		case cf.fetch == "ride": // the complete rides on the next fetch
-			state, l, err := f.EndAndClaim(ctx, w, store.Ending{ID: held.Ticket.ID, Token: held.Token, Kind: store.EndComplete})
-			if state != "" {
-				n.Add(1)
-			}
-			return l, err
-		}
-		if err := s.Complete(ctx, held.Ticket.ID, held.Token, store.Result{}); err != nil {
-			return store.Lease{}, err
-		}
-		n.Add(1)
-		return claim(w)
-	}
+	next := drainStep(ctx, s, cf.fetch, &n)
 	for w := range cf.goroutines {
 		wg.Go(func() {
 			var held *store.Lease
@@ -964,6 +941,34 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 		return childReport{}, err
 	}
 	return rep, nil
+}
+
+// drainStep is how a drain's worker completes the lease it holds (nil: none) and claims
+// its next ticket, in -ticketd-fetch mode; done counts the completes written.
+func drainStep(ctx context.Context, s *store.Store, mode string, done *atomic.Int64) func(w string, held *store.Lease) (store.Lease, error) {
+	claim := func(w string) (store.Lease, error) { return s.Claim(ctx, w, time.Minute) }
+	var f *store.Fetcher
+	if mode != "claim" {
+		f = store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
+		claim = func(w string) (store.Lease, error) { return f.Claim(ctx, w) }
+	}
+	return func(w string, held *store.Lease) (store.Lease, error) {
+		switch {
+		case held == nil:
+			return claim(w)
+		case mode == "ride": // the complete rides on the next fetch
+			state, l, err := f.EndAndClaim(ctx, w, store.Ending{ID: held.Ticket.ID, Token: held.Token, Kind: store.EndComplete})
+			if state != "" {
+				done.Add(1)
+			}
+			return l, err
+		}
+		if err := s.Complete(ctx, held.Ticket.ID, held.Token, store.Result{}); err != nil {
+			return store.Lease{}, err
+		}
+		done.Add(1)
+		return claim(w)
+	}
 }
 
 // drainRiver runs a River client with cf.goroutines workers on queue "drain" from go until
