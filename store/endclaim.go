@@ -105,9 +105,8 @@ func (s *Store) endAndClaimTogether(ctx context.Context, tx storedriver.Tx, part
 	if err != nil {
 		return err
 	}
-	if err := s.markEnds(ctx, tx, parts, done); err != nil {
-		return err
-	}
+	// Read apart from tx: sent alone, the statement was its own transaction.
+	s.markEnds(ctx, s.eng.Read(), parts, done)
 	for _, p := range parts {
 		switch {
 		case p.err != nil: // its complete was not written: it claims nothing
@@ -162,8 +161,9 @@ func readEndClaim(rows storedriver.Rows) (map[int64]int64, []Lease, error) {
 }
 
 // markEnds settles each part's complete after a batch: done when done holds its ticket at
-// its token, else its err says why (the lease had gone, or the ticket was never there).
-func (s *Store) markEnds(ctx context.Context, tx storedriver.Tx, parts []*endClaim, done map[int64]int64) error {
+// its token, else its err says why (the lease had gone, or the ticket was never there, as
+// q reads it). A complete the batch did not write is lost whatever the reading says.
+func (s *Store) markEnds(ctx context.Context, q storedriver.Reader, parts []*endClaim, done map[int64]int64) {
 	for _, p := range parts {
 		e := p.end
 		if e == nil {
@@ -173,13 +173,12 @@ func (s *Store) markEnds(ctx context.Context, tx storedriver.Tx, parts []*endCla
 			p.state = StateDone
 			continue
 		}
-		err := s.lostOrMissing(ctx, tx, e.ID) // never nil
+		err := s.lostOrMissing(ctx, q, e.ID) // never nil
 		if !isLost(err) {
-			return err
+			err = fmt.Errorf("%w (whether the ticket exists could not be read: %v)", ErrLeaseLost, err)
 		}
 		p.err = fmt.Errorf("complete ticket %d token %d: %w", e.ID, e.Token, err)
 	}
-	return nil
 }
 
 // claimBase is a batch claim's parameters at the store's now, after settling expired leases
@@ -280,7 +279,8 @@ func (s *Store) completeParts(ctx context.Context, tx storedriver.Tx, parts []*e
 		if err != nil {
 			return err
 		}
-		return s.markEnds(ctx, tx, ends, done)
+		s.markEnds(ctx, tx, ends, done)
+		return nil
 	}
 	for _, p := range ends {
 		err := s.completeTx(ctx, tx, p.end.ID, p.end.Token, p.end.Result, false)

@@ -291,9 +291,9 @@ func (s *Store) fenced(ctx context.Context, tx storedriver.Tx, id int64, query s
 }
 
 // lostOrMissing explains why a fenced write matched no row.
-func (s *Store) lostOrMissing(ctx context.Context, tx storedriver.Tx, id int64) error {
+func (s *Store) lostOrMissing(ctx context.Context, q storedriver.Reader, id int64) error {
 	var one int
-	if err := tx.QueryRow(ctx, s.q.TicketExists, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+	if err := q.QueryRow(ctx, s.q.TicketExists, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	} else if err != nil {
 		return err
