@@ -20,21 +20,20 @@ func testEndAndClaim(t *testing.T, e engine) {
 		tickets  int  // enqueued after the first leases
 		stale    int  // the part whose token is stale, or -1
 		onlyAsks bool // the last part ends nothing
-		sameAs0  bool // the stale part ends the first part's ticket, with its old token
-		sameAs1  bool // the stale part ends the second part's ticket, with its old token
+		staleOf  int  // whose held ticket the stale part ends, with that lease's old token, or -1 (its own)
 		predict  int  // the new ticket from which on each has predicted files, or 0
 		want     []string
 	}{
-		{name: "all complete and claim", tickets: 3, stale: -1, want: []string{"n0", "n1", "n2"}},
-		{name: "fewer ready than asked", tickets: 1, stale: -1, want: []string{"n0", "", ""}},
-		{name: "nothing ready", tickets: 0, stale: -1, want: []string{"", "", ""}},
-		{name: "a lost lease fails only its worker", tickets: 3, stale: 1, want: []string{"n0", "", "n1"}},
-		{name: "a worker that only asks", tickets: 3, stale: -1, onlyAsks: true, want: []string{"n0", "n1", "n2"}},
-		{name: "two workers end one ticket: only its lease's counts", tickets: 3, stale: 1, sameAs0: true, want: []string{"n0", "", "n1"}},
-		{name: "the stale one first", tickets: 3, stale: 0, sameAs1: true, want: []string{"", "n0", "n1"}},
+		{name: "all complete and claim", tickets: 3, stale: -1, staleOf: -1, want: []string{"n0", "n1", "n2"}},
+		{name: "fewer ready than asked", tickets: 1, stale: -1, staleOf: -1, want: []string{"n0", "", ""}},
+		{name: "nothing ready", tickets: 0, stale: -1, staleOf: -1, want: []string{"", "", ""}},
+		{name: "a lost lease fails only its worker", tickets: 3, stale: 1, staleOf: -1, want: []string{"n0", "", "n1"}},
+		{name: "a worker that only asks", tickets: 3, stale: -1, staleOf: -1, onlyAsks: true, want: []string{"n0", "n1", "n2"}},
+		{name: "two workers end one ticket: only its lease's counts", tickets: 3, stale: 1, staleOf: 0, want: []string{"n0", "", "n1"}},
+		{name: "the stale one first", tickets: 3, stale: 0, staleOf: 1, want: []string{"", "n0", "n1"}},
 		// A batch stops before a ticket with predicted files; the workers it left are served
 		// by a claim of their own, which takes that ticket as Claim would.
-		{name: "a ticket with predicted files next", tickets: 2, stale: -1, predict: 1, want: []string{"n0", "n1", ""}},
+		{name: "a ticket with predicted files next", tickets: 2, stale: -1, staleOf: -1, predict: 1, want: []string{"n0", "n1", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := e.setup(t)
@@ -67,11 +66,8 @@ func testEndAndClaim(t *testing.T, e engine) {
 					Result: Result{Branch: fmt.Sprint("ticketd/fix-", i), ResultDir: fmt.Sprint("/r/", i), Summary: "fixed"}}
 				if i == tt.stale {
 					e.Token--
-					if tt.sameAs0 {
-						e.ID, e.Token = held[0].Ticket.ID, held[0].Token-1
-					}
-					if tt.sameAs1 {
-						e.ID, e.Token = held[1].Ticket.ID, held[1].Token-1
+					if o := tt.staleOf; o >= 0 {
+						e.ID, e.Token = held[o].Ticket.ID, held[o].Token-1
 					}
 				}
 				parts[i] = &endClaim{worker: l.Worker, end: &e}
