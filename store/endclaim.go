@@ -218,10 +218,19 @@ func (s *Store) claimRest(ctx context.Context, parts []*endClaim, leaseFor time.
 		leases, err = s.claimBatchIn(ctx, tx, names, leaseFor)
 		return err
 	})
-	for i, p := range rest {
+	if err != nil {
+		err = fmt.Errorf("claim batch for %v: %w", names, err)
+	}
+	handOut(rest, leases, err)
+}
+
+// handOut gives parts, in order, the leases of one batch claim (ErrNoTicket to those left
+// without one), or every part the batch's error.
+func handOut(parts []*endClaim, leases []Lease, err error) {
+	for i, p := range parts {
 		switch {
 		case err != nil:
-			p.err = fmt.Errorf("claim for %s: %w", p.worker, err)
+			p.err = err
 		case i < len(leases):
 			p.lease, p.err = leases[i], nil
 		default:
@@ -253,13 +262,7 @@ func (s *Store) endThenClaim(ctx context.Context, tx storedriver.Tx, parts []*en
 	if err != nil {
 		return err
 	}
-	for i, c := range claimers {
-		if i < len(leases) {
-			c.lease = leases[i]
-		} else {
-			c.err = ErrNoTicket
-		}
-	}
+	handOut(claimers, leases, nil)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -137,14 +138,8 @@ func (f *Fetcher) claim(ctx context.Context, parts []*endClaim) {
 		workers[i] = p.worker
 	}
 	leases, err := f.s.ClaimBatch(ctx, workers, f.leaseFor)
-	for i, p := range parts {
-		switch {
-		case err != nil:
-			p.err = err
-		case i < len(leases):
-			p.lease = leases[i]
-		default:
-			p.err = ErrNoTicket
-		}
+	if errors.Is(err, ErrNoTicket) {
+		err = nil // none leased: handOut tells each
 	}
+	handOut(parts, leases, err)
 }
