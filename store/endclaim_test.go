@@ -129,17 +129,23 @@ func testEndAndClaim(t *testing.T, e engine) {
 }
 
 // TestFetcherEndAndClaimDrains: workers that complete and claim through EndAndClaim drain
-// the queue: every ticket is done exactly once, by the worker that held it, and no lease is
-// left.
-func TestFetcherEndAndClaimDrains(t *testing.T) { forEachEngine(t, testFetcherEndAndClaimDrains) }
+// the queue, whether their fetches gather or not: every ticket is done exactly once, by the
+// worker that held it, and no lease is left.
+func TestFetcherEndAndClaimDrains(t *testing.T) {
+	for _, gather := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprint("gather=", gather), func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e engine) { testFetcherEndAndClaimDrains(t, e, gather) })
+		})
+	}
+}
 
-func testFetcherEndAndClaimDrains(t *testing.T, e engine) {
+func testFetcherEndAndClaimDrains(t *testing.T, e engine, gather time.Duration) {
 	b := e.setup(t)
 	const workers, tickets = 4, 40
 	for i := range tickets {
 		b.enqueue(t, fmt.Sprint("t", i))
 	}
-	f := NewFetcher(b.s, time.Minute)
+	f := NewFetcher(b.s, time.Minute).Gather(workers, gather)
 	var mu sync.Mutex
 	doneBy := map[int64]string{}
 	var wg sync.WaitGroup

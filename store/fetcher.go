@@ -18,6 +18,12 @@ type Fetcher struct {
 	s        *Store
 	leaseFor time.Duration
 
+	// gatherFor and gatherN: see Gather. arrived wakes a gathering leader when the last
+	// worker asks (buffered: an ask never blocks on it, and a stale wake only rechecks).
+	gatherFor time.Duration
+	gatherN   int
+	arrived   chan struct{}
+
 	mu       sync.Mutex
 	waiting  []*fetchWait // asked since the running fetch began
 	fetching bool         // a waiter is leading a fetch
@@ -39,7 +45,23 @@ type fetchAnswer struct {
 
 // NewFetcher shares claims of leaseFor among the workers that call its Claim.
 func NewFetcher(s *Store, leaseFor time.Duration) *Fetcher {
-	return &Fetcher{s: s, leaseFor: leaseFor}
+	return &Fetcher{s: s, leaseFor: leaseFor, arrived: make(chan struct{}, 1)}
+}
+
+// Gather makes each fetch wait, at most within, until workers workers are asking, and
+// returns f. Workers whose tickets take milliseconds come back just after a fetch has left
+// without them; without a wait they alternate between half-full fetches, and each fetch is
+// a commit. With it they share one statement and one commit, as River's producer batches
+// through its fetch cooldown (at least 1 ms). A fetch goes as soon as all workers ask, so
+// the wait costs a lone worker at most within, while the others are busy. For tickets that
+// take minutes it gains nothing: the daemon does not gather. Call it before the first
+// Claim; within <= 0 or workers < 2 turns gathering off.
+func (f *Fetcher) Gather(workers int, within time.Duration) *Fetcher {
+	if workers < 2 || within <= 0 {
+		workers, within = 0, 0
+	}
+	f.gatherN, f.gatherFor = workers, within
+	return f
 }
 
 // Claim is Store.Claim for worker through the shared fetch: a lease, ErrNoTicket, or the
@@ -86,7 +108,14 @@ func (f *Fetcher) ask(ctx context.Context, w *fetchWait) fetchAnswer {
 	f.waiting = append(f.waiting, w)
 	lead := !f.fetching
 	f.fetching = true
+	full := len(f.waiting) == f.gatherN
 	f.mu.Unlock()
+	if full && !lead {
+		select {
+		case f.arrived <- struct{}{}:
+		default:
+		}
+	}
 	for {
 		if lead {
 			f.fetch(ctx)
@@ -103,6 +132,7 @@ func (f *Fetcher) ask(ctx context.Context, w *fetchWait) fetchAnswer {
 // answers each, and passes the lead to the first worker that asked meanwhile (or ends the
 // fetching when none did).
 func (f *Fetcher) fetch(ctx context.Context) {
+	f.gather()
 	f.mu.Lock()
 	batch := f.waiting
 	f.waiting = nil
@@ -129,6 +159,32 @@ func (f *Fetcher) fetch(ctx context.Context) {
 		return
 	}
 	f.waiting[0].done <- fetchAnswer{lead: true}
+}
+
+// gather waits, at most f.gatherFor, until f.gatherN workers are asking (see Gather).
+func (f *Fetcher) gather() {
+	if f.gatherFor <= 0 {
+		return
+	}
+	var deadline <-chan time.Time
+	for {
+		f.mu.Lock()
+		n := len(f.waiting)
+		f.mu.Unlock()
+		if n >= f.gatherN {
+			return
+		}
+		if deadline == nil {
+			t := time.NewTimer(f.gatherFor)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-f.arrived:
+		case <-deadline:
+			return
+		}
+	}
 }
 
 // claim is a fetch of claims only: one ClaimBatch for all of parts.

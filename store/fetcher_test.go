@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -87,4 +88,64 @@ func waitingBehind(f *Fetcher) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.waiting)
+}
+
+// TestFetcherGathers: with Gather, a fetch waits for every worker to ask, so workers that
+// ask one after another share one ClaimBatch; a worker whose peers stay away is served
+// once the window has passed, not never.
+func TestFetcherGathers(t *testing.T) { forEachEngine(t, testFetcherGathers) }
+
+func testFetcherGathers(t *testing.T, e engine) {
+	b := e.setup(t)
+	const workers = 3
+	for i := range workers + 1 {
+		b.enqueue(t, fmt.Sprint("t", i))
+	}
+	// An hour's window: the test passes only if the third worker's ask, not the clock,
+	// sends the fetch.
+	f := NewFetcher(b.s, time.Minute).Gather(workers, time.Hour)
+	var mu sync.Mutex
+	var sizes []int
+	b.s.claimBatchHook = func(i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if i == 0 {
+			sizes = append(sizes, 0)
+		}
+		sizes[len(sizes)-1]++
+		return nil
+	}
+	var wg sync.WaitGroup
+	var served atomic.Int32 // a fetch that went early ends the wait below, and fails the test
+	for i := range workers {
+		w := fmt.Sprint("w", i)
+		wg.Go(func() {
+			l, err := f.Claim(b.ctx, w)
+			served.Add(1)
+			if err != nil {
+				t.Errorf("%s: %v", w, err)
+				return
+			}
+			checkBatchLease(t, b, l, w)
+		})
+		// Each asks only once the one before waits, so no two ask at the same moment. Until
+		// the last asks, the fetch cannot go, so the count only grows.
+		for i < workers-1 && waitingBehind(f) < i+1 && served.Load() == 0 {
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+	if len(sizes) != 1 || sizes[0] != workers {
+		t.Errorf("fetches leased %v tickets; want one fetch of %d", sizes, workers)
+	}
+
+	lone := NewFetcher(b.s, time.Minute).Gather(workers, time.Millisecond)
+	l, err := lone.Claim(b.ctx, "alone")
+	if err != nil {
+		t.Fatalf("a lone worker's claim: %v; want the last ticket once the window passed", err)
+	}
+	checkBatchLease(t, b, l, "alone")
+	if len(sizes) != 2 || sizes[1] != 1 {
+		t.Errorf("fetches leased %v tickets; want a second fetch of 1", sizes)
+	}
 }
