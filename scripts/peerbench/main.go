@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&pg.samples, "samples", 500, "with -latency: claims timed")
 	fs.StringVar(&pg.riverMode, "river-complete", "batch", "with -postgres: how River records a completion: batch (its completer, as shipped) or tx (the worker's own transaction, river.JobCompleteTx)")
 	fs.StringVar(&pg.fetch, "ticketd-fetch", "ride", "with -drain: how ticketd's goroutines complete and claim: ride (a process's goroutines share fetches, and each complete rides on its worker's next fetch: store.Fetcher.EndAndClaim), shared (shared fetches, each complete alone, as a daemon's workers do) or claim (each its own Store.Claim and Complete)")
+	fs.DurationVar(&pg.gather, "ticketd-gather", time.Millisecond, "with -drain, unless -ticketd-fetch claim: how long a fetch may wait for all of its process's goroutines to ask (store.Fetcher.Gather; River's fetch cooldown here is its minimum, 1 ms); 0 fetches at once")
 	fs.IntVar(&pg.drain, "drain", 0, "with -postgres: time draining `N` tickets (jobs) enqueued beforehand, River's own shape, instead of cycles")
 	var cf childFlags
 	addChildFlags(fs, &cf)

@@ -70,6 +70,7 @@ type pgConfig struct {
 	drain      int
 	riverMode  string
 	fetch      string
+	gather     time.Duration
 }
 
 // childReport is what a child process prints when its timed run ends.
@@ -98,6 +99,9 @@ func runPostgres(ctx context.Context, c pgConfig, stdout io.Writer) error {
 	}
 	if c.drain > 0 {
 		shape += ", ticketd fetching " + c.fetch
+		if c.fetch != "claim" {
+			shape += fmt.Sprintf(" gathering %v", c.gather)
+		}
 	}
 	fmt.Fprintf(stdout, "peerbench postgres: PostgreSQL %s, %d rounds per queue, %s, goroutines %v over up to %d processes, River completing by %s\n",
 		version, c.rounds, shape, c.goroutines, c.procs, c.riverMode)
@@ -324,6 +328,7 @@ type childFlags struct {
 	drain                          bool
 	riverMode                      string
 	fetch                          string
+	gather                         time.Duration
 }
 
 func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
@@ -335,6 +340,7 @@ func addChildFlags(fs *flag.FlagSet, cf *childFlags) {
 	fs.BoolVar(&cf.drain, "child-drain", false, "(internal)")
 	fs.StringVar(&cf.riverMode, "child-river-mode", "batch", "(internal)")
 	fs.StringVar(&cf.fetch, "child-ticketd-fetch", "ride", "(internal)")
+	fs.DurationVar(&cf.gather, "child-ticketd-gather", 0, "(internal)")
 }
 
 // runChild sets up its queue, says ready, waits for go, runs for d and reports.
@@ -765,7 +771,8 @@ func drainRun(ctx context.Context, c pgConfig, admin *pgx.Conn, self, name strin
 	}
 	kids, err := startChildren(self, g, procs, func(n, p int) []string {
 		return []string{"-child", name, "-child-drain", "-child-url", u, "-child-schema", schema,
-			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode, "-child-ticketd-fetch", c.fetch}
+			"-child-goroutines", fmt.Sprint(n), "-child-queue", "drain", "-child-river-mode", c.riverMode, "-child-ticketd-fetch", c.fetch,
+			"-child-ticketd-gather", c.gather.String()}
 	})
 	defer kids.kill()
 	if err != nil {
@@ -908,7 +915,7 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 	var mu sync.Mutex
 	var first error
 	var n atomic.Int64
-	next := drainStep(ctx, s, cf.fetch, &n)
+	next := drainStep(ctx, s, cf, &n)
 	for w := range cf.goroutines {
 		wg.Go(func() {
 			var held *store.Lease
@@ -945,11 +952,14 @@ func drainTicketd(ctx context.Context, cf childFlags, stdout io.Writer, wait fun
 
 // drainStep is how a drain's worker completes the lease it holds (nil: none) and claims
 // its next ticket, in -ticketd-fetch mode; done counts the completes written.
-func drainStep(ctx context.Context, s *store.Store, mode string, done *atomic.Int64) func(w string, held *store.Lease) (store.Lease, error) {
+func drainStep(ctx context.Context, s *store.Store, cf childFlags, done *atomic.Int64) func(w string, held *store.Lease) (store.Lease, error) {
+	mode := cf.fetch
 	claim := func(w string) (store.Lease, error) { return s.Claim(ctx, w, time.Minute) }
 	var f *store.Fetcher
 	if mode != "claim" {
-		f = store.NewFetcher(s, time.Minute) // the process is a node: its workers share fetches
+		// The process is a node: its workers share fetches, each gathering them for up to
+		// -ticketd-gather, as River's producer waits out its fetch cooldown.
+		f = store.NewFetcher(s, time.Minute).Gather(cf.goroutines, cf.gather)
 		claim = func(w string) (store.Lease, error) { return f.Claim(ctx, w) }
 	}
 	return func(w string, held *store.Lease) (store.Lease, error) {
