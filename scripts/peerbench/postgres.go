@@ -21,8 +21,10 @@ package main
 // enqueued beforehand, untimed, then worked (claimed and completed; River fetches up to
 // its free workers per statement and completes up to 5,000 per statement; ticketd, with
 // -ticketd-fetch ride, completes a process's tickets and leases their workers' next ones
-// in one statement, store.Fetcher.EndAndClaim) by the goroutines of every process, all on
-// one queue, until the database says all N are done.
+// in one statement, store.Fetcher.EndAndClaim, each fetch waiting up to -ticketd-gather for
+// all of the process's goroutines to ask, as River's producer waits out its 1 ms fetch
+// cooldown) by the goroutines of every process, all on one queue, until the database says
+// all N are done.
 //
 // -latency times single claims on a queue with 100k finished tickets (jobs) behind it:
 // ticketd's Claim, and River's fetch (the driver's JobGetAvailable, the statement its
