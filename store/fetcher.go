@@ -128,9 +128,9 @@ func (f *Fetcher) ask(ctx context.Context, w *fetchWait) fetchAnswer {
 	}
 }
 
-// fetch claims for every worker waiting now (writing the completes that ride on it),
-// answers each, and passes the lead to the first worker that asked meanwhile (or ends the
-// fetching when none did).
+// fetch claims for every worker waiting once it has gathered them (see Gather), writing
+// the completes that ride on it, answers each, and passes the lead to the first worker
+// that asked meanwhile (or ends the fetching when none did).
 func (f *Fetcher) fetch(ctx context.Context) {
 	f.gather()
 	f.mu.Lock()
