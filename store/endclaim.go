@@ -181,25 +181,6 @@ func (s *Store) markEnds(ctx context.Context, q storedriver.Reader, parts []*end
 	}
 }
 
-// claimBase is a batch claim's parameters at the store's now, after settling expired leases
-// in tx when that is due (as Claim does).
-func (s *Store) claimBase(ctx context.Context, tx storedriver.Tx, worker string, leaseFor time.Duration) (storedriver.ClaimParams, error) {
-	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
-		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
-	if paused := s.paused.Load(); paused != nil {
-		base.Paused = paused.json
-	}
-	now := s.nowMS()
-	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
-		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
-			return base, err
-		}
-		s.lastSettle.Store(now)
-	}
-	base.Now, base.Expires = now, now+leaseFor.Milliseconds()
-	return base, nil
-}
-
 // claimRest claims, in a batch of their own, for the parts the one statement served
 // nothing (errUnserved): their completes stand whatever this claim's fate.
 func (s *Store) claimRest(ctx context.Context, parts []*endClaim, leaseFor time.Duration) {

@@ -127,25 +127,13 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: lease duration %v: want > 0", worker, leaseFor)
 	}
 	var l Lease
-	p := storedriver.ClaimParams{MaxRescues: noRescueLimit, Worker: worker, Node: s.opts.Node,
-		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
-	if paused := s.paused.Load(); paused != nil {
-		p.Paused = paused.json
-	}
 	err := s.write(ctx, "claim", func(ctx context.Context, tx storedriver.Tx) error {
 		l = Lease{}
-		now := s.nowMS()
-		// Settling costs a statement, so it runs at most every settleEvery of store time, and
-		// whenever the queue looks empty; the claim below never rescues a ticket that settling
-		// would end, so a late settle is only late, never wrong.
-		if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
-			if err := s.settleExpired(ctx, tx, now, worker); err != nil {
-				return err
-			}
-			s.lastSettle.Store(now)
+		p, err := s.claimBase(ctx, tx, worker, leaseFor)
+		if err != nil {
+			return err
 		}
-		p.Now, p.Expires = now, now+leaseFor.Milliseconds()
-		var err error
+		p.Worker = worker
 		l, err = s.claimUnpredicted(ctx, tx, p, true)
 		if errors.Is(err, sql.ErrNoRows) {
 			if err = s.claimTurn(ctx, tx); err != nil {
@@ -155,7 +143,7 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			// Commit what settling did; ErrNoTicket is reported after the transaction.
-			return s.settleExpired(ctx, tx, now, worker)
+			return s.settleExpired(ctx, tx, p.Now, worker)
 		}
 		return err
 	})
@@ -166,6 +154,28 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 		return Lease{}, fmt.Errorf("claim for %s: %w", worker, err)
 	}
 	return l, nil
+}
+
+// claimBase is a claim's parameters (a batch's, or Claim's but for its Worker) at the
+// store's now, after settling expired leases in tx when that is due. Settling costs a
+// statement, so it runs at most every settleEvery of store time, and whenever the queue
+// looks empty; a claim never rescues a ticket that settling would end, so a late settle
+// is only late, never wrong.
+func (s *Store) claimBase(ctx context.Context, tx storedriver.Tx, worker string, leaseFor time.Duration) (storedriver.ClaimParams, error) {
+	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
+		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
+	if paused := s.paused.Load(); paused != nil {
+		base.Paused = paused.json
+	}
+	now := s.nowMS()
+	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
+		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
+			return base, err
+		}
+		s.lastSettle.Store(now)
+	}
+	base.Now, base.Expires = now, now+leaseFor.Milliseconds()
+	return base, nil
 }
 
 // claimOne leases the next ticket to p.Worker inside tx, after claimTurn, and writes its
