@@ -95,9 +95,16 @@ type Manager struct {
 	Ready     func(dir string) error
 	readyWarn sync.Once
 
-	mu    sync.Mutex
-	live  map[string]bool     // worktree dirs prepared and not yet removed
-	repos map[string]repoDirs // repository path as given -> where git found it
+	// Keep, when above 0, is how many trees Remove keeps for later Prepares of their
+	// repository to reuse (keep.go): a reused tree writes only the files that differ from
+	// its new base, where a fresh one writes every file. Close removes the kept trees.
+	Keep int
+
+	mu     sync.Mutex
+	live   map[string]bool     // worktree dirs prepared and not yet removed (kept ones too)
+	repos  map[string]repoDirs // repository path as given -> where git found it
+	kept   []keptTree          // kept for reuse, the most recently kept last
+	closed bool                // Close ran: nothing more is kept
 }
 
 // NewManager returns a Manager keeping worktrees under root, which is created
@@ -169,14 +176,16 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return nil, fmt.Errorf("prepare worktree of %s: invalid branch name %q: %w", top, branch, err)
 	}
+	if tree := m.reuse(ctx, repo, base, from, branch); tree != nil {
+		return tree, nil
+	}
 
 	if err := os.MkdirAll(m.root, 0o755); err != nil {
 		return nil, fmt.Errorf("prepare worktree: create root %s: %w", m.root, err)
 	}
 	// MkdirTemp makes the directory name unique atomically; git accepts an
 	// existing empty directory as the target of `worktree add`.
-	prefix := filepath.Base(top) + "-" + strings.ReplaceAll(strings.TrimPrefix(branch, "ticketd/"), "/", "-") + "-"
-	dir, err := os.MkdirTemp(m.root, prefix)
+	dir, err := os.MkdirTemp(m.root, treePrefix(top, branch))
 	if err != nil {
 		return nil, fmt.Errorf("prepare worktree: create directory under %s: %w", m.root, err)
 	}
@@ -226,6 +235,12 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 	return tree, nil
 }
 
+// treePrefix is the start of the folder name of a tree of the repository at top on branch:
+// <repository>-<branch without ticketd/>-, then a unique suffix.
+func treePrefix(top, branch string) string {
+	return filepath.Base(top) + "-" + strings.ReplaceAll(strings.TrimPrefix(branch, "ticketd/"), "/", "-") + "-"
+}
+
 // ready calls m.Ready on the new worktree folder dir. The .git file git writes there next is
 // then made 0644 again (prepare): git metadata is never the checks' to write.
 func (m *Manager) ready(dir string) {
@@ -272,8 +287,13 @@ func branchInUse(err error) bool {
 // Remove deletes the worktree directory (even with uncommitted changes) and
 // unregisters it, then deletes its branch unless keepBranch. Removing a tree
 // whose directory is already gone is not an error. Pass a context that is not
-// cancelled by shutdown (context.WithoutCancel) so clean-up still runs.
+// cancelled by shutdown (context.WithoutCancel) so clean-up still runs. With
+// Keep set, the tree may be kept for reuse instead, detached from its branch;
+// either way t is not to be used again.
 func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
+	if m.keep(ctx, t, keepBranch) {
+		return nil
+	}
 	m.setLive(t.Dir, false) // before the directory goes, so its resolved name is found
 	// Deleting the files is the slow part and needs no lock: until the
 	// registration goes too, git sees a worktree whose directory vanished.
