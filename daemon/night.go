@@ -256,6 +256,15 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
 	trees.Ready = worktreeReady(cfg)
+	// A ticket's worktree is kept for the next ticket of its repository, which then writes
+	// only the files that differ instead of checking out every file again (seconds on a big
+	// repository). At most one tree per worker is kept; the night's end removes them.
+	trees.Keep = cfg.Night.Workers
+	defer func() {
+		if err := trees.Close(); err != nil {
+			log.Warn("remove the worktrees kept for reuse", "err", err)
+		}
+	}()
 
 	// claimCtx stops new claims; workCtx cancels work in flight. They differ so that the
 	// window closing lets running attempts finish while a shutdown stops them at once.
