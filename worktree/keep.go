@@ -165,7 +165,13 @@ func (m *Manager) refit(ctx context.Context, t *Tree, k *keptTree, from string) 
 	if err != nil {
 		return err
 	}
-	// A submodule's folder can hold files the superproject's git does not look into.
+	return asCheckedOut(ctx, g)
+}
+
+// asCheckedOut fails unless git finds nothing in the tree that its HEAD does not hold, and
+// the tree has no submodule: a submodule's folder can hold files the superproject's git
+// does not look into.
+func asCheckedOut(ctx context.Context, g repoDirs) error {
 	staged, err := g.git(ctx, nil, "ls-files", "-s", "-z")
 	if err != nil {
 		return err

@@ -154,7 +154,8 @@ func (m *Manager) repo(ctx context.Context, repoPath string) (repoDirs, error) {
 }
 
 // Prepare creates a fresh worktree of repoPath on branch, reset to baseRef,
-// in a new directory under the Manager's root. An existing branch of that
+// in a new directory under the Manager's root, or, with Keep set, brings a
+// kept tree of repoPath to exactly that (keep.go). An existing branch of that
 // name is reset to baseRef (a retried attempt starts clean). Missing
 // repositories and unknown refs return ErrNotRepository and ErrUnknownRef.
 func (m *Manager) Prepare(ctx context.Context, repoPath, baseRef, branch string) (*Tree, error) {
@@ -213,26 +214,36 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 		authorName:  cmpOr(m.AuthorName, DefaultAuthorName),
 		authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail),
 	}
-	// The .git file is read once, now, before anything untrusted ran in the
-	// directory; later commands name the git dir it pointed at explicitly.
-	tree.gitDir, err = linkedGitDir(repo.CommonDir, dir)
-	if err == nil && m.Ready != nil {
-		err = os.Chmod(filepath.Join(dir, ".git"), 0o644) // born group-writable in a ready folder
-	}
-	if err == nil {
-		_, err = tree.dirs().git(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules")
-		if err != nil {
-			err = fmt.Errorf("prepare worktree for branch %s: check out %s: %w", branch, short(from), err)
-		}
-	}
-	if err != nil {
-		if rmErr := m.Remove(context.WithoutCancel(ctx), tree, true); rmErr != nil {
-			err = errors.Join(err, rmErr)
-		}
+	if err := m.checkOut(ctx, repo, tree, from); err != nil {
 		return nil, err
 	}
 	m.logger.Debug("worktree prepared", "repo", top, "dir", dir, "branch", branch, "base_commit", base)
 	return tree, nil
+}
+
+// checkOut fills the newly registered tree t with from's files. A tree that cannot be made
+// is removed, never kept.
+func (m *Manager) checkOut(ctx context.Context, repo repoDirs, t *Tree, from string) error {
+	// The .git file is read once, now, before anything untrusted ran in the
+	// directory; later commands name the git dir it pointed at explicitly.
+	var err error
+	t.gitDir, err = linkedGitDir(repo.CommonDir, t.Dir)
+	if err == nil && m.Ready != nil {
+		err = os.Chmod(filepath.Join(t.Dir, ".git"), 0o644) // born group-writable in a ready folder
+	}
+	if err == nil {
+		_, err = t.dirs().git(ctx, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+		if err != nil {
+			err = fmt.Errorf("prepare worktree for branch %s: check out %s: %w", t.Branch, short(from), err)
+		}
+	}
+	if err != nil {
+		if rmErr := m.remove(context.WithoutCancel(ctx), t, true); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		return err
+	}
+	return nil
 }
 
 // treePrefix is the start of the folder name of a tree of the repository at top on branch:
@@ -294,6 +305,11 @@ func (m *Manager) Remove(ctx context.Context, t *Tree, keepBranch bool) error {
 	if m.keep(ctx, t, keepBranch) {
 		return nil
 	}
+	return m.remove(ctx, t, keepBranch)
+}
+
+// remove is Remove without keeping the tree.
+func (m *Manager) remove(ctx context.Context, t *Tree, keepBranch bool) error {
 	m.setLive(t.Dir, false) // before the directory goes, so its resolved name is found
 	// Deleting the files is the slow part and needs no lock: until the
 	// registration goes too, git sees a worktree whose directory vanished.
