@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,20 +249,17 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
-// readDotGit reads dir's .git file without following a symlink or waiting on a FIFO; it
-// must be a small regular file.
+// readDotGit reads dir's .git file as a snapshot reads a file (readSnap): without following
+// a symlink or waiting on a FIFO, and only when it is a regular file.
 func readDotGit(dir string) ([]byte, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".git"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	defer root.Close()
+	f := readSnap(root, ".git")
+	if !f.present {
 		return nil, fmt.Errorf("%s/.git is not a regular file", dir)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 4097))
-	if err != nil || len(data) > 4096 {
-		return nil, fmt.Errorf("%s/.git is not a gitdir link", dir)
-	}
-	return data, nil
+	return f.data, nil
 }
