@@ -18,9 +18,11 @@ import (
 //
 // The chain cannot fork or skip: an event without a reservation collides with the head
 // (primary key); a reservation is made only on top of a head that exists, so one left
-// without its event stops the ticket's next append; CHECK (prev_id < id) refuses loops; the
-// foreign key refuses an event of no ticket. Writes that change no other column reserve in
-// a statement of their own (eventWrite.Reserve).
+// without its event stops the ticket's next append; CHECK (prev_id < id) refuses loops.
+// Every statement that writes an event takes its ticket id from the ticket row it updates
+// or reads, and ticket rows are never deleted (SQLite's foreign key and PostgreSQL's
+// trigger refuse it). Writes that change no other column reserve in a statement of their
+// own (eventWrite.Reserve).
 
 // eventWrite is one entry for a ticket's history, the one way the store writes an event
 // (a fresh claim's event aside: the engine writes it with the lease, see ClaimParams.Event).

@@ -1,10 +1,14 @@
 package store
 
 import (
+	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/store/storedriver"
 )
 
 func TestFileKey(t *testing.T) {
@@ -163,5 +167,58 @@ func testClaimOverlapConcurrent(t *testing.T, e engine) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestPredictedFlag: on PostgreSQL a claim reads whether a ticket has predicted files from
+// its row (tickets.predicted, migration 025), kept by triggers on predicted_files: set by a
+// prediction, cleared by an empty one, set by ticketctl migrate's copy.
+func TestPredictedFlag(t *testing.T) { forEachEngine(t, testPredictedFlag) }
+
+func testPredictedFlag(t *testing.T, e engine) {
+	if e.name != "postgres" {
+		t.Skip("the flag is PostgreSQL's: SQLite's claim probes predicted_files")
+	}
+	b := e.setup(t)
+	flag := func(s *Store, id int64) bool {
+		t.Helper()
+		var got bool
+		err := s.write(b.ctx, "read the flag", func(ctx context.Context, tx storedriver.Tx) error {
+			return tx.QueryRow(ctx, "SELECT predicted FROM tickets WHERE id = "+strconv.FormatInt(id, 10)).Scan(&got)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	a, other := b.enqueue(t, "a"), b.enqueue(t, "other")
+	for _, step := range []struct {
+		files []string
+		want  bool
+	}{
+		{[]string{"app/calc.py", "app/util.py"}, true},
+		{[]string{"app/other.py"}, true}, // replaced: cleared, then set again
+		{nil, false},
+		{[]string{"app/calc.py"}, true},
+	} {
+		must(t, b.s.PredictFiles(b.ctx, a, PredictedByTriage, step.files))
+		if got := flag(b.s, a); got != step.want {
+			t.Errorf("after predicting %v: predicted = %v; want %v", step.files, got, step.want)
+		}
+		if flag(b.s, other) {
+			t.Errorf("after predicting %v for ticket %d: ticket %d predicted too", step.files, a, other)
+		}
+	}
+
+	src := engine{"sqlite"}.setup(t)
+	copied := src.enqueue(t, "copied")
+	src.enqueue(t, "plain")
+	must(t, src.s.PredictFiles(src.ctx, copied, PredictedByIssue, []string{"app/calc.py"}))
+	dst := e.setup(t)
+	if _, err := src.s.CopyTo(src.ctx, dst.s); err != nil {
+		t.Fatalf("CopyTo: %v", err)
+	}
+	if !flag(dst.s, copied) || flag(dst.s, copied+1) {
+		t.Errorf("after the copy: predicted = %v, %v; want true for the ticket with predicted files only", flag(dst.s, copied), flag(dst.s, copied+1))
 	}
 }

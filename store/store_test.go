@@ -303,16 +303,22 @@ func TestDatabaseRejectsBadRows(t *testing.T) { forEachEngine(t, testDatabaseRej
 func testDatabaseRejectsBadRows(t *testing.T, e engine) {
 	b := e.setup(t)
 	id := b.enqueue(t, "1")
-	for _, q := range []string{
+	bad := []string{
 		`UPDATE tickets SET state = 'bogus' WHERE id = ?`,
 		`UPDATE tickets SET state = 'done' WHERE id = ?`,                                          // terminal without finished_at
 		`UPDATE tickets SET finished_at = 1 WHERE id = ?`,                                         // finished while queued
 		`UPDATE tickets SET state = 'running' WHERE id = ?`,                                       // running without a lease
 		`UPDATE events SET kind = 'x' WHERE ticket_id = ?`,                                        // append-only
 		`DELETE FROM events WHERE ticket_id = ?`,                                                  // append-only
-		`INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`,                 // foreign key
 		`INSERT INTO events (id, ticket_id, at, kind, prev_id) VALUES (1000, ?, 1, 'loop', 1000)`, // chain loop
-	} {
+		`DELETE FROM tickets WHERE id = ?`,                                                        // its history refers to it
+	}
+	if e.name == "sqlite" {
+		// PostgreSQL's events.ticket_id has no foreign key (migration 025): every statement
+		// that writes an event takes the id from the ticket row it updates or reads.
+		bad = append(bad, `INSERT INTO events (ticket_id, at, kind) VALUES (? + 1000, 1, 'orphan')`)
+	}
+	for _, q := range bad {
 		err := b.s.write(b.ctx, "bad row", func(ctx context.Context, tx storedriver.Tx) error {
 			_, err := tx.Exec(ctx, strings.ReplaceAll(q, "?", strconv.FormatInt(id, 10)))
 			return err

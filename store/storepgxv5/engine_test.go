@@ -136,7 +136,8 @@ func TestWriteRetriesConflicts(t *testing.T) {
 }
 
 // TestSchemaTablesCoverTheSchema: as the SQLite engine's: every table and column of the
-// PostgreSQL schema is in storedriver.SchemaTables.
+// PostgreSQL schema is in storedriver.SchemaTables, but for tickets.predicted, which the
+// schema derives itself.
 func TestSchemaTablesCoverTheSchema(t *testing.T) {
 	ctx := context.Background()
 	e, err := storepgxv5.Open(ctx, storetest.FreshPostgres(t), storepgxv5.Options{})
@@ -155,6 +156,9 @@ func TestSchemaTablesCoverTheSchema(t *testing.T) {
 		var table, col string
 		if err := rows.Scan(&table, &col); err != nil {
 			t.Fatal(err)
+		}
+		if table == "tickets" && col == "predicted" {
+			continue // derived from predicted_files by triggers (migration 025), never copied
 		}
 		schema[table] = append(schema[table], col)
 	}

@@ -55,7 +55,7 @@ func claimPick(paused, avoid, rescue bool) string {
 func claimLease(paused, avoid, rescue, unpredicted bool) string {
 	only := ""
 	if unpredicted {
-		only = ` AND NOT EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = t.id)`
+		only = ` AND NOT t.predicted`
 	}
 	return `WITH pick AS (` + claimPick(paused, avoid, rescue) + `),
 	leased AS (
@@ -87,13 +87,12 @@ func claimBatchWith(paused bool, limit, owner string) string {
 		filter = ` AND repo NOT IN (SELECT json_array_elements_text($10::text::json))`
 	}
 	return `WITH pick AS (
-		SELECT id, priority FROM tickets
+		SELECT id, priority, predicted FROM tickets
 		WHERE finished_at IS NULL AND state = 'queued' AND run_after <= $1::bigint` + filter + `
 		ORDER BY priority DESC, id
 		LIMIT ` + limit + ` FOR UPDATE SKIP LOCKED),
 	numbered AS (
-		SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS n,
-			EXISTS (SELECT 1 FROM predicted_files pf WHERE pf.ticket_id = pick.id) AS predicted
+		SELECT id, row_number() OVER (ORDER BY priority DESC, id) AS n, predicted
 		FROM pick),
 	cut AS (
 		SELECT id, n FROM numbered
