@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketd/ticketd/store"
@@ -407,4 +408,41 @@ func firstTicket(t *testing.T, s *store.Store) int64 {
 		t.Fatalf("migrated tickets %+v, %v; want one with its 3 attempts", list, err)
 	}
 	return list[0].ID
+}
+
+// TestMigrateV24ToV25: a v24 database's tickets with predicted files are flagged so, the
+// others not, and a ticket can no longer be deleted.
+func TestMigrateV24ToV25(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO tickets (id, source, external_id, run_after, created_at, updated_at) VALUES
+			(1, 'dir', 'a.md', 0, 0, 0), (2, 'dir', 'b.md', 0, 0, 0), (3, 'dir', 'c.md', 0, 0, 0)`,
+		`INSERT INTO predicted_files (ticket_id, file) VALUES (1, 'calc.py'), (1, 'util.py'), (3, 'calc.py')`,
+	} {
+		if _, err := old.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rows, err := e.Pool().Query(ctx, `SELECT predicted FROM tickets ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil || !slices.Equal(flags, []bool{true, false, true}) {
+		t.Errorf("predicted after v25: %v, %v; want true, false, true", flags, err)
+	}
+	if _, err := e.Pool().Exec(ctx, `DELETE FROM tickets WHERE id = 2`); err == nil || !strings.Contains(err.Error(), "never deleted") {
+		t.Errorf("delete a ticket after v25: %v; want the trigger to refuse it", err)
+	}
 }
