@@ -59,7 +59,32 @@ func (e engine) setup(t *testing.T, mod ...func(*Options)) bundle {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	t.Cleanup(func() { auditChains(t, s) }) // before Close: cleanups run last first
 	return bundle{s: s, loc: loc, clock: clock, ctx: ctx}
+}
+
+// auditChains fails t when a ticket's event chain has a gap once its test is over: a head
+// or a prev_id naming an event that was never written. Every store test ends with it, so a
+// transition that reserves an event and forgets to write it fails the test that ran it,
+// whatever the engine's own guards would have caught.
+func auditChains(t *testing.T, s *Store) {
+	t.Helper()
+	for what, q := range map[string]string{
+		"tickets whose newest event was never written": `SELECT count(*) FROM tickets t
+			WHERE t.last_event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = t.last_event_id)`,
+		"events whose previous event was never written": `SELECT count(*) FROM events e
+			WHERE e.prev_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events p WHERE p.id = e.prev_id)`,
+	} {
+		var n int64
+		err := s.write(context.Background(), "audit the event chains", func(ctx context.Context, tx storedriver.Tx) error {
+			return tx.QueryRow(ctx, q).Scan(&n)
+		})
+		if err != nil && !errors.Is(err, storedriver.ErrClosed) {
+			t.Errorf("audit the event chains: %v", err)
+		} else if n != 0 {
+			t.Errorf("%d %s", n, what)
+		}
+	}
 }
 
 func (b bundle) enqueue(t *testing.T, ext string, mod ...func(*NewTicket)) int64 {
