@@ -17,8 +17,9 @@ import (
 //  2. writeEvent writes the event under the reserved id, linked to the old head.
 //
 // The chain cannot fork or skip: an event without a reservation collides with the head
-// (primary key); a reservation is made only on top of a head that exists, so one left
-// without its event stops the ticket's next append; CHECK (prev_id < id) refuses loops.
+// (primary key); a reservation left without its event stops the ticket's next append
+// (SQLite reserves only on top of a head that exists) or its own commit (PostgreSQL's
+// deferred tickets_head_written); CHECK (prev_id < id) refuses loops.
 // Every statement that writes an event takes its ticket id from the ticket row it updates
 // or reads, and ticket rows are never deleted (SQLite's foreign key and PostgreSQL's
 // trigger refuse it). Writes that change no other column reserve in a statement of their

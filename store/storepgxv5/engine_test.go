@@ -195,8 +195,7 @@ func TestSurvivesLostConnections(t *testing.T) {
 	defer e.Close()
 	write := func() error {
 		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
-			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(time.Now().UnixNano()), "", "", "", "[]", 0, 3, 1, 1, 1)
-			return err
+			return enqueueRaw(ctx, e, tx, fmt.Sprint(time.Now().UnixNano()))
 		})
 	}
 	if err := write(); err != nil {
@@ -282,6 +281,17 @@ func (p *proxy) close() {
 	p.mu.Unlock()
 }
 
+// enqueueRaw enqueues ticket external in tx with the engine's own statements, its first
+// event included: the commit refuses a ticket whose head was never written (v26).
+func enqueueRaw(ctx context.Context, e *storepgxv5.Engine, tx storedriver.Tx, external string) error {
+	id, err := tx.Insert(ctx, e.SQL().Enqueue, "t", external, "", "", "", "[]", 0, 3, 1, 1, 1)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, e.SQL().AppendEvent, storedriver.AppendEventParams{TicketID: id, At: 1, Kind: "enqueued", ToState: "queued"}.Args()...)
+	return err
+}
+
 // TestDatabaseGoneThenBack: with the database unreachable, a write fails within the write
 // timeout saying the database did not take it (not that it was busy, nor a hang); once it
 // is back, writes go through again.
@@ -305,8 +315,7 @@ func TestDatabaseGoneThenBack(t *testing.T) {
 	write := func() error {
 		n++
 		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
-			_, err := tx.Insert(ctx, e.SQL().Enqueue, "t", fmt.Sprint(n), "", "", "", "[]", 0, 3, 1, 1, 1)
-			return err
+			return enqueueRaw(ctx, e, tx, fmt.Sprint(n))
 		})
 	}
 	if err := write(); err != nil {
@@ -444,5 +453,62 @@ func TestMigrateV24ToV25(t *testing.T) {
 	}
 	if _, err := e.Pool().Exec(ctx, `DELETE FROM tickets WHERE id = 2`); err == nil || !strings.Contains(err.Error(), "never deleted") {
 		t.Errorf("delete a ticket after v25: %v; want the trigger to refuse it", err)
+	}
+}
+
+// TestMigrateV25ToV26: v26 moves the check that a ticket's head names a written event from
+// events.prev_id's foreign key to the commit. On a database migrated from v25, a head moved
+// without its event is refused at commit, a rescue's (running to running) included; a claim
+// (queued to running) commits unchecked, and one that skipped its event stops the ticket's
+// next transition, as the key did; the key is gone.
+func TestMigrateV25ToV26(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO tickets (id, source, external_id, run_after, created_at, updated_at, last_event_id) VALUES
+			(1, 'dir', 'a.md', 0, 0, 0, 10), (2, 'dir', 'b.md', 0, 0, 0, 20)`,
+		`INSERT INTO events (id, ticket_id, at, kind) VALUES (10, 1, 0, 'enqueued'), (20, 2, 0, 'enqueued')`,
+		`SELECT setval('events_id_seq', 100)`,
+	} {
+		if _, err := old.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// lease is a claim's transition of ticket %d, without its event.
+	const lease = `UPDATE tickets SET state = 'running', lease_owner = 'w', lease_expires_at = 1000, attempts = attempts + 1,
+		prev_event_id = last_event_id, last_event_id = nextval('events_id_seq') WHERE id = %d`
+	claim := `WITH leased AS (` + fmt.Sprintf(lease, 2) + ` RETURNING id, last_event_id, prev_event_id)
+		INSERT INTO events (id, ticket_id, at, kind, prev_id) SELECT last_event_id, id, 1, 'claimed', prev_event_id FROM leased`
+	for _, c := range []struct {
+		name, sql string
+		refused   bool
+	}{
+		{"a note's reservation without its note", `UPDATE tickets SET prev_event_id = last_event_id, last_event_id = nextval('events_id_seq') WHERE id = 1`, true},
+		{"a new ticket without its first event", `INSERT INTO tickets (id, source, external_id, run_after, created_at, updated_at, last_event_id) VALUES (3, 'dir', 'c.md', 0, 0, 0, nextval('events_id_seq'))`, true},
+		{"a claim with its event", claim, false},
+		{"a rescue's reservation without its event", `UPDATE tickets SET prev_event_id = last_event_id, last_event_id = nextval('events_id_seq') WHERE id = 2`, true},
+		{"a claim without its event", fmt.Sprintf(lease, 1), false},
+		{"the next transition, over the claim's missing event", `WITH r AS (UPDATE tickets SET prev_event_id = last_event_id, last_event_id = nextval('events_id_seq') WHERE id = 1
+			RETURNING id, last_event_id, prev_event_id)
+			INSERT INTO events (id, ticket_id, at, kind, prev_id) SELECT last_event_id, id, 2, 'note', prev_event_id FROM r`, true},
+	} {
+		_, err := e.Pool().Exec(ctx, c.sql)
+		if refused := err != nil; refused != c.refused || refused && !strings.Contains(err.Error(), "reserved but never written") {
+			t.Errorf("%s after v26: %v; want refused %v, at commit", c.name, err, c.refused)
+		}
+	}
+	var keys int
+	if err := e.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'f'`).Scan(&keys); err != nil || keys != 0 {
+		t.Errorf("foreign keys on events after v26: %d, %v; want none", keys, err)
 	}
 }

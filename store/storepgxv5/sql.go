@@ -16,9 +16,10 @@ const ticketCols = `id, source, external_id, repo, title, body, labels, priority
 
 // reserveEvent is the SET fragment of a transition UPDATE that reserves its event's id from
 // events_id_seq, keeping the old head in prev_event_id. Unlike SQLite's it need not check
-// that the old head was written: events.prev_id's foreign key refuses the append over an
-// unwritten reservation, checked against the latest committed rows (a subquery here would
-// see only the statement's snapshot, and refuse a head a concurrent transaction wrote).
+// that the old head was written: the deferred trigger tickets_head_written (v26) refuses
+// to commit a head whose event was never written, checked against the latest committed
+// rows (a subquery here would see only the statement's snapshot, and refuse a head a
+// concurrent transaction wrote).
 const reserveEvent = `prev_event_id = last_event_id, last_event_id = nextval('events_id_seq')`
 
 // claimPick is the claim's pick: the first open ticket in claim order (priority DESC, id:
