@@ -423,26 +423,10 @@ func firstTicket(t *testing.T, s *store.Store) int64 {
 // others not, and a ticket can no longer be deleted.
 func TestMigrateV24ToV25(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.FreshPostgres(t)
-	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	e := migratedFrom(t, 24,
 		`INSERT INTO tickets (id, source, external_id, run_after, created_at, updated_at) VALUES
 			(1, 'dir', 'a.md', 0, 0, 0), (2, 'dir', 'b.md', 0, 0, 0), (3, 'dir', 'c.md', 0, 0, 0)`,
-		`INSERT INTO predicted_files (ticket_id, file) VALUES (1, 'calc.py'), (1, 'util.py'), (3, 'calc.py')`,
-	} {
-		if _, err := old.Pool().Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old.Close()
-	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+		`INSERT INTO predicted_files (ticket_id, file) VALUES (1, 'calc.py'), (1, 'util.py'), (3, 'calc.py')`)
 	rows, err := e.Pool().Query(ctx, `SELECT predicted FROM tickets ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
@@ -463,27 +447,11 @@ func TestMigrateV24ToV25(t *testing.T) {
 // next transition, as the key did; the key is gone.
 func TestMigrateV25ToV26(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.FreshPostgres(t)
-	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: 25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	e := migratedFrom(t, 25,
 		`INSERT INTO tickets (id, source, external_id, run_after, created_at, updated_at, last_event_id) VALUES
 			(1, 'dir', 'a.md', 0, 0, 0, 10), (2, 'dir', 'b.md', 0, 0, 0, 20)`,
 		`INSERT INTO events (id, ticket_id, at, kind) VALUES (10, 1, 0, 'enqueued'), (20, 2, 0, 'enqueued')`,
-		`SELECT setval('events_id_seq', 100)`,
-	} {
-		if _, err := old.Pool().Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old.Close()
-	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+		`SELECT setval('events_id_seq', 100)`)
 	// lease is a claim's transition of ticket %d, without its event.
 	const lease = `UPDATE tickets SET state = 'running', lease_owner = 'w', lease_expires_at = 1000, attempts = attempts + 1,
 		prev_event_id = last_event_id, last_event_id = nextval('events_id_seq') WHERE id = %d`
@@ -511,4 +479,30 @@ func TestMigrateV25ToV26(t *testing.T) {
 	if err := e.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'f'`).Scan(&keys); err != nil || keys != 0 {
 		t.Errorf("foreign keys on events after v26: %d, %v; want none", keys, err)
 	}
+}
+
+// migratedFrom is a fresh database at schema version v, given rows by the statements of
+// setup, then opened by this build: migrated to its latest version. It is closed when the
+// test ends.
+func migratedFrom(t *testing.T, v int, setup ...string) *storepgxv5.Engine {
+	t.Helper()
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	old, err := storepgxv5.Open(ctx, url, storepgxv5.Options{MigrateTo: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range setup {
+		if _, err := old.Pool().Exec(ctx, q); err != nil {
+			old.Close()
+			t.Fatalf("v%d: %s: %v", v, q, err)
+		}
+	}
+	old.Close()
+	e, err := storepgxv5.Open(ctx, url, storepgxv5.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
