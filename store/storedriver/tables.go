@@ -1,6 +1,6 @@
 package storedriver
 
-// SchemaTables are the tables of the schema (v25) and their columns, in copy order: a
+// SchemaTables are the tables of the schema (v26) and their columns, in copy order: a
 // table comes after those its foreign keys name, and events by id (prev_id < id). The
 // engines build their SQL.Tables from it. PostgreSQL's tickets.predicted is not copied:
 // its triggers set it from the predicted_files rows the copy writes.
