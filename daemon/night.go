@@ -276,19 +276,24 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	unhook := context.AfterFunc(ctx, func() { stopWork(fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))) })
 	defer unhook() // ctx outlives the night under `ticketd run`: do not pile up hooks on it
 	rec := d.nightRecorder(log, runID, func(cause error) { stopClaims(cause); stopWork(cause) })
-	client, roles, windows, err := d.nightClient(ctx, log, runID, rec)
-	if err != nil {
-		return err
-	}
 	checks := d.Checks
 	if checks == nil {
 		checks = checkRunner(cfg, bwrap, log)
+	}
+	// The repositories' start-up checks only read, so they run while the endpoints answer
+	// the preflight (a model call's latency, seconds) instead of after it; what they found is
+	// acted on only once the preflight passed, so a night that cannot start touches nothing.
+	probed, stopProbe := startProbe(ctx, cfg, checks)
+	client, roles, windows, err := d.nightClient(ctx, log, runID, rec)
+	if err != nil {
+		stopProbe()
+		return err
 	}
 	w := d.newPool(ctx, log, trees, newFixGuard(checks, log), client, nightParts{bwrap: bwrap, roles: roles, windows: windows,
 		rec: rec, stopClaims: stopClaims, workCtx: workCtx})
 	// Repositories that fail their start-up check are reported and paused; the night goes
 	// on with the others. The pool sees only those that passed.
-	healthy, err := w.checkStartup(ctx, checks)
+	healthy, err := w.checkStartup(ctx, probed())
 	if err != nil {
 		return err
 	}

@@ -657,6 +657,11 @@ func TestFailingRoleStopsThePreflight(t *testing.T) {
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})
 	cfg := f.config(t, url, 1)
 	cfg.Models.PreflightWait = 30 * time.Second
+	// The repository fails its start-up check, which runs beside the preflight: a night that
+	// cannot start must not act on it either (no note on its tickets, no pause).
+	shop := cfg.Repos["shop"]
+	shop.BaseRef = "no-such-branch"
+	cfg.Repos["shop"] = shop
 	st, err := OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -676,6 +681,9 @@ func TestFailingRoleStopsThePreflight(t *testing.T) {
 	tk, _ := st.Get(context.Background(), 1)
 	if tk.State != store.StateQueued || tk.Attempts != 0 {
 		t.Errorf("ticket: %s with %d attempts, want queued with none spent", tk.State, tk.Attempts)
+	}
+	if note := lastNote(context.Background(), st, 1); note != "" {
+		t.Errorf("ticket 1 got the note %q though the night never started", note)
 	}
 	runs, _ := st.Runs(context.Background(), 1)
 	if rep.Outcome != store.OutcomeFailed || len(runs) != 1 || runs[0].Outcome != store.OutcomeFailed || !strings.Contains(runs[0].Error, "models.roles.judge") {

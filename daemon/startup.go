@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -104,27 +105,66 @@ func sandboxCheck(ctx context.Context, checks pipeline.CheckRunner, mode sandbox
 	return ""
 }
 
-// checkStartup runs the start-up checks of every configured repository. A repository that
-// fails is reported once (an error in the log with the reason, and a note on each of its open
-// tickets unless the ticket's last note already says so) and paused: its tickets are not
-// claimed tonight and no attempt is spent on them. It returns the repositories that passed;
-// with none left it returns ErrNoHealthyRepo with every reason.
-func (w *workerPool) checkStartup(ctx context.Context, checks pipeline.CheckRunner) (map[string]config.Repo, error) {
-	healthy := map[string]config.Repo{}
-	var reasons []string
-	box := sandboxCheck(ctx, checks, w.cfg.Sandbox, w.cfg.Workspace)
+// startupProbe is what the start-up checks found: each configured repository's reason not
+// to be worked tonight ("" when it may be).
+type startupProbe struct {
+	reasons map[string]string
+	err     error // ctx's cause when the checks were cut short
+}
+
+// probeStartup runs the start-up checks of every configured repository: the sandbox, the
+// path and base_ref, every check's tool. It only reads, and acts on nothing (see
+// checkStartup), so it runs beside the night's model preflight instead of after it.
+func probeStartup(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner) startupProbe {
+	p := startupProbe{reasons: map[string]string{}}
+	box := sandboxCheck(ctx, checks, cfg.Sandbox, cfg.Workspace)
 	seen := &validate.Probed{}
-	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
-		r := w.cfg.Repos[name]
+	for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
 		reason := box
 		if reason == "" {
-			reason = repoCheck(ctx, name, r, checks, seen)
+			reason = repoCheck(ctx, name, cfg.Repos[name], checks, seen)
 		}
 		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+			return startupProbe{err: context.Cause(ctx)}
+		}
+		p.reasons[name] = reason
+	}
+	return p
+}
+
+// startProbe runs probeStartup in the background; the returned func waits for it. stop
+// cuts it short (a night that cannot start).
+func startProbe(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner) (wait func() startupProbe, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan startupProbe, 1)
+	go func() { done <- probeStartup(ctx, cfg, checks) }()
+	var p startupProbe
+	var once sync.Once
+	wait = func() startupProbe {
+		once.Do(func() { p = <-done; cancel() })
+		return p
+	}
+	return wait, func() { cancel(); wait() }
+}
+
+// checkStartup acts on the start-up checks' findings (probeStartup). A repository that
+// failed is reported once (an error in the log with the reason, and a note on each of its
+// open tickets unless the ticket's last note already says so) and paused: its tickets are
+// not claimed tonight and no attempt is spent on them. It returns the repositories that
+// passed; with none left it returns ErrNoHealthyRepo with every reason.
+func (w *workerPool) checkStartup(ctx context.Context, p startupProbe) (map[string]config.Repo, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	healthy := map[string]config.Repo{}
+	var reasons []string
+	for _, name := range slices.Sorted(maps.Keys(w.cfg.Repos)) {
+		reason, probed := p.reasons[name]
+		if !probed {
+			reason = fmt.Sprintf("repos.%s: not checked at start-up", name) // a ticketd bug: probeStartup checks every repository
 		}
 		if reason == "" {
-			healthy[name] = r
+			healthy[name] = w.cfg.Repos[name]
 			continue
 		}
 		reasons = append(reasons, reason)

@@ -2,15 +2,24 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -77,5 +86,71 @@ func TestCollectLeftovers(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(f.dir, "work")); len(entries) != 0 {
 		t.Errorf("workspace still holds %v", entries)
+	}
+}
+
+// meetingChecks is the real check runner whose tool probes (the start-up checks) first
+// wait for the model endpoint to have received a preflight request, and say they started.
+type meetingChecks struct {
+	*validate.Runner
+	once        sync.Once
+	probing     chan struct{} // closed when the start-up checks' first tool probe begins
+	preflighted chan struct{} // closed when the endpoint received its first request
+}
+
+func (m *meetingChecks) Preflight(ctx context.Context, dir string, c validate.Check, seen *validate.Probed) error {
+	m.once.Do(func() { close(m.probing) })
+	select {
+	case <-m.preflighted:
+	case <-time.After(time.Minute): // only when the test fails: it must not hang
+		return errors.New("no preflight request reached the endpoint while the start-up checks ran")
+	}
+	return m.Runner.Preflight(ctx, dir, c, seen)
+}
+
+// TestStartupChecksRunBesidePreflight: the repositories' start-up checks run while the
+// model endpoints answer the night's preflight, not after it. The endpoint holds its
+// answer until a start-up check has begun, and the check waits for the endpoint's request:
+// a night that ran them one after the other would fail its preflight.
+func TestStartupChecksRunBesidePreflight(t *testing.T) {
+	realNight(t)
+	f := newFixture(t, 1)
+	_, scripted := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	target, err := url.Parse(scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	checks := &meetingChecks{probing: make(chan struct{}), preflighted: make(chan struct{})}
+	var requested sync.Once
+	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requested.Do(func() { close(checks.preflighted) })
+		select {
+		case <-checks.probing:
+		case <-time.After(time.Minute): // only when the test fails
+			http.Error(w, "the start-up checks did not run beside the preflight", http.StatusBadRequest)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	cfg := f.config(t, proxy.URL+strings.TrimPrefix(scripted, target.Scheme+"://"+target.Host), 1)
+	checks.Runner = checkRunner(cfg, "", discard)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: discard, Checks: checks}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("RunNight: %v", err)
+	}
+	tk, err := st.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone {
+		t.Errorf("ticket 1 %s (%s), want done: the night worked after its overlapped start", tk.State, tk.Reason)
 	}
 }
