@@ -129,6 +129,8 @@ type Totals struct {
 	PublishedConflicts    int `json:"published_fixes_that_conflict"`
 	// TimeP50 splits a ticket's time: p50 of each part (timesplit.go).
 	TimeP50 TimeSplit `json:"time_p50"`
+	// Shape is how the night spent its wall time over its workers (nightshape.go).
+	Shape NightShape `json:"night_shape"`
 }
 
 // Summary is the median over the rounds of one bench run.
@@ -286,6 +288,12 @@ func medianTotals(rounds []Totals) Totals {
 		EditRungs:                 map[string]float64{},
 		DuplicatesWorkedTwice:     worst(rounds, func(t Totals) int { return t.DuplicatesWorkedTwice }),
 		PublishedConflicts:        worst(rounds, func(t Totals) int { return t.PublishedConflicts }),
+		Shape: NightShape{
+			FirstClaimS: pick(func(t Totals) float64 { return t.Shape.FirstClaimS }),
+			LastClaimS:  pick(func(t Totals) float64 { return t.Shape.LastClaimS }),
+			AttemptsS:   pick(func(t Totals) float64 { return t.Shape.AttemptsS }),
+			EvenSplitS:  pick(func(t Totals) float64 { return t.Shape.EvenSplitS }),
+		},
 	}
 	rungs := map[string]bool{}
 	for _, r := range rounds {

@@ -330,6 +330,9 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	if err := e.addNightFigures(ctx, st, cfg, root, &rec.Totals); err != nil {
 		return rec, fmt.Errorf("round %d: %w", n, err)
 	}
+	if rec.Totals.Shape, err = nightShape(ctx, st, night.Started, cfg.Night.Workers); err != nil {
+		return rec, fmt.Errorf("round %d: %w", n, err)
+	}
 	for _, r := range cfg.Review.PipelineReviewers() {
 		rec.Totals.Reviewers = append(rec.Totals.Reviewers, r.Angle)
 	}
