@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/scripts/bench/caseset"
@@ -23,14 +24,19 @@ func companionIssueFile(k caseset.Case, c caseset.Companion) string {
 	return issueFile(caseset.Case{Name: k.Name, Title: c.Title, Labels: c.Labels, Body: c.Body})
 }
 
-// addNightFigures sets the night's figures of the round into t.
-func (e *env) addNightFigures(ctx context.Context, st *store.Store, cfg config.Config, root string, t *Totals) error {
+// addNightFigures sets the night's figures of the round, a night that started at started,
+// into t.
+func (e *env) addNightFigures(ctx context.Context, st *store.Store, cfg config.Config, root string, started time.Time, t *Totals) error {
 	repos := map[string]string{}
 	for name, r := range cfg.Repos {
 		repos[name] = r.Path
 	}
 	var err error
 	t.DuplicatesWorkedTwice, t.PublishedConflicts, err = e.nightFigures(ctx, st, repos, root)
+	if err != nil {
+		return err
+	}
+	t.Shape, err = nightShape(ctx, st, started, cfg.Night.Workers)
 	return err
 }
 

@@ -21,10 +21,9 @@ type NightShape struct {
 }
 
 // shapeOf is the shape of a night that started at start with workers workers, from the
-// events of its tickets. An attempt runs from an event that moves its ticket to running
-// to the next that moves it out; one still running at the last event counts to that event.
+// events of its tickets.
 func shapeOf(events [][]store.Event, start time.Time, workers int) NightShape {
-	var first, last, end time.Time
+	var end time.Time
 	for _, ticket := range events {
 		for _, e := range ticket {
 			if e.At.After(end) {
@@ -32,26 +31,17 @@ func shapeOf(events [][]store.Event, start time.Time, workers int) NightShape {
 			}
 		}
 	}
+	var first, last time.Time
 	var work time.Duration
 	for _, ticket := range events {
-		var began time.Time
-		for _, e := range ticket {
-			switch {
-			case e.ToState == store.StateRunning && e.FromState != store.StateRunning:
-				began = e.At
-				if first.IsZero() || began.Before(first) {
-					first = began
-				}
-				if began.After(last) {
-					last = began
-				}
-			case e.FromState == store.StateRunning && e.ToState != store.StateRunning && !began.IsZero():
-				work += e.At.Sub(began)
-				began = time.Time{}
+		for _, a := range attemptsOf(ticket, end) {
+			if first.IsZero() || a.began.Before(first) {
+				first = a.began
 			}
-		}
-		if !began.IsZero() {
-			work += end.Sub(began)
+			if a.began.After(last) {
+				last = a.began
+			}
+			work += a.ended.Sub(a.began)
 		}
 	}
 	if first.IsZero() {
@@ -60,6 +50,29 @@ func shapeOf(events [][]store.Event, start time.Time, workers int) NightShape {
 	s := NightShape{FirstClaimS: first.Sub(start).Seconds(), LastClaimS: last.Sub(start).Seconds(), AttemptsS: work.Seconds()}
 	s.EvenSplitS = s.FirstClaimS + s.AttemptsS/float64(max(workers, 1))
 	return s
+}
+
+// span is one attempt's time.
+type span struct{ began, ended time.Time }
+
+// attemptsOf are a ticket's attempts in its events: each from an event that moves it to
+// running to the next that moves it out; one still running at the end counts to end.
+func attemptsOf(ticket []store.Event, end time.Time) []span {
+	var out []span
+	var began time.Time
+	for _, e := range ticket {
+		switch {
+		case e.ToState == store.StateRunning && e.FromState != store.StateRunning:
+			began = e.At
+		case e.FromState == store.StateRunning && e.ToState != store.StateRunning && !began.IsZero():
+			out = append(out, span{began, e.At})
+			began = time.Time{}
+		}
+	}
+	if !began.IsZero() {
+		out = append(out, span{began, end})
+	}
+	return out
 }
 
 // nightShape reads the night's tickets' events back from st and shapes them (shapeOf). Only

@@ -327,10 +327,7 @@ func (e *env) runRound(ctx context.Context, n int) (Record, error) {
 	}
 	rec.Cases = outcomes
 	rec.Totals = totals(outcomes, nightWall, stats.FirstRequestCachedShare)
-	if err := e.addNightFigures(ctx, st, cfg, root, &rec.Totals); err != nil {
-		return rec, fmt.Errorf("round %d: %w", n, err)
-	}
-	if rec.Totals.Shape, err = nightShape(ctx, st, night.Started, cfg.Night.Workers); err != nil {
+	if err := e.addNightFigures(ctx, st, cfg, root, night.Started, &rec.Totals); err != nil {
 		return rec, fmt.Errorf("round %d: %w", n, err)
 	}
 	for _, r := range cfg.Review.PipelineReviewers() {
