@@ -658,7 +658,7 @@ func TestFailingRoleStopsThePreflight(t *testing.T) {
 	cfg := f.config(t, url, 1)
 	cfg.Models.PreflightWait = 30 * time.Second
 	// The repository fails its start-up check, which runs beside the preflight: a night that
-	// cannot start must not act on it either (no note on its tickets, no pause).
+	// cannot start must not act on it either (no note on its tickets).
 	shop := cfg.Repos["shop"]
 	shop.BaseRef = "no-such-branch"
 	cfg.Repos["shop"] = shop
