@@ -88,10 +88,11 @@ func clipNames(names []string) []string {
 }
 
 // Log lines name failing tests in pytest's short summary ("FAILED tests/x.py::test_y - ..."
-// or "ERROR tests/x.py::test_y"), each possibly after an Actions timestamp.
+// or "ERROR tests/x.py::test_y"), each possibly after an Actions timestamp. The file, up to
+// the first "::", holds no colon and ends in .py.
 var (
 	actionsStamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z `)
-	pytestFailed = regexp.MustCompile(`^(?:FAILED|ERROR) ([^\s:][^\s]*\.py(?:::[^\s]+)+)(?: - .*)?$`)
+	pytestFailed = regexp.MustCompile(`^(?:FAILED|ERROR) ([^\s:][^\s:]*\.py(?:::[^\s]+)+)(?: - .*)?$`)
 )
 
 // maxLogTests bounds the test ids taken from one log: more is a broken build, not tests to

@@ -373,8 +373,10 @@ func readReport(t store.Ticket) string {
 }
 
 var (
-	// plainMentionRe is a mention in text outside code spans (defuseMentions).
-	plainMentionRe = regexp.MustCompile(`(^|[^\w])@([A-Za-z0-9][A-Za-z0-9-]*)`)
+	// plainMentionRe is a mention in text outside code spans (defuseMentions). A login is
+	// letters, digits and single hyphens inside, never a trailing one: in "@a-@b" the
+	// mention is "@a", and the hyphen after it leads "@b", a mention of its own.
+	plainMentionRe = regexp.MustCompile(`(^|[^\w])@([A-Za-z0-9](?:-?[A-Za-z0-9])*)`)
 	// closeRe is a closing keyword before a reference in any form GitHub reads: #N,
 	// OWNER/NAME#N, GH-N, or an issue or pull request URL.
 	closeRe = regexp.MustCompile(`(?i)\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)((?:[\w.-]+/[\w.-]+)?#\d|gh-\d|https?://|www\.)`)
