@@ -184,6 +184,9 @@ func TestDefuse(t *testing.T) {
 		{"thanks @alice", "thanks @" + z + "alice"},
 		{"@octocat closes #3", "@" + z + "octocat closes" + z + " #" + z + "3"},
 		{"cc @acme/team", "cc @" + z + "acme/team"},
+		// A login never ends in a hyphen: the one after "@ann" leads a mention of its own.
+		{"cc @ann-@bob", "cc @" + z + "ann-@" + z + "bob"},
+		{"cc @ann-lee", "cc @" + z + "ann-lee"},
 		{"mail me at a@b.com", "mail me at a@b.com"},
 		{"`@code`", "`@code`"},
 		// Issue 31: after an unclosed backtick a mention is plain text, and notifies.
