@@ -2,8 +2,11 @@ package github
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +33,11 @@ type etagEntry struct {
 	etag   string
 	header http.Header
 	body   []byte
+	// fullLastPage marks a listing page holding exactly per_page items and no next page:
+	// an item added after it starts a new page without changing this one, so GitHub still
+	// answers it 304, and its 304 carries no Link header. Such a page is asked again
+	// unconditionally, or the new page would never be read.
+	fullLastPage bool
 }
 
 // Limits that keep the cache small: pages of 100 issues are ~500 KB at most.
@@ -56,7 +64,7 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	e := c.entries[key]
 	c.mu.Unlock()
-	if e != nil {
+	if e != nil && !e.fullLastPage {
 		req = req.Clone(req.Context())
 		req.Header.Set("If-None-Match", e.etag)
 	}
@@ -65,7 +73,7 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	switch {
-	case resp.StatusCode == http.StatusNotModified && e != nil:
+	case resp.StatusCode == http.StatusNotModified && e != nil && !e.fullLastPage:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		c.notModified.Add(1)
@@ -93,11 +101,23 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 			if len(c.entries) >= maxCachedEntries {
 				clear(c.entries) // crude but bounded: the next poll refills what is still asked for
 			}
-			c.entries[key] = &etagEntry{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body}
+			c.entries[key] = &etagEntry{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body,
+				fullLastPage: fullLastPage(req.URL, resp.Header, body)}
 			c.mu.Unlock()
 		}
 	}
 	return resp, nil
+}
+
+// fullLastPage reports whether body is a listing page of exactly per_page items whose Link
+// header names no next page.
+func fullLastPage(u *url.URL, h http.Header, body []byte) bool {
+	per, err := strconv.Atoi(u.Query().Get("per_page"))
+	if err != nil || per <= 0 || strings.Contains(h.Get("Link"), `rel="next"`) {
+		return false
+	}
+	var items []json.RawMessage
+	return json.Unmarshal(body, &items) == nil && len(items) == per
 }
 
 // notModified reports whether resp was answered 304 and served from the cache.

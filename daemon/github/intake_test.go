@@ -298,3 +298,35 @@ func TestParseExternalID(t *testing.T) {
 		}
 	}
 }
+
+// TestScanFullLastPageGrows: the last page was full (100 issues, no next page) and an issue
+// labelled since lands on a new page 2. Page 1's items did not change, so GitHub answers it
+// 304, and its 304 carries no Link header: the remembered "no next page" must not hide the
+// new issue.
+func TestScanFullLastPageGrows(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	for i := range 100 {
+		b.fake.AddIssue(testRepo, githubfake.Issue{Title: fmt.Sprintf("issue %d", i), Labels: []string{"ticketd"}, Author: "owner"})
+	}
+	if _, err := b.intake.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "issue 100, on page 2", Labels: []string{"ticketd"}, Author: "owner"})
+	rep, err := b.intake.Scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.tickets(t)["acme/app#101"]; !ok || rep.Listed != 101 {
+		t.Errorf("after a 101st issue on a new page: listed %d, acme/app#101 enqueued %v; want 101 and true (requests %v)",
+			rep.Listed, ok, b.fake.Requests[len(b.fake.Requests)-2:])
+	}
+	// A page that is not full still costs nothing when unchanged.
+	before := b.fake.NotModified
+	if _, err := b.intake.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.fake.NotModified - before; got != 2 {
+		t.Errorf("unchanged listing of a full page and a partial one: %d 304s, want 2", got)
+	}
+}

@@ -175,6 +175,9 @@ func (f *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any
 		h.Set("ETag", etag)
 		if r.Header.Get("If-None-Match") == etag {
 			f.NotModified++
+			// GitHub's 304 carries no pagination: the ETag covers the page's items, not
+			// its Link header, so a page that gained a next page still answers 304.
+			h.Del("Link")
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
 			w.WriteHeader(http.StatusNotModified)
 			return
