@@ -250,6 +250,10 @@ func (in *Intake) check(ctx context.Context, r Repo, t store.Ticket, rep *ScanRe
 		why = fmt.Sprintf("issue %s is gone from GitHub (HTTP %d)", t.ExternalID, st)
 	case err != nil:
 		return fmt.Errorf("read issue %s: %w", t.ExternalID, err)
+	case is.GetNumber() != 0 && is.GetNumber() != num:
+		// GitHub redirects (301) a transferred issue to its new repository, where it has a
+		// new number; the redirect is followed, so the answer is that issue.
+		why = fmt.Sprintf("issue %s was transferred to %s on GitHub", t.ExternalID, issueName(is))
 	case is.GetState() == "closed":
 		why = fmt.Sprintf("issue %s was closed on GitHub", t.ExternalID)
 	case !slices.ContainsFunc(is.Labels, func(l *gh.Label) bool { return l.GetName() == r.Label }):
@@ -267,4 +271,16 @@ func (in *Intake) check(ctx context.Context, r Repo, t store.Ticket, rep *ScanRe
 	rep.Cancelled = append(rep.Cancelled, t.ID)
 	in.Logger.Info("github ticket cancelled", "ticket", t.ID, "issue", t.ExternalID, "why", why, "state", state)
 	return nil
+}
+
+// issueName is "OWNER/NAME#N" of an issue as GitHub answered it (from its repository_url,
+// else its html_url).
+func issueName(is *gh.Issue) string {
+	if _, repo, ok := strings.Cut(is.GetRepositoryURL(), "/repos/"); ok && repo != "" {
+		return ExternalID(repo, is.GetNumber())
+	}
+	if u := is.GetHTMLURL(); u != "" {
+		return u
+	}
+	return fmt.Sprintf("issue #%d of another repository", is.GetNumber())
 }

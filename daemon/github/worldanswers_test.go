@@ -1,0 +1,158 @@
+package github
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/daemon/github/githubfake"
+	"github.com/ticketd/ticketd/store"
+)
+
+// canned is a transport that answers chosen paths with exact bytes, as GitHub would, and
+// sends everything else to the fake.
+type canned struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	// answers maps "METHOD /path" to a reply; a reply's Location may start with "BASE/".
+	answers map[string]reply
+}
+
+type reply struct {
+	status int
+	header map[string]string
+	body   string
+}
+
+func (c *canned) set(key string, r reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answers[key] = r
+}
+
+func (c *canned) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	r, ok := c.answers[req.Method+" "+req.URL.Path]
+	c.mu.Unlock()
+	if !ok {
+		return c.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	h := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
+	for k, v := range r.header {
+		h.Set(k, strings.ReplaceAll(v, "BASE/", req.URL.Scheme+"://"+req.URL.Host+"/"))
+	}
+	return &http.Response{StatusCode: r.status, Status: http.StatusText(r.status), Header: h, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(strings.NewReader(r.body)), ContentLength: int64(len(r.body)), Request: req}, nil
+}
+
+// setupCanned is setup with a client whose answers the test may replace path by path.
+func setupCanned(t *testing.T) (bundle, *canned) {
+	t.Helper()
+	b := setup(t)
+	cn := &canned{next: http.DefaultTransport, answers: map[string]reply{}}
+	c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Reserve: 100, Transport: cn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client, b.intake.Client = c, c
+	return b, cn
+}
+
+// runningTicket takes issue acme/app#1 through intake and a claim.
+func runningTicket(t *testing.T, b bundle) store.Ticket {
+	t.Helper()
+	ctx := context.Background()
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "average", Labels: []string{"ticketd"}, Author: "owner"})
+	if _, err := b.intake.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.store.Claim(ctx, "w1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Ticket
+}
+
+// TestWatchOddAnswers: what GitHub answers when the issue of a running ticket is read.
+// An issue transferred, deleted or gone is cancelled with the reason; a repository the
+// token can no longer see, a rate limit or GitHub's own failure cancels nothing (the ticket
+// keeps its work) and comes back as an error that says what to do.
+func TestWatchOddAnswers(t *testing.T) {
+	const issuePath = "GET /repos/acme/app/issues/1"
+	rateHeaders := map[string]string{"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Used": "5000",
+		"X-RateLimit-Reset": "4102444800", "X-RateLimit-Resource": "core"}
+	tests := []struct {
+		name    string
+		answers map[string]reply
+		cancel  string // the reason wanted; "" = not cancelled
+		errHas  string // in the error wanted; "" = no error
+	}{
+		{name: "transferred to another repository (301)", answers: map[string]reply{
+			issuePath: {301, map[string]string{"Location": "BASE/repositories/42/issues/7"},
+				`{"message":"Moved Permanently","url":"https://api.github.com/repositories/42/issues/7","documentation_url":"https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects"}`},
+			"GET /repositories/42/issues/7": {200, nil,
+				`{"number":7,"state":"open","title":"average","body":null,"user":{"login":"owner"},"author_association":"OWNER",` +
+					`"labels":[{"name":"ticketd","description":null}],"locked":false,"state_reason":null,` +
+					`"repository_url":"https://api.github.com/repos/other/place","html_url":"https://github.com/other/place/issues/7"}`},
+		}, cancel: "issue acme/app#1 was transferred to other/place#7 on GitHub"},
+		{name: "repository renamed (301, same issue)", answers: map[string]reply{
+			issuePath: {301, map[string]string{"Location": "BASE/repositories/42/issues/1"},
+				`{"message":"Moved Permanently","url":"https://api.github.com/repositories/42/issues/1","documentation_url":"https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects"}`},
+			"GET /repositories/42/issues/1": {200, nil,
+				`{"number":1,"state":"open","title":"average","body":null,"user":null,"author_association":"NONE",` +
+					`"labels":[{"name":"ticketd","description":null}],"locked":true,"active_lock_reason":"too heated","state_reason":"reopened",` +
+					`"repository_url":"https://api.github.com/repos/acme/app-renamed","html_url":"https://github.com/acme/app-renamed/issues/1"}`},
+		}},
+		{name: "deleted (410)", answers: map[string]reply{
+			issuePath: {410, nil, `{"message":"This issue was deleted","documentation_url":"https://docs.github.com/rest/issues/issues#get-an-issue","status":"410"}`},
+		}, cancel: "issue acme/app#1 is gone from GitHub (HTTP 410)"},
+		{name: "gone where the token cannot read (404), repository visible", answers: map[string]reply{
+			issuePath: {404, nil, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/issues/issues#get-an-issue","status":"404"}`},
+		}, cancel: "issue acme/app#1 is gone from GitHub (HTTP 404)"},
+		{name: "rate limited (403, remaining 0)", answers: map[string]reply{
+			issuePath: {403, rateHeaders, `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-rate-limits"}`},
+		}, errHas: "rate limit"},
+		{name: "GitHub down (502)", answers: map[string]reply{
+			issuePath: {502, map[string]string{"Content-Type": "text/html"}, "<html><body><h1>502 Bad Gateway</h1></body></html>"},
+		}, errHas: "502"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, cn := setupCanned(t)
+			ctx := context.Background()
+			tk := runningTicket(t, b)
+			for k, r := range tt.answers {
+				cn.set(k, r)
+			}
+			rep, err := b.intake.Watch(ctx)
+			t.Logf("report %+v, err %v", rep, err)
+			got, gerr := b.store.Get(ctx, tk.ID)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			switch {
+			case tt.cancel != "" && (!got.CancelRequested || len(rep.Cancelled) != 1):
+				t.Errorf("cancel requested %v (report %+v, err %v), want cancelled: %s", got.CancelRequested, rep, err, tt.cancel)
+			case tt.cancel == "" && (got.CancelRequested || len(rep.Cancelled) != 0):
+				t.Errorf("cancel requested (reason %q), want the running ticket kept", got.Reason)
+			}
+			if tt.cancel != "" && got.Reason != tt.cancel {
+				t.Errorf("reason %q, want %q", got.Reason, tt.cancel)
+			}
+			if (err != nil) != (tt.errHas != "") || (err != nil && !strings.Contains(err.Error(), tt.errHas)) {
+				t.Errorf("err = %v, want one containing %q", err, tt.errHas)
+			}
+			if err != nil && strings.Contains(err.Error(), githubfake.Token) {
+				t.Errorf("err = %v names the token", err)
+			}
+		})
+	}
+}
