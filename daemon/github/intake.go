@@ -246,7 +246,15 @@ func (in *Intake) check(ctx context.Context, r Repo, t store.Ticket, rep *ScanRe
 	in.Client.observe(resp, err)
 	var why string
 	switch st := statusOf(err); {
-	case st == 404 || st == 410:
+	case st == 404:
+		// GitHub answers 404 for an issue deleted or transferred out of the token's sight,
+		// and as well for every issue of a repository the token can no longer see: only
+		// the first is a reason to stop the work.
+		if err := in.repoVisible(ctx, ref); err != nil {
+			return fmt.Errorf("read issue %s: %w", t.ExternalID, err)
+		}
+		why = fmt.Sprintf("issue %s is gone from GitHub (HTTP %d)", t.ExternalID, st)
+	case st == 410:
 		why = fmt.Sprintf("issue %s is gone from GitHub (HTTP %d)", t.ExternalID, st)
 	case err != nil:
 		return fmt.Errorf("read issue %s: %w", t.ExternalID, err)
@@ -270,6 +278,24 @@ func (in *Intake) check(ctx context.Context, r Repo, t store.Ticket, rep *ScanRe
 	}
 	rep.Cancelled = append(rep.Cancelled, t.ID)
 	in.Logger.Info("github ticket cancelled", "ticket", t.ID, "issue", t.ExternalID, "why", why, "state", state)
+	return nil
+}
+
+// repoVisible reads the repository, to tell an issue gone (the repository answers) from a
+// token that lost access to the whole repository (it does not).
+func (in *Intake) repoVisible(ctx context.Context, ref repoRef) error {
+	if err := in.Client.ready(false); err != nil {
+		return err
+	}
+	_, resp, err := in.Client.api.Repositories.Get(ctx, ref.owner, ref.name)
+	in.Client.observe(resp, err)
+	if st := statusOf(err); st == 404 || st == 403 || st == 401 {
+		return fmt.Errorf("repository %s answers HTTP %d too: the token cannot see it; give the token access to it "+
+			"(fine-grained token: this repository with Issues read; classic token: the repo scope) or remove it from github.repos: %w", ref, st, err)
+	}
+	if err != nil {
+		return fmt.Errorf("read repository %s: %w", ref, err)
+	}
 	return nil
 }
 
