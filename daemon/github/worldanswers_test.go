@@ -118,7 +118,7 @@ func TestWatchOddAnswers(t *testing.T) {
 			issuePath: {404, nil, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/issues/issues#get-an-issue","status":"404"}`},
 		}, cancel: "issue acme/app#1 is gone from GitHub (HTTP 404)"},
 		{name: "repository no longer visible to the token (404)", answers: map[string]reply{
-			issuePath: {404, nil, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/issues/issues#get-an-issue","status":"404"}`},
+			issuePath:             {404, nil, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/issues/issues#get-an-issue","status":"404"}`},
 			"GET /repos/acme/app": {404, nil, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/repos/repos#get-a-repository","status":"404"}`},
 		}, errHas: "token"},
 		{name: "rate limited (403, remaining 0)", answers: map[string]reply{
