@@ -208,7 +208,7 @@ func (p *Publisher) pullRequest(ctx context.Context, t store.Ticket) (string, er
 	if err != nil {
 		return "", err
 	}
-	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, defuse(secret.Redact(readReport(t))), marker("pr", t.ID))
+	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, clipReport(defuse(secret.Redact(readReport(t)))), marker("pr", t.ID))
 	pr, resp, err := p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, &gh.NewPullRequest{
 		Title: gh.Ptr(PullRequestTitle(num, t.Title)), Head: gh.Ptr(t.Branch), Base: gh.Ptr(base),
 		Body: gh.Ptr(body), Draft: gh.Ptr(true),
@@ -370,6 +370,17 @@ func readReport(t store.Ticket) string {
 		s = truncateRunes(s, maxReport) + "\n\n(report truncated)"
 	}
 	return s
+}
+
+// clipReport bounds a report again after defusing and redaction, which lengthen it (a
+// zero-width joiner for each mention or reference): GitHub refuses the whole body past its
+// limit.
+func clipReport(s string) string {
+	const note = "\n\n(report truncated)"
+	if utf8.RuneCountInString(s) <= maxReport+utf8.RuneCountInString(note) {
+		return s
+	}
+	return truncateRunes(s, maxReport) + note
 }
 
 var (

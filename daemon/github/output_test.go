@@ -236,3 +236,31 @@ func TestStrangersEscalationMarkerIgnored(t *testing.T) {
 		t.Errorf("comments %v, published %v: want ticketd's own escalation comment after the stranger's", cs, rep.Comments)
 	}
 }
+
+// TestPublishLongReportFits: a report at the length limit that quotes many mentions or
+// references grows when defused (a zero-width joiner each); the pull request body must still
+// be within GitHub's 65,536 characters, or GitHub refuses it at every poll and the fix is
+// never published.
+func TestPublishLongReportFits(t *testing.T) {
+	for _, unit := range []string{"@a ", "#1 ", "x"} {
+		t.Run(strconv.Quote(unit), func(t *testing.T) {
+			b := setup(t)
+			ctx := context.Background()
+			tk := finish(t, b, "acme/app#1", "average", true, "")
+			if err := os.WriteFile(filepath.Join(tk.ResultDir, "report.md"), []byte(strings.Repeat(unit, 70000/len(unit))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := newPublisher(b, &pushLog{}).Publish(ctx); err != nil {
+				t.Fatalf("publish a long report of %q: %v", unit, err)
+			}
+			if len(b.fake.Pulls) != 1 {
+				t.Fatalf("pulls = %d, want 1", len(b.fake.Pulls))
+			}
+			body := b.fake.Pulls[0]["body"].(string)
+			if n := len([]rune(body)); n > githubfake.MaxBody || !strings.Contains(body, "(report truncated)") || !strings.Contains(body, "<!-- ticketd:pr ticket=1 -->") {
+				t.Errorf("body: %d characters (max %d), truncation note %v, marker %v", n, githubfake.MaxBody,
+					strings.Contains(body, "(report truncated)"), strings.Contains(body, "<!-- ticketd:pr"))
+			}
+		})
+	}
+}

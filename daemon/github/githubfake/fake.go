@@ -18,7 +18,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
+
+// MaxBody is the longest pull request or comment body GitHub takes, in characters (code
+// points); longer ones are refused with 422.
+const MaxBody = 65536
 
 // Token is the only bearer token the fake accepts.
 const Token = "test-token"
@@ -286,6 +291,12 @@ func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if utf8.RuneCountInString(in.Body) > MaxBody {
+		f.reply(w, r, 422, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"resource": "Issue",
+			"code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)"}},
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
+		return
+	}
 	repo := repoOf(r)
 	label := r.PathValue("o") + ":" + in.Head
 	for _, p := range f.Pulls {
@@ -318,6 +329,12 @@ func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if utf8.RuneCountInString(in.Body) > MaxBody {
+		f.reply(w, r, 422, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"resource": "IssueComment",
+			"code": "unprocessable", "field": "data", "message": "Body is too long (maximum is 65536 characters)"}},
+			"documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment", "status": "422"})
+		return
+	}
 	n, _ := strconv.Atoi(r.PathValue("n"))
 	c := f.addComment(repoOf(r), n, f.BotLogin, f.BotAssoc, in.Body)
 	f.reply(w, r, 201, c)
