@@ -134,6 +134,26 @@ func statusOf(err error) int {
 	return 0
 }
 
+// accessHint says what to fix when GitHub refuses the token or hides the repository
+// (prefixed "; "), "" for any other error.
+func accessHint(err error) string {
+	var rl *gh.RateLimitError
+	var abuse *gh.AbuseRateLimitError
+	if errors.As(err, &rl) || errors.As(err, &abuse) {
+		return ""
+	}
+	switch statusOf(err) {
+	case http.StatusUnauthorized:
+		return "; GitHub refused the token (expired, revoked or mistyped): export a new one in the variable github.token_env names"
+	case http.StatusForbidden:
+		return "; the token may not read this repository's issues: give it Issues read (fine-grained token) or the repo scope (classic token)"
+	case http.StatusNotFound:
+		return "; the repository does not exist or the token cannot see it: check github.repos[].name, github.api_url " +
+			"(GitHub Enterprise Server: https://HOST/api/v3/) and the token's access (fine-grained: this repository with Issues read; classic: the repo scope)"
+	}
+	return ""
+}
+
 // repoRef is OWNER/NAME split.
 type repoRef struct{ owner, name string }
 

@@ -121,7 +121,7 @@ func (in *Intake) listOpen(ctx context.Context, r Repo, ref repoRef, rep *ScanRe
 		page, resp, err := in.Client.api.Issues.ListByRepo(ctx, ref.owner, ref.name, opts)
 		in.Client.observe(resp, err)
 		if err != nil {
-			return nil, fmt.Errorf("list issues labelled %q (page %d): %w", r.Label, max(opts.ListOptions.Page, 1), err)
+			return nil, fmt.Errorf("list issues labelled %q (page %d)%s: %w", r.Label, max(opts.ListOptions.Page, 1), accessHint(err), err)
 		}
 		if notModified(resp.Response) {
 			rep.Unchanged++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,6 +157,39 @@ func TestWatchOddAnswers(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), githubfake.Token) {
 				t.Errorf("err = %v names the token", err)
+			}
+		})
+	}
+}
+
+// TestScanRefusedSaysWhatToFix: a listing refused for the token (401) or hidden from it
+// (404, also what a GitHub Enterprise URL without /api/v3/ gets) names the fix, never the
+// token, and cancels nothing.
+func TestScanRefusedSaysWhatToFix(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{401, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest","status":"401"}`, "github.token_env"},
+		{404, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/issues/issues#list-repository-issues","status":"404"}`, "token's access"},
+		{403, `{"message":"Resource not accessible by personal access token","documentation_url":"https://docs.github.com/rest/issues/issues#list-repository-issues","status":"403"}`, "Issues read"},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			b, cn := setupCanned(t)
+			ctx := context.Background()
+			tk := runningTicket(t, b)
+			cn.set("GET /repos/acme/app/issues", reply{tt.status, nil, tt.body})
+			cn.set("GET /repos/acme/app/issues/1", reply{tt.status, nil, tt.body})
+			cn.set("GET /repos/acme/app", reply{tt.status, nil, tt.body})
+			rep, err := b.intake.Scan(ctx)
+			t.Logf("err: %v", err)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), githubfake.Token) {
+				t.Errorf("err = %v, want one naming %q and not the token", err, tt.want)
+			}
+			if got, _ := b.store.Get(ctx, tk.ID); got.CancelRequested || len(rep.Cancelled) != 0 {
+				t.Errorf("cancelled %v (reason %q), want nothing cancelled", rep.Cancelled, got.Reason)
 			}
 		})
 	}
