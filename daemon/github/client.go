@@ -134,12 +134,19 @@ func statusOf(err error) int {
 	return 0
 }
 
+// rateLimited reports whether err is a rate-limit pause: the client's own (ErrRateLimited)
+// or GitHub's answer that started it (observe), primary or secondary.
+func rateLimited(err error) bool {
+	var rl *gh.RateLimitError
+	var abuse *gh.AbuseRateLimitError
+	return errors.Is(err, ErrRateLimited) || errors.As(err, &rl) || errors.As(err, &abuse) ||
+		statusOf(err) == http.StatusTooManyRequests
+}
+
 // accessHint says what to fix when GitHub refuses the token or hides the repository
 // (prefixed "; "), "" for any other error.
 func accessHint(err error) string {
-	var rl *gh.RateLimitError
-	var abuse *gh.AbuseRateLimitError
-	if errors.As(err, &rl) || errors.As(err, &abuse) {
+	if rateLimited(err) {
 		return ""
 	}
 	switch statusOf(err) {

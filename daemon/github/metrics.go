@@ -2,8 +2,9 @@ package github
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Collectors are the GitHub client's live figures for /metrics: the rate-limit budget it
-// last saw and the conditional requests GitHub answered 304 (free).
+// Collectors are the GitHub side's live figures for /metrics: the rate-limit budget the
+// client last saw, the conditional requests GitHub answered 304 (free), and each
+// operation's failed passes (opHealth).
 func (s *Syncer) Collectors() []prometheus.Collector {
 	c := s.Intake.Client
 	return []prometheus.Collector{
@@ -16,5 +17,6 @@ func (s *Syncer) Collectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ticketd_github_not_modified_total",
 			Help: "GitHub GETs answered 304 against their ETag (no rate limit spent)."},
 			func() float64 { return float64(c.NotModified()) }),
+		&s.health,
 	}
 }

@@ -31,6 +31,8 @@ type Syncer struct {
 	// daemon links duplicates there, so that an issue polled in the night is not worked
 	// twice).
 	AfterIntake func(ctx context.Context)
+
+	health opHealth // each operation's last pass and failures, for /metrics
 }
 
 // LockName is the store lock the Syncer holds (store.Lock).
@@ -105,7 +107,7 @@ func (s *Syncer) Scan(ctx context.Context) ScanReport {
 	if lerr := s.locked(ctx, func() { rep, err = s.Intake.Scan(ctx) }); lerr != nil {
 		err = lerr
 	}
-	s.logErr("github scan", err)
+	s.logErr("scan", err)
 	if len(rep.Added) > 0 && s.AfterIntake != nil {
 		s.AfterIntake(ctx)
 	}
@@ -132,18 +134,24 @@ func (s *Syncer) Publish(ctx context.Context) {
 	}); lerr != nil {
 		err = lerr
 	}
-	s.logErr("github publish", err)
-	s.logErr("github review rounds", rerr)
-	s.logErr("github pull request checks", cerr)
+	s.logErr("publish", err)
+	s.logErr("review rounds", rerr)
+	if s.Publisher.CIWatch {
+		s.logErr("pull request checks", cerr)
+	}
 }
 
-func (s *Syncer) logErr(what string, err error) {
+// logErr logs how a pass of op ended and notes it for /metrics.
+func (s *Syncer) logErr(op string, err error) {
 	switch {
-	case err == nil, errors.Is(err, context.Canceled):
-	case errors.Is(err, ErrRateLimited):
-		s.Logger.Warn(what+" paused", "err", err)
+	case errors.Is(err, context.Canceled):
+	case err == nil:
+		s.health.note(op, false)
+	case rateLimited(err):
+		s.Logger.Warn("github "+op+" paused", "err", err)
 	default:
-		s.Logger.Error(what, "err", err)
+		s.health.note(op, true)
+		s.Logger.Error("github "+op, "err", err)
 	}
 }
 
@@ -161,7 +169,7 @@ func (s *Syncer) Run(ctx context.Context) {
 			s.Scan(ctx)
 		case <-watch.C:
 			_, err := s.Intake.Watch(ctx)
-			s.logErr("github watch", err)
+			s.logErr("watch", err)
 		}
 	}
 }
