@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -34,7 +35,11 @@ type answerInfo struct {
 //   - a tool call without an id gets a stable synthetic one, "call_" + a hash of the
 //     conversation length, the call's position, name and arguments, so the same answer
 //     always gets the same id and the tool result is sent back under it; a missing type
-//     becomes "function".
+//     becomes "function";
+//   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
+//     seconds, and given as anything but a number (a date string) is dropped: go-openai
+//     reads it as an integer and would refuse the whole answer over a field ticketd
+//     never reads.
 //
 // A body that is not a JSON object is returned unchanged for go-openai to reject.
 func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
@@ -63,15 +68,37 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 			changed = true
 		}
 	}
-	if !changed {
+	if changed {
+		top["choices"], _ = json.Marshal(choices)
+	}
+	if created := fixCreated(top); !changed && !created {
 		return data, info
 	}
-	top["choices"], _ = json.Marshal(choices)
 	out, err := json.Marshal(top)
 	if err != nil {
 		return data, info
 	}
 	return out, info
+}
+
+// fixCreated makes top's created an integer go-openai can read, or removes it, and
+// reports whether it changed it.
+func fixCreated(top map[string]json.RawMessage) bool {
+	c, ok := top["created"]
+	if !ok {
+		return false
+	}
+	var n int64
+	if json.Unmarshal(c, &n) == nil {
+		return false
+	}
+	var f float64
+	if json.Unmarshal(c, &f) == nil && f >= math.MinInt64 && f < math.MaxInt64 {
+		top["created"], _ = json.Marshal(int64(f))
+		return true
+	}
+	delete(top, "created")
+	return true
 }
 
 // joinContentParts turns content sent as an array of parts into one string, and reports
