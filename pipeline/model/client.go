@@ -694,6 +694,13 @@ func usageOf(u openai.Usage, x answerInfo) Usage {
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = int64(d.ReasoningTokens)
 	}
+	// xAI counts reasoning beside completion_tokens, not in it (its total_tokens is prompt
+	// + completion + reasoning); the convention here is OpenAI's, reasoning inside, so
+	// that the reasoning is billed as the output it is.
+	if r := out.ReasoningTokens; r > 0 && (r > out.CompletionTokens ||
+		int64(u.TotalTokens) == int64(u.PromptTokens)+out.CompletionTokens+r) {
+		out.CompletionTokens += r
+	}
 	// Anthropic counts input_tokens without the tokens read from or written to the cache;
 	// a gateway that passes its figures on as prompt_tokens reports less prompt than cache.
 	// The convention here is that both are parts of the prompt.
