@@ -18,6 +18,9 @@ type answerInfo struct {
 	cacheWrite    int64 // prompt_tokens_details.cache_write_tokens or usage.cache_creation_input_tokens
 	cacheHit      int64 // usage.prompt_cache_hit_tokens (DeepSeek), cache_read_input_tokens (Anthropic) or timings.cache_n (llama.cpp), when details are absent
 	hasHit        bool
+	// prompt and completion are the usage block's counts, for an answer go-openai cannot
+	// decode (see unreadUsage); go-openai's own parse is used otherwise.
+	prompt, completion int64
 	// providerCost is usage.cost (OpenRouter, LiteLLM's proxies), nil when absent.
 	providerCost *float64
 	// errObj is set when the 2xx body carries an error instead of choices.
@@ -208,6 +211,12 @@ func readUsage(top map[string]json.RawMessage, x *answerInfo) {
 		return
 	}
 	x.usageReported = (u.PromptTokens != nil && *u.PromptTokens > 0) || (u.CompletionTokens != nil && *u.CompletionTokens > 0)
+	if u.PromptTokens != nil {
+		x.prompt = max(*u.PromptTokens, 0)
+	}
+	if u.CompletionTokens != nil {
+		x.completion = max(*u.CompletionTokens, 0)
+	}
 	d := u.PromptTokensDetails
 	if d != nil && d.CacheWriteTokens != nil {
 		x.cacheWrite = max(*d.CacheWriteTokens, 0)

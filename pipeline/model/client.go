@@ -475,6 +475,13 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		default:
 			f = classify(ctx, err, ws)
+			if f.class == ErrorClassBadResponse && ws.jsonBytes > 0 {
+				// A JSON answer go-openai could not decode: recorded as zero, the call
+				// would hide what the server may bill for it.
+				u, estimated := unreadUsage(ws)
+				spent = spent.Add(u)
+				st.estimated = st.estimated || estimated
+			}
 		}
 		if ws.oversize > 0 {
 			// The server made and may bill the answer it sent, cut or not.
