@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -17,6 +18,9 @@ type answerInfo struct {
 	cacheWrite    int64 // prompt_tokens_details.cache_write_tokens or usage.cache_creation_input_tokens
 	cacheHit      int64 // usage.prompt_cache_hit_tokens (DeepSeek), cache_read_input_tokens (Anthropic) or timings.cache_n (llama.cpp), when details are absent
 	hasHit        bool
+	// prompt and completion are the usage block's counts, for an answer go-openai cannot
+	// decode (see unreadUsage); go-openai's own parse is used otherwise.
+	prompt, completion int64
 	// providerCost is usage.cost (OpenRouter, LiteLLM's proxies), nil when absent.
 	providerCost *float64
 	// errObj is set when the 2xx body carries an error instead of choices.
@@ -34,7 +38,11 @@ type answerInfo struct {
 //   - a tool call without an id gets a stable synthetic one, "call_" + a hash of the
 //     conversation length, the call's position, name and arguments, so the same answer
 //     always gets the same id and the tool result is sent back under it; a missing type
-//     becomes "function".
+//     becomes "function";
+//   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
+//     seconds, and given as anything but a number (a date string) is dropped: go-openai
+//     reads it as an integer and would refuse the whole answer over a field ticketd
+//     never reads.
 //
 // A body that is not a JSON object is returned unchanged for go-openai to reject.
 func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
@@ -63,15 +71,37 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 			changed = true
 		}
 	}
-	if !changed {
+	if changed {
+		top["choices"], _ = json.Marshal(choices)
+	}
+	if created := fixCreated(top); !changed && !created {
 		return data, info
 	}
-	top["choices"], _ = json.Marshal(choices)
 	out, err := json.Marshal(top)
 	if err != nil {
 		return data, info
 	}
 	return out, info
+}
+
+// fixCreated makes top's created an integer go-openai can read, or removes it, and
+// reports whether it changed it.
+func fixCreated(top map[string]json.RawMessage) bool {
+	c, ok := top["created"]
+	if !ok {
+		return false
+	}
+	var n int64
+	if json.Unmarshal(c, &n) == nil {
+		return false
+	}
+	var f float64
+	if json.Unmarshal(c, &f) == nil && f >= math.MinInt64 && f < math.MaxInt64 {
+		top["created"], _ = json.Marshal(int64(f))
+		return true
+	}
+	delete(top, "created")
+	return true
 }
 
 // joinContentParts turns content sent as an array of parts into one string, and reports
@@ -181,6 +211,12 @@ func readUsage(top map[string]json.RawMessage, x *answerInfo) {
 		return
 	}
 	x.usageReported = (u.PromptTokens != nil && *u.PromptTokens > 0) || (u.CompletionTokens != nil && *u.CompletionTokens > 0)
+	if u.PromptTokens != nil {
+		x.prompt = max(*u.PromptTokens, 0)
+	}
+	if u.CompletionTokens != nil {
+		x.completion = max(*u.CompletionTokens, 0)
+	}
 	d := u.PromptTokensDetails
 	if d != nil && d.CacheWriteTokens != nil {
 		x.cacheWrite = max(*d.CacheWriteTokens, 0)

@@ -104,6 +104,7 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"}]}}]}`,
 		`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"cost":0.1}}`,
 		`{"error":{"code":502,"message":"x"}}`, `{"choices":null}`, `[]`, `{"timings":{"cache_n":5},"usage":{}}`,
+		`{"created":1716313435.779,"choices":[]}`, `{"created":"today"}`, `{"created":1e300}`,
 	} {
 		f.Add([]byte(s), 3)
 	}
@@ -114,4 +115,35 @@ func FuzzNormalizeAnswer(f *testing.F) {
 			t.Fatalf("normalising made a readable answer unreadable:\n%s\n->\n%s", data, out)
 		}
 	})
+}
+
+// TestCreatedNotInteger: servers that send created as something other than whole seconds
+// are still read; go-openai alone refuses the whole answer over that one field.
+func TestCreatedNotInteger(t *testing.T) {
+	tests := []struct {
+		name, source, created string
+	}{
+		{"fraction", "SambaNova, envoyproxy/ai-gateway#959; new-api#1131 (1748724739.7194004)", `1716313435.779`},
+		{"whole float", "new-api#6165: 1783440046.0", `1783440046.0`},
+		{"date string", "sashabaranov/go-openai#1002", `"2025/05/16 16:29:57"`},
+		{"exponent", "a float printed by a JSON encoder", `1.716313435e9`},
+		{"null", "fields left empty", `null`},
+		{"integer", "OpenAI", `1716313435`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","object":"chat.completion","created":`+tt.created+`,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("fix it"))
+			if err != nil {
+				t.Fatalf("created %s: Chat: %v (source: %s)", tt.created, err, tt.source)
+			}
+			if resp.Message.Content != "done" || resp.Usage.PromptTokens != 10 || resp.UsageEstimated {
+				t.Errorf("created %s: content %q, usage %+v (estimated %v); want \"done\" and the reported 10 prompt tokens",
+					tt.created, resp.Message.Content, resp.Usage, resp.UsageEstimated)
+			}
+		})
+	}
 }

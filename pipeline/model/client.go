@@ -475,6 +475,13 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
 		default:
 			f = classify(ctx, err, ws)
+			if f.class == ErrorClassBadResponse && ws.jsonBytes > 0 {
+				// A JSON answer go-openai could not decode: recorded as zero, the call
+				// would hide what the server may bill for it.
+				u, estimated := unreadUsage(ws)
+				spent = spent.Add(u)
+				st.estimated = st.estimated || estimated
+			}
 		}
 		if ws.oversize > 0 {
 			// The server made and may bill the answer it sent, cut or not.
@@ -693,6 +700,13 @@ func usageOf(u openai.Usage, x answerInfo) Usage {
 	}
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = int64(d.ReasoningTokens)
+	}
+	// xAI counts reasoning beside completion_tokens, not in it (its total_tokens is prompt
+	// + completion + reasoning); the convention here is OpenAI's, reasoning inside, so
+	// that the reasoning is billed as the output it is.
+	if r := out.ReasoningTokens; r > 0 && (r > out.CompletionTokens ||
+		int64(u.TotalTokens) == int64(u.PromptTokens)+out.CompletionTokens+r) {
+		out.CompletionTokens += r
 	}
 	// Anthropic counts input_tokens without the tokens read from or written to the cache;
 	// a gateway that passes its figures on as prompt_tokens reports less prompt than cache.

@@ -100,6 +100,15 @@ func TestUsageNilSafety(t *testing.T) {
 			Usage{PromptTokens: 3000, CacheWriteTokens: 2500, CompletionTokens: 10}},
 		{"deepseek cache hits", `{"prompt_tokens": 1000, "completion_tokens": 10, "prompt_cache_hit_tokens": 768, "prompt_cache_miss_tokens": 232}`,
 			Usage{PromptTokens: 1000, CachedTokens: 768, CompletionTokens: 10}},
+		// xAI counts reasoning beside completion_tokens (total = prompt + completion +
+		// reasoning; docs.x.ai consumption-and-rate-limits, vercel/ai#12425,
+		// Wei-Shaw/sub2api#5771 with these figures): billed as output all the same.
+		{"xai reasoning beside completion", `{"prompt_tokens": 10120, "completion_tokens": 1499, "total_tokens": 14428, "prompt_tokens_details": {"cached_tokens": 128}, "completion_tokens_details": {"reasoning_tokens": 2809}}`,
+			Usage{PromptTokens: 10120, CachedTokens: 128, CompletionTokens: 1499 + 2809, ReasoningTokens: 2809}},
+		{"xai grok-3-mini, no total", `{"prompt_tokens": 12, "completion_tokens": 2, "completion_tokens_details": {"reasoning_tokens": 317}}`,
+			Usage{PromptTokens: 12, CompletionTokens: 2 + 317, ReasoningTokens: 317}},
+		{"openai reasoning inside completion, with total", `{"prompt_tokens": 100, "completion_tokens": 900, "total_tokens": 1000, "completion_tokens_details": {"reasoning_tokens": 640}}`,
+			Usage{PromptTokens: 100, CompletionTokens: 900, ReasoningTokens: 640}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -164,6 +164,15 @@ var overflowWords = []string{
 	"input is too long",                 // Bedrock/LiteLLM
 	"reduce the length of the messages", // OpenAI, vLLM
 	"max_tokens must be at least 1",     // vLLM when the prompt fills max_model_len
+
+	// Anthropic, when the prompt and max_tokens together pass the window: "input length
+	// and `max_tokens` exceed context limit: 178959 + 64000 > 200000".
+	"exceed context limit",
+	// Gemini: "The input token count (2800010) exceeds the maximum number of tokens
+	// allowed (1048575)."
+	"exceeds the maximum number of tokens allowed",
+	// LiteLLM's own class name, when it maps an upstream's words to it.
+	"contextwindowexceedederror",
 }
 
 // quotaWords are how servers say the account has no credit left, lower case.

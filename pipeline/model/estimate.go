@@ -16,6 +16,17 @@ func EstimateTokens(n int) int64 {
 	return int64((n + bytesPerToken - 1) / bytesPerToken)
 }
 
+// unreadUsage is the usage of a 2xx JSON answer go-openai could not decode, which the
+// server made and may bill: the counts of its usage block where that could be read, else
+// an estimate from the request and the answer's size (estimated true). Nothing is assumed
+// cached.
+func unreadUsage(ws *wireState) (u Usage, estimated bool) {
+	if ws.info.usageReported {
+		return Usage{PromptTokens: ws.info.prompt, CompletionTokens: ws.info.completion}, false
+	}
+	return Usage{PromptTokens: EstimateTokens(ws.reqBytes), CompletionTokens: EstimateTokens(ws.jsonBytes)}, true
+}
+
 // estimateUsage is the usage assumed for an answer that came without any: the prompt is
 // the request body as sent (messages, tools and the JSON around them, which stands in
 // for the chat template's own tokens), the completion is the answer's text, reasoning

@@ -299,6 +299,50 @@ func TestEmptyChoicesUsageKept(t *testing.T) {
 	}
 }
 
+// TestUndecodableAnswerCounted: a 200 whose JSON go-openai cannot decode carries an answer
+// the server made and may bill; the call is recorded with its usage block's counts, or an
+// estimate flagged as one, never as an exact zero, and the error names the status.
+func TestUndecodableAnswerCounted(t *testing.T) {
+	content := strings.Repeat("a", 4000)
+	tests := []struct {
+		name, body    string
+		wantEstimated bool
+		wantUsage     func(Usage) bool
+	}{
+		{"usage readable", `{"id":17,"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1234,"completion_tokens":1000}}`,
+			false, func(u Usage) bool { return u.PromptTokens == 1234 && u.CompletionTokens == 1000 }},
+		{"usage unreadable", `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1234.0,"completion_tokens":1000.0}}`,
+			true, func(u Usage) bool { return u.PromptTokens > 0 && u.CompletionTokens >= 1000 }},
+		{"no usage", `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop","content_filter_results":[]}]}`,
+			true, func(u Usage) bool { return u.PromptTokens > 0 && u.CompletionTokens >= 1000 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, tt.body)
+			})
+			b := setup(t, testConfig(srv.URL))
+			_, err := b.client.Chat(context.Background(), userMsg("x"))
+			if !errors.Is(err, ErrBadResponse) || !strings.Contains(err.Error(), "HTTP 200") {
+				t.Fatalf("err = %v, want ErrBadResponse naming HTTP 200", err)
+			}
+			recs := b.rec.all()
+			if len(recs) != 1 {
+				t.Fatalf("%d calls recorded, want 1", len(recs))
+			}
+			c := recs[0]
+			cost := -1.0 // unknown
+			if c.CostUSD != nil {
+				cost = *c.CostUSD
+			}
+			if !tt.wantUsage(c.Usage) || c.UsageEstimated != tt.wantEstimated || cost <= 0 {
+				t.Errorf("body %.80s…: recorded usage %+v, estimated %v, cost %v (%s); want the answer counted, estimated %v",
+					tt.body, c.Usage, c.UsageEstimated, cost, c.CostSource, tt.wantEstimated)
+			}
+		})
+	}
+}
+
 // TestAnthropicCacheFields: a gateway passing Anthropic's usage through (input_tokens
 // without the cache, cache_read_input_tokens and cache_creation_input_tokens beside it) is
 // read with the cached tokens as part of the prompt and priced as cached.

@@ -90,7 +90,11 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 		errors.As(err, &urlErr), errors.As(err, &netErr):
 		return fault{class: ErrorClassNetwork, retryable: true}
 	case errors.As(err, &synErr), errors.As(err, &typeErr):
-		return fault{class: ErrorClassBadResponse}
+		f := fault{class: ErrorClassBadResponse}
+		if ws != nil {
+			f.status = ws.status
+		}
+		return f
 	}
 	return fault{class: ErrorClassClient}
 }

@@ -66,6 +66,9 @@ type wireState struct {
 	sse        bool        // a 2xx chat answer streamed as server-sent events
 	badBody    []byte      // the start of a 2xx chat body that is not JSON
 	reqBytes   int         // the request body as sent, for usage estimates
+	// jsonBytes is the size of a 2xx chat body read whole that is JSON, 0 otherwise: if
+	// go-openai cannot decode it, the answer it holds was still made and may be billed.
+	jsonBytes int
 	// oversize is the size of a 2xx answer larger than maxAnswer: its Content-Length when it
 	// declared one, else the bytes read before ticketd stopped (one more than the limit);
 	// oversizeExact says which.
@@ -196,6 +199,8 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (
 		ws.sse = true
 	case !json.Valid(trimmed):
 		ws.badBody = trimmed[:min(len(trimmed), 2*maxServerMessage)]
+	default:
+		ws.jsonBytes = len(data)
 	}
 	data, ws.info = normalizeAnswer(data, turn)
 	resp.Body = io.NopCloser(bytes.NewReader(data))
