@@ -131,6 +131,42 @@ func TestRunPytest(t *testing.T) {
 	})
 }
 
+// A repository's -x or --maxfail must not end the gate's run at a failure the base already
+// has: the tests after it would run neither at the base nor in the change, and a regression
+// among them would never show.
+func TestPytestRunsPastFirstFailure(t *testing.T) {
+	requirePytest(t)
+	argv, _ := ResolvePytest(context.Background())
+	failing := "def test_platform():\n    assert False, 'fails at the base, unrelated'\n"
+	passing := "def test_add():\n    assert 1 + 2 == 3\n"
+	for _, tt := range []struct {
+		name   string
+		config map[string]string
+		check  Check
+	}{
+		{"-x in pyproject.toml addopts", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-x\"\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--maxfail=1 in setup.cfg addopts", map[string]string{"setup.cfg": "[tool:pytest]\naddopts = --maxfail=1 -v\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--exitfirst in tox.ini addopts", map[string]string{"tox.ini": "[pytest]\naddopts = --exitfirst\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--maxfail 1 in pytest.ini addopts", map[string]string{"pytest.ini": "[pytest]\naddopts = --maxfail 1\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"-x in the check's command", nil, Check{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(argv), "-x")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"tests/test_a.py": failing, "tests/test_b.py": passing}
+			for name, content := range tt.config {
+				files[name] = content
+			}
+			dir := writeTree(t, files)
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{tt.check})[0]
+			if got := OutcomeOf(res.Outcomes, "tests/test_b.py::test_add"); got != OutcomePassed || res.Tests != 2 {
+				t.Errorf("tests/test_b.py::test_add %s, %d tests (%s); want it run and passed after the failure in tests/test_a.py\ncommand %q\n%s",
+					got, res.Tests, res.Summary, res.Command, res.Output)
+			}
+		})
+	}
+}
+
 func TestRunUnittest(t *testing.T) {
 	t.Parallel() // own directories and processes
 	ctx := context.Background()
