@@ -158,6 +158,7 @@ func TestPathArgs(t *testing.T) {
 		{[]string{"python3", "-m", "pytest", "-k", "pkg/test", "pkg/test", "-p", "no:cacheprovider", "docs"}, []int{5, 8}},
 		{[]string{"pytest", "--rootdir", "pkg/test", "-q", "t/test_x.py::test_y", "--ignore=docs"}, []int{4}},
 		{[]string{"tox", "-e", "py"}, nil},
+		{[]string{"pytest", "--cov", "pkg", "-n", "auto", "docs"}, []int{5}},
 		{[]string{"python3", "-m", "pytest", "-m", "not slow", "unknown-word"}, nil},
 	}
 	for _, tt := range tests {

@@ -201,6 +201,12 @@ func withoutOptions(addopts, drop []string, plugin string) (kept, removed []stri
 		switch {
 		case slices.Contains(drop, a):
 			removed = append(removed, a)
+			// argparse read the value of an option it did not know as a path (`-n auto`:
+			// "unrecognized arguments: -n", and "auto" a file or folder to collect).
+			if !strings.Contains(a, "=") && discover.TakesValue(a) && i+1 < len(addopts) && !strings.HasPrefix(addopts[i+1], "-") {
+				removed = append(removed, addopts[i+1])
+				i++
+			}
 		case plugin != "" && (a == "-p" && i+1 < len(addopts) && addopts[i+1] == plugin):
 			removed = append(removed, a, addopts[i+1])
 			i++
