@@ -182,6 +182,28 @@ func TestAddoptsAndShellJoin(t *testing.T) {
 	}
 }
 
+// addopts as a multi-line TOML string, one option a line, as pytest (tomllib) reads it.
+func TestAddoptsMultilineTOML(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		want       []string
+	}{
+		{"basic", "addopts = \"\"\"\n    --strict-markers\n    -n auto\n    --doctest-modules\n\"\"\"\ntestpaths = [\"tests\"]\n",
+			[]string{"--strict-markers", "-n", "auto", "--doctest-modules"}},
+		{"literal, closing on the last option's line", "addopts = '''-ra\n  --doctest-modules -m \"not slow\"'''\ntestpaths = [\"tests\"]\n",
+			[]string{"-ra", "--doctest-modules", "-m", "not slow"}},
+		{"a line-ending backslash", "addopts = \"\"\"-ra \\\n    --doctest-modules\"\"\"\ntestpaths = [\"tests\"]\n",
+			[]string{"-ra", "--doctest-modules"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Read(reader(map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\n" + tt.toml}), Options{})
+			if !slices.Equal(d.Addopts, tt.want) || !d.DoctestModules || !slices.Equal(d.Paths, []string{"tests"}) {
+				t.Errorf("%s:\nAddopts = %q, doctest modules %v, testpaths %q\nwant %q, true, [tests]", tt.toml, d.Addopts, d.DoctestModules, d.Paths, tt.want)
+			}
+		})
+	}
+}
+
 func TestFnmatch(t *testing.T) {
 	for _, tt := range []struct {
 		pat, name string
