@@ -167,6 +167,38 @@ func TestPytestRunsPastFirstFailure(t *testing.T) {
 	}
 }
 
+// A pytest run that something ends before pytest writes its report shows nothing passing,
+// whatever its exit status: os._exit(0) where the code under test or a fixture runs would
+// otherwise end the suite early and pass it.
+func TestPytestEndedWithoutReport(t *testing.T) {
+	requirePytest(t)
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"os._exit(0) in a fixture", map[string]string{
+			"tests/conftest.py": "import os\n\nimport pytest\n\n\n@pytest.fixture\ndef hard():\n    os._exit(0)\n",
+			"tests/test_a.py":   "def test_ok():\n    pass\n\n\ndef test_hard(hard):\n    pass\n\n\ndef test_after():\n    assert False\n"}},
+		{"os._exit(0) in the code under test", map[string]string{
+			"cli.py":          "import os\n\n\ndef main():\n    print('done')\n    os._exit(0)\n",
+			"test_cli.py":     "from cli import main\n\n\ndef test_main():\n    main()\n",
+			"test_zz_late.py": "def test_late():\n    assert False\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, tt.files)
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+			if res.Passed || res.Tests != -1 || !strings.Contains(res.Summary, "without a test report") || len(res.Findings) == 0 {
+				t.Errorf("passed %v, exit %d, tests %d, summary %q, findings %+v; want a failure without a report\n%s", res.Passed, res.ExitCode, res.Tests, res.Summary, res.Findings, res.Output)
+			}
+			if problems := Health([]Result{res}); len(problems) != 1 {
+				t.Errorf("at the base: health problems %+v, want the missing report named", problems)
+			}
+		})
+	}
+}
+
 func TestRunUnittest(t *testing.T) {
 	t.Parallel() // own directories and processes
 	ctx := context.Background()
