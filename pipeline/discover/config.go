@@ -154,6 +154,17 @@ func tomlTable(text, table string) (map[string]iniValue, bool) {
 			vals[strings.ToLower(key)] = iniValue{items: tomlStrings(buf), list: true}
 			continue
 		}
+		if strings.HasPrefix(rest, `"""`) || strings.HasPrefix(rest, "'''") {
+			// A multi-line string (addopts = """ ... """, one option a line).
+			delim := rest[:3]
+			body := rest[3:]
+			for !strings.Contains(body, delim) && i+1 < len(lines) {
+				i++
+				body += "\n" + lines[i]
+			}
+			vals[strings.ToLower(key)] = iniValue{raw: tomlMultiline(body, delim)}
+			continue
+		}
 		if s, ok := tomlString(rest); ok {
 			vals[strings.ToLower(key)] = iniValue{raw: s}
 		}
@@ -239,6 +250,34 @@ func tomlStrings(s string) []string {
 		}
 	}
 	return out
+}
+
+// tomlMultiline is the value of a multi-line string whose text after the opening delim
+// (three double or three single quotes) is body: up to the closing delim, without a
+// newline right after the opening one, and for a basic string with its escapes read (a
+// backslash ending a line joins it to the next, whose leading whitespace goes too).
+func tomlMultiline(body, delim string) string {
+	if end := strings.Index(body, delim); end >= 0 {
+		body = body[:end]
+	}
+	body = strings.TrimPrefix(body, "\n")
+	if delim != `"""` {
+		return body
+	}
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' || i+1 == len(body) {
+			b.WriteByte(body[i])
+			continue
+		}
+		i++
+		if rest := strings.TrimLeft(body[i:], " \t"); strings.HasPrefix(rest, "\n") {
+			i = len(body) - len(strings.TrimLeft(rest, " \t\n")) - 1
+			continue
+		}
+		b.WriteByte(unescape(body[i]))
+	}
+	return b.String()
 }
 
 // tomlString reads a basic or literal TOML string at the start of s.

@@ -125,8 +125,9 @@ func DirReader(dir string) Reader {
 }
 
 // pytestValueOptions are pytest options whose value may follow as the next word: a path
-// argument is never one of their values.
-var pytestValueOptions = []string{"-k", "-m", "-p", "-o", "-c", "-W", "-r", "--tb", "--rootdir", "--confcutdir",
+// argument is never one of their values. pytest-cov's --cov takes one when a word that is
+// not an option follows it (`--cov pkg`).
+var pytestValueOptions = []string{"--cov", "-k", "-m", "-p", "-o", "-c", "-W", "-r", "--tb", "--rootdir", "--confcutdir",
 	"--basetemp", "--ignore", "--ignore-glob", "--deselect", "--junitxml", "--junit-xml", "--junit-prefix",
 	"--log-level", "--log-file", "--log-file-level", "--log-format", "--log-date-format", "--log-cli-level",
 	"--log-cli-format", "--durations", "--durations-min", "--maxfail", "--import-mode", "--override-ini",

@@ -158,6 +158,7 @@ func TestPathArgs(t *testing.T) {
 		{[]string{"python3", "-m", "pytest", "-k", "pkg/test", "pkg/test", "-p", "no:cacheprovider", "docs"}, []int{5, 8}},
 		{[]string{"pytest", "--rootdir", "pkg/test", "-q", "t/test_x.py::test_y", "--ignore=docs"}, []int{4}},
 		{[]string{"tox", "-e", "py"}, nil},
+		{[]string{"pytest", "--cov", "pkg", "-n", "auto", "docs"}, []int{5}},
 		{[]string{"python3", "-m", "pytest", "-m", "not slow", "unknown-word"}, nil},
 	}
 	for _, tt := range tests {
@@ -178,6 +179,28 @@ func TestAddoptsAndShellJoin(t *testing.T) {
 	}
 	if back := shellSplit(ShellJoin([]string{"it's", ""})); !slices.Equal(back, []string{"it's", ""}) {
 		t.Errorf("quote round trip: %q", back)
+	}
+}
+
+// addopts as a multi-line TOML string, one option a line, as pytest (tomllib) reads it.
+func TestAddoptsMultilineTOML(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		want       []string
+	}{
+		{"basic", "addopts = \"\"\"\n    --strict-markers\n    -n auto\n    --doctest-modules\n\"\"\"\ntestpaths = [\"tests\"]\n",
+			[]string{"--strict-markers", "-n", "auto", "--doctest-modules"}},
+		{"literal, closing on the last option's line", "addopts = '''-ra\n  --doctest-modules -m \"not slow\"'''\ntestpaths = [\"tests\"]\n",
+			[]string{"-ra", "--doctest-modules", "-m", "not slow"}},
+		{"a line-ending backslash", "addopts = \"\"\"-ra \\\n    --doctest-modules\"\"\"\ntestpaths = [\"tests\"]\n",
+			[]string{"-ra", "--doctest-modules"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Read(reader(map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\n" + tt.toml}), Options{})
+			if !slices.Equal(d.Addopts, tt.want) || !d.DoctestModules || !slices.Equal(d.Paths, []string{"tests"}) {
+				t.Errorf("%s:\nAddopts = %q, doctest modules %v, testpaths %q\nwant %q, true, [tests]", tt.toml, d.Addopts, d.DoctestModules, d.Paths, tt.want)
+			}
+		})
 	}
 }
 

@@ -201,6 +201,12 @@ func withoutOptions(addopts, drop []string, plugin string) (kept, removed []stri
 		switch {
 		case slices.Contains(drop, a):
 			removed = append(removed, a)
+			// argparse read the value of an option it did not know as a path (`-n auto`:
+			// "unrecognized arguments: -n", and "auto" a file or folder to collect).
+			if !strings.Contains(a, "=") && discover.TakesValue(a) && i+1 < len(addopts) && !strings.HasPrefix(addopts[i+1], "-") {
+				removed = append(removed, addopts[i+1])
+				i++
+			}
 		case plugin != "" && (a == "-p" && i+1 < len(addopts) && addopts[i+1] == plugin):
 			removed = append(removed, a, addopts[i+1])
 			i++
@@ -228,7 +234,7 @@ func currentAddopts(c Check, tests *discover.Tests) []string {
 var importFolders = []string{"src", "lib"}
 
 // unimportedFolder works around tests that fail with "No module named 'x'" where x is the
-// project's own package in src/ or lib/, which nothing puts on the path.
+// project's own package at the root, in src/ or in lib/, which nothing puts on the path.
 func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 	if c.Kind != KindPytest && c.Kind != KindUnittest || pythonPathSet(c.Env) {
 		return Condition{}, false
@@ -241,7 +247,15 @@ func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 		for _, m := range missingModule.FindAllStringSubmatch(text, -1) {
 			top, _, _ := strings.Cut(m[1], ".")
 			if importable(dir, top) {
-				continue
+				// The package is at the root, which `python -m pytest` puts on the path but
+				// the pytest script does not: a check configured as `pytest tests` in a
+				// project that expects `pip install -e .` first.
+				if slices.Contains(c.PythonPath, ".") {
+					continue
+				}
+				return Condition{Path: []string{"."}, Notes: []string{fmt.Sprintf(
+					"the repository's root put on PYTHONPATH: the base run failed with No module named '%s', and %s is the project's own, at the root, which the check's command does not put on the path (the pytest script does not; `python -m pytest` does) (set env: {PYTHONPATH: ...} on the check to override)",
+					m[1], top)}}, true
 			}
 			for _, folder := range importFolders {
 				if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {

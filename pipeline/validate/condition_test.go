@@ -2,10 +2,13 @@ package validate
 
 import (
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 // Real repositories whose base run fails for a reason that is ticketd's to work around: each
@@ -33,6 +36,10 @@ func TestAdapt(t *testing.T) {
 		{"addopts naming a plugin that is not installed",
 			map[string]string{"tox.ini": "[pytest]\naddopts = --flake8 -q --black\n", "calc.py": "def double(x):\n    return 2 * x\n", "test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "names options of plugins this interpreter lacks (--flake8 --black)", 1},
+		{"addopts naming xdist's and pytest-cov's options with their values apart",
+			map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\naddopts = \"-n auto --cov calc --cov-report term-missing --strict-markers\"\ntestpaths = [\"tests\"]\n",
+				"calc/__init__.py": "def double(x):\n    return 2 * x\n", "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=--strict-markers"}, nil, "(-n auto --cov calc --cov-report term-missing)", 1},
 		{"a -p plugin that does not import",
 			map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p ticketd_no_such_plugin -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_no_such_plugin)", 1},
@@ -82,6 +89,40 @@ func TestAdapt(t *testing.T) {
 				t.Errorf("conditioned run: passed %v, %d tests (%s)", again.Passed, again.Tests, again.Summary)
 			}
 		})
+	}
+}
+
+// A check configured as the pytest script (`pytest tests`, as a project's CI runs it after
+// `pip install -e .`) in a repository whose package is at the root and installed nowhere:
+// the script does not put the root on sys.path, so every test fails to import the package
+// at the base. The root goes on PYTHONPATH, and the same check then runs the tests.
+func TestAdaptPytestScriptRootPackage(t *testing.T) {
+	requirePytest(t)
+	script, err := exec.LookPath("pytest")
+	testenv.Need(t, testenv.Pytest, err)
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml":     "[project]\nname = \"shop\"\nversion = \"0\"\n",
+		"shop/__init__.py":   "",
+		"shop/cart.py":       "def total(xs):\n    return sum(xs)\n",
+		"tests/test_cart.py": "from shop.cart import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+	})
+	check := Check{Name: "tests", Kind: KindPytest, Command: []string{script, "tests"}, Timeout: time.Minute}
+	r := &Runner{Sandbox: testSandbox(t)}
+	run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+	base := run(context.Background(), []Check{check})
+	if base[0].Errored != 1 {
+		t.Fatalf("the pytest script imported shop from the root (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+	}
+	got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+	if got.Condition == nil || !slices.Equal(got.Condition.Path, []string{"."}) {
+		t.Fatalf("condition %+v, want path [.]; result %s\n%s", got.Condition, got.Summary, got.Output)
+	}
+	if !got.Passed || got.Tests != 1 || !strings.Contains(strings.Join(got.Notes, "\n"), "the repository's root put on PYTHONPATH") {
+		t.Errorf("adapted run: passed %v, %d tests (%s), notes %q; want 1 passed with a note", got.Passed, got.Tests, got.Summary, got.Notes)
+	}
+	again := r.Run(context.Background(), dir, Conditioned([]Check{check}, []Result{got}))[0]
+	if !again.Passed || again.Tests != 1 {
+		t.Errorf("conditioned run: passed %v, %d tests (%s)\n%s", again.Passed, again.Tests, again.Summary, again.Output)
 	}
 }
 

@@ -225,7 +225,7 @@ func withSrcPath(dir string, c Check, base []string) (set []string, note string)
 // src/ when the layout needs it, with the note saying so when ticketd chose it.
 func pathFolders(dir string, c Check) (folders []string, note string) {
 	for _, f := range c.PythonPath {
-		if f = path.Clean(filepath.ToSlash(f)); f != "." && !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
+		if f = path.Clean(filepath.ToSlash(f)); !strings.HasPrefix(f, "..") && !path.IsAbs(f) && !slices.Contains(folders, f) {
 			folders = append(folders, f)
 		}
 	}

@@ -82,15 +82,21 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		return parsed{passed: true, summary: "no tests collected", tests: 0}
 	}
 	if err != nil || len(data) == 0 || parseErr != nil {
-		// Usage errors, a broken conftest, a crash: no report, only output.
-		p := parsed{passed: code == 0, summary: fmt.Sprintf("pytest exited %d without a test report", code), tests: -1}
+		// Usage errors, a broken conftest, a crash: no report, only output. pytest writes its
+		// report whenever it ends by itself, so even exit status 0 without one is a run cut
+		// short (os._exit(0) in a test or fixture, or in the code under test), which shows
+		// nothing passing: it does not pass.
+		p := parsed{summary: fmt.Sprintf("pytest exited %d without a test report", code), tests: -1}
+		if code == 0 {
+			p.summary += " (something ended it before it could write one, such as os._exit in a test, a fixture or the code under test)"
+		}
 		if parseErr != nil {
 			p.summary = fmt.Sprintf("pytest exited %d; unreadable test report: %v", code, parseErr)
 		}
-		if code != 0 {
-			if tail := outputFinding(output); tail.Message != "" {
-				p.findings = []Finding{tail}
-			}
+		if tail := outputFinding(output); tail.Message != "" {
+			p.findings = []Finding{tail}
+		} else {
+			p.findings = []Finding{{Message: p.summary}}
 		}
 		return p
 	}

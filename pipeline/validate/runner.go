@@ -405,6 +405,11 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	// One module that fails to import must not hide every other test's result: the gate
 	// compares test by test, and a base that ran nothing cannot gate a fix.
 	argv = append(argv, "--continue-on-collection-errors")
+	// Nor may the first failure end the run: -x or --maxfail=N in addopts (or the command)
+	// would stop at a failure the base already has, and every test after it would run neither
+	// at the base nor in the change, so a regression there would never show. The last
+	// --maxfail wins; 0 is pytest's "no limit".
+	argv = append(argv, "--maxfail=0")
 	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
 		argv = append(argv, "--rootdir="+dir)
 	}

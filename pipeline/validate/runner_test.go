@@ -131,6 +131,74 @@ func TestRunPytest(t *testing.T) {
 	})
 }
 
+// A repository's -x or --maxfail must not end the gate's run at a failure the base already
+// has: the tests after it would run neither at the base nor in the change, and a regression
+// among them would never show.
+func TestPytestRunsPastFirstFailure(t *testing.T) {
+	requirePytest(t)
+	argv, _ := ResolvePytest(context.Background())
+	failing := "def test_platform():\n    assert False, 'fails at the base, unrelated'\n"
+	passing := "def test_add():\n    assert 1 + 2 == 3\n"
+	for _, tt := range []struct {
+		name   string
+		config map[string]string
+		check  Check
+	}{
+		{"-x in pyproject.toml addopts", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-x\"\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--maxfail=1 in setup.cfg addopts", map[string]string{"setup.cfg": "[tool:pytest]\naddopts = --maxfail=1 -v\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--exitfirst in tox.ini addopts", map[string]string{"tox.ini": "[pytest]\naddopts = --exitfirst\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"--maxfail 1 in pytest.ini addopts", map[string]string{"pytest.ini": "[pytest]\naddopts = --maxfail 1\n"}, Check{Name: "tests", Kind: KindPytest}},
+		{"-x in the check's command", nil, Check{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(argv), "-x")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"tests/test_a.py": failing, "tests/test_b.py": passing}
+			for name, content := range tt.config {
+				files[name] = content
+			}
+			dir := writeTree(t, files)
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{tt.check})[0]
+			if got := OutcomeOf(res.Outcomes, "tests/test_b.py::test_add"); got != OutcomePassed || res.Tests != 2 {
+				t.Errorf("tests/test_b.py::test_add %s, %d tests (%s); want it run and passed after the failure in tests/test_a.py\ncommand %q\n%s",
+					got, res.Tests, res.Summary, res.Command, res.Output)
+			}
+		})
+	}
+}
+
+// A pytest run that something ends before pytest writes its report shows nothing passing,
+// whatever its exit status: os._exit(0) where the code under test or a fixture runs would
+// otherwise end the suite early and pass it.
+func TestPytestEndedWithoutReport(t *testing.T) {
+	requirePytest(t)
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"os._exit(0) in a fixture", map[string]string{
+			"tests/conftest.py": "import os\n\nimport pytest\n\n\n@pytest.fixture\ndef hard():\n    os._exit(0)\n",
+			"tests/test_a.py":   "def test_ok():\n    pass\n\n\ndef test_hard(hard):\n    pass\n\n\ndef test_after():\n    assert False\n"}},
+		{"os._exit(0) in the code under test", map[string]string{
+			"cli.py":          "import os\n\n\ndef main():\n    print('done')\n    os._exit(0)\n",
+			"test_cli.py":     "from cli import main\n\n\ndef test_main():\n    main()\n",
+			"test_zz_late.py": "def test_late():\n    assert False\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, tt.files)
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+			if res.Passed || res.Tests != -1 || !strings.Contains(res.Summary, "without a test report") || len(res.Findings) == 0 {
+				t.Errorf("passed %v, exit %d, tests %d, summary %q, findings %+v; want a failure without a report\n%s", res.Passed, res.ExitCode, res.Tests, res.Summary, res.Findings, res.Output)
+			}
+			if problems := Health([]Result{res}); len(problems) != 1 {
+				t.Errorf("at the base: health problems %+v, want the missing report named", problems)
+			}
+		})
+	}
+}
+
 func TestRunUnittest(t *testing.T) {
 	t.Parallel() // own directories and processes
 	ctx := context.Background()
