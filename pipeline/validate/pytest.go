@@ -95,7 +95,10 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		}
 		if tail := outputFinding(output); tail.Message != "" {
 			p.findings = []Finding{tail}
-		} else {
+		} else if code == 0 {
+			// Exit 0 says nothing failed: the finding is that the run was cut short. A run
+			// killed (a time-out, -1) keeps no finding of its own, so the time-out is judged
+			// as one (slow machine or slow change), not as a failure the change caused.
 			p.findings = []Finding{{Message: p.summary}}
 		}
 		return p
