@@ -395,7 +395,11 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	argv = append(argv, c.ExtraArgs...)
 	// xunit1 keeps the file and line attributes that xunit2 drops;
 	// the cache provider would write .pytest_cache into the worktree.
-	argv = append(argv, "--junitxml="+inner, "-o", "junit_family=xunit1", "-p", "no:cacheprovider")
+	// A repository's --junit-prefix would rename every test id (no target or baseline would
+	// match), and its junit_logging copies each passing test's output into the report,
+	// which a chatty suite grows past maxReportBytes: the gate reads neither.
+	argv = append(argv, "--junitxml="+inner, "-o", "junit_family=xunit1", "--junit-prefix=", "-o", "junit_logging=no",
+		"-p", "no:cacheprovider")
 	if !hasFlag(argv, "-q", "--quiet", "-v", "--verbose") {
 		argv = append(argv, "-q")
 	}

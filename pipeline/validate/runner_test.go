@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"os"
 	"os/exec"
@@ -164,6 +165,31 @@ func TestPytestRunsPastFirstFailure(t *testing.T) {
 					got, res.Tests, res.Summary, res.Command, res.Output)
 			}
 		})
+	}
+}
+
+// A repository's --junit-prefix and junit_logging do not reach the report the gate reads:
+// the ids stay the tests' own, and a passing test's output (here past maxReportBytes)
+// stays out of it.
+func TestPytestReportKeepsItsShape(t *testing.T) {
+	requirePytest(t)
+	for _, config := range []map[string]string{
+		{"pytest.ini": "[pytest]\naddopts = --junit-prefix=nightly\njunit_logging = all\n"},
+		{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"--junit-prefix\", \"nightly\"]\njunit_logging = \"system-out\"\n"},
+	} {
+		for name := range config {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				files := map[string]string{"tests/test_a.py": "def test_chatty():\n    print('x' * (65 << 20))\n\n\ndef test_bad():\n    assert False\n"}
+				maps.Copy(files, config)
+				dir := writeTree(t, files)
+				r := Runner{Sandbox: testSandbox(t)}
+				res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+				if OutcomeOf(res.Outcomes, "tests/test_a.py::test_chatty") != OutcomePassed || OutcomeOf(res.Outcomes, "tests/test_a.py::test_bad") != OutcomeFailed {
+					t.Errorf("outcomes %v, summary %q; want the tests read under their own ids\ncommand %q", res.Outcomes, res.Summary, res.Command)
+				}
+			})
+		}
 	}
 }
 
