@@ -2,8 +2,8 @@ package validate
 
 import (
 	"context"
-	"maps"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
