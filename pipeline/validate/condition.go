@@ -176,9 +176,29 @@ func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) 
 		return Condition{}, false
 	}
 	value := "addopts=" + discover.ShellJoin(kept)
+	why := "names options of plugins this interpreter lacks"
+	remedy := "install the plugins for the checks' interpreter to run them"
+	if !slices.ContainsFunc(removed, func(a string) bool { return !cacheOption(a) }) {
+		// --lf, --sw and the like are pytest's own, from the cache provider that every check
+		// runs without (pytestArgs): nothing to install.
+		why = "names options of pytest's cache, which the checks run without (-p no:cacheprovider: nothing may be written into the worktree)"
+		remedy = "a run that depends on the last run's failures cannot judge a change"
+	}
 	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
-		"the pytest configuration's addopts (%s) names options of plugins this interpreter lacks (%s): the check runs with -o %q (install the plugins for the checks' interpreter to run them)",
-		tests.Config, strings.Join(removed, " "), value)}}, true
+		"the pytest configuration's addopts (%s) %s (%s): the check runs with -o %q (%s)",
+		tests.Config, why, strings.Join(removed, " "), value, remedy)}}, true
+}
+
+// cacheOption reports whether a is an option of pytest's cache provider.
+func cacheOption(a string) bool {
+	name, _, _ := strings.Cut(a, "=")
+	switch name {
+	case "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise",
+		"--sw-skip", "--stepwise-skip", "--sw-reset", "--stepwise-reset", "--lfnf", "--last-failed-no-failures",
+		"--cache-show", "--cache-clear":
+		return true
+	}
+	return false
 }
 
 // unknownOptions reads pytest's usage errors: the options it did not recognise, and the
