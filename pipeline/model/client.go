@@ -701,6 +701,10 @@ func usageOf(u openai.Usage, x answerInfo) Usage {
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = int64(d.ReasoningTokens)
 	}
+	// A count below zero (a broken proxy's arithmetic) would lower the night's spend.
+	for _, n := range []*int64{&out.PromptTokens, &out.CompletionTokens, &out.CachedTokens, &out.ReasoningTokens} {
+		*n = max(*n, 0)
+	}
 	// xAI counts reasoning beside completion_tokens, not in it (its total_tokens is prompt
 	// + completion + reasoning); the convention here is OpenAI's, reasoning inside, so
 	// that the reasoning is billed as the output it is.

@@ -107,6 +107,9 @@ func TestUsageNilSafety(t *testing.T) {
 			Usage{PromptTokens: 10120, CachedTokens: 128, CompletionTokens: 1499 + 2809, ReasoningTokens: 2809}},
 		{"xai grok-3-mini, no total", `{"prompt_tokens": 12, "completion_tokens": 2, "completion_tokens_details": {"reasoning_tokens": 317}}`,
 			Usage{PromptTokens: 12, CompletionTokens: 2 + 317, ReasoningTokens: 317}},
+		// A broken or hostile server's negative counts would lower the night's spend.
+		{"negative counts", `{"prompt_tokens": 50, "completion_tokens": -100, "total_tokens": -50, "prompt_tokens_details": {"cached_tokens": -7}, "completion_tokens_details": {"reasoning_tokens": -3}}`,
+			Usage{PromptTokens: 50}},
 		{"openai reasoning inside completion, with total", `{"prompt_tokens": 100, "completion_tokens": 900, "total_tokens": 1000, "completion_tokens_details": {"reasoning_tokens": 640}}`,
 			Usage{PromptTokens: 100, CompletionTokens: 900, ReasoningTokens: 640}},
 	}
