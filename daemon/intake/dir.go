@@ -61,9 +61,11 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
 	}
+	// Every *.md entry is read, whatever its type: readIssueFile refuses a symlink, a FIFO
+	// or a folder with the reason, so the operator sees why it was not taken in.
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
+		if strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
 			names = append(names, e.Name())
 		}
 	}
