@@ -127,12 +127,15 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	return rep, nil
 }
 
-// Priority is the highest priority any of the labels maps to (0 when none does).
+// Priority is the highest priority any of the labels maps to (0 when none does). Labels and
+// the keys of priorities: compare without case, whichever side the capitals are on.
 func Priority(labels []string, prio map[string]int) int {
 	best, found := 0, false
 	for _, l := range labels {
-		if p, ok := prio[strings.ToLower(l)]; ok && (!found || p > best) {
-			best, found = p, true
+		for k, p := range prio {
+			if strings.EqualFold(k, l) && (!found || p > best) {
+				best, found = p, true
+			}
 		}
 	}
 	return best

@@ -168,3 +168,27 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestPriority(t *testing.T) {
+	prio := map[string]int{"Urgent": 10, "bug": 5, "wontfix": -1}
+	tests := []struct {
+		name   string
+		labels []string
+		want   int
+	}{
+		{"none", nil, 0},
+		{"unmapped", []string{"docs"}, 0},
+		{"same case", []string{"bug"}, 5},
+		{"label capitalised", []string{"BUG"}, 5},
+		{"key capitalised in the config", []string{"urgent"}, 10},
+		{"highest wins", []string{"bug", "URGENT"}, 10},
+		{"negative only", []string{"wontfix"}, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Priority(tt.labels, prio); got != tt.want {
+				t.Errorf("Priority(%q, %v) = %d, want %d", tt.labels, prio, got, tt.want)
+			}
+		})
+	}
+}
