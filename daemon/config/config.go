@@ -353,6 +353,9 @@ func Parse(name string, data []byte) (Config, error) {
 			return Config{}, decodeErr
 		}
 	}
+	if err := extraDocument(name, data, dec); err != nil {
+		decodeErr = errors.Join(decodeErr, err)
+	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
 		c.Store.Path = DefaultStorePath
@@ -383,6 +386,24 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, decodeErr
 	}
 	return c, nil
+}
+
+// extraDocument refuses a second YAML document after a "---" line: the decoder reads the
+// first one only, so the settings below it would be ignored without a word. An empty one
+// (a trailing "---") is harmless.
+func extraDocument(name string, data []byte, dec *yaml.Decoder) error {
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return syntaxError(name, data, err)
+		case len(doc.Content) > 0 && doc.Content[0].Tag != "!!null":
+			return fmt.Errorf("%s:%d: a second YAML document starts at this \"---\" line: ticketd reads the first one only, so every setting below it would be ignored; delete the line to make one document", name, doc.Line)
+		}
+	}
 }
 
 func (c *Config) resolvePaths(dir string) {

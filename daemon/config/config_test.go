@@ -83,6 +83,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "bad schedule, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
 			want: []string{`cfg.yaml:4: night.schedule: "@nightly" is not a cron schedule`}},
 		{name: "a size, with its line", yaml: valid + "max_worktree_size: huge\n", want: []string{`cfg.yaml:21: max_worktree_size: "huge" is not a size`}},
+		{name: "a second document is not ignored", yaml: valid + "---\nnight:\n  workers: 0\n",
+			want: []string{`cfg.yaml:21: a second YAML document starts at this "---" line`, "delete the line"}},
+		{name: "a second document that is not yaml", yaml: valid + "---\nnight: [\n", want: []string{"cfg.yaml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +105,20 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseOneDocument: the markers that leave one document are fine.
+func TestParseOneDocument(t *testing.T) {
+	for name, y := range map[string]string{
+		"leading ---":              "---\n" + valid,
+		"trailing ---":             valid + "---\n",
+		"trailing --- and comment": valid + "---\n# the end\n",
+		"document end marker":      valid + "...\n",
+	} {
+		if _, err := Parse("cfg.yaml", []byte(y)); err != nil {
+			t.Errorf("%s: Parse(%q): %v", name, y, err)
+		}
 	}
 }
 
