@@ -518,8 +518,17 @@ func (p *problems) night(n Night) {
 	if n.Window <= 0 {
 		p.add("night.window: must be positive, got %s", n.Window)
 	}
+	if n.RetryBackoff <= 0 {
+		p.add("night.retry_backoff: must be positive (the first retry's delay, such as 30s), got %s", n.RetryBackoff)
+	}
+	if n.Poll < minPoll {
+		p.add("night.poll: must be at least %s (an idle worker asks the queue this often), got %s", minPoll, n.Poll)
+	}
 	p.nightLimits(n)
 }
+
+// minPoll bounds night.poll from below: shorter, idle workers would spin on the database.
+const minPoll = 10 * time.Millisecond
 
 // nightLimits checks how far a night goes: rescues, grace, transport releases and dollars.
 func (p *problems) nightLimits(n Night) {

@@ -83,6 +83,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "bad schedule, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
 			want: []string{`cfg.yaml:4: night.schedule: "@nightly" is not a cron schedule`}},
 		{name: "a size, with its line", yaml: valid + "max_worktree_size: huge\n", want: []string{`cfg.yaml:21: max_worktree_size: "huge" is not a size`}},
+		{name: "a poll of zero, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  poll: 0s", 1),
+			want: []string{"cfg.yaml:4: night.poll: must be at least 10ms"}},
 		{name: "a second document is not ignored", yaml: valid + "---\nnight:\n  workers: 0\n",
 			want: []string{`cfg.yaml:21: a second YAML document starts at this "---" line`, "delete the line"}},
 		{name: "a second document that is not yaml", yaml: valid + "---\nnight: [\n", want: []string{"cfg.yaml"}},
