@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -355,6 +356,9 @@ func Parse(name string, data []byte) (Config, error) {
 	}
 	if err := extraDocument(name, data, dec); err != nil {
 		decodeErr = errors.Join(decodeErr, err)
+	}
+	if errs := fractions(name, &root, reflect.TypeFor[Config](), ""); len(errs) > 0 {
+		decodeErr = errors.Join(append([]error{decodeErr}, errs...)...)
 	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
