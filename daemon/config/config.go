@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -353,6 +354,12 @@ func Parse(name string, data []byte) (Config, error) {
 			return Config{}, decodeErr
 		}
 	}
+	if err := extraDocument(name, data, dec); err != nil {
+		decodeErr = errors.Join(decodeErr, err)
+	}
+	if errs := fractions(name, &root, reflect.TypeFor[Config](), ""); len(errs) > 0 {
+		decodeErr = errors.Join(append([]error{decodeErr}, errs...)...)
+	}
 	c.File = name
 	if c.Store.Path == "" && !c.Store.Shared() {
 		c.Store.Path = DefaultStorePath
@@ -383,6 +390,24 @@ func Parse(name string, data []byte) (Config, error) {
 		return Config{}, decodeErr
 	}
 	return c, nil
+}
+
+// extraDocument refuses a second YAML document after a "---" line: the decoder reads the
+// first one only, so the settings below it would be ignored without a word. An empty one
+// (a trailing "---") is harmless.
+func extraDocument(name string, data []byte, dec *yaml.Decoder) error {
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return syntaxError(name, data, err)
+		case len(doc.Content) > 0 && doc.Content[0].Tag != "!!null":
+			return fmt.Errorf("%s:%d: a second YAML document starts at this \"---\" line: ticketd reads the first one only, so every setting below it would be ignored; delete the line to make one document", name, doc.Line)
+		}
+	}
 }
 
 func (c *Config) resolvePaths(dir string) {
@@ -497,8 +522,17 @@ func (p *problems) night(n Night) {
 	if n.Window <= 0 {
 		p.add("night.window: must be positive, got %s", n.Window)
 	}
+	if n.RetryBackoff <= 0 {
+		p.add("night.retry_backoff: must be positive (the first retry's delay, such as 30s), got %s", n.RetryBackoff)
+	}
+	if n.Poll < minPoll {
+		p.add("night.poll: must be at least %s (an idle worker asks the queue this often), got %s", minPoll, n.Poll)
+	}
 	p.nightLimits(n)
 }
+
+// minPoll bounds night.poll from below: shorter, idle workers would spin on the database.
+const minPoll = 10 * time.Millisecond
 
 // nightLimits checks how far a night goes: rescues, grace, transport releases and dollars.
 func (p *problems) nightLimits(n Night) {

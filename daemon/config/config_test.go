@@ -83,6 +83,15 @@ func TestParseErrors(t *testing.T) {
 		{name: "bad schedule, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  schedule: \"@nightly\"", 1),
 			want: []string{`cfg.yaml:4: night.schedule: "@nightly" is not a cron schedule`}},
 		{name: "a size, with its line", yaml: valid + "max_worktree_size: huge\n", want: []string{`cfg.yaml:21: max_worktree_size: "huge" is not a size`}},
+		{name: "a fraction where a whole number goes is not truncated", yaml: strings.Replace(valid, "workers: 2", "workers: 2.5", 1),
+			want: []string{`cfg.yaml:3: night.workers: want a whole number, got the number "2.5"`}},
+		{name: "a fraction in a mapping of whole numbers", yaml: valid + "priorities:\n  bug: 0.5\n",
+			want: []string{`cfg.yaml:22: priorities.bug: want a whole number, got the number "0.5"`}},
+		{name: "a poll of zero, with its line", yaml: strings.Replace(valid, "  workers: 2", "  workers: 2\n  poll: 0s", 1),
+			want: []string{"cfg.yaml:4: night.poll: must be at least 10ms"}},
+		{name: "a second document is not ignored", yaml: valid + "---\nnight:\n  workers: 0\n",
+			want: []string{`cfg.yaml:21: a second YAML document starts at this "---" line`, "delete the line"}},
+		{name: "a second document that is not yaml", yaml: valid + "---\nnight: [\n", want: []string{"cfg.yaml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +111,22 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseAcceptsOddButValid: the markers that leave one document are fine, and so is a whole
+// number written as a float.
+func TestParseAcceptsOddButValid(t *testing.T) {
+	for name, y := range map[string]string{
+		"leading ---":               "---\n" + valid,
+		"trailing ---":              valid + "---\n",
+		"trailing --- and comment":  valid + "---\n# the end\n",
+		"document end marker":       valid + "...\n",
+		"a whole number as a float": valid + "budget:\n  max_tokens: 1.5e5\n",
+	} {
+		if _, err := Parse("cfg.yaml", []byte(y)); err != nil {
+			t.Errorf("%s: Parse(%q): %v", name, y, err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -291,4 +292,60 @@ func (x keyIndex) mapping(n *yaml.Node, prefix string) {
 		}
 		x.walk(v, p)
 	}
+}
+
+// fractions finds numbers with a fraction written where a whole number goes (workers:
+// 2.5): yaml.v3 decodes them into the int by dropping the fraction, without an error. n is
+// decoded into a value of type t at the dotted path; aliases are not followed (a YAML bomb
+// stays unexpanded), and a type with its own UnmarshalYAML judges its own values.
+func fractions(name string, n *yaml.Node, t reflect.Type, path string) []error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil
+	}
+	var errs []error
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			errs = append(errs, fractions(name, c, t, path)...)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			switch t.Kind() {
+			case reflect.Map:
+				errs = append(errs, fractions(name, v, t.Elem(), p)...)
+			case reflect.Struct:
+				if f, ok := fieldByTag(t, k.Value); ok {
+					errs = append(errs, fractions(name, v, f.Type, p)...)
+				}
+			}
+		}
+	case yaml.SequenceNode:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, c := range n.Content {
+				errs = append(errs, fractions(name, c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+			}
+		}
+	case yaml.ScalarNode:
+		if n.ShortTag() != "!!float" {
+			return nil
+		}
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			var f float64
+			if err := n.Decode(&f); err == nil && f == math.Trunc(f) {
+				return nil // 1e5 or 3.0: a whole number written as a float
+			}
+			errs = append(errs, atLine(name, n.Line, path, fmt.Sprintf("want %s, got %s", typeWords(t.Kind().String()), gotWords("float", n.Value))))
+		}
+	}
+	return errs
 }

@@ -33,6 +33,14 @@ func TestValidateMessages(t *testing.T) {
 			"night.max_transport_releases: must be at least 1, got 0",
 			"night.max_dollars: must be >= 0 (0 means no limit), got -1",
 		}},
+		{"night waits", func(c *Config) { c.Night.RetryBackoff, c.Night.Poll = -5*time.Second, 0 }, []string{
+			"night.retry_backoff: must be positive (the first retry's delay, such as 30s), got -5s",
+			"night.poll: must be at least 10ms (an idle worker asks the queue this often), got 0s",
+		}},
+		{"night waits, zero backoff and a poll under the floor", func(c *Config) { c.Night.RetryBackoff, c.Night.Poll = 0, time.Millisecond }, []string{
+			"night.retry_backoff: must be positive (the first retry's delay, such as 30s), got 0s",
+			"night.poll: must be at least 10ms (an idle worker asks the queue this often), got 1ms",
+		}},
 		{"heartbeat too long", func(c *Config) { c.Night.Lease, c.Night.Heartbeat = time.Hour, 16*time.Second }, []string{
 			"night.heartbeat: must be at most 15s so a cancelled ticket stops spending quickly, got 16s",
 		}},

@@ -61,9 +61,11 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
 	}
+	// Every *.md entry is read, whatever its type: readIssueFile refuses a symlink, a FIFO
+	// or a folder with the reason, so the operator sees why it was not taken in.
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
+		if strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
 			names = append(names, e.Name())
 		}
 	}
@@ -125,12 +127,15 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	return rep, nil
 }
 
-// Priority is the highest priority any of the labels maps to (0 when none does).
+// Priority is the highest priority any of the labels maps to (0 when none does). Labels and
+// the keys of priorities: compare without case, whichever side the capitals are on.
 func Priority(labels []string, prio map[string]int) int {
 	best, found := 0, false
 	for _, l := range labels {
-		if p, ok := prio[strings.ToLower(l)]; ok && (!found || p > best) {
-			best, found = p, true
+		for k, p := range prio {
+			if strings.EqualFold(k, l) && (!found || p > best) {
+				best, found = p, true
+			}
 		}
 	}
 	return best

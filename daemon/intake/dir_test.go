@@ -133,8 +133,12 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 		})
 	}
 
-	// The scan skips what is not a regular file, lists the oversized files as invalid and
-	// goes on with the rest.
+	// The scan lists what is not a regular file and the oversized files as skipped, each
+	// with its reason (the operator reads them on the status page: a symlink dropped
+	// without a word looks like a lost issue), and goes on with the rest.
+	if err := os.Mkdir(filepath.Join(dir, "folder.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +148,47 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Added) != 1 || len(rep.Invalid) != 3 || rep.Files != 4 {
-		t.Errorf("scan: %d files, %d added, invalid %v; want 4 files (ok, max, over, huge), 1 added, 3 invalid", rep.Files, len(rep.Added), rep.Invalid)
+	if len(rep.Added) != 1 || len(rep.Invalid) != 6 || rep.Files != 7 {
+		t.Errorf("scan: %d files, %d added, invalid %v; want 7 files, 1 added (ok.md), 6 invalid", rep.Files, len(rep.Added), rep.Invalid)
+	}
+	reasons := map[string]string{}
+	for _, k := range rep.Skipped {
+		reasons[k.File] = k.Reason
+	}
+	for file, want := range map[string]string{
+		"fifo.md":   "not a regular file",
+		"link.md":   "is a symlink",
+		"folder.md": "not a regular file",
+		"over.md":   "more than the 262144 allowed",
+		"huge.md":   "more than the 262144 allowed",
+		"max.md":    "no front matter",
+	} {
+		if got, ok := reasons[file]; !ok || !strings.Contains(got, want) {
+			t.Errorf("skipped %s: reason %q (listed: %v), want one containing %q", file, got, ok, want)
+		}
+	}
+}
+
+func TestPriority(t *testing.T) {
+	prio := map[string]int{"Urgent": 10, "bug": 5, "wontfix": -1}
+	tests := []struct {
+		name   string
+		labels []string
+		want   int
+	}{
+		{"none", nil, 0},
+		{"unmapped", []string{"docs"}, 0},
+		{"same case", []string{"bug"}, 5},
+		{"label capitalised", []string{"BUG"}, 5},
+		{"key capitalised in the config", []string{"urgent"}, 10},
+		{"highest wins", []string{"bug", "URGENT"}, 10},
+		{"negative only", []string{"wontfix"}, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Priority(tt.labels, prio); got != tt.want {
+				t.Errorf("Priority(%q, %v) = %d, want %d", tt.labels, prio, got, tt.want)
+			}
+		})
 	}
 }
