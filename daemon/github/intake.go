@@ -12,6 +12,7 @@ import (
 
 	gh "github.com/google/go-github/v89/github"
 
+	"github.com/ticketd/ticketd/daemon/intake"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -176,11 +177,10 @@ func (in *Intake) admit(ctx context.Context, r Repo, ref repoRef, is *gh.Issue, 
 		return nil
 	}
 	labels := make([]string, 0, len(is.Labels))
-	prio := 0
 	for _, l := range is.Labels {
 		labels = append(labels, l.GetName())
-		prio = max(prio, in.Priorities[l.GetName()])
 	}
+	prio := intake.Priority(labels, in.Priorities) // as the folder intake reads them: without case
 	id, created, err := in.Store.Enqueue(ctx, store.NewTicket{
 		Source: Source, ExternalID: ext, Repo: r.Local, Title: is.GetTitle(), Body: is.GetBody(),
 		Labels: labels, Priority: prio, MaxAttempts: in.MaxAttempts,

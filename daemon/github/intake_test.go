@@ -58,7 +58,7 @@ func (b bundle) tickets(t *testing.T) map[string]store.Summary {
 
 func TestScanLabelFiltering(t *testing.T) {
 	b := setup(t)
-	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "labelled", Labels: []string{"ticketd", "urgent"}, Author: "owner"})
+	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "labelled", Labels: []string{"ticketd", "Urgent"}, Author: "owner"})
 	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "other label", Labels: []string{"bug"}, Author: "owner"})
 	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "a pull request", Labels: []string{"ticketd"}, Author: "owner", PullRequest: true})
 	b.fake.AddIssue(testRepo, githubfake.Issue{Title: "closed", Labels: []string{"ticketd"}, Author: "owner", State: "closed"})
