@@ -43,8 +43,11 @@ func validChange(c Change) error {
 }
 
 // buildTree writes a tree object holding base's files with changes applied and returns its
-// hash. The blobs are written as the changes hold them (no filter, no end-of-line
-// conversion): the commit is byte for byte what the tools wrote.
+// hash. Each blob is what `git add` of the file would store: the repository's end-of-line
+// rules (an eol or text attribute, core.autocrlf) apply, so a file checked out with CRLF and
+// written back with CRLF by the tools is stored with the LF the repository keeps, and the
+// commit changes the lines the tools changed, not every line's ending. No filter driver
+// runs: the repository's are switched off (filterOverrides), and none other is configured.
 func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (string, error) {
 	g := t.dirs()
 	idx := filepath.Join(t.gitDir, changesIndexName)
@@ -59,7 +62,7 @@ func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (st
 		if err := validChange(c); err != nil {
 			return "", err
 		}
-		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--no-filters", "--stdin")
+		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--stdin", "--path="+c.Path)
 		if err != nil {
 			return "", fmt.Errorf("store %s: %w", c.Path, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -244,4 +245,81 @@ func TestSnapshotUndo(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(tree.Dir, "old.py")); string(data) != "x = 1\n" {
 		t.Errorf("old.py after Undo: %q, want its base content", data)
 	}
+}
+
+// TestChangesFollowLineEndingRules: a repository that checks files out with CRLF (an eol
+// attribute, core.autocrlf) stores them with LF, so the maker reads and writes CRLF. The
+// commit and the patch must hold what `git add` of the maker's file stores: only the line
+// the maker changed differs, not every line's ending. Where no rule converts, the bytes are
+// kept as written.
+func TestChangesFollowLineEndingRules(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, repo string)
+		write  string // the maker's stats.py
+		stored string // what the commit must hold
+	}{
+		{"eol=crlf attribute", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, ".gitattributes"), "*.py text eol=crlf\n")
+			git(t, repo, "add", "-A")
+			git(t, repo, "commit", "--quiet", "-m", "attributes")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\n    return sum(xs) / max(len(xs), 1)\n"},
+		{"core.autocrlf=true", func(t *testing.T, repo string) {
+			git(t, repo, "config", "core.autocrlf", "true")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\n    return sum(xs) / max(len(xs), 1)\n"},
+		{"no rule: CRLF kept", func(t *testing.T, repo string) {},
+			"def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n"},
+		{"-text attribute: CRLF kept", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, ".gitattributes"), "*.py -text\n")
+			git(t, repo, "add", "-A")
+			git(t, repo, "commit", "--quiet", "-m", "attributes")
+			git(t, repo, "config", "core.autocrlf", "true")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t, true)
+			tt.setup(t, repo)
+			m := NewManager(t.TempDir(), nil)
+			tree, err := m.Prepare(ctx, repo, "main", BranchName(int64(i+1), "eol"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes := []Change{{Path: "stats.py", Data: []byte(tt.write)}}
+			writeFile(t, filepath.Join(tree.Dir, "stats.py"), tt.write)
+			diff, err := tree.DiffChanges(ctx, changes)
+			if err != nil {
+				t.Fatalf("DiffChanges: %v", err)
+			}
+			if tt.stored != tt.write {
+				if strings.Contains(diff, "-def mean") || strings.Contains(diff, "\r") {
+					t.Errorf("DiffChanges of %q changes every line ending, want only the edited line:\n%q", tt.write, diff)
+				}
+				if viaAdd, err := tree.Diff(ctx); err != nil || viaAdd != diff {
+					t.Errorf("DiffChanges differs from Diff (git add of the same file):\n%q\n%q (%v)", diff, viaAdd, err)
+				}
+			}
+			commit, err := tree.CommitChanges(ctx, "fix", changes)
+			if err != nil {
+				t.Fatalf("CommitChanges: %v", err)
+			}
+			if got := gitRaw(t, repo, "cat-file", "blob", commit+":stats.py"); got != tt.stored {
+				t.Errorf("committed stats.py = %q after the maker wrote %q; want %q", got, tt.write, tt.stored)
+			}
+		})
+	}
+}
+
+// gitRaw is git for test set-up, returning stdout untrimmed.
+func gitRaw(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = userGitEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
+	}
+	return string(out)
 }
