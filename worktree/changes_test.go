@@ -323,3 +323,50 @@ func gitRaw(t testing.TB, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestTrackedNamesThatLookLikePathspecs: file names git would read as pathspec magic or a
+// glob (":(glob)x.py", ":!x.py", "*.py") are plain names to ticketd. FileAtBase and FileOn
+// read them, and Undo puts a tracked one a check edited back to its base content instead of
+// deleting it as if it were new.
+func TestTrackedNamesThatLookLikePathspecs(t *testing.T) {
+	ctx := context.Background()
+	names := []string{":(glob)x.py", ":!x.py", ":/top.py", "*.py", "[ab].py"}
+	repo := newRepo(t, true)
+	for _, n := range names {
+		writeFile(t, filepath.Join(repo, n), "name = "+fmt.Sprintf("%q", n)+"\n")
+	}
+	writeFile(t, filepath.Join(repo, "a.py"), "a = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "odd names")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		want := "name = " + fmt.Sprintf("%q", n) + "\n"
+		if data, found, err := tree.FileAtBase(ctx, n); err != nil || !found || string(data) != want {
+			t.Errorf("FileAtBase(%q) = %q, %v, %v; want %q", n, data, found, err, want)
+		}
+		if data, found, err := tree.FileOn(ctx, "main", n); err != nil || !found || string(data) != want {
+			t.Errorf("FileOn(main, %q) = %q, %v, %v; want %q", n, data, found, err, want)
+		}
+		writeFile(t, filepath.Join(tree.Dir, n), "edited by a check\n")
+	}
+	if _, err := tree.Undo(ctx, snap); err != nil {
+		t.Errorf("Undo: %v", err)
+	}
+	for _, n := range names {
+		want := "name = " + fmt.Sprintf("%q", n) + "\n"
+		if data, err := os.ReadFile(filepath.Join(tree.Dir, n)); err != nil || string(data) != want {
+			t.Errorf("tracked %q after Undo: %q, %v; want its base content %q", n, data, err, want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(tree.Dir, "a.py")); err != nil || string(data) != "a = 1\n" {
+		t.Errorf("a.py (matched by the glob names) after Undo: %q, %v; want it untouched", data, err)
+	}
+}
