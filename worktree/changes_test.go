@@ -370,3 +370,54 @@ func TestTrackedNamesThatLookLikePathspecs(t *testing.T) {
 		t.Errorf("a.py (matched by the glob names) after Undo: %q, %v; want it untouched", data, err)
 	}
 }
+
+// TestChangesInsideSubmoduleRefused: a submodule's folder is empty in a worktree (ticketd
+// never initialises one), so the maker's tools can write a file there. Staged over the
+// base, that file replaced the gitlink: the commit silently removed the submodule. A change
+// at or under a submodule is refused, naming it; the branch does not move.
+func TestChangesInsideSubmoduleRefused(t *testing.T) {
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	repo := newRepo(t, true)
+	git(t, repo, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "vendor/lib")
+	git(t, repo, "commit", "--quiet", "-m", "submodule")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		changes []Change
+		wantErr string // "": accepted
+	}{
+		{"file inside the submodule", []Change{{Path: "vendor/lib/stats.py", Data: []byte("x\n")}}, "vendor/lib"},
+		{"deep inside the submodule", []Change{{Path: "stats.py", Data: []byte("x\n")}, {Path: "vendor/lib/pkg/m.py", Data: []byte("x\n")}}, "vendor/lib"},
+		{"file over the submodule", []Change{{Path: "vendor/lib", Data: []byte("x\n")}}, "vendor/lib"},
+		{"beside the submodule", []Change{{Path: "vendor/libx.py", Data: []byte("x\n")}, {Path: "vendor/other/m.py", Data: []byte("x\n")}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			head := git(t, repo, "rev-parse", tree.Branch)
+			diff, diffErr := tree.DiffChanges(ctx, tt.changes)
+			commit, commitErr := tree.CommitChanges(ctx, tt.name, tt.changes)
+			if tt.wantErr == "" {
+				if diffErr != nil || commitErr != nil {
+					t.Fatalf("DiffChanges/CommitChanges of %v: %v, %v; want them accepted", tt.changes, diffErr, commitErr)
+				}
+				if got := git(t, repo, "ls-tree", commit, "vendor/lib"); !strings.HasPrefix(got, "160000 commit ") {
+					t.Errorf("after the commit vendor/lib is %q, want the submodule kept", got)
+				}
+				return
+			}
+			for _, err := range []error{diffErr, commitErr} {
+				if err == nil || !strings.Contains(err.Error(), "submodule "+tt.wantErr) {
+					t.Errorf("DiffChanges/CommitChanges of %v: %v; want an error naming the submodule %s (diff:\n%s)", tt.changes, err, tt.wantErr, diff)
+				}
+			}
+			if got := git(t, repo, "rev-parse", tree.Branch); got != head {
+				t.Errorf("the branch moved to %s (commit %s), want it left at %s", got, commit, head)
+			}
+		})
+	}
+}
