@@ -43,8 +43,11 @@ func validChange(c Change) error {
 }
 
 // buildTree writes a tree object holding base's files with changes applied and returns its
-// hash. The blobs are written as the changes hold them (no filter, no end-of-line
-// conversion): the commit is byte for byte what the tools wrote.
+// hash. Each blob is what `git add` of the file would store: the repository's end-of-line
+// rules (an eol or text attribute, core.autocrlf) apply, so a file checked out with CRLF and
+// written back with CRLF by the tools is stored with the LF the repository keeps, and the
+// commit changes the lines the tools changed, not every line's ending. No filter driver
+// runs: the repository's are switched off (filterOverrides), and none other is configured.
 func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (string, error) {
 	g := t.dirs()
 	idx := filepath.Join(t.gitDir, changesIndexName)
@@ -54,12 +57,17 @@ func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (st
 	if _, err := g.git(ctx, env, "read-tree", base); err != nil {
 		return "", err
 	}
-	var records bytes.Buffer
 	for _, c := range changes {
 		if err := validChange(c); err != nil {
 			return "", err
 		}
-		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--no-filters", "--stdin")
+	}
+	if err := t.refuseSubmodulePaths(ctx, base, changes); err != nil {
+		return "", err
+	}
+	var records bytes.Buffer
+	for _, c := range changes {
+		out, err := g.gitInput(ctx, nil, c.Data, "hash-object", "-w", "--stdin", "--path="+c.Path)
 		if err != nil {
 			return "", fmt.Errorf("store %s: %w", c.Path, err)
 		}
@@ -79,6 +87,40 @@ func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (st
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
+}
+
+// refuseSubmodulePaths refuses a change at or under a submodule of base. A submodule's
+// folder is empty in a worktree (ticketd initialises none), so the tools can write there,
+// and a file staged at or under a gitlink replaces it: the commit would drop the submodule.
+// One ls-tree lists the base's entries at every folder the changes go through.
+func (t *Tree) refuseSubmodulePaths(ctx context.Context, base string, changes []Change) error {
+	var paths []string
+	for _, c := range changes {
+		for p := c.Path; p != "."; p = path.Dir(p) {
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	args := append([]string{"ls-tree", "-z", "--full-tree", base, "--"}, paths...)
+	out, err := t.dirs().git(ctx, literalPathspecs, args...)
+	if err != nil {
+		return fmt.Errorf("look up the changed paths at %s: %w", short(base), err)
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, name, _ := strings.Cut(entry, "\t")
+		if f := strings.Fields(meta); len(f) == 3 && f[1] == "commit" {
+			for _, c := range changes {
+				if c.Path == name || strings.HasPrefix(c.Path, name+"/") {
+					return fmt.Errorf("change %s: it is the submodule %s or inside it, which ticketd does not check out (committed, it would replace the submodule); fix it in the submodule's own repository", c.Path, name)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // DiffChanges returns the unified diff (git format, binary-safe, no renames) from BaseCommit

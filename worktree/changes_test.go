@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -243,5 +244,180 @@ func TestSnapshotUndo(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(tree.Dir, "old.py")); string(data) != "x = 1\n" {
 		t.Errorf("old.py after Undo: %q, want its base content", data)
+	}
+}
+
+// TestChangesFollowLineEndingRules: a repository that checks files out with CRLF (an eol
+// attribute, core.autocrlf) stores them with LF, so the maker reads and writes CRLF. The
+// commit and the patch must hold what `git add` of the maker's file stores: only the line
+// the maker changed differs, not every line's ending. Where no rule converts, the bytes are
+// kept as written.
+func TestChangesFollowLineEndingRules(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, repo string)
+		write  string // the maker's stats.py
+		stored string // what the commit must hold
+	}{
+		{"eol=crlf attribute", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, ".gitattributes"), "*.py text eol=crlf\n")
+			git(t, repo, "add", "-A")
+			git(t, repo, "commit", "--quiet", "-m", "attributes")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\n    return sum(xs) / max(len(xs), 1)\n"},
+		{"core.autocrlf=true", func(t *testing.T, repo string) {
+			git(t, repo, "config", "core.autocrlf", "true")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\n    return sum(xs) / max(len(xs), 1)\n"},
+		{"no rule: CRLF kept", func(t *testing.T, repo string) {},
+			"def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n"},
+		{"-text attribute: CRLF kept", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, ".gitattributes"), "*.py -text\n")
+			git(t, repo, "add", "-A")
+			git(t, repo, "commit", "--quiet", "-m", "attributes")
+			git(t, repo, "config", "core.autocrlf", "true")
+		}, "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n", "def mean(xs):\r\n    return sum(xs) / max(len(xs), 1)\r\n"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t, true)
+			tt.setup(t, repo)
+			m := NewManager(t.TempDir(), nil)
+			tree, err := m.Prepare(ctx, repo, "main", BranchName(int64(i+1), "eol"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes := []Change{{Path: "stats.py", Data: []byte(tt.write)}}
+			writeFile(t, filepath.Join(tree.Dir, "stats.py"), tt.write)
+			diff, err := tree.DiffChanges(ctx, changes)
+			if err != nil {
+				t.Fatalf("DiffChanges: %v", err)
+			}
+			if tt.stored != tt.write {
+				if strings.Contains(diff, "-def mean") || strings.Contains(diff, "\r") {
+					t.Errorf("DiffChanges of %q changes every line ending, want only the edited line:\n%q", tt.write, diff)
+				}
+				if viaAdd, err := tree.Diff(ctx); err != nil || viaAdd != diff {
+					t.Errorf("DiffChanges differs from Diff (git add of the same file):\n%q\n%q (%v)", diff, viaAdd, err)
+				}
+			}
+			commit, err := tree.CommitChanges(ctx, "fix", changes)
+			if err != nil {
+				t.Fatalf("CommitChanges: %v", err)
+			}
+			if got := gitRaw(t, repo, "cat-file", "blob", commit+":stats.py"); got != tt.stored {
+				t.Errorf("committed stats.py = %q after the maker wrote %q; want %q", got, tt.write, tt.stored)
+			}
+		})
+	}
+}
+
+// gitRaw is git for test set-up, returning stdout untrimmed.
+func gitRaw(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = userGitEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
+	}
+	return string(out)
+}
+
+// TestTrackedNamesThatLookLikePathspecs: file names git would read as pathspec magic or a
+// glob (":(glob)x.py", ":!x.py", "*.py") are plain names to ticketd. FileAtBase and FileOn
+// read them, and Undo puts a tracked one a check edited back to its base content instead of
+// deleting it as if it were new.
+func TestTrackedNamesThatLookLikePathspecs(t *testing.T) {
+	ctx := context.Background()
+	names := []string{":(glob)x.py", ":!x.py", ":/top.py", "*.py", "[ab].py"}
+	repo := newRepo(t, true)
+	for _, n := range names {
+		writeFile(t, filepath.Join(repo, n), "name = "+fmt.Sprintf("%q", n)+"\n")
+	}
+	writeFile(t, filepath.Join(repo, "a.py"), "a = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "odd names")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		want := "name = " + fmt.Sprintf("%q", n) + "\n"
+		if data, found, err := tree.FileAtBase(ctx, n); err != nil || !found || string(data) != want {
+			t.Errorf("FileAtBase(%q) = %q, %v, %v; want %q", n, data, found, err, want)
+		}
+		if data, found, err := tree.FileOn(ctx, "main", n); err != nil || !found || string(data) != want {
+			t.Errorf("FileOn(main, %q) = %q, %v, %v; want %q", n, data, found, err, want)
+		}
+		writeFile(t, filepath.Join(tree.Dir, n), "edited by a check\n")
+	}
+	if _, err := tree.Undo(ctx, snap); err != nil {
+		t.Errorf("Undo: %v", err)
+	}
+	for _, n := range names {
+		want := "name = " + fmt.Sprintf("%q", n) + "\n"
+		if data, err := os.ReadFile(filepath.Join(tree.Dir, n)); err != nil || string(data) != want {
+			t.Errorf("tracked %q after Undo: %q, %v; want its base content %q", n, data, err, want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(tree.Dir, "a.py")); err != nil || string(data) != "a = 1\n" {
+		t.Errorf("a.py (matched by the glob names) after Undo: %q, %v; want it untouched", data, err)
+	}
+}
+
+// TestChangesInsideSubmoduleRefused: a submodule's folder is empty in a worktree (ticketd
+// never initialises one), so the maker's tools can write a file there. Staged over the
+// base, that file replaced the gitlink: the commit silently removed the submodule. A change
+// at or under a submodule is refused, naming it; the branch does not move.
+func TestChangesInsideSubmoduleRefused(t *testing.T) {
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	repo := newRepo(t, true)
+	git(t, repo, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "vendor/lib")
+	git(t, repo, "commit", "--quiet", "-m", "submodule")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		changes []Change
+		wantErr string // "": accepted
+	}{
+		{"file inside the submodule", []Change{{Path: "vendor/lib/stats.py", Data: []byte("x\n")}}, "vendor/lib"},
+		{"deep inside the submodule", []Change{{Path: "stats.py", Data: []byte("x\n")}, {Path: "vendor/lib/pkg/m.py", Data: []byte("x\n")}}, "vendor/lib"},
+		{"file over the submodule", []Change{{Path: "vendor/lib", Data: []byte("x\n")}}, "vendor/lib"},
+		{"beside the submodule", []Change{{Path: "vendor/libx.py", Data: []byte("x\n")}, {Path: "vendor/other/m.py", Data: []byte("x\n")}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			head := git(t, repo, "rev-parse", tree.Branch)
+			diff, diffErr := tree.DiffChanges(ctx, tt.changes)
+			commit, commitErr := tree.CommitChanges(ctx, tt.name, tt.changes)
+			if tt.wantErr == "" {
+				if diffErr != nil || commitErr != nil {
+					t.Fatalf("DiffChanges/CommitChanges of %v: %v, %v; want them accepted", tt.changes, diffErr, commitErr)
+				}
+				if got := git(t, repo, "ls-tree", commit, "vendor/lib"); !strings.HasPrefix(got, "160000 commit ") {
+					t.Errorf("after the commit vendor/lib is %q, want the submodule kept", got)
+				}
+				return
+			}
+			for _, err := range []error{diffErr, commitErr} {
+				if err == nil || !strings.Contains(err.Error(), "submodule "+tt.wantErr) {
+					t.Errorf("DiffChanges/CommitChanges of %v: %v; want an error naming the submodule %s (diff:\n%s)", tt.changes, err, tt.wantErr, diff)
+				}
+			}
+			if got := git(t, repo, "rev-parse", tree.Branch); got != head {
+				t.Errorf("the branch moved to %s (commit %s), want it left at %s", got, commit, head)
+			}
+		})
 	}
 }

@@ -44,7 +44,7 @@ func (t *Tree) FileOn(ctx context.Context, branch, rel string) (data []byte, fou
 	if strings.HasPrefix(branch, "-") {
 		return nil, false, fmt.Errorf("read %s on %q: a branch name may not start with a dash", rel, branch)
 	}
-	out, err := t.dirs().git(ctx, nil, "ls-tree", "-z", "--full-tree", branch, "--", rel)
+	out, err := t.dirs().git(ctx, literalPathspecs, "ls-tree", "-z", "--full-tree", branch, "--", rel)
 	if err != nil {
 		return nil, false, fmt.Errorf("look up %s on %s: %w", rel, branch, err)
 	}

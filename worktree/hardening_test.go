@@ -114,6 +114,17 @@ func TestRepoConfigRunsNothing(t *testing.T) {
 	if got := git(t, repo, "cat-file", "-p", commit); strings.Contains(got, "gpgsig") {
 		t.Errorf("Commit was signed:\n%s", got)
 	}
+	// The fix's own path: blobs hashed under the files' attributes, which name the drivers.
+	var changes []Change
+	for _, f := range []string{"a.txt", "b.dat", "c.inc"} {
+		changes = append(changes, Change{Path: f, Data: []byte("maker's " + f + "\n")})
+	}
+	if _, err := tree.DiffChanges(ctx, changes); err != nil {
+		t.Fatalf("DiffChanges: %v", err)
+	}
+	if _, err := tree.CommitChanges(ctx, "evil changes", changes); err != nil {
+		t.Fatalf("CommitChanges: %v", err)
+	}
 	if _, err := FilesAt(repo, commit); err != nil {
 		t.Fatalf("FilesAt: %v", err)
 	}

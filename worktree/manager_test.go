@@ -250,6 +250,8 @@ func TestPrepareErrors(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t, true)
 	plain := t.TempDir()
+	bare := filepath.Join(t.TempDir(), "bare.git")
+	git(t, repo, "clone", "--quiet", "--bare", repo, bare)
 	m := NewManager(t.TempDir(), nil)
 	tests := []struct {
 		name, repo, ref, branch string
@@ -258,6 +260,7 @@ func TestPrepareErrors(t *testing.T) {
 	}{
 		{"missing dir", filepath.Join(plain, "nope"), "main", "ticketd/1-x", ErrNotRepository, "does not exist"},
 		{"not a repo", plain, "main", "ticketd/1-x", ErrNotRepository, "git init"},
+		{"bare repo", bare, "main", "ticketd/1-x", ErrNotRepository, "bare repository: ticketd needs a clone with a working tree (git clone " + bare + " DIR"},
 		{"unknown ref", repo, "no-such-branch", "ticketd/1-x", ErrUnknownRef, "no-such-branch"},
 		{"bad branch", repo, "main", "ticketd/..bad", nil, "invalid branch name"},
 	}

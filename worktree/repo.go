@@ -25,6 +25,9 @@ func openRepo(ctx context.Context, repoPath string) (repoDirs, error) {
 		if ctx.Err() != nil {
 			return repoDirs{}, err
 		}
+		if bare, _ := runGit(ctx, abs, "rev-parse", "--is-bare-repository"); strings.TrimSpace(bare) == "true" {
+			return repoDirs{}, fmt.Errorf("open repository %q: %w: it is a bare repository: ticketd needs a clone with a working tree (git clone %s DIR, then set the repo path to DIR)", repoPath, ErrNotRepository, abs)
+		}
 		return repoDirs{}, fmt.Errorf("open repository %q: %w (%v); run `git init` there or fix the repo path in the config", repoPath, ErrNotRepository, err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")

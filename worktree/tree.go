@@ -74,7 +74,8 @@ var ErrNotRegularAtBase = errors.New("not a regular file at the base commit")
 // stored (cat-file runs no filter or textconv), so a Git LFS file reads as its pointer, as
 // it is checked out.
 func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found bool, err error) {
-	out, err := t.dirs().git(ctx, nil, "ls-tree", "-z", "--full-tree", t.BaseCommit, "--", rel)
+	// Literal pathspecs: a file named ":(glob)x.py" or ":!x.py" is that file, not magic.
+	out, err := t.dirs().git(ctx, literalPathspecs, "ls-tree", "-z", "--full-tree", t.BaseCommit, "--", rel)
 	if err != nil {
 		return nil, false, fmt.Errorf("look up %s at %s: %w", rel, short(t.BaseCommit), err)
 	}
@@ -96,6 +97,10 @@ func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found b
 	}
 	return []byte(blob), true, nil
 }
+
+// literalPathspecs is the environment of a git command handed a path as it is named, never
+// a pattern: git reads a path starting with ":" as pathspec magic otherwise.
+var literalPathspecs = []string{"GIT_LITERAL_PATHSPECS=1"}
 
 // againstScratch stages the whole working copy into the tree's scratch
 // index and runs git with args against it: two git processes. The scratch
