@@ -60,7 +60,9 @@ func (t *Tree) ChangesSince(ctx context.Context) ([]Change, error) {
 		if status == "D" || (mode != "100644" && mode != "100755") {
 			return nil, fmt.Errorf("the fix on %s deletes %s or makes it a non-regular file (status %s, mode %s): ticketd does not go on from such a change", t.Branch, p, status, mode)
 		}
-		blob, err := g.git(ctx, nil, "cat-file", "blob", sha)
+		// As checked out (end-of-line rules; filter drivers stay off): the working copy
+		// holds that, and the fix's blobs are stored from it again (buildTree).
+		blob, err := g.git(ctx, nil, "cat-file", "--filters", "--path="+p, sha)
 		if err != nil {
 			return nil, fmt.Errorf("read %s at %s: %w", p, t.Branch, err)
 		}
