@@ -255,11 +255,19 @@ func TestResultsReaderRefusesOddFiles(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "patch")); err != nil {
 		t.Fatal(err)
 	}
+	// A folder that is a symlink out of the results leaves them as surely as a file does.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "patch"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "attempt-1")); err != nil {
+		t.Fatal(err)
+	}
 	tk := store.Ticket{ID: 1, ResultDir: dir}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, name := range []string{"report.md", "patch", "../x", "/etc/passwd", "a/b/c"} {
+		for _, name := range []string{"report.md", "patch", "../x", "/etc/passwd", "a/b/c", "attempt-1/patch"} {
 			if data, _, err := (DirResults{}).ReadResult(t.Context(), tk, name, 1<<20); err == nil {
 				t.Errorf("ReadResult(%q) = %q, want an error", name, data)
 			}
