@@ -434,3 +434,30 @@ func TestHomeShowsTheForecast(t *testing.T) {
 		t.Errorf("a page without a forecast shows one")
 	}
 }
+
+// TestOldTicketAddress: /ticket/ID leads to /tickets/ID and nowhere else: an id that is not
+// a number (here one that path cleaning would make "/\evil.example", which a browser follows
+// to another site) is refused, not redirected.
+func TestOldTicketAddress(t *testing.T) {
+	fx := setup(t)
+	srv := serve(t, fx.store)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tt := range []struct {
+		path, loc string
+		code      int
+	}{
+		{fmt.Sprintf("/ticket/%d", fx.done), fmt.Sprintf("/tickets/%d", fx.done), 301},
+		{"/ticket/..%2F%5Cevil.example", "", 400},
+		{"/ticket/%5C%5Cevil.example", "", 400},
+		{"/ticket/abc", "", 400},
+	} {
+		resp, err := c.Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || resp.Header.Get("Location") != tt.loc {
+			t.Errorf("GET %s = %d to %q, want %d to %q", tt.path, resp.StatusCode, resp.Header.Get("Location"), tt.code, tt.loc)
+		}
+	}
+}
