@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -76,7 +77,8 @@ func (s *Server) acceptAction(ctx context.Context, w http.ResponseWriter, r *htt
 	return nil
 }
 
-// cleanName keeps a name printable and short, for the ticket's history.
+// cleanName keeps a name printable and short (64 bytes, cut between characters), for the
+// ticket's history.
 func cleanName(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
@@ -85,7 +87,11 @@ func cleanName(s string) string {
 		return -1
 	}, strings.TrimSpace(s))
 	if len(s) > 64 {
-		s = s[:64]
+		cut := 64
+		for cut > 0 && !utf8.RuneStart(s[cut]) { // between characters, never inside one
+			cut--
+		}
+		s = s[:cut]
 	}
 	return strings.TrimSpace(s)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -81,5 +82,23 @@ func TestAcceptButton(t *testing.T) {
 	}
 	if len(calls) != 1 {
 		t.Errorf("accept called %d times in all, want 1", len(calls))
+	}
+}
+
+// TestCleanName: the name an accept records is printable, trimmed and at most 64 bytes,
+// cut between characters: the ticket's history never holds a broken character.
+func TestCleanName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"  alice  ", "alice"},
+		{"al\x00i\nce\u202e", "alice"},
+		{strings.Repeat("a", 70), strings.Repeat("a", 64)},
+		{strings.Repeat("é", 40), strings.Repeat("é", 32)},
+		{"a" + strings.Repeat("é", 40), "a" + strings.Repeat("é", 31)},
+		{strings.Repeat("a", 63) + " b", strings.Repeat("a", 63)},
+	} {
+		got := cleanName(tt.in)
+		if got != tt.want || !utf8.ValidString(got) {
+			t.Errorf("cleanName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

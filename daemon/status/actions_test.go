@@ -1,9 +1,12 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -122,6 +125,55 @@ func TestReadOnly(t *testing.T) {
 	}
 	if tk, _ := b.st.Get(b.ctx, esc); tk.State != store.StateEscalated {
 		t.Errorf("a read-only page changed the ticket to %s", tk.State)
+	}
+}
+
+// TestReadOnlyRefusesEveryAction: on a read-only page every state-changing POST is refused,
+// even one that carries this process's token and its confirmation, and the confirmation
+// pages are not served; nothing changes.
+func TestReadOnlyRefusesEveryAction(t *testing.T) {
+	b := newBuilder(t)
+	b.startNight("cron")
+	esc := b.ticket("app", "Escalated one", attemptPlan{1, "fix", "fix: no luck"})
+	accepted := 0
+	s, err := New(b.st, Options{ReadOnly: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Accept: func(context.Context, int64, string) (string, error) { accepted++; return "published", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	before, _ := b.st.Events(b.ctx, esc)
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	tp := func(action string) string { return fmt.Sprintf("/tickets/%d/%s", esc, action) }
+	for _, tt := range []struct {
+		path string
+		form url.Values
+	}{
+		{tp("requeue"), url.Values{"note": {"n"}, "confirm": {"done"}}},
+		{tp("cancel"), url.Values{"confirm": {"yes"}}},
+		{tp("answer"), url.Values{"answer": {"a"}}},
+		{tp("revise"), url.Values{"note": {"n"}}},
+		{tp("budget"), url.Values{"dollars": {"2.50"}}},
+		{tp("accept"), url.Values{"confirm": {"yes"}, "name": {"alice"}}},
+		{"/bulk", url.Values{"do": {"cancel"}, "confirm": {"yes"}, "id": {fmt.Sprint(esc)}}},
+		{"/needs/dismiss", url.Values{"item": {fmt.Sprintf("ticket/%d/escalated/1", esc)}}},
+	} {
+		tt.form.Set("csrf", s.csrf)
+		code, body, _ := post(t, srv.URL, tt.path, tt.form, same)
+		if code != 403 || !strings.Contains(body, "read-only") {
+			t.Errorf("read-only POST %s = %d %q, want 403", tt.path, code, clip(200, body))
+		}
+	}
+	for _, path := range []string{"/bulk?do=cancel&state=escalated", tp("accept")} {
+		if code, body := get(t, srv.URL+path); code < 400 || strings.Contains(body, `name="csrf"`) {
+			t.Errorf("read-only GET %s = %d, want it refused without a form", path, code)
+		}
+	}
+	after, _ := b.st.Events(b.ctx, esc)
+	gone, _ := b.st.Dismissals(b.ctx)
+	if tk, _ := b.st.Get(b.ctx, esc); tk.State != store.StateEscalated || len(after) != len(before) || len(gone) != 0 || accepted != 0 {
+		t.Errorf("a read-only page acted: ticket %s, %d events (was %d), %d dismissals, %d accepts", tk.State, len(after), len(before), len(gone), accepted)
 	}
 }
 

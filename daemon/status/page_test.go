@@ -255,11 +255,19 @@ func TestResultsReaderRefusesOddFiles(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "patch")); err != nil {
 		t.Fatal(err)
 	}
+	// A folder that is a symlink out of the results leaves them as surely as a file does.
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "patch"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "attempt-1")); err != nil {
+		t.Fatal(err)
+	}
 	tk := store.Ticket{ID: 1, ResultDir: dir}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, name := range []string{"report.md", "patch", "../x", "/etc/passwd", "a/b/c"} {
+		for _, name := range []string{"report.md", "patch", "../x", "/etc/passwd", "a/b/c", "attempt-1/patch"} {
 			if data, _, err := (DirResults{}).ReadResult(t.Context(), tk, name, 1<<20); err == nil {
 				t.Errorf("ReadResult(%q) = %q, want an error", name, data)
 			}
@@ -424,5 +432,32 @@ func TestHomeShowsTheForecast(t *testing.T) {
 	_, html := get(t, serveWith(t, b.st, Options{}).URL+"/")
 	if strings.Contains(html, `id="forecast"`) {
 		t.Errorf("a page without a forecast shows one")
+	}
+}
+
+// TestOldTicketAddress: /ticket/ID leads to /tickets/ID and nowhere else: an id that is not
+// a number (here one that path cleaning would make "/\evil.example", which a browser follows
+// to another site) is refused, not redirected.
+func TestOldTicketAddress(t *testing.T) {
+	fx := setup(t)
+	srv := serve(t, fx.store)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tt := range []struct {
+		path, loc string
+		code      int
+	}{
+		{fmt.Sprintf("/ticket/%d", fx.done), fmt.Sprintf("/tickets/%d", fx.done), 301},
+		{"/ticket/..%2F%5Cevil.example", "", 400},
+		{"/ticket/%5C%5Cevil.example", "", 400},
+		{"/ticket/abc", "", 400},
+	} {
+		resp, err := c.Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || resp.Header.Get("Location") != tt.loc {
+			t.Errorf("GET %s = %d to %q, want %d to %q", tt.path, resp.StatusCode, resp.Header.Get("Location"), tt.code, tt.loc)
+		}
 	}
 }

@@ -41,7 +41,8 @@ var _ Results = DirResults{}
 var errBadName = errors.New("not a file name inside the results folder")
 
 // ReadResult reads a regular file only (never a FIFO or a device, which would hang or
-// flood the page), without following a symlink at the last element.
+// flood the page), without following a symlink at the last element, and through os.Root, so
+// a folder on the way that is a symlink cannot lead out of the results folder either.
 func (DirResults) ReadResult(_ context.Context, t store.Ticket, name string, max int64) ([]byte, bool, error) {
 	if t.ResultDir == "" {
 		return nil, false, fmt.Errorf("ticket %d has no results folder: %w", t.ID, fs.ErrNotExist)
@@ -49,15 +50,20 @@ func (DirResults) ReadResult(_ context.Context, t store.Ticket, name string, max
 	if !validResultName(name) {
 		return nil, false, fmt.Errorf("results file %q of ticket %d: %w", name, t.ID, errBadName)
 	}
+	root, err := os.OpenRoot(t.ResultDir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer root.Close()
 	p := filepath.Join(t.ResultDir, filepath.FromSlash(name))
-	fi, err := os.Lstat(p)
+	fi, err := root.Lstat(filepath.FromSlash(name))
 	if err != nil {
 		return nil, false, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, false, fmt.Errorf("results file %s is not a regular file (%s): %w", p, fi.Mode().Type(), fs.ErrNotExist)
 	}
-	f, err := os.Open(p)
+	f, err := root.Open(filepath.FromSlash(name))
 	if err != nil {
 		return nil, false, err
 	}

@@ -121,7 +121,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /tickets/{id}/live", s.ticketLive)
 	mux.HandleFunc("GET /tickets/{id}/files/{name...}", s.resultFile)
 	mux.HandleFunc("GET /ticket/{id}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/tickets/"+r.PathValue("id"), http.StatusMovedPermanently)
+		// Only a ticket id: the raw value, cleaned as a path by Redirect, could lead off the
+		// site (..%2F%5Cevil.example becomes /\evil.example, which a browser reads as //).
+		if id, ok := s.ticketID(w, r); ok {
+			http.Redirect(w, r, fmt.Sprintf("/tickets/%d", id), http.StatusMovedPermanently)
+		}
 	})
 	mux.HandleFunc("GET /tickets/{id}/accept", s.acceptConfirm)
 	mux.HandleFunc("POST /tickets/{id}/{action}", s.action)
