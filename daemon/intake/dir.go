@@ -152,6 +152,9 @@ func readIssueFile(path string) ([]byte, error) {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, errors.New("is a symlink: issue files must be regular files in the folder")
 		}
+		if errors.Is(err, syscall.ENXIO) { // open(2) of a socket
+			return nil, errors.New("is a socket: issue files must be regular files in the folder")
+		}
 		return nil, err
 	}
 	defer f.Close()

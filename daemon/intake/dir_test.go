@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,26 @@ func TestPriority(t *testing.T) {
 				t.Errorf("Priority(%q, %v) = %d, want %d", tt.labels, prio, got, tt.want)
 			}
 		})
+	}
+}
+
+// A socket named like an issue file is skipped as one, not as "no such device or address".
+func TestScanNamesASocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sock") // short: a socket's path has a small limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "s.md"))
+	if err != nil {
+		t.Skipf("no unix socket here: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "is a socket") {
+		t.Errorf("skipped %+v; want s.md skipped as a socket", rep.Skipped)
 	}
 }
