@@ -160,8 +160,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // Serve serves on ln until ctx ends, then shuts down gracefully (5s at most). It answers
 // only requests addressed to ln (see hostCheck).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: hostCheck(s.Handler(), ln.Addr(), s.hosts), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
-		ErrorLog: nil}
+	// Forms are at most 64 KiB: a request still sending its body after ReadTimeout, or a
+	// kept-alive connection idle past IdleTimeout, holds nothing the console needs.
+	srv := &http.Server{Handler: hostCheck(s.Handler(), ln.Addr(), s.hosts), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
