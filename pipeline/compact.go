@@ -20,7 +20,7 @@ import (
 //
 //  1. Old tool outputs (everything but the most recent keepRecentOutputs, and never the
 //     result of an edit or a write) are replaced by a one-line stub that says how to get
-//     them back. The model's own messages and tool calls, edits included, stay verbatim.
+//     them back (or, for a submit or a question, that calling again would act again). The model's own messages and tool calls, edits included, stay verbatim.
 //  2. If that is not enough, the middle of the conversation is summarised by the triage
 //     model and replaced by the summary; the opening (instructions, repository, ticket)
 //     and the last turns stay.
@@ -37,6 +37,10 @@ const (
 
 	keepRecentOutputs = 4
 	elidedStub        = "[ticketd: this earlier %s output (%d characters) was removed to keep the conversation short; call the tool again if you still need it]"
+	// elidedActStub replaces the answer of a call that acts (submit, ask_human): calling it
+	// again would not fetch the old answer but act anew, and a submit of the same change after
+	// the same refusal ends the attempt.
+	elidedActStub = "[ticketd: this earlier %s answer (%d characters) was removed to keep the conversation short; calling %s again would act again, not show it: run_checks shows where the checks stand now]"
 )
 
 // errContextFull ends an attempt whose conversation cannot be made to fit.
@@ -173,6 +177,9 @@ func elideOldOutputs(msgs []openai.ChatCompletionMessage, keepTokens int) []open
 			continue
 		}
 		stub := fmt.Sprintf(elidedStub, cmpOrName(m.Name), len(m.Content))
+		if m.Name == tools.Submit || m.Name == tools.AskHuman {
+			stub = fmt.Sprintf(elidedActStub, m.Name, len(m.Content), m.Name)
+		}
 		if len(stub) < len(m.Content) {
 			m.Content = stub
 			out[i] = m

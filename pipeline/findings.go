@@ -162,8 +162,9 @@ func submitFindings(job Job, diff string, changed []string) []string {
 	return append(out, addedSuppressions(diff, issue)...)
 }
 
-// refusedFindings opens the answer to a submit with findings.
-const refusedFindings = "Not accepted: your change silences or reconfigures the checks, which a fix may not do unless the issue asks for it. Nothing was run.\n\n"
+// refusedFindings opens the answer to a submit with findings. Only a suppression is let
+// through by an issue that asks for it; test configuration and protected paths never are.
+const refusedFindings = "Not accepted: your change silences or reconfigures the checks, which a fix may not do (a suppression only where the issue asks for it). Nothing was run.\n\n"
 
 // answerFindings refuses a submit with findings; when the maker was told before, the attempt
 // ends for a human instead, its patch and branch kept.

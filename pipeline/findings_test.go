@@ -74,3 +74,17 @@ diff --git a/setup.cfg b/setup.cfg
 		t.Errorf("splitDiff paths %q", paths)
 	}
 }
+
+// What the refusal says the issue can allow is what submitFindings lets an issue allow: a
+// suppression, never a change to the test configuration.
+func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {
+	job := Job{Ticket: Ticket{Title: "skip the slow test", Body: "Please skip it, and fix conftest.py too."}}
+	diff := "diff --git a/test_a.py b/test_a.py\n--- a/test_a.py\n+++ b/test_a.py\n@@ -1,1 +1,2 @@\n+@pytest.mark.skip\n def test_a():\n"
+	got := submitFindings(job, diff, []string{"test_a.py", "conftest.py"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "conftest.py: changes the test configuration") {
+		t.Fatalf("findings %q: want only conftest.py's, the skip being asked for", got)
+	}
+	if strings.Contains(refusedFindings, "may not do unless the issue asks") {
+		t.Errorf("the refusal says an issue can allow any of it: %q", refusedFindings)
+	}
+}

@@ -70,7 +70,7 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 		g.Passed = false
 		g.failedKeys = append(g.failedKeys, g.Weakened...)
 		sort.Strings(g.failedKeys)
-		g.Text += fmt.Sprintf("\n%d test(s) pass at the base commit and do not pass in their base version with your change, which touches them (changed, skipped, deleted or renamed). A change may not weaken the tests the base passed:\n- %s\n",
+		g.Text += fmt.Sprintf("\n%d test(s) pass at the base commit and do not pass in their base version with your change (it changed, skipped, deleted or renamed them, or its code makes them skip or go uncollected). A change may not weaken the tests the base passed:\n- %s\n",
 			len(g.Weakened), strings.Join(clipList(g.Weakened, 20), "\n- "))
 	}
 	return c.requireTargets(ctx, g)

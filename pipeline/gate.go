@@ -152,7 +152,9 @@ func Compare(baseline, current []validate.Result) Gate {
 			len(g.TimedOut), strings.Join(g.TimedOut, "\n- "))
 	}
 	if len(g.Remaining) > 0 {
-		fmt.Fprintf(&b, "\n%d failure(s) already present at the base commit, still failing (not yours, and no reason to refuse the change; leave them unless the ticket is about them):\n- %s\n",
+		// A target test failing at the base is in this list too, and requireTargets refuses
+		// the change while it still fails: the text may not call it no reason to refuse.
+		fmt.Fprintf(&b, "\n%d failure(s) already present at the base commit, still failing (not yours, and no reason to refuse the change unless one is a target test the fix must make pass; leave them unless the ticket is about them):\n- %s\n",
 			len(g.Remaining), strings.Join(clipList(g.Remaining, maxRemainingShown), "\n- "))
 	}
 	// With new failures (a collection error, say) a run may stop early, so baseline failures

@@ -11,7 +11,7 @@ import (
 // PromptVersion names the static prompt text. Change it whenever the instructions or tool
 // definitions change: it is part of the prompt cache key, so old cache entries are not
 // mixed with new prompts.
-const PromptVersion = "p4"
+const PromptVersion = "p5"
 
 // The role instructions are static: no ticket, directory, date or repository text may ever
 // appear in them, because they (after the tool definitions) form the byte-identical prefix
@@ -43,7 +43,7 @@ How to work:
 
 Rules for the tools:
 - Paths are relative to the repository root. You cannot leave the repository, and the .git directory is off limits.
-- edit_file needs old_text copied exactly from the file, including indentation and blank lines, and it must occur exactly once. If an edit fails, re-read the file and copy the text again rather than guessing.
+- edit_file needs old_text copied exactly from the file, including indentation and blank lines, and it must occur exactly once (or set replace_all to change every occurrence). If an edit fails, re-read the file and copy the text again rather than guessing.
 - write_file may create new files; it may overwrite an existing file only after you have read it in this conversation.
 - A tool result that starts with "error:" means the call did nothing. Correct the call; do not repeat the same failing call.
 - A submit answered with "Not accepted:" names who refused it: the checks (then the failures listed are real test, lint or type errors), the missing evidence (the checks passed, but no test fails without your fix; add one), the code reviewer (the checks passed; fix the defects it names), or the judge (the checks passed; make the unmet criteria hold). Fix what that gate names and submit again; submitting the same change again after the same refusal ends the attempt.

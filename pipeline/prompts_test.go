@@ -123,3 +123,31 @@ func TestTicketContextPriorUnverified(t *testing.T) {
 		}
 	}
 }
+
+// The static instructions state rules the code enforces; each claim here is checked against
+// the constant or behaviour behind it, so changing one without the other fails.
+func TestRoleInstructionsMatchTheCode(t *testing.T) {
+	if MaxReviewRounds != 2 {
+		t.Fatalf("MaxReviewRounds is %d: the checker is told \"at most two review rounds\"; update its text", MaxReviewRounds)
+	}
+	tests := []struct {
+		role model.Role
+		want string
+	}{
+		{model.RoleChecker, "There are at most two review rounds"},
+		// edit_file refuses several occurrences unless replace_all (tools.EditFile).
+		{model.RoleMaker, "it must occur exactly once (or set replace_all to change every occurrence)"},
+		// Every refusal of a submit starts so (submit.go, findings.go, unverified.go).
+		{model.RoleMaker, `A submit answered with "Not accepted:"`},
+	}
+	for _, tt := range tests {
+		if !strings.Contains(SystemPrompt(tt.role), tt.want) {
+			t.Errorf("%s instructions lack %q", tt.role, tt.want)
+		}
+	}
+	for _, prefix := range []string{refusedByChecks, refusedByChecker, refusedByJudge, refusedNoProof, refusedFindings, refusedNoTestFirst} {
+		if !strings.HasPrefix(prefix, "Not accepted:") {
+			t.Errorf("a submit refusal does not start \"Not accepted:\", as the maker is told: %q", prefix)
+		}
+	}
+}

@@ -269,7 +269,7 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 	}
 	var b strings.Builder
 	if len(ev.PassAtBase) > 0 {
-		fmt.Fprintf(&b, "Your test(s) %s pass at the base commit too: ticketd ran them against the code as it was before your change, and they passed, so they do not reproduce the bug. Change them so that they fail without your fix.\n",
+		fmt.Fprintf(&b, "Your test(s) %s pass at the base commit too: ticketd ran them against the code as it was before your change, and they did not fail, so they do not reproduce the bug. Change them so that they fail without your fix.\n",
 			strings.Join(clipList(ev.PassAtBase, 10), ", "))
 		why += fmt.Sprintf(" (the change's tests %s pass at the base commit too)", strings.Join(clipList(ev.PassAtBase, 5), ", "))
 	} else {
