@@ -20,7 +20,8 @@ import (
 //
 //  1. Old tool outputs (everything but the most recent keepRecentOutputs, and never the
 //     result of an edit or a write) are replaced by a one-line stub that says how to get
-//     them back (or, for a submit or a question, that calling again would act again). The model's own messages and tool calls, edits included, stay verbatim.
+//     them back (or, for a submit or a question, that calling again would act again). The
+//     model's own messages and tool calls, edits included, stay verbatim.
 //  2. If that is not enough, the middle of the conversation is summarised by the triage
 //     model and replaced by the summary; the opening (instructions, repository, ticket)
 //     and the last turns stay.
