@@ -124,7 +124,8 @@ func (s Spec) env() []string {
 }
 
 // Command returns the command that runs argv under the spec. The caller sets Stdout, Stderr
-// and Cancel and runs it. Under bwrap the process is bwrap itself, started in its own process
+// and Cancel and runs it; Stdin is the spec's (empty: under bwrap it also lets go of the
+// seccomp filter's descriptor once the command has started). Under bwrap the process is bwrap itself, started in its own process
 // group and killed when the daemon's thread that started it dies; killing it kills the
 // namespace's init and so every process of the command, setsid or not. Under ModeNone the
 // command runs in its own process group with the same parent-death signal.
@@ -143,6 +144,18 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		if err := s.asUser(ctx, cmd); err != nil {
 			return nil, err
 		}
+	}
+	if s.Mode.orDefault() == ModeBwrap {
+		filter, err := seccompFile()
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, filter)
+		if fd := 2 + len(cmd.ExtraFiles); fd != seccompFD(os.Geteuid()) {
+			filter.Close()
+			return nil, fmt.Errorf("sandbox: the seccomp filter would be descriptor %d, bwrap is told %d", fd, seccompFD(os.Geteuid()))
+		}
+		cmd.Stdin = closeOnRead{filter}
 	}
 	if s.Mode.orDefault() == ModeNone {
 		cmd.Dir = s.Dir
@@ -192,6 +205,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	}
 	args := append([]string{bwrap}, namespaceArgs(s.Network)...)
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
+	args = append(args, "--seccomp", strconv.Itoa(seccompFD(os.Geteuid())))
 	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
 	for _, m := range mounts {
@@ -229,6 +243,15 @@ func userArgs(euid int, id Identity) []string {
 	}
 	id = id.orDefault()
 	return []string{"--userns", strconv.Itoa(userNSFD), "--uid", strconv.Itoa(id.UID), "--gid", strconv.Itoa(id.GID), "--cap-drop", "ALL"}
+}
+
+// seccompFD is the descriptor bwrap reads the keyring filter (seccomp.go) from: the last of
+// cmd.ExtraFiles, after the user namespace when ticketd is root.
+func seccompFD(euid int) int {
+	if euid == 0 {
+		return userNSFD + 1
+	}
+	return 3
 }
 
 // userNSFD is the descriptor the checks' user namespace has in bwrap when ticketd is root:
