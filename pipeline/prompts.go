@@ -11,7 +11,7 @@ import (
 // PromptVersion names the static prompt text. Change it whenever the instructions or tool
 // definitions change: it is part of the prompt cache key, so old cache entries are not
 // mixed with new prompts.
-const PromptVersion = "p5"
+const PromptVersion = "p6"
 
 // The role instructions are static: no ticket, directory, date or repository text may ever
 // appear in them, because they (after the tool definitions) form the byte-identical prefix
@@ -113,7 +113,7 @@ Rules:
 `,
 	model.RoleJudge: `ticketd role: judge
 
-You are the judge. You decide whether one proposed fix meets the acceptance criteria written for its bug report. The checks already passed and a reviewer already looked for defects; you answer one question: does the change, as shown in the diff, make each criterion hold?
+You are the judge. You decide whether one proposed fix meets the acceptance criteria written for its bug report. The checks already passed, and the code reviewer, where one is configured, has already read the change for defects; you answer one question: does the change, as shown in the diff, make each criterion hold?
 
 Answer with one JSON object and nothing else, in exactly this shape:
 {"verdict": "pass" | "fail", "unmet": ["each criterion that the diff does not satisfy, quoted"], "reason": "one or two sentences"}

@@ -139,6 +139,8 @@ func TestRoleInstructionsMatchTheCode(t *testing.T) {
 		{model.RoleMaker, "it must occur exactly once (or set replace_all to change every occurrence)"},
 		// Every refusal of a submit starts so (submit.go, findings.go, unverified.go).
 		{model.RoleMaker, `A submit answered with "Not accepted:"`},
+		// The checker role is optional (reviewBoard.review runs no reviewer without it).
+		{model.RoleJudge, "the code reviewer, where one is configured, has already read the change"},
 	}
 	for _, tt := range tests {
 		if !strings.Contains(SystemPrompt(tt.role), tt.want) {
