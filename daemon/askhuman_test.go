@@ -109,7 +109,7 @@ func TestAskHumanNight(t *testing.T) {
 		t.Fatal("night 2 made no maker request")
 	}
 	for i, text := range texts {
-		q, a := strings.Index(text, "Question 1: "+question), strings.Index(text, "Answer (ticketctl:alice): "+answer)
+		q, a := strings.Index(text, "Question 1: "+question), strings.Index(text, "Answer (ticketctl:alice), quoted:\n> "+answer)
 		if q < 0 || a < q {
 			t.Errorf("night 2 maker request %d lacks the question and its answer", i+1)
 		}
@@ -185,7 +185,7 @@ func TestGitHubQuestionNight(t *testing.T) {
 		t.Fatalf("after night 2: %s (%s), %d attempts; want done on its first charged attempt", tk.State, tk.Reason, tk.Attempts)
 	}
 	texts := makerRequestTexts(t, server)[before:]
-	if len(texts) == 0 || !strings.Contains(texts[0], "Answer (github:reporter): 100: rule 0 adds nothing") || strings.Contains(texts[0], "make it 101") {
+	if len(texts) == 0 || !strings.Contains(texts[0], "Answer (github:reporter), quoted:\n> 100: rule 0 adds nothing") || strings.Contains(texts[0], "make it 101") {
 		t.Errorf("night 2's first maker request does not carry the author's answer (alone)")
 	}
 	if n := fake.Count("POST", "/repos/acme/shop/issues/1/comments"); n != 1 {

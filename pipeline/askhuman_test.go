@@ -75,7 +75,7 @@ func TestAnswerReachesEveryRole(t *testing.T) {
 	for _, role := range model.Roles {
 		a := newAttempt(&Runner{}, Job{Ticket: tk, RepoMap: "calc.py\n"}, time.Time{})
 		user := a.ask.opening(role, nil)[1].Content
-		q, ans, body := strings.Index(user, "Question 1: Should add(2, 3) be 5"), strings.Index(user, "Answer (ticketctl:alice): 5: refunds"), strings.Index(user, "add(2, 3) gives -1")
+		q, ans, body := strings.Index(user, "Question 1: Should add(2, 3) be 5"), strings.Index(user, "Answer (ticketctl:alice), quoted:\n> 5: refunds"), strings.Index(user, "add(2, 3) gives -1")
 		if q < 0 || ans < q || body > q || body < 0 {
 			t.Errorf("%s: question at %d, answer at %d, issue body at %d in:\n%s", role, q, ans, body, user)
 		}
