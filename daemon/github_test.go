@@ -1,8 +1,8 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -56,7 +56,17 @@ func TestGitHubNight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The night's log is shown when the test fails: a publish error is only logged.
+	var logs bytes.Buffer
+	logw := &syncWriter{w: &logs}
+	log := slog.New(slog.NewTextHandler(logw, nil))
+	t.Cleanup(func() {
+		if t.Failed() {
+			logw.mu.Lock()
+			defer logw.mu.Unlock()
+			t.Logf("the night's log:\n%s", logs.String())
+		}
+	})
 	getenv := func(string) string { return githubfake.Token }
 	sync, err := github.New(cfg, getenv, st, log, github.ClientOptions{})
 	if err != nil {
