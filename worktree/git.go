@@ -311,14 +311,16 @@ func execGit(ctx context.Context, dir string, env []string, stdin []byte, args .
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	ownProcessGroup(cmd)
+	waited := ownProcessGroup(cmd)
 	// If a child of git outlives a kill while holding stdout, Wait still
 	// returns after this long; the child is reaped by whoever reaps orphans.
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	waited()
+	if err != nil {
 		if ctx.Err() != nil {
 			return stdout.String(), fmt.Errorf("git %s: %w", strings.Join(args, " "), context.Cause(ctx))
 		}

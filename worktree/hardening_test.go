@@ -23,9 +23,10 @@ func plainGit(t testing.TB, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = userGitEnv()
-	ownProcessGroup(cmd)
+	waited := ownProcessGroup(cmd)
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
+	waited()
 	return string(out), err
 }
 
