@@ -112,14 +112,19 @@ func holds(out pipeline.Outcome) bool {
 
 // hold keeps a's fix for the night's whole suite.
 func (n *nightSuite) hold(a *attemptRun) {
+	n.holdFix(heldFix{id: a.lease.Ticket.ID, branch: a.fixBranch(), name: a.lease.Ticket.Repo, repo: a.repo,
+		base: a.tree.BaseCommit, facts: a.facts})
+}
+
+// holdFix keeps f for the night's whole suite, in the group of its repository and base.
+func (n *nightSuite) holdFix(f heldFix) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.held == nil {
 		n.held = map[string][]heldFix{}
 	}
-	key := a.lease.Ticket.Repo + " " + a.tree.BaseCommit
-	n.held[key] = append(n.held[key], heldFix{id: a.lease.Ticket.ID, branch: a.fixBranch(), name: a.lease.Ticket.Repo, repo: a.repo,
-		base: a.tree.BaseCommit, facts: a.facts})
+	key := f.name + " " + f.base
+	n.held[key] = append(n.held[key], f)
 }
 
 // take returns the held fixes, grouped, and forgets them.
