@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // A night that stopped (SIGKILL, reboot) after a fix was done and held for its whole suite,
@@ -90,5 +95,47 @@ func TestHeldFixJudgedAfterACrash(t *testing.T) {
 	}
 	if out := git(t, cli.path, "ls-remote", "pub"); strings.Contains(out, "ticketd/") {
 		t.Errorf("cli: a fix the whole suite fails was published: %s", out)
+	}
+}
+
+// A stop (SIGTERM, the grace period's end) that cuts the night's whole suite short is no
+// fault: nothing is logged as an error, and the held fix stays held for the next night's
+// suite. Before, a normal SIGTERM at the night's end logged "judged nothing" as an ERROR
+// and told the operator to push the fixes by hand.
+func TestSuiteCutShortByAStop(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "pricing")
+	writeRepo(t, repo, map[string]string{"rules.py": "def tax(x):\n    return x\n"})
+	base := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	git(t, repo, "checkout", "-q", "-b", "ticketd/held")
+	write(t, filepath.Join(repo, "rules.py"), "def tax(x):\n    return round(x)\n")
+	git(t, repo, "commit", "-q", "-am", "fix")
+	git(t, repo, "checkout", "-q", "main")
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(root, "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id := doneTicket(t, st, "pricing", "held")
+	if err := st.AddNote(ctx, id, st.Node(), HeldNote+"…"); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	d := &Daemon{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	n := &nightSuite{d: d, trees: worktree.NewManager(filepath.Join(root, "work"), nil), run: verdictRunner{}}
+	n.holdFix(heldFix{id: id, branch: "ticketd/held", name: "pricing", repo: config.Repo{Path: repo}, base: base,
+		facts: repoFacts{checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}}})
+
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	n.runAll(stopped, d.logger(), 1)
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("a stop that cut the whole suite short logged an error: %s", line)
+		}
+	}
+	if evs, _ := st.Events(ctx, id); !heldUnjudged(evs) {
+		t.Errorf("after the cut-short suite the fix is no longer held: %+v", evs)
 	}
 }

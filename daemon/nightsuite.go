@@ -333,9 +333,15 @@ func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckR
 // carryOut pushes the passing fixes and sends the refused ones back to their tickets.
 func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, group []heldFix, v suiteVerdict) {
 	if v.unusable != "" {
-		log.Error("night's whole suite judged nothing: its fixes stay unpublished", "repo", group[0].name, "err", v.unusable)
+		if ctx.Err() != nil {
+			// A shutdown or the grace period's end, not a fault: the next night's start holds
+			// them again (heldagain.go).
+			log.Info("night's whole suite cut short by the night's stop: its fixes wait for the next night's", "repo", group[0].name, "fixes", len(group))
+			return
+		}
+		log.Error("night's whole suite judged nothing: its fixes stay unpublished until the next night's judges them", "repo", group[0].name, "err", v.unusable)
 		for _, f := range group {
-			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); requeue it or push "+f.branch+" by hand"); err != nil {
+			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); the next night's judges it again, or requeue it or push "+f.branch+" by hand"); err != nil {
 				log.Warn("note the unjudged fix", "ticket", f.id, "err", err)
 			}
 		}
