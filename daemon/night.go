@@ -315,6 +315,13 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
 		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
 		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard}), suite: &nightSuite{d: d, trees: trees, run: checks}}
+	// Fixes an earlier night held for its whole suite and never judged wait for tonight's
+	// (heldagain.go); their baselines are read beside the night's own.
+	reheld := make(chan struct{})
+	go func() {
+		defer close(reheld)
+		w.reholdUnjudged(claimCtx, log, w.end.suite)
+	}()
 	stopWindow := d.clock().AfterFunc(cfg.Night.Window, func() {
 		log.Info("run window closed: no new claims", "grace_s", seconds(cfg.Night.Grace))
 		stopClaims(ErrWindowClosed)
@@ -340,6 +347,7 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	wg.Wait()
 	waitBaselines()
+	<-reheld
 	// The fixes the selected tests passed are published only once the whole suite passes
 	// over them together (nightsuite.go).
 	w.end.suite.runAll(workCtx, log, cfg.Night.Workers)

@@ -112,14 +112,19 @@ func holds(out pipeline.Outcome) bool {
 
 // hold keeps a's fix for the night's whole suite.
 func (n *nightSuite) hold(a *attemptRun) {
+	n.holdFix(heldFix{id: a.lease.Ticket.ID, branch: a.fixBranch(), name: a.lease.Ticket.Repo, repo: a.repo,
+		base: a.tree.BaseCommit, facts: a.facts})
+}
+
+// holdFix keeps f for the night's whole suite, in the group of its repository and base.
+func (n *nightSuite) holdFix(f heldFix) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.held == nil {
 		n.held = map[string][]heldFix{}
 	}
-	key := a.lease.Ticket.Repo + " " + a.tree.BaseCommit
-	n.held[key] = append(n.held[key], heldFix{id: a.lease.Ticket.ID, branch: a.fixBranch(), name: a.lease.Ticket.Repo, repo: a.repo,
-		base: a.tree.BaseCommit, facts: a.facts})
+	key := f.name + " " + f.base
+	n.held[key] = append(n.held[key], f)
 }
 
 // take returns the held fixes, grouped, and forgets them.
@@ -328,9 +333,15 @@ func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckR
 // carryOut pushes the passing fixes and sends the refused ones back to their tickets.
 func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, group []heldFix, v suiteVerdict) {
 	if v.unusable != "" {
-		log.Error("night's whole suite judged nothing: its fixes stay unpublished", "repo", group[0].name, "err", v.unusable)
+		if ctx.Err() != nil {
+			// A shutdown or the grace period's end, not a fault: the next night's start holds
+			// them again (heldagain.go).
+			log.Info("night's whole suite cut short by the night's stop: its fixes wait for the next night's", "repo", group[0].name, "fixes", len(group))
+			return
+		}
+		log.Error("night's whole suite judged nothing: its fixes stay unpublished until the next night's judges them", "repo", group[0].name, "err", v.unusable)
 		for _, f := range group {
-			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); requeue it or push "+f.branch+" by hand"); err != nil {
+			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); the next night's judges it again, or requeue it or push "+f.branch+" by hand"); err != nil {
 				log.Warn("note the unjudged fix", "ticket", f.id, "err", err)
 			}
 		}

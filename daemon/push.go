@@ -85,7 +85,7 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 				log.Warn("events of a done ticket", "ticket", t.ID, "err", err)
 				continue
 			}
-			if !leftoverToPush(log, t.ID, t.Branch, evs) {
+			if !leftoverToPush(t.Branch, evs) {
 				continue
 			}
 			d.pushBranch(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
@@ -95,14 +95,14 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 
 // leftoverToPush reports whether a done ticket's branch, by its events, still needs its
 // push: not pushed yet, and not a fix held for a whole suite that never judged it.
-func leftoverToPush(log *slog.Logger, id int64, branch string, evs []store.Event) bool {
+func leftoverToPush(branch string, evs []store.Event) bool {
 	if slices.ContainsFunc(evs, func(e store.Event) bool {
 		return e.Kind == store.EventNote && strings.HasPrefix(e.Reason, pushedNote+branch+" ")
 	}) {
 		return false
 	}
 	if heldUnjudged(evs) {
-		log.Warn("a fix held for the night's whole suite was never judged by it (the night stopped first): not pushed; requeue the ticket or push its branch by hand", "ticket", id, "branch", branch)
+		// Tonight's whole suite judges it first (reholdUnjudged).
 		return false
 	}
 	return true

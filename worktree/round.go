@@ -87,6 +87,26 @@ func BranchHead(ctx context.Context, dir, branch string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
+// ForkPoint returns the commit branch forked from baseRef ("" is HEAD) in the repository at
+// dir: their merge base, the base commit a fix on branch was made and checked at.
+func ForkPoint(ctx context.Context, dir, branch, baseRef string) (string, error) {
+	if baseRef == "" {
+		baseRef = "HEAD"
+	}
+	if strings.HasPrefix(branch, "-") || strings.HasPrefix(baseRef, "-") {
+		return "", fmt.Errorf("fork point of %q from %q: a name may not start with a dash", branch, baseRef)
+	}
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	out, err := repo.git(ctx, nil, "merge-base", "refs/heads/"+branch, baseRef)
+	if err != nil {
+		return "", fmt.Errorf("fork point of branch %s from %s in %s: %w", branch, baseRef, dir, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
 // baseAndStart resolves baseRef ("" is HEAD) to the base commit, and the commit the branch
 // starts at: the base, or start's commit when set.
 func baseAndStart(ctx context.Context, repo repoDirs, baseRef, start string) (base, from string, err error) {

@@ -90,7 +90,7 @@ func ProbeUser(ctx context.Context, path string, id Identity) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "ticketd-probe-")
+	dir, err := newProbeDir("")
 	if err != nil {
 		return "", fmt.Errorf("sandbox probe: %w", err)
 	}

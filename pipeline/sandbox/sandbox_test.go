@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,5 +293,41 @@ func TestRemoveLeftovers(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: it belongs to a live process or is not ours", d)
 		}
+	}
+}
+
+// TestProbeDirHelper is the child of TestKilledProbeLeavesNothing, not a test of its own: it
+// makes a probe's folder and ends without removing it, as a daemon killed mid-probe does.
+func TestProbeDirHelper(t *testing.T) {
+	root := os.Getenv("TICKETD_PROBE_DIR_ROOT")
+	if root == "" {
+		t.Skip("helper process for TestKilledProbeLeavesNothing")
+	}
+	if _, err := newProbeDir(root); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// A daemon killed while its sandbox probe ran left the probe's folder in /tmp, and no later
+// start removed it: one more folder per such kill, found by killing real nights at random
+// moments. The next start's RemoveLeftovers removes it now.
+func TestKilledProbeLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestProbeDirHelper$")
+	child.Env = append(os.Environ(), "TICKETD_PROBE_DIR_ROOT="+root)
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("probe folder helper: %v\n%s", err, out)
+	}
+	left, _ := os.ReadDir(root)
+	if len(left) != 1 {
+		t.Fatalf("the helper left %d folders in %s, want its probe's", len(left), root)
+	}
+	if _, err := RemoveLeftovers(root); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadDir(root); len(after) != 0 {
+		t.Errorf("after RemoveLeftovers, %s still holds %s: the probe folder of a process that is gone", root, after[0].Name())
 	}
 }

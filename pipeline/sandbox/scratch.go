@@ -47,6 +47,16 @@ func NewScratch(root string) (*Scratch, error) {
 	return &Scratch{Dir: dir}, nil
 }
 
+// newProbeDir creates the folder a sandbox probe runs in, in root (empty means os.TempDir()),
+// named as a scratch directory of this process: a probe killed with its daemon is removed by
+// the next start's RemoveLeftovers instead of staying for good.
+func newProbeDir(root string) (string, error) {
+	if root == "" {
+		root = os.TempDir()
+	}
+	return os.MkdirTemp(root, scratchPrefix+strconv.Itoa(os.Getpid())+"-probe-")
+}
+
 // Remove deletes the scratch directory and everything the command left in it, and its git
 // view (GitView) when it has one.
 func (s *Scratch) Remove() error {
