@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // answerInfo is what the wire learnt from a 2xx chat answer beyond go-openai's parse.
@@ -42,7 +44,10 @@ type answerInfo struct {
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
 //     seconds, and given as anything but a number (a date string) is dropped: go-openai
 //     reads it as an integer and would refuse the whole answer over a field ticketd
-//     never reads.
+//     never reads;
+//   - a usage count of another type than go-openai's integer (a float, a string) is
+//     rewritten as an integer where it is a whole number and removed where it is not (see
+//     fixUsage): go-openai would refuse the whole answer over it.
 //
 // A body that is not a JSON object is returned unchanged for go-openai to reject.
 func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
@@ -74,7 +79,8 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 	if changed {
 		top["choices"], _ = json.Marshal(choices)
 	}
-	if created := fixCreated(top); !changed && !created {
+	usage := fixUsage(top)
+	if created := fixCreated(top); !changed && !created && !usage {
 		return data, info
 	}
 	out, err := json.Marshal(top)
@@ -189,67 +195,132 @@ func syntheticCallID(turn, choice, index int, name, args string) string {
 	return "call_" + hex.EncodeToString(sum[:12])
 }
 
-// wireUsage is the usage block as the providers send it; every field is optional.
-type wireUsage struct {
-	PromptTokens        *int64 `json:"prompt_tokens"`
-	CompletionTokens    *int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens     *int64 `json:"cached_tokens"`
-		CacheWriteTokens *int64 `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-	CacheCreationInputTokens *int64   `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64   `json:"cache_read_input_tokens"`
-	PromptCacheHitTokens     *int64   `json:"prompt_cache_hit_tokens"`
-	Cost                     *float64 `json:"cost"`
-}
-
 // readUsage reads whether usage was sent and the usage fields go-openai's Usage lacks.
-// Absent or malformed fields read as zero: accounting falls back to what go-openai parsed.
+// Every field is optional and read on its own: one of the wrong type (a cost sent as a
+// string, a count as 12.0) is ignored and the others are kept. A token count is read as a
+// whole number, written as an integer or as a float without a fraction.
 func readUsage(top map[string]json.RawMessage, x *answerInfo) {
-	var u *wireUsage
-	if json.Unmarshal(top["usage"], &u) != nil || u == nil {
+	u := jsonObject(top["usage"])
+	if u == nil {
 		return
 	}
-	x.usageReported = (u.PromptTokens != nil && *u.PromptTokens > 0) || (u.CompletionTokens != nil && *u.CompletionTokens > 0)
-	if u.PromptTokens != nil {
-		x.prompt = max(*u.PromptTokens, 0)
+	prompt, hasPrompt := tokenCount(u["prompt_tokens"])
+	completion, hasCompletion := tokenCount(u["completion_tokens"])
+	x.usageReported = hasPrompt && prompt > 0 || hasCompletion && completion > 0
+	x.prompt, x.completion = max(prompt, 0), max(completion, 0)
+	d := jsonObject(u["prompt_tokens_details"])
+	if w, ok := tokenCount(d["cache_write_tokens"]); ok {
+		x.cacheWrite = max(w, 0)
+	} else if w, ok := tokenCount(u["cache_creation_input_tokens"]); ok {
+		x.cacheWrite = max(w, 0)
 	}
-	if u.CompletionTokens != nil {
-		x.completion = max(*u.CompletionTokens, 0)
-	}
-	d := u.PromptTokensDetails
-	if d != nil && d.CacheWriteTokens != nil {
-		x.cacheWrite = max(*d.CacheWriteTokens, 0)
-	} else if u.CacheCreationInputTokens != nil {
-		x.cacheWrite = max(*u.CacheCreationInputTokens, 0)
-	}
-	if d == nil || d.CachedTokens == nil || u.PromptCacheHitTokens != nil {
+	_, hasCached := tokenCount(d["cached_tokens"])
+	_, hasDeepSeek := tokenCount(u["prompt_cache_hit_tokens"])
+	if !hasCached || hasDeepSeek {
 		if hit, ok := otherCacheHit(u, top["timings"]); ok {
 			x.cacheHit, x.hasHit = hit, true
 		}
 	}
-	if u.Cost != nil && *u.Cost >= 0 {
-		c := *u.Cost
-		x.providerCost = &c
+	var cost float64
+	if json.Unmarshal(u["cost"], &cost) == nil && u["cost"] != nil && string(u["cost"]) != "null" && cost >= 0 {
+		x.providerCost = &cost
 	}
+}
+
+// jsonObject is raw decoded as a JSON object, nil when it is anything else.
+func jsonObject(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// tokenCount reads a token count: an integer, or a float without a fraction (12.0).
+func tokenCount(raw json.RawMessage) (int64, bool) {
+	var n int64
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false
+	}
+	if json.Unmarshal(raw, &n) == nil {
+		return n, true
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// openaiUsageCounts are the usage fields go-openai reads as integers, by block ("" for the
+// usage object itself): one of another type makes it refuse the whole answer.
+var openaiUsageCounts = map[string][]string{
+	"":                          {"prompt_tokens", "completion_tokens", "total_tokens"},
+	"prompt_tokens_details":     {"audio_tokens", "cached_tokens"},
+	"completion_tokens_details": {"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
+}
+
+// fixUsage makes top's usage block one go-openai reads, and reports whether it changed it:
+// a count go-openai reads as an integer is rewritten as one where tokenCount reads it and
+// removed where it does not, a details block that is not an object is removed, and a usage
+// that is not an object is removed whole. The other fields are left as they are, for
+// readUsage. An answer is never refused over its usage: its tokens are then estimated.
+func fixUsage(top map[string]json.RawMessage) bool {
+	raw, ok := top["usage"]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return false
+	}
+	var probe openai.Usage
+	if json.Unmarshal(raw, &probe) == nil {
+		return false
+	}
+	u := jsonObject(raw)
+	if u == nil {
+		delete(top, "usage")
+		return true
+	}
+	for block, fields := range openaiUsageCounts {
+		obj := u
+		if block != "" {
+			if v, has := u[block]; !has || string(bytes.TrimSpace(v)) == "null" {
+				continue
+			}
+			if obj = jsonObject(u[block]); obj == nil {
+				delete(u, block)
+				continue
+			}
+		}
+		for _, f := range fields {
+			if _, has := obj[f]; !has {
+				continue
+			}
+			if n, ok := tokenCount(obj[f]); ok {
+				obj[f], _ = json.Marshal(n)
+			} else {
+				delete(obj, f)
+			}
+		}
+		if block != "" {
+			u[block], _ = json.Marshal(obj)
+		}
+	}
+	top["usage"], _ = json.Marshal(u)
+	return true
 }
 
 // otherCacheHit reads the cached prompt tokens of servers that do not send OpenAI's
 // prompt_tokens_details.cached_tokens, or DeepSeek's field that takes precedence over it.
-func otherCacheHit(u *wireUsage, timings json.RawMessage) (int64, bool) {
-	switch {
-	case u.PromptCacheHitTokens != nil:
-		return max(*u.PromptCacheHitTokens, 0), true
-	case u.CacheReadInputTokens != nil:
-		// Anthropic's names, as LiteLLM and other gateways pass them through.
-		return max(*u.CacheReadInputTokens, 0), true
+func otherCacheHit(u map[string]json.RawMessage, timings json.RawMessage) (int64, bool) {
+	if n, ok := tokenCount(u["prompt_cache_hit_tokens"]); ok {
+		return max(n, 0), true
+	}
+	// Anthropic's names, as LiteLLM and other gateways pass them through.
+	if n, ok := tokenCount(u["cache_read_input_tokens"]); ok {
+		return max(n, 0), true
 	}
 	// llama.cpp reports the prompt tokens it took from its KV cache in timings.cache_n.
-	var t struct {
-		CacheN *int64 `json:"cache_n"`
-	}
-	if json.Unmarshal(timings, &t) == nil && t.CacheN != nil {
-		return max(*t.CacheN, 0), true
+	if n, ok := tokenCount(jsonObject(timings)["cache_n"]); ok {
+		return max(n, 0), true
 	}
 	return 0, false
 }

@@ -105,6 +105,8 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"cost":0.1}}`,
 		`{"error":{"code":502,"message":"x"}}`, `{"choices":null}`, `[]`, `{"timings":{"cache_n":5},"usage":{}}`,
 		`{"created":1716313435.779,"choices":[]}`, `{"created":"today"}`, `{"created":1e300}`,
+		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
+		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
 	} {
 		f.Add([]byte(s), 3)
 	}
@@ -143,6 +145,47 @@ func TestCreatedNotInteger(t *testing.T) {
 			if resp.Message.Content != "done" || resp.Usage.PromptTokens != 10 || resp.UsageEstimated {
 				t.Errorf("created %s: content %q, usage %+v (estimated %v); want \"done\" and the reported 10 prompt tokens",
 					tt.created, resp.Message.Content, resp.Usage, resp.UsageEstimated)
+			}
+		})
+	}
+}
+
+// TestUsageFieldOfTheWrongType: a usage block with one field of the wrong type keeps its
+// well-typed fields, and the answer is read: neither the counts nor the answer are lost
+// over a field ticketd may not even read.
+func TestUsageFieldOfTheWrongType(t *testing.T) {
+	tests := []struct {
+		name, usage string
+		want        Usage
+		wantSource  string
+	}{
+		{"cost as a string", `{"prompt_tokens":1000,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":400},"cost":"0.01"}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 400}, CostSourcePriceTable},
+		{"total_tokens as a float", `{"prompt_tokens":1000,"completion_tokens":10,"total_tokens":1010.0}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+		{"counts as whole floats", `{"prompt_tokens":1000.0,"completion_tokens":10.0,"cost":0.02}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourceProvider},
+		{"cached_tokens as a string", `{"prompt_tokens":1000,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":"400"}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+		{"details as an array", `{"prompt_tokens":1000,"completion_tokens":10,"completion_tokens_details":[],"prompt_tokens_details":{"cached_tokens":400}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 400}, CostSourcePriceTable},
+		{"cache_n as a string", `{"prompt_tokens":1000,"completion_tokens":10,"cache_read_input_tokens":"x"}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, completion("done", "stop", tt.usage))
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("fix it"))
+			if err != nil {
+				t.Fatalf("usage %s: Chat: %v", tt.usage, err)
+			}
+			rec := b.rec.all()[0]
+			if resp.Message.Content != "done" || resp.Usage != tt.want || resp.UsageEstimated || rec.CostSource != tt.wantSource {
+				t.Errorf("usage %s:\ngot content %q, usage %+v (estimated %v), cost source %s\nwant \"done\", %+v as reported, cost source %s",
+					tt.usage, resp.Message.Content, resp.Usage, resp.UsageEstimated, rec.CostSource, tt.want, tt.wantSource)
 			}
 		})
 	}
