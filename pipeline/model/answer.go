@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -37,10 +38,14 @@ type answerInfo struct {
 //     pipeline does not read, and could not replay next to Content);
 //   - function.arguments given as a JSON object instead of a string is re-encoded as a
 //     string (go-openai would refuse the whole answer);
-//   - a tool call without an id gets a stable synthetic one, "call_" + a hash of the
+//   - a tool call without an id, or with the id of another call of the answer or of the
+//     conversation before it (servers that derive ids from the tool's name, or count them
+//     from zero in every answer), gets a stable synthetic one, "call_" + a hash of the
 //     conversation length, the call's position, name and arguments, so the same answer
-//     always gets the same id and the tool result is sent back under it; a missing type
-//     becomes "function";
+//     always gets the same id, each tool result is sent back under its own call's id, and
+//     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
+//     conversation; a missing type becomes "function";
+//   - a tool call given as null is dropped: it names no call to make;
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
 //     seconds, and given as anything but a number (a date string) is dropped: go-openai
 //     reads it as an integer and would refuse the whole answer over a field ticketd
@@ -50,7 +55,7 @@ type answerInfo struct {
 //     fixUsage): go-openai would refuse the whole answer over it.
 //
 // A body that is not a JSON object is returned unchanged for go-openai to reject.
-func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
+func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 	var info answerInfo
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil || top == nil {
@@ -71,7 +76,7 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, turn, ci) || joined {
+		if fixToolCalls(msg, conv, ci) || joined {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -134,14 +139,18 @@ func joinContentParts(msg map[string]json.RawMessage) bool {
 
 // fixToolCalls gives the tool calls of choice ci in msg the shape go-openai reads (see
 // normalizeAnswer), and reports whether it changed any.
-func fixToolCalls(msg map[string]json.RawMessage, turn, ci int) bool {
+func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return false
 	}
-	changed := false
+	// A null entry is no call: dropped (filling it in would be a call nobody made).
+	n := len(calls)
+	calls = slices.DeleteFunc(calls, func(tc map[string]json.RawMessage) bool { return tc == nil })
+	changed := len(calls) != n
+	taken := map[string]bool{} // the ids of this answer's earlier calls
 	for j, tc := range calls {
-		if fixToolCall(tc, turn, ci, j) {
+		if fixToolCall(tc, conv, ci, j, taken) {
 			changed = true
 		}
 	}
@@ -151,8 +160,9 @@ func fixToolCalls(msg map[string]json.RawMessage, turn, ci int) bool {
 	return changed
 }
 
-// fixToolCall fixes one tool call: arguments as a string, an id and a type present.
-func fixToolCall(tc map[string]json.RawMessage, turn, ci, j int) bool {
+// fixToolCall fixes one tool call: arguments as a string, an id of its own and a type
+// present. taken holds the ids of the answer's earlier calls; the call's id is added.
+func fixToolCall(tc map[string]json.RawMessage, conv prior, ci, j int, taken map[string]bool) bool {
 	var fn map[string]json.RawMessage
 	if json.Unmarshal(tc["function"], &fn) != nil || fn == nil {
 		fn = map[string]json.RawMessage{}
@@ -175,10 +185,12 @@ func fixToolCall(tc map[string]json.RawMessage, turn, ci, j int) bool {
 	_ = json.Unmarshal(tc["type"], &typ)
 	_ = json.Unmarshal(fn["name"], &name)
 	_ = json.Unmarshal(fn["arguments"], &argText)
-	if id == "" {
-		tc["id"], _ = json.Marshal(syntheticCallID(turn, ci, j, name, argText))
+	if id == "" || taken[id] || conv.ids[id] {
+		id = syntheticCallID(conv.turn, ci, j, name, argText)
+		tc["id"], _ = json.Marshal(id)
 		changed = true
 	}
+	taken[id] = true
 	if typ == "" {
 		tc["type"] = json.RawMessage(`"function"`)
 		changed = true

@@ -86,9 +86,9 @@ func TestAnswerShapes(t *testing.T) {
 // the assistant's tool call at the same position.
 func TestReplayFillsToolCallID(t *testing.T) {
 	in := `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","index":0,"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},{"role":"tool","content":"1"},{"role":"tool","tool_call_id":"","content":"2"}]}`
-	out, turn, err := rewriteChatBody([]byte(in), "", bodyOptions{})
-	if err != nil || turn != 3 {
-		t.Fatalf("rewrite = %s, %d, %v", out, turn, err)
+	out, conv, err := rewriteChatBody([]byte(in), "", bodyOptions{})
+	if err != nil || conv.turn != 3 || !conv.ids["a"] || !conv.ids["b"] {
+		t.Fatalf("rewrite = %s, %+v, %v; want 3 messages and the ids a and b", out, conv, err)
 	}
 	var body struct {
 		Messages []map[string]any `json:"messages"`
@@ -107,11 +107,12 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"created":1716313435.779,"choices":[]}`, `{"created":"today"}`, `{"created":1e300}`,
 		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
 		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
+		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
 	} {
 		f.Add([]byte(s), 3)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, turn int) {
-		out, _ := normalizeAnswer(data, turn)
+		out, _ := normalizeAnswer(data, prior{turn: turn, ids: map[string]bool{"c1": true}})
 		var resp openai.ChatCompletionResponse
 		if json.Unmarshal(data, &resp) == nil && json.Unmarshal(out, &resp) != nil {
 			t.Fatalf("normalising made a readable answer unreadable:\n%s\n->\n%s", data, out)
@@ -186,6 +187,81 @@ func TestUsageFieldOfTheWrongType(t *testing.T) {
 			if resp.Message.Content != "done" || resp.Usage != tt.want || resp.UsageEstimated || rec.CostSource != tt.wantSource {
 				t.Errorf("usage %s:\ngot content %q, usage %+v (estimated %v), cost source %s\nwant \"done\", %+v as reported, cost source %s",
 					tt.usage, resp.Message.Content, resp.Usage, resp.UsageEstimated, rec.CostSource, tt.want, tt.wantSource)
+			}
+		})
+	}
+}
+
+// TestToolCallIDsUnique: every tool call of a conversation gets an id of its own, even from
+// a server that repeats ids within an answer or across answers (ids made from the tool's
+// name, or counted from zero in each answer): each result is sent back under its own call,
+// and a gateway to a provider that refuses repeated ids takes the conversation.
+func TestToolCallIDsUnique(t *testing.T) {
+	readCall := func(id, path string) string {
+		return `{"id":"` + id + `","type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"` + path + `\"]}"}}`
+	}
+	earlier := openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "call_0", Type: "function",
+		Function: openai.FunctionCall{Name: "read_files", Arguments: `{"paths":["x.py"]}`}}}}
+	tests := []struct {
+		name, calls string
+		history     []openai.ChatCompletionMessage
+		keep        string // the id that is kept as the server sent it, "" for none
+	}{
+		{"the same id twice in one answer", readCall("call-read_files", "a.py") + "," + readCall("call-read_files", "b.py"), nil, "call-read_files"},
+		{"an id of an earlier answer", readCall("call_0", "a.py") + "," + readCall("call_1", "b.py"),
+			[]openai.ChatCompletionMessage{earlier, {Role: "tool", ToolCallID: "call_0", Content: "x"}}, "call_1"},
+		{"a null call", `null,` + readCall("c1", "a.py"), nil, "c1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+tt.calls+`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			req := userMsg("fix it")
+			req.Messages = append(req.Messages, tt.history...)
+			resp, err := b.client.Chat(context.Background(), req)
+			if err != nil {
+				t.Fatalf("tool calls [%s]: Chat: %v", tt.calls, err)
+			}
+			seen := map[string]bool{"call_0": len(tt.history) > 0}
+			kept := ""
+			for _, tc := range resp.Message.ToolCalls {
+				if tc.ID == "" || seen[tc.ID] {
+					t.Errorf("tool calls [%s] got %+v: id %q is empty or repeats an earlier one", tt.calls, resp.Message.ToolCalls, tc.ID)
+				}
+				seen[tc.ID] = true
+				if tc.ID == tt.keep {
+					kept = tc.ID
+				}
+			}
+			if kept != tt.keep || len(resp.Message.ToolCalls) == 0 {
+				t.Errorf("tool calls [%s] got %+v; want %q kept as sent", tt.calls, resp.Message.ToolCalls, tt.keep)
+			}
+			again, _ := b.client.Chat(context.Background(), req)
+			for i := range again.Message.ToolCalls {
+				if again.Message.ToolCalls[i].ID != resp.Message.ToolCalls[i].ID {
+					t.Errorf("ids differ between identical answers: %+v, %+v", resp.Message.ToolCalls, again.Message.ToolCalls)
+				}
+			}
+			// The replay carries each call and its result under the same, distinct id.
+			next := req
+			next.Messages = append(next.Messages, resp.Message)
+			for _, tc := range resp.Message.ToolCalls {
+				next.Messages = append(next.Messages, openai.ChatCompletionMessage{Role: "tool", ToolCallID: tc.ID, Content: "ok"})
+			}
+			if _, err := b.client.Chat(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			msgs := log.body(t, log.count()-1)["messages"].([]any)
+			var results []string
+			for _, m := range msgs[len(msgs)-len(resp.Message.ToolCalls):] {
+				results = append(results, m.(map[string]any)["tool_call_id"].(string))
+			}
+			for i, tc := range resp.Message.ToolCalls {
+				if results[i] != tc.ID {
+					t.Errorf("replayed results answer %v, want the calls' ids in order (%+v)", results, resp.Message.ToolCalls)
+				}
 			}
 		})
 	}

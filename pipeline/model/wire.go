@@ -105,10 +105,10 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL.RawQuery = q.Encode()
 	}
 	chat := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil
-	turn := 0
+	var conv prior
 	if chat {
 		var err error
-		if turn, err = t.rewriteRequest(req, ws); err != nil {
+		if conv, err = t.rewriteRequest(req, ws); err != nil {
 			return nil, err
 		}
 	}
@@ -145,24 +145,24 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: limit}
 		return resp, nil
 	}
-	return readChatAnswer(resp, ws, limit, turn)
+	return readChatAnswer(resp, ws, limit, conv)
 }
 
 // rewriteRequest replaces a chat request's body with the endpoint's shape of it (see
-// rewriteChatBody) and returns the number of messages.
-func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (int, error) {
+// rewriteChatBody) and returns what the answer's tool calls are checked against.
+func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (prior, error) {
 	body, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
-		return 0, fmt.Errorf("read chat request body: %w", err)
+		return prior{}, fmt.Errorf("read chat request body: %w", err)
 	}
 	key := ""
 	if ws != nil && !t.delCache {
 		key = ws.cacheKey
 	}
-	body, turn, err := rewriteChatBody(body, key, t.body)
+	body, conv, err := rewriteChatBody(body, key, t.body)
 	if err != nil {
-		return 0, err
+		return prior{}, err
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
@@ -170,13 +170,13 @@ func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (int, e
 	if ws != nil {
 		ws.reqBytes = len(body)
 	}
-	return turn, nil
+	return conv, nil
 }
 
 // readChatAnswer reads a 2xx chat answer whole, so that a reset or time-out mid-body is
 // seen and the answer can be normalised before go-openai reads it; never more of it than
 // limit. What it finds (a cut, oversize, streamed or non-JSON body) goes to ws.
-func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (*http.Response, error) {
+func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior) (*http.Response, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
 	if err == nil && int64(len(data)) > limit {
@@ -202,24 +202,33 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (
 	default:
 		ws.jsonBytes = len(data)
 	}
-	data, ws.info = normalizeAnswer(data, turn)
+	data, ws.info = normalizeAnswer(data, conv)
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))
 	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 
+// prior is what an answer's tool calls are checked against: the number of messages of the
+// request, which seeds the ids synthesised for them, and the tool-call ids the conversation
+// already holds, which none of them may repeat.
+type prior struct {
+	turn int
+	ids  map[string]bool
+}
+
 // rewriteChatBody adds prompt_cache_key (when key is not empty) and the endpoint's body
-// options, and replays messages in the strict shape (see wireTransport). It returns the
-// number of messages, which seeds the ids synthesised for the answer's tool calls. Keys
-// are re-emitted in sorted order, so the body is deterministic for a given request.
-func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, int, error) {
+// options, and replays messages in the strict shape (see wireTransport). It returns what
+// the answer's tool calls are checked against. Keys are re-emitted in sorted order, so the
+// body is deterministic for a given request.
+func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, prior, error) {
+	var conv prior
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, 0, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
+		return nil, conv, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
 	}
 	if top == nil {
-		return nil, 0, errors.New("rewrite chat request body: null instead of an object")
+		return nil, conv, errors.New("rewrite chat request body: null instead of an object")
 	}
 	for k, v := range o.extra {
 		if _, set := top[k]; !set {
@@ -239,27 +248,27 @@ func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, int, error
 			top["max_tokens"] = n
 		}
 	}
-	turn := 0
 	if raw, ok := top["messages"]; ok {
 		var msgs []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &msgs); err != nil {
-			return nil, 0, fmt.Errorf("rewrite chat request body: messages: %w", err)
+			return nil, conv, fmt.Errorf("rewrite chat request body: messages: %w", err)
 		}
-		turn = len(msgs)
-		if replayShape(msgs) {
+		conv.turn, conv.ids = len(msgs), map[string]bool{}
+		if replayShape(msgs, conv.ids) {
 			b, err := json.Marshal(msgs)
 			if err != nil {
-				return nil, 0, fmt.Errorf("rewrite chat request body: %w", err)
+				return nil, conv, fmt.Errorf("rewrite chat request body: %w", err)
 			}
 			top["messages"] = b
 		}
 	}
 	out, err := json.Marshal(top)
-	return out, turn, err
+	return out, conv, err
 }
 
-// replayShape fixes messages in place and reports whether it changed any.
-func replayShape(msgs []map[string]json.RawMessage) bool {
+// replayShape fixes messages in place and reports whether it changed any; it adds the ids
+// of the assistant turns' tool calls to ids.
+func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 	changed := false
 	var pending []string // ids of the last assistant turn's tool calls, in order
 	for _, m := range msgs {
@@ -280,6 +289,9 @@ func replayShape(msgs []map[string]json.RawMessage) bool {
 		switch role {
 		case "assistant":
 			pending, mchanged = replayAssistant(m, pending[:0])
+			for _, id := range pending {
+				ids[id] = true
+			}
 		case "tool":
 			pending, mchanged = replayToolResult(m, pending)
 		}
