@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -228,13 +227,6 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 	}
 	return res
-}
-
-func orEmptyObject(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "{}"
-	}
-	return s
 }
 
 func clip(s string, n int) string {

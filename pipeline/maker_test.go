@@ -424,3 +424,39 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 		t.Errorf("%d requests refused, %d compactions; want 1 refusal, then compaction", om.refused, out.Compactions)
 	}
 }
+
+// A submit's arguments in the shapes models send that hold one reading (fenced, encoded
+// twice, empty) are read; two objects run together are refused, not half read.
+func TestSubmitArgumentShapes(t *testing.T) {
+	tests := []struct {
+		name, args string
+		want       Status
+		summary    string
+	}{
+		{"fenced", "```json\n{\"summary\": \"drop the + 1\"}\n```", StatusFixed, "drop the + 1"},
+		{"encoded twice", `"{\"summary\": \"drop the + 1\"}"`, StatusFixed, "drop the + 1"},
+		{"empty", ``, StatusFixed, ""},
+		{"two objects", `{"summary": "a"}{"summary": "b"}`, StatusBudget, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				if n == 1 {
+					return turn(call("e", tools.EditFile, fixEdit))
+				}
+				s := call(fmt.Sprintf("s%d", n), tools.Submit, nil)
+				s.Function.Arguments = tt.args
+				return turn(s)
+			}
+			r, job := setupLoop(t, fm)
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.want || out.Summary != tt.summary {
+				t.Fatalf("submit arguments %q: status %s (%s), summary %q; want %s, summary %q", tt.args, out.Status, out.Reason, out.Summary, tt.want, tt.summary)
+			}
+			if tt.want != StatusFixed && !strings.Contains(toolResults(fm.makerRequests()[2])["s2"], "not valid JSON") {
+				t.Errorf("submit arguments %q: result %q, want it refused as not valid JSON", tt.args, toolResults(fm.makerRequests()[2])["s2"])
+			}
+		})
+	}
+}
