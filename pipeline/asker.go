@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -75,6 +76,8 @@ func (q *asker) opening(role model.Role, triage *Triage) []openai.ChatCompletion
 const maxRoleRetries = 2
 
 // askJSON asks a role for a JSON object, re-asking with the parse error on a bad answer.
+// v must be a pointer; it holds the accepted answer alone, never fields of one refused
+// before it.
 func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, v any, check func() error) error {
 	for try := 0; ; try++ {
 		resp, err := q.chat(ctx, role, msgs, nil, true)
@@ -82,6 +85,7 @@ func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.Chat
 			return fmt.Errorf("%s: %w", role, err)
 		}
 		content := stripFence(resp.Message.Content)
+		reflect.ValueOf(v).Elem().SetZero()
 		err = json.Unmarshal([]byte(content), v)
 		if err == nil && check != nil {
 			err = check()
