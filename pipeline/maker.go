@@ -61,15 +61,18 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		msgs = append(msgs, msg)
 		if len(msg.ToolCalls) == 0 {
 			idle++
+			what, nudge := idleAnswer(resp)
 			if idle >= maxIdleTurns {
-				return a.stop(ctx, out, fmt.Errorf("maker answered %d times without using a tool; last answer: %q", idle, clip(msg.Content, 200)))
+				return a.stop(ctx, out, fmt.Errorf("maker answered %d times without using a tool; last answer: %s", idle, what))
 			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-				Content: "Nobody reads plain answers here. Use the tools to change the code, then call submit."})
+			a.jr.note("maker answered without a tool call: %s", what)
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudge})
 			continue
 		}
 		idle = 0
-		results := a.execTools(ctx, ws, msg.ToolCalls)
+		// An answer cut at the output limit stopped inside its last tool call: its arguments
+		// may be cut too (or "repaired" by the server into a shorter file), so it is not run.
+		results := a.execTools(ctx, ws, msg.ToolCalls, resp.FinishReason == string(openai.FinishReasonLength))
 		answers, final := a.toolAnswers(ctx, guard, msg.ToolCalls, results, out)
 		if final != nil {
 			return *final
@@ -148,15 +151,23 @@ type toolResult struct {
 	review *Outcome // set by a submit that passed the checks but not the review
 }
 
+// cutCall answers the last tool call of an answer cut at the output limit, which is not run.
+const cutCall = "error: not run: your answer was cut off at the output limit (finish_reason length) while it was writing this call, so its arguments may be incomplete. Send the call again in a shorter answer: keep the text before it brief, and change a long file with several edit_file calls rather than one write_file of the whole file."
+
 // execTools runs one turn's tool calls in the order the model gave them, so each result
 // reflects every earlier call of the turn (a read after an edit shows the edit). A run of
 // consecutive read-only calls runs concurrently; any other call is a barrier. After a
-// submit that ended the attempt, the remaining calls are not run.
-func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall) []toolResult {
+// submit that ended the attempt, the remaining calls are not run. cut says the answer was
+// cut at the output limit: its last call is answered with cutCall, not run.
+func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall, cut bool) []toolResult {
 	results := make([]toolResult, len(calls))
-	for i := 0; i < len(calls); {
+	run := len(calls)
+	if cut {
+		run--
+	}
+	for i := 0; i < run; {
 		if !tools.ReadOnly(calls[i].Function.Name) {
-			results[i] = a.execOne(ctx, ws, calls[i])
+			results[i] = a.execOne(ctx, ws, calls[i], "")
 			if results[i].final != nil {
 				return results
 			}
@@ -164,25 +175,32 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 			continue
 		}
 		j := i
-		for j < len(calls) && tools.ReadOnly(calls[j].Function.Name) {
+		for j < run && tools.ReadOnly(calls[j].Function.Name) {
 			j++
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
-			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k]) })
+			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k], "") })
 		}
 		wg.Wait()
 		i = j
 	}
+	if cut {
+		results[run] = a.execOne(ctx, ws, calls[run], cutCall)
+	}
 	return results
 }
 
-func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall) toolResult {
+// execOne runs one tool call and records it; refuse, when not empty, is the result of a
+// call that is not run.
+func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall, refuse string) toolResult {
 	start := a.r.now()
 	var res toolResult
 	var err error
-	switch tc.Function.Name {
-	case tools.RunChecks:
+	switch name := tc.Function.Name; {
+	case refuse != "":
+		res = toolResult{text: refuse, failed: true}
+	case name == tools.RunChecks:
 		var gate Gate
 		cand := candidate{targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}
 		if a.job.Diff != nil {
@@ -199,9 +217,9 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 			failed := a.stop(ctx, Outcome{Artifacts: Artifacts{Checks: gate.Results, Gate: &gate}}, errors.New(reason))
 			res.final = &failed
 		}
-	case tools.Submit:
+	case name == tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
-	case tools.AskHuman:
+	case name == tools.AskHuman:
 		res = askHuman(a.job.Ticket, a.jr, tc.Function.Arguments)
 	default:
 		var r tools.Result
