@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -112,6 +113,10 @@ func (a *attempt) toolAnswers(ctx context.Context, guard *loopGuard, calls []ope
 			final.Triage = out.Triage
 			return nil, &final
 		}
+		if res.same {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text})
+			continue
+		}
 		nudge, stop, seen := guard.observe(tc.Function.Name, tc.Function.Arguments, res.text)
 		if stop {
 			stopped := a.stop(ctx, out, fmt.Errorf("%w: %s%s called %d times with the same arguments and the same result within %d tool calls",
@@ -149,25 +154,46 @@ type toolResult struct {
 	rung   string   // edit_file's matching rung, for the record
 	final  *Outcome // set by a submit that passed everything
 	review *Outcome // set by a submit that passed the checks but not the review
+	// same marks a call answered by reference to an identical one of the same answer: the
+	// loop guard counts the one that ran.
+	same bool
 }
 
-// cutCall answers the last tool call of an answer cut at the output limit, which is not run.
-const cutCall = "error: not run: your answer was cut off at the output limit (finish_reason length) while it was writing this call, so its arguments may be incomplete. Send the call again in a shorter answer: keep the text before it brief, and change a long file with several edit_file calls rather than one write_file of the whole file."
+// Answers to calls of a turn that are not run.
+const (
+	// cutCall answers the last tool call of an answer cut at the output limit.
+	cutCall = "error: not run: your answer was cut off at the output limit (finish_reason length) while it was writing this call, so its arguments may be incomplete. Send the call again in a shorter answer: keep the text before it brief, and change a long file with several edit_file calls rather than one write_file of the whole file."
+	// tooManyCalls answers the calls of an answer past maxTurnCalls.
+	tooManyCalls = "error: not run: one answer may make at most %d tool calls, and yours made %d. Send this call again in your next answer if you still need it (read_files takes many paths in one call)."
+	// sameCall answers a read-only call that repeats an earlier one of the same answer, with
+	// nothing between them that could change its result.
+	sameCall = "Not run again: the same call, with the same arguments, as %s earlier in this answer; its result is above."
+)
+
+// maxTurnCalls bounds the tool calls run for one answer: a model that repeats itself can
+// emit hundreds in one answer, each a walk of the repository and up to MaxResultBytes of
+// result for the next request.
+const maxTurnCalls = 32
 
 // execTools runs one turn's tool calls in the order the model gave them, so each result
 // reflects every earlier call of the turn (a read after an edit shows the edit). A run of
-// consecutive read-only calls runs concurrently; any other call is a barrier. After a
-// submit that ended the attempt, the remaining calls are not run. cut says the answer was
-// cut at the output limit: its last call is answered with cutCall, not run.
+// consecutive read-only calls runs concurrently, a call that repeats an earlier one of the
+// run is answered by reference to it; any other call is a barrier. After a submit that
+// ended the attempt, the remaining calls are not run. cut says the answer was cut at the
+// output limit: its last call is answered with cutCall, not run; calls past maxTurnCalls
+// are answered with tooManyCalls.
 func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall, cut bool) []toolResult {
 	results := make([]toolResult, len(calls))
-	run := len(calls)
-	if cut {
-		run--
+	pre := make([]*toolResult, len(calls)) // the answers of calls that are not run
+	for i := maxTurnCalls; i < len(calls); i++ {
+		pre[i] = &toolResult{text: fmt.Sprintf(tooManyCalls, maxTurnCalls, len(calls)), failed: true}
 	}
-	for i := 0; i < run; {
-		if !tools.ReadOnly(calls[i].Function.Name) {
-			results[i] = a.execOne(ctx, ws, calls[i], "")
+	if cut && len(calls) > 0 {
+		pre[len(calls)-1] = &toolResult{text: cutCall, failed: true}
+	}
+	for i := 0; i < len(calls); {
+		if pre[i] != nil || !tools.ReadOnly(calls[i].Function.Name) {
+			results[i] = a.execOne(ctx, ws, calls[i], pre[i])
 			if results[i].final != nil {
 				return results
 			}
@@ -175,31 +201,34 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 			continue
 		}
 		j := i
-		for j < run && tools.ReadOnly(calls[j].Function.Name) {
-			j++
+		first := map[string]int{}
+		for ; j < len(calls) && pre[j] == nil && tools.ReadOnly(calls[j].Function.Name); j++ {
+			key := calls[j].Function.Name + "\x00" + strings.Join(strings.Fields(calls[j].Function.Arguments), " ")
+			if f, seen := first[key]; seen {
+				pre[j] = &toolResult{text: fmt.Sprintf(sameCall, calls[f].ID), same: true}
+			} else {
+				first[key] = j
+			}
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
-			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k], "") })
+			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k], pre[k]) })
 		}
 		wg.Wait()
 		i = j
 	}
-	if cut {
-		results[run] = a.execOne(ctx, ws, calls[run], cutCall)
-	}
 	return results
 }
 
-// execOne runs one tool call and records it; refuse, when not empty, is the result of a
-// call that is not run.
-func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall, refuse string) toolResult {
+// execOne runs one tool call and records it; pre, when not nil, is the result of a call
+// that is not run.
+func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall, pre *toolResult) toolResult {
 	start := a.r.now()
 	var res toolResult
 	var err error
 	switch name := tc.Function.Name; {
-	case refuse != "":
-		res = toolResult{text: refuse, failed: true}
+	case pre != nil:
+		res = *pre
 	case name == tools.RunChecks:
 		var gate Gate
 		cand := candidate{targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}

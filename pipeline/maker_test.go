@@ -538,3 +538,64 @@ func TestIdleAnswersToldWhatTheyWere(t *testing.T) {
 		})
 	}
 }
+
+// Many tool calls in one answer: identical read-only calls run once and the copies point to
+// its result (the loop guard, whose nudge the model cannot read before the answer ends,
+// does not stop an attempt over one answer), and calls past maxTurnCalls are not run, with
+// the reason.
+func TestManyCallsInOneAnswer(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls func() []openai.ToolCall
+		check func(res map[string]string) string
+	}{
+		{"six identical reads", func() []openai.ToolCall {
+			var calls []openai.ToolCall
+			for i := range 6 {
+				calls = append(calls, call(fmt.Sprintf("r%d", i), tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}))
+			}
+			return calls
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["r0"], "return x + x + 1") {
+				return "the first read has no content: " + res["r0"]
+			}
+			for i := 1; i < 6; i++ {
+				if got := res[fmt.Sprintf("r%d", i)]; !strings.Contains(got, "as r0 earlier in this answer") {
+					return fmt.Sprintf("read r%d = %q, want a pointer to r0", i, got)
+				}
+			}
+			return ""
+		}},
+		{"forty greps", func() []openai.ToolCall {
+			var calls []openai.ToolCall
+			for i := range 40 {
+				calls = append(calls, call(fmt.Sprintf("g%d", i), tools.Grep, map[string]string{"pattern": fmt.Sprintf("x{%d}", i+1)}))
+			}
+			return calls
+		}, func(res map[string]string) string {
+			if strings.Contains(res["g31"], "not run") || !strings.Contains(res["g32"], "at most 32 tool calls, and yours made 40") || !strings.Contains(res["g39"], "not run") {
+				return fmt.Sprintf("g31 = %q, g32 = %q, g39 = %q; want the first 32 run and the rest refused", res["g31"], res["g32"], res["g39"])
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				if n == 1 {
+					return turn(tt.calls()...)
+				}
+				return turn(call("e", tools.EditFile, fixEdit), call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+			}
+			r, job := setupLoop(t, fm)
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusFixed {
+				t.Fatalf("status %s (%s), want fixed", out.Status, out.Reason)
+			}
+			if bad := tt.check(toolResults(fm.makerRequests()[1])); bad != "" {
+				t.Error(bad)
+			}
+		})
+	}
+}
