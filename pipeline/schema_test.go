@@ -20,6 +20,7 @@ func TestRoleAnswersOutsideTheSchema(t *testing.T) {
 		role    model.Role
 		answers []string
 		check   func(t *testing.T, a *attempt) string // "" when the result is right, else what is wrong
+		asks    int                                   // requests expected; 0: at least two
 	}{
 		{"triage: a refused answer's fields are not kept", model.RoleTriage,
 			[]string{`{"summary":"","acceptance_criteria":["from the refused answer"]}`, `{"summary":"double adds one"}`},
@@ -29,7 +30,7 @@ func TestRoleAnswersOutsideTheSchema(t *testing.T) {
 					return "triage = " + strings.TrimSpace(strings.Join([]string{errText(err), jsonText(tri)}, " ")) + `; want summary "double adds one" and no criteria`
 				}
 				return ""
-			}},
+			}, 0},
 		{"checker: an answer without findings is asked again, not read as none", model.RoleChecker,
 			[]string{`{"issues":[{"file":"calc.py","problem":"wrong for floats"}]}`, blocker},
 			func(t *testing.T, a *attempt) string {
@@ -38,7 +39,7 @@ func TestRoleAnswersOutsideTheSchema(t *testing.T) {
 					return "review = " + jsonText(rr.findings) + " " + errText(err) + "; want the blocker of the second answer, sent back"
 				}
 				return ""
-			}},
+			}, 0},
 		{"judge: verdict case and spaces, no unmet criteria of a refused answer", model.RoleJudge,
 			[]string{`{"verdict":"maybe","unmet":["from the refused answer"],"reason":"unsure"}`, `{"verdict":" PASS ","reason":"meets the criteria"}`, `{"verdict":"fail","reason":"third"}`},
 			func(t *testing.T, a *attempt) string {
@@ -47,7 +48,25 @@ func TestRoleAnswersOutsideTheSchema(t *testing.T) {
 					return "verdict = " + jsonText(rr.verdict) + " " + errText(err) + `; want "pass" from the second answer, no unmet criteria`
 				}
 				return ""
-			}},
+			}, 0},
+		{"judge: prose around the JSON object is read, not asked again", model.RoleJudge,
+			[]string{"Here is my verdict:\n```json\n{\"verdict\": \"fail\", \"unmet\": [\"double(3) == 6\"], \"reason\": \"only 2 is checked\"}\n```\nI hope this helps."},
+			func(t *testing.T, a *attempt) string {
+				rr, err := a.board.judge(context.Background(), candidate{diff: diff, summary: "drop the + 1"}, func() string { return "" })
+				if err != nil || rr.verdict == nil || rr.verdict.Verdict != "fail" || len(rr.verdict.Unmet) != 1 {
+					return "verdict = " + jsonText(rr.verdict) + " " + errText(err) + `; want "fail" with its unmet criterion`
+				}
+				return ""
+			}, 1},
+		{"checker: a refusal is named as one in the error", model.RoleChecker,
+			[]string{"refusal:I can't review this.", "refusal:I can't review this.", "refusal:I can't review this."},
+			func(t *testing.T, a *attempt) string {
+				_, err := a.board.review(context.Background(), candidate{diff: diff, summary: "drop the + 1"})
+				if err == nil || !strings.Contains(err.Error(), `a refusal: "I can't review this."`) {
+					return "review error = " + errText(err) + "; want it to name the refusal"
+				}
+				return ""
+			}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,8 +76,8 @@ func TestRoleAnswersOutsideTheSchema(t *testing.T) {
 			if bad := tt.check(t, a); bad != "" {
 				t.Errorf("answers %q:\n%s", tt.answers, bad)
 			}
-			if len(c.sizes) < 2 {
-				t.Errorf("answers %q: %d request(s), want the first answer sent back", tt.answers, len(c.sizes))
+			if tt.asks == 0 && len(c.sizes) < 2 || tt.asks > 0 && len(c.sizes) != tt.asks {
+				t.Errorf("answers %q: %d request(s), want %d (0: the first answer sent back)", tt.answers, len(c.sizes), tt.asks)
 			}
 		})
 	}
