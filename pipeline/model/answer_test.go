@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -264,5 +265,41 @@ func TestToolCallIDsUnique(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayToolNames: a tool name a model invented ("functions.read_files", "", a long
+// one), which ticketd answers as unknown, is replayed in the shape OpenAI's check takes
+// (^[a-zA-Z0-9_-]{1,64}$), in the call and in its result, the same way every time; a
+// valid name is replayed as it is.
+func TestReplayToolNames(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	for _, name := range []string{"functions.read_files", "repo_browser.open_file", "", "read files", strings.Repeat("x", 80), "grép", "read_files"} {
+		call := map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": name, "arguments": "{}"}}
+		body, _ := json.Marshal(map[string]any{"messages": []any{
+			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{call}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "name": name, "content": "error: unknown tool"},
+		}})
+		out, _, err := rewriteChatBody(body, "", bodyOptions{})
+		again, _, _ := rewriteChatBody(body, "", bodyOptions{})
+		if err != nil || string(out) != string(again) {
+			t.Fatalf("name %q: rewrite = %s, %v; want the same body every time", name, out, err)
+		}
+		var got struct {
+			Messages []struct {
+				Name      string `json:"name"`
+				ToolCalls []struct {
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(out, &got)
+		callName, resultName := got.Messages[0].ToolCalls[0].Function.Name, got.Messages[1].Name
+		if !valid.MatchString(callName) || callName != resultName || valid.MatchString(name) && callName != name {
+			t.Errorf("name %q replayed as %q in the call and %q in the result; want one name matching %s, the same when it already does",
+				name, callName, resultName, valid)
+		}
 	}
 }

@@ -25,7 +25,8 @@ const maxErrorBody = 64 << 10
 //   - it replays the conversation in a shape strict servers accept: "content": "" on
 //     messages serialised without content (an assistant turn that only carries tool
 //     calls), no reasoning_content (DeepSeek answers 400 when it is sent back), no
-//     streaming-only tool call index, a tool_call_id on every tool result;
+//     streaming-only tool call index, a tool_call_id on every tool result, tool names
+//     that match ^[a-zA-Z0-9_-]{1,64}$ (see fixName);
 //   - it adds the endpoint's headers and query parameters;
 //   - it normalises answers go-openai would misread (content as an array of parts,
 //     arguments as an object, tool calls without an id or type) and reports back what
@@ -294,6 +295,10 @@ func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 			}
 		case "tool":
 			pending, mchanged = replayToolResult(m, pending)
+			if n, has := m["name"]; has && fixName(&n) {
+				m["name"] = n
+				mchanged = true
+			}
 		}
 		changed = changed || mchanged
 	}
@@ -309,9 +314,20 @@ func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, 
 	}
 	changed := false
 	for _, c := range calls {
+		if c == nil {
+			continue
+		}
 		if _, has := c["index"]; has {
 			delete(c, "index")
 			changed = true
+		}
+		var fn map[string]json.RawMessage
+		if json.Unmarshal(c["function"], &fn) == nil && fn != nil {
+			if n := fn["name"]; fixName(&n) {
+				fn["name"] = n
+				c["function"], _ = json.Marshal(fn)
+				changed = true
+			}
 		}
 		var id string
 		_ = json.Unmarshal(c["id"], &id)
@@ -323,6 +339,38 @@ func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, 
 	}
 	return pending, changed
 }
+
+// fixName makes a replayed tool name one that OpenAI and the servers that copy its checks
+// take (^[a-zA-Z0-9_-]{1,64}$): a model may call a tool by a name of its own invention
+// ("functions.read_files", "repo_browser.open_file", "" ), which ticketd answers as unknown,
+// and a strict server refuses the next request with 400 over that name in the history.
+// Each other character becomes "_", the name is cut to 64, an empty one becomes "_". It
+// reports whether it changed *raw.
+func fixName(raw *json.RawMessage) bool {
+	var name string
+	if json.Unmarshal(*raw, &name) != nil {
+		return false
+	}
+	b := []byte(name)
+	ok := len(b) >= 1 && len(b) <= maxNameLen
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i], ok = '_', false
+		}
+	}
+	if ok {
+		return false
+	}
+	b = b[:min(len(b), maxNameLen)]
+	if len(b) == 0 {
+		b = []byte("_")
+	}
+	*raw, _ = json.Marshal(string(b))
+	return true
+}
+
+// maxNameLen is the longest tool name OpenAI takes.
+const maxNameLen = 64
 
 // replayToolResult gives a tool result without tool_call_id the id of the call it answers
 // (strict servers refuse it otherwise) and returns the ids still unanswered.
