@@ -165,9 +165,9 @@ const (
 	cutCall = "error: not run: your answer was cut off at the output limit (finish_reason length) while it was writing this call, so its arguments may be incomplete. Send the call again in a shorter answer: keep the text before it brief, and change a long file with several edit_file calls rather than one write_file of the whole file."
 	// tooManyCalls answers the calls of an answer past maxTurnCalls.
 	tooManyCalls = "error: not run: one answer may make at most %d tool calls, and yours made %d. Send this call again in your next answer if you still need it (read_files takes many paths in one call)."
-	// sameCall answers a read-only call that repeats an earlier one of the same answer, with
-	// nothing between them that could change its result.
-	sameCall = "Not run again: the same call, with the same arguments, as %s earlier in this answer; its result is above."
+	// sameCall answers a call that repeats an earlier one of the same answer, with no call
+	// between them that could change the worktree.
+	sameCall = "Not run again: the same call, with the same arguments, as %s earlier in this answer, with no change made between them; its result is above."
 )
 
 // maxTurnCalls bounds the tool calls run for one answer: a model that repeats itself can
@@ -177,11 +177,12 @@ const maxTurnCalls = 32
 
 // execTools runs one turn's tool calls in the order the model gave them, so each result
 // reflects every earlier call of the turn (a read after an edit shows the edit). A run of
-// consecutive read-only calls runs concurrently, a call that repeats an earlier one of the
-// run is answered by reference to it; any other call is a barrier. After a submit that
-// ended the attempt, the remaining calls are not run. cut says the answer was cut at the
-// output limit: its last call is answered with cutCall, not run; calls past maxTurnCalls
-// are answered with tooManyCalls.
+// consecutive read-only calls runs concurrently; any other call is a barrier. After a
+// submit that ended the attempt, the remaining calls are not run. Some calls are answered
+// without being run: one that repeats an earlier call of the answer with no change made
+// between them (sameCall: models repeat parallel calls, and an edit whose new text holds
+// its old text would apply twice), the last of an answer cut at the output limit (cut:
+// cutCall), and those past maxTurnCalls (tooManyCalls).
 func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall, cut bool) []toolResult {
 	results := make([]toolResult, len(calls))
 	pre := make([]*toolResult, len(calls)) // the answers of calls that are not run
@@ -191,9 +192,26 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 	if cut && len(calls) > 0 {
 		pre[len(calls)-1] = &toolResult{text: cutCall, failed: true}
 	}
+	lastChange := -1           // the last call to run that may change the worktree
+	latest := map[string]int{} // the last call to run with these name and arguments
+	for k, tc := range calls {
+		if pre[k] != nil {
+			continue
+		}
+		key := tc.Function.Name + "\x00" + strings.Join(strings.Fields(tc.Function.Arguments), " ")
+		if f, seen := latest[key]; seen && f >= lastChange {
+			pre[k] = &toolResult{text: fmt.Sprintf(sameCall, calls[f].ID), same: true}
+			continue
+		}
+		latest[key] = k
+		if !tools.ReadOnly(tc.Function.Name) {
+			lastChange = k
+		}
+	}
+	alone := func(k int) bool { return pre[k] == nil && !tools.ReadOnly(calls[k].Function.Name) }
 	for i := 0; i < len(calls); {
-		if pre[i] != nil || !tools.ReadOnly(calls[i].Function.Name) {
-			results[i] = a.execOne(ctx, ws, calls[i], pre[i])
+		if alone(i) {
+			results[i] = a.execOne(ctx, ws, calls[i], nil)
 			if results[i].final != nil {
 				return results
 			}
@@ -201,14 +219,8 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 			continue
 		}
 		j := i
-		first := map[string]int{}
-		for ; j < len(calls) && pre[j] == nil && tools.ReadOnly(calls[j].Function.Name); j++ {
-			key := calls[j].Function.Name + "\x00" + strings.Join(strings.Fields(calls[j].Function.Arguments), " ")
-			if f, seen := first[key]; seen {
-				pre[j] = &toolResult{text: fmt.Sprintf(sameCall, calls[f].ID), same: true}
-			} else {
-				first[key] = j
-			}
+		for j < len(calls) && !alone(j) {
+			j++
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {

@@ -578,6 +578,24 @@ func TestManyCallsInOneAnswer(t *testing.T) {
 			}
 			return ""
 		}},
+		{"an edit whose new text holds its old text, sent twice", func() []openai.ToolCall {
+			edit := map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # doubles"}
+			return []openai.ToolCall{call("e1", tools.EditFile, edit), call("e2", tools.EditFile, edit)}
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["e2"], "as e1 earlier in this answer") {
+				return fmt.Sprintf("second edit = %q, want a pointer to e1", res["e2"])
+			}
+			return ""
+		}},
+		{"a refused submit sent twice", func() []openai.ToolCall {
+			partial := map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # partial"}
+			return []openai.ToolCall{call("e", tools.EditFile, partial), call("s1", tools.Submit, map[string]string{"summary": "x"}), call("s2", tools.Submit, map[string]string{"summary": "x"})}
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["s1"], "Not accepted") || !strings.Contains(res["s2"], "as s1 earlier in this answer") {
+				return fmt.Sprintf("submits: %q, %q; want the first refused, the second a pointer to it", clip(res["s1"], 100), res["s2"])
+			}
+			return ""
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
