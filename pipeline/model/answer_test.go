@@ -76,8 +76,8 @@ func TestAnswerShapes(t *testing.T) {
 			if id != m.ToolCalls[0].ID || tool["tool_call_id"] != id || a["content"] != "" {
 				t.Errorf("replayed %v / %v; want the id on both and content \"\"", a, tool)
 			}
-			if _, has := a["reasoning_content"]; has {
-				t.Errorf("replayed reasoning_content: %v (DeepSeek answers 400 to it)", a)
+			if r, has := a["reasoning_content"]; has != (m.ReasoningContent != "") || has && r != m.ReasoningContent {
+				t.Errorf("replayed %v; want the tool-calling turn's reasoning_content %q (DeepSeek's thinking mode answers 400 without it)", a, m.ReasoningContent)
 			}
 		})
 	}
@@ -300,6 +300,35 @@ func TestReplayToolNames(t *testing.T) {
 		if !valid.MatchString(callName) || callName != resultName || valid.MatchString(name) && callName != name {
 			t.Errorf("name %q replayed as %q in the call and %q in the result; want one name matching %s, the same when it already does",
 				name, callName, resultName, valid)
+		}
+	}
+}
+
+// TestReplayReasoningContent: reasoning_content is replayed on the turns that called tools,
+// which DeepSeek's thinking mode refuses a conversation without (400 "Missing
+// reasoning_content field"), in every later request; it is dropped everywhere else, where
+// DeepSeek ignores it and deepseek-reasoner (R1) refuses it.
+func TestReplayReasoningContent(t *testing.T) {
+	in := `{"messages":[` +
+		`{"role":"user","content":"fix it"},` +
+		`{"role":"assistant","content":"","reasoning_content":"read first","tool_calls":[{"id":"a","type":"function","function":{"name":"read_files","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":"x"},` +
+		`{"role":"assistant","content":"done","reasoning_content":"no call"},` +
+		`{"role":"user","content":"Use the tools."},` +
+		`{"role":"assistant","content":"","reasoning_content":"edit now","tool_calls":[{"id":"b","type":"function","function":{"name":"edit_file","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"b","content":"y","reasoning_content":"stray"}]}`
+	out, _, err := rewriteChatBody([]byte(in), "", bodyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(out, &body)
+	want := []any{nil, "read first", nil, nil, nil, "edit now", nil}
+	for i, m := range body.Messages {
+		if m["reasoning_content"] != want[i] {
+			t.Errorf("message %d replayed as %v; want reasoning_content %v", i, m, want[i])
 		}
 	}
 }

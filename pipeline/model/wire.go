@@ -24,7 +24,7 @@ const maxErrorBody = 64 << 10
 //     max_tokens_field asks;
 //   - it replays the conversation in a shape strict servers accept: "content": "" on
 //     messages serialised without content (an assistant turn that only carries tool
-//     calls), no reasoning_content (DeepSeek answers 400 when it is sent back), no
+//     calls), reasoning_content on tool-calling turns only (see hasToolCalls), no
 //     streaming-only tool call index, a tool_call_id on every tool result, tool names
 //     that match ^[a-zA-Z0-9_-]{1,64}$ (see fixName);
 //   - it adds the endpoint's headers and query parameters;
@@ -280,12 +280,12 @@ func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 			m["content"] = json.RawMessage(`""`)
 			changed = true
 		}
-		if _, has := m["reasoning_content"]; has {
+		var role string
+		_ = json.Unmarshal(m["role"], &role)
+		if _, has := m["reasoning_content"]; has && !(role == "assistant" && hasToolCalls(m)) {
 			delete(m, "reasoning_content")
 			changed = true
 		}
-		var role string
-		_ = json.Unmarshal(m["role"], &role)
 		var mchanged bool
 		switch role {
 		case "assistant":
@@ -303,6 +303,16 @@ func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 		changed = changed || mchanged
 	}
 	return changed
+}
+
+// hasToolCalls reports whether an assistant message carries tool calls. Its
+// reasoning_content is replayed: DeepSeek's thinking mode answers 400 "Missing
+// reasoning_content field" to a conversation whose tool-calling turns lack it (and Kimi's
+// thinking models want it too). Any other message's is dropped: DeepSeek ignores it there,
+// and deepseek-reasoner (R1), which makes no tool calls, answers 400 to it.
+func hasToolCalls(m map[string]json.RawMessage) bool {
+	var calls []json.RawMessage
+	return json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0
 }
 
 // replayAssistant drops the streaming-only index of an assistant turn's tool calls and
