@@ -88,3 +88,44 @@ func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
 }
+
+// A refusal by the provider's content filter is the ticket's trouble (its text set the
+// filter off), not the endpoint's: the attempt fails with the reason and no endpoint fault,
+// so the night does not take it for a systemic failure, while a refused parameter is one.
+func TestContentFilterIsTheTickets(t *testing.T) {
+	tests := []struct {
+		name, body    string
+		endpointFault bool
+		reason        string
+	}{
+		{"azure content filter", `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation"}}}`,
+			false, "content filter refused the request"},
+		{"unknown parameter", `{"error":{"message":"Unrecognized request argument supplied: prompt_cache_key","type":"invalid_request_error","code":null}}`,
+			true, "Unrecognized request argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, tt.body)
+			}))
+			t.Cleanup(srv.Close)
+			client, err := model.New(model.Config{Endpoints: map[string]model.Endpoint{"az": {BaseURL: srv.URL}},
+				Roles: map[model.Role]model.RoleConfig{
+					model.RoleTriage: {Endpoint: "az", Model: "gpt-4.1-mini"}, model.RoleMaker: {Endpoint: "az", Model: "gpt-4.1-mini"},
+					model.RoleChecker: {Endpoint: "az", Model: "gpt-4.1-mini"}, model.RoleJudge: {Endpoint: "az", Model: "gpt-4.1-mini"},
+				}}, nil, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, job := setupLoop(t, &fakeModel{})
+			r.Models = client
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusFailed || (out.EndpointFault != nil) != tt.endpointFault || !strings.Contains(out.Reason, tt.reason) {
+				t.Errorf("answer %s:\nstatus %s (%s), endpoint fault %v; want failed naming %q, endpoint fault %v",
+					tt.body, out.Status, out.Reason, out.EndpointFault != nil, tt.reason, tt.endpointFault)
+			}
+		})
+	}
+}
