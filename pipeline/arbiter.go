@@ -166,13 +166,20 @@ func (b *reviewBoard) reviewOnce(ctx context.Context, round int, r reviewerRun, 
 			round, MaxReviewRounds, raw)})
 	}
 	var ans struct {
-		Findings []Finding `json:"findings"`
+		Findings *[]Finding `json:"findings"`
 	}
-	if err := b.ask.askJSON(ctx, model.RoleChecker, msgs, &ans, nil); err != nil {
+	if err := b.ask.askJSON(ctx, model.RoleChecker, msgs, &ans, func() error {
+		if ans.Findings == nil {
+			// An answer in another shape ({"issues": [...]}, {"result": "..."}) is not "no
+			// findings": read as one, it would pass a change nobody reviewed.
+			return errors.New(`the answer has no "findings" list; answer {"findings": [...]}, or {"findings": []} when there is none`)
+		}
+		return nil
+	}); err != nil {
 		r.err = err
 		return r
 	}
-	kept, dropped := verifyFindings(b.dir, ans.Findings, diff)
+	kept, dropped := verifyFindings(b.dir, *ans.Findings, diff)
 	for i := range kept {
 		kept[i].Reviewer, kept[i].Arbiter = r.rev.Angle, ""
 	}

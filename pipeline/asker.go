@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -75,13 +76,16 @@ func (q *asker) opening(role model.Role, triage *Triage) []openai.ChatCompletion
 const maxRoleRetries = 2
 
 // askJSON asks a role for a JSON object, re-asking with the parse error on a bad answer.
+// v must be a pointer; it holds the accepted answer alone, never fields of one refused
+// before it.
 func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.ChatCompletionMessage, v any, check func() error) error {
 	for try := 0; ; try++ {
 		resp, err := q.chat(ctx, role, msgs, nil, true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", role, err)
 		}
-		content := stripFence(resp.Message.Content)
+		content := jsonPart(resp.Message.Content)
+		reflect.ValueOf(v).Elem().SetZero()
 		err = json.Unmarshal([]byte(content), v)
 		if err == nil && check != nil {
 			err = check()
@@ -90,8 +94,8 @@ func (q *asker) askJSON(ctx context.Context, role model.Role, msgs []openai.Chat
 			return nil
 		}
 		if try >= maxRoleRetries {
-			return fmt.Errorf("%s answered %d times without the JSON object asked for; last error: %v; last answer: %q",
-				role, try+1, err, clip(content, 200))
+			return fmt.Errorf("%s answered %d times without the JSON object asked for; last error: %v; last answer: %s",
+				role, try+1, err, answerWords(resp, content))
 		}
 		msgs = append(msgs, retryMessages(resp.Message.Content, err)...)
 	}
@@ -114,6 +118,36 @@ func retryMessages(answer string, err error) []openai.ChatCompletionMessage {
 		{Role: openai.ChatMessageRoleAssistant, Content: answer},
 		{Role: openai.ChatMessageRoleUser, Content: ask},
 	}
+}
+
+// answerWords says what an answer that was not the JSON asked for was, for the error: a
+// refusal, a content filter or a cut answer is named as such, not quoted as empty text.
+func answerWords(resp model.Response, content string) string {
+	switch {
+	case strings.TrimSpace(resp.Message.Refusal) != "":
+		return fmt.Sprintf("a refusal: %q", clip(resp.Message.Refusal, 200))
+	case resp.FinishReason == string(openai.FinishReasonContentFilter):
+		return fmt.Sprintf("%q, stopped by the endpoint's content filter (finish_reason content_filter)", clip(content, 200))
+	case resp.FinishReason == string(openai.FinishReasonLength):
+		return fmt.Sprintf("%q, cut off at the output limit (finish_reason length)", clip(content, 200))
+	}
+	return fmt.Sprintf("%q", clip(content, 200))
+}
+
+// jsonPart is the JSON object of an answer: without the ```json fence some models wrap
+// around it, and without prose before or after it ("Here is my review: {...}") when the
+// text from its first "{" to its last "}" is valid JSON. Otherwise the answer as it is,
+// for the decoder to refuse.
+func jsonPart(s string) string {
+	s = stripFence(s)
+	if json.Valid([]byte(s)) {
+		return s
+	}
+	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
+	if i >= 0 && j > i && json.Valid([]byte(s[i:j+1])) {
+		return s[i : j+1]
+	}
+	return s
 }
 
 // stripFence removes a ```json fence some models wrap around JSON answers.

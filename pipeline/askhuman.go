@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/tools"
 )
 
 // maxQuestionBytes bounds the question a maker asks: it goes into a GitHub comment, the
@@ -19,7 +21,7 @@ func askHuman(tk Ticket, jr *journal, args string) toolResult {
 	var q struct {
 		Question string `json:"question"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &q); err != nil {
+	if err := json.Unmarshal([]byte(tools.ArgsJSON(args)), &q); err != nil {
 		return toolResult{failed: true, text: fmt.Sprintf("error: ask_human arguments are not valid JSON (%v); send {\"question\": \"...\"}", err)}
 	}
 	question := strings.TrimSpace(q.Question)

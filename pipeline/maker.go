@@ -62,15 +62,18 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 		msgs = append(msgs, msg)
 		if len(msg.ToolCalls) == 0 {
 			idle++
+			what, nudge := idleAnswer(resp)
 			if idle >= maxIdleTurns {
-				return a.stop(ctx, out, fmt.Errorf("maker answered %d times without using a tool; last answer: %q", idle, clip(msg.Content, 200)))
+				return a.stop(ctx, out, fmt.Errorf("maker answered %d times without using a tool; last answer: %s", idle, what))
 			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-				Content: "Nobody reads plain answers here. Use the tools to change the code, then call submit."})
+			a.jr.note("maker answered without a tool call: %s", what)
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: nudge})
 			continue
 		}
 		idle = 0
-		results := a.execTools(ctx, ws, msg.ToolCalls)
+		// An answer cut at the output limit stopped inside its last tool call: its arguments
+		// may be cut too (or "repaired" by the server into a shorter file), so it is not run.
+		results := a.execTools(ctx, ws, msg.ToolCalls, resp.FinishReason == string(openai.FinishReasonLength))
 		answers, final := a.toolAnswers(ctx, guard, msg.ToolCalls, results, out)
 		if final != nil {
 			return *final
@@ -110,6 +113,10 @@ func (a *attempt) toolAnswers(ctx context.Context, guard *loopGuard, calls []ope
 			final.Triage = out.Triage
 			return nil, &final
 		}
+		if res.same {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Function.Name, Content: res.text})
+			continue
+		}
 		nudge, stop, seen := guard.observe(tc.Function.Name, tc.Function.Arguments, res.text)
 		if stop {
 			stopped := a.stop(ctx, out, fmt.Errorf("%w: %s%s called %d times with the same arguments and the same result within %d tool calls",
@@ -147,17 +154,64 @@ type toolResult struct {
 	rung   string   // edit_file's matching rung, for the record
 	final  *Outcome // set by a submit that passed everything
 	review *Outcome // set by a submit that passed the checks but not the review
+	// same marks a call answered by reference to an identical one of the same answer: the
+	// loop guard counts the one that ran.
+	same bool
 }
+
+// Answers to calls of a turn that are not run.
+const (
+	// cutCall answers the last tool call of an answer cut at the output limit.
+	cutCall = "error: not run: your answer was cut off at the output limit (finish_reason length) while it was writing this call, so its arguments may be incomplete. Send the call again in a shorter answer: keep the text before it brief, and change a long file with several edit_file calls rather than one write_file of the whole file."
+	// tooManyCalls answers the calls of an answer past maxTurnCalls.
+	tooManyCalls = "error: not run: one answer may make at most %d tool calls, and yours made %d. Send this call again in your next answer if you still need it (read_files takes many paths in one call)."
+	// sameCall answers a call that repeats an earlier one of the same answer, with no call
+	// between them that could change the worktree.
+	sameCall = "Not run again: the same call, with the same arguments, as %s earlier in this answer, with no change made between them; its result is above."
+)
+
+// maxTurnCalls bounds the tool calls run for one answer: a model that repeats itself can
+// emit hundreds in one answer, each a walk of the repository and up to MaxResultBytes of
+// result for the next request.
+const maxTurnCalls = 32
 
 // execTools runs one turn's tool calls in the order the model gave them, so each result
 // reflects every earlier call of the turn (a read after an edit shows the edit). A run of
 // consecutive read-only calls runs concurrently; any other call is a barrier. After a
-// submit that ended the attempt, the remaining calls are not run.
-func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall) []toolResult {
+// submit that ended the attempt, the remaining calls are not run. Some calls are answered
+// without being run: one that repeats an earlier call of the answer with no change made
+// between them (sameCall: models repeat parallel calls, and an edit whose new text holds
+// its old text would apply twice), the last of an answer cut at the output limit (cut:
+// cutCall), and those past maxTurnCalls (tooManyCalls).
+func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []openai.ToolCall, cut bool) []toolResult {
 	results := make([]toolResult, len(calls))
+	pre := make([]*toolResult, len(calls)) // the answers of calls that are not run
+	for i := maxTurnCalls; i < len(calls); i++ {
+		pre[i] = &toolResult{text: fmt.Sprintf(tooManyCalls, maxTurnCalls, len(calls)), failed: true}
+	}
+	if cut && len(calls) > 0 {
+		pre[len(calls)-1] = &toolResult{text: cutCall, failed: true}
+	}
+	lastChange := -1           // the last call to run that may change the worktree
+	latest := map[string]int{} // the last call to run with these name and arguments
+	for k, tc := range calls {
+		if pre[k] != nil {
+			continue
+		}
+		key := tc.Function.Name + "\x00" + strings.Join(strings.Fields(tc.Function.Arguments), " ")
+		if f, seen := latest[key]; seen && f >= lastChange {
+			pre[k] = &toolResult{text: fmt.Sprintf(sameCall, calls[f].ID), same: true}
+			continue
+		}
+		latest[key] = k
+		if !tools.ReadOnly(tc.Function.Name) {
+			lastChange = k
+		}
+	}
+	alone := func(k int) bool { return pre[k] == nil && !tools.ReadOnly(calls[k].Function.Name) }
 	for i := 0; i < len(calls); {
-		if !tools.ReadOnly(calls[i].Function.Name) {
-			results[i] = a.execOne(ctx, ws, calls[i])
+		if alone(i) {
+			results[i] = a.execOne(ctx, ws, calls[i], nil)
 			if results[i].final != nil {
 				return results
 			}
@@ -165,12 +219,12 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 			continue
 		}
 		j := i
-		for j < len(calls) && tools.ReadOnly(calls[j].Function.Name) {
+		for j < len(calls) && !alone(j) {
 			j++
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
-			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k]) })
+			wg.Go(func() { results[k] = a.execOne(ctx, ws, calls[k], pre[k]) })
 		}
 		wg.Wait()
 		i = j
@@ -178,12 +232,16 @@ func (a *attempt) execTools(ctx context.Context, ws *tools.Workspace, calls []op
 	return results
 }
 
-func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall) toolResult {
+// execOne runs one tool call and records it; pre, when not nil, is the result of a call
+// that is not run.
+func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.ToolCall, pre *toolResult) toolResult {
 	start := a.r.now()
 	var res toolResult
 	var err error
-	switch tc.Function.Name {
-	case tools.RunChecks:
+	switch name := tc.Function.Name; {
+	case pre != nil:
+		res = *pre
+	case name == tools.RunChecks:
 		var gate Gate
 		cand := candidate{targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}
 		if a.job.Diff != nil {
@@ -200,9 +258,9 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 			failed := a.stop(ctx, Outcome{Artifacts: Artifacts{Checks: gate.Results, Gate: &gate}}, errors.New(reason))
 			res.final = &failed
 		}
-	case tools.Submit:
+	case name == tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
-	case tools.AskHuman:
+	case name == tools.AskHuman:
 		res = askHuman(a.job.Ticket, a.jr, tc.Function.Arguments)
 	default:
 		var r tools.Result
@@ -228,13 +286,6 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 	}
 	return res
-}
-
-func orEmptyObject(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "{}"
-	}
-	return s
 }
 
 func clip(s string, n int) string {

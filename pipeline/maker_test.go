@@ -31,7 +31,9 @@ type fakeModel struct {
 	// CostPerToken prices each prompt token (plus CostPerCall): a growing context costs more.
 	CostPerToken float64
 	PromptSize   func(req model.Request) int64
-	requests     []model.Request
+	// makerFinish, when set, is the finish reason of the n-th maker answer; "stop" otherwise.
+	makerFinish func(n int) string
+	requests    []model.Request
 }
 
 func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, error) {
@@ -61,7 +63,11 @@ func (f *fakeModel) Chat(_ context.Context, req model.Request) (model.Response, 
 	if f.PromptSize != nil {
 		prompt = f.PromptSize(req)
 	}
-	resp := model.Response{Message: msg, FinishReason: "stop", Usage: model.Usage{PromptTokens: prompt, CompletionTokens: 50}}
+	finish := "stop"
+	if req.Role == model.RoleMaker && f.makerFinish != nil {
+		finish = f.makerFinish(n)
+	}
+	resp := model.Response{Message: msg, FinishReason: finish, Usage: model.Usage{PromptTokens: prompt, CompletionTokens: 50}}
 	if f.CostPerCall > 0 || f.CostPerToken > 0 {
 		c := f.CostPerCall + f.CostPerToken*float64(prompt)
 		resp.CostUSD = &c
@@ -422,5 +428,192 @@ func TestContextOverflowCompactsAndRetries(t *testing.T) {
 	}
 	if om.refused != 1 || out.Compactions == 0 {
 		t.Errorf("%d requests refused, %d compactions; want 1 refusal, then compaction", om.refused, out.Compactions)
+	}
+}
+
+// A submit's arguments in the shapes models send that hold one reading (fenced, encoded
+// twice, empty) are read; two objects run together are refused, not half read.
+func TestSubmitArgumentShapes(t *testing.T) {
+	tests := []struct {
+		name, args string
+		want       Status
+		summary    string
+	}{
+		{"fenced", "```json\n{\"summary\": \"drop the + 1\"}\n```", StatusFixed, "drop the + 1"},
+		{"encoded twice", `"{\"summary\": \"drop the + 1\"}"`, StatusFixed, "drop the + 1"},
+		{"empty", ``, StatusFixed, ""},
+		{"two objects", `{"summary": "a"}{"summary": "b"}`, StatusBudget, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				if n == 1 {
+					return turn(call("e", tools.EditFile, fixEdit))
+				}
+				s := call(fmt.Sprintf("s%d", n), tools.Submit, nil)
+				s.Function.Arguments = tt.args
+				return turn(s)
+			}
+			r, job := setupLoop(t, fm)
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.want || out.Summary != tt.summary {
+				t.Fatalf("submit arguments %q: status %s (%s), summary %q; want %s, summary %q", tt.args, out.Status, out.Reason, out.Summary, tt.want, tt.summary)
+			}
+			if tt.want != StatusFixed && !strings.Contains(toolResults(fm.makerRequests()[2])["s2"], "not valid JSON") {
+				t.Errorf("submit arguments %q: result %q, want it refused as not valid JSON", tt.args, toolResults(fm.makerRequests()[2])["s2"])
+			}
+		})
+	}
+}
+
+// An answer cut at the output limit stopped inside its last tool call: that call is not run
+// (a server may have "repaired" its cut arguments into a shorter file) and the maker is
+// told why; the calls before it run.
+func TestCutAnswerLastCallNotRun(t *testing.T) {
+	fm := &fakeModel{makerFinish: func(n int) string {
+		if n == 1 {
+			return "length"
+		}
+		return "stop"
+	}}
+	fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+		if n == 1 {
+			return turn(call("e", tools.EditFile, fixEdit),
+				call("w", tools.WriteFile, map[string]string{"path": "calc.py", "content": "def double(x):\n    return x +"}))
+		}
+		return turn(call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+	}
+	r, job := setupLoop(t, fm)
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed", out.Status, out.Reason)
+	}
+	got, _ := os.ReadFile(filepath.Join(job.Dir, "calc.py"))
+	if !strings.Contains(string(got), "return x + x\n") {
+		t.Errorf("calc.py = %q: the cut write_file ran", got)
+	}
+	res := toolResults(fm.makerRequests()[1])
+	if !strings.Contains(res["e"], "edited calc.py") || !strings.Contains(res["w"], "cut off at the output limit") {
+		t.Errorf("results: edit %q, cut write %q; want the edit run and the write refused as cut", res["e"], res["w"])
+	}
+}
+
+// A maker answer without a tool call is told what it was, in words that are true of it, and
+// the stop reason after the third says so too.
+func TestIdleAnswersToldWhatTheyWere(t *testing.T) {
+	tests := []struct {
+		name           string
+		msg            openai.ChatCompletionMessage
+		finish         string
+		nudge, because string
+	}{
+		{"plain text", openai.ChatCompletionMessage{Content: "The bug is in calc.py."}, "stop", "Nobody reads plain answers", `"The bug is in calc.py."`},
+		{"refusal", openai.ChatCompletionMessage{Refusal: "I can't help with that."}, "stop", "You declined the task", `a refusal: "I can't help with that."`},
+		{"content filter", openai.ChatCompletionMessage{}, "content_filter", "content filter", "finish_reason content_filter"},
+		{"cut before any call", openai.ChatCompletionMessage{}, "length", "cut off at the output limit", "finish_reason length"},
+		{"empty", openai.ChatCompletionMessage{}, "stop", "Your answer was empty", "an empty answer"},
+		{"tool call as text", openai.ChatCompletionMessage{Content: "<tool_call>\n{\"name\": \"read_files\", \"arguments\": {\"paths\": [\"calc.py\"]}}\n</tool_call>"}, "stop",
+			"function-calling interface", "tool-call parser"},
+		{"tool call as JSON text", openai.ChatCompletionMessage{Content: "```json\n{\"name\": \"grep\", \"parameters\": {\"pattern\": \"double\"}}\n```"}, "stop",
+			"function-calling interface", "tool call written as text"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{makerFinish: func(int) string { return tt.finish }}
+			fm.maker = func(int, model.Request) openai.ChatCompletionMessage { return tt.msg }
+			r, job := setupLoop(t, fm)
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusFailed || !strings.Contains(out.Reason, "without using a tool") || !strings.Contains(out.Reason, tt.because) {
+				t.Errorf("answer %+v (finish %s): status %s (%s), want failed naming %q", tt.msg, tt.finish, out.Status, out.Reason, tt.because)
+			}
+			reqs := fm.makerRequests()
+			if len(reqs) != maxIdleTurns {
+				t.Fatalf("%d maker requests, want %d", len(reqs), maxIdleTurns)
+			}
+			msgs := reqs[1].Messages
+			if last := msgs[len(msgs)-1]; last.Role != openai.ChatMessageRoleUser || !strings.Contains(last.Content, tt.nudge) {
+				t.Errorf("answer %+v (finish %s): the maker was told %q, want %q", tt.msg, tt.finish, last.Content, tt.nudge)
+			}
+		})
+	}
+}
+
+// Many tool calls in one answer: identical read-only calls run once and the copies point to
+// its result (the loop guard, whose nudge the model cannot read before the answer ends,
+// does not stop an attempt over one answer), and calls past maxTurnCalls are not run, with
+// the reason.
+func TestManyCallsInOneAnswer(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls func() []openai.ToolCall
+		check func(res map[string]string) string
+	}{
+		{"six identical reads", func() []openai.ToolCall {
+			var calls []openai.ToolCall
+			for i := range 6 {
+				calls = append(calls, call(fmt.Sprintf("r%d", i), tools.ReadFiles, map[string]any{"paths": []string{"calc.py"}}))
+			}
+			return calls
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["r0"], "return x + x + 1") {
+				return "the first read has no content: " + res["r0"]
+			}
+			for i := 1; i < 6; i++ {
+				if got := res[fmt.Sprintf("r%d", i)]; !strings.Contains(got, "as r0 earlier in this answer") {
+					return fmt.Sprintf("read r%d = %q, want a pointer to r0", i, got)
+				}
+			}
+			return ""
+		}},
+		{"forty greps", func() []openai.ToolCall {
+			var calls []openai.ToolCall
+			for i := range 40 {
+				calls = append(calls, call(fmt.Sprintf("g%d", i), tools.Grep, map[string]string{"pattern": fmt.Sprintf("x{%d}", i+1)}))
+			}
+			return calls
+		}, func(res map[string]string) string {
+			if strings.Contains(res["g31"], "not run") || !strings.Contains(res["g32"], "at most 32 tool calls, and yours made 40") || !strings.Contains(res["g39"], "not run") {
+				return fmt.Sprintf("g31 = %q, g32 = %q, g39 = %q; want the first 32 run and the rest refused", res["g31"], res["g32"], res["g39"])
+			}
+			return ""
+		}},
+		{"an edit whose new text holds its old text, sent twice", func() []openai.ToolCall {
+			edit := map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # doubles"}
+			return []openai.ToolCall{call("e1", tools.EditFile, edit), call("e2", tools.EditFile, edit)}
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["e2"], "as e1 earlier in this answer") {
+				return fmt.Sprintf("second edit = %q, want a pointer to e1", res["e2"])
+			}
+			return ""
+		}},
+		{"a refused submit sent twice", func() []openai.ToolCall {
+			partial := map[string]string{"path": "calc.py", "old_text": "def double(x):", "new_text": "def double(x):  # partial"}
+			return []openai.ToolCall{call("e", tools.EditFile, partial), call("s1", tools.Submit, map[string]string{"summary": "x"}), call("s2", tools.Submit, map[string]string{"summary": "x"})}
+		}, func(res map[string]string) string {
+			if !strings.Contains(res["s1"], "Not accepted") || !strings.Contains(res["s2"], "as s1 earlier in this answer") {
+				return fmt.Sprintf("submits: %q, %q; want the first refused, the second a pointer to it", clip(res["s1"], 100), res["s2"])
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				if n == 1 {
+					return turn(tt.calls()...)
+				}
+				return turn(call("e", tools.EditFile, fixEdit), call("s", tools.Submit, map[string]string{"summary": "drop the + 1"}))
+			}
+			r, job := setupLoop(t, fm)
+			out := r.Run(context.Background(), job)
+			if out.Status != StatusFixed {
+				t.Fatalf("status %s (%s), want fixed", out.Status, out.Reason)
+			}
+			if bad := tt.check(toolResults(fm.makerRequests()[1])); bad != "" {
+				t.Error(bad)
+			}
+		})
 	}
 }

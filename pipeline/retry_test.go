@@ -13,7 +13,7 @@ import (
 )
 
 // answersChatter answers each request with the next of its answers and keeps the requests'
-// sizes.
+// sizes. An answer "refusal:<text>" is a refusal with that text and no content.
 type answersChatter struct {
 	mu      sync.Mutex
 	answers []string
@@ -30,6 +30,9 @@ func (c *answersChatter) Chat(ctx context.Context, req model.Request) (model.Res
 	c.sizes = append(c.sizes, n)
 	a := c.answers[0]
 	c.answers = c.answers[1:]
+	if refusal, ok := strings.CutPrefix(a, "refusal:"); ok {
+		return model.Response{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Refusal: refusal}}, nil
+	}
 	return model.Response{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: a}}, nil
 }
 

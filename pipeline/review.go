@@ -117,8 +117,9 @@ func (b *reviewBoard) judge(ctx context.Context, cand candidate, criteria func()
 	msgs := b.ask.opening(model.RoleJudge, nil)
 	msgs[1].Content += criteria() + cand.material()
 	if err := b.ask.askJSON(ctx, model.RoleJudge, msgs, &v, func() error {
-		switch strings.ToLower(v.Verdict) {
+		switch verdict := strings.ToLower(strings.TrimSpace(v.Verdict)); verdict {
 		case "pass", "fail":
+			v.Verdict = verdict // recorded and reported in the schema's words
 			return nil
 		}
 		return fmt.Errorf(`"verdict" must be "pass" or "fail", got %q`, v.Verdict)
@@ -126,7 +127,7 @@ func (b *reviewBoard) judge(ctx context.Context, cand candidate, criteria func()
 		return rr, err
 	}
 	rr.verdict = &v
-	if strings.EqualFold(v.Verdict, "fail") && !b.advisory {
+	if v.Verdict == "fail" && !b.advisory {
 		unmet := "(none named)"
 		if len(v.Unmet) > 0 {
 			unmet = "- " + strings.Join(v.Unmet, "\n- ")

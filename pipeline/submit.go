@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/pipeline/model"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -61,7 +62,7 @@ func (a *attempt) candidate(ctx context.Context, args string) (candidate, *toolR
 		Summary string   `json:"summary"`
 		Tests   []string `json:"tests"` // node ids the maker added or that reproduce the bug
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(orEmptyObject(args))), &s); err != nil {
+	if err := json.Unmarshal([]byte(tools.ArgsJSON(args)), &s); err != nil {
 		return candidate{}, &toolResult{failed: true, text: fmt.Sprintf("error: submit arguments are not valid JSON (%v); send {\"summary\": \"...\"}", err)}
 	}
 	diff, err := a.job.Diff(ctx)

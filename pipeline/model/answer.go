@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // answerInfo is what the wire learnt from a 2xx chat answer beyond go-openai's parse.
@@ -35,17 +38,24 @@ type answerInfo struct {
 //     pipeline does not read, and could not replay next to Content);
 //   - function.arguments given as a JSON object instead of a string is re-encoded as a
 //     string (go-openai would refuse the whole answer);
-//   - a tool call without an id gets a stable synthetic one, "call_" + a hash of the
+//   - a tool call without an id, or with the id of another call of the answer or of the
+//     conversation before it (servers that derive ids from the tool's name, or count them
+//     from zero in every answer), gets a stable synthetic one, "call_" + a hash of the
 //     conversation length, the call's position, name and arguments, so the same answer
-//     always gets the same id and the tool result is sent back under it; a missing type
-//     becomes "function";
+//     always gets the same id, each tool result is sent back under its own call's id, and
+//     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
+//     conversation; a missing type becomes "function";
+//   - a tool call given as null is dropped: it names no call to make;
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
 //     seconds, and given as anything but a number (a date string) is dropped: go-openai
 //     reads it as an integer and would refuse the whole answer over a field ticketd
-//     never reads.
+//     never reads;
+//   - a usage count of another type than go-openai's integer (a float, a string) is
+//     rewritten as an integer where it is a whole number and removed where it is not (see
+//     fixUsage): go-openai would refuse the whole answer over it.
 //
 // A body that is not a JSON object is returned unchanged for go-openai to reject.
-func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
+func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 	var info answerInfo
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil || top == nil {
@@ -66,7 +76,7 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, turn, ci) || joined {
+		if fixToolCalls(msg, conv, ci) || joined {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -74,7 +84,8 @@ func normalizeAnswer(data []byte, turn int) ([]byte, answerInfo) {
 	if changed {
 		top["choices"], _ = json.Marshal(choices)
 	}
-	if created := fixCreated(top); !changed && !created {
+	usage := fixUsage(top)
+	if created := fixCreated(top); !changed && !created && !usage {
 		return data, info
 	}
 	out, err := json.Marshal(top)
@@ -128,14 +139,18 @@ func joinContentParts(msg map[string]json.RawMessage) bool {
 
 // fixToolCalls gives the tool calls of choice ci in msg the shape go-openai reads (see
 // normalizeAnswer), and reports whether it changed any.
-func fixToolCalls(msg map[string]json.RawMessage, turn, ci int) bool {
+func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return false
 	}
-	changed := false
+	// A null entry is no call: dropped (filling it in would be a call nobody made).
+	n := len(calls)
+	calls = slices.DeleteFunc(calls, func(tc map[string]json.RawMessage) bool { return tc == nil })
+	changed := len(calls) != n
+	taken := map[string]bool{} // the ids of this answer's earlier calls
 	for j, tc := range calls {
-		if fixToolCall(tc, turn, ci, j) {
+		if fixToolCall(tc, conv, ci, j, taken) {
 			changed = true
 		}
 	}
@@ -145,8 +160,9 @@ func fixToolCalls(msg map[string]json.RawMessage, turn, ci int) bool {
 	return changed
 }
 
-// fixToolCall fixes one tool call: arguments as a string, an id and a type present.
-func fixToolCall(tc map[string]json.RawMessage, turn, ci, j int) bool {
+// fixToolCall fixes one tool call: arguments as a string, an id of its own and a type
+// present. taken holds the ids of the answer's earlier calls; the call's id is added.
+func fixToolCall(tc map[string]json.RawMessage, conv prior, ci, j int, taken map[string]bool) bool {
 	var fn map[string]json.RawMessage
 	if json.Unmarshal(tc["function"], &fn) != nil || fn == nil {
 		fn = map[string]json.RawMessage{}
@@ -169,10 +185,12 @@ func fixToolCall(tc map[string]json.RawMessage, turn, ci, j int) bool {
 	_ = json.Unmarshal(tc["type"], &typ)
 	_ = json.Unmarshal(fn["name"], &name)
 	_ = json.Unmarshal(fn["arguments"], &argText)
-	if id == "" {
-		tc["id"], _ = json.Marshal(syntheticCallID(turn, ci, j, name, argText))
+	if id == "" || taken[id] || conv.ids[id] {
+		id = syntheticCallID(conv.turn, ci, j, name, argText)
+		tc["id"], _ = json.Marshal(id)
 		changed = true
 	}
+	taken[id] = true
 	if typ == "" {
 		tc["type"] = json.RawMessage(`"function"`)
 		changed = true
@@ -189,67 +207,132 @@ func syntheticCallID(turn, choice, index int, name, args string) string {
 	return "call_" + hex.EncodeToString(sum[:12])
 }
 
-// wireUsage is the usage block as the providers send it; every field is optional.
-type wireUsage struct {
-	PromptTokens        *int64 `json:"prompt_tokens"`
-	CompletionTokens    *int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens     *int64 `json:"cached_tokens"`
-		CacheWriteTokens *int64 `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-	CacheCreationInputTokens *int64   `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64   `json:"cache_read_input_tokens"`
-	PromptCacheHitTokens     *int64   `json:"prompt_cache_hit_tokens"`
-	Cost                     *float64 `json:"cost"`
-}
-
 // readUsage reads whether usage was sent and the usage fields go-openai's Usage lacks.
-// Absent or malformed fields read as zero: accounting falls back to what go-openai parsed.
+// Every field is optional and read on its own: one of the wrong type (a cost sent as a
+// string, a count as 12.0) is ignored and the others are kept. A token count is read as a
+// whole number, written as an integer or as a float without a fraction.
 func readUsage(top map[string]json.RawMessage, x *answerInfo) {
-	var u *wireUsage
-	if json.Unmarshal(top["usage"], &u) != nil || u == nil {
+	u := jsonObject(top["usage"])
+	if u == nil {
 		return
 	}
-	x.usageReported = (u.PromptTokens != nil && *u.PromptTokens > 0) || (u.CompletionTokens != nil && *u.CompletionTokens > 0)
-	if u.PromptTokens != nil {
-		x.prompt = max(*u.PromptTokens, 0)
+	prompt, hasPrompt := tokenCount(u["prompt_tokens"])
+	completion, hasCompletion := tokenCount(u["completion_tokens"])
+	x.usageReported = hasPrompt && prompt > 0 || hasCompletion && completion > 0
+	x.prompt, x.completion = max(prompt, 0), max(completion, 0)
+	d := jsonObject(u["prompt_tokens_details"])
+	if w, ok := tokenCount(d["cache_write_tokens"]); ok {
+		x.cacheWrite = max(w, 0)
+	} else if w, ok := tokenCount(u["cache_creation_input_tokens"]); ok {
+		x.cacheWrite = max(w, 0)
 	}
-	if u.CompletionTokens != nil {
-		x.completion = max(*u.CompletionTokens, 0)
-	}
-	d := u.PromptTokensDetails
-	if d != nil && d.CacheWriteTokens != nil {
-		x.cacheWrite = max(*d.CacheWriteTokens, 0)
-	} else if u.CacheCreationInputTokens != nil {
-		x.cacheWrite = max(*u.CacheCreationInputTokens, 0)
-	}
-	if d == nil || d.CachedTokens == nil || u.PromptCacheHitTokens != nil {
+	_, hasCached := tokenCount(d["cached_tokens"])
+	_, hasDeepSeek := tokenCount(u["prompt_cache_hit_tokens"])
+	if !hasCached || hasDeepSeek {
 		if hit, ok := otherCacheHit(u, top["timings"]); ok {
 			x.cacheHit, x.hasHit = hit, true
 		}
 	}
-	if u.Cost != nil && *u.Cost >= 0 {
-		c := *u.Cost
-		x.providerCost = &c
+	var cost float64
+	if json.Unmarshal(u["cost"], &cost) == nil && u["cost"] != nil && string(u["cost"]) != "null" && cost >= 0 {
+		x.providerCost = &cost
 	}
+}
+
+// jsonObject is raw decoded as a JSON object, nil when it is anything else.
+func jsonObject(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// tokenCount reads a token count: an integer, or a float without a fraction (12.0).
+func tokenCount(raw json.RawMessage) (int64, bool) {
+	var n int64
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false
+	}
+	if json.Unmarshal(raw, &n) == nil {
+		return n, true
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// openaiUsageCounts are the usage fields go-openai reads as integers, by block ("" for the
+// usage object itself): one of another type makes it refuse the whole answer.
+var openaiUsageCounts = map[string][]string{
+	"":                          {"prompt_tokens", "completion_tokens", "total_tokens"},
+	"prompt_tokens_details":     {"audio_tokens", "cached_tokens"},
+	"completion_tokens_details": {"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
+}
+
+// fixUsage makes top's usage block one go-openai reads, and reports whether it changed it:
+// a count go-openai reads as an integer is rewritten as one where tokenCount reads it and
+// removed where it does not, a details block that is not an object is removed, and a usage
+// that is not an object is removed whole. The other fields are left as they are, for
+// readUsage. An answer is never refused over its usage: its tokens are then estimated.
+func fixUsage(top map[string]json.RawMessage) bool {
+	raw, ok := top["usage"]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return false
+	}
+	var probe openai.Usage
+	if json.Unmarshal(raw, &probe) == nil {
+		return false
+	}
+	u := jsonObject(raw)
+	if u == nil {
+		delete(top, "usage")
+		return true
+	}
+	for block, fields := range openaiUsageCounts {
+		obj := u
+		if block != "" {
+			if v, has := u[block]; !has || string(bytes.TrimSpace(v)) == "null" {
+				continue
+			}
+			if obj = jsonObject(u[block]); obj == nil {
+				delete(u, block)
+				continue
+			}
+		}
+		for _, f := range fields {
+			if _, has := obj[f]; !has {
+				continue
+			}
+			if n, ok := tokenCount(obj[f]); ok {
+				obj[f], _ = json.Marshal(n)
+			} else {
+				delete(obj, f)
+			}
+		}
+		if block != "" {
+			u[block], _ = json.Marshal(obj)
+		}
+	}
+	top["usage"], _ = json.Marshal(u)
+	return true
 }
 
 // otherCacheHit reads the cached prompt tokens of servers that do not send OpenAI's
 // prompt_tokens_details.cached_tokens, or DeepSeek's field that takes precedence over it.
-func otherCacheHit(u *wireUsage, timings json.RawMessage) (int64, bool) {
-	switch {
-	case u.PromptCacheHitTokens != nil:
-		return max(*u.PromptCacheHitTokens, 0), true
-	case u.CacheReadInputTokens != nil:
-		// Anthropic's names, as LiteLLM and other gateways pass them through.
-		return max(*u.CacheReadInputTokens, 0), true
+func otherCacheHit(u map[string]json.RawMessage, timings json.RawMessage) (int64, bool) {
+	if n, ok := tokenCount(u["prompt_cache_hit_tokens"]); ok {
+		return max(n, 0), true
+	}
+	// Anthropic's names, as LiteLLM and other gateways pass them through.
+	if n, ok := tokenCount(u["cache_read_input_tokens"]); ok {
+		return max(n, 0), true
 	}
 	// llama.cpp reports the prompt tokens it took from its KV cache in timings.cache_n.
-	var t struct {
-		CacheN *int64 `json:"cache_n"`
-	}
-	if json.Unmarshal(timings, &t) == nil && t.CacheN != nil {
-		return max(*t.CacheN, 0), true
+	if n, ok := tokenCount(jsonObject(timings)["cache_n"]); ok {
+		return max(n, 0), true
 	}
 	return 0, false
 }

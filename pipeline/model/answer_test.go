@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,8 +76,8 @@ func TestAnswerShapes(t *testing.T) {
 			if id != m.ToolCalls[0].ID || tool["tool_call_id"] != id || a["content"] != "" {
 				t.Errorf("replayed %v / %v; want the id on both and content \"\"", a, tool)
 			}
-			if _, has := a["reasoning_content"]; has {
-				t.Errorf("replayed reasoning_content: %v (DeepSeek answers 400 to it)", a)
+			if r, has := a["reasoning_content"]; has != (m.ReasoningContent != "") || has && r != m.ReasoningContent {
+				t.Errorf("replayed %v; want the tool-calling turn's reasoning_content %q (DeepSeek's thinking mode answers 400 without it)", a, m.ReasoningContent)
 			}
 		})
 	}
@@ -86,9 +87,9 @@ func TestAnswerShapes(t *testing.T) {
 // the assistant's tool call at the same position.
 func TestReplayFillsToolCallID(t *testing.T) {
 	in := `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","index":0,"type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},{"role":"tool","content":"1"},{"role":"tool","tool_call_id":"","content":"2"}]}`
-	out, turn, err := rewriteChatBody([]byte(in), "", bodyOptions{})
-	if err != nil || turn != 3 {
-		t.Fatalf("rewrite = %s, %d, %v", out, turn, err)
+	out, conv, err := rewriteChatBody([]byte(in), "", bodyOptions{})
+	if err != nil || conv.turn != 3 || !conv.ids["a"] || !conv.ids["b"] {
+		t.Fatalf("rewrite = %s, %+v, %v; want 3 messages and the ids a and b", out, conv, err)
 	}
 	var body struct {
 		Messages []map[string]any `json:"messages"`
@@ -105,11 +106,14 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":3,"cost":0.1}}`,
 		`{"error":{"code":502,"message":"x"}}`, `{"choices":null}`, `[]`, `{"timings":{"cache_n":5},"usage":{}}`,
 		`{"created":1716313435.779,"choices":[]}`, `{"created":"today"}`, `{"created":1e300}`,
+		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
+		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
+		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
 	} {
 		f.Add([]byte(s), 3)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, turn int) {
-		out, _ := normalizeAnswer(data, turn)
+		out, _ := normalizeAnswer(data, prior{turn: turn, ids: map[string]bool{"c1": true}})
 		var resp openai.ChatCompletionResponse
 		if json.Unmarshal(data, &resp) == nil && json.Unmarshal(out, &resp) != nil {
 			t.Fatalf("normalising made a readable answer unreadable:\n%s\n->\n%s", data, out)
@@ -145,5 +149,186 @@ func TestCreatedNotInteger(t *testing.T) {
 					tt.created, resp.Message.Content, resp.Usage, resp.UsageEstimated)
 			}
 		})
+	}
+}
+
+// TestUsageFieldOfTheWrongType: a usage block with one field of the wrong type keeps its
+// well-typed fields, and the answer is read: neither the counts nor the answer are lost
+// over a field ticketd may not even read.
+func TestUsageFieldOfTheWrongType(t *testing.T) {
+	tests := []struct {
+		name, usage string
+		want        Usage
+		wantSource  string
+	}{
+		{"cost as a string", `{"prompt_tokens":1000,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":400},"cost":"0.01"}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 400}, CostSourcePriceTable},
+		{"total_tokens as a float", `{"prompt_tokens":1000,"completion_tokens":10,"total_tokens":1010.0}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+		{"counts as whole floats", `{"prompt_tokens":1000.0,"completion_tokens":10.0,"cost":0.02}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourceProvider},
+		{"cached_tokens as a string", `{"prompt_tokens":1000,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":"400"}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+		{"details as an array", `{"prompt_tokens":1000,"completion_tokens":10,"completion_tokens_details":[],"prompt_tokens_details":{"cached_tokens":400}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 400}, CostSourcePriceTable},
+		{"cache_n as a string", `{"prompt_tokens":1000,"completion_tokens":10,"cache_read_input_tokens":"x"}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 10}, CostSourcePriceTable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, completion("done", "stop", tt.usage))
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("fix it"))
+			if err != nil {
+				t.Fatalf("usage %s: Chat: %v", tt.usage, err)
+			}
+			rec := b.rec.all()[0]
+			if resp.Message.Content != "done" || resp.Usage != tt.want || resp.UsageEstimated || rec.CostSource != tt.wantSource {
+				t.Errorf("usage %s:\ngot content %q, usage %+v (estimated %v), cost source %s\nwant \"done\", %+v as reported, cost source %s",
+					tt.usage, resp.Message.Content, resp.Usage, resp.UsageEstimated, rec.CostSource, tt.want, tt.wantSource)
+			}
+		})
+	}
+}
+
+// TestToolCallIDsUnique: every tool call of a conversation gets an id of its own, even from
+// a server that repeats ids within an answer or across answers (ids made from the tool's
+// name, or counted from zero in each answer): each result is sent back under its own call,
+// and a gateway to a provider that refuses repeated ids takes the conversation.
+func TestToolCallIDsUnique(t *testing.T) {
+	readCall := func(id, path string) string {
+		return `{"id":"` + id + `","type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"` + path + `\"]}"}}`
+	}
+	earlier := openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "call_0", Type: "function",
+		Function: openai.FunctionCall{Name: "read_files", Arguments: `{"paths":["x.py"]}`}}}}
+	tests := []struct {
+		name, calls string
+		history     []openai.ChatCompletionMessage
+		keep        string // the id that is kept as the server sent it, "" for none
+	}{
+		{"the same id twice in one answer", readCall("call-read_files", "a.py") + "," + readCall("call-read_files", "b.py"), nil, "call-read_files"},
+		{"an id of an earlier answer", readCall("call_0", "a.py") + "," + readCall("call_1", "b.py"),
+			[]openai.ChatCompletionMessage{earlier, {Role: "tool", ToolCallID: "call_0", Content: "x"}}, "call_1"},
+		{"a null call", `null,` + readCall("c1", "a.py"), nil, "c1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+tt.calls+`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			req := userMsg("fix it")
+			req.Messages = append(req.Messages, tt.history...)
+			resp, err := b.client.Chat(context.Background(), req)
+			if err != nil {
+				t.Fatalf("tool calls [%s]: Chat: %v", tt.calls, err)
+			}
+			seen := map[string]bool{"call_0": len(tt.history) > 0}
+			kept := ""
+			for _, tc := range resp.Message.ToolCalls {
+				if tc.ID == "" || seen[tc.ID] {
+					t.Errorf("tool calls [%s] got %+v: id %q is empty or repeats an earlier one", tt.calls, resp.Message.ToolCalls, tc.ID)
+				}
+				seen[tc.ID] = true
+				if tc.ID == tt.keep {
+					kept = tc.ID
+				}
+			}
+			if kept != tt.keep || len(resp.Message.ToolCalls) == 0 {
+				t.Errorf("tool calls [%s] got %+v; want %q kept as sent", tt.calls, resp.Message.ToolCalls, tt.keep)
+			}
+			again, _ := b.client.Chat(context.Background(), req)
+			for i := range again.Message.ToolCalls {
+				if again.Message.ToolCalls[i].ID != resp.Message.ToolCalls[i].ID {
+					t.Errorf("ids differ between identical answers: %+v, %+v", resp.Message.ToolCalls, again.Message.ToolCalls)
+				}
+			}
+			// The replay carries each call and its result under the same, distinct id.
+			next := req
+			next.Messages = append(next.Messages, resp.Message)
+			for _, tc := range resp.Message.ToolCalls {
+				next.Messages = append(next.Messages, openai.ChatCompletionMessage{Role: "tool", ToolCallID: tc.ID, Content: "ok"})
+			}
+			if _, err := b.client.Chat(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			msgs := log.body(t, log.count()-1)["messages"].([]any)
+			var results []string
+			for _, m := range msgs[len(msgs)-len(resp.Message.ToolCalls):] {
+				results = append(results, m.(map[string]any)["tool_call_id"].(string))
+			}
+			for i, tc := range resp.Message.ToolCalls {
+				if results[i] != tc.ID {
+					t.Errorf("replayed results answer %v, want the calls' ids in order (%+v)", results, resp.Message.ToolCalls)
+				}
+			}
+		})
+	}
+}
+
+// TestReplayToolNames: a tool name a model invented ("functions.read_files", "", a long
+// one), which ticketd answers as unknown, is replayed in the shape OpenAI's check takes
+// (^[a-zA-Z0-9_-]{1,64}$), in the call and in its result, the same way every time; a
+// valid name is replayed as it is.
+func TestReplayToolNames(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	for _, name := range []string{"functions.read_files", "repo_browser.open_file", "", "read files", strings.Repeat("x", 80), "grép", "read_files"} {
+		call := map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": name, "arguments": "{}"}}
+		body, _ := json.Marshal(map[string]any{"messages": []any{
+			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{call}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "name": name, "content": "error: unknown tool"},
+		}})
+		out, _, err := rewriteChatBody(body, "", bodyOptions{})
+		again, _, _ := rewriteChatBody(body, "", bodyOptions{})
+		if err != nil || string(out) != string(again) {
+			t.Fatalf("name %q: rewrite = %s, %v; want the same body every time", name, out, err)
+		}
+		var got struct {
+			Messages []struct {
+				Name      string `json:"name"`
+				ToolCalls []struct {
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(out, &got)
+		callName, resultName := got.Messages[0].ToolCalls[0].Function.Name, got.Messages[1].Name
+		if !valid.MatchString(callName) || callName != resultName || valid.MatchString(name) && callName != name {
+			t.Errorf("name %q replayed as %q in the call and %q in the result; want one name matching %s, the same when it already does",
+				name, callName, resultName, valid)
+		}
+	}
+}
+
+// TestReplayReasoningContent: reasoning_content is replayed on the turns that called tools,
+// which DeepSeek's thinking mode refuses a conversation without (400 "Missing
+// reasoning_content field"), in every later request; it is dropped everywhere else, where
+// DeepSeek ignores it and deepseek-reasoner (R1) refuses it.
+func TestReplayReasoningContent(t *testing.T) {
+	in := `{"messages":[` +
+		`{"role":"user","content":"fix it"},` +
+		`{"role":"assistant","content":"","reasoning_content":"read first","tool_calls":[{"id":"a","type":"function","function":{"name":"read_files","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":"x"},` +
+		`{"role":"assistant","content":"done","reasoning_content":"no call"},` +
+		`{"role":"user","content":"Use the tools."},` +
+		`{"role":"assistant","content":"","reasoning_content":"edit now","tool_calls":[{"id":"b","type":"function","function":{"name":"edit_file","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"b","content":"y","reasoning_content":"stray"}]}`
+	out, _, err := rewriteChatBody([]byte(in), "", bodyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(out, &body)
+	want := []any{nil, "read first", nil, nil, nil, "edit now", nil}
+	for i, m := range body.Messages {
+		if m["reasoning_content"] != want[i] {
+			t.Errorf("message %d replayed as %v; want reasoning_content %v", i, m, want[i])
+		}
 	}
 }

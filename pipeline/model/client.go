@@ -634,6 +634,9 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		return fmt.Errorf("models.roles.%s: %w from %s (%s)%s%s: %w", role, ErrBadResponse, ep.name, status, said, hint, err)
 	case ErrorClassClient:
 		return fmt.Errorf("models.roles.%s: request refused before sending: %w", role, err)
+	case ErrorClassContentFilter:
+		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s: the ticket's text or the code the conversation quotes set it off",
+			role, ErrContentFiltered, status, ep.name, said)
 	}
 	last := f.class
 	if f.class == ErrorClassTimeout && f.status == 0 {

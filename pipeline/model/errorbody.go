@@ -175,6 +175,10 @@ var overflowWords = []string{
 	"contextwindowexceedederror",
 }
 
+// filterWords are how servers say their content filter refused the prompt, lower case:
+// Azure OpenAI's code and inner code, LiteLLM's mapped error.
+var filterWords = []string{"content_filter", "responsibleaipolicyviolation", "content_policy_violation", "contentpolicyviolation"}
+
 // quotaWords are how servers say the account has no credit left, lower case.
 var quotaWords = []string{
 	"insufficient_quota", "exceeded your current quota", "insufficient credits", "insufficient_balance",
@@ -217,6 +221,8 @@ func classifyHTTP(status int, se serverError) fault {
 	switch {
 	case se.says(overflowWords):
 		f.class = ErrorClassContextOverflow
+	case status/100 == 4 && se.says(filterWords):
+		f.class = ErrorClassContentFilter
 	case status == http.StatusPaymentRequired || se.says(quotaWords):
 		f.class = ErrorClassQuota
 	case status == http.StatusTooManyRequests:

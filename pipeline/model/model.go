@@ -63,6 +63,11 @@ var (
 	// ErrEndpointDown means the endpoint's circuit breaker is open after consecutive
 	// transport failures; the request was not sent. It also matches ErrTransport.
 	ErrEndpointDown = errors.New("model endpoint is marked down")
+	// ErrContentFiltered means the provider's content filter refused the request (Azure
+	// OpenAI's content_filter, LiteLLM's content_policy_violation): the ticket's text, or
+	// the code the conversation quotes, set it off. It is the ticket's trouble, never the
+	// endpoint's or a transport fault; the same conversation would be refused again.
+	ErrContentFiltered = errors.New("the provider's content filter refused the request")
 	// ErrRateLimited means the provider refused for a rate limit and said when it lifts,
 	// later than the client waits inside one call (retry.max_delay): the *Fault's ResetAt
 	// is when the ticket may run again. It also matches ErrTransport.
@@ -156,6 +161,8 @@ const (
 	ErrorClassContextOverflow = "context_overflow"
 	// ErrorClassQuota: out of quota or credit (402, insufficient_quota).
 	ErrorClassQuota = "quota"
+	// ErrorClassContentFilter: the provider's content filter refused the prompt.
+	ErrorClassContentFilter = "content_filter"
 	// ErrorClassTruncated: a 2xx body cut mid-way; the provider may have billed it.
 	ErrorClassTruncated = "truncated"
 	// ErrorClassEndpointDown: not sent, the endpoint's circuit breaker is open.

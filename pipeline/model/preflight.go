@@ -238,7 +238,7 @@ func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
 		}
 	}
 	switch f.class {
-	case ErrorClassContextOverflow, ErrorClassRejected, ErrorClassQuota, ErrorClassCanceled:
+	case ErrorClassContextOverflow, ErrorClassRejected, ErrorClassQuota, ErrorClassCanceled, ErrorClassContentFilter:
 		return nil // the server answered and understood the request
 	}
 	said := c.redact(ep, f.apiMsg)

@@ -311,7 +311,7 @@ func TestUndecodableAnswerCounted(t *testing.T) {
 	}{
 		{"usage readable", `{"id":17,"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1234,"completion_tokens":1000}}`,
 			false, func(u Usage) bool { return u.PromptTokens == 1234 && u.CompletionTokens == 1000 }},
-		{"usage unreadable", `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1234.0,"completion_tokens":1000.0}}`,
+		{"usage unreadable", `{"id":17,"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"1234","completion_tokens":"1000"}}`,
 			true, func(u Usage) bool { return u.PromptTokens > 0 && u.CompletionTokens >= 1000 }},
 		{"no usage", `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + content + `"},"finish_reason":"stop","content_filter_results":[]}]}`,
 			true, func(u Usage) bool { return u.PromptTokens > 0 && u.CompletionTokens >= 1000 }},

@@ -24,8 +24,9 @@ const maxErrorBody = 64 << 10
 //     max_tokens_field asks;
 //   - it replays the conversation in a shape strict servers accept: "content": "" on
 //     messages serialised without content (an assistant turn that only carries tool
-//     calls), no reasoning_content (DeepSeek answers 400 when it is sent back), no
-//     streaming-only tool call index, a tool_call_id on every tool result;
+//     calls), reasoning_content on tool-calling turns only (see hasToolCalls), no
+//     streaming-only tool call index, a tool_call_id on every tool result, tool names
+//     that match ^[a-zA-Z0-9_-]{1,64}$ (see fixName);
 //   - it adds the endpoint's headers and query parameters;
 //   - it normalises answers go-openai would misread (content as an array of parts,
 //     arguments as an object, tool calls without an id or type) and reports back what
@@ -105,10 +106,10 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL.RawQuery = q.Encode()
 	}
 	chat := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil
-	turn := 0
+	var conv prior
 	if chat {
 		var err error
-		if turn, err = t.rewriteRequest(req, ws); err != nil {
+		if conv, err = t.rewriteRequest(req, ws); err != nil {
 			return nil, err
 		}
 	}
@@ -145,24 +146,24 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: limit}
 		return resp, nil
 	}
-	return readChatAnswer(resp, ws, limit, turn)
+	return readChatAnswer(resp, ws, limit, conv)
 }
 
 // rewriteRequest replaces a chat request's body with the endpoint's shape of it (see
-// rewriteChatBody) and returns the number of messages.
-func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (int, error) {
+// rewriteChatBody) and returns what the answer's tool calls are checked against.
+func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (prior, error) {
 	body, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
-		return 0, fmt.Errorf("read chat request body: %w", err)
+		return prior{}, fmt.Errorf("read chat request body: %w", err)
 	}
 	key := ""
 	if ws != nil && !t.delCache {
 		key = ws.cacheKey
 	}
-	body, turn, err := rewriteChatBody(body, key, t.body)
+	body, conv, err := rewriteChatBody(body, key, t.body)
 	if err != nil {
-		return 0, err
+		return prior{}, err
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
@@ -170,13 +171,13 @@ func (t *wireTransport) rewriteRequest(req *http.Request, ws *wireState) (int, e
 	if ws != nil {
 		ws.reqBytes = len(body)
 	}
-	return turn, nil
+	return conv, nil
 }
 
 // readChatAnswer reads a 2xx chat answer whole, so that a reset or time-out mid-body is
 // seen and the answer can be normalised before go-openai reads it; never more of it than
 // limit. What it finds (a cut, oversize, streamed or non-JSON body) goes to ws.
-func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (*http.Response, error) {
+func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior) (*http.Response, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
 	if err == nil && int64(len(data)) > limit {
@@ -202,24 +203,33 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, turn int) (
 	default:
 		ws.jsonBytes = len(data)
 	}
-	data, ws.info = normalizeAnswer(data, turn)
+	data, ws.info = normalizeAnswer(data, conv)
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))
 	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 
+// prior is what an answer's tool calls are checked against: the number of messages of the
+// request, which seeds the ids synthesised for them, and the tool-call ids the conversation
+// already holds, which none of them may repeat.
+type prior struct {
+	turn int
+	ids  map[string]bool
+}
+
 // rewriteChatBody adds prompt_cache_key (when key is not empty) and the endpoint's body
-// options, and replays messages in the strict shape (see wireTransport). It returns the
-// number of messages, which seeds the ids synthesised for the answer's tool calls. Keys
-// are re-emitted in sorted order, so the body is deterministic for a given request.
-func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, int, error) {
+// options, and replays messages in the strict shape (see wireTransport). It returns what
+// the answer's tool calls are checked against. Keys are re-emitted in sorted order, so the
+// body is deterministic for a given request.
+func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, prior, error) {
+	var conv prior
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, 0, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
+		return nil, conv, fmt.Errorf("rewrite chat request body: not a JSON object: %w", err)
 	}
 	if top == nil {
-		return nil, 0, errors.New("rewrite chat request body: null instead of an object")
+		return nil, conv, errors.New("rewrite chat request body: null instead of an object")
 	}
 	for k, v := range o.extra {
 		if _, set := top[k]; !set {
@@ -239,27 +249,27 @@ func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, int, error
 			top["max_tokens"] = n
 		}
 	}
-	turn := 0
 	if raw, ok := top["messages"]; ok {
 		var msgs []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &msgs); err != nil {
-			return nil, 0, fmt.Errorf("rewrite chat request body: messages: %w", err)
+			return nil, conv, fmt.Errorf("rewrite chat request body: messages: %w", err)
 		}
-		turn = len(msgs)
-		if replayShape(msgs) {
+		conv.turn, conv.ids = len(msgs), map[string]bool{}
+		if replayShape(msgs, conv.ids) {
 			b, err := json.Marshal(msgs)
 			if err != nil {
-				return nil, 0, fmt.Errorf("rewrite chat request body: %w", err)
+				return nil, conv, fmt.Errorf("rewrite chat request body: %w", err)
 			}
 			top["messages"] = b
 		}
 	}
 	out, err := json.Marshal(top)
-	return out, turn, err
+	return out, conv, err
 }
 
-// replayShape fixes messages in place and reports whether it changed any.
-func replayShape(msgs []map[string]json.RawMessage) bool {
+// replayShape fixes messages in place and reports whether it changed any; it adds the ids
+// of the assistant turns' tool calls to ids.
+func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 	changed := false
 	var pending []string // ids of the last assistant turn's tool calls, in order
 	for _, m := range msgs {
@@ -270,22 +280,39 @@ func replayShape(msgs []map[string]json.RawMessage) bool {
 			m["content"] = json.RawMessage(`""`)
 			changed = true
 		}
-		if _, has := m["reasoning_content"]; has {
+		var role string
+		_ = json.Unmarshal(m["role"], &role)
+		if _, has := m["reasoning_content"]; has && !(role == "assistant" && hasToolCalls(m)) {
 			delete(m, "reasoning_content")
 			changed = true
 		}
-		var role string
-		_ = json.Unmarshal(m["role"], &role)
 		var mchanged bool
 		switch role {
 		case "assistant":
 			pending, mchanged = replayAssistant(m, pending[:0])
+			for _, id := range pending {
+				ids[id] = true
+			}
 		case "tool":
 			pending, mchanged = replayToolResult(m, pending)
+			if n, has := m["name"]; has && fixName(&n) {
+				m["name"] = n
+				mchanged = true
+			}
 		}
 		changed = changed || mchanged
 	}
 	return changed
+}
+
+// hasToolCalls reports whether an assistant message carries tool calls. Its
+// reasoning_content is replayed: DeepSeek's thinking mode answers 400 "Missing
+// reasoning_content field" to a conversation whose tool-calling turns lack it (and Kimi's
+// thinking models want it too). Any other message's is dropped: DeepSeek ignores it there,
+// and deepseek-reasoner (R1), which makes no tool calls, answers 400 to it.
+func hasToolCalls(m map[string]json.RawMessage) bool {
+	var calls []json.RawMessage
+	return json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0
 }
 
 // replayAssistant drops the streaming-only index of an assistant turn's tool calls and
@@ -297,9 +324,20 @@ func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, 
 	}
 	changed := false
 	for _, c := range calls {
+		if c == nil {
+			continue
+		}
 		if _, has := c["index"]; has {
 			delete(c, "index")
 			changed = true
+		}
+		var fn map[string]json.RawMessage
+		if json.Unmarshal(c["function"], &fn) == nil && fn != nil {
+			if n := fn["name"]; fixName(&n) {
+				fn["name"] = n
+				c["function"], _ = json.Marshal(fn)
+				changed = true
+			}
 		}
 		var id string
 		_ = json.Unmarshal(c["id"], &id)
@@ -311,6 +349,38 @@ func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, 
 	}
 	return pending, changed
 }
+
+// fixName makes a replayed tool name one that OpenAI and the servers that copy its checks
+// take (^[a-zA-Z0-9_-]{1,64}$): a model may call a tool by a name of its own invention
+// ("functions.read_files", "repo_browser.open_file", "" ), which ticketd answers as unknown,
+// and a strict server refuses the next request with 400 over that name in the history.
+// Each other character becomes "_", the name is cut to 64, an empty one becomes "_". It
+// reports whether it changed *raw.
+func fixName(raw *json.RawMessage) bool {
+	var name string
+	if json.Unmarshal(*raw, &name) != nil {
+		return false
+	}
+	b := []byte(name)
+	ok := len(b) >= 1 && len(b) <= maxNameLen
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i], ok = '_', false
+		}
+	}
+	if ok {
+		return false
+	}
+	b = b[:min(len(b), maxNameLen)]
+	if len(b) == 0 {
+		b = []byte("_")
+	}
+	*raw, _ = json.Marshal(string(b))
+	return true
+}
+
+// maxNameLen is the longest tool name OpenAI takes.
+const maxNameLen = 64
 
 // replayToolResult gives a tool result without tool_call_id the id of the call it answers
 // (strict servers refuse it otherwise) and returns the ids still unanswered.

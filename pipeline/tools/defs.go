@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -175,13 +176,39 @@ func toolNames() []string {
 }
 
 func decodeArgs(args string, v any) error {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	dec := json.NewDecoder(strings.NewReader(args))
+	dec := json.NewDecoder(strings.NewReader(ArgsJSON(args)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("arguments are not valid JSON for this tool (%v); send a JSON object with the documented fields", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		// Two objects run together ({...}{...}) are two calls in one: running the first
+		// alone would report it done while the second is silently lost.
+		return errors.New("arguments hold more than one JSON value, or text after the object; send exactly one JSON object per tool call, and make several tool calls to do several things")
+	}
 	return nil
+}
+
+// ArgsJSON is a tool call's arguments as the JSON text to decode, for the shapes models
+// send that hold exactly one reading: empty arguments read as {}, a Markdown code fence
+// around the whole (```json ... ```) is removed, and an object sent as a JSON string
+// (encoded twice) is unwrapped. Anything else is returned unchanged, for the decoder to
+// refuse with its own error.
+func ArgsJSON(args string) string {
+	s := strings.TrimSpace(args)
+	if rest, ok := strings.CutPrefix(s, "```"); ok && strings.HasSuffix(rest, "```") {
+		rest = strings.TrimSuffix(rest, "```")
+		rest = strings.TrimPrefix(rest, "json")
+		s = strings.TrimSpace(rest)
+	}
+	if strings.HasPrefix(s, `"`) {
+		var inner string
+		if json.Unmarshal([]byte(s), &inner) == nil && strings.HasPrefix(strings.TrimSpace(inner), "{") {
+			s = strings.TrimSpace(inner)
+		}
+	}
+	if s == "" {
+		return "{}"
+	}
+	return s
 }

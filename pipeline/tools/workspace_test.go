@@ -120,6 +120,16 @@ func TestExec(t *testing.T) {
 		{tool: EditFile, args: `{"path":"pkg/a.py","old_text":`, wantErr: "not valid JSON"},
 		{tool: EditFile, args: `{"path":"pkg/a.py","old":"x","new":"y"}`, wantErr: "not valid JSON"},
 		{tool: "rm_rf", args: `{}`, wantErr: "unknown tool"},
+		// Shapes models send. Two objects run together are two calls in one: refused, not
+		// the first run alone and reported done.
+		{tool: ReadFiles, args: `{"paths":["pkg/a.py"]}{"paths":["nope.py"]}`, wantErr: "more than one JSON value"},
+		{tool: ReadFiles, args: `{"paths":["pkg/a.py"]} I will now read the file.`, wantErr: "more than one JSON value"},
+		{tool: ReadFiles, args: `{"paths":["pkg/a.py"]}}`, wantErr: "more than one JSON value"},
+		{tool: ReadFiles, args: "{\"paths\":[\"pkg/a.py\"]}\n", want: "=== pkg/a.py (5 lines)"},
+		{tool: ReadFiles, args: "```json\n{\"paths\":[\"pkg/a.py\"]}\n```", want: "=== pkg/a.py (5 lines)"},
+		{tool: ReadFiles, args: `"{\"paths\":[\"pkg/a.py\"]}"`, want: "=== pkg/a.py (5 lines)"},
+		{tool: ListFiles, args: ``, want: "pkg/a.py"},
+		{tool: ListFiles, args: `"pkg"`, wantErr: "not valid JSON"},
 	}
 	for _, tt := range tests {
 		got, err := w.Exec(context.Background(), tt.tool, tt.args)
