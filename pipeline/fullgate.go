@@ -179,10 +179,12 @@ func touches(files []string, id string) bool {
 // change's own version of the test no longer runs and passes (deleted, renamed, skipped,
 // xfailed), or its base version no longer passes while the change's version does not fail
 // (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
-// version while nothing else failed. A base version that fails, where the change's version
-// fails too (or the change left the test alone), is an ordinary new failure.
+// version while nothing else failed, or the change edits it and it is a doctest in the code
+// (see doctests.go). A base version that fails, where the change's version fails too (or the
+// change left the test alone), is an ordinary new failure.
 func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 	touched := slices.DeleteFunc(slices.Clone(c.changed), func(p string) bool { return !c.tree.isTestPath(p) })
+	edited := c.tree.editedDoctests(ctx, c.changed)
 	var out []string
 	for _, t := range testChecks(c.checks) {
 		base := resultNamed(c.baseline, t.Name)
@@ -197,6 +199,10 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 			ownOut := validate.OutcomeMissing
 			if own != nil {
 				ownOut = outcomeAt(own, id)
+			}
+			if isEditedDoctest(edited, id) {
+				out = append(out, fmt.Sprintf("%s: %s: a doctest in the code that the change edits; its base version cannot run with the change, and the change's %s", t.Name, id, outcomeWords(v)))
+				continue
 			}
 			switch {
 			case v == validate.OutcomePassed && (!mine || ownOut == validate.OutcomePassed):

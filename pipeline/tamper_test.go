@@ -28,6 +28,13 @@ var tamperTestsDir = map[string]string{"calc.py": tamperBase["calc.py"], "tests/
 var tamperPyproject = map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
 	"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra\"\n"}
 
+// tamperDoctest is tamperBase's bug in a repository whose pytest runs the doctests of its
+// code: add's doctest fails at the base, sub's passes.
+var tamperDoctest = map[string]string{
+	"pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+	"calc.py":    "def add(a, b):\n    \"\"\"\n    >>> add(2, 2)\n    4\n    \"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    \"\"\"\n    >>> sub(5, 3)\n    2\n    \"\"\"\n    return a - b\n",
+}
+
 // brokenSub is calc.py with add fixed and sub broken.
 const brokenSub = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
 
@@ -198,6 +205,13 @@ def pytest_runtest_makereport(item, call):
 		{name: "code skipping the base's test module, with a new test, whole suite", whole: true, after: map[string]string{"calc.py": skipsTestCalc,
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
 			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "failing doctest rewritten to the bug's output", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "    4\n", "    0\n", 1)},
+			status: StatusUnverified},
+		{name: "passing doctest rewritten to a regression", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(strings.Replace(tamperDoctest["calc.py"], "    2\n", "    8\n", 1), "return a - b\n", "return a + b\n", 2),
+			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
+			status: StatusTestsChanged, reason: "calc.py::calc.sub"},
+		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
+			status: StatusFixed, ev: "tests: calc.py::calc.add"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
