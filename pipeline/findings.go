@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,8 +14,10 @@ import (
 // A change answers for what it does to the checks before it is judged. Suppressions it adds
 // (skip and xfail markers, unittest.skip, # noqa, # type: ignore, per-file ignores) are
 // refused unless the issue asks for them; changes to the test configuration (conftest.py,
-// pytest.ini, tox.ini, ...) are refused since the checks never use them; a protected path
-// (see tools.ProtectedPath) is refused as the write tools refuse it. The maker is told once;
+// pytest.ini, tox.ini, ...) are refused since the checks never use them; code under test
+// that reaches into the test runner (see runnerReach) is refused, since it runs inside
+// pytest's process; a protected path (see tools.ProtectedPath) is refused as the write
+// tools refuse it. The maker is told once;
 // a change that still carries them ends the attempt for a human (StatusTestsChanged), who
 // may accept it (ticketctl accept) when the fix truly needs them.
 
@@ -143,9 +146,60 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 	return fileDiffs(diff, append(slices.Clone(ev.TestChanges), ev.InfraChanges...))
 }
 
+// runnerReach matches a line of code that reaches into the test runner: pytest's internals
+// (_pytest, pluggy), its hooks, its JUnit report, or a test of whether it runs under pytest.
+// Code under test runs inside pytest's own process, so such a line in it can rewrite what
+// pytest reports (every failure a pass) or behave one way under test and another in use.
+var runnerReach = regexp.MustCompile(`\b_pytest\b|\bpluggy\b|\bjunitxml\b|\bpytest_[a-z_]+\b|PYTEST_[A-Z_]+|\bsys\.modules\b.*\bpytest\b|\bpytest\b.*\bsys\.modules\b`)
+
+// runnerKeywords are what an issue says when it is about the code's own pytest integration,
+// and so asks for such lines.
+var runnerKeywords = []string{"_pytest", "pluggy", "pytest plugin", "pytest hook", "junitxml", "pytest_"}
+
+// runnerReaches lists "path:line: adds code that reaches into the test runner: ..." for each
+// line diff adds to the code under test (not a test path of tree, not test configuration)
+// that matches runnerReach, unless the issue (issueText) is about pytest integration or the
+// file's base version already mentions pytest (the project's own plugin or test helpers).
+// A net for the plain move, like the suppressions: code that hides the reach (names built at
+// run time) is left to the checker and the judge, who read the diff.
+func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) []string {
+	if asked(strings.ToLower(issueText), runnerKeywords) {
+		return nil
+	}
+	var out []string
+	for _, fd := range splitDiff(diff) {
+		if !strings.HasSuffix(fd.path, ".py") || tree.isTestPath(fd.path) || isInfraPath(fd.path) {
+			continue
+		}
+		if tree.baseFile != nil {
+			if base, found, err := tree.baseFile(ctx, fd.path); err == nil && found && strings.Contains(string(base), "pytest") {
+				continue
+			}
+		}
+		line := 0
+		for _, l := range strings.Split(fd.body, "\n") {
+			if m := hunkHeader.FindStringSubmatch(l); m != nil {
+				line, _ = strconv.Atoi(m[1])
+				continue
+			}
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			case strings.HasPrefix(l, "+"):
+				if runnerReach.MatchString(l[1:]) {
+					out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the test runner (pytest's internals, hooks or report, or whether it runs under pytest) to the code under test: %s", fd.path, line, clip(strings.TrimSpace(l[1:]), 120)))
+				}
+				line++
+			case strings.HasPrefix(l, " "):
+				line++
+			}
+		}
+	}
+	return out
+}
+
 // submitFindings are what a change (diff, touching changed) must answer for before it is
-// judged, one line each.
-func submitFindings(job Job, diff string, changed []string) []string {
+// judged, one line each; tree tells the tests from the code.
+func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, changed []string) []string {
 	var out []string
 	for _, p := range changed {
 		if why := tools.ProtectedPath(p, job.AllowPaths); why != "" {
@@ -159,7 +213,8 @@ func submitFindings(job Job, diff string, changed []string) []string {
 	for _, q := range job.Ticket.Questions {
 		issue += "\n" + q.Answer
 	}
-	return append(out, addedSuppressions(diff, issue)...)
+	out = append(out, addedSuppressions(diff, issue)...)
+	return append(out, runnerReaches(ctx, tree, diff, issue)...)
 }
 
 // refusedFindings opens the answer to a submit with findings. Only a suppression is let

@@ -1,9 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // Added suppressions are found with their file and line; a moved line is not added, and an
@@ -80,11 +84,54 @@ diff --git a/setup.cfg b/setup.cfg
 func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {
 	job := Job{Ticket: Ticket{Title: "skip the slow test", Body: "Please skip it, and fix conftest.py too."}}
 	diff := "diff --git a/test_a.py b/test_a.py\n--- a/test_a.py\n+++ b/test_a.py\n@@ -1,1 +1,2 @@\n+@pytest.mark.skip\n def test_a():\n"
-	got := submitFindings(job, diff, []string{"test_a.py", "conftest.py"})
+	got := submitFindings(context.Background(), job, newTestTree(job), diff, []string{"test_a.py", "conftest.py"})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "conftest.py: changes the test configuration") {
 		t.Fatalf("findings %q: want only conftest.py's, the skip being asked for", got)
 	}
 	if strings.Contains(refusedFindings, "may not do unless the issue asks") {
 		t.Errorf("the refusal says an issue can allow any of it: %q", refusedFindings)
+	}
+}
+
+// Code under test that reaches into pytest is found where the tests cannot see it coming:
+// in the code, not in a test or a conftest, not in a module that was already the project's
+// pytest integration, and not where the issue is about that integration.
+func TestRunnerReaches(t *testing.T) {
+	base := map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "plugin.py": "import pytest\n"}
+	job := Job{BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
+		b, ok := base[p]
+		return []byte(b), ok, nil
+	}}
+	job.Tests = discover.Default()
+	tree := newTestTree(job)
+	added := func(path string, lines ...string) string {
+		return "diff --git a/" + path + " b/" + path + "\n--- a/" + path + "\n+++ b/" + path + "\n@@ -1,1 +1," + fmt.Sprint(len(lines)+1) + " @@\n def add(a, b):\n+" + strings.Join(lines, "\n+") + "\n"
+	}
+	tests := []struct {
+		name, diff, issue string
+		want              []string // prefixes
+	}{
+		{"internals", added("calc.py", "import _pytest.reports as _r", "x = 1"), "add is wrong", []string{"calc.py:2: adds code that reaches into the test runner"}},
+		{"a hook", added("calc.py", "def pytest_runtest_makereport(item, call):"), "add is wrong", []string{"calc.py:2: "}},
+		{"under pytest or not", added("calc.py", `if "pytest" in sys.modules:`, `if os.environ.get("PYTEST_CURRENT_TEST"):`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: "}},
+		{"the report", added("calc.py", `p = [a for a in sys.argv if a.startswith("--junitxml=")]`), "add is wrong", []string{"calc.py:2: "}},
+		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil},
+		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil},
+		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil},
+		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):"), "add is wrong", nil},
+		{"an issue about the plugin", added("calc.py", "import pluggy"), "the pytest plugin crashes", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runnerReaches(context.Background(), tree, tt.diff, tt.issue)
+			if len(got) != len(tt.want) {
+				t.Fatalf("diff:\n%s\ngot %q, want %d finding(s) %q", tt.diff, got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+				}
+			}
+		})
 	}
 }
