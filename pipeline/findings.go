@@ -33,10 +33,13 @@ type suppression struct {
 }
 
 var suppressions = []suppression{
-	{"a skip marker", regexp.MustCompile(`pytest\.mark\.skip|pytest\.skip\(|pytest\.importorskip\(|unittest\.skip|@skip(If|Unless)?\b|\.skipTest\(|SkipTest\b`), []string{"skip"}},
-	{"an expected-failure marker", regexp.MustCompile(`pytest\.mark\.xfail|pytest\.xfail\(|expectedFailure`), []string{"xfail", "expected failure", "expectedfailure"}},
-	{"a # noqa", regexp.MustCompile(`#\s*(ruff:\s*)?noqa\b`), []string{"noqa"}},
-	{"a # type: ignore", regexp.MustCompile(`#\s*type:\s*ignore|#\s*mypy:\s*ignore-errors|#\s*pyright:\s*ignore`), []string{"type: ignore", "type ignore", "ignore-errors"}},
+	{"a skip marker", regexp.MustCompile(`\bmark\.skip|pytest\.skip\(|pytest\.importorskip\(|unittest\.skip|@skip(If|Unless)?\b|\.skipTest\(|SkipTest\b`), []string{"skip"}},
+	{"an expected-failure marker", regexp.MustCompile(`\bmark\.xfail|pytest\.xfail\(|expectedFailure`), []string{"xfail", "expected failure", "expectedfailure"}},
+	// Ruff and flake8 read noqa in any case, and a file-level "# flake8: noqa" as Ruff's own.
+	{"a # noqa", regexp.MustCompile(`(?i)#\s*((ruff|flake8):\s*)?noqa\b`), []string{"noqa"}},
+	// A "# mypy:" comment is mypy's inline configuration (ignore-errors, disable-error-code,
+	// allow-untyped-defs...): the module's own mypy.ini section.
+	{"a # type: ignore", regexp.MustCompile(`#\s*type:\s*ignore|#\s*mypy:|#\s*pyright:\s*(ignore|basic\b)`), []string{"type: ignore", "type ignore", "ignore-errors", "disable-error-code"}},
 	{"per-file ignores", regexp.MustCompile(`per[-_]file[-_]ignores`), []string{"per-file", "per_file"}},
 }
 

@@ -40,6 +40,16 @@ new file mode 100644
 +class T(unittest.TestCase):
 +    @unittest.expectedFailure
 +    def test_b(self): self.skipTest("x")
+diff --git a/lib.py b/lib.py
+--- a/lib.py
++++ b/lib.py
+@@ -1,1 +1,6 @@
++# mypy: disable-error-code="return-value"
++# flake8: noqa
++x = 1  # NOQA: E501
++from pytest import mark
++@mark.xfail
+ def f(): pass
 diff --git a/setup.cfg b/setup.cfg
 --- a/setup.cfg
 +++ b/setup.cfg
@@ -54,6 +64,10 @@ diff --git a/setup.cfg b/setup.cfg
 		"tests/test_calc.py:5: adds a skip marker",
 		"tests/test_calc.py:11: adds an expected-failure marker",
 		"tests/test_calc.py:12: adds a skip marker",
+		"lib.py:1: adds a # type: ignore",
+		"lib.py:2: adds a # noqa",
+		"lib.py:3: adds a # noqa",
+		"lib.py:5: adds an expected-failure marker",
 		"setup.cfg:2: adds per-file ignores",
 	}
 	if len(got) != len(want) {
@@ -64,7 +78,7 @@ diff --git a/setup.cfg b/setup.cfg
 			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
 		}
 	}
-	asked := addedSuppressions(diff, "Please mark the flaky test with skip; keep the noqa and the type: ignore, and the xfail. per-file ignores too.")
+	asked := addedSuppressions(diff, "Please mark the flaky test with skip; keep the noqa and the type: ignore (mypy: disable-error-code), and the xfail. per-file ignores too.")
 	if len(asked) != 0 {
 		t.Errorf("the issue asked for them, yet: %q", asked)
 	}
@@ -74,7 +88,7 @@ diff --git a/setup.cfg b/setup.cfg
 				return
 			}
 		}
-	}); !slices.Equal(paths, []string{"calc.py", "tests/test_calc.py", "setup.cfg"}) {
+	}); !slices.Equal(paths, []string{"calc.py", "tests/test_calc.py", "lib.py", "setup.cfg"}) {
 		t.Errorf("splitDiff paths %q", paths)
 	}
 }
