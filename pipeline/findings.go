@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -149,6 +150,10 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 	return fileDiffs(diff, append(slices.Clone(ev.TestChanges), ev.InfraChanges...))
 }
 
+// lintIgnoreNames are files that hide files from a check without configuring it: Ruff
+// respects them (respect-gitignore, on by default), and skips a tracked file they name.
+var lintIgnoreNames = map[string]bool{".gitignore": true, ".ignore": true}
+
 // runnerReach matches a line of code that reaches into the test runner: pytest's internals
 // (_pytest, pluggy), its hooks, its JUnit report, or a test of whether it runs under pytest.
 // Code under test runs inside pytest's own process, so such a line in it can rewrite what
@@ -211,6 +216,11 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	}
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
+	}
+	for _, p := range changed {
+		if lintIgnoreNames[path.Base(p)] && !hasGitElement(p) {
+			out = append(out, fmt.Sprintf("%s: changes which files the checks see (Ruff skips every file .gitignore and .ignore name, tracked or not)", p))
+		}
 	}
 	issue := job.Ticket.Title + "\n" + job.Ticket.Body
 	for _, q := range job.Ticket.Questions {

@@ -93,6 +93,28 @@ diff --git a/setup.cfg b/setup.cfg
 	}
 }
 
+// A change to what configures or feeds the checks is named, whatever file holds it: pytest's
+// own files of pytest 9, and the ignore files Ruff obeys.
+func TestFindingsNameCheckConfiguration(t *testing.T) {
+	job := Job{Ticket: Ticket{Title: "add is wrong"}, Tests: discover.Default()}
+	changed := []string{"calc.py", "pytest.toml", "sub/.pytest.toml", ".gitignore", "pkg/.ignore", "docs/ignore.md"}
+	got := submitFindings(context.Background(), job, newTestTree(job), "", changed)
+	want := []string{
+		"pytest.toml: changes the test configuration",
+		"sub/.pytest.toml: changes the test configuration",
+		".gitignore: changes which files the checks see",
+		"pkg/.ignore: changes which files the checks see",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
+	}
+}
+
 // What the refusal says the issue can allow is what submitFindings lets an issue allow: a
 // suppression, never a change to the test configuration.
 func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {
