@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -150,6 +152,40 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 	return fileDiffs(diff, append(slices.Clone(ev.TestChanges), ev.InfraChanges...))
 }
 
+// shadowFindings name the changed paths that are modules named like a check's tool
+// (tools.ShadowModule) in a folder that is not a package (no __init__.py in the worktree):
+// where a check puts that folder on its import path (a PYTHONPATH of its own, a folder the
+// base's imports needed, pytest's pythonpath), Python imports them instead of the tool. The
+// write tools refuse them at the root and in src/ already; deeper, only the checks'
+// configuration says whether a folder is on the path, so any such folder counts.
+func shadowFindings(job Job, changed []string) []string {
+	var out []string
+	for _, p := range changed {
+		if hasGitElement(p) || tools.ProtectedPath(p, job.AllowPaths) != "" || tools.Allowed(job.AllowPaths, p) {
+			continue // refused by the write tools already, or allowed by the operator
+		}
+		parts := strings.Split(p, "/")
+		for i := 1; i < len(parts); i++ {
+			name := parts[i]
+			if i == len(parts)-1 {
+				if !strings.HasSuffix(name, ".py") {
+					break
+				}
+				name = strings.TrimSuffix(name, ".py")
+			}
+			folder := strings.Join(parts[:i], "/")
+			if _, err := os.Lstat(filepath.Join(job.Dir, folder, "__init__.py")); err == nil {
+				continue // a package: its modules are never top-level
+			}
+			if tools.ShadowModule(name) {
+				out = append(out, fmt.Sprintf("%s: a module named like the check tool %q in %s/, a folder that is not a package: on a check's import path Python would import it instead of the tool", p, name, folder))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // lintIgnoreNames are files that hide files from a check without configuring it: Ruff
 // respects them (respect-gitignore, on by default), and skips a tracked file they name.
 var lintIgnoreNames = map[string]bool{".gitignore": true, ".ignore": true}
@@ -214,6 +250,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 			out = append(out, fmt.Sprintf("%s: is %s; files that run elsewhere never reach a fix branch", p, why))
 		}
 	}
+	out = append(out, shadowFindings(job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
 	}

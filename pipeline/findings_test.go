@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -105,6 +107,35 @@ func TestFindingsNameCheckConfiguration(t *testing.T) {
 		".gitignore: changes which files the checks see",
 		"pkg/.ignore: changes which files the checks see",
 	}
+	if len(got) != len(want) {
+		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
+	}
+}
+
+// A module named like a check's tool is named wherever a folder on a check's import path
+// could hold it: in any folder that is not a package, unless the operator allowed it.
+func TestShadowFindings(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"pkg", "lib", "lib/_pytest"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "__init__.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := Job{Dir: dir, AllowPaths: []string{"vendor/pluggy.py"}}
+	changed := []string{"lib/pytest.py", "lib/_pytest/runner.py", "a/b/sitecustomize.py", "pkg/pytest.py",
+		"lib/pytest.txt", "vendor/pluggy.py", "lib/calc.py", "pytest.py"}
+	got := shadowFindings(job, changed)
+	want := []string{"lib/pytest.py: a module named like the check tool \"pytest\" in lib/",
+		"lib/_pytest/runner.py: a module named like the check tool \"_pytest\" in lib/",
+		"a/b/sitecustomize.py: a module named like the check tool \"sitecustomize\" in a/b/"}
 	if len(got) != len(want) {
 		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
 	}

@@ -35,6 +35,23 @@ var tamperDoctest = map[string]string{
 	"calc.py":    "def add(a, b):\n    \"\"\"\n    >>> add(2, 2)\n    4\n    \"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    \"\"\"\n    >>> sub(5, 3)\n    2\n    \"\"\"\n    return a - b\n",
 }
 
+// fakePytest is a pytest that runs nothing and reports test_calc's tests as passed. It
+// spells its option in two pieces, as a maker hiding from the submit's net would.
+const fakePytest = `import sys
+
+for a in sys.argv[1:]:
+    if a.startswith("--junit" "xml="):
+        with open(a.split("=", 1)[1], "w") as f:
+            f.write('<testsuites><testsuite tests="2">'
+                    '<testcase classname="test_calc" name="test_add" file="test_calc.py"/>'
+                    '<testcase classname="test_calc" name="test_sub" file="test_calc.py"/>'
+                    '</testsuite></testsuites>')
+sys.exit(0)
+`
+
+// tamperLib is tamperBase with its code in lib/, a folder the check puts on PYTHONPATH.
+var tamperLib = map[string]string{"lib/calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"]}
+
 // brokenSub is calc.py with add fixed and sub broken.
 const brokenSub = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
 
@@ -112,6 +129,7 @@ func TestTamperShipsNothing(t *testing.T) {
 		name   string
 		base   map[string]string // nil means tamperBase
 		whole  bool              // the check runs the whole suite on every submit
+		path   []string          // folders the check puts on PYTHONPATH
 		after  map[string]string
 		body   string // the issue's body; "" means tamperBody
 		status Status
@@ -193,6 +211,12 @@ def pytest_runtest_makereport(item, call):
 			status: StatusBudget, told: "a path configuration file"},
 		{name: "planted bytecode", after: map[string]string{"__pycache__/calc.cpython-311.pyc": "not bytecode\n"},
 			status: StatusBudget, told: "compiled bytecode"},
+		{name: "pytest.py shadowing pytest from a folder on the path", base: tamperLib, path: []string{"lib"}, whole: true,
+			after:  map[string]string{"lib/pytest.py": fakePytest},
+			status: StatusTestsChanged, reason: "lib/pytest.py: a module named like the check tool"},
+		{name: "sitecustomize.py in a folder on the path", base: tamperLib, path: []string{"lib"}, whole: true,
+			after:  map[string]string{"lib/sitecustomize.py": reportPatch},
+			status: StatusTestsChanged, reason: "lib/sitecustomize.py: a module named like the check tool"},
 		{name: "code exits 0 as it is imported", after: map[string]string{"calc.py": "import sys\n\nsys.exit(0)\n" + tamperBase["calc.py"]},
 			status: StatusFailed},
 		{name: "code ends the process as it is imported", after: map[string]string{"calc.py": "import os\n\nos._exit(0)\n" + tamperBase["calc.py"]},
@@ -234,6 +258,10 @@ def pytest_runtest_makereport(item, call):
 			job.Budget.MaxSteps = 10
 			if tt.whole {
 				job.Checks[0].FullSuite = validate.FullSuiteEverySubmit
+			}
+			if tt.path != nil {
+				job.Checks[0].PythonPath = tt.path
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			}
 			out := r.Run(context.Background(), job)
 			if out.Status != tt.status || !strings.Contains(out.Reason, tt.reason) {
