@@ -182,6 +182,8 @@ func TestRunnerReaches(t *testing.T) {
 		{"a hook", added("calc.py", "def pytest_runtest_makereport(item, call):"), "add is wrong", []string{"calc.py:2: "}},
 		{"under pytest or not", added("calc.py", `if "pytest" in sys.modules:`, `if os.environ.get("PYTEST_CURRENT_TEST"):`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: "}},
 		{"the report", added("calc.py", `p = [a for a in sys.argv if a.startswith("--junitxml=")]`), "add is wrong", []string{"calc.py:2: "}},
+		{"unittest's assertions", added("calc.py", "unittest.TestCase.assertEqual = lambda *a, **k: None", "TestCase.run = run", `setattr(TestCase, "fail", f)`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: ", "calc.py:4: "}},
+		{"a comparison", added("calc.py", "if TestCase.maxDiff == 3:"), "add is wrong", nil},
 		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil},
 		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil},
 		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil},

@@ -49,6 +49,10 @@ for a in sys.argv[1:]:
 sys.exit(0)
 `
 
+// tamperUnittest is tamperBase with unittest-style tests.
+var tamperUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
+	"test_calc.py": "import unittest\n\nfrom calc import add, sub\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n\n    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n"}
+
 // tamperLib is tamperBase with its code in lib/, a folder the check puts on PYTHONPATH.
 var tamperLib = map[string]string{"lib/calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"]}
 
@@ -232,6 +236,8 @@ def pytest_runtest_makereport(item, call):
 		{name: "code patching pytest's reports", after: map[string]string{"calc.py": reportPatch + "\n\n" + tamperBase["calc.py"]},
 			status: StatusTestsChanged, reason: "reaches into the test runner"},
 		{name: "code rewriting the JUnit report at exit", after: map[string]string{"calc.py": "import atexit as _ax\nimport os as _os\nimport sys as _s\n\n\ndef _rewrite():\n    for a in _s.argv:\n        if a.startswith('--junitxml='):\n            p = a.split('=', 1)[1]\n            with open(p) as f:\n                t = f.read()\n            import re\n\n            t = re.sub(r'<failure.*?</failure>', '', t, flags=re.S)\n            with open(p, 'w') as f:\n                f.write(t)\n    _os._exit(0)\n\n\n_ax.register(_rewrite)\n\n\n" + tamperBase["calc.py"]},
+			status: StatusTestsChanged, reason: "reaches into the test runner"},
+		{name: "code disabling unittest's assertions", base: tamperUnittest, after: map[string]string{"calc.py": "import unittest\n\nunittest.TestCase.assertEqual = lambda *a, **k: None\n\n\n" + tamperBase["calc.py"]},
 			status: StatusTestsChanged, reason: "reaches into the test runner"},
 		{name: "failing doctest rewritten to the bug's output", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "    4\n", "    0\n", 1)},
 			status: StatusUnverified},
