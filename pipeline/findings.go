@@ -18,11 +18,11 @@ import (
 // (skip and xfail markers, unittest.skip, # noqa, # type: ignore, per-file ignores) are
 // refused unless the issue asks for them; changes to the test configuration (conftest.py,
 // pytest.ini, tox.ini, ...) are refused since the checks never use them; code under test
-// that reaches into the test runner (see runnerReach) is refused, since it runs inside
-// pytest's process; a protected path (see tools.ProtectedPath) is refused as the write
-// tools refuse it. The maker is told once;
-// a change that still carries them ends the attempt for a human (StatusTestsChanged), who
-// may accept it (ticketctl accept) when the fix truly needs them.
+// that reaches into the test runner (see runnerReach) is refused, since it runs inside the
+// runner's process; a protected path (see tools.ProtectedPath) is refused as the write tools
+// refuse it. The maker is told once; a change that still carries them ends the attempt for a
+// human (StatusTestsChanged), who may accept it (ticketctl accept) when the fix truly needs
+// them.
 
 // MaxFindingRefusals bounds the submits sent back for suppressions, test configuration or
 // protected paths; the next such submit ends the attempt for a human.
@@ -50,41 +50,55 @@ var suppressions = []suppression{
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
 
 // addedSuppressions lists "path:line: adds <what>" for each line diff adds that silences a
-// check, where the issue (issueText) does not ask for it. A line the same file's diff also
-// removes (moved, re-indented) is not added.
+// check, where the issue (issueText) does not ask for it.
 func addedSuppressions(diff, issueText string) []string {
 	issue := strings.ToLower(issueText)
 	var out []string
 	for _, fd := range splitDiff(diff) {
-		removed := map[string]bool{}
-		for _, l := range strings.Split(fd.body, "\n") {
-			if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
-				removed[strings.TrimSpace(l[1:])] = true
+		for _, l := range addedLines(fd) {
+			for _, s := range suppressions {
+				if s.re.MatchString(l.text) && !asked(issue, s.keywords) {
+					out = append(out, fmt.Sprintf("%s:%d: adds %s: %s", fd.path, l.n, s.what, clip(strings.TrimSpace(l.text), 120)))
+					break
+				}
 			}
 		}
-		line := 0
-		for _, l := range strings.Split(fd.body, "\n") {
-			if m := hunkHeader.FindStringSubmatch(l); m != nil {
-				line, _ = strconv.Atoi(m[1])
-				continue
+	}
+	return out
+}
+
+// numberedLine is a line of a file's new version, with its number.
+type numberedLine struct {
+	n    int
+	text string
+}
+
+// addedLines are the lines fd adds, numbered in the new version. A line the same file's
+// diff also removes (moved, re-indented) is not added.
+func addedLines(fd fileDiff) []numberedLine {
+	lines := strings.Split(fd.body, "\n")
+	removed := map[string]bool{}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+			removed[strings.TrimSpace(l[1:])] = true
+		}
+	}
+	var out []numberedLine
+	n := 0
+	for _, l := range lines {
+		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+			n, _ = strconv.Atoi(m[1])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			if !removed[strings.TrimSpace(l[1:])] {
+				out = append(out, numberedLine{n, l[1:]})
 			}
-			switch {
-			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-				continue
-			case strings.HasPrefix(l, "+"):
-				text := l[1:]
-				if !removed[strings.TrimSpace(text)] {
-					for _, s := range suppressions {
-						if s.re.MatchString(text) && !asked(issue, s.keywords) {
-							out = append(out, fmt.Sprintf("%s:%d: adds %s: %s", fd.path, line, s.what, clip(strings.TrimSpace(text), 120)))
-							break
-						}
-					}
-				}
-				line++
-			case strings.HasPrefix(l, " "):
-				line++
-			}
+			n++
+		case strings.HasPrefix(l, " "):
+			n++
 		}
 	}
 	return out
@@ -206,9 +220,8 @@ var runnerKeywords = []string{"_pytest", "pluggy", "pytest plugin", "pytest hook
 // line diff adds to the code under test (not a test path of tree, not test configuration)
 // that matches runnerReach, unless the issue (issueText) is about pytest integration or the
 // file's base version already mentions pytest or unittest (the project's own plugin or test
-// helpers).
-// A net for the plain move, like the suppressions: code that hides the reach (names built at
-// run time) is left to the checker and the judge, who read the diff.
+// helpers). A net for the plain move, like the suppressions: code that hides the reach
+// (names built at run time) is left to the checker and the judge, who read the diff.
 func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) []string {
 	if asked(strings.ToLower(issueText), runnerKeywords) {
 		return nil
@@ -223,21 +236,9 @@ func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) 
 				continue
 			}
 		}
-		line := 0
-		for _, l := range strings.Split(fd.body, "\n") {
-			if m := hunkHeader.FindStringSubmatch(l); m != nil {
-				line, _ = strconv.Atoi(m[1])
-				continue
-			}
-			switch {
-			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-			case strings.HasPrefix(l, "+"):
-				if runnerReach.MatchString(l[1:]) {
-					out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the test runner (pytest's internals, hooks or report, or whether it runs under pytest) to the code under test: %s", fd.path, line, clip(strings.TrimSpace(l[1:]), 120)))
-				}
-				line++
-			case strings.HasPrefix(l, " "):
-				line++
+		for _, l := range addedLines(fd) {
+			if runnerReach.MatchString(l.text) {
+				out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the test runner (its internals, hooks or report, or whether the code runs under test) to the code under test: %s", fd.path, l.n, clip(strings.TrimSpace(l.text), 120)))
 			}
 		}
 	}
