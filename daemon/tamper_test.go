@@ -19,7 +19,9 @@ import (
 // plantFake is code under test that, whenever it is imported, compiles a fake pytest into
 // pytest.pyc at the working directory (an ignored path): a `python -m pytest` started there
 // later imports it instead of pytest, and it writes a report where every test of the
-// fixture passed.
+// fixture passed. It spells the report's option in two pieces, as a maker hiding from the
+// submit's net for code that reaches into the test runner would: what stops it here is the
+// worktree guard.
 const plantFake = `import os as _os
 import py_compile as _pc
 import tempfile as _tf
@@ -27,7 +29,7 @@ import tempfile as _tf
 _FAKE = """
 import sys
 for a in sys.argv[1:]:
-    if a.startswith("--junitxml="):
+    if a.startswith("--junit" "xml="):
         with open(a.split("=", 1)[1], "w") as f:
             f.write('<testsuites><testsuite tests="2">'
                     '<testcase classname="tests.test_rule_00.RuleTest" name="test_surcharge" file="tests/test_rule_00.py"/>'

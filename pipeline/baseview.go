@@ -15,9 +15,10 @@ import (
 // obeyed by the gate. The test checks the verdict rests on run the base's own tests (see
 // testView): a test that exists at the base commit speaks only in its base version.
 
-// infraNames are the files that configure how the checks run.
+// infraNames are the files that configure how the checks run (pytest.toml and .pytest.toml
+// from pytest 9 on, ahead of every other file).
 var infraNames = map[string]bool{
-	"conftest.py": true, "pytest.ini": true, ".pytest.ini": true, "tox.ini": true, "setup.cfg": true,
+	"conftest.py": true, "pytest.toml": true, ".pytest.toml": true, "pytest.ini": true, ".pytest.ini": true, "tox.ini": true, "setup.cfg": true,
 	"pyproject.toml": true, "mypy.ini": true, ".mypy.ini": true, "ruff.toml": true, ".ruff.toml": true,
 	".coveragerc": true, "noxfile.py": true,
 }

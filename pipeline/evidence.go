@@ -105,7 +105,7 @@ func evidence(ctx context.Context, c *checkRun, cand candidate, g Gate, verify [
 	baseFailing := FailingTests(c.baseline)
 	testFiles := c.tree.changedTestModules(cand.changed)
 	ev.TestChanges = c.tree.editedTests(ctx, cand.changed)
-	ev.Reproduced = reproduced(c, g, baseFailing)
+	ev.Reproduced, ev.Notes = reproduced(ctx, c, cand.changed, g, baseFailing)
 
 	// The change's new tests, and the verifications, against the code of the base commit.
 	var runs []baseRun
@@ -137,21 +137,27 @@ func evidence(ctx context.Context, c *checkRun, cand candidate, g Gate, verify [
 }
 
 // reproduced are the tests of the base commit, in their base version, that failed at the base
-// and ran and passed in the gate's test view.
-func reproduced(c *checkRun, g Gate, baseFailing map[string][]string) []string {
-	var out []string
+// and ran and passed in the gate's test view; and notes naming those that passed but are
+// doctests the change (touching changed) edited, which ran in the change's version.
+func reproduced(ctx context.Context, c *checkRun, changed []string, g Gate, baseFailing map[string][]string) (out, notes []string) {
+	edited := c.tree.editedDoctests(ctx, changed)
 	for _, t := range testChecks(c.checks) {
 		view := resultNamed(g.Results, t.Name)
 		if view == nil {
 			continue
 		}
 		for _, id := range baseFailing[t.Name] {
-			if outcomeAt(view.Outcomes, id) == validate.OutcomePassed {
-				out = append(out, t.Name+": "+id)
+			if outcomeAt(view.Outcomes, id) != validate.OutcomePassed {
+				continue
 			}
+			if isEditedDoctest(edited, id) {
+				notes = append(notes, fmt.Sprintf("%s: %s: a doctest in the code that the change edits; it ran as the change left it, so its pass is never evidence", t.Name, id))
+				continue
+			}
+			out = append(out, t.Name+": "+id)
 		}
 	}
-	return out
+	return out, notes
 }
 
 // baseRun is one test check's run at the base commit on the change's tests.

@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,10 +17,12 @@ import (
 // A change answers for what it does to the checks before it is judged. Suppressions it adds
 // (skip and xfail markers, unittest.skip, # noqa, # type: ignore, per-file ignores) are
 // refused unless the issue asks for them; changes to the test configuration (conftest.py,
-// pytest.ini, tox.ini, ...) are refused since the checks never use them; a protected path
-// (see tools.ProtectedPath) is refused as the write tools refuse it. The maker is told once;
-// a change that still carries them ends the attempt for a human (StatusTestsChanged), who
-// may accept it (ticketctl accept) when the fix truly needs them.
+// pytest.ini, tox.ini, ...) are refused since the checks never use them; code under test
+// that reaches into the test runner (see runnerReach) is refused, since it runs inside the
+// runner's process; a protected path (see tools.ProtectedPath) is refused as the write tools
+// refuse it. The maker is told once; a change that still carries them ends the attempt for a
+// human (StatusTestsChanged), who may accept it (ticketctl accept) when the fix truly needs
+// them.
 
 // MaxFindingRefusals bounds the submits sent back for suppressions, test configuration or
 // protected paths; the next such submit ends the attempt for a human.
@@ -30,10 +36,13 @@ type suppression struct {
 }
 
 var suppressions = []suppression{
-	{"a skip marker", regexp.MustCompile(`pytest\.mark\.skip|pytest\.skip\(|pytest\.importorskip\(|unittest\.skip|@skip(If|Unless)?\b|\.skipTest\(|SkipTest\b`), []string{"skip"}},
-	{"an expected-failure marker", regexp.MustCompile(`pytest\.mark\.xfail|pytest\.xfail\(|expectedFailure`), []string{"xfail", "expected failure", "expectedfailure"}},
-	{"a # noqa", regexp.MustCompile(`#\s*(ruff:\s*)?noqa\b`), []string{"noqa"}},
-	{"a # type: ignore", regexp.MustCompile(`#\s*type:\s*ignore|#\s*mypy:\s*ignore-errors|#\s*pyright:\s*ignore`), []string{"type: ignore", "type ignore", "ignore-errors"}},
+	{"a skip marker", regexp.MustCompile(`\bmark\.skip|pytest\.skip\(|pytest\.importorskip\(|unittest\.skip|@skip(If|Unless)?\b|\.skipTest\(|SkipTest\b`), []string{"skip"}},
+	{"an expected-failure marker", regexp.MustCompile(`\bmark\.xfail|pytest\.xfail\(|expectedFailure`), []string{"xfail", "expected failure", "expectedfailure"}},
+	// Ruff and flake8 read noqa in any case, and a file-level "# flake8: noqa" as Ruff's own.
+	{"a # noqa", regexp.MustCompile(`(?i)#\s*((ruff|flake8):\s*)?noqa\b`), []string{"noqa"}},
+	// A "# mypy:" comment is mypy's inline configuration (ignore-errors, disable-error-code,
+	// allow-untyped-defs...): the module's own mypy.ini section.
+	{"a # type: ignore", regexp.MustCompile(`#\s*type:\s*ignore|#\s*mypy:|#\s*pyright:\s*(ignore|basic\b)`), []string{"type: ignore", "type ignore", "ignore-errors", "disable-error-code"}},
 	{"per-file ignores", regexp.MustCompile(`per[-_]file[-_]ignores`), []string{"per-file", "per_file"}},
 }
 
@@ -41,41 +50,55 @@ var suppressions = []suppression{
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
 
 // addedSuppressions lists "path:line: adds <what>" for each line diff adds that silences a
-// check, where the issue (issueText) does not ask for it. A line the same file's diff also
-// removes (moved, re-indented) is not added.
+// check, where the issue (issueText) does not ask for it.
 func addedSuppressions(diff, issueText string) []string {
 	issue := strings.ToLower(issueText)
 	var out []string
 	for _, fd := range splitDiff(diff) {
-		removed := map[string]bool{}
-		for _, l := range strings.Split(fd.body, "\n") {
-			if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
-				removed[strings.TrimSpace(l[1:])] = true
+		for _, l := range addedLines(fd) {
+			for _, s := range suppressions {
+				if s.re.MatchString(l.text) && !asked(issue, s.keywords) {
+					out = append(out, fmt.Sprintf("%s:%d: adds %s: %s", fd.path, l.n, s.what, clip(strings.TrimSpace(l.text), 120)))
+					break
+				}
 			}
 		}
-		line := 0
-		for _, l := range strings.Split(fd.body, "\n") {
-			if m := hunkHeader.FindStringSubmatch(l); m != nil {
-				line, _ = strconv.Atoi(m[1])
-				continue
+	}
+	return out
+}
+
+// numberedLine is a line of a file's new version, with its number.
+type numberedLine struct {
+	n    int
+	text string
+}
+
+// addedLines are the lines fd adds, numbered in the new version. A line the same file's
+// diff also removes (moved, re-indented) is not added.
+func addedLines(fd fileDiff) []numberedLine {
+	lines := strings.Split(fd.body, "\n")
+	removed := map[string]bool{}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+			removed[strings.TrimSpace(l[1:])] = true
+		}
+	}
+	var out []numberedLine
+	n := 0
+	for _, l := range lines {
+		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+			n, _ = strconv.Atoi(m[1])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			if !removed[strings.TrimSpace(l[1:])] {
+				out = append(out, numberedLine{n, l[1:]})
 			}
-			switch {
-			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-				continue
-			case strings.HasPrefix(l, "+"):
-				text := l[1:]
-				if !removed[strings.TrimSpace(text)] {
-					for _, s := range suppressions {
-						if s.re.MatchString(text) && !asked(issue, s.keywords) {
-							out = append(out, fmt.Sprintf("%s:%d: adds %s: %s", fd.path, line, s.what, clip(strings.TrimSpace(text), 120)))
-							break
-						}
-					}
-				}
-				line++
-			case strings.HasPrefix(l, " "):
-				line++
-			}
+			n++
+		case strings.HasPrefix(l, " "):
+			n++
 		}
 	}
 	return out
@@ -143,23 +166,109 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 	return fileDiffs(diff, append(slices.Clone(ev.TestChanges), ev.InfraChanges...))
 }
 
+// shadowFindings name the changed paths that are modules named like a check's tool
+// (tools.ShadowModule) in a folder that is not a package (no __init__.py in the worktree):
+// where a check puts that folder on its import path (a PYTHONPATH of its own, a folder the
+// base's imports needed, pytest's pythonpath), Python imports them instead of the tool. The
+// write tools refuse them at the root and in src/ already; deeper, only the checks'
+// configuration says whether a folder is on the path, so any such folder counts.
+func shadowFindings(job Job, changed []string) []string {
+	var out []string
+	for _, p := range changed {
+		if hasGitElement(p) || tools.ProtectedPath(p, job.AllowPaths) != "" || tools.Allowed(job.AllowPaths, p) {
+			continue // refused by the write tools already, or allowed by the operator
+		}
+		parts := strings.Split(p, "/")
+		for i := 1; i < len(parts); i++ {
+			name := parts[i]
+			if i == len(parts)-1 {
+				if !strings.HasSuffix(name, ".py") {
+					break
+				}
+				name = strings.TrimSuffix(name, ".py")
+			}
+			folder := strings.Join(parts[:i], "/")
+			if _, err := os.Lstat(filepath.Join(job.Dir, folder, "__init__.py")); err == nil {
+				continue // a package: its modules are never top-level
+			}
+			if tools.ShadowModule(name) {
+				out = append(out, fmt.Sprintf("%s: a module named like the check tool %q in %s/, a folder that is not a package: on a check's import path Python would import it instead of the tool", p, name, folder))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// lintIgnoreNames are files that hide files from a check without configuring it: Ruff
+// respects them (respect-gitignore, on by default), and skips a tracked file they name.
+var lintIgnoreNames = map[string]bool{".gitignore": true, ".ignore": true}
+
+// runnerReach matches a line of code that reaches into the test runner: pytest's internals
+// (_pytest, pluggy), its hooks, its JUnit report, a test of whether it runs under pytest, or
+// an assignment over unittest's classes (TestCase.assertEqual = ...). Code under test runs
+// inside the runner's own process, so such a line in it can rewrite what the runner reports
+// (every failure a pass) or behave one way under test and another in use.
+var runnerReach = regexp.MustCompile(`\b_pytest\b|\bpluggy\b|\bjunitxml\b|\bpytest_[a-z_]+\b|PYTEST_[A-Z_]+|\bsys\.modules\b.*\bpytest\b|\bpytest\b.*\bsys\.modules\b` +
+	`|\b(unittest(\.\w+)*|TestCase|TestResult|TextTestResult|TestSuite|TestLoader)\.\w+\s*=[^=]|\bsetattr\(\s*(unittest|TestCase|TestResult)\b`)
+
+// runnerKeywords are what an issue says when it is about the code's own pytest integration,
+// and so asks for such lines.
+var runnerKeywords = []string{"_pytest", "pluggy", "pytest plugin", "pytest hook", "junitxml", "pytest_"}
+
+// runnerReaches lists "path:line: adds code that reaches into the test runner: ..." for each
+// line diff adds to the code under test (not a test path of tree, not test configuration)
+// that matches runnerReach, unless the issue (issueText) is about pytest integration or the
+// file's base version already mentions pytest or unittest (the project's own plugin or test
+// helpers). A net for the plain move, like the suppressions: code that hides the reach
+// (names built at run time) is left to the checker and the judge, who read the diff.
+func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) []string {
+	if asked(strings.ToLower(issueText), runnerKeywords) {
+		return nil
+	}
+	var out []string
+	for _, fd := range splitDiff(diff) {
+		if !strings.HasSuffix(fd.path, ".py") || tree.isTestPath(fd.path) || isInfraPath(fd.path) {
+			continue
+		}
+		if tree.baseFile != nil {
+			if base, found, err := tree.baseFile(ctx, fd.path); err == nil && found && (strings.Contains(string(base), "pytest") || strings.Contains(string(base), "unittest")) {
+				continue
+			}
+		}
+		for _, l := range addedLines(fd) {
+			if runnerReach.MatchString(l.text) {
+				out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the test runner (its internals, hooks or report, or whether the code runs under test) to the code under test: %s", fd.path, l.n, clip(strings.TrimSpace(l.text), 120)))
+			}
+		}
+	}
+	return out
+}
+
 // submitFindings are what a change (diff, touching changed) must answer for before it is
-// judged, one line each.
-func submitFindings(job Job, diff string, changed []string) []string {
+// judged, one line each; tree tells the tests from the code.
+func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, changed []string) []string {
 	var out []string
 	for _, p := range changed {
 		if why := tools.ProtectedPath(p, job.AllowPaths); why != "" {
 			out = append(out, fmt.Sprintf("%s: is %s; files that run elsewhere never reach a fix branch", p, why))
 		}
 	}
+	out = append(out, shadowFindings(job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
+	}
+	for _, p := range changed {
+		if lintIgnoreNames[path.Base(p)] && !hasGitElement(p) {
+			out = append(out, fmt.Sprintf("%s: changes which files the checks see (Ruff skips every file .gitignore and .ignore name, tracked or not)", p))
+		}
 	}
 	issue := job.Ticket.Title + "\n" + job.Ticket.Body
 	for _, q := range job.Ticket.Questions {
 		issue += "\n" + q.Answer
 	}
-	return append(out, addedSuppressions(diff, issue)...)
+	out = append(out, addedSuppressions(diff, issue)...)
+	return append(out, runnerReaches(ctx, tree, diff, issue)...)
 }
 
 // refusedFindings opens the answer to a submit with findings. Only a suppression is let

@@ -1,9 +1,15 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // Added suppressions are found with their file and line; a moved line is not added, and an
@@ -36,6 +42,16 @@ new file mode 100644
 +class T(unittest.TestCase):
 +    @unittest.expectedFailure
 +    def test_b(self): self.skipTest("x")
+diff --git a/lib.py b/lib.py
+--- a/lib.py
++++ b/lib.py
+@@ -1,1 +1,6 @@
++# mypy: disable-error-code="return-value"
++# flake8: noqa
++x = 1  # NOQA: E501
++from pytest import mark
++@mark.xfail
+ def f(): pass
 diff --git a/setup.cfg b/setup.cfg
 --- a/setup.cfg
 +++ b/setup.cfg
@@ -50,6 +66,10 @@ diff --git a/setup.cfg b/setup.cfg
 		"tests/test_calc.py:5: adds a skip marker",
 		"tests/test_calc.py:11: adds an expected-failure marker",
 		"tests/test_calc.py:12: adds a skip marker",
+		"lib.py:1: adds a # type: ignore",
+		"lib.py:2: adds a # noqa",
+		"lib.py:3: adds a # noqa",
+		"lib.py:5: adds an expected-failure marker",
 		"setup.cfg:2: adds per-file ignores",
 	}
 	if len(got) != len(want) {
@@ -60,7 +80,7 @@ diff --git a/setup.cfg b/setup.cfg
 			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
 		}
 	}
-	asked := addedSuppressions(diff, "Please mark the flaky test with skip; keep the noqa and the type: ignore, and the xfail. per-file ignores too.")
+	asked := addedSuppressions(diff, "Please mark the flaky test with skip; keep the noqa and the type: ignore (mypy: disable-error-code), and the xfail. per-file ignores too.")
 	if len(asked) != 0 {
 		t.Errorf("the issue asked for them, yet: %q", asked)
 	}
@@ -70,8 +90,59 @@ diff --git a/setup.cfg b/setup.cfg
 				return
 			}
 		}
-	}); !slices.Equal(paths, []string{"calc.py", "tests/test_calc.py", "setup.cfg"}) {
+	}); !slices.Equal(paths, []string{"calc.py", "tests/test_calc.py", "lib.py", "setup.cfg"}) {
 		t.Errorf("splitDiff paths %q", paths)
+	}
+}
+
+// A change to what configures or feeds the checks is named, whatever file holds it: pytest's
+// own files of pytest 9, and the ignore files Ruff obeys.
+func TestFindingsNameCheckConfiguration(t *testing.T) {
+	job := Job{Ticket: Ticket{Title: "add is wrong"}, Tests: discover.Default()}
+	changed := []string{"calc.py", "pytest.toml", "sub/.pytest.toml", ".gitignore", "pkg/.ignore", "docs/ignore.md"}
+	got := submitFindings(context.Background(), job, newTestTree(job), "", changed)
+	want := []string{
+		"pytest.toml: changes the test configuration",
+		"sub/.pytest.toml: changes the test configuration",
+		".gitignore: changes which files the checks see",
+		"pkg/.ignore: changes which files the checks see",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
+	}
+}
+
+// A module named like a check's tool is named wherever a folder on a check's import path
+// could hold it: in any folder that is not a package, unless the operator allowed it.
+func TestShadowFindings(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"pkg", "lib", "lib/_pytest"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "__init__.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := Job{Dir: dir, AllowPaths: []string{"vendor/pluggy.py"}}
+	changed := []string{"lib/pytest.py", "lib/_pytest/runner.py", "a/b/sitecustomize.py", "pkg/pytest.py",
+		"lib/pytest.txt", "vendor/pluggy.py", "lib/calc.py", "pytest.py"}
+	got := shadowFindings(job, changed)
+	want := []string{"lib/pytest.py: a module named like the check tool \"pytest\" in lib/",
+		"lib/_pytest/runner.py: a module named like the check tool \"_pytest\" in lib/",
+		"a/b/sitecustomize.py: a module named like the check tool \"sitecustomize\" in a/b/"}
+	if len(got) != len(want) {
+		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
 	}
 }
 
@@ -80,11 +151,56 @@ diff --git a/setup.cfg b/setup.cfg
 func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {
 	job := Job{Ticket: Ticket{Title: "skip the slow test", Body: "Please skip it, and fix conftest.py too."}}
 	diff := "diff --git a/test_a.py b/test_a.py\n--- a/test_a.py\n+++ b/test_a.py\n@@ -1,1 +1,2 @@\n+@pytest.mark.skip\n def test_a():\n"
-	got := submitFindings(job, diff, []string{"test_a.py", "conftest.py"})
+	got := submitFindings(context.Background(), job, newTestTree(job), diff, []string{"test_a.py", "conftest.py"})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "conftest.py: changes the test configuration") {
 		t.Fatalf("findings %q: want only conftest.py's, the skip being asked for", got)
 	}
 	if strings.Contains(refusedFindings, "may not do unless the issue asks") {
 		t.Errorf("the refusal says an issue can allow any of it: %q", refusedFindings)
+	}
+}
+
+// Code under test that reaches into pytest is found where the tests cannot see it coming:
+// in the code, not in a test or a conftest, not in a module that was already the project's
+// pytest integration, and not where the issue is about that integration.
+func TestRunnerReaches(t *testing.T) {
+	base := map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "plugin.py": "import pytest\n"}
+	job := Job{BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
+		b, ok := base[p]
+		return []byte(b), ok, nil
+	}}
+	job.Tests = discover.Default()
+	tree := newTestTree(job)
+	added := func(path string, lines ...string) string {
+		return "diff --git a/" + path + " b/" + path + "\n--- a/" + path + "\n+++ b/" + path + "\n@@ -1,1 +1," + fmt.Sprint(len(lines)+1) + " @@\n def add(a, b):\n+" + strings.Join(lines, "\n+") + "\n"
+	}
+	tests := []struct {
+		name, diff, issue string
+		want              []string // prefixes
+	}{
+		{"internals", added("calc.py", "import _pytest.reports as _r", "x = 1"), "add is wrong", []string{"calc.py:2: adds code that reaches into the test runner"}},
+		{"a hook", added("calc.py", "def pytest_runtest_makereport(item, call):"), "add is wrong", []string{"calc.py:2: "}},
+		{"under pytest or not", added("calc.py", `if "pytest" in sys.modules:`, `if os.environ.get("PYTEST_CURRENT_TEST"):`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: "}},
+		{"the report", added("calc.py", `p = [a for a in sys.argv if a.startswith("--junitxml=")]`), "add is wrong", []string{"calc.py:2: "}},
+		{"unittest's assertions", added("calc.py", "unittest.TestCase.assertEqual = lambda *a, **k: None", "TestCase.run = run", `setattr(TestCase, "fail", f)`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: ", "calc.py:4: "}},
+		{"a comparison", added("calc.py", "if TestCase.maxDiff == 3:"), "add is wrong", nil},
+		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil},
+		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil},
+		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil},
+		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):"), "add is wrong", nil},
+		{"an issue about the plugin", added("calc.py", "import pluggy"), "the pytest plugin crashes", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runnerReaches(context.Background(), tree, tt.diff, tt.issue)
+			if len(got) != len(tt.want) {
+				t.Fatalf("diff:\n%s\ngot %q, want %d finding(s) %q", tt.diff, got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+				}
+			}
+		})
 	}
 }

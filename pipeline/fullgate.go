@@ -57,7 +57,7 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 	for _, r := range own {
 		g.own[r.Name] = r.Outcomes
 	}
-	g.Weakened = c.weakened(g)
+	g.Weakened = c.weakened(ctx, g)
 	if len(flaky) > 0 {
 		g.Flaky = flaky
 		g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
@@ -145,14 +145,16 @@ func mergeOwn(view, own []validate.Result) []validate.Result {
 }
 
 // outcomeAt is how test id ended in outcomes, a test whose module failed to import counting
-// as an error (pytest reports the module, by its path, not its tests).
+// as an error and one whose module was skipped as it was collected (a module-level skip,
+// in the test or in the code it imports) as skipped: pytest reports the module, by its
+// path, not its tests.
 func outcomeAt(outcomes map[string]validate.Outcome, id string) validate.Outcome {
 	o := validate.OutcomeOf(outcomes, id)
 	if o != validate.OutcomeMissing {
 		return o
 	}
 	if file, _, ok := strings.Cut(id, "::"); ok {
-		if m, ok := outcomes[file]; ok && m.Failing() {
+		if m, ok := outcomes[file]; ok && (m.Failing() || m == validate.OutcomeSkipped) {
 			return m
 		}
 	}
@@ -177,10 +179,12 @@ func touches(files []string, id string) bool {
 // change's own version of the test no longer runs and passes (deleted, renamed, skipped,
 // xfailed), or its base version no longer passes while the change's version does not fail
 // (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
-// version while nothing else failed. A base version that fails, where the change's version
-// fails too (or the change left the test alone), is an ordinary new failure.
-func (c *checkRun) weakened(g Gate) []string {
+// version while nothing else failed, or the change edits it and it is a doctest in the code
+// (see doctests.go). A base version that fails, where the change's version fails too (or the
+// change left the test alone), is an ordinary new failure.
+func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 	touched := slices.DeleteFunc(slices.Clone(c.changed), func(p string) bool { return !c.tree.isTestPath(p) })
+	edited := c.tree.editedDoctests(ctx, c.changed)
 	var out []string
 	for _, t := range testChecks(c.checks) {
 		base := resultNamed(c.baseline, t.Name)
@@ -195,6 +199,10 @@ func (c *checkRun) weakened(g Gate) []string {
 			ownOut := validate.OutcomeMissing
 			if own != nil {
 				ownOut = outcomeAt(own, id)
+			}
+			if isEditedDoctest(edited, id) {
+				out = append(out, fmt.Sprintf("%s: %s: a doctest in the code that the change edits; its base version cannot run with the change, and the change's %s", t.Name, id, outcomeWords(v)))
+				continue
 			}
 			switch {
 			case v == validate.OutcomePassed && (!mine || ownOut == validate.OutcomePassed):

@@ -83,7 +83,7 @@ func (a *attempt) candidate(ctx context.Context, args string) (candidate, *toolR
 			a.named = append(a.named, id)
 		}
 	}
-	if found := submitFindings(a.job, diff, changed); len(found) > 0 {
+	if found := submitFindings(ctx, a.job, a.tree, diff, changed); len(found) > 0 {
 		res := a.answerFindings(s.Summary, found)
 		return candidate{}, &res
 	}

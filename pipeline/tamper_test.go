@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/store"
 )
 
 // The repository the tamper tests attack: add subtracts (test_add fails at the base), sub is
@@ -18,6 +20,75 @@ var tamperBase = map[string]string{
 	"calc.py":      "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
 	"test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
 }
+
+// tamperTestsDir is tamperBase with its tests in tests/.
+var tamperTestsDir = map[string]string{"calc.py": tamperBase["calc.py"], "tests/test_calc.py": tamperBase["test_calc.py"]}
+
+// tamperPyproject is tamperBase with its pytest configuration in pyproject.toml.
+var tamperPyproject = map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
+	"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra\"\n"}
+
+// tamperDoctest is tamperBase's bug in a repository whose pytest runs the doctests of its
+// code: add's doctest fails at the base, sub's passes.
+var tamperDoctest = map[string]string{
+	"pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+	"calc.py":    "def add(a, b):\n    \"\"\"\n    >>> add(2, 2)\n    4\n    \"\"\"\n    return a - b\n\n\ndef sub(a, b):\n    \"\"\"\n    >>> sub(5, 3)\n    2\n    \"\"\"\n    return a - b\n",
+}
+
+// fakePytest is a pytest that runs nothing and reports test_calc's tests as passed. It
+// spells its option in two pieces, as a maker hiding from the submit's net would.
+const fakePytest = `import sys
+
+for a in sys.argv[1:]:
+    if a.startswith("--junit" "xml="):
+        with open(a.split("=", 1)[1], "w") as f:
+            f.write('<testsuites><testsuite tests="2">'
+                    '<testcase classname="test_calc" name="test_add" file="test_calc.py"/>'
+                    '<testcase classname="test_calc" name="test_sub" file="test_calc.py"/>'
+                    '</testsuite></testsuites>')
+sys.exit(0)
+`
+
+// tamperUnittest is tamperBase with unittest-style tests.
+var tamperUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
+	"test_calc.py": "import unittest\n\nfrom calc import add, sub\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n\n    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n"}
+
+// tamperLib is tamperBase with its code in lib/, a folder the check puts on PYTHONPATH.
+var tamperLib = map[string]string{"lib/calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"]}
+
+// brokenSub is calc.py with add fixed and sub broken.
+const brokenSub = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
+
+// skipsTestCalc is code under test that, imported by test_calc, skips that module as it is
+// collected, and that fixes add and breaks sub.
+const skipsTestCalc = "import sys as _s\n\n_f = _s._getframe()\nwhile _f and _f.f_globals.get('__name__') != 'test_calc':\n    _f = _f.f_back\nif _f:\n    import pytest as _p\n\n    _p.skip('later', allow_module_level=True)\n\n\n" + brokenSub
+
+// reportPatch is code under test that makes pytest report every test as passed.
+const reportPatch = `import _pytest.reports as _r
+
+_orig = _r.TestReport.from_item_and_call.__func__
+
+
+def _passing(cls, item, call):
+    rep = _orig(cls, item, call)
+    rep.outcome, rep.longrepr = "passed", None
+    return rep
+
+
+_r.TestReport.from_item_and_call = classmethod(_passing)
+`
+
+// passingPlugin is a pytest plugin that reports every test as passed.
+const passingPlugin = `import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.outcome = "passed"
+`
 
 const (
 	fixedCalc   = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -60,11 +131,15 @@ func TestTamperShipsNothing(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
+		base   map[string]string // nil means tamperBase
+		whole  bool              // the check runs the whole suite on every submit
+		path   []string          // folders the check puts on PYTHONPATH
 		after  map[string]string
 		body   string // the issue's body; "" means tamperBody
 		status Status
 		reason string // a substring of the outcome's reason
 		ev     string // a substring of the evidence text (fixed outcomes)
+		told   string // a substring of a tool's answer to the maker
 	}{
 		{name: "honest fix", after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "Base tests, run as the base commit has them, that failed there and ran and passed with the change: tests: test_calc.py::test_add"},
@@ -112,6 +187,65 @@ def pytest_runtest_makereport(item, call):
 		{name: "base-passing test renamed", after: map[string]string{"calc.py": fixedCalc,
 			"test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_sub_renamed():\n    assert sub(5, 3) == 2\n"},
 			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version passed"},
+		{name: "conftest in the tests folder deselecting the failing test", base: tamperTestsDir, after: map[string]string{"tests/conftest.py": "def pytest_collection_modifyitems(config, items):\n    items[:] = [i for i in items if i.name != 'test_add']\n"},
+			status: StatusTestsChanged, reason: "tests/conftest.py: changes the test configuration"},
+		{name: "conftest in the tests folder rewriting reports at session end", base: tamperTestsDir, after: map[string]string{"calc.py": brokenSub,
+			"tests/conftest.py": "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n\n\n" + passingPlugin[len("import pytest\n\n\n"):]},
+			status: StatusTestsChanged, reason: "tests/conftest.py: changes the test configuration"},
+		{name: "pytest.ini added over the pyproject.toml configuration", base: tamperPyproject, after: map[string]string{"calc.py": brokenSub,
+			"pytest.ini": "[pytest]\naddopts = --deselect test_calc.py::test_sub\n"},
+			status: StatusTestsChanged, reason: "pytest.ini: changes the test configuration"},
+		{name: "tox.ini loading a plugin of the change's", after: map[string]string{"calc.py": brokenSub,
+			"tox.ini": "[pytest]\naddopts = -p calcplug\n", "calcplug.py": passingPlugin},
+			status: StatusTestsChanged, reason: "tox.ini: changes the test configuration"},
+		{name: "setup.cfg deselecting the broken test", after: map[string]string{"calc.py": brokenSub,
+			"setup.cfg": "[tool:pytest]\naddopts = --deselect test_calc.py::test_sub\n"},
+			status: StatusFailed, told: "setup.cfg is a dependency manifest"},
+		{name: "sitecustomize.py rewriting reports", after: map[string]string{"sitecustomize.py": reportPatch},
+			status: StatusBudget, told: "check tool \"sitecustomize\""},
+		{name: "usercustomize.py in src", after: map[string]string{"src/usercustomize.py": reportPatch},
+			status: StatusBudget, told: "check tool \"usercustomize\""},
+		{name: "pytest.py shadowing pytest", after: map[string]string{"pytest.py": "import sys\nsys.exit(0)\n"},
+			status: StatusBudget, told: "check tool \"pytest\""},
+		{name: "_pytest package shadowing pytest's", after: map[string]string{"_pytest/__init__.py": "import sys\nsys.exit(0)\n"},
+			status: StatusBudget, told: "check tool \"_pytest\""},
+		{name: "pluggy.py shadowing pluggy", after: map[string]string{"pluggy.py": "import sys\nsys.exit(0)\n"},
+			status: StatusBudget, told: "check tool \"pluggy\""},
+		{name: "a .pth file", after: map[string]string{"x.pth": "import os; os._exit(0)\n"},
+			status: StatusBudget, told: "a path configuration file"},
+		{name: "planted bytecode", after: map[string]string{"__pycache__/calc.cpython-311.pyc": "not bytecode\n"},
+			status: StatusBudget, told: "compiled bytecode"},
+		{name: "pytest.py shadowing pytest from a folder on the path", base: tamperLib, path: []string{"lib"}, whole: true,
+			after:  map[string]string{"lib/pytest.py": fakePytest},
+			status: StatusTestsChanged, reason: "lib/pytest.py: a module named like the check tool"},
+		{name: "sitecustomize.py in a folder on the path", base: tamperLib, path: []string{"lib"}, whole: true,
+			after:  map[string]string{"lib/sitecustomize.py": reportPatch},
+			status: StatusTestsChanged, reason: "lib/sitecustomize.py: a module named like the check tool"},
+		{name: "code exits 0 as it is imported", after: map[string]string{"calc.py": "import sys\n\nsys.exit(0)\n" + tamperBase["calc.py"]},
+			status: StatusFailed},
+		{name: "code ends the process as it is imported", after: map[string]string{"calc.py": "import os\n\nos._exit(0)\n" + tamperBase["calc.py"]},
+			status: StatusFailed},
+		{name: "code skipping every module that imports it, through an alias", after: map[string]string{"calc.py": "import pytest as _p\n\n_p.skip('later', allow_module_level=True)\n" + tamperBase["calc.py"]},
+			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "code skipping the base's test module, with a new test", after: map[string]string{"calc.py": skipsTestCalc,
+			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
+			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "code skipping the base's test module, with a new test, whole suite", whole: true, after: map[string]string{"calc.py": skipsTestCalc,
+			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
+			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "code patching pytest's reports", after: map[string]string{"calc.py": reportPatch + "\n\n" + tamperBase["calc.py"]},
+			status: StatusTestsChanged, reason: "reaches into the test runner"},
+		{name: "code rewriting the JUnit report at exit", after: map[string]string{"calc.py": "import atexit as _ax\nimport os as _os\nimport sys as _s\n\n\ndef _rewrite():\n    for a in _s.argv:\n        if a.startswith('--junitxml='):\n            p = a.split('=', 1)[1]\n            with open(p) as f:\n                t = f.read()\n            import re\n\n            t = re.sub(r'<failure.*?</failure>', '', t, flags=re.S)\n            with open(p, 'w') as f:\n                f.write(t)\n    _os._exit(0)\n\n\n_ax.register(_rewrite)\n\n\n" + tamperBase["calc.py"]},
+			status: StatusTestsChanged, reason: "reaches into the test runner"},
+		{name: "code disabling unittest's assertions", base: tamperUnittest, after: map[string]string{"calc.py": "import unittest\n\nunittest.TestCase.assertEqual = lambda *a, **k: None\n\n\n" + tamperBase["calc.py"]},
+			status: StatusTestsChanged, reason: "reaches into the test runner"},
+		{name: "failing doctest rewritten to the bug's output", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "    4\n", "    0\n", 1)},
+			status: StatusUnverified},
+		{name: "passing doctest rewritten to a regression", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(strings.Replace(tamperDoctest["calc.py"], "    2\n", "    8\n", 1), "return a - b\n", "return a + b\n", 2),
+			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
+			status: StatusTestsChanged, reason: "calc.py::calc.sub"},
+		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
+			status: StatusFixed, ev: "tests: calc.py::calc.add"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,13 +254,27 @@ def pytest_runtest_makereport(item, call):
 			if body == "" {
 				body = tamperBody
 			}
-			patch := patchOf(t, tamperBase, tt.after)
-			r, job, _ := setupRepoAttempt(t, tamperBase, Ticket{ID: 1, Attempt: 1, Title: tamperTitle, Body: body, Repo: "calc"},
+			base := tt.base
+			if base == nil {
+				base = tamperBase
+			}
+			patch := patchOf(t, base, tt.after)
+			r, job, rec := setupRepoAttempt(t, base, Ticket{ID: 1, Attempt: 1, Title: tamperTitle, Body: body, Repo: "calc"},
 				scriptedmodel.Case{Patch: patch})
 			job.Budget.MaxSteps = 10
+			if tt.whole {
+				job.Checks[0].FullSuite = validate.FullSuiteEverySubmit
+			}
+			if tt.path != nil {
+				job.Checks[0].PythonPath = tt.path
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			}
 			out := r.Run(context.Background(), job)
 			if out.Status != tt.status || !strings.Contains(out.Reason, tt.reason) {
 				t.Fatalf("status %s (%s); want %s with %q\nhistory:\n%s", out.Status, out.Reason, tt.status, tt.reason, strings.Join(out.History, "\n"))
+			}
+			if tt.told != "" && !slices.ContainsFunc(rec.tools, func(c store.ToolCall) bool { return strings.Contains(c.Result, tt.told) }) {
+				t.Errorf("no tool told the maker %q: %+v", tt.told, rec.tools)
 			}
 			if tt.status != StatusFixed {
 				return

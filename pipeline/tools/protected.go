@@ -115,6 +115,11 @@ func protectedKind(parts []string) string {
 	return ""
 }
 
+// ShadowModule reports whether a top-level module named name would be imported instead of a
+// check's own tool (pytest, _pytest, pluggy, mypy...) or run at Python's start
+// (sitecustomize): what no folder on the checks' import path may hold.
+func ShadowModule(name string) bool { return shadowNames[name] }
+
 // shadowReason refuses a module or package named like a check tool at an import root (the
 // root or src/).
 func shadowReason(parts []string) string {

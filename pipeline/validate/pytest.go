@@ -79,7 +79,16 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 		return p
 	}
 	if code == pytestExitNoTests {
-		return parsed{passed: true, summary: "no tests collected", tests: 0}
+		// Nothing ran, and that is known: every test is missing from this run, never
+		// unknown. Outcomes are therefore empty (or the report's skipped modules), not nil,
+		// so the gate sees a base test that the change made go uncollected (code that skips
+		// every test module importing it) as missing, as it would in a run that collected
+		// something else.
+		outcomes := map[string]Outcome{}
+		if err == nil && parseErr == nil && report.outcomes != nil {
+			outcomes = report.outcomes
+		}
+		return parsed{passed: true, summary: "no tests collected", tests: 0, outcomes: outcomes}
 	}
 	if err != nil || len(data) == 0 || parseErr != nil {
 		// Usage errors, a broken conftest, a crash: no report, only output. pytest writes its
