@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // An attempt ends in one of a few ways. decide names which, from what happened and nothing
@@ -149,6 +150,11 @@ type ending struct {
 // decide says how an attempt ends. It is pure: the same facts give the same ending.
 func decide(c cause, out pipeline.Outcome, lease store.Lease, lim limits) ending {
 	e := decideStage(c, out, lease, lim)
+	if e.Fail == store.FailMachine && errors.Is(c.Err, worktree.ErrLocked) {
+		// A lock file git left in the repository stays until an operator removes it: every
+		// attempt on the repository may meet it, so it is paused for the night, naming the file.
+		e.PauseRepo = e.Reason
+	}
 	e.Heading = e.Kind.heading()
 	return e
 }
