@@ -56,6 +56,8 @@ type Daemon struct {
 	// takes no writes — it declined to claim, or a ticket's write will be tried again: the
 	// event a test waits for instead of giving the workers time to do the wrong thing.
 	onStoreWait func()
+	// pushes are the night's pushes the push remote did not take, for its ending.
+	pushes pushFailures
 }
 
 // Causes recorded when a night stops work in flight.
@@ -194,6 +196,7 @@ type nightEnding struct {
 	paused     []string // why repositories were not worked
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
+	notPushed  []string // push remotes that did not take the night's branches
 	// machine are what the machine failed (storage, the ticket database), outages when the
 	// database took no writes.
 	machine []string
@@ -221,6 +224,9 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 	}
 	if len(e.down) > 0 {
 		why = append(why, "model endpoint down at the end: "+strings.Join(e.down, "; "))
+	}
+	if len(e.notPushed) > 0 {
+		why = append(why, "branches not pushed (they stay in this machine's clone; the next night's start pushes the done tickets' again): "+strings.Join(e.notPushed, "; "))
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"
@@ -250,6 +256,7 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding, prepared func()) error {
 	cfg := d.Config
 	runID := rep.RunID
+	d.pushes.reset()
 	bwrap, err := d.prepareNight(ctx, log, rep)
 	if err != nil {
 		return err
@@ -505,6 +512,7 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 	}
 	e.paused = w.unhealthy.reasons()
 	e.machine, e.outages = w.faults.list(), w.health.outages()
+	e.notPushed = w.d.pushes.list()
 	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
 		for _, s := range g.Endpoints() {
 			if s.Down {
