@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -27,6 +28,7 @@ type systemic struct {
 	sig     string // the last attempt's fault, "" after a reset
 	ticket  int64  // whose attempt it was
 	tripped string // the fault that stopped the night, "" until then
+	cause   error  // why, once tripped
 	seen    map[int64]string
 }
 
@@ -60,15 +62,19 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	switch {
 	case s.tripped == sig:
 		return true
+	case s.tripped == "" && refusesEveryRequest(f):
+		// No ticket's content earns a 401 or a 404: waiting for a second ticket would charge a
+		// lone one (released, then met again with nobody in between) for the endpoint.
+		s.tripped = sig
+		s.stop(log, fmt.Errorf("%w: ticket %d ended on %s (HTTP %d), which no ticket's request causes; no further ticket is claimed tonight and it is not charged: %s",
+			ErrSystemic, ticket, f.Class, f.Status, f.Error()), f, ticket)
+		s.stopClaims(stopClaims)
+		return true
 	case s.sig == sig && s.ticket != ticket:
 		s.tripped = sig
-		cause := fmt.Errorf("%w: tickets %d and %d both ended on %s; no further ticket is claimed tonight and neither is charged: %s",
-			ErrSystemic, s.ticket, ticket, f.Class, f.Error())
-		log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
-			"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", []int64{s.ticket, ticket})
-		if stopClaims != nil {
-			stopClaims(cause)
-		}
+		s.stop(log, fmt.Errorf("%w: tickets %d and %d both ended on %s; no further ticket is claimed tonight and neither is charged: %s",
+			ErrSystemic, s.ticket, ticket, f.Class, f.Error()), f, s.ticket, ticket)
+		s.stopClaims(stopClaims)
 		return true
 	case s.seen[ticket] == sig:
 		s.sig, s.ticket = sig, ticket
@@ -77,4 +83,25 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	s.sig, s.ticket = sig, ticket
 	s.seen[ticket] = sig
 	return true
+}
+
+// refusesEveryRequest says whether f is an answer the endpoint gives every request alike: 401
+// (the key is wrong, revoked or expired) or 404 (no such model or path). A 400, 403 or 422
+// may be about what one ticket's request carries (a content filter, a moderation flag).
+func refusesEveryRequest(f *model.Fault) bool {
+	return f.Class == model.ErrorClassRejected && (f.Status == http.StatusUnauthorized || f.Status == http.StatusNotFound)
+}
+
+// stop logs the trip and keeps its cause for stopClaims; s.mu is held.
+func (s *systemic) stop(log *slog.Logger, cause error, f *model.Fault, tickets ...int64) {
+	s.cause = cause
+	log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
+		"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", tickets)
+}
+
+// stopClaims stops the night's claims with the trip's cause (nil stopClaims: none to stop).
+func (s *systemic) stopClaims(stopClaims context.CancelCauseFunc) {
+	if stopClaims != nil {
+		stopClaims(s.cause)
+	}
 }

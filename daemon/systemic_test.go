@@ -73,10 +73,51 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 				}
 			}
 			runs, _ := n.store.Runs(context.Background(), 1)
-			if len(runs) != 1 || runs[0].Outcome != store.OutcomeStopped || !strings.Contains(runs[0].Error, "systemic") && !strings.Contains(runs[0].Error, "failed in a row") {
+			if len(runs) != 1 || runs[0].Outcome != store.OutcomeStopped || !strings.Contains(runs[0].Error, "fails every ticket's attempt the same way") {
 				t.Errorf("recorded night %+v, want stopped naming the systemic failure", runs)
 			}
 			t.Logf("%d failing requests; night: %s", asked.Load(), n.rep.Error)
+		})
+	}
+}
+
+// TestEndpointRefusingEveryRequest: after the preflight, the endpoint answers 401 (the key
+// revoked mid-night) or 404 (the model withdrawn) to every request, and one ticket is queued.
+// Before, its first attempt was released, its second met the same refusal "with nobody else
+// in between" and was charged as its own, and the ticket was escalated after three charged
+// attempts on a night that ended ok. Now the first attempt stops the night's claims: the
+// ticket is queued uncharged and the night is stopped with the server's words and the hint.
+func TestEndpointRefusingEveryRequest(t *testing.T) {
+	t.Parallel() // nights of their own: repository, store, model server, clock
+	realNight(t)
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		words  []string
+	}{
+		{"key revoked", 401, `{"error":{"message":"Incorrect API key provided: sk-abc***xyz.","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			[]string{"HTTP 401", "Incorrect API key provided", "api_key_env"}},
+		{"model withdrawn", 404, `{"error":{"message":"The model 'gpt-4.1' has been deprecated","type":"invalid_request_error","code":"model_not_found"}}`,
+			[]string{"HTTP 404", "has been deprecated", "models.roles."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := &shaper{shape: providerShapes["openai"], fail: func(int, string) (int, string) { return tc.status, tc.body }}
+			n, _ := shapedNight(t, 1, s, func(c *config.Config) { c.Night.Workers = 1 })
+			t.Logf("night %s: %s", n.rep.Outcome, n.rep.Error)
+			if !errors.Is(n.rep.Stopped, ErrSystemic) || n.rep.Outcome != store.OutcomeStopped {
+				t.Errorf("night %s, stopped by %v; want stopped by ErrSystemic", n.rep.Outcome, n.rep.Stopped)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(n.rep.Error, w) {
+					t.Errorf("the night's error lacks %q", w)
+				}
+			}
+			tk, _ := n.store.Get(context.Background(), 1)
+			if tk.State != store.StateQueued || tk.Attempts != 0 {
+				t.Errorf("ticket: %s with %d attempts (%s); want queued with none charged", tk.State, tk.Attempts, tk.Reason)
+			}
 		})
 	}
 }
