@@ -134,6 +134,9 @@ func TestDecideEndings(t *testing.T) {
 		// After the run.
 		{"commit failed", cause{Stage: stageCommit, Err: errors.New("nothing to commit")}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
 			want{kind: endRetry, charge: true, fail: store.FailFix, next: store.StateQueued, reason: "commit fix"}},
+		{"commit failed: the repository moved away", cause{Stage: stageCommit, Err: errors.New("read HEAD: no such file"), TreeGone: "during the attempt: repos.x.path /r is not a git repository"},
+			oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
+			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, pauseRepo: true, reason: "is not a git repository"}},
 		{"commit met a stale git lock", cause{Stage: stageCommit, Err: locked}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
 			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, pauseRepo: true, fault: faultNoted, reason: "remove the file"}},
 		{"commit met a full disk", cause{Stage: stageCommit, Err: disk}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
