@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -62,9 +61,10 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	switch {
 	case s.tripped == sig:
 		return true
-	case s.tripped == "" && refusesEveryRequest(f):
-		// No ticket's content earns a 401 or a 404: waiting for a second ticket would charge a
-		// lone one (released, then met again with nobody in between) for the endpoint.
+	case s.tripped == "" && f.AnyRequest:
+		// No ticket's content earns a 401, a 404 or an HTML page: waiting for a second ticket
+		// would charge a lone one (released, then met again with nobody in between) for the
+		// endpoint.
 		s.tripped = sig
 		s.stop(log, fmt.Errorf("%w: ticket %d ended on %s (HTTP %d), which no ticket's request causes; no further ticket is claimed tonight and it is not charged: %s",
 			ErrSystemic, ticket, f.Class, f.Status, f.Error()), f, ticket)
@@ -83,13 +83,6 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	s.sig, s.ticket = sig, ticket
 	s.seen[ticket] = sig
 	return true
-}
-
-// refusesEveryRequest says whether f is an answer the endpoint gives every request alike: 401
-// (the key is wrong, revoked or expired) or 404 (no such model or path). A 400, 403 or 422
-// may be about what one ticket's request carries (a content filter, a moderation flag).
-func refusesEveryRequest(f *model.Fault) bool {
-	return f.Class == model.ErrorClassRejected && (f.Status == http.StatusUnauthorized || f.Status == http.StatusNotFound)
 }
 
 // stop logs the trip and keeps its cause for stopClaims; s.mu is held.

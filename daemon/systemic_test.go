@@ -82,7 +82,8 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 }
 
 // TestEndpointRefusingEveryRequest: after the preflight, the endpoint answers 401 (the key
-// revoked mid-night) or 404 (the model withdrawn) to every request, and one ticket is queued.
+// revoked mid-night), 404 (the model withdrawn) or an HTML page (a proxy in the way) to every
+// request, and one ticket is queued.
 // Before, its first attempt was released, its second met the same refusal "with nobody else
 // in between" and was charged as its own, and the ticket was escalated after three charged
 // attempts on a night that ended ok. Now the first attempt stops the night's claims: the
@@ -100,6 +101,8 @@ func TestEndpointRefusingEveryRequest(t *testing.T) {
 			[]string{"HTTP 401", "Incorrect API key provided", "api_key_env"}},
 		{"model withdrawn", 404, `{"error":{"message":"The model 'gpt-4.1' has been deprecated","type":"invalid_request_error","code":"model_not_found"}}`,
 			[]string{"HTTP 404", "has been deprecated", "models.roles."}},
+		{"a proxy's login page", 200, `<!doctype html><html><body><h1>Sign in to continue</h1></body></html>`,
+			[]string{"not a JSON chat completion", "Sign in to continue", "base_url"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -24,7 +24,12 @@ type Fault struct {
 	// ResetAt is, for a rate limit (Class rate_limit), when the provider said it lifts:
 	// the ticket waits until then instead of failing. Zero when it did not say.
 	ResetAt time.Time
-	err     error
+	// AnyRequest says the failure does not depend on what the request carried: a 401 (the
+	// key), a 404 (the model or the path), an answer that is not JSON at all (a proxy's login
+	// page). Every ticket would meet it; a 400, a 403 or an answer without choices may be
+	// about one ticket's request (a content filter, a moderation flag).
+	AnyRequest bool
+	err        error
 }
 
 func (f *Fault) Error() string { return f.err.Error() }
