@@ -198,6 +198,7 @@ type nightEnding struct {
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
 	notPushed  []string // push remotes that did not take the night's branches
+	unjudged   []string // fixes the night's whole suite could not judge: done, unpublished
 	// machine are what the machine failed (storage, the ticket database), outages when the
 	// database took no writes.
 	machine []string
@@ -225,6 +226,9 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 	}
 	if len(e.down) > 0 {
 		why = append(why, "model endpoint down at the end: "+strings.Join(e.down, "; "))
+	}
+	if len(e.unjudged) > 0 {
+		why = append(why, "fixes not published: the night's whole suite could not judge them (requeue each, or push its branch by hand): "+strings.Join(e.unjudged, "; "))
 	}
 	if len(e.notPushed) > 0 {
 		why = append(why, "branches not pushed (they stay in this machine's clone; the next night's start pushes the done tickets' again): "+strings.Join(e.notPushed, "; "))
@@ -514,6 +518,9 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 	e.paused = w.unhealthy.reasons()
 	e.machine, e.outages = w.faults.list(), w.health.outages()
 	e.notPushed = w.d.pushes.list()
+	if w.end != nil {
+		e.unjudged = w.end.suite.unpublished()
+	}
 	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
 		for _, s := range g.Endpoints() {
 			if s.Down {

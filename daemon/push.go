@@ -87,11 +87,7 @@ func (p *pushFailures) list() []string {
 	defer p.mu.Unlock()
 	var out []string
 	for _, r := range p.order {
-		first := strings.Join(strings.Fields(p.first[r].Error()), " ")
-		if len(first) > 800 {
-			first = first[:800] + "…"
-		}
-		out = append(out, fmt.Sprintf("%d to %s, the first: %s", p.failed[r], r, first))
+		out = append(out, fmt.Sprintf("%d to %s, the first: %s", p.failed[r], r, oneLineUpTo(p.first[r].Error(), 800)))
 	}
 	return out
 }
