@@ -19,7 +19,10 @@ import (
 //     released unspent;
 //   - an attempt that ends otherwise (fixed, or failed on its own) resets it;
 //   - a ticket that meets the same fault again tonight, with no other ticket meeting it in
-//     between, is charged as usual: the fault is then its own.
+//     between, is charged as usual: the fault is then its own; unless no request causes
+//     it (model.Fault.AnyRequest: a 401, a 404, an HTML page), when the second time in a
+//     row trips it as well, so a lone ticket is never charged for the endpoint, and a
+//     one-off glitch stops nothing.
 //
 // Safe for concurrent use.
 type systemic struct {
@@ -61,12 +64,12 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	switch {
 	case s.tripped == sig:
 		return true
-	case s.tripped == "" && f.AnyRequest:
-		// No ticket's content earns a 401, a 404 or an HTML page: waiting for a second ticket
-		// would charge a lone one (released, then met again with nobody in between) for the
-		// endpoint.
+	case f.AnyRequest && s.sig == sig && s.ticket == ticket:
+		// No ticket's content earns a 401, a 404 or an HTML page: met twice in a row, by a
+		// lone ticket as well, it is the endpoint's, never charged (a second ticket, if any,
+		// comes first: claims pass over the suspect).
 		s.tripped = sig
-		s.stop(log, fmt.Errorf("%w: ticket %d ended on %s (HTTP %d), which no ticket's request causes; no further ticket is claimed tonight and it is not charged: %s",
+		s.stop(log, fmt.Errorf("%w: ticket %d ended twice in a row on %s (HTTP %d), which no ticket's request causes; no further ticket is claimed tonight and it is not charged: %s",
 			ErrSystemic, ticket, f.Class, f.Status, f.Error()), f, ticket)
 		s.stopClaims(stopClaims)
 		return true
@@ -76,7 +79,7 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 			ErrSystemic, s.ticket, ticket, f.Class, f.Error()), f, s.ticket, ticket)
 		s.stopClaims(stopClaims)
 		return true
-	case s.seen[ticket] == sig:
+	case s.seen[ticket] == sig && !f.AnyRequest:
 		s.sig, s.ticket = sig, ticket
 		return false // the same ticket again, nobody else: its own trouble
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -86,8 +89,9 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 // request, and one ticket is queued.
 // Before, its first attempt was released, its second met the same refusal "with nobody else
 // in between" and was charged as its own, and the ticket was escalated after three charged
-// attempts on a night that ended ok. Now the first attempt stops the night's claims: the
-// ticket is queued uncharged and the night is stopped with the server's words and the hint.
+// attempts on a night that ended ok. Now its second attempt ending the same way stops the
+// night's claims: the ticket is queued uncharged and the night is stopped with the server's
+// words and the hint.
 func TestEndpointRefusingEveryRequest(t *testing.T) {
 	t.Parallel() // nights of their own: repository, store, model server, clock
 	realNight(t)
@@ -120,6 +124,55 @@ func TestEndpointRefusingEveryRequest(t *testing.T) {
 			tk, _ := n.store.Get(context.Background(), 1)
 			if tk.State != store.StateQueued || tk.Attempts != 0 {
 				t.Errorf("ticket: %s with %d attempts (%s); want queued with none charged", tk.State, tk.Attempts, tk.Reason)
+			}
+		})
+	}
+}
+
+// TestSystemicGuardSequences: what the guard decides for a sequence of attempt endings (a
+// fault of the endpoint, or an ending on the ticket's own that resets it): release (unspent)
+// or charge, and whether the claims stop.
+func TestSystemicGuardSequences(t *testing.T) {
+	key := &model.Fault{Endpoint: "e", Class: model.ErrorClassRejected, Status: 401, Said: "Incorrect API key", AnyRequest: true}
+	filter := &model.Fault{Endpoint: "e", Class: model.ErrorClassRejected, Status: 400, Said: "content filter"}
+	type step struct {
+		ticket int64
+		fault  *model.Fault // nil: the attempt ended otherwise (reset)
+	}
+	tests := []struct {
+		name        string
+		steps       []step
+		wantRelease []bool // per fault step
+		wantStopped bool
+	}{
+		{"a lone ticket meets a 401 twice", []step{{1, key}, {1, key}}, []bool{true, true}, true},
+		{"a lone ticket meets a 401 once: a glitch", []step{{1, key}, {1, nil}}, []bool{true}, false},
+		{"a 401, another fault, the 401 again", []step{{1, key}, {2, filter}, {1, key}}, []bool{true, true, true}, false},
+		{"two tickets meet a 401", []step{{1, key}, {2, key}}, []bool{true, true}, true},
+		{"a lone ticket's own refusal", []step{{1, filter}, {1, filter}}, []bool{true, false}, false},
+		{"two tickets meet the same refusal", []step{{1, filter}, {2, filter}}, []bool{true, true}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s systemic
+			var stopped error
+			stop := func(err error) { stopped = err }
+			var got []bool
+			var seq []string
+			for _, st := range tt.steps {
+				if st.fault == nil {
+					seq = append(seq, fmt.Sprintf("#%d ok", st.ticket))
+					s.reset()
+					continue
+				}
+				seq = append(seq, fmt.Sprintf("#%d HTTP %d", st.ticket, st.fault.Status))
+				got = append(got, s.release(slog.New(slog.DiscardHandler), st.ticket, st.fault, stop))
+			}
+			if !slices.Equal(got, tt.wantRelease) || (stopped != nil) != tt.wantStopped {
+				t.Errorf("%s: released %v, stopped %v; want released %v, stopped %v", strings.Join(seq, ", "), got, stopped, tt.wantRelease, tt.wantStopped)
+			}
+			if stopped != nil && !errors.Is(stopped, ErrSystemic) {
+				t.Errorf("stopped with %v, want ErrSystemic", stopped)
 			}
 		})
 	}

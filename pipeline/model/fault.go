@@ -32,7 +32,12 @@ type Fault struct {
 	err        error
 }
 
-func (f *Fault) Error() string { return f.err.Error() }
+func (f *Fault) Error() string {
+	if f.err == nil { // one built by hand (a caller's test): its fields say it
+		return fmt.Sprintf("endpoint %s: %s (HTTP %d): %s", f.Endpoint, f.Class, f.Status, f.Said)
+	}
+	return f.err.Error()
+}
 func (f *Fault) Unwrap() error { return f.err }
 
 var digitsRe = regexp.MustCompile(`[0-9]+`)
