@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/daemon/record"
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // An attempt ends in one of a few ways. decide names which, from what happened and nothing
@@ -81,8 +82,9 @@ type cause struct {
 	// Stop is why the attempt's context ended (context.Cause): a shutdown, the window, a lost
 	// lease, a cancel request, the machine; nil when it did not.
 	Stop error
-	// TreeGone says why the attempt's worktree or its base ref vanished under the run, ""
-	// when neither did; TreeLeft says the worktree folder is still there to commit.
+	// TreeGone says why the attempt's worktree, its repository or its base ref vanished
+	// under the run (or, for stageCommit, by the failed commit), "" when none did; TreeLeft
+	// says the worktree folder is still there to commit.
 	TreeGone string
 	TreeLeft bool
 	// Systemic says the run ended on an endpoint fault that every ticket meets: released.
@@ -149,6 +151,11 @@ type ending struct {
 // decide says how an attempt ends. It is pure: the same facts give the same ending.
 func decide(c cause, out pipeline.Outcome, lease store.Lease, lim limits) ending {
 	e := decideStage(c, out, lease, lim)
+	if e.Fail == store.FailMachine && errors.Is(c.Err, worktree.ErrLocked) {
+		// A lock file git left in the repository stays until an operator removes it: every
+		// attempt on the repository may meet it, so it is paused for the night, naming the file.
+		e.PauseRepo = e.Reason
+	}
 	e.Heading = e.Kind.heading()
 	return e
 }
@@ -167,6 +174,13 @@ func decideStage(c cause, out pipeline.Outcome, lease store.Lease, lim limits) e
 	case stageSetup:
 		return release(c.Stop, c.Err)
 	case stageCommit:
+		if c.TreeGone != "" {
+			// The repository (or the worktree) went away under the finished fix: the
+			// machine's fault, paused as a vanished repository is.
+			e := machineRelease(fmt.Sprintf("commit fix: %s: %v", c.TreeGone, c.Err))
+			e.PauseRepo = c.TreeGone
+			return e
+		}
 		if mc, machine := machineCause(c.Err); machine {
 			e := machineRelease(fmt.Sprintf("commit fix: %v", mc))
 			e.Fault = faultOf(mc)

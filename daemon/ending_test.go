@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // TestDecideEndings is the table of every way an attempt ends today: what the ticket is
@@ -26,6 +27,7 @@ func TestDecideEndings(t *testing.T) {
 	disk := fmt.Errorf("write results: %w", syscall.ENOSPC)
 	dbGone := fmt.Errorf("claim: %w", store.ErrDatabaseGone)
 	shutdown := fmt.Errorf("%w: interrupt", ErrShutdown)
+	locked := fmt.Errorf("%w: /r/.git/refs/heads/x.lock is still there: if no git process runs in that repository, remove the file", worktree.ErrLocked)
 	fault := &model.Fault{Endpoint: "maker", Class: "bad_request", Status: 400}
 
 	type want struct {
@@ -62,6 +64,8 @@ func TestDecideEndings(t *testing.T) {
 			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued}},
 		{"worktree not made", cause{Stage: stageSetup, Err: errors.New("prepare worktree: git: lock")}, pipeline.Outcome{}, first, lim,
 			want{kind: endReleased, fail: store.FailTransport, next: store.StateQueued, mayPark: true}},
+		{"stale git lock in the repository", cause{Stage: stageSetup, Err: fmt.Errorf("prepare worktree: %w", locked)}, pipeline.Outcome{}, first, lim,
+			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, pauseRepo: true, fault: faultNoted, reason: "x.lock"}},
 		{"setup cut by shutdown", cause{Stage: stageSetup, Err: errors.New("baseline checks: cancelled"), Stop: shutdown}, pipeline.Outcome{}, first, lim,
 			want{kind: endReleased, fail: store.FailShutdown, next: store.StateQueued, reason: "shutting down"}},
 		{"questions unreadable: database", cause{Stage: stageSetup, Err: fmt.Errorf("%w: %w", ErrMachineFault, dbGone)}, pipeline.Outcome{}, first, lim,
@@ -130,6 +134,11 @@ func TestDecideEndings(t *testing.T) {
 		// After the run.
 		{"commit failed", cause{Stage: stageCommit, Err: errors.New("nothing to commit")}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
 			want{kind: endRetry, charge: true, fail: store.FailFix, next: store.StateQueued, reason: "commit fix"}},
+		{"commit failed: the repository moved away", cause{Stage: stageCommit, Err: errors.New("read HEAD: no such file"), TreeGone: "during the attempt: repos.x.path /r is not a git repository"},
+			oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
+			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, pauseRepo: true, reason: "is not a git repository"}},
+		{"commit met a stale git lock", cause{Stage: stageCommit, Err: locked}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
+			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, pauseRepo: true, fault: faultNoted, reason: "remove the file"}},
 		{"commit met a full disk", cause{Stage: stageCommit, Err: disk}, oc(pipeline.Conclusion{Status: pipeline.StatusFixed}), first, lim,
 			want{kind: endReleased, fail: store.FailMachine, next: store.StateQueued, fault: faultPauseNode, reason: "commit fix"}},
 		{"fix conflicts with one published tonight", cause{Stage: stageAgree, Err: &disagreement{With: []int64{4}, Why: "its change does not apply on top of theirs"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // ErrMachineFault ends an attempt the machine failed, not its ticket: the workspace's or the
@@ -78,7 +79,7 @@ func (m *machineFaults) take(id int64) error {
 
 // machineCause says whether err is the machine's fault, and wraps it in ErrMachineFault
 // when it is: a storage fault, a ticket database that did not take a write (or could not be
-// read), or one already wrapped.
+// read), a git lock file left in the repository, or one already wrapped.
 func machineCause(err error) (error, bool) {
 	switch {
 	case err == nil:
@@ -87,7 +88,7 @@ func machineCause(err error) (error, bool) {
 		return err, true
 	case diskfault.Is(err):
 		return fmt.Errorf("%w: %s: %w", ErrMachineFault, diskfault.Describe(err), err), true
-	case errors.Is(err, store.ErrDatabaseGone):
+	case errors.Is(err, store.ErrDatabaseGone), errors.Is(err, worktree.ErrLocked):
 		return fmt.Errorf("%w: %w", ErrMachineFault, err), true
 	}
 	return err, false

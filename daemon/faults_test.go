@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/storedriver"
 	"github.com/ticketd/ticketd/store/storesqlite"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // failingEngine is the real SQLite engine whose writes of one operation fail, as a disk that
@@ -301,5 +302,35 @@ func TestWorkspaceFault(t *testing.T) {
 				t.Errorf("workspaceFault(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStaleGitLockInTheRepository: a lock file git left on the ticket's branch in the source
+// repository (a git process killed while it held it). Before, every claim spent seconds
+// retrying and released the ticket as a transport fault, until it was parked "because the
+// endpoint kept failing"; the night never named the file. Now the first claim releases it
+// uncharged as the machine's fault, the repository is paused for the night, and the night
+// is partial naming the lock file and what to do.
+func TestStaleGitLockInTheRepository(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
+	realNight(t)
+	f := newFixture(t, 1)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	lock := filepath.Join(f.repo, ".git", "refs", "heads", worktree.BranchName(1, f.cases[0].Match)+".lock")
+	write(t, lock, "")
+	st, logs, done := faultNight(t, cfg, openStore(t, cfg), nil)
+	rep := waitNight(t, done, logs)
+	t.Logf("night %s: %s", rep.Outcome, rep.Error)
+	tk, _ := st.Get(context.Background(), 1)
+	reasons, charged := released(t, st, 1)
+	if tk.State != store.StateQueued || tk.Attempts != 0 || charged || len(reasons) != 1 ||
+		!strings.HasPrefix(reasons[0], "machine:") || !strings.Contains(reasons[0], lock) {
+		t.Errorf("ticket: %s after %d attempt(s), charged %v, releases %q; want queued, uncharged, released once as the machine's naming %s",
+			tk.State, tk.Attempts, charged, reasons, lock)
+	}
+	if rep.Outcome != store.OutcomePartial || !strings.Contains(rep.Error, lock) || !strings.Contains(rep.Error, "remove the file") ||
+		strings.Contains(rep.Error, "endpoint") {
+		t.Errorf("night %s (%s); want partial naming the lock file and what to do, not the endpoint", rep.Outcome, rep.Error)
 	}
 }

@@ -152,6 +152,45 @@ func TestBaseRefVanishes(t *testing.T) {
 	}
 }
 
+// TestRepositoryMovedUnderAFinishedFix: the repository is moved away (renamed) while the
+// judge weighs a fix that passed its checks. Before, the commit failed and the attempt was
+// charged as the fix's failure ("fix: commit fix: ..."). Now it is released uncharged as the
+// machine's, the repository is paused (its other ticket waits), and the night is partial
+// naming the path.
+func TestRepositoryMovedUnderAFinishedFix(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
+	realNight(t)
+	f := newFixture(t, 2)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	g, gated := newGate(t, url, "judge")
+	cfg := f.config(t, gated, 1)
+	st, logs, done := faultNight(t, cfg, openStore(t, cfg), nil)
+	select {
+	case <-g.held:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no judge request within 5 minutes; logs:\n%s", logs.String())
+	}
+	if err := os.Rename(f.repo, f.repo+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	g.release()
+	rep := waitNight(t, done, logs)
+	t.Logf("night %s: %s", rep.Outcome, rep.Error)
+	list, _ := st.List(context.Background(), store.Filter{})
+	for _, tk := range list {
+		reasons, charged := released(t, st, tk.ID)
+		if tk.State != store.StateQueued || tk.Attempts != 0 || charged {
+			t.Errorf("ticket %d: %s after %d attempt(s) (%s), charged %v; want queued and uncharged", tk.ID, tk.State, tk.Attempts, tk.Reason, charged)
+		}
+		if tk.ID == 1 && (len(reasons) != 1 || !strings.HasPrefix(reasons[0], "machine:") || !strings.Contains(reasons[0], "not a git repository")) {
+			t.Errorf("ticket 1 releases %q; want one, the machine's, naming the vanished repository", reasons)
+		}
+	}
+	if rep.Outcome != store.OutcomePartial || !strings.Contains(rep.Error, f.repo+" is not a git repository") {
+		t.Errorf("night %s (%s); want partial naming the repository's path", rep.Outcome, rep.Error)
+	}
+}
+
 // gate is an HTTP proxy in front of the scripted model that holds a ticket's requests of
 // one role until opened, and says when the first is held.
 type gate struct {

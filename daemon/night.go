@@ -56,6 +56,8 @@ type Daemon struct {
 	// takes no writes — it declined to claim, or a ticket's write will be tried again: the
 	// event a test waits for instead of giving the workers time to do the wrong thing.
 	onStoreWait func()
+	// pushes are the night's pushes the push remote did not take, for its ending.
+	pushes pushFailures
 }
 
 // Causes recorded when a night stops work in flight.
@@ -73,9 +75,10 @@ var (
 )
 
 // ErrSystemic stops a night whose attempts of different tickets failed in a row for the
-// same reason on the endpoint's side (the same refusal, no choices, a context too small):
-// every further attempt would fail the same way and charge its ticket for it.
-var ErrSystemic = errors.New("attempts of different tickets failed in a row for the same endpoint-side reason")
+// same reason on the endpoint's side (the same refusal, no choices, a context too small),
+// or one attempt on an answer no ticket's request causes (401, 404): every further attempt
+// would fail the same way and charge its ticket for it.
+var ErrSystemic = errors.New("the model endpoint fails every ticket's attempt the same way, on its side")
 
 // NightReport summarises one night.
 type NightReport struct {
@@ -194,6 +197,8 @@ type nightEnding struct {
 	paused     []string // why repositories were not worked
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
+	notPushed  []string // push remotes that did not take the night's branches
+	unjudged   []string // fixes the night's whole suite could not judge: done, unpublished
 	// machine are what the machine failed (storage, the ticket database), outages when the
 	// database took no writes.
 	machine []string
@@ -221,6 +226,12 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 	}
 	if len(e.down) > 0 {
 		why = append(why, "model endpoint down at the end: "+strings.Join(e.down, "; "))
+	}
+	if len(e.unjudged) > 0 {
+		why = append(why, "fixes not published: the night's whole suite could not judge them (the next night's judges them again; or requeue each, or push its branch by hand): "+strings.Join(e.unjudged, "; "))
+	}
+	if len(e.notPushed) > 0 {
+		why = append(why, "branches not pushed (they stay in this machine's clone; the next night's start pushes the done tickets' again): "+strings.Join(e.notPushed, "; "))
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"
@@ -250,6 +261,7 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, ending *nightEnding, prepared func()) error {
 	cfg := d.Config
 	runID := rep.RunID
+	d.pushes.reset()
 	bwrap, err := d.prepareNight(ctx, log, rep)
 	if err != nil {
 		return err
@@ -513,6 +525,10 @@ func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding 
 	}
 	e.paused = w.unhealthy.reasons()
 	e.machine, e.outages = w.faults.list(), w.health.outages()
+	e.notPushed = w.d.pushes.list()
+	if w.end != nil {
+		e.unjudged = w.end.suite.unpublished()
+	}
 	if g, ok := gate.(interface{ Endpoints() []model.EndpointStatus }); ok {
 		for _, s := range g.Endpoints() {
 			if s.Down {

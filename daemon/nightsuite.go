@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,19 @@ type nightSuite struct {
 	busy map[string]int
 	// refusals are verdicts found while the night ran, carried out at its end.
 	refusals []judged
+	// unjudged says, per group the suite could not judge, which fixes stay unpublished and
+	// why, for the night's ending.
+	unjudged []string
+}
+
+// unpublished is what the suite could not judge tonight (nil on a nil suite).
+func (n *nightSuite) unpublished() []string {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.unjudged)
 }
 
 // judged is a group with its verdict.
@@ -340,6 +354,13 @@ func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, 
 			return
 		}
 		log.Error("night's whole suite judged nothing: its fixes stay unpublished until the next night's judges them", "repo", group[0].name, "err", v.unusable)
+		ids := make([]string, len(group))
+		for i, f := range group {
+			ids[i] = "#" + strconv.FormatInt(f.id, 10)
+		}
+		n.mu.Lock()
+		n.unjudged = append(n.unjudged, fmt.Sprintf("%s of %s (%s)", strings.Join(ids, ", "), group[0].name, oneLineUpTo(v.unusable, 800)))
+		n.mu.Unlock()
 		for _, f := range group {
 			if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), "not published: the night's whole suite could not judge this fix ("+v.unusable+"); the next night's judges it again, or requeue it or push "+f.branch+" by hand"); err != nil {
 				log.Warn("note the unjudged fix", "ticket", f.id, "err", err)

@@ -44,6 +44,36 @@ func calcRepo(t *testing.T, root, name string, cli bool) realRepo {
 	return r
 }
 
+// TestNightSuiteThatCannotRunSaysSo: the night's whole suite cannot prepare its tree (a git
+// lock file left on its branch). Before, the fix stayed done and unpublished with a log line
+// and a note, and the night said ok. Now the night is partial naming the ticket, the
+// repository and why; the fix is still done and not pushed.
+func TestNightSuiteThatCannotRunSaysSo(t *testing.T) {
+	t.Parallel() // a night of its own
+	realNight(t)
+	root := t.TempDir()
+	good := calcRepo(t, root, "good", false)
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: good.title, Patch: good.patch}})
+	cfg := realConfig(t, root, url, good)
+	r := cfg.Repos["good"]
+	r.PushRemote = "pub"
+	cfg.Repos["good"] = r
+	write(t, filepath.Join(good.path, ".git", "refs", "heads", "ticketd", "night-suite-1.lock"), "")
+	n := runNight(t, cfg, 0)
+	t.Logf("night %s: %s", n.rep.Outcome, n.rep.Error)
+	g := ticketByRepo(t, n.store, "good")
+	if g.State != store.StateDone || noteWith(t, n.store, g.ID, HeldNote) == "" {
+		t.Fatalf("good: %s (%s), held note %q; want done, its fix held for the whole suite", g.State, g.Reason, noteWith(t, n.store, g.ID, HeldNote))
+	}
+	if strings.Contains(git(t, good.path, "ls-remote", "pub"), g.Branch) {
+		t.Errorf("good: %s pushed, though no whole suite judged it", g.Branch)
+	}
+	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "not published") || !strings.Contains(n.rep.Error, "#1 of good") ||
+		!strings.Contains(n.rep.Error, "night-suite-1.lock") || !strings.Contains(n.rep.Error, "remove the file") {
+		t.Errorf("night %s (%s); want partial naming the unpublished fix and why", n.rep.Outcome, n.rep.Error)
+	}
+}
+
 // The selected tests pass both fixes; the night's whole suite passes the one in "good" and
 // publishes it, and refuses the one in "cli" (its failure is outside what the change
 // reaches): that fix is not pushed, goes back to its ticket with the failure, and counts as

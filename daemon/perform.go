@@ -63,7 +63,7 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 		return
 	case endDone:
 		if _, err := a.fix.commit(ctx, commitMessage(t, out)); err != nil {
-			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
+			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err, TreeGone: treeGone(a.tree, t.Repo, a.repo)}, out, a.lease, w.limits), out)
 			return
 		}
 		// Published one at a time per repository, each checked against the night's earlier
@@ -77,7 +77,7 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 			return
 		}
 		if err := moveFixBranch(ctx, a); err != nil {
-			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err}, out, a.lease, w.limits), out)
+			w.perform(ctx, log, a, decide(cause{Stage: stageCommit, Err: err, TreeGone: treeGone(a.tree, t.Repo, a.repo)}, out, a.lease, w.limits), out)
 			return
 		}
 	}

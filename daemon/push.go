@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
@@ -36,7 +37,8 @@ func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.R
 	}
 	err := worktree.PushToRemote(ctx, repo.Path, repo.PushRemote, branch, pushToken(repo))
 	if err != nil {
-		log.Warn("push branch to the repository's push_remote", "branch", branch, "remote", repo.PushRemote, "err", err)
+		d.pushes.add(repo.PushRemote, err)
+		log.Error("push branch to the repository's push_remote", "branch", branch, "remote", repo.PushRemote, "err", err)
 		if nerr := d.Store.AddNote(ctx, id, d.Store.Node(), fmt.Sprintf("could not push %s to %s (it stays in the clone on %s): %v",
 			branch, repo.PushRemote, d.Store.Node(), err)); nerr != nil {
 			log.Warn("note the failed push", "err", nerr)
@@ -48,6 +50,46 @@ func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.R
 	}
 	log.Info("branch pushed", "branch", branch, "remote", repo.PushRemote)
 	return true
+}
+
+// pushFailures counts the pushes a night's push remotes did not take (refused, unreachable),
+// each remote's first error kept for the night's ending: a remote that refuses every fix
+// leaves them all on this machine's disk, which the morning must see. Safe for concurrent use.
+type pushFailures struct {
+	mu     sync.Mutex
+	order  []string
+	failed map[string]int
+	first  map[string]error
+}
+
+func (p *pushFailures) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.order, p.failed, p.first = nil, nil, nil
+}
+
+func (p *pushFailures) add(remote string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed == nil {
+		p.failed, p.first = map[string]int{}, map[string]error{}
+	}
+	if p.failed[remote] == 0 {
+		p.order = append(p.order, remote)
+		p.first[remote] = err
+	}
+	p.failed[remote]++
+}
+
+// list says, per remote, how many pushes failed and the first error.
+func (p *pushFailures) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, r := range p.order {
+		out = append(out, fmt.Sprintf("%d to %s, the first: %s", p.failed[r], r, oneLineUpTo(p.first[r].Error(), 800)))
+	}
+	return out
 }
 
 // pushLeftoversWithin bounds how far back the night's start looks for fixes of this node

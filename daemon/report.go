@@ -385,10 +385,14 @@ func short(hash string) string {
 }
 
 // oneLine flattens s to one line of at most 300 bytes.
-func oneLine(s string) string {
+func oneLine(s string) string { return oneLineUpTo(s, 300) }
+
+// oneLineUpTo is oneLine cut at n bytes: for the night's error, where a path and what to do
+// come after git's command line.
+func oneLineUpTo(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		return s[:300] + "…"
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }

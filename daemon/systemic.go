@@ -19,7 +19,10 @@ import (
 //     released unspent;
 //   - an attempt that ends otherwise (fixed, or failed on its own) resets it;
 //   - a ticket that meets the same fault again tonight, with no other ticket meeting it in
-//     between, is charged as usual: the fault is then its own.
+//     between, is charged as usual: the fault is then its own; unless no request causes
+//     it (model.Fault.AnyRequest: a 401, a 404, an HTML page), when the second time in a
+//     row trips it as well, so a lone ticket is never charged for the endpoint, and a
+//     one-off glitch stops nothing.
 //
 // Safe for concurrent use.
 type systemic struct {
@@ -27,6 +30,7 @@ type systemic struct {
 	sig     string // the last attempt's fault, "" after a reset
 	ticket  int64  // whose attempt it was
 	tripped string // the fault that stopped the night, "" until then
+	cause   error  // why, once tripped
 	seen    map[int64]string
 }
 
@@ -60,21 +64,40 @@ func (s *systemic) release(log *slog.Logger, ticket int64, f *model.Fault, stopC
 	switch {
 	case s.tripped == sig:
 		return true
+	case f.AnyRequest && s.sig == sig && s.ticket == ticket:
+		// No ticket's content earns a 401, a 404 or an HTML page: met twice in a row, by a
+		// lone ticket as well, it is the endpoint's, never charged (a second ticket, if any,
+		// comes first: claims pass over the suspect).
+		s.tripped = sig
+		s.stop(log, fmt.Errorf("%w: ticket %d ended twice in a row on %s (HTTP %d), which no ticket's request causes; no further ticket is claimed tonight and it is not charged: %s",
+			ErrSystemic, ticket, f.Class, f.Status, f.Error()), f, ticket)
+		s.stopClaims(stopClaims)
+		return true
 	case s.sig == sig && s.ticket != ticket:
 		s.tripped = sig
-		cause := fmt.Errorf("%w: tickets %d and %d both ended on %s; no further ticket is claimed tonight and neither is charged: %s",
-			ErrSystemic, s.ticket, ticket, f.Class, f.Error())
-		log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
-			"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", []int64{s.ticket, ticket})
-		if stopClaims != nil {
-			stopClaims(cause)
-		}
+		s.stop(log, fmt.Errorf("%w: tickets %d and %d both ended on %s; no further ticket is claimed tonight and neither is charged: %s",
+			ErrSystemic, s.ticket, ticket, f.Class, f.Error()), f, s.ticket, ticket)
+		s.stopClaims(stopClaims)
 		return true
-	case s.seen[ticket] == sig:
+	case s.seen[ticket] == sig && !f.AnyRequest:
 		s.sig, s.ticket = sig, ticket
 		return false // the same ticket again, nobody else: its own trouble
 	}
 	s.sig, s.ticket = sig, ticket
 	s.seen[ticket] = sig
 	return true
+}
+
+// stop logs the trip and keeps its cause for stopClaims; s.mu is held.
+func (s *systemic) stop(log *slog.Logger, cause error, f *model.Fault, tickets ...int64) {
+	s.cause = cause
+	log.Error("systemic failure: every attempt fails the same way on the endpoint's side; stopping claims",
+		"endpoint", f.Endpoint, "error_class", f.Class, "status", f.Status, "server_said", f.Said, "tickets", tickets)
+}
+
+// stopClaims stops the night's claims with the trip's cause (nil stopClaims: none to stop).
+func (s *systemic) stopClaims(stopClaims context.CancelCauseFunc) {
+	if stopClaims != nil {
+		stopClaims(s.cause)
+	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -73,10 +76,104 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 				}
 			}
 			runs, _ := n.store.Runs(context.Background(), 1)
-			if len(runs) != 1 || runs[0].Outcome != store.OutcomeStopped || !strings.Contains(runs[0].Error, "systemic") && !strings.Contains(runs[0].Error, "failed in a row") {
+			if len(runs) != 1 || runs[0].Outcome != store.OutcomeStopped || !strings.Contains(runs[0].Error, "fails every ticket's attempt the same way") {
 				t.Errorf("recorded night %+v, want stopped naming the systemic failure", runs)
 			}
 			t.Logf("%d failing requests; night: %s", asked.Load(), n.rep.Error)
+		})
+	}
+}
+
+// TestEndpointRefusingEveryRequest: after the preflight, the endpoint answers 401 (the key
+// revoked mid-night), 404 (the model withdrawn) or an HTML page (a proxy in the way) to every
+// request, and one ticket is queued.
+// Before, its first attempt was released, its second met the same refusal "with nobody else
+// in between" and was charged as its own, and the ticket was escalated after three charged
+// attempts on a night that ended ok. Now its second attempt ending the same way stops the
+// night's claims: the ticket is queued uncharged and the night is stopped with the server's
+// words and the hint.
+func TestEndpointRefusingEveryRequest(t *testing.T) {
+	t.Parallel() // nights of their own: repository, store, model server, clock
+	realNight(t)
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		words  []string
+	}{
+		{"key revoked", 401, `{"error":{"message":"Incorrect API key provided: sk-abc***xyz.","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			[]string{"HTTP 401", "Incorrect API key provided", "api_key_env"}},
+		{"model withdrawn", 404, `{"error":{"message":"The model 'gpt-4.1' has been deprecated","type":"invalid_request_error","code":"model_not_found"}}`,
+			[]string{"HTTP 404", "has been deprecated", "models.roles."}},
+		{"a proxy's login page", 200, `<!doctype html><html><body><h1>Sign in to continue</h1></body></html>`,
+			[]string{"not a JSON chat completion", "Sign in to continue", "base_url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := &shaper{shape: providerShapes["openai"], fail: func(int, string) (int, string) { return tc.status, tc.body }}
+			n, _ := shapedNight(t, 1, s, func(c *config.Config) { c.Night.Workers = 1 })
+			t.Logf("night %s: %s", n.rep.Outcome, n.rep.Error)
+			if !errors.Is(n.rep.Stopped, ErrSystemic) || n.rep.Outcome != store.OutcomeStopped {
+				t.Errorf("night %s, stopped by %v; want stopped by ErrSystemic", n.rep.Outcome, n.rep.Stopped)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(n.rep.Error, w) {
+					t.Errorf("the night's error lacks %q", w)
+				}
+			}
+			tk, _ := n.store.Get(context.Background(), 1)
+			if tk.State != store.StateQueued || tk.Attempts != 0 {
+				t.Errorf("ticket: %s with %d attempts (%s); want queued with none charged", tk.State, tk.Attempts, tk.Reason)
+			}
+		})
+	}
+}
+
+// TestSystemicGuardSequences: what the guard decides for a sequence of attempt endings (a
+// fault of the endpoint, or an ending on the ticket's own that resets it): release (unspent)
+// or charge, and whether the claims stop.
+func TestSystemicGuardSequences(t *testing.T) {
+	key := &model.Fault{Endpoint: "e", Class: model.ErrorClassRejected, Status: 401, Said: "Incorrect API key", AnyRequest: true}
+	filter := &model.Fault{Endpoint: "e", Class: model.ErrorClassRejected, Status: 400, Said: "content filter"}
+	type step struct {
+		ticket int64
+		fault  *model.Fault // nil: the attempt ended otherwise (reset)
+	}
+	tests := []struct {
+		name        string
+		steps       []step
+		wantRelease []bool // per fault step
+		wantStopped bool
+	}{
+		{"a lone ticket meets a 401 twice", []step{{1, key}, {1, key}}, []bool{true, true}, true},
+		{"a lone ticket meets a 401 once: a glitch", []step{{1, key}, {1, nil}}, []bool{true}, false},
+		{"a 401, another fault, the 401 again", []step{{1, key}, {2, filter}, {1, key}}, []bool{true, true, true}, false},
+		{"two tickets meet a 401", []step{{1, key}, {2, key}}, []bool{true, true}, true},
+		{"a lone ticket's own refusal", []step{{1, filter}, {1, filter}}, []bool{true, false}, false},
+		{"two tickets meet the same refusal", []step{{1, filter}, {2, filter}}, []bool{true, true}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s systemic
+			var stopped error
+			stop := func(err error) { stopped = err }
+			var got []bool
+			var seq []string
+			for _, st := range tt.steps {
+				if st.fault == nil {
+					seq = append(seq, fmt.Sprintf("#%d ok", st.ticket))
+					s.reset()
+					continue
+				}
+				seq = append(seq, fmt.Sprintf("#%d HTTP %d", st.ticket, st.fault.Status))
+				got = append(got, s.release(slog.New(slog.DiscardHandler), st.ticket, st.fault, stop))
+			}
+			if !slices.Equal(got, tt.wantRelease) || (stopped != nil) != tt.wantStopped {
+				t.Errorf("%s: released %v, stopped %v; want released %v, stopped %v", strings.Join(seq, ", "), got, stopped, tt.wantRelease, tt.wantStopped)
+			}
+			if stopped != nil && !errors.Is(stopped, ErrSystemic) {
+				t.Errorf("stopped with %v, want ErrSystemic", stopped)
+			}
 		})
 	}
 }

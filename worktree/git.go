@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -329,13 +330,55 @@ func execGit(ctx context.Context, dir string, env []string, stdin []byte, args .
 	return stdout.String(), nil
 }
 
+// ErrLocked is a git lock file that stayed in a repository while git was retried for
+// seconds: a git process that held it died (a crash, a kill, a full disk), or one still
+// runs. git will not remove it, and neither does ticketd: only an operator can tell whether
+// a git process still runs there.
+var ErrLocked = errors.New("a git lock file stays in the repository")
+
+// lockFileRe finds the lock file git names when it cannot create it.
+var lockFileRe = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
+
+// lockedError is a lock collision that outlasted the retries: ErrLocked, naming the lock
+// file and what to do, with git's error behind it (git's long advice is not repeated).
+type lockedError struct {
+	path   string
+	waited time.Duration
+	git    *gitError
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("%v: %s is still there after %s of retries (a git process that held it died, or one still runs): if no git process runs in that repository, remove the file (git %s)",
+		ErrLocked, e.path, e.waited.Round(100*time.Millisecond), strings.Join(e.git.Args, " "))
+}
+
+func (e *lockedError) Unwrap() []error { return []error{ErrLocked, e.git} }
+
+// asLocked returns err as a lockedError when git named a lock file it could not create.
+func asLocked(err error, waited time.Duration) error {
+	var ge *gitError
+	if !errors.As(err, &ge) {
+		return err
+	}
+	m := lockFileRe.FindStringSubmatch(ge.Stderr)
+	if m == nil {
+		return err
+	}
+	return &lockedError{path: m[1], waited: waited, git: ge}
+}
+
 // retryLocked runs run again while it fails with a lock collision, at most
-// eight times, pausing 25 ms and doubling.
+// eight times, pausing 25 ms and doubling; a lock file still there after that is
+// ErrLocked.
 func retryLocked(ctx context.Context, run func() (string, error)) (string, error) {
 	const attempts = 8
 	delay := 25 * time.Millisecond
+	var waited time.Duration
 	for i := 0; ; i++ {
 		out, err := run()
+		if err != nil && i == attempts-1 && lockCollision(err) {
+			return out, asLocked(err, waited)
+		}
 		if err == nil || i == attempts-1 || !lockCollision(err) {
 			return out, err
 		}
@@ -344,6 +387,7 @@ func retryLocked(ctx context.Context, run func() (string, error)) (string, error
 			return out, err
 		case <-time.After(delay):
 		}
+		waited += delay
 		delay *= 2
 	}
 }

@@ -468,6 +468,33 @@ func TestLockCollisionDetected(t *testing.T) {
 	}
 }
 
+// TestStaleLockIsErrLocked: a git lock file left in the repository (a git process killed
+// while it held it) outlasts the retries. Before, the error was git's alone, which the
+// daemon read as the endpoint's (a transport release, parked as "the endpoint kept failing
+// them") or as the fix's (a charged commit). Now it is ErrLocked, naming the file to remove;
+// a lock that goes away within the retries is still waited out.
+func TestStaleLockIsErrLocked(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	lock := filepath.Join(repo, ".git", "refs", "heads", "ticketd", "3-stale.lock")
+	writeFile(t, lock, "")
+	m := NewManager(t.TempDir(), nil)
+	_, err := m.Prepare(ctx, repo, "main", "ticketd/3-stale")
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "remove the file") {
+		t.Fatalf("Prepare with a stale lock on its branch: %v; want ErrLocked naming %s and what to do", err, lock)
+	}
+	// Not a stale lock: an unknown ref is no ErrLocked.
+	if _, err := m.Prepare(ctx, repo, "no-such-ref", "ticketd/4-other"); errors.Is(err, ErrLocked) {
+		t.Errorf("Prepare at an unknown ref: %v; want no ErrLocked", err)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Prepare(ctx, repo, "main", "ticketd/3-stale"); err != nil {
+		t.Fatalf("Prepare once the lock is gone: %v", err)
+	}
+}
+
 // TestRemoveAfterRepoDeleted pins that a tree's directory is cleaned up even
 // when its repository vanished, and that the error says so.
 func TestRemoveAfterRepoDeleted(t *testing.T) {

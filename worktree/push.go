@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -40,10 +41,62 @@ func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
 		cfg = append(cfg, [2]string{"http." + remoteURL + ".extraHeader", "Authorization: Basic " + basicAuth(token)})
 	}
 	ref := "refs/heads/" + branch
-	if _, err := repo.gitWith(ctx, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
-		return redact(fmt.Errorf("push branch %s to %s: %w", branch, remoteURL, err), token, basicAuth(token))
+	if out, err := repo.gitWith(ctx, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
+		return redact(pushFailure(branch, remoteURL, out, err), token, basicAuth(token))
 	}
 	return nil
+}
+
+// pushError is a push the remote did not take: its verdict on the branch and what git said.
+type pushError struct {
+	branch, remote string
+	verdict        string // "[rejected] (non-fast-forward)", "" when the remote gave none
+	said           string // git's stderr: the remote's own words ("remote: ..."), a transport error
+	err            error
+}
+
+func (e *pushError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "push branch %s to %s: ", e.branch, e.remote)
+	if e.verdict != "" {
+		fmt.Fprintf(&b, "the remote refused it: %s", e.verdict)
+		if strings.Contains(e.verdict, "non-fast-forward") || strings.Contains(e.verdict, "fetch first") {
+			b.WriteString(" (the remote's branch holds commits this one lacks, from an earlier night or someone else; ticketd never force-pushes: compare them, and delete the remote's branch if it is stale)")
+		}
+		if e.said != "" {
+			b.WriteString("; ")
+		}
+	}
+	b.WriteString(e.said)
+	if e.verdict == "" && e.said == "" {
+		b.WriteString(e.err.Error())
+	}
+	return b.String()
+}
+
+func (e *pushError) Unwrap() error { return e.err }
+
+// pushFailure reads why a push failed: git push --porcelain prints the remote's verdict on
+// each ref on stdout ("!<TAB>from:to<TAB>[remote rejected] (pre-receive hook declined)"),
+// which git's error (its stderr) lacks.
+func pushFailure(branch, remoteURL, stdout string, err error) error {
+	e := &pushError{branch: branch, remote: remoteURL, err: err}
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Split(line, "\t"); len(f) == 3 && f[0] == "!" {
+			e.verdict = strings.TrimSpace(f[2])
+		}
+	}
+	var ge *gitError
+	if errors.As(err, &ge) {
+		var said []string
+		for _, line := range strings.Split(ge.Stderr, "\n") {
+			if line = strings.Join(strings.Fields(line), " "); line != "" && !strings.HasPrefix(line, "hint:") {
+				said = append(said, line)
+			}
+		}
+		e.said = strings.Join(said, "; ")
+	}
+	return e
 }
 
 // basicAuth is the HTTP basic credential of token: "user:token" as given, else a token

@@ -46,8 +46,35 @@ func TestPushToBareRemote(t *testing.T) {
 	gitT(t, src, "commit", "-qam", "b")
 	gitT(t, src, "branch", "-f", "ticketd/1-fix", "HEAD~1")
 	gitT(t, src, "push", "-q", remote, "main:refs/heads/ticketd/1-fix", "--force")
-	if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err == nil {
-		t.Error("push over a diverged remote branch succeeded; want a non-fast-forward error")
+	if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err == nil || !strings.Contains(err.Error(), "[rejected] (non-fast-forward)") ||
+		!strings.Contains(err.Error(), "never force-pushes") {
+		t.Errorf("push over a diverged remote branch: %v; want a non-fast-forward error saying what to do", err)
+	}
+}
+
+// TestPushSaysWhyTheRemoteRefused: the remote's verdict, which git push --porcelain prints on
+// stdout, is in the error, with the remote's own words. Before, the error held git's stderr
+// alone, "error: failed to push some refs", which does not say why.
+func TestPushSaysWhyTheRemoteRefused(t *testing.T) {
+	ctx := context.Background()
+	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
+	gitT(t, src, "init", "-q")
+	gitT(t, src, "commit", "-q", "--allow-empty", "-m", "a")
+	gitT(t, src, "branch", "ticketd/2-fix")
+	gitT(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	hook := filepath.Join(remote, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'ticketd/* is closed for pushes' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Push(ctx, src, remote, "ticketd/2-fix", "")
+	for _, w := range []string{"[remote rejected] (pre-receive hook declined)", "remote: ticketd/* is closed for pushes"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("push refused by a pre-receive hook: %v; want it to say %q", err, w)
+		}
+	}
+	err = Push(ctx, src, filepath.Join(t.TempDir(), "gone.git"), "ticketd/2-fix", "")
+	if err == nil || !strings.Contains(err.Error(), "does not appear to be a git repository") {
+		t.Errorf("push to a remote that is gone: %v; want git's words", err)
 	}
 }
 

@@ -605,7 +605,7 @@ func (c *Client) failure(ctx context.Context, ep *endpoint, role Role, model str
 	if f.class == ErrorClassCanceled {
 		return fmt.Errorf("models.roles.%s: %w", role, ctx.Err())
 	}
-	return &Fault{Role: role, Endpoint: ep.name, Class: f.class, Status: f.wireStatus(), Said: f.apiMsg,
+	return &Fault{Role: role, Endpoint: ep.name, Class: f.class, Status: f.wireStatus(), Said: f.apiMsg, AnyRequest: f.anyRequest,
 		err: c.failureError(ep, role, model, f, attempts, err)}
 }
 

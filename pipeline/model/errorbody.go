@@ -214,7 +214,8 @@ func classifyHTTP(status int, se serverError) fault {
 			status = http.StatusBadGateway
 		}
 	}
-	f := fault{status: status, apiMsg: se.msg}
+	// No request's content earns a 401 (the key) or a 404 (the model, the path).
+	f := fault{status: status, apiMsg: se.msg, anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound}
 	if wire/100 == 2 {
 		f.wire = wire
 	}

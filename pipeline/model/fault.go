@@ -24,10 +24,20 @@ type Fault struct {
 	// ResetAt is, for a rate limit (Class rate_limit), when the provider said it lifts:
 	// the ticket waits until then instead of failing. Zero when it did not say.
 	ResetAt time.Time
-	err     error
+	// AnyRequest says the failure does not depend on what the request carried: a 401 (the
+	// key), a 404 (the model or the path), an answer that is not JSON at all (a proxy's login
+	// page). Every ticket would meet it; a 400, a 403 or an answer without choices may be
+	// about one ticket's request (a content filter, a moderation flag).
+	AnyRequest bool
+	err        error
 }
 
-func (f *Fault) Error() string { return f.err.Error() }
+func (f *Fault) Error() string {
+	if f.err == nil { // one built by hand (a caller's test): its fields say it
+		return fmt.Sprintf("endpoint %s: %s (HTTP %d): %s", f.Endpoint, f.Class, f.Status, f.Said)
+	}
+	return f.err.Error()
+}
 func (f *Fault) Unwrap() error { return f.err }
 
 var digitsRe = regexp.MustCompile(`[0-9]+`)

@@ -29,6 +29,9 @@ type fault struct {
 	wire      int    // the status on the wire when it differs in kind: a 2xx carrying an error
 	retryable bool
 	apiMsg    string // the server's error message, if any
+	// anyRequest says the answer does not depend on what the request carried (see
+	// Fault.AnyRequest).
+	anyRequest bool
 }
 
 // classify sorts an error from go-openai into an error class. parent is the caller's
@@ -55,7 +58,7 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 		return fault{class: ErrorClassTruncated, retryable: true, status: ws.status}
 	}
 	if ws != nil && ws.sse {
-		return fault{class: ErrorClassBadResponse, status: ws.status,
+		return fault{class: ErrorClassBadResponse, status: ws.status, anyRequest: true,
 			apiMsg: "the server streamed its answer (text/event-stream) although ticketd asked for none (stream: false); ticketd reads whole JSON answers only"}
 	}
 	if ws != nil && ws.badBody != nil {
@@ -63,7 +66,7 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 		if len(ws.badBody) == 0 {
 			said = "the answer's body is empty"
 		}
-		return fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: said}
+		return fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: said, anyRequest: !looksJSON(ws.badBody)}
 	}
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
@@ -145,4 +148,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return min(d, maxRetryAfter), true
+}
+
+// looksJSON says whether body starts like a JSON value: an answer that does not (an HTML
+// page, plain text, nothing) is no completion whatever the request carried.
+func looksJSON(body []byte) bool {
+	t := strings.TrimSpace(string(body))
+	return strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")
 }

@@ -136,17 +136,22 @@ func TestNotRetried(t *testing.T) {
 		wantErr   error
 		wantInErr string
 		wantClass string
+		// wantAny: the failure does not depend on the request (Fault.AnyRequest), so the
+		// night stops at the first ticket it ends instead of charging a lone one for it.
+		wantAny bool
 	}{
 		{"bad key", 401, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`,
-			ErrRejected, "models.roles.maker: endpoint rejected the request (HTTP 401) (server said: Incorrect API key provided): check TICKETD_TEST_KEY", ErrorClassRejected},
+			ErrRejected, "models.roles.maker: endpoint rejected the request (HTTP 401) (server said: Incorrect API key provided): check TICKETD_TEST_KEY", ErrorClassRejected, true},
 		{"unknown model", 404, `{"error":{"message":"The model does not exist"}}`,
-			ErrRejected, `check models.endpoints.local.base_url`, ErrorClassRejected},
+			ErrRejected, `check models.endpoints.local.base_url`, ErrorClassRejected, true},
 		{"bad request", 400, `{"error":{"message":"Invalid value for messages"}}`,
-			ErrRejected, "(HTTP 400) (server said: Invalid value for messages)", ErrorClassRejected},
+			ErrRejected, "(HTTP 400) (server said: Invalid value for messages)", ErrorClassRejected, false},
+		{"flagged by moderation", 403, `{"error":{"message":"Your chosen model requires moderation and your input was flagged","code":403}}`,
+			ErrRejected, "(HTTP 403)", ErrorClassRejected, false},
 		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
-			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota},
-		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse},
-		{"no choices", 200, `{"choices":[],"usage":{"prompt_tokens":5}}`, ErrBadResponse, "no choices", ErrorClassBadResponse},
+			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota, false},
+		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse, true},
+		{"no choices", 200, `{"choices":[],"usage":{"prompt_tokens":5}}`, ErrBadResponse, "no choices", ErrorClassBadResponse, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,6 +168,10 @@ func TestNotRetried(t *testing.T) {
 			}
 			if n := log.count(); n != 1 {
 				t.Errorf("server saw %d requests, want 1 (no retry)", n)
+			}
+			var f *Fault
+			if !errors.As(err, &f) || f.AnyRequest != tt.wantAny {
+				t.Errorf("fault %+v: AnyRequest want %v", f, tt.wantAny)
 			}
 			if got := log.headers[0].Get("Authorization"); got != "Bearer sk-test-secret-123" {
 				t.Errorf("Authorization = %q, want the key from TICKETD_TEST_KEY", got)
