@@ -8,10 +8,13 @@ import (
 
 // pytestConfigs are the files pytest reads its configuration from, in the order it tries
 // them at the root: the first that holds a pytest section wins (pytest.ini even without one).
+// pytest.toml and .pytest.toml are pytest 9's, tried first, their table [pytest].
 var pytestConfigs = []struct {
 	file, section string
 	always        bool // pytest.ini is the configuration file even when empty
 }{
+	{"pytest.toml", "pytest", true},
+	{".pytest.toml", "pytest", true},
 	{"pytest.ini", "pytest", true},
 	{".pytest.ini", "pytest", true},
 	{"pyproject.toml", "", false},
@@ -45,9 +48,12 @@ func pytestConfig(read Reader) (file string, values map[string]iniValue) {
 		}
 		var vals map[string]iniValue
 		var found bool
-		if c.file == "pyproject.toml" {
+		switch {
+		case c.file == "pyproject.toml":
 			vals, found = parseTOMLTable(data, "tool.pytest.ini_options", "tool.pytest")
-		} else {
+		case strings.HasSuffix(c.file, ".toml"):
+			vals, found = parseTOMLTable(data, c.section)
+		default:
 			vals, found = parseINISection(data, c.section)
 		}
 		if found || c.always {

@@ -147,7 +147,7 @@ func (r *Runner) lookTool(ctx context.Context, dir string, c Check, argv []strin
 // pytestConfigFiles are the files pytest reads its configuration from; a
 // repository with none at its root gets --rootdir pinned to the worktree, so
 // a stray pytest.ini in a folder above the workspace never takes over.
-var pytestConfigFiles = []string{"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"}
+var pytestConfigFiles = []string{"pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"}
 
 func hasPytestConfig(dir string) bool {
 	for _, f := range pytestConfigFiles {
