@@ -333,4 +333,8 @@ func TestStaleGitLockInTheRepository(t *testing.T) {
 		strings.Contains(rep.Error, "endpoint") {
 		t.Errorf("night %s (%s); want partial naming the lock file and what to do, not the endpoint", rep.Outcome, rep.Error)
 	}
+	// The pause came mid-night: the ticket's note does not blame a start-up check.
+	if note := lastNote(context.Background(), st, 1); !strings.Contains(note, "failed during the night") || strings.Contains(note, "start-up") {
+		t.Errorf("the ticket's note: %q; want the repository named as failed during the night", note)
+	}
 }

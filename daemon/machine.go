@@ -51,12 +51,12 @@ func treeGone(tree *worktree.Tree, name string, repo config.Repo) string {
 }
 
 // pauseRepo stops claims of a repository for the rest of the night, as a failed start-up
-// check does: said once in the log and on each of its open tickets; the next night's
-// start-up check decides whether it runs again.
+// check does: said once in the log and on each of its open tickets (as failed during the
+// night); the next night's start-up check decides whether it runs again.
 func (w *workerPool) pauseRepo(ctx context.Context, name, reason string) {
 	if w.unhealthy.has(name) {
 		return
 	}
-	w.reportBadRepo(ctx, name, reason)
+	w.reportBadRepo(ctx, name, nightFailed, reason)
 	w.setPaused()
 }

@@ -168,7 +168,7 @@ func (w *workerPool) checkStartup(ctx context.Context, p startupProbe) (map[stri
 			continue
 		}
 		reasons = append(reasons, reason)
-		w.reportBadRepo(ctx, name, reason)
+		w.reportBadRepo(ctx, name, startupFailed, reason)
 	}
 	w.d.Store.SetPaused(w.unhealthy.list())
 	if len(healthy) == 0 && len(w.cfg.Repos) > 0 {
@@ -177,16 +177,22 @@ func (w *workerPool) checkStartup(ctx context.Context, p startupProbe) (map[stri
 	return healthy, nil
 }
 
-// reportBadRepo says once why a repository is not worked tonight: in the log, and on each of
-// its open tickets (ticketctl show, logs).
-func (w *workerPool) reportBadRepo(ctx context.Context, name, reason string) {
-	text := fmt.Sprintf("repository %s failed its start-up check: its tickets are not claimed until it is fixed (no attempt spent): %s", name, reason)
+// When a repository failed, as reportBadRepo says it.
+const (
+	startupFailed = "failed its start-up check"
+	nightFailed   = "failed during the night"
+)
+
+// reportBadRepo says once why a repository is not worked tonight (when it failed: startupFailed
+// or nightFailed): in the log, and on each of its open tickets (ticketctl show, logs).
+func (w *workerPool) reportBadRepo(ctx context.Context, name, when, reason string) {
+	text := fmt.Sprintf("repository %s %s: its tickets are not claimed until it is fixed (no attempt spent): %s", name, when, reason)
 	w.unhealthy.add(name, text)
-	w.log.Error("repository failed its start-up check: its tickets are not claimed tonight", "repo", name, "reason", reason)
+	w.log.Error("repository "+when+": its tickets are not claimed tonight", "repo", name, "reason", reason)
 	bg := context.WithoutCancel(ctx)
 	open, err := w.d.Store.List(bg, store.Filter{States: []store.State{store.StateQueued, store.StateRunning, store.StateParked}, Repo: name})
 	if err != nil {
-		w.log.Warn("list tickets of a repository that failed its start-up check", "repo", name, "err", err)
+		w.log.Warn("list tickets of a repository that "+when, "repo", name, "err", err)
 		return
 	}
 	for _, t := range open {
@@ -194,7 +200,7 @@ func (w *workerPool) reportBadRepo(ctx context.Context, name, reason string) {
 			continue // said on an earlier night; the ticket's history need not repeat it
 		}
 		if err := w.d.Store.AddNote(bg, t.ID, "ticketd", text); err != nil {
-			w.log.Warn("note a failed start-up check on ticket", "ticket", t.ID, "err", err)
+			w.log.Warn("note a failed repository on ticket", "ticket", t.ID, "err", err)
 		}
 	}
 }
