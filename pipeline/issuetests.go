@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
 )
@@ -199,17 +200,19 @@ func TestFunctions(file string, src []byte) []string {
 	return discover.Default().TestIDs(file, src)
 }
 
-// readLimited reads up to n bytes of the regular file p; nil when it cannot.
+// readLimited reads up to n bytes of the regular file p; nil when it cannot. p is in a
+// worktree the maker and the checks wrote: it is opened without following a symlink or
+// waiting on a FIFO, and must be a regular file once open, so swapping it in between
+// cannot hang the daemon or lead it elsewhere.
 func readLimited(p string, n int64) []byte {
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
 	data, _ := io.ReadAll(io.LimitReader(f, n))
 	return data
 }
