@@ -86,8 +86,10 @@ func doctestTexts(src []byte) map[string]string {
 			}
 			for _, kw := range []string{"def ", "async def ", "class "} {
 				if rest, ok := strings.CutPrefix(trimmed, kw); ok {
-					name := strings.TrimSpace(strings.FieldsFunc(rest, func(r rune) bool { return r == '(' || r == ':' })[0])
-					stack = append(stack, scope{indent, name})
+					// "class :" or "def ():" (the maker may write anything) names nothing.
+					name, _, _ := strings.Cut(strings.TrimLeft(rest, "(: \t"), "(")
+					name, _, _ = strings.Cut(name, ":")
+					stack = append(stack, scope{indent, strings.TrimSpace(name)})
 					break
 				}
 			}
