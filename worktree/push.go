@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/pipeline/secret"
 )
@@ -95,9 +96,20 @@ func pushFailure(branch, remoteURL, stdout string, err error) error {
 			}
 		}
 		e.said = strings.Join(said, "; ")
+		if len(e.said) > maxPushSaid {
+			// A hook may print megabytes; the error goes into notes and the night's record.
+			cut := maxPushSaid
+			for cut > 0 && !utf8.RuneStart(e.said[cut]) {
+				cut--
+			}
+			e.said = fmt.Sprintf("%s… (%d more bytes)", e.said[:cut], len(e.said)-cut)
+		}
 	}
 	return e
 }
+
+// maxPushSaid bounds how much of git's stderr a push error keeps.
+const maxPushSaid = 2000
 
 // basicAuth is the HTTP basic credential of token: "user:token" as given, else a token
 // alone under GitHub's user name for tokens, x-access-token.

@@ -72,6 +72,18 @@ func TestPushSaysWhyTheRemoteRefused(t *testing.T) {
 			t.Errorf("push refused by a pre-receive hook: %v; want it to say %q", err, w)
 		}
 	}
+	// A hook that prints megabytes: the error keeps the verdict and the first of its words.
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'closed for pushes'\nyes 'more noise from the hook' | head -c 3000000\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = Push(ctx, src, remote, "ticketd/2-fix", "")
+	if err == nil || len(err.Error()) > 4000 || !strings.Contains(err.Error(), "[remote rejected]") || !strings.Contains(err.Error(), "closed for pushes") {
+		n := 0
+		if err != nil {
+			n = len(err.Error())
+		}
+		t.Errorf("push refused by a chatty hook: an error of %d bytes; want under 4000 with the verdict and the hook's first words", n)
+	}
 	err = Push(ctx, src, filepath.Join(t.TempDir(), "gone.git"), "ticketd/2-fix", "")
 	if err == nil || !strings.Contains(err.Error(), "does not appear to be a git repository") {
 		t.Errorf("push to a remote that is gone: %v; want git's words", err)
