@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -217,7 +218,7 @@ func (r *Runner) Run(ctx context.Context, job Job) Outcome {
 	// A check configured without a time-out gets one from its run at the base commit.
 	job.Checks = validate.BaselineTimeouts(job.Checks, job.Baseline)
 	a := newAttempt(r, job, start)
-	out := a.run(ctx)
+	out := a.runSafely(ctx)
 	out.Duration = r.now().Sub(start)
 	out.Steps, out.Calls, out.Tokens, out.Dollars = a.spend.totals()
 	out.Submits, out.Compactions = a.submits, a.compactions
@@ -275,6 +276,22 @@ func newAttempt(r *Runner, job Job, start time.Time) *attempt {
 	return &attempt{r: r, job: job, log: log, spend: sp, ask: ask, jr: jr, tree: newTestTree(job),
 		board: &reviewBoard{ask: ask, jr: jr, log: log, rec: r.Recorder, reviewers: r.Reviewers,
 			advisory: r.JudgeAdvisory, dir: job.Dir}}
+}
+
+// runSafely is a.run with a panic turned into the attempt's failure. A panic is a ticketd
+// bug that this ticket's input (its issue, the model's answers, the repository) set off;
+// uncaught, it ends the process and every attempt in flight with it, and the next night
+// meets it again. Caught, the night goes on: the stack goes to the log and the reason asks
+// for a report. Only the attempt's own goroutine is covered; the few it starts (parallel
+// read-only tools) are its parsers' callers too, and stay as they are.
+func (a *attempt) runSafely(ctx context.Context) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("ticketd bug: the attempt panicked; please report it with this stack", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out = Outcome{Conclusion: Conclusion{Status: StatusFailed, Reason: fmt.Sprintf("ticketd bug: the attempt panicked (%v); the stack is in the daemon's log: please report it", p)}}
+		}
+	}()
+	return a.run(ctx)
 }
 
 // stop turns an error that ended the attempt into an Outcome.

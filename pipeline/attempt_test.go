@@ -232,3 +232,19 @@ func testSandbox(t *testing.T) sandbox.Mode {
 	}
 	return sandbox.ModeNone
 }
+
+// TestAttemptPanicIsItsFailure: a panic inside the attempt (a ticketd bug set off by one
+// ticket's input; here through the SaveTriage seam) ends that attempt as failed, naming the
+// panic, instead of ending the process with every attempt in flight.
+func TestAttemptPanicIsItsFailure(t *testing.T) {
+	t.Parallel() // its own scripted model and repository
+	r, job, _ := setupAttempt(t, scriptedmodel.Case{})
+	job.SaveTriage = func(context.Context, string) error { panic("a parser met what it did not expect") }
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFailed || !strings.Contains(out.Reason, "ticketd bug: the attempt panicked (a parser met what it did not expect)") {
+		t.Fatalf("status %s (%s); want failed, naming the panic as ticketd's bug", out.Status, out.Reason)
+	}
+	if out.Calls == 0 {
+		t.Error("the triage call made before the panic is not counted in the outcome")
+	}
+}
