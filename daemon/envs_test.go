@@ -156,6 +156,17 @@ func TestEnvRecipeFailurePausesRepository(t *testing.T) {
 	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "environment setup of banner failed") {
 		t.Errorf("night %s: %s; want partial, naming the failed setup", n.rep.Outcome, n.rep.Error)
 	}
+	// What is missing and what to do are in the error itself, where ticketctl envs and the
+	// night's outcome show it, not only in the output's last lines.
+	envErr := ""
+	if len(envs) == 1 {
+		envErr = envs[0].Error
+	}
+	for _, want := range []string{"pip found no distribution of shinyfmt==9.9", "add its wheel to the wheelhouse"} {
+		if !strings.Contains(n.rep.Error, want) || !strings.Contains(envErr, want) {
+			t.Errorf("night's error %q, ticketctl envs' %q; want both to say %q", n.rep.Error, envErr, want)
+		}
+	}
 }
 
 func environments(t *testing.T, st *store.Store) []store.Environment {

@@ -93,8 +93,11 @@ type BuildError struct {
 	ExitCode int
 	TimedOut bool
 	Output   string // tail, credentials redacted
-	Took     time.Duration
-	Err      error
+	// Hint says what to do about a cause recognised in the output (a distribution missing
+	// from the wheelhouse, no C compiler, the network off), "" when none was.
+	Hint string
+	Took time.Duration
+	Err  error
 }
 
 func (e *BuildError) Error() string {
@@ -106,6 +109,9 @@ func (e *BuildError) Error() string {
 		what += fmt.Sprintf(" at command %d (%s): exit %d", e.Step, e.Command, e.ExitCode)
 	case e.Err != nil:
 		what += ": " + e.Err.Error()
+	}
+	if e.Hint != "" {
+		what += "; " + e.Hint
 	}
 	return what + "; fix repos." + e.Repo + ".setup and try it with `ticketd check`"
 }
@@ -169,6 +175,9 @@ func (b *Builder) build(ctx context.Context, req Request, env Env) (Env, error) 
 	fail := func(be *BuildError) (Env, error) {
 		be.Repo, be.Key = req.Repo, env.Key
 		be.Output = secret.Redact(be.Output)
+		if be.Hint == "" && !be.TimedOut {
+			be.Hint = diagnose(be.Output, r.Network)
+		}
 		// An unfinished environment is never used; leave no half of one behind.
 		_ = removeEnv(env.Dir)
 		return Env{}, be

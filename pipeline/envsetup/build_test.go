@@ -203,3 +203,78 @@ func TestSetupOnlyVariablesAndNetwork(t *testing.T) {
 		t.Errorf("setup with network: sees %q, the host %q", got, host)
 	}
 }
+
+// What real pip says when the wheelhouse lacks something becomes an error that names it and
+// says what to do: a missing dependency, and a build backend a pyproject.toml requires.
+func TestEnsureNamesWhatTheWheelhouseLacks(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		command string
+		want    []string
+	}{
+		{
+			name:    "a dependency",
+			files:   map[string]string{"requirements.txt": "--index-url https://index.example.invalid/simple\nshinyfmt==1.0 ; python_version >= '3'\ncolorlib>=2  # for the banners\n"},
+			command: `-r requirements.txt`,
+			want:    []string{"pip found no distribution of colorlib>=2:", "add its wheel to the wheelhouse", "pip download 'colorlib>=2'", "setup.network: true", "repos.app.setup"},
+		},
+		{
+			name: "a build backend",
+			files: map[string]string{
+				"pyproject.toml":      "[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n\n[project]\nname = \"app\"\nversion = \"1.0\"\n\n[project.optional-dependencies]\ntest = [\"shinyfmt\"]\n",
+				"src/app/__init__.py": "",
+			},
+			command: `-e '.[test]'`,
+			want:    []string{"pip found no distribution of hatchling, a build dependency", "--no-build-isolation", "repos.app.setup"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bu := setup(t)
+			src := writeFixture(t, t.TempDir(), tc.files)
+			r := bu.recipe()
+			r.Commands[1] = `"$ENV/bin/python" -m pip install --no-index --find-links ` + bu.wheels + " " + tc.command
+			_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+			var be *BuildError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v; want a BuildError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+				}
+			}
+		})
+	}
+}
+
+// The causes diagnose recognises, as pip and compilers print them; nothing is said about an
+// output it does not recognise.
+func TestDiagnose(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		output  string
+		network bool
+		want    string
+	}{
+		{"no compiler", "building 'fastcore._speed' extension\nerror: command 'x86_64-linux-gnu-gcc' failed: No such file or directory\n", false, "needs a C compiler"},
+		{"no headers", "fastcore/_speed.c:1:10: fatal error: Python.h: No such file or directory\n", false, "python3-dev"},
+		{"network off", "WARNING: Retrying ... NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')\n", false, "setup.network: true"},
+		{"network on, not blamed", "Failed to establish a new connection\n", true, ""},
+		{"a module missing", "ModuleNotFoundError: No module named 'flit_core'\n", false, "Python module flit_core is missing"},
+		{"a missing distribution, network on", "ERROR: No matching distribution found for poetry-core>=1.0.0\n", true, "pip found no distribution of poetry-core>=1.0.0: add its wheel"},
+		{"unrecognised", "AssertionError: wrong\n", false, ""},
+	} {
+		got := diagnose(tc.output, tc.network)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: diagnose(%q) = %q; want it to say %q", tc.name, tc.output, got, tc.want)
+		}
+		if tc.network && strings.Contains(got, "setup.network") {
+			t.Errorf("%s: %q offers the network to a recipe that has it", tc.name, got)
+		}
+	}
+}
