@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -211,6 +212,31 @@ func (w *repoEnvs) envNote(name string) string {
 			env.Key, name, w.now().Sub(env.BuiltAt).Round(time.Minute), env.Took.Round(time.Second))
 	}
 	return fmt.Sprintf("environment %s (repos.%s.setup): built tonight in %s (%s)", env.Key, name, env.Took.Round(time.Second), env.Why)
+}
+
+// recipeHints points the hint of each problem that is a module missing from the checks'
+// interpreter at the repository's recipe when that interpreter is its environment's: with
+// a recipe, neither python: nor a .venv in the clone is where the checks' Python comes
+// from, so "install it there" is the only advice that works. Other problems pass as they are.
+func recipeHints(name string, repo config.Repo, problems []validate.Problem) []validate.Problem {
+	if repo.Setup == nil || repo.Python != "" {
+		return problems
+	}
+	out := slices.Clone(problems)
+	for i, p := range out {
+		if p.Missing == "" {
+			continue
+		}
+		if j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == p.Check }); j >= 0 && repo.Checks[j].Python != "" {
+			continue // the check names its own interpreter
+		}
+		pkg := strings.ReplaceAll(strings.SplitN(p.Missing, ".", 2)[0], "_", "-")
+		out[i].Hint = fmt.Sprintf("the checks run in the environment of repos.%s.setup, which lacks the module %s: install the package that provides it there, with a command like "+
+			"`\"$ENV/bin/pip\" install %s` (add --no-index --find-links WHEELHOUSE when installing offline), the project's test extra "+
+			"(`-e '.[test]'`) or the requirements file that names it; the changed recipe is a new key, so the next night rebuilds the environment",
+			name, p.Missing, pkg)
+	}
+	return out
 }
 
 func lastLines(s string, n int) string {

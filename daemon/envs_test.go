@@ -177,3 +177,38 @@ func environments(t *testing.T, st *store.Store) []store.Environment {
 	}
 	return envs
 }
+
+// An environment that lacks the checks' tool (a recipe that installs the project but not
+// pytest) pauses the repository with no ticket charged, and the hint points at the recipe,
+// the only place the fix can go: with a recipe, python: and a .venv in the clone are not
+// where the checks' interpreter comes from.
+func TestEnvWithoutTheTestToolNamesTheRecipe(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "1.0")
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	cfg := envConfig(t, root, url, wheels, r)
+	repo := cfg.Repos[r.name]
+	repo.Setup.Commands = []string{
+		`"$PYTHON" -m venv --without-pip "$ENV"`, // no system site-packages: no pytest
+		`"$PYTHON" -m pip --python "$ENV/bin/python" install -q --no-index --find-links ` + wheels + ` -r requirements.txt`,
+	}
+	cfg.Repos[r.name] = repo
+	n := runNight(t, cfg, 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket %s after %d attempt(s); want queued, uncharged", tk.State, tk.Attempts)
+	}
+	note := noteWith(t, n.store, tk.ID, "pytest")
+	for _, want := range []string{"repos.banner.setup", `"$ENV/bin/pip" install pytest`} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the ticket's note %q\nlacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, ".venv") || strings.Contains(note, "set python:") {
+		t.Errorf("the ticket's note %q sends the operator to python: or a .venv, which a recipe overrides", note)
+	}
+}
