@@ -260,6 +260,11 @@ func (b *Builder) run(ctx context.Context, dir string, env Env, r Recipe, comman
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; ESRCH when none
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
+		// Only without the sandbox: under bwrap the command's end ends its PID namespace.
+		return -1, fmt.Errorf("command %q ended, but a process it started in the background still held its output open %s later "+
+			"(a server or daemon): stop it before the command ends, or send its output elsewhere (> /dev/null 2>&1 &): %w", command, cmd.WaitDelay, err)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ctx.Err() == nil {
 		return ee.ExitCode(), nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -276,5 +277,60 @@ func TestDiagnose(t *testing.T) {
 		if tc.network && strings.Contains(got, "setup.network") {
 			t.Errorf("%s: %q offers the network to a recipe that has it", tc.name, got)
 		}
+	}
+}
+
+// A recipe that hangs is stopped at its timeout, named as such, with what it printed; one
+// that prints megabytes keeps only the tail. Neither leaves an environment behind.
+func TestEnsureHangAndFlood(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		command string
+		timeout time.Duration
+		check   func(t *testing.T, be *BuildError)
+	}{
+		{"hangs", `echo started; sleep 600 & sleep 600`, 2 * time.Second, func(t *testing.T, be *BuildError) {
+			if !be.TimedOut || !strings.Contains(be.Output, "started") || !strings.Contains(be.Error(), "timed out") {
+				t.Errorf("BuildError %q, timed out %v, output %q; want a time-out with the output", be, be.TimedOut, be.Output)
+			}
+		}},
+		{"floods", `head -c 20000000 /dev/zero | tr '\0' x; echo; echo the-last-line; exit 3`, 0, func(t *testing.T, be *BuildError) {
+			if be.ExitCode != 3 || len(be.Output) > outputCap || !strings.Contains(be.Output, "the-last-line") {
+				t.Errorf("BuildError %q, exit %d, %d bytes of output; want exit 3 and at most %d bytes ending with the last line", be, be.ExitCode, len(be.Output), outputCap)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bu := setup(t)
+			src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+			r := Recipe{Python: venvPython, Timeout: tc.timeout, Commands: []string{tc.command}}
+			_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r})
+			var be *BuildError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v; want a BuildError", err)
+			}
+			tc.check(t, be)
+			if all, _ := List(bu.b.Root); len(all) != 0 {
+				t.Errorf("cache after a failed build: %+v; want nothing", all)
+			}
+		})
+	}
+}
+
+// Without the sandbox, a command that leaves a background process holding its output fails
+// the build saying so, not with Go's "WaitDelay expired before I/O complete".
+func TestEnsureBackgroundProcessWithoutSandbox(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	bu.b.Sandbox = sandbox.ModeNone
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	r := Recipe{Python: venvPython, Commands: []string{`sleep 60 & echo started`}} // same process group: killed after the build
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r})
+	if err == nil || !strings.Contains(err.Error(), "a process it started in the background") || !strings.Contains(err.Error(), "repos.app.setup") {
+		t.Fatalf("err = %v; want the build failed, naming the background process", err)
 	}
 }
