@@ -334,3 +334,41 @@ func TestEnsureBackgroundProcessWithoutSandbox(t *testing.T) {
 		t.Fatalf("err = %v; want the build failed, naming the background process", err)
 	}
 }
+
+// A recipe sees none of the daemon's credentials, even named in pass_env, nor any variable
+// the allowlist leaves out; whatever it writes outside $ENV (the wheelhouse, the checkout it
+// was copied from, the host's /tmp) never reaches the host.
+func TestSetupReachesNothingOfTheDaemon(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	if bu.b.Sandbox != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox (apt-get install -y bubblewrap)")
+	}
+	const key, token, other = "sk-live-0a1b2c3d4e5f6a7b8c9d", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "daemon-only-77e1"
+	bu.b.BaseEnv = append(os.Environ(), "MODEL_API_KEY="+key, "GITHUB_TOKEN="+token, "DAEMON_SETTING="+other)
+	bu.b.Deny = []string{"MODEL_API_KEY", "GITHUB_TOKEN"}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	hostTmp := filepath.Join(os.TempDir(), "ticketd-setup-escape-"+filepath.Base(t.TempDir()))
+	t.Cleanup(func() { os.Remove(hostTmp) })
+	r := bu.recipe()
+	r.PassEnv = []string{"MODEL_API_KEY"} // the config refuses this; the builder too
+	r.Commands = append(r.Commands,
+		`env > "$ENV/seen-env"`,
+		`for p in "`+bu.wheels+`/evil.whl" "`+src.dir+`/evil" "`+hostTmp+`"; do (echo x > "$p") 2>/dev/null && echo "wrote $p"; done; true`)
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := os.ReadFile(filepath.Join(env.Dir, "seen-env"))
+	for _, v := range []string{key, token, other} {
+		if strings.Contains(string(seen), v) {
+			t.Errorf("the recipe saw %q in its environment:\n%s", v, seen)
+		}
+	}
+	for _, p := range []string{filepath.Join(bu.wheels, "evil.whl"), filepath.Join(src.dir, "evil"), hostTmp} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the recipe wrote %s on the host", p)
+		}
+	}
+}
