@@ -224,17 +224,20 @@ func recipeHints(name string, repo config.Repo, problems []validate.Problem) []v
 	}
 	out := slices.Clone(problems)
 	for i, p := range out {
-		if p.Missing == "" {
+		if p.Missing == "" || strings.Contains(p.Missing, ".") {
+			// A missing submodule (pkg._speed) is most often the project's own compiled
+			// extension, which the worktree shadows: no install fixes that.
 			continue
 		}
 		if j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == p.Check }); j >= 0 && repo.Checks[j].Python != "" {
 			continue // the check names its own interpreter
 		}
-		pkg := strings.ReplaceAll(strings.SplitN(p.Missing, ".", 2)[0], "_", "-")
+		pkg := strings.ReplaceAll(p.Missing, "_", "-")
 		out[i].Hint = fmt.Sprintf("the checks run in the environment of repos.%s.setup, which lacks the module %s: install the package that provides it there, with a command like "+
 			"`\"$ENV/bin/pip\" install %s` (add --no-index --find-links WHEELHOUSE when installing offline), the project's test extra "+
-			"(`-e '.[test]'`) or the requirements file that names it; the changed recipe is a new key, so the next night rebuilds the environment",
-			name, p.Missing, pkg)
+			"(`-e '.[test]'`) or the requirements file that names it; the changed recipe is a new key, so the next night rebuilds the environment "+
+			"(if %s is the project's own package in a folder that nothing puts on the path, set env: {PYTHONPATH: <that folder>} on the check instead)",
+			name, p.Missing, pkg, p.Missing)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/envsetup/envtest"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -210,5 +211,34 @@ func TestEnvWithoutTheTestToolNamesTheRecipe(t *testing.T) {
 	}
 	if strings.Contains(note, ".venv") || strings.Contains(note, "set python:") {
 		t.Errorf("the ticket's note %q sends the operator to python: or a .venv, which a recipe overrides", note)
+	}
+}
+
+// recipeHints rewrites only a missing module's hint, only where the checks' interpreter is
+// the recipe's environment, and never for a submodule (the project's own compiled extension).
+func TestRecipeHints(t *testing.T) {
+	t.Parallel()
+	const orig = "the original hint"
+	recipe := &envsetup.Recipe{Commands: []string{"true"}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}, {Name: "types", Kind: validate.KindMypy, Python: "/usr/bin/python3"}}
+	for _, tc := range []struct {
+		name     string
+		repo     config.Repo
+		problem  validate.Problem
+		rewrites bool
+	}{
+		{"tool missing from the environment", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, true},
+		{"a dependency every test imports", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "yaml"}, true},
+		{"no recipe", config.Repo{Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, false},
+		{"the repository names python:", config.Repo{Setup: recipe, Python: "/opt/py/bin/python", Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, false},
+		{"the check names python:", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "types", Missing: "mypy"}, false},
+		{"a compiled submodule", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "fast._speed"}, false},
+		{"nothing missing", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests"}, false},
+	} {
+		tc.problem.Hint = orig
+		got := recipeHints("app", tc.repo, []validate.Problem{tc.problem})[0].Hint
+		if rewrote := got != orig; rewrote != tc.rewrites || rewrote && !strings.Contains(got, "repos.app.setup") {
+			t.Errorf("%s: hint %q; want rewritten %v, naming repos.app.setup", tc.name, got, tc.rewrites)
+		}
 	}
 }
