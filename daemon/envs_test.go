@@ -242,3 +242,29 @@ func TestRecipeHints(t *testing.T) {
 		}
 	}
 }
+
+// A check's tool that only the recipe installs (in $ENV/bin) is no reason to skip the
+// repository at start-up: the start-up check cannot look in an environment not built yet,
+// so a repository with a recipe has its checks' tools judged at the baseline, in the
+// environment. Here the host has no `shinylint`; the environment does, and the night fixes
+// the ticket.
+func TestEnvToolOnlyInTheEnvironment(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "1.0")
+	r.checks = "[{name: tests, kind: pytest}, {name: lint, kind: command, command: [shinylint]}]"
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	cfg := envConfig(t, root, url, wheels, r)
+	repo := cfg.Repos[r.name]
+	repo.Setup.Commands = append(repo.Setup.Commands, `printf '#!/bin/sh\necho linted\n' > "$ENV/bin/shinylint" && chmod +x "$ENV/bin/shinylint"`)
+	cfg.Repos[r.name] = repo
+	n := runNight(t, cfg, 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if tk.State != store.StateDone {
+		events, _ := n.store.Events(context.Background(), tk.ID)
+		t.Fatalf("ticket %s (%s); want done with the environment's shinylint\nevents: %+v", tk.State, tk.Reason, events)
+	}
+}
