@@ -113,7 +113,9 @@ func (e *BuildError) Error() string {
 	if e.Hint != "" {
 		what += "; " + e.Hint
 	}
-	return what + "; fix repos." + e.Repo + ".setup and try it with `ticketd check`"
+	// `ticketd check` builds no environment: the way to try a recipe now is by hand.
+	return what + "; fix repos." + e.Repo + ".setup (try its commands by hand in a fresh checkout of the base commit, with $ENV and $PYTHON set); " +
+		"the next night builds it again"
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
