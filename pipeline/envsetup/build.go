@@ -296,8 +296,15 @@ func (b *Builder) environ(env Env, r Recipe) []string {
 			}
 		}
 	}
-	return append(out, "ENV="+env.Dir, "PYTHON="+env.Interpreter, "VIRTUAL_ENV=", "PYTHONDONTWRITEBYTECODE=",
+	out = append(out, "ENV="+env.Dir, "PYTHON="+env.Interpreter, "VIRTUAL_ENV=", "PYTHONDONTWRITEBYTECODE=",
 		"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")
+	if !r.Network {
+		// Nothing but loopback exists: an index a requirements file names (--index-url)
+		// fails at once, and pip's five retries with back-off would only cost seconds per
+		// package before it goes on with --find-links.
+		out = append(out, "PIP_RETRIES=0")
+	}
+	return out
 }
 
 // Interpreter resolves name (python3, /usr/bin/python3.12) to the real interpreter and its

@@ -374,3 +374,28 @@ func TestSetupReachesNothingOfTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// A requirements file's --index-url line, in a recipe without --no-index and without the
+// network, costs no retries: each request fails at once (pip retries a refused connection
+// five times with back-off, seconds per package) and pip goes on with the wheelhouse.
+func TestSetupWithoutNetworkDoesNotRetryTheIndex(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	if bu.b.Sandbox != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox: network namespaces (apt-get install -y bubblewrap)")
+	}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "--index-url https://index.example.invalid/simple\nshinyfmt==1.0\n"})
+	r := bu.recipe()
+	r.Commands[1] = `"$ENV/bin/python" -m pip install --find-links ` + bu.wheels + ` -r requirements.txt`
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(env.Output, "Retrying (Retry("); n != 0 {
+		t.Errorf("pip retried the unreachable index %d times:\n%s", n, env.Output)
+	}
+	if out, err := run(t, env.Python, "-c", "import shinyfmt"); err != nil {
+		t.Errorf("shinyfmt not installed from the wheelhouse: %v %s", err, out)
+	}
+}
