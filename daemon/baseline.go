@@ -477,6 +477,7 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 	if len(problems) == 0 {
 		return false
 	}
+	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
 	var b strings.Builder
 	fmt.Fprintf(&b, "repository %s is unhealthy at base %s: its tickets are not claimed until it is fixed (no attempt spent).", repo, short(base))
 	for _, p := range problems {

@@ -71,7 +71,11 @@ func Check(ctx context.Context, cfg config.Config, log *slog.Logger) []CheckItem
 		seen := &validate.Probed{}
 		for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
 			r := cfg.Repos[name]
-			add("repos."+name+" ("+r.Path+")", repoCheck(ctx, name, r, checks, seen), fmt.Sprintf("base_ref %s, %d check(s)", r.BaseRef, len(r.Checks)))
+			detail := fmt.Sprintf("base_ref %s, %d check(s)", r.BaseRef, len(r.Checks))
+			if r.Setup != nil {
+				detail += "; their tools are looked for in the environment of repos." + name + ".setup, built at night (ticketctl envs)"
+			}
+			add("repos."+name+" ("+r.Path+")", repoCheck(ctx, name, r, checks, seen), detail)
 		}
 	}
 	for i, src := range cfg.Intake {

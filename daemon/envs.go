@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -211,6 +212,34 @@ func (w *repoEnvs) envNote(name string) string {
 			env.Key, name, w.now().Sub(env.BuiltAt).Round(time.Minute), env.Took.Round(time.Second))
 	}
 	return fmt.Sprintf("environment %s (repos.%s.setup): built tonight in %s (%s)", env.Key, name, env.Took.Round(time.Second), env.Why)
+}
+
+// recipeHints points the hint of each problem that is a module missing from the checks'
+// interpreter at the repository's recipe when that interpreter is its environment's: with
+// a recipe, neither python: nor a .venv in the clone is where the checks' Python comes
+// from, so "install it there" is the only advice that works. Other problems pass as they are.
+func recipeHints(name string, repo config.Repo, problems []validate.Problem) []validate.Problem {
+	if repo.Setup == nil || repo.Python != "" {
+		return problems
+	}
+	out := slices.Clone(problems)
+	for i, p := range out {
+		if p.Missing == "" || strings.Contains(p.Missing, ".") {
+			// A missing submodule (pkg._speed) is most often the project's own compiled
+			// extension, which the worktree shadows: no install fixes that.
+			continue
+		}
+		if j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == p.Check }); j >= 0 && repo.Checks[j].Python != "" {
+			continue // the check names its own interpreter
+		}
+		pkg := strings.ReplaceAll(p.Missing, "_", "-")
+		out[i].Hint = fmt.Sprintf("the checks run in the environment of repos.%s.setup, which lacks the module %s: install the package that provides it there, with a command like "+
+			"`\"$ENV/bin/pip\" install %s` (add --no-index --find-links WHEELHOUSE when installing offline), the project's test extra "+
+			"(`-e '.[test]'`) or the requirements file that names it; the changed recipe is a new key, so the next night rebuilds the environment "+
+			"(if %s is the project's own package in a folder that nothing puts on the path, set env: {PYTHONPATH: <that folder>} on the check instead)",
+			name, p.Missing, pkg, p.Missing)
+	}
+	return out
 }
 
 func lastLines(s string, n int) string {

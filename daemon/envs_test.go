@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/envsetup/envtest"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -156,6 +157,17 @@ func TestEnvRecipeFailurePausesRepository(t *testing.T) {
 	if n.rep.Outcome != store.OutcomePartial || !strings.Contains(n.rep.Error, "environment setup of banner failed") {
 		t.Errorf("night %s: %s; want partial, naming the failed setup", n.rep.Outcome, n.rep.Error)
 	}
+	// What is missing and what to do are in the error itself, where ticketctl envs and the
+	// night's outcome show it, not only in the output's last lines.
+	envErr := ""
+	if len(envs) == 1 {
+		envErr = envs[0].Error
+	}
+	for _, want := range []string{"pip found no distribution of shinyfmt==9.9", "add its wheel to the wheelhouse"} {
+		if !strings.Contains(n.rep.Error, want) || !strings.Contains(envErr, want) {
+			t.Errorf("night's error %q, ticketctl envs' %q; want both to say %q", n.rep.Error, envErr, want)
+		}
+	}
 }
 
 func environments(t *testing.T, st *store.Store) []store.Environment {
@@ -165,4 +177,94 @@ func environments(t *testing.T, st *store.Store) []store.Environment {
 		t.Fatal(err)
 	}
 	return envs
+}
+
+// An environment that lacks the checks' tool (a recipe that installs the project but not
+// pytest) pauses the repository with no ticket charged, and the hint points at the recipe,
+// the only place the fix can go: with a recipe, python: and a .venv in the clone are not
+// where the checks' interpreter comes from.
+func TestEnvWithoutTheTestToolNamesTheRecipe(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "1.0")
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	cfg := envConfig(t, root, url, wheels, r)
+	repo := cfg.Repos[r.name]
+	repo.Setup.Commands = []string{
+		`"$PYTHON" -m venv --without-pip "$ENV"`, // no system site-packages: no pytest
+		`"$PYTHON" -m pip --python "$ENV/bin/python" install -q --no-index --find-links ` + wheels + ` -r requirements.txt`,
+	}
+	cfg.Repos[r.name] = repo
+	n := runNight(t, cfg, 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket %s after %d attempt(s); want queued, uncharged", tk.State, tk.Attempts)
+	}
+	note := noteWith(t, n.store, tk.ID, "pytest")
+	for _, want := range []string{"repos.banner.setup", `"$ENV/bin/pip" install pytest`} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the ticket's note %q\nlacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, ".venv") || strings.Contains(note, "set python:") {
+		t.Errorf("the ticket's note %q sends the operator to python: or a .venv, which a recipe overrides", note)
+	}
+}
+
+// recipeHints rewrites only a missing module's hint, only where the checks' interpreter is
+// the recipe's environment, and never for a submodule (the project's own compiled extension).
+func TestRecipeHints(t *testing.T) {
+	t.Parallel()
+	const orig = "the original hint"
+	recipe := &envsetup.Recipe{Commands: []string{"true"}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}, {Name: "types", Kind: validate.KindMypy, Python: "/usr/bin/python3"}}
+	for _, tc := range []struct {
+		name     string
+		repo     config.Repo
+		problem  validate.Problem
+		rewrites bool
+	}{
+		{"tool missing from the environment", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, true},
+		{"a dependency every test imports", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "yaml"}, true},
+		{"no recipe", config.Repo{Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, false},
+		{"the repository names python:", config.Repo{Setup: recipe, Python: "/opt/py/bin/python", Checks: checks}, validate.Problem{Check: "tests", Missing: "pytest"}, false},
+		{"the check names python:", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "types", Missing: "mypy"}, false},
+		{"a compiled submodule", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests", Missing: "fast._speed"}, false},
+		{"nothing missing", config.Repo{Setup: recipe, Checks: checks}, validate.Problem{Check: "tests"}, false},
+	} {
+		tc.problem.Hint = orig
+		got := recipeHints("app", tc.repo, []validate.Problem{tc.problem})[0].Hint
+		if rewrote := got != orig; rewrote != tc.rewrites || rewrote && !strings.Contains(got, "repos.app.setup") {
+			t.Errorf("%s: hint %q; want rewritten %v, naming repos.app.setup", tc.name, got, tc.rewrites)
+		}
+	}
+}
+
+// A check's tool that only the recipe installs (in $ENV/bin) is no reason to skip the
+// repository at start-up: the start-up check cannot look in an environment not built yet,
+// so a repository with a recipe has its checks' tools judged at the baseline, in the
+// environment. Here the host has no `shinylint`; the environment does, and the night fixes
+// the ticket.
+func TestEnvToolOnlyInTheEnvironment(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, "1.0")
+	r.checks = "[{name: tests, kind: pytest}, {name: lint, kind: command, command: [shinylint]}]"
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	cfg := envConfig(t, root, url, wheels, r)
+	repo := cfg.Repos[r.name]
+	repo.Setup.Commands = append(repo.Setup.Commands, `printf '#!/bin/sh\necho linted\n' > "$ENV/bin/shinylint" && chmod +x "$ENV/bin/shinylint"`)
+	cfg.Repos[r.name] = repo
+	n := runNight(t, cfg, 0)
+	tk := ticketByRepo(t, n.store, r.name)
+	if tk.State != store.StateDone {
+		events, _ := n.store.Events(context.Background(), tk.ID)
+		t.Fatalf("ticket %s (%s); want done with the environment's shinylint\nevents: %+v", tk.State, tk.Reason, events)
+	}
 }

@@ -41,6 +41,12 @@ func repoCheck(ctx context.Context, name string, r config.Repo, checks pipeline.
 	if reason := baseCheck(name, r); reason != "" {
 		return reason
 	}
+	if r.Setup != nil {
+		// The checks run in the recipe's environment, built later (before the repository's
+		// baseline), with its bin/ first: a tool looked for here, without it, would be the
+		// host's. The baseline says when the environment lacks one (validate.Health).
+		return ""
+	}
 	if pf, ok := checks.(preflighter); ok {
 		var errs []string
 		for _, c := range r.Checks {

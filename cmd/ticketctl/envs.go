@@ -59,7 +59,14 @@ func cmdEnvs(e *env, args []string) error {
 				return err
 			}
 			for _, v := range out.Latest {
-				if !v.OK && v.Output != "" {
+				if v.OK {
+					continue
+				}
+				// Whole: what to do comes at the error's end, past the table's column.
+				if len(v.Error) > 160 {
+					fmt.Fprintf(e.stdout, "\nwhy the setup of %s failed:\n%s\n", v.Repo, v.Error)
+				}
+				if v.Output != "" {
 					fmt.Fprintf(e.stdout, "\noutput of the failed recipe of %s (tail):\n%s\n", v.Repo, lastLines(v.Output, 20))
 				}
 			}

@@ -93,8 +93,11 @@ type BuildError struct {
 	ExitCode int
 	TimedOut bool
 	Output   string // tail, credentials redacted
-	Took     time.Duration
-	Err      error
+	// Hint says what to do about a cause recognised in the output (a distribution missing
+	// from the wheelhouse, no C compiler, the network off), "" when none was.
+	Hint string
+	Took time.Duration
+	Err  error
 }
 
 func (e *BuildError) Error() string {
@@ -107,7 +110,12 @@ func (e *BuildError) Error() string {
 	case e.Err != nil:
 		what += ": " + e.Err.Error()
 	}
-	return what + "; fix repos." + e.Repo + ".setup and try it with `ticketd check`"
+	if e.Hint != "" {
+		what += "; " + e.Hint
+	}
+	// `ticketd check` builds no environment: the way to try a recipe now is by hand.
+	return what + "; fix repos." + e.Repo + ".setup (try its commands by hand in a fresh checkout of the base commit, with $ENV and $PYTHON set); " +
+		"the next night builds it again"
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
@@ -169,6 +177,9 @@ func (b *Builder) build(ctx context.Context, req Request, env Env) (Env, error) 
 	fail := func(be *BuildError) (Env, error) {
 		be.Repo, be.Key = req.Repo, env.Key
 		be.Output = secret.Redact(be.Output)
+		if be.Hint == "" && !be.TimedOut {
+			be.Hint = diagnose(be.Output, r.Network)
+		}
 		// An unfinished environment is never used; leave no half of one behind.
 		_ = removeEnv(env.Dir)
 		return Env{}, be
@@ -251,6 +262,11 @@ func (b *Builder) run(ctx context.Context, dir string, env Env, r Recipe, comman
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; ESRCH when none
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
+		// Only without the sandbox: under bwrap the command's end ends its PID namespace.
+		return -1, fmt.Errorf("command %q ended, but a process it started in the background still held its output open %s later "+
+			"(a server or daemon): stop it before the command ends, or send its output elsewhere (> /dev/null 2>&1 &): %w", command, cmd.WaitDelay, err)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ctx.Err() == nil {
 		return ee.ExitCode(), nil
@@ -280,8 +296,15 @@ func (b *Builder) environ(env Env, r Recipe) []string {
 			}
 		}
 	}
-	return append(out, "ENV="+env.Dir, "PYTHON="+env.Interpreter, "VIRTUAL_ENV=", "PYTHONDONTWRITEBYTECODE=",
+	out = append(out, "ENV="+env.Dir, "PYTHON="+env.Interpreter, "VIRTUAL_ENV=", "PYTHONDONTWRITEBYTECODE=",
 		"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")
+	if !r.Network {
+		// Nothing but loopback exists: an index a requirements file names (--index-url)
+		// fails at once, and pip's five retries with back-off would only cost seconds per
+		// package before it goes on with --find-links.
+		out = append(out, "PIP_RETRIES=0")
+	}
+	return out
 }
 
 // Interpreter resolves name (python3, /usr/bin/python3.12) to the real interpreter and its

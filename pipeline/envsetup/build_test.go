@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -145,7 +146,9 @@ func TestEnsureFailingRecipe(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("err = %v; want a BuildError", err)
 	}
-	if be.Step != 2 || be.ExitCode == 0 || !strings.Contains(be.Output, "shinyfmt==9.9") || !strings.Contains(err.Error(), "repos.app.setup") {
+	// ticketd check builds no environment: the error must not send the operator there.
+	if be.Step != 2 || be.ExitCode == 0 || !strings.Contains(be.Output, "shinyfmt==9.9") || !strings.Contains(err.Error(), "repos.app.setup") ||
+		strings.Contains(err.Error(), "ticketd check") || !strings.Contains(err.Error(), "by hand") {
 		t.Fatalf("BuildError step %d exit %d, %q\noutput:\n%s", be.Step, be.ExitCode, err, be.Output)
 	}
 	if all, _ := List(bu.b.Root); len(all) != 0 {
@@ -201,5 +204,198 @@ func TestSetupOnlyVariablesAndNetwork(t *testing.T) {
 	host, _ := run(t, venvPython, "-c", "import socket; print(len(socket.if_nameindex()) > 1 or 'lo only')")
 	if got, _ := os.ReadFile(filepath.Join(env.Dir, "ifaces")); strings.TrimSpace(string(got)) != strings.TrimSpace(host) {
 		t.Errorf("setup with network: sees %q, the host %q", got, host)
+	}
+}
+
+// What real pip says when the wheelhouse lacks something becomes an error that names it and
+// says what to do: a missing dependency, and a build backend a pyproject.toml requires.
+func TestEnsureNamesWhatTheWheelhouseLacks(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		command string
+		want    []string
+	}{
+		{
+			name:    "a dependency",
+			files:   map[string]string{"requirements.txt": "--index-url https://index.example.invalid/simple\nshinyfmt==1.0 ; python_version >= '3'\ncolorlib>=2  # for the banners\n"},
+			command: `-r requirements.txt`,
+			want:    []string{"pip found no distribution of colorlib>=2:", "add its wheel to the wheelhouse", "pip download 'colorlib>=2'", "setup.network: true", "repos.app.setup"},
+		},
+		{
+			name: "a build backend",
+			files: map[string]string{
+				"pyproject.toml":      "[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n\n[project]\nname = \"app\"\nversion = \"1.0\"\n\n[project.optional-dependencies]\ntest = [\"shinyfmt\"]\n",
+				"src/app/__init__.py": "",
+			},
+			command: `-e '.[test]'`,
+			want:    []string{"pip found no distribution of hatchling, a build dependency", "--no-build-isolation", "repos.app.setup"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bu := setup(t)
+			src := writeFixture(t, t.TempDir(), tc.files)
+			r := bu.recipe()
+			r.Commands[1] = `"$ENV/bin/python" -m pip install --no-index --find-links ` + bu.wheels + " " + tc.command
+			_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+			var be *BuildError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v; want a BuildError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+				}
+			}
+		})
+	}
+}
+
+// The causes diagnose recognises, as pip and compilers print them; nothing is said about an
+// output it does not recognise.
+func TestDiagnose(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		output  string
+		network bool
+		want    string
+	}{
+		{"no compiler", "building 'fastcore._speed' extension\nerror: command 'x86_64-linux-gnu-gcc' failed: No such file or directory\n", false, "needs a C compiler"},
+		{"no headers", "fastcore/_speed.c:1:10: fatal error: Python.h: No such file or directory\n", false, "python3-dev"},
+		{"network off", "WARNING: Retrying ... NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')\n", false, "setup.network: true"},
+		{"network on, not blamed", "Failed to establish a new connection\n", true, ""},
+		{"a module missing", "ModuleNotFoundError: No module named 'flit_core'\n", false, "Python module flit_core is missing"},
+		{"a missing distribution, network on", "ERROR: No matching distribution found for poetry-core>=1.0.0\n", true, "pip found no distribution of poetry-core>=1.0.0: add its wheel"},
+		{"unrecognised", "AssertionError: wrong\n", false, ""},
+	} {
+		got := diagnose(tc.output, tc.network)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: diagnose(%q) = %q; want it to say %q", tc.name, tc.output, got, tc.want)
+		}
+		if tc.network && strings.Contains(got, "setup.network") {
+			t.Errorf("%s: %q offers the network to a recipe that has it", tc.name, got)
+		}
+	}
+}
+
+// A recipe that hangs is stopped at its timeout, named as such, with what it printed; one
+// that prints megabytes keeps only the tail. Neither leaves an environment behind.
+func TestEnsureHangAndFlood(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		command string
+		timeout time.Duration
+		check   func(t *testing.T, be *BuildError)
+	}{
+		{"hangs", `echo started; sleep 600 & sleep 600`, 2 * time.Second, func(t *testing.T, be *BuildError) {
+			if !be.TimedOut || !strings.Contains(be.Output, "started") || !strings.Contains(be.Error(), "timed out") {
+				t.Errorf("BuildError %q, timed out %v, output %q; want a time-out with the output", be, be.TimedOut, be.Output)
+			}
+		}},
+		{"floods", `head -c 20000000 /dev/zero | tr '\0' x; echo; echo the-last-line; exit 3`, 0, func(t *testing.T, be *BuildError) {
+			if be.ExitCode != 3 || len(be.Output) > outputCap || !strings.Contains(be.Output, "the-last-line") {
+				t.Errorf("BuildError %q, exit %d, %d bytes of output; want exit 3 and at most %d bytes ending with the last line", be, be.ExitCode, len(be.Output), outputCap)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bu := setup(t)
+			src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+			r := Recipe{Python: venvPython, Timeout: tc.timeout, Commands: []string{tc.command}}
+			_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r})
+			var be *BuildError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v; want a BuildError", err)
+			}
+			tc.check(t, be)
+			if all, _ := List(bu.b.Root); len(all) != 0 {
+				t.Errorf("cache after a failed build: %+v; want nothing", all)
+			}
+		})
+	}
+}
+
+// Without the sandbox, a command that leaves a background process holding its output fails
+// the build saying so, not with Go's "WaitDelay expired before I/O complete".
+func TestEnsureBackgroundProcessWithoutSandbox(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	bu.b.Sandbox = sandbox.ModeNone
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	r := Recipe{Python: venvPython, Commands: []string{`sleep 60 & echo started`}} // same process group: killed after the build
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r})
+	if err == nil || !strings.Contains(err.Error(), "a process it started in the background") || !strings.Contains(err.Error(), "repos.app.setup") {
+		t.Fatalf("err = %v; want the build failed, naming the background process", err)
+	}
+}
+
+// A recipe sees none of the daemon's credentials, even named in pass_env, nor any variable
+// the allowlist leaves out; whatever it writes outside $ENV (the wheelhouse, the checkout it
+// was copied from, the host's /tmp) never reaches the host.
+func TestSetupReachesNothingOfTheDaemon(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	if bu.b.Sandbox != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox (apt-get install -y bubblewrap)")
+	}
+	const key, token, other = "sk-live-0a1b2c3d4e5f6a7b8c9d", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "daemon-only-77e1"
+	bu.b.BaseEnv = append(os.Environ(), "MODEL_API_KEY="+key, "GITHUB_TOKEN="+token, "DAEMON_SETTING="+other)
+	bu.b.Deny = []string{"MODEL_API_KEY", "GITHUB_TOKEN"}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	hostTmp := filepath.Join(os.TempDir(), "ticketd-setup-escape-"+filepath.Base(t.TempDir()))
+	t.Cleanup(func() { os.Remove(hostTmp) })
+	r := bu.recipe()
+	r.PassEnv = []string{"MODEL_API_KEY"} // the config refuses this; the builder too
+	r.Commands = append(r.Commands,
+		`env > "$ENV/seen-env"`,
+		`for p in "`+bu.wheels+`/evil.whl" "`+src.dir+`/evil" "`+hostTmp+`"; do (echo x > "$p") 2>/dev/null && echo "wrote $p"; done; true`)
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := os.ReadFile(filepath.Join(env.Dir, "seen-env"))
+	for _, v := range []string{key, token, other} {
+		if strings.Contains(string(seen), v) {
+			t.Errorf("the recipe saw %q in its environment:\n%s", v, seen)
+		}
+	}
+	for _, p := range []string{filepath.Join(bu.wheels, "evil.whl"), filepath.Join(src.dir, "evil"), hostTmp} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the recipe wrote %s on the host", p)
+		}
+	}
+}
+
+// A requirements file's --index-url line, in a recipe without --no-index and without the
+// network, costs no retries: each request fails at once (pip retries a refused connection
+// five times with back-off, seconds per package) and pip goes on with the wheelhouse.
+func TestSetupWithoutNetworkDoesNotRetryTheIndex(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	if bu.b.Sandbox != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox: network namespaces (apt-get install -y bubblewrap)")
+	}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "--index-url https://index.example.invalid/simple\nshinyfmt==1.0\n"})
+	r := bu.recipe()
+	r.Commands[1] = `"$ENV/bin/python" -m pip install --find-links ` + bu.wheels + ` -r requirements.txt`
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(env.Output, "Retrying (Retry("); n != 0 {
+		t.Errorf("pip retried the unreachable index %d times:\n%s", n, env.Output)
+	}
+	if out, err := run(t, env.Python, "-c", "import shinyfmt"); err != nil {
+		t.Errorf("shinyfmt not installed from the wheelhouse: %v %s", err, out)
 	}
 }

@@ -122,3 +122,77 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// A requirements file pip reads only through an include (-r, -c, in an input file or in a
+// command) keys the environment too: changing it rebuilds instead of hiding behind the cache.
+// What is no tracked file of the checkout (a URL, a path outside it) is not read.
+func TestKeyFollowsIncludes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		commands []string
+		changed  string // a file whose change must change the key; "" none
+		inputs   []string
+	}{
+		{
+			name: "-r in requirements.txt, relative to it, transitively",
+			files: map[string]string{
+				"requirements.txt":  "# app\n-r ci/test.txt  # tests\nshinyfmt==1.0 ; python_version >= '3.8'\n",
+				"ci/test.txt":       "--requirement=../lint/base.txt\npytest\n",
+				"lint/base.txt":     "ruff\n",
+				"ci/unrelated.txt":  "x\n",
+				"requirements2.txt": "y\n",
+			},
+			changed: "lint/base.txt",
+			inputs:  []string{"ci/test.txt", "lint/base.txt", "requirements.txt", "requirements2.txt"},
+		},
+		{
+			name:     "-r and -c in a command",
+			files:    map[string]string{"dev/requirements-dev.in": "-c ../constraints/pins.in\nshinyfmt\n", "constraints/pins.in": "shinyfmt==1.0\n"},
+			commands: []string{`"$ENV/bin/pip" install --no-index -r "dev/requirements-dev.in"`},
+			changed:  "constraints/pins.in",
+			inputs:   []string{"constraints/pins.in", "dev/requirements-dev.in"},
+		},
+		{
+			name:    "continued lines and a comment that names a file",
+			files:   map[string]string{"requirements.txt": "# -r notes.txt\n-r \\\n  extra.txt\n", "extra.txt": "a\n", "notes.txt": "n\n"},
+			changed: "extra.txt",
+			inputs:  []string{"extra.txt", "requirements.txt"},
+		},
+		{
+			name:   "URLs, absolute paths, escapes and untracked files are not read",
+			files:  map[string]string{"requirements.txt": "-r https://example.invalid/r.txt\n-r /etc/passwd\n-r ../../outside.txt\n-r missing.txt\n-e .\n"},
+			inputs: []string{"requirements.txt"},
+		},
+		{
+			name:   "an include cycle ends",
+			files:  map[string]string{"requirements.txt": "-r requirements/dev.txt\n", "requirements/dev.txt": "-r ../requirements.txt\n"},
+			inputs: []string{"requirements.txt", "requirements/dev.txt"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var names []string
+			for n, c := range tc.files {
+				writeFile(t, filepath.Join(dir, n), c)
+				names = append(names, n)
+			}
+			r := Recipe{Commands: append([]string{`"$PYTHON" -m venv "$ENV"`}, tc.commands...)}
+			k0, inputs, err := Key(r, dir, names, "3.11.2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(inputs, tc.inputs) {
+				t.Errorf("inputs %v; want %v", inputs, tc.inputs)
+			}
+			if tc.changed == "" {
+				return
+			}
+			writeFile(t, filepath.Join(dir, tc.changed), "changed==2\n")
+			if k1, _, err := Key(r, dir, names, "3.11.2"); err != nil || k1 == k0 {
+				t.Errorf("after changing the included %s: key %s, was %s (%v); want a new key", tc.changed, k1, k0, err)
+			}
+		})
+	}
+}

@@ -68,3 +68,39 @@ func TestEditableInstallNeverBeatsTheWorktree(t *testing.T) {
 		})
 	}
 }
+
+// A src/ layout installed editable (`pip install -e .`, the finder pointing at the build's
+// copy) runs its checks against the worktree's src/, and the probe finds it there.
+func TestEditableSrcLayoutUsesTheWorktree(t *testing.T) {
+	needVenv(t)
+	t.Parallel()
+	bu := setup(t)
+	base := map[string]string{
+		"setup.py":              "from setuptools import setup, find_packages\nsetup(name='tally', version='1.0', package_dir={'': 'src'}, packages=find_packages('src'))\n",
+		"requirements.txt":      "shinyfmt==1.0\n",
+		"src/tally/__init__.py": "def total(xs):\n    return sum(xs) + 1  # BUG\n",
+		"tests/test_tally.py":   "from tally import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+		"tests/conftest.py":     "",
+	}
+	src := writeFixture(t, t.TempDir(), base)
+	r := bu.recipe()
+	r.Commands = append(r.Commands, `"$ENV/bin/python" -m pip install -q --no-index --no-build-isolation --no-deps -e .`)
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "tally", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := map[string]string{}
+	for k, v := range base {
+		fixed[k] = v
+	}
+	fixed["src/tally/__init__.py"] = "def total(xs):\n    return sum(xs)\n"
+	tree := writeFixture(t, t.TempDir(), fixed)
+	check := validate.Check{Name: "tests", Kind: validate.KindPytest, Python: env.Python, EnvDir: env.Dir}
+	res := (&validate.Runner{Sandbox: bu.b.Sandbox}).Run(context.Background(), tree.dir, []validate.Check{check, ProbeCheck(check, Packages(tree.dir))})
+	if !res[0].Passed || res[0].Tests != 1 {
+		t.Errorf("the fixed worktree's test: passed %v, %d tests; want the worktree's src/ imported\n%s", res[0].Passed, res[0].Tests, res[0].Output)
+	}
+	if want := "ok tally -> " + filepath.Join(tree.dir, "src", "tally"); !res[1].Passed || !strings.Contains(res[1].Output, want) {
+		t.Errorf("probe: passed %v, %q; want %q", res[1].Passed, res[1].Output, want)
+	}
+}

@@ -69,7 +69,8 @@ const maxInputBytes = 16 << 20
 
 // Key names the environment recipe makes in a checkout whose tracked files are files, read
 // from dir: a hash of the recipe, of every tracked file an input pattern matches (name and
-// content; a symlink by its target) and of the interpreter's version. Only regular files
+// content; a symlink by its target), of every tracked requirements file those or the
+// commands include (-r, -c: withIncludes) and of the interpreter's version. Only regular files
 // and symlinks are read, a symlink never followed: a repository cannot make the key read a
 // FIFO or /dev/zero.
 func Key(r Recipe, dir string, files []string, pythonVersion string) (string, []string, error) {
@@ -87,7 +88,7 @@ func Key(r Recipe, dir string, files []string, pythonVersion string) (string, []
 		return "", nil, fmt.Errorf("environment key: %w", err)
 	}
 	h.Write(head)
-	inputs := Inputs(r, files)
+	inputs := withIncludes(dir, files, Inputs(r, files), r.Commands)
 	for _, rel := range inputs {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		fi, err := os.Lstat(p)

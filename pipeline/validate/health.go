@@ -18,6 +18,10 @@ type Problem struct {
 	Lines []string `json:"lines,omitempty"`
 	// Hint says what would make the repository healthy.
 	Hint string `json:"hint,omitempty"`
+	// Missing is the Python module the checks' interpreter lacked (the tool itself, or what
+	// every test failed to import), "" when that is not the problem: where the interpreter
+	// is a recipe's environment, the caller points Hint at the recipe instead.
+	Missing string `json:"missing,omitempty"`
 }
 
 // String is one line: check, reason, command and what would make it healthy.
@@ -43,6 +47,7 @@ func Health(results []Result) []Problem {
 		case r.NotStarted:
 			p.Reason = "the tool could not start: " + firstLine(r.Summary)
 			p.Hint = "install the tool for the interpreter the checks use, or set python: on the repository to a virtualenv's python that has it"
+			p.Missing = missingTool(r)
 		case r.TimedOut:
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
 			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
@@ -55,6 +60,7 @@ func Health(results []Result) []Problem {
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
+			p.Missing = erroredModule(r)
 		case r.Kind == KindUnittest && r.Summary == "no tests collected":
 			p.Reason = "the test run at the base commit collected no test"
 			p.Hint = "name the start folder in the check's command (command: [python3, -m, unittest, discover, -s, tests]) and check the test modules are named test*.py"
@@ -69,6 +75,28 @@ func Health(results []Result) []Problem {
 
 // missingModule finds "No module named 'x'" in an error.
 var missingModule = regexp.MustCompile(`No module named '([A-Za-z0-9_.]+)'`)
+
+// missingTool is the module a check that did not start lacked: the one Python names in its
+// output, else the module of a `python -m tool` command; "" for a tool that is no module.
+func missingTool(r Result) string {
+	if m := missingModule.FindStringSubmatch(r.Output + "\n" + r.Summary); m != nil {
+		return m[1]
+	}
+	if len(r.Command) >= 3 && r.Command[1] == "-m" {
+		return r.Command[2]
+	}
+	return ""
+}
+
+// erroredModule is the module the tests of a suite that errors everywhere cannot import.
+func erroredModule(r Result) string {
+	for _, f := range r.Findings {
+		if m := missingModule.FindStringSubmatch(f.Message); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
 
 // erroredHint says what would let the tests of a suite that errors everywhere run.
 func erroredHint(r Result) string {

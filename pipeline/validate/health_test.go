@@ -52,3 +52,27 @@ func TestHealth(t *testing.T) {
 		t.Errorf("problem %+v: want the command in String() and the first error lines", ps)
 	}
 }
+
+// Missing names the module the checks' interpreter lacked, for a caller that knows where
+// that interpreter comes from (a recipe's environment) to say where to install it.
+func TestHealthMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want string
+	}{
+		{"python -m tool", Result{Name: "t", Kind: KindPytest, NotStarted: true, Tests: -1, Command: []string{"/e/bin/python", "-m", "pytest", "-q"},
+			Output: "/e/bin/python: No module named pytest\n"}, "pytest"},
+		{"a plugin's import", Result{Name: "t", Kind: KindPytest, NotStarted: true, Tests: -1, Command: []string{"/e/bin/python", "-m", "pytest"},
+			Output: "ModuleNotFoundError: No module named 'pytest_cov'\n"}, "pytest_cov"},
+		{"a tool that is no module", Result{Name: "l", Kind: KindRuff, NotStarted: true, Command: []string{"ruff", "check", "."}}, ""},
+		{"every test errors on an import", Result{Name: "t", Kind: KindPytest, Tests: 2, Errored: 2,
+			Findings: []Finding{{Message: "E   ModuleNotFoundError: No module named 'shinyfmt.core'"}}}, "shinyfmt.core"},
+		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Output: "No module named 'x'"}, ""},
+	} {
+		ps := Health([]Result{tc.r})
+		if len(ps) != 1 || ps[0].Missing != tc.want {
+			t.Errorf("%s: Health(%+v) = %+v; want one problem missing %q", tc.name, tc.r, ps, tc.want)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package envsetup
+
+import (
+	"regexp"
+	"strings"
+)
+
+var (
+	noDistribution = regexp.MustCompile(`No matching distribution found for ([^\s]+)`)
+	noModule       = regexp.MustCompile(`No module named '([^']+)'`)
+	noCompiler     = regexp.MustCompile(`command '[^']*(?:gcc|cc|clang|g\+\+|c\+\+)' failed|(?:gcc|cc|clang): (?:error trying to exec|No such file or directory)|unable to execute '[^']*(?:gcc|cc|clang)'|Python\.h: No such file or directory`)
+	noNetwork      = regexp.MustCompile(`Temporary failure in name resolution|Failed to establish a new connection|Network is unreachable|Could not resolve host|NewConnectionError`)
+)
+
+// diagnose reads a failed build's output for the usual causes of a failed install and says
+// what to do, "" when it recognises none. The names it quotes come from the output, which
+// the repository controls: they are cut short and only ever shown to the operator.
+func diagnose(output string, network bool) string {
+	if m := lastMatch(noDistribution, output); m != "" {
+		what := "add its wheel to the wheelhouse the recipe's --find-links names (`pip download '" + m + "' -d WHEELHOUSE` where an index is reachable)"
+		if !network {
+			what += ", or let setup reach an index (setup.network: true)"
+		}
+		if strings.Contains(output, "install build dependencies") {
+			return "pip found no distribution of " + m + ", a build dependency (pyproject.toml's [build-system] requires, e.g. a build backend): " + what +
+				", or install it into $ENV in an earlier command and pass --no-build-isolation"
+		}
+		return "pip found no distribution of " + m + ": " + what
+	}
+	if noCompiler.MatchString(output) {
+		return "building a package needs a C compiler and Python's headers: install them on the host (apt-get install build-essential python3-dev), or put a prebuilt wheel of it in the wheelhouse"
+	}
+	if !network && noNetwork.MatchString(output) {
+		return "a command reached for the network, which setup has only with setup.network: true: install from a local wheelhouse (pip install --no-index --find-links DIR), or set network: true"
+	}
+	if m := lastMatch(noModule, output); m != "" {
+		return "Python module " + m + " is missing where the command ran (a build backend with --no-build-isolation?): install the package that provides it into $ENV in an earlier command"
+	}
+	return ""
+}
+
+// lastMatch is re's first group in its last match in s, cut to a sane length.
+func lastMatch(re *regexp.Regexp, s string) string {
+	all := re.FindAllStringSubmatch(s, -1)
+	if len(all) == 0 {
+		return ""
+	}
+	m := all[len(all)-1][1]
+	if len(m) > 100 {
+		m = m[:100]
+	}
+	return m
+}

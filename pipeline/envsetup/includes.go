@@ -1,0 +1,136 @@
+package envsetup
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// maxIncludes bounds how many requirement files includes may add to the inputs.
+const maxIncludes = 256
+
+// withIncludes adds to inputs the tracked files that pip would also read: those named by a
+// -r/--requirement or -c/--constraint option in an input requirements file (relative to that
+// file, followed transitively) or in a recipe command (relative to the checkout's root). A
+// requirements.txt that says `-r ci/test.txt` makes ci/test.txt part of the key, so a change
+// there rebuilds the environment instead of hiding behind the cache until verify_every.
+// Only tracked regular files inside the checkout are added; URLs and missing files are not.
+func withIncludes(dir string, files, inputs, commands []string) []string {
+	tracked := make(map[string]bool, len(files))
+	for _, f := range files {
+		tracked[f] = true
+	}
+	seen := map[string]bool{}
+	for _, in := range inputs {
+		seen[in] = true
+	}
+	out := slices.Clone(inputs)
+	var queue []string
+	add := func(base, name string) {
+		if name == "" || strings.Contains(name, "://") || path.IsAbs(name) {
+			return
+		}
+		rel := path.Clean(path.Join(base, filepath.ToSlash(name)))
+		if rel == ".." || strings.HasPrefix(rel, "../") || !tracked[rel] || seen[rel] || len(out) >= len(inputs)+maxIncludes {
+			return
+		}
+		seen[rel] = true
+		out = append(out, rel)
+		queue = append(queue, rel)
+	}
+	for _, c := range commands {
+		for _, name := range includeArgs(strings.Fields(c)) {
+			add(".", name)
+		}
+	}
+	for _, in := range inputs {
+		if isRequirementsFile(in) {
+			queue = append(queue, in)
+		}
+	}
+	for len(queue) > 0 {
+		rel := queue[0]
+		queue = queue[1:]
+		for _, name := range fileIncludes(filepath.Join(dir, filepath.FromSlash(rel))) {
+			add(path.Dir(rel), name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isRequirementsFile reports whether rel looks like a pip requirements or constraints file.
+func isRequirementsFile(rel string) bool {
+	base := path.Base(rel)
+	return strings.HasSuffix(base, ".txt") || strings.HasSuffix(base, ".in")
+}
+
+// fileIncludes are the files one requirements file includes; a file that is no regular file
+// (a FIFO, a symlink) is not read.
+func fileIncludes(p string) []string {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxInputBytes))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var line strings.Builder
+	for sc.Scan() {
+		text := sc.Text()
+		if strings.HasSuffix(text, "\\") { // pip joins continued lines
+			line.WriteString(strings.TrimSuffix(text, "\\"))
+			continue
+		}
+		line.WriteString(text)
+		joined := line.String()
+		line.Reset()
+		if i := strings.Index(joined, "#"); i == 0 || i > 0 && (joined[i-1] == ' ' || joined[i-1] == '\t') {
+			joined = joined[:i]
+		}
+		out = append(out, includeArgs(strings.Fields(joined))...)
+	}
+	return out
+}
+
+// includeArgs returns the file arguments of -r/--requirement and -c/--constraint among
+// words (a shell command's or a requirements line's), their quotes removed.
+func includeArgs(words []string) []string {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		for _, opt := range []string{"--requirement", "--constraint", "-r", "-c"} {
+			var arg string
+			switch {
+			case w == opt && i+1 < len(words):
+				i++
+				arg = words[i]
+			case strings.HasPrefix(w, opt+"=") && strings.HasPrefix(opt, "--"):
+				arg = w[len(opt)+1:]
+			case strings.HasPrefix(w, opt) && len(opt) == 2 && len(w) > 2 && w[2] != '-':
+				arg = w[2:]
+			default:
+				continue
+			}
+			if arg = strings.Trim(arg, `"'`); arg != "" {
+				out = append(out, arg)
+			}
+			break
+		}
+	}
+	return out
+}
