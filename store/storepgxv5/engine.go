@@ -167,7 +167,8 @@ func (e *Engine) Close() error {
 }
 
 // Write runs fn in a READ COMMITTED transaction, rerun on a serialization failure or a
-// deadlock (with a short growing pause) until BusyRetries run out (storedriver.ErrBusy).
+// deadlock (with a short growing pause) until BusyRetries run out (storedriver.ErrBusy),
+// and on a connection lost before COMMIT until WriteTimeout has passed.
 func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -189,7 +190,9 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 		}
 		var lost *connLost
 		isLost := errors.As(err, &lost)
-		if try >= e.opts.BusyRetries || isLost && time.Since(start) > e.opts.WriteTimeout {
+		// A busy database gets BusyRetries quick reruns; a lost server (a restart, a
+		// failover takes seconds) is waited for until WriteTimeout.
+		if !isLost && try >= e.opts.BusyRetries || isLost && time.Since(start) > e.opts.WriteTimeout {
 			if isLost { // unreachable, not busy: say what the server said
 				return fmt.Errorf("%s: the database at %s did not take the write in %d tries: %w", op, e.location, try+1, lost.err)
 			}

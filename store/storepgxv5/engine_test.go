@@ -506,3 +506,58 @@ func migratedFrom(t *testing.T, v int, setup ...string) *storepgxv5.Engine {
 	t.Cleanup(func() { e.Close() })
 	return e
 }
+
+// TestWriteOutlastsARestart: a write whose server went away (a restart, a failover) is
+// rerun until the server is back, for up to the write timeout, not only for the few quick
+// tries a busy database gets: a restart takes seconds, and a write lost to it (a night's
+// record, a release) must not fail the night.
+func TestWriteOutlastsARestart(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	p := startProxy(t, "127.0.0.1:0", target)
+	addr := p.ln.Addr().String()
+	u.Host = addr
+	const busyRetries = 3
+	retries := make(chan int, 100)
+	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Minute, PollEvery: 50 * time.Millisecond,
+		Options: storedriver.Options{BusyRetries: busyRetries, OnRetry: func(op string, try int, err error) {
+			select {
+			case retries <- try:
+			default:
+			}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	n := 0
+	write := func() error {
+		n++
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			return enqueueRaw(ctx, e, tx, fmt.Sprint(n))
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	p.close()
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	for try := 0; try <= 2*busyRetries; {
+		select {
+		case err := <-done:
+			t.Fatalf("write with the server away for %d tries: %v; want it rerun until the server is back (write timeout 1m)", try, err)
+		case try = <-retries:
+		}
+	}
+	back := startProxy(t, addr, target)
+	defer back.close()
+	if err := <-done; err != nil {
+		t.Errorf("write once the server is back: %v", err)
+	}
+}
