@@ -79,8 +79,17 @@ func Probe(ctx context.Context, path string) (string, error) {
 // own status, who owns a file it writes on the host, and which sysctls it could write: a
 // sandbox whose process would hold a capability, be uid 0 or host root (a kernel without
 // user namespaces, or bwrap mapping the check to the daemon's root), or could write anything under /proc/sys or /proc/sysrq-trigger, is refused. It
-// returns the binary's path.
+// returns the binary's path. A probe cut short by ctx (a shutdown at start-up) says so, and
+// nothing of the sandbox.
 func ProbeUser(ctx context.Context, path string, id Identity) (string, error) {
+	p, err := probeUser(ctx, path, id)
+	if err != nil && ctx.Err() != nil {
+		return "", fmt.Errorf("sandbox probe cut short: %w", context.Cause(ctx))
+	}
+	return p, err
+}
+
+func probeUser(ctx context.Context, path string, id Identity) (string, error) {
 	if path == "" {
 		p, err := exec.LookPath("bwrap")
 		if err != nil {

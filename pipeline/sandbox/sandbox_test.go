@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -329,5 +330,18 @@ func TestKilledProbeLeavesNothing(t *testing.T) {
 	}
 	if after, _ := os.ReadDir(root); len(after) != 0 {
 		t.Errorf("after RemoveLeftovers, %s still holds %s: the probe folder of a process that is gone", root, after[0].Name())
+	}
+}
+
+// TestProbeCutShortIsNoVerdict: a probe whose context ends (a shutdown at start-up) says it
+// was cut short, not that the sandbox is unavailable with bwrap's command line.
+func TestProbeCutShortIsNoVerdict(t *testing.T) {
+	_, err := exec.LookPath("bwrap")
+	testenv.Need(t, testenv.Bubblewrap, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Probe(ctx, "")
+	if err == nil || errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("probe with its context ended: %v; want it cut short (context.Canceled), not ErrUnavailable", err)
 	}
 }
