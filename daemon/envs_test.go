@@ -56,6 +56,24 @@ func envConfig(t *testing.T, root, url, wheels string, r realRepo) config.Config
 	return cfg
 }
 
+// bannerNight is the set-up of the environment nights: a real-night test that needs venv, a
+// wheelhouse, the banner repository pinning pin (its checks set by edit, when not nil), the
+// scripted model replaying its fix, and a config with its recipe. It returns the config,
+// the repository and the wheelhouse.
+func bannerNight(t *testing.T, pin string, edit func(*realRepo)) (config.Config, realRepo, string) {
+	t.Helper()
+	realNight(t)
+	envtest.NeedVenv(t)
+	root := t.TempDir()
+	wheels := wheelhouse(t, root)
+	r := bannerRepo(t, root, pin)
+	if edit != nil {
+		edit(&r)
+	}
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
+	return envConfig(t, root, url, wheels, r), r, wheels
+}
+
 func wheelhouse(t *testing.T, root string) string {
 	t.Helper()
 	dir := filepath.Join(root, "wheels")
@@ -78,13 +96,7 @@ func noteWith(t *testing.T, st *store.Store, id int64, want string) string {
 // reuses the environment; a changed requirements file rebuilds it once, then it is reused.
 func TestEnvRecipeNight(t *testing.T) {
 	t.Parallel()
-	realNight(t)
-	envtest.NeedVenv(t)
-	root := t.TempDir()
-	wheels := wheelhouse(t, root)
-	r := bannerRepo(t, root, "1.0")
-	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
-	cfg := envConfig(t, root, url, wheels, r)
+	cfg, r, _ := bannerNight(t, "1.0", nil)
 
 	n := runNight(t, cfg, 0)
 	tk := ticketByRepo(t, n.store, r.name)
@@ -136,13 +148,8 @@ func TestEnvRecipeNight(t *testing.T) {
 // the ticket's note and in the store, the night partial with the reason.
 func TestEnvRecipeFailurePausesRepository(t *testing.T) {
 	t.Parallel()
-	realNight(t)
-	envtest.NeedVenv(t)
-	root := t.TempDir()
-	wheels := wheelhouse(t, root)
-	r := bannerRepo(t, root, "9.9") // not in the wheelhouse
-	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
-	n := runNight(t, envConfig(t, root, url, wheels, r), 0)
+	cfg, r, _ := bannerNight(t, "9.9", nil) // 9.9 is not in the wheelhouse
+	n := runNight(t, cfg, 0)
 	tk := ticketByRepo(t, n.store, r.name)
 	if tk.State != store.StateQueued || tk.Attempts != 0 {
 		t.Errorf("ticket %s after %d attempt(s); want queued, uncharged", tk.State, tk.Attempts)
@@ -185,13 +192,7 @@ func environments(t *testing.T, st *store.Store) []store.Environment {
 // where the checks' interpreter comes from.
 func TestEnvWithoutTheTestToolNamesTheRecipe(t *testing.T) {
 	t.Parallel()
-	realNight(t)
-	envtest.NeedVenv(t)
-	root := t.TempDir()
-	wheels := wheelhouse(t, root)
-	r := bannerRepo(t, root, "1.0")
-	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
-	cfg := envConfig(t, root, url, wheels, r)
+	cfg, r, wheels := bannerNight(t, "1.0", nil)
 	repo := cfg.Repos[r.name]
 	repo.Setup.Commands = []string{
 		`"$PYTHON" -m venv --without-pip "$ENV"`, // no system site-packages: no pytest
@@ -250,14 +251,9 @@ func TestRecipeHints(t *testing.T) {
 // the ticket.
 func TestEnvToolOnlyInTheEnvironment(t *testing.T) {
 	t.Parallel()
-	realNight(t)
-	envtest.NeedVenv(t)
-	root := t.TempDir()
-	wheels := wheelhouse(t, root)
-	r := bannerRepo(t, root, "1.0")
-	r.checks = "[{name: tests, kind: pytest}, {name: lint, kind: command, command: [shinylint]}]"
-	url := scriptedServer(t, []scriptedmodel.Case{{Match: r.title, Patch: r.patch}})
-	cfg := envConfig(t, root, url, wheels, r)
+	cfg, r, _ := bannerNight(t, "1.0", func(r *realRepo) {
+		r.checks = "[{name: tests, kind: pytest}, {name: lint, kind: command, command: [shinylint]}]"
+	})
 	repo := cfg.Repos[r.name]
 	repo.Setup.Commands = append(repo.Setup.Commands, `printf '#!/bin/sh\necho linted\n' > "$ENV/bin/shinylint" && chmod +x "$ENV/bin/shinylint"`)
 	cfg.Repos[r.name] = repo
