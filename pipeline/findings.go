@@ -227,6 +227,7 @@ func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) 
 		return nil
 	}
 	var out []string
+	var pluggyKnown, pluggyOwn bool
 	for _, fd := range splitDiff(diff) {
 		if !strings.HasSuffix(fd.path, ".py") || tree.isTestPath(fd.path) || isInfraPath(fd.path) {
 			continue
@@ -237,12 +238,41 @@ func runnerReaches(ctx context.Context, tree *testTree, diff, issueText string) 
 			}
 		}
 		for _, l := range addedLines(fd) {
-			if runnerReach.MatchString(l.text) {
+			if runnerReach.MatchString(l.text) && !ownsPluggy(ctx, tree, &pluggyKnown, &pluggyOwn, l.text) {
 				out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the test runner (its internals, hooks or report, or whether the code runs under test) to the code under test: %s", fd.path, l.n, clip(strings.TrimSpace(l.text), 120)))
 			}
 		}
 	}
 	return out
+}
+
+// dependencyFiles are where a project names what it depends on.
+var dependencyFiles = []string{"pyproject.toml", "setup.cfg", "setup.py", "requirements.txt"}
+
+// pluggyName matches pluggy named as a requirement (`"pluggy>=1.0"`, `pluggy\n`, `pluggy ~= 1.5`).
+var pluggyName = regexp.MustCompile(`(?m)(^|["'\s,\[])pluggy\s*([<>=!~;,\]"'\[]|$)`)
+
+// ownsPluggy reports whether line's only reach into the runner is pluggy and the project
+// depends on pluggy at its base (tox, datasette and every plugin host build on it: there an
+// `import pluggy` is the project's own code, not a reach into pytest). known and own cache the
+// base's answer for one diff.
+func ownsPluggy(ctx context.Context, tree *testTree, known, own *bool, line string) bool {
+	if runnerReach.MatchString(strings.ReplaceAll(line, "pluggy", "")) || !strings.Contains(line, "pluggy") {
+		return false
+	}
+	if !*known {
+		*known = true
+		for _, p := range dependencyFiles {
+			if tree.baseFile == nil {
+				break
+			}
+			if data, found, err := tree.baseFile(ctx, p); err == nil && found && pluggyName.Match(data) {
+				*own = true
+				break
+			}
+		}
+	}
+	return *own
 }
 
 // submitFindings are what a change (diff, touching changed) must answer for before it is

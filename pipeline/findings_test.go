@@ -165,34 +165,46 @@ func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {
 // pytest integration, and not where the issue is about that integration.
 func TestRunnerReaches(t *testing.T) {
 	base := map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "plugin.py": "import pytest\n"}
-	job := Job{BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
-		b, ok := base[p]
-		return []byte(b), ok, nil
-	}}
-	job.Tests = discover.Default()
-	tree := newTestTree(job)
+	hostBase := map[string]string{"calc.py": base["calc.py"], "pyproject.toml": "[project]\nname = \"host\"\ndependencies = [\n  \"pluggy>=1.5\",\n  \"click\",\n]\n"}
+	treeOf := func(base map[string]string) *testTree {
+		job := Job{BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
+			b, ok := base[p]
+			return []byte(b), ok, nil
+		}}
+		job.Tests = discover.Default()
+		return newTestTree(job)
+	}
+	tree, host := treeOf(base), treeOf(hostBase)
 	added := func(path string, lines ...string) string {
 		return "diff --git a/" + path + " b/" + path + "\n--- a/" + path + "\n+++ b/" + path + "\n@@ -1,1 +1," + fmt.Sprint(len(lines)+1) + " @@\n def add(a, b):\n+" + strings.Join(lines, "\n+") + "\n"
 	}
 	tests := []struct {
 		name, diff, issue string
-		want              []string // prefixes
+		tree              *testTree // nil: tree
+		want              []string  // prefixes
 	}{
-		{"internals", added("calc.py", "import _pytest.reports as _r", "x = 1"), "add is wrong", []string{"calc.py:2: adds code that reaches into the test runner"}},
-		{"a hook", added("calc.py", "def pytest_runtest_makereport(item, call):"), "add is wrong", []string{"calc.py:2: "}},
-		{"under pytest or not", added("calc.py", `if "pytest" in sys.modules:`, `if os.environ.get("PYTEST_CURRENT_TEST"):`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: "}},
-		{"the report", added("calc.py", `p = [a for a in sys.argv if a.startswith("--junitxml=")]`), "add is wrong", []string{"calc.py:2: "}},
-		{"unittest's assertions", added("calc.py", "unittest.TestCase.assertEqual = lambda *a, **k: None", "TestCase.run = run", `setattr(TestCase, "fail", f)`), "add is wrong", []string{"calc.py:2: ", "calc.py:3: ", "calc.py:4: "}},
-		{"a comparison", added("calc.py", "if TestCase.maxDiff == 3:"), "add is wrong", nil},
-		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil},
-		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil},
-		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil},
-		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):"), "add is wrong", nil},
-		{"an issue about the plugin", added("calc.py", "import pluggy"), "the pytest plugin crashes", nil},
+		{"pluggy in a project that does not use it", added("calc.py", "import pluggy"), "add is wrong", nil, []string{"calc.py:2: "}},
+		{"pluggy in a project built on it", added("hooks.py", "import pluggy", `hookspec = pluggy.HookspecMarker("host")`), "add is wrong", host, nil},
+		{"the runner's internals in a project built on pluggy", added("hooks.py", "import pluggy, _pytest.reports"), "add is wrong", host, []string{"hooks.py:2: "}},
+		{"internals", added("calc.py", "import _pytest.reports as _r", "x = 1"), "add is wrong", nil, []string{"calc.py:2: adds code that reaches into the test runner"}},
+		{"a hook", added("calc.py", "def pytest_runtest_makereport(item, call):"), "add is wrong", nil, []string{"calc.py:2: "}},
+		{"under pytest or not", added("calc.py", `if "pytest" in sys.modules:`, `if os.environ.get("PYTEST_CURRENT_TEST"):`), "add is wrong", nil, []string{"calc.py:2: ", "calc.py:3: "}},
+		{"the report", added("calc.py", `p = [a for a in sys.argv if a.startswith("--junitxml=")]`), "add is wrong", nil, []string{"calc.py:2: "}},
+		{"unittest's assertions", added("calc.py", "unittest.TestCase.assertEqual = lambda *a, **k: None", "TestCase.run = run", `setattr(TestCase, "fail", f)`), "add is wrong", nil, []string{"calc.py:2: ", "calc.py:3: ", "calc.py:4: "}},
+		{"a comparison", added("calc.py", "if TestCase.maxDiff == 3:"), "add is wrong", nil, nil},
+		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil, nil},
+		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil, nil},
+		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil, nil},
+		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):"), "add is wrong", nil, nil},
+		{"an issue about the plugin", added("calc.py", "import pluggy"), "the pytest plugin crashes", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := runnerReaches(context.Background(), tree, tt.diff, tt.issue)
+			tr := tt.tree
+			if tr == nil {
+				tr = tree
+			}
+			got := runnerReaches(context.Background(), tr, tt.diff, tt.issue)
 			if len(got) != len(tt.want) {
 				t.Fatalf("diff:\n%s\ngot %q, want %d finding(s) %q", tt.diff, got, len(tt.want), tt.want)
 			}
