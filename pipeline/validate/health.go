@@ -57,6 +57,11 @@ func Health(results []Result) []Problem {
 		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
 			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
 			p.Hint = "run the check's command by hand in a clean checkout of the base commit: a conftest.py that fails to import, or an option in the pytest configuration that the installed pytest or its plugins do not know, are the usual causes"
+			if m := missingModule.FindStringSubmatch(r.Output); m != nil {
+				// A conftest.py (or a plugin it loads) that cannot import: no test can run.
+				p.Reason += fmt.Sprintf(" (No module named '%s')", m[1])
+				p.Hint, p.Missing = importHint(m[1]), m[1]
+			}
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
@@ -105,9 +110,14 @@ func erroredHint(r Result) string {
 		if m == nil {
 			continue
 		}
-		return fmt.Sprintf("the tests cannot import %s: install the project and its test dependencies into a virtualenv in the repository (python3 -m venv .venv && .venv/bin/pip install -e '.[test]'; ticketd then runs the checks with .venv/bin/python), or, if %s is the project's own package in a folder that nothing puts on the path, set env: {PYTHONPATH: <that folder>} on the check", m[1], m[1])
+		return importHint(m[1])
 	}
 	return "run the check's command by hand in a clean checkout of the base commit and fix what every test errors on (a fixture, a missing dependency, a conftest.py)"
+}
+
+// importHint says what would let tests that cannot import module run.
+func importHint(module string) string {
+	return fmt.Sprintf("the tests cannot import %s: install the project and its test dependencies into a virtualenv in the repository (python3 -m venv .venv && .venv/bin/pip install -e '.[test]'; ticketd then runs the checks with .venv/bin/python), or, if %s is the project's own package in a folder that nothing puts on the path, set env: {PYTHONPATH: <that folder>} on the check", module, module)
 }
 
 // problemLines are the first lines of a result's first error, else of its output.

@@ -69,10 +69,18 @@ func TestHealthMissing(t *testing.T) {
 		{"every test errors on an import", Result{Name: "t", Kind: KindPytest, Tests: 2, Errored: 2,
 			Findings: []Finding{{Message: "E   ModuleNotFoundError: No module named 'shinyfmt.core'"}}}, "shinyfmt.core"},
 		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Output: "No module named 'x'"}, ""},
+		// marshmallow's tests/conftest.py imports simplejson, a test dependency: pytest exits 4
+		// before any test runs, with no report.
+		{"a conftest's import", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report",
+			Output: "ImportError while loading conftest '/w/tests/conftest.py'.\ntests/conftest.py:5: in <module>\n    from tests.base import Blog\ntests/base.py:9: in <module>\n    import simplejson\nE   ModuleNotFoundError: No module named 'simplejson'\n"}, "simplejson"},
+		{"a usage error", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage: pytest [options]\n"}, ""},
 	} {
 		ps := Health([]Result{tc.r})
 		if len(ps) != 1 || ps[0].Missing != tc.want {
 			t.Errorf("%s: Health(%+v) = %+v; want one problem missing %q", tc.name, tc.r, ps, tc.want)
+		}
+		if tc.want != "" && tc.r.Tests < 0 && !tc.r.NotStarted && !strings.Contains(ps[0].String(), "cannot import "+tc.want) {
+			t.Errorf("%s: %s; want it to say the tests cannot import %s", tc.name, ps[0], tc.want)
 		}
 	}
 }
