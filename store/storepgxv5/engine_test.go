@@ -561,3 +561,69 @@ func TestWriteOutlastsARestart(t *testing.T) {
 		t.Errorf("write once the server is back: %v", err)
 	}
 }
+
+// TestMigrateOutlastsARestart: a node whose start meets the database restarting (cron
+// starts the night while the server is away for seconds) waits for it, as a write does,
+// instead of giving up the night; a server that refuses what is asked (a database that does
+// not exist) still fails at once.
+func TestMigrateOutlastsARestart(t *testing.T) {
+	ctx := context.Background()
+	base := storetest.FreshPostgres(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	away := startProxy(t, "127.0.0.1:0", target)
+	addr := away.ln.Addr().String()
+	away.close() // the port refuses connections, as a stopped server's does
+	u.Host = addr
+	retries := make(chan string, 100)
+	opts := storepgxv5.Options{WriteTimeout: time.Minute, PollEvery: 50 * time.Millisecond,
+		Options: storedriver.Options{OnRetry: func(op string, try int, err error) {
+			select {
+			case retries <- op:
+			default:
+			}
+		}}}
+	type opened struct {
+		e   *storepgxv5.Engine
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		e, err := storepgxv5.Open(ctx, u.String(), opts)
+		done <- opened{e, err}
+	}()
+	for n := 0; n < 3; {
+		select {
+		case o := <-done:
+			t.Fatalf("open with the server away after %d retries: %v; want it to wait for the server (write timeout 1m)", n, o.err)
+		case op := <-retries:
+			if op == "migrate" {
+				n++
+			}
+		}
+	}
+	back := startProxy(t, addr, target)
+	t.Cleanup(back.close)
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("open once the server is back: %v", o.err)
+	}
+	t.Cleanup(func() { o.e.Close() })
+	if v, err := o.e.SchemaVersion(ctx); err != nil || v != storepgxv5.SchemaVersion {
+		t.Errorf("schema after the wait: v%d, %v; want v%d", v, err, storepgxv5.SchemaVersion)
+	}
+
+	nodb := *u
+	nodb.Path = "/ticketd_no_such_database"
+	if _, err := storepgxv5.Open(ctx, nodb.String(), opts); err == nil || !strings.Contains(err.Error(), "ticketd_no_such_database") {
+		t.Errorf("open of a database that does not exist: %v; want its error", err)
+	}
+	select {
+	case op := <-retries:
+		t.Errorf("a database that does not exist was retried (%s); want it to fail at once", op)
+	default:
+	}
+}

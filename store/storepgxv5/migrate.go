@@ -3,7 +3,12 @@ package storepgxv5
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketd/ticketd/store/storedriver"
 )
@@ -25,23 +30,72 @@ var SchemaVersion = migrations[len(migrations)-1].Version
 const migrateLock = `SELECT pg_advisory_xact_lock(hashtext('ticketd:migrate'))`
 
 // migrate brings the database forward to version target, each step in a transaction of
-// its own together with its schema_migrations row, under the migration lock.
+// its own together with its schema_migrations row, under the migration lock. A server that
+// goes away meanwhile (a restart, a failover: nodes started by cron meet the database's own
+// maintenance) is waited for up to WriteTimeout, as a write is: a step reads the version
+// again under the lock, so rerunning one whose COMMIT's answer was lost is safe.
 func (e *Engine) migrate(ctx context.Context, target int) error {
-	for {
+	pause := 50 * time.Millisecond
+	var lostSince time.Time
+	for try := 1; ; try++ {
 		done, err := e.migrateOne(ctx, target)
-		if err != nil || done {
+		if err == nil && done {
+			return nil
+		}
+		if err == nil {
+			lostSince = time.Time{}
+			continue
+		}
+		if ctx.Err() != nil || !serverLost(err) {
 			return err
 		}
+		if lostSince.IsZero() {
+			lostSince = time.Now()
+		} else if time.Since(lostSince) > e.opts.WriteTimeout {
+			return fmt.Errorf("%w (the database did not answer for %s)", err, e.opts.WriteTimeout)
+		}
+		if e.opts.OnRetry != nil {
+			e.opts.OnRetry("migrate", try, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (while waiting for the database: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
 	}
+}
+
+// serverLost reports whether a migration step failed because its session could not be had
+// or ended under it (connection refused or reset, 57P01 terminating connection, 57P03 the
+// database system is starting up), not because the server refused what was asked (a
+// password, a statement) or the schema is not ticketd's.
+func serverLost(err error) bool {
+	var lost *connLost
+	if !errors.As(err, &lost) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	return true
 }
 
 // migrateOne applies the next step; done when the database is at target.
 func (e *Engine) migrateOne(ctx context.Context, target int) (done bool, err error) {
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("migrate: begin: %w", err)
+		return false, &connLost{fmt.Errorf("migrate: begin: %w", err)}
 	}
 	defer tx.Rollback(ctx)
+	defer func() {
+		if err != nil && tx.Conn().IsClosed() {
+			err = &connLost{err} // the session ended under the step: nothing of it stays
+		}
+	}()
 	if _, err := tx.Exec(ctx, migrateLock); err != nil {
 		return false, fmt.Errorf("migrate: lock: %w", err)
 	}
