@@ -417,6 +417,12 @@ func (e *env) sayWaiting(path string) func(op string, try int, err error) {
 	var once sync.Once
 	return func(op string, try int, err error) {
 		once.Do(func() {
+			if store.IsURL(path) {
+				// PostgreSQL: a server away (a restart, a failover) or a busy write.
+				why, _, _ := strings.Cut(fmt.Sprint(err), "\n")
+				fmt.Fprintf(e.stderr, "ticketctl: %s: the database did not take it (%s); retrying while it is away, for up to 30s (Ctrl-C stops: nothing is written)\n", op, why)
+				return
+			}
 			holder := "another process"
 			if data, rerr := os.ReadFile(path + ".lock"); rerr == nil {
 				if pid := strings.TrimSpace(string(data)); pid != "" {

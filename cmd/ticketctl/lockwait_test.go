@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,5 +149,27 @@ func TestIntakeSkipsShown(t *testing.T) {
 	decode(t, ctl(t, "--db", f.db, "--json", "intake"), &got)
 	if len(got) != 1 || got[0].Path != "07.md" {
 		t.Errorf("intake --json = %+v; want the one skipped file", got)
+	}
+}
+
+// TestWaitingSaysWhatItWaitsFor: on PostgreSQL a retry waits for a server that is away (a
+// restart), never for "the database's write lock" of a SQLite file.
+func TestWaitingSaysWhatItWaitsFor(t *testing.T) {
+	for _, tc := range []struct {
+		path, want, not string
+	}{
+		{"postgres://ticketd@db:5432/ticketd", "the database did not take it (dial tcp 10.0.0.5:5432: connect: connection refused); retrying while it is away", "write lock"},
+		{filepath.Join(t.TempDir(), "ticketd.db"), "waiting for the database's write lock", "away"},
+	} {
+		var stderr strings.Builder
+		e := &env{stderr: &stderr}
+		say := e.sayWaiting(tc.path)
+		err := errors.New("dial tcp 10.0.0.5:5432: connect: connection refused\n\tsecond try: refused")
+		say("migrate", 1, err)
+		say("migrate", 2, err)
+		got := stderr.String()
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) || strings.Count(got, "\n") != 1 {
+			t.Errorf("%s: said %q; want one line saying %q, not %q", tc.path, got, tc.want, tc.not)
+		}
 	}
 }
