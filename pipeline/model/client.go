@@ -436,6 +436,7 @@ type sendStats struct {
 func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.ChatCompletionRequest, key string, open func()) (openai.ChatCompletionResponse, Usage, sendStats, error) {
 	var st sendStats
 	var spent Usage // estimated usage of abandoned or truncated answers, which may be billed
+	empty := 0      // answers without choices so far
 	for n := 0; ; n++ {
 		if ep.brk.down() {
 			s := ep.brk.status()
@@ -468,11 +469,8 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			if ws.info.usageReported {
 				spent = spent.Add(usageOf(resp.Usage, ws.info))
 			}
-			st.class = ErrorClassBadResponse
-			c.breakerSuccess(ep)
-			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
-			err = errors.New("no choices in the answer")
-			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+			empty++
+			f, err = emptyAnswer(ws.status, empty), errors.New("no choices in the answer")
 		default:
 			f = classify(ctx, err, ws)
 			if f.class == ErrorClassBadResponse && ws.jsonBytes > 0 {
@@ -532,6 +530,23 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 			return resp, spent, st, fmt.Errorf("models.roles.%s: wait to retry: %w", role, ctx.Err())
 		}
 	}
+}
+
+// emptyRetries is how many times in a row an answer without choices is asked again: OpenRouter
+// documents such answers for a model warming up from a cold start or a provider scaling up
+// ("When No Content is Generated", openrouter.ai/docs/api-reference/errors), and says to
+// retry. Each may be billed for its prompt, so the asking stops soon.
+const emptyRetries = 2
+
+// emptyAnswer is the fault of the n-th answer in a row without choices: retried up to
+// emptyRetries times; then, since no ticket's request earns it, a fault of the endpoint
+// (AnyRequest) that the night counts against the endpoint, never against the ticket.
+func emptyAnswer(status, n int) fault {
+	said := "the answer has no choices"
+	if n > 1 {
+		said = fmt.Sprintf("the answer has no choices, %d times in a row", n)
+	}
+	return fault{class: ErrorClassBadResponse, status: status, apiMsg: said, retryable: n <= emptyRetries, anyRequest: true}
 }
 
 // rateLimited is the error for a rate limit the provider said lifts at resetAt: a *Fault
@@ -628,8 +643,11 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, rejectedHint(ep, role, model, f))
 	case ErrorClassBadResponse:
 		hint := fmt.Sprintf(": check models.endpoints.%s.base_url (%s): it must be an OpenAI-compatible chat completions server", ep.name, ep.baseURL)
-		if strings.Contains(f.apiMsg, "streamed") {
+		switch {
+		case strings.Contains(f.apiMsg, "streamed"):
 			hint = fmt.Sprintf(": point models.endpoints.%s.base_url (%s) at a server or proxy that answers stream: false with one JSON object", ep.name, ep.baseURL)
+		case strings.HasPrefix(f.apiMsg, "the answer has no choices"):
+			hint = fmt.Sprintf(": the endpoint made no answer (OpenRouter does this while a model warms up or a provider scales); if it goes on, use another model or provider for models.roles.%s", role)
 		}
 		return fmt.Errorf("models.roles.%s: %w from %s (%s)%s%s: %w", role, ErrBadResponse, ep.name, status, said, hint, err)
 	case ErrorClassClient:

@@ -48,7 +48,7 @@ var (
 	// says which setting to check.
 	ErrRejected = errors.New("endpoint rejected the request")
 	// ErrBadResponse means the endpoint answered 2xx with something that is not a chat
-	// completion (no choices, or a body that is not JSON).
+	// completion (no choices, asked again twice first; or a body that is not JSON).
 	ErrBadResponse = errors.New("model endpoint sent an unusable response")
 	// ErrContextOverflow means the conversation no longer fits the model's context window,
 	// whatever shape the server said it in (OpenAI's context_length_exceeded, vLLM's flat

@@ -100,6 +100,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		timeout = min(timeout, c.cfg.PreflightTimeout)
 	}
 	start := c.clock.Now()
+	empty := 0 // answers without choices so far
 	for n := 0; ; n++ {
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		ws := &wireState{cacheKey: key}
@@ -119,8 +120,8 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
 		case err == nil:
-			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
-			err = errors.New("no choices in the answer")
+			empty++
+			f, err = emptyAnswer(ws.status, empty), errors.New("no choices in the answer")
 		default:
 			f = classify(ctx, err, ws)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ func TestPreflightShapes(t *testing.T) {
 	deadURL := closed.URL
 	closed.Close()
 	var flaky atomic.Int64
+	var warming sync.Map
 	tests := []struct {
 		name     string
 		handler  func(w http.ResponseWriter, r *http.Request, body map[string]any)
@@ -104,6 +107,14 @@ func TestPreflightShapes(t *testing.T) {
 			if flaky.Add(1) <= 4 {
 				w.Header().Set("Retry-After", "2")
 				writeJSON(w, 429, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`)
+				return
+			}
+			writeJSON(w, 200, completion("ok", "stop", ""))
+		}},
+		{name: "empty choices while the model warms up", handler: func(w http.ResponseWriter, _ *http.Request, body map[string]any) {
+			// Each role's first answer is empty (OpenRouter, a model warming up).
+			if _, seen := warming.LoadOrStore(fmt.Sprint(body["messages"]), true); !seen {
+				writeJSON(w, 200, `{"id":"gen-1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":900,"completion_tokens":0}}`)
 				return
 			}
 			writeJSON(w, 200, completion("ok", "stop", ""))
@@ -281,8 +292,8 @@ func TestTimeoutNamesTheSetting(t *testing.T) {
 	}
 }
 
-// TestEmptyChoicesUsageKept: an answer without choices that reports usage is an unusable
-// answer whose tokens were billed all the same.
+// TestEmptyChoicesUsageKept: answers without choices that report usage are unusable answers
+// whose tokens were billed all the same, each of them.
 func TestEmptyChoicesUsageKept(t *testing.T) {
 	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
 		writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1234,"completion_tokens":56}}`)
@@ -294,7 +305,7 @@ func TestEmptyChoicesUsageKept(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadResponse (no choices, HTTP 200) with a Fault", err)
 	}
 	recs := b.rec.all()
-	if len(recs) != 1 || recs[0].Usage.PromptTokens != 1234 || recs[0].Usage.CompletionTokens != 56 || recs[0].CostUSD == nil || *recs[0].CostUSD <= 0 {
+	if n := int64(1 + emptyRetries); len(recs) != 1 || recs[0].Usage.PromptTokens != n*1234 || recs[0].Usage.CompletionTokens != n*56 || recs[0].CostUSD == nil || *recs[0].CostUSD <= 0 {
 		t.Errorf("recorded %+v, want the reported usage and its cost kept", recs)
 	}
 }

@@ -151,7 +151,6 @@ func TestNotRetried(t *testing.T) {
 		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
 			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota, false},
 		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse, true},
-		{"no choices", 200, `{"choices":[],"usage":{"prompt_tokens":5}}`, ErrBadResponse, "no choices", ErrorClassBadResponse, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +180,60 @@ func TestNotRetried(t *testing.T) {
 			}
 			if strings.Contains(b.logs.String(), "sk-test-secret") {
 				t.Errorf("the API key appears in the logs:\n%s", b.logs)
+			}
+		})
+	}
+}
+
+// TestEmptyAnswerRetried: an answer without choices (OpenRouter's "When No Content is
+// Generated": a model warming up, a provider scaling) is asked again, at most emptyRetries
+// times; one that keeps coming is the endpoint's fault, never the ticket's (AnyRequest), and
+// every answer's billed usage is kept.
+func TestEmptyAnswerRetried(t *testing.T) {
+	const empty = `{"id":"gen-1","object":"chat.completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":0,"total_tokens":1000}}`
+	tests := []struct {
+		name      string
+		empties   int // answers without choices before a completion; -1: every one
+		wantReqs  int
+		wantErr   bool
+		wantUsage int64 // prompt tokens recorded
+	}{
+		{"one empty answer, then a completion", 1, 2, false, 1000 + 100},
+		{"two empty answers, then a completion", 2, 3, false, 2000 + 100},
+		{"empty answers that go on", -1, 1 + emptyRetries, true, (1 + emptyRetries) * 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				if tt.empties < 0 || n < tt.empties {
+					writeJSON(w, 200, empty)
+					return
+				}
+				writeJSON(w, 200, completion("ok", "stop", ""))
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			recs := b.rec.all()
+			if len(recs) != 1 || recs[0].Usage.PromptTokens != tt.wantUsage || recs[0].Retries != tt.wantReqs-1 {
+				t.Errorf("recorded %+v, want one call of %d prompt tokens and %d retries", recs, tt.wantUsage, tt.wantReqs-1)
+			}
+			if !tt.wantErr {
+				if err != nil || resp.Message.Content != "ok" {
+					t.Fatalf("Chat = %q, %v; want the completion that came after the empty answers", resp.Message.Content, err)
+				}
+				return
+			}
+			var f *Fault
+			if !errors.Is(err, ErrBadResponse) || !errors.As(err, &f) || !f.AnyRequest || f.Status != 200 {
+				t.Fatalf("err = %v (fault %+v), want ErrBadResponse with a Fault no request causes (AnyRequest), HTTP 200", err, f)
+			}
+			for _, w := range []string{"no choices, 3 times in a row", "warms up"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to say %q", err, w)
+				}
 			}
 		})
 	}
