@@ -500,7 +500,7 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		}
 		reset, resetKnown := time.Duration(0), false
 		if f.class == ErrorClassRateLimit {
-			reset, resetKnown = rateReset(ws.rateHeader, f.apiMsg, c.clock.Now())
+			reset, resetKnown = rateReset(ws.rateHeader, cmp.Or(f.text, f.apiMsg), c.clock.Now())
 		}
 		if resetKnown && (reset > c.cfg.Retry.MaxWait || n >= c.cfg.Retry.MaxRetries) {
 			// Waiting it out here would hold a worker (and its lease) idle: the ticket

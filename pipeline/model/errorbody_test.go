@@ -93,6 +93,12 @@ func TestErrorShapes(t *testing.T) {
 		{"litellm content policy 400", "LiteLLM ContentPolicyViolationError as its proxy sends it",
 			400, "", `{"error":{"message":"litellm.ContentPolicyViolationError: AzureException - The response was filtered","type":null,"param":null,"code":"400"}}`,
 			ErrorClassContentFilter, ErrContentFiltered, 1, "ContentPolicyViolationError"},
+		{"gemini per-minute limit in quota words", "continuedev/continue#9570, #12643: Gemini 429 RESOURCE_EXHAUSTED says 'exceeded your current quota' and when to retry",
+			429, "", `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 17.30897372s.","status":"RESOURCE_EXHAUSTED"}}`,
+			ErrorClassRateLimit, ErrRateLimited, 2, "it lifts at 2026-03-01T02:00:34Z"},
+		{"gemini 429 as a list", "n4ze3m/page-assist#406: Gemini's OpenAI-compatible endpoint answers [{\"error\": …}]",
+			429, "", `[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]`,
+			ErrorClassRateLimit, ErrTransport, 2, "(server said: Resource has been exhausted (e.g. check quota).)"},
 		{"200 with quota error", "OpenRouter: 200 carrying error.code 402",
 			200, "", `{"error":{"code":402,"message":"Insufficient credits"}}`,
 			ErrorClassQuota, ErrQuota, 1, "Insufficient credits"},
@@ -112,7 +118,7 @@ func TestErrorShapes(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("err = %v\nwant errors.Is %v", err, tt.wantErr)
 			}
-			if tt.wantErr != ErrTransport && errors.Is(err, ErrTransport) {
+			if tt.wantErr != ErrTransport && tt.wantErr != ErrRateLimited && errors.Is(err, ErrTransport) {
 				t.Errorf("err = %v: a %s must not be a transport fault", err, tt.wantClass)
 			}
 			if !strings.Contains(err.Error(), tt.wantSaid) {
