@@ -28,6 +28,57 @@ type answerInfo struct {
 	providerCost *float64
 	// errObj is set when the 2xx body carries an error instead of choices.
 	errObj *serverError
+	// interrupted is the finish_reason of a first choice whose generation the server broke
+	// off on its side (Mistral's and OpenRouter's "error", DeepSeek's
+	// "insufficient_system_resource"): not an answer, a fault to retry. "" otherwise.
+	interrupted string
+	// interruptErr is what the server said of it: the choice's own error object, which
+	// OpenRouter sends beside finish_reason "error".
+	interruptErr serverError
+}
+
+// finishReasons maps the finish_reason values servers send outside OpenAI's set to OpenAI's,
+// by lower-case value, so that the pipeline reads one vocabulary: above all, an answer cut at
+// the output or context limit must read as "length", or the tool call it was cut inside is
+// run (a write_file "repaired" into a shorter file). Mistral sends model_length (the context
+// window reached) beside length; Anthropic's stop reasons (max_tokens, end_turn,
+// stop_sequence, tool_use) and Gemini's (MAX_TOKENS, STOP, SAFETY) come through gateways
+// that pass them on; Hugging Face TGI sends eos_token and stop_sequence.
+var finishReasons = map[string]openai.FinishReason{
+	"max_tokens":    openai.FinishReasonLength,
+	"model_length":  openai.FinishReasonLength,
+	"end_turn":      openai.FinishReasonStop,
+	"stop_sequence": openai.FinishReasonStop,
+	"eos":           openai.FinishReasonStop,
+	"eos_token":     openai.FinishReasonStop,
+	"tool_use":      openai.FinishReasonToolCalls,
+	"safety":        openai.FinishReasonContentFilter,
+	// Gemini's own spellings of OpenAI's values.
+	"stop":   openai.FinishReasonStop,
+	"length": openai.FinishReasonLength,
+}
+
+// interruptedReasons are the finish_reason values of an answer the server broke off (see
+// answerInfo.interrupted).
+var interruptedReasons = map[string]bool{"error": true, "insufficient_system_resource": true}
+
+// fixFinishReason rewrites a choice's finish_reason in OpenAI's vocabulary (finishReasons)
+// and reports whether it changed it, and the value when it says the generation was broken
+// off.
+func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted string) {
+	var r string
+	if json.Unmarshal(ch["finish_reason"], &r) != nil || r == "" {
+		return false, ""
+	}
+	low := strings.ToLower(r)
+	if interruptedReasons[low] {
+		return false, r
+	}
+	if to, ok := finishReasons[low]; ok && string(to) != r {
+		ch["finish_reason"], _ = json.Marshal(to)
+		return true, ""
+	}
+	return false, ""
 }
 
 // normalizeAnswer reads a 2xx chat answer and rewrites, where needed, what go-openai
@@ -46,6 +97,8 @@ type answerInfo struct {
 //     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
 //     conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
+//   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
+//     (finishReasons): a cut answer always reads "length";
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
 //     seconds, and given as anything but a number (a date string) is dropped: go-openai
 //     reads it as an integer and would refuse the whole answer over a field ticketd
@@ -71,6 +124,17 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 	}
 	changed := false
 	for ci, ch := range choices {
+		if ch == nil {
+			continue
+		}
+		fixed, interrupted := fixFinishReason(ch)
+		changed = changed || fixed
+		if ci == 0 && interrupted != "" {
+			info.interrupted = interrupted
+			if e, ok := ch["error"]; ok && string(e) != "null" {
+				info.interruptErr = parseErrorBody([]byte(`{"error":` + string(e) + `}`))
+			}
+		}
 		var msg map[string]json.RawMessage
 		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
 			continue

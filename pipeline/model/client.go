@@ -449,7 +449,7 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		ws := &wireState{cacheKey: key, onResponse: open}
 		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
 		cancel()
-		if err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil {
+		if err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil && ws.info.interrupted == "" {
 			c.breakerSuccess(ep)
 			u := usageOf(resp.Usage, ws.info)
 			if !ws.info.usageReported {
@@ -464,6 +464,14 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		case err == nil && ws.info.errObj != nil:
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil && len(resp.Choices) > 0:
+			// An answer the server broke off was made and may be billed: keep its usage.
+			u := usageOf(resp.Usage, ws.info)
+			if !ws.info.usageReported {
+				u, st.estimated = estimateUsage(ws.reqBytes, resp.Choices[0].Message), true
+			}
+			spent = spent.Add(u)
+			f, err = interruptedAnswer(ws.status, ws.info), fmt.Errorf("the answer ended with finish_reason %q", ws.info.interrupted)
 		case err == nil:
 			// An answer without choices may still have been billed: keep its usage.
 			if ws.info.usageReported {
@@ -547,6 +555,23 @@ func emptyAnswer(status, n int) fault {
 		said = fmt.Sprintf("the answer has no choices, %d times in a row", n)
 	}
 	return fault{class: ErrorClassBadResponse, status: status, apiMsg: said, retryable: n <= emptyRetries, anyRequest: true}
+}
+
+// interruptedAnswer is the fault of an answer whose generation the server broke off on its
+// side (answerInfo.interrupted): a server fault, retried, whatever status its error object
+// names, unless its words say the prompt overflowed the context or set off a filter.
+func interruptedAnswer(status int, info answerInfo) fault {
+	f := classifyHTTP(status, info.interruptErr)
+	if f.class == ErrorClassRejected || f.class == ErrorClassServer {
+		f.class, f.retryable = ErrorClassServer, true
+	}
+	what := fmt.Sprintf("the server broke off its answer (finish_reason %q)", info.interrupted)
+	if f.apiMsg == "" {
+		f.apiMsg = what
+	} else {
+		f.apiMsg = what + ": " + f.apiMsg
+	}
+	return f
 }
 
 // rateLimited is the error for a rate limit the provider said lifts at resetAt: a *Fault

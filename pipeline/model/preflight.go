@@ -110,7 +110,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		switch {
 		case ctx.Err() != nil:
 			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
-		case err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil:
+		case err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil && ws.info.interrupted == "":
 			u := usageOf(resp.Usage, ws.info)
 			c.log.Info("preflight passed", "role", string(req.Role), "model", rc.Model, "endpoint", ep.name,
 				"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "usage_reported", ws.info.usageReported,
@@ -119,6 +119,8 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		case err == nil && ws.info.errObj != nil:
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil && len(resp.Choices) > 0:
+			f, err = interruptedAnswer(ws.status, ws.info), fmt.Errorf("the answer ended with finish_reason %q", ws.info.interrupted)
 		case err == nil:
 			empty++
 			f, err = emptyAnswer(ws.status, empty), errors.New("no choices in the answer")
