@@ -189,6 +189,22 @@ var overflowWords = []string{
 	"exceeds the maximum number of tokens allowed",
 	// LiteLLM's own class name, when it maps an upstream's words to it.
 	"contextwindowexceedederror",
+	// xAI: "This model's maximum prompt length is 131072 but the request contains 136973
+	// tokens." (cline/cline#3120).
+	"maximum prompt length",
+	// Hugging Face TGI, 422: "Input validation error: `inputs` tokens + `max_new_tokens` must
+	// be <= 8192. Given: 6204 `inputs` tokens and 2047 `max_new_tokens`", and "`inputs` must
+	// have less than 4096 tokens" (huggingface/chat-ui#1149, meta-llama/llama#1103).
+	"`max_new_tokens` must be <=",
+	"`inputs` must have less than",
+	// LM Studio, 400: "Trying to keep the first 10136 tokens when context the overflows.
+	// However, the model is loaded with context length of only 7866 tokens"
+	// (lmstudio-ai/lmstudio-bug-tracker#237, #546).
+	"context length of only",
+	// Groq, 413: "Request too large for model … on tokens per minute (TPM): Limit 6000,
+	// Requested 14810, please reduce your message size and try again" (one request larger
+	// than the account's whole per-minute allowance: waiting never lets it through).
+	"reduce your message size",
 }
 
 // filterWords are how servers say their content filter refused the prompt, lower case:
@@ -249,7 +265,9 @@ func classifyHTTP(status int, se serverError) fault {
 		f.wire = wire
 	}
 	switch {
-	case se.says(overflowWords):
+	case se.says(overflowWords) || status == http.StatusRequestEntityTooLarge:
+		// A 413 with other words is a proxy's body limit (nginx's client_max_body_size):
+		// the conversation is too large for the way to the model, as for the model itself.
 		f.class = ErrorClassContextOverflow
 	case status/100 == 4 && se.says(filterWords):
 		f.class = ErrorClassContentFilter
