@@ -524,6 +524,13 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		}
 		delay := backoff(n+1, c.cfg.Retry.BaseDelay, c.cfg.Retry.MaxDelay, c.jitter)
 		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
+			if !resetKnown && ra > c.cfg.Retry.MaxWait {
+				// A 503 for maintenance (OpenRouter and Azure send Retry-After with 503s): the
+				// wait would hold a worker and its lease idle, up to 10 minutes a retry. The
+				// ticket goes back to the queue, unspent, instead.
+				err = fmt.Errorf("%w; the server asked to retry after %s, longer than models.retry.max_wait (%s): not waited", err, ra, c.cfg.Retry.MaxWait)
+				return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+			}
 			delay = ra
 		}
 		if resetKnown {

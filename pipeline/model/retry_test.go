@@ -128,6 +128,52 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	}
 }
 
+// TestLongRetryAfterNotWaited: a 5xx whose Retry-After is longer than retry.max_wait (a 503
+// for maintenance; openrouter.ai/docs/api/errors: Retry-After on 503s) is not waited out
+// inside the call, holding a worker: the call fails as a transport fault at once, saying so.
+// One within max_wait is waited for exactly.
+func TestLongRetryAfterNotWaited(t *testing.T) {
+	tests := []struct {
+		name, retryAfter string
+		wantReqs         int
+		wantWaits        []time.Duration
+	}{
+		{"ten minutes", "600", 1, nil},
+		{"an hour as an HTTP date", "Sun, 01 Mar 2026 03:00:00 GMT", 1, nil},
+		{"within max_wait", "30", 2, []time.Duration{30 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				if n == 0 {
+					w.Header().Set("Retry-After", tt.retryAfter)
+					writeJSON(w, 503, `{"error":{"code":503,"message":"Service temporarily unavailable for maintenance"}}`)
+					return
+				}
+				writeJSON(w, 200, completion("ok", "stop", ""))
+			})
+			b := setup(t, testConfig(srv.URL))
+			_, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			if got := b.clock.Waits(); !equalDurations(got, tt.wantWaits) {
+				t.Errorf("waits = %v, want %v", got, tt.wantWaits)
+			}
+			if tt.wantReqs == 2 {
+				if err != nil {
+					t.Fatalf("err = %v, want the answer after the wait", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "longer than models.retry.max_wait (1m0s)") ||
+				!strings.Contains(err.Error(), "for maintenance") {
+				t.Errorf("err = %v, want ErrTransport saying the Retry-After was over max_wait, with the server's words", err)
+			}
+		})
+	}
+}
+
 func TestNotRetried(t *testing.T) {
 	tests := []struct {
 		name      string
