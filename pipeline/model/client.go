@@ -726,6 +726,8 @@ func paramHint(endpoint string, role Role, said string) string {
 	switch {
 	case strings.Contains(low, "prompt_cache_key"):
 		return fmt.Sprintf(": set models.endpoints.%s.prompt_cache_key: false (this server does not take it)", endpoint)
+	case outputLimitTooLarge(low):
+		return fmt.Sprintf(": lower models.roles.%s.max_output_tokens to the model's output limit (or set models.prices.<model>.max_output)", role)
 	case strings.Contains(low, "max_completion_tokens"):
 		return fmt.Sprintf(": set models.endpoints.%s.max_tokens_field: max_tokens", endpoint)
 	case strings.Contains(low, "parallel_tool_calls"):
@@ -736,6 +738,23 @@ func paramHint(endpoint string, role Role, said string) string {
 		return fmt.Sprintf(": models.roles.%s.model must support tool calls", role)
 	}
 	return fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", endpoint)
+}
+
+// outputLimitTooLarge says whether a refusal (lower case) is about the output limit's value,
+// not its name: OpenAI "max_tokens is too large: 32000. This model supports at most 16384
+// completion tokens", Groq "`max_tokens` must be less than or equal to `16384`", Volcengine
+// "The parameter `max_completion_tokens` … integer above maximum value, expected a value <=
+// 12288". Renaming the field (max_tokens_field) would not help these.
+func outputLimitTooLarge(low string) bool {
+	if !strings.Contains(low, "max_tokens") && !strings.Contains(low, "max_completion_tokens") {
+		return false
+	}
+	for _, w := range []string{"too large", "at most", "less than or equal", "above maximum", "value <=", "must be <="} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local
