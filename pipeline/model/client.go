@@ -705,6 +705,9 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 // rejectedHint is the setting to check for a refused request, by its status: the key, the
 // URL and model, or the request parameter the server names.
 func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
+	if (serverError{msg: f.text}).says(locationWords) {
+		return fmt.Sprintf(": the provider refuses requests from where this machine is (its country or IP address): run ticketd where %s serves, or use another endpoint", ep.baseURL)
+	}
 	switch f.status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		if ep.keyEnv != "" {

@@ -230,6 +230,12 @@ func retryLater(status int, se serverError) bool {
 	return ok
 }
 
+// locationWords are how providers refuse every request from where the machine is, lower
+// case: OpenAI's 403 (home-assistant/core#120072; songquanpeng/one-api#1692, a server whose
+// IP was blocked from one day to the next) and Gemini's 400. No ticket's request causes it.
+var locationWords = []string{"unsupported_country_region_territory", "country, region, or territory not supported",
+	"user location is not supported"}
+
 func (se serverError) says(words []string) bool {
 	hay := strings.ToLower(cmp.Or(se.text, se.msg) + " " + se.code + " " + se.typ)
 	for _, w := range words {
@@ -260,7 +266,8 @@ func classifyHTTP(status int, se serverError) fault {
 		}
 	}
 	// No request's content earns a 401 (the key) or a 404 (the model, the path).
-	f := fault{status: status, apiMsg: se.msg, text: cmp.Or(se.text, se.msg), anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound}
+	f := fault{status: status, apiMsg: se.msg, text: cmp.Or(se.text, se.msg),
+		anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound || se.says(locationWords)}
 	if wire/100 == 2 {
 		f.wire = wire
 	}
