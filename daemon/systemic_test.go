@@ -85,7 +85,8 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 }
 
 // TestEndpointRefusingEveryRequest: after the preflight, the endpoint answers 401 (the key
-// revoked mid-night), 404 (the model withdrawn) or an HTML page (a proxy in the way) to every
+// revoked mid-night), 404 (the model withdrawn), an HTML page (a proxy in the way), answers
+// without choices (OpenRouter's cold model) or a refusal of the machine's country to every
 // request, and one ticket is queued.
 // Before, its first attempt was released, its second met the same refusal "with nobody else
 // in between" and was charged as its own, and the ticket was escalated after three charged
@@ -107,6 +108,12 @@ func TestEndpointRefusingEveryRequest(t *testing.T) {
 			[]string{"HTTP 404", "has been deprecated", "models.roles."}},
 		{"a proxy's login page", 200, `<!doctype html><html><body><h1>Sign in to continue</h1></body></html>`,
 			[]string{"not a JSON chat completion", "Sign in to continue", "base_url"}},
+		// OpenRouter answers without choices while a model warms up; each call asks again
+		// twice before it gives up, and a lone ticket is never charged for it.
+		{"answers without choices", 200, `{"id":"gen-1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":0}}`,
+			[]string{"HTTP 200", "no choices, 3 times in a row", "warms up"}},
+		{"the machine's country refused", 403, `{"error":{"code":"unsupported_country_region_territory","message":"Country, region, or territory not supported","param":null,"type":"request_forbidden"}}`,
+			[]string{"HTTP 403", "Country, region, or territory not supported", "where this machine is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
