@@ -183,6 +183,36 @@ func TestTruncatedBodyCounted(t *testing.T) {
 	}
 }
 
+// TestCutBodyWithoutLength: an answer whose length only the connection's close marks (no
+// Content-Length, no chunks: an HTTP/1.0-style server, or one behind a proxy that passes the
+// close on) and whose server dies mid-body ends cleanly in the middle of its JSON. It is a
+// cut answer like any other, retried, not an unusable one.
+func TestCutBodyWithoutLength(t *testing.T) {
+	srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+		if n > 0 {
+			writeJSON(w, 200, completion("ok", "stop", ""))
+			return
+		}
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
+			`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"I will re`)
+		_ = buf.Flush()
+	})
+	b := setup(t, testConfig(srv.URL))
+	resp, err := b.client.Chat(context.Background(), userMsg("x"))
+	if err != nil || resp.Message.Content != "ok" || log.count() != 2 {
+		t.Fatalf("Chat = %q, %v after %d requests; want ok after a retry", resp.Message.Content, err, log.count())
+	}
+	if rec := b.rec.all()[0]; rec.Retries != 1 || !rec.CompletionUnknown {
+		t.Errorf("recorded %+v, want one retry and the cut answer's completion unknown", rec)
+	}
+}
+
 func FuzzParseErrorBody(f *testing.F) {
 	for _, s := range []string{
 		`{"error":{"message":"m","type":"t","code":"c"}}`, `{"error":"s"}`, `{"object":"error","message":"m","code":400}`,

@@ -198,6 +198,11 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior)
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
 		bytes.HasPrefix(trimmed, []byte("data:")) || bytes.HasPrefix(trimmed, []byte("event:")):
 		ws.sse = true
+	case closeDelimited(resp) && cutJSON(trimmed):
+		// A body whose end only the connection's close marks (no Content-Length, no chunks)
+		// ends "cleanly" when the server dies mid-answer: the JSON stops short.
+		ws.truncated = true
+		return nil, fmt.Errorf("read chat response body (%d bytes before it ended): the JSON stops short: %w", len(data), io.ErrUnexpectedEOF)
 	case !json.Valid(trimmed):
 		ws.badBody = trimmed[:min(len(trimmed), 2*maxServerMessage)]
 	default:
@@ -208,6 +213,22 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior)
 	resp.ContentLength = int64(len(data))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// closeDelimited says whether only the connection's close marked the body's end: no
+// Content-Length, no chunked encoding (whose last chunk proves the end), no compression
+// (whose own framing does).
+func closeDelimited(resp *http.Response) bool {
+	return resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 && !resp.Uncompressed
+}
+
+// cutJSON says whether b is the start of a JSON object or array that ends before it closes.
+func cutJSON(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+		return false
+	}
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // prior is what an answer's tool calls are checked against: the number of messages of the
