@@ -35,6 +35,9 @@ type answerInfo struct {
 	// interruptErr is what the server said of it: the choice's own error object, which
 	// OpenRouter sends beside finish_reason "error".
 	interruptErr serverError
+	// extras is the extra_content of the answer's tool calls that carried one, by the id
+	// the pipeline gets (see extraStore); nil when none did.
+	extras map[string]json.RawMessage
 }
 
 // finishReasons maps the finish_reason values servers send outside OpenAI's set to OpenAI's,
@@ -97,6 +100,8 @@ func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted s
 //     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
 //     conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
+//   - a tool call's extra_content (Gemini's thought signature) is kept aside, to be sent
+//     back with the call (extraStore), its id suffixed with a hash of it;
 //   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
 //     (finishReasons): a cut answer always reads "length";
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
@@ -140,7 +145,7 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, conv, ci) || joined {
+		if fixToolCalls(msg, conv, ci, &info) || joined {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -203,7 +208,7 @@ func joinContentParts(msg map[string]json.RawMessage) bool {
 
 // fixToolCalls gives the tool calls of choice ci in msg the shape go-openai reads (see
 // normalizeAnswer), and reports whether it changed any.
-func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
+func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int, info *answerInfo) bool {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return false
@@ -215,6 +220,9 @@ func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
 	taken := map[string]bool{} // the ids of this answer's earlier calls
 	for j, tc := range calls {
 		if fixToolCall(tc, conv, ci, j, taken) {
+			changed = true
+		}
+		if keepExtra(tc, info) {
 			changed = true
 		}
 	}
@@ -263,6 +271,28 @@ func fixToolCall(tc map[string]json.RawMessage, conv prior, ci, j int, taken map
 		tc["function"], _ = json.Marshal(fn)
 	}
 	return changed
+}
+
+// keepExtra records a tool call's extra_content in info.extras under its id, which it
+// suffixes with a hash of that content (see extraSuffix); it reports whether it changed the
+// id.
+func keepExtra(tc map[string]json.RawMessage, info *answerInfo) bool {
+	raw := bytes.TrimSpace(tc["extra_content"])
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var id string
+	_ = json.Unmarshal(tc["id"], &id)
+	nid := withExtraSuffix(id, raw)
+	if info.extras == nil {
+		info.extras = map[string]json.RawMessage{}
+	}
+	info.extras[nid] = slices.Clone(json.RawMessage(raw))
+	if nid == id {
+		return false
+	}
+	tc["id"], _ = json.Marshal(nid)
+	return true
 }
 
 // syntheticCallID is the id given to a tool call that came without one.

@@ -171,9 +171,10 @@ func newEndpoint(name string, ep Endpoint, base *http.Client, rt http.RoundTripp
 // newWireTransport is the endpoint's request shaping over rt. secrets are the header
 // values read from header_env, which redact removes from anything the server echoes.
 func newWireTransport(name string, ep Endpoint, rt http.RoundTripper) (wt *wireTransport, secrets []string, err error) {
+	extras := &extraStore{}
 	wt = &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query, maxAnswer: cmp.Or(ep.MaxAnswerBytes, DefaultMaxAnswerBytes),
-		delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
-		body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
+		delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey, extras: extras,
+		body: bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}, extraFor: extras.get}}
 	for h, v := range ep.Headers {
 		wt.headers[h] = v
 	}
