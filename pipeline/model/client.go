@@ -548,21 +548,18 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 	}
 }
 
-// emptyRetries is how many times in a row an answer without choices is asked again: OpenRouter
-// documents such answers for a model warming up from a cold start or a provider scaling up
-// ("When No Content is Generated", openrouter.ai/docs/api-reference/errors), and says to
-// retry. Each may be billed for its prompt, so the asking stops soon.
-const emptyRetries = 2
-
-// emptyAnswer is the fault of the n-th answer in a row without choices: retried up to
-// emptyRetries times; then, since no ticket's request earns it, a fault of the endpoint
-// (AnyRequest) that the night counts against the endpoint, never against the ticket.
+// emptyAnswer is the fault of the n-th answer in a row without choices. OpenRouter documents
+// such answers for a model warming up from a cold start or a provider scaling up, "from a
+// few seconds to a few minutes", and says to retry ("When No Content is Generated",
+// openrouter.ai/docs/api-reference/errors): a transport fault, retried within the call like
+// a 5xx (retry.max_retries), then the ticket is released unspent, and counted by the
+// endpoint's breaker, whose probe tells when the model answers again.
 func emptyAnswer(status, n int) fault {
 	said := "the answer has no choices"
 	if n > 1 {
 		said = fmt.Sprintf("the answer has no choices, %d times in a row", n)
 	}
-	return fault{class: ErrorClassBadResponse, status: status, apiMsg: said, retryable: n <= emptyRetries, anyRequest: true}
+	return fault{class: ErrorClassEmptyAnswer, status: status, apiMsg: said, retryable: true}
 }
 
 // interruptedAnswer is the fault of an answer whose generation the server broke off on its
@@ -676,11 +673,8 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, rejectedHint(ep, role, model, f))
 	case ErrorClassBadResponse:
 		hint := fmt.Sprintf(": check models.endpoints.%s.base_url (%s): it must be an OpenAI-compatible chat completions server", ep.name, ep.baseURL)
-		switch {
-		case strings.Contains(f.apiMsg, "streamed"):
+		if strings.Contains(f.apiMsg, "streamed") {
 			hint = fmt.Sprintf(": point models.endpoints.%s.base_url (%s) at a server or proxy that answers stream: false with one JSON object", ep.name, ep.baseURL)
-		case strings.HasPrefix(f.apiMsg, "the answer has no choices"):
-			hint = fmt.Sprintf(": the endpoint made no answer (OpenRouter does this while a model warms up or a provider scales); if it goes on, use another model or provider for models.roles.%s", role)
 		}
 		return fmt.Errorf("models.roles.%s: %w from %s (%s)%s%s: %w", role, ErrBadResponse, ep.name, status, said, hint, err)
 	case ErrorClassClient:
@@ -694,6 +688,9 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		last = fmt.Sprintf("timeout: no answer within %s (models.endpoints.%s.timeout; raise it for a slow server)", ep.timeout, ep.name)
 	} else if status != "" {
 		last += " (" + status + ")"
+	}
+	if f.class == ErrorClassEmptyAnswer {
+		said += fmt.Sprintf(": the endpoint made no answer, as OpenRouter does while a model warms up or a provider scales; if it goes on, use another model or provider for models.roles.%s", role)
 	}
 	if ep.brk.down() {
 		return fmt.Errorf("models.roles.%s: endpoint %s (%s) marked down after this request's %d attempts, last %s%s: %w: %w: %w",

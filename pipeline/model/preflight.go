@@ -27,7 +27,7 @@ import (
 // naming the role, its model and endpoint, the server's words, the HTTP status as sent and
 // the setting to change; each matches ErrTransport (still unreachable or failing when the
 // wait ran out), ErrRejected (refused key, unknown model, an unknown parameter; ErrQuota
-// too when out of credit), ErrBadResponse (streamed, no choices, not JSON) or
+// too when out of credit), ErrBadResponse (streamed, not JSON) or
 // ErrContextOverflow (the role's prompt does not fit the model's context), and carries a
 // *Fault.
 func (c *Client) Preflight(ctx context.Context, reqs []Request) error {
@@ -227,14 +227,16 @@ func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
 		Model: model, MaxCompletionTokens: 1,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "ping"}},
 	})
-	if err == nil && ws.info.errObj == nil {
-		_ = resp
+	if err == nil && ws.info.errObj == nil && len(resp.Choices) > 0 {
 		return nil
 	}
 	var f fault
-	if err == nil {
+	switch {
+	case err == nil && ws.info.errObj != nil:
 		f = classifyHTTP(ws.status, *ws.info.errObj)
-	} else {
+	case err == nil:
+		f = emptyAnswer(ws.status, 1) // the model is not answering yet: still down
+	default:
 		f = classify(pctx, err, ws)
 		if ctx.Err() == nil && pctx.Err() != nil {
 			f = fault{class: ErrorClassTimeout}

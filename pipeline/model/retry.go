@@ -108,7 +108,7 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 // waited out with its Retry-After, not counted.
 func transportClass(class string) bool {
 	switch class {
-	case ErrorClassServer, ErrorClassNetwork, ErrorClassTimeout, ErrorClassTruncated:
+	case ErrorClassServer, ErrorClassNetwork, ErrorClassTimeout, ErrorClassTruncated, ErrorClassEmptyAnswer:
 		return true
 	}
 	return false

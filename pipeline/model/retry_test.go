@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -240,9 +241,9 @@ func TestNotRetried(t *testing.T) {
 }
 
 // TestEmptyAnswerRetried: an answer without choices (OpenRouter's "When No Content is
-// Generated": a model warming up, a provider scaling) is asked again, at most emptyRetries
-// times; one that keeps coming is the endpoint's fault, never the ticket's (AnyRequest), and
-// every answer's billed usage is kept.
+// Generated": a model warming up, a provider scaling) is a transport fault: asked again up to
+// retry.max_retries times, then ErrTransport (the ticket released, never charged), counted by
+// the breaker; every answer's billed usage is kept.
 func TestEmptyAnswerRetried(t *testing.T) {
 	const empty = `{"id":"gen-1","object":"chat.completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":0,"total_tokens":1000}}`
 	tests := []struct {
@@ -254,7 +255,7 @@ func TestEmptyAnswerRetried(t *testing.T) {
 	}{
 		{"one empty answer, then a completion", 1, 2, false, 1000 + 100},
 		{"two empty answers, then a completion", 2, 3, false, 2000 + 100},
-		{"empty answers that go on", -1, 1 + emptyRetries, true, (1 + emptyRetries) * 1000},
+		{"empty answers that go on", -1, 1 + 3, true, (1 + 3) * 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,7 +266,9 @@ func TestEmptyAnswerRetried(t *testing.T) {
 				}
 				writeJSON(w, 200, completion("ok", "stop", ""))
 			})
-			b := setup(t, testConfig(srv.URL))
+			cfg := testConfig(srv.URL)
+			cfg.Retry.MaxRetries = 3
+			b := setup(t, cfg)
 			resp, err := b.client.Chat(context.Background(), userMsg("x"))
 			if n := log.count(); n != tt.wantReqs {
 				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
@@ -281,10 +284,13 @@ func TestEmptyAnswerRetried(t *testing.T) {
 				return
 			}
 			var f *Fault
-			if !errors.Is(err, ErrBadResponse) || !errors.As(err, &f) || !f.AnyRequest || f.Status != 200 {
-				t.Fatalf("err = %v (fault %+v), want ErrBadResponse with a Fault no request causes (AnyRequest), HTTP 200", err, f)
+			if !errors.Is(err, ErrTransport) || errors.Is(err, ErrBadResponse) || !errors.As(err, &f) || f.Class != ErrorClassEmptyAnswer || f.Status != 200 {
+				t.Fatalf("err = %v (fault %+v), want ErrTransport of class empty_answer, HTTP 200", err, f)
 			}
-			for _, w := range []string{"no choices, 3 times in a row", "warms up"} {
+			if recs[0].ErrorClass != ErrorClassEmptyAnswer {
+				t.Errorf("recorded class %q, want empty_answer", recs[0].ErrorClass)
+			}
+			for _, w := range []string{"no choices, 4 times in a row", "warms up"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("err = %v, want it to say %q", err, w)
 				}
@@ -427,4 +433,35 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// TestEmptyAnswersMarkTheEndpointDown: a model that answers without choices for minutes (a
+// cold start) marks its endpoint down like a failing server: requests stop, the probe finds
+// it still empty and keeps it down, and once it answers, the probe brings it back.
+func TestEmptyAnswersMarkTheEndpointDown(t *testing.T) {
+	var cold atomic.Bool
+	cold.Store(true)
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+		if cold.Load() {
+			writeJSON(w, 200, `{"id":"gen-1","object":"chat.completion","choices":[]}`)
+			return
+		}
+		writeJSON(w, 200, completion("ok", "stop", ""))
+	})
+	cfg := testConfig(srv.URL)
+	cfg.Breaker = BreakerConfig{Failures: 3, ProbeBase: 30 * time.Second, ProbeMax: time.Minute}
+	b := setup(t, cfg)
+	_, err := b.client.Chat(context.Background(), userMsg("x"))
+	if !errors.Is(err, ErrEndpointDown) || !strings.Contains(err.Error(), "no choices") {
+		t.Fatalf("err = %v, want ErrEndpointDown after 3 answers without choices", err)
+	}
+	b.clock.Advance(31 * time.Second)
+	if d := b.client.Unavailable(context.Background()); len(d) != 1 || !strings.Contains(d[0].LastError, "no choices") {
+		t.Errorf("after a probe answered without choices: %+v, want still down", d)
+	}
+	cold.Store(false)
+	b.clock.Advance(time.Minute)
+	if d := b.client.Unavailable(context.Background()); len(d) != 0 {
+		t.Errorf("after a probe that got an answer: %+v, want up", d)
+	}
 }
