@@ -1,6 +1,8 @@
 package model
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -216,6 +218,61 @@ func TestCutBodyWithoutLength(t *testing.T) {
 	}
 	if rec := b.rec.all()[0]; rec.Retries != 1 || !rec.CompletionUnknown {
 		t.Errorf("recorded %+v, want one retry and the cut answer's completion unknown", rec)
+	}
+}
+
+// TestGzipAnswers pins how a gzip-encoded answer is read (Go's transport asks for gzip and
+// inflates it): whole, it is the completion; cut mid-stream, or with a broken checksum, it is
+// a cut answer, retried; never more of it is inflated than max_answer_bytes.
+func TestGzipAnswers(t *testing.T) {
+	var whole bytes.Buffer
+	zw := gzip.NewWriter(&whole)
+	_, _ = zw.Write([]byte(completion("hello", "stop", "")))
+	_ = zw.Close()
+	gz := whole.Bytes()
+	badSum := append(append([]byte{}, gz[:len(gz)-8]...), 0, 0, 0, 0, 0, 0, 0, 0)
+	var bomb bytes.Buffer
+	zw = gzip.NewWriter(&bomb)
+	_, _ = zw.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"`))
+	_, _ = zw.Write(bytes.Repeat([]byte("a"), 8<<20))
+	_ = zw.Close()
+	tests := []struct {
+		name      string
+		body      []byte
+		wantReqs  int
+		wantClass string
+	}{
+		{"whole", gz, 1, ""},
+		{"cut mid-stream", gz[:len(gz)/2], 2, ""},
+		{"broken checksum", badSum, 2, ""},
+		{"8 MiB inflated from a small body", bomb.Bytes(), 1, ErrorClassBadResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Encoding", "gzip")
+				if n == 0 {
+					_, _ = w.Write(tt.body)
+					return
+				}
+				_, _ = w.Write(gz)
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			if tt.wantClass == "" {
+				if err != nil || resp.Message.Content != "hello" {
+					t.Errorf("Chat = %q, %v; want the completion", resp.Message.Content, err)
+				}
+				return
+			}
+			if recs := b.rec.all(); err == nil || len(recs) != 1 || recs[0].ErrorClass != tt.wantClass {
+				t.Errorf("err = %v, recorded %+v; want class %s", err, recs, tt.wantClass)
+			}
+		})
 	}
 }
 
