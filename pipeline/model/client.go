@@ -548,37 +548,6 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 	}
 }
 
-// emptyAnswer is the fault of the n-th answer in a row without choices. OpenRouter documents
-// such answers for a model warming up from a cold start or a provider scaling up, "from a
-// few seconds to a few minutes", and says to retry ("When No Content is Generated",
-// openrouter.ai/docs/api-reference/errors): a transport fault, retried within the call like
-// a 5xx (retry.max_retries), then the ticket is released unspent, and counted by the
-// endpoint's breaker, whose probe tells when the model answers again.
-func emptyAnswer(status, n int) fault {
-	said := "the answer has no choices"
-	if n > 1 {
-		said = fmt.Sprintf("the answer has no choices, %d times in a row", n)
-	}
-	return fault{class: ErrorClassEmptyAnswer, status: status, apiMsg: said, retryable: true}
-}
-
-// interruptedAnswer is the fault of an answer whose generation the server broke off on its
-// side (answerInfo.interrupted): a server fault, retried, whatever status its error object
-// names, unless its words say the prompt overflowed the context or set off a filter.
-func interruptedAnswer(status int, info answerInfo) fault {
-	f := classifyHTTP(status, info.interruptErr)
-	if f.class == ErrorClassRejected || f.class == ErrorClassServer {
-		f.class, f.retryable = ErrorClassServer, true
-	}
-	what := fmt.Sprintf("the server broke off its answer (finish_reason %q)", info.interrupted)
-	if f.apiMsg == "" {
-		f.apiMsg = what
-	} else {
-		f.apiMsg = what + ": " + f.apiMsg
-	}
-	return f
-}
-
 // rateLimited is the error for a rate limit the provider said lifts at resetAt: a *Fault
 // with ResetAt, matching ErrRateLimited and ErrTransport.
 func (c *Client) rateLimited(ep *endpoint, role Role, f fault, attempts int, resetAt time.Time) error {
@@ -698,64 +667,6 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	}
 	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
 		role, ep.name, ep.baseURL, attempts, last, said, ErrTransport, err)
-}
-
-// rejectedHint is the setting to check for a refused request, by its status: the key, the
-// URL and model, or the request parameter the server names.
-func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
-	if (serverError{msg: f.text}).says(locationWords) {
-		return fmt.Sprintf(": the provider refuses requests from where this machine is (its country or IP address): run ticketd where %s serves, or use another endpoint", ep.baseURL)
-	}
-	switch f.status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		if ep.keyEnv != "" {
-			return ": check " + ep.keyEnv
-		}
-		return fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
-	case http.StatusNotFound:
-		return fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return paramHint(ep.name, role, f.apiMsg)
-	}
-	return ""
-}
-
-// paramHint is the setting to change for a request refused with 400 or 422: the one for
-// the parameter the server names, else the list of settings that shape the request.
-func paramHint(endpoint string, role Role, said string) string {
-	low := strings.ToLower(said)
-	switch {
-	case strings.Contains(low, "prompt_cache_key"):
-		return fmt.Sprintf(": set models.endpoints.%s.prompt_cache_key: false (this server does not take it)", endpoint)
-	case outputLimitTooLarge(low):
-		return fmt.Sprintf(": lower models.roles.%s.max_output_tokens to the model's output limit (or set models.prices.<model>.max_output)", role)
-	case strings.Contains(low, "max_completion_tokens"):
-		return fmt.Sprintf(": set models.endpoints.%s.max_tokens_field: max_tokens", endpoint)
-	case strings.Contains(low, "parallel_tool_calls"):
-		return fmt.Sprintf(": remove models.endpoints.%s.parallel_tool_calls, or set it to false", endpoint)
-	case strings.Contains(low, "reasoning_effort"):
-		return fmt.Sprintf(": remove models.roles.%s.reasoning_effort (this model does not take it)", role)
-	case strings.Contains(low, "support tools") || strings.Contains(low, "tool_choice") || strings.Contains(low, "tools is not supported"):
-		return fmt.Sprintf(": models.roles.%s.model must support tool calls", role)
-	}
-	return fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", endpoint)
-}
-
-// outputLimitTooLarge says whether a refusal (lower case) is about the output limit's value,
-// not its name: OpenAI "max_tokens is too large: 32000. This model supports at most 16384
-// completion tokens", Groq "`max_tokens` must be less than or equal to `16384`", Volcengine
-// "The parameter `max_completion_tokens` … integer above maximum value, expected a value <=
-// 12288". Renaming the field (max_tokens_field) would not help these.
-func outputLimitTooLarge(low string) bool {
-	if !strings.Contains(low, "max_tokens") && !strings.Contains(low, "max_completion_tokens") {
-		return false
-	}
-	for _, w := range []string{"too large", "at most", "less than or equal", "above maximum", "value <=", "must be <="} {
-		if strings.Contains(low, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local
