@@ -75,7 +75,7 @@ var (
 )
 
 // ErrSystemic stops a night whose attempts of different tickets failed in a row for the
-// same reason on the endpoint's side (the same refusal, no choices, a context too small),
+// same reason on the endpoint's side (the same refusal, a context too small),
 // or one attempt on an answer no ticket's request causes (401, 404): every further attempt
 // would fail the same way and charge its ticket for it.
 var ErrSystemic = errors.New("the model endpoint fails every ticket's attempt the same way, on its side")

@@ -10,7 +10,7 @@ import (
 )
 
 // systemic tells a failure of the endpoint that every ticket would meet (a refused
-// parameter, an answer without choices, a context too small for the opening prompt) from a
+// parameter, a context too small for the opening prompt) from a
 // ticket's own trouble, by comparing the endpoint-side faults that end attempts in a row:
 //
 //   - the first attempt that ends on such a fault is released unspent, and its fault kept;

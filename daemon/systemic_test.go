@@ -32,9 +32,6 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 		{"the same 400 on every ticket", func(int, string) (int, string) {
 			return 400, `{"error":{"message":"Invalid 'messages[1].content': string too long for this deployment's content filter","type":"invalid_request_error"}}`
 		}, "string too long for this deployment's content filter"},
-		{"no choices", func(int, string) (int, string) {
-			return 200, `{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":0}}`
-		}, "no choices"},
 		{"tiny context on the maker's first request", func(n int, role string) (int, string) {
 			if role != "maker" {
 				return 0, ""
@@ -85,8 +82,8 @@ func TestSystemicFailureStopsTheNight(t *testing.T) {
 }
 
 // TestEndpointRefusingEveryRequest: after the preflight, the endpoint answers 401 (the key
-// revoked mid-night), 404 (the model withdrawn) or an HTML page (a proxy in the way) to every
-// request, and one ticket is queued.
+// revoked mid-night), 404 (the model withdrawn), an HTML page (a proxy in the way) or a
+// refusal of the machine's country to every request, and one ticket is queued.
 // Before, its first attempt was released, its second met the same refusal "with nobody else
 // in between" and was charged as its own, and the ticket was escalated after three charged
 // attempts on a night that ended ok. Now its second attempt ending the same way stops the
@@ -107,6 +104,8 @@ func TestEndpointRefusingEveryRequest(t *testing.T) {
 			[]string{"HTTP 404", "has been deprecated", "models.roles."}},
 		{"a proxy's login page", 200, `<!doctype html><html><body><h1>Sign in to continue</h1></body></html>`,
 			[]string{"not a JSON chat completion", "Sign in to continue", "base_url"}},
+		{"the machine's country refused", 403, `{"error":{"code":"unsupported_country_region_territory","message":"Country, region, or territory not supported","param":null,"type":"request_forbidden"}}`,
+			[]string{"HTTP 403", "Country, region, or territory not supported", "where this machine is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -126,6 +125,40 @@ func TestEndpointRefusingEveryRequest(t *testing.T) {
 				t.Errorf("ticket: %s with %d attempts (%s); want queued with none charged", tk.State, tk.Attempts, tk.Reason)
 			}
 		})
+	}
+}
+
+// TestColdModelAnswersEmpty: after the preflight, the endpoint answers the next requests
+// without choices, as OpenRouter does while a model warms up from a cold start. The answers
+// are transport faults: retried, then the endpoint is marked down until a probe gets an
+// answer, and the one queued ticket is fixed with no attempt charged; the night is not
+// stopped. Before, the first such answer failed the attempt as an unusable answer, and a
+// lone ticket meeting it twice was charged (or, two tickets, the night stopped).
+func TestColdModelAnswersEmpty(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	var empties atomic.Int64
+	s := &shaper{shape: providerShapes["openrouter"], fail: func(int, string) (int, string) {
+		if empties.Add(1) <= 8 {
+			return 200, `{"id":"gen-1","object":"chat.completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":0,"total_tokens":1200}}`
+		}
+		return 0, ""
+	}}
+	n, _ := shapedNight(t, 1, s, func(c *config.Config) {
+		c.Night.Workers = 1
+		// The breaker's probes wait on the real clock: short, so that the test is.
+		c.Models.Breaker.ProbeBase, c.Models.Breaker.ProbeMax = 20*time.Millisecond, 50*time.Millisecond
+	})
+	t.Logf("night %s: %s", n.rep.Outcome, n.rep.Error)
+	if n.rep.Stopped != nil {
+		t.Errorf("night stopped by %v, want it to run to the end", n.rep.Stopped)
+	}
+	tk, _ := n.store.Get(context.Background(), 1)
+	if tk.State != store.StateDone || tk.Attempts != 1 {
+		t.Errorf("ticket: %s with %d attempts (%s); want done, charged only for the attempt that fixed it", tk.State, tk.Attempts, tk.Reason)
+	}
+	if empties.Load() < 8 {
+		t.Errorf("the server answered %d times without choices, want 8: the test proves nothing", empties.Load())
 	}
 }
 

@@ -49,7 +49,7 @@ type Conclusion struct {
 	RepeatsUnverified int
 	// EndpointFault is set when the attempt ended on a model request that failed for a
 	// reason on the endpoint's side, which would fail any ticket's request the same way: a
-	// refusal (4xx other than quota), an unusable answer (streamed, no choices, not JSON),
+	// refusal (4xx other than quota), an unusable answer (streamed, not JSON),
 	// or a context overflow before the conversation grew (triage, the maker's first
 	// request). The night compares them across tickets to tell a systemic failure.
 	EndpointFault *model.Fault

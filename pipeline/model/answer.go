@@ -28,6 +28,60 @@ type answerInfo struct {
 	providerCost *float64
 	// errObj is set when the 2xx body carries an error instead of choices.
 	errObj *serverError
+	// interrupted is the finish_reason of a first choice whose generation the server broke
+	// off on its side (Mistral's and OpenRouter's "error", DeepSeek's
+	// "insufficient_system_resource"): not an answer, a fault to retry. "" otherwise.
+	interrupted string
+	// interruptErr is what the server said of it: the choice's own error object, which
+	// OpenRouter sends beside finish_reason "error".
+	interruptErr serverError
+	// extras is the extra_content of the answer's tool calls that carried one, by the id
+	// the pipeline gets (see extraStore); nil when none did.
+	extras map[string]json.RawMessage
+}
+
+// finishReasons maps the finish_reason values servers send outside OpenAI's set to OpenAI's,
+// by lower-case value, so that the pipeline reads one vocabulary: above all, an answer cut at
+// the output or context limit must read as "length", or the tool call it was cut inside is
+// run (a write_file "repaired" into a shorter file). Mistral sends model_length (the context
+// window reached) beside length; Anthropic's stop reasons (max_tokens, end_turn,
+// stop_sequence, tool_use) and Gemini's (MAX_TOKENS, STOP, SAFETY) come through gateways
+// that pass them on; Hugging Face TGI sends eos_token and stop_sequence.
+var finishReasons = map[string]openai.FinishReason{
+	"max_tokens":    openai.FinishReasonLength,
+	"model_length":  openai.FinishReasonLength,
+	"end_turn":      openai.FinishReasonStop,
+	"stop_sequence": openai.FinishReasonStop,
+	"eos":           openai.FinishReasonStop,
+	"eos_token":     openai.FinishReasonStop,
+	"tool_use":      openai.FinishReasonToolCalls,
+	"safety":        openai.FinishReasonContentFilter,
+	// Gemini's own spellings of OpenAI's values.
+	"stop":   openai.FinishReasonStop,
+	"length": openai.FinishReasonLength,
+}
+
+// interruptedReasons are the finish_reason values of an answer the server broke off (see
+// answerInfo.interrupted).
+var interruptedReasons = map[string]bool{"error": true, "insufficient_system_resource": true}
+
+// fixFinishReason rewrites a choice's finish_reason in OpenAI's vocabulary (finishReasons)
+// and reports whether it changed it, and the value when it says the generation was broken
+// off.
+func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted string) {
+	var r string
+	if json.Unmarshal(ch["finish_reason"], &r) != nil || r == "" {
+		return false, ""
+	}
+	low := strings.ToLower(r)
+	if interruptedReasons[low] {
+		return false, r
+	}
+	if to, ok := finishReasons[low]; ok && string(to) != r {
+		ch["finish_reason"], _ = json.Marshal(to)
+		return true, ""
+	}
+	return false, ""
 }
 
 // normalizeAnswer reads a 2xx chat answer and rewrites, where needed, what go-openai
@@ -46,6 +100,10 @@ type answerInfo struct {
 //     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
 //     conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
+//   - a tool call's extra_content (Gemini's thought signature) is kept aside, to be sent
+//     back with the call (extraStore), its id suffixed with a hash of it;
+//   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
+//     (finishReasons): a cut answer always reads "length";
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
 //     seconds, and given as anything but a number (a date string) is dropped: go-openai
 //     reads it as an integer and would refuse the whole answer over a field ticketd
@@ -71,12 +129,23 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 	}
 	changed := false
 	for ci, ch := range choices {
+		if ch == nil {
+			continue
+		}
+		fixed, interrupted := fixFinishReason(ch)
+		changed = changed || fixed
+		if ci == 0 && interrupted != "" {
+			info.interrupted = interrupted
+			if e, ok := ch["error"]; ok && string(e) != "null" {
+				info.interruptErr = parseErrorBody([]byte(`{"error":` + string(e) + `}`))
+			}
+		}
 		var msg map[string]json.RawMessage
 		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, conv, ci) || joined {
+		if fixToolCalls(msg, conv, ci, &info) || joined {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -139,7 +208,7 @@ func joinContentParts(msg map[string]json.RawMessage) bool {
 
 // fixToolCalls gives the tool calls of choice ci in msg the shape go-openai reads (see
 // normalizeAnswer), and reports whether it changed any.
-func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
+func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int, info *answerInfo) bool {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return false
@@ -151,6 +220,9 @@ func fixToolCalls(msg map[string]json.RawMessage, conv prior, ci int) bool {
 	taken := map[string]bool{} // the ids of this answer's earlier calls
 	for j, tc := range calls {
 		if fixToolCall(tc, conv, ci, j, taken) {
+			changed = true
+		}
+		if keepExtra(tc, info) {
 			changed = true
 		}
 	}
@@ -199,6 +271,28 @@ func fixToolCall(tc map[string]json.RawMessage, conv prior, ci, j int, taken map
 		tc["function"], _ = json.Marshal(fn)
 	}
 	return changed
+}
+
+// keepExtra records a tool call's extra_content in info.extras under its id, which it
+// suffixes with a hash of that content (see extraSuffix); it reports whether it changed the
+// id.
+func keepExtra(tc map[string]json.RawMessage, info *answerInfo) bool {
+	raw := bytes.TrimSpace(tc["extra_content"])
+	if len(raw) == 0 || string(raw) == "null" {
+		return false
+	}
+	var id string
+	_ = json.Unmarshal(tc["id"], &id)
+	nid := withExtraSuffix(id, raw)
+	if info.extras == nil {
+		info.extras = map[string]json.RawMessage{}
+	}
+	info.extras[nid] = slices.Clone(json.RawMessage(raw))
+	if nid == id {
+		return false
+	}
+	tc["id"], _ = json.Marshal(nid)
+	return true
 }
 
 // syntheticCallID is the id given to a tool call that came without one.

@@ -109,6 +109,8 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
 		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
 		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
+		`{"choices":[{"finish_reason":"error","error":{"code":502,"message":"x"}},{"finish_reason":"MAX_TOKENS"}]}`,
+		`{"choices":[{"finish_reason":"model_length","error":[1]},{"finish_reason":7}]}`,
 	} {
 		f.Add([]byte(s), 3)
 	}

@@ -171,9 +171,10 @@ func newEndpoint(name string, ep Endpoint, base *http.Client, rt http.RoundTripp
 // newWireTransport is the endpoint's request shaping over rt. secrets are the header
 // values read from header_env, which redact removes from anything the server echoes.
 func newWireTransport(name string, ep Endpoint, rt http.RoundTripper) (wt *wireTransport, secrets []string, err error) {
+	extras := &extraStore{}
 	wt = &wireTransport{base: rt, headers: map[string]string{}, query: ep.Query, maxAnswer: cmp.Or(ep.MaxAnswerBytes, DefaultMaxAnswerBytes),
-		delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey,
-		body:     bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}}}
+		delCache: ep.PromptCacheKey != nil && !*ep.PromptCacheKey, extras: extras,
+		body: bodyOptions{maxTokensField: ep.MaxTokensField, extra: map[string]json.RawMessage{}, extraFor: extras.get}}
 	for h, v := range ep.Headers {
 		wt.headers[h] = v
 	}
@@ -436,6 +437,7 @@ type sendStats struct {
 func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.ChatCompletionRequest, key string, open func()) (openai.ChatCompletionResponse, Usage, sendStats, error) {
 	var st sendStats
 	var spent Usage // estimated usage of abandoned or truncated answers, which may be billed
+	empty := 0      // answers without choices so far
 	for n := 0; ; n++ {
 		if ep.brk.down() {
 			s := ep.brk.status()
@@ -448,7 +450,7 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		ws := &wireState{cacheKey: key, onResponse: open}
 		resp, err := ep.oc.CreateChatCompletion(withWire(actx, ws), oreq)
 		cancel()
-		if err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil {
+		if err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil && ws.info.interrupted == "" {
 			c.breakerSuccess(ep)
 			u := usageOf(resp.Usage, ws.info)
 			if !ws.info.usageReported {
@@ -463,16 +465,21 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		case err == nil && ws.info.errObj != nil:
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil && len(resp.Choices) > 0:
+			// An answer the server broke off was made and may be billed: keep its usage.
+			u := usageOf(resp.Usage, ws.info)
+			if !ws.info.usageReported {
+				u, st.estimated = estimateUsage(ws.reqBytes, resp.Choices[0].Message), true
+			}
+			spent = spent.Add(u)
+			f, err = interruptedAnswer(ws.status, ws.info), fmt.Errorf("the answer ended with finish_reason %q", ws.info.interrupted)
 		case err == nil:
 			// An answer without choices may still have been billed: keep its usage.
 			if ws.info.usageReported {
 				spent = spent.Add(usageOf(resp.Usage, ws.info))
 			}
-			st.class = ErrorClassBadResponse
-			c.breakerSuccess(ep)
-			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
-			err = errors.New("no choices in the answer")
-			return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+			empty++
+			f, err = emptyAnswer(ws.status, empty), errors.New("no choices in the answer")
 		default:
 			f = classify(ctx, err, ws)
 			if f.class == ErrorClassBadResponse && ws.jsonBytes > 0 {
@@ -502,7 +509,7 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		}
 		reset, resetKnown := time.Duration(0), false
 		if f.class == ErrorClassRateLimit {
-			reset, resetKnown = rateReset(ws.rateHeader, f.apiMsg, c.clock.Now())
+			reset, resetKnown = rateReset(ws.rateHeader, cmp.Or(f.text, f.apiMsg), c.clock.Now())
 		}
 		if resetKnown && (reset > c.cfg.Retry.MaxWait || n >= c.cfg.Retry.MaxRetries) {
 			// Waiting it out here would hold a worker (and its lease) idle: the ticket
@@ -518,6 +525,13 @@ func (c *Client) send(ctx context.Context, ep *endpoint, role Role, oreq openai.
 		}
 		delay := backoff(n+1, c.cfg.Retry.BaseDelay, c.cfg.Retry.MaxDelay, c.jitter)
 		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
+			if !resetKnown && ra > c.cfg.Retry.MaxWait {
+				// A 503 for maintenance (OpenRouter and Azure send Retry-After with 503s): the
+				// wait would hold a worker and its lease idle, up to 10 minutes a retry. The
+				// ticket goes back to the queue, unspent, instead.
+				err = fmt.Errorf("%w; the server asked to retry after %s, longer than models.retry.max_wait (%s): not waited", err, ra, c.cfg.Retry.MaxWait)
+				return resp, spent, st, c.failure(ctx, ep, role, oreq.Model, f, n+1, err)
+			}
 			delay = ra
 		}
 		if resetKnown {
@@ -644,48 +658,15 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	} else if status != "" {
 		last += " (" + status + ")"
 	}
+	if f.class == ErrorClassEmptyAnswer {
+		said += fmt.Sprintf(": the endpoint made no answer, as OpenRouter does while a model warms up or a provider scales; if it goes on, use another model or provider for models.roles.%s", role)
+	}
 	if ep.brk.down() {
 		return fmt.Errorf("models.roles.%s: endpoint %s (%s) marked down after this request's %d attempts, last %s%s: %w: %w: %w",
 			role, ep.name, ep.baseURL, attempts, last, said, ErrEndpointDown, ErrTransport, err)
 	}
 	return fmt.Errorf("models.roles.%s: endpoint %s (%s) failed %d attempts, last %s%s: %w: %w",
 		role, ep.name, ep.baseURL, attempts, last, said, ErrTransport, err)
-}
-
-// rejectedHint is the setting to check for a refused request, by its status: the key, the
-// URL and model, or the request parameter the server names.
-func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
-	switch f.status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		if ep.keyEnv != "" {
-			return ": check " + ep.keyEnv
-		}
-		return fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
-	case http.StatusNotFound:
-		return fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return paramHint(ep.name, role, f.apiMsg)
-	}
-	return ""
-}
-
-// paramHint is the setting to change for a request refused with 400 or 422: the one for
-// the parameter the server names, else the list of settings that shape the request.
-func paramHint(endpoint string, role Role, said string) string {
-	low := strings.ToLower(said)
-	switch {
-	case strings.Contains(low, "prompt_cache_key"):
-		return fmt.Sprintf(": set models.endpoints.%s.prompt_cache_key: false (this server does not take it)", endpoint)
-	case strings.Contains(low, "max_completion_tokens"):
-		return fmt.Sprintf(": set models.endpoints.%s.max_tokens_field: max_tokens", endpoint)
-	case strings.Contains(low, "parallel_tool_calls"):
-		return fmt.Sprintf(": remove models.endpoints.%s.parallel_tool_calls, or set it to false", endpoint)
-	case strings.Contains(low, "reasoning_effort"):
-		return fmt.Sprintf(": remove models.roles.%s.reasoning_effort (this model does not take it)", role)
-	case strings.Contains(low, "support tools") || strings.Contains(low, "tool_choice") || strings.Contains(low, "tools is not supported"):
-		return fmt.Sprintf(": models.roles.%s.model must support tool calls", role)
-	}
-	return fmt.Sprintf(": if the server names an unknown parameter, see models.endpoints.%s prompt_cache_key, max_tokens_field, parallel_tool_calls and extra_body", endpoint)
 }
 
 // usageOf normalises go-openai's usage, whose detail blocks are pointers that local

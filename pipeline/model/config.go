@@ -144,7 +144,8 @@ type RetryConfig struct {
 	MaxDelay   time.Duration `yaml:"max_delay"`  // default 60s; Retry-After may exceed it
 	// MaxWait is the longest a call waits for a 429's announced reset (default 60s): one
 	// further away fails the call with ErrRateLimited and its ResetAt, and the ticket waits
-	// in the queue instead of holding a worker.
+	// in the queue instead of holding a worker. Another fault's longer Retry-After (a 503
+	// for maintenance) fails the call with ErrTransport at once, likewise.
 	MaxWait time.Duration `yaml:"max_wait"`
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"html"
 	"net/http"
@@ -15,7 +16,12 @@ const maxServerMessage = 300
 
 // serverError is what a server said about a failure, whatever shape it said it in.
 type serverError struct {
-	msg     string // human words, whitespace collapsed, secrets removed, truncated
+	msg string // human words, whitespace collapsed, secrets removed, truncated
+	// text is the same words whole (whitespace collapsed), which the classification reads:
+	// what decides the class (the context overflow a gateway names after its own long
+	// prefix, the "Please retry in 17s" at the end of Gemini's message) may come after the
+	// cut. Never shown: it may hold what clean removes.
+	text    string
 	code    string // error.code as text ("context_length_exceeded", "400", ...)
 	codeNum int    // error.code when it is an HTTP-like number (OpenRouter, vLLM, llama.cpp)
 	typ     string // error.type
@@ -29,6 +35,7 @@ type serverError struct {
 //   - {"error": "text"}: LM Studio, Ollama, some proxies;
 //   - {"object": "error", "message", "type", "code"}: vLLM's older flat shape;
 //   - {"detail": "text"} or {"message": "text"}: FastAPI servers and gateways;
+//   - any of these as the first element of a list: Gemini's OpenAI-compatible endpoint;
 //   - HTML (a proxy's error page: its <title>, else its text) and plain text.
 //
 // Anything else yields found=false with the raw text as msg.
@@ -37,10 +44,19 @@ func parseErrorBody(body []byte) serverError {
 	if len(raw) == 0 {
 		return serverError{}
 	}
+	if raw[0] == '[' {
+		// Gemini's OpenAI-compatible endpoint wraps its error in a list:
+		// [{"error": {"code": 429, "message": "…", "status": "RESOURCE_EXHAUSTED"}}].
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) == nil && len(list) > 0 && bytes.HasPrefix(bytes.TrimSpace(list[0]), []byte("{")) {
+			raw = bytes.TrimSpace(list[0])
+		}
+	}
 	if raw[0] == '{' {
 		var top map[string]json.RawMessage
 		if json.Unmarshal(raw, &top) == nil {
 			se := parseErrorObject(top)
+			se.text = strings.Join(strings.Fields(se.msg), " ")
 			se.msg = clean(se.msg)
 			return se
 		}
@@ -54,7 +70,7 @@ func parseErrorBody(body []byte) serverError {
 		}
 		text = html.UnescapeString(text)
 	}
-	return serverError{msg: clean(text)}
+	return serverError{msg: clean(text), text: strings.Join(strings.Fields(text), " ")}
 }
 
 // parseErrorObject reads the JSON shapes of parseErrorBody; msg is not yet cleaned.
@@ -173,6 +189,22 @@ var overflowWords = []string{
 	"exceeds the maximum number of tokens allowed",
 	// LiteLLM's own class name, when it maps an upstream's words to it.
 	"contextwindowexceedederror",
+	// xAI: "This model's maximum prompt length is 131072 but the request contains 136973
+	// tokens." (cline/cline#3120).
+	"maximum prompt length",
+	// Hugging Face TGI, 422: "Input validation error: `inputs` tokens + `max_new_tokens` must
+	// be <= 8192. Given: 6204 `inputs` tokens and 2047 `max_new_tokens`", and "`inputs` must
+	// have less than 4096 tokens" (huggingface/chat-ui#1149, meta-llama/llama#1103).
+	"`max_new_tokens` must be <=",
+	"`inputs` must have less than",
+	// LM Studio, 400: "Trying to keep the first 10136 tokens when context the overflows.
+	// However, the model is loaded with context length of only 7866 tokens"
+	// (lmstudio-ai/lmstudio-bug-tracker#237, #546).
+	"context length of only",
+	// Groq, 413: "Request too large for model … on tokens per minute (TPM): Limit 6000,
+	// Requested 14810, please reduce your message size and try again" (one request larger
+	// than the account's whole per-minute allowance: waiting never lets it through).
+	"reduce your message size",
 }
 
 // filterWords are how servers say their content filter refused the prompt, lower case:
@@ -185,8 +217,27 @@ var quotaWords = []string{
 	"insufficient balance", "billing_hard_limit", "credit balance is too low", "out of credits",
 }
 
+// retryLater says whether a 429 that speaks of a quota is a rate limit all the same: Gemini
+// answers its per-minute and per-day limits with OpenAI's words for an empty account ("You
+// exceeded your current quota, please check your plan and billing details … Please retry in
+// 17.3s.", status RESOURCE_EXHAUSTED), and says when to retry; an account without credit
+// names no time, and OpenAI's says insufficient_quota.
+func retryLater(status int, se serverError) bool {
+	if status != http.StatusTooManyRequests || se.says([]string{"insufficient_quota"}) {
+		return false
+	}
+	_, ok := tryAgainIn(se.text)
+	return ok
+}
+
+// locationWords are how providers refuse every request from where the machine is, lower
+// case: OpenAI's 403 (home-assistant/core#120072; songquanpeng/one-api#1692, a server whose
+// IP was blocked from one day to the next) and Gemini's 400. No ticket's request causes it.
+var locationWords = []string{"unsupported_country_region_territory", "country, region, or territory not supported",
+	"user location is not supported"}
+
 func (se serverError) says(words []string) bool {
-	hay := strings.ToLower(se.msg + " " + se.code + " " + se.typ)
+	hay := strings.ToLower(cmp.Or(se.text, se.msg) + " " + se.code + " " + se.typ)
 	for _, w := range words {
 		if strings.Contains(hay, w) {
 			return true
@@ -215,16 +266,19 @@ func classifyHTTP(status int, se serverError) fault {
 		}
 	}
 	// No request's content earns a 401 (the key) or a 404 (the model, the path).
-	f := fault{status: status, apiMsg: se.msg, anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound}
+	f := fault{status: status, apiMsg: se.msg, text: cmp.Or(se.text, se.msg),
+		anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound || se.says(locationWords)}
 	if wire/100 == 2 {
 		f.wire = wire
 	}
 	switch {
-	case se.says(overflowWords):
+	case se.says(overflowWords) || status == http.StatusRequestEntityTooLarge:
+		// A 413 with other words is a proxy's body limit (nginx's client_max_body_size):
+		// the conversation is too large for the way to the model, as for the model itself.
 		f.class = ErrorClassContextOverflow
 	case status/100 == 4 && se.says(filterWords):
 		f.class = ErrorClassContentFilter
-	case status == http.StatusPaymentRequired || se.says(quotaWords):
+	case status == http.StatusPaymentRequired || se.says(quotaWords) && !retryLater(status, se):
 		f.class = ErrorClassQuota
 	case status == http.StatusTooManyRequests:
 		f.class, f.retryable = ErrorClassRateLimit, true

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -81,6 +83,12 @@ func TestErrorShapes(t *testing.T) {
 		{"plain text 503", "Envoy's plain-text upstream failure",
 			503, "text/plain", `upstream connect error or disconnect/reset before headers. reset reason: connection failure`,
 			ErrorClassServer, ErrTransport, 2, "upstream connect error"},
+		{"anthropic 529 overloaded", "Anthropic's errors: 529 overloaded_error, through its OpenAI-compatible endpoint",
+			529, "", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			ErrorClassServer, ErrTransport, 2, "Overloaded"},
+		{"html 504 from cloudflare", "Cloudflare's 504 page in front of a slow server",
+			504, "text/html", `<!DOCTYPE html><html><head><title>example.com | 504: Gateway time-out</title></head><body>...</body></html>`,
+			ErrorClassServer, ErrTransport, 2, "504: Gateway time-out"},
 		{"200 with error object", "openrouter.ai/docs/api/reference/errors-and-debugging: errors after processing started come with 200",
 			200, "", `{"id":"gen-1","object":"chat.completion","error":{"code":502,"message":"Provider returned error","metadata":{"raw":"upstream read timeout","provider_name":"Example"}}}`,
 			ErrorClassServer, ErrTransport, 2, "Provider returned error: upstream read timeout"},
@@ -93,6 +101,27 @@ func TestErrorShapes(t *testing.T) {
 		{"litellm content policy 400", "LiteLLM ContentPolicyViolationError as its proxy sends it",
 			400, "", `{"error":{"message":"litellm.ContentPolicyViolationError: AzureException - The response was filtered","type":null,"param":null,"code":"400"}}`,
 			ErrorClassContentFilter, ErrContentFiltered, 1, "ContentPolicyViolationError"},
+		{"gemini per-minute limit in quota words", "continuedev/continue#9570, #12643: Gemini 429 RESOURCE_EXHAUSTED says 'exceeded your current quota' and when to retry",
+			429, "", `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 17.30897372s.","status":"RESOURCE_EXHAUSTED"}}`,
+			ErrorClassRateLimit, ErrRateLimited, 2, "it lifts at 2026-03-01T02:00:34Z"},
+		{"gemini 429 as a list", "n4ze3m/page-assist#406: Gemini's OpenAI-compatible endpoint answers [{\"error\": …}]",
+			429, "", `[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]`,
+			ErrorClassRateLimit, ErrTransport, 2, "(server said: Resource has been exhausted (e.g. check quota).)"},
+		{"xai prompt too long", "cline/cline#3120: xAI 400",
+			400, "", `{"code":"Client specified an invalid argument","error":"This model's maximum prompt length is 131072 but the request contains 136973 tokens."}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "maximum prompt length is 131072"},
+		{"tgi inputs plus max_new_tokens", "huggingface/chat-ui#1149, bytedance/UI-TARS-desktop#626: TGI 422",
+			422, "", `{"error":"Input validation error: ` + "`inputs`" + ` tokens + ` + "`max_new_tokens`" + ` must be <= 65537. Given: 79993 ` + "`inputs`" + ` tokens and 1024 ` + "`max_new_tokens`" + `","error_type":"validation"}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "must be <= 65537"},
+		{"lm studio context overflow", "lmstudio-ai/lmstudio-bug-tracker#237: LM Studio 400",
+			400, "", `{"error":"Trying to keep the first 15857 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "context length of only 4096 tokens"},
+		{"groq request larger than the tpm limit", "ITSpecialist111/ai_automation_suggester#61: Groq 413",
+			413, "", `{"error":{"message":"Request too large for model ` + "`llama-3.3-70b-versatile`" + ` in organization ` + "`org_01`" + ` service tier ` + "`on_demand`" + ` on tokens per minute (TPM): Limit 6000, Requested 14810, please reduce your message size and try again.","type":"tokens","code":"rate_limit_exceeded"}}`,
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "Limit 6000, Requested 14810"},
+		{"nginx 413 page", "nginx's client_max_body_size in front of a server",
+			413, "text/html", "<html>\n<head><title>413 Request Entity Too Large</title></head>\n<body>\n<center><h1>413 Request Entity Too Large</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>",
+			ErrorClassContextOverflow, ErrContextOverflow, 1, "413 Request Entity Too Large"},
 		{"200 with quota error", "OpenRouter: 200 carrying error.code 402",
 			200, "", `{"error":{"code":402,"message":"Insufficient credits"}}`,
 			ErrorClassQuota, ErrQuota, 1, "Insufficient credits"},
@@ -112,7 +141,7 @@ func TestErrorShapes(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("err = %v\nwant errors.Is %v", err, tt.wantErr)
 			}
-			if tt.wantErr != ErrTransport && errors.Is(err, ErrTransport) {
+			if tt.wantErr != ErrTransport && tt.wantErr != ErrRateLimited && errors.Is(err, ErrTransport) {
 				t.Errorf("err = %v: a %s must not be a transport fault", err, tt.wantClass)
 			}
 			if !strings.Contains(err.Error(), tt.wantSaid) {
@@ -159,6 +188,91 @@ func TestTruncatedBodyCounted(t *testing.T) {
 	rec := b.rec.all()[0]
 	if !rec.UsageEstimated || rec.Usage.PromptTokens <= 100 || rec.CostSource != CostSourceEstimate || rec.Retries != 1 {
 		t.Errorf("recorded %+v\nwant the reported 100 prompt tokens plus the cut answer's estimated prompt, flagged estimated", rec)
+	}
+}
+
+// TestCutBodyWithoutLength: an answer whose length only the connection's close marks (no
+// Content-Length, no chunks: an HTTP/1.0-style server, or one behind a proxy that passes the
+// close on) and whose server dies mid-body ends cleanly in the middle of its JSON. It is a
+// cut answer like any other, retried, not an unusable one.
+func TestCutBodyWithoutLength(t *testing.T) {
+	srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+		if n > 0 {
+			writeJSON(w, 200, completion("ok", "stop", ""))
+			return
+		}
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
+			`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"I will re`)
+		_ = buf.Flush()
+	})
+	b := setup(t, testConfig(srv.URL))
+	resp, err := b.client.Chat(context.Background(), userMsg("x"))
+	if err != nil || resp.Message.Content != "ok" || log.count() != 2 {
+		t.Fatalf("Chat = %q, %v after %d requests; want ok after a retry", resp.Message.Content, err, log.count())
+	}
+	if rec := b.rec.all()[0]; rec.Retries != 1 || !rec.CompletionUnknown {
+		t.Errorf("recorded %+v, want one retry and the cut answer's completion unknown", rec)
+	}
+}
+
+// TestGzipAnswers pins how a gzip-encoded answer is read (Go's transport asks for gzip and
+// inflates it): whole, it is the completion; cut mid-stream, or with a broken checksum, it is
+// a cut answer, retried; never more of it is inflated than max_answer_bytes.
+func TestGzipAnswers(t *testing.T) {
+	var whole bytes.Buffer
+	zw := gzip.NewWriter(&whole)
+	_, _ = zw.Write([]byte(completion("hello", "stop", "")))
+	_ = zw.Close()
+	gz := whole.Bytes()
+	badSum := append(append([]byte{}, gz[:len(gz)-8]...), 0, 0, 0, 0, 0, 0, 0, 0)
+	var bomb bytes.Buffer
+	zw = gzip.NewWriter(&bomb)
+	_, _ = zw.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"`))
+	_, _ = zw.Write(bytes.Repeat([]byte("a"), 8<<20))
+	_ = zw.Close()
+	tests := []struct {
+		name      string
+		body      []byte
+		wantReqs  int
+		wantClass string
+	}{
+		{"whole", gz, 1, ""},
+		{"cut mid-stream", gz[:len(gz)/2], 2, ""},
+		{"broken checksum", badSum, 2, ""},
+		{"8 MiB inflated from a small body", bomb.Bytes(), 1, ErrorClassBadResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Encoding", "gzip")
+				if n == 0 {
+					_, _ = w.Write(tt.body)
+					return
+				}
+				_, _ = w.Write(gz)
+			})
+			b := setup(t, testConfig(srv.URL))
+			resp, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			if tt.wantClass == "" {
+				if err != nil || resp.Message.Content != "hello" {
+					t.Errorf("Chat = %q, %v; want the completion", resp.Message.Content, err)
+				}
+				return
+			}
+			if recs := b.rec.all(); err == nil || len(recs) != 1 || recs[0].ErrorClass != tt.wantClass {
+				t.Errorf("err = %v, recorded %+v; want class %s", err, recs, tt.wantClass)
+			}
+		})
 	}
 }
 

@@ -70,3 +70,34 @@ func (f fault) wireStatus() int {
 	}
 	return f.status
 }
+
+// emptyAnswer is the fault of the n-th answer in a row without choices. OpenRouter documents
+// such answers for a model warming up from a cold start or a provider scaling up, "from a
+// few seconds to a few minutes", and says to retry ("When No Content is Generated",
+// openrouter.ai/docs/api-reference/errors): a transport fault, retried within the call like
+// a 5xx (retry.max_retries), then the ticket is released unspent, and counted by the
+// endpoint's breaker, whose probe tells when the model answers again.
+func emptyAnswer(status, n int) fault {
+	said := "the answer has no choices"
+	if n > 1 {
+		said = fmt.Sprintf("the answer has no choices, %d times in a row", n)
+	}
+	return fault{class: ErrorClassEmptyAnswer, status: status, apiMsg: said, retryable: true}
+}
+
+// interruptedAnswer is the fault of an answer whose generation the server broke off on its
+// side (answerInfo.interrupted): a server fault, retried, whatever status its error object
+// names, unless its words say the prompt overflowed the context or set off a filter.
+func interruptedAnswer(status int, info answerInfo) fault {
+	f := classifyHTTP(status, info.interruptErr)
+	if f.class == ErrorClassRejected || f.class == ErrorClassServer {
+		f.class, f.retryable = ErrorClassServer, true
+	}
+	what := fmt.Sprintf("the server broke off its answer (finish_reason %q)", info.interrupted)
+	if f.apiMsg == "" {
+		f.apiMsg = what
+	} else {
+		f.apiMsg = what + ": " + f.apiMsg
+	}
+	return f
+}

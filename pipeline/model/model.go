@@ -48,7 +48,8 @@ var (
 	// says which setting to check.
 	ErrRejected = errors.New("endpoint rejected the request")
 	// ErrBadResponse means the endpoint answered 2xx with something that is not a chat
-	// completion (no choices, or a body that is not JSON).
+	// completion (a body that is not JSON, a streamed one). An answer without choices is a
+	// transport fault instead (ErrorClassEmptyAnswer).
 	ErrBadResponse = errors.New("model endpoint sent an unusable response")
 	// ErrContextOverflow means the conversation no longer fits the model's context window,
 	// whatever shape the server said it in (OpenAI's context_length_exceeded, vLLM's flat
@@ -165,6 +166,9 @@ const (
 	ErrorClassContentFilter = "content_filter"
 	// ErrorClassTruncated: a 2xx body cut mid-way; the provider may have billed it.
 	ErrorClassTruncated = "truncated"
+	// ErrorClassEmptyAnswer: a 2xx answer without choices (OpenRouter's model warming up);
+	// retried, and counted by the breaker, as a transport fault.
+	ErrorClassEmptyAnswer = "empty_answer"
 	// ErrorClassEndpointDown: not sent, the endpoint's circuit breaker is open.
 	ErrorClassEndpointDown = "endpoint_down"
 )

@@ -27,7 +27,7 @@ import (
 // naming the role, its model and endpoint, the server's words, the HTTP status as sent and
 // the setting to change; each matches ErrTransport (still unreachable or failing when the
 // wait ran out), ErrRejected (refused key, unknown model, an unknown parameter; ErrQuota
-// too when out of credit), ErrBadResponse (streamed, no choices, not JSON) or
+// too when out of credit), ErrBadResponse (streamed, not JSON) or
 // ErrContextOverflow (the role's prompt does not fit the model's context), and carries a
 // *Fault.
 func (c *Client) Preflight(ctx context.Context, reqs []Request) error {
@@ -100,6 +100,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		timeout = min(timeout, c.cfg.PreflightTimeout)
 	}
 	start := c.clock.Now()
+	empty := 0 // answers without choices so far
 	for n := 0; ; n++ {
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		ws := &wireState{cacheKey: key}
@@ -109,7 +110,7 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		switch {
 		case ctx.Err() != nil:
 			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
-		case err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil:
+		case err == nil && len(resp.Choices) > 0 && ws.info.errObj == nil && ws.info.interrupted == "":
 			u := usageOf(resp.Usage, ws.info)
 			c.log.Info("preflight passed", "role", string(req.Role), "model", rc.Model, "endpoint", ep.name,
 				"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "usage_reported", ws.info.usageReported,
@@ -118,9 +119,11 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		case err == nil && ws.info.errObj != nil:
 			f = classifyHTTP(ws.status, *ws.info.errObj)
 			err = fmt.Errorf("HTTP %d with an error instead of a completion", ws.status)
+		case err == nil && len(resp.Choices) > 0:
+			f, err = interruptedAnswer(ws.status, ws.info), fmt.Errorf("the answer ended with finish_reason %q", ws.info.interrupted)
 		case err == nil:
-			f = fault{class: ErrorClassBadResponse, status: ws.status, apiMsg: "the answer has no choices"}
-			err = errors.New("no choices in the answer")
+			empty++
+			f, err = emptyAnswer(ws.status, empty), errors.New("no choices in the answer")
 		default:
 			f = classify(ctx, err, ws)
 		}
@@ -224,14 +227,16 @@ func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
 		Model: model, MaxCompletionTokens: 1,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "ping"}},
 	})
-	if err == nil && ws.info.errObj == nil {
-		_ = resp
+	if err == nil && ws.info.errObj == nil && len(resp.Choices) > 0 {
 		return nil
 	}
 	var f fault
-	if err == nil {
+	switch {
+	case err == nil && ws.info.errObj != nil:
 		f = classifyHTTP(ws.status, *ws.info.errObj)
-	} else {
+	case err == nil:
+		f = emptyAnswer(ws.status, 1) // the model is not answering yet: still down
+	default:
 		f = classify(pctx, err, ws)
 		if ctx.Err() == nil && pctx.Err() != nil {
 			f = fault{class: ErrorClassTimeout}

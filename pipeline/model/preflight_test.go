@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ func TestPreflightShapes(t *testing.T) {
 	deadURL := closed.URL
 	closed.Close()
 	var flaky atomic.Int64
+	var warming sync.Map
 	tests := []struct {
 		name     string
 		handler  func(w http.ResponseWriter, r *http.Request, body map[string]any)
@@ -87,9 +90,10 @@ func TestPreflightShapes(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "data: {\"id\":\"x\",\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n")
 		}, wantErr: ErrBadResponse, want: []string{"streamed", "stream: false", "HTTP 200"}},
-		{name: "empty choices", handler: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+		{name: "empty choices for the whole wait", handler: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":900,"completion_tokens":0}}`)
-		}, wantErr: ErrBadResponse, want: []string{"no choices", "HTTP 200"}},
+		}, edit: func(c *Config) { c.PreflightWait = time.Minute }, wantErr: ErrTransport,
+			want: []string{"no choices", "HTTP 200", "warms up", "models.preflight_wait 1m0s"}},
 		{name: "200 carrying an error", handler: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			writeJSON(w, 200, `{"error":"Unexpected endpoint or method. (POST /chat/completions)"}`)
 		}, wantErr: ErrRejected, want: []string{"HTTP 200 carrying an error (code 404)", "Unexpected endpoint or method"}},
@@ -104,6 +108,14 @@ func TestPreflightShapes(t *testing.T) {
 			if flaky.Add(1) <= 4 {
 				w.Header().Set("Retry-After", "2")
 				writeJSON(w, 429, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`)
+				return
+			}
+			writeJSON(w, 200, completion("ok", "stop", ""))
+		}},
+		{name: "empty choices while the model warms up", handler: func(w http.ResponseWriter, _ *http.Request, body map[string]any) {
+			// Each role's first answer is empty (OpenRouter, a model warming up).
+			if _, seen := warming.LoadOrStore(fmt.Sprint(body["messages"]), true); !seen {
+				writeJSON(w, 200, `{"id":"gen-1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":900,"completion_tokens":0}}`)
 				return
 			}
 			writeJSON(w, 200, completion("ok", "stop", ""))
@@ -281,8 +293,9 @@ func TestTimeoutNamesTheSetting(t *testing.T) {
 	}
 }
 
-// TestEmptyChoicesUsageKept: an answer without choices that reports usage is an unusable
-// answer whose tokens were billed all the same.
+// TestEmptyChoicesUsageKept: answers without choices that report usage are transport faults
+// whose tokens were billed all the same, each of them (until the breaker, at its fifth
+// failure in a row, stops the asking).
 func TestEmptyChoicesUsageKept(t *testing.T) {
 	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
 		writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1234,"completion_tokens":56}}`)
@@ -290,11 +303,11 @@ func TestEmptyChoicesUsageKept(t *testing.T) {
 	b := setup(t, testConfig(srv.URL))
 	_, err := b.client.Chat(context.Background(), userMsg("x"))
 	var f *Fault
-	if !errors.Is(err, ErrBadResponse) || !errors.As(err, &f) || f.Status != 200 || !strings.Contains(err.Error(), "no choices") {
-		t.Fatalf("err = %v, want ErrBadResponse (no choices, HTTP 200) with a Fault", err)
+	if !errors.Is(err, ErrTransport) || !errors.As(err, &f) || f.Status != 200 || !strings.Contains(err.Error(), "no choices") {
+		t.Fatalf("err = %v, want ErrTransport (no choices, HTTP 200) with a Fault", err)
 	}
 	recs := b.rec.all()
-	if len(recs) != 1 || recs[0].Usage.PromptTokens != 1234 || recs[0].Usage.CompletionTokens != 56 || recs[0].CostUSD == nil || *recs[0].CostUSD <= 0 {
+	if n := int64(DefaultBreakerFailures); len(recs) != 1 || recs[0].Usage.PromptTokens != n*1234 || recs[0].Usage.CompletionTokens != n*56 || recs[0].CostUSD == nil || *recs[0].CostUSD <= 0 {
 		t.Errorf("recorded %+v, want the reported usage and its cost kept", recs)
 	}
 }

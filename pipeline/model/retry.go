@@ -29,6 +29,7 @@ type fault struct {
 	wire      int    // the status on the wire when it differs in kind: a 2xx carrying an error
 	retryable bool
 	apiMsg    string // the server's error message, if any
+	text      string // the same whole, for reading (serverError.text); never shown
 	// anyRequest says the answer does not depend on what the request carried (see
 	// Fault.AnyRequest).
 	anyRequest bool
@@ -74,7 +75,7 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode >= 400:
 		return classifyHTTP(reqErr.HTTPStatusCode, parseErrorBody(reqErr.Body))
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode >= 400:
-		se := serverError{msg: clean(apiErr.Message), typ: apiErr.Type, found: true}
+		se := serverError{msg: clean(apiErr.Message), text: strings.Join(strings.Fields(apiErr.Message), " "), typ: apiErr.Type, found: true}
 		if s, ok := apiErr.Code.(string); ok {
 			se.code = s
 		}
@@ -107,7 +108,7 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 // waited out with its Retry-After, not counted.
 func transportClass(class string) bool {
 	switch class {
-	case ErrorClassServer, ErrorClassNetwork, ErrorClassTimeout, ErrorClassTruncated:
+	case ErrorClassServer, ErrorClassNetwork, ErrorClassTimeout, ErrorClassTruncated, ErrorClassEmptyAnswer:
 		return true
 	}
 	return false

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -128,6 +129,52 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	}
 }
 
+// TestLongRetryAfterNotWaited: a 5xx whose Retry-After is longer than retry.max_wait (a 503
+// for maintenance; openrouter.ai/docs/api/errors: Retry-After on 503s) is not waited out
+// inside the call, holding a worker: the call fails as a transport fault at once, saying so.
+// One within max_wait is waited for exactly.
+func TestLongRetryAfterNotWaited(t *testing.T) {
+	tests := []struct {
+		name, retryAfter string
+		wantReqs         int
+		wantWaits        []time.Duration
+	}{
+		{"ten minutes", "600", 1, nil},
+		{"an hour as an HTTP date", "Sun, 01 Mar 2026 03:00:00 GMT", 1, nil},
+		{"within max_wait", "30", 2, []time.Duration{30 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				if n == 0 {
+					w.Header().Set("Retry-After", tt.retryAfter)
+					writeJSON(w, 503, `{"error":{"code":503,"message":"Service temporarily unavailable for maintenance"}}`)
+					return
+				}
+				writeJSON(w, 200, completion("ok", "stop", ""))
+			})
+			b := setup(t, testConfig(srv.URL))
+			_, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			if got := b.clock.Waits(); !equalDurations(got, tt.wantWaits) {
+				t.Errorf("waits = %v, want %v", got, tt.wantWaits)
+			}
+			if tt.wantReqs == 2 {
+				if err != nil {
+					t.Fatalf("err = %v, want the answer after the wait", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "longer than models.retry.max_wait (1m0s)") ||
+				!strings.Contains(err.Error(), "for maintenance") {
+				t.Errorf("err = %v, want ErrTransport saying the Retry-After was over max_wait, with the server's words", err)
+			}
+		})
+	}
+}
+
 func TestNotRetried(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -146,12 +193,19 @@ func TestNotRetried(t *testing.T) {
 			ErrRejected, `check models.endpoints.local.base_url`, ErrorClassRejected, true},
 		{"bad request", 400, `{"error":{"message":"Invalid value for messages"}}`,
 			ErrRejected, "(HTTP 400) (server said: Invalid value for messages)", ErrorClassRejected, false},
+		{"output limit over the model's", 400, `{"error":{"message":"max_tokens is too large: 32000. This model supports at most 16384 completion tokens, whereas you provided 32000.","type":"invalid_request_error","param":"max_tokens","code":"invalid_value"}}`,
+			ErrRejected, "lower models.roles.maker.max_output_tokens", ErrorClassRejected, false},
+		{"output limit over the model's, named max_completion_tokens", 400, `{"error":{"code":"InvalidParameter","message":"The parameter ` + "`max_completion_tokens`" + ` specified in the request are not valid: integer above maximum value, expected a value <= 12288, but got 32000 instead.","param":"max_completion_tokens","type":"BadRequest"}}`,
+			ErrRejected, "lower models.roles.maker.max_output_tokens", ErrorClassRejected, false},
+		{"country not supported", 403, `{"error":{"code":"unsupported_country_region_territory","message":"Country, region, or territory not supported","param":null,"type":"request_forbidden"}}`,
+			ErrRejected, "the provider refuses requests from where this machine is", ErrorClassRejected, true},
+		{"gemini user location", 400, `[{"error":{"code":400,"message":"User location is not supported for the API use.","status":"FAILED_PRECONDITION"}}]`,
+			ErrRejected, "the provider refuses requests from where this machine is", ErrorClassRejected, true},
 		{"flagged by moderation", 403, `{"error":{"message":"Your chosen model requires moderation and your input was flagged","code":403}}`,
 			ErrRejected, "(HTTP 403)", ErrorClassRejected, false},
 		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
 			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota, false},
 		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse, true},
-		{"no choices", 200, `{"choices":[],"usage":{"prompt_tokens":5}}`, ErrBadResponse, "no choices", ErrorClassBadResponse, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +235,65 @@ func TestNotRetried(t *testing.T) {
 			}
 			if strings.Contains(b.logs.String(), "sk-test-secret") {
 				t.Errorf("the API key appears in the logs:\n%s", b.logs)
+			}
+		})
+	}
+}
+
+// TestEmptyAnswerRetried: an answer without choices (OpenRouter's "When No Content is
+// Generated": a model warming up, a provider scaling) is a transport fault: asked again up to
+// retry.max_retries times, then ErrTransport (the ticket released, never charged), counted by
+// the breaker; every answer's billed usage is kept.
+func TestEmptyAnswerRetried(t *testing.T) {
+	const empty = `{"id":"gen-1","object":"chat.completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":0,"total_tokens":1000}}`
+	tests := []struct {
+		name      string
+		empties   int // answers without choices before a completion; -1: every one
+		wantReqs  int
+		wantErr   bool
+		wantUsage int64 // prompt tokens recorded
+	}{
+		{"one empty answer, then a completion", 1, 2, false, 1000 + 100},
+		{"two empty answers, then a completion", 2, 3, false, 2000 + 100},
+		{"empty answers that go on", -1, 1 + 3, true, (1 + 3) * 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, n int, _ []byte) {
+				if tt.empties < 0 || n < tt.empties {
+					writeJSON(w, 200, empty)
+					return
+				}
+				writeJSON(w, 200, completion("ok", "stop", ""))
+			})
+			cfg := testConfig(srv.URL)
+			cfg.Retry.MaxRetries = 3
+			b := setup(t, cfg)
+			resp, err := b.client.Chat(context.Background(), userMsg("x"))
+			if n := log.count(); n != tt.wantReqs {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantReqs)
+			}
+			recs := b.rec.all()
+			if len(recs) != 1 || recs[0].Usage.PromptTokens != tt.wantUsage || recs[0].Retries != tt.wantReqs-1 {
+				t.Errorf("recorded %+v, want one call of %d prompt tokens and %d retries", recs, tt.wantUsage, tt.wantReqs-1)
+			}
+			if !tt.wantErr {
+				if err != nil || resp.Message.Content != "ok" {
+					t.Fatalf("Chat = %q, %v; want the completion that came after the empty answers", resp.Message.Content, err)
+				}
+				return
+			}
+			var f *Fault
+			if !errors.Is(err, ErrTransport) || errors.Is(err, ErrBadResponse) || !errors.As(err, &f) || f.Class != ErrorClassEmptyAnswer || f.Status != 200 {
+				t.Fatalf("err = %v (fault %+v), want ErrTransport of class empty_answer, HTTP 200", err, f)
+			}
+			if recs[0].ErrorClass != ErrorClassEmptyAnswer {
+				t.Errorf("recorded class %q, want empty_answer", recs[0].ErrorClass)
+			}
+			for _, w := range []string{"no choices, 4 times in a row", "warms up"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to say %q", err, w)
+				}
 			}
 		})
 	}
@@ -320,4 +433,35 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// TestEmptyAnswersMarkTheEndpointDown: a model that answers without choices for minutes (a
+// cold start) marks its endpoint down like a failing server: requests stop, the probe finds
+// it still empty and keeps it down, and once it answers, the probe brings it back.
+func TestEmptyAnswersMarkTheEndpointDown(t *testing.T) {
+	var cold atomic.Bool
+	cold.Store(true)
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+		if cold.Load() {
+			writeJSON(w, 200, `{"id":"gen-1","object":"chat.completion","choices":[]}`)
+			return
+		}
+		writeJSON(w, 200, completion("ok", "stop", ""))
+	})
+	cfg := testConfig(srv.URL)
+	cfg.Breaker = BreakerConfig{Failures: 3, ProbeBase: 30 * time.Second, ProbeMax: time.Minute}
+	b := setup(t, cfg)
+	_, err := b.client.Chat(context.Background(), userMsg("x"))
+	if !errors.Is(err, ErrEndpointDown) || !strings.Contains(err.Error(), "no choices") {
+		t.Fatalf("err = %v, want ErrEndpointDown after 3 answers without choices", err)
+	}
+	b.clock.Advance(31 * time.Second)
+	if d := b.client.Unavailable(context.Background()); len(d) != 1 || !strings.Contains(d[0].LastError, "no choices") {
+		t.Errorf("after a probe answered without choices: %+v, want still down", d)
+	}
+	cold.Store(false)
+	b.clock.Advance(time.Minute)
+	if d := b.client.Unavailable(context.Background()); len(d) != 0 {
+		t.Errorf("after a probe that got an answer: %+v, want up", d)
+	}
 }

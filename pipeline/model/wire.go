@@ -35,6 +35,7 @@ const maxErrorBody = 64 << 10
 //     found in the request's context.
 type wireTransport struct {
 	base      http.RoundTripper
+	extras    *extraStore       // the tool calls' extra_content the endpoint sent, to send back
 	headers   map[string]string // resolved values, secrets included: never logged
 	query     map[string]string
 	body      bodyOptions
@@ -49,6 +50,9 @@ var errAnswerTooLarge = errors.New("the answer is larger than the endpoint's max
 type bodyOptions struct {
 	maxTokensField string                     // MaxTokensField*
 	extra          map[string]json.RawMessage // extra_body, marshalled once
+	// extraFor is the extra_content to replay with a tool call of the given id (nil: none
+	// kept); see extraStore.
+	extraFor func(id string) json.RawMessage
 }
 
 type wireKey struct{}
@@ -146,7 +150,13 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: limit}
 		return resp, nil
 	}
-	return readChatAnswer(resp, ws, limit, conv)
+	resp, err = readChatAnswer(resp, ws, limit, conv)
+	if t.extras != nil {
+		for id, raw := range ws.info.extras {
+			t.extras.put(id, raw)
+		}
+	}
+	return resp, err
 }
 
 // rewriteRequest replaces a chat request's body with the endpoint's shape of it (see
@@ -198,6 +208,11 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior)
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
 		bytes.HasPrefix(trimmed, []byte("data:")) || bytes.HasPrefix(trimmed, []byte("event:")):
 		ws.sse = true
+	case closeDelimited(resp) && cutJSON(trimmed):
+		// A body whose end only the connection's close marks (no Content-Length, no chunks)
+		// ends "cleanly" when the server dies mid-answer: the JSON stops short.
+		ws.truncated = true
+		return nil, fmt.Errorf("read chat response body (%d bytes before it ended): the JSON stops short: %w", len(data), io.ErrUnexpectedEOF)
 	case !json.Valid(trimmed):
 		ws.badBody = trimmed[:min(len(trimmed), 2*maxServerMessage)]
 	default:
@@ -208,6 +223,22 @@ func readChatAnswer(resp *http.Response, ws *wireState, limit int64, conv prior)
 	resp.ContentLength = int64(len(data))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// closeDelimited says whether only the connection's close marked the body's end: no
+// Content-Length, no chunked encoding (whose last chunk proves the end), no compression
+// (whose own framing does).
+func closeDelimited(resp *http.Response) bool {
+	return resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 && !resp.Uncompressed
+}
+
+// cutJSON says whether b is the start of a JSON object or array that ends before it closes.
+func cutJSON(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+		return false
+	}
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // prior is what an answer's tool calls are checked against: the number of messages of the
@@ -255,7 +286,7 @@ func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, prior, err
 			return nil, conv, fmt.Errorf("rewrite chat request body: messages: %w", err)
 		}
 		conv.turn, conv.ids = len(msgs), map[string]bool{}
-		if replayShape(msgs, conv.ids) {
+		if replayShape(msgs, conv.ids, o.extraFor) {
 			b, err := json.Marshal(msgs)
 			if err != nil {
 				return nil, conv, fmt.Errorf("rewrite chat request body: %w", err)
@@ -269,7 +300,7 @@ func rewriteChatBody(body []byte, key string, o bodyOptions) ([]byte, prior, err
 
 // replayShape fixes messages in place and reports whether it changed any; it adds the ids
 // of the assistant turns' tool calls to ids.
-func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
+func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool, extraFor func(string) json.RawMessage) bool {
 	changed := false
 	var pending []string // ids of the last assistant turn's tool calls, in order
 	for _, m := range msgs {
@@ -289,7 +320,7 @@ func replayShape(msgs []map[string]json.RawMessage, ids map[string]bool) bool {
 		var mchanged bool
 		switch role {
 		case "assistant":
-			pending, mchanged = replayAssistant(m, pending[:0])
+			pending, mchanged = replayAssistant(m, pending[:0], extraFor)
 			for _, id := range pending {
 				ids[id] = true
 			}
@@ -315,9 +346,10 @@ func hasToolCalls(m map[string]json.RawMessage) bool {
 	return json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0
 }
 
-// replayAssistant drops the streaming-only index of an assistant turn's tool calls and
-// returns their ids, which the tool results that follow answer in order.
-func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, bool) {
+// replayAssistant drops the streaming-only index of an assistant turn's tool calls, gives
+// each the extra_content its answer carried (extraFor), and returns their ids, which the
+// tool results that follow answer in order.
+func replayAssistant(m map[string]json.RawMessage, pending []string, extraFor func(string) json.RawMessage) ([]string, bool) {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return pending, false
@@ -342,6 +374,12 @@ func replayAssistant(m map[string]json.RawMessage, pending []string) ([]string, 
 		var id string
 		_ = json.Unmarshal(c["id"], &id)
 		pending = append(pending, id)
+		if _, has := c["extra_content"]; !has && extraFor != nil && id != "" {
+			if raw := extraFor(id); raw != nil {
+				c["extra_content"] = raw
+				changed = true
+			}
+		}
 	}
 	if changed {
 		b, _ := json.Marshal(calls)
