@@ -127,7 +127,7 @@ func (s Spec) env() []string {
 }
 
 // Command returns the command that runs argv under the spec. The caller sets Stdout, Stderr
-// and Cancel and runs it; Stdin is the spec's (empty: under bwrap, once the command has
+// and Cancel and runs it; Stdin is the spec's and must stay so (empty: under bwrap, once the command has
 // started, it also lets go of the descriptors handed to bwrap and sets the Limits on the
 // sandbox before the command runs in it). Under bwrap the process is bwrap itself, started in its own process
 // group and killed when the daemon's thread that started it dies; killing it kills the
