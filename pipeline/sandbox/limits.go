@@ -171,10 +171,17 @@ func (s *starter) apply() error {
 	return nil
 }
 
-// applyLimits sets l on process pid, and its oom_score_adj.
+// applyLimits sets l on process pid, and its oom_score_adj. A limit above what pid has
+// already (the daemon's own, inherited: LimitNPROC= in its unit, say) leaves that one: ticketd
+// never raises a limit, and as a user could not.
 func applyLimits(pid int, l Limits) error {
 	for _, r := range l.rlimits() {
-		lim := unix.Rlimit{Cur: r.value, Max: r.value}
+		var old unix.Rlimit
+		if err := unix.Prlimit(pid, r.resource, nil, &old); err != nil {
+			return fmt.Errorf("read the %s of the sandbox (pid %d): %w", r.name, pid, err)
+		}
+		v := min(r.value, old.Max)
+		lim := unix.Rlimit{Cur: v, Max: v}
 		if err := unix.Prlimit(pid, r.resource, &lim, nil); err != nil {
 			return fmt.Errorf("limit the %s of the sandbox (pid %d) to %d: %w", r.name, pid, r.value, err)
 		}

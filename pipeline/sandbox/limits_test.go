@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestLimitsInForce(t *testing.T) {
@@ -107,6 +109,36 @@ func TestStarterKillsWhenLimitsFail(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped before the command ran") || !strings.Contains(stderr.String(), "children") {
 		t.Errorf("stderr = %q, want the reason", stderr.String())
+	}
+}
+
+// TestApplyLimitsNeverRaises: a limit the process has already below the configured one (the
+// daemon's LimitNPROC=, inherited) stays; ticketd only lowers, and as a user could not raise.
+func TestApplyLimitsNeverRaises(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	low := unix.Rlimit{Cur: 100, Max: 100}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, &low, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyLimits(pid, Limits{Memory: 1 << 30, Processes: 4096}); err != nil {
+		t.Fatalf("applyLimits(processes 4096) on a process whose limit is 100: %v", err)
+	}
+	for _, tt := range []struct {
+		resource int
+		want     uint64
+	}{{unix.RLIMIT_NPROC, 100}, {unix.RLIMIT_DATA, 1 << 30}} {
+		var got unix.Rlimit
+		if err := unix.Prlimit(pid, tt.resource, nil, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Cur != tt.want || got.Max != tt.want {
+			t.Errorf("resource %d: limit %d/%d after applyLimits, want %d", tt.resource, got.Cur, got.Max, tt.want)
+		}
 	}
 }
 
