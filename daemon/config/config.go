@@ -63,7 +63,8 @@ type Config struct {
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
 	// MaxCheckMemory is what each process of a check may allocate (sandbox.Limits.Memory);
-	// past it an allocation fails and the check says it ran out of memory.
+	// past it an allocation fails and the check says it ran out of memory. 0 (the default)
+	// means sandbox.DefaultMemoryLimit(): 4GiB, or 256MiB per CPU where that is more.
 	MaxCheckMemory ByteSize `yaml:"max_check_memory"`
 	// MaxCheckProcesses is how many processes and threads a check may run at once
 	// (sandbox.Limits.Processes): a fork loop stops there instead of at the machine's pid_max.
@@ -269,10 +270,9 @@ const (
 	DefaultCompactAt   = 0.70
 	DefaultSchedule    = "0 1 * * *"
 	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
-	// DefaultMaxCheckMemory and DefaultMaxCheckProcesses are the sandbox's defaults: room
-	// for numpy-heavy suites and pytest-xdist, far from what three workers on a 2-core,
-	// 24 GiB machine with kernel.pid_max 32768 can lose.
-	DefaultMaxCheckMemory    = ByteSize(sandbox.DefaultMemoryLimit)
+	// DefaultMaxCheckProcesses is the sandbox's default: room for pytest-xdist and BLAS
+	// threads, far from what three workers on a machine with kernel.pid_max 32768 can lose.
+	// max_check_memory's default is 0: the sandbox's, which grows with the CPUs.
 	DefaultMaxCheckProcesses = sandbox.DefaultProcessLimit
 	// Lower bounds of max_check_memory and max_check_processes: below them a Python test
 	// run cannot start.
@@ -314,7 +314,6 @@ func Default() Config {
 		Sandbox:   sandbox.ModeBwrap,
 
 		MaxWorktreeSize:   DefaultMaxWorktree,
-		MaxCheckMemory:    DefaultMaxCheckMemory,
 		MaxCheckProcesses: DefaultMaxCheckProcesses,
 		GitHub:            defaultGitHub(),
 		Duplicates:        defaultDuplicates(),
@@ -704,8 +703,8 @@ func (p *problems) sandbox(c Config) {
 	if c.MaxWorktreeSize < 1<<20 {
 		p.add("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
 	}
-	if c.MaxCheckMemory < minCheckMemory {
-		p.add("max_check_memory: must be at least 64MiB (what one process of a check may allocate), got %d bytes; write it like 4GiB or 512MiB", int64(c.MaxCheckMemory))
+	if c.MaxCheckMemory != 0 && c.MaxCheckMemory < minCheckMemory {
+		p.add("max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB (what one process of a check may allocate), got %d bytes; write it like 8GiB or 512MiB", int64(c.MaxCheckMemory))
 	}
 	if c.MaxCheckProcesses < minCheckProcesses {
 		p.add("max_check_processes: must be at least %d (the processes and threads a check may run at once), got %d", minCheckProcesses, c.MaxCheckProcesses)

@@ -217,7 +217,8 @@ func TestSandboxConfig(t *testing.T) {
 		{name: "bad size", yaml: valid + "max_worktree_size: huge\n", want: `"huge" is not a size`},
 		{name: "tiny size", yaml: valid + "max_worktree_size: 10KiB\n", want: "max_worktree_size: must be at least 1MiB"},
 		{name: "check limits", yaml: valid + "max_check_memory: 8GiB\nmax_check_processes: 512\n"},
-		{name: "tiny check memory", yaml: valid + "max_check_memory: 1MiB\n", want: "max_check_memory: must be at least 64MiB"},
+		{name: "tiny check memory", yaml: valid + "max_check_memory: 1MiB\n", want: "max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB"},
+		{name: "check memory by CPUs", yaml: valid + "max_check_memory: 0\n"},
 		{name: "bad check memory", yaml: valid + "max_check_memory: lots\n", want: `"lots" is not a size`},
 		{name: "no check processes", yaml: valid + "max_check_processes: 0\n", want: "max_check_processes: must be at least 16"},
 		{name: "endpoint key passed", yaml: withKey, want: "repos.app.pass_env[1]: OPENAI_API_KEY is the API key of models.endpoints.local"},
@@ -245,7 +246,7 @@ func TestSandboxConfig(t *testing.T) {
 			if tt.name == "defaults" && (c.Sandbox != "bwrap" || c.MaxWorktreeSize != 1<<30 || c.MaxWorktreeSize.String() != "1GiB") {
 				t.Errorf("defaults: sandbox %q, max_worktree_size %s", c.Sandbox, c.MaxWorktreeSize)
 			}
-			if tt.name == "defaults" && (c.MaxCheckMemory != 4<<30 || c.MaxCheckProcesses != 4096) {
+			if tt.name == "defaults" && (c.MaxCheckMemory != 0 || c.MaxCheckProcesses != 4096) {
 				t.Errorf("defaults: max_check_memory %s, max_check_processes %d", c.MaxCheckMemory, c.MaxCheckProcesses)
 			}
 			if tt.name == "check limits" && (c.MaxCheckMemory != 8<<30 || c.MaxCheckProcesses != 512) {

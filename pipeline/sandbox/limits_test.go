@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,7 +23,7 @@ func TestLimitsInForce(t *testing.T) {
 		mem       int64
 		processes int
 	}{
-		{Limits{}, DefaultMemoryLimit, DefaultProcessLimit},
+		{Limits{}, DefaultMemoryLimit(), DefaultProcessLimit},
 		{Limits{Memory: 64 << 20, Processes: 32}, 64 << 20, 32},
 		{Limits{Memory: -1, Processes: -1}, 0, 0},
 	}
@@ -36,6 +37,13 @@ func TestLimitsInForce(t *testing.T) {
 		if got, want := len(tt.in.rlimits()), map[bool]int{true: 2, false: 0}[tt.mem > 0]; got != want {
 			t.Errorf("%+v sets %d resource limits, want %d", tt.in, got, want)
 		}
+	}
+}
+
+func TestDefaultMemoryLimit(t *testing.T) {
+	want := max(int64(4<<30), int64(runtime.NumCPU())*256<<20)
+	if got := DefaultMemoryLimit(); got != want || got < 4<<30 {
+		t.Errorf("DefaultMemoryLimit() on %d CPUs = %d, want %d (4 GiB, or 256 MiB per CPU)", runtime.NumCPU(), got, want)
 	}
 }
 

@@ -23,7 +23,7 @@ func TestLimitNote(t *testing.T) {
 		{"OOM killer", small, Result{ExitCode: 137}, "", []string{"SIGKILL", "OOM killer"}},
 		{"fork refused", small, Result{ExitCode: 1}, "BlockingIOError: [Errno 11] Resource temporarily unavailable", []string{"process limit", "24 processes", "max_check_processes"}},
 		{"thread refused, timed out", small, Result{ExitCode: -1, TimedOut: true}, "RuntimeError: can't start new thread", []string{"process limit"}},
-		{"default limits named", sandbox.Limits{}, Result{ExitCode: 1}, "MemoryError", []string{"4.0 GiB"}},
+		{"default limits named", sandbox.Limits{}, Result{ExitCode: 1}, "MemoryError", []string{formatBytes(sandbox.DefaultMemoryLimit())}},
 		{"passed says nothing", small, Result{Passed: true}, "MemoryError", nil},
 		{"cancelled says nothing", small, Result{Cancelled: true, ExitCode: 137}, "MemoryError", nil},
 		{"no limit, no note", sandbox.Limits{Memory: -1, Processes: -1}, Result{ExitCode: 1}, "MemoryError Resource temporarily unavailable", nil},
