@@ -210,8 +210,23 @@ func writeOOMScoreAdj(pid int) error {
 	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(strconv.Itoa(OOMScoreAdj)), 0)
 }
 
-// onlyChild is the single child process of pid, found by each process's parent in /proc.
+// onlyChild is the single child process of the single-threaded process pid: what its
+// thread's children file lists, or, on a kernel without one, what names pid as its parent
+// in /proc.
 func onlyChild(pid int) (int, error) {
+	p := strconv.Itoa(pid)
+	if data, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children"); err == nil {
+		f := strings.Fields(string(data))
+		if len(f) != 1 {
+			return 0, fmt.Errorf("find the sandbox's first process: bwrap (pid %d) has %d children, want 1", pid, len(f))
+		}
+		return strconv.Atoi(f[0])
+	}
+	return onlyChildByParent(pid)
+}
+
+// onlyChildByParent is onlyChild found by the parent each process in /proc names.
+func onlyChildByParent(pid int) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, fmt.Errorf("find the sandbox's first process: %w", err)

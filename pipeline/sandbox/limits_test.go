@@ -63,7 +63,7 @@ func TestArgsHandOver(t *testing.T) {
 	}
 }
 
-// TestOnlyChild finds a shell's one child by the parents /proc lists.
+// TestOnlyChild finds a shell's one child, by its children file and by the parents /proc lists.
 func TestOnlyChild(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & echo $!; wait")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -81,11 +81,13 @@ func TestOnlyChild(t *testing.T) {
 	}
 	want, _ := strconv.Atoi(strings.TrimSpace(line))
 	defer syscall.Kill(want, syscall.SIGKILL)
-	if got, err := onlyChild(cmd.Process.Pid); err != nil || got != want {
-		t.Errorf("onlyChild(sh) = %d, %v; want %d", got, err, want)
-	}
-	if got, err := onlyChild(want); err == nil {
-		t.Errorf("onlyChild(sleep) = %d, want an error: it has no child", got)
+	for name, find := range map[string]func(int) (int, error){"onlyChild": onlyChild, "onlyChildByParent": onlyChildByParent} {
+		if got, err := find(cmd.Process.Pid); err != nil || got != want {
+			t.Errorf("%s(sh) = %d, %v; want %d", name, got, err, want)
+		}
+		if got, err := find(want); err == nil {
+			t.Errorf("%s(sleep) = %d, want an error: it has no child", name, got)
+		}
 	}
 }
 
