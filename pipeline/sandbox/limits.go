@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,7 +147,9 @@ func (s *starter) Read([]byte) (int, error) {
 		defer s.info.Close()
 		defer s.block.Close()
 		if err := s.apply(); err != nil {
-			s.cmd.Process.Kill() // before the command runs: the block is never released
+			// Before the command runs: the block is never released. bwrap leads its group.
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			s.cmd.Process.Kill()
 			if w := s.cmd.Stderr; w != nil {
 				fmt.Fprintf(w, "ticketd: the sandbox was stopped before the command ran: %v\n", err)
 			}

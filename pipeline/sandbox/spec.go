@@ -127,9 +127,9 @@ func (s Spec) env() []string {
 }
 
 // Command returns the command that runs argv under the spec. The caller sets Stdout, Stderr
-// and Cancel and runs it; Stdin is the spec's and must stay so (empty: under bwrap, once the command has
-// started, it also lets go of the descriptors handed to bwrap and sets the Limits on the
-// sandbox before the command runs in it). Under bwrap the process is bwrap itself, started in its own process
+// and Cancel and runs it; Stdin is the spec's and must stay so (empty: under bwrap, once the
+// command has started, it also lets go of the descriptors handed to bwrap and sets the
+// Limits on the sandbox before the command runs in it). Under bwrap the process is bwrap itself, started in its own process
 // group and killed when the daemon's thread that started it dies; killing it kills the
 // namespace's init and so every process of the command, setsid or not. Under ModeNone the
 // command runs in its own process group with the same parent-death signal.
@@ -163,9 +163,11 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
 		euid := os.Geteuid()
-		if n := len(cmd.ExtraFiles); 2+n-2 != seccompFD(euid) || 2+n-1 != infoFD(euid) || 2+n != blockFD(euid) {
+		fd := func(f *os.File) int { return 3 + slices.Index(cmd.ExtraFiles, f) } // ExtraFiles start at 3
+		if fd(filter) != seccompFD(euid) || fd(infoW) != infoFD(euid) || fd(blockR) != blockFD(euid) {
 			closeAll(append(cmd.ExtraFiles, infoR, blockW))
-			return nil, fmt.Errorf("sandbox: bwrap's descriptors would be %d, bwrap is told seccomp %d, info %d, block %d", n, seccompFD(euid), infoFD(euid), blockFD(euid))
+			return nil, fmt.Errorf("sandbox: bwrap's descriptors would be seccomp %d, info %d, block %d; it is told %d, %d, %d",
+				fd(filter), fd(infoW), fd(blockR), seccompFD(euid), infoFD(euid), blockFD(euid))
 		}
 		cmd.Stdin = &starter{cmd: cmd, limits: s.Limits, handed: slices.Clone(cmd.ExtraFiles), info: infoR, block: blockW}
 	}
