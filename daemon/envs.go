@@ -56,6 +56,7 @@ func newRepoEnvs(cfg config.Config, bwrap string, log *slog.Logger) *repoEnvs {
 	return &repoEnvs{log: log, now: time.Now, builder: &envsetup.Builder{
 		Root: filepath.Join(cfg.Workspace, EnvsDir), Sandbox: cfg.Sandbox, Bwrap: bwrap, Hide: sandboxHide(cfg),
 		ReadOnly: cfg.SandboxPaths, User: user, Deny: cfg.Credentials(), ExtraEnv: extra, Logger: log,
+		Limits: checkLimits(cfg),
 	}}
 }
 

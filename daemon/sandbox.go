@@ -92,6 +92,7 @@ func checkRunner(cfg config.Config, bwrap string, log *slog.Logger) *validate.Ru
 		ReadOnly:        cfg.SandboxPaths,
 		DenyEnv:         cfg.Credentials(),
 		MaxWorktreeSize: int64(cfg.MaxWorktreeSize),
+		Limits:          checkLimits(cfg),
 		User:            user,
 	}
 }
@@ -147,4 +148,10 @@ func nightWarnings(cfg config.Config, euid int, environ []string) []string {
 		}
 	}
 	return out
+}
+
+// checkLimits are the memory and process limits of every sandboxed command of cfg: checks
+// and environment set-ups.
+func checkLimits(cfg config.Config) sandbox.Limits {
+	return sandbox.Limits{Memory: int64(cfg.MaxCheckMemory), Processes: cfg.MaxCheckProcesses}
 }

@@ -143,3 +143,17 @@ func TestNightWarnings(t *testing.T) {
 		t.Errorf("the root warning does not say how to run as a user: %q", sandbox.RootWarning)
 	}
 }
+
+// TestCheckLimitsFromConfig: max_check_memory and max_check_processes reach every check and
+// every environment set-up.
+func TestCheckLimitsFromConfig(t *testing.T) {
+	cfg := config.Default()
+	cfg.MaxCheckMemory, cfg.MaxCheckProcesses = 512<<20, 64
+	want := sandbox.Limits{Memory: 512 << 20, Processes: 64}
+	if got := checkRunner(cfg, "", nil).Limits; got != want {
+		t.Errorf("checkRunner(max_check_memory 512MiB, max_check_processes 64).Limits = %+v, want %+v", got, want)
+	}
+	if got := newRepoEnvs(cfg, "", nil).builder.Limits; got != want {
+		t.Errorf("the environment builder's Limits = %+v, want %+v", got, want)
+	}
+}

@@ -62,8 +62,15 @@ type Config struct {
 	SandboxUser string `yaml:"sandbox_user"`
 	// MaxWorktreeSize stops a check whose worktree (with its private /tmp) grows past it.
 	MaxWorktreeSize ByteSize `yaml:"max_worktree_size"`
-	GitHub          GitHub   `yaml:"github"`
-	HTTP            HTTP     `yaml:"http"`
+	// MaxCheckMemory is what each process of a check may allocate (sandbox.Limits.Memory);
+	// past it an allocation fails and the check says it ran out of memory. 0 (the default)
+	// means sandbox.DefaultMemoryLimit(): 4GiB, or 256MiB per CPU where that is more.
+	MaxCheckMemory ByteSize `yaml:"max_check_memory"`
+	// MaxCheckProcesses is how many processes and threads a check may run at once
+	// (sandbox.Limits.Processes): a fork loop stops there instead of at the machine's pid_max.
+	MaxCheckProcesses int    `yaml:"max_check_processes"`
+	GitHub            GitHub `yaml:"github"`
+	HTTP              HTTP   `yaml:"http"`
 	// Review configures the checker's reviewers.
 	Review Review `yaml:"review"`
 	// Judge is how the judge's verdict counts: "gate" (default: an unmet criterion sends the
@@ -263,6 +270,14 @@ const (
 	DefaultCompactAt   = 0.70
 	DefaultSchedule    = "0 1 * * *"
 	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
+	// DefaultMaxCheckProcesses is the sandbox's default: room for pytest-xdist and BLAS
+	// threads, far from what three workers on a machine with kernel.pid_max 32768 can lose.
+	// max_check_memory's default is 0: the sandbox's, which grows with the CPUs.
+	DefaultMaxCheckProcesses = sandbox.DefaultProcessLimit
+	// Lower bounds of max_check_memory and max_check_processes: below them a Python test
+	// run cannot start.
+	minCheckMemory    = 64 << 20
+	minCheckProcesses = 16
 	// DefaultMaxTransportReleases bounds transport releases of one ticket per night.
 	DefaultMaxTransportReleases = 3
 	// DefaultMaxQuestions: one question per ticket. A second ask is refused: a maker that
@@ -298,10 +313,11 @@ func Default() Config {
 		Log:       Log{Format: "text", Level: "info"},
 		Sandbox:   sandbox.ModeBwrap,
 
-		MaxWorktreeSize: DefaultMaxWorktree,
-		GitHub:          defaultGitHub(),
-		Duplicates:      defaultDuplicates(),
-		Review:          Review{MaxRounds: DefaultMaxRounds},
+		MaxWorktreeSize:   DefaultMaxWorktree,
+		MaxCheckProcesses: DefaultMaxCheckProcesses,
+		GitHub:            defaultGitHub(),
+		Duplicates:        defaultDuplicates(),
+		Review:            Review{MaxRounds: DefaultMaxRounds},
 	}
 }
 
@@ -686,6 +702,12 @@ func (p *problems) sandbox(c Config) {
 	}
 	if c.MaxWorktreeSize < 1<<20 {
 		p.add("max_worktree_size: must be at least 1MiB, got %d bytes; write it like 1GiB or 512MiB", int64(c.MaxWorktreeSize))
+	}
+	if c.MaxCheckMemory != 0 && c.MaxCheckMemory < minCheckMemory {
+		p.add("max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB (what one process of a check may allocate), got %d bytes; write it like 8GiB or 512MiB", int64(c.MaxCheckMemory))
+	}
+	if c.MaxCheckProcesses < minCheckProcesses {
+		p.add("max_check_processes: must be at least %d (the processes and threads a check may run at once), got %d", minCheckProcesses, c.MaxCheckProcesses)
 	}
 }
 

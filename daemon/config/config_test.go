@@ -216,6 +216,11 @@ func TestSandboxConfig(t *testing.T) {
 		{name: "empty mode", yaml: valid + "sandbox: \"\"\n", want: `sandbox: must be bwrap`},
 		{name: "bad size", yaml: valid + "max_worktree_size: huge\n", want: `"huge" is not a size`},
 		{name: "tiny size", yaml: valid + "max_worktree_size: 10KiB\n", want: "max_worktree_size: must be at least 1MiB"},
+		{name: "check limits", yaml: valid + "max_check_memory: 8GiB\nmax_check_processes: 512\n"},
+		{name: "tiny check memory", yaml: valid + "max_check_memory: 1MiB\n", want: "max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB"},
+		{name: "check memory by CPUs", yaml: valid + "max_check_memory: 0\n"},
+		{name: "bad check memory", yaml: valid + "max_check_memory: lots\n", want: `"lots" is not a size`},
+		{name: "no check processes", yaml: valid + "max_check_processes: 0\n", want: "max_check_processes: must be at least 16"},
 		{name: "endpoint key passed", yaml: withKey, want: "repos.app.pass_env[1]: OPENAI_API_KEY is the API key of models.endpoints.local"},
 		{name: "bad name passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [\"A=B\"]\n    checks:", 1), want: `repos.app.pass_env[0]: "A=B" is not`},
 		{name: "header key passed", yaml: withHeader, want: "repos.app.pass_env[1]: LLM_GATEWAY_KEY is the X-Gateway-Key header of models.endpoints.local (header_env)"},
@@ -240,6 +245,12 @@ func TestSandboxConfig(t *testing.T) {
 			}
 			if tt.name == "defaults" && (c.Sandbox != "bwrap" || c.MaxWorktreeSize != 1<<30 || c.MaxWorktreeSize.String() != "1GiB") {
 				t.Errorf("defaults: sandbox %q, max_worktree_size %s", c.Sandbox, c.MaxWorktreeSize)
+			}
+			if tt.name == "defaults" && (c.MaxCheckMemory != 0 || c.MaxCheckProcesses != 4096) {
+				t.Errorf("defaults: max_check_memory %s, max_check_processes %d", c.MaxCheckMemory, c.MaxCheckProcesses)
+			}
+			if tt.name == "check limits" && (c.MaxCheckMemory != 8<<30 || c.MaxCheckProcesses != 512) {
+				t.Errorf("got max_check_memory %s, max_check_processes %d", c.MaxCheckMemory, c.MaxCheckProcesses)
 			}
 			if tt.name == "none and a size" && (c.Sandbox != "none" || c.MaxWorktreeSize != 512<<20) {
 				t.Errorf("got sandbox %q, max_worktree_size %d", c.Sandbox, c.MaxWorktreeSize)

@@ -32,13 +32,15 @@ type Builder struct {
 	// Root is the cache folder (the daemon's <workspace>/envs): one folder per repository,
 	// one environment per key in it, outside every worktree.
 	Root string
-	// Sandbox, Bwrap, Hide, ReadOnly, User and ScratchRoot are the checks' (validate.Runner).
+	// Sandbox, Bwrap, Hide, ReadOnly, User, ScratchRoot and Limits are the checks'
+	// (validate.Runner).
 	Sandbox     sandbox.Mode
 	Bwrap       string
 	Hide        []string
 	ReadOnly    []string
 	User        sandbox.Identity
 	ScratchRoot string
+	Limits      sandbox.Limits
 	// BaseEnv is the daemon's environment (nil: os.Environ()); Deny the variables that never
 	// enter, even when a recipe's pass_env names them (ticketd's credentials).
 	BaseEnv []string
@@ -251,6 +253,7 @@ func (b *Builder) run(ctx context.Context, dir string, env Env, r Recipe, comman
 	spec := sandbox.Spec{
 		Mode: b.Sandbox, Bwrap: b.Bwrap, Dir: dir, Reports: scratch.Dir, Hide: b.Hide,
 		ReadOnly: b.ReadOnly, Writable: []string{env.Dir}, Env: b.environ(env, r), User: b.User, Network: r.Network,
+		Limits: b.Limits,
 	}
 	cmd, err := spec.Command(ctx, []string{"/bin/sh", "-c", command})
 	if err != nil {

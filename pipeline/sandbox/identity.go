@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -77,37 +76,15 @@ func rootInside(id Identity) int {
 	return 1
 }
 
-// namespaces holds, per identity, a user namespace ticketd (as root) made for checks: uid and
-// gid id mapped to themselves, host root to rootInside, nothing else, and a limit of zero
-// further user namespaces inside. It lives as long as the daemon; bwrap joins it (--userns).
-var namespaces struct {
-	sync.Mutex
-	m map[Identity]*os.File
-}
-
-// userNamespace returns the user namespace of checks run as id, making it on first use.
-func userNamespace(ctx context.Context, id Identity) (*os.File, error) {
-	namespaces.Lock()
-	defer namespaces.Unlock()
-	if f := namespaces.m[id]; f != nil {
-		return f, nil
-	}
-	f, err := newUserNamespace(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if namespaces.m == nil {
-		namespaces.m = map[Identity]*os.File{}
-	}
-	namespaces.m[id] = f
-	return f, nil
-}
-
 // capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
 const capSysResource = 24
 
-// newUserNamespace starts a helper shell in a new user namespace with the mappings of
-// userNamespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
+// newUserNamespace makes the user namespace of one command run as id by a ticketd running
+// as root: uid and gid id mapped to themselves, host root to rootInside, nothing else, and a
+// limit of zero further user namespaces inside; bwrap joins it (--userns). Each command gets
+// its own, so that the kernel counts its processes apart from every other command's
+// (RLIMIT_NPROC is counted per user namespace and user: Limits). It starts a helper shell in
+// the namespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
 // no user namespace of its own, which would give it capabilities again) and waits. ticketd
 // keeps the namespace by opening it, then lets the helper go.
 func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
@@ -246,11 +223,12 @@ func grantGroup(p string, d fs.DirEntry, gid int) error {
 }
 
 // asUser prepares cmd, the bwrap command of a ticketd run as root, to run its command as
-// s.User: the checks' user namespace as descriptor userNSFD, none of root's supplementary
+// s.User: a user namespace of its own as descriptor userNSFD (closed on ticketd's side once
+// bwrap has started), none of root's supplementary
 // groups (bwrap would keep them), the worktree and reports made writable for that user.
 func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
 	id := s.User.orDefault()
-	ns, err := userNamespace(ctx, id)
+	ns, err := newUserNamespace(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -261,5 +239,9 @@ func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
 	// the sandbox behind. Started as the init of a PID namespace of its own, bwrap takes
 	// every process of the check with it when it ends, however it ends.
 	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
-	return grantWrite(s.Dir, s.Reports, id)
+	if err := grantWrite(s.Dir, s.Reports, id); err != nil {
+		ns.Close()
+		return err
+	}
+	return nil
 }

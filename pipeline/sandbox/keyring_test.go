@@ -146,7 +146,7 @@ func TestCommandKeepsNoDescriptor(t *testing.T) {
 		}
 		return len(fds)
 	}
-	probeRunArgv(t, spec, "true") // the first run makes what is kept for good (the user namespace)
+	probeRunArgv(t, spec, "true") // the first run makes what is kept for good, if anything
 	before := count()
 	for range 3 {
 		if out := probeRunArgv(t, spec, "true"); out != "" {

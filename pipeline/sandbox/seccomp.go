@@ -3,7 +3,6 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 
@@ -149,14 +148,4 @@ func seccompFile() (*os.File, error) {
 		return nil, fmt.Errorf("sandbox: write the seccomp filter: %w", err)
 	}
 	return r, nil
-}
-
-// closeOnRead is the stdin of a bwrap command: empty, as /dev/null would be. os/exec reads it
-// only once the process is started, which is when ticketd's copy of the filter's descriptor
-// may go: bwrap holds its own.
-type closeOnRead struct{ f *os.File }
-
-func (c closeOnRead) Read([]byte) (int, error) {
-	c.f.Close()
-	return 0, io.EOF
 }

@@ -63,6 +63,9 @@ type Spec struct {
 	// Network keeps the host's network namespace: only a repository's environment setup
 	// with setup.network gets it (to download its dependencies); a check never does.
 	Network bool
+	// Limits bound the memory and the processes of the command under bwrap (see Limits);
+	// the zero value means the defaults. ModeNone sets none.
+	Limits Limits
 }
 
 // Sizes and places of the private file systems under bwrap.
@@ -124,8 +127,9 @@ func (s Spec) env() []string {
 }
 
 // Command returns the command that runs argv under the spec. The caller sets Stdout, Stderr
-// and Cancel and runs it; Stdin is the spec's (empty: under bwrap it also lets go of the
-// seccomp filter's descriptor once the command has started). Under bwrap the process is bwrap itself, started in its own process
+// and Cancel and runs it; Stdin is the spec's and must stay so (empty: under bwrap, once the
+// command has started, it also lets go of the descriptors handed to bwrap and sets the
+// Limits on the sandbox before the command runs in it). Under bwrap the process is bwrap itself, started in its own process
 // group and killed when the daemon's thread that started it dies; killing it kills the
 // namespace's init and so every process of the command, setsid or not. Under ModeNone the
 // command runs in its own process group with the same parent-death signal.
@@ -148,14 +152,24 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if s.Mode.orDefault() == ModeBwrap {
 		filter, err := seccompFile()
 		if err != nil {
+			closeAll(cmd.ExtraFiles)
 			return nil, err
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, filter)
-		if fd := 2 + len(cmd.ExtraFiles); fd != seccompFD(os.Geteuid()) {
-			filter.Close()
-			return nil, fmt.Errorf("sandbox: the seccomp filter would be descriptor %d, bwrap is told %d", fd, seccompFD(os.Geteuid()))
+		infoR, infoW, blockR, blockW, err := limitPipes()
+		if err != nil {
+			closeAll(cmd.ExtraFiles)
+			return nil, err
 		}
-		cmd.Stdin = closeOnRead{filter}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+		euid := os.Geteuid()
+		fd := func(f *os.File) int { return 3 + slices.Index(cmd.ExtraFiles, f) } // ExtraFiles start at 3
+		if fd(filter) != seccompFD(euid) || fd(infoW) != infoFD(euid) || fd(blockR) != blockFD(euid) {
+			closeAll(append(cmd.ExtraFiles, infoR, blockW))
+			return nil, fmt.Errorf("sandbox: bwrap's descriptors would be seccomp %d, info %d, block %d; it is told %d, %d, %d",
+				fd(filter), fd(infoW), fd(blockR), seccompFD(euid), infoFD(euid), blockFD(euid))
+		}
+		cmd.Stdin = &starter{cmd: cmd, limits: s.Limits, handed: slices.Clone(cmd.ExtraFiles), info: infoR, block: blockW}
 	}
 	if s.Mode.orDefault() == ModeNone {
 		cmd.Dir = s.Dir
@@ -206,6 +220,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	args := append([]string{bwrap}, namespaceArgs(s.Network)...)
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
 	args = append(args, "--seccomp", strconv.Itoa(seccompFD(os.Geteuid())))
+	args = append(args, limitArgs(os.Geteuid())...)
 	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
 	for _, m := range mounts {

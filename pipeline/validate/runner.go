@@ -72,6 +72,9 @@ type Runner struct {
 	// while the check runs; 0 means DefaultMaxWorktreeSize, negative no limit. It is also
 	// the size of the check's private /tmp.
 	MaxWorktreeSize int64
+	// Limits bound each check's memory per process and its processes (sandbox.Limits; the
+	// zero value means the defaults). Under sandbox.ModeNone there are none.
+	Limits sandbox.Limits
 	// SizePoll is how often the size is measured; 0 means every second.
 	SizePoll time.Duration
 	// Logger receives one record per check; nil discards.
@@ -183,7 +186,11 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
 	}
-	return r.interrupted(ctx, notStarted(res), c, timeout)
+	res = r.interrupted(ctx, notStarted(res), c, timeout)
+	if note := limitNote(r.Limits, res, combined); note != "" && r.Sandbox != sandbox.ModeNone {
+		res.Summary = note + ". " + res.Summary
+	}
+	return res
 }
 
 // interpret reads a finished command's result by its kind's report.
@@ -279,6 +286,7 @@ func (r *Runner) spec(ctx context.Context, dir string, scratch *sandbox.Scratch,
 		ReadOnly: r.ReadOnly,
 		Env:      env,
 		User:     r.User,
+		Limits:   r.Limits,
 	}, note
 }
 
