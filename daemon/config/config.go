@@ -68,6 +68,8 @@ type Config struct {
 	MaxCheckMemory ByteSize `yaml:"max_check_memory"`
 	// MaxCheckProcesses is how many processes and threads a check may run at once
 	// (sandbox.Limits.Processes): a fork loop stops there instead of at the machine's pid_max.
+	// 0 (the default) means sandbox.DefaultProcessLimit(): 4096, or twice the CPUs squared
+	// where that is more.
 	MaxCheckProcesses int    `yaml:"max_check_processes"`
 	GitHub            GitHub `yaml:"github"`
 	HTTP              HTTP   `yaml:"http"`
@@ -270,10 +272,8 @@ const (
 	DefaultCompactAt   = 0.70
 	DefaultSchedule    = "0 1 * * *"
 	DefaultMaxWorktree = ByteSize(validate.DefaultMaxWorktreeSize)
-	// DefaultMaxCheckProcesses is the sandbox's default: room for pytest-xdist and BLAS
-	// threads, far from what three workers on a machine with kernel.pid_max 32768 can lose.
-	// max_check_memory's default is 0: the sandbox's, which grows with the CPUs.
-	DefaultMaxCheckProcesses = sandbox.DefaultProcessLimit
+	// max_check_memory's and max_check_processes' defaults are 0: the sandbox's, which grow
+	// with the CPUs (sandbox.DefaultMemoryLimit, sandbox.DefaultProcessLimit).
 	// Lower bounds of max_check_memory and max_check_processes: below them a Python test
 	// run cannot start.
 	minCheckMemory    = 64 << 20
@@ -313,11 +313,10 @@ func Default() Config {
 		Log:       Log{Format: "text", Level: "info"},
 		Sandbox:   sandbox.ModeBwrap,
 
-		MaxWorktreeSize:   DefaultMaxWorktree,
-		MaxCheckProcesses: DefaultMaxCheckProcesses,
-		GitHub:            defaultGitHub(),
-		Duplicates:        defaultDuplicates(),
-		Review:            Review{MaxRounds: DefaultMaxRounds},
+		MaxWorktreeSize: DefaultMaxWorktree,
+		GitHub:          defaultGitHub(),
+		Duplicates:      defaultDuplicates(),
+		Review:          Review{MaxRounds: DefaultMaxRounds},
 	}
 }
 
@@ -706,8 +705,8 @@ func (p *problems) sandbox(c Config) {
 	if c.MaxCheckMemory != 0 && c.MaxCheckMemory < minCheckMemory {
 		p.add("max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB (what one process of a check may allocate), got %d bytes; write it like 8GiB or 512MiB", int64(c.MaxCheckMemory))
 	}
-	if c.MaxCheckProcesses < minCheckProcesses {
-		p.add("max_check_processes: must be at least %d (the processes and threads a check may run at once), got %d", minCheckProcesses, c.MaxCheckProcesses)
+	if c.MaxCheckProcesses != 0 && c.MaxCheckProcesses < minCheckProcesses {
+		p.add("max_check_processes: must be 0 (4096, or twice the CPUs squared where that is more) or at least %d (the processes and threads a check may run at once), got %d", minCheckProcesses, c.MaxCheckProcesses)
 	}
 }
 

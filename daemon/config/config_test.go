@@ -220,7 +220,7 @@ func TestSandboxConfig(t *testing.T) {
 		{name: "tiny check memory", yaml: valid + "max_check_memory: 1MiB\n", want: "max_check_memory: must be 0 (4GiB, or 256MiB per CPU where that is more) or at least 64MiB"},
 		{name: "check memory by CPUs", yaml: valid + "max_check_memory: 0\n"},
 		{name: "bad check memory", yaml: valid + "max_check_memory: lots\n", want: `"lots" is not a size`},
-		{name: "no check processes", yaml: valid + "max_check_processes: 0\n", want: "max_check_processes: must be at least 16"},
+		{name: "too few check processes", yaml: valid + "max_check_processes: 8\n", want: "max_check_processes: must be 0 (4096, or twice the CPUs squared where that is more) or at least 16"},
 		{name: "endpoint key passed", yaml: withKey, want: "repos.app.pass_env[1]: OPENAI_API_KEY is the API key of models.endpoints.local"},
 		{name: "bad name passed", yaml: strings.Replace(valid, "    checks:", "    pass_env: [\"A=B\"]\n    checks:", 1), want: `repos.app.pass_env[0]: "A=B" is not`},
 		{name: "header key passed", yaml: withHeader, want: "repos.app.pass_env[1]: LLM_GATEWAY_KEY is the X-Gateway-Key header of models.endpoints.local (header_env)"},
@@ -246,7 +246,7 @@ func TestSandboxConfig(t *testing.T) {
 			if tt.name == "defaults" && (c.Sandbox != "bwrap" || c.MaxWorktreeSize != 1<<30 || c.MaxWorktreeSize.String() != "1GiB") {
 				t.Errorf("defaults: sandbox %q, max_worktree_size %s", c.Sandbox, c.MaxWorktreeSize)
 			}
-			if tt.name == "defaults" && (c.MaxCheckMemory != 0 || c.MaxCheckProcesses != 4096) {
+			if tt.name == "defaults" && (c.MaxCheckMemory != 0 || c.MaxCheckProcesses != 0) {
 				t.Errorf("defaults: max_check_memory %s, max_check_processes %d", c.MaxCheckMemory, c.MaxCheckProcesses)
 			}
 			if tt.name == "check limits" && (c.MaxCheckMemory != 8<<30 || c.MaxCheckProcesses != 512) {

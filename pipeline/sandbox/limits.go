@@ -44,7 +44,7 @@ type Limits struct {
 	// no limit.
 	Memory int64
 	// Processes is how many processes and threads the command may have at once; 0 means
-	// DefaultProcessLimit, negative no limit.
+	// DefaultProcessLimit(), negative no limit.
 	Processes int
 }
 
@@ -52,8 +52,8 @@ type Limits struct {
 // workers), far below what a 2-core, 24 GiB machine with three workers can lose at once
 // (kernel.pid_max is 32,768 on many distributions).
 const (
-	// DefaultProcessLimit is the process limit of a Limits whose Processes is 0.
-	DefaultProcessLimit = 4096
+	// baseProcessLimit is DefaultProcessLimit's floor.
+	baseProcessLimit = 4096
 	// OOMScoreAdj is the oom_score_adj of every process of a sandboxed command: the
 	// kernel's first choice when memory runs out.
 	OOMScoreAdj = 1000
@@ -71,6 +71,15 @@ func DefaultMemoryLimit() int64 {
 	return max(baseMemoryLimit, memoryPerCPU*int64(runtime.NumCPU()))
 }
 
+// DefaultProcessLimit is the process limit of a Limits whose Processes is 0: 4096, or twice
+// the CPUs squared where that is more. pytest-xdist's -n auto starts a worker per CPU, and
+// each worker that imports numpy starts a BLAS thread per CPU: on 64 CPUs that alone is
+// 4,096 threads.
+func DefaultProcessLimit() int {
+	n := runtime.NumCPU()
+	return max(baseProcessLimit, 2*n*n)
+}
+
 // MemoryBytes is the memory limit in force, 0 for none.
 func (l Limits) MemoryBytes() int64 {
 	switch {
@@ -86,7 +95,7 @@ func (l Limits) MemoryBytes() int64 {
 func (l Limits) ProcessCount() int {
 	switch {
 	case l.Processes == 0:
-		return DefaultProcessLimit
+		return DefaultProcessLimit()
 	case l.Processes < 0:
 		return 0
 	}

@@ -23,7 +23,7 @@ func TestLimitsInForce(t *testing.T) {
 		mem       int64
 		processes int
 	}{
-		{Limits{}, DefaultMemoryLimit(), DefaultProcessLimit},
+		{Limits{}, DefaultMemoryLimit(), DefaultProcessLimit()},
 		{Limits{Memory: 64 << 20, Processes: 32}, 64 << 20, 32},
 		{Limits{Memory: -1, Processes: -1}, 0, 0},
 	}

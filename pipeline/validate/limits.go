@@ -12,7 +12,11 @@ import (
 // strerror for ENOMEM and EAGAIN, C++'s bad_alloc, the shells' fork errors.
 var (
 	memoryMarks  = []string{"MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory", "Out of memory"}
-	processMarks = []string{"Resource temporarily unavailable", "can't start new thread", "Cannot fork", "pthread_create failed"}
+	processMarks = []string{"can't start new thread", "Cannot fork", "pthread_create failed"}
+	// eagain is EAGAIN's strerror: a refused fork or thread, but also a non-blocking read or
+	// write that would block (BlockingIOError), so it counts only beside what starts one.
+	eagain     = "Resource temporarily unavailable"
+	spawnMarks = []string{"fork", "Popen", "spawn", "thread", "Thread"}
 )
 
 // sigkillExit is how bwrap reports a command killed by SIGKILL from inside the sandbox: the
@@ -34,7 +38,7 @@ func limitNote(l sandbox.Limits, res Result, output string) string {
 	if res.ExitCode == sigkillExit && !res.TimedOut {
 		notes = append(notes, "a process of the check was killed by SIGKILL (exit 137), most likely by the kernel's OOM killer: the machine ran out of memory, and the checks' processes are the first it kills")
 	}
-	if n := l.ProcessCount(); n > 0 && containsAny(output, processMarks) {
+	if n := l.ProcessCount(); n > 0 && (containsAny(output, processMarks) || strings.Contains(output, eagain) && containsAny(output, spawnMarks)) {
 		notes = append(notes, fmt.Sprintf("the check reached its process limit: it may run at most %d processes and threads at once (max_check_processes), and a fork or a new thread past it fails (EAGAIN, Resource temporarily unavailable)", n))
 	}
 	return strings.Join(notes, "; ")
