@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
@@ -193,9 +194,10 @@ func TestEvidenceUnittestSuite(t *testing.T) {
 	}
 }
 
-// The change's own test modules run apart under a unittest check too, selected by their
-// module name (-k), not the whole suite again: on a real suite (more-itertools: 900 tests,
-// a minute under load) the whole run doubled every submit's check time.
+// The change's own test modules run apart under a unittest check too, with the change and
+// at the base's code, selected by their module name (-k), not the whole suite again: on a
+// real suite (more-itertools: 900 tests, a minute under load) each whole run added a minute
+// to every submit.
 func TestOwnTestsUnittestSelectsChangedModules(t *testing.T) {
 	t.Parallel() // its own scripted model, repository and python3
 	newTest := "import unittest\n\nfrom calc import double\n\n\nclass RegressionTest(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(double(2), 4)\n"
@@ -214,9 +216,18 @@ func TestOwnTestsUnittestSelectsChangedModules(t *testing.T) {
 	if b := job.Baseline[0]; !b.Passed || b.Tests != 3 {
 		t.Fatalf("baseline: passed=%v tests=%d (%s); want 3 passing", b.Passed, b.Tests, b.Summary)
 	}
+	runs := &summaryRecorder{inner: r.Checks}
+	r.Checks = runs
 	out := r.Run(context.Background(), job)
 	if out.Status != StatusFixed {
 		t.Fatalf("status %s (%s), want fixed\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	// The suite in its base versions runs the 3 tests; nothing runs the new module beside
+	// them (the evidence run at the base's code and the change's own run select it alone).
+	for _, s := range runs.all() {
+		if strings.HasPrefix(s, "ran 4 tests") {
+			t.Errorf("a run of the whole suite with the change's test module: %q (all runs: %q)", s, runs.all())
+		}
 	}
 	if len(out.Checks) != 1 || !strings.Contains(out.Checks[0].Summary, "the change's test files: ran 1 tests:") {
 		t.Errorf("checks %+v; want the change's test files run alone (ran 1 tests)", out.Checks)
@@ -224,4 +235,27 @@ func TestOwnTestsUnittestSelectsChangedModules(t *testing.T) {
 	if want := "unit: test_regression_double.RegressionTest.test_two"; out.Evidence == nil || !slices.Contains(out.Evidence.NewTests, want) {
 		t.Errorf("evidence %+v; want %q as a new test", out.Evidence, want)
 	}
+}
+
+// summaryRecorder keeps the summary of every check run through it.
+type summaryRecorder struct {
+	inner CheckRunner
+	mu    sync.Mutex
+	sums  []string
+}
+
+func (s *summaryRecorder) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	res := s.inner.Run(ctx, dir, checks)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range res {
+		s.sums = append(s.sums, r.Summary)
+	}
+	return res
+}
+
+func (s *summaryRecorder) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sums)
 }
