@@ -182,8 +182,17 @@ func testsAtBase(ctx context.Context, c *checkRun, files []string, baseFailing m
 			continue
 		}
 		run := t
-		if t.Kind == validate.KindPytest {
+		switch t.Kind {
+		case validate.KindPytest:
 			run.Only = only
+		case validate.KindUnittest:
+			// The change's modules by name, and the targets by their dotted ids.
+			run.Only = unittestModuleFilters(files)
+			for _, id := range only {
+				if !slices.Contains(files, id) {
+					run.Only = append(run.Only, id)
+				}
+			}
 		}
 		if res := c.run.Run(ctx, c.tree.dir, []validate.Check{run}); len(res) == 1 {
 			out = append(out, baseRun{t, res[0]})

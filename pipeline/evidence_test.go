@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
@@ -190,4 +192,70 @@ func TestEvidenceUnittestSuite(t *testing.T) {
 	if want := "unit: test_calc_unit.DoubleTest.test_two"; out.Evidence == nil || !slices.Contains(out.Evidence.Reproduced, want) {
 		t.Errorf("evidence %+v; want %q reproduced", out.Evidence, want)
 	}
+}
+
+// The change's own test modules run apart under a unittest check too, with the change and
+// at the base's code, selected by their module name (-k), not the whole suite again: on a
+// real suite (more-itertools: 900 tests, a minute under load) each whole run added a minute
+// to every submit.
+func TestOwnTestsUnittestSelectsChangedModules(t *testing.T) {
+	t.Parallel() // its own scripted model, repository and python3
+	newTest := "import unittest\n\nfrom calc import double\n\n\nclass RegressionTest(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(double(2), 4)\n"
+	var lines []string
+	for _, l := range strings.SplitAfter(newTest, "\n") {
+		if l != "" {
+			lines = append(lines, "+"+l)
+		}
+	}
+	patch := fixPatch + "diff --git a/test_regression_double.py b/test_regression_double.py\nnew file mode 100644\n--- /dev/null\n+++ b/test_regression_double.py\n" +
+		fmt.Sprintf("@@ -0,0 +1,%d @@\n", len(lines)) + strings.Join(lines, "")
+	other := "import unittest\n\n\nclass OtherTest(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n\n    def test_b(self):\n        self.assertTrue(True)\n\n    def test_c(self):\n        self.assertTrue(True)\n"
+	r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: patch}, map[string]string{"test_other.py": other})
+	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest}}
+	job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+	if b := job.Baseline[0]; !b.Passed || b.Tests != 3 {
+		t.Fatalf("baseline: passed=%v tests=%d (%s); want 3 passing", b.Passed, b.Tests, b.Summary)
+	}
+	runs := &summaryRecorder{inner: r.Checks}
+	r.Checks = runs
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	// The suite in its base versions runs the 3 tests; nothing runs the new module beside
+	// them (the evidence run at the base's code and the change's own run select it alone).
+	for _, s := range runs.all() {
+		if strings.HasPrefix(s, "ran 4 tests") {
+			t.Errorf("a run of the whole suite with the change's test module: %q (all runs: %q)", s, runs.all())
+		}
+	}
+	if len(out.Checks) != 1 || !strings.Contains(out.Checks[0].Summary, "the change's test files: ran 1 tests:") {
+		t.Errorf("checks %+v; want the change's test files run alone (ran 1 tests)", out.Checks)
+	}
+	if want := "unit: test_regression_double.RegressionTest.test_two"; out.Evidence == nil || !slices.Contains(out.Evidence.NewTests, want) {
+		t.Errorf("evidence %+v; want %q as a new test", out.Evidence, want)
+	}
+}
+
+// summaryRecorder keeps the summary of every check run through it.
+type summaryRecorder struct {
+	inner CheckRunner
+	mu    sync.Mutex
+	sums  []string
+}
+
+func (s *summaryRecorder) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	res := s.inner.Run(ctx, dir, checks)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range res {
+		s.sums = append(s.sums, r.Summary)
+	}
+	return res
+}
+
+func (s *summaryRecorder) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sums)
 }

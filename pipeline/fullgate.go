@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -87,8 +88,8 @@ func (c *checkRun) rerunNew(ctx context.Context, checks []validate.Check, result
 }
 
 // ownTests runs the test modules the change touched, as it left them: pytest checks on those
-// modules alone, unittest checks whole (it cannot select files). Nil when the change touches
-// no test module.
+// modules alone, unittest checks on the tests of those modules (unittestModuleFilters), or
+// whole when none is a Python module. Nil when the change touches no test module.
 func (c *checkRun) ownTests(ctx context.Context, tests []validate.Check) ([]validate.Result, []string) {
 	files := c.tree.changedTestModules(c.changed)
 	if len(files) == 0 {
@@ -96,14 +97,32 @@ func (c *checkRun) ownTests(ctx context.Context, tests []validate.Check) ([]vali
 	}
 	var runs []validate.Check
 	for _, t := range tests {
-		if t.Kind == validate.KindPytest {
+		switch t.Kind {
+		case validate.KindPytest:
 			t.Only = files
+		case validate.KindUnittest:
+			t.Only = unittestModuleFilters(files)
 		}
 		runs = append(runs, t)
 	}
 	res := c.run.Run(ctx, c.tree.dir, runs)
 	res, _ = c.retryTimeouts(ctx, runs, res)
 	return c.rerunNew(ctx, runs, res)
+}
+
+// unittestModuleFilters are -k patterns that select the tests of the Python modules among
+// files: "<module name>." matches the dotted id of each of their tests whatever package the
+// discovery names the module in (tests.test_x.C.test_y, or test_x.C.test_y from a start
+// folder), and at worst tests of a module of the same name elsewhere too, never fewer.
+// Suites a module's load_tests adds (doctests) are not filtered by -k and run as before.
+func unittestModuleFilters(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if name, ok := strings.CutSuffix(path.Base(f), ".py"); ok && name != "" && !slices.Contains(out, name+".") {
+			out = append(out, name+".")
+		}
+	}
+	return out
 }
 
 // mergeOwn adds to each test check's run in the test view what the run of the change's own

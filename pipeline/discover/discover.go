@@ -58,6 +58,11 @@ type Tests struct {
 	// as paths.
 	UnittestPattern, UnittestStart string
 	UnittestModules                []string
+	// CodeFolders are the folders among Paths, UnittestStart and UnittestModules that hold
+	// the code under test rather than tests: the project's own package (`testpaths =
+	// ["toolz"]` for tests inside the package and its doctests), or a src/ folder. Only the
+	// test modules and test folders inside them are tests.
+	CodeFolders []string
 }
 
 // Options are the repository's test checks' commands: argv as configured, empty for a
@@ -101,7 +106,29 @@ func Read(read Reader, o Options) *Tests {
 	for _, argv := range o.Unittest {
 		t.applyUnittestArgs(unittestArgs(argv))
 	}
+	t.CodeFolders = codeFolders(read, append(append(slices.Clone(t.Paths), t.UnittestStart), t.UnittestModules...))
 	return t
+}
+
+// codeFolders are the folders of dirs that hold the code under test: a src/ folder, or a
+// package (an __init__.py) not named like a test folder. A testpath or a folder a check's
+// command names is often the package itself, so that pytest collects the tests inside it
+// and, with --doctest-modules, the examples in its modules; those modules stay code.
+func codeFolders(read Reader, dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "." || d == "" || strings.HasSuffix(d, ".py") || slices.Contains(out, d) {
+			continue
+		}
+		base := path.Base(d)
+		if strings.Contains(strings.ToLower(base), "test") {
+			continue
+		}
+		if _, pkg := read(d + "/__init__.py"); pkg || base == "src" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // FromDir builds the discovery of the checkout in dir (see Read).
@@ -399,7 +426,8 @@ var testFolders = []string{"tests", "test", "testing"}
 
 // IsTestPath reports whether p belongs to the tests rather than the code under test: a test
 // module, a conftest.py, a doctest file, anything in a tests/, test/ or testing/ folder, in
-// a testpath or a unittest start folder, or in a package a unittest command names.
+// a testpath or a unittest start folder, or in a package a unittest command names, unless
+// that folder is the code (CodeFolders).
 func (t *Tests) IsTestPath(p string) bool {
 	if t == nil {
 		t = defaults
@@ -415,10 +443,11 @@ func (t *Tests) IsTestPath(p string) bool {
 	return t.Pytest && t.inTestpathFolder(p) || t.Unittest && t.inUnittestFolder(p)
 }
 
-// inTestpathFolder reports whether p is inside a folder (not ".") named by testpaths.
+// inTestpathFolder reports whether p is inside a folder (not ".") named by testpaths that
+// is not the code.
 func (t *Tests) inTestpathFolder(p string) bool {
 	for _, d := range t.Paths {
-		if d != "." && under(p, d) && !strings.HasSuffix(d, ".py") {
+		if d != "." && under(p, d) && !strings.HasSuffix(d, ".py") && !slices.Contains(t.CodeFolders, d) {
 			return true
 		}
 	}
@@ -426,13 +455,13 @@ func (t *Tests) inTestpathFolder(p string) bool {
 }
 
 // inUnittestFolder reports whether p is inside unittest's start folder (not ".") or a
-// package its command names.
+// package its command names, when that is not the code.
 func (t *Tests) inUnittestFolder(p string) bool {
-	if t.UnittestStart != "." && under(p, t.UnittestStart) {
+	if t.UnittestStart != "." && under(p, t.UnittestStart) && !slices.Contains(t.CodeFolders, t.UnittestStart) {
 		return true
 	}
 	for _, m := range t.UnittestModules {
-		if strings.HasPrefix(p, m+"/") {
+		if strings.HasPrefix(p, m+"/") && !slices.Contains(t.CodeFolders, m) {
 			return true
 		}
 	}

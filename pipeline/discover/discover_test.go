@@ -100,6 +100,58 @@ func TestIsTestPath(t *testing.T) {
 	}
 }
 
+// TestIsTestPathCodeFolders: a testpath or a folder a check's command names is often the
+// project's own package (toolz: testpaths = ["toolz"]; sortedcontainers: testpaths = docs
+// src/sortedcontainers tests with --doctest-modules; boltons' tox: pytest --doctest-modules
+// boltons tests). Its modules are the code under test, not tests: the evidence step must set
+// them back to the base, and the test view must keep the change's version.
+func TestIsTestPathCodeFolders(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		o     Options
+		want  map[string]bool
+	}{
+		{"toolz: the package is the testpath",
+			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\ntestpaths = [\"toolz\"]\n", "toolz/__init__.py": ""},
+			Options{Pytest: [][]string{nil}},
+			map[string]bool{"toolz/dicttoolz.py": false, "toolz/curried/__init__.py": false, "toolz/__init__.py": false,
+				"toolz/tests/test_dicttoolz.py": true, "toolz/tests/helpers.py": true, "toolz/test_inline.py": true}},
+		{"sortedcontainers: src package, docs and tests as testpaths",
+			map[string]string{"tox.ini": "[pytest]\naddopts=\n    --doctest-modules\n    --doctest-glob \"*.rst\"\ntestpaths=docs src/sortedcontainers tests\n",
+				"src/sortedcontainers/__init__.py": ""},
+			Options{Pytest: [][]string{nil}},
+			map[string]bool{"src/sortedcontainers/sortedlist.py": false, "docs/conf.py": true, "docs/intro.rst": true,
+				"tests/sortedcollection.py": true, "tests/test_coverage_sortedlist.py": true}},
+		{"boltons: the check's command names the package",
+			map[string]string{"boltons/__init__.py": ""},
+			Options{Pytest: [][]string{{"python3", "-m", "pytest", "--doctest-modules", "boltons", "tests"}}},
+			map[string]bool{"boltons/strutils.py": false, "tests/conftest.py": true, "tests/jsonl_test_data.txt": true}},
+		{"a src folder as testpath",
+			map[string]string{"pytest.ini": "[pytest]\ntestpaths = src tests\naddopts = --doctest-modules\n"},
+			Options{Pytest: [][]string{nil}},
+			map[string]bool{"src/pkg/mod.py": false, "src/pkg/tests/test_mod.py": true, "tests/helpers.py": true}},
+		{"unittest naming the package",
+			map[string]string{"toolz/__init__.py": ""},
+			Options{Unittest: [][]string{{"python3", "-m", "unittest", "toolz"}}},
+			map[string]bool{"toolz/dicttoolz.py": false, "toolz/tests/test_x.py": true}},
+		{"folders of tests stay tests",
+			map[string]string{"setup.cfg": "[tool:pytest]\ntestpaths = checks integration_tests\n", "integration_tests/__init__.py": ""},
+			Options{Pytest: [][]string{nil}},
+			map[string]bool{"checks/helpers.py": true, "integration_tests/helpers.py": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Read(reader(tt.files), tt.o)
+			for p, want := range tt.want {
+				if got := d.IsTestPath(p); got != want {
+					t.Errorf("IsTestPath(%q) = %v, want %v (paths %q, code folders %q)", p, got, want, d.Paths, d.CodeFolders)
+				}
+			}
+		})
+	}
+}
+
 func TestTestIDs(t *testing.T) {
 	src := `import unittest
 

@@ -122,13 +122,15 @@ func redactUserinfo(m string) string {
 }
 
 // redactAssignments masks the values of secret-named assignments, except a call
-// (token = make_token(user) in a traceback is code, not a secret) and a value already masked.
+// (token = make_token(user) in a traceback is code, not a secret), a value already masked and
+// a count of a model's tokens (tokenCount).
 func redactAssignments(text string) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range assignment.FindAllStringSubmatchIndex(text, -1) {
 		vs, ve := m[4], m[5]
-		if ve < len(text) && text[ve] == '(' || strings.HasPrefix(text[vs:], "[redacted") || text[vs:ve] == Mask {
+		if ve < len(text) && text[ve] == '(' || strings.HasPrefix(text[vs:], "[redacted") || text[vs:ve] == Mask ||
+			tokenCount(text[m[2]:m[3]], text[vs:ve]) {
 			continue
 		}
 		b.WriteString(text[last:vs])
@@ -140,4 +142,18 @@ func redactAssignments(text string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// tokenCount reports whether name (the assignment's text up to its value) names tokens only
+// in the sense of a model's tokens, and value is a number: "tokens: 46848 prompt" in a
+// report, max_tokens=4096 or prompt_tokens: 707 in a check's output. No credential is a bare
+// decimal number under such a name; a password, secret or key named beside it still is one.
+func tokenCount(name, value string) bool {
+	lower := strings.ToLower(name)
+	for _, w := range []string{"password", "passwd", "secret", "key", "credential"} {
+		if strings.Contains(lower, w) {
+			return false
+		}
+	}
+	return strings.Contains(lower, "token") && strings.Trim(value, "0123456789") == ""
 }

@@ -54,6 +54,11 @@ func TestRedact(t *testing.T) {
 		// What a check prints must stay readable: paths, node ids, line numbers and code.
 		{"pytest output", "tests/test_token.py::test_refresh FAILED\ntests/test_secret.py:123: AssertionError\n    token = make_token(user)\nssh://git@github.com/acme/app.git",
 			nil, []string{"tests/test_token.py::test_refresh FAILED", "tests/test_secret.py:123: AssertionError", "token = make_token(user)", "ssh://git@github.com"}},
+		// A count of a model's tokens is no credential: ticketd's own report line, a check's output.
+		{"token counts", "- model calls: 6 (all attempts); tokens: 46848 prompt (34816 cached), 388 completion\nmax_tokens=4096 prompt_tokens: 707",
+			nil, []string{"tokens: 46848 prompt", "max_tokens=4096", "prompt_tokens: 707"}},
+		{"a numeric value beside a token or password", "TOKEN=ab12cd34ef\ntoken_password=12345678\nauth_token: 1234abcd",
+			[]string{"ab12cd34ef", "12345678", "1234abcd"}, nil},
 	}
 	for _, tt := range tests {
 		got := Redact(tt.in)

@@ -86,6 +86,9 @@ type Check struct {
 	// Not configurable.
 	ExtraArgs  []string `yaml:"-" json:"-"`
 	PythonPath []string `yaml:"-" json:"-"`
+	// Generated are files written into the worktree for each run of the check and removed
+	// after it: a Condition's Files. Not configurable.
+	Generated []GeneratedFile `yaml:"-" json:"-"`
 	// EnvDir is the repository's environment (pipeline/envsetup) the check runs in: its bin/
 	// first on PATH, VIRTUAL_ENV set, and the worktree (with its src/ when that holds
 	// packages) first on PYTHONPATH, so that an editable install, whose path hooks point at

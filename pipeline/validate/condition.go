@@ -15,7 +15,8 @@ import (
 // A base run can fail for reasons that are ticketd's to work around rather than a human's to
 // fix: pytest collects nothing where unittest finds the tests (a root test.py), the tests
 // cannot import the project's package from a src/ or lib/ folder nothing puts on the path,
-// or the configuration's addopts names options of plugins the interpreter lacks. Adapt reruns
+// the configuration's addopts names options of plugins the interpreter lacks, or the package
+// imports a version file its build generates. Adapt reruns
 // such a check with the condition that works around it, keeps the condition when the rerun is
 // healthier, and says so in the result's notes; every later run of the check (each attempt's
 // gate) carries the same condition (Conditioned).
@@ -29,6 +30,9 @@ type Condition struct {
 	Args []string `json:"args,omitempty"`
 	// Path are folders, relative to the worktree, put first on PYTHONPATH.
 	Path []string `json:"path,omitempty"`
+	// Files are written into the worktree for each run and removed after it (a version file
+	// the project's build generates).
+	Files []GeneratedFile `json:"files,omitempty"`
 	// Notes say what ticketd changed and why, one line each.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -40,6 +44,7 @@ func (c *Condition) merge(o Condition) {
 	}
 	c.Args = append(c.Args, o.Args...)
 	c.Path = append(c.Path, o.Path...)
+	c.Files = append(c.Files, o.Files...)
 	c.Notes = append(c.Notes, o.Notes...)
 }
 
@@ -54,6 +59,7 @@ func (c Check) With(cond *Condition) Check {
 	}
 	c.ExtraArgs = append(slices.Clone(c.ExtraArgs), cond.Args...)
 	c.PythonPath = append(slices.Clone(c.PythonPath), cond.Path...)
+	c.Generated = append(slices.Clone(c.Generated), cond.Files...)
 	return c
 }
 
@@ -142,6 +148,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 		return cond, true
 	}
 	if cond, ok := unimportedFolder(dir, c, r); ok {
+		return cond, true
+	}
+	if cond, ok := generatedVersion(dir, c, r); ok {
 		return cond, true
 	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {

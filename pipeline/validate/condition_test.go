@@ -2,7 +2,9 @@ package validate
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -214,4 +216,69 @@ func TestUnittestOnly(t *testing.T) {
 	if res := r.Run(context.Background(), dir, []Check{alone})[0]; !res.Passed || res.Tests != 1 {
 		t.Errorf("alone: passed %v, %d tests (%s)\n%s", res.Passed, res.Tests, res.Summary, res.Output)
 	}
+}
+
+// A project whose build writes its version file into its own package (humanize: hatch-vcs's
+// version-file = "src/humanize/_version.py", imported by humanize/__init__.py): in a checkout
+// nobody built, every test fails to import the package. The file is written for each check
+// and removed after it; a build configuration that does not name it leaves the failure as it
+// is (the negative control), and a version file the worktree has is never replaced.
+func TestAdaptGeneratedVersionFile(t *testing.T) {
+	requirePytest(t)
+	files := func(pyproject string) map[string]string {
+		return map[string]string{
+			"pyproject.toml":           pyproject,
+			"src/humanize/__init__.py": "from ._version import __version__\nfrom .number import apnumber\n",
+			"src/humanize/number.py":   "def apnumber(n):\n    return str(n)\n",
+			"tests/__init__.py":        "",
+			"tests/test_number.py":     "import humanize\n\n\ndef test_apnumber():\n    assert humanize.apnumber(10) == '10'\n\n\ndef test_version():\n    assert humanize.__version__\n",
+		}
+	}
+	hatch := "[project]\nname = \"humanize\"\ndynamic = [\"version\"]\n\n[tool.hatch]\nversion.source = \"vcs\"\nbuild.hooks.vcs.version-file = \"src/humanize/_version.py\"\n"
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute}
+
+	t.Run("named by the build", func(t *testing.T) {
+		dir := writeTree(t, files(hatch))
+		r := &Runner{Sandbox: testSandbox(t)}
+		run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+		base := run(context.Background(), []Check{check})
+		if base[0].Tests <= 0 || base[0].Errored != base[0].Tests {
+			t.Fatalf("the base run did not error everywhere (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+		}
+		got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+		if got.Condition == nil || len(got.Condition.Files) != 1 || got.Condition.Files[0].Path != "src/humanize/_version.py" {
+			t.Fatalf("condition %+v, want the version file src/humanize/_version.py; result %s\n%s", got.Condition, got.Summary, got.Output)
+		}
+		if !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), "src/humanize/_version.py written for the checks") {
+			t.Errorf("adapted run: passed %v, %d tests (%s), notes %q; want 2 passed with a note\n%s", got.Passed, got.Tests, got.Summary, got.Notes, got.Output)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "src/humanize/_version.py")); err == nil {
+			t.Error("the version file is left in the worktree after the check")
+		}
+		again := r.Run(context.Background(), dir, Conditioned([]Check{check}, []Result{got}))[0]
+		if !again.Passed || again.Tests != 2 {
+			t.Errorf("conditioned run: passed %v, %d tests (%s)\n%s", again.Passed, again.Tests, again.Summary, again.Output)
+		}
+		// A version file the worktree holds (the maker's) is the one the check imports.
+		own := filepath.Join(dir, "src/humanize/_version.py")
+		if err := os.WriteFile(own, []byte("__version__ = ''\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mine := r.Run(context.Background(), dir, Conditioned([]Check{check}, []Result{got}))[0]
+		if mine.Passed || mine.Tests != 2 {
+			t.Errorf("with the worktree's own version file: passed %v, %d tests (%s); want test_version to fail on it", mine.Passed, mine.Tests, mine.Summary)
+		}
+		if data, err := os.ReadFile(own); err != nil || string(data) != "__version__ = ''\n" {
+			t.Errorf("the worktree's own version file was changed or removed: %q, %v", data, err)
+		}
+	})
+	t.Run("not named by the build", func(t *testing.T) {
+		dir := writeTree(t, files("[project]\nname = \"humanize\"\nversion = \"1.0\"\n"))
+		r := &Runner{Sandbox: testSandbox(t)}
+		run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+		base := run(context.Background(), []Check{check})
+		if got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]; got.Condition != nil {
+			t.Errorf("condition %+v for a module the build does not generate", got.Condition)
+		}
+	})
 }

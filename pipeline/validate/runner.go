@@ -158,6 +158,12 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		return notStarted(res)
 	}
 
+	remove, err := writeGenerated(dir, c.Generated)
+	defer remove()
+	if err != nil {
+		res.Summary, res.NotStarted = err.Error(), true
+		return notStarted(res)
+	}
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
