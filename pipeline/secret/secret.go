@@ -155,5 +155,9 @@ func tokenCount(name, value string) bool {
 			return false
 		}
 	}
-	return strings.Contains(lower, "token") && strings.Trim(value, "0123456789") == ""
+	return strings.Contains(lower, "token") && len(value) <= maxTokenCountDigits && strings.Trim(value, "0123456789") == ""
 }
+
+// maxTokenCountDigits bounds a count of tokens: a longer run of digits under a token's name
+// may be a numeric credential.
+const maxTokenCountDigits = 10

@@ -59,6 +59,7 @@ func TestRedact(t *testing.T) {
 			nil, []string{"tokens: 46848 prompt", "max_tokens=4096", "prompt_tokens: 707"}},
 		{"a numeric value beside a token or password", "TOKEN=ab12cd34ef\ntoken_password=12345678\nauth_token: 1234abcd",
 			[]string{"ab12cd34ef", "12345678", "1234abcd"}, nil},
+		{"a long run of digits under a token's name", "API_TOKEN=83472910563748291047", []string{"83472910563748291047"}, nil},
 	}
 	for _, tt := range tests {
 		got := Redact(tt.in)
