@@ -453,6 +453,10 @@ func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]str
 		}
 		switch c.Kind {
 		case KindMypy:
+			// The project's files setting is what its CI types; `.` would replace it.
+			if _, ok := discover.MypyTargets(discover.DirReader(dir)); ok {
+				return []string{py, "-m", "mypy"}, nil
+			}
 			return []string{py, "-m", "mypy", "."}, nil
 		case KindUnittest:
 			return []string{py, "-m", "unittest", "discover"}, nil

@@ -457,6 +457,55 @@ func TestRunMypy(t *testing.T) {
 	}
 }
 
+// TestRunMypyDefaultHonoursFiles: a check without a command runs mypy as the project's CI
+// does. click, markupsafe and packaging name what they type in [tool.mypy] files; `mypy .`
+// would replace that list and check their examples and docs too, which nobody types.
+func TestRunMypyDefaultHonoursFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy takes seconds without a cache")
+	}
+	testenv.NeedMypy(t)
+	untyped := "def main(x: int) -> str:\n    return x\n" // not under files: never checked
+	for _, tc := range []struct {
+		name   string
+		config map[string]string
+		want   []string // files with findings
+	}{
+		{"pyproject files", map[string]string{"pyproject.toml": "[tool.mypy]\nfiles = [\"src\"]\nstrict = true\n"}, nil},
+		{"mypy.ini files", map[string]string{"mypy.ini": "[mypy]\nfiles = src\n"}, nil},
+		{"setup.cfg files", map[string]string{"setup.cfg": "[metadata]\nname = pkg\n\n[mypy]\nfiles =\n    src\n"}, nil},
+		{"no files: the whole tree", map[string]string{"pyproject.toml": "[tool.mypy]\nstrict = true\n"}, []string{"examples/demo.py"}},
+		{"mypy.ini wins over pyproject", map[string]string{"mypy.ini": "[mypy]\n", "pyproject.toml": "[tool.mypy]\nfiles = [\"src\"]\n"}, []string{"examples/demo.py"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"src/pkg/__init__.py": "def double(x: int) -> int:\n    return 2 * x\n",
+				"examples/demo.py":    untyped,
+			}
+			maps.Copy(files, tc.config)
+			for name, content := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy}})[0]
+			var got []string
+			for _, f := range res.Findings {
+				got = append(got, f.File)
+			}
+			if !slices.Equal(got, tc.want) || res.NotStarted {
+				t.Errorf("command %q: findings in %q, want %q\n%s", res.Command, got, tc.want, res.Output)
+			}
+		})
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
