@@ -357,6 +357,12 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 			if !hasFlag(argv, "--no-cache", "--cache-dir") {
 				argv = append(argv, "--no-cache") // no .ruff_cache in the worktree
 			}
+			// A project's `fix = true` makes ruff rewrite what it can and report only the
+			// rest: a fixable violation the change brings in would pass, and fail the
+			// project's own lint. The operator's --fix stays theirs.
+			if !hasFlag(argv, "--fix", "--no-fix", "--fix-only") {
+				argv = append(argv, "--no-fix")
+			}
 		}
 	case KindMypy:
 		if !hasFlag(argv, "--cache-dir") {

@@ -506,6 +506,33 @@ func TestRunMypyDefaultHonoursFiles(t *testing.T) {
 	}
 }
 
+// TestRunRuffReportsWhatItWouldFix: click and markupsafe set `fix = true` in [tool.ruff],
+// and a plain `ruff check` then rewrites the files and reports only what it could not fix:
+// an unsorted import a fix brings in would pass the gate and fail the project's CI. The
+// stand-in behaves as ruff does with that setting: it fixes unless told --no-fix.
+func TestRunRuffReportsWhatItWouldFix(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[tool.ruff]\nfix = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	finding := `[{"code":"I001","message":"Import block is un-sorted or un-formatted","filename":"m.py","location":{"row":1,"column":1}}]`
+	script := `for a; do [ "$a" = --no-fix ] && { echo '` + finding + `'; exit 1; }; [ "$a" = --fix ] && break; done; echo '[]'`
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    int // findings
+	}{
+		{"default", []string{"sh", "-c", script, "ruff", "check", "."}, 1},
+		{"the operator's --fix is kept", []string{"sh", "-c", script, "ruff", "check", "--fix", "."}, 0},
+	} {
+		r := Runner{Sandbox: testSandbox(t)}
+		res := r.Run(context.Background(), dir, []Check{{Name: "lint", Kind: KindRuff, Command: tc.command}})[0]
+		if len(res.Findings) != tc.want || res.NotStarted {
+			t.Errorf("%s: command %q: %d findings (%s), want %d\n%s", tc.name, res.Command, len(res.Findings), res.Summary, tc.want, res.Output)
+		}
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
