@@ -425,10 +425,21 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	}
 	for _, id := range c.Only {
 		if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
-			argv = append(argv, id)
+			argv = append(argv, nodeArg(id))
 		}
 	}
 	return argv
+}
+
+// nodeArg is the argument that runs the test id names: its node id, or for a module that
+// failed to collect (reported as file::dotted.module, which pytest knows no node by) its
+// file, which pytest imports again.
+func nodeArg(id string) string {
+	file, rest, ok := strings.Cut(id, "::")
+	if ok && strings.HasSuffix(file, ".py") && rest == strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".") {
+		return file
+	}
+	return id
 }
 
 // unittestArgs adds -v and the named tests to a unittest command.

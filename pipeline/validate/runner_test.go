@@ -533,6 +533,36 @@ func TestRunRuffReportsWhatItWouldFix(t *testing.T) {
 	}
 }
 
+// TestRunPytestOnlyCollectionFailure: a module that fails to import is reported under the id
+// file::dotted.module (packaging's tests/test_manylinux.py without pretend, pyparsing's
+// tests/test_diagram.py without railroad), and the baseline reruns each failing id alone.
+// pytest knows no such node: run as is, it stops with a usage error (exit 4) and the rerun
+// says nothing about the module; run by its file, it imports the module again.
+func TestRunPytestOnlyCollectionFailure(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, false)
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_extra.py"), []byte("import no_such_plugin_module\n\n\ndef test_x():\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	full := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	var id string
+	for _, f := range full.Findings {
+		if strings.HasPrefix(f.Test, "tests/test_extra.py::") {
+			id = f.Test
+		}
+	}
+	if id == "" {
+		t.Fatalf("no finding for the module that fails to import: %+v\n%s", full.Findings, full.Output)
+	}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Only: []string{id}}})[0]
+	if res.ExitCode != 1 || res.Errored != 1 || len(res.Findings) != 1 || res.Findings[0].Test != id ||
+		!strings.Contains(res.Findings[0].Message, "no_such_plugin_module") {
+		t.Errorf("only %q: exit %d, errored %d, findings %+v; want the module's import error under the same id\ncommand %q\n%s",
+			id, res.ExitCode, res.Errored, res.Findings, res.Command, res.Output)
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
