@@ -79,8 +79,10 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry the
 // condition the base run needed (validate.Condition), and tests are found by the
 // repository's own discovery settings. 4: results carry each test's outcome (the gate's
-// "nothing the base passed may disappear" reads them).
-const baselineFormat = 4
+// "nothing the base passed may disappear" reads them). 5: ruff runs with --no-fix (a
+// project's fix = true hid its fixable findings), mypy with --no-pretty and, without a
+// command, on the files its configuration names.
+const baselineFormat = 5
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.

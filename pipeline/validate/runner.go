@@ -368,6 +368,11 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 		if !hasFlag(argv, "--cache-dir") {
 			argv = append(argv, "--cache-dir=/dev/null") // no .mypy_cache in the worktree
 		}
+		// A configuration's pretty = true wraps messages and moves the error code to a line
+		// of its own: the findings are read from mypy's plain one-line form.
+		if !hasFlag(argv, "--pretty", "--no-pretty") {
+			argv = append(argv, "--no-pretty")
+		}
 	}
 	return argv, junitPath, nil
 }

@@ -563,6 +563,33 @@ func TestRunPytestOnlyCollectionFailure(t *testing.T) {
 	}
 }
 
+// TestRunMypyPrettyConfig: click, markupsafe and attrs set pretty = true for mypy, which
+// wraps long messages, moves the error code to a line of its own and adds source lines and
+// carets. Findings then lost their code and half their message, and the same error could
+// read differently at the base and in a change. The check asks mypy for its plain lines.
+func TestRunMypyPrettyConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy takes seconds without a cache")
+	}
+	testenv.NeedMypy(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"pyproject.toml": "[tool.mypy]\npretty = true\nstrict = true\n",
+		"typed.py":       "def f() -> int:\n    return \"a string long enough that mypy has to wrap this message\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy}})[0]
+	want := Finding{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "str", expected "int")`}
+	if len(res.Findings) != 1 || res.Findings[0] != want {
+		t.Errorf("command %q: findings %+v\nwant %+v\n%s", res.Command, res.Findings, want, res.Output)
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
