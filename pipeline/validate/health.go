@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -138,4 +139,42 @@ func problemLines(r Result) []string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return clip(line, 300)
+}
+
+// ImportMiss is a module the checks' interpreter lacks and the test files that failed to
+// import for want of it.
+type ImportMiss struct {
+	Module string
+	Files  []string
+}
+
+// MissingImports lists, for a pytest result, the modules whose absence kept test files from
+// importing at all (pytest reports such a file as one error of the module, file::dotted.module),
+// in the order first seen: a dependency the checks' interpreter lacks (packaging's tests
+// without pretend), which leaves those files' tests unable to gate any fix. Nil when every
+// test file imported.
+func MissingImports(r Result) []ImportMiss {
+	if r.Kind != KindPytest {
+		return nil
+	}
+	var out []ImportMiss
+	for _, f := range r.Findings {
+		file, rest, ok := strings.Cut(f.Test, "::")
+		if !ok || rest != strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".") {
+			continue // a test's failure, not a module's
+		}
+		m := missingModule.FindStringSubmatch(f.Message)
+		if m == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x ImportMiss) bool { return x.Module == m[1] })
+		if i < 0 {
+			out = append(out, ImportMiss{Module: m[1]})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].Files, file) {
+			out[i].Files = append(out[i].Files, file)
+		}
+	}
+	return out
 }

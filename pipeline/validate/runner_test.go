@@ -590,6 +590,35 @@ func TestRunMypyPrettyConfig(t *testing.T) {
 	}
 }
 
+// TestMissingImports: packaging's test modules import pretend and tomli_w, which a machine
+// without its test extras lacks; the modules that fail to import are named with what they
+// lacked, while a test that fails for another reason is not.
+func TestMissingImports(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, true) // tests/test_stats.py::TestMean::test_empty fails: not an import
+	for name, content := range map[string]string{
+		"tests/test_tags.py":    "import pretend\n\n\ndef test_x():\n    pass\n",
+		"tests/test_version.py": "from pretend import stub\n\n\ndef test_y():\n    pass\n",
+		"tests/test_pylock.py":  "import tomli_w\n\n\ndef test_z():\n    pass\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	got := MissingImports(res)
+	slices.SortFunc(got, func(a, b ImportMiss) int { return strings.Compare(a.Module, b.Module) })
+	for i := range got {
+		slices.Sort(got[i].Files)
+	}
+	want := []ImportMiss{{"pretend", []string{"tests/test_tags.py", "tests/test_version.py"}}, {"tomli_w", []string{"tests/test_pylock.py"}}}
+	if len(got) != len(want) || got[0].Module != want[0].Module || !slices.Equal(got[0].Files, want[0].Files) ||
+		got[1].Module != want[1].Module || !slices.Equal(got[1].Files, want[1].Files) {
+		t.Errorf("MissingImports = %+v, want %+v\nfindings %+v", got, want, res.Findings)
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)
