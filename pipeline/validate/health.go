@@ -58,6 +58,12 @@ func Health(results []Result) []Problem {
 		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
 			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
 			p.Hint = "run the check's command by hand in a clean checkout of the base commit: a conftest.py that fails to import, or an option in the pytest configuration that the installed pytest or its plugins do not know, are the usual causes"
+		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && internalError(r.Output) != "":
+			p.Reason = "pytest stopped with an internal error at the base commit, before any test ran: " + internalError(r.Output)
+			p.Hint = "an exception in a conftest.py hook or a plugin: run the check's command by hand in a clean checkout of the base commit (with filterwarnings = error, a warning raised there, such as a deprecation, is such an exception)"
+			if m := missingModule.FindStringSubmatch(internalError(r.Output)); m != nil {
+				p.Missing = m[1]
+			}
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
@@ -177,4 +183,17 @@ func MissingImports(r Result) []ImportMiss {
 		}
 	}
 	return out
+}
+
+// internalError is the last line of pytest's INTERNALERROR traceback, which names the
+// exception ("pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a
+// typo?"), "" when the output holds none.
+func internalError(output string) string {
+	last := ""
+	for _, line := range strings.Split(output, "\n") {
+		if rest, ok := strings.CutPrefix(line, "INTERNALERROR> "); ok && strings.TrimSpace(rest) != "" && !strings.HasPrefix(rest, " ") {
+			last = strings.TrimSpace(rest)
+		}
+	}
+	return clip(last, 300)
 }
