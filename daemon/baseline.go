@@ -482,8 +482,8 @@ func baselineNotes(results []validate.Result) []string {
 
 // importNote says which test files failed to import at the base commit and which missing
 // module each lacked: their tests gate no fix (a fix to the code they test is shipped on
-// the other tests and its own), and the report alone shows them as a "collection failure"
-// among the base's failures. A missing dependency is the operator's to install.
+// the other tests and its own), and the report shows them only one by one among the base's
+// failures. A missing dependency is the operator's to install.
 func importNote(check string, miss []validate.ImportMiss) string {
 	files := 0
 	parts := make([]string, 0, len(miss))

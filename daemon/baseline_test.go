@@ -157,12 +157,12 @@ func TestBaselineSaveFailureIsLogged(t *testing.T) {
 }
 
 // The baseline note names the test files that could not import at the base and what they
-// lacked: in the report they are only a "collection failure" among the base's failures, and
+// lacked: in the report they are only lines among the base's failures, and
 // packaging's version tests (without pretend) gating nothing is the operator's to know.
 func TestBaselineNotesMissingImports(t *testing.T) {
 	collect := func(file, module string) validate.Finding {
 		return validate.Finding{File: file, Test: file + "::" + strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", "."),
-			Message: "collection failure\nModuleNotFoundError: No module named '" + module + "'"}
+			Message: "ModuleNotFoundError: No module named '" + module + "' (collection failure)"}
 	}
 	for _, tc := range []struct {
 		name    string
