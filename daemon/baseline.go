@@ -79,8 +79,10 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // a src/ layout run with src on PYTHONPATH, and results carry notes. 3: results carry the
 // condition the base run needed (validate.Condition), and tests are found by the
 // repository's own discovery settings. 4: results carry each test's outcome (the gate's
-// "nothing the base passed may disappear" reads them).
-const baselineFormat = 4
+// "nothing the base passed may disappear" reads them). 5: ruff runs with --no-fix (a
+// project's fix = true hid its fixable findings), mypy with --no-pretty and, without a
+// command, on the files its configuration names.
+const baselineFormat = 5
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.
@@ -453,7 +455,8 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 }
 
 // baselineNotes are what ticketd changed about how the base commit's checks ran (a src/
-// layout's PYTHONPATH), each once, prefixed by the checks it concerns.
+// layout's PYTHONPATH), each once, prefixed by the checks it concerns, and the test files
+// that could not even import there for want of a module (see importNote).
 func baselineNotes(results []validate.Result) []string {
 	var order []string
 	by := map[string][]string{}
@@ -469,7 +472,32 @@ func baselineNotes(results []validate.Result) []string {
 	for _, n := range order {
 		out = append(out, fmt.Sprintf("checks %s: %s", strings.Join(by[n], ", "), n))
 	}
+	for _, r := range results {
+		if miss := validate.MissingImports(r); len(miss) > 0 {
+			out = append(out, importNote(r.Name, miss))
+		}
+	}
 	return out
+}
+
+// importNote says which test files failed to import at the base commit and which missing
+// module each lacked: their tests gate no fix (a fix to the code they test is shipped on
+// the other tests and its own), and the report shows them only one by one among the base's
+// failures. A missing dependency is the operator's to install.
+func importNote(check string, miss []validate.ImportMiss) string {
+	files := 0
+	parts := make([]string, 0, len(miss))
+	for _, m := range miss {
+		files += len(m.Files)
+		names := m.Files
+		more := ""
+		if len(names) > 3 {
+			names, more = names[:3], fmt.Sprintf(" and %d more", len(m.Files)-3)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more))
+	}
+	return fmt.Sprintf("check %s: %d test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: %s; install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		check, files, strings.Join(parts, "; "))
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.

@@ -155,3 +155,35 @@ func TestBaselineSaveFailureIsLogged(t *testing.T) {
 		t.Errorf("log lacks the failed save:\n%s", logs.String())
 	}
 }
+
+// The baseline note names the test files that could not import at the base and what they
+// lacked: in the report they are only lines among the base's failures, and
+// packaging's version tests (without pretend) gating nothing is the operator's to know.
+func TestBaselineNotesMissingImports(t *testing.T) {
+	collect := func(file, module string) validate.Finding {
+		return validate.Finding{File: file, Test: file + "::" + strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", "."),
+			Message: "ModuleNotFoundError: No module named '" + module + "' (collection failure)"}
+	}
+	for _, tc := range []struct {
+		name    string
+		results []validate.Result
+		want    []string
+	}{
+		{"none", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			{File: "tests/test_a.py", Test: "tests/test_a.py::test_x", Message: "ModuleNotFoundError: No module named 'late'"},
+		}}}, []string{}},
+		{"some modules", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Notes: []string{"src/ put on PYTHONPATH"}, Findings: []validate.Finding{
+			collect("tests/test_manylinux.py", "pretend"), collect("tests/test_musllinux.py", "pretend"),
+			collect("tests/test_tags.py", "pretend"), collect("tests/test_version.py", "pretend"),
+			collect("tests/test_pylock.py", "tomli_w"),
+		}}}, []string{
+			"checks tests: src/ put on PYTHONPATH",
+			"check tests: 5 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: pretend (tests/test_manylinux.py, tests/test_musllinux.py, tests/test_tags.py and 1 more); tomli_w (tests/test_pylock.py); install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
+		{"not a pytest check", []validate.Result{{Name: "types", Kind: validate.KindMypy, Findings: []validate.Finding{collect("tests/test_a.py", "x")}}}, []string{}},
+	} {
+		if got := baselineNotes(tc.results); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+}

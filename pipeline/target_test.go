@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -43,6 +44,9 @@ func TestTargetTestsAcceptNewTest(t *testing.T) {
 		evidence string
 	}{
 		{"fix with a new passing test", fixPatch + doubleTwoTest, noPin, StatusFixed, []string{"test_double_two.py::test_double_two"}, "test_double_two.py::test_double_two"},
+		// markupsafe's conftest runs every test once per implementation, through an autouse
+		// fixture whose C one skips where it is not built: the target's instance that ran passes.
+		{"fix with a new test whose other instance skips", fixPatch + doubleTwoTest, withSkippedVariant(noPin), StatusFixed, []string{"test_double_two.py::test_double_two"}, "test_double_two.py::test_double_two"},
 		{"fix that rewrites the pinning test", fixPatch + pin, extra, StatusTestsChanged, nil, ""},
 		{"negative control: fix without a test that shows the bug", fixPatch, noPin, StatusUnverified, nil, ""},
 	}
@@ -72,4 +76,22 @@ func TestTargetTestsAcceptNewTest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withSkippedVariant adds to files a conftest.py that runs every test once per
+// implementation through an autouse fixture, the second of which is not available and skips.
+func withSkippedVariant(files map[string]string) map[string]string {
+	out := maps.Clone(files)
+	out["conftest.py"] = `import pytest
+
+
+@pytest.fixture(
+    scope="session",
+    autouse=True,
+    params=["python", pytest.param("speedups", marks=pytest.mark.skipif(True, reason="speedups unavailable"))],
+)
+def _impl(request):
+    return request.param
+`
+	return out
 }

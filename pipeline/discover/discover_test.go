@@ -328,3 +328,29 @@ func BenchmarkIsTestFile(b *testing.B) {
 		}
 	}
 }
+
+func TestMypyTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		wantFile string
+		want     bool
+	}{
+		{"none", nil, "", false},
+		{"pyproject array", map[string]string{"pyproject.toml": "[tool.mypy]\nfiles = [\"src\", \"tests/typing\"]\nstrict = true\n"}, "pyproject.toml", true},
+		{"pyproject string", map[string]string{"pyproject.toml": "[tool.mypy]\nfiles = \"src\"\n"}, "pyproject.toml", true},
+		{"pyproject packages", map[string]string{"pyproject.toml": "[tool.mypy]\npackages = [\"pkg\"]\n"}, "pyproject.toml", true},
+		{"pyproject without files", map[string]string{"pyproject.toml": "[tool.mypy]\nstrict = true\n"}, "pyproject.toml", false},
+		{"pyproject empty files", map[string]string{"pyproject.toml": "[tool.mypy]\nfiles = []\n"}, "pyproject.toml", false},
+		{"pyproject without mypy: setup.cfg", map[string]string{"pyproject.toml": "[tool.ruff]\nline-length = 79\n", "setup.cfg": "[mypy]\nfiles = src, tests\n"}, "setup.cfg", true},
+		{"only an override's files", map[string]string{"pyproject.toml": "[tool.mypy]\nstrict = true\n\n[[tool.mypy.overrides]]\nmodule = \"x\"\nfiles = \"y\"\n"}, "pyproject.toml", false},
+		{"mypy.ini first", map[string]string{"mypy.ini": "[mypy]\nstrict = True\n", "pyproject.toml": "[tool.mypy]\nfiles = [\"src\"]\n"}, "mypy.ini", false},
+		{".mypy.ini multi-line", map[string]string{".mypy.ini": "[mypy]\nfiles =\n    src,\n    tests\n"}, ".mypy.ini", true},
+		{"setup.cfg without a section", map[string]string{"setup.cfg": "[metadata]\nname = x\n"}, "setup.cfg", false},
+	} {
+		file, ok := MypyTargets(reader(tc.files))
+		if file != tc.wantFile || ok != tc.want {
+			t.Errorf("%s: MypyTargets(%q) = %q, %v; want %q, %v", tc.name, tc.files, file, ok, tc.wantFile, tc.want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ var ErrInvalidCheck = errors.New("invalid check")
 type Check struct {
 	Name    string        `yaml:"name"`
 	Kind    string        `yaml:"kind"`    // one of Kinds
-	Command []string      `yaml:"command"` // argv; empty means the kind's default (pytest: `<python> -m pytest`, mypy: `<python> -m mypy .`, ruff: `ruff check .`, unittest: `<python> -m unittest discover`)
+	Command []string      `yaml:"command"` // argv; empty means the kind's default (pytest: `<python> -m pytest`, mypy: `<python> -m mypy` when its configuration names files, else `<python> -m mypy .`, ruff: `ruff check .`, unittest: `<python> -m unittest discover`)
 	Timeout time.Duration `yaml:"timeout"` // e.g. "5m"; zero means DefaultTimeout
 	// PassEnv names variables of the daemon's environment this check may see besides the
 	// sandbox's allowlist; the config fills it from the repository's pass_env.

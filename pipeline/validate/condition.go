@@ -147,6 +147,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := missingPlugins(c, r, tests); ok {
 		return cond, true
 	}
+	if cond, ok := unknownMarks(c, r); ok {
+		return cond, true
+	}
 	if cond, ok := unimportedFolder(dir, c, r); ok {
 		return cond, true
 	}
@@ -196,6 +199,45 @@ func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) 
 	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
 		"the pytest configuration's addopts (%s) %s (%s): the check runs with -o %q (%s)",
 		tests.Config, why, strings.Join(removed, " "), value, remedy)}}, true
+}
+
+// unknownMark is pytest's warning for a mark that no plugin or configuration registers.
+var unknownMark = regexp.MustCompile(`PytestUnknownMarkWarning: Unknown pytest\.mark\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// ignoreUnknownMarks is the -W filter that keeps an unknown mark a warning.
+const ignoreUnknownMarks = "ignore::pytest.PytestUnknownMarkWarning"
+
+// markPlugins are the plugins that register marks projects use in their conftest.py and
+// tests, for the note.
+var markPlugins = map[string]string{
+	"no_cover": "pytest-cov", "timeout": "pytest-timeout", "asyncio": "pytest-asyncio",
+	"django_db": "pytest-django", "benchmark": "pytest-benchmark", "flaky": "pytest-rerunfailures",
+	"xdist_group": "pytest-xdist", "freeze_time": "pytest-freezer", "httpx_mock": "pytest-httpx",
+	"vcr": "pytest-recording", "order": "pytest-order", "dependency": "pytest-dependency",
+}
+
+// unknownMarks works around a base run that a mark of a plugin the interpreter lacks broke:
+// with filterwarnings = error, pytest's warning about the unknown mark is an error, raised in
+// a conftest.py hook (dateutil's pytest_collection_modifyitems adds pytest-cov's no_cover:
+// an internal error, no test runs) or as a test module imports (its tests do not collect).
+// The check runs with -W ignore::pytest.PytestUnknownMarkWarning, which a command line's
+// filter places above the configuration's; --strict-markers, if configured, still refuses
+// a mark the change invents.
+func unknownMarks(c Check, r Result) (Condition, bool) {
+	if c.Kind != KindPytest || r.Passed || slices.Contains(c.ExtraArgs, ignoreUnknownMarks) {
+		return Condition{}, false
+	}
+	m := unknownMark.FindStringSubmatch(r.Output)
+	if m == nil || !strings.Contains(r.Output, "INTERNALERROR>") && r.Errored == 0 {
+		return Condition{}, false
+	}
+	plugin := "the plugin that registers it"
+	if p, ok := markPlugins[m[1]]; ok {
+		plugin = p
+	}
+	return Condition{Args: []string{"-W", ignoreUnknownMarks}, Notes: []string{fmt.Sprintf(
+		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the configuration's filterwarnings turns into an error: the check runs with -W %s (install %s for the checks' interpreter to run as configured)",
+		m[1], plugin, ignoreUnknownMarks, plugin)}}, true
 }
 
 // cacheOption reports whether a is an option of pytest's cache provider.

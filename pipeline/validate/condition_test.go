@@ -52,6 +52,17 @@ func TestAdapt(t *testing.T) {
 		{"a -p plugin that does not import",
 			map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p ticketd_no_such_plugin -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_no_such_plugin)", 1},
+		// dateutil: its conftest.py marks tests with pytest-cov's no_cover, and filterwarnings =
+		// error makes the unknown mark an internal error when pytest-cov is missing.
+		{"a conftest hook adding a mark of a plugin that is not installed",
+			map[string]string{"setup.cfg": "[tool:pytest]\nfilterwarnings =\n    error\n",
+				"tests/conftest.py":  "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.no_cover)\n",
+				"tests/test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "pytest.mark.no_cover, a mark no installed plugin registers (pytest-cov's)", 1},
+		{"a test module marked with a mark of a plugin that is not installed",
+			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\nfilterwarnings = [\"error\"]\n",
+				"test_calc.py": "import pytest\n\n\n@pytest.mark.timeout(5)\ndef test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "(pytest-timeout's)", 1},
 		{"a healthy repository", map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
 		{"a dependency that is not installed (not the project's)",

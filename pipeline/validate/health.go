@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +62,12 @@ func Health(results []Result) []Problem {
 				// A conftest.py (or a plugin it loads) that cannot import: no test can run.
 				p.Reason += fmt.Sprintf(" (No module named '%s')", m[1])
 				p.Hint, p.Missing = importHint(m[1]), m[1]
+			}
+		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && internalError(r.Output) != "":
+			p.Reason = "pytest stopped with an internal error at the base commit, before any test ran: " + internalError(r.Output)
+			p.Hint = "an exception in a conftest.py hook or a plugin: run the check's command by hand in a clean checkout of the base commit (with filterwarnings = error, a warning raised there, such as a deprecation, is such an exception)"
+			if m := missingModule.FindStringSubmatch(internalError(r.Output)); m != nil {
+				p.Missing = m[1]
 			}
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
@@ -148,4 +155,55 @@ func problemLines(r Result) []string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return clip(line, 300)
+}
+
+// ImportMiss is a module the checks' interpreter lacks and the test files that failed to
+// import for want of it.
+type ImportMiss struct {
+	Module string
+	Files  []string
+}
+
+// MissingImports lists, for a pytest result, the modules whose absence kept test files from
+// importing at all (pytest reports such a file as one error of the module, file::dotted.module),
+// in the order first seen: a dependency the checks' interpreter lacks (packaging's tests
+// without pretend), which leaves those files' tests unable to gate any fix. Nil when every
+// test file imported.
+func MissingImports(r Result) []ImportMiss {
+	if r.Kind != KindPytest {
+		return nil
+	}
+	var out []ImportMiss
+	for _, f := range r.Findings {
+		file, rest, ok := strings.Cut(f.Test, "::")
+		if !ok || rest != strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".") {
+			continue // a test's failure, not a module's
+		}
+		m := missingModule.FindStringSubmatch(f.Message)
+		if m == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x ImportMiss) bool { return x.Module == m[1] })
+		if i < 0 {
+			out = append(out, ImportMiss{Module: m[1]})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].Files, file) {
+			out[i].Files = append(out[i].Files, file)
+		}
+	}
+	return out
+}
+
+// internalError is the last line of pytest's INTERNALERROR traceback, which names the
+// exception ("pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a
+// typo?"), "" when the output holds none.
+func internalError(output string) string {
+	last := ""
+	for _, line := range strings.Split(output, "\n") {
+		if rest, ok := strings.CutPrefix(line, "INTERNALERROR> "); ok && strings.TrimSpace(rest) != "" && !strings.HasPrefix(rest, " ") {
+			last = strings.TrimSpace(rest)
+		}
+	}
+	return clip(last, 300)
 }

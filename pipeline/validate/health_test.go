@@ -17,6 +17,9 @@ func TestHealth(t *testing.T) {
 		{"no tests", Result{Name: "t", Kind: KindPytest, Passed: true, Tests: 0, Summary: "no tests collected"}, "collected no test"},
 		{"no report", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage\n"}, "no test report"},
 		{"all errored", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 3, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}}, "every one of the 3"},
+		{"internal error", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Test: "pytest::internal", Message: "internal error"}},
+			Output: "INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR>   File \"tests/conftest.py\", line 20, in pytest_collection_modifyitems\nINTERNALERROR>     item.add_marker(pytest.mark.no_cover)\nINTERNALERROR> pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a typo?\n"},
+			"internal error at the base commit, before any test ran: pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover"},
 		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
 		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "timed out at the base commit"},
 	}

@@ -38,7 +38,7 @@ func TestParseJUnit(t *testing.T) {
 			{File: "tests/test_stats.py", Line: 17, Test: "tests/test_stats.py::test_plain", Message: "assert 1.5 == 2\n +  where 1.5 = mean([1, 2])"},
 		}},
 		{"junit/errors.xml", "1 errors, 0 passed", []Finding{
-			{File: "tests/test_broken.py", Line: 1, Test: "tests/test_broken.py::tests.test_broken", Message: "collection failure\nModuleNotFoundError: No module named 'nosuchmod'"},
+			{File: "tests/test_broken.py", Line: 1, Test: "tests/test_broken.py::tests.test_broken", Message: "ModuleNotFoundError: No module named 'nosuchmod' (collection failure)"},
 		}},
 		{"junit/setup_error_skip.xml", "1 errors, 0 passed, 1 skipped", []Finding{
 			{File: "tests/test_fix.py", Line: 4, Test: "tests/test_fix.py::test_a", Message: `failed on setup with "RuntimeError: fixture broke"`},

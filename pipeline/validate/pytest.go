@@ -266,9 +266,13 @@ func junitFinding(tc junitCase, p junitProblem, dir string) Finding {
 		}
 	}
 	if eLast != "" && !strings.Contains(msg, eLast) {
-		if msg == "" {
+		switch msg {
+		case "":
 			msg = eLast
-		} else {
+		case "collection failure":
+			// The exception first: reports and feedback show a finding's first line.
+			msg = eLast + " (collection failure)"
+		default:
 			msg += "\n" + eLast
 		}
 	}

@@ -371,10 +371,21 @@ func (r *Runner) command(ctx context.Context, dir string, c Check, spec sandbox.
 			if !hasFlag(argv, "--no-cache", "--cache-dir") {
 				argv = append(argv, "--no-cache") // no .ruff_cache in the worktree
 			}
+			// A project's `fix = true` makes ruff rewrite what it can and report only the
+			// rest: a fixable violation the change brings in would pass, and fail the
+			// project's own lint. The operator's --fix stays theirs.
+			if !hasFlag(argv, "--fix", "--no-fix", "--fix-only") {
+				argv = append(argv, "--no-fix")
+			}
 		}
 	case KindMypy:
 		if !hasFlag(argv, "--cache-dir") {
 			argv = append(argv, "--cache-dir=/dev/null") // no .mypy_cache in the worktree
+		}
+		// A configuration's pretty = true wraps messages and moves the error code to a line
+		// of its own: the findings are read from mypy's plain one-line form.
+		if !hasFlag(argv, "--pretty", "--no-pretty") {
+			argv = append(argv, "--no-pretty")
 		}
 	}
 	return argv, junitPath, nil
@@ -433,10 +444,21 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	}
 	for _, id := range c.Only {
 		if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
-			argv = append(argv, id)
+			argv = append(argv, nodeArg(id))
 		}
 	}
 	return argv
+}
+
+// nodeArg is the argument that runs the test id names: its node id, or for a module that
+// failed to collect (reported as file::dotted.module, which pytest knows no node by) its
+// file, which pytest imports again.
+func nodeArg(id string) string {
+	file, rest, ok := strings.Cut(id, "::")
+	if ok && strings.HasSuffix(file, ".py") && rest == strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".") {
+		return file
+	}
+	return id
 }
 
 // unittestArgs adds -v and the named tests to a unittest command.
@@ -467,6 +489,10 @@ func (r *Runner) defaultCommand(ctx context.Context, dir string, c Check) ([]str
 		}
 		switch c.Kind {
 		case KindMypy:
+			// The project's files setting is what its CI types; `.` would replace it.
+			if _, ok := discover.MypyTargets(discover.DirReader(dir)); ok {
+				return []string{py, "-m", "mypy"}, nil
+			}
 			return []string{py, "-m", "mypy", "."}, nil
 		case KindUnittest:
 			return []string{py, "-m", "unittest", "discover"}, nil

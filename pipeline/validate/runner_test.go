@@ -457,6 +457,168 @@ func TestRunMypy(t *testing.T) {
 	}
 }
 
+// TestRunMypyDefaultHonoursFiles: a check without a command runs mypy as the project's CI
+// does. click, markupsafe and packaging name what they type in [tool.mypy] files; `mypy .`
+// would replace that list and check their examples and docs too, which nobody types.
+func TestRunMypyDefaultHonoursFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy takes seconds without a cache")
+	}
+	testenv.NeedMypy(t)
+	untyped := "def main(x: int) -> str:\n    return x\n" // not under files: never checked
+	for _, tc := range []struct {
+		name   string
+		config map[string]string
+		want   []string // files with findings
+	}{
+		{"pyproject files", map[string]string{"pyproject.toml": "[tool.mypy]\nfiles = [\"src\"]\nstrict = true\n"}, nil},
+		{"mypy.ini files", map[string]string{"mypy.ini": "[mypy]\nfiles = src\n"}, nil},
+		{"setup.cfg files", map[string]string{"setup.cfg": "[metadata]\nname = pkg\n\n[mypy]\nfiles =\n    src\n"}, nil},
+		{"no files: the whole tree", map[string]string{"pyproject.toml": "[tool.mypy]\nstrict = true\n"}, []string{"examples/demo.py"}},
+		{"mypy.ini wins over pyproject", map[string]string{"mypy.ini": "[mypy]\n", "pyproject.toml": "[tool.mypy]\nfiles = [\"src\"]\n"}, []string{"examples/demo.py"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"src/pkg/__init__.py": "def double(x: int) -> int:\n    return 2 * x\n",
+				"examples/demo.py":    untyped,
+			}
+			maps.Copy(files, tc.config)
+			for name, content := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy}})[0]
+			var got []string
+			for _, f := range res.Findings {
+				got = append(got, f.File)
+			}
+			if !slices.Equal(got, tc.want) || res.NotStarted {
+				t.Errorf("command %q: findings in %q, want %q\n%s", res.Command, got, tc.want, res.Output)
+			}
+		})
+	}
+}
+
+// TestRunRuffReportsWhatItWouldFix: click and markupsafe set `fix = true` in [tool.ruff],
+// and a plain `ruff check` then rewrites the files and reports only what it could not fix:
+// an unsorted import a fix brings in would pass the gate and fail the project's CI. The
+// stand-in behaves as ruff does with that setting: it fixes unless told --no-fix.
+func TestRunRuffReportsWhatItWouldFix(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[tool.ruff]\nfix = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	finding := `[{"code":"I001","message":"Import block is un-sorted or un-formatted","filename":"m.py","location":{"row":1,"column":1}}]`
+	script := `for a; do [ "$a" = --no-fix ] && { echo '` + finding + `'; exit 1; }; [ "$a" = --fix ] && break; done; echo '[]'`
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    int // findings
+	}{
+		{"default", []string{"sh", "-c", script, "ruff", "check", "."}, 1},
+		{"the operator's --fix is kept", []string{"sh", "-c", script, "ruff", "check", "--fix", "."}, 0},
+	} {
+		r := Runner{Sandbox: testSandbox(t)}
+		res := r.Run(context.Background(), dir, []Check{{Name: "lint", Kind: KindRuff, Command: tc.command}})[0]
+		if len(res.Findings) != tc.want || res.NotStarted {
+			t.Errorf("%s: command %q: %d findings (%s), want %d\n%s", tc.name, res.Command, len(res.Findings), res.Summary, tc.want, res.Output)
+		}
+	}
+}
+
+// TestRunPytestOnlyCollectionFailure: a module that fails to import is reported under the id
+// file::dotted.module (packaging's tests/test_manylinux.py without pretend, pyparsing's
+// tests/test_diagram.py without railroad), and the baseline reruns each failing id alone.
+// pytest knows no such node: run as is, it stops with a usage error (exit 4) and the rerun
+// says nothing about the module; run by its file, it imports the module again.
+func TestRunPytestOnlyCollectionFailure(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, false)
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_extra.py"), []byte("import no_such_plugin_module\n\n\ndef test_x():\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	full := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	var id string
+	for _, f := range full.Findings {
+		if strings.HasPrefix(f.Test, "tests/test_extra.py::") {
+			id = f.Test
+		}
+	}
+	if id == "" {
+		t.Fatalf("no finding for the module that fails to import: %+v\n%s", full.Findings, full.Output)
+	}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Only: []string{id}}})[0]
+	if res.ExitCode != 1 || res.Errored != 1 || len(res.Findings) != 1 || res.Findings[0].Test != id ||
+		!strings.Contains(res.Findings[0].Message, "no_such_plugin_module") {
+		t.Errorf("only %q: exit %d, errored %d, findings %+v; want the module's import error under the same id\ncommand %q\n%s",
+			id, res.ExitCode, res.Errored, res.Findings, res.Command, res.Output)
+	}
+}
+
+// TestRunMypyPrettyConfig: click, markupsafe and attrs set pretty = true for mypy, which
+// wraps long messages, moves the error code to a line of its own and adds source lines and
+// carets. Findings then lost their code and half their message, and the same error could
+// read differently at the base and in a change. The check asks mypy for its plain lines.
+func TestRunMypyPrettyConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mypy takes seconds without a cache")
+	}
+	testenv.NeedMypy(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"pyproject.toml": "[tool.mypy]\npretty = true\nstrict = true\n",
+		"typed.py":       "def f() -> int:\n    return \"a string long enough that mypy has to wrap this message\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "types", Kind: KindMypy}})[0]
+	want := Finding{File: "typed.py", Line: 2, Test: "return-value", Message: `Incompatible return value type (got "str", expected "int")`}
+	if len(res.Findings) != 1 || res.Findings[0] != want {
+		t.Errorf("command %q: findings %+v\nwant %+v\n%s", res.Command, res.Findings, want, res.Output)
+	}
+}
+
+// TestMissingImports: packaging's test modules import pretend and tomli_w, which a machine
+// without its test extras lacks; the modules that fail to import are named with what they
+// lacked, while a test that fails for another reason is not.
+func TestMissingImports(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, true) // tests/test_stats.py::TestMean::test_empty fails: not an import
+	for name, content := range map[string]string{
+		"tests/test_tags.py":    "import pretend\n\n\ndef test_x():\n    pass\n",
+		"tests/test_version.py": "from pretend import stub\n\n\ndef test_y():\n    pass\n",
+		"tests/test_pylock.py":  "import tomli_w\n\n\ndef test_z():\n    pass\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	got := MissingImports(res)
+	slices.SortFunc(got, func(a, b ImportMiss) int { return strings.Compare(a.Module, b.Module) })
+	for i := range got {
+		slices.Sort(got[i].Files)
+	}
+	want := []ImportMiss{{"pretend", []string{"tests/test_tags.py", "tests/test_version.py"}}, {"tomli_w", []string{"tests/test_pylock.py"}}}
+	if len(got) != len(want) || got[0].Module != want[0].Module || !slices.Equal(got[0].Files, want[0].Files) ||
+		got[1].Module != want[1].Module || !slices.Equal(got[1].Files, want[1].Files) {
+		t.Errorf("MissingImports = %+v, want %+v\nfindings %+v", got, want, res.Findings)
+	}
+}
+
 func TestResolvePytest(t *testing.T) {
 	argv, err := ResolvePytest(context.Background())
 	testenv.Need(t, testenv.Pytest, err)

@@ -93,7 +93,8 @@ function main(argv) {
   const settings = readSettings();
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
-    if (a === "--output-format=json" || a === "--no-cache" || a === "--quiet" || a === "-q") continue;
+    // --no-fix: the shim never fixes.
+    if (a === "--output-format=json" || a === "--no-cache" || a === "--no-fix" || a === "--quiet" || a === "-q") continue;
     if (a === "--output-format") { if (argv[++i] !== "json") fail("only --output-format=json is supported"); continue; }
     if (a === "--select" || a === "--ignore") { settings[a.slice(2)] = argv[++i].split(","); continue; }
     if (a.startsWith("--select=") || a.startsWith("--ignore=")) { const [k, v] = a.slice(2).split("="); settings[k] = v.split(","); continue; }
