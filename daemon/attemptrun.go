@@ -78,6 +78,10 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	}
 	a.tree = tree
 	watchTree(ctx, cancel, tree)
+	if repo.AllowPaths, err = allowAtBase(tree.RepoPath, tree.BaseCommit, repo.AllowPaths); err != nil {
+		return setup(err)
+	}
+	a.repo = repo
 	if a.fix, err = openFixTree(tree, repo); err != nil {
 		return setup(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -506,6 +507,9 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 		return false
 	}
 	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
+	if files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base); err == nil {
+		problems = unittestStartHints(files, problems)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "repository %s is unhealthy at base %s: its tickets are not claimed until it is fixed (no attempt spent).", repo, short(base))
 	for _, p := range problems {
@@ -533,4 +537,78 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 		}
 	}
 	return true
+}
+
+// unittestStartHints names, in the hint of a unittest check that collected no test at the
+// base, the folders holding the base's test modules (files) that discovery from the root
+// never enters, because a folder on the way has no __init__.py: typing_extensions keeps
+// src/test_typing_extensions.py beside its code and runs it from src/. The generic hint
+// ("-s tests") would send the operator to a folder that may not exist.
+func unittestStartHints(files []string, problems []validate.Problem) []validate.Problem {
+	var out []validate.Problem
+	for i, p := range problems {
+		if !strings.Contains(p.Reason, "collected no test") || !isUnittestRun(p.Command) {
+			continue
+		}
+		starts := unreachedTestFolders(files)
+		if len(starts) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(problems)
+		}
+		shown := starts[:min(len(starts), 3)]
+		out[i].Hint = fmt.Sprintf("the test modules are in %s, which unittest's discovery from the repository root does not enter (no __init__.py on the way): name the start folder in the check's command (command: [python3, -m, unittest, discover, -s, %s])",
+			strings.Join(shown, ", "), shown[0])
+	}
+	if out == nil {
+		return problems
+	}
+	return out
+}
+
+// isUnittestRun reports whether argv runs `python -m unittest`.
+func isUnittestRun(argv []string) bool {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "-m" && argv[i+1] == "unittest" {
+			return true
+		}
+	}
+	return false
+}
+
+// unreachedTestFolders are the first folders without an __init__.py on the way from the root
+// to each test*.py module of files, where `unittest discover` must start to find it: the
+// folder with the most such modules first, then by name.
+func unreachedTestFolders(files []string) []string {
+	have := make(map[string]bool, len(files))
+	for _, f := range files {
+		have[f] = true
+	}
+	var out []string
+	count := map[string]int{}
+	for _, f := range files {
+		name := path.Base(f)
+		if !strings.HasPrefix(name, "test") || !strings.HasSuffix(name, ".py") || !strings.Contains(f, "/") {
+			continue
+		}
+		parts := strings.Split(path.Dir(f), "/")
+		for i := range parts {
+			if strings.HasPrefix(parts[i], ".") {
+				break // hidden folders are nobody's tests
+			}
+			dir := strings.Join(parts[:i+1], "/")
+			if !have[dir+"/__init__.py"] {
+				if count[dir] == 0 {
+					out = append(out, dir)
+				}
+				count[dir]++
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(count[b], count[a]), cmp.Compare(a, b))
+	})
+	return out
 }

@@ -187,3 +187,40 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 		}
 	}
 }
+
+// A unittest check that collects nothing at the base is told where the test modules are when
+// discovery from the root cannot enter their folder (typing_extensions: src/test_*.py).
+func TestUnittestStartHints(t *testing.T) {
+	noTests := validate.Problem{Check: "tests", Command: []string{"python3", "-m", "unittest", "discover", "-v"},
+		Reason: "the test run at the base commit collected no test", Hint: "generic"}
+	pytestNoTests := validate.Problem{Check: "tests", Command: []string{"python3", "-m", "pytest"},
+		Reason: "the test run at the base commit collected no test (and `python -m unittest discover` found none either)", Hint: "generic"}
+	for _, tt := range []struct {
+		name    string
+		files   []string
+		problem validate.Problem
+		want    string // in the hint; "" for the hint left as it was
+	}{
+		{"src beside the code", []string{"src/typing_extensions.py", "src/test_typing_extensions.py", "src/_helper.py", "pyproject.toml"},
+			noTests, "the test modules are in src, which unittest's discovery from the repository root does not enter (no __init__.py on the way): name the start folder in the check's command (command: [python3, -m, unittest, discover, -s, src])"},
+		{"tests without __init__ first, then by count", []string{"docs/test_conf.py", "tests/test_a.py", "tests/test_b.py", "app/__init__.py"},
+			noTests, "in tests, docs, which"},
+		{"below a package", []string{"pkg/__init__.py", "pkg/tests/test_a.py"}, noTests, "in pkg/tests,"},
+		{"reachable packages: nothing to name", []string{"pkg/__init__.py", "pkg/test_a.py", "test_root.py"}, noTests, ""},
+		{"hidden folders are not tests", []string{".venv/lib/test_x.py"}, noTests, ""},
+		{"a pytest check keeps its hint", []string{"src/test_x.py"}, pytestNoTests, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := unittestStartHints(tt.files, []validate.Problem{tt.problem})
+			if tt.want == "" {
+				if got[0].Hint != tt.problem.Hint {
+					t.Errorf("hint = %q, want it left as %q", got[0].Hint, tt.problem.Hint)
+				}
+				return
+			}
+			if !strings.Contains(got[0].Hint, tt.want) {
+				t.Errorf("hint = %q, want it to contain %q", got[0].Hint, tt.want)
+			}
+		})
+	}
+}

@@ -159,10 +159,24 @@ func refuseProtected(ctx context.Context, repo config.Repo, branch string) error
 	if err != nil {
 		return fmt.Errorf("its changes could not be checked for protected paths: %w", err)
 	}
-	if bad := tools.ProtectedIn(paths, repo.AllowPaths); len(bad) > 0 {
+	allow, err := allowAtBase(repo.Path, cmpOrHEAD(repo.BaseRef), repo.AllowPaths)
+	if err != nil {
+		return fmt.Errorf("its changes could not be checked for protected paths: %w", err)
+	}
+	if bad := tools.ProtectedIn(paths, allow); len(bad) > 0 {
 		return fmt.Errorf("it changes files that run elsewhere (%s); allow them with repos.<name>.allow_paths if they belong in the fix", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// allowAtBase is allow (repos.<name>.allow_paths) with the repository's own packages named
+// like a check's tool at base (tools.ToolPackages: pluggy's src/pluggy/), where its fixes live.
+func allowAtBase(repoPath, base string, allow []string) ([]string, error) {
+	files, err := worktree.FilesAt(repoPath, base)
+	if err != nil {
+		return nil, fmt.Errorf("list the files of %s at %s for its own tool packages: %w", repoPath, base, err)
+	}
+	return tools.AllowAtBase(allow, files), nil
 }
 
 func cmpOrHEAD(ref string) string {

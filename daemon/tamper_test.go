@@ -162,3 +162,48 @@ func TestProtectedBranchNeverPushed(t *testing.T) {
 		t.Errorf("allowed path still protected: %s", why)
 	}
 }
+
+// A repository that is a check's tool (pluggy) fixes its bugs in its own package, named like
+// the tool: a branch editing it is pushed; one adding a new shadow module is not.
+func TestOwnToolPackageBranchPushed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	remote := filepath.Join(f.dir, "remote.git")
+	git(t, f.dir, "init", "-q", "--bare", remote)
+	git(t, f.repo, "remote", "add", "origin", remote)
+	commit := func(msg string) {
+		t.Helper()
+		git(t, f.repo, "add", "-A")
+		git(t, f.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg)
+	}
+	write(t, filepath.Join(f.repo, "src", "pluggy", "__init__.py"), "")
+	write(t, filepath.Join(f.repo, "src", "pluggy", "_manager.py"), "X = 1\n")
+	commit("pluggy")
+	git(t, f.repo, "checkout", "-q", "-b", "ticketd/1-fix")
+	write(t, filepath.Join(f.repo, "src", "pluggy", "_manager.py"), "X = 2\n")
+	commit("fix")
+	git(t, f.repo, "checkout", "-q", "-b", "ticketd/1-shadow", "main")
+	write(t, filepath.Join(f.repo, "src", "pytest.py"), "")
+	commit("shadow")
+	git(t, f.repo, "checkout", "-q", "main")
+
+	st, err := store.Open(ctx, filepath.Join(f.dir, "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "1", Repo: "shop", Title: "fix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
+	repo := config.Repo{Path: f.repo, BaseRef: "main", PushRemote: "origin"}
+	if !d.pushBranch(ctx, d.Logger, repo, id, "ticketd/1-fix") {
+		evs, _ := st.Events(ctx, id)
+		t.Fatalf("a fix in the project's own pluggy package was not pushed: %+v", evs[len(evs)-1])
+	}
+	if d.pushBranch(ctx, d.Logger, repo, id, "ticketd/1-shadow") {
+		t.Error("a branch adding src/pytest.py was pushed")
+	}
+}

@@ -185,7 +185,11 @@ func refuseProtected(ctx context.Context, repo config.Repo, dir, branch string) 
 	if err != nil {
 		return fmt.Errorf("branch %s not pushed: its changes could not be checked for protected paths: %w", branch, err)
 	}
-	if bad := tools.ProtectedIn(paths, repo.AllowPaths); len(bad) > 0 {
+	files, err := worktree.FilesAt(dir, base)
+	if err != nil {
+		return fmt.Errorf("branch %s not pushed: its changes could not be checked for protected paths (the files at %s for its own tool packages): %w", branch, base, err)
+	}
+	if bad := tools.ProtectedIn(paths, tools.AllowAtBase(repo.AllowPaths, files)); len(bad) > 0 {
 		return fmt.Errorf("branch %s not pushed: it changes files that run elsewhere (%s); allow them with repos.<name>.allow_paths if they belong in the fix", branch, strings.Join(bad, "; "))
 	}
 	return nil

@@ -134,6 +134,67 @@ func shadowReason(parts []string) string {
 	return ""
 }
 
+// startHooks are the shadow names Python runs at start-up rather than imports: never the
+// project's own code to fix, whatever its base holds.
+var startHooks = map[string]bool{"sitecustomize": true, "usercustomize": true}
+
+// ToolPackages returns allow patterns for the Python sources of the modules and packages
+// named like a check's tool that baseFiles (the base commit's files, slash-separated) hold at
+// an import root: pluggy's own src/pluggy/, pytest's src/_pytest/ and src/py.py, mypy's
+// mypy/. There the project is the tool: its checks already ran with that code at the base,
+// and its bugs are fixed in it, so the shadow rule would refuse every fix. The patterns name
+// .py files in the folders the base holds ("src/pluggy/*.py"), never bytecode, .pth files or
+// manifests; new shadows (a pytest.py a branch adds) and start-up hooks (sitecustomize.py)
+// stay refused.
+func ToolPackages(baseFiles []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, f := range baseFiles {
+		parts := strings.Split(f, "/")
+		prefix := ""
+		if len(parts) > 1 && parts[0] == "src" {
+			parts, prefix = parts[1:], "src/"
+		}
+		name := strings.TrimSuffix(parts[0], ".py")
+		if !shadowNames[name] || startHooks[name] || hasProtectedName(parts) {
+			continue
+		}
+		switch {
+		case len(parts) == 1 && strings.HasSuffix(parts[0], ".py"):
+			add(prefix + parts[0])
+		case len(parts) > 1 && name == parts[0] && path.Base(f) == "__init__.py":
+			add(path.Dir(f) + "/*.py") // a package folder of the base: its modules
+		}
+	}
+	return out
+}
+
+// hasProtectedName reports whether one of parts is protected at any depth (__pycache__).
+func hasProtectedName(parts []string) bool {
+	for _, p := range parts {
+		if _, ok := protectedNames[p]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowAtBase is allow (repos.<name>.allow_paths) with the repository's own tool packages
+// (ToolPackages of baseFiles): the protected paths a fix to it may hold.
+func AllowAtBase(allow, baseFiles []string) []string {
+	own := ToolPackages(baseFiles)
+	if len(own) == 0 {
+		return allow
+	}
+	return append(append([]string(nil), allow...), own...)
+}
+
 // ProtectedPath returns why the maker may not write rel, or "" when it may: rel is not
 // protected, or one of allow (repos.<name>.allow_paths) covers it.
 func ProtectedPath(rel string, allow []string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,4 +120,47 @@ func newTestWorkspace(t *testing.T, files map[string]string) *Workspace {
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// A repository that is a check's tool (pluggy, pytest, mypy) holds its own package under the
+// tool's name: its fixes are edits there, allowed by the packages its base already holds;
+// a shadow the base does not hold, and start-up hooks, stay refused.
+func TestToolPackagesOfTheProjectItself(t *testing.T) {
+	base := []string{
+		"src/pluggy/__init__.py", "src/pluggy/_manager.py", "testing/test_pluginmanager.py",
+		"src/_pytest/__init__.py", "src/py.py", "mypy/__init__.py", "sitecustomize.py",
+		"src/pluggy/sub/__init__.py", "docs/pytest.py",
+	}
+	allow := AllowAtBase([]string{"requirements.txt"}, base)
+	if want := []string{"requirements.txt", "src/pluggy/*.py", "src/_pytest/*.py", "src/py.py", "mypy/*.py", "src/pluggy/sub/*.py"}; !slices.Equal(allow, want) {
+		t.Errorf("AllowAtBase = %q, want %q", allow, want)
+	}
+	for _, tt := range []struct {
+		path    string
+		allowed bool
+	}{
+		{"src/pluggy/_manager.py", true},
+		{"src/pluggy/new_module.py", true},
+		{"src/_pytest/runner.py", true},
+		{"src/py.py", true},
+		{"mypy/checker.py", true},
+		{"requirements.txt", true},
+		{"pluggy/__init__.py", false},     // not where the base holds it
+		{"src/pytest/__init__.py", false}, // a new shadow
+		{"pytest.py", false},
+		{"sitecustomize.py", false}, // runs at start-up, whatever the base holds
+		{"src/pluggy/sub/x.py", true},
+		{"src/pluggy/x.pyc", false},              // bytecode stays refused
+		{"src/pluggy/__pycache__/x.py", false},   // so does its folder
+		{"src/pluggy/zz.pth", false},             // and path files
+		{"src/pluggy/newsub/__init__.py", false}, // a folder the base does not hold
+	} {
+		why := ProtectedPath(tt.path, allow)
+		if got := why == ""; got != tt.allowed {
+			t.Errorf("ProtectedPath(%q, %q) = %q; want allowed %v", tt.path, allow, why, tt.allowed)
+		}
+	}
+	if got := AllowAtBase(nil, []string{"src/app/__init__.py", "tests/test_app.py"}); len(got) != 0 {
+		t.Errorf("AllowAtBase of a project without tool packages = %q, want none", got)
+	}
 }
