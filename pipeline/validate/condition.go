@@ -310,37 +310,47 @@ func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 	if c.Kind != KindPytest && c.Kind != KindUnittest || pythonPathSet(c.Env) {
 		return Condition{}, false
 	}
-	texts := []string{r.Output}
-	for _, f := range r.Findings {
-		texts = append(texts, f.Message)
-	}
-	for _, text := range texts {
-		for _, m := range missingModule.FindAllStringSubmatch(text, -1) {
-			top, _, _ := strings.Cut(m[1], ".")
-			if importable(dir, top) {
-				// The package is at the root, which `python -m pytest` puts on the path but
-				// the pytest script does not: a check configured as `pytest tests` in a
-				// project that expects `pip install -e .` first.
-				if slices.Contains(c.PythonPath, ".") {
-					continue
-				}
-				return Condition{Path: []string{"."}, Notes: []string{fmt.Sprintf(
-					"the repository's root put on PYTHONPATH: the base run failed with No module named '%s', and %s is the project's own, at the root, which the check's command does not put on the path (the pytest script does not; `python -m pytest` does) (set env: {PYTHONPATH: ...} on the check to override)",
-					m[1], top)}}, true
+	for _, mod := range missingModules(r) {
+		top, _, _ := strings.Cut(mod, ".")
+		if importable(dir, top) {
+			// The package is at the root, which `python -m pytest` puts on the path but
+			// the pytest script does not: a check configured as `pytest tests` in a
+			// project that expects `pip install -e .` first.
+			if slices.Contains(c.PythonPath, ".") {
+				continue
 			}
-			for _, folder := range importFolders {
-				if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {
-					continue // already on the path
-				}
-				if importable(filepath.Join(dir, folder), top) {
-					return Condition{Path: []string{folder}, Notes: []string{fmt.Sprintf(
-						"%s/ put on PYTHONPATH: the base run failed with No module named '%s', and %s/%s is the project's own (set env: {PYTHONPATH: ...} on the check to override)",
-						folder, m[1], folder, top)}}, true
-				}
+			return Condition{Path: []string{"."}, Notes: []string{fmt.Sprintf(
+				"the repository's root put on PYTHONPATH: the base run failed with No module named '%s', and %s is the project's own, at the root, which the check's command does not put on the path (the pytest script does not; `python -m pytest` does) (set env: {PYTHONPATH: ...} on the check to override)",
+				mod, top)}}, true
+		}
+		for _, folder := range importFolders {
+			if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {
+				continue // already on the path
+			}
+			if importable(filepath.Join(dir, folder), top) {
+				return Condition{Path: []string{folder}, Notes: []string{fmt.Sprintf(
+					"%s/ put on PYTHONPATH: the base run failed with No module named '%s', and %s/%s is the project's own (set env: {PYTHONPATH: ...} on the check to override)",
+					folder, mod, folder, top)}}, true
 			}
 		}
 	}
 	return Condition{}, false
+}
+
+// missingModules are the modules a result says Python could not import ("No module named
+// 'x'"), from its output, then its findings, in order.
+func missingModules(r Result) []string {
+	texts := []string{r.Output}
+	for _, f := range r.Findings {
+		texts = append(texts, f.Message)
+	}
+	var out []string
+	for _, text := range texts {
+		for _, m := range missingModule.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
 
 // importable reports whether root holds a package or module named name.

@@ -41,20 +41,14 @@ func generatedVersion(dir string, c Check, r Result) (Condition, bool) {
 	if c.Kind != KindPytest && c.Kind != KindUnittest {
 		return Condition{}, false
 	}
-	texts := []string{r.Output}
-	for _, f := range r.Findings {
-		texts = append(texts, f.Message)
-	}
-	for _, text := range texts {
-		for _, m := range missingModule.FindAllStringSubmatch(text, -1) {
-			p, config, ok := versionFile(dir, m[1])
-			if !ok || hasGenerated(c.Generated, p) {
-				continue
-			}
-			return Condition{Files: []GeneratedFile{{Path: p, Content: versionFileContent}}, Notes: []string{fmt.Sprintf(
-				"%s written for the checks (version 0.0.0+ticketd): the base run failed with No module named '%s', a file the project's build generates (%s names it) and the checkout lacks; it is removed after each check and never committed (commit it, or make its import optional, for the checks to see the real version)",
-				p, m[1], config)}}, true
+	for _, mod := range missingModules(r) {
+		p, config, ok := versionFile(dir, mod)
+		if !ok || hasGenerated(c.Generated, p) {
+			continue
 		}
+		return Condition{Files: []GeneratedFile{{Path: p, Content: versionFileContent}}, Notes: []string{fmt.Sprintf(
+			"%s written for the checks (version 0.0.0+ticketd): the base run failed with No module named '%s', a file the project's build generates (%s names it) and the checkout lacks; it is removed after each check and never committed (commit it, or make its import optional, for the checks to see the real version)",
+			p, mod, config)}}, true
 	}
 	return Condition{}, false
 }

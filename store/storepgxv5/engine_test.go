@@ -272,6 +272,20 @@ func startProxy(t *testing.T, addr, target string) *proxy {
 	return p
 }
 
+// proxiedDatabase is a fresh database's URL pointing at a proxy to it, the server's own
+// address (target, to start another proxy to) and the proxy.
+func proxiedDatabase(t *testing.T) (u *url.URL, target string, p *proxy) {
+	t.Helper()
+	u, err := url.Parse(storetest.FreshPostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target = u.Host
+	p = startProxy(t, "127.0.0.1:0", target)
+	u.Host = p.ln.Addr().String()
+	return u, target, p
+}
+
 func (p *proxy) close() {
 	p.ln.Close()
 	p.mu.Lock()
@@ -297,15 +311,8 @@ func enqueueRaw(ctx context.Context, e *storepgxv5.Engine, tx storedriver.Tx, ex
 // is back, writes go through again.
 func TestDatabaseGoneThenBack(t *testing.T) {
 	ctx := context.Background()
-	base := storetest.FreshPostgres(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := u.Host
-	p := startProxy(t, "127.0.0.1:0", target)
+	u, target, p := proxiedDatabase(t)
 	addr := p.ln.Addr().String()
-	u.Host = addr
 	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Second, PollEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -513,15 +520,8 @@ func migratedFrom(t *testing.T, v int, setup ...string) *storepgxv5.Engine {
 // record, a release) must not fail the night.
 func TestWriteOutlastsARestart(t *testing.T) {
 	ctx := context.Background()
-	base := storetest.FreshPostgres(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := u.Host
-	p := startProxy(t, "127.0.0.1:0", target)
+	u, target, p := proxiedDatabase(t)
 	addr := p.ln.Addr().String()
-	u.Host = addr
 	const busyRetries = 3
 	retries := make(chan int, 100)
 	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Minute, PollEvery: 50 * time.Millisecond,
@@ -568,16 +568,9 @@ func TestWriteOutlastsARestart(t *testing.T) {
 // not exist) still fails at once.
 func TestMigrateOutlastsARestart(t *testing.T) {
 	ctx := context.Background()
-	base := storetest.FreshPostgres(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := u.Host
-	away := startProxy(t, "127.0.0.1:0", target)
+	u, target, away := proxiedDatabase(t)
 	addr := away.ln.Addr().String()
 	away.close() // the port refuses connections, as a stopped server's does
-	u.Host = addr
 	retries := make(chan string, 100)
 	opts := storepgxv5.Options{WriteTimeout: time.Minute, PollEvery: 50 * time.Millisecond,
 		Options: storedriver.Options{OnRetry: func(op string, try int, err error) {
