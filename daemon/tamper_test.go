@@ -123,27 +123,13 @@ func ticketByTitle(t *testing.T, st *store.Store, part string) store.Ticket {
 func TestProtectedBranchNeverPushed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, 1)
-	remote := filepath.Join(f.dir, "remote.git")
-	git(t, f.dir, "init", "-q", "--bare", remote)
-	git(t, f.repo, "remote", "add", "origin", remote)
+	p := newPushFixture(t)
+	f, remote, st, id, d, repo := p.f, p.remote, p.st, p.id, p.d, p.repo
 	git(t, f.repo, "checkout", "-q", "-b", "ticketd/1-ci")
 	write(t, filepath.Join(f.repo, ".github", "workflows", "ci.yml"), "on: push\n")
-	git(t, f.repo, "add", "-A")
-	git(t, f.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "ci")
+	p.commit("ci")
 	git(t, f.repo, "checkout", "-q", "main")
 
-	st, err := store.Open(ctx, filepath.Join(f.dir, "t.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	id, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "1", Repo: "shop", Title: "ci"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
-	repo := config.Repo{Path: f.repo, BaseRef: "main", PushRemote: "origin"}
 	if d.pushBranch(ctx, d.Logger, repo, id, "ticketd/1-ci") {
 		t.Fatal("a branch with a workflow was pushed")
 	}
@@ -168,15 +154,8 @@ func TestProtectedBranchNeverPushed(t *testing.T) {
 func TestOwnToolPackageBranchPushed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t, 1)
-	remote := filepath.Join(f.dir, "remote.git")
-	git(t, f.dir, "init", "-q", "--bare", remote)
-	git(t, f.repo, "remote", "add", "origin", remote)
-	commit := func(msg string) {
-		t.Helper()
-		git(t, f.repo, "add", "-A")
-		git(t, f.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg)
-	}
+	p := newPushFixture(t)
+	f, st, id, d, repo, commit := p.f, p.st, p.id, p.d, p.repo, p.commit
 	write(t, filepath.Join(f.repo, "src", "pluggy", "__init__.py"), "")
 	write(t, filepath.Join(f.repo, "src", "pluggy", "_manager.py"), "X = 1\n")
 	commit("pluggy")
@@ -188,17 +167,6 @@ func TestOwnToolPackageBranchPushed(t *testing.T) {
 	commit("shadow")
 	git(t, f.repo, "checkout", "-q", "main")
 
-	st, err := store.Open(ctx, filepath.Join(f.dir, "t.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	id, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "1", Repo: "shop", Title: "fix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
-	repo := config.Repo{Path: f.repo, BaseRef: "main", PushRemote: "origin"}
 	if !d.pushBranch(ctx, d.Logger, repo, id, "ticketd/1-fix") {
 		evs, _ := st.Events(ctx, id)
 		t.Fatalf("a fix in the project's own pluggy package was not pushed: %+v", evs[len(evs)-1])
@@ -206,4 +174,40 @@ func TestOwnToolPackageBranchPushed(t *testing.T) {
 	if d.pushBranch(ctx, d.Logger, repo, id, "ticketd/1-shadow") {
 		t.Error("a branch adding src/pytest.py was pushed")
 	}
+}
+
+// pushFixture is a repository with a bare remote "origin", a store holding one ticket (id) and
+// a daemon to push its branches.
+type pushFixture struct {
+	f      fixture
+	remote string
+	st     *store.Store
+	id     int64
+	d      *Daemon
+	repo   config.Repo
+	commit func(msg string)
+}
+
+func newPushFixture(t *testing.T) *pushFixture {
+	t.Helper()
+	p := &pushFixture{f: newFixture(t, 1)}
+	p.remote = filepath.Join(p.f.dir, "remote.git")
+	git(t, p.f.dir, "init", "-q", "--bare", p.remote)
+	git(t, p.f.repo, "remote", "add", "origin", p.remote)
+	st, err := store.Open(context.Background(), filepath.Join(p.f.dir, "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if p.id, _, err = st.Enqueue(context.Background(), store.NewTicket{Source: "test", ExternalID: "1", Repo: "shop", Title: "fix"}); err != nil {
+		t.Fatal(err)
+	}
+	p.st, p.d = st, &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
+	p.repo = config.Repo{Path: p.f.repo, BaseRef: "main", PushRemote: "origin"}
+	p.commit = func(msg string) {
+		t.Helper()
+		git(t, p.f.repo, "add", "-A")
+		git(t, p.f.repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg)
+	}
+	return p
 }
