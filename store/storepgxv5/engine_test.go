@@ -272,6 +272,17 @@ func startProxy(t *testing.T, addr, target string) *proxy {
 	return p
 }
 
+// enqueuer is a write that enqueues one more ticket each time it is called.
+func enqueuer(ctx context.Context, e *storepgxv5.Engine) func() error {
+	n := 0
+	return func() error {
+		n++
+		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
+			return enqueueRaw(ctx, e, tx, fmt.Sprint(n))
+		})
+	}
+}
+
 // proxiedDatabase is a fresh database's URL pointing at a proxy to it, the server's own
 // address (target, to start another proxy to) and the proxy.
 func proxiedDatabase(t *testing.T) (u *url.URL, target string, p *proxy) {
@@ -318,13 +329,7 @@ func TestDatabaseGoneThenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	n := 0
-	write := func() error {
-		n++
-		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
-			return enqueueRaw(ctx, e, tx, fmt.Sprint(n))
-		})
-	}
+	write := enqueuer(ctx, e)
 	if err := write(); err != nil {
 		t.Fatal(err)
 	}
@@ -535,13 +540,7 @@ func TestWriteOutlastsARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	n := 0
-	write := func() error {
-		n++
-		return e.Write(ctx, "enqueue", func(ctx context.Context, tx storedriver.Tx) error {
-			return enqueueRaw(ctx, e, tx, fmt.Sprint(n))
-		})
-	}
+	write := enqueuer(ctx, e)
 	if err := write(); err != nil {
 		t.Fatal(err)
 	}
