@@ -20,8 +20,9 @@ func allowed(name string) bool {
 }
 
 // Fixed settings of every sandboxed command: no bytecode or colour in the worktree's output,
-// output not lost in a buffer at a time-out.
-var fixedEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "NO_COLOR=1", "PY_COLORS=0"}
+// output not lost in a buffer at a time-out, and Python's fault handler on, so that a
+// process stopped at a time-out (SIGABRT) writes where it was.
+var fixedEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1", "NO_COLOR=1", "PY_COLORS=0"}
 
 // EnvRequest says how to build a sandbox's environment.
 type EnvRequest struct {

@@ -74,7 +74,7 @@ func TestEnv(t *testing.T) {
 	}
 	env, dropped := Env(EnvRequest{Base: base, Pass: []string{"APP_MODE", "LLM_KEY", "DATABASE_URL", "OPENAI_API_KEY"}, Deny: []string{"OPENAI_API_KEY"}, Set: []string{"TICKETD=1"}})
 	want := []string{"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "PYTHONPATH=/src", "APP_MODE=ci", "LLM_KEY=plain2",
-		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "NO_COLOR=1", "PY_COLORS=0", "TICKETD=1"}
+		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1", "NO_COLOR=1", "PY_COLORS=0", "TICKETD=1"}
 	if !slices.Equal(env, want) {
 		t.Errorf("Env:\n got  %q\n want %q", env, want)
 	}

@@ -52,6 +52,9 @@ func Health(results []Result) []Problem {
 		case r.TimedOut:
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
 			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
+			if strings.Contains(r.Summary, stoppedAtNote) {
+				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: a -k pattern that skips it), or " + p.Hint
+			}
 		case r.Kind == KindPytest && r.Tests == 0:
 			p.Reason = "the test run at the base commit collected no test (and `python -m unittest discover` found none either)"
 			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files match python_files (by default test_*.py or *_test.py; set python_files = tests.py test_*.py for a tests.py)"

@@ -22,6 +22,7 @@ func TestHealth(t *testing.T) {
 			"internal error at the base commit, before any test ran: pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover"},
 		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
 		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "timed out at the base commit"},
+		{"hung test", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m (killed)" + stoppedAtNote + "tests/test_x.py:3 in test_hang"}, "stopped at tests/test_x.py:3 in test_hang"},
 	}
 	for _, tt := range tests {
 		ps := Health([]Result{tt.r})
@@ -84,6 +85,22 @@ func TestHealthMissing(t *testing.T) {
 		}
 		if tc.want != "" && tc.r.Tests < 0 && !tc.r.NotStarted && !strings.Contains(ps[0].String(), "cannot import "+tc.want) {
 			t.Errorf("%s: %s; want it to say the tests cannot import %s", tc.name, ps[0], tc.want)
+		}
+	}
+}
+
+// TestHealthHungTestHint: a base commit whose check stopped in a test tells the operator
+// to leave that test out; one that only ran long is told to raise the time-out.
+func TestHealthHungTestHint(t *testing.T) {
+	for _, tt := range []struct {
+		summary, want string
+	}{
+		{"timed out after 10m (killed)", "raise timeout:"},
+		{"timed out after 10m (killed)" + stoppedAtNote + "tests/test_x.py:3 in test_hang", "--deselect"},
+	} {
+		ps := Health([]Result{{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: tt.summary}})
+		if len(ps) != 1 || !strings.Contains(ps[0].Hint, tt.want) {
+			t.Errorf("Health(summary %q) = %+v; want a hint with %q", tt.summary, ps, tt.want)
 		}
 	}
 }

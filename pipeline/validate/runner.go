@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,6 +85,9 @@ type Runner struct {
 	User sandbox.Identity
 
 	pythons pythonCache // system python3 per tool module, resolved once
+	// timer replaces time.AfterFunc for a check's time-out in tests that must time a
+	// check out at a moment of their choosing (nil: time.AfterFunc).
+	timer func(timeout time.Duration, f func()) (stop func())
 }
 
 // Run runs checks one after another in dir (a worktree) and returns one
@@ -192,7 +196,11 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
 	}
-	res = r.interrupted(ctx, notStarted(res), c, timeout)
+	where := ""
+	if out.timedOut {
+		where = stoppedAt(combined, dir)
+	}
+	res = r.interrupted(ctx, notStarted(res), c, timeout, where)
 	if note := limitNote(r.Limits, res, combined); note != "" && r.Sandbox != sandbox.ModeNone {
 		res.Summary = note + ". " + res.Summary
 	}
@@ -215,8 +223,9 @@ func interpret(kind, junitPath, dir string, out execOutput, combined string) par
 }
 
 // interrupted fails a check that timed out or was cancelled, whatever its output said:
-// a cut-short run judges nothing.
-func (r *Runner) interrupted(ctx context.Context, res Result, c Check, timeout time.Duration) Result {
+// a cut-short run judges nothing. A time-out's summary says where the check's Python
+// processes were when they were stopped (where, from stoppedAt), when it is known.
+func (r *Runner) interrupted(ctx context.Context, res Result, c Check, timeout time.Duration, where string) Result {
 	switch {
 	case res.TimedOut:
 		res.Passed = false
@@ -229,6 +238,9 @@ func (r *Runner) interrupted(ctx context.Context, res Result, c Check, timeout t
 			why = c.TimeoutNote + "; "
 		}
 		res.Summary = fmt.Sprintf("timed out after %s (%s%s)", timeout, why, killed)
+		if where != "" {
+			res.Summary += stoppedAtNote + where
+		}
 	case ctx.Err() != nil:
 		res.Passed, res.Cancelled = false, true
 		res.Summary = "cancelled: " + context.Cause(ctx).Error()
@@ -558,6 +570,19 @@ type execOutput struct {
 // errOversize is the cancellation cause when the worktree outgrew its limit.
 var errOversize = errors.New("worktree outgrew its size limit")
 
+// errTimedOut is the cancellation cause when the check ran out of time.
+var errTimedOut = errors.New("the check ran out of time")
+
+// afterTimeout calls f once timeout has passed, unless the returned stop is called first:
+// time.AfterFunc, or the test's own (Runner.timer).
+func (r *Runner) afterTimeout(timeout time.Duration, f func()) (stop func()) {
+	if r.timer != nil {
+		return r.timer(timeout, f)
+	}
+	t := time.AfterFunc(timeout, f)
+	return func() { t.Stop() }
+}
+
 // exec runs argv under spec in its own process group. Under bwrap the group's
 // leader is bwrap: killing it kills the namespace's init, and with it every
 // process of the check, setsid or not. On time-out, cancellation or an
@@ -568,9 +593,7 @@ var errOversize = errors.New("worktree outgrew its size limit")
 // also kept apart (from its start) for parsers of a JSON document.
 func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.Scratch, argv []string, timeout time.Duration, splitStdout bool) (execOutput, error) {
 	out := execOutput{combined: newTailBuffer(parseCap), stdout: newHeadBuffer(stdoutCap), exitCode: -1}
-	tctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-	defer cancelTimeout()
-	cctx, cancel := context.WithCancelCause(tctx)
+	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	cmd, err := spec.Command(cctx, argv)
@@ -593,8 +616,24 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 	}
 	copying := p.copyTo(out)
 	watch := r.startSizeWatch(cctx, cancel, []string{spec.Dir, scratch.Dir}, cmd.Process.Pid)
+	exited := make(chan struct{})
+	var timedOut atomic.Bool
+	stopTimer := r.afterTimeout(timeout, func() {
+		// Out of time: Python's processes write where they are (stackdump.go), then the
+		// sandbox is killed.
+		timedOut.Store(true)
+		if abortPythons(cmd.Process.Pid) > 0 {
+			select {
+			case <-exited:
+			case <-time.After(dumpGrace):
+			}
+		}
+		cancel(errTimedOut)
+	})
+	defer stopTimer()
 
 	waitErr := cmd.Wait()
+	close(exited)
 	out.duration = time.Since(start)
 	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
 	cancel(nil)
@@ -604,7 +643,7 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 	if cmd.ProcessState != nil {
 		out.exitCode = cmd.ProcessState.ExitCode()
 	}
-	out.timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && out.oversize == ""
+	out.timedOut = timedOut.Load() && ctx.Err() == nil && out.oversize == ""
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !out.timedOut && ctx.Err() == nil && out.oversize == "" {
 		return out, fmt.Errorf("wait for %q: %w", strings.Join(argv, " "), waitErr)
