@@ -67,26 +67,24 @@ func isPython(pid int) bool {
 // A frame of a fault handler's dump: `  File "PATH", line N in FUNC`.
 var dumpFrame = regexp.MustCompile(`^\s+File "([^"]+)", line (\d+) in (\S+)`)
 
-// maxStoppedFrames bounds the frames stoppedAt names per stack.
-const maxStoppedFrames = 4
+// frame is one line of a dumped stack.
+type frame struct {
+	file string // as the interpreter named it: absolute, inside the sandbox
+	line int
+	fn   string
+}
 
-// stoppedAt reads the stacks Python's fault handler wrote into output (abortPythons) and
-// says where each stopped process was, innermost first, in the worktree's files (dir):
-// "tests/test_x.py:12 in helper, called from tests/test_x.py:20 in test_loop". Stacks with
-// no frame in the worktree (an interpreter idle in a tool's own code) are left out; "" when
-// none is left.
-func stoppedAt(output, dir string) string {
-	var stacks []string
-	var frames []string
+// dumpedStacks reads the stacks Python's fault handler wrote into output, each innermost
+// frame first, one per thread of each process.
+func dumpedStacks(output string) [][]frame {
+	var stacks [][]frame
+	var cur []frame
 	inDump := false
 	flush := func() {
-		if len(frames) > 0 {
-			s := strings.Join(frames, ", called from ")
-			if !slices.Contains(stacks, s) {
-				stacks = append(stacks, s)
-			}
+		if len(cur) > 0 {
+			stacks = append(stacks, cur)
 		}
-		frames = nil
+		cur = nil
 	}
 	sc := bufio.NewScanner(strings.NewReader(output))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -106,17 +104,62 @@ func stoppedAt(output, dir string) string {
 			inDump = false
 			continue
 		}
-		rel, ok := worktreeFile(m[1], dir)
-		if ok && len(frames) < maxStoppedFrames {
-			frames = append(frames, fmt.Sprintf("%s:%s in %s", rel, m[2], m[3]))
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue
 		}
+		cur = append(cur, frame{file: m[1], line: n, fn: m[3]})
 	}
 	flush()
+	return stacks
+}
+
+// maxStoppedFrames bounds the frames stoppedAt names per stack.
+const maxStoppedFrames = 4
+
+// stoppedAt says where each process of a check stopped at its time-out was (abortPythons),
+// innermost first, in the worktree's files (dir): "tests/test_x.py:12 in helper, called
+// from tests/test_x.py:20 in test_loop". Stacks with no frame in the worktree (an
+// interpreter idle in a tool's own code) are left out; "" when none is left.
+func stoppedAt(output, dir string) string {
+	var stacks []string
+	for _, st := range dumpedStacks(output) {
+		var frames []string
+		for _, f := range st {
+			if rel, ok := worktreeFile(f.file, dir); ok && len(frames) < maxStoppedFrames {
+				frames = append(frames, fmt.Sprintf("%s:%d in %s", rel, f.line, f.fn))
+			}
+		}
+		if s := strings.Join(frames, ", called from "); s != "" && !slices.Contains(stacks, s) {
+			stacks = append(stacks, s)
+		}
+	}
 	const maxStacks = 3
 	if len(stacks) > maxStacks {
 		stacks = append(stacks[:maxStacks], fmt.Sprintf("and %d more", len(stacks)-maxStacks))
 	}
 	return strings.Join(stacks, "; ")
+}
+
+// hungTest finds, in the stacks dumped at a time-out, the test function a test runner was
+// running: the worktree frame that pytest (pytest_pyfunc_call) or unittest
+// (_callTestMethod) called. It returns its file relative to dir, a line inside it and its
+// name; ok is false when no stack was inside a test (a fixture, collection, an import).
+func hungTest(output, dir string) (rel string, line int, fn string, ok bool) {
+	for _, st := range dumpedStacks(output) {
+		for i := 0; i+1 < len(st); i++ {
+			caller := st[i+1]
+			runner := caller.fn == "pytest_pyfunc_call" && strings.HasSuffix(caller.file, "/_pytest/python.py") ||
+				caller.fn == "_callTestMethod" && strings.HasSuffix(caller.file, "/unittest/case.py")
+			if !runner {
+				continue
+			}
+			if rel, ok := worktreeFile(st[i].file, dir); ok {
+				return rel, st[i].line, st[i].fn, true
+			}
+		}
+	}
+	return "", 0, "", false
 }
 
 // worktreeFile is path relative to the worktree dir, if it is one of the project's own
@@ -130,4 +173,83 @@ func worktreeFile(path, dir string) (string, bool) {
 		return "", false
 	}
 	return rel, true
+}
+
+// classLine is a class statement: its name.
+var classLine = regexp.MustCompile(`^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*[(:]`)
+
+// testNodeID is pytest's node id of the test function fn, whose body holds line of file
+// rel (relative to pytest's rootdir, source src): rel::Class::fn, its enclosing classes read
+// from the indentation above its def. ok is false when the def is not found or sits in a
+// block other than a class (a test pytest would not collect as such, or a layout this
+// simple reading cannot follow): no id is better than a wrong one.
+func testNodeID(src []byte, rel string, line int, fn string) (string, bool) {
+	lines := strings.Split(string(src), "\n")
+	if line < 1 || line > len(lines) {
+		return "", false
+	}
+	def := -1
+	indent := 0
+	for i := line - 1; i >= 0; i-- {
+		t := strings.TrimLeft(lines[i], " \t")
+		if strings.HasPrefix(t, "def "+fn+"(") || strings.HasPrefix(t, "async def "+fn+"(") {
+			def, indent = i, len(lines[i])-len(t)
+			break
+		}
+	}
+	if def < 0 {
+		return "", false
+	}
+	inString := stringLines(lines)
+	var classes []string
+	for j := def - 1; j >= 0 && indent > 0; j-- {
+		t := strings.TrimLeft(lines[j], " \t")
+		if inString[j] || t == "" || strings.HasPrefix(t, "#") || len(lines[j])-len(t) >= indent {
+			continue
+		}
+		m := classLine.FindStringSubmatch(t)
+		if m == nil {
+			return "", false
+		}
+		classes = append([]string{m[1]}, classes...)
+		indent = len(lines[j]) - len(t)
+	}
+	if indent > 0 {
+		return "", false
+	}
+	return strings.Join(append(append([]string{rel}, classes...), fn), "::"), true
+}
+
+// stringLines marks the lines that start inside a triple-quoted string (a docstring's text
+// at column 0 is no block of the code): a reading of the quotes alone, enough for
+// testNodeID, which gives up on anything it cannot place.
+func stringLines(lines []string) []bool {
+	in := make([]bool, len(lines))
+	open := "" // the triple quote of the string under way
+	for i, l := range lines {
+		in[i] = open != ""
+		if open == "" && strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		for l != "" {
+			if open != "" {
+				j := strings.Index(l, open)
+				if j < 0 {
+					break
+				}
+				l, open = l[j+3:], ""
+				continue
+			}
+			d, s := strings.Index(l, `"""`), strings.Index(l, "'''")
+			switch {
+			case d < 0 && s < 0:
+				l = ""
+			case s < 0 || d >= 0 && d < s:
+				l, open = l[d+3:], `"""`
+			default:
+				l, open = l[s+3:], "'''"
+			}
+		}
+	}
+	return in
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -152,4 +153,153 @@ func FuzzStoppedAt(f *testing.F) {
 			t.Errorf("stoppedAt(%q) = %q is longer than its input", output, got)
 		}
 	})
+}
+
+// TestAdaptHungTest: a test that never ends at the base commit made the whole check time
+// out, which paused the repository for the night. The check now runs without that test,
+// named by where the time-out stopped it, and says so; every later run carries it.
+func TestAdaptHungTest(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml": "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+		"spin.py":        "def spin(n):\n    open(\"started\", \"w\").close()\n    while True:\n        n += 1\n",
+		"tests/test_spin.py": `from spin import spin
+
+
+def test_fine():
+    assert True
+
+
+class TestSpin:
+    class TestInner:
+        def test_spin(self):
+            spin(0)
+
+    def test_also_fine(self):
+        assert True
+`,
+	})
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Hour}
+	stopOnce := timeOutWhen(t, filepath.Join(dir, "started"))
+	runs := 0
+	r := &Runner{Sandbox: testSandbox(t), timer: func(d time.Duration, f func()) func() {
+		runs++
+		if runs == 1 { // the base run hangs; the rerun must not
+			return stopOnce(d, f)
+		}
+		tm := time.AfterFunc(d, f)
+		return func() { tm.Stop() }
+	}}
+	run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+	base := run(context.Background(), []Check{check})
+	if !base[0].TimedOut {
+		t.Fatalf("the base run did not time out: %+v", base[0])
+	}
+	if ps := Health(base); len(ps) != 1 {
+		t.Fatalf("Health(base) = %v; want the time-out as its problem", ps)
+	}
+	got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+	const id = "tests/test_spin.py::TestSpin::TestInner::test_spin"
+	if got.Condition == nil || !slices.Equal(got.Condition.Args, []string{"--deselect", id}) {
+		t.Fatalf("condition %+v, want --deselect %s; result %s\n%s", got.Condition, id, got.Summary, got.Output)
+	}
+	if got.TimedOut || !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), id+" never ended at the base commit") {
+		t.Errorf("adapted run: timed out %v, passed %v, %d tests (%s), notes %q; want 2 passed with a note", got.TimedOut, got.Passed, got.Tests, got.Summary, got.Notes)
+	}
+	if ps := Health([]Result{got}); len(ps) != 0 {
+		t.Errorf("Health(adapted) = %v; want healthy", ps)
+	}
+}
+
+func TestTestNodeID(t *testing.T) {
+	const src = `import pytest
+
+
+def test_top():
+    x = 1
+    assert x
+
+
+class TestA:
+    """A class.
+
+Docstring text at column 0.
+"""
+
+    @pytest.mark.slow
+    def test_m(self):
+        assert True
+
+    class TestB(Base):
+        async def test_deep(self):
+            # comment
+            await thing()
+
+
+def helper():
+    s = '''
+class TestFake:
+'''
+
+    def test_nested():
+        pass
+    return test_nested
+`
+	tests := []struct {
+		name string
+		line int
+		fn   string
+		want string
+		ok   bool
+	}{
+		{"module function", 5, "test_top", "t.py::test_top", true},
+		{"method after a docstring at column 0", 17, "test_m", "t.py::TestA::test_m", true},
+		{"nested class, async", 22, "test_deep", "t.py::TestA::TestB::test_deep", true},
+		{"function inside a function, a class in a string above", 31, "test_nested", "", false},
+		{"no such def above", 5, "test_m", "", false},
+		{"line out of range", 99, "test_top", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := testNodeID([]byte(src), "t.py", tt.line, tt.fn)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("testNodeID(line %d, %s) = %q, %v; want %q, %v", tt.line, tt.fn, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestHungTest(t *testing.T) {
+	const dir = "/w"
+	tests := []struct {
+		name, output, rel, fn string
+		line                  int
+		ok                    bool
+	}{
+		{"pytest function", `Current thread 0x1 (most recent call first):
+  File "/w/pkg/m.py", line 3 in spin
+  File "/w/tests/test_m.py", line 9 in test_spin
+  File "/usr/lib/python3/dist-packages/_pytest/python.py", line 195 in pytest_pyfunc_call
+`, "tests/test_m.py", "test_spin", 9, true},
+		{"unittest case under either runner", `Current thread 0x1 (most recent call first):
+  File "/w/tests/test_m.py", line 12 in test_wait
+  File "/usr/lib/python3.11/unittest/case.py", line 579 in _callTestMethod
+`, "tests/test_m.py", "test_wait", 12, true},
+		{"hung in a fixture", `Current thread 0x1 (most recent call first):
+  File "/w/tests/conftest.py", line 5 in server
+  File "/usr/lib/python3/dist-packages/_pytest/fixtures.py", line 908 in call_fixture_func
+`, "", "", 0, false},
+		{"a test of an installed package", `Current thread 0x1 (most recent call first):
+  File "/usr/lib/python3/dist-packages/other/test_x.py", line 1 in test_x
+  File "/usr/lib/python3/dist-packages/_pytest/python.py", line 195 in pytest_pyfunc_call
+`, "", "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel, line, fn, ok := hungTest(tt.output, dir)
+			if rel != tt.rel || line != tt.line || fn != tt.fn || ok != tt.ok {
+				t.Errorf("hungTest = %q, %d, %q, %v; want %q, %d, %q, %v", rel, line, fn, ok, tt.rel, tt.line, tt.fn, tt.ok)
+			}
+		})
+	}
 }
