@@ -100,6 +100,8 @@ func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted s
 //     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
 //     conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
+//   - a call in the legacy function_call field is read as the message's one tool call
+//     when it has none (see legacyFunctionCall);
 //   - a tool call's extra_content (Gemini's thought signature) is kept aside, to be sent
 //     back with the call (extraStore), its id suffixed with a hash of it;
 //   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
@@ -145,7 +147,8 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, conv, ci, &info) || joined {
+		legacy := legacyFunctionCall(msg, ch)
+		if fixToolCalls(msg, conv, ci, &info) || joined || legacy {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -181,6 +184,34 @@ func fixCreated(top map[string]json.RawMessage) bool {
 		return true
 	}
 	delete(top, "created")
+	return true
+}
+
+// legacyFunctionCall reads a message's function_call, the one-call form OpenAI's API had
+// before tool_calls, as its one tool call when the message has no tool_calls: servers that
+// turn a tools request into it (Functionary's vLLM server, MeetKai/functionary#243, with
+// finish_reason "function_call") would otherwise lose the maker's call, which go-openai keeps
+// in FunctionCall, a field the pipeline does not read. The call gets its id and type from
+// fixToolCall, and finish_reason "function_call" becomes "tool_calls". Beside tool_calls
+// (llama-cpp-python's functionary format sends both, MeetKai/functionary#156) it repeats one
+// of them and is dropped, so that it is not replayed as a call without a result. It reports
+// whether it changed msg.
+func legacyFunctionCall(msg, ch map[string]json.RawMessage) bool {
+	fc, has := msg["function_call"]
+	if !has || string(bytes.TrimSpace(fc)) == "null" {
+		return false
+	}
+	delete(msg, "function_call")
+	var calls []json.RawMessage
+	_ = json.Unmarshal(msg["tool_calls"], &calls)
+	if jsonObject(fc) == nil || len(calls) > 0 {
+		return true
+	}
+	msg["tool_calls"], _ = json.Marshal([]map[string]json.RawMessage{{"type": json.RawMessage(`"function"`), "function": fc}})
+	var r string
+	if json.Unmarshal(ch["finish_reason"], &r) == nil && r == string(openai.FinishReasonFunctionCall) {
+		ch["finish_reason"], _ = json.Marshal(openai.FinishReasonToolCalls)
+	}
 	return true
 }
 

@@ -109,6 +109,7 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
 		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
 		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
+		`{"choices":[{"message":{"function_call":{"name":"f","arguments":{"a":1}}},"finish_reason":"function_call"},{"message":{"function_call":7,"tool_calls":[{"id":"c1"}]}}]}`,
 		`{"choices":[{"finish_reason":"error","error":{"code":502,"message":"x"}},{"finish_reason":"MAX_TOKENS"}]}`,
 		`{"choices":[{"finish_reason":"model_length","error":[1]},{"finish_reason":7}]}`,
 	} {
@@ -332,5 +333,60 @@ func TestReplayReasoningContent(t *testing.T) {
 		if m["reasoning_content"] != want[i] {
 			t.Errorf("message %d replayed as %v; want reasoning_content %v", i, m, want[i])
 		}
+	}
+}
+
+// TestLegacyFunctionCall: an answer that makes its call in the legacy function_call field (no
+// tool_calls) is read as that one tool call, so the maker's call is not lost; beside
+// tool_calls it is dropped. The replay carries the call under an id its result answers, and
+// no function_call.
+func TestLegacyFunctionCall(t *testing.T) {
+	tests := []struct {
+		name, source, message, finish string
+		wantArgs, wantFinish          string
+		wantID                        string // "" for a synthetic one
+	}{
+		{"function_call alone", "MeetKai/functionary#243: Functionary's vLLM server answers a tools request with function_call and finish_reason function_call",
+			`{"role":"assistant","tool_call_id":null,"content":null,"name":null,"function_call":{"name":"read_files","arguments":"{\"paths\": [\"a.py\"]}"},"tool_calls":null}`,
+			"function_call", `{"paths": ["a.py"]}`, "tool_calls", ""},
+		{"function_call with arguments as an object", "the same shape from a server that sends arguments as an object (Ollama's habit)",
+			`{"role":"assistant","content":"","function_call":{"name":"read_files","arguments":{"paths":["a.py"]}}}`,
+			"stop", `{"paths":["a.py"]}`, "stop", ""},
+		{"function_call beside tool_calls", "MeetKai/functionary#156: llama-cpp-python's functionary format sends both",
+			`{"role":"assistant","content":null,"function_call":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"},"tool_calls":[{"id":"call_x","type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}}]}`,
+			"tool_calls", `{"paths":["a.py"]}`, "tool_calls", "call_x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+tt.message+`,"finish_reason":"`+tt.finish+`"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			req := userMsg("fix it")
+			resp, err := b.client.Chat(context.Background(), req)
+			if err != nil {
+				t.Fatalf("message %s: Chat: %v (source: %s)", tt.message, err, tt.source)
+			}
+			m := resp.Message
+			if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Name != "read_files" || m.ToolCalls[0].Function.Arguments != tt.wantArgs ||
+				m.ToolCalls[0].ID == "" || tt.wantID != "" && m.ToolCalls[0].ID != tt.wantID || m.ToolCalls[0].Type != "function" || m.FunctionCall != nil {
+				t.Fatalf("message %s (%s)\ngot tool calls %+v, function call %+v\nwant one read_files call with arguments %s, an id and type function, and no function call",
+					tt.message, tt.source, m.ToolCalls, m.FunctionCall, tt.wantArgs)
+			}
+			if resp.FinishReason != tt.wantFinish {
+				t.Errorf("finish reason %q (sent %q), want %q", resp.FinishReason, tt.finish, tt.wantFinish)
+			}
+			next := req
+			next.Messages = append(next.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "ok"})
+			if _, err := b.client.Chat(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			msgs := log.body(t, log.count()-1)["messages"].([]any)
+			a, tool := msgs[1].(map[string]any), msgs[2].(map[string]any)
+			calls, _ := a["tool_calls"].([]any)
+			if _, has := a["function_call"]; has || len(calls) != 1 || calls[0].(map[string]any)["id"] != tool["tool_call_id"] {
+				t.Errorf("replayed %v / %v; want the one call with the id its result answers, and no function_call", a, tool)
+			}
+		})
 	}
 }

@@ -29,10 +29,10 @@ const maxErrorBody = 64 << 10
 //     that match ^[a-zA-Z0-9_-]{1,64}$ (see fixName);
 //   - it adds the endpoint's headers and query parameters;
 //   - it normalises answers go-openai would misread (content as an array of parts,
-//     arguments as an object, tool calls without an id or type) and reports back what
-//     go-openai's values drop: the status, the raw error body, Retry-After, whether usage
-//     was sent, and usage fields of other providers, through the per-attempt wireState
-//     found in the request's context.
+//     arguments as an object, tool calls without an id or type, a legacy function_call)
+//     and reports back what go-openai's values drop: the status, the raw error body,
+//     Retry-After, whether usage was sent, and usage fields of other providers, through the
+//     per-attempt wireState found in the request's context.
 type wireTransport struct {
 	base      http.RoundTripper
 	extras    *extraStore       // the tool calls' extra_content the endpoint sent, to send back
