@@ -72,6 +72,15 @@ func TestErrorShapes(t *testing.T) {
 		{"error as string 400", "LiteLLM/proxies: {\"error\": \"...\"}",
 			400, "", `{"error":"Unrecognized request argument supplied: prompt_cache_key"}`,
 			ErrorClassRejected, ErrRejected, 1, "Unrecognized request argument supplied: prompt_cache_key"},
+		{"mistral 422 validation list in message", "Gage-Technologies/mistral-go#3, nomtek/mistralai_client_dart#44: Mistral's 422 for a field it does not take",
+			422, "", `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","prompt_cache_key"],"msg":"Extra inputs are not permitted","input":"ticketd-maker-v1","url":"https://errors.pydantic.dev/2.6/v/extra_forbidden"}]},"type":"invalid_request_error","param":null,"code":null}`,
+			ErrorClassRejected, ErrRejected, 1, "body.prompt_cache_key: Extra inputs are not permitted): set models.endpoints.local.prompt_cache_key: false"},
+		{"mistral 422 object Error, message as a list", "partITech/php-mistral#76: Mistral's later shape, object \"Error\" and code 3001",
+			422, "", `{"object":"Error","detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":[]}],"message":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":[]}],"type":"invalid_request_error","code":3001}`,
+			ErrorClassRejected, ErrRejected, 1, "body.max_completion_tokens: Extra inputs are not permitted): set models.endpoints.local.max_tokens_field: max_tokens"},
+		{"fastapi 422 validation list", "FastAPI's default RequestValidationError body (pydantic errors under detail), as FastAPI-based compatible servers send it",
+			422, "", `{"detail":[{"type":"extra_forbidden","loc":["body","prompt_cache_key"],"msg":"Extra inputs are not permitted","input":"k"},{"type":"extra_forbidden","loc":["body","messages",2,"reasoning_content"],"msg":"Extra inputs are not permitted","input":"x"}]}`,
+			ErrorClassRejected, ErrRejected, 1, "body.prompt_cache_key: Extra inputs are not permitted; body.messages.2.reasoning_content: Extra inputs are not permitted): set models.endpoints.local.prompt_cache_key: false"},
 		{"fastapi detail 422", "FastAPI servers (validation errors as detail)",
 			422, "", `{"detail":"Extra inputs are not permitted: prompt_cache_key"}`,
 			ErrorClassRejected, ErrRejected, 1, "Extra inputs are not permitted"},
@@ -281,6 +290,7 @@ func FuzzParseErrorBody(f *testing.F) {
 		`{"error":{"message":"m","type":"t","code":"c"}}`, `{"error":"s"}`, `{"object":"error","message":"m","code":400}`,
 		`{"detail":"d"}`, `<html><title>502</title></html>`, `plain`, ``, `{"error":{"message":["a","b"],"code":1e400}}`,
 		`{"error":{"code":502,"message":"x","metadata":{"raw":"y"}}}`,
+		`{"detail":[{"loc":["body","k",2],"msg":"m"},{"msg":""},null]}`, `{"object":"Error","message":{"detail":[{"loc":[],"msg":"m"}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
