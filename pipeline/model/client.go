@@ -634,7 +634,7 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	status := f.statusText()
 	switch f.class {
 	case ErrorClassContextOverflow:
-		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s", role, ErrContextOverflow, status, ep.name, said)
+		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s%s", role, ErrContextOverflow, status, ep.name, said, overflowHint(role, f))
 	case ErrorClassQuota:
 		return fmt.Errorf("models.roles.%s: %w (%s from %s at %s): add credit or raise the account's limit%s: %w",
 			role, ErrQuota, status, ep.name, ep.baseURL, said, ErrRejected)

@@ -253,6 +253,13 @@ var overflowWords = []string{
 	// Requested 14810, please reduce your message size and try again" (one request larger
 	// than the account's whole per-minute allowance: waiting never lets it through).
 	"reduce your message size",
+	// OpenAI, 429 with code rate_limit_exceeded: "Request too large for gpt-4o in
+	// organization … on tokens per min (TPM): Limit 30000, Requested 36278. The input or
+	// output tokens must be reduced in order to run successfully." (Aider-AI/aider#1880,
+	// continuedev/continue#11717): one request over the whole per-minute allowance, which
+	// counts max_tokens with the prompt; unlike "Rate limit reached for …", no wait lets it
+	// through.
+	"the input or output tokens must be reduced",
 }
 
 // filterWords are how servers say their content filter refused the prompt, lower case:
