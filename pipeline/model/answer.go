@@ -104,6 +104,8 @@ func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted s
 //     when it has none (see legacyFunctionCall);
 //   - a tool call's extra_content (Gemini's thought signature) is kept aside, to be sent
 //     back with the call (extraStore), its id suffixed with a hash of it;
+//   - a tool-calling message's reasoning_details (OpenRouter's) is kept aside likewise, to
+//     be sent back on that turn (see keepReasoningDetails);
 //   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
 //     (finishReasons): a cut answer always reads "length";
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
@@ -148,7 +150,9 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 		}
 		joined := joinContentParts(msg)
 		legacy := legacyFunctionCall(msg, ch)
-		if fixToolCalls(msg, conv, ci, &info) || joined || legacy {
+		calls := fixToolCalls(msg, conv, ci, &info)
+		keepReasoningDetails(msg, &info)
+		if calls || joined || legacy {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -324,6 +328,45 @@ func keepExtra(tc map[string]json.RawMessage, info *answerInfo) bool {
 	}
 	tc["id"], _ = json.Marshal(nid)
 	return true
+}
+
+// keepReasoningDetails records the reasoning_details of a message that calls tools in
+// info.extras, under reasoningKey of its calls, to be sent back on that turn. OpenRouter
+// puts there what a model's provider wants back with its tool calls (Gemini's thought
+// signatures as reasoning.encrypted, Anthropic's signed thinking) and answers 400 "Gemini
+// models require OpenRouter reasoning details to be preserved in each request" when a
+// replayed tool-calling turn lacks them (openrouter.ai/docs, "Preserving reasoning blocks";
+// RooCodeInc/Roo-Code#10307, LibreChat-AI/agents#37); go-openai's message has no such field.
+func keepReasoningDetails(msg map[string]json.RawMessage, info *answerInfo) {
+	raw := bytes.TrimSpace(msg["reasoning_details"])
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
+		return
+	}
+	if info.extras == nil {
+		info.extras = map[string]json.RawMessage{}
+	}
+	info.extras[reasoningKey(calls)] = slices.Clone(json.RawMessage(raw))
+}
+
+// reasoningKey is the key of a tool-calling turn's reasoning_details in an extraStore: a
+// hash of its calls' ids, names and arguments as the pipeline holds and replays them. The
+// ids are not changed for it (the provider may match its details to them), so two answers
+// with the very same calls and ids share one entry, the first kept.
+func reasoningKey(calls []map[string]json.RawMessage) string {
+	h := sha256.New()
+	for _, c := range calls {
+		var id, name, args string
+		_ = json.Unmarshal(c["id"], &id)
+		fn := jsonObject(c["function"])
+		_ = json.Unmarshal(fn["name"], &name)
+		_ = json.Unmarshal(fn["arguments"], &args)
+		fmt.Fprintf(h, "%q %q %q\n", id, name, args)
+	}
+	return "reasoning_details:" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // syntheticCallID is the id given to a tool call that came without one.

@@ -110,6 +110,7 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
 		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
 		`{"choices":[{"message":{"function_call":{"name":"f","arguments":{"a":1}}},"finish_reason":"function_call"},{"message":{"function_call":7,"tool_calls":[{"id":"c1"}]}}]}`,
+		`{"choices":[{"message":{"reasoning_details":[{"type":"reasoning.encrypted","data":"s"}],"tool_calls":[{"id":"c1","function":{"name":1}},null]}},{"message":{"reasoning_details":null,"tool_calls":[]}}]}`,
 		`{"choices":[{"finish_reason":"error","error":{"code":502,"message":"x"}},{"finish_reason":"MAX_TOKENS"}]}`,
 		`{"choices":[{"finish_reason":"model_length","error":[1]},{"finish_reason":7}]}`,
 	} {

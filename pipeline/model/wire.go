@@ -347,14 +347,21 @@ func hasToolCalls(m map[string]json.RawMessage) bool {
 }
 
 // replayAssistant drops the streaming-only index of an assistant turn's tool calls, gives
-// each the extra_content its answer carried (extraFor), and returns their ids, which the
-// tool results that follow answer in order.
+// each the extra_content its answer carried and the turn its reasoning_details (extraFor;
+// see keepReasoningDetails), and returns their ids, which the tool results that follow
+// answer in order.
 func replayAssistant(m map[string]json.RawMessage, pending []string, extraFor func(string) json.RawMessage) ([]string, bool) {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return pending, false
 	}
 	changed := false
+	if _, has := m["reasoning_details"]; !has && extraFor != nil {
+		if raw := extraFor(reasoningKey(calls)); raw != nil {
+			m["reasoning_details"] = raw
+			changed = true
+		}
+	}
 	for _, c := range calls {
 		if c == nil {
 			continue
