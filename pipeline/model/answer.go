@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -94,11 +95,11 @@ func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted s
 //     string (go-openai would refuse the whole answer);
 //   - a tool call without an id, or with the id of another call of the answer or of the
 //     conversation before it (servers that derive ids from the tool's name, or count them
-//     from zero in every answer), gets a stable synthetic one, "call_" + a hash of the
-//     conversation length, the call's position, name and arguments, so the same answer
-//     always gets the same id, each tool result is sent back under its own call's id, and
-//     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
-//     conversation; a missing type becomes "function";
+//     from zero in every answer), gets a stable synthetic one, 9 letters and digits from a
+//     hash of the conversation length, the call's position, name and arguments (see
+//     syntheticCallID), so the same answer always gets the same id, each tool result is
+//     sent back under its own call's id, and a server that wants unique ids (Anthropic and
+//     Bedrock behind a gateway) takes the conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
 //   - a call in the legacy function_call field is read as the message's one tool call
 //     when it has none (see legacyFunctionCall);
@@ -369,10 +370,22 @@ func reasoningKey(calls []map[string]json.RawMessage) string {
 	return "reasoning_details:" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// syntheticCallID is the id given to a tool call that came without one.
+// syntheticCallID is the id given to a tool call that came without one: 9 letters and
+// digits from a hash of where the call stands and what it says. That is the one shape
+// every server takes back: Mistral's API and the Mistral chat templates local servers run
+// refuse any other ("Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9, with a
+// length of 9", jundot/omlx#1997), and OpenAI's and Anthropic's checks allow it. 62^9
+// values keep the ids of one conversation apart.
 func syntheticCallID(turn, choice, index int, name, args string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%d\x00%s\x00%s", turn, choice, index, name, args)))
-	return "call_" + hex.EncodeToString(sum[:12])
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	n := binary.BigEndian.Uint64(sum[:8])
+	id := make([]byte, 9)
+	for i := range id {
+		id[i] = digits[n%62]
+		n /= 62
+	}
+	return string(id)
 }
 
 // readUsage reads whether usage was sent and the usage fields go-openai's Usage lacks.

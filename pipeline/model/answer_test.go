@@ -55,8 +55,8 @@ func TestAnswerShapes(t *testing.T) {
 			if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Arguments != tt.wantArgs || m.ToolCalls[0].ID == "" || m.ToolCalls[0].Type != "function" {
 				t.Fatalf("tool calls = %+v, want one with arguments %s, an id and type function", m.ToolCalls, tt.wantArgs)
 			}
-			if tt.wantSynthID && !strings.HasPrefix(m.ToolCalls[0].ID, "call_") {
-				t.Errorf("id = %q, want a synthetic call_ id", m.ToolCalls[0].ID)
+			if tt.wantSynthID && !regexp.MustCompile(`^[a-zA-Z0-9]{9}$`).MatchString(m.ToolCalls[0].ID) {
+				t.Errorf("id = %q, want a synthetic id of 9 letters and digits", m.ToolCalls[0].ID)
 			}
 			// the same answer gets the same id (stable for the prompt cache)
 			again, _ := b.client.Chat(context.Background(), req)
@@ -389,5 +389,61 @@ func TestLegacyFunctionCall(t *testing.T) {
 				t.Errorf("replayed %v / %v; want the one call with the id its result answers, and no function_call", a, tool)
 			}
 		})
+	}
+}
+
+// TestSyntheticIDsTakenByMistral: the id ticketd gives a tool call that came without one is
+// one that the strictest replay check takes: Mistral's API, and the Mistral chat templates
+// and tokenizers local servers run, refuse a history holding a tool call id that is not
+// exactly 9 letters and digits ("Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9,
+// with a length of 9": jundot/omlx#1997, langchain-ai/langchain#24668).
+func TestSyntheticIDsTakenByMistral(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, body []byte) {
+		var req struct {
+			Messages []struct {
+				ToolCalls []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+				ToolCallID string `json:"tool_call_id"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		replay := false
+		for _, m := range req.Messages {
+			ids := []string{m.ToolCallID}
+			for _, c := range m.ToolCalls {
+				ids = append(ids, c.ID)
+			}
+			for _, id := range ids {
+				if id != "" && !valid.MatchString(id) {
+					writeJSON(w, 400, `{"object":"error","message":"Tool call id was `+id+` but must be a-z, A-Z, 0-9, with a length of 9.","type":"invalid_function_call","param":null,"code":"3280"}`)
+					return
+				}
+				replay = replay || id != ""
+			}
+		}
+		if replay {
+			writeJSON(w, 200, completion("done", "stop", ""))
+			return
+		}
+		// A local server that sends its calls without ids.
+		writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[`+
+			`{"type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}},`+
+			`{"type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"b.py\"]}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+	})
+	b := setup(t, testConfig(srv.URL))
+	req := userMsg("fix it")
+	resp, err := b.client.Chat(context.Background(), req)
+	if err != nil || len(resp.Message.ToolCalls) != 2 || resp.Message.ToolCalls[0].ID == resp.Message.ToolCalls[1].ID {
+		t.Fatalf("first answer = %+v, %v; want two calls with distinct ids", resp.Message.ToolCalls, err)
+	}
+	next := req
+	next.Messages = append(next.Messages, resp.Message)
+	for _, tc := range resp.Message.ToolCalls {
+		next.Messages = append(next.Messages, openai.ChatCompletionMessage{Role: "tool", ToolCallID: tc.ID, Content: "ok"})
+	}
+	if again, err := b.client.Chat(context.Background(), next); err != nil || again.Message.Content != "done" {
+		t.Errorf("replay of calls %+v = %q, %v; want synthetic ids of 9 letters and digits, which Mistral takes", resp.Message.ToolCalls, again.Message.Content, err)
 	}
 }
