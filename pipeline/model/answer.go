@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -94,14 +95,18 @@ func fixFinishReason(ch map[string]json.RawMessage) (changed bool, interrupted s
 //     string (go-openai would refuse the whole answer);
 //   - a tool call without an id, or with the id of another call of the answer or of the
 //     conversation before it (servers that derive ids from the tool's name, or count them
-//     from zero in every answer), gets a stable synthetic one, "call_" + a hash of the
-//     conversation length, the call's position, name and arguments, so the same answer
-//     always gets the same id, each tool result is sent back under its own call's id, and
-//     a server that wants unique ids (Anthropic and Bedrock behind a gateway) takes the
-//     conversation; a missing type becomes "function";
+//     from zero in every answer), gets a stable synthetic one, 9 letters and digits from a
+//     hash of the conversation length, the call's position, name and arguments (see
+//     syntheticCallID), so the same answer always gets the same id, each tool result is
+//     sent back under its own call's id, and a server that wants unique ids (Anthropic and
+//     Bedrock behind a gateway) takes the conversation; a missing type becomes "function";
 //   - a tool call given as null is dropped: it names no call to make;
+//   - a call in the legacy function_call field is read as the message's one tool call
+//     when it has none (see legacyFunctionCall);
 //   - a tool call's extra_content (Gemini's thought signature) is kept aside, to be sent
 //     back with the call (extraStore), its id suffixed with a hash of it;
+//   - a tool-calling message's reasoning_details (OpenRouter's) is kept aside likewise, to
+//     be sent back on that turn (see keepReasoningDetails);
 //   - a finish_reason outside OpenAI's set is given in OpenAI's words where it has them
 //     (finishReasons): a cut answer always reads "length";
 //   - created given as a fraction (SambaNova: 1716313435.779) is truncated to whole
@@ -145,7 +150,10 @@ func normalizeAnswer(data []byte, conv prior) ([]byte, answerInfo) {
 			continue
 		}
 		joined := joinContentParts(msg)
-		if fixToolCalls(msg, conv, ci, &info) || joined {
+		legacy := legacyFunctionCall(msg, ch)
+		calls := fixToolCalls(msg, conv, ci, &info)
+		keepReasoningDetails(msg, &info)
+		if calls || joined || legacy {
 			ch["message"], _ = json.Marshal(msg)
 			changed = true
 		}
@@ -181,6 +189,34 @@ func fixCreated(top map[string]json.RawMessage) bool {
 		return true
 	}
 	delete(top, "created")
+	return true
+}
+
+// legacyFunctionCall reads a message's function_call, the one-call form OpenAI's API had
+// before tool_calls, as its one tool call when the message has no tool_calls: servers that
+// turn a tools request into it (Functionary's vLLM server, MeetKai/functionary#243, with
+// finish_reason "function_call") would otherwise lose the maker's call, which go-openai keeps
+// in FunctionCall, a field the pipeline does not read. The call gets its id and type from
+// fixToolCall, and finish_reason "function_call" becomes "tool_calls". Beside tool_calls
+// (llama-cpp-python's functionary format sends both, MeetKai/functionary#156) it repeats one
+// of them and is dropped, so that it is not replayed as a call without a result. It reports
+// whether it changed msg.
+func legacyFunctionCall(msg, ch map[string]json.RawMessage) bool {
+	fc, has := msg["function_call"]
+	if !has || string(bytes.TrimSpace(fc)) == "null" {
+		return false
+	}
+	delete(msg, "function_call")
+	var calls []json.RawMessage
+	_ = json.Unmarshal(msg["tool_calls"], &calls)
+	if jsonObject(fc) == nil || len(calls) > 0 {
+		return true
+	}
+	msg["tool_calls"], _ = json.Marshal([]map[string]json.RawMessage{{"type": json.RawMessage(`"function"`), "function": fc}})
+	var r string
+	if json.Unmarshal(ch["finish_reason"], &r) == nil && r == string(openai.FinishReasonFunctionCall) {
+		ch["finish_reason"], _ = json.Marshal(openai.FinishReasonToolCalls)
+	}
 	return true
 }
 
@@ -295,10 +331,61 @@ func keepExtra(tc map[string]json.RawMessage, info *answerInfo) bool {
 	return true
 }
 
-// syntheticCallID is the id given to a tool call that came without one.
+// keepReasoningDetails records the reasoning_details of a message that calls tools in
+// info.extras, under reasoningKey of its calls, to be sent back on that turn. OpenRouter
+// puts there what a model's provider wants back with its tool calls (Gemini's thought
+// signatures as reasoning.encrypted, Anthropic's signed thinking) and answers 400 "Gemini
+// models require OpenRouter reasoning details to be preserved in each request" when a
+// replayed tool-calling turn lacks them (openrouter.ai/docs, "Preserving reasoning blocks";
+// RooCodeInc/Roo-Code#10307, LibreChat-AI/agents#37); go-openai's message has no such field.
+func keepReasoningDetails(msg map[string]json.RawMessage, info *answerInfo) {
+	raw := bytes.TrimSpace(msg["reasoning_details"])
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(msg["tool_calls"], &calls) != nil || len(calls) == 0 {
+		return
+	}
+	if info.extras == nil {
+		info.extras = map[string]json.RawMessage{}
+	}
+	info.extras[reasoningKey(calls)] = slices.Clone(json.RawMessage(raw))
+}
+
+// reasoningKey is the key of a tool-calling turn's reasoning_details in an extraStore: a
+// hash of its calls' ids, names and arguments as the pipeline holds and replays them. The
+// ids are not changed for it (the provider may match its details to them), so two answers
+// with the very same calls and ids share one entry, the first kept.
+func reasoningKey(calls []map[string]json.RawMessage) string {
+	h := sha256.New()
+	for _, c := range calls {
+		var id, name, args string
+		_ = json.Unmarshal(c["id"], &id)
+		fn := jsonObject(c["function"])
+		_ = json.Unmarshal(fn["name"], &name)
+		_ = json.Unmarshal(fn["arguments"], &args)
+		fmt.Fprintf(h, "%q %q %q\n", id, name, args)
+	}
+	return "reasoning_details:" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// syntheticCallID is the id given to a tool call that came without one: 9 letters and
+// digits from a hash of where the call stands and what it says. That is the one shape
+// every server takes back: Mistral's API and the Mistral chat templates local servers run
+// refuse any other ("Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9, with a
+// length of 9", jundot/omlx#1997), and OpenAI's and Anthropic's checks allow it. 62^9
+// values keep the ids of one conversation apart.
 func syntheticCallID(turn, choice, index int, name, args string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%d\x00%s\x00%s", turn, choice, index, name, args)))
-	return "call_" + hex.EncodeToString(sum[:12])
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	n := binary.BigEndian.Uint64(sum[:8])
+	id := make([]byte, 9)
+	for i := range id {
+		id[i] = digits[n%62]
+		n /= 62
+	}
+	return string(id)
 }
 
 // readUsage reads whether usage was sent and the usage fields go-openai's Usage lacks.

@@ -55,8 +55,8 @@ func TestAnswerShapes(t *testing.T) {
 			if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Arguments != tt.wantArgs || m.ToolCalls[0].ID == "" || m.ToolCalls[0].Type != "function" {
 				t.Fatalf("tool calls = %+v, want one with arguments %s, an id and type function", m.ToolCalls, tt.wantArgs)
 			}
-			if tt.wantSynthID && !strings.HasPrefix(m.ToolCalls[0].ID, "call_") {
-				t.Errorf("id = %q, want a synthetic call_ id", m.ToolCalls[0].ID)
+			if tt.wantSynthID && !regexp.MustCompile(`^[a-zA-Z0-9]{9}$`).MatchString(m.ToolCalls[0].ID) {
+				t.Errorf("id = %q, want a synthetic id of 9 letters and digits", m.ToolCalls[0].ID)
 			}
 			// the same answer gets the same id (stable for the prompt cache)
 			again, _ := b.client.Chat(context.Background(), req)
@@ -109,6 +109,8 @@ func FuzzNormalizeAnswer(f *testing.F) {
 		`{"usage":{"total_tokens":1.5,"prompt_tokens":"3","prompt_tokens_details":[],"cost":"0.1"}}`, `{"usage":[]}`,
 		`{"usage":{"completion_tokens_details":{"reasoning_tokens":2.0}}}`,
 		`{"choices":[{"message":{"tool_calls":[null,{"id":"c1"},{"id":"c1"}]}},null]}`,
+		`{"choices":[{"message":{"function_call":{"name":"f","arguments":{"a":1}}},"finish_reason":"function_call"},{"message":{"function_call":7,"tool_calls":[{"id":"c1"}]}}]}`,
+		`{"choices":[{"message":{"reasoning_details":[{"type":"reasoning.encrypted","data":"s"}],"tool_calls":[{"id":"c1","function":{"name":1}},null]}},{"message":{"reasoning_details":null,"tool_calls":[]}}]}`,
 		`{"choices":[{"finish_reason":"error","error":{"code":502,"message":"x"}},{"finish_reason":"MAX_TOKENS"}]}`,
 		`{"choices":[{"finish_reason":"model_length","error":[1]},{"finish_reason":7}]}`,
 	} {
@@ -332,5 +334,116 @@ func TestReplayReasoningContent(t *testing.T) {
 		if m["reasoning_content"] != want[i] {
 			t.Errorf("message %d replayed as %v; want reasoning_content %v", i, m, want[i])
 		}
+	}
+}
+
+// TestLegacyFunctionCall: an answer that makes its call in the legacy function_call field (no
+// tool_calls) is read as that one tool call, so the maker's call is not lost; beside
+// tool_calls it is dropped. The replay carries the call under an id its result answers, and
+// no function_call.
+func TestLegacyFunctionCall(t *testing.T) {
+	tests := []struct {
+		name, source, message, finish string
+		wantArgs, wantFinish          string
+		wantID                        string // "" for a synthetic one
+	}{
+		{"function_call alone", "MeetKai/functionary#243: Functionary's vLLM server answers a tools request with function_call and finish_reason function_call",
+			`{"role":"assistant","tool_call_id":null,"content":null,"name":null,"function_call":{"name":"read_files","arguments":"{\"paths\": [\"a.py\"]}"},"tool_calls":null}`,
+			"function_call", `{"paths": ["a.py"]}`, "tool_calls", ""},
+		{"function_call with arguments as an object", "the same shape from a server that sends arguments as an object (Ollama's habit)",
+			`{"role":"assistant","content":"","function_call":{"name":"read_files","arguments":{"paths":["a.py"]}}}`,
+			"stop", `{"paths":["a.py"]}`, "stop", ""},
+		{"function_call beside tool_calls", "MeetKai/functionary#156: llama-cpp-python's functionary format sends both",
+			`{"role":"assistant","content":null,"function_call":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"},"tool_calls":[{"id":"call_x","type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}}]}`,
+			"tool_calls", `{"paths":["a.py"]}`, "tool_calls", "call_x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+				writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+tt.message+`,"finish_reason":"`+tt.finish+`"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+			})
+			b := setup(t, testConfig(srv.URL))
+			req := userMsg("fix it")
+			resp, err := b.client.Chat(context.Background(), req)
+			if err != nil {
+				t.Fatalf("message %s: Chat: %v (source: %s)", tt.message, err, tt.source)
+			}
+			m := resp.Message
+			if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Name != "read_files" || m.ToolCalls[0].Function.Arguments != tt.wantArgs ||
+				m.ToolCalls[0].ID == "" || tt.wantID != "" && m.ToolCalls[0].ID != tt.wantID || m.ToolCalls[0].Type != "function" || m.FunctionCall != nil {
+				t.Fatalf("message %s (%s)\ngot tool calls %+v, function call %+v\nwant one read_files call with arguments %s, an id and type function, and no function call",
+					tt.message, tt.source, m.ToolCalls, m.FunctionCall, tt.wantArgs)
+			}
+			if resp.FinishReason != tt.wantFinish {
+				t.Errorf("finish reason %q (sent %q), want %q", resp.FinishReason, tt.finish, tt.wantFinish)
+			}
+			next := req
+			next.Messages = append(next.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "ok"})
+			if _, err := b.client.Chat(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			msgs := log.body(t, log.count()-1)["messages"].([]any)
+			a, tool := msgs[1].(map[string]any), msgs[2].(map[string]any)
+			calls, _ := a["tool_calls"].([]any)
+			if _, has := a["function_call"]; has || len(calls) != 1 || calls[0].(map[string]any)["id"] != tool["tool_call_id"] {
+				t.Errorf("replayed %v / %v; want the one call with the id its result answers, and no function_call", a, tool)
+			}
+		})
+	}
+}
+
+// TestSyntheticIDsTakenByMistral: the id ticketd gives a tool call that came without one is
+// one that the strictest replay check takes: Mistral's API, and the Mistral chat templates
+// and tokenizers local servers run, refuse a history holding a tool call id that is not
+// exactly 9 letters and digits ("Tool call id was call_49c89af0 but must be a-z, A-Z, 0-9,
+// with a length of 9": jundot/omlx#1997, langchain-ai/langchain#24668).
+func TestSyntheticIDsTakenByMistral(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, body []byte) {
+		var req struct {
+			Messages []struct {
+				ToolCalls []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+				ToolCallID string `json:"tool_call_id"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		replay := false
+		for _, m := range req.Messages {
+			ids := []string{m.ToolCallID}
+			for _, c := range m.ToolCalls {
+				ids = append(ids, c.ID)
+			}
+			for _, id := range ids {
+				if id != "" && !valid.MatchString(id) {
+					writeJSON(w, 400, `{"object":"error","message":"Tool call id was `+id+` but must be a-z, A-Z, 0-9, with a length of 9.","type":"invalid_function_call","param":null,"code":"3280"}`)
+					return
+				}
+				replay = replay || id != ""
+			}
+		}
+		if replay {
+			writeJSON(w, 200, completion("done", "stop", ""))
+			return
+		}
+		// A local server that sends its calls without ids.
+		writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[`+
+			`{"type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}},`+
+			`{"type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"b.py\"]}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+	})
+	b := setup(t, testConfig(srv.URL))
+	req := userMsg("fix it")
+	resp, err := b.client.Chat(context.Background(), req)
+	if err != nil || len(resp.Message.ToolCalls) != 2 || resp.Message.ToolCalls[0].ID == resp.Message.ToolCalls[1].ID {
+		t.Fatalf("first answer = %+v, %v; want two calls with distinct ids", resp.Message.ToolCalls, err)
+	}
+	next := req
+	next.Messages = append(next.Messages, resp.Message)
+	for _, tc := range resp.Message.ToolCalls {
+		next.Messages = append(next.Messages, openai.ChatCompletionMessage{Role: "tool", ToolCallID: tc.ID, Content: "ok"})
+	}
+	if again, err := b.client.Chat(context.Background(), next); err != nil || again.Message.Content != "done" {
+		t.Errorf("replay of calls %+v = %q, %v; want synthetic ids of 9 letters and digits, which Mistral takes", resp.Message.ToolCalls, again.Message.Content, err)
 	}
 }

@@ -634,7 +634,7 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 	status := f.statusText()
 	switch f.class {
 	case ErrorClassContextOverflow:
-		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s", role, ErrContextOverflow, status, ep.name, said)
+		return fmt.Errorf("models.roles.%s: %w (%s from %s)%s%s", role, ErrContextOverflow, status, ep.name, said, overflowHint(role, f))
 	case ErrorClassQuota:
 		return fmt.Errorf("models.roles.%s: %w (%s from %s at %s): add credit or raise the account's limit%s: %w",
 			role, ErrQuota, status, ep.name, ep.baseURL, said, ErrRejected)
@@ -642,8 +642,11 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 		return fmt.Errorf("models.roles.%s: %w (%s)%s%s", role, ErrRejected, status, said, rejectedHint(ep, role, model, f))
 	case ErrorClassBadResponse:
 		hint := fmt.Sprintf(": check models.endpoints.%s.base_url (%s): it must be an OpenAI-compatible chat completions server", ep.name, ep.baseURL)
-		if strings.Contains(f.apiMsg, "streamed") {
+		switch {
+		case strings.Contains(f.apiMsg, "streamed"):
 			hint = fmt.Sprintf(": point models.endpoints.%s.base_url (%s) at a server or proxy that answers stream: false with one JSON object", ep.name, ep.baseURL)
+		case strings.Contains(f.apiMsg, "max_answer_bytes"):
+			hint = fmt.Sprintf(": the server ignored the output limit (models.roles.%s.max_output_tokens) or sent more than an answer; raise models.endpoints.%s.max_answer_bytes only if the model's answers are really this long", role, ep.name)
 		}
 		return fmt.Errorf("models.roles.%s: %w from %s (%s)%s%s: %w", role, ErrBadResponse, ep.name, status, said, hint, err)
 	case ErrorClassClient:

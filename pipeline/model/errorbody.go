@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"regexp"
@@ -35,6 +36,8 @@ type serverError struct {
 //   - {"error": "text"}: LM Studio, Ollama, some proxies;
 //   - {"object": "error", "message", "type", "code"}: vLLM's older flat shape;
 //   - {"detail": "text"} or {"message": "text"}: FastAPI servers and gateways;
+//   - a list of validation errors, under detail (FastAPI's 422) or as the message (Mistral,
+//     whose object may read "Error"): see validationErrors;
 //   - any of these as the first element of a list: Gemini's OpenAI-compatible endpoint;
 //   - HTML (a proxy's error page: its <title>, else its text) and plain text.
 //
@@ -95,18 +98,61 @@ func parseErrorObject(top map[string]json.RawMessage) serverError {
 			se.found = true
 			readErrorObject(obj, &se)
 		}
-	case string(top["object"]) == `"error"`:
+	case strings.EqualFold(string(top["object"]), `"error"`):
 		se.found = true
 		readErrorObject(top, &se)
+		if se.msg == "" {
+			se.msg, _ = validationErrors(top["detail"])
+		}
 	default:
 		for _, k := range []string{"detail", "message"} {
 			var s string
 			if json.Unmarshal(top[k], &s) == nil && s != "" {
 				return serverError{msg: s, found: true}
 			}
+			if s, ok := validationErrors(top[k]); ok {
+				return serverError{msg: s, found: true}
+			}
 		}
 	}
 	return se
+}
+
+// validationErrors reads the list of validation errors that FastAPI and pydantic servers
+// send for a request they refuse (422 {"detail": [{"loc": ["body", "prompt_cache_key"],
+// "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}]}), alone or wrapped
+// in an object under "detail", as Mistral's API does in its message
+// (Gage-Technologies/mistral-go#3); each as "body.prompt_cache_key: Extra inputs are not
+// permitted", so the refused field is in the words the hint reads.
+func validationErrors(raw json.RawMessage) (string, bool) {
+	var wrapped struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &wrapped) == nil && wrapped.Detail != nil {
+		raw = wrapped.Detail
+	}
+	var items []struct {
+		Loc []any  `json:"loc"`
+		Msg string `json:"msg"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return "", false
+	}
+	var out []string
+	for _, it := range items {
+		var loc []string
+		for _, l := range it.Loc {
+			loc = append(loc, fmt.Sprint(l))
+		}
+		switch {
+		case it.Msg == "":
+		case len(loc) == 0:
+			out = append(out, it.Msg)
+		default:
+			out = append(out, strings.Join(loc, ".")+": "+it.Msg)
+		}
+	}
+	return strings.Join(out, "; "), len(out) > 0
 }
 
 var (
@@ -122,6 +168,8 @@ func readErrorObject(obj map[string]json.RawMessage, se *serverError) {
 		var parts []string // go-openai issue #381: message as a list
 		if json.Unmarshal(obj["message"], &parts) == nil {
 			se.msg = strings.Join(parts, ", ")
+		} else {
+			se.msg, _ = validationErrors(obj["message"])
 		}
 	}
 	_ = json.Unmarshal(obj["type"], &se.typ)
@@ -205,6 +253,13 @@ var overflowWords = []string{
 	// Requested 14810, please reduce your message size and try again" (one request larger
 	// than the account's whole per-minute allowance: waiting never lets it through).
 	"reduce your message size",
+	// OpenAI, 429 with code rate_limit_exceeded: "Request too large for gpt-4o in
+	// organization … on tokens per min (TPM): Limit 30000, Requested 36278. The input or
+	// output tokens must be reduced in order to run successfully." (Aider-AI/aider#1880,
+	// continuedev/continue#11717): one request over the whole per-minute allowance, which
+	// counts max_tokens with the prompt; unlike "Rate limit reached for …", no wait lets it
+	// through.
+	"the input or output tokens must be reduced",
 }
 
 // filterWords are how servers say their content filter refused the prompt, lower case:

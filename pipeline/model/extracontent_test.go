@@ -96,3 +96,62 @@ func TestExtraStoreBounded(t *testing.T) {
 		t.Error("want the oldest dropped and the newest kept")
 	}
 }
+
+// TestReasoningDetailsSentBack: OpenRouter returns what a model's provider wants back with
+// its tool calls in the message's reasoning_details (Gemini's thought signature as
+// reasoning.encrypted) and refuses the next request with 400 when a replayed tool-calling
+// turn lacks it (openrouter.ai/docs "Preserving reasoning blocks"; RooCodeInc/Roo-Code#10307).
+// Each ticket's turn goes back with its own details, unchanged, and its call keeps its id.
+func TestReasoningDetailsSentBack(t *testing.T) {
+	details := func(ticket string) string {
+		return `[{"type":"reasoning.text","text":"I should read a.py","format":"google-gemini-v1","index":0},` +
+			`{"type":"reasoning.encrypted","data":"SIG-` + ticket + `","id":"tool_read_files_` + ticket + `","format":"google-gemini-v1","index":0}]`
+	}
+	srv, _ := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, body []byte) {
+		var req struct {
+			Messages []struct {
+				Content   string            `json:"content"`
+				ToolCalls []json.RawMessage `json:"tool_calls"`
+				Details   json.RawMessage   `json:"reasoning_details"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		ticket := req.Messages[0].Content
+		for _, m := range req.Messages {
+			if len(m.ToolCalls) == 0 {
+				continue
+			}
+			var got, want any
+			_ = json.Unmarshal(m.Details, &got)
+			_ = json.Unmarshal([]byte(details(ticket)), &want)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				writeJSON(w, 400, `{"error":{"message":"Provider returned error","code":400,"metadata":{"raw":"Gemini models require OpenRouter reasoning details to be preserved in each request. Please refer to our docs: https://openrouter.ai/docs/guides/best-practices/reasoning-tokens#preserving-reasoning-blocks.","provider_name":"Google AI Studio"}}}`)
+				return
+			}
+			writeJSON(w, 200, completion("done", "stop", ""))
+			return
+		}
+		writeJSON(w, 200, `{"id":"gen-1","object":"chat.completion","model":"google/gemini-3-pro-preview","choices":[{"index":0,"finish_reason":"tool_calls","native_finish_reason":"STOP",`+
+			`"message":{"role":"assistant","content":"","reasoning":"I should read a.py","reasoning_details":`+details(ticket)+`,`+
+			`"tool_calls":[{"id":"tool_read_files_`+ticket+`","type":"function","index":0,"function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}}]}}],`+
+			`"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+	})
+	b := setup(t, testConfig(srv.URL))
+	first := map[string]openai.ChatCompletionMessage{}
+	for _, ticket := range []string{"A", "B"} {
+		resp, err := b.client.Chat(context.Background(), userMsg(ticket))
+		if err != nil || len(resp.Message.ToolCalls) != 1 || resp.Message.ToolCalls[0].ID != "tool_read_files_"+ticket {
+			t.Fatalf("ticket %s: first call = %+v, %v; want one tool call with the server's id", ticket, resp.Message, err)
+		}
+		first[ticket] = resp.Message
+	}
+	for _, ticket := range []string{"B", "A"} {
+		m := first[ticket]
+		req := userMsg(ticket)
+		req.Messages = append(req.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "=== a.py\nx = 1\n"})
+		resp, err := b.client.Chat(context.Background(), req)
+		if err != nil || resp.Message.Content != "done" {
+			t.Errorf("ticket %s: replay = %q, %v; want the turn sent back with its own reasoning_details", ticket, resp.Message.Content, err)
+		}
+	}
+}

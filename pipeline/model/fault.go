@@ -26,7 +26,7 @@ type Fault struct {
 	ResetAt time.Time
 	// AnyRequest says the failure does not depend on what the request carried: a 401 (the
 	// key), a 404 (the model or the path), an answer that is not JSON at all (a proxy's login
-	// page). Every ticket would meet it; a 400, a 403 or an answer without choices may be
+	// page) or is larger than max_answer_bytes. Every ticket would meet it; a 400, a 403 or an answer without choices may be
 	// about one ticket's request (a content filter, a moderation flag).
 	AnyRequest bool
 	err        error

@@ -63,3 +63,20 @@ func outputLimitTooLarge(low string) bool {
 	}
 	return false
 }
+
+// overflowHint is the setting to change for a request refused as too large when the limit
+// is not the model's context but the account's tokens per minute: Groq answers 413 "Request
+// too large for model … on tokens per minute (TPM): Limit 6000, Requested 14810", counting
+// the request's output limit (max_tokens) with its prompt, so that with a large
+// max_output_tokens every request is refused however short its prompt
+// (zeeyado/koassistant.koplugin#106, HunorLaczko/ha-groq-cloud-api#27); compacting the
+// conversation cannot help that.
+func overflowHint(role Role, f fault) string {
+	if !(serverError{msg: f.text}).says(perMinuteWords) {
+		return ""
+	}
+	return fmt.Sprintf(": the limit is the account's tokens per minute, which counts the output limit with the prompt: lower models.roles.%s.max_output_tokens (and context_window) below it, or raise the account's tier", role)
+}
+
+// perMinuteWords are how providers name a tokens-per-minute limit, lower case.
+var perMinuteWords = []string{"tokens per minute", "(tpm)"}

@@ -13,7 +13,8 @@ import (
 )
 
 // TestOversizeAnswer: an answer above the endpoint's max_answer_bytes — 50 MB of content, as
-// issue 31 measured, with and without a Content-Length — is the endpoint's fault: the client
+// issue 31 measured, with and without a Content-Length — is the endpoint's fault, whatever
+// the request (Fault.AnyRequest, so the ticket is never charged for it): the client
 // stops reading at the limit (the server sees its write fail), keeps its size and never
 // holds the body whole, does not ask again with it, and records the call with an estimate
 // of what the server may bill.
@@ -55,6 +56,12 @@ func TestOversizeAnswer(t *testing.T) {
 			var f *Fault
 			if !errors.As(err, &f) || f.Class != ErrorClassBadResponse || !strings.Contains(f.Said, "max_answer_bytes (1048576)") {
 				t.Fatalf("Chat err = %v (fault %+v); want a bad_response fault naming the limit", err, f)
+			}
+			if strings.Contains(err.Error(), "it must be an OpenAI-compatible") || !strings.Contains(err.Error(), "models.roles.maker.max_output_tokens") {
+				t.Errorf("Chat err = %v; want the hint to name the output limit the server ignored, not the base URL", err)
+			}
+			if !f.AnyRequest {
+				t.Errorf("fault %+v: want AnyRequest, so the daemon never charges a ticket for an answer no request earns", f)
 			}
 			if declared && !strings.Contains(f.Said, strconv.Itoa(total+len(`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"`)+len(`"},"finish_reason":"stop"}]}`))+" bytes") {
 				t.Errorf("the declared size is not recorded: %q", f.Said)

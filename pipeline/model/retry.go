@@ -52,7 +52,11 @@ func classify(parent context.Context, err error, ws *wireState) fault {
 		if ws.oversizeExact {
 			size = fmt.Sprintf("%d bytes", ws.oversize)
 		}
-		return fault{class: ErrorClassBadResponse, status: ws.status,
+		// No request earns it: an answer within the output limit ticketd asks for (32000
+		// tokens by default, a few hundred KB of JSON) is far below the default 4 MiB, so the
+		// server ignored that limit or sent something else. It is never the ticket's to pay
+		// for, and two in a row stop the night's claims.
+		return fault{class: ErrorClassBadResponse, status: ws.status, anyRequest: true,
 			apiMsg: fmt.Sprintf("the answer is %s, over the endpoint's max_answer_bytes (%d): not read whole, not sent back", size, ws.maxAnswer)}
 	}
 	if ws != nil && ws.truncated {

@@ -29,10 +29,10 @@ const maxErrorBody = 64 << 10
 //     that match ^[a-zA-Z0-9_-]{1,64}$ (see fixName);
 //   - it adds the endpoint's headers and query parameters;
 //   - it normalises answers go-openai would misread (content as an array of parts,
-//     arguments as an object, tool calls without an id or type) and reports back what
-//     go-openai's values drop: the status, the raw error body, Retry-After, whether usage
-//     was sent, and usage fields of other providers, through the per-attempt wireState
-//     found in the request's context.
+//     arguments as an object, tool calls without an id or type, a legacy function_call)
+//     and reports back what go-openai's values drop: the status, the raw error body,
+//     Retry-After, whether usage was sent, and usage fields of other providers, through the
+//     per-attempt wireState found in the request's context.
 type wireTransport struct {
 	base      http.RoundTripper
 	extras    *extraStore       // the tool calls' extra_content the endpoint sent, to send back
@@ -347,14 +347,21 @@ func hasToolCalls(m map[string]json.RawMessage) bool {
 }
 
 // replayAssistant drops the streaming-only index of an assistant turn's tool calls, gives
-// each the extra_content its answer carried (extraFor), and returns their ids, which the
-// tool results that follow answer in order.
+// each the extra_content its answer carried and the turn its reasoning_details (extraFor;
+// see keepReasoningDetails), and returns their ids, which the tool results that follow
+// answer in order.
 func replayAssistant(m map[string]json.RawMessage, pending []string, extraFor func(string) json.RawMessage) ([]string, bool) {
 	var calls []map[string]json.RawMessage
 	if json.Unmarshal(m["tool_calls"], &calls) != nil || len(calls) == 0 {
 		return pending, false
 	}
 	changed := false
+	if _, has := m["reasoning_details"]; !has && extraFor != nil {
+		if raw := extraFor(reasoningKey(calls)); raw != nil {
+			m["reasoning_details"] = raw
+			changed = true
+		}
+	}
 	for _, c := range calls {
 		if c == nil {
 			continue
