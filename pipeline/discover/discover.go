@@ -70,6 +70,10 @@ type Tests struct {
 type Options struct {
 	Pytest   [][]string
 	Unittest [][]string
+	// PytestVersion is the version of the pytest the checks run ("7.2.1"), which decides
+	// the configuration files and tables it reads (pytest < 9 ignores pytest.toml and
+	// pyproject.toml's [tool.pytest]); "" when not known: the newest pytest's rules.
+	PytestVersion string
 }
 
 // Default is pytest's default discovery.
@@ -82,7 +86,7 @@ var defaults = Default()
 // test checks' commands.
 func Read(read Reader, o Options) *Tests {
 	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
-	file, vals := pytestConfig(read)
+	file, vals := pytestConfig(read, pytestMajor(o.PytestVersion))
 	t.Config = file
 	t.Files = vals["python_files"].words()
 	t.Paths = cleanPaths(vals["testpaths"].words())
