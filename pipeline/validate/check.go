@@ -222,7 +222,16 @@ func DiscoverOptions(checks []Check) discover.Options {
 			o.Pytest = append(o.Pytest, c.Command)
 			o.PytestVersion = cmp.Or(o.PytestVersion, c.PytestVersion)
 		case KindUnittest:
-			o.Unittest = append(o.Unittest, c.Command)
+			argv := c.Command
+			if len(c.ExtraArgs) > 0 {
+				// A Condition's start folder (-s src -t src) after the kind's default command.
+				argv = slices.Clone(c.Command)
+				if len(argv) == 0 {
+					argv = []string{"python3", "-m", "unittest", "discover"}
+				}
+				argv = append(argv, c.ExtraArgs...)
+			}
+			o.Unittest = append(o.Unittest, argv)
 		}
 	}
 	return o
