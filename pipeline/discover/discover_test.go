@@ -391,3 +391,26 @@ func TestConfigByPytestVersion(t *testing.T) {
 		})
 	}
 }
+
+// UnittestModule names a module as unittest's discovery does: from the top-level folder,
+// which is the start folder unless -t says otherwise.
+func TestUnittestModule(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		path string
+		want string
+	}{
+		{nil, "tests/test_a.py", "tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src", "-t", "src"}, "src/test_typing_extensions.py", "test_typing_extensions"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src"}, "src/test_typing_extensions.py", "test_typing_extensions"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "tests"}, "tests/sub/test_a.py", "sub.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "pkg/tests", "-t", "."}, "pkg/tests/test_a.py", "pkg.tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "tests", "test*.py", "."}, "tests/test_a.py", "tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src"}, "other/test_a.py", ""},
+	} {
+		d := Read(reader(nil), Options{Unittest: [][]string{tt.argv}})
+		if got := d.UnittestModule(tt.path); got != tt.want {
+			t.Errorf("%q: UnittestModule(%q) = %q, want %q", tt.argv, tt.path, got, tt.want)
+		}
+	}
+}
