@@ -221,10 +221,16 @@ func (p *Probed) ask(ctx context.Context, py, module string) (string, error) {
 // its interpreter in the start-up's import probe (once per round with seen): discovery
 // reads the configuration that pytest reads. It is "" when c is no pytest check, when its
 // command wraps pytest in something else (tox, make) or the probe failed: discovery then
-// follows the newest pytest.
+// follows the newest pytest. A check in a repository's environment (EnvDir) runs nothing
+// here: the version is read from the environment's files.
 func (r *Runner) PytestVersion(ctx context.Context, dir string, c Check, seen *Probed) string {
 	if c.Kind != KindPytest {
 		return ""
+	}
+	if c.EnvDir != "" {
+		// The environment was built from the repository's recipe: nothing of it may run
+		// outside the sandbox, so its pytest's version is read from what pip installed.
+		return envPytestVersion(c.EnvDir)
 	}
 	argv, err := r.baseArgv(ctx, dir, c)
 	if err != nil {
@@ -239,6 +245,19 @@ func (r *Runner) PytestVersion(ctx context.Context, dir string, c Check, seen *P
 		return ""
 	}
 	return strings.TrimSpace(v)
+}
+
+// envPytestVersion is the version of the pytest installed in the environment env, read
+// from its dist-info folder's name (pytest-7.2.1.dist-info); "" when it has none.
+func envPytestVersion(env string) string {
+	infos, _ := filepath.Glob(filepath.Join(env, "lib", "python*", "site-packages", "pytest-*.dist-info"))
+	for _, info := range infos {
+		v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(info), "pytest-"), ".dist-info")
+		if v != "" && v[0] >= '0' && v[0] <= '9' {
+			return v
+		}
+	}
+	return ""
 }
 
 // pytestInterpreter is the Python that argv runs pytest with: the interpreter of `python

@@ -198,6 +198,24 @@ func TestPytestVersionFromStartupProbe(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env, bare := filepath.Join(dir, "env"), filepath.Join(dir, "bare")
+	for _, p := range []string{env, bare} {
+		if err := os.MkdirAll(filepath.Join(p, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The environment's interpreter is the recording stand-in: a run would show in the log.
+		if err := os.Symlink(py, filepath.Join(p, "bin", "python3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "bin", "pytest"), []byte("#!"+py+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, info := range []string{"pytest_cov-5.0.0.dist-info", "pytest-8.3.4.dist-info"} {
+		if err := os.MkdirAll(filepath.Join(env, "lib", "python3.11", "site-packages", info), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tt := range []struct {
 		name      string
 		check     Check
@@ -211,6 +229,10 @@ func TestPytestVersionFromStartupProbe(t *testing.T) {
 		{"a pytest script run through env", Check{Name: "tests", Kind: KindPytest, Command: []string{viaEnv}}, false, "7.2.1", 1},
 		{"a command wrapping pytest", Check{Name: "tests", Kind: KindPytest, Command: []string{"/bin/sh", "-c", "pytest"}}, false, "", 0},
 		{"not a pytest check", Check{Name: "types", Kind: KindMypy, Python: py}, false, "", 0},
+		// The environment is built from the repository's recipe: its interpreter, and the
+		// #! line of its bin/pytest, never run outside the sandbox; pip's record tells.
+		{"a repository's environment", Check{Name: "tests", Kind: KindPytest, Python: filepath.Join(env, "bin", "python3"), EnvDir: env}, false, "8.3.4", 0},
+		{"an environment without pytest", Check{Name: "tests", Kind: KindPytest, Python: filepath.Join(bare, "bin", "python3"), EnvDir: bare}, false, "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			os.Remove(log)
