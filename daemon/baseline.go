@@ -58,6 +58,11 @@ type baselines struct {
 	store  *store.Store // nil: kept for this night only
 	log    *slog.Logger
 	now    func() time.Time
+	// versions tells the pytest each pytest check runs with, asking probed (the night's
+	// start-up probes, which read it as they import pytest); nil: not known, discovery
+	// follows the newest pytest.
+	versions pytestVersioner
+	probed   *validate.Probed
 
 	mu    sync.Mutex
 	facts map[string]*baselineEntry
@@ -164,6 +169,7 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		b.log.Info("repository instructions", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit),
 			"files", strings.Join(ins.Files, ", "), "bytes", ins.Bytes, "cut", ins.Cut)
 	}
+	repo.Checks = b.withPytestVersions(ctx, tree.Dir, repo.Checks)
 	hash := checksHash(repo.Checks)
 	if b.store != nil && hash != "" {
 		if f, ok := b.load(ctx, tree, hash, f); ok {
@@ -233,6 +239,30 @@ func (b *baselines) load(ctx context.Context, tree *worktree.Tree, hash string, 
 	}
 	f.reused, f.computedAt, f.took = true, kept.CreatedAt, kept.Duration
 	return f, true
+}
+
+// pytestVersioner is implemented by a check runner that can tell which pytest a check runs
+// (*validate.Runner does).
+type pytestVersioner interface {
+	PytestVersion(ctx context.Context, dir string, c validate.Check, seen *validate.Probed) string
+}
+
+var _ pytestVersioner = (*validate.Runner)(nil)
+
+// withPytestVersions returns checks with each pytest check's PytestVersion set, so that
+// discovery reads the configuration that pytest reads (pytest 7 ignores pyproject.toml's
+// [tool.pytest]). The version is not part of the checks' hash: a kept baseline stays valid.
+func (b *baselines) withPytestVersions(ctx context.Context, dir string, checks []validate.Check) []validate.Check {
+	if b.versions == nil {
+		return checks
+	}
+	out := slices.Clone(checks)
+	for i, c := range out {
+		if c.Kind == validate.KindPytest && c.PytestVersion == "" {
+			out[i].PytestVersion = b.versions.PytestVersion(ctx, dir, c, b.probed)
+		}
+	}
+	return out
 }
 
 // preflighter is implemented by a check runner that can tell, before any run, whether a

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -222,5 +223,64 @@ func TestUnittestStartHints(t *testing.T) {
 				t.Errorf("hint = %q, want it to contain %q", got[0].Hint, tt.want)
 			}
 		})
+	}
+}
+
+// versionedChecks is fixedChecks that tells each pytest check's version as the night's
+// probes found it, and counts the asks.
+type versionedChecks struct {
+	fixedChecks
+	version string
+	asked   int
+}
+
+func (v *versionedChecks) PytestVersion(_ context.Context, _ string, _ validate.Check, seen *validate.Probed) string {
+	if seen == nil {
+		return "" // not the night's probes
+	}
+	v.asked++
+	return v.version
+}
+
+// The baseline reads the repository's tests as the checks' own pytest reads them: pytest
+// < 9 ignores pyproject.toml's [tool.pytest] (attrs, on pytest 7.2.1, collected bench/ while
+// ticketd believed testpaths = tests), pytest 9 reads it. The version rides on the checks
+// the attempts run, and leaves the checks' hash (a kept baseline) alone.
+func TestBaselineTestsFollowPytestVersion(t *testing.T) {
+	f := newFixture(t, 1)
+	write(t, filepath.Join(f.repo, "pyproject.toml"), "[project]\nname = \"shop\"\n\n[tool.pytest]\ntestpaths = [\"tests\"]\n")
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-q", "-m", "native pytest table")
+	trees := worktree.NewManager(filepath.Join(f.dir, "work"), nil)
+	repo := config.Repo{Path: f.repo, BaseRef: "main", Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}}
+	for i, tt := range []struct {
+		version string
+		paths   string
+	}{
+		{"7.2.1", ""},
+		{"9.0.1", "tests"},
+		{"", "tests"}, // not known: the newest pytest's reading
+	} {
+		b := newBaselines(fixedChecks{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		runner := &versionedChecks{version: tt.version}
+		b.versions, b.probed = runner, &validate.Probed{}
+		tree, err := trees.Prepare(context.Background(), f.repo, "main", fmt.Sprintf("ticketd/%d-x", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { trees.Remove(context.Background(), tree, false) })
+		facts, err := b.get(context.Background(), repo, tree)
+		if err != nil {
+			t.Fatalf("baseline: %v", err)
+		}
+		if got := strings.Join(facts.tests.Paths, " "); got != tt.paths || runner.asked != 1 {
+			t.Errorf("pytest %q: testpaths %q after %d asks; want %q after 1 (%s)", tt.version, got, runner.asked, tt.paths, facts.tests.Describe())
+		}
+		if len(facts.checks) != 1 || facts.checks[0].PytestVersion != tt.version {
+			t.Errorf("pytest %q: the gate's checks carry %+v", tt.version, facts.checks)
+		}
+		if checksHash(repo.Checks) != checksHash(facts.checks) {
+			t.Errorf("pytest %q: the version changed the checks' hash", tt.version)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -295,14 +296,15 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	// The repositories' start-up checks only read, so they run while the endpoints answer
 	// the preflight (a model call's latency, seconds) instead of after it; what they found is
 	// acted on only once the preflight passed, so a night that cannot start touches nothing.
-	probed, stopProbe := startProbe(ctx, cfg, checks)
+	seen := &validate.Probed{} // the night's import probes, which read pytest's version too
+	probed, stopProbe := startProbe(ctx, cfg, checks, seen)
 	client, roles, windows, err := d.nightClient(ctx, log, runID, rec)
 	if err != nil {
 		stopProbe()
 		return err
 	}
 	w := d.newPool(ctx, log, trees, newFixGuard(checks, log), client, nightParts{bwrap: bwrap, roles: roles, windows: windows,
-		rec: rec, stopClaims: stopClaims, workCtx: workCtx})
+		rec: rec, stopClaims: stopClaims, workCtx: workCtx, checks: checks, probed: seen})
 	// Repositories that fail their start-up check are reported and paused; the night goes
 	// on with the others. The pool sees only those that passed.
 	healthy, err := w.checkStartup(ctx, probed())
@@ -445,6 +447,10 @@ type nightParts struct {
 	rec        *callRecorder
 	stopClaims context.CancelCauseFunc
 	workCtx    context.Context
+	// checks is the night's check runner, which may tell each pytest check's version from
+	// probed, the start-up's import probes.
+	checks pipeline.CheckRunner
+	probed *validate.Probed
 }
 
 // newPool makes the night's worker pool.
@@ -470,6 +476,9 @@ func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.
 		fetch:      store.NewFetcher(d.Store, cfg.Night.Lease),
 	}
 	d.Store.PassOver() // the last night's suspect, if any, is no suspect of this one
+	if v, ok := p.checks.(pytestVersioner); ok {
+		w.baselines.versions, w.baselines.probed = v, p.probed
+	}
 	w.envs.builder.Now = d.now
 	w.envs.st, w.envs.checks, w.envs.pauseRepo, w.envs.now = d.Store, guard, w.pauseRepo, d.now
 	p.rec.watch(w.health.isDown, func(err error) { w.health.writeFailed(log, "record model call", 0, err) })

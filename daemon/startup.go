@@ -119,12 +119,12 @@ type startupProbe struct {
 }
 
 // probeStartup runs the start-up checks of every configured repository: the sandbox, the
-// path and base_ref, every check's tool. It only reads, and acts on nothing (see
+// path and base_ref, every check's tool, each interpreter's import asked once in seen (the
+// night's, which the baselines ask again for pytest's version). It only reads, and acts on nothing (see
 // checkStartup), so it runs beside the night's model preflight instead of after it.
-func probeStartup(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner) startupProbe {
+func probeStartup(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner, seen *validate.Probed) startupProbe {
 	p := startupProbe{reasons: map[string]string{}}
 	box := sandboxCheck(ctx, checks, cfg.Sandbox, cfg.Workspace)
-	seen := &validate.Probed{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Repos)) {
 		reason := box
 		if reason == "" {
@@ -140,10 +140,10 @@ func probeStartup(ctx context.Context, cfg config.Config, checks pipeline.CheckR
 
 // startProbe runs probeStartup in the background; the returned func waits for it. stop
 // cuts it short (a night that cannot start).
-func startProbe(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner) (wait func() startupProbe, stop func()) {
+func startProbe(ctx context.Context, cfg config.Config, checks pipeline.CheckRunner, seen *validate.Probed) (wait func() startupProbe, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan startupProbe, 1)
-	go func() { done <- probeStartup(ctx, cfg, checks) }()
+	go func() { done <- probeStartup(ctx, cfg, checks, seen) }()
 	var p startupProbe
 	var once sync.Once
 	wait = func() startupProbe {

@@ -280,7 +280,7 @@ func newTests(ctx context.Context, c *checkRun, check string, files []string, ow
 	}
 	var out []string
 	for id := range own {
-		if isTestID(id) && touches(files, id) && validate.OutcomeOf(base.Outcomes, id) == validate.OutcomeMissing {
+		if isTestID(id) && touches(files, id, c.tree.tests()) && validate.OutcomeOf(base.Outcomes, id) == validate.OutcomeMissing {
 			out = append(out, id)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -181,14 +182,18 @@ func outcomeAt(outcomes map[string]validate.Outcome, id string) validate.Outcome
 }
 
 // touches reports whether a test id (a pytest node id or a unittest dotted id) lives in one
-// of files, the test modules the change touched.
-func touches(files []string, id string) bool {
+// of files, the test modules the change touched. A unittest id names its module from the
+// root (discover from the root), or from the start folder tests says (`-s src`:
+// src/test_x.py is test_x).
+func touches(files []string, id string, tests *discover.Tests) bool {
 	if file, _, ok := strings.Cut(id, "::"); ok {
 		return slices.Contains(files, file)
 	}
 	for _, f := range files {
-		if module := strings.ReplaceAll(strings.TrimSuffix(f, ".py"), "/", "."); strings.HasPrefix(id, module+".") {
-			return true
+		for _, module := range []string{strings.ReplaceAll(strings.TrimSuffix(f, ".py"), "/", "."), tests.UnittestModule(f)} {
+			if module != "" && strings.HasPrefix(id, module+".") {
+				return true
+			}
 		}
 	}
 	return false
@@ -214,7 +219,7 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 		own := g.own[t.Name]
 		for _, id := range sortedPassed(base.Outcomes) {
 			v := outcomeAt(now.Outcomes, id)
-			mine := touches(touched, id)
+			mine := touches(touched, id, c.tree.tests())
 			ownOut := validate.OutcomeMissing
 			if own != nil {
 				ownOut = outcomeAt(own, id)

@@ -3,23 +3,43 @@ package discover
 import (
 	"bufio"
 	"bytes"
+	"strconv"
 	"strings"
 )
 
 // pytestConfigs are the files pytest reads its configuration from, in the order it tries
-// them at the root: the first that holds a pytest section wins (pytest.ini even without one).
-// pytest.toml and .pytest.toml are pytest 9's, tried first, their table [pytest].
+// them at the root: the first that holds a pytest section wins. What counts depends on the
+// pytest that runs the checks (see pytestConfig): pytest.toml and .pytest.toml (table
+// [pytest]) are pytest 9's, tried first and the configuration even when empty, as pytest.ini
+// always is and .pytest.ini is from pytest 9 on; pyproject.toml's native [tool.pytest] table
+// is pytest 9's too, where earlier versions read [tool.pytest.ini_options] alone.
 var pytestConfigs = []struct {
 	file, section string
-	always        bool // pytest.ini is the configuration file even when empty
+	since         int // the first pytest major version that reads the file; 0 any
+	always        int // from this pytest major version on, the file is the configuration even without its section; 0 never
 }{
-	{"pytest.toml", "pytest", true},
-	{".pytest.toml", "pytest", true},
-	{"pytest.ini", "pytest", true},
-	{".pytest.ini", "pytest", true},
-	{"pyproject.toml", "", false},
-	{"tox.ini", "pytest", false},
-	{"setup.cfg", "tool:pytest", false},
+	{"pytest.toml", "pytest", 9, 9},
+	{".pytest.toml", "pytest", 9, 9},
+	{"pytest.ini", "pytest", 0, 1},
+	{".pytest.ini", "pytest", 0, 9},
+	{"pyproject.toml", "", 0, 0},
+	{"tox.ini", "pytest", 0, 0},
+	{"setup.cfg", "tool:pytest", 0, 0},
+}
+
+// newestPytest is the pytest major version whose rules apply when the checks' pytest is
+// not known.
+const newestPytest = 9
+
+// pytestMajor is the major version of a pytest version string ("7.2.1": 7), newestPytest
+// when it does not read as one (unknown: "").
+func pytestMajor(version string) int {
+	head, _, _ := strings.Cut(strings.TrimSpace(version), ".")
+	n, err := strconv.Atoi(head)
+	if err != nil || n <= 0 {
+		return newestPytest
+	}
+	return n
 }
 
 // ConfigFiles lists the files a repository's test discovery is read from.
@@ -34,11 +54,14 @@ func ConfigFiles() []string {
 // maxConfigBytes bounds how much of one configuration file is read.
 const maxConfigBytes = 1 << 20
 
-// pytestConfig finds pytest's configuration among the root's files: the file it came from
-// and its ini values (each a raw string, or for TOML arrays the items joined by newlines
-// with list set).
-func pytestConfig(read Reader) (file string, values map[string]iniValue) {
+// pytestConfig finds the configuration that pytest of the given major version reads among
+// the root's files: the file it came from and its ini values (each a raw string, or for
+// TOML arrays the items joined by newlines with list set).
+func pytestConfig(read Reader, major int) (file string, values map[string]iniValue) {
 	for _, c := range pytestConfigs {
+		if major < c.since {
+			continue // a file this pytest does not know of
+		}
 		data, ok := read(c.file)
 		if !ok {
 			continue
@@ -50,13 +73,17 @@ func pytestConfig(read Reader) (file string, values map[string]iniValue) {
 		var found bool
 		switch {
 		case c.file == "pyproject.toml":
-			vals, found = parseTOMLTable(data, "tool.pytest.ini_options", "tool.pytest")
+			tables := []string{"tool.pytest.ini_options"}
+			if major >= 9 {
+				tables = append(tables, "tool.pytest")
+			}
+			vals, found = parseTOMLTable(data, tables...)
 		case strings.HasSuffix(c.file, ".toml"):
 			vals, found = parseTOMLTable(data, c.section)
 		default:
 			vals, found = parseINISection(data, c.section)
 		}
-		if found || c.always {
+		if found || c.always > 0 && major >= c.always {
 			return c.file, vals
 		}
 	}
@@ -120,18 +147,23 @@ func parseINISection(data []byte, section string) (map[string]iniValue, bool) {
 // parseTOMLTable reads the keys of the first of tables present in a pyproject.toml: string
 // values (basic or literal), and arrays of strings, possibly over several lines. It reads
 // what pytest's own keys use, not all of TOML: any other value is skipped.
+// pytest 9 reads a [tool.pytest] table only when it holds keys: one with none is there
+// for its [tool.pytest.ini_options].
 func parseTOMLTable(data []byte, tables ...string) (map[string]iniValue, bool) {
 	for _, table := range tables {
-		if vals, ok := tomlTable(string(data), table); ok {
+		vals, ok, keyed := tomlTable(string(data), table)
+		if ok && (keyed || table != "tool.pytest") {
 			return vals, true
 		}
 	}
 	return nil, false
 }
 
-func tomlTable(text, table string) (map[string]iniValue, bool) {
-	vals := map[string]iniValue{}
-	found, in := false, false
+// tomlTable reads table's keys from text: found says the table is there, keyed that it
+// holds a key of any type.
+func tomlTable(text, table string) (vals map[string]iniValue, found, keyed bool) {
+	vals = map[string]iniValue{}
+	in := false
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		trimmed := strings.TrimSpace(lines[i])
@@ -148,6 +180,7 @@ func tomlTable(text, table string) (map[string]iniValue, bool) {
 		if !ok {
 			continue
 		}
+		keyed = true
 		key = strings.Trim(strings.TrimSpace(key), `"'`)
 		rest = strings.TrimSpace(rest)
 		if strings.HasPrefix(rest, "[") {
@@ -175,7 +208,7 @@ func tomlTable(text, table string) (map[string]iniValue, bool) {
 			vals[strings.ToLower(key)] = iniValue{raw: s}
 		}
 	}
-	return vals, found
+	return vals, found, keyed
 }
 
 // stripTOMLComment drops a # comment outside strings.

@@ -10,6 +10,7 @@ package discover
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"io"
 	"path"
 	"path/filepath"
@@ -53,11 +54,11 @@ type Tests struct {
 	DoctestGlobs   []string
 	// Addopts are the configuration's addopts, as words.
 	Addopts []string
-	// UnittestPattern and UnittestStart are unittest discover's -p and -s; UnittestModules
-	// are the modules or packages a unittest command names instead (`-m unittest tests`),
-	// as paths.
-	UnittestPattern, UnittestStart string
-	UnittestModules                []string
+	// UnittestPattern and UnittestStart are unittest discover's -p and -s; UnittestTop is
+	// its -t, "" when not given (the start folder is the top then); UnittestModules are the
+	// modules or packages a unittest command names instead (`-m unittest tests`), as paths.
+	UnittestPattern, UnittestStart, UnittestTop string
+	UnittestModules                             []string
 	// CodeFolders are the folders among Paths, UnittestStart and UnittestModules that hold
 	// the code under test rather than tests: the project's own package (`testpaths =
 	// ["toolz"]` for tests inside the package and its doctests), or a src/ folder. Only the
@@ -70,6 +71,10 @@ type Tests struct {
 type Options struct {
 	Pytest   [][]string
 	Unittest [][]string
+	// PytestVersion is the version of the pytest the checks run ("7.2.1"), which decides
+	// the configuration files and tables it reads (pytest < 9 ignores pytest.toml and
+	// pyproject.toml's [tool.pytest]); "" when not known: the newest pytest's rules.
+	PytestVersion string
 }
 
 // Default is pytest's default discovery.
@@ -82,7 +87,7 @@ var defaults = Default()
 // test checks' commands.
 func Read(read Reader, o Options) *Tests {
 	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
-	file, vals := pytestConfig(read)
+	file, vals := pytestConfig(read, pytestMajor(o.PytestVersion))
 	t.Config = file
 	t.Files = vals["python_files"].words()
 	t.Paths = cleanPaths(vals["testpaths"].words())
@@ -299,6 +304,8 @@ func (t *Tests) applyUnittestArgs(args []string) {
 					t.UnittestStart = cleanPath(val)
 				case "-p", "--pattern":
 					t.UnittestPattern = val
+				case "-t", "--top-level-directory":
+					t.UnittestTop = cleanPath(val)
 				}
 			default:
 				if !strings.HasPrefix(a, "-") {
@@ -311,6 +318,9 @@ func (t *Tests) applyUnittestArgs(args []string) {
 		}
 		if len(pos) > 1 {
 			t.UnittestPattern = pos[1]
+		}
+		if len(pos) > 2 {
+			t.UnittestTop = cleanPath(pos[2])
 		}
 		return
 	}
@@ -397,6 +407,27 @@ func (t *Tests) isUnittestModule(p string) bool {
 		}
 	}
 	return false
+}
+
+// UnittestModule is the dotted name unittest's discovery gives the module at the
+// slash-separated path p, which starts its tests' ids: the path from the top-level folder
+// (-t, else the start folder: `-s src` names src/test_x.py test_x), "" when p is outside
+// that folder. Discovery from the root names it by its whole path (tests.test_x).
+func (t *Tests) UnittestModule(p string) string {
+	if t == nil {
+		t = defaults
+	}
+	top := cmp.Or(t.UnittestTop, t.UnittestStart, ".")
+	rel, ok := strings.CutSuffix(p, ".py")
+	if !ok {
+		return ""
+	}
+	if top != "." {
+		if rel, ok = strings.CutPrefix(rel, top+"/"); !ok {
+			return ""
+		}
+	}
+	return strings.ReplaceAll(rel, "/", ".")
 }
 
 // IsDoctestFile reports whether p is a text file pytest collects doctests from (--doctest-glob).

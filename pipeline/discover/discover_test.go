@@ -354,3 +354,63 @@ func TestMypyTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigByPytestVersion pins which file and table each pytest reads (pytest's
+// findpaths.locate_config): pytest.toml, .pytest.toml, and pyproject.toml's [tool.pytest]
+// are pytest 9's; .pytest.ini is the configuration without a [pytest] section only from 9
+// on; pytest.ini always is; an unknown version reads as the newest.
+func TestConfigByPytestVersion(t *testing.T) {
+	attrs := "[project]\nname = \"attrs\"\n\n[tool.pytest]\nstrict = true\ntestpaths = [\"tests\"]\naddopts = [\"-ra\", \"--import-mode=importlib\"]\n"
+	tests := []struct {
+		name    string
+		files   map[string]string
+		version string
+		config  string
+		paths   []string
+	}{
+		{"[tool.pytest] on pytest 9", map[string]string{"pyproject.toml": attrs}, "9.0.1", "pyproject.toml", []string{"tests"}},
+		{"[tool.pytest] unknown version", map[string]string{"pyproject.toml": attrs}, "", "pyproject.toml", []string{"tests"}},
+		{"[tool.pytest] ignored by pytest 7", map[string]string{"pyproject.toml": attrs}, "7.2.1", "", nil},
+		{"[tool.pytest] ignored by pytest 8, tox.ini read", map[string]string{"pyproject.toml": attrs, "tox.ini": "[pytest]\ntestpaths = t\n"}, "8.4.2", "tox.ini", []string{"t"}},
+		{"ini_options on pytest 7", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\ntestpaths = [\"a\"]\n"}, "7.2.1", "pyproject.toml", []string{"a"}},
+		{"[tool.pytest] holding only its ini_options on pytest 9", map[string]string{"pyproject.toml": "[tool.pytest]\n\n[tool.pytest.ini_options]\ntestpaths = [\"a\"]\n"}, "9.0.0", "pyproject.toml", []string{"a"}},
+		{"an empty [tool.pytest] is no configuration", map[string]string{"pyproject.toml": "[tool.pytest]\n", "setup.cfg": "[tool:pytest]\ntestpaths = c\n"}, "9.0.0", "setup.cfg", []string{"c"}},
+		{"pytest.toml unknown to pytest 8", map[string]string{"pytest.toml": "[pytest]\ntestpaths = [\"x\"]\n", "setup.cfg": "[tool:pytest]\ntestpaths = c\n"}, "8.4.2", "setup.cfg", []string{"c"}},
+		{"pytest.toml on pytest 9", map[string]string{"pytest.toml": "[pytest]\ntestpaths = [\"x\"]\n", "pytest.ini": "[pytest]\ntestpaths = y\n"}, "9.1.1", "pytest.toml", []string{"x"}},
+		{"an empty pytest.ini wins on pytest 7", map[string]string{"pytest.ini": "", "pyproject.toml": "[tool.pytest.ini_options]\ntestpaths = [\"a\"]\n"}, "7.2.1", "pytest.ini", nil},
+		{".pytest.ini without [pytest] is skipped by pytest 8", map[string]string{".pytest.ini": "[other]\n", "tox.ini": "[pytest]\ntestpaths = t\n"}, "8.4.2", "tox.ini", []string{"t"}},
+		{".pytest.ini without [pytest] wins on pytest 9", map[string]string{".pytest.ini": "[other]\n", "tox.ini": "[pytest]\ntestpaths = t\n"}, "9.0.0", ".pytest.ini", nil},
+		{"tox.ini without [pytest] is skipped", map[string]string{"tox.ini": "[tox]\nenvlist = py3\n", "setup.cfg": "[tool:pytest]\ntestpaths = c\n"}, "7.2.1", "setup.cfg", []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Read(reader(tt.files), Options{PytestVersion: tt.version})
+			if d.Config != tt.config || !slices.Equal(d.Paths, tt.paths) {
+				t.Errorf("files %v, pytest %q: config %q, testpaths %q; want %q, %q", tt.files, tt.version, d.Config, d.Paths, tt.config, tt.paths)
+			}
+		})
+	}
+}
+
+// UnittestModule names a module as unittest's discovery does: from the top-level folder,
+// which is the start folder unless -t says otherwise.
+func TestUnittestModule(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		path string
+		want string
+	}{
+		{nil, "tests/test_a.py", "tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src", "-t", "src"}, "src/test_typing_extensions.py", "test_typing_extensions"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src"}, "src/test_typing_extensions.py", "test_typing_extensions"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "tests"}, "tests/sub/test_a.py", "sub.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "pkg/tests", "-t", "."}, "pkg/tests/test_a.py", "pkg.tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "tests", "test*.py", "."}, "tests/test_a.py", "tests.test_a"},
+		{[]string{"python3", "-m", "unittest", "discover", "-s", "src"}, "other/test_a.py", ""},
+	} {
+		d := Read(reader(nil), Options{Unittest: [][]string{tt.argv}})
+		if got := d.UnittestModule(tt.path); got != tt.want {
+			t.Errorf("%q: UnittestModule(%q) = %q, want %q", tt.argv, tt.path, got, tt.want)
+		}
+	}
+}

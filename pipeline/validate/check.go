@@ -12,6 +12,7 @@
 package validate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -95,6 +96,10 @@ type Check struct {
 	// the checkout the environment was built from, never replaces the code under test. Set
 	// by the daemon for the night; not configurable.
 	EnvDir string `yaml:"-" json:",omitempty"`
+	// PytestVersion is the version of the pytest a pytest check runs with ("7.2.1"), found
+	// by the night (Runner.PytestVersion) for discovery: pytest < 9 reads other
+	// configuration than pytest 9. "" when not known. Not configurable.
+	PytestVersion string `yaml:"-" json:"-"`
 	// TimeoutNote says where Timeout came from when it was derived rather than configured
 	// (see BaselineTimeouts); the time-out's summary repeats it. Not configurable.
 	TimeoutNote string `yaml:"-" json:"-"`
@@ -215,8 +220,18 @@ func DiscoverOptions(checks []Check) discover.Options {
 		switch c.Kind {
 		case KindPytest:
 			o.Pytest = append(o.Pytest, c.Command)
+			o.PytestVersion = cmp.Or(o.PytestVersion, c.PytestVersion)
 		case KindUnittest:
-			o.Unittest = append(o.Unittest, c.Command)
+			argv := c.Command
+			if len(c.ExtraArgs) > 0 {
+				// A Condition's start folder (-s src -t src) after the kind's default command.
+				argv = slices.Clone(c.Command)
+				if len(argv) == 0 {
+					argv = []string{"python3", "-m", "unittest", "discover"}
+				}
+				argv = append(argv, c.ExtraArgs...)
+			}
+			o.Unittest = append(o.Unittest, argv)
 		}
 	}
 	return o

@@ -14,8 +14,10 @@ import (
 )
 
 // A base run can fail for reasons that are ticketd's to work around rather than a human's to
-// fix: pytest collects nothing where unittest finds the tests (a root test.py), the tests
-// cannot import the project's package from a src/ or lib/ folder nothing puts on the path,
+// fix: pytest collects nothing where unittest finds the tests (a root test.py), unittest's
+// discovery from the root never enters the folder holding the test modules (src/ without an
+// __init__.py), the tests cannot import the project's package from a src/ or lib/ folder
+// nothing puts on the path,
 // the configuration's addopts names options of plugins the interpreter lacks, or the package
 // imports a version file its build generates. Adapt reruns
 // such a check with the condition that works around it, keeps the condition when the rerun is
@@ -158,6 +160,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 		return cond, true
 	}
 	if cond, ok := generatedVersion(dir, c, r); ok {
+		return cond, true
+	}
+	if cond, ok := unittestStart(dir, c, r); ok {
 		return cond, true
 	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
@@ -398,4 +403,77 @@ func importable(root, name string) bool {
 		return true
 	}
 	return hasPython(filepath.Join(root, name))
+}
+
+// unittestStart works around a unittest check that runs the kind's default command
+// (`python -m unittest discover`, from the root) and found no test, where the test modules
+// sit in one top-level folder that is not a package: discovery from the root enters only
+// packages. typing_extensions keeps src/test_typing_extensions.py beside
+// src/typing_extensions.py and runs it from src/ (tox.ini: changedir = src). The check runs
+// with `-s folder -t folder`: the folder is the top of the modules' names and first on
+// sys.path, so the tests import the code beside them as their own runs do (-t . would
+// refuse a start folder that is not a package). src/ goes first; another folder only when
+// it is the one.
+func unittestStart(dir string, c Check, r Result) (Condition, bool) {
+	if c.Kind != KindUnittest || len(c.Command) > 0 || r.Tests != 0 ||
+		hasFlag(c.ExtraArgs, "-s", "--start-directory", "-t", "--top-level-directory") {
+		return Condition{}, false
+	}
+	folder := unittestFolder(dir)
+	if folder == "" {
+		return Condition{}, false
+	}
+	return Condition{Args: []string{"-s", folder, "-t", folder}, Notes: []string{fmt.Sprintf(
+		"`python -m unittest discover` from the repository root found no test: the test modules are in %s/, which it does not enter (no __init__.py), so the check runs `python -m unittest discover -s %s -t %s`, importing them from that folder as a run started there does (set command: on the check to override)",
+		folder, folder, folder)}}, true
+}
+
+// unittestFolder is the top-level folder, not a package and not hidden, whose test modules
+// (test*.py, named as Python can import them) unittest's discovery can start from: src when
+// it holds some, else the only such folder; "" when none or several do.
+func unittestFolder(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || !identifier.MatchString(name) {
+			continue
+		}
+		sub := filepath.Join(dir, name)
+		if fi, err := os.Lstat(filepath.Join(sub, "__init__.py")); err == nil && fi.Mode().IsRegular() {
+			continue // a package: discovery from the root enters it already
+		}
+		if hasTestModule(sub) {
+			found = append(found, name)
+		}
+	}
+	switch {
+	case slices.Contains(found, "src"):
+		return "src"
+	case len(found) == 1:
+		return found[0]
+	}
+	return ""
+}
+
+// identifier matches a name Python can import.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// hasTestModule reports whether folder holds a module unittest's default pattern (test*.py)
+// matches that Python can import by its name.
+func hasTestModule(folder string) bool {
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".py")
+		if ok && e.Type().IsRegular() && strings.HasPrefix(name, "test") && identifier.MatchString(name) {
+			return true
+		}
+	}
+	return false
 }

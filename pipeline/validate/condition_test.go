@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
@@ -63,6 +64,22 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\nfilterwarnings = [\"error\"]\n",
 				"test_calc.py": "import pytest\n\n\n@pytest.mark.timeout(5)\ndef test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "(pytest-timeout's)", 1},
+		// typing_extensions: its unittest tests sit in src/ beside the module they import, and
+		// discovery from the root does not enter src/ (no __init__.py).
+		{"unittest's test modules in src/ beside the code",
+			map[string]string{"pyproject.toml": "[project]\nname = \"typing_extensions\"\n", "src/typing_extensions.py": "def f():\n    return 1\n", "src/_helper.py": "X = 2\n",
+				"src/test_typing_extensions.py": "import unittest\n\nimport typing_extensions\nfrom _helper import X\n\n\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(typing_extensions.f() + X, 3)\n"},
+			Check{Name: "tests", Kind: KindUnittest}, "", []string{"-s", "src", "-t", "src"}, nil, "the test modules are in src/, which it does not enter (no __init__.py), so the check runs `python -m unittest discover -s src -t src`", 1},
+		{"unittest's test modules in one other folder",
+			map[string]string{"checks/test_calc.py": unittestCase, "calc.py": "def double(x):\n    return 2 * x\n"},
+			Check{Name: "tests", Kind: KindUnittest}, "", []string{"-s", "checks", "-t", "checks"}, nil, "in checks/", 1},
+		{"unittest's test modules in two folders, neither src: which is the operator's to say",
+			map[string]string{"checks/test_a.py": unittestCase, "more/test_b.py": unittestCase, "calc.py": "def double(x):\n    return 2 * x\n"},
+			Check{Name: "tests", Kind: KindUnittest}, "", nil, nil, "", 0},
+		{"a unittest command of the check's own is left as it is",
+			map[string]string{"src/typing_extensions.py": "def f():\n    return 1\n", "src/_helper.py": "X = 2\n",
+				"src/test_typing_extensions.py": "import unittest\n\nimport typing_extensions\nfrom _helper import X\n\n\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(typing_extensions.f() + X, 3)\n"},
+			Check{Name: "tests", Kind: KindUnittest, Command: []string{"/usr/bin/python3", "-m", "unittest", "discover"}}, "", nil, nil, "", 0},
 		{"a healthy repository", map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
 		{"a dependency that is not installed (not the project's)",
@@ -292,4 +309,26 @@ func TestAdaptGeneratedVersionFile(t *testing.T) {
 			t.Errorf("condition %+v for a module the build does not generate", got.Condition)
 		}
 	})
+}
+
+// Discovery reads a check as it runs under its condition: the start folder Adapt found for
+// unittest (typing_extensions' src/) holds its tests, while the code beside them stays code.
+func TestDiscoverOptionsUnderCondition(t *testing.T) {
+	dir := writeTree(t, map[string]string{"src/typing_extensions.py": "", "src/test_typing_extensions.py": ""})
+	check := Check{Name: "tests", Kind: KindUnittest}
+	cond := &Condition{Args: []string{"-s", "src", "-t", "src"}}
+	for _, tt := range []struct {
+		name  string
+		check Check
+		start string
+	}{
+		{"as configured", check, "."},
+		{"under the condition", check.With(cond), "src"},
+	} {
+		d := discover.FromDir(dir, DiscoverOptions([]Check{tt.check}))
+		if d.UnittestStart != tt.start || !d.IsTestFile("src/test_typing_extensions.py") || d.IsTestPath("src/typing_extensions.py") {
+			t.Errorf("%s: start %q, test module %v, code a test path %v; want start %q, a test module, code not a test path (%s)", tt.name,
+				d.UnittestStart, d.IsTestFile("src/test_typing_extensions.py"), d.IsTestPath("src/typing_extensions.py"), tt.start, d.Describe())
+		}
+	}
 }

@@ -43,19 +43,30 @@ func ResolvePytest(ctx context.Context) ([]string, error) {
 
 // probe runs a candidate briefly and reports why it does not work.
 func probe(ctx context.Context, name string, args ...string) error {
+	_, err := probeOutput(ctx, name, args...)
+	return err
+}
+
+// maxProbeOutput bounds what a probe's stdout keeps: a version, a path.
+const maxProbeOutput = 256
+
+// probeOutput runs a candidate briefly: the start of what it printed, and why it did not
+// work.
+func probeOutput(ctx context.Context, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env, _ = sandbox.Env(sandbox.EnvRequest{Base: os.Environ()})
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stdout := newHeadBuffer(maxProbeOutput)
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		if last := lastLines(stderr.String(), 1); len(last) == 1 {
-			return fmt.Errorf("%w: %s", err, clip(last[0], 120))
+			return "", fmt.Errorf("%w: %s", err, clip(last[0], 120))
 		}
-		return err
+		return "", err
 	}
-	return nil
+	return stdout.String(), nil
 }
 
 // interpretPytest reads the JUnit report of a finished pytest run. Exit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,34 +162,150 @@ func hasPytestConfig(dir string) bool {
 // Probed remembers the import probes of one round of preflights (a night's start-up over
 // every repository): each interpreter is asked once per module instead of once per
 // repository, where each ask starts Python and imports the tool (0.2 s for pytest; 40
-// repositories spent 9 s of a night's start on it). A round is short; a new round asks
-// again, so a tool removed between nights is found. The zero value is ready; nil
-// remembers nothing.
+// repositories spent 9 s of a night's start on it). The probe of pytest also reads its
+// version, in the same Python start, for discovery (pytest < 9 reads other configuration
+// than pytest 9: see PytestVersion). A round is short; a new round asks again, so a tool
+// removed or upgraded between nights is found. The zero value is ready; nil remembers
+// nothing.
 type Probed struct {
 	mu   sync.Mutex
-	done map[string]error
+	done map[string]probeAnswer
+}
+
+// probeAnswer is what one import probe found: whether the module imports, and for pytest
+// its version.
+type probeAnswer struct {
+	err     error
+	version string
+}
+
+// importScript is the Python that probes module: its import, and for pytest the version
+// it prints (pytest.__version__, set by the import itself: nothing more is loaded).
+func importScript(module string) string {
+	if module == "pytest" {
+		return "import pytest, sys; sys.stdout.write(pytest.__version__)"
+	}
+	return "import " + module
 }
 
 // importable reports whether py imports module, asking py once per round.
 func (p *Probed) importable(ctx context.Context, py, module string) error {
+	_, err := p.ask(ctx, py, module)
+	return err
+}
+
+// ask probes py's import of module once per round: the version it printed (pytest's), and
+// why it did not import.
+func (p *Probed) ask(ctx context.Context, py, module string) (string, error) {
 	if p == nil {
-		return probe(ctx, py, "-c", "import "+module)
+		return probeOutput(ctx, py, "-c", importScript(module))
 	}
 	key := py + "\x00" + module
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err, ok := p.done[key]; ok {
-		return err
+	if a, ok := p.done[key]; ok {
+		return a.version, a.err
 	}
-	err := probe(ctx, py, "-c", "import "+module)
+	out, err := probeOutput(ctx, py, "-c", importScript(module))
 	if ctx.Err() != nil {
-		return err // cut short: says nothing of the tool
+		return out, err // cut short: says nothing of the tool
 	}
 	if p.done == nil {
-		p.done = map[string]error{}
+		p.done = map[string]probeAnswer{}
 	}
-	p.done[key] = err
-	return err
+	p.done[key] = probeAnswer{err: err, version: out}
+	return out, err
+}
+
+// PytestVersion is the version of the pytest that check c runs in dir ("7.2.1"), asked of
+// its interpreter in the start-up's import probe (once per round with seen): discovery
+// reads the configuration that pytest reads. It is "" when c is no pytest check, when its
+// command wraps pytest in something else (tox, make) or the probe failed: discovery then
+// follows the newest pytest. A check in a repository's environment (EnvDir) runs nothing
+// here: the version is read from the environment's files.
+func (r *Runner) PytestVersion(ctx context.Context, dir string, c Check, seen *Probed) string {
+	if c.Kind != KindPytest {
+		return ""
+	}
+	if c.EnvDir != "" {
+		// The environment was built from the repository's recipe: nothing of it may run
+		// outside the sandbox, so its pytest's version is read from what pip installed.
+		return envPytestVersion(c.EnvDir)
+	}
+	argv, err := r.baseArgv(ctx, dir, c)
+	if err != nil {
+		return ""
+	}
+	py := pytestInterpreter(argv)
+	if py == "" {
+		return ""
+	}
+	v, err := seen.ask(ctx, py, "pytest")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// envPytestVersion is the version of the pytest installed in the environment env, read
+// from its dist-info folder's name (pytest-7.2.1.dist-info); "" when it has none.
+func envPytestVersion(env string) string {
+	infos, _ := filepath.Glob(filepath.Join(env, "lib", "python*", "site-packages", "pytest-*.dist-info"))
+	for _, info := range infos {
+		v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(info), "pytest-"), ".dist-info")
+		if v != "" && v[0] >= '0' && v[0] <= '9' {
+			return v
+		}
+	}
+	return ""
+}
+
+// pytestInterpreter is the Python that argv runs pytest with: the interpreter of `python
+// -m pytest`, or the one a pytest script's #! line names (directly, or through
+// /usr/bin/env); "" when argv runs pytest some other way.
+func pytestInterpreter(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	if isModuleRun(argv, "pytest") {
+		return argv[0]
+	}
+	if b := filepath.Base(argv[0]); b != "pytest" && b != "py.test" && b != "pytest-3" {
+		return ""
+	}
+	script, err := exec.LookPath(argv[0])
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(script)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	shebang, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	words := strings.Fields(shebang)
+	if len(words) == 0 {
+		return ""
+	}
+	if filepath.Base(words[0]) != "env" {
+		return words[0]
+	}
+	for _, w := range words[1:] {
+		if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+			continue // env's own options and assignments
+		}
+		if p, err := exec.LookPath(w); err == nil {
+			return p
+		}
+		return ""
+	}
+	return ""
 }
 
 // Preflight resolves a check's command in dir (a checkout of the repository)

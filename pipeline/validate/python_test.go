@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -169,5 +172,120 @@ func TestPreflightProbesOncePerRound(t *testing.T) {
 				t.Errorf("the interpreter was asked %d times:\n%s\nwant %d", n, data, tt.asked)
 			}
 		})
+	}
+}
+
+// The start-up's import probe of pytest reads its version in the same Python start, and
+// PytestVersion answers from it: however a check names pytest (its interpreter's -m, the
+// pytest script whose #! line names the interpreter, directly or through env), the
+// interpreter is asked once a round. A command that wraps pytest says no version.
+func TestPytestVersionFromStartupProbe(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "asked")
+	py := filepath.Join(dir, "python3")
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\ncase \"$*\" in *'import pytest'*) printf 7.2.1; exit 0;; esac\nexit 1\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	direct := filepath.Join(dir, "direct", "pytest")
+	viaEnv := filepath.Join(dir, "env", "pytest")
+	for p, shebang := range map[string]string{direct: "#!" + py + "\n", viaEnv: "#!/usr/bin/env -S python3\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(shebang+"import sys\nfrom pytest import console_main\nsys.exit(console_main())\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env, bare := filepath.Join(dir, "env"), filepath.Join(dir, "bare")
+	for _, p := range []string{env, bare} {
+		if err := os.MkdirAll(filepath.Join(p, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The environment's interpreter is the recording stand-in: a run would show in the log.
+		if err := os.Symlink(py, filepath.Join(p, "bin", "python3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "bin", "pytest"), []byte("#!"+py+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, info := range []string{"pytest_cov-5.0.0.dist-info", "pytest-8.3.4.dist-info"} {
+		if err := os.MkdirAll(filepath.Join(env, "lib", "python3.11", "site-packages", info), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		check     Check
+		preflight bool // the start-up asked first
+		want      string
+		asked     int
+	}{
+		{"the start-up's probe answers", Check{Name: "tests", Kind: KindPytest, Python: py}, true, "7.2.1", 1},
+		{"asked when the start-up did not", Check{Name: "tests", Kind: KindPytest, Python: py}, false, "7.2.1", 1},
+		{"a pytest script's interpreter", Check{Name: "tests", Kind: KindPytest, Command: []string{direct, "tests"}}, false, "7.2.1", 1},
+		{"a pytest script run through env", Check{Name: "tests", Kind: KindPytest, Command: []string{viaEnv}}, false, "7.2.1", 1},
+		{"a command wrapping pytest", Check{Name: "tests", Kind: KindPytest, Command: []string{"/bin/sh", "-c", "pytest"}}, false, "", 0},
+		{"not a pytest check", Check{Name: "types", Kind: KindMypy, Python: py}, false, "", 0},
+		// The environment is built from the repository's recipe: its interpreter, and the
+		// #! line of its bin/pytest, never run outside the sandbox; pip's record tells.
+		{"a repository's environment", Check{Name: "tests", Kind: KindPytest, Python: filepath.Join(env, "bin", "python3"), EnvDir: env}, false, "8.3.4", 0},
+		{"an environment without pytest", Check{Name: "tests", Kind: KindPytest, Python: filepath.Join(bare, "bin", "python3"), EnvDir: bare}, false, "", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(log)
+			r := &Runner{Sandbox: sandbox.ModeNone, ScratchRoot: t.TempDir()}
+			seen := &Probed{}
+			ctx := context.Background()
+			if tt.preflight {
+				if err := r.Preflight(ctx, dir, tt.check, seen); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 {
+				if got := r.PytestVersion(ctx, dir, tt.check, seen); got != tt.want {
+					t.Errorf("PytestVersion(%q) = %q, want %q", tt.check.Command, got, tt.want)
+				}
+			}
+			data, _ := os.ReadFile(log)
+			if n := strings.Count(string(data), "import "); n != tt.asked {
+				t.Errorf("the interpreter was asked %d times:\n%s\nwant %d", n, data, tt.asked)
+			}
+		})
+	}
+}
+
+// With the version the probe reads from the real pytest, discovery reads the configuration
+// that pytest reads: a pyproject.toml's [tool.pytest] table restricts collection to
+// testpaths on pytest 9 only, and pytest < 9 collects bench/ too (attrs on pytest 7.2.1).
+func TestPytestVersionDecidesDiscovery(t *testing.T) {
+	requirePytest(t)
+	ctx := context.Background()
+	dir := writeFiles(t, map[string]string{
+		"pyproject.toml":        "[project]\nname = \"attrs\"\n\n[tool.pytest]\ntestpaths = [\"tests\"]\naddopts = [\"-ra\"]\n",
+		"tests/test_a.py":       "def test_a():\n    pass\n",
+		"bench/test_b.py":       "def test_b():\n    pass\n",
+		"src/attrs/__init__.py": "",
+	})
+	r := &Runner{Sandbox: sandbox.ModeNone, ScratchRoot: t.TempDir()}
+	check := Check{Name: "tests", Kind: KindPytest, Python: debianPython}
+	check.PytestVersion = r.PytestVersion(ctx, dir, check, &Probed{})
+	if check.PytestVersion == "" {
+		t.Fatalf("PytestVersion of %s: none read", debianPython)
+	}
+	cmd := exec.Command(debianPython, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pytest --collect-only: %v\n%s", err, out)
+	}
+	collectsBench := strings.Contains(string(out), "bench/test_b.py::test_b")
+	d := discover.FromDir(dir, DiscoverOptions([]Check{check}))
+	restricted := slices.Equal(d.Paths, []string{"tests"})
+	if collectsBench == restricted {
+		t.Errorf("pytest %s collects bench/: %v, but discovery reads testpaths %q (config %q)\n%s",
+			check.PytestVersion, collectsBench, d.Paths, d.Config, out)
 	}
 }

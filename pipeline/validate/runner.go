@@ -475,6 +475,7 @@ func nodeArg(id string) string {
 
 // unittestArgs adds -v and the named tests to a unittest command.
 func unittestArgs(argv []string, c Check) []string {
+	argv = append(argv, c.ExtraArgs...) // a Condition's (-s src -t src)
 	// -v names every test with its outcome, so a skip or an expected failure is never
 	// read as a pass; only `-m unittest` is known to take it.
 	if isModuleRun(argv, "unittest") && !hasFlag(argv, "-v", "--verbose") {
