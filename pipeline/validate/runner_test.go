@@ -592,14 +592,15 @@ func TestRunMypyPrettyConfig(t *testing.T) {
 
 // TestMissingImports: packaging's test modules import pretend and tomli_w, which a machine
 // without its test extras lacks; the modules that fail to import are named with what they
-// lacked, while a test that fails for another reason is not.
+// lacked, while a test that fails for another reason is not. The modules here are named so
+// that no machine has them (Debian packages both of packaging's).
 func TestMissingImports(t *testing.T) {
 	requirePytest(t)
 	dir := project(t, true) // tests/test_stats.py::TestMean::test_empty fails: not an import
 	for name, content := range map[string]string{
-		"tests/test_tags.py":    "import pretend\n\n\ndef test_x():\n    pass\n",
-		"tests/test_version.py": "from pretend import stub\n\n\ndef test_y():\n    pass\n",
-		"tests/test_pylock.py":  "import tomli_w\n\n\ndef test_z():\n    pass\n",
+		"tests/test_tags.py":    "import pretend_absent\n\n\ndef test_x():\n    pass\n",
+		"tests/test_version.py": "from pretend_absent import stub\n\n\ndef test_y():\n    pass\n",
+		"tests/test_pylock.py":  "import tomli_w_absent\n\n\ndef test_z():\n    pass\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -612,7 +613,7 @@ func TestMissingImports(t *testing.T) {
 	for i := range got {
 		slices.Sort(got[i].Files)
 	}
-	want := []ImportMiss{{"pretend", []string{"tests/test_tags.py", "tests/test_version.py"}}, {"tomli_w", []string{"tests/test_pylock.py"}}}
+	want := []ImportMiss{{"pretend_absent", []string{"tests/test_tags.py", "tests/test_version.py"}}, {"tomli_w_absent", []string{"tests/test_pylock.py"}}}
 	if len(got) != len(want) || got[0].Module != want[0].Module || !slices.Equal(got[0].Files, want[0].Files) ||
 		got[1].Module != want[1].Module || !slices.Equal(got[1].Files, want[1].Files) {
 		t.Errorf("MissingImports = %+v, want %+v\nfindings %+v", got, want, res.Findings)
