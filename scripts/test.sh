@@ -43,16 +43,20 @@ if ! bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --u
 fi
 
 # Ruff's engine for the ruff checks' integration tests, where no ruff binary exists: the npm
-# package in the shim's own folder, where scripts/ruff-wasm/ruff.js looks first (the checks'
-# sandbox has a private, empty $HOME, so a cache under ~ is not visible to it).
-ruff_wasm_version=0.17.4
+# packages of scripts/ruff-wasm/package-lock.json (the engine, a TOML parser for the
+# project's configuration, gitignore matching) in the shim's own folder, where
+# scripts/ruff-wasm/ruff.js looks first (the checks' sandbox has a private, empty $HOME, so
+# a cache under ~ is not visible to it). The shim's own tests (scripts/ruffshim) need them
+# even where a ruff binary exists.
 ruff_wasm_dir="scripts/ruff-wasm"
-if ! command -v ruff >/dev/null && [ ! -f "$ruff_wasm_dir/node_modules/@astral-sh/ruff-wasm-nodejs/package.json" ]; then
-  command -v npm >/dev/null || { echo "npm is required to install Ruff's engine (or put ruff on PATH)" >&2; exit 1; }
-  echo "installing @astral-sh/ruff-wasm-nodejs@$ruff_wasm_version into $ruff_wasm_dir"
-  mkdir -p "$ruff_wasm_dir"
-  npm install --silent --no-audit --no-fund --prefix "$ruff_wasm_dir" "@astral-sh/ruff-wasm-nodejs@$ruff_wasm_version" >/dev/null
-fi
+for pkg in @astral-sh/ruff-wasm-nodejs smol-toml ignore; do
+  if [ ! -f "$ruff_wasm_dir/node_modules/$pkg/package.json" ]; then
+    command -v npm >/dev/null || { echo "npm is required to install Ruff's engine for scripts/ruff-wasm" >&2; exit 1; }
+    echo "installing scripts/ruff-wasm's npm packages (npm ci --prefix $ruff_wasm_dir)"
+    npm ci --silent --no-audit --no-fund --prefix "$ruff_wasm_dir" >/dev/null
+    break
+  fi
+done
 
 # A throw-away PostgreSQL server (installing Debian's postgresql where missing) for the
 # store's conformance suite on its PostgreSQL engine and the multi-node night; stopped on

@@ -105,7 +105,7 @@ func installHint(tool string) string {
 	case "mypy":
 		return "install it with `apt-get install -y python3-mypy` (or `pip install mypy` in the project's .venv)"
 	case "ruff":
-		return "install ruff (`pip install ruff`), or put ticketd's scripts/ruff-wasm on PATH after `npm install --prefix scripts/ruff-wasm @astral-sh/ruff-wasm-nodejs` in ticketd's folder"
+		return "install ruff (`pip install ruff`), or put ticketd's scripts/ruff-wasm on PATH after `npm ci --prefix scripts/ruff-wasm` in ticketd's folder"
 	}
 	return "install " + tool
 }

@@ -80,6 +80,24 @@ func RuffCommand(t testing.TB) string {
 	return shim
 }
 
+// RuffShim is the shim over Ruff's WebAssembly engine in scripts/ruff-wasm, whether or not
+// a ruff is on PATH; it skips or fails t when the shim's npm packages are not installed
+// (`ruff check` of an empty folder is what needs them all).
+func RuffShim(t testing.TB) string {
+	t.Helper()
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		Need(t, Ruff, errors.New("the shim's folder is unknown"))
+	}
+	shim := filepath.Join(filepath.Dir(self), "..", "ruff-wasm", "ruff")
+	cmd := exec.Command(shim, "check", "--output-format=json", ".")
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		Need(t, Ruff, errors.New("the shim "+shim+" does not run: "+err.Error()+": "+lastLine(string(out))))
+	}
+	return shim
+}
+
 // ChromiumPath is the chromium on PATH; it skips or fails t when there is none.
 func ChromiumPath(t testing.TB) string {
 	t.Helper()

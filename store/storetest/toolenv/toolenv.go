@@ -44,7 +44,7 @@ func (tool Tool) Install() string {
 	case Mypy:
 		return "apt-get install -y python3-mypy (for /usr/bin/python3)"
 	case Ruff:
-		return "bash scripts/test.sh (installs Ruff's engine into scripts/ruff-wasm with npm), or put ruff on PATH"
+		return "bash scripts/test.sh (installs Ruff's engine into scripts/ruff-wasm with `npm ci --prefix scripts/ruff-wasm`), or put ruff on PATH"
 	case Bubblewrap:
 		return "apt-get install -y bubblewrap, run as root or allow unprivileged user namespaces"
 	case Chromium:
