@@ -46,7 +46,7 @@ fi
 # packages of scripts/ruff-wasm/package-lock.json (the engine, a TOML parser for the
 # project's configuration, gitignore matching) in the shim's own folder, where
 # scripts/ruff-wasm/ruff.js looks first (the checks' sandbox has a private, empty $HOME, so
-# a cache under ~ is not visible to it). The shim's own tests (scripts/ruffshim) need them
+# a cache under ~ is not visible to it). The shim's own tests (scripts/ruff-wasm/shim_test.go) need them
 # even where a ruff binary exists.
 ruff_wasm_dir="scripts/ruff-wasm"
 for pkg in @astral-sh/ruff-wasm-nodejs smol-toml ignore; do
