@@ -20,7 +20,8 @@ const maxRerunTests = 10
 
 // Rerun re-runs, alone and up to times each, the failing tests that suspect names (check name
 // → pytest node ids), and returns results without those that passed on a re-run (recorded as
-// flaky, "check: test id"). A check left with no failure passes, its summary saying why.
+// flaky, "check: test id"); a test whose finding (place and message) a re-run of another has
+// already reproduced is not re-run. A check left with no failure passes, its summary saying why.
 // pytest and unittest checks are re-run: a node id, or unittest's -k with the dotted id,
 // selects single tests.
 func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int) ([]validate.Result, []string) {
@@ -39,7 +40,21 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 			continue
 		}
 		passed := map[string]bool{}
+		// Failures with one cause (every test module stopped by the same syntax error in the
+		// package they import) share one finding: once a re-run reproduces it, the others
+		// are not run again; only a failure that went away is looked at one by one.
+		cause := map[string]string{}
+		for _, f := range r.Findings {
+			if _, seen := cause[f.Test]; !seen {
+				cause[f.Test] = fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Message)
+			}
+		}
+		reproduced := map[string]bool{}
 		for _, id := range ids {
+			why, known := cause[id]
+			if known && reproduced[why] {
+				continue
+			}
 			for range times {
 				if ctx.Err() != nil {
 					return out, flaky
@@ -51,6 +66,9 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 					passed[id] = true
 					break
 				}
+			}
+			if known && !passed[id] {
+				reproduced[why] = true
 			}
 		}
 		if len(passed) == 0 {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -145,5 +146,58 @@ class Things(unittest.TestCase):
 	_, flaky := Rerun(context.Background(), vr, dir, checks, results, failing, 1)
 	if !slices.Equal(flaky, []string{"tests: test_things.Things.test_sometimes"}) {
 		t.Errorf("flaky = %q; want only the test that passes when re-run alone", flaky)
+	}
+}
+
+// countingChecks answers every run with one result: passed for the ids in pass, else failed;
+// it counts the runs of each id.
+type countingChecks struct {
+	pass map[string]bool
+	runs map[string]int
+}
+
+func (c *countingChecks) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	id := checks[0].Only[0]
+	c.runs[id]++
+	if c.pass[id] {
+		return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Passed: true, Tests: 1}}
+	}
+	return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Tests: 1, Errored: 1}}
+}
+
+// A change that breaks the package every test module imports (sqlparse's formatter.py left
+// with an empty elif) errors each module with one finding: re-running one reproduces it, and
+// the others are not re-run (they were, twice each: 20 pytest starts for one syntax error).
+// A failure that went away on its re-run still has the others of its kind re-run, and a
+// different failure is re-run on its own.
+func TestRerunOnceForOneCause(t *testing.T) {
+	syntax := validate.Finding{File: "pkg/__init__.py", Line: 14, Message: "IndentationError: expected an indented block (collection failure)"}
+	mods := []string{"tests/test_a.py::tests.test_a", "tests/test_b.py::tests.test_b", "tests/test_c.py::tests.test_c"}
+	other := "tests/test_d.py::test_d"
+	for _, tc := range []struct {
+		name  string
+		pass  map[string]bool
+		runs  map[string]int
+		flaky []string
+	}{
+		{"one cause, reproduced", nil, map[string]int{mods[0]: 2, other: 2}, nil},
+		{"the first went away", map[string]bool{mods[0]: true}, map[string]int{mods[0]: 1, mods[1]: 2, other: 2}, []string{"tests: " + mods[0]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var findings []validate.Finding
+			for _, id := range mods {
+				f := syntax
+				f.Test = id
+				findings = append(findings, f)
+			}
+			findings = append(findings, validate.Finding{File: "tests/test_d.py", Line: 3, Test: other, Message: "assert 1 == 2"})
+			results := []validate.Result{{Name: "tests", Kind: validate.KindPytest, Tests: 4, Errored: 4, Findings: findings}}
+			run := &countingChecks{pass: tc.pass, runs: map[string]int{}}
+			checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+			_, flaky := Rerun(context.Background(), run, "", checks, results, FailingTests(results), 2)
+			if !maps.Equal(run.runs, tc.runs) || !slices.Equal(flaky, tc.flaky) {
+				t.Errorf("re-runs %v, flaky %q; want re-runs %v, flaky %q", run.runs, flaky, tc.runs, tc.flaky)
+			}
+		})
 	}
 }

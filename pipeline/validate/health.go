@@ -72,6 +72,9 @@ func Health(results []Result) []Problem {
 			if m := missingModule.FindStringSubmatch(internalError(r.Output)); m != nil {
 				p.Missing = m[1]
 			}
+		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && sessionError(r) != "":
+			p.Reason = "pytest could not collect the test session at the base commit, so no test ran: " + sessionError(r)
+			p.Hint = "a conftest.py hook or a plugin fails while pytest walks the repository (often a pytest_collect_file written for an older pytest): fix it, or name the test files or folders in the check's command so that pytest collects only those (command: [python3, -m, pytest, tests])"
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
@@ -99,6 +102,18 @@ func missingTool(r Result) string {
 	}
 	if len(r.Command) >= 3 && r.Command[1] == "-m" {
 		return r.Command[2]
+	}
+	return ""
+}
+
+// sessionError is the message of the error pytest reported for the whole session rather
+// than for a test or a module (a JUnit case with no name: a root conftest.py's collection
+// hook raised), "" when there is none.
+func sessionError(r Result) string {
+	for _, f := range r.Findings {
+		if f.Test == "" && strings.HasSuffix(f.Message, "(collection failure)") {
+			return firstLine(strings.TrimSuffix(f.Message, " (collection failure)"))
+		}
 	}
 	return ""
 }

@@ -20,6 +20,9 @@ func TestHealth(t *testing.T) {
 		{"internal error", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Test: "pytest::internal", Message: "internal error"}},
 			Output: "INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR>   File \"tests/conftest.py\", line 20, in pytest_collection_modifyitems\nINTERNALERROR>     item.add_marker(pytest.mark.no_cover)\nINTERNALERROR> pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a typo?\n"},
 			"internal error at the base commit, before any test ran: pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover"},
+		// docopt's root conftest.py builds its collector the way pytest 5 did: the session errors.
+		{"session errored", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Message: "Direct construction of conftest.DocoptTestFile has been deprecated, please use conftest.DocoptTestFile.from_parent. (collection failure)"}}},
+			"could not collect the test session at the base commit, so no test ran: Direct construction of conftest.DocoptTestFile"},
 		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
 		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "timed out at the base commit"},
 		{"hung test", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m (killed)" + stoppedAtNote + "tests/test_x.py:3 in test_hang"}, "stopped at tests/test_x.py:3 in test_hang"},
@@ -38,6 +41,7 @@ func TestHealth(t *testing.T) {
 		{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report"},
 		{Name: "t", Kind: KindPytest, Tests: 2, Errored: 2, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}},
 		{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1},
+		{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Message: "boom (collection failure)"}}},
 		{Name: "l", Kind: KindRuff, NotStarted: true},
 		{Name: "u", Kind: KindUnittest, Summary: "no tests collected"},
 	} {

@@ -276,6 +276,11 @@ func junitFinding(tc junitCase, p junitProblem, dir string) Finding {
 			eLast = strings.TrimSpace(rest)
 		}
 	}
+	if eLast == "" && msg == "collection failure" {
+		// An error pytest raised itself while collecting (a conftest.py hook written for
+		// another pytest) has no "E " line: its text is the message.
+		eLast = firstLine(p.Text)
+	}
 	if eLast != "" && !strings.Contains(msg, eLast) {
 		switch msg {
 		case "":
