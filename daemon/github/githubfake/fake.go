@@ -217,21 +217,30 @@ func (f *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 		}
 		match = append(match, f.issueJSON(repo, is))
 	}
+	lo, hi := f.page(w, r, len(match))
+	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
+}
+
+// page is the slice [lo:hi] of n items that the request's page and per_page (default 30,
+// at most 100, as GitHub) select; it sets the Link header's rel="next" when more follow.
+func (f *Server) page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int) {
+	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = 30
 	}
+	per = min(per, 100)
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
-	lo, hi := min((page-1)*per, len(match)), min(page*per, len(match))
-	if hi < len(match) {
+	lo, hi = min((page-1)*per, n), min(page*per, n)
+	if hi < n {
 		next := *r.URL
 		nq := next.Query()
 		nq.Set("page", strconv.Itoa(page+1))
 		next.RawQuery = nq.Encode()
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, f.srv.URL, next.RequestURI()))
 	}
-	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
+	return lo, hi
 }
 
 func (f *Server) findIssue(r *http.Request) (string, *Issue) {
