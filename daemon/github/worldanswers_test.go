@@ -21,6 +21,8 @@ type canned struct {
 	mu   sync.Mutex
 	// answers maps "METHOD /path" to a reply; a reply's Location may start with "BASE/".
 	answers map[string]reply
+	// once holds replies given to the first matching request only, before answers.
+	once map[string]reply
 }
 
 type reply struct {
@@ -35,9 +37,25 @@ func (c *canned) set(key string, r reply) {
 	c.answers[key] = r
 }
 
+// setOnce makes the first request to key get r; later ones go on as before.
+func (c *canned) setOnce(key string, r reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.once == nil {
+		c.once = map[string]reply{}
+	}
+	c.once[key] = r
+}
+
 func (c *canned) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
-	r, ok := c.answers[req.Method+" "+req.URL.Path]
+	key := req.Method + " " + req.URL.Path
+	r, ok := c.once[key]
+	if ok {
+		delete(c.once, key)
+	} else {
+		r, ok = c.answers[key]
+	}
 	c.mu.Unlock()
 	if !ok {
 		return c.next.RoundTrip(req)

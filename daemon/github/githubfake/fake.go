@@ -47,6 +47,9 @@ type Server struct {
 	// BotLogin and BotAssoc are the user and author_association of comments created
 	// through the API (the token's own account); default "ticketd-bot", "MEMBER".
 	BotLogin, BotAssoc string
+	// NoDrafts makes the repositories private ones of a GitHub Free or Pro account: a draft
+	// pull request is refused with 422, as GitHub does there.
+	NoDrafts bool
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
 	App       bool
@@ -306,12 +309,18 @@ func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
 		return
 	}
+	if in.Draft && f.NoDrafts {
+		f.reply(w, r, 422, map[string]any{"message": "Draft pull requests are not supported in this repository.",
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
+		return
+	}
 	repo := repoOf(r)
 	label := r.PathValue("o") + ":" + in.Head
 	for _, p := range f.Pulls {
 		if p["repo"] == repo && p["head_label"] == label {
 			f.reply(w, r, 422, map[string]any{"message": "Validation Failed",
-				"errors": []map[string]any{{"message": "A pull request already exists for " + label + "."}}})
+				"errors":            []map[string]any{{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for " + label + "."}},
+				"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
 			return
 		}
 	}
