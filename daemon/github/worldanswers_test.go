@@ -212,3 +212,24 @@ func TestScanRefusedSaysWhatToFix(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchLabelRecased: GitHub's label names are unique without case, and renaming a
+// label's case ("ticketd" to "Ticketd") relabels every issue: the label is still on the
+// issue, and its running ticket must keep its work.
+func TestWatchLabelRecased(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	tk := runningTicket(t, b)
+	b.fake.Edit(func() { b.fake.IssuesOf(testRepo)[0].Labels = []string{"Ticketd"} })
+	rep, err := b.intake.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.store.Get(ctx, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CancelRequested || len(rep.Cancelled) != 0 {
+		t.Errorf("label recased to %q: cancel requested (reason %q), want the running ticket kept", "Ticketd", got.Reason)
+	}
+}
