@@ -1,8 +1,14 @@
 package github
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +67,38 @@ func TestReadChecksPages(t *testing.T) {
 				t.Errorf("%d runs, %d statuses: verdict %s (%s), want %s", len(tt.runs), len(tt.statuses), v.State, v.Detail, tt.want)
 			}
 		})
+	}
+}
+
+// TestJobLogKeepsTheTail: an Actions job log can run to hundreds of megabytes; only its
+// last maxLogBytes (where pytest's summary is) is kept, and no more than a few times that
+// is ever held in memory while reading it.
+func TestJobLogKeepsTheTail(t *testing.T) {
+	const total = 64 << 20
+	chunk := bytes.Repeat([]byte("2026-01-01T00:00:00.0000000Z noise noise noise noise\n"), 20000)
+	logSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for n := 0; n < total; n += len(chunk) {
+			w.Write(chunk)
+		}
+		io.WriteString(w, "FAILED tests/test_money.py::test_average - ZeroDivisionError\n")
+	}))
+	t.Cleanup(logSrv.Close)
+	b, cn := setupCanned(t)
+	cn.set("GET /repos/acme/app/actions/jobs/7/logs", reply{302, map[string]string{"Location": logSrv.URL + "/signed-log"}, ""})
+	p := newPublisher(b, &pushLog{})
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	log, err := p.jobLog(context.Background(), repoRef{"acme", "app"}, 7)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) > maxLogBytes || !strings.HasSuffix(log, "test_average - ZeroDivisionError\n") {
+		t.Errorf("log of %d bytes kept %d bytes ending %q, want at most %d ending with the summary", total, len(log), log[max(0, len(log)-80):], maxLogBytes)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*maxLogBytes {
+		t.Errorf("reading a %d MB log allocated %d MB, want at most %d MB", total>>20, alloc>>20, 8*maxLogBytes>>20)
 	}
 }

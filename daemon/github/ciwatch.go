@@ -285,12 +285,33 @@ func (p *Publisher) jobLog(ctx context.Context, ref repoRef, id int64) (string, 
 	if lr.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("log of job %d: %s", id, lr.Status)
 	}
-	data, err := io.ReadAll(lr.Body)
+	data, err := tail(lr.Body, maxLogBytes) // pytest's summary is at the end
 	if err != nil {
 		return "", fmt.Errorf("log of job %d: %w", id, err)
 	}
-	if len(data) > maxLogBytes {
-		data = data[len(data)-maxLogBytes:] // pytest's summary is at the end
-	}
 	return string(data), nil
+}
+
+// tail reads r to its end and returns its last n bytes, holding at most about 2n at once:
+// a job log may run to hundreds of megabytes.
+func tail(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, 2*n+64<<10)
+	chunk := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(chunk)
+		buf = append(buf, chunk[:k]...)
+		if len(buf) > 2*n {
+			buf = append(buf[:0], buf[len(buf)-n:]...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > n {
+		buf = buf[len(buf)-n:]
+	}
+	return buf, nil
 }
