@@ -138,3 +138,28 @@ func TestScanSecondaryLimitAndSSO(t *testing.T) {
 		})
 	}
 }
+
+// TestEscalationCommentFoundOnPageTwo: GitHub lists an issue's comments 100 at a time; the
+// escalation comment ticketd already posted, on a busy issue's second page, is found, not
+// posted again.
+func TestEscalationCommentFoundOnPageTwo(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	tk := finish(t, b, "acme/app#1", "average", false, "budget spent")
+	for i := range 150 {
+		if i == 120 {
+			b.fake.AddComment(testRepo, 1, "ticketd-bot", "MEMBER", "earlier\n\n"+marker("escalation", tk.ID))
+			continue
+		}
+		b.fake.AddComment(testRepo, 1, "someone", "NONE", "me too")
+	}
+	if _, err := newPublisher(b, &pushLog{}).Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.fake.Comments[testRepo+"#1"]); n != 150 {
+		t.Errorf("%d comments on the issue, want the 150 there were (the escalation comment on page 2 found)", n)
+	}
+	if left, _ := b.store.Unpublished(ctx, Source, store.StateEscalated, store.OutputComment, 10); len(left) != 0 {
+		t.Errorf("escalation not recorded as published")
+	}
+}

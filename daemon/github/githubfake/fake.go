@@ -289,7 +289,8 @@ func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 			out = append(out, p)
 		}
 	}
-	f.reply(w, r, 200, out)
+	lo, hi := f.page(w, r, len(out))
+	f.reply(w, r, 200, out[lo:hi])
 }
 
 func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +337,8 @@ func (f *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := repoOf(r) + "#" + r.PathValue("n")
-	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key]...))
+	lo, hi := f.page(w, r, len(f.Comments[key]))
+	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key][lo:hi]...))
 }
 
 func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {

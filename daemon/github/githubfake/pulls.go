@@ -152,13 +152,17 @@ func pullNumber(r *http.Request) int {
 func (f *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, append([]map[string]any{}, f.pull(repoOf(r), pullNumber(r)).reviews...))
+	rs := f.pull(repoOf(r), pullNumber(r)).reviews
+	lo, hi := f.page(w, r, len(rs))
+	f.reply(w, r, 200, append([]map[string]any{}, rs[lo:hi]...))
 }
 
 func (f *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, append([]map[string]any{}, f.pull(repoOf(r), pullNumber(r)).comments...))
+	cs := f.pull(repoOf(r), pullNumber(r)).comments
+	lo, hi := f.page(w, r, len(cs))
+	f.reply(w, r, 200, append([]map[string]any{}, cs[lo:hi]...))
 }
 
 // requestReviewers answers as GitHub does: 201 with the pull request; a login that is the
