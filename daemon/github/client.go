@@ -75,7 +75,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // NotModified is how many GETs GitHub answered 304 (free of rate limit) so far.
 func (c *Client) NotModified() int64 { return c.cache.notModified.Load() }
 
-// Rate is the last rate-limit state GitHub reported.
+// Rate is the last REST (core) rate-limit state GitHub reported.
 func (c *Client) Rate() gh.Rate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,11 +98,13 @@ func (c *Client) ready(withReserve bool) error {
 	return nil
 }
 
-// observe records the rate-limit state of a response and pauses on a rate-limit error.
+// observe records the REST rate-limit state of a response and pauses on a rate-limit error.
 func (c *Client) observe(resp *gh.Response, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if resp != nil && resp.Rate.Limit > 0 {
+	// The REST budget only: GraphQL answers (review threads, the viewer) count against a
+	// budget of their own, named in X-RateLimit-Resource.
+	if resp != nil && resp.Rate.Limit > 0 && (resp.Rate.Resource == "" || resp.Rate.Resource == "core") {
 		c.rate = resp.Rate
 	}
 	var rl *gh.RateLimitError

@@ -233,3 +233,24 @@ func TestWatchLabelRecased(t *testing.T) {
 		t.Errorf("label recased to %q: cancel requested (reason %q), want the running ticket kept", "Ticketd", got.Reason)
 	}
 }
+
+// TestRateIsTheRESTBudget: GitHub keeps the GraphQL budget apart from the REST one and says
+// which a response counted against (X-RateLimit-Resource). A GraphQL answer with little
+// left must neither pause intake (the REST reserve) nor show as the REST budget on /metrics.
+func TestRateIsTheRESTBudget(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.fake.Edit(func() { b.fake.GraphQLRemaining = 20 })
+	if _, err := b.intake.Scan(ctx); err != nil { // a REST listing: core budget seen
+		t.Fatal(err)
+	}
+	if _, err := b.client.viewer(ctx); err != nil { // a GraphQL query, as for review threads
+		t.Fatal(err)
+	}
+	if got := b.client.Rate(); got.Remaining < 4000 || got.Resource == "graphql" {
+		t.Errorf("rate after a GraphQL answer = %+v, want the REST (core) budget, about 5000 left", got)
+	}
+	if err := b.client.ready(true); err != nil {
+		t.Errorf("intake paused by the GraphQL budget: %v", err)
+	}
+}

@@ -42,8 +42,11 @@ type Server struct {
 	Requests      []string                    // "METHOD path?query", in order
 	NotModified   int
 	RateRemaining int
-	rateReset     time.Time
-	DefaultBranch string
+	// GraphQLRemaining is the GraphQL API's budget, apart from the REST one (RateRemaining)
+	// as on GitHub, which reports it with X-RateLimit-Resource: graphql.
+	GraphQLRemaining int
+	rateReset        time.Time
+	DefaultBranch    string
 	// BotLogin and BotAssoc are the user and author_association of comments created
 	// through the API (the token's own account); default "ticketd-bot", "MEMBER".
 	BotLogin, BotAssoc string
@@ -77,7 +80,7 @@ type Issue struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
-		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
+		Comments: map[string][]map[string]any{}, RateRemaining: 5000, GraphQLRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
 		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second),
 		pulls: map[string]*pullState{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
 	mux := http.NewServeMux()
@@ -179,6 +182,15 @@ func (f *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any
 	h.Set("X-RateLimit-Limit", "5000")
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(f.rateReset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
+	if r.URL.Path == "/graphql" {
+		f.GraphQLRemaining--
+		h.Set("X-RateLimit-Resource", "graphql")
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(f.GraphQLRemaining))
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(body)
+		return
+	}
 	if r.Method == http.MethodGet && status == 200 {
 		h.Set("ETag", etag)
 		if r.Header.Get("If-None-Match") == etag {
