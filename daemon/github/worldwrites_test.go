@@ -163,3 +163,21 @@ func TestEscalationCommentFoundOnPageTwo(t *testing.T) {
 		t.Errorf("escalation not recorded as published")
 	}
 }
+
+// TestEscalationCommentLockedIssue: GitHub refuses a comment on a locked issue (403) to
+// an account without write access; the error says so, and the escalation stays unpublished
+// for the next poll.
+func TestEscalationCommentLockedIssue(t *testing.T) {
+	b, cn := setupCanned(t)
+	ctx := context.Background()
+	finish(t, b, "acme/app#1", "average", false, "budget spent")
+	cn.set("POST /repos/acme/app/issues/1/comments", reply{403, nil,
+		`{"message":"Unable to create comment because issue is locked.","documentation_url":"https://docs.github.com/articles/locking-conversations/"}`})
+	_, err := newPublisher(b, &pushLog{}).Publish(ctx)
+	if err == nil || !strings.Contains(err.Error(), "the issue is locked: unlock it") || rateLimited(err) {
+		t.Errorf("err = %v, want one saying the issue is locked and what to do", err)
+	}
+	if left, _ := b.store.Unpublished(ctx, Source, store.StateEscalated, store.OutputComment, 10); len(left) != 1 {
+		t.Errorf("escalation recorded as published, want it kept for the next poll")
+	}
+}
