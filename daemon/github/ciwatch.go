@@ -199,23 +199,67 @@ func (p *Publisher) head(ctx context.Context, dir, branch string) (string, error
 	return worktree.BranchHead(ctx, dir, branch)
 }
 
-// readChecks reads the check runs and the combined status of commit head (conditional GETs:
-// free when nothing changed).
+// maxCheckPages bounds the pages of check runs (and of statuses) read for one commit: 1000
+// of each is more than any matrix ticketd's fixes meet.
+const maxCheckPages = 10
+
+// readChecks reads every check run and commit status of commit head, a page of 100 at a
+// time (conditional GETs: free when nothing changed). A red check may be on any page; past
+// maxCheckPages the unread rest counts as still running, so the verdict is never green on
+// checks not read.
 func readChecks(ctx context.Context, c *Client, ref repoRef, head string) ([]*gh.CheckRun, *gh.CombinedStatus, error) {
-	if err := c.ready(false); err != nil {
-		return nil, nil, err
+	var runs []*gh.CheckRun
+	ropts := &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for page := 1; ; page++ {
+		if err := c.ready(false); err != nil {
+			return nil, nil, err
+		}
+		res, resp, err := c.api.Checks.ListCheckRunsForRef(ctx, ref.owner, ref.name, head, ropts)
+		c.observe(resp, err)
+		if err != nil {
+			return nil, nil, fmt.Errorf("check runs of %s@%s (page %d): %w", ref, shortSHA(head), page, err)
+		}
+		runs = append(runs, res.CheckRuns...)
+		if resp.NextPage == 0 {
+			break
+		}
+		if page == maxCheckPages {
+			runs = append(runs, unread(fmt.Sprintf("%d check runs past the first %d (not read)", res.GetTotal()-len(runs), len(runs))))
+			break
+		}
+		ropts.ListOptions.Page = resp.NextPage
 	}
-	res, resp, err := c.api.Checks.ListCheckRunsForRef(ctx, ref.owner, ref.name, head, &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}})
-	c.observe(resp, err)
-	if err != nil {
-		return nil, nil, fmt.Errorf("check runs of %s@%s: %w", ref, shortSHA(head), err)
+	var combined *gh.CombinedStatus
+	sopts := &gh.ListOptions{PerPage: 100}
+	for page := 1; ; page++ {
+		if err := c.ready(false); err != nil {
+			return nil, nil, err
+		}
+		st, resp, err := c.api.Repositories.GetCombinedStatus(ctx, ref.owner, ref.name, head, sopts)
+		c.observe(resp, err)
+		if err != nil {
+			return nil, nil, fmt.Errorf("statuses of %s@%s (page %d): %w", ref, shortSHA(head), page, err)
+		}
+		if combined == nil {
+			combined = st
+		} else {
+			combined.Statuses = append(combined.Statuses, st.Statuses...)
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		if page == maxCheckPages {
+			runs = append(runs, unread(fmt.Sprintf("statuses past the first %d (not read)", len(combined.Statuses))))
+			break
+		}
+		sopts.Page = resp.NextPage
 	}
-	st, resp, err := c.api.Repositories.GetCombinedStatus(ctx, ref.owner, ref.name, head, &gh.ListOptions{PerPage: 100})
-	c.observe(resp, err)
-	if err != nil {
-		return nil, nil, fmt.Errorf("statuses of %s@%s: %w", ref, shortSHA(head), err)
-	}
-	return res.CheckRuns, st, nil
+	return runs, combined, nil
+}
+
+// unread stands for checks not read: still running to classifyChecks.
+func unread(name string) *gh.CheckRun {
+	return &gh.CheckRun{Name: gh.Ptr(name), Status: gh.Ptr("in_progress")}
 }
 
 // jobLog reads the plain-text log of an Actions job (a check run's id is its job's), its
@@ -241,12 +285,33 @@ func (p *Publisher) jobLog(ctx context.Context, ref repoRef, id int64) (string, 
 	if lr.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("log of job %d: %s", id, lr.Status)
 	}
-	data, err := io.ReadAll(lr.Body)
+	data, err := tail(lr.Body, maxLogBytes) // pytest's summary is at the end
 	if err != nil {
 		return "", fmt.Errorf("log of job %d: %w", id, err)
 	}
-	if len(data) > maxLogBytes {
-		data = data[len(data)-maxLogBytes:] // pytest's summary is at the end
-	}
 	return string(data), nil
+}
+
+// tail reads r to its end and returns its last n bytes, holding at most about 2n at once:
+// a job log may run to hundreds of megabytes.
+func tail(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, 2*n+64<<10)
+	chunk := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(chunk)
+		buf = append(buf, chunk[:k]...)
+		if len(buf) > 2*n {
+			buf = append(buf[:0], buf[len(buf)-n:]...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > n {
+		buf = buf[len(buf)-n:]
+	}
+	return buf, nil
 }

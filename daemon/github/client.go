@@ -75,7 +75,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // NotModified is how many GETs GitHub answered 304 (free of rate limit) so far.
 func (c *Client) NotModified() int64 { return c.cache.notModified.Load() }
 
-// Rate is the last rate-limit state GitHub reported.
+// Rate is the last REST (core) rate-limit state GitHub reported.
 func (c *Client) Rate() gh.Rate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,11 +98,13 @@ func (c *Client) ready(withReserve bool) error {
 	return nil
 }
 
-// observe records the rate-limit state of a response and pauses on a rate-limit error.
+// observe records the REST rate-limit state of a response and pauses on a rate-limit error.
 func (c *Client) observe(resp *gh.Response, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if resp != nil && resp.Rate.Limit > 0 {
+	// The REST budget only: GraphQL answers (review threads, the viewer) count against a
+	// budget of their own, named in X-RateLimit-Resource.
+	if resp != nil && resp.Rate.Limit > 0 && (resp.Rate.Resource == "" || resp.Rate.Resource == "core") {
 		c.rate = resp.Rate
 	}
 	var rl *gh.RateLimitError
@@ -116,7 +118,7 @@ func (c *Client) observe(resp *gh.Response, err error) {
 			wait = *abuse.RetryAfter
 		}
 		c.pausedUntil = c.now().Add(wait)
-	case resp != nil && resp.StatusCode == http.StatusTooManyRequests:
+	case resp != nil && (resp.StatusCode == http.StatusTooManyRequests || secondaryLimit(err)):
 		wait := time.Minute
 		if s, e := strconv.Atoi(resp.Header.Get("Retry-After")); e == nil && s > 0 {
 			wait = time.Duration(s) * time.Second
@@ -140,7 +142,68 @@ func rateLimited(err error) bool {
 	var rl *gh.RateLimitError
 	var abuse *gh.AbuseRateLimitError
 	return errors.Is(err, ErrRateLimited) || errors.As(err, &rl) || errors.As(err, &abuse) ||
-		statusOf(err) == http.StatusTooManyRequests
+		statusOf(err) == http.StatusTooManyRequests || secondaryLimit(err)
+}
+
+// secondaryLimit reports whether err is a secondary rate limit that go-github left a plain
+// 403: it knows one only by its documentation_url, which GitHub does not always send. The
+// message says it ("You have exceeded a secondary rate limit", formerly "abuse detection
+// mechanism"), or a Retry-After header does; GitHub wants a wait of at least a minute.
+func secondaryLimit(err error) bool {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusForbidden {
+		return false
+	}
+	m := strings.ToLower(er.Message)
+	return strings.Contains(m, "secondary rate limit") || strings.Contains(m, "abuse detection") ||
+		er.Response.Header.Get("Retry-After") != ""
+}
+
+// ssoHint is the fix for a 403 GitHub answered because the organization enforces SAML
+// single sign-on and the token is not authorized for it (an X-GitHub-SSO header, with the
+// URL that authorizes it for an hour), "" for any other error. No token scope helps there.
+func ssoHint(err error) string {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusForbidden {
+		return ""
+	}
+	sso := er.Response.Header.Get("X-GitHub-SSO")
+	if sso == "" {
+		return ""
+	}
+	hint := "; the organization enforces SAML single sign-on and the token is not authorized for it: authorize it " +
+		"(GitHub: Settings, Developer settings, the token, Configure SSO)"
+	for _, part := range strings.Split(sso, ";") {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(part), "url="); ok && strings.HasPrefix(u, "https://") {
+			hint += " at " + u + " (valid for an hour)"
+		}
+	}
+	return hint
+}
+
+// writeHint says what to fix when GitHub refuses a write (what: "open pull requests",
+// "comment on issues") for a reason an operator must act on, prefixed "; ", "" otherwise.
+func writeHint(err error, what, permission string) string {
+	if rateLimited(err) {
+		return ""
+	}
+	if h := ssoHint(err); h != "" {
+		return h
+	}
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return ""
+	}
+	m := strings.ToLower(er.Message)
+	switch {
+	case er.Response.StatusCode == http.StatusForbidden && strings.Contains(m, "archived"):
+		return "; the repository is archived (read-only): unarchive it or remove it from github.repos"
+	case er.Response.StatusCode == http.StatusForbidden && strings.Contains(m, "locked"):
+		return "; the issue is locked: unlock it, or give the token's account write access to the repository (writers may comment on locked issues)"
+	case er.Response.StatusCode == http.StatusForbidden && strings.Contains(m, "not accessible"):
+		return "; the token may not " + what + ": give it " + permission + " (fine-grained token) or the repo scope (classic token)"
+	}
+	return ""
 }
 
 // accessHint says what to fix when GitHub refuses the token or hides the repository
@@ -148,6 +211,9 @@ func rateLimited(err error) bool {
 func accessHint(err error) string {
 	if rateLimited(err) {
 		return ""
+	}
+	if h := ssoHint(err); h != "" {
+		return h
 	}
 	switch statusOf(err) {
 	case http.StatusUnauthorized:

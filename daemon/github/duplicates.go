@@ -63,7 +63,7 @@ func (p *Publisher) duplicateComment(ctx context.Context, t store.Ticket, l stor
 			&gh.IssueComment{Body: gh.Ptr(DuplicateComment(of, l, pr, mark))})
 		p.Client.observe(resp, err)
 		if err != nil {
-			return "", fmt.Errorf("comment on %s: %w", t.ExternalID, err)
+			return "", fmt.Errorf("comment on %s%s: %w", t.ExternalID, writeHint(err, "comment on issues", "Issues read and write"), err)
 		}
 		url = c.GetHTMLURL()
 		p.logger().Info("github duplicate comment posted", "ticket", t.ID, "of", of.ID, "url", url)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -209,17 +211,69 @@ func (p *Publisher) pullRequest(ctx context.Context, t store.Ticket) (string, er
 		return "", err
 	}
 	body := fmt.Sprintf("Fixes #%d\n\n%s\n\n%s\n", num, clipReport(defuse(secret.Redact(readReport(t)))), marker("pr", t.ID))
-	pr, resp, err := p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, &gh.NewPullRequest{
-		Title: gh.Ptr(PullRequestTitle(num, t.Title)), Head: gh.Ptr(t.Branch), Base: gh.Ptr(base),
-		Body: gh.Ptr(body), Draft: gh.Ptr(true),
-	})
+	newPR := &gh.NewPullRequest{Title: gh.Ptr(PullRequestTitle(num, t.Title)), Head: gh.Ptr(t.Branch), Base: gh.Ptr(base),
+		Body: gh.Ptr(body), Draft: gh.Ptr(true)}
+	pr, resp, err := p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, newPR)
 	p.Client.observe(resp, err)
+	if unprocessable(err, "draft pull requests are not supported") {
+		// Private repositories on GitHub Free and Pro have no drafts: a regular pull request,
+		// saying so, rather than none at all.
+		newPR.Draft = gh.Ptr(false)
+		newPR.Body = gh.Ptr(noDraftNote + body)
+		pr, resp, err = p.Client.api.PullRequests.Create(ctx, ref.owner, ref.name, newPR)
+		p.Client.observe(resp, err)
+	}
+	if unprocessable(err, "a pull request already exists") {
+		// Opened meanwhile (another node, or a listing that lagged the create): it is done.
+		return p.recordExisting(ctx, t, ref, head, err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("open draft pull request %s -> %s: %w", t.Branch, base, err)
+		return "", fmt.Errorf("open draft pull request %s -> %s%s: %w", t.Branch, base, pullHint(err, base), err)
 	}
 	url := pr.GetHTMLURL()
-	p.logger().Info("github draft pull request opened", "ticket", t.ID, "url", url)
+	p.logger().Info("github draft pull request opened", "ticket", t.ID, "url", url, "draft", newPR.GetDraft())
 	return url, p.Store.RecordOutput(ctx, t.ID, store.OutputPullRequest, url)
+}
+
+// noDraftNote heads the body of a pull request opened where drafts are not available.
+const noDraftNote = "_Opened as a regular pull request because this repository does not support drafts: review it as you would a draft._\n\n"
+
+// recordExisting records the pull request GitHub says already exists for head, looked up
+// again; cause is GitHub's refusal, returned when the lookup still finds none.
+func (p *Publisher) recordExisting(ctx context.Context, t store.Ticket, ref repoRef, head string, cause error) (string, error) {
+	existing, resp, err := p.Client.api.PullRequests.List(ctx, ref.owner, ref.name,
+		&gh.PullRequestListOptions{State: "all", Head: head, ListOptions: gh.ListOptions{PerPage: 10}})
+	p.Client.observe(resp, err)
+	if err != nil {
+		return "", fmt.Errorf("look up the pull request GitHub says exists from %s: %w", head, err)
+	}
+	if len(existing) == 0 {
+		return "", fmt.Errorf("open draft pull request from %s: GitHub says one exists but lists none yet (looked up again at the next poll): %w", head, cause)
+	}
+	url := existing[0].GetHTMLURL()
+	p.logger().Info("github pull request already open", "ticket", t.ID, "url", url)
+	return url, p.Store.RecordOutput(ctx, t.ID, store.OutputPullRequest, url)
+}
+
+// unprocessable reports whether err is GitHub's 422 whose message, or one of whose errors'
+// messages, contains text (lower case).
+func unprocessable(err error, text string) bool {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusUnprocessableEntity {
+		return false
+	}
+	if strings.Contains(strings.ToLower(er.Message), text) {
+		return true
+	}
+	return slices.ContainsFunc(er.Errors, func(e gh.Error) bool { return strings.Contains(strings.ToLower(e.Message), text) })
+}
+
+// pullHint says what to fix when GitHub refuses to open the pull request, prefixed "; ".
+func pullHint(err error, base string) string {
+	if unprocessable(err, "no commits between") {
+		return "; the branch has no commits beyond " + base + ": the fix may be on " + base + " already, or github.repos[].base names the wrong branch"
+	}
+	return writeHint(err, "open pull requests", "Pull requests read and write")
 }
 
 func (p *Publisher) base(ctx context.Context, tg Target, ref repoRef) (string, error) {
@@ -274,7 +328,7 @@ func (p *Publisher) comment(ctx context.Context, t store.Ticket) (string, error)
 		&gh.IssueComment{Body: gh.Ptr(EscalationComment(t, branches, mark))})
 	p.Client.observe(resp, err)
 	if err != nil {
-		return "", fmt.Errorf("comment on %s: %w", t.ExternalID, err)
+		return "", fmt.Errorf("comment on %s%s: %w", t.ExternalID, writeHint(err, "comment on issues", "Issues read and write"), err)
 	}
 	p.logger().Info("github escalation comment posted", "ticket", t.ID, "url", c.GetHTMLURL())
 	return c.GetHTMLURL(), p.Store.RecordOutput(ctx, t.ID, store.OutputComment, c.GetHTMLURL())

@@ -83,7 +83,7 @@ func (p *Publisher) question(ctx context.Context, w store.Waiting) (string, erro
 		&gh.IssueComment{Body: gh.Ptr(QuestionComment(w.Ticket, w.Question, mark))})
 	p.Client.observe(resp, err)
 	if err != nil {
-		return "", fmt.Errorf("comment on %s: %w", w.Ticket.ExternalID, err)
+		return "", fmt.Errorf("comment on %s%s: %w", w.Ticket.ExternalID, writeHint(err, "comment on issues", "Issues read and write"), err)
 	}
 	p.logger().Info("github question posted", "ticket", w.Ticket.ID, "url", c.GetHTMLURL())
 	return c.GetHTMLURL(), p.Store.RecordQuestionComment(ctx, w.Ticket.ID, w.Question.N, c.GetHTMLURL())

@@ -21,6 +21,8 @@ type canned struct {
 	mu   sync.Mutex
 	// answers maps "METHOD /path" to a reply; a reply's Location may start with "BASE/".
 	answers map[string]reply
+	// once holds replies given to the first matching request only, before answers.
+	once map[string]reply
 }
 
 type reply struct {
@@ -35,9 +37,25 @@ func (c *canned) set(key string, r reply) {
 	c.answers[key] = r
 }
 
+// setOnce makes the first request to key get r; later ones go on as before.
+func (c *canned) setOnce(key string, r reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.once == nil {
+		c.once = map[string]reply{}
+	}
+	c.once[key] = r
+}
+
 func (c *canned) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
-	r, ok := c.answers[req.Method+" "+req.URL.Path]
+	key := req.Method + " " + req.URL.Path
+	r, ok := c.once[key]
+	if ok {
+		delete(c.once, key)
+	} else {
+		r, ok = c.answers[key]
+	}
 	c.mu.Unlock()
 	if !ok {
 		return c.next.RoundTrip(req)
@@ -192,5 +210,47 @@ func TestScanRefusedSaysWhatToFix(t *testing.T) {
 				t.Errorf("cancelled %v (reason %q), want nothing cancelled", rep.Cancelled, got.Reason)
 			}
 		})
+	}
+}
+
+// TestWatchLabelRecased: GitHub's label names are unique without case, and renaming a
+// label's case ("ticketd" to "Ticketd") relabels every issue: the label is still on the
+// issue, and its running ticket must keep its work.
+func TestWatchLabelRecased(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	tk := runningTicket(t, b)
+	b.fake.Edit(func() { b.fake.IssuesOf(testRepo)[0].Labels = []string{"Ticketd"} })
+	rep, err := b.intake.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.store.Get(ctx, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CancelRequested || len(rep.Cancelled) != 0 {
+		t.Errorf("label recased to %q: cancel requested (reason %q), want the running ticket kept", "Ticketd", got.Reason)
+	}
+}
+
+// TestRateIsTheRESTBudget: GitHub keeps the GraphQL budget apart from the REST one and says
+// which a response counted against (X-RateLimit-Resource). A GraphQL answer with little
+// left must neither pause intake (the REST reserve) nor show as the REST budget on /metrics.
+func TestRateIsTheRESTBudget(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.fake.Edit(func() { b.fake.GraphQLRemaining = 20 })
+	if _, err := b.intake.Scan(ctx); err != nil { // a REST listing: core budget seen
+		t.Fatal(err)
+	}
+	if _, err := b.client.viewer(ctx); err != nil { // a GraphQL query, as for review threads
+		t.Fatal(err)
+	}
+	if got := b.client.Rate(); got.Remaining < 4000 || got.Resource == "graphql" {
+		t.Errorf("rate after a GraphQL answer = %+v, want the REST (core) budget, about 5000 left", got)
+	}
+	if err := b.client.ready(true); err != nil {
+		t.Errorf("intake paused by the GraphQL budget: %v", err)
 	}
 }

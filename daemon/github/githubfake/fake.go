@@ -42,11 +42,17 @@ type Server struct {
 	Requests      []string                    // "METHOD path?query", in order
 	NotModified   int
 	RateRemaining int
-	rateReset     time.Time
-	DefaultBranch string
+	// GraphQLRemaining is the GraphQL API's budget, apart from the REST one (RateRemaining)
+	// as on GitHub, which reports it with X-RateLimit-Resource: graphql.
+	GraphQLRemaining int
+	rateReset        time.Time
+	DefaultBranch    string
 	// BotLogin and BotAssoc are the user and author_association of comments created
 	// through the API (the token's own account); default "ticketd-bot", "MEMBER".
 	BotLogin, BotAssoc string
+	// NoDrafts makes the repositories private ones of a GitHub Free or Pro account: a draft
+	// pull request is refused with 422, as GitHub does there.
+	NoDrafts bool
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
 	App       bool
@@ -74,7 +80,7 @@ type Issue struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
-		Comments: map[string][]map[string]any{}, RateRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
+		Comments: map[string][]map[string]any{}, RateRemaining: 5000, GraphQLRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
 		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second),
 		pulls: map[string]*pullState{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
 	mux := http.NewServeMux()
@@ -176,6 +182,15 @@ func (f *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any
 	h.Set("X-RateLimit-Limit", "5000")
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(f.rateReset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
+	if r.URL.Path == "/graphql" {
+		f.GraphQLRemaining--
+		h.Set("X-RateLimit-Resource", "graphql")
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(f.GraphQLRemaining))
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(body)
+		return
+	}
 	if r.Method == http.MethodGet && status == 200 {
 		h.Set("ETag", etag)
 		if r.Header.Get("If-None-Match") == etag {
@@ -217,21 +232,30 @@ func (f *Server) listIssues(w http.ResponseWriter, r *http.Request) {
 		}
 		match = append(match, f.issueJSON(repo, is))
 	}
+	lo, hi := f.page(w, r, len(match))
+	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
+}
+
+// page is the slice [lo:hi] of n items that the request's page and per_page (default 30,
+// at most 100, as GitHub) select; it sets the Link header's rel="next" when more follow.
+func (f *Server) page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int) {
+	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = 30
 	}
+	per = min(per, 100)
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
-	lo, hi := min((page-1)*per, len(match)), min(page*per, len(match))
-	if hi < len(match) {
+	lo, hi = min((page-1)*per, n), min(page*per, n)
+	if hi < n {
 		next := *r.URL
 		nq := next.Query()
 		nq.Set("page", strconv.Itoa(page+1))
 		next.RawQuery = nq.Encode()
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, f.srv.URL, next.RequestURI()))
 	}
-	f.reply(w, r, 200, append([]map[string]any{}, match[lo:hi]...))
+	return lo, hi
 }
 
 func (f *Server) findIssue(r *http.Request) (string, *Issue) {
@@ -277,7 +301,8 @@ func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 			out = append(out, p)
 		}
 	}
-	f.reply(w, r, 200, out)
+	lo, hi := f.page(w, r, len(out))
+	f.reply(w, r, 200, out[lo:hi])
 }
 
 func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
@@ -297,12 +322,18 @@ func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
 		return
 	}
+	if in.Draft && f.NoDrafts {
+		f.reply(w, r, 422, map[string]any{"message": "Draft pull requests are not supported in this repository.",
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
+		return
+	}
 	repo := repoOf(r)
 	label := r.PathValue("o") + ":" + in.Head
 	for _, p := range f.Pulls {
 		if p["repo"] == repo && p["head_label"] == label {
 			f.reply(w, r, 422, map[string]any{"message": "Validation Failed",
-				"errors": []map[string]any{{"message": "A pull request already exists for " + label + "."}}})
+				"errors":            []map[string]any{{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for " + label + "."}},
+				"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
 			return
 		}
 	}
@@ -318,7 +349,8 @@ func (f *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := repoOf(r) + "#" + r.PathValue("n")
-	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key]...))
+	lo, hi := f.page(w, r, len(f.Comments[key]))
+	f.reply(w, r, 200, append([]map[string]any{}, f.Comments[key][lo:hi]...))
 }
 
 func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {

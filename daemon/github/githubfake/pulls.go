@@ -152,13 +152,17 @@ func pullNumber(r *http.Request) int {
 func (f *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, append([]map[string]any{}, f.pull(repoOf(r), pullNumber(r)).reviews...))
+	rs := f.pull(repoOf(r), pullNumber(r)).reviews
+	lo, hi := f.page(w, r, len(rs))
+	f.reply(w, r, 200, append([]map[string]any{}, rs[lo:hi]...))
 }
 
 func (f *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reply(w, r, 200, append([]map[string]any{}, f.pull(repoOf(r), pullNumber(r)).comments...))
+	cs := f.pull(repoOf(r), pullNumber(r)).comments
+	lo, hi := f.page(w, r, len(cs))
+	f.reply(w, r, 200, append([]map[string]any{}, cs[lo:hi]...))
 }
 
 // requestReviewers answers as GitHub does: 201 with the pull request; a login that is the
@@ -218,7 +222,9 @@ func (f *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
 			"details_url": fmt.Sprintf("https://github.example/%s/actions/runs/1/job/%d", repoOf(r), c.ID),
 			"app":         map[string]any{"slug": "github-actions"}})
 	}
-	f.reply(w, r, 200, map[string]any{"total_count": len(runs), "check_runs": runs})
+	// Paginated like a listing (Link header), total_count counting every page's runs.
+	lo, hi := f.page(w, r, len(runs))
+	f.reply(w, r, 200, map[string]any{"total_count": len(runs), "check_runs": runs[lo:hi]})
 }
 
 func (f *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
@@ -234,7 +240,9 @@ func (f *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
 			rank, state = worst[s.State], s.State
 		}
 	}
-	f.reply(w, r, 200, map[string]any{"state": state, "sha": r.PathValue("ref"), "total_count": len(sts), "statuses": sts})
+	// The state is over all statuses; the statuses themselves come a page at a time.
+	lo, hi := f.page(w, r, len(sts))
+	f.reply(w, r, 200, map[string]any{"state": state, "sha": r.PathValue("ref"), "total_count": len(sts), "statuses": sts[lo:hi]})
 }
 
 // jobLogs answers as GitHub does: 302 to a short-lived plain-text URL (which needs no token).
