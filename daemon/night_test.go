@@ -542,6 +542,19 @@ func TestNightDollarLimit(t *testing.T) {
 	t.Logf("cap reached at %s after %d calls; %d claims in the night, of %d tickets", capAt.Format(time.StampMilli), len(calls), claims, len(list))
 }
 
+// eventLines is a ticket's events, one per line, for a failure's message.
+func eventLines(st *store.Store, id int64) string {
+	evs, err := st.Events(context.Background(), id)
+	if err != nil {
+		return " (unreadable: " + err.Error() + ")"
+	}
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "\n  %s %s %s→%s attempt %d: %s", e.At.Format(time.StampMilli), e.Kind, e.FromState, e.ToState, e.Attempt, e.Reason)
+	}
+	return b.String()
+}
+
 func assertNothingLost(t *testing.T, st *store.Store) {
 	t.Helper()
 	list, err := st.List(context.Background(), store.Filter{})
@@ -555,7 +568,7 @@ func assertNothingLost(t *testing.T, st *store.Store) {
 		case store.StateQueued:
 			queued++
 			if tk.Attempts != 0 {
-				t.Errorf("ticket %d: released with %d attempts spent, want 0", tk.ID, tk.Attempts)
+				t.Errorf("ticket %d: released with %d attempts spent, want 0; its events:%s", tk.ID, tk.Attempts, eventLines(st, tk.ID))
 			}
 		default:
 			t.Errorf("ticket %d: %s (%s), want done or queued", tk.ID, tk.State, tk.Reason)
