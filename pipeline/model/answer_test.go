@@ -36,12 +36,7 @@ func TestAnswerShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
-				writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+tt.message+`,"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
-			})
-			b := setup(t, testConfig(srv.URL))
-			req := userMsg("fix it")
-			resp, err := b.client.Chat(context.Background(), req)
+			b, log, req, resp, err := chatAnswered(t, tt.message, "stop")
 			if err != nil {
 				t.Fatalf("Chat: %v (source: %s)", err, tt.source)
 			}
@@ -337,6 +332,20 @@ func TestReplayReasoningContent(t *testing.T) {
 	}
 }
 
+// chatAnswered starts a server that answers every request with the message object message
+// (finish_reason finish) and asks it once: the client's bundle, the server's log, the
+// request and its answer.
+func chatAnswered(t *testing.T, message, finish string) (bundle, *wireLog, Request, Response, error) {
+	t.Helper()
+	srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
+		writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+message+`,"finish_reason":"`+finish+`"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
+	})
+	b := setup(t, testConfig(srv.URL))
+	req := userMsg("fix it")
+	resp, err := b.client.Chat(context.Background(), req)
+	return b, log, req, resp, err
+}
+
 // TestLegacyFunctionCall: an answer that makes its call in the legacy function_call field (no
 // tool_calls) is read as that one tool call, so the maker's call is not lost; beside
 // tool_calls it is dropped. The replay carries the call under an id its result answers, and
@@ -359,12 +368,7 @@ func TestLegacyFunctionCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, log := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ []byte) {
-				writeJSON(w, 200, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":`+tt.message+`,"finish_reason":"`+tt.finish+`"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
-			})
-			b := setup(t, testConfig(srv.URL))
-			req := userMsg("fix it")
-			resp, err := b.client.Chat(context.Background(), req)
+			b, log, req, resp, err := chatAnswered(t, tt.message, tt.finish)
 			if err != nil {
 				t.Fatalf("message %s: Chat: %v (source: %s)", tt.message, err, tt.source)
 			}

@@ -59,24 +59,7 @@ func TestThoughtSignatureSentBack(t *testing.T) {
 			`{"id":"function-call-1","type":"function","function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"},"extra_content":{"google":{"thought_signature":"SIG-`+ticket+`"}}}]},`+
 			`"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
 	})
-	b := setup(t, testConfig(srv.URL))
-	first := map[string]openai.ChatCompletionMessage{}
-	for _, ticket := range []string{"A", "B"} {
-		resp, err := b.client.Chat(context.Background(), userMsg(ticket))
-		if err != nil || len(resp.Message.ToolCalls) != 1 {
-			t.Fatalf("ticket %s: first call = %+v, %v; want one tool call", ticket, resp.Message, err)
-		}
-		first[ticket] = resp.Message
-	}
-	for _, ticket := range []string{"B", "A"} {
-		m := first[ticket]
-		req := userMsg(ticket)
-		req.Messages = append(req.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "=== a.py\nx = 1\n"})
-		resp, err := b.client.Chat(context.Background(), req)
-		if err != nil || resp.Message.Content != "done" {
-			t.Errorf("ticket %s: replay = %q, %v; want the call sent back with its own signature", ticket, resp.Message.Content, err)
-		}
-	}
+	first := twoTicketsReplayed(t, srv.URL, "", "the call sent back with its own signature")
 	if first["A"].ToolCalls[0].ID == first["B"].ToolCalls[0].ID {
 		t.Errorf("both tickets' calls have id %q: two signatures under one id", first["A"].ToolCalls[0].ID)
 	}
@@ -136,12 +119,21 @@ func TestReasoningDetailsSentBack(t *testing.T) {
 			`"tool_calls":[{"id":"tool_read_files_`+ticket+`","type":"function","index":0,"function":{"name":"read_files","arguments":"{\"paths\":[\"a.py\"]}"}}]}}],`+
 			`"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
 	})
-	b := setup(t, testConfig(srv.URL))
+	twoTicketsReplayed(t, srv.URL, "tool_read_files_", "the turn sent back with its own reasoning_details")
+}
+
+// twoTicketsReplayed has tickets A and B each get one tool call from the server at url (with
+// the id idPrefix+ticket, when idPrefix is set), then sends each call back with its result,
+// B first, and wants "done" for each (what: what the replay must carry). It returns the
+// first answers.
+func twoTicketsReplayed(t *testing.T, url, idPrefix, what string) map[string]openai.ChatCompletionMessage {
+	t.Helper()
+	b := setup(t, testConfig(url))
 	first := map[string]openai.ChatCompletionMessage{}
 	for _, ticket := range []string{"A", "B"} {
 		resp, err := b.client.Chat(context.Background(), userMsg(ticket))
-		if err != nil || len(resp.Message.ToolCalls) != 1 || resp.Message.ToolCalls[0].ID != "tool_read_files_"+ticket {
-			t.Fatalf("ticket %s: first call = %+v, %v; want one tool call with the server's id", ticket, resp.Message, err)
+		if err != nil || len(resp.Message.ToolCalls) != 1 || idPrefix != "" && resp.Message.ToolCalls[0].ID != idPrefix+ticket {
+			t.Fatalf("ticket %s: first call = %+v, %v; want one tool call (id %q)", ticket, resp.Message, err, idPrefix+ticket)
 		}
 		first[ticket] = resp.Message
 	}
@@ -151,7 +143,8 @@ func TestReasoningDetailsSentBack(t *testing.T) {
 		req.Messages = append(req.Messages, m, openai.ChatCompletionMessage{Role: "tool", ToolCallID: m.ToolCalls[0].ID, Content: "=== a.py\nx = 1\n"})
 		resp, err := b.client.Chat(context.Background(), req)
 		if err != nil || resp.Message.Content != "done" {
-			t.Errorf("ticket %s: replay = %q, %v; want the turn sent back with its own reasoning_details", ticket, resp.Message.Content, err)
+			t.Errorf("ticket %s: replay = %q, %v; want %s", ticket, resp.Message.Content, err, what)
 		}
 	}
+	return first
 }
