@@ -16,7 +16,7 @@ func (d *Daemon) githubScan(ctx context.Context) {
 // runGitHub keeps the GitHub side going while the night runs: intake polls, the watch that
 // cancels tickets whose issue was closed, and publishing. The returned stop ends it and
 // publishes once more, so a ticket finished in the night's last minute is not left for the
-// next night.
+// next night; calls after the first do nothing.
 func (d *Daemon) runGitHub(ctx context.Context) (stop func()) {
 	if d.GitHub == nil {
 		return func() {}
@@ -25,11 +25,22 @@ func (d *Daemon) runGitHub(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.GitHub.Run(ctx) })
+	var once sync.Once
 	return func() {
-		cancel()
-		wg.Wait()
-		final, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer done()
-		d.GitHub.Publish(final)
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			final, done := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer done()
+			d.GitHub.Publish(final)
+		})
 	}
+}
+
+// githubFailing lists the GitHub operations whose last pass failed (nil without GitHub).
+func (d *Daemon) githubFailing() []string {
+	if d.GitHub == nil {
+		return nil
+	}
+	return d.GitHub.Failing()
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,56 @@ func TestCommitMessage(t *testing.T) {
 		if got := commitMessage(tt.ticket, out); got != tt.want {
 			t.Errorf("%s:\n got  %q\n want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestGitHubRefusalInNightOutcome: a night whose fix GitHub refuses to publish (a token
+// without "Pull requests: write") is not ok: its outcome is partial and says what GitHub
+// refused, where an operator reads it (ticketctl nights, the status page, the exit code),
+// not only on /metrics. The ticket is done, its branch pushed and kept.
+func TestGitHubRefusalInNightOutcome(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	fake := githubfake.New(t)
+	fake.NoPullWrite = true
+	remote := filepath.Join(t.TempDir(), "shop.git")
+	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	cfg.Intake = nil
+	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Hour, 15*time.Second
+	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
+	cfg.GitHub.Output.Enabled = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	fake.AddIssue("acme/shop", githubfake.Issue{Title: f.cases[0].Match, Body: "see title", Labels: []string{"ticketd"}, Author: "maintainer"})
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sync, err := github.New(cfg, func(string) string { return githubfake.Token }, st, log, github.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Config: cfg, Store: st, Logger: log, GitHub: sync}
+	rep, err := d.RunNight(ctx, "test")
+	if err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	if rep.Outcome != store.OutcomePartial || !strings.Contains(rep.Error, "GitHub refused") ||
+		!strings.Contains(rep.Error, "publish: ") || !strings.Contains(rep.Error, "Resource not accessible by personal access token") {
+		t.Errorf("night outcome %s (%q); want partial, naming the refused publish and GitHub's words", rep.Outcome, rep.Error)
+	}
+	list, _ := st.List(ctx, store.Filter{})
+	if len(list) != 1 || list[0].State != store.StateDone {
+		t.Fatalf("tickets = %+v; want the one done (GitHub's refusal is not the fix's)", list)
+	}
+	if n := fake.Count("POST", "/repos/acme/shop/pulls"); n == 0 {
+		t.Error("no pull request was tried: the refusal under test never happened")
 	}
 }

@@ -199,6 +199,7 @@ type nightEnding struct {
 	pausedLeft int      // their queued tickets
 	down       []string // endpoints still down at the end
 	notPushed  []string // push remotes that did not take the night's branches
+	github     []string // GitHub operations failing at the end ("publish: …"): see github.Syncer.Failing
 	unjudged   []string // fixes the night's whole suite could not judge: done, unpublished
 	// machine are what the machine failed (storage, the ticket database), outages when the
 	// database took no writes.
@@ -233,6 +234,9 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 	}
 	if len(e.notPushed) > 0 {
 		why = append(why, "branches not pushed (they stay in this machine's clone; the next night's start pushes the done tickets' again): "+strings.Join(e.notPushed, "; "))
+	}
+	if len(e.github) > 0 {
+		why = append(why, "GitHub refused the night's last passes (fixes may be unpublished or issues unread; each is retried at the next poll; /metrics ticketd_github_failing): "+strings.Join(e.github, "; "))
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"
@@ -316,7 +320,8 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	d.unpark(ctx, log, rep.Trigger)
 	d.pushLeftovers(ctx, log, healthy)
 	d.blameRedChecks(log, trees, checks, w)
-	defer d.runGitHub(workCtx)()
+	stopGitHub := d.runGitHub(workCtx)
+	defer stopGitHub()
 	// Baselines run beside the work: a repository's tickets are claimable as soon as its own
 	// baseline is ready. The preparation (for a second node waiting to join) ends with the
 	// last baseline.
@@ -374,7 +379,11 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	} else if ctx.Err() != nil {
 		rep.Stopped = fmt.Errorf("%w: %v", ErrShutdown, context.Cause(ctx))
 	}
+	// The last publishing pass comes before the ending is read: what GitHub still refuses
+	// then is what the night leaves unpublished.
+	stopGitHub()
 	*ending = w.ending(context.WithoutCancel(ctx), client)
+	ending.github = d.githubFailing()
 	return nil
 }
 

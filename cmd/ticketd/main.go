@@ -56,7 +56,8 @@ const onceExits = `Exit codes:
   3  the model endpoint kept the night from its tickets (preflight refused, or down for
      models.preflight_wait: outcome failed), or the night stopped early or left tickets
      unworked (outcome stopped or partial: endpoint down, out of quota, a systemic endpoint
-     failure, parked tickets, the window or dollar budget, a shutdown)`
+     failure, parked tickets, the window or dollar budget, a shutdown), or left work
+     undelivered (partial: a push remote or GitHub refused it)`
 
 var commands = []command{
 	{name: "demo", args: "[--dir DIR]", short: "an offline demo night with the scripted model (a test double)",

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,19 +15,35 @@ type opHealth struct {
 	mu       sync.Mutex
 	failures map[string]float64 // op -> passes that failed (not rate-limit pauses)
 	failing  map[string]bool    // op -> whether its last pass failed
+	lastErr  map[string]string  // op -> its last pass's error, while failing
 }
 
-// note records one pass of op: failed when it ended in an error that was not a pause.
-func (h *opHealth) note(op string, failed bool) {
+// note records one pass of op: err is nil when it worked, else the error (not a pause) it
+// ended in.
+func (h *opHealth) note(op string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failures == nil {
-		h.failures, h.failing = map[string]float64{}, map[string]bool{}
+		h.failures, h.failing, h.lastErr = map[string]float64{}, map[string]bool{}, map[string]string{}
 	}
-	if failed {
+	h.failing[op] = err != nil
+	delete(h.lastErr, op)
+	if err != nil {
 		h.failures[op]++
+		h.lastErr[op] = err.Error()
 	}
-	h.failing[op] = failed
+}
+
+// failingNow lists the operations whose last pass failed, "op: error", sorted.
+func (h *opHealth) failingNow() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for op, e := range h.lastErr {
+		out = append(out, op+": "+e)
+	}
+	slices.Sort(out)
+	return out
 }
 
 const (

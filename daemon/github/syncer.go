@@ -141,16 +141,22 @@ func (s *Syncer) Publish(ctx context.Context) {
 	}
 }
 
+// Failing lists the GitHub operations (scan, publish, review rounds, pull request checks,
+// watch) whose last pass failed for a reason other than a rate-limit pause, with its error:
+// "publish: open draft pull request …". The night's outcome says them, for an operator
+// who reads ticketctl, the status page or the exit code rather than /metrics.
+func (s *Syncer) Failing() []string { return s.health.failingNow() }
+
 // logErr logs how a pass of op ended and notes it for /metrics.
 func (s *Syncer) logErr(op string, err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 	case err == nil:
-		s.health.note(op, false)
+		s.health.note(op, nil)
 	case rateLimited(err):
 		s.Logger.Warn("github "+op+" paused", "err", err)
 	default:
-		s.health.note(op, true)
+		s.health.note(op, err)
 		s.Logger.Error("github "+op, "err", err)
 	}
 }

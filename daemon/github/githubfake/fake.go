@@ -53,6 +53,9 @@ type Server struct {
 	// NoDrafts makes the repositories private ones of a GitHub Free or Pro account: a draft
 	// pull request is refused with 422, as GitHub does there.
 	NoDrafts bool
+	// NoPullWrite makes the token a fine-grained one without "Pull requests: write": opening
+	// a pull request is refused with 403, as GitHub does.
+	NoPullWrite bool
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
 	App       bool
@@ -320,6 +323,11 @@ func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 		f.reply(w, r, 422, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"resource": "Issue",
 			"code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)"}},
 			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
+		return
+	}
+	if f.NoPullWrite {
+		f.reply(w, r, 403, map[string]any{"message": "Resource not accessible by personal access token",
+			"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "403"})
 		return
 	}
 	if in.Draft && f.NoDrafts {
