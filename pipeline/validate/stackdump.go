@@ -64,8 +64,10 @@ func isPython(pid int) bool {
 	return strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy")
 }
 
-// A frame of a fault handler's dump: `  File "PATH", line N in FUNC`.
-var dumpFrame = regexp.MustCompile(`^\s+File "([^"]+)", line (\d+) in (\S+)`)
+// A frame of a fault handler's dump: `  File "PATH", line N in FUNC`. The output is the
+// code under test's to write: a path with control characters or a name that is no Python
+// name (`<module>`, `<lambda>` and dotted ones are) is not read as a frame.
+var dumpFrame = regexp.MustCompile(`^\s+File "([^"\x00-\x1f\x7f]+)", line (\d{1,9}) in ([A-Za-z_<][A-Za-z0-9_.<>]*)$`)
 
 // frame is one line of a dumped stack.
 type frame struct {

@@ -127,6 +127,8 @@ Fatal Python error: Aborted
 Current thread 0x3 (most recent call first):
   File "/work/tree/x.py", line 9 in loop
 `, "x.py:9 in loop"},
+		{"an escape sequence in a path is no frame", "Current thread 0x1 (most recent call first):\n  File \"/work/tree/x\x1b[2J.py\", line 9 in loop\n", ""},
+		{"nor in a name", "Current thread 0x1 (most recent call first):\n  File \"/work/tree/y.py\", line 3 in <module>\n  File \"/work/tree/y.py\", line 9 in lo\x1b]0;op\n", "y.py:3 in <module>"},
 		{"outside the tree", `Current thread 0x1 (most recent call first):
   File "/work/tree-other/x.py", line 9 in loop
   File "/work/x.py", line 1 in y
