@@ -254,6 +254,33 @@ func TestEnsureNamesWhatTheWheelhouseLacks(t *testing.T) {
 	}
 }
 
+// A wheelhouse the sandbox does not show is what an operator meets first (it lives beside
+// the project, not under /usr): pip ignores the folder and then finds nothing, so the error
+// names the folder and sandbox_paths, not the distributions it would have held.
+func TestEnsureNamesAWheelhouseTheSandboxHides(t *testing.T) {
+	needVenv(t)
+	if testSandbox(t) != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox (apt-get install -y bubblewrap)")
+	}
+	t.Parallel()
+	bu := setup(t)
+	bu.b.ReadOnly = nil // as configured without sandbox_paths
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true})
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	for _, w := range []string{"pip could not see the wheelhouse " + bu.wheels, "sandbox_paths"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+		}
+	}
+	if strings.Contains(err.Error(), "add its wheel") {
+		t.Errorf("error %q blames the wheelhouse's content; the wheel is there", err)
+	}
+}
+
 // The causes diagnose recognises, as pip and compilers print them; nothing is said about an
 // output it does not recognise.
 func TestDiagnose(t *testing.T) {
@@ -270,6 +297,7 @@ func TestDiagnose(t *testing.T) {
 		{"network on, not blamed", "Failed to establish a new connection\n", true, ""},
 		{"a module missing", "ModuleNotFoundError: No module named 'flit_core'\n", false, "Python module flit_core is missing"},
 		{"a missing distribution, network on", "ERROR: No matching distribution found for poetry-core>=1.0.0\n", true, "pip found no distribution of poetry-core>=1.0.0: add its wheel"},
+		{"a wheelhouse that does not exist", "WARNING: Location '/nonexistent/wheels' is ignored: it is either a non-existing path or lacks a specific scheme.\nERROR: No matching distribution found for setuptools\n", false, "no such folder on this machine"},
 		{"unrecognised", "AssertionError: wrong\n", false, ""},
 	} {
 		got := diagnose(tc.output, tc.network)
