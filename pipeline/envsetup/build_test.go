@@ -281,6 +281,33 @@ func TestEnsureNamesAWheelhouseTheSandboxHides(t *testing.T) {
 	}
 }
 
+// ticketd as root runs a recipe as the checks' user, who cannot read a wheel only root may
+// (flit and hatchling write theirs 0600): the error names the file and the fix, not the
+// distribution.
+func TestEnsureNamesAWheelTheChecksUserCannotRead(t *testing.T) {
+	needVenv(t)
+	if os.Geteuid() != 0 || testSandbox(t) != sandbox.ModeBwrap {
+		t.Skip("needs root and the bwrap sandbox: the recipe runs as another user only then")
+	}
+	t.Parallel()
+	bu := setup(t)
+	wheel := writeWheel(t, bu.wheels, "dimfmt", "1.0", map[string]string{"__init__.py": ""})
+	if err := os.Chmod(wheel, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "dimfmt==1.0\n"})
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true})
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	for _, w := range []string{"could not read " + wheel, "chmod -R a+rX"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+		}
+	}
+}
+
 // The causes diagnose recognises, as pip and compilers print them; nothing is said about an
 // output it does not recognise.
 func TestDiagnose(t *testing.T) {
@@ -298,6 +325,7 @@ func TestDiagnose(t *testing.T) {
 		{"a module missing", "ModuleNotFoundError: No module named 'flit_core'\n", false, "Python module flit_core is missing"},
 		{"a missing distribution, network on", "ERROR: No matching distribution found for poetry-core>=1.0.0\n", true, "pip found no distribution of poetry-core>=1.0.0: add its wheel"},
 		{"a wheelhouse that does not exist", "WARNING: Location '/nonexistent/wheels' is ignored: it is either a non-existing path or lacks a specific scheme.\nERROR: No matching distribution found for setuptools\n", false, "no such folder on this machine"},
+		{"an unreadable wheel", "Processing /w/pytest_cov-7.0.0-py3-none-any.whl\nERROR: Could not install packages due to an OSError: [Errno 13] Permission denied: '/w/pytest_cov-7.0.0-py3-none-any.whl'\n", false, "could not read /w/pytest_cov-7.0.0-py3-none-any.whl"},
 		{"unrecognised", "AssertionError: wrong\n", false, ""},
 	} {
 		got := diagnose(tc.output, tc.network)

@@ -9,6 +9,7 @@ import (
 var (
 	noDistribution = regexp.MustCompile(`No matching distribution found for ([^\s]+)`)
 	ignoredLinks   = regexp.MustCompile(`Location '([^']+)' is ignored: it is either a non-existing path`)
+	permission     = regexp.MustCompile(`Permission denied: '([^']+)'`)
 	noModule       = regexp.MustCompile(`No module named '([^']+)'`)
 	noCompiler     = regexp.MustCompile(`command '[^']*(?:gcc|cc|clang|g\+\+|c\+\+)' failed|(?:gcc|cc|clang): (?:error trying to exec|No such file or directory)|unable to execute '[^']*(?:gcc|cc|clang)'|Python\.h: No such file or directory`)
 	noNetwork      = regexp.MustCompile(`Temporary failure in name resolution|Failed to establish a new connection|Network is unreachable|Could not resolve host|NewConnectionError`)
@@ -27,6 +28,12 @@ func diagnose(output string, network bool) string {
 		}
 		return "pip could not see the wheelhouse " + m + " (--find-links): no such folder on this machine either; build it there, " +
 			"or name the folder that holds the wheels (and add it to sandbox_paths, since the recipe runs in the sandbox)"
+	}
+	if m := lastMatch(permission, output); m != "" {
+		// ticketd as root runs the recipe as the checks' user; wheels that flit or
+		// hatchling built are written 0600, readable by root alone.
+		return "a command could not read " + m + ": the recipe runs as the checks' user (sandbox_user), not as ticketd's: " +
+			"make the wheelhouse readable by everyone (chmod -R a+rX on its folder)"
 	}
 	if m := lastMatch(noDistribution, output); m != "" {
 		what := "add its wheel to the wheelhouse the recipe's --find-links names (`pip download '" + m + "' -d WHEELHOUSE` where an index is reachable)"
