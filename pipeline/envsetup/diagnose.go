@@ -10,6 +10,7 @@ var (
 	noDistribution = regexp.MustCompile(`No matching distribution found for ([^\s]+)`)
 	ignoredLinks   = regexp.MustCompile(`Location '([^']+)' is ignored: it is either a non-existing path`)
 	permission     = regexp.MustCompile(`Permission denied: '([^']+)'`)
+	scmNoVersion   = regexp.MustCompile(`setuptools[-_]scm was unable to detect version`)
 	noModule       = regexp.MustCompile(`No module named '([^']+)'`)
 	noCompiler     = regexp.MustCompile(`command '[^']*(?:gcc|cc|clang|g\+\+|c\+\+)' failed|(?:gcc|cc|clang): (?:error trying to exec|No such file or directory)|unable to execute '[^']*(?:gcc|cc|clang)'|Python\.h: No such file or directory`)
 	noNetwork      = regexp.MustCompile(`Temporary failure in name resolution|Failed to establish a new connection|Network is unreachable|Could not resolve host|NewConnectionError`)
@@ -28,6 +29,12 @@ func diagnose(output string, network bool) string {
 		}
 		return "pip could not see the wheelhouse " + m + " (--find-links): no such folder on this machine either; build it there, " +
 			"or name the folder that holds the wheels (and add it to sandbox_paths, since the recipe runs in the sandbox)"
+	}
+	if scmNoVersion.MatchString(output) {
+		// setuptools-scm (hatch-vcs, too) reads the version from git, and the recipe runs in
+		// a copy of the base commit's files without .git.
+		return "setuptools-scm found no version: the recipe runs in a copy of the base commit without .git, so set one for it, " +
+			"e.g. `SETUPTOOLS_SCM_PRETEND_VERSION=0.0 \"$ENV/bin/pip\" install ...` (or export it in an earlier line of the same command)"
 	}
 	if m := lastMatch(permission, output); m != "" {
 		// ticketd as root runs the recipe as the checks' user; wheels that flit or
