@@ -75,7 +75,11 @@ func Check(ctx context.Context, cfg config.Config, log *slog.Logger) []CheckItem
 			if r.Setup != nil {
 				detail += "; their tools are looked for in the environment of repos." + name + ".setup, built at night (ticketctl envs)"
 			}
-			add("repos."+name+" ("+r.Path+")", repoCheck(ctx, name, r, checks, seen), detail)
+			reason := repoCheck(ctx, name, r, checks, seen)
+			if reason == "" {
+				reason = wheelhouseCheck(name, r, cfg)
+			}
+			add("repos."+name+" ("+r.Path+")", reason, detail)
 		}
 	}
 	for i, src := range cfg.Intake {

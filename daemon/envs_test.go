@@ -2,14 +2,18 @@ package daemon
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/envsetup/envtest"
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
@@ -262,5 +266,36 @@ func TestEnvToolOnlyInTheEnvironment(t *testing.T) {
 	if tk.State != store.StateDone {
 		events, _ := n.store.Events(context.Background(), tk.ID)
 		t.Fatalf("ticket %s (%s); want done with the environment's shinylint\nevents: %+v", tk.State, tk.Reason, events)
+	}
+}
+
+// An offline recipe's wheelhouse the sandbox does not show (the operator built it beside the
+// project and named no sandbox_paths) is said at start-up, with the fix, before the night
+// spends a build on it; no ticket is charged.
+func TestEnvWheelhouseHiddenFromTheSandbox(t *testing.T) {
+	t.Parallel()
+	cfg, r, wheels := bannerNight(t, "1.0", nil)
+	if cfg.Sandbox != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox (apt-get install -y bubblewrap)")
+	}
+	cfg.SandboxPaths = slices.DeleteFunc(cfg.SandboxPaths, func(p string) bool { return p == wheels })
+	st, err := OpenStore(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, err = d.RunNight(t.Context(), "test")
+	for _, want := range []string{"repos.banner.setup: the wheelhouse " + wheels, "add it to sandbox_paths"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("night: %v; want it to say %q", err, want)
+		}
+	}
+	tk := ticketByRepo(t, st, r.name)
+	if tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket %s after %d attempt(s); want queued, uncharged", tk.State, tk.Attempts)
+	}
+	if envs := environments(t, st); len(envs) != 0 {
+		t.Errorf("environments: %+v; want none built for a recipe refused at start-up", envs)
 	}
 }

@@ -129,6 +129,9 @@ func probeStartup(ctx context.Context, cfg config.Config, checks pipeline.CheckR
 		reason := box
 		if reason == "" {
 			reason = repoCheck(ctx, name, cfg.Repos[name], checks, seen)
+			if reason == "" {
+				reason = wheelhouseCheck(name, cfg.Repos[name], cfg)
+			}
 		}
 		if ctx.Err() != nil {
 			return startupProbe{err: context.Cause(ctx)}

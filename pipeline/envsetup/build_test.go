@@ -254,6 +254,85 @@ func TestEnsureNamesWhatTheWheelhouseLacks(t *testing.T) {
 	}
 }
 
+// A wheelhouse the sandbox does not show is what an operator meets first (it lives beside
+// the project, not under /usr): pip ignores the folder and then finds nothing, so the error
+// names the folder and sandbox_paths, not the distributions it would have held.
+func TestEnsureNamesAWheelhouseTheSandboxHides(t *testing.T) {
+	needVenv(t)
+	if testSandbox(t) != sandbox.ModeBwrap {
+		t.Skip("needs the bwrap sandbox (apt-get install -y bubblewrap)")
+	}
+	t.Parallel()
+	bu := setup(t)
+	bu.b.ReadOnly = nil // as configured without sandbox_paths
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "shinyfmt==1.0\n"})
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true})
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	for _, w := range []string{"pip could not see the wheelhouse " + bu.wheels, "sandbox_paths"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+		}
+	}
+	if strings.Contains(err.Error(), "add its wheel") {
+		t.Errorf("error %q blames the wheelhouse's content; the wheel is there", err)
+	}
+}
+
+// ticketd as root runs a recipe as the checks' user, who cannot read a wheel only root may
+// (flit and hatchling write theirs 0600): the error names the file and the fix, not the
+// distribution.
+func TestEnsureNamesAWheelTheChecksUserCannotRead(t *testing.T) {
+	needVenv(t)
+	if os.Geteuid() != 0 || testSandbox(t) != sandbox.ModeBwrap {
+		t.Skip("needs root and the bwrap sandbox: the recipe runs as another user only then")
+	}
+	t.Parallel()
+	bu := setup(t)
+	wheel := writeWheel(t, bu.wheels, "dimfmt", "1.0", map[string]string{"__init__.py": ""})
+	if err := os.Chmod(wheel, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := writeFixture(t, t.TempDir(), map[string]string{"requirements.txt": "dimfmt==1.0\n"})
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: bu.recipe(), NeedPython: true})
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	for _, w := range []string{"could not read " + wheel, "chmod -R a+rX"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\nlacks %q; pip said:\n%s", err, w, be.Output)
+		}
+	}
+}
+
+// A project versioned by setuptools-scm builds in a copy without .git: the error says to set
+// SETUPTOOLS_SCM_PRETEND_VERSION instead of leaving pip's traceback to be read.
+func TestEnsureNamesTheVersionSetuptoolsSCMCannotFind(t *testing.T) {
+	needVenv(t)
+	if _, err := run(t, venvPython, "-c", "import setuptools_scm"); err != nil {
+		t.Skip("needs setuptools-scm for " + venvPython + " (apt-get install -y python3-setuptools-scm)")
+	}
+	t.Parallel()
+	bu := setup(t)
+	src := writeFixture(t, t.TempDir(), map[string]string{
+		"pyproject.toml":  "[build-system]\nrequires = [\"setuptools\", \"setuptools_scm\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"app\"\ndynamic = [\"version\"]\n\n[tool.setuptools_scm]\n",
+		"app/__init__.py": "",
+	})
+	r := bu.recipe()
+	r.Commands[1] = `"$ENV/bin/python" -m pip install --no-index --no-build-isolation --no-deps -e .`
+	_, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r, NeedPython: true})
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	if !strings.Contains(err.Error(), "SETUPTOOLS_SCM_PRETEND_VERSION=") {
+		t.Errorf("error %q\ndoes not say to set SETUPTOOLS_SCM_PRETEND_VERSION; pip said:\n%s", err, be.Output)
+	}
+}
+
 // The causes diagnose recognises, as pip and compilers print them; nothing is said about an
 // output it does not recognise.
 func TestDiagnose(t *testing.T) {
@@ -270,6 +349,9 @@ func TestDiagnose(t *testing.T) {
 		{"network on, not blamed", "Failed to establish a new connection\n", true, ""},
 		{"a module missing", "ModuleNotFoundError: No module named 'flit_core'\n", false, "Python module flit_core is missing"},
 		{"a missing distribution, network on", "ERROR: No matching distribution found for poetry-core>=1.0.0\n", true, "pip found no distribution of poetry-core>=1.0.0: add its wheel"},
+		{"a wheelhouse that does not exist", "WARNING: Location '/nonexistent/wheels' is ignored: it is either a non-existing path or lacks a specific scheme.\nERROR: No matching distribution found for setuptools\n", false, "no such folder on this machine"},
+		{"an unreadable wheel", "Processing /w/pytest_cov-7.0.0-py3-none-any.whl\nERROR: Could not install packages due to an OSError: [Errno 13] Permission denied: '/w/pytest_cov-7.0.0-py3-none-any.whl'\n", false, "could not read /w/pytest_cov-7.0.0-py3-none-any.whl"},
+		{"setuptools-scm without git", "      LookupError: setuptools-scm was unable to detect version for /w/app.src.\n", false, "SETUPTOOLS_SCM_PRETEND_VERSION="},
 		{"unrecognised", "AssertionError: wrong\n", false, ""},
 	} {
 		got := diagnose(tc.output, tc.network)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -194,5 +195,20 @@ func TestKeyFollowsIncludes(t *testing.T) {
 				t.Errorf("after changing the included %s: key %s, was %s (%v); want a new key", tc.changed, k1, k0, err)
 			}
 		})
+	}
+}
+
+// The wheelhouses a recipe names are its absolute --find-links folders, in each spelling pip
+// takes; relative folders, URLs and paths with shell variables are not.
+func TestFindLinks(t *testing.T) {
+	t.Parallel()
+	r := Recipe{Commands: []string{
+		`"$ENV/bin/pip" install --no-index --find-links /srv/wheels -e ".[test]"`,
+		`"$ENV/bin/pip" install --find-links="/srv/more/" -f /srv/wheels -f/opt/w pytest`,
+		`pip install -f file:///mnt/w -f wheels -f https://example.invalid/w --find-links "$HOME/w" x`,
+	}}
+	got := strings.Join(r.FindLinks(), " ")
+	if want := "/srv/wheels /srv/more /opt/w /mnt/w"; got != want {
+		t.Errorf("FindLinks() = %q; want %q", got, want)
 	}
 }

@@ -1,12 +1,16 @@
 package envsetup
 
 import (
+	"os"
 	"regexp"
 	"strings"
 )
 
 var (
 	noDistribution = regexp.MustCompile(`No matching distribution found for ([^\s]+)`)
+	ignoredLinks   = regexp.MustCompile(`Location '([^']+)' is ignored: it is either a non-existing path`)
+	permission     = regexp.MustCompile(`Permission denied: '([^']+)'`)
+	scmNoVersion   = regexp.MustCompile(`setuptools[-_]scm was unable to detect version`)
 	noModule       = regexp.MustCompile(`No module named '([^']+)'`)
 	noCompiler     = regexp.MustCompile(`command '[^']*(?:gcc|cc|clang|g\+\+|c\+\+)' failed|(?:gcc|cc|clang): (?:error trying to exec|No such file or directory)|unable to execute '[^']*(?:gcc|cc|clang)'|Python\.h: No such file or directory`)
 	noNetwork      = regexp.MustCompile(`Temporary failure in name resolution|Failed to establish a new connection|Network is unreachable|Could not resolve host|NewConnectionError`)
@@ -16,6 +20,28 @@ var (
 // what to do, "" when it recognises none. The names it quotes come from the output, which
 // the repository controls: they are cut short and only ever shown to the operator.
 func diagnose(output string, network bool) string {
+	// pip goes on without a --find-links folder it cannot see, and then finds nothing: the
+	// folder is the cause, not the distributions it would have held.
+	if m := lastMatch(ignoredLinks, output); m != "" {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+			return "pip could not see the wheelhouse " + m + " (--find-links): it exists on this machine, but the recipe runs in the sandbox, " +
+				"which shows only the system's folders: add it to sandbox_paths (bound read-only into setup and the checks)"
+		}
+		return "pip could not see the wheelhouse " + m + " (--find-links): no such folder on this machine either; build it there, " +
+			"or name the folder that holds the wheels (and add it to sandbox_paths, since the recipe runs in the sandbox)"
+	}
+	if scmNoVersion.MatchString(output) {
+		// setuptools-scm (hatch-vcs, too) reads the version from git, and the recipe runs in
+		// a copy of the base commit's files without .git.
+		return "setuptools-scm found no version: the recipe runs in a copy of the base commit without .git, so set one for it, " +
+			"e.g. `SETUPTOOLS_SCM_PRETEND_VERSION=0.0 \"$ENV/bin/pip\" install ...` (or export it in an earlier line of the same command)"
+	}
+	if m := lastMatch(permission, output); m != "" {
+		// ticketd as root runs the recipe as the checks' user; wheels that flit or
+		// hatchling built are written 0600, readable by root alone.
+		return "a command could not read " + m + ": the recipe runs as the checks' user (sandbox_user), not as ticketd's: " +
+			"make the wheelhouse readable by everyone (chmod -R a+rX on its folder)"
+	}
 	if m := lastMatch(noDistribution, output); m != "" {
 		what := "add its wheel to the wheelhouse the recipe's --find-links names (`pip download '" + m + "' -d WHEELHOUSE` where an index is reachable)"
 		if !network {

@@ -134,3 +134,33 @@ func includeArgs(words []string) []string {
 	}
 	return out
 }
+
+// FindLinks are the local folders the recipe's commands hand pip with --find-links (-f),
+// absolute paths only (a file:// URL as its path): the wheelhouse an offline recipe
+// installs from, which the sandbox must show. A relative folder is the checkout's, a URL an
+// index's, a path with a shell variable the recipe's own: none of them is returned.
+func (r Recipe) FindLinks() []string {
+	var out []string
+	for _, c := range r.Commands {
+		words := strings.Fields(c)
+		for i := 0; i < len(words); i++ {
+			w, arg := words[i], ""
+			switch {
+			case (w == "--find-links" || w == "-f") && i+1 < len(words):
+				i++
+				arg = words[i]
+			case strings.HasPrefix(w, "--find-links="):
+				arg = strings.TrimPrefix(w, "--find-links=")
+			case strings.HasPrefix(w, "-f") && len(w) > 2 && w[2] != '-':
+				arg = w[2:]
+			default:
+				continue
+			}
+			arg = strings.TrimPrefix(strings.Trim(arg, `"'`), "file://")
+			if path.IsAbs(arg) && !strings.Contains(arg, "$") && !slices.Contains(out, path.Clean(arg)) {
+				out = append(out, path.Clean(arg))
+			}
+		}
+	}
+	return out
+}

@@ -154,6 +154,7 @@ func roundConfig(base config.Config, root string, cases []caseset.Case, scripted
 			Path:    filepath.Join(root, "repos", k.Name),
 			BaseRef: "main",
 			Checks:  checks,
+			Setup:   k.Setup,
 		}
 	}
 	c.Models.Endpoints = map[string]model.Endpoint{}

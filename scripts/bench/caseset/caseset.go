@@ -25,6 +25,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
@@ -91,6 +92,10 @@ type Case struct {
 	// with, as the project's own instructions would set them up (PYTHONPATH=src for a src/
 	// layout meant to be installed). The pipeline never sees it.
 	TestEnv []string
+	// Setup, when case.yaml sets it, is the repository's environment recipe
+	// (repos.<name>.setup, docs/environments.md): the night builds it and runs the checks in
+	// it. The judge does not use it (test_env says how the judge runs).
+	Setup *envsetup.Recipe
 	// Companions are more issues against the same repository (companions.go).
 	Companions []Companion
 	// companionSpecs are case.yaml's, read once the patches are.
@@ -108,6 +113,7 @@ type caseFile struct {
 	Checks            []validate.Check  `yaml:"checks"`
 	BaseFailures      []string          `yaml:"base_failures"`
 	TestEnv           map[string]string `yaml:"test_env"`
+	Setup             *envsetup.Recipe  `yaml:"setup"`
 	Companions        []companionSpec   `yaml:"companions"`
 }
 
@@ -177,6 +183,12 @@ func (c *Case) loadCaseFile() error {
 	c.Difficulty, c.Scripted, c.HiddenTestCommand = cf.Difficulty, cf.Scripted, cf.HiddenTestCommand
 	c.FailToPass, c.PassToPass, c.Checks, c.BaseFailures = cf.FailToPass, cf.PassToPass, cf.Checks, cf.BaseFailures
 	c.companionSpecs = cf.Companions
+	if cf.Setup != nil {
+		if err := cf.Setup.Validate(); err != nil {
+			return c.bad("case.yaml", "setup: %v", err)
+		}
+		c.Setup = cf.Setup
+	}
 	for _, name := range slices.Sorted(maps.Keys(cf.TestEnv)) {
 		if !envNameRe.MatchString(name) {
 			return c.bad("case.yaml", "test_env: %q is not an environment variable name", name)
