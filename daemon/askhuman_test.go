@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
 	"github.com/ticketd/ticketd/daemon/github/githubfake"
 	"github.com/ticketd/ticketd/pipeline"
@@ -138,12 +137,7 @@ func TestGitHubQuestionNight(t *testing.T) {
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 5})
 	cfg := f.config(t, url, 1)
 	fake := githubfake.New(t)
-	remote := filepath.Join(t.TempDir(), "shop.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
-	cfg.Intake = nil
-	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Second, 50*time.Millisecond
-	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
-	cfg.GitHub.Output.Enabled = true
+	useGitHub(t, &cfg, fake, time.Second, 50*time.Millisecond)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -34,13 +34,8 @@ func TestGitHubNight(t *testing.T) {
 	hold := holdRole(t, url, "checker", "")
 	cfg := f.config(t, hold.URL, 2)
 	fake := githubfake.New(t)
-	remote := filepath.Join(t.TempDir(), "shop.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
-	cfg.Intake = nil
 	cfg.Night.Lease, cfg.Night.Heartbeat = 5*time.Second, 50*time.Millisecond
-	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Second, 50*time.Millisecond
-	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
-	cfg.GitHub.Output.Enabled = true
+	remote := useGitHub(t, &cfg, fake, time.Second, 50*time.Millisecond)
 	// The held requests are the checker's first: the second must not wait the default 20 s
 	// for the first's answer (the prompt-cache warm-up gate) before it is held too.
 	cfg.Models.WarmupWait = 200 * time.Millisecond
@@ -192,12 +187,7 @@ func TestGitHubRefusalInNightOutcome(t *testing.T) {
 	cfg := f.config(t, url, 1)
 	fake := githubfake.New(t)
 	fake.NoPullWrite = true
-	remote := filepath.Join(t.TempDir(), "shop.git")
-	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
-	cfg.Intake = nil
-	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), time.Hour, 15*time.Second
-	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
-	cfg.GitHub.Output.Enabled = true
+	useGitHub(t, &cfg, fake, time.Hour, 15*time.Second)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -228,4 +218,17 @@ func TestGitHubRefusalInNightOutcome(t *testing.T) {
 	if n := fake.Count("POST", "/repos/acme/shop/pulls"); n == 0 {
 		t.Error("no pull request was tried: the refusal under test never happened")
 	}
+}
+
+// useGitHub points cfg at fake's acme/shop instead of the intake folder, publishing to a new
+// bare remote (returned), with the given poll and watch intervals.
+func useGitHub(t *testing.T, cfg *config.Config, fake *githubfake.Server, poll, watch time.Duration) (remote string) {
+	t.Helper()
+	remote = filepath.Join(t.TempDir(), "shop.git")
+	git(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	cfg.Intake = nil
+	cfg.GitHub.APIURL, cfg.GitHub.Poll, cfg.GitHub.Watch = fake.URL(), poll, watch
+	cfg.GitHub.Repos = []config.GitHubRepo{{Name: "acme/shop", Repo: "shop", Label: "ticketd", PushURL: remote}}
+	cfg.GitHub.Output.Enabled = true
+	return remote
 }
