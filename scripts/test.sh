@@ -21,6 +21,8 @@ need_python_tool ensurepip python3-venv
 need_python_tool pip python3-pip
 need_python_tool setuptools python3-setuptools
 need_python_tool wheel python3-wheel
+# A recipe's setuptools-scm build without .git (pipeline/envsetup's diagnosis of it).
+need_python_tool setuptools_scm python3-setuptools-scm
 # The validators' sandbox (pipeline/sandbox) and its tests need bubblewrap.
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # Headless Chromium renders the status page in daemon/status's test.
