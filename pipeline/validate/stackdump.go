@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,19 +33,39 @@ const dumpGrace = 2 * time.Second
 // worktree; one whose limit cannot be set is not signalled), and returns how many it
 // signalled. Other processes are left to the kill that follows.
 func abortPythons(pid int) int {
+	procs := descendants(pid)
+	// pid is the check's own process, ours until we wait for it: its parent is us.
+	listed := map[int]bool{os.Getpid(): true}
+	for _, p := range procs {
+		listed[p] = true
+	}
 	n := 0
-	for _, p := range descendants(pid) {
-		if !isPython(p) {
-			continue
-		}
-		if err := unix.Prlimit(p, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
-			continue
-		}
-		if syscall.Kill(p, syscall.SIGABRT) == nil {
+	for _, p := range procs {
+		if abortPython(p, listed) {
 			n++
 		}
 	}
 	return n
+}
+
+// abortPython aborts p, one of the processes listed, if it is still that process: a
+// process that ended after the listing may have left its pid to one of another user's
+// programs, which must not get the signal. The signal goes through a pidfd opened before p
+// is checked (its parent still one of the listed, and a Python), so it reaches the process
+// that was checked or none.
+func abortPython(p int, listed map[int]bool) bool {
+	fd, err := unix.PidfdOpen(p, 0)
+	if err != nil {
+		return false // gone already, or a kernel before 5.3: the kill that follows stops it
+	}
+	defer unix.Close(fd)
+	if parent, ok := parentOf(p); !ok || !listed[parent] || !isPython(p) {
+		return false
+	}
+	if err := unix.Prlimit(p, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
+		return false
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGABRT, nil, 0) == nil
 }
 
 // isPython reports whether pid runs a Python interpreter: its executable's name, or, where

@@ -1,13 +1,17 @@
 package validate
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -301,6 +305,53 @@ func TestHungTest(t *testing.T) {
 			rel, line, fn, ok := hungTest(tt.output, dir)
 			if rel != tt.rel || line != tt.line || fn != tt.fn || ok != tt.ok {
 				t.Errorf("hungTest = %q, %d, %q, %v; want %q, %d, %q, %v", rel, line, fn, ok, tt.rel, tt.line, tt.fn, tt.ok)
+			}
+		})
+	}
+}
+
+// TestAbortPythonOnlyListed: a process is aborted only while it is still the one listed:
+// its parent one of the listed processes, and a Python. A pid whose process ended after the
+// listing and was reused by another program's (here: a parent not listed) is left alone.
+func TestAbortPythonOnlyListed(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed (apt-get install python3)")
+	}
+	tests := []struct {
+		name      string
+		listed    func(self int) map[int]bool
+		wantAbort bool
+	}{
+		{name: "its parent is listed", listed: func(self int) map[int]bool { return map[int]bool{self: true} }, wantAbort: true},
+		{name: "its parent is not: the pid was reused", listed: func(int) map[int]bool { return map[int]bool{1: true} }},
+		{name: "nothing listed", listed: func(int) map[int]bool { return map[int]bool{} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(py, "-c", "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(600)")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // it runs Python now
+				t.Fatal(err)
+			}
+			got := abortPython(cmd.Process.Pid, tt.listed(os.Getpid()))
+			if got != tt.wantAbort {
+				t.Fatalf("abortPython = %v, want %v", got, tt.wantAbort)
+			}
+			if !tt.wantAbort {
+				return
+			}
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGABRT {
+				t.Errorf("the process ended with %v, want SIGABRT", err)
 			}
 		})
 	}
