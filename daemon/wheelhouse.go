@@ -2,47 +2,76 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // wheelhouseCheck says why the offline recipe of repository name cannot read a wheelhouse
-// its commands name (--find-links), "" when it can: the folder exists, the sandbox shows it
-// (a system folder or sandbox_paths), and, as root, the checks' user the recipe runs as
-// may read its wheels. Said at start-up, before a night spends a build on it; a recipe with
-// the network may fall back to its index and is not refused.
+// its pip installs from (envsetup.Recipe.Wheelhouses: --find-links, PIP_FIND_LINKS, pip's
+// configuration), "" when it can: the folder exists, the sandbox shows it (a system folder
+// or sandbox_paths), and, as root, the checks' user the recipe runs as may read its wheels.
+// Said at start-up, before a night spends a build on it; a recipe with the network may fall
+// back to its index and is not refused.
 func wheelhouseCheck(name string, r config.Repo, cfg config.Config) string {
 	if r.Setup == nil || r.Setup.Network {
 		return ""
 	}
+	houses := r.Setup.Wheelhouses(os.Getenv, readPipConfig)
 	var probs []string
-	for _, dir := range r.Setup.FindLinks() {
-		fi, err := os.Stat(dir)
-		if err != nil || !fi.IsDir() {
-			probs = append(probs, fmt.Sprintf("the wheelhouse %s (--find-links) is not a folder on this machine (%s): build it there or fix the path", dir, statProblem(fi, err)))
-			continue
-		}
-		if cfg.Sandbox == sandbox.ModeNone {
-			continue
-		}
-		if !under(dir, sandbox.SystemPaths) && !under(dir, cfg.SandboxPaths) {
-			probs = append(probs, fmt.Sprintf("the wheelhouse %s (--find-links) is hidden from the sandbox the recipe runs in: add it to sandbox_paths", dir))
-			continue
-		}
-		if os.Geteuid() == 0 {
-			if f := unreadable(dir); f != "" {
-				probs = append(probs, fmt.Sprintf("the wheelhouse %s holds %s, which the checks' user the recipe runs as cannot read: chmod -R a+rX %s", dir, f, dir))
-			}
+	for _, w := range houses {
+		if p := wheelhouseProblem(w, cfg); p != "" {
+			probs = append(probs, p)
 		}
 	}
-	if len(probs) == 0 {
+	// pip passes over a folder its environment or configuration names that it cannot read:
+	// only when none of them can be read does an offline build go without its wheels.
+	named := len(houses) > 0 && houses[0].From == "--find-links"
+	if len(probs) == 0 || !named && len(probs) < len(houses) {
 		return ""
 	}
 	return fmt.Sprintf("repos.%s.setup: %s", name, strings.Join(probs, "; "))
+}
+
+// wheelhouseProblem says why the recipe cannot read wheelhouse w, "" when it can.
+func wheelhouseProblem(w envsetup.Wheelhouse, cfg config.Config) string {
+	dir := w.Dir
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Sprintf("the wheelhouse %s (%s) is not a folder on this machine (%s): build it there or fix the path", dir, w.From, statProblem(fi, err))
+	}
+	if cfg.Sandbox == sandbox.ModeNone {
+		return ""
+	}
+	if !under(dir, sandbox.SystemPaths) && !under(dir, cfg.SandboxPaths) {
+		return fmt.Sprintf("the wheelhouse %s (%s) is hidden from the sandbox the recipe runs in: add it to sandbox_paths", dir, w.From)
+	}
+	if os.Geteuid() == 0 {
+		if f := unreadable(dir); f != "" {
+			return fmt.Sprintf("the wheelhouse %s holds %s, which the checks' user the recipe runs as cannot read: chmod -R a+rX %s", dir, f, dir)
+		}
+	}
+	return ""
+}
+
+// readPipConfig reads a pip configuration file for Wheelhouses: a regular file only (the
+// machine's /etc/pip.conf could be anything), its first 64 KiB.
+func readPipConfig(name string) ([]byte, error) {
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<10))
 }
 
 // under reports whether p is one of roots or inside one.

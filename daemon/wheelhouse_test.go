@@ -60,6 +60,28 @@ func TestWheelhouseCheck(t *testing.T) {
 			t.Errorf("%s: %q does not name the recipe", tc.name, got)
 		}
 	}
+	// Without --find-links of its own, the recipe's pip reads the folders of its
+	// configuration (here PIP_CONFIG_FILE, set in the command) and passes over those it
+	// cannot read: the build goes without wheels only when it can read none of them.
+	conf := filepath.Join(dir, "pip.conf")
+	if err := os.WriteFile(conf, []byte("[global]\nfind-links =\n    "+wheels+"\n    "+filepath.Join(dir, "gone")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	configured := &envsetup.Recipe{Commands: []string{`"$PYTHON" -m venv "$ENV"`,
+		`PIP_CONFIG_FILE=` + conf + ` "$ENV/bin/pip" install --no-index -e ".[test]"`}}
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"one of the configured folders is readable", []string{dir}, ""},
+		{"none is", nil, "the wheelhouse " + wheels + " (find-links in " + conf + ") is hidden from the sandbox the recipe runs in: add it to sandbox_paths; the wheelhouse " + filepath.Join(dir, "gone") + " (find-links in " + conf + ") is not a folder on this machine"},
+	} {
+		got := wheelhouseCheck("app", config.Repo{Setup: configured}, config.Config{Sandbox: sandbox.ModeBwrap, SandboxPaths: tc.paths})
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("configured, %s: wheelhouseCheck = %q; want it to say %q", tc.name, got, tc.want)
+		}
+	}
 	t.Run("unreadable wheel", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("only ticketd as root runs the recipe as another user")
