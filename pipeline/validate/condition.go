@@ -202,9 +202,17 @@ func hungTestCondition(dir string, c Check, r Result, tests *discover.Tests) (Co
 	if !ok || slices.Contains(c.ExtraArgs, id) {
 		return Condition{}, false
 	}
+	also := ""
+	if twins := prefixTwins(src, idPath, id); len(twins) > 0 {
+		named := twins[:min(len(twins), maxTwinsNamed)]
+		also = fmt.Sprintf(", and with it %s, whose ids begin with its id (pytest's --deselect matches the beginning)", strings.Join(named, ", "))
+		if len(twins) > len(named) {
+			also += fmt.Sprintf(" and %d more", len(twins)-len(named))
+		}
+	}
 	return Condition{Args: []string{"--deselect", id}, Notes: []string{fmt.Sprintf(
-		"%s never ended at the base commit (the check %s): the check runs without it (--deselect %s); fix that test, or leave it out in the check's command to say so",
-		id, firstLine(r.Summary), id)}}, true
+		"%s never ended at the base commit (the check %s): the check runs without it (--deselect %s)%s; fix that test, or leave it out in the check's command to say so",
+		id, firstLine(r.Summary), id, also)}}, true
 }
 
 var (

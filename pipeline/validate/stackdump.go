@@ -197,6 +197,30 @@ func worktreeFile(path, dir string) (string, bool) {
 }
 
 // classLine is a class statement: its name.
+// defLine is a function's def line, its leading space trimmed.
+var defLine = regexp.MustCompile(`^(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\(`)
+
+// maxTwinsNamed bounds the tests prefixTwins names in a note.
+const maxTwinsNamed = 5
+
+// prefixTwins are the other tests of the file src (rel, as in node ids) whose node ids begin
+// with id: pytest's --deselect leaves out every test whose id starts with the one given, so
+// deselecting test_x leaves out test_x_more too. Read as testNodeID reads.
+func prefixTwins(src []byte, rel, id string) []string {
+	fn := id[strings.LastIndex(id, "::")+2:]
+	var out []string
+	for i, l := range strings.Split(string(src), "\n") {
+		m := defLine.FindStringSubmatch(strings.TrimLeft(l, " \t"))
+		if m == nil || m[1] == fn || !strings.HasPrefix(m[1], fn) {
+			continue // only a def whose name begins with the test's may match
+		}
+		if other, ok := testNodeID(src, rel, i+1, m[1]); ok && other != id && strings.HasPrefix(other, id) && !slices.Contains(out, other) {
+			out = append(out, other)
+		}
+	}
+	return out
+}
+
 var classLine = regexp.MustCompile(`^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*[(:]`)
 
 // testNodeID is pytest's node id of the test function fn, whose body holds line of file

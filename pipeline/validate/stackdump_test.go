@@ -181,6 +181,9 @@ class TestSpin:
         def test_spin(self):
             spin(0)
 
+        def test_spin_twice(self):  # pytest's --deselect of test_spin leaves it out too
+            assert True
+
     def test_also_fine(self):
         assert True
 `,
@@ -209,7 +212,8 @@ class TestSpin:
 	if got.Condition == nil || !slices.Equal(got.Condition.Args, []string{"--deselect", id}) {
 		t.Fatalf("condition %+v, want --deselect %s; result %s\n%s", got.Condition, id, got.Summary, got.Output)
 	}
-	if got.TimedOut || !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), id+" never ended at the base commit") {
+	if got.TimedOut || !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), id+" never ended at the base commit") ||
+		!strings.Contains(strings.Join(got.Notes, "\n"), "and with it "+id+"_twice, whose ids begin with its id") {
 		t.Errorf("adapted run: timed out %v, passed %v, %d tests (%s), notes %q; want 2 passed with a note", got.TimedOut, got.Passed, got.Tests, got.Summary, got.Notes)
 	}
 	if ps := Health([]Result{got}); len(ps) != 0 {
@@ -354,5 +358,52 @@ func TestAbortPythonOnlyListed(t *testing.T) {
 				t.Errorf("the process ended with %v, want SIGABRT", err)
 			}
 		})
+	}
+}
+
+// TestPrefixTwins: the tests a --deselect of one node id leaves out besides it, since pytest
+// matches the beginning of the id.
+func TestPrefixTwins(t *testing.T) {
+	t.Parallel()
+	const src = `def test_x():
+    pass
+
+
+def test_x_more():
+    def test_x_inner():
+        pass
+
+
+async def test_xy():
+    pass
+
+
+def test_other():
+    pass
+
+
+class TestC:
+    def test_x_in_class(self):
+        pass
+
+    def test_y(self):
+        pass
+
+    def test_y2(self):
+        pass
+`
+	tests := []struct {
+		id   string
+		want []string
+	}{
+		{"t.py::test_x", []string{"t.py::test_x_more", "t.py::test_xy"}},
+		{"t.py::test_other", nil},
+		{"t.py::TestC::test_y", []string{"t.py::TestC::test_y2"}},
+		{"t.py::TestC::test_y2", nil},
+	}
+	for _, tt := range tests {
+		if got := prefixTwins([]byte(src), "t.py", tt.id); !slices.Equal(got, tt.want) {
+			t.Errorf("prefixTwins(%s) = %q; want %q", tt.id, got, tt.want)
+		}
 	}
 }
