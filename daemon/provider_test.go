@@ -391,6 +391,11 @@ func TestEndpointDiesMidNight(t *testing.T) {
 	cfg := shapedConfig(t, 4, s, func(c *config.Config) {
 		c.Night.Workers = 2
 		c.Night.Lease = time.Hour // heartbeats follow the test's clock
+		// The window closes by moving the test's clock past it, and an attempt's wall-clock
+		// budget (5 minutes) follows the same clock: a longer window would blow the running
+		// attempt's budget in the same jump, and that attempt would be charged for it. (The
+		// machine's clock measures elapsed time on its monotonic reading: no such jump.)
+		c.Night.Window = time.Minute
 		c.Night.MaxTransportReleases = 2
 		c.Models.Retry.MaxRetries = 2
 		c.Models.Breaker = model.BreakerConfig{Failures: 4, ProbeBase: 300 * time.Millisecond, ProbeMax: 600 * time.Millisecond}
