@@ -416,15 +416,18 @@ func (f *Server) user(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"login": f.BotLogin, "id": 1, "type": "User"})
 }
 
-// graphql answers the queries ticketd sends: { viewer { login } }, for any token, and a pull
-// request's reviewThreads (variables owner, name, number).
+// graphql answers the queries ticketd sends: { viewer { login } }, for any token, a pull
+// request's reviewThreads (variables owner, name, number, cursor) and a review thread's
+// comments by its node id (variables id, cursor), paginated as GitHub's connections are.
 func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Query     string `json:"query"`
 		Variables struct {
-			Owner  string `json:"owner"`
-			Name   string `json:"name"`
-			Number int    `json:"number"`
+			Owner  string  `json:"owner"`
+			Name   string  `json:"name"`
+			Number int     `json:"number"`
+			ID     string  `json:"id"`
+			Cursor *string `json:"cursor"`
 		} `json:"variables"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
@@ -433,13 +436,22 @@ func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	v := in.Variables
+	var answer map[string]any
+	var err error
 	switch {
 	case strings.Contains(in.Query, "reviewThreads"):
-		f.reply(w, r, 200, f.reviewThreadsJSON(in.Variables.Owner, in.Variables.Name, in.Variables.Number))
+		answer, err = f.reviewThreadsJSON(in.Query, v.Owner, v.Name, v.Number, v.Cursor)
+	case strings.Contains(in.Query, "node(id:"):
+		answer, err = f.threadCommentsJSON(in.Query, v.ID, v.Cursor)
 	case strings.Contains(in.Query, "viewer"):
-		f.reply(w, r, 200, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}})
+		answer = map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}}
 	default:
-		// GitHub answers 200 with errors for a query it cannot run.
-		f.reply(w, r, 200, map[string]any{"errors": []map[string]any{{"message": "the fake serves viewer and reviewThreads only"}}})
+		err = fmt.Errorf("the fake serves viewer, reviewThreads and a review thread's comments only")
 	}
+	if err != nil {
+		// GitHub answers 200 with errors for a query it cannot run.
+		answer = map[string]any{"data": nil, "errors": []map[string]any{{"message": err.Error()}}}
+	}
+	f.reply(w, r, 200, answer)
 }
