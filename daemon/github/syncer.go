@@ -141,6 +141,15 @@ func (s *Syncer) Publish(ctx context.Context) {
 	}
 }
 
+// RetryRefused makes the next publishing pass ask GitHub again at once for every write it
+// refused for a reason a human must remove (held back until then, see Publisher.held):
+// the daemon calls it when a night starts.
+func (s *Syncer) RetryRefused() {
+	if s.Publisher != nil {
+		s.Publisher.RetryRefused()
+	}
+}
+
 // Failing lists the GitHub operations (scan, publish, review rounds, pull request checks,
 // watch) whose last pass failed for a reason other than a rate-limit pause, with its error:
 // "publish: open draft pull request …". The night's outcome says them, for an operator
