@@ -61,10 +61,11 @@ type Publisher struct {
 	CIWatch      bool
 	Head         func(ctx context.Context, dir, branch string) (string, error)
 
-	mu      sync.Mutex
-	bases   map[string]string // repo -> default branch
-	authors *authorGate       // who may ask a round, made on first use
-	refused refusals          // writes GitHub refused, held back for a while
+	mu       sync.Mutex
+	bases    map[string]string // repo -> default branch
+	authors  *authorGate       // who may ask a round, made on first use
+	refused  refusals          // writes GitHub refused, held back for a while
+	prunedAt time.Time         // the last PruneReleased pass that ended well
 }
 
 // RetryRefused forgets the writes GitHub refused for a reason a human must remove: the

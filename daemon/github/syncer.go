@@ -131,6 +131,10 @@ func (s *Syncer) Publish(ctx context.Context) {
 		if s.Publisher.CIWatch {
 			cerr = s.Publisher.WatchCI(ctx)
 		}
+		// Housekeeping: a failure is logged, and the night's outcome does not turn on it.
+		if _, perr := s.Publisher.PruneReleased(ctx); perr != nil && !errors.Is(perr, context.Canceled) {
+			s.Logger.Warn("github prune released branches", "err", perr)
+		}
 	}); lerr != nil {
 		err = lerr
 	}

@@ -59,8 +59,9 @@ type Server struct {
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
 	App       bool
-	pulls     map[string]*pullState // "owner/name#n" -> reviews, threads, requested reviewers
-	checkRuns map[string][]CheckRun // "owner/name@sha"
+	pulls     map[string]*pullState        // "owner/name#n" -> reviews, threads, requested reviewers
+	branches  map[string]map[string]string // "owner/name" -> branch -> commit
+	checkRuns map[string][]CheckRun        // "owner/name@sha"
 	statuses  map[string][]Status
 	nextID    int64
 	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
@@ -85,7 +86,7 @@ func New(t testing.TB) *Server {
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
 		Comments: map[string][]map[string]any{}, RateRemaining: 5000, GraphQLRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
 		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second),
-		pulls: map[string]*pullState{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
+		pulls: map[string]*pullState{}, branches: map[string]map[string]string{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
@@ -95,6 +96,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /repos/{o}/{r}/pulls", f.createPull)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}/comments", f.listComments)
 	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
+	mux.HandleFunc("GET /repos/{o}/{r}/git/matching-refs/{ref...}", f.matchingRefs)
+	mux.HandleFunc("DELETE /repos/{o}/{r}/git/refs/{ref...}", f.deleteRef)
 	mux.HandleFunc("GET /user", f.user)
 	mux.HandleFunc("POST /graphql", f.graphql)
 	f.routePulls(mux)
@@ -294,15 +297,24 @@ func (f *Server) permission(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"permission": p, "user": map[string]any{"login": r.PathValue("u")}})
 }
 
+// listPulls filters as GitHub does: state (default open; all), head (OWNER:BRANCH), base.
 func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	repo, head := repoOf(r), r.URL.Query().Get("head")
+	q := r.URL.Query()
+	repo, head, base, state := repoOf(r), q.Get("head"), q.Get("base"), q.Get("state")
+	if state == "" {
+		state = "open"
+	}
 	out := []map[string]any{}
 	for _, p := range f.Pulls {
-		if p["repo"] == repo && (head == "" || head == p["head_label"]) {
-			out = append(out, p)
+		pb, _ := p["base"].(map[string]any)
+		switch {
+		case p["repo"] != repo, head != "" && head != p["head_label"], base != "" && (pb == nil || pb["ref"] != base),
+			state != "all" && p["state"] != state:
+			continue
 		}
+		out = append(out, p)
 	}
 	lo, hi := f.page(w, r, len(out))
 	f.reply(w, r, 200, out[lo:hi])
@@ -454,4 +466,76 @@ func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 		answer = map[string]any{"data": nil, "errors": []map[string]any{{"message": err.Error()}}}
 	}
 	f.reply(w, r, 200, answer)
+}
+
+// SetBranch points branch of repo at commit sha, as a push does; "" deletes it.
+func (f *Server) SetBranch(repo, branch, sha string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.branches[repo] == nil {
+		f.branches[repo] = map[string]string{}
+	}
+	if sha == "" {
+		delete(f.branches[repo], branch)
+		return
+	}
+	f.branches[repo][branch] = sha
+}
+
+// BranchesOf returns repo's branches, sorted.
+func (f *Server) BranchesOf(repo string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for b := range f.branches[repo] {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func refJSON(base, repo, branch, sha string) map[string]any {
+	return map[string]any{"ref": "refs/heads/" + branch, "node_id": "REF_" + sha[:min(len(sha), 8)],
+		"url":    base + "/repos/" + repo + "/git/refs/heads/" + branch,
+		"object": map[string]any{"sha": sha, "type": "commit", "url": base + "/repos/" + repo + "/git/commits/" + sha}}
+}
+
+// matchingRefs answers GET /repos/{o}/{r}/git/matching-refs/{ref}: every branch whose
+// refs/<ref> name starts with ref, sorted, in one array (GitHub does not paginate it); []
+// for none.
+func (f *Server) matchingRefs(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo, prefix := repoOf(r), "refs/"+r.PathValue("ref")
+	var names []string
+	for b := range f.branches[repo] {
+		if strings.HasPrefix("refs/heads/"+b, prefix) {
+			names = append(names, b)
+		}
+	}
+	slices.Sort(names)
+	out := []map[string]any{}
+	for _, b := range names {
+		out = append(out, refJSON(f.srv.URL, repo, b, f.branches[repo][b]))
+	}
+	f.reply(w, r, 200, out)
+}
+
+// deleteRef answers DELETE /repos/{o}/{r}/git/refs/heads/{branch}: 204, or 422 "Reference
+// does not exist" as GitHub says it.
+func (f *Server) deleteRef(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo := repoOf(r)
+	branch, ok := strings.CutPrefix(r.PathValue("ref"), "heads/")
+	if _, found := f.branches[repo][branch]; !ok || !found {
+		f.reply(w, r, 422, map[string]any{"message": "Reference does not exist",
+			"documentation_url": "https://docs.github.com/rest/git/refs#delete-a-reference", "status": "422"})
+		return
+	}
+	delete(f.branches[repo], branch)
+	f.RateRemaining--
+	w.Header().Set("X-RateLimit-Limit", "5000")
+	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
+	w.WriteHeader(http.StatusNoContent)
 }
