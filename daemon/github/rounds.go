@@ -410,17 +410,23 @@ func fetchThreads(ctx context.Context, c *Client, ref repoRef, num int) ([]revie
 	}
 }
 
+// graphQLURL is the GraphQL endpoint beside REST base URL base: base's graphql on
+// github.com (api.github.com/graphql), and https://HOST/api/graphql for GitHub Enterprise
+// Server's https://HOST/api/v3/. Absolute, since go-github refuses a path with "..".
+func graphQLURL(base string) string {
+	if b, ok := strings.CutSuffix(base, "/api/v3/"); ok {
+		return b + "/api/graphql"
+	}
+	return base + "graphql"
+}
+
 // graphQL posts query with variables to GitHub's GraphQL endpoint and decodes the answer
 // into out; GraphQL's own errors (status 200) are out's to read.
 func (c *Client) graphQL(ctx context.Context, query string, vars map[string]any, out any) error {
 	if err := c.ready(false); err != nil {
 		return err
 	}
-	path := "graphql"
-	if strings.HasSuffix(c.api.BaseURL(), "/api/v3/") {
-		path = "../graphql" // GitHub Enterprise Server: /api/graphql beside /api/v3
-	}
-	req, err := c.api.NewRequest(ctx, http.MethodPost, path, map[string]any{"query": query, "variables": vars})
+	req, err := c.api.NewRequest(ctx, http.MethodPost, graphQLURL(c.api.BaseURL()), map[string]any{"query": query, "variables": vars})
 	if err != nil {
 		return err
 	}

@@ -58,12 +58,15 @@ type Server struct {
 	NoPullWrite bool
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
-	App       bool
-	pulls     map[string]*pullState        // "owner/name#n" -> reviews, threads, requested reviewers
-	branches  map[string]map[string]string // "owner/name" -> branch -> commit
-	checkRuns map[string][]CheckRun        // "owner/name@sha"
-	statuses  map[string][]Status
-	nextID    int64
+	App bool
+	// Enterprise lays the API out as GitHub Enterprise Server does (see route); set it
+	// before reading URL.
+	Enterprise bool
+	pulls      map[string]*pullState        // "owner/name#n" -> reviews, threads, requested reviewers
+	branches   map[string]map[string]string // "owner/name" -> branch -> commit
+	checkRuns  map[string][]CheckRun        // "owner/name@sha"
+	statuses   map[string][]Status
+	nextID     int64
 	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
 	// second-resolution timestamps of comments written in turn.
 	clock time.Time
@@ -109,6 +112,10 @@ func New(t testing.TB) *Server {
 			mux.ServeHTTP(w, r) // a signed log URL: GitHub's storage wants no token
 			return
 		}
+		if !f.route(r) {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
 			return
@@ -119,8 +126,44 @@ func New(t testing.TB) *Server {
 	return f
 }
 
-// URL is the API base URL, with its trailing slash.
-func (f *Server) URL() string { return f.srv.URL + "/" }
+// URL is the API base URL, with its trailing slash: for an Enterprise fake, https://HOST/api/v3/.
+func (f *Server) URL() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.srv.URL + f.prefix() + "/"
+}
+
+// prefix is the REST API's path on the host: "/api/v3" on GitHub Enterprise Server, "" on
+// github.com (api.github.com). Called with f.mu held.
+func (f *Server) prefix() string {
+	if f.Enterprise {
+		return "/api/v3"
+	}
+	return ""
+}
+
+// route maps a request's path onto the fake's routes as the server's layout has it, false
+// for a path the server does not serve. GitHub Enterprise Server serves REST under
+// /api/v3/ and GraphQL at /api/graphql (not /api/v3/graphql); github.com serves both at
+// the root of api.github.com.
+func (f *Server) route(r *http.Request) bool {
+	f.mu.Lock()
+	enterprise := f.Enterprise
+	f.mu.Unlock()
+	if !enterprise {
+		return true
+	}
+	switch rest, ok := strings.CutPrefix(r.URL.Path, "/api/v3/"); {
+	case r.URL.Path == "/api/graphql":
+		r.URL.Path = "/graphql"
+	case !ok || rest == "graphql":
+		return false
+	default:
+		r.URL.Path = "/" + rest
+	}
+	r.URL.RawPath = ""
+	return true
+}
 
 // AddIssue adds an issue (number, state and association defaulted) and returns it; change
 // it later only inside Edit.
@@ -259,7 +302,7 @@ func (f *Server) page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int
 		nq := next.Query()
 		nq.Set("page", strconv.Itoa(page+1))
 		next.RawQuery = nq.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, f.srv.URL, next.RequestURI()))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s%s>; rel="next"`, f.srv.URL, f.prefix(), next.RequestURI()))
 	}
 	return lo, hi
 }
