@@ -123,3 +123,25 @@ func TestEnterpriseServer(t *testing.T) {
 			b.fake.Count("POST", "/api/graphql"), b.fake.Count("POST", "/graphql"), b.fake.Count("POST", "/api/v3/graphql"))
 	}
 }
+
+// TestPublishFindsSparsePullRequest: the pull request GitHub lists for the fix branch may
+// come with its head repository deleted (null), a ghost author (null) and a null body; it
+// is still the one recorded, and no second one is opened.
+func TestPublishFindsSparsePullRequest(t *testing.T) {
+	b, cn := setupCanned(t)
+	ctx := context.Background()
+	tk := finish(t, b, "acme/app#1", "average", true, "")
+	cn.set("GET /repos/acme/app/pulls", reply{200, nil, `[{"number":7,"state":"open","draft":true,"title":"Fixes #1","body":null,"user":null,` +
+		`"html_url":"https://github.example/acme/app/pull/7","head":{"ref":"` + tk.Branch + `","label":"acme:` + tk.Branch + `","sha":"abc","repo":null,"user":null},` +
+		`"base":{"ref":"main","repo":null},"labels":null,"assignees":null,"requested_reviewers":null}]`})
+	if _, err := newPublisher(b, &pushLog{}).Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := b.store.Outputs(ctx, tk.ID)
+	if err != nil || len(outs) != 1 || outs[0].URL != "https://github.example/acme/app/pull/7" {
+		t.Errorf("outputs %+v, %v; want pull request 7 recorded", outs, err)
+	}
+	if n := cn.count("POST /repos/acme/app/pulls"); n != 0 {
+		t.Errorf("%d pull requests opened; want none", n)
+	}
+}
