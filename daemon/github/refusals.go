@@ -1,8 +1,11 @@
 package github
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 )
@@ -46,9 +49,17 @@ func needsHuman(err error) bool {
 	switch statusOf(err) {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
 		return true
+	case 0:
+		return pushRefused.MatchString(err.Error())
 	}
 	return false
 }
+
+// pushRefused matches a git push (worktree.Push) the remote refused: its verdict on the
+// branch (a hook, a protected branch, a non-fast-forward) or an HTTP 401, 403 or 404 (a
+// token without Contents write, SSO, an archived repository). A push that could not reach
+// the remote, or met its 5xx, is not a refusal.
+var pushRefused = regexp.MustCompile(`: the remote refused it: |The requested URL returned error: 40[134]\b`)
 
 // try runs fn for key unless a refusal holds it back: then the refusal is returned again,
 // saying when key is tried next, and GitHub is not asked.
@@ -57,13 +68,16 @@ func (r *refusals) try(key string, now func() time.Time, fn func() (string, erro
 	rf := r.held[key]
 	r.mu.Unlock()
 	if rf != nil && now().Before(rf.until) {
-		return "", fmt.Errorf("%w (GitHub refused it %d time(s); ticketd asks again at %s, or at once at the next night or after a restart)",
+		return "", fmt.Errorf("%w (refused %d time(s) in a row; ticketd asks again at %s, or at once at the next night or after a restart)",
 			rf.err, rf.times, rf.until.UTC().Format(time.RFC3339))
 	}
 	url, err := fn()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !needsHuman(err) {
+	switch {
+	case err != nil && (rateLimited(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return url, err // GitHub was not asked, or did not answer: the backoff stands
+	case !needsHuman(err):
 		delete(r.held, key)
 		return url, err
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/github/githubfake"
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/worktree"
 )
 
 // clock is a settable time for the client's Now seam.
@@ -118,5 +122,71 @@ func TestPublishRefusalBackoff(t *testing.T) {
 				t.Errorf("after the fix: %d tickets unpublished, want the pull request opened", len(left))
 			}
 		})
+	}
+}
+
+// TestPublishPushRefusalBackoff: a push the remote refuses (a pre-receive hook here, as a
+// protected branch or a token without Contents write is on GitHub) is held back like an API
+// refusal, and reported the same at each pass; a remote that cannot be reached is asked
+// again at the next poll.
+func TestPublishPushRefusalBackoff(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git on PATH (apt-get install git)")
+	}
+	b := setup(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
+	c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client = c
+	tk := finish(t, b, "acme/app#1", "average of an empty list", true, "")
+	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
+	runGit(t, src, "init", "-q")
+	runGit(t, src, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "fix")
+	runGit(t, src, "branch", tk.Branch)
+	runGit(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	tries := filepath.Join(t.TempDir(), "tries")
+	hook := "#!/bin/sh\necho x >> " + tries + "\necho 'refs/heads/ticketd/* is protected' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hookRuns := func() int {
+		data, _ := os.ReadFile(tries)
+		return strings.Count(string(data), "x")
+	}
+	p := newPublisher(b, nil)
+	p.Push = worktree.Push
+	p.Targets = []Target{{Name: testRepo, Dir: src, PushURL: remote}}
+	for i, step := range []struct {
+		after time.Duration
+		runs  int
+	}{{0, 1}, {time.Minute, 1}, {time.Minute, 2}, {time.Minute, 2}} {
+		clk.add(step.after)
+		_, err := p.Publish(ctx)
+		if err == nil || !strings.Contains(err.Error(), "is protected") {
+			t.Fatalf("pass %d: %v; want the remote's refusal", i, err)
+		}
+		if got := hookRuns(); got != step.runs {
+			t.Fatalf("pass %d: the remote was pushed to %d time(s), want %d", i, got, step.runs)
+		}
+	}
+	p.Targets[0].PushURL = filepath.Join(t.TempDir(), "gone.git") // unreachable: not a refusal
+	p.RetryRefused()
+	for i := range 2 {
+		if _, err := p.Publish(ctx); err == nil {
+			t.Fatalf("pass %d to a remote that is gone: no error", i)
+		}
+		if n := len(p.refused.held); n != 0 {
+			t.Fatalf("pass %d to a remote that is gone: %d write(s) held back; want none (asked again at the next poll)", i, n)
+		}
+	}
+}
+
+func runGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
