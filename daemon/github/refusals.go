@@ -65,11 +65,14 @@ var pushRefused = regexp.MustCompile(`: the remote refused it: |The requested UR
 // saying when key is tried next, and GitHub is not asked.
 func (r *refusals) try(key string, now func() time.Time, fn func() (string, error)) (string, error) {
 	r.mu.Lock()
-	rf := r.held[key]
+	var last refusal
+	if rf := r.held[key]; rf != nil {
+		last = *rf
+	}
 	r.mu.Unlock()
-	if rf != nil && now().Before(rf.until) {
+	if last.err != nil && now().Before(last.until) {
 		return "", fmt.Errorf("%w (refused %d time(s) in a row; ticketd asks again at %s, or at once at the next night or after a restart)",
-			rf.err, rf.times, rf.until.UTC().Format(time.RFC3339))
+			last.err, last.times, last.until.UTC().Format(time.RFC3339))
 	}
 	url, err := fn()
 	r.mu.Lock()
@@ -84,10 +87,11 @@ func (r *refusals) try(key string, now func() time.Time, fn func() (string, erro
 	if r.held == nil {
 		r.held = map[string]*refusal{}
 	}
+	rf := r.held[key]
 	if rf == nil {
 		rf = &refusal{}
+		r.held[key] = rf
 	}
-	r.held[key] = rf
 	rf.err, rf.times = err, rf.times+1
 	hold := refusalBackoffCap
 	if rf.times <= 10 {
