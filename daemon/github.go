@@ -7,8 +7,11 @@ import (
 )
 
 // githubScan runs the GitHub intake once at the start of a night (no-op without GitHub).
+// What GitHub refused the night before for a reason a human must remove is asked again
+// at once: the human may have fixed it during the day.
 func (d *Daemon) githubScan(ctx context.Context) {
 	if d.GitHub != nil {
+		d.GitHub.RetryRefused()
 		d.GitHub.Scan(ctx)
 	}
 }

@@ -218,6 +218,20 @@ func TestGitHubRefusalInNightOutcome(t *testing.T) {
 	if n := fake.Count("POST", "/repos/acme/shop/pulls"); n == 0 {
 		t.Error("no pull request was tried: the refusal under test never happened")
 	}
+
+	// The operator gives the token Pull requests write during the day: the next night asks
+	// GitHub again at once (the refusal's backoff is the last night's) and publishes.
+	fake.Edit(func() { fake.NoPullWrite = false })
+	rep, err = d.RunNight(ctx, "test")
+	if err != nil {
+		t.Fatalf("second night: %v", err)
+	}
+	if rep.Outcome != store.OutcomeOK {
+		t.Errorf("second night outcome %s (%q); want ok, the pull request opened", rep.Outcome, rep.Error)
+	}
+	if len(fake.Pulls) != 1 {
+		t.Errorf("%d pull requests open after the second night, want 1", len(fake.Pulls))
+	}
 }
 
 // useGitHub points cfg at fake's acme/shop instead of the intake folder, publishing to a new

@@ -236,7 +236,7 @@ func (e nightEnding) outcome(ctx context.Context, err, stopped error) (store.Out
 		why = append(why, "branches not pushed (they stay in this machine's clone; the next night's start pushes the done tickets' again): "+strings.Join(e.notPushed, "; "))
 	}
 	if len(e.github) > 0 {
-		why = append(why, "GitHub refused the night's last passes (fixes may be unpublished or issues unread; each is retried at the next poll; /metrics ticketd_github_failing): "+strings.Join(e.github, "; "))
+		why = append(why, "GitHub refused the night's last passes (fixes may be unpublished or issues unread; each is asked again at a later poll, after a backoff, and at once the next night; /metrics ticketd_github_failing): "+strings.Join(e.github, "; "))
 	}
 	if e.ready > 0 {
 		cause := "the run window closed"

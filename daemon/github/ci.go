@@ -52,7 +52,8 @@ func classifyChecks(runs []*gh.CheckRun, combined *gh.CombinedStatus, sincePush,
 			}
 		}
 	}
-	for _, s := range combined.Statuses {
+	for _, s := range combined.GetStatuses() { // nil-safe: a server may send no status object
+
 		switch s.GetState() {
 		case "failure", "error":
 			failed = append(failed, s.GetContext())

@@ -219,7 +219,9 @@ func readChecks(ctx context.Context, c *Client, ref repoRef, head string) ([]*gh
 		if err != nil {
 			return nil, nil, fmt.Errorf("check runs of %s@%s (page %d): %w", ref, shortSHA(head), page, err)
 		}
-		runs = append(runs, res.CheckRuns...)
+		if res != nil { // a body of null, or none, lists no run
+			runs = append(runs, res.CheckRuns...)
+		}
 		if resp.NextPage == 0 {
 			break
 		}
@@ -240,16 +242,18 @@ func readChecks(ctx context.Context, c *Client, ref repoRef, head string) ([]*gh
 		if err != nil {
 			return nil, nil, fmt.Errorf("statuses of %s@%s (page %d): %w", ref, shortSHA(head), page, err)
 		}
-		if combined == nil {
+		switch {
+		case st == nil: // a body of null, or none, lists no status
+		case combined == nil:
 			combined = st
-		} else {
+		default:
 			combined.Statuses = append(combined.Statuses, st.Statuses...)
 		}
 		if resp.NextPage == 0 {
 			break
 		}
 		if page == maxCheckPages {
-			runs = append(runs, unread(fmt.Sprintf("statuses past the first %d (not read)", len(combined.Statuses))))
+			runs = append(runs, unread(fmt.Sprintf("statuses past the first %d (not read)", len(combined.GetStatuses()))))
 			break
 		}
 		sopts.Page = resp.NextPage

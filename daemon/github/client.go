@@ -296,14 +296,6 @@ func (c *Client) Self(ctx context.Context) (string, error) {
 
 // viewer asks the GraphQL API whose token this is; it answers for installation tokens too.
 func (c *Client) viewer(ctx context.Context) (string, error) {
-	path := "graphql"
-	if strings.HasSuffix(c.api.BaseURL(), "/api/v3/") {
-		path = "../graphql" // GitHub Enterprise Server: /api/graphql beside /api/v3
-	}
-	req, err := c.api.NewRequest(ctx, http.MethodPost, path, map[string]string{"query": "query { viewer { login } }"})
-	if err != nil {
-		return "", err
-	}
 	var out struct {
 		Data struct {
 			Viewer struct {
@@ -311,9 +303,7 @@ func (c *Client) viewer(ctx context.Context) (string, error) {
 			} `json:"viewer"`
 		} `json:"data"`
 	}
-	resp, err := c.api.Do(req, &out)
-	c.observe(resp, err)
-	if err != nil {
+	if err := c.graphQL(ctx, "query { viewer { login } }", nil, &out); err != nil {
 		return "", fmt.Errorf("GraphQL viewer: %w", err)
 	}
 	return out.Data.Viewer.Login, nil

@@ -17,15 +17,17 @@ func FuzzParseReviewThreads(f *testing.F) {
 		`{"data":{"repository":{"pullRequest":{"reviewThreads":{"nodes":[{"id":"x","isResolved":true,"path":"a.py","line":null,"comments":{"nodes":[{"author":null,"body":"ghost"}]}}]}}}}}`,
 		`{"data":{"repository":{"pullRequest":null}}}`,
 		`{"data":null,"errors":[{"message":"Could not resolve to a Repository"}]}`,
+		`{"data":{"repository":{"pullRequest":{"reviewThreads":{"nodes":[{"id":"PRRT_2","comments":{"nodes":[],"pageInfo":{"hasNextPage":true,"endCursor":"Y3Vyc29yOjUw"}}}],"pageInfo":{"hasNextPage":true,"endCursor":null}}}}}}`,
 		`{"errors":[]}`, `[]`, `null`, `{"data":{"repository":{"pullRequest":{"reviewThreads":{"nodes":[{"line":-4}]}}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		threads, err := parseReviewThreads(data)
+		page, err := parseReviewThreads(data)
 		if err != nil {
 			return
 		}
+		threads := page.Threads
 		if strings.Contains(string(data), `"errors":[{`) && json.Valid(data) {
 			var probe struct {
 				Errors []json.RawMessage `json:"errors"`
@@ -39,7 +41,34 @@ func FuzzParseReviewThreads(f *testing.F) {
 				t.Errorf("thread %q has line %d", th.ID, th.Line)
 			}
 		}
+		for i := range page.MoreComments {
+			if i < 0 || i >= len(threads) {
+				t.Errorf("more comments for thread %d of %d", i, len(threads))
+			}
+		}
 		_ = openThreads(threads, "ticketd-bot")
+	})
+}
+
+// FuzzParseThreadComments: any answer to a review thread's comments query is parsed or
+// refused, never a panic, and a parsed answer never comes with GraphQL errors ignored.
+func FuzzParseThreadComments(f *testing.F) {
+	for _, s := range []string{
+		`{"data":{"node":{"comments":{"nodes":[{"author":{"login":"alice","__typename":"User"},"body":"b","url":"u"}],"pageInfo":{"hasNextPage":true,"endCursor":"Y3Vyc29yOnYyOjQ5"}}}}}`,
+		`{"data":{"node":{"comments":{"nodes":[{"author":null,"body":null}],"pageInfo":{"hasNextPage":false,"endCursor":null}}}}}`,
+		`{"data":{"node":null},"errors":[{"message":"Could not resolve to a node with the global id of 'x'"}]}`,
+		`{"data":{"node":{}}}`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, err := parseThreadComments(data)
+		var probe struct {
+			Errors []json.RawMessage `json:"errors"`
+		}
+		if err == nil && json.Unmarshal(data, &probe) == nil && len(probe.Errors) > 0 {
+			t.Fatalf("GraphQL errors ignored: %s", data)
+		}
 	})
 }
 

@@ -264,8 +264,9 @@ func (in *Intake) check(ctx context.Context, r Repo, t store.Ticket, rep *ScanRe
 		why = fmt.Sprintf("issue %s was transferred to %s on GitHub", t.ExternalID, issueName(is))
 	case is.GetState() == "closed":
 		why = fmt.Sprintf("issue %s was closed on GitHub", t.ExternalID)
-	case !slices.ContainsFunc(is.Labels, func(l *gh.Label) bool { return strings.EqualFold(l.GetName(), r.Label) }):
-		// GitHub's label names are unique without case: "Ticketd" is the same label.
+	case is.Labels != nil && !slices.ContainsFunc(is.Labels, func(l *gh.Label) bool { return strings.EqualFold(l.GetName(), r.Label) }):
+		// GitHub's label names are unique without case: "Ticketd" is the same label. An
+		// answer without labels (left out, or null) says nothing of them: no cancel.
 		why = fmt.Sprintf("label %q was removed from issue %s", r.Label, t.ExternalID)
 	default:
 		return nil

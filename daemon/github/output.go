@@ -61,9 +61,22 @@ type Publisher struct {
 	CIWatch      bool
 	Head         func(ctx context.Context, dir, branch string) (string, error)
 
-	mu      sync.Mutex
-	bases   map[string]string // repo -> default branch
-	authors *authorGate       // who may ask a round, made on first use
+	mu       sync.Mutex
+	bases    map[string]string // repo -> default branch
+	authors  *authorGate       // who may ask a round, made on first use
+	refused  refusals          // writes GitHub refused, held back for a while
+	prunedAt time.Time         // the last PruneReleased pass that ended well
+}
+
+// RetryRefused forgets the writes GitHub refused for a reason a human must remove: the
+// next pass asks again at once rather than when their backoff ends. A night starts so.
+func (p *Publisher) RetryRefused() { p.refused.reset() }
+
+// held runs fn, the write of ticket id named what, unless GitHub refused it lately for a
+// reason a human must remove (needsHuman): then it returns that refusal again until its
+// backoff ends.
+func (p *Publisher) held(what string, id int64, fn func() (string, error)) (string, error) {
+	return p.refused.try(fmt.Sprintf("%s %d", what, id), p.Client.now, fn)
 }
 
 // PublishReport is what one Publish did.
@@ -89,7 +102,7 @@ func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
 		if l, dup, err := p.closedDuplicate(ctx, t); err != nil || dup {
 			if err == nil {
 				var url string
-				if url, err = p.duplicateComment(ctx, t, l); err == nil {
+				if url, err = p.held("duplicate comment", t.ID, func() (string, error) { return p.duplicateComment(ctx, t, l) }); err == nil {
 					rep.Comments = append(rep.Comments, url)
 					continue
 				}
@@ -100,7 +113,7 @@ func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
 			}
 			continue
 		}
-		url, err := p.pullRequest(ctx, t)
+		url, err := p.held("pull request", t.ID, func() (string, error) { return p.pullRequest(ctx, t) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pull request for ticket %d (%s): %w", t.ID, t.ExternalID, err))
 			if errors.Is(err, ErrRateLimited) {
@@ -123,7 +136,7 @@ func (p *Publisher) Publish(ctx context.Context) (PublishReport, error) {
 		return rep, errors.Join(append(errs, err)...)
 	}
 	for _, t := range esc {
-		url, err := p.comment(ctx, t)
+		url, err := p.held("escalation comment", t.ID, func() (string, error) { return p.comment(ctx, t) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("escalation comment for ticket %d (%s): %w", t.ID, t.ExternalID, err))
 			if errors.Is(err, ErrRateLimited) {

@@ -55,7 +55,7 @@ func (p *Publisher) questions(ctx context.Context) ([]string, error) {
 			break
 		}
 		sent++
-		url, err := p.question(ctx, w)
+		url, err := p.held(fmt.Sprintf("question %d", w.Question.N), w.Ticket.ID, func() (string, error) { return p.question(ctx, w) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("question comment for ticket %d (%s): %w", w.Ticket.ID, w.Ticket.ExternalID, err))
 			if errors.Is(err, ErrRateLimited) {

@@ -352,25 +352,85 @@ func listReviews(ctx context.Context, c *Client, ref repoRef, num int) ([]*gh.Pu
 	}
 }
 
-// fetchThreads reads pull request num's review threads through GraphQL.
+// maxThreadPages bounds the GraphQL requests one fetchThreads makes (100 threads, or 100
+// comments of a thread, a page): a server that keeps answering hasNextPage must not spend
+// the whole GraphQL budget on one pull request.
+const maxThreadPages = 200
+
+// fetchThreads reads all of pull request num's review threads through GraphQL, page after
+// page by cursor, and all comments of a thread longer than its first page.
 func fetchThreads(ctx context.Context, c *Client, ref repoRef, num int) ([]reviewThread, error) {
+	var all []reviewThread
+	var cursor any // null: the first page
+	seen := map[string]bool{}
+	requests := 0
+	for {
+		var raw json.RawMessage
+		if err := c.graphQL(ctx, reviewThreadsQuery, map[string]any{"owner": ref.owner, "name": ref.name, "number": num, "cursor": cursor}, &raw); err != nil {
+			return nil, fmt.Errorf("review threads of %s#%d: %w", ref, num, err)
+		}
+		requests++
+		page, err := parseReviewThreads(raw)
+		if err != nil {
+			return nil, fmt.Errorf("review threads of %s#%d: %w", ref, num, err)
+		}
+		for i, after := range page.MoreComments {
+			th := &page.Threads[i]
+			for after != "" {
+				if requests >= maxThreadPages {
+					return nil, fmt.Errorf("review threads of %s#%d: more than %d pages (GitHub kept answering hasNextPage)", ref, num, maxThreadPages)
+				}
+				var raw json.RawMessage
+				if err := c.graphQL(ctx, threadCommentsQuery, map[string]any{"id": th.ID, "cursor": after}, &raw); err != nil {
+					return nil, fmt.Errorf("comments of review thread %s of %s#%d: %w", th.ID, ref, num, err)
+				}
+				requests++
+				more, next, err := parseThreadComments(raw)
+				if err != nil {
+					return nil, fmt.Errorf("comments of review thread %s of %s#%d: %w", th.ID, ref, num, err)
+				}
+				th.Comments = append(th.Comments, more...)
+				if next == after {
+					return nil, fmt.Errorf("comments of review thread %s of %s#%d: GitHub answered the same cursor %q again", th.ID, ref, num, next)
+				}
+				after = next
+			}
+		}
+		all = append(all, page.Threads...)
+		switch {
+		case page.Next == "":
+			return all, nil
+		case seen[page.Next]:
+			return nil, fmt.Errorf("review threads of %s#%d: GitHub answered the cursor %q twice", ref, num, page.Next)
+		case requests >= maxThreadPages:
+			return nil, fmt.Errorf("review threads of %s#%d: more than %d pages (GitHub kept answering hasNextPage)", ref, num, maxThreadPages)
+		}
+		seen[page.Next] = true
+		cursor = page.Next
+	}
+}
+
+// graphQLURL is the GraphQL endpoint beside REST base URL base: base's graphql on
+// github.com (api.github.com/graphql), and https://HOST/api/graphql for GitHub Enterprise
+// Server's https://HOST/api/v3/. Absolute, since go-github refuses a path with "..".
+func graphQLURL(base string) string {
+	if b, ok := strings.CutSuffix(base, "/api/v3/"); ok {
+		return b + "/api/graphql"
+	}
+	return base + "graphql"
+}
+
+// graphQL posts query with variables to GitHub's GraphQL endpoint and decodes the answer
+// into out; GraphQL's own errors (status 200) are out's to read.
+func (c *Client) graphQL(ctx context.Context, query string, vars map[string]any, out any) error {
 	if err := c.ready(false); err != nil {
-		return nil, err
+		return err
 	}
-	path := "graphql"
-	if strings.HasSuffix(c.api.BaseURL(), "/api/v3/") {
-		path = "../graphql"
-	}
-	req, err := c.api.NewRequest(ctx, http.MethodPost, path, map[string]any{"query": reviewThreadsQuery,
-		"variables": map[string]any{"owner": ref.owner, "name": ref.name, "number": num}})
+	req, err := c.api.NewRequest(ctx, http.MethodPost, graphQLURL(c.api.BaseURL()), map[string]any{"query": query, "variables": vars})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var raw json.RawMessage
-	resp, err := c.api.Do(req, &raw)
+	resp, err := c.api.Do(req, out)
 	c.observe(resp, err)
-	if err != nil {
-		return nil, fmt.Errorf("review threads of %s#%d: %w", ref, num, err)
-	}
-	return parseReviewThreads(raw)
+	return err
 }

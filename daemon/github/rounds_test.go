@@ -141,3 +141,59 @@ func TestReviewRounds(t *testing.T) {
 		t.Errorf("rounds = %d, last %q; want 3 done and the fourth refused", len(rounds), rounds[len(rounds)-1].Outcome)
 	}
 }
+
+// TestReviewRoundsReadThreadsPastFirstPage: GitHub gives review threads 100 a page and a
+// thread's comments a page at a time; a round carries an open thread that comes after 100
+// resolved ones, and a reply deep in a long thread.
+func TestReviewRoundsReadThreadsPastFirstPage(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	tk := finish(t, b, "acme/app#1", "average of an empty list", true, "")
+	p := newPublisher(b, &pushLog{})
+	if _, err := p.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const pr = 100
+	b.fake.Edit(func() { b.fake.Perms[testRepo+"\x00alice"] = "write" })
+	var long []githubfake.LineComment
+	for i := range 101 {
+		long = append(long, githubfake.LineComment{Path: "money.py", Line: i + 1, Body: fmt.Sprintf("nit %d", i)})
+	}
+	b.fake.AddReview(testRepo, pr, githubfake.Review{User: "bob", State: "COMMENTED", Comments: long})
+	var chatty string
+	b.fake.Edit(func() {
+		ths := b.fake.ThreadsOf(testRepo, pr)
+		for _, th := range ths[:100] {
+			th.Resolved = true
+		}
+		chatty = ths[100].ID
+	})
+	for i := range 60 {
+		b.fake.ReplyToThread(testRepo, pr, chatty, "bob", false, fmt.Sprintf("reply %d", i))
+	}
+	b.fake.ReplyToThread(testRepo, pr, chatty, "alice", false, "the last word, on the third page of comments")
+	b.fake.AddReview(testRepo, pr, githubfake.Review{User: "alice", State: "CHANGES_REQUESTED", Body: "see the threads"})
+
+	if rev, err := p.ReviewRounds(ctx); err != nil || !slices.Equal(rev, []int64{tk.ID}) {
+		t.Fatalf("review rounds: revised %v, %v; want ticket %d", rev, err, tk.ID)
+	}
+	rounds, err := b.store.Rounds(ctx, tk.ID)
+	if err != nil || len(rounds) != 1 {
+		t.Fatalf("rounds = %+v, %v; want one", rounds, err)
+	}
+	var got *store.Thread
+	for i, th := range rounds[0].Threads {
+		if th.ID == chatty {
+			got = &rounds[0].Threads[i]
+		}
+		if strings.HasPrefix(th.Body, "nit ") && th.ID != chatty {
+			t.Errorf("a resolved thread was carried: %+v", th)
+		}
+	}
+	switch {
+	case got == nil:
+		t.Fatalf("the open thread after 100 resolved ones is not in the round: %+v", rounds[0].Threads)
+	case !strings.Contains(got.Body, "reply 59") || !strings.Contains(got.Body, "alice replied: the last word"):
+		t.Errorf("the thread's body lacks its later pages of comments:\n%s", got.Body)
+	}
+}

@@ -131,6 +131,10 @@ func (s *Syncer) Publish(ctx context.Context) {
 		if s.Publisher.CIWatch {
 			cerr = s.Publisher.WatchCI(ctx)
 		}
+		// Housekeeping: a failure is logged, and the night's outcome does not turn on it.
+		if _, perr := s.Publisher.PruneReleased(ctx); perr != nil && !errors.Is(perr, context.Canceled) {
+			s.Logger.Warn("github prune released branches", "err", perr)
+		}
 	}); lerr != nil {
 		err = lerr
 	}
@@ -138,6 +142,15 @@ func (s *Syncer) Publish(ctx context.Context) {
 	s.logErr("review rounds", rerr)
 	if s.Publisher.CIWatch {
 		s.logErr("pull request checks", cerr)
+	}
+}
+
+// RetryRefused makes the next publishing pass ask GitHub again at once for every write it
+// refused for a reason a human must remove (held back until then, see Publisher.held):
+// the daemon calls it when a night starts.
+func (s *Syncer) RetryRefused() {
+	if s.Publisher != nil {
+		s.Publisher.RetryRefused()
 	}
 }
 

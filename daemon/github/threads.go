@@ -25,14 +25,19 @@ type threadComment struct {
 	URL   string
 }
 
-// reviewThreadsQuery reads a pull request's review threads; REST has no resolved state.
-const reviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!) {
+// reviewThreadsQuery reads a page of a pull request's review threads (REST has no resolved
+// state), each with its first page of comments; $cursor is the previous page's endCursor,
+// null for the first page. GitHub caps first at 100.
+const reviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
-      reviewThreads(first: 100) {
+      reviewThreads(first: 100, after: $cursor) {
         nodes {
           id isResolved isOutdated path line
-          comments(first: 50) { nodes { author { login __typename } body url } }
+          comments(first: 50) {
+            nodes { author { login __typename } body url }
+            pageInfo { hasNextPage endCursor }
+          }
         }
         pageInfo { hasNextPage endCursor }
       }
@@ -40,32 +45,101 @@ const reviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!
   }
 }`
 
-// parseReviewThreads reads the reviewThreads answer. GraphQL answers 200 with "errors" for a
-// query it cannot run, and a pull request it cannot see as null: both are errors here, never
-// "no threads". Outside input: lines, authors and paths may be null.
-func parseReviewThreads(data []byte) ([]reviewThread, error) {
+// threadCommentsQuery reads the comments of one review thread after $cursor: a thread whose
+// conversation is longer than the first page reviewThreadsQuery reads.
+const threadCommentsQuery = `query($id: ID!, $cursor: String) {
+  node(id: $id) {
+    ... on PullRequestReviewThread {
+      comments(first: 100, after: $cursor) {
+        nodes { author { login __typename } body url }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+}`
+
+// pageInfo is GraphQL's cursor pagination: more follows after endCursor when hasNextPage.
+type pageInfo struct {
+	HasNextPage bool    `json:"hasNextPage"`
+	EndCursor   *string `json:"endCursor"`
+}
+
+// next is the cursor of the following page, "" when there is none (or GitHub named none:
+// asking again without a cursor would read the first page forever).
+func (p pageInfo) next() string {
+	if !p.HasNextPage || p.EndCursor == nil {
+		return ""
+	}
+	return *p.EndCursor
+}
+
+// commentConnection is a thread's comments, one page of them.
+type commentConnection struct {
+	Nodes []struct {
+		Author *struct {
+			Login    string `json:"login"`
+			Typename string `json:"__typename"`
+		} `json:"author"`
+		Body string `json:"body"`
+		URL  string `json:"url"`
+	} `json:"nodes"`
+	PageInfo pageInfo `json:"pageInfo"`
+}
+
+func (cc commentConnection) comments() []threadComment {
+	var out []threadComment
+	for _, c := range cc.Nodes {
+		tc := threadComment{Body: c.Body, URL: c.URL}
+		if c.Author != nil {
+			tc.Login, tc.Bot = c.Author.Login, c.Author.Typename == "Bot"
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+// threadsPage is one answer to reviewThreadsQuery: its threads, the cursor of the next page
+// ("" at the last), and for each thread whose comments go on, the cursor after its first page.
+type threadsPage struct {
+	Threads []reviewThread
+	Next    string
+	// MoreComments maps an index into Threads to the cursor after its comments' first page.
+	MoreComments map[int]string
+}
+
+// graphQLErrors turns GraphQL's "errors" (sent with status 200 for a query it cannot run)
+// into an error, nil when there are none.
+func graphQLErrors(what string, errs []struct {
+	Message string `json:"message"`
+}) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Message
+	}
+	return fmt.Errorf("%s: GraphQL: %s", what, strings.Join(msgs, "; "))
+}
+
+// parseReviewThreads reads one page of the reviewThreads answer. GraphQL answers 200 with
+// "errors" for a query it cannot run, and a pull request it cannot see as null: both are
+// errors here, never "no threads". Outside input: lines, authors and paths may be null.
+func parseReviewThreads(data []byte) (threadsPage, error) {
 	var out struct {
 		Data *struct {
 			Repository *struct {
 				PullRequest *struct {
 					ReviewThreads struct {
 						Nodes []struct {
-							ID         string `json:"id"`
-							IsResolved bool   `json:"isResolved"`
-							IsOutdated bool   `json:"isOutdated"`
-							Path       string `json:"path"`
-							Line       *int   `json:"line"`
-							Comments   struct {
-								Nodes []struct {
-									Author *struct {
-										Login    string `json:"login"`
-										Typename string `json:"__typename"`
-									} `json:"author"`
-									Body string `json:"body"`
-									URL  string `json:"url"`
-								} `json:"nodes"`
-							} `json:"comments"`
+							ID         string            `json:"id"`
+							IsResolved bool              `json:"isResolved"`
+							IsOutdated bool              `json:"isOutdated"`
+							Path       string            `json:"path"`
+							Line       *int              `json:"line"`
+							Comments   commentConnection `json:"comments"`
 						} `json:"nodes"`
+						PageInfo pageInfo `json:"pageInfo"`
 					} `json:"reviewThreads"`
 				} `json:"pullRequest"`
 			} `json:"repository"`
@@ -75,34 +149,55 @@ func parseReviewThreads(data []byte) ([]reviewThread, error) {
 		} `json:"errors"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("review threads: %w", err)
+		return threadsPage{}, fmt.Errorf("review threads: %w", err)
 	}
-	if len(out.Errors) > 0 {
-		msgs := make([]string, len(out.Errors))
-		for i, e := range out.Errors {
-			msgs[i] = e.Message
-		}
-		return nil, fmt.Errorf("review threads: GraphQL: %s", strings.Join(msgs, "; "))
+	if err := graphQLErrors("review threads", out.Errors); err != nil {
+		return threadsPage{}, err
 	}
 	if out.Data == nil || out.Data.Repository == nil || out.Data.Repository.PullRequest == nil {
-		return nil, fmt.Errorf("review threads: GitHub named no pull request (no access, or it is gone)")
+		return threadsPage{}, fmt.Errorf("review threads: GitHub named no pull request (no access, or it is gone)")
 	}
-	var threads []reviewThread
-	for _, n := range out.Data.Repository.PullRequest.ReviewThreads.Nodes {
-		th := reviewThread{ID: n.ID, Resolved: n.IsResolved, Outdated: n.IsOutdated, Path: n.Path}
+	rt := out.Data.Repository.PullRequest.ReviewThreads
+	page := threadsPage{Next: rt.PageInfo.next()}
+	for _, n := range rt.Nodes {
+		th := reviewThread{ID: n.ID, Resolved: n.IsResolved, Outdated: n.IsOutdated, Path: n.Path, Comments: n.Comments.comments()}
 		if n.Line != nil && *n.Line > 0 {
 			th.Line = *n.Line
 		}
-		for _, c := range n.Comments.Nodes {
-			tc := threadComment{Body: c.Body, URL: c.URL}
-			if c.Author != nil {
-				tc.Login, tc.Bot = c.Author.Login, c.Author.Typename == "Bot"
+		if c := n.Comments.PageInfo.next(); c != "" && n.ID != "" {
+			if page.MoreComments == nil {
+				page.MoreComments = map[int]string{}
 			}
-			th.Comments = append(th.Comments, tc)
+			page.MoreComments[len(page.Threads)] = c
 		}
-		threads = append(threads, th)
+		page.Threads = append(page.Threads, th)
 	}
-	return threads, nil
+	return page, nil
+}
+
+// parseThreadComments reads one answer to threadCommentsQuery: the comments and the cursor
+// after them ("" at the last page).
+func parseThreadComments(data []byte) ([]threadComment, string, error) {
+	var out struct {
+		Data *struct {
+			Node *struct {
+				Comments *commentConnection `json:"comments"`
+			} `json:"node"`
+		} `json:"data"`
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, "", fmt.Errorf("review thread comments: %w", err)
+	}
+	if err := graphQLErrors("review thread comments", out.Errors); err != nil {
+		return nil, "", err
+	}
+	if out.Data == nil || out.Data.Node == nil || out.Data.Node.Comments == nil {
+		return nil, "", fmt.Errorf("review thread comments: GitHub named no review thread (no access, or it is gone)")
+	}
+	return out.Data.Node.Comments.comments(), out.Data.Node.Comments.PageInfo.next(), nil
 }
 
 // isBot says whether a GitHub account is a bot: its type, or an App's "[bot]" login.

@@ -23,6 +23,22 @@ type canned struct {
 	answers map[string]reply
 	// once holds replies given to the first matching request only, before answers.
 	once map[string]reply
+	// seen counts the requests by "METHOD /path", canned or not.
+	seen map[string]int
+}
+
+// count is how many requests key had.
+func (c *canned) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[key]
+}
+
+// unset sends key to the fake again.
+func (c *canned) unset(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.answers, key)
 }
 
 type reply struct {
@@ -50,6 +66,10 @@ func (c *canned) setOnce(key string, r reply) {
 func (c *canned) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	key := req.Method + " " + req.URL.Path
+	if c.seen == nil {
+		c.seen = map[string]int{}
+	}
+	c.seen[key]++
 	r, ok := c.once[key]
 	if ok {
 		delete(c.once, key)

@@ -58,11 +58,15 @@ type Server struct {
 	NoPullWrite bool
 	// App makes the token a GitHub App's installation token: GET /user answers 403, as
 	// GitHub does for those, and the GraphQL viewer is BotLogin (set it to "name[bot]").
-	App       bool
-	pulls     map[string]*pullState // "owner/name#n" -> reviews, threads, requested reviewers
-	checkRuns map[string][]CheckRun // "owner/name@sha"
-	statuses  map[string][]Status
-	nextID    int64
+	App bool
+	// Enterprise lays the API out as GitHub Enterprise Server does (see route); set it
+	// before reading URL.
+	Enterprise bool
+	pulls      map[string]*pullState        // "owner/name#n" -> reviews, threads, requested reviewers
+	branches   map[string]map[string]string // "owner/name" -> branch -> commit
+	checkRuns  map[string][]CheckRun        // "owner/name@sha"
+	statuses   map[string][]Status
+	nextID     int64
 	// clock stamps comments' created_at: one second apart, in creation order, as GitHub's
 	// second-resolution timestamps of comments written in turn.
 	clock time.Time
@@ -85,7 +89,7 @@ func New(t testing.TB) *Server {
 	f := &Server{t: t, token: Token, issues: map[string][]*Issue{}, Perms: map[string]string{},
 		Comments: map[string][]map[string]any{}, RateRemaining: 5000, GraphQLRemaining: 5000, rateReset: time.Now().Add(time.Hour), DefaultBranch: "main",
 		BotLogin: "ticketd-bot", BotAssoc: "MEMBER", clock: time.Now().UTC().Truncate(time.Second),
-		pulls: map[string]*pullState{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
+		pulls: map[string]*pullState{}, branches: map[string]map[string]string{}, checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, nextID: 1000}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{o}/{r}", f.getRepo)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues", f.listIssues)
@@ -95,6 +99,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /repos/{o}/{r}/pulls", f.createPull)
 	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}/comments", f.listComments)
 	mux.HandleFunc("POST /repos/{o}/{r}/issues/{n}/comments", f.createComment)
+	mux.HandleFunc("GET /repos/{o}/{r}/git/matching-refs/{ref...}", f.matchingRefs)
+	mux.HandleFunc("DELETE /repos/{o}/{r}/git/refs/{ref...}", f.deleteRef)
 	mux.HandleFunc("GET /user", f.user)
 	mux.HandleFunc("POST /graphql", f.graphql)
 	f.routePulls(mux)
@@ -104,6 +110,10 @@ func New(t testing.TB) *Server {
 		f.mu.Unlock()
 		if strings.HasPrefix(r.URL.Path, "/raw-logs/") {
 			mux.ServeHTTP(w, r) // a signed log URL: GitHub's storage wants no token
+			return
+		}
+		if !f.route(r) {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 			return
 		}
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
@@ -116,8 +126,44 @@ func New(t testing.TB) *Server {
 	return f
 }
 
-// URL is the API base URL, with its trailing slash.
-func (f *Server) URL() string { return f.srv.URL + "/" }
+// URL is the API base URL, with its trailing slash: for an Enterprise fake, https://HOST/api/v3/.
+func (f *Server) URL() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.srv.URL + f.prefix() + "/"
+}
+
+// prefix is the REST API's path on the host: "/api/v3" on GitHub Enterprise Server, "" on
+// github.com (api.github.com). Called with f.mu held.
+func (f *Server) prefix() string {
+	if f.Enterprise {
+		return "/api/v3"
+	}
+	return ""
+}
+
+// route maps a request's path onto the fake's routes as the server's layout has it, false
+// for a path the server does not serve. GitHub Enterprise Server serves REST under
+// /api/v3/ and GraphQL at /api/graphql (not /api/v3/graphql); github.com serves both at
+// the root of api.github.com.
+func (f *Server) route(r *http.Request) bool {
+	f.mu.Lock()
+	enterprise := f.Enterprise
+	f.mu.Unlock()
+	if !enterprise {
+		return true
+	}
+	switch rest, ok := strings.CutPrefix(r.URL.Path, "/api/v3/"); {
+	case r.URL.Path == "/api/graphql":
+		r.URL.Path = "/graphql"
+	case !ok || rest == "graphql":
+		return false
+	default:
+		r.URL.Path = "/" + rest
+	}
+	r.URL.RawPath = ""
+	return true
+}
 
 // AddIssue adds an issue (number, state and association defaulted) and returns it; change
 // it later only inside Edit.
@@ -256,7 +302,7 @@ func (f *Server) page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int
 		nq := next.Query()
 		nq.Set("page", strconv.Itoa(page+1))
 		next.RawQuery = nq.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, f.srv.URL, next.RequestURI()))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s%s>; rel="next"`, f.srv.URL, f.prefix(), next.RequestURI()))
 	}
 	return lo, hi
 }
@@ -294,15 +340,24 @@ func (f *Server) permission(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"permission": p, "user": map[string]any{"login": r.PathValue("u")}})
 }
 
+// listPulls filters as GitHub does: state (default open; all), head (OWNER:BRANCH), base.
 func (f *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	repo, head := repoOf(r), r.URL.Query().Get("head")
+	q := r.URL.Query()
+	repo, head, base, state := repoOf(r), q.Get("head"), q.Get("base"), q.Get("state")
+	if state == "" {
+		state = "open"
+	}
 	out := []map[string]any{}
 	for _, p := range f.Pulls {
-		if p["repo"] == repo && (head == "" || head == p["head_label"]) {
-			out = append(out, p)
+		pb, _ := p["base"].(map[string]any)
+		switch {
+		case p["repo"] != repo, head != "" && head != p["head_label"], base != "" && (pb == nil || pb["ref"] != base),
+			state != "all" && p["state"] != state:
+			continue
 		}
+		out = append(out, p)
 	}
 	lo, hi := f.page(w, r, len(out))
 	f.reply(w, r, 200, out[lo:hi])
@@ -416,15 +471,18 @@ func (f *Server) user(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, r, 200, map[string]any{"login": f.BotLogin, "id": 1, "type": "User"})
 }
 
-// graphql answers the queries ticketd sends: { viewer { login } }, for any token, and a pull
-// request's reviewThreads (variables owner, name, number).
+// graphql answers the queries ticketd sends: { viewer { login } }, for any token, a pull
+// request's reviewThreads (variables owner, name, number, cursor) and a review thread's
+// comments by its node id (variables id, cursor), paginated as GitHub's connections are.
 func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Query     string `json:"query"`
 		Variables struct {
-			Owner  string `json:"owner"`
-			Name   string `json:"name"`
-			Number int    `json:"number"`
+			Owner  string  `json:"owner"`
+			Name   string  `json:"name"`
+			Number int     `json:"number"`
+			ID     string  `json:"id"`
+			Cursor *string `json:"cursor"`
 		} `json:"variables"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
@@ -433,13 +491,94 @@ func (f *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	v := in.Variables
+	var answer map[string]any
+	var err error
 	switch {
 	case strings.Contains(in.Query, "reviewThreads"):
-		f.reply(w, r, 200, f.reviewThreadsJSON(in.Variables.Owner, in.Variables.Name, in.Variables.Number))
+		answer, err = f.reviewThreadsJSON(in.Query, v.Owner, v.Name, v.Number, v.Cursor)
+	case strings.Contains(in.Query, "node(id:"):
+		answer, err = f.threadCommentsJSON(in.Query, v.ID, v.Cursor)
 	case strings.Contains(in.Query, "viewer"):
-		f.reply(w, r, 200, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}})
+		answer = map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.BotLogin}}}
 	default:
-		// GitHub answers 200 with errors for a query it cannot run.
-		f.reply(w, r, 200, map[string]any{"errors": []map[string]any{{"message": "the fake serves viewer and reviewThreads only"}}})
+		err = fmt.Errorf("the fake serves viewer, reviewThreads and a review thread's comments only")
 	}
+	if err != nil {
+		// GitHub answers 200 with errors for a query it cannot run.
+		answer = map[string]any{"data": nil, "errors": []map[string]any{{"message": err.Error()}}}
+	}
+	f.reply(w, r, 200, answer)
+}
+
+// SetBranch points branch of repo at commit sha, as a push does; "" deletes it.
+func (f *Server) SetBranch(repo, branch, sha string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.branches[repo] == nil {
+		f.branches[repo] = map[string]string{}
+	}
+	if sha == "" {
+		delete(f.branches[repo], branch)
+		return
+	}
+	f.branches[repo][branch] = sha
+}
+
+// BranchesOf returns repo's branches, sorted.
+func (f *Server) BranchesOf(repo string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for b := range f.branches[repo] {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func refJSON(base, repo, branch, sha string) map[string]any {
+	return map[string]any{"ref": "refs/heads/" + branch, "node_id": "REF_" + sha[:min(len(sha), 8)],
+		"url":    base + "/repos/" + repo + "/git/refs/heads/" + branch,
+		"object": map[string]any{"sha": sha, "type": "commit", "url": base + "/repos/" + repo + "/git/commits/" + sha}}
+}
+
+// matchingRefs answers GET /repos/{o}/{r}/git/matching-refs/{ref}: every branch whose
+// refs/<ref> name starts with ref, sorted, in one array (GitHub does not paginate it); []
+// for none.
+func (f *Server) matchingRefs(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo, prefix := repoOf(r), "refs/"+r.PathValue("ref")
+	var names []string
+	for b := range f.branches[repo] {
+		if strings.HasPrefix("refs/heads/"+b, prefix) {
+			names = append(names, b)
+		}
+	}
+	slices.Sort(names)
+	out := []map[string]any{}
+	for _, b := range names {
+		out = append(out, refJSON(f.srv.URL, repo, b, f.branches[repo][b]))
+	}
+	f.reply(w, r, 200, out)
+}
+
+// deleteRef answers DELETE /repos/{o}/{r}/git/refs/heads/{branch}: 204, or 422 "Reference
+// does not exist" as GitHub says it.
+func (f *Server) deleteRef(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo := repoOf(r)
+	branch, ok := strings.CutPrefix(r.PathValue("ref"), "heads/")
+	if _, found := f.branches[repo][branch]; !ok || !found {
+		f.reply(w, r, 422, map[string]any{"message": "Reference does not exist",
+			"documentation_url": "https://docs.github.com/rest/git/refs#delete-a-reference", "status": "422"})
+		return
+	}
+	delete(f.branches[repo], branch)
+	f.RateRemaining--
+	w.Header().Set("X-RateLimit-Limit", "5000")
+	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(f.RateRemaining))
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -1,9 +1,11 @@
 package githubfake
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -277,31 +279,145 @@ func (f *Server) rawLog(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// reviewThreadsJSON answers the GraphQL reviewThreads query of pull request n: every
-// thread, resolved or not, with its comments (author null for a deleted account). Called
-// with f.mu held.
-func (f *Server) reviewThreadsJSON(owner, name string, n int) map[string]any {
-	nodes := []map[string]any{}
-	for _, th := range f.pull(owner+"/"+name, n).threads {
-		cs := []map[string]any{}
-		for _, c := range th.Comments {
-			var author any
-			if c.User != "" {
-				typ := "User"
-				if c.Bot {
-					typ = "Bot"
-				}
-				author = map[string]any{"login": c.User, "__typename": typ}
+// ReplyToThread adds a reply by login to review thread id of pull request n, as a person
+// answering in the thread on GitHub does.
+func (f *Server) ReplyToThread(repo string, n int, id, login string, bot bool, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, th := range f.pull(repo, n).threads {
+		if th.ID != id {
+			continue
+		}
+		f.nextID++
+		th.Comments = append(th.Comments, threadComment{ID: f.nextID, User: login, Bot: bot, Body: body,
+			URL: fmt.Sprintf("https://github.example/%s/pull/%d#discussion_r%d", repo, n, f.nextID)})
+		return
+	}
+	f.t.Errorf("fake github: no review thread %s on %s#%d", id, repo, n)
+}
+
+// connectionFirst is the first argument of connection name in query, checked as GitHub
+// checks it: required for a paginated connection, and at most 100.
+func connectionFirst(query, name string) (int, error) {
+	m := regexp.MustCompile(regexp.QuoteMeta(name) + `\(\s*first:\s*(\d+)`).FindStringSubmatch(query)
+	if m == nil {
+		return 0, fmt.Errorf("You must provide a `first` or `last` value to properly paginate the `%s` connection.", name)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n > 100 {
+		return 0, fmt.Errorf("Requesting %d records on the `%s` connection exceeds the `first` limit of 100 records.", n, name)
+	}
+	return n, nil
+}
+
+// cursorOf is the opaque cursor of the item at index i of a connection (GitHub's are base64
+// too); afterCursor reads one back as the index to start after, -1 for none.
+func cursorOf(i int) string {
+	return base64.StdEncoding.EncodeToString([]byte("cursor:v2:" + strconv.Itoa(i)))
+}
+
+func afterCursor(c *string) (int, error) {
+	if c == nil {
+		return -1, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(*c)
+	rest, ok := strings.CutPrefix(string(raw), "cursor:v2:")
+	n, aerr := strconv.Atoi(rest)
+	if err != nil || !ok || aerr != nil || n < 0 {
+		return 0, fmt.Errorf("`%s` does not appear to be a valid cursor.", *c)
+	}
+	return n, nil
+}
+
+// connection is one page of n items after cursor: the slice [lo:hi] and its pageInfo.
+func connection(n, first int, after *string) (lo, hi int, info map[string]any, err error) {
+	start, err := afterCursor(after)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	lo = min(start+1, n)
+	hi = min(lo+first, n)
+	var end any // null on an empty page, as GitHub sends it
+	if hi > lo {
+		end = cursorOf(hi - 1)
+	}
+	return lo, hi, map[string]any{"hasNextPage": hi < n, "hasPreviousPage": lo > 0, "endCursor": end}, nil
+}
+
+// commentsJSON is one page of a thread's comments (author null for a deleted account).
+func commentsJSON(th *Thread, first int, after *string) (map[string]any, error) {
+	lo, hi, info, err := connection(len(th.Comments), first, after)
+	if err != nil {
+		return nil, err
+	}
+	cs := []map[string]any{}
+	for _, c := range th.Comments[lo:hi] {
+		var author any
+		if c.User != "" {
+			typ := "User"
+			if c.Bot {
+				typ = "Bot"
 			}
-			cs = append(cs, map[string]any{"databaseId": c.ID, "author": author, "body": c.Body, "url": c.URL})
+			author = map[string]any{"login": c.User, "__typename": typ}
+		}
+		cs = append(cs, map[string]any{"databaseId": c.ID, "author": author, "body": c.Body, "url": c.URL})
+	}
+	return map[string]any{"nodes": cs, "pageInfo": info}, nil
+}
+
+// reviewThreadsJSON answers the GraphQL reviewThreads query of pull request n: a page of its
+// threads after cursor, resolved or not, each with the first page of its comments. Called
+// with f.mu held.
+func (f *Server) reviewThreadsJSON(query, owner, name string, n int, after *string) (map[string]any, error) {
+	first, err := connectionFirst(query, "reviewThreads")
+	if err != nil {
+		return nil, err
+	}
+	cfirst, err := connectionFirst(query, "comments")
+	if err != nil {
+		return nil, err
+	}
+	threads := f.pull(owner+"/"+name, n).threads
+	lo, hi, info, err := connection(len(threads), first, after)
+	if err != nil {
+		return nil, err
+	}
+	nodes := []map[string]any{}
+	for _, th := range threads[lo:hi] {
+		cs, err := commentsJSON(th, cfirst, nil)
+		if err != nil {
+			return nil, err
 		}
 		var line any
 		if th.Line > 0 {
 			line = th.Line
 		}
 		nodes = append(nodes, map[string]any{"id": th.ID, "isResolved": th.Resolved, "isOutdated": th.Outdated, "path": th.Path,
-			"line": line, "comments": map[string]any{"nodes": cs}})
+			"line": line, "comments": cs})
 	}
 	return map[string]any{"data": map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
-		"reviewThreads": map[string]any{"nodes": nodes, "pageInfo": map[string]any{"hasNextPage": false, "endCursor": nil}}}}}}
+		"reviewThreads": map[string]any{"nodes": nodes, "pageInfo": info}}}}}, nil
+}
+
+// threadCommentsJSON answers node(id:) { ... on PullRequestReviewThread { comments } }: a
+// page of the thread's comments after cursor; node is null for an unknown id, as on GitHub
+// (with an error). Called with f.mu held.
+func (f *Server) threadCommentsJSON(query, id string, after *string) (map[string]any, error) {
+	first, err := connectionFirst(query, "comments")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range f.pulls {
+		for _, th := range p.threads {
+			if th.ID != id {
+				continue
+			}
+			cs, err := commentsJSON(th, first, after)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"data": map[string]any{"node": map[string]any{"comments": cs}}}, nil
+		}
+	}
+	return nil, fmt.Errorf("Could not resolve to a node with the global id of '%s'", id)
 }
