@@ -41,7 +41,7 @@ func keepAttempt(ctx context.Context, log *slog.Logger, tree fixTree, id int64, 
 
 // keepReleased is keepAttempt for an attempt stopped from outside (shutdown, window, the
 // night's dollars), whose number is given back: every release of attempt n keeps its work on
-// the one branch ticketd/<id>-attempt-<n>-released, moved to the latest, so a ticket stopped
+// the one branch ticketd/<id>-attempt-<n>-released, moved forward to the latest (SaveOver), so a ticket stopped
 // night after night does not grow a branch per stop. A charged attempt's branch is never
 // this one.
 func keepReleased(ctx context.Context, log *slog.Logger, tree fixTree, id int64, n int, reason string) string {

@@ -55,10 +55,11 @@ func (t *Tree) SaveAs(ctx context.Context, branch string) error {
 	return nil
 }
 
-// SaveOver points branch at the tree's current HEAD commit, creating it or moving it from
-// wherever it was: for a branch that only ever holds the latest work of one thing (a
-// released attempt's partial change, kept again when the same attempt is stopped again).
-// A branch checked out in a worktree is refused.
+// SaveOver points branch at the tree's current HEAD commit, creating it or moving it
+// forward: for a branch that holds the latest work of one thing (a released attempt's
+// partial change, kept again when the same attempt is stopped again). A HEAD that does not
+// descend from the branch is joined to it in a merge with HEAD's files (ontoOld). A branch
+// checked out in a worktree is refused.
 func (t *Tree) SaveOver(ctx context.Context, branch string) error {
 	head, err := t.dirs().git(ctx, nil, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
@@ -83,10 +84,52 @@ func (t *Tree) SaveOver(ctx context.Context, branch string) error {
 	if strings.Contains(list, "\nbranch refs/heads/"+branch+"\n") {
 		return fmt.Errorf("save worktree %s over %s: the branch is checked out in a worktree", t.Dir, branch)
 	}
-	if _, err := repo.gitRetry(ctx, nil, "update-ref", "--no-deref", "refs/heads/"+branch, strings.TrimSpace(head)); err != nil {
+	head = strings.TrimSpace(head)
+	target, old, err := t.ontoOld(ctx, repo, branch, head)
+	if err != nil {
+		return fmt.Errorf("save worktree %s over %s: %w", t.Dir, branch, err)
+	}
+	// The old value (empty: the branch must not exist) refuses a branch moved meanwhile.
+	if _, err := repo.gitRetry(ctx, nil, "update-ref", "--no-deref", "refs/heads/"+branch, target, old); err != nil {
 		return fmt.Errorf("save worktree %s over %s: %w", t.Dir, branch, err)
 	}
 	return nil
+}
+
+// ontoOld is the commit SaveOver points branch at, and the commit branch points at now (""
+// for none). A branch whose commit head does not descend from (the same attempt stopped a
+// second time, from the base again) gets a merge of the two, with head's files: the branch
+// only moves forward, so its push to a remote that has the old commit is a fast-forward,
+// never refused for want of a force (ticketd never forces), and the earlier work stays
+// in its history.
+func (t *Tree) ontoOld(ctx context.Context, repo repoDirs, branch, head string) (target, old string, err error) {
+	out, err := repo.git(ctx, nil, "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch)
+	if err != nil {
+		return "", "", fmt.Errorf("read %s: %w", branch, err)
+	}
+	old = strings.TrimSpace(out)
+	if old == "" || old == head {
+		return head, old, nil
+	}
+	_, err = repo.git(ctx, nil, "merge-base", "--is-ancestor", old, head)
+	switch {
+	case err == nil:
+		return head, old, nil
+	case exitCode(err) != 1:
+		return "", "", fmt.Errorf("compare %s with the tree's HEAD: %w", branch, err)
+	}
+	name := cmpOr(t.authorName, DefaultAuthorName)
+	email := cmpOr(t.authorEmail, DefaultAuthorEmail)
+	env := []string{
+		"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email,
+	}
+	msg := fmt.Sprintf("ticketd: keep %s's earlier work beside the latest\n\nThe files are the latest commit's (%s); the other parent is what %s held before.\n", branch, head, branch)
+	merged, err := repo.gitInput(ctx, env, []byte(msg), "commit-tree", head+"^{tree}", "-p", head, "-p", old, "-F", "-")
+	if err != nil {
+		return "", "", fmt.Errorf("join %s's earlier commit: %w", branch, err)
+	}
+	return strings.TrimSpace(merged), old, nil
 }
 
 // DeleteBranch deletes a local branch of the repository at dir; a branch that does not exist
