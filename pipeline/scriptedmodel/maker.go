@@ -23,7 +23,13 @@ type history struct {
 	prose    int // assistant answers without a tool call
 	// answered: the ticket shows an earlier question with its answer.
 	answered bool
+	// offered are the tools the request offers; nil when it names none (a test's bare
+	// request), read as every tool.
+	offered map[string]bool
 }
+
+// offers says whether the request offers tool name: a model calls no tool it was not given.
+func (h history) offers(name string) bool { return h.offered == nil || h.offered[name] }
 
 // readHistory pairs assistant tool calls with their tool results.
 func readHistory(msgs []message) history {
@@ -111,7 +117,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if st.retryAfterRead || !st.readOK {
 		return []intent{p.read}
 	}
-	if p.Behaviour == BehaviourAsk && !h.answered && !askRefused(h) {
+	if p.Behaviour == BehaviourAsk && h.offers("ask_human") && !h.answered && !askRefused(h) {
 		return []intent{p.question(title)}
 	}
 	if next := r.hesitate(st, h, p.read); next != nil {
