@@ -100,7 +100,8 @@ func (c pastCall) refused() bool { return c.hasResult && !c.failed() }
 // realistic case may re-read, or answer in prose once; the wrong phase lasts until enough
 // submits have failed; then the fix (reverting the wrong guess first; a realistic case may
 // mangle an edit's old_text, break one call's JSON, or read the lines it edits in the same
-// turn); then submit, re-reading after each failed submit.
+// turn); then, when the last submit or run_checks names lint findings in a file it wrote
+// whole, it mends them (lintFixes); then submit, re-reading after each failed submit.
 func makerTurn(p *plan, h history, title string) []intent {
 	if p.Behaviour == BehaviourLoop {
 		return []intent{p.read}
@@ -129,6 +130,9 @@ func makerTurn(p *plan, h history, title string) []intent {
 	wrongApplied := st.applied["wrong"] > st.applied["revert"]
 	if edits := p.fixEdits(st, wrongApplied); len(edits) > 0 {
 		return edits
+	}
+	if mends := lintFixes(h); len(mends) > 0 {
+		return mends
 	}
 	if st.lastWasSubmit {
 		return []intent{p.read}
