@@ -189,3 +189,54 @@ func TestGitHubQuestionNight(t *testing.T) {
 		t.Errorf("pull requests opened: %d, want 1", n)
 	}
 }
+
+// TestAskingOffNight: with budget.max_questions 0 no maker request of the night, its
+// preflight included, offers ask_human, so a maker inclined to ask (the scripted one's
+// BehaviourAsk, which asks only with the tool offered) decides and fixes instead.
+func TestAskingOffNight(t *testing.T) {
+	realNight(t)
+	f := newFixture(t, 1)
+	f.cases[0].Behaviour, f.cases[0].Question = scriptedmodel.BehaviourAsk, "Should surcharge_0(100) be 100 or 101?"
+	server, url := f.scripted(t, scriptedmodel.Options{Seed: 3})
+	cfg := f.config(t, url, 1)
+	cfg.Budget.MaxQuestions = 0
+	n := runNight(t, cfg, pipeline.LayoutCacheFriendly)
+	tk, err := n.store.Get(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != store.StateDone || tk.Questions != 0 {
+		t.Errorf("state %s, %d questions asked; want done, none", tk.State, tk.Questions)
+	}
+	makers := 0
+	for _, r := range server.Requests() {
+		if r.Role != "maker" {
+			continue
+		}
+		makers++
+		var body struct {
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range body.Tools {
+			if tool.Function.Name == "ask_human" {
+				t.Errorf("maker request %d offers ask_human with budget.max_questions 0", r.Seq)
+			}
+		}
+		if len(body.Messages) > 0 && strings.Contains(body.Messages[0].Content, "ask_human") {
+			t.Errorf("maker request %d: the system prompt describes ask_human with budget.max_questions 0", r.Seq)
+		}
+	}
+	if makers < 2 {
+		t.Errorf("%d maker requests, want the preflight and the attempt's", makers)
+	}
+}

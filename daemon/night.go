@@ -442,7 +442,7 @@ func (d *Daemon) nightClient(ctx context.Context, log *slog.Logger, runID int64,
 			windows[r] = rc.ContextWindow
 		}
 	}
-	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
+	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles, cfg.Budget.MaxQuestions > 0)); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	return client, roles, windows, nil
@@ -476,6 +476,7 @@ func (d *Daemon) newPool(ctx context.Context, log *slog.Logger, trees *worktree.
 			Models: client, Checks: guard, Recorder: d.Store, Logger: log, Now: d.now, Roles: p.roles,
 			Layout: d.PromptLayout, CompactAt: cfg.Budget.CompactAt, ContextWindows: p.windows,
 			JudgeAdvisory: cfg.Judge == "advisory", Reviewers: cfg.Review.PipelineReviewers(),
+			NoQuestions: cfg.Budget.MaxQuestions == 0,
 		},
 		envs:       newRepoEnvs(cfg, p.bwrap, log),
 		gate:       client,
@@ -569,7 +570,7 @@ func (d *Daemon) Preflight(ctx context.Context) error {
 	for r := range d.Config.Models.Roles {
 		roles[r] = true
 	}
-	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles)); err != nil {
+	if err := client.Preflight(ctx, pipeline.PreflightRequests(roles, d.Config.Budget.MaxQuestions > 0)); err != nil {
 		return fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	return nil

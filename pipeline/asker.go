@@ -20,6 +20,8 @@ type asker struct {
 	spend  *spend
 	roles  map[model.Role]bool // the configured roles
 	layout Layout
+	// asking says whether the maker may ask a human (Runner.NoQuestions).
+	asking bool
 	now    func() time.Time
 	job    Job // the ticket, the worktree and the repository's parts of the prompt
 	// unrecorded counts compaction passes not yet recorded on a maker call.
@@ -62,7 +64,7 @@ func (q *asker) takeCompactions(role model.Role) int {
 func (q *asker) opening(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
 	user := RepoContext(q.job.Ticket.Repo, q.job.Instructions, q.job.RepoMap) + "\n" +
 		TicketContext(q.job.Ticket, triage, q.job.Dir, q.now())
-	system := SystemPrompt(role)
+	system := SystemPrompt(role, q.asking)
 	if q.layout == LayoutDynamicFirst {
 		system = fmt.Sprintf("Working directory: %s\nDate: %s\n\n", q.job.Dir, q.now().UTC().Format(time.DateOnly)) + system
 	}

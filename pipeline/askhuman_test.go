@@ -81,3 +81,50 @@ func TestAnswerReachesEveryRole(t *testing.T) {
 		}
 	}
 }
+
+// TestAskingOff: with budget.max_questions 0 (Runner.NoQuestions) the maker is neither
+// offered ask_human nor told of it, in the night's requests as in its preflight; with
+// asking on, both are there, also for a ticket whose questions are used up (the prefix
+// stays the same for every ticket of the night).
+func TestAskingOff(t *testing.T) {
+	tests := []struct {
+		name        string
+		noQuestions bool
+		left        int
+		want        bool
+	}{
+		{"asking off", true, 0, false},
+		{"asking on, a question left", false, 1, true},
+		{"asking on, none left", false, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := &fakeModel{}
+			fm.maker = func(n int, req model.Request) openai.ChatCompletionMessage {
+				return turn(call("s", tools.Submit, map[string]string{"summary": "nothing"}))
+			}
+			r, job := setupLoop(t, fm)
+			r.NoQuestions = tt.noQuestions
+			job.Ticket.QuestionsLeft = tt.left
+			r.Run(context.Background(), job)
+			reqs := fm.makerRequests()
+			if len(reqs) == 0 {
+				t.Fatal("no maker request")
+			}
+			pre := PreflightRequests(map[model.Role]bool{model.RoleMaker: true}, !tt.noQuestions)
+			for what, req := range map[string]model.Request{"night": reqs[0], "preflight": pre[0]} {
+				offered := false
+				for _, tool := range req.Tools {
+					offered = offered || tool.Function.Name == tools.AskHuman
+				}
+				system := req.Messages[0].Content
+				if offered != tt.want || strings.Contains(system, "ask_human") != tt.want || strings.Contains(system, "put a question to the reporter") != tt.want {
+					t.Errorf("%s request: ask_human offered %v, in the system prompt %v; want %v", what, offered, strings.Contains(system, "ask_human"), tt.want)
+				}
+				if !strings.Contains(system, "If a question and its answer are in the ticket, the answer settles what it answers") {
+					t.Errorf("%s request: the system prompt no longer says an answered question settles the reading", what)
+				}
+			}
+		})
+	}
+}

@@ -158,6 +158,9 @@ type Runner struct {
 	// Reviewers are the checker's angles (config review.reviewers); nil means
 	// correctness alone.
 	Reviewers []Reviewer
+	// NoQuestions says the maker may ask no human (budget.max_questions 0): ask_human is
+	// neither offered nor described to it. The default offers it.
+	NoQuestions bool
 }
 
 func (r *Runner) flakeReruns() int {
@@ -271,7 +274,7 @@ type attempt struct {
 func newAttempt(r *Runner, job Job, start time.Time) *attempt {
 	log := r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)
 	sp := newSpend(job.Budget, start, r.now)
-	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job}
+	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job, asking: !r.NoQuestions}
 	jr := &journal{}
 	return &attempt{r: r, job: job, log: log, spend: sp, ask: ask, jr: jr, tree: newTestTree(job),
 		board: &reviewBoard{ask: ask, jr: jr, log: log, rec: r.Recorder, reviewers: r.Reviewers,

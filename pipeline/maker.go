@@ -27,7 +27,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			return a.stop(ctx, out, err)
 		}
 	}
-	toolDefs := tools.MakerTools()
+	toolDefs := tools.MakerTools(a.ask.asking)
 	msgs := a.ask.opening(model.RoleMaker, out.Triage)
 	guard := &loopGuard{}
 	fit := newCompactor(a.r.ContextWindows[model.RoleMaker], a.r.CompactAt)
@@ -260,7 +260,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 	case name == tools.Submit:
 		res = a.submit(ctx, tc.Function.Arguments)
-	case name == tools.AskHuman:
+	case name == tools.AskHuman && a.ask.asking: // not offered otherwise: an unknown tool
 		res = askHuman(a.job.Ticket, a.jr, tc.Function.Arguments)
 	default:
 		var r tools.Result

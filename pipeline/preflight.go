@@ -15,8 +15,9 @@ const preflightQuestion = "ticketd preflight: this request only checks, before t
 // PreflightRequests are the requests a night's preflight sends, one per configured role, in
 // pipeline order: the role's fixed system prompt and tools and the options an attempt sends
 // with them (JSON answers for triage, checker and judge; the maker's tools), so that the
-// client shapes them exactly as it shapes the night's requests.
-func PreflightRequests(roles map[model.Role]bool) []model.Request {
+// client shapes them exactly as it shapes the night's requests. ask is whether the maker may
+// ask a human (see Runner.NoQuestions).
+func PreflightRequests(roles map[model.Role]bool, ask bool) []model.Request {
 	var out []model.Request
 	for _, r := range model.Roles {
 		if !roles[r] {
@@ -25,14 +26,14 @@ func PreflightRequests(roles map[model.Role]bool) []model.Request {
 		req := model.Request{
 			Role: r,
 			Messages: []openai.ChatCompletionMessage{
-				{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(r)},
+				{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(r, ask)},
 				{Role: openai.ChatMessageRoleUser, Content: preflightQuestion},
 			},
 			JSON:          r != model.RoleMaker,
 			PrefixVersion: PromptVersion,
 		}
 		if r == model.RoleMaker {
-			req.Tools = tools.MakerTools()
+			req.Tools = tools.MakerTools(ask)
 		}
 		out = append(out, req)
 	}

@@ -143,7 +143,7 @@ func TestRoleInstructionsMatchTheCode(t *testing.T) {
 		{model.RoleJudge, "the code reviewer, where one is configured, has already read the change"},
 	}
 	for _, tt := range tests {
-		if !strings.Contains(SystemPrompt(tt.role), tt.want) {
+		if !strings.Contains(SystemPrompt(tt.role, true), tt.want) {
 			t.Errorf("%s instructions lack %q", tt.role, tt.want)
 		}
 	}

@@ -157,7 +157,7 @@ type Budget struct {
 	// compacted.
 	CompactAt float64 `yaml:"compact_at"`
 	// MaxQuestions is how many questions the maker may ask a human (ask_human) per ticket;
-	// default 1, 0 never asks (the tool is refused: decide from what you have).
+	// default 1, 0 never asks (the maker is neither offered ask_human nor told of it).
 	MaxQuestions int `yaml:"max_questions"`
 }
 

@@ -291,6 +291,29 @@ func retryLater(status int, se serverError) bool {
 var locationWords = []string{"unsupported_country_region_territory", "country, region, or territory not supported",
 	"user location is not supported"}
 
+// noFitWords are how local servers say the model itself does not fit the machine's memory,
+// lower case: loading it failed, so no request is served until the operator changes the
+// model or the machine. Ollama answers 500 {"error":"model requires more system memory (7.5
+// GiB) than is available (5.2 GiB)"} (continuedev/continue#12795, #9528), or, when loading on
+// the GPU fails, "llama runner process has terminated: CUDA error: out of memory"
+// (ollama/ollama#9782) after llama.cpp's "cudaMalloc failed: out of memory" and "unable to
+// allocate CUDA0 buffer" (ollama/ollama#8447, #12634); LM Studio "Model loading was stopped
+// due to insufficient system resources" and, earlier, "Model loading aborted due to
+// insufficient system resources" (lmstudio-ai/lmstudio-bug-tracker#1038, #484). Unlike a
+// passing 5xx, retrying it only trips the breaker, and unlike a prompt too long, compacting
+// the conversation cannot help. An out-of-memory error during generation (TGI's "Request
+// failed during generation: Server error: CUDA out of memory. Tried to allocate …" under a
+// full batch, huggingface/text-generation-inference#653, #1374) is not among them: the model
+// is loaded, and the same request may pass once the batch drains.
+var noFitWords = []string{
+	"requires more system memory",
+	"insufficient system resources",
+	"runner process has terminated: cuda error: out of memory",
+	"cudamalloc failed: out of memory",
+	"unable to allocate cuda",
+	"unable to allocate cpu buffer",
+}
+
 func (se serverError) says(words []string) bool {
 	hay := strings.ToLower(cmp.Or(se.text, se.msg) + " " + se.code + " " + se.typ)
 	for _, w := range words {
@@ -322,7 +345,7 @@ func classifyHTTP(status int, se serverError) fault {
 	}
 	// No request's content earns a 401 (the key) or a 404 (the model, the path).
 	f := fault{status: status, apiMsg: se.msg, text: cmp.Or(se.text, se.msg),
-		anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound || se.says(locationWords)}
+		anyRequest: status == http.StatusUnauthorized || status == http.StatusNotFound || se.says(locationWords) || se.says(noFitWords)}
 	if wire/100 == 2 {
 		f.wire = wire
 	}
@@ -335,6 +358,10 @@ func classifyHTTP(status int, se serverError) fault {
 		f.class = ErrorClassContentFilter
 	case status == http.StatusPaymentRequired || se.says(quotaWords) && !retryLater(status, se):
 		f.class = ErrorClassQuota
+	case se.says(noFitWords):
+		// A configuration to change, whatever the status (Ollama's is 500): refused, not
+		// retried, and no request causes it (anyRequest).
+		f.class = ErrorClassRejected
 	case status == http.StatusTooManyRequests:
 		f.class, f.retryable = ErrorClassRateLimit, true
 	case status == http.StatusRequestTimeout:

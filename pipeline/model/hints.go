@@ -12,6 +12,9 @@ func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
 	if (serverError{msg: f.text}).says(locationWords) {
 		return fmt.Sprintf(": the provider refuses requests from where this machine is (its country or IP address): run ticketd where %s serves, or use another endpoint", ep.baseURL)
 	}
+	if (serverError{msg: f.text}).says(noFitWords) {
+		return fmt.Sprintf(": the model does not fit the memory of the server at %s: set models.roles.%s.model (%q) to a smaller model or a smaller quantization of it (e.g. a q4 tag), or give the server more memory (free it from other models, or run it on a larger machine)", ep.baseURL, role, model)
+	}
 	switch f.status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		if ep.keyEnv != "" {
@@ -19,6 +22,17 @@ func rejectedHint(ep *endpoint, role Role, model string, f fault) string {
 		}
 		return fmt.Sprintf(": the endpoint wants a key; set models.endpoints.%s.api_key_env", ep.name)
 	case http.StatusNotFound:
+		low := strings.ToLower(f.text)
+		switch {
+		case strings.Contains(low, "try pulling it first"):
+			// Ollama: {"error":"model \"llama3\" not found, try pulling it first"}
+			// (ollama/ollama-python#149, FlowiseAI/Flowise#2335).
+			return fmt.Sprintf(": the server at %s does not have the model %q: pull it there (ollama pull %s), or set models.roles.%s.model to one it has (ollama list)", ep.baseURL, model, model, role)
+		case strings.Contains(low, "no models loaded"):
+			// LM Studio: "No models loaded. Please load a model in the developer page or use
+			// the `lms load` command" (lmstudio-ai/lms#107).
+			return fmt.Sprintf(": the server at %s has no model loaded: load %q there (lms load) and keep it loaded for the night", ep.baseURL, model)
+		}
 		return fmt.Sprintf(": check models.endpoints.%s.base_url (%s) and models.roles.%s.model (%q)", ep.name, ep.baseURL, role, model)
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return paramHint(ep.name, role, f.apiMsg)

@@ -206,6 +206,23 @@ func TestNotRetried(t *testing.T) {
 		{"out of quota", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`,
 			ErrQuota, "out of quota or credit (HTTP 429", ErrorClassQuota, false},
 		{"not json", 200, `<html>proxy</html>`, ErrBadResponse, "unusable response", ErrorClassBadResponse, true},
+		// The model does not fit the server's memory: a configuration to change, never a
+		// passing 5xx (continuedev/continue#12795, #9528; ollama/ollama#9782, #8447;
+		// lmstudio-ai/lmstudio-bug-tracker#1038).
+		{"ollama model larger than the memory", 500, `{"error":"model requires more system memory (12.3 GiB) than is available (8.1 GiB)"}`,
+			ErrRejected, `the model does not fit the memory of the server at http://`, ErrorClassRejected, true},
+		{"ollama model larger than the memory, /v1 shape", 500, `{"error":{"message":"model requires more system memory (7.5 GiB) than is available (5.2 GiB)","type":"api_error","param":null,"code":null}}`,
+			ErrRejected, `set models.roles.maker.model ("gpt-4.1-mini") to a smaller model or a smaller quantization`, ErrorClassRejected, true},
+		{"ollama runner out of GPU memory while loading", 500, `{"error":"llama runner process has terminated: CUDA error: out of memory"}`,
+			ErrRejected, "the model does not fit the memory", ErrorClassRejected, true},
+		{"ollama runner cannot allocate its buffer", 500, `{"error":"llama runner process has terminated: error loading model: unable to allocate CUDA0 buffer"}`,
+			ErrRejected, "the model does not fit the memory", ErrorClassRejected, true},
+		{"lm studio guardrail", 500, `{"error":"Model loading was stopped due to insufficient system resources. Under the current settings, this model requires approximately 273.25 GB of memory, and continuing to load it would likely overload your system and cause it to freeze."}`,
+			ErrRejected, "the model does not fit the memory", ErrorClassRejected, true},
+		{"ollama model not pulled", 404, `{"error":{"message":"model \"gpt-4.1-mini\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`,
+			ErrRejected, `pull it there (ollama pull gpt-4.1-mini)`, ErrorClassRejected, true},
+		{"lm studio no model loaded", 404, `{"error":"No models loaded. Please load a model in the developer page or use the ` + "`lms load`" + ` command."}`,
+			ErrRejected, `has no model loaded: load "gpt-4.1-mini" there (lms load)`, ErrorClassRejected, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +243,11 @@ func TestNotRetried(t *testing.T) {
 			var f *Fault
 			if !errors.As(err, &f) || f.AnyRequest != tt.wantAny {
 				t.Errorf("fault %+v: AnyRequest want %v", f, tt.wantAny)
+			}
+			for _, st := range b.client.Endpoints() {
+				if st.Failures != 0 || st.Down {
+					t.Errorf("endpoint %s: %d transport failures, down %v; want none: the server answered", st.Name, st.Failures, st.Down)
+				}
 			}
 			if got := log.headers[0].Get("Authorization"); got != "Bearer sk-test-secret-123" {
 				t.Errorf("Authorization = %q, want the key from TICKETD_TEST_KEY", got)

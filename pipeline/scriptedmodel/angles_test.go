@@ -2,6 +2,7 @@ package scriptedmodel
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,15 +77,16 @@ func TestAngleReviewersAndArbiter(t *testing.T) {
 	}
 }
 
-// TestMakerAsks: BehaviourAsk reads, then asks; with the answer in the ticket, or once the
-// ask is refused, it fixes.
+// TestMakerAsks: BehaviourAsk reads, then asks; with the answer in the ticket, once the ask
+// is refused, or when ask_human is not offered (asking off), it fixes.
 func TestMakerAsks(t *testing.T) {
 	patch := readTestdata(t, "stats/fix.patch")
 	b := setup(t, []Case{{Match: "empty list", Patch: patch, Behaviour: BehaviourAsk, Question: "Should mean([]) be 0.0 or None?"}}, Options{})
+	offered := makerTools
 	turn := func(user string, history []openai.ChatCompletionMessage) openai.ChatCompletionMessage {
 		t.Helper()
 		msgs := append([]openai.ChatCompletionMessage{{Role: "system", Content: "ticketd role: maker"}, {Role: "user", Content: user}}, history...)
-		resp, err := b.client.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: "m", Messages: msgs, Tools: makerTools})
+		resp, err := b.client.CreateChatCompletion(t.Context(), openai.ChatCompletionRequest{Model: "m", Messages: msgs, Tools: offered})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,5 +112,9 @@ func TestMakerAsks(t *testing.T) {
 	refused := append(read, asked, openai.ChatCompletionMessage{Role: "tool", ToolCallID: asked.ToolCalls[0].ID, Content: "error: ask_human refused: decide from what you have"})
 	if tc := turn(ticketText, refused).ToolCalls; tc[0].Function.Name == "ask_human" {
 		t.Error("after a refused ask the maker asks again, want it to decide")
+	}
+	offered = slices.DeleteFunc(slices.Clone(makerTools), func(tool openai.Tool) bool { return tool.Function.Name == "ask_human" })
+	if tc := turn(ticketText, read).ToolCalls; tc[0].Function.Name == "ask_human" || tc[0].Function.Name == "read_files" {
+		t.Errorf("with ask_human not offered the maker does %s, want the fix", tc[0].Function.Name)
 	}
 }

@@ -17,6 +17,11 @@
 // that does not exist, redundant reads, prose, broken JSON, a wrong first fix, each drawn
 // reproducibly from Options.Seed, and recovers from the product's real tool answers.
 //
+// Told by a refused submit or a run_checks result that a file it wrote whole breaks the
+// project's lint (ruff's I002 required import, B007 unused loop variable, in the
+// "RULE: path:line: message" lines the feedback carries), any maker mends it as a model
+// does: it writes the file again with the import added, the loop variable renamed to _.
+//
 // Usage is computed from the request, never constant: prompt tokens are ceil(bytes/4) of
 // the canonical prompt (tools, then messages), completion tokens likewise of the answer,
 // and a simulated prefix cache follows OpenAI's rules (see cache.go). Faults (429, 500)

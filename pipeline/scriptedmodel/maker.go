@@ -23,7 +23,13 @@ type history struct {
 	prose    int // assistant answers without a tool call
 	// answered: the ticket shows an earlier question with its answer.
 	answered bool
+	// offered are the tools the request offers; nil when it names none (a test's bare
+	// request), read as every tool.
+	offered map[string]bool
 }
+
+// offers says whether the request offers tool name: a model calls no tool it was not given.
+func (h history) offers(name string) bool { return h.offered == nil || h.offered[name] }
 
 // readHistory pairs assistant tool calls with their tool results.
 func readHistory(msgs []message) history {
@@ -94,7 +100,8 @@ func (c pastCall) refused() bool { return c.hasResult && !c.failed() }
 // realistic case may re-read, or answer in prose once; the wrong phase lasts until enough
 // submits have failed; then the fix (reverting the wrong guess first; a realistic case may
 // mangle an edit's old_text, break one call's JSON, or read the lines it edits in the same
-// turn); then submit, re-reading after each failed submit.
+// turn); then, when the last submit or run_checks names lint findings in a file it wrote
+// whole, it mends them (lintFixes); then submit, re-reading after each failed submit.
 func makerTurn(p *plan, h history, title string) []intent {
 	if p.Behaviour == BehaviourLoop {
 		return []intent{p.read}
@@ -111,7 +118,7 @@ func makerTurn(p *plan, h history, title string) []intent {
 	if st.retryAfterRead || !st.readOK {
 		return []intent{p.read}
 	}
-	if p.Behaviour == BehaviourAsk && !h.answered && !askRefused(h) {
+	if p.Behaviour == BehaviourAsk && h.offers("ask_human") && !h.answered && !askRefused(h) {
 		return []intent{p.question(title)}
 	}
 	if next := r.hesitate(st, h, p.read); next != nil {
@@ -123,6 +130,9 @@ func makerTurn(p *plan, h history, title string) []intent {
 	wrongApplied := st.applied["wrong"] > st.applied["revert"]
 	if edits := p.fixEdits(st, wrongApplied); len(edits) > 0 {
 		return edits
+	}
+	if mends := lintFixes(h); len(mends) > 0 {
+		return mends
 	}
 	if st.lastWasSubmit {
 		return []intent{p.read}

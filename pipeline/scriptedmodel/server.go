@@ -461,7 +461,9 @@ func (s *Server) answer(ex *exchange) chatResponse {
 	case ex.plan == nil:
 		content = unmatchedAnswer
 	case ex.rec.Role == "maker":
-		for i, in := range makerTurn(ex.plan, readHistory(ex.msgs), title) {
+		h := readHistory(ex.msgs)
+		h.offered = toolNames(ex.req.Tools)
+		for i, in := range makerTurn(ex.plan, h, title) {
 			if in.name == "" { // an answer in prose, no tool call
 				content = in.args
 				continue
@@ -626,4 +628,23 @@ func unitFloat(x uint64) float64 {
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31
 	return float64(x>>11) / (1 << 53)
+}
+
+// toolNames are the names of the tools a request offers, nil when it offers none.
+func toolNames(defs []json.RawMessage) map[string]bool {
+	var out map[string]bool
+	for _, raw := range defs {
+		var t struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Function.Name != "" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[t.Function.Name] = true
+		}
+	}
+	return out
 }

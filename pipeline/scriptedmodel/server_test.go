@@ -21,7 +21,7 @@ const ticketText = "Average of an empty list crashes\n\nCalling mean([]) raises 
 // makerTools is the shared contract's tool list, in its fixed order.
 var makerTools = func() []openai.Tool {
 	var tools []openai.Tool
-	for _, name := range []string{"read_files", "list_files", "grep", "edit_file", "write_file", "run_checks", "submit"} {
+	for _, name := range []string{"read_files", "list_files", "grep", "edit_file", "write_file", "run_checks", "submit", "ask_human"} {
 		tools = append(tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name: name, Description: "ticketd maker tool " + name, Parameters: json.RawMessage(`{"type":"object"}`),
 		}})

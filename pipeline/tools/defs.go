@@ -47,15 +47,22 @@ var makerDefs = []def{
 		`{"type":"object","properties":{"question":{"type":"string","description":"One self-contained question the reporter can answer in a sentence, naming the readings you have to choose between, e.g. \"Should add(2, 3) return 5, or is subtraction intended for refunds (-1)?\""}},"required":["question"],"additionalProperties":false}`},
 }
 
-// MakerTools returns the maker's tool definitions in their fixed order.
-func MakerTools() []openai.Tool {
-	out := make([]openai.Tool, len(makerDefs))
-	for i, d := range makerDefs {
-		out[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+// MakerTools returns the maker's tool definitions in their fixed order; ask_human only when
+// ask is true. Asking is the night's setting (budget.max_questions above 0), the same for
+// every ticket, so the list stays byte-identical across the night's requests; offered with
+// asking off, ask_human would cost its definition's tokens on every request and invite a
+// call that is refused.
+func MakerTools(ask bool) []openai.Tool {
+	out := make([]openai.Tool, 0, len(makerDefs))
+	for _, d := range makerDefs {
+		if d.name == AskHuman && !ask {
+			continue
+		}
+		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name:        d.name,
 			Description: d.desc,
 			Parameters:  json.RawMessage(d.params),
-		}}
+		}})
 	}
 	return out
 }
