@@ -126,6 +126,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 				return ok
 			},
 			Worked: worked,
+			Clock:  d.clock(),
 		}
 		rep, err := dir.Scan(ctx, d.Store)
 		if err != nil {

@@ -1,17 +1,22 @@
 package intake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ticketd/ticketd/store"
+	"github.com/ticketd/ticketd/store/clock"
 )
 
 // Enqueuer is the part of the store intake needs.
@@ -32,7 +37,27 @@ type Dir struct {
 	// database worked it (the file's name and its content's identity match), "" when none
 	// did: such an issue is skipped, not worked again under a new database.
 	Worked func(name, title, body string) string
+	// Clock times the wait for files still being written (nil: the machine's clock).
+	Clock clock.Clock
+	// Settle is how long a file must have gone unchanged before it is read as a whole issue
+	// (0: DefaultSettle).
+	Settle time.Duration
 }
+
+// DefaultSettle is how long an issue file must have gone unchanged before a scan takes it
+// in: an editor, cp or scp still writing it changes it more often than that, and a file
+// taken half-written would become a ticket with half its text.
+const DefaultSettle = 2 * time.Second
+
+// settleRounds bounds the waits of one scan for files still changing: a file that changed
+// again at each of them is left for a later scan, so a writer that never stops cannot hold
+// the night's start for more than settleRounds*Settle.
+const settleRounds = 3
+
+// MaxScanFiles bounds the issue files one scan reads: a folder of millions of files must
+// not exhaust the daemon's memory nor hold the night's start for hours. The rest (by name)
+// wait for a later scan and the scan says so.
+const MaxScanFiles = 10000
 
 // ScanReport says what one scan did. Bad files do not stop the others; each is listed.
 type ScanReport struct {
@@ -54,77 +79,208 @@ type Skipped struct {
 // (source, file name), so adding nothing twice.
 func (d Dir) Source() string { return "dir:" + filepath.Clean(d.Path) }
 
-// Scan enqueues every issue file in the folder that is not in the queue yet.
+// IsIssueName says whether a scan reads the folder entry name: *.md, but not what editors,
+// sync tools and office suites leave beside the files they write (hidden files such as
+// vim's .x.md.swp, Emacs's .#x.md lock and rsync's .x.md.XXXXXX, Emacs's #x.md# auto-save,
+// ~$x.md locks), which are not issues and are passed over without a word.
+func IsIssueName(name string) bool {
+	if !strings.HasSuffix(name, ".md") || name == ".md" {
+		return false
+	}
+	switch name[0] {
+	case '.', '~', '#':
+		return false
+	}
+	return true
+}
+
+// Scan enqueues every issue file in the folder that is not in the queue yet. A file that
+// changed less than Settle ago (an editor or a copy may still be writing it) is read only
+// once it has stopped changing: the scan waits for it, up to settleRounds times Settle,
+// then leaves it for a later scan, listed as skipped.
 func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	var rep ScanReport
-	entries, err := os.ReadDir(d.Path)
+	names, more, err := d.list()
 	if err != nil {
-		return rep, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
+		return rep, err
 	}
-	// Every *.md entry is read, whatever its type: readIssueFile refuses a symlink, a FIFO
-	// or a folder with the reason, so the operator sees why it was not taken in.
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
+	rep.Files = len(names)
+	sc := scan{d: d, q: q, rep: &rep, clk: d.Clock, settle: cmp.Or(d.Settle, DefaultSettle), changing: map[string]fileSig{}}
+	if sc.clk == nil {
+		sc.clk = clock.Real{}
 	}
-	sort.Strings(names)
-	skip := func(name string, err error) {
-		rep.Invalid = append(rep.Invalid, err)
-		rep.Skipped = append(rep.Skipped, Skipped{File: name, Reason: err.Error()})
+	if more > 0 {
+		sc.skip(fmt.Sprintf("(%d more files)", more), fmt.Errorf("issue folder %s holds %d issue files, more than the %d one scan reads: the %d last by name wait for a later scan; move the files of finished tickets out of the folder", d.Path, len(names)+more, MaxScanFiles, more))
 	}
 	for _, name := range names {
-		rep.Files++
-		path := filepath.Join(d.Path, name)
-		data, err := readIssueFile(path)
-		if err != nil {
-			skip(name, fmt.Errorf("read issue %s: %w", path, err))
-			continue
-		}
-		is, err := ParseIssue(data)
-		if err != nil {
-			skip(name, fmt.Errorf("issue %s: %w", path, err))
-			continue
-		}
-		repo := is.Repo
-		if repo == "" {
-			repo = d.DefaultRepo
-		}
-		if repo == "" {
-			skip(name, fmt.Errorf("issue %s: no repo: add \"repo: NAME\" to its front matter or set intake[].repo", path))
-			continue
-		}
-		if d.KnownRepo != nil && !d.KnownRepo(repo) {
-			skip(name, fmt.Errorf("issue %s: repo %q is not configured under repos", path, repo))
-			continue
-		}
-		if d.Worked != nil {
-			if where := d.Worked(name, is.Title, is.Body); where != "" {
-				if known, _ := d.known(ctx, q, name); !known {
-					skip(name, fmt.Errorf("issue %s: another ticket database already worked it (its results are in %s): not taken in again; to work it again here, move that folder away", path, where))
-					continue
-				}
-			}
-		}
-		id, created, err := q.Enqueue(ctx, store.NewTicket{
-			Source:      d.Source(),
-			ExternalID:  name,
-			Repo:        repo,
-			Title:       is.Title,
-			Body:        is.Body,
-			Labels:      is.Labels,
-			Priority:    Priority(is.Labels, d.Priorities),
-			MaxAttempts: d.MaxAttempts,
-		})
-		if err != nil {
-			return rep, fmt.Errorf("enqueue issue %s: %w", path, err)
-		}
-		if created {
-			rep.Added = append(rep.Added, id)
+		if err := sc.take(ctx, name, nil); err != nil {
+			return rep, err
 		}
 	}
+	for round := 0; len(sc.changing) > 0 && round < settleRounds; round++ {
+		select {
+		case <-ctx.Done():
+			return rep, fmt.Errorf("wait for issue files still being written in %s: %w", d.Path, context.Cause(ctx))
+		case <-sc.clk.After(sc.settle):
+		}
+		waiting := sc.changing
+		sc.changing = map[string]fileSig{}
+		for _, name := range slices.Sorted(maps.Keys(waiting)) {
+			prev := waiting[name]
+			if err := sc.take(ctx, name, &prev); err != nil {
+				return rep, err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sc.changing)) {
+		sc.skip(name, fmt.Errorf("issue %s: still being written (it changed again within each of %d waits of %s): taken in at a later scan once it has stopped changing; write issues elsewhere and move them into the folder", filepath.Join(d.Path, name), settleRounds, sc.settle))
+	}
 	return rep, nil
+}
+
+// list returns the folder's issue file names, sorted, at most MaxScanFiles of them, and how
+// many more there are. It never holds more than MaxScanFiles names.
+func (d Dir) list() (names []string, more int, err error) {
+	f, err := os.Open(d.Path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
+	}
+	defer f.Close()
+	for {
+		batch, err := f.Readdirnames(1024)
+		for _, name := range batch {
+			if !IsIssueName(name) {
+				continue
+			}
+			names = append(names, name)
+			if len(names) == 2*MaxScanFiles { // keep the first names in order, count the rest
+				slices.Sort(names)
+				more += len(names) - MaxScanFiles
+				names = names[:MaxScanFiles]
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > MaxScanFiles {
+		more += len(names) - MaxScanFiles
+		names = names[:MaxScanFiles]
+	}
+	return names, more, nil
+}
+
+// scan is one Scan's state.
+type scan struct {
+	d        Dir
+	q        Enqueuer
+	rep      *ScanReport
+	clk      clock.Clock
+	settle   time.Duration
+	changing map[string]fileSig // files seen changing, waiting to settle, by name
+}
+
+func (sc *scan) skip(name string, err error) {
+	sc.rep.Invalid = append(sc.rep.Invalid, err)
+	sc.rep.Skipped = append(sc.rep.Skipped, Skipped{File: name, Reason: err.Error()})
+}
+
+// take reads the issue file name and enqueues it, unless it is still changing: unchanged
+// since prev (its state at the last look), or, at the first look, last modified at least
+// Settle ago. A file that changes while it is read waits too.
+func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
+	d := sc.d
+	path := filepath.Join(d.Path, name)
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // removed or renamed since the listing: nothing to take in
+	case err != nil:
+		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
+		return nil
+	}
+	if info.Mode().IsRegular() {
+		sig := sigOf(info)
+		settled := prev != nil && sig == *prev || prev == nil && sc.clk.Now().Sub(info.ModTime()) >= sc.settle
+		if !settled {
+			sc.changing[name] = sig
+			return nil
+		}
+	}
+	data, read, err := readIssueFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
+		return nil
+	}
+	if sigOf(read) != sigOf(info) { // it changed, or was replaced, under the read
+		sc.changing[name] = sigOf(read)
+		return nil
+	}
+	is, err := ParseIssue(data)
+	if err != nil {
+		sc.skip(name, fmt.Errorf("issue %s: %w", path, err))
+		return nil
+	}
+	repo := is.Repo
+	if repo == "" {
+		repo = d.DefaultRepo
+	}
+	if repo == "" {
+		sc.skip(name, fmt.Errorf("issue %s: no repo: add \"repo: NAME\" to its front matter or set intake[].repo", path))
+		return nil
+	}
+	if d.KnownRepo != nil && !d.KnownRepo(repo) {
+		sc.skip(name, fmt.Errorf("issue %s: repo %q is not configured under repos", path, repo))
+		return nil
+	}
+	if d.Worked != nil {
+		if where := d.Worked(name, is.Title, is.Body); where != "" {
+			if known, _ := d.known(ctx, sc.q, name); !known {
+				sc.skip(name, fmt.Errorf("issue %s: another ticket database already worked it (its results are in %s): not taken in again; to work it again here, move that folder away", path, where))
+				return nil
+			}
+		}
+	}
+	id, created, err := sc.q.Enqueue(ctx, store.NewTicket{
+		Source:      d.Source(),
+		ExternalID:  name,
+		Repo:        repo,
+		Title:       is.Title,
+		Body:        is.Body,
+		Labels:      is.Labels,
+		Priority:    Priority(is.Labels, d.Priorities),
+		MaxAttempts: d.MaxAttempts,
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue issue %s: %w", path, err)
+	}
+	if created {
+		sc.rep.Added = append(sc.rep.Added, id)
+	}
+	return nil
+}
+
+// fileSig is what changes when a file is written, replaced or renamed over: its identity,
+// size, modification and change times (ctime cannot be set back by the writer).
+type fileSig struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+func sigOf(info os.FileInfo) fileSig {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileSig{size: info.Size(), mtime: syscall.NsecToTimespec(info.ModTime().UnixNano())}
+	}
+	return fileSig{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 }
 
 // Priority is the highest priority any of the labels maps to (0 when none does). Labels and
@@ -143,39 +299,45 @@ func Priority(labels []string, prio map[string]int) int {
 
 // readIssueFile reads an issue file without trusting it: whoever can write to the intake
 // folder may leave a FIFO (which would block a plain read forever), a symlink to a file the
-// daemon may read but should not publish, or a file of gigabytes. It opens without following
-// a symlink and without blocking, checks on the open file that it is a regular file of at
-// most MaxIssueBytes, and never reads more than that.
-func readIssueFile(path string) ([]byte, error) {
+// daemon may read but should not publish (or to /dev/zero), or a file of gigabytes. It opens
+// without following a symlink and without blocking, checks on the open file that it is a
+// regular file of at most MaxIssueBytes, and never reads more than that. It returns the
+// open file's state after the read, for the caller to see whether it changed meanwhile.
+func readIssueFile(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, errors.New("is a symlink: issue files must be regular files in the folder")
+		switch {
+		case errors.Is(err, syscall.ELOOP):
+			return nil, nil, errors.New("is a symlink: issue files must be regular files in the folder")
+		case errors.Is(err, syscall.ENXIO): // open(2) of a socket
+			return nil, nil, errors.New("is a socket: issue files must be regular files in the folder")
+		case errors.Is(err, fs.ErrPermission):
+			return nil, nil, fmt.Errorf("%w: make it readable by the user ticketd runs as (uid %d)", err, os.Getuid())
 		}
-		if errors.Is(err, syscall.ENXIO) { // open(2) of a socket
-			return nil, errors.New("is a socket: issue files must be regular files in the folder")
-		}
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("is not a regular file (%s): issue files must be regular files", info.Mode().Type())
+		return nil, nil, fmt.Errorf("is not a regular file (%s): issue files must be regular files", info.Mode().Type())
 	}
 	if info.Size() > MaxIssueBytes {
-		return nil, fmt.Errorf("%w: %d bytes, more than the %d allowed; shorten it or attach logs elsewhere", ErrIssueTooLarge, info.Size(), MaxIssueBytes)
+		return nil, nil, fmt.Errorf("%w: %d bytes, more than the %d allowed; shorten it or attach logs elsewhere", ErrIssueTooLarge, info.Size(), MaxIssueBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxIssueBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > MaxIssueBytes { // it grew after the stat
-		return nil, fmt.Errorf("%w: more than the %d bytes allowed", ErrIssueTooLarge, MaxIssueBytes)
+		return nil, nil, fmt.Errorf("%w: more than the %d bytes allowed", ErrIssueTooLarge, MaxIssueBytes)
 	}
-	return data, nil
+	if info, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
+	return data, info, nil
 }
 
 // known says whether the queue already holds the issue of file name (a queue that cannot

@@ -34,7 +34,7 @@ func TestDirScanAddsNothingTwice(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	d := Dir{Path: dir, DefaultRepo: "app", Priorities: map[string]int{"bug": 5, "urgent": 10}, MaxAttempts: 2,
-		KnownRepo: func(r string) bool { return r == "app" }}
+		KnownRepo: func(r string) bool { return r == "app" }, Clock: settledClock()}
 
 	first, err := d.Scan(ctx, st)
 	if err != nil {
@@ -122,7 +122,7 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := readIssueFile(tt.path)
+			data, _, err := readIssueFile(tt.path)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("readIssueFile(%s) = %v, want no error", tt.path, err)
@@ -145,7 +145,7 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), st)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestScanNamesASocket(t *testing.T) {
 		t.Skipf("no unix socket here: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
-	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
