@@ -22,6 +22,8 @@ import (
 // Enqueuer is the part of the store intake needs.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, t store.NewTicket) (int64, bool, error)
+	// Retext gives a ticket no worker claimed yet its issue's new text.
+	Retext(ctx context.Context, t store.NewTicket) (store.Retexted, error)
 }
 
 var _ Enqueuer = (*store.Store)(nil)
@@ -42,6 +44,8 @@ type Dir struct {
 	// Settle is how long a file must have gone unchanged before it is read as a whole issue
 	// (0: DefaultSettle).
 	Settle time.Duration
+	// MaxFiles bounds the issue files one scan reads (0: DefaultMaxFiles).
+	MaxFiles int
 }
 
 // DefaultSettle is how long an issue file must have gone unchanged before a scan takes it
@@ -54,16 +58,19 @@ const DefaultSettle = 2 * time.Second
 // the night's start for more than settleRounds*Settle.
 const settleRounds = 3
 
-// MaxScanFiles bounds the issue files one scan reads: a folder of millions of files must
+// DefaultMaxFiles bounds the issue files one scan reads: a folder of millions of files must
 // not exhaust the daemon's memory nor hold the night's start for hours. The rest (by name)
 // wait for a later scan and the scan says so.
-const MaxScanFiles = 10000
+const DefaultMaxFiles = 10000
 
 // ScanReport says what one scan did. Bad files do not stop the others; each is listed.
 type ScanReport struct {
-	Files   int
-	Added   []int64
-	Invalid []error
+	Files int
+	Added []int64
+	// Retexted are the queued tickets, never claimed, whose file was edited since the scan
+	// that took it in: they now have its new text.
+	Retexted []int64
+	Invalid  []error
 	// Skipped are the files not taken in (those of Invalid, and those another database
 	// already worked), by name, with the reason in words.
 	Skipped []Skipped
@@ -110,7 +117,7 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 		sc.clk = clock.Real{}
 	}
 	if more > 0 {
-		sc.skip(fmt.Sprintf("(%d more files)", more), fmt.Errorf("issue folder %s holds %d issue files, more than the %d one scan reads: the %d last by name wait for a later scan; move the files of finished tickets out of the folder", d.Path, len(names)+more, MaxScanFiles, more))
+		sc.skip(fmt.Sprintf("(%d more files)", more), fmt.Errorf("issue folder %s holds %d issue files, more than the %d one scan reads: the %d last by name wait for a later scan; move the files of finished tickets out of the folder", d.Path, len(names)+more, len(names), more))
 	}
 	for _, name := range names {
 		if err := sc.take(ctx, name, nil); err != nil {
@@ -138,9 +145,10 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	return rep, nil
 }
 
-// list returns the folder's issue file names, sorted, at most MaxScanFiles of them, and how
-// many more there are. It never holds more than MaxScanFiles names.
+// list returns the folder's issue file names, sorted, at most MaxFiles of them, and how
+// many more there are. It never holds more than twice MaxFiles names.
 func (d Dir) list() (names []string, more int, err error) {
+	limit := cmp.Or(d.MaxFiles, DefaultMaxFiles)
 	f, err := os.Open(d.Path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("scan issue folder %s: %w (check intake[].path in the config)", d.Path, err)
@@ -153,10 +161,10 @@ func (d Dir) list() (names []string, more int, err error) {
 				continue
 			}
 			names = append(names, name)
-			if len(names) == 2*MaxScanFiles { // keep the first names in order, count the rest
+			if len(names) == 2*limit { // keep the first names in order, count the rest
 				slices.Sort(names)
-				more += len(names) - MaxScanFiles
-				names = names[:MaxScanFiles]
+				more += len(names) - limit
+				names = names[:limit]
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
@@ -167,9 +175,9 @@ func (d Dir) list() (names []string, more int, err error) {
 		}
 	}
 	slices.Sort(names)
-	if len(names) > MaxScanFiles {
-		more += len(names) - MaxScanFiles
-		names = names[:MaxScanFiles]
+	if len(names) > limit {
+		more += len(names) - limit
+		names = names[:limit]
 	}
 	return names, more, nil
 }
@@ -248,7 +256,7 @@ func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
 			}
 		}
 	}
-	id, created, err := sc.q.Enqueue(ctx, store.NewTicket{
+	nt := store.NewTicket{
 		Source:      d.Source(),
 		ExternalID:  name,
 		Repo:        repo,
@@ -257,7 +265,24 @@ func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
 		Labels:      is.Labels,
 		Priority:    Priority(is.Labels, d.Priorities),
 		MaxAttempts: d.MaxAttempts,
-	})
+	}
+	// A file already taken in may have been edited since: its ticket takes the new text
+	// while no worker has claimed it, and keeps the text it was worked with after.
+	re, err := sc.q.Retext(ctx, nt)
+	if err != nil {
+		return fmt.Errorf("take in the edit of issue %s: %w", path, err)
+	}
+	switch {
+	case re.Changed:
+		sc.rep.Retexted = append(sc.rep.Retexted, re.ID)
+		return nil
+	case re.Kept:
+		sc.skip(name, fmt.Errorf("issue %s changed after ticket #%d took it in and a worker claimed it (now %s): the ticket keeps the text it was worked with; to have the new text worked, give the file a new name (a new ticket), or put the old text back to clear this", path, re.ID, re.State))
+		return nil
+	case re.ID != 0:
+		return nil
+	}
+	id, created, err := sc.q.Enqueue(ctx, nt)
 	if err != nil {
 		return fmt.Errorf("enqueue issue %s: %w", path, err)
 	}

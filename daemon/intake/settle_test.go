@@ -176,32 +176,25 @@ func TestIsIssueName(t *testing.T) {
 	}
 }
 
-// A folder of more files than one scan reads is read in part, in name order, and says so.
-func TestScanReadsAtMostMaxScanFiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes 10,001 files")
-	}
+// A folder of more files than one scan reads is read in part, in name order, and says so;
+// the listing holds at most twice the limit in names, whatever the folder holds.
+func TestScanReadsAtMostMaxFiles(t *testing.T) {
 	dir := t.TempDir()
-	for i := range MaxScanFiles + 1 {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%06d.md", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	const limit, n = 3, 8
+	for i := range n {
+		mustWrite(t, filepath.Join(dir, fmt.Sprintf("%02d.md", n-1-i)), "")
 	}
-	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), MaxFiles: limit}.Scan(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Files != MaxScanFiles || len(rep.Skipped) != MaxScanFiles+1 {
-		t.Fatalf("scan read %d files, skipped %d; want %d read (each skipped: empty) and one line for the rest", rep.Files, len(rep.Skipped), MaxScanFiles)
+	var files []string
+	for _, k := range rep.Skipped {
+		files = append(files, k.File)
 	}
-	i := slices.IndexFunc(rep.Skipped, func(k Skipped) bool { return strings.Contains(k.Reason, "wait for a later scan") })
-	if i < 0 || rep.Skipped[i].File != "(1 more files)" {
-		t.Errorf("no skip says the last file waits: %+v", rep.Skipped[:1])
-	}
-	if slices.ContainsFunc(rep.Skipped, func(k Skipped) bool { return k.File == fmt.Sprintf("%06d.md", MaxScanFiles) }) {
-		t.Errorf("the last file by name was read")
+	want := []string{"(5 more files)", "00.md", "01.md", "02.md"} // each read is skipped: empty
+	if rep.Files != limit || !slices.Equal(files, want) || !strings.Contains(rep.Skipped[0].Reason, "the 5 last by name wait for a later scan") {
+		t.Errorf("scan read %d files, skipped %q (%+v); want %d read and %q", rep.Files, files, rep.Skipped[0], limit, want)
 	}
 }
 
@@ -254,5 +247,53 @@ func TestScanNamesAnUnreadableFile(t *testing.T) {
 	}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "make it readable by the user ticketd runs as") {
 		t.Errorf("skipped %+v, want 01.md with a hint at its permissions", rep.Skipped)
+	}
+}
+
+// An issue file edited after the scan that took it in: its ticket takes the new text while
+// no worker has claimed it, and keeps the text it was worked with after, saying so.
+func TestScanTakesInAnEditWhileQueued(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.md")
+	st := openStore(t)
+	d := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}
+	scan := func(content string) ScanReport {
+		t.Helper()
+		mustWrite(t, path, content)
+		rep, err := d.Scan(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	body := func(id int64) string {
+		t.Helper()
+		tk, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.Body
+	}
+	first := scan("---\ntitle: mean crashes\n---\nmean([]) raises")
+	if len(first.Added) != 1 {
+		t.Fatalf("first scan added %v, want one ticket", first.Added)
+	}
+	id := first.Added[0]
+	if rep := scan("---\ntitle: mean crashes\nlabels: [bug]\n---\nmean([]) raises ZeroDivisionError"); len(rep.Added) != 0 || !slices.Equal(rep.Retexted, []int64{id}) || len(rep.Skipped) != 0 {
+		t.Errorf("scan of the edit: added %v, retexted %v, skipped %+v; want ticket %d retexted", rep.Added, rep.Retexted, rep.Skipped, id)
+	}
+	if got := body(id); got != "mean([]) raises ZeroDivisionError" {
+		t.Errorf("body %q after the edit while queued, want the new text", got)
+	}
+	if _, err := st.Claim(ctx, "w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep := scan("---\ntitle: mean crashes\n---\nsomething else entirely")
+	if len(rep.Retexted) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "keeps the text it was worked with") {
+		t.Errorf("scan of an edit of a running ticket: retexted %v, skipped %+v; want it listed as kept", rep.Retexted, rep.Skipped)
+	}
+	if got := body(id); got != "mean([]) raises ZeroDivisionError" {
+		t.Errorf("body %q of the running ticket changed, want the text it was claimed with", got)
 	}
 }
