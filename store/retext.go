@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -105,6 +107,24 @@ func (s *Store) Retext(ctx context.Context, nt NewTicket) (Retexted, error) {
 		s.eng.Notify()
 	}
 	return r, nil
+}
+
+// SameText returns the earliest ticket of source whose title and body are these (compared
+// as Enqueue stores them), ok false when there is none: a renamed or copied issue file
+// names an issue the queue already has.
+func (s *Store) SameText(ctx context.Context, source, title, body string) (t Ticket, ok bool, err error) {
+	var id int64
+	err = s.rd.QueryRow(ctx, s.q.SameText, source, CleanText(title), CleanText(body)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Ticket{}, false, nil
+	}
+	if err != nil {
+		return Ticket{}, false, fmt.Errorf("ticket of %s with the same text as %q: %w", source, title, err)
+	}
+	if t, err = s.Get(ctx, id); err != nil {
+		return Ticket{}, false, err
+	}
+	return t, true, nil
 }
 
 // joinWords joins a, b and c as "a, b and c".

@@ -24,6 +24,8 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, t store.NewTicket) (int64, bool, error)
 	// Retext gives a ticket no worker claimed yet its issue's new text.
 	Retext(ctx context.Context, t store.NewTicket) (store.Retexted, error)
+	// SameText finds the source's ticket of a renamed or copied file.
+	SameText(ctx context.Context, source, title, body string) (store.Ticket, bool, error)
 }
 
 var _ Enqueuer = (*store.Store)(nil)
@@ -280,6 +282,16 @@ func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
 		sc.skip(name, fmt.Errorf("issue %s changed after ticket #%d took it in and a worker claimed it (now %s): the ticket keeps the text it was worked with; to have the new text worked, give the file a new name (a new ticket), or put the old text back to clear this", path, re.ID, re.State))
 		return nil
 	case re.ID != 0:
+		return nil
+	}
+	// A new name with the text of a ticket already taken in is that issue renamed or copied
+	// (mv a.md b.md while a.md's ticket waits): taken in again, it would be fixed twice.
+	same, ok, err := sc.q.SameText(ctx, nt.Source, nt.Title, nt.Body)
+	if err != nil {
+		return fmt.Errorf("look for the ticket of issue %s under another file name: %w", path, err)
+	}
+	if ok {
+		sc.skip(name, fmt.Errorf("issue %s has the title and text of ticket #%d, taken in from %s (now %s): not taken in twice (a renamed or copied file); to have that issue worked again, ticketctl requeue %d; if this is another report, make its text say how it differs", path, same.ID, same.ExternalID, same.State, same.ID))
 		return nil
 	}
 	id, created, err := sc.q.Enqueue(ctx, nt)

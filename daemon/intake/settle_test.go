@@ -297,3 +297,35 @@ func TestScanTakesInAnEditWhileQueued(t *testing.T) {
 		t.Errorf("body %q of the running ticket changed, want the text it was claimed with", got)
 	}
 }
+
+// A renamed or copied issue file is the issue its ticket already has: not a second ticket
+// (fixed twice). Two issues of one title and different text are two tickets.
+func TestScanTakesARenamedFileOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t)
+	d := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}
+	const issue = "---\ntitle: mean crashes\n---\nmean([]) raises ZeroDivisionError\n"
+	mustWrite(t, filepath.Join(dir, "a.md"), issue)
+	mustWrite(t, filepath.Join(dir, "b.md"), "---\ntitle: mean crashes\n---\nmean of one NaN is 0\n")
+	first, err := d.Scan(ctx, st)
+	if err != nil || len(first.Added) != 2 {
+		t.Fatalf("first scan: added %v, skipped %+v, %v; want a.md and b.md (one title, two reports)", first.Added, first.Skipped, err)
+	}
+	if err := os.Rename(filepath.Join(dir, "a.md"), filepath.Join(dir, "c.md")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, "copy of b.md"), "---\ntitle: mean crashes\nlabels: [bug]\n---\n\nmean of one NaN is 0")
+	rep, err := d.Scan(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, k := range rep.Skipped {
+		reasons[k.File] = k.Reason
+	}
+	if len(rep.Added) != 0 || !strings.Contains(reasons["c.md"], "ticket #1, taken in from a.md (now queued)") ||
+		!strings.Contains(reasons["copy of b.md"], "ticket #2, taken in from b.md") {
+		t.Errorf("scan after a rename and a copy: added %v, skipped %+v; want both skipped as tickets #1 and #2", rep.Added, rep.Skipped)
+	}
+}
