@@ -26,6 +26,8 @@ type Enqueuer interface {
 	Retext(ctx context.Context, t store.NewTicket) (store.Retexted, error)
 	// SameText finds the source's ticket of a renamed or copied file.
 	SameText(ctx context.Context, source, title, body string) (store.Ticket, bool, error)
+	// List finds the queued tickets whose file is gone.
+	List(ctx context.Context, f store.Filter) ([]store.Summary, error)
 }
 
 var _ Enqueuer = (*store.Store)(nil)
@@ -76,6 +78,15 @@ type ScanReport struct {
 	// Skipped are the files not taken in (those of Invalid, and those another database
 	// already worked), by name, with the reason in words.
 	Skipped []Skipped
+	// Gone are the queued tickets of the folder whose file is no longer in it: removing a
+	// file does not withdraw its issue (ticketctl cancel does), so the operator is told.
+	Gone []Gone
+}
+
+// Gone is a queued ticket whose issue file is no longer in the folder.
+type Gone struct {
+	File   string `json:"file"`
+	Ticket int64  `json:"ticket"`
 }
 
 // Skipped is an issue file a scan did not take in.
@@ -144,7 +155,28 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	for _, name := range slices.Sorted(maps.Keys(sc.changing)) {
 		sc.skip(name, fmt.Errorf("issue %s: still being written (it changed again within each of %d waits of %s): taken in at a later scan once it has stopped changing; write issues elsewhere and move them into the folder", filepath.Join(d.Path, name), settleRounds, sc.settle))
 	}
+	if more == 0 { // the listing is whole: what it lacks is gone
+		if rep.Gone, err = d.gone(ctx, q, names); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
+}
+
+// gone returns the queued tickets of the folder whose file is not among names.
+func (d Dir) gone(ctx context.Context, q Enqueuer, names []string) ([]Gone, error) {
+	queued, err := q.List(ctx, store.Filter{States: []store.State{store.StateQueued}})
+	if err != nil {
+		return nil, fmt.Errorf("look for queued tickets of %s whose file is gone: %w", d.Path, err)
+	}
+	var out []Gone
+	for _, t := range queued {
+		if _, found := slices.BinarySearch(names, t.ExternalID); t.Source == d.Source() && !found {
+			out = append(out, Gone{File: t.ExternalID, Ticket: t.ID})
+		}
+	}
+	slices.SortFunc(out, func(a, b Gone) int { return cmp.Compare(a.Ticket, b.Ticket) })
+	return out, nil
 }
 
 // list returns the folder's issue file names, sorted, at most MaxFiles of them, and how

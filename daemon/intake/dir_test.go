@@ -206,7 +206,7 @@ func TestScanNamesASocket(t *testing.T) {
 		t.Skipf("no unix socket here: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
-	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}

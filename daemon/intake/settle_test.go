@@ -184,7 +184,7 @@ func TestScanReadsAtMostMaxFiles(t *testing.T) {
 	for i := range n {
 		mustWrite(t, filepath.Join(dir, fmt.Sprintf("%02d.md", n-1-i)), "")
 	}
-	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), MaxFiles: limit}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), MaxFiles: limit}.Scan(context.Background(), openStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestScanWaitStopsOnShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clk := &writerClock{Fake: clocktest.New(time.Now()), writes: []func(){cancel}} // never fires
-	_, err := Dir{Path: dir, DefaultRepo: "app", Clock: clk}.Scan(ctx, nil)
+	_, err := Dir{Path: dir, DefaultRepo: "app", Clock: clk}.Scan(ctx, openStore(t))
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "still being written") {
 		t.Fatalf("Scan = %v, want the wait for files still being written cancelled", err)
 	}
@@ -241,7 +241,7 @@ func TestScanNamesAnUnreadableFile(t *testing.T) {
 	if err := os.Chmod(p, 0); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +323,9 @@ func TestScanTakesARenamedFileOnce(t *testing.T) {
 	reasons := map[string]string{}
 	for _, k := range rep.Skipped {
 		reasons[k.File] = k.Reason
+	}
+	if len(rep.Gone) != 1 || rep.Gone[0] != (Gone{File: "a.md", Ticket: 1}) {
+		t.Errorf("gone %+v, want a.md's ticket #1", rep.Gone)
 	}
 	if len(rep.Added) != 0 || !strings.Contains(reasons["c.md"], "ticket #1, taken in from a.md (now queued)") ||
 		!strings.Contains(reasons["copy of b.md"], "ticket #2, taken in from b.md") {
