@@ -136,7 +136,9 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 			d.logger().Warn("issue file skipped", "err", bad)
 		}
 		d.recordSkips(ctx, dir.Source(), rep.Skipped)
-		d.noteGone(ctx, dir.Path, rep.Gone)
+		if !d.Config.Store.Shared() { // another node's folder may have this path: its files are not here
+			d.noteGone(ctx, dir.Path, rep.Gone)
+		}
 		if len(rep.Added) > 0 || len(rep.Retexted) > 0 {
 			d.logger().Info("intake", "source", dir.Source(), "files", rep.Files, "added", len(rep.Added), "retexted", rep.Retexted)
 		}

@@ -79,7 +79,9 @@ type ScanReport struct {
 	// already worked), by name, with the reason in words.
 	Skipped []Skipped
 	// Gone are the queued tickets of the folder whose file is no longer in it: removing a
-	// file does not withdraw its issue (ticketctl cancel does), so the operator is told.
+	// file does not withdraw its issue (ticketctl cancel does), so the operator is told. On
+	// a database several machines share, another machine's folder of the same path is the
+	// same source: its tickets show here too.
 	Gone []Gone
 }
 
