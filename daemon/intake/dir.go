@@ -247,13 +247,16 @@ func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
 		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
 		return nil
 	}
-	if info.Mode().IsRegular() {
-		sig := sigOf(info)
-		settled := prev != nil && sig == *prev || prev == nil && sc.clk.Now().Sub(info.ModTime()) >= sc.settle
-		if !settled {
-			sc.changing[name] = sig
-			return nil
-		}
+	// What is not a regular file is refused unopened: opening a FIFO, a socket or a device
+	// node can block or act (a watchdog's reboots when closed).
+	if err := notRegular(info.Mode()); err != nil {
+		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
+		return nil
+	}
+	sig := sigOf(info)
+	if settled := prev != nil && sig == *prev || prev == nil && sc.clk.Now().Sub(info.ModTime()) >= sc.settle; !settled {
+		sc.changing[name] = sig
+		return nil
 	}
 	data, read, err := readIssueFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -392,8 +395,8 @@ func readIssueFile(path string) ([]byte, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !info.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("is not a regular file (%s): issue files must be regular files", info.Mode().Type())
+	if err := notRegular(info.Mode()); err != nil {
+		return nil, nil, err
 	}
 	if info.Size() > MaxIssueBytes {
 		return nil, nil, fmt.Errorf("%w: %d bytes, more than the %d allowed; shorten it or attach logs elsewhere", ErrIssueTooLarge, info.Size(), MaxIssueBytes)
@@ -409,6 +412,19 @@ func readIssueFile(path string) ([]byte, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	return data, info, nil
+}
+
+// notRegular says why a file of mode m is no issue file, nil for a regular file.
+func notRegular(m fs.FileMode) error {
+	switch {
+	case m.IsRegular():
+		return nil
+	case m&fs.ModeSymlink != 0:
+		return errors.New("is a symlink: issue files must be regular files in the folder")
+	case m&fs.ModeSocket != 0:
+		return errors.New("is a socket: issue files must be regular files in the folder")
+	}
+	return fmt.Errorf("is not a regular file (%s): issue files must be regular files", m.Type())
 }
 
 // known says whether the queue already holds the issue of file name (a queue that cannot

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -212,5 +213,40 @@ func TestScanNamesASocket(t *testing.T) {
 	}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "is a socket") {
 		t.Errorf("skipped %+v; want s.md skipped as a socket", rep.Skipped)
+	}
+}
+
+// What is not a regular file is refused without being opened: opening a FIFO, a socket or
+// a device node may block or act (a watchdog device reboots the machine once closed). The
+// kernel reports each open of a file in the folder to an inotify watch on it.
+func TestScanOpensNoFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("no inotify here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
+		t.Skipf("no inotify here: %v", err)
+	}
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "not a regular file") {
+		t.Errorf("skipped %+v; want fifo.md as not a regular file", rep.Skipped)
+	}
+	buf := make([]byte, 4096)
+	n, _ := syscall.Read(fd, buf) // EAGAIN (n -1) when nothing was opened
+	for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+		ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		name := strings.TrimRight(string(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+		if name == "fifo.md" {
+			t.Errorf("the scan opened fifo.md")
+		}
+		off += syscall.SizeofInotifyEvent + int(ev.Len)
 	}
 }
