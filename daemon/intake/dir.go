@@ -127,17 +127,19 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 		return rep, err
 	}
 	rep.Files = len(names)
-	sc := scan{d: d, q: q, rep: &rep, clk: d.Clock, settle: cmp.Or(d.Settle, DefaultSettle), changing: map[string]fileSig{}}
+	sc := scan{d: d, q: q, rep: &rep, clk: d.Clock, settle: cmp.Or(d.Settle, DefaultSettle),
+		changing: map[string]fileSig{}, ready: map[string]fileSig{}}
 	if sc.clk == nil {
 		sc.clk = clock.Real{}
 	}
 	if more > 0 {
 		sc.skip(fmt.Sprintf("(%d more files)", more), fmt.Errorf("issue folder %s holds %d issue files, more than the %d one scan reads: the %d last by name wait for a later scan; move the files of finished tickets out of the folder", d.Path, len(names)+more, len(names), more))
 	}
+	// First every file is looked at, then waited for, then read in name order: tickets are
+	// numbered (and, of one priority, claimed) in the order of their files' names, whichever
+	// had to be waited for.
 	for _, name := range names {
-		if err := sc.take(ctx, name, nil); err != nil {
-			return rep, err
-		}
+		sc.look(name, nil)
 	}
 	for round := 0; len(sc.changing) > 0 && round < settleRounds; round++ {
 		select {
@@ -149,13 +151,16 @@ func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 		sc.changing = map[string]fileSig{}
 		for _, name := range slices.Sorted(maps.Keys(waiting)) {
 			prev := waiting[name]
-			if err := sc.take(ctx, name, &prev); err != nil {
-				return rep, err
-			}
+			sc.look(name, &prev)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(sc.changing)) {
 		sc.skip(name, fmt.Errorf("issue %s: still being written (it changed again within each of %d waits of %s): taken in at a later scan once it has stopped changing; write issues elsewhere and move them into the folder", filepath.Join(d.Path, name), settleRounds, sc.settle))
+	}
+	for _, name := range slices.Sorted(maps.Keys(sc.ready)) {
+		if err := sc.take(ctx, name, sc.ready[name]); err != nil {
+			return rep, err
+		}
 	}
 	if more == 0 { // the listing is whole: what it lacks is gone
 		if rep.Gone, err = d.gone(ctx, q, names); err != nil {
@@ -226,6 +231,7 @@ type scan struct {
 	clk      clock.Clock
 	settle   time.Duration
 	changing map[string]fileSig // files seen changing, waiting to settle, by name
+	ready    map[string]fileSig // files that stopped changing, to read, by name
 }
 
 func (sc *scan) skip(name string, err error) {
@@ -233,31 +239,38 @@ func (sc *scan) skip(name string, err error) {
 	sc.rep.Skipped = append(sc.rep.Skipped, Skipped{File: name, Reason: err.Error()})
 }
 
-// take reads the issue file name and enqueues it, unless it is still changing: unchanged
-// since prev (its state at the last look), or, at the first look, last modified at least
-// Settle ago. A file that changes while it is read waits too.
-func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
-	d := sc.d
-	path := filepath.Join(d.Path, name)
+// look sorts the file name into ready, changing or skipped: a regular file is ready when it
+// is unchanged since prev (its state at the last look), or, at the first look, was last
+// modified at least Settle ago.
+func (sc *scan) look(name string, prev *fileSig) {
+	path := filepath.Join(sc.d.Path, name)
 	info, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil // removed or renamed since the listing: nothing to take in
+		return // removed or renamed since the listing: nothing to take in
 	case err != nil:
 		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
-		return nil
+		return
 	}
 	// What is not a regular file is refused unopened: opening a FIFO, a socket or a device
 	// node can block or act (a watchdog's reboots when closed).
 	if err := notRegular(info.Mode()); err != nil {
 		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
-		return nil
+		return
 	}
 	sig := sigOf(info)
-	if settled := prev != nil && sig == *prev || prev == nil && sc.clk.Now().Sub(info.ModTime()) >= sc.settle; !settled {
-		sc.changing[name] = sig
-		return nil
+	if prev != nil && sig == *prev || prev == nil && sc.clk.Now().Sub(info.ModTime()) >= sc.settle {
+		sc.ready[name] = sig
+		return
 	}
+	sc.changing[name] = sig
+}
+
+// take reads the ready issue file name, as it was when it stopped changing (sig), and
+// enqueues it, or gives its ticket its new text.
+func (sc *scan) take(ctx context.Context, name string, sig fileSig) error {
+	d := sc.d
+	path := filepath.Join(d.Path, name)
 	data, read, err := readIssueFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -266,8 +279,8 @@ func (sc *scan) take(ctx context.Context, name string, prev *fileSig) error {
 		sc.skip(name, fmt.Errorf("read issue %s: %w", path, err))
 		return nil
 	}
-	if sigOf(read) != sigOf(info) { // it changed, or was replaced, under the read
-		sc.changing[name] = sigOf(read)
+	if sigOf(read) != sig { // it changed, or was replaced, since it stopped changing
+		sc.skip(name, fmt.Errorf("issue %s: changed while the scan read it: taken in at a later scan once it has stopped changing", path))
 		return nil
 	}
 	is, err := ParseIssue(data)

@@ -332,3 +332,28 @@ func TestScanTakesARenamedFileOnce(t *testing.T) {
 		t.Errorf("scan after a rename and a copy: added %v, skipped %+v; want both skipped as tickets #1 and #2", rep.Added, rep.Skipped)
 	}
 }
+
+// Tickets are numbered in the order of their files' names, whichever had to be waited for:
+// an operator orders issues of one priority by naming them 01-, 02-.
+func TestScanKeepsNameOrderAcrossTheWait(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "01-first.md"), "---\ntitle: first\n---\n") // a moment ago
+	old := filepath.Join(dir, "02-second.md")
+	mustWrite(t, old, "---\ntitle: second\n---\n")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	clk := settledClock()
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: clk}.Scan(context.Background(), st)
+	if err != nil || len(rep.Added) != 2 || len(clk.Waits()) != 1 {
+		t.Fatalf("scan: added %v, waited %v, %v; want both after one wait", rep.Added, clk.Waits(), err)
+	}
+	for i, want := range []string{"01-first.md", "02-second.md"} {
+		tk, err := st.Get(context.Background(), rep.Added[i])
+		if err != nil || tk.ExternalID != want {
+			t.Errorf("ticket #%d is %q (%v), want %s", rep.Added[i], tk.ExternalID, err, want)
+		}
+	}
+}
