@@ -75,8 +75,9 @@ type ScanReport struct {
 	// that took it in: they now have its new text.
 	Retexted []int64
 	Invalid  []error
-	// Skipped are the files not taken in (those of Invalid, and those another database
-	// already worked), by name, with the reason in words.
+	// Skipped are the files not taken in (those of Invalid: refused, still being written,
+	// edited after their ticket was claimed, renamed or copied, already worked by another
+	// database), by name, with the reason in words.
 	Skipped []Skipped
 	// Gone are the queued tickets of the folder whose file is no longer in it: removing a
 	// file does not withdraw its issue (ticketctl cancel does), so the operator is told. On
@@ -116,10 +117,11 @@ func IsIssueName(name string) bool {
 	return true
 }
 
-// Scan enqueues every issue file in the folder that is not in the queue yet. A file that
-// changed less than Settle ago (an editor or a copy may still be writing it) is read only
-// once it has stopped changing: the scan waits for it, up to settleRounds times Settle,
-// then leaves it for a later scan, listed as skipped.
+// Scan enqueues every issue file in the folder that is not in the queue yet, and gives the
+// edit of a file whose ticket no worker claimed yet to that ticket. A file that changed
+// less than Settle ago (an editor or a copy may still be writing it) is read only once it
+// has stopped changing: the scan waits for it, up to settleRounds times Settle, then leaves
+// it for a later scan, listed as skipped.
 func (d Dir) Scan(ctx context.Context, q Enqueuer) (ScanReport, error) {
 	var rep ScanReport
 	names, more, err := d.list()
