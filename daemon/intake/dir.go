@@ -331,7 +331,7 @@ func (sc *scan) take(ctx context.Context, name string, sig fileSig) error {
 		sc.rep.Retexted = append(sc.rep.Retexted, re.ID)
 		return nil
 	case re.Kept:
-		sc.skip(name, fmt.Errorf("issue %s changed after ticket #%d took it in and a worker claimed it (now %s): the ticket keeps the text it was worked with; to have the new text worked, give the file a new name (a new ticket), or put the old text back to clear this", path, re.ID, re.State))
+		sc.skip(name, fmt.Errorf("issue %s changed since ticket #%d took it in (now %s): a ticket a worker has claimed, or one out of the queue, keeps the text it was taken in with; to have the new text worked, give the file a new name (a new ticket), or put the old text back to clear this", path, re.ID, re.State))
 		return nil
 	case re.ID != 0:
 		return nil

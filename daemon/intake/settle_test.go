@@ -290,7 +290,7 @@ func TestScanTakesInAnEditWhileQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := scan("---\ntitle: mean crashes\n---\nsomething else entirely")
-	if len(rep.Retexted) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "keeps the text it was worked with") {
+	if len(rep.Retexted) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "(now running): a ticket a worker has claimed, or one out of the queue, keeps the text") {
 		t.Errorf("scan of an edit of a running ticket: retexted %v, skipped %+v; want it listed as kept", rep.Retexted, rep.Skipped)
 	}
 	if got := body(id); got != "mean([]) raises ZeroDivisionError" {
