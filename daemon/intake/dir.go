@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/clock"
@@ -245,6 +248,12 @@ func (sc *scan) skip(name string, err error) {
 // is unchanged since prev (its state at the last look), or, at the first look, was last
 // modified at least Settle ago.
 func (sc *scan) look(name string, prev *fileSig) {
+	// A file's name becomes the ticket's external id, shown by ticketctl on a terminal: one
+	// with control characters (an escape sequence) or not UTF-8 is refused, and shown quoted.
+	if !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		sc.skip(strconv.Quote(name), fmt.Errorf("issue file %s: its name holds control characters or is not UTF-8: rename it", strconv.Quote(filepath.Join(sc.d.Path, name))))
+		return
+	}
 	path := filepath.Join(sc.d.Path, name)
 	info, err := os.Lstat(path)
 	switch {

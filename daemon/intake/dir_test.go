@@ -250,3 +250,24 @@ func TestScanOpensNoFIFO(t *testing.T) {
 		off += syscall.SizeofInotifyEvent + int(ev.Len)
 	}
 }
+
+// A file's name becomes a ticket's external id that ticketctl prints on a terminal: a name
+// with an escape sequence or bytes that are not UTF-8 is refused, and shown quoted.
+func TestScanRefusesControlCharactersInAName(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a\x1b]0;pwned\x07.md", "b\xff.md", "c\nd.md"} {
+		mustWrite(t, filepath.Join(dir, name), "---\ntitle: t\n---\n")
+	}
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Added) != 0 || len(rep.Skipped) != 3 {
+		t.Fatalf("added %v, skipped %+v; want the three refused", rep.Added, rep.Skipped)
+	}
+	for _, k := range rep.Skipped {
+		if strings.ContainsAny(k.File+k.Reason, "\x1b\x07\n\xff") || !strings.Contains(k.Reason, "control characters or is not UTF-8") {
+			t.Errorf("skipped %q: %q; want it quoted, with the reason", k.File, k.Reason)
+		}
+	}
+}
