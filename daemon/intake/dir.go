@@ -291,7 +291,7 @@ func (sc *scan) take(ctx context.Context, name string, sig fileSig) error {
 		return nil
 	}
 	if sigOf(read) != sig { // it changed, or was replaced, since it stopped changing
-		sc.skip(name, fmt.Errorf("issue %s: changed while the scan read it: taken in at a later scan once it has stopped changing", path))
+		sc.skip(name, fmt.Errorf("issue %s: changed again as the scan came to read it: taken in at a later scan once it has stopped changing", path))
 		return nil
 	}
 	is, err := ParseIssue(data)
