@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -173,5 +174,26 @@ func (d *Daemon) recordSkips(ctx context.Context, source string, skipped []intak
 	}
 	if err := d.Store.SetIntakeSkips(ctx, source, skips); err != nil {
 		d.logger().Warn("record the skipped issue files", "source", source, "err", err)
+	}
+}
+
+// noteGone tells of each queued ticket whose issue file was removed from the folder dir: it
+// is still worked (removing a file withdraws nothing), so the log and, once, the ticket's
+// history say how to withdraw it.
+func (d *Daemon) noteGone(ctx context.Context, dir string, gone []intake.Gone) {
+	for _, g := range gone {
+		note := fmt.Sprintf("its issue file %s is no longer in %s: the ticket stays queued with the text it was taken in with; to withdraw it: ticketctl cancel %d", g.File, dir, g.Ticket)
+		d.logger().Warn("issue file of a queued ticket is gone", "ticket", g.Ticket, "file", filepath.Join(dir, g.File), "hint", fmt.Sprintf("it is still worked; ticketctl cancel %d withdraws it", g.Ticket))
+		evs, err := d.Store.Events(ctx, g.Ticket)
+		if err != nil {
+			d.logger().Warn("read the history of a ticket whose issue file is gone", "ticket", g.Ticket, "err", err)
+			continue
+		}
+		if slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == store.EventNote && e.Reason == note }) {
+			continue
+		}
+		if err := d.Store.AddNote(ctx, g.Ticket, "intake", note); err != nil {
+			d.logger().Warn("note on a ticket that its issue file is gone", "ticket", g.Ticket, "err", err)
+		}
 	}
 }

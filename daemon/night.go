@@ -126,6 +126,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 				return ok
 			},
 			Worked: worked,
+			Clock:  d.clock(),
 		}
 		rep, err := dir.Scan(ctx, d.Store)
 		if err != nil {
@@ -135,8 +136,11 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 			d.logger().Warn("issue file skipped", "err", bad)
 		}
 		d.recordSkips(ctx, dir.Source(), rep.Skipped)
-		if len(rep.Added) > 0 {
-			d.logger().Info("intake", "source", dir.Source(), "files", rep.Files, "added", len(rep.Added))
+		if !d.Config.Store.Shared() { // another node's folder may have this path: its files are not here
+			d.noteGone(ctx, dir.Path, rep.Gone)
+		}
+		if len(rep.Added) > 0 || len(rep.Retexted) > 0 {
+			d.logger().Info("intake", "source", dir.Source(), "files", rep.Files, "added", len(rep.Added), "retexted", rep.Retexted)
 		}
 		reps = append(reps, rep)
 	}

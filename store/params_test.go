@@ -29,6 +29,7 @@ func testParamsMatchStatements(t *testing.T, e engine) {
 		{"EndAttempt", storedriver.EndAttemptParams{}},
 		{"FinishCancelled", storedriver.FinishCancelledParams{}},
 		{"SaveTriage", storedriver.SaveTriageParams{}},
+		{"Retext", storedriver.RetextParams{}},
 		{"CancelQueued", storedriver.CancelQueuedParams{}},
 		{"RequeueParked", storedriver.ToQueueParams{}},
 		{"Requeue", storedriver.RequeueParams{}},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -34,7 +35,7 @@ func TestDirScanAddsNothingTwice(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	d := Dir{Path: dir, DefaultRepo: "app", Priorities: map[string]int{"bug": 5, "urgent": 10}, MaxAttempts: 2,
-		KnownRepo: func(r string) bool { return r == "app" }}
+		KnownRepo: func(r string) bool { return r == "app" }, Clock: settledClock()}
 
 	first, err := d.Scan(ctx, st)
 	if err != nil {
@@ -122,7 +123,7 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := readIssueFile(tt.path)
+			data, _, err := readIssueFile(tt.path)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("readIssueFile(%s) = %v, want no error", tt.path, err)
@@ -145,7 +146,7 @@ func TestReadIssueFileRefusesHostileFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), st)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +207,67 @@ func TestScanNamesASocket(t *testing.T) {
 		t.Skipf("no unix socket here: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
-	rep, err := Dir{Path: dir, DefaultRepo: "app"}.Scan(context.Background(), nil)
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "is a socket") {
 		t.Errorf("skipped %+v; want s.md skipped as a socket", rep.Skipped)
+	}
+}
+
+// What is not a regular file is refused without being opened: opening a FIFO, a socket or
+// a device node may block or act (a watchdog device reboots the machine once closed). The
+// kernel reports each open of a file in the folder to an inotify watch on it.
+func TestScanOpensNoFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("no inotify here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
+		t.Skipf("no inotify here: %v", err)
+	}
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "not a regular file") {
+		t.Errorf("skipped %+v; want fifo.md as not a regular file", rep.Skipped)
+	}
+	buf := make([]byte, 4096)
+	n, _ := syscall.Read(fd, buf) // EAGAIN (n -1) when nothing was opened
+	for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+		ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		name := strings.TrimRight(string(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+		if name == "fifo.md" {
+			t.Errorf("the scan opened fifo.md")
+		}
+		off += syscall.SizeofInotifyEvent + int(ev.Len)
+	}
+}
+
+// A file's name becomes a ticket's external id that ticketctl prints on a terminal: a name
+// with an escape sequence or bytes that are not UTF-8 is refused, and shown quoted.
+func TestScanRefusesControlCharactersInAName(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a\x1b]0;pwned\x07.md", "b\xff.md", "c\nd.md"} {
+		mustWrite(t, filepath.Join(dir, name), "---\ntitle: t\n---\n")
+	}
+	rep, err := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}.Scan(context.Background(), openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Added) != 0 || len(rep.Skipped) != 3 {
+		t.Fatalf("added %v, skipped %+v; want the three refused", rep.Added, rep.Skipped)
+	}
+	for _, k := range rep.Skipped {
+		if strings.ContainsAny(k.File+k.Reason, "\x1b\x07\n\xff") || !strings.Contains(k.Reason, "control characters or is not UTF-8") {
+			t.Errorf("skipped %q: %q; want it quoted, with the reason", k.File, k.Reason)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,10 @@ type Issue struct {
 
 // MaxIssueBytes bounds an issue file; a larger one is refused rather than sent to a model.
 const MaxIssueBytes = 256 << 10
+
+// MaxTitleRunes bounds an issue's title, which becomes a commit's subject and a pull
+// request's title (GitHub refuses longer ones).
+const MaxTitleRunes = 256
 
 // ErrIssueTooLarge is returned for an issue file over MaxIssueBytes.
 var ErrIssueTooLarge = errors.New("issue file too large")
@@ -42,7 +47,7 @@ func ParseIssue(data []byte) (Issue, error) {
 		return Issue{}, fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrIssueTooLarge, len(data), MaxIssueBytes)
 	}
 	if !utf8.Valid(data) {
-		return Issue{}, errors.New("issue file is not valid UTF-8")
+		return Issue{}, fmt.Errorf("issue file is not valid UTF-8 text (the first bad byte is at offset %d): save it as UTF-8; a binary file is no issue", invalidAt(data))
 	}
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	text = strings.TrimPrefix(text, "\ufeff")
@@ -104,14 +109,29 @@ func ParseIssue(data []byte) (Issue, error) {
 			return Issue{}, fmt.Errorf("front matter line %d: unknown key %q (known: title, repo, labels)", i+1, key)
 		}
 	}
-	if strings.TrimSpace(is.Title) == "" {
+	if strings.TrimFunc(is.Title, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) == "" {
 		return Issue{}, errors.New("front matter has no title: add \"title: <one line>\"")
 	}
 	if strings.ContainsAny(is.Title, "\n\r") {
 		return Issue{}, errors.New("title must be one line")
 	}
+	if n := utf8.RuneCountInString(is.Title); n > MaxTitleRunes {
+		return Issue{}, fmt.Errorf("title is %d characters, more than the %d allowed (a pull request's title): keep it to a short line and put the detail in the body", n, MaxTitleRunes)
+	}
 	is.Body = strings.TrimSpace(strings.Join(lines[end+1:], "\n"))
 	return is, nil
+}
+
+// invalidAt is the offset of the first byte of data that is not UTF-8.
+func invalidAt(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }
 
 func parseList(v string) []string {

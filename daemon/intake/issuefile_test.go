@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/ticketd/ticketd/store"
 )
 
 func TestParseIssue(t *testing.T) {
@@ -37,6 +40,14 @@ func TestParseIssue(t *testing.T) {
 		{name: "duplicate key", in: "---\ntitle: a\ntitle: b\n---\n", wantErr: "given twice"},
 		{name: "not key value", in: "---\ntitle: a\njust words\n---\n", wantErr: "is not \"key: value\""},
 		{name: "stray list item", in: "---\ntitle: a\n- x\n---\n", wantErr: "outside labels"},
+		{name: "not UTF-8", in: "---\ntitle: caf\xe9\n---\n", wantErr: "first bad byte is at offset 14"},
+		{name: "binary", in: "\x89PNG\r\n\x1a\n\x00", wantErr: "not valid UTF-8"},
+		{name: "title of control characters only", in: "---\ntitle: \x00\x1b \x7f\n---\nbody", wantErr: "no title"},
+		{name: "title too long", in: "---\ntitle: " + strings.Repeat("é", MaxTitleRunes+1) + "\n---\n", wantErr: "257 characters, more than the 256"},
+		{name: "title at the limit", in: "---\ntitle: " + strings.Repeat("é", MaxTitleRunes) + "\n---\n", want: Issue{Title: strings.Repeat("é", MaxTitleRunes)}},
+		{name: "a YAML block scalar is not a title", in: "---\ntitle: |\n  Average crashes\n---\n", wantErr: "line 3"},
+		{name: "old Mac line ends", in: "---\rtitle: x\r---\r", wantErr: "no front matter"},
+		{name: "a second front matter is body", in: "---\ntitle: a\n---\n---\ntitle: b\nrepo: other\n---\n", want: Issue{Title: "a", Body: "---\ntitle: b\nrepo: other\n---"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,8 +85,11 @@ func FuzzParseIssue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if strings.TrimSpace(is.Title) == "" || strings.ContainsAny(is.Title, "\r\n") {
+		if strings.TrimSpace(store.CleanText(is.Title)) == "" || strings.ContainsAny(is.Title, "\r\n") || utf8.RuneCountInString(is.Title) > MaxTitleRunes {
 			t.Fatalf("accepted issue with bad title %q", is.Title)
+		}
+		if !utf8.ValidString(is.Title + is.Body + is.Repo + strings.Join(is.Labels, "")) {
+			t.Fatalf("accepted issue with text that is not UTF-8: %#v", is)
 		}
 		if is.Body != strings.TrimSpace(is.Body) {
 			t.Fatalf("body not trimmed: %q", is.Body)

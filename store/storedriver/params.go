@@ -317,6 +317,18 @@ type HeartbeatParams struct {
 
 func (p HeartbeatParams) Args() []any { return []any{p.LeaseExpiresAt, p.UpdatedAt, p.ID, p.Token} }
 
+// RetextParams are Retext's arguments.
+type RetextParams struct {
+	ID                        int64
+	Repo, Title, Body, Labels string // Labels: a JSON array
+	Priority                  int
+	UpdatedAt                 int64
+}
+
+func (p RetextParams) Args() []any {
+	return []any{p.Repo, p.Title, p.Body, p.Labels, p.Priority, p.UpdatedAt, p.ID}
+}
+
 // SaveTriageParams are SaveTriage's arguments.
 type SaveTriageParams struct {
 	Triage               string // JSON

@@ -13,6 +13,11 @@ type SQL struct {
 	Enqueue string
 	// TicketBySource: source, external_id -> id.
 	TicketBySource string
+	// SameText: source, title, body -> id of the source's earliest ticket with that text.
+	SameText string
+	// Retext (no reservation): RetextParams; the repo, title, body, labels and priority of
+	// a ticket no worker ever claimed (queued, fence_token 0), updated_at; no row otherwise.
+	Retext string
 	// GetTicket: id -> ticket columns.
 	GetTicket string
 	// TicketExists: id -> 1.

@@ -41,10 +41,13 @@ var statements = storedriver.SQL{
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM events))
 			ON CONFLICT (source, external_id) DO NOTHING`,
 	TicketBySource: `SELECT id FROM tickets WHERE source = ? AND external_id = ?`,
-	GetTicket:      `SELECT ` + ticketCols + ` FROM tickets WHERE id = ?`,
-	TicketExists:   `SELECT 1 FROM tickets WHERE id = ?`,
-	CurrentState:   `SELECT state, attempts FROM tickets WHERE id = ?`,
-	List:           listQuery,
+	SameText:       `SELECT id FROM tickets WHERE source = ? AND title = ? AND body = ? ORDER BY id LIMIT 1`,
+	Retext: `UPDATE tickets SET repo = ?, title = ?, body = ?, labels = ?, priority = ?, updated_at = ?
+			WHERE id = ? AND state = 'queued' AND fence_token = 0`,
+	GetTicket:    `SELECT ` + ticketCols + ` FROM tickets WHERE id = ?`,
+	TicketExists: `SELECT 1 FROM tickets WHERE id = ?`,
+	CurrentState: `SELECT state, attempts FROM tickets WHERE id = ?`,
+	List:         listQuery,
 
 	Settle: `UPDATE tickets SET
 			state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'escalated' END,
