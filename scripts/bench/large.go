@@ -541,7 +541,7 @@ func writeLargeIssues(issues string, night int, bugs []largeBug) error {
 	}
 	for i, b := range bugs {
 		text := fmt.Sprintf("---\ntitle: %s\nrepo: %s\nlabels: [bug]\n---\n%s\n", b.Title, largeRepoName, b.Body)
-		if err := os.WriteFile(filepath.Join(issues, fmt.Sprintf("n%d-%d.md", night, i)), []byte(text), 0o644); err != nil {
+		if err := writeIssue(filepath.Join(issues, fmt.Sprintf("n%d-%d.md", night, i)), []byte(text)); err != nil {
 			return err
 		}
 	}
