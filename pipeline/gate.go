@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -83,21 +84,59 @@ func failureKeys(results []validate.Result) map[string]string {
 			keys[r.Name+": "+what] = fmt.Sprintf("%s %s (exit %d): %s", r.Name, what, r.ExitCode, lastLines(r.Output, 15))
 			continue
 		}
+		// Tests are known by their id; lint and type findings by file, rule and message (not
+		// line: an edit above them moves them without making them new), and by how many of
+		// them the file has: a second unused loop variable in a file that had one is new.
+		lines := map[string][]int{}
 		for _, f := range r.Findings {
-			// Tests are known by their id; lint and type findings by file, rule and message
-			// (not line: an edit above them moves them without making them new).
-			id := f.Test
-			if id == "" || (r.Kind != validate.KindPytest && r.Kind != validate.KindUnittest) {
-				id = f.File + ": " + f.Test + ": " + f.Message
+			if id, counted := findingID(r, f); counted {
+				lines[id] = append(lines[id], f.Line)
 			}
+		}
+		seen := map[string]int{}
+		for _, f := range r.Findings {
+			id, counted := findingID(r, f)
+			key := id
 			detail := f.Message
 			if f.File != "" {
 				detail = fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Message)
 			}
-			keys[r.Name+": "+id] = fmt.Sprintf("%s: %s: %s", r.Name, orDash(f.Test), clip(detail, 800))
+			if counted && len(lines[id]) > 1 {
+				seen[id]++
+				if seen[id] > 1 {
+					key += fmt.Sprintf(" #%d", seen[id])
+				}
+				detail += fmt.Sprintf(" (%d of this in %s, at lines %s)", len(lines[id]), f.File, lineList(lines[id]))
+			}
+			keys[r.Name+": "+key] = fmt.Sprintf("%s: %s: %s", r.Name, orDash(f.Test), clip(detail, 800))
 		}
 	}
 	return keys
+}
+
+// findingID is what a finding of r is known by across runs, and whether its occurrences in
+// one file are counted (lint and type findings, which have no test id).
+func findingID(r validate.Result, f validate.Finding) (string, bool) {
+	if f.Test != "" && (r.Kind == validate.KindPytest || r.Kind == validate.KindUnittest) {
+		return f.Test, false
+	}
+	return f.File + ": " + f.Test + ": " + f.Message, true
+}
+
+// maxLinesListed bounds the lines lineList names.
+const maxLinesListed = 10
+
+// lineList names lines, sorted: "10, 50", or the first maxLinesListed and how many more.
+func lineList(lines []int) string {
+	sorted := slices.Sorted(slices.Values(lines))
+	var parts []string
+	for _, l := range sorted[:min(len(sorted), maxLinesListed)] {
+		parts = append(parts, strconv.Itoa(l))
+	}
+	if len(sorted) > maxLinesListed {
+		parts = append(parts, fmt.Sprintf("and %d more", len(sorted)-maxLinesListed))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Compare applies the gate rule to the current results against the baseline.

@@ -17,6 +17,15 @@ func failing(tests ...string) validate.Result {
 	return r
 }
 
+// lints is a ruff run with one B007 finding in file at each of lines.
+func lints(file string, lines ...int) validate.Result {
+	r := validate.Result{Name: "lint", Kind: validate.KindRuff}
+	for _, l := range lines {
+		r.Findings = append(r.Findings, validate.Finding{File: file, Line: l, Test: "B007", Message: "Loop control variable `i` not used within loop body"})
+	}
+	return r
+}
+
 func TestCompare(t *testing.T) {
 	lint := func(file, code, msg string) validate.Result {
 		return validate.Result{Name: "lint", Kind: validate.KindRuff, Findings: []validate.Finding{{File: file, Line: 9, Test: code, Message: msg}}}
@@ -53,6 +62,16 @@ func TestCompare(t *testing.T) {
 			cur: []validate.Result{lint("b.py", "E501", "line too long")}, pass: false, nNew: 1, nFixed: 1},
 		{name: "lint debt does not block a test fix", base: []validate.Result{failing("a"), lint("a.py", "F401", "unused")},
 			cur: []validate.Result{failing(), lint("a.py", "F401", "unused")}, pass: true, nFixed: 1},
+		// A file's findings of one rule and message are counted: one more than the base is
+		// new, wherever the edit moved the old one; the lines of all of them are named.
+		{name: "a second finding like the base's one is new", base: []validate.Result{lints("a.py", 19)},
+			cur: []validate.Result{lints("a.py", 5, 25)}, pass: false, nNew: 1, wantTextSubstr: "(2 of this in a.py, at lines 5, 25)"},
+		{name: "as many as the base, moved", base: []validate.Result{lints("a.py", 19, 39)},
+			cur: []validate.Result{lints("a.py", 22, 42)}, pass: true},
+		{name: "one fewer than the base", base: []validate.Result{lints("a.py", 19, 39)},
+			cur: []validate.Result{lints("a.py", 19)}, pass: true, nFixed: 1},
+		{name: "two new in a clean file, both listed", base: []validate.Result{{Name: "lint", Kind: validate.KindRuff, Passed: true}},
+			cur: []validate.Result{lints("a.py", 19, 39)}, pass: false, nNew: 2, wantTextSubstr: "a.py:39: Loop control variable `i` not used within loop body (2 of this in a.py, at lines 19, 39)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
