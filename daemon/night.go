@@ -127,6 +127,7 @@ func (d *Daemon) Intake(ctx context.Context) ([]intake.ScanReport, error) {
 			},
 			Worked: worked,
 			Clock:  d.clock(),
+			Shared: d.Config.Store.Shared(),
 		}
 		rep, err := dir.Scan(ctx, d.Store)
 		if err != nil {

@@ -53,6 +53,12 @@ type Dir struct {
 	Settle time.Duration
 	// MaxFiles bounds the issue files one scan reads (0: DefaultMaxFiles).
 	MaxFiles int
+	// Shared says the database is shared with other machines, whose intake folders may have
+	// this path: their files of the same name are the same tickets (Source, ExternalID). A
+	// file whose ticket has another title or text may then be another machine's issue, not
+	// an edit: its ticket is left as it is, and the file is listed as skipped, saying so,
+	// instead of the text going back and forth with each machine's scan.
+	Shared bool
 }
 
 // DefaultSettle is how long an issue file must have gone unchanged before a scan takes it
@@ -329,6 +335,16 @@ func (sc *scan) take(ctx context.Context, name string, sig fileSig) error {
 		Priority:    Priority(is.Labels, d.Priorities),
 		MaxAttempts: d.MaxAttempts,
 	}
+	if d.Shared {
+		other, err := d.otherText(ctx, sc.q, nt)
+		if err != nil {
+			return fmt.Errorf("read the ticket of issue %s: %w", path, err)
+		}
+		if other != 0 {
+			sc.skip(name, fmt.Errorf("issue %s has the file name of ticket #%d but another title or text: on a database several machines share, tickets are keyed on the folder's path and the file name, so this may be another machine's issue file of the same name, or an edit; not taken in, and ticket #%d is left as it is: give the file a name no other machine's folder of this path uses (for an edit too: a new name is a new ticket), or give each machine's folder its own path", path, other, other))
+			return nil
+		}
+	}
 	// A file already taken in may have been edited since: its ticket takes the new text
 	// while no worker has claimed it, and keeps the text it was worked with after.
 	re, err := sc.q.Retext(ctx, nt)
@@ -453,6 +469,30 @@ func notRegular(m fs.FileMode) error {
 
 // known says whether the queue already holds the issue of file name (a queue that cannot
 // say is asked nothing).
+// otherText is the ticket of nt's file name when its title or text differs from nt's, 0
+// when there is none or it has the same.
+func (d Dir) otherText(ctx context.Context, q Enqueuer, nt store.NewTicket) (int64, error) {
+	k, ok := q.(interface {
+		TicketBySource(ctx context.Context, source, externalID string) (int64, error)
+		Get(ctx context.Context, id int64) (store.Ticket, error)
+	})
+	if !ok {
+		return 0, nil
+	}
+	id, err := k.TicketBySource(ctx, nt.Source, nt.ExternalID)
+	if err != nil || id == 0 {
+		return 0, err
+	}
+	t, err := k.Get(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if t.Title == store.CleanText(nt.Title) && t.Body == store.CleanText(nt.Body) { // as the store keeps them
+		return 0, nil
+	}
+	return id, nil
+}
+
 func (d Dir) known(ctx context.Context, q Enqueuer, name string) (bool, error) {
 	k, ok := q.(interface {
 		TicketBySource(ctx context.Context, source, externalID string) (int64, error)

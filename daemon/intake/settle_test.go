@@ -357,3 +357,40 @@ func TestScanKeepsNameOrderAcrossTheWait(t *testing.T) {
 		}
 	}
 }
+
+// TestScanOnASharedDatabase: on a database several machines share, a file whose ticket
+// (same folder path, same name) has another text may be another machine's issue: the
+// ticket keeps its text and the file is listed as skipped, saying so; the same text, control
+// characters and all, is taken as the same issue.
+func TestScanOnASharedDatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "01.md")
+	st := openStore(t)
+	d := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), Shared: true}
+	scan := func(content string) ScanReport {
+		t.Helper()
+		mustWrite(t, path, content)
+		rep, err := d.Scan(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	first := scan("---\ntitle: mean crashes\n---\nmean([]) raises\x1b[31m")
+	if len(first.Added) != 1 {
+		t.Fatalf("first scan added %v, want one ticket", first.Added)
+	}
+	id := first.Added[0]
+	if rep := scan("---\ntitle: mean crashes\n---\nmean([]) raises\x1b[31m"); len(rep.Added)+len(rep.Retexted)+len(rep.Skipped) != 0 {
+		t.Errorf("rescan of the same file: added %v, retexted %v, skipped %+v; want nothing", rep.Added, rep.Retexted, rep.Skipped)
+	}
+	rep := scan("---\ntitle: median of one item\n---\nmedian([3]) returns None")
+	if len(rep.Added)+len(rep.Retexted) != 0 || len(rep.Skipped) != 1 ||
+		!strings.Contains(rep.Skipped[0].Reason, "may be another machine's issue file of the same name") {
+		t.Errorf("scan of another text under the same name: added %v, retexted %v, skipped %+v; want it skipped, naming the other machine", rep.Added, rep.Retexted, rep.Skipped)
+	}
+	if tk, err := st.Get(ctx, id); err != nil || tk.Title != "mean crashes" {
+		t.Errorf("ticket %d = %q, %v; want its text kept", id, tk.Title, err)
+	}
+}
