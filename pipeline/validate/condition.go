@@ -153,6 +153,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := missingPlugins(c, r, tests); ok {
 		return cond, true
 	}
+	if cond, ok := strictMarkers(c, r, tests); ok {
+		return cond, true
+	}
 	if cond, ok := unknownMarks(c, r); ok {
 		return cond, true
 	}
@@ -282,6 +285,44 @@ func unknownMarks(c Check, r Result) (Condition, bool) {
 	return Condition{Args: []string{"-W", ignoreUnknownMarks}, Notes: []string{fmt.Sprintf(
 		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the configuration's filterwarnings turns into an error: the check runs with -W %s (install %s for the checks' interpreter to run as configured)",
 		m[1], plugin, ignoreUnknownMarks, plugin)}}, true
+}
+
+// unregisteredMark is pytest's refusal, under --strict-markers, of a mark that no plugin or
+// configuration registers.
+var unregisteredMark = regexp.MustCompile("'([A-Za-z_][A-Za-z0-9_]*)' not found in `markers` configuration option")
+
+// strictMarkers works around a base run that --strict-markers in the configuration's addopts
+// stopped on a mark of a plugin the interpreter lacks (portalocker's conftest.py marks its
+// doctests with pytest-timeout's timeout: an internal error, no test runs; a test module
+// using the mark does not collect). The check runs with the addopts without --strict-markers
+// and with -W ignore::pytest.PytestUnknownMarkWarning, so that the mark is a mere warning
+// even where filterwarnings = error: a mark the change invents is then not refused, but it
+// changes no outcome the gate compares. --strict-markers in the check's own command is the
+// operator's to change.
+func strictMarkers(c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || r.Passed {
+		return Condition{}, false
+	}
+	m := unregisteredMark.FindStringSubmatch(r.Output)
+	if m == nil || !strings.Contains(r.Output, "INTERNALERROR>") && r.Errored == 0 {
+		return Condition{}, false
+	}
+	kept, removed := withoutOptions(currentAddopts(c, tests), []string{"--strict-markers", "--strict"}, "")
+	if len(removed) == 0 {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	args := []string{"-o", value}
+	if !slices.Contains(c.ExtraArgs, ignoreUnknownMarks) {
+		args = append(args, "-W", ignoreUnknownMarks)
+	}
+	plugin := "the plugin that registers it"
+	if p, ok := markPlugins[m[1]]; ok {
+		plugin = p
+	}
+	return Condition{Args: args, Notes: []string{fmt.Sprintf(
+		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the pytest configuration's addopts (%s) refuses with %s: the check runs with -o %q -W %s (install %s for the checks' interpreter to run as configured)",
+		m[1], plugin, tests.Config, strings.Join(removed, " "), value, ignoreUnknownMarks, plugin)}}, true
 }
 
 // cacheOption reports whether a is an option of pytest's cache provider.

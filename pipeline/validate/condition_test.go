@@ -64,6 +64,22 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\nfilterwarnings = [\"error\"]\n",
 				"test_calc.py": "import pytest\n\n\n@pytest.mark.timeout(5)\ndef test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "(pytest-timeout's)", 1},
+		// portalocker: its conftest.py marks doctests with pytest-timeout's timeout, and
+		// --strict-markers in addopts refuses the mark when the plugin is missing (the mark is
+		// made up here, so that no developer's machine has its plugin).
+		{"--strict-markers in addopts refusing a conftest hook's mark of a plugin that is not installed",
+			map[string]string{"pytest.ini": "[pytest]\naddopts = --strict-markers -q\n",
+				"conftest.py":  "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.ticketd_absent_plugin_mark(20))\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q", "-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "refuses with --strict-markers", 1},
+		{"--strict-markers in addopts and filterwarnings = error, the mark on a test",
+			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"-ra\", \"--strict-markers\"]\nfilterwarnings = [\"error\"]\n",
+				"test_calc.py": "import pytest\n\n\n@pytest.mark.ticketd_absent_plugin_mark(5)\ndef test_one():\n    assert True\n\n\ndef test_two():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-ra", "-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "pytest.mark.ticketd_absent_plugin_mark", 2},
+		{"--strict-markers of the check's own command is left as it is",
+			map[string]string{"conftest.py": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.ticketd_absent_plugin_mark)\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest, Command: []string{"pytest", "--strict-markers"}}, "", nil, nil, "", 1},
 		// typing_extensions: its unittest tests sit in src/ beside the module they import, and
 		// discovery from the root does not enter src/ (no __init__.py).
 		{"unittest's test modules in src/ beside the code",
