@@ -66,13 +66,13 @@ func Health(results []Result) []Problem {
 				p.Reason += fmt.Sprintf(" (No module named '%s')", m[1])
 				p.Hint, p.Missing = importHint(m[1]), m[1]
 			}
-		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && internalError(r.Output) != "":
+		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && internalError(r.Output) != "":
 			p.Reason = "pytest stopped with an internal error at the base commit, before any test ran: " + internalError(r.Output)
 			p.Hint = "an exception in a conftest.py hook or a plugin: run the check's command by hand in a clean checkout of the base commit (with filterwarnings = error, a warning raised there, such as a deprecation, is such an exception)"
 			if m := missingModule.FindStringSubmatch(internalError(r.Output)); m != nil {
 				p.Missing = m[1]
 			}
-		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && sessionError(r) != "":
+		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && sessionError(r) != "":
 			p.Reason = "pytest could not collect the test session at the base commit, so no test ran: " + sessionError(r)
 			p.Hint = "a conftest.py hook or a plugin fails while pytest walks the repository (often a pytest_collect_file written for an older pytest): fix it, or name the test files or folders in the check's command so that pytest collects only those (command: [python3, -m, pytest, tests])"
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
@@ -89,6 +89,24 @@ func Health(results []Result) []Problem {
 		out = append(out, p)
 	}
 	return out
+}
+
+// nonePassed reports whether no test of r's report passed: every one errored, or the rest
+// were skipped (a module-level skip reports its module as skipped even when an internal
+// error stops the session right after collection, as portalocker's Windows-only modules do).
+func nonePassed(r Result) bool {
+	if r.Errored == r.Tests {
+		return true
+	}
+	if len(r.Outcomes) == 0 {
+		return false
+	}
+	for _, o := range r.Outcomes {
+		if o == OutcomePassed {
+			return false
+		}
+	}
+	return true
 }
 
 // missingModule finds "No module named 'x'" in an error.
