@@ -169,8 +169,18 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 		return cond, true
 	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
-		return Condition{Kind: KindUnittest, Notes: []string{
-			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}, true
+		cond := Condition{Kind: KindUnittest, Notes: []string{
+			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}
+		// decorator keeps its unittest tests in tests/test.py, tests/ not a package: neither
+		// pytest's python_files nor discovery from the root finds them, so the unittest check
+		// starts in that folder at once (the rerun must find tests to be kept).
+		if !rootDiscovers(dir) {
+			if start, ok := unittestStart(dir, Check{Kind: KindUnittest}, Result{}); ok {
+				cond.Args = start.Args
+				cond.Notes = append(cond.Notes, start.Notes...)
+			}
+		}
+		return cond, true
 	}
 	return Condition{}, false
 }
@@ -498,6 +508,42 @@ func unittestFolder(dir string) string {
 		return found[0]
 	}
 	return ""
+}
+
+// rootDiscovers reports whether `python -m unittest discover` from dir could find a test
+// module: one at the root, or one inside a top-level package (discovery enters packages).
+func rootDiscovers(dir string) bool {
+	if hasTestModule(dir) {
+		return true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true // unknown: leave discovery as it is
+	}
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if fi, err := os.Lstat(filepath.Join(sub, "__init__.py")); !e.IsDir() || err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		found := false
+		_ = filepath.WalkDir(sub, func(p string, d os.DirEntry, err error) error {
+			if err != nil || found {
+				return filepath.SkipDir
+			}
+			if d.IsDir() && p != sub && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if d.IsDir() && hasTestModule(p) {
+				found = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // identifier matches a name Python can import.

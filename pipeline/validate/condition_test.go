@@ -37,6 +37,13 @@ func TestAdapt(t *testing.T) {
 		{"a root test.py that unittest runs",
 			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "test.py": unittestCase},
 			Check{Name: "tests", Kind: KindPytest}, KindUnittest, nil, nil, "runs with unittest", 1},
+		// decorator: its unittest tests are tests/test.py, tests/ is no package.
+		{"a tests/test.py that neither pytest nor unittest from the root finds",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "tests/test.py": unittestCase, "tests/helpers.py": "X = 1\n"},
+			Check{Name: "tests", Kind: KindPytest}, KindUnittest, []string{"-s", "tests", "-t", "tests"}, nil, "the test modules are in tests/", 1},
+		{"a root test.py and tests/test.py: discovery from the root, as before",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "test.py": unittestCase, "tests/test.py": unittestCase},
+			Check{Name: "tests", Kind: KindPytest}, KindUnittest, nil, nil, "runs with unittest", 1},
 		{"a package in lib/ that nothing puts on the path",
 			map[string]string{"lib/calc/__init__.py": "def double(x):\n    return 2 * x\n", "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, []string{"lib"}, "lib/ put on PYTHONPATH: the base run failed with No module named 'calc'", 1},
