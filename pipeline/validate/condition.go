@@ -153,6 +153,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := missingPlugins(c, r, tests); ok {
 		return cond, true
 	}
+	if cond, ok := strictConfig(c, r, tests); ok {
+		return cond, true
+	}
 	if cond, ok := strictMarkers(c, r, tests); ok {
 		return cond, true
 	}
@@ -295,6 +298,40 @@ func unknownMarks(c Check, r Result) (Condition, bool) {
 	return Condition{Args: []string{"-W", ignoreUnknownMarks}, Notes: []string{fmt.Sprintf(
 		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the configuration's filterwarnings turns into an error: the check runs with -W %s (install %s for the checks' interpreter to run as configured)",
 		m[1], plugin, ignoreUnknownMarks, plugin)}}, true
+}
+
+// unknownIniOption is pytest's refusal, under --strict-config, of a configuration key it does
+// not know (one of a newer pytest, or of a plugin the interpreter lacks).
+var unknownIniOption = regexp.MustCompile(`(?m)^ERROR: Unknown config option: (\S+)`)
+
+// strictConfig works around a base run that --strict-config in the configuration's addopts
+// stopped before collecting anything, on a configuration key the installed pytest does not
+// know: a key of a newer pytest (consider_namespace_packages, pytest 8.1) or of a plugin the
+// interpreter lacks (timeout, asyncio_mode). The check runs with the addopts without
+// --strict-config; the key is then a warning and the rest of the configuration applies.
+// --strict-config in the check's own command is the operator's to change (Health names the
+// key).
+func strictConfig(c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || r.Passed || r.Tests > 0 {
+		return Condition{}, false
+	}
+	var keys []string
+	for _, m := range unknownIniOption.FindAllStringSubmatch(r.Output, -1) {
+		if !slices.Contains(keys, m[1]) {
+			keys = append(keys, m[1])
+		}
+	}
+	if len(keys) == 0 {
+		return Condition{}, false
+	}
+	kept, removed := withoutOptions(currentAddopts(c, tests), []string{"--strict-config"}, "")
+	if len(removed) == 0 {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
+		"the pytest configuration (%s) sets %s, which the installed pytest does not know (a newer pytest's, or a plugin's this interpreter lacks), and its addopts refuse unknown keys with --strict-config: the check runs with -o %q (install the pytest or plugin that knows them for the checks' interpreter to run as configured)",
+		tests.Config, strings.Join(keys, ", "), value)}}, true
 }
 
 // unregisteredMark is pytest's refusal, under --strict-markers, of a mark that no plugin or

@@ -71,6 +71,15 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\nfilterwarnings = [\"error\"]\n",
 				"test_calc.py": "import pytest\n\n\n@pytest.mark.timeout(5)\ndef test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "(pytest-timeout's)", 1},
+		// jaraco's skeleton sets consider_namespace_packages (pytest 8.1); with --strict-config in
+		// addopts pytest 7 refuses to start.
+		{"--strict-config in addopts refusing a newer pytest's configuration key",
+			map[string]string{"pytest.ini": "[pytest]\naddopts = --strict-config -q\nconsider_namespace_packages = true\nticketd_absent_plugin_key = 1\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "sets consider_namespace_packages, which the installed pytest does not know", 1},
+		{"--strict-config of the check's own command is left as it is",
+			map[string]string{"pytest.ini": "[pytest]\nticketd_absent_plugin_key = 1\n", "test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest, Command: []string{"pytest", "--strict-config"}}, "", nil, nil, "", 0},
 		// portalocker: its conftest.py marks doctests with pytest-timeout's timeout, and
 		// --strict-markers in addopts refuses the mark when the plugin is missing (the mark is
 		// made up here, so that no developer's machine has its plugin).
