@@ -17,6 +17,9 @@ func TestHealth(t *testing.T) {
 		{"some failures", Result{Name: "t", Kind: KindPytest, Tests: 4, Errored: 1, Findings: []Finding{{Test: "a::b", Message: "boom"}}}, ""},
 		{"lint debt", Result{Name: "l", Kind: KindRuff, Findings: []Finding{{Test: "F401", Message: "unused"}}}, ""},
 		{"no tests", Result{Name: "t", Kind: KindPytest, Passed: true, Tests: 0, Summary: "no tests collected"}, "collected no test"},
+		{"configuration refused", Result{Name: "t", Kind: KindPytest, Tests: 0, ExitCode: 4, Summary: "0 passed (pytest exited 4)",
+			Output: "-------------- generated xml file: /run/ticketd/ticketd-junit.xml --------------\nno tests ran in 0.03s\nERROR: Unknown config option: consider_namespace_packages\n"},
+			"pytest refused to run at the base commit: Unknown config option: consider_namespace_packages"},
 		{"no report", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage\n"}, "no test report"},
 		{"all errored", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 3, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}}, "every one of the 3"},
 		{"internal error", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Test: "pytest::internal", Message: "internal error"}},
@@ -136,5 +139,24 @@ func TestHealthInternalErrorAfterSkips(t *testing.T) {
 	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "internal error") || !strings.Contains(ps[0].Reason, "ticketd-hook-broke") {
 		t.Fatalf("Health = %+v for a run (%s, tests %d, errored %d, outcomes %v) where no test passed; want one internal-error problem naming the hook's error\n%s",
 			ps, base[0].Summary, base[0].Tests, base[0].Errored, base[0].Outcomes, base[0].Output)
+	}
+}
+
+// A check whose own command has --strict-config, in a repository configured for a newer
+// pytest (real pytest): the repository pauses, and the reason names the key pytest refused
+// rather than saying that no test was collected.
+func TestHealthConfigurationRefused(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pytest.ini": "[pytest]\nticketd_absent_plugin_key = 1\n",
+		"test_a.py":  "def test_one():\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	base := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute,
+		Command: []string{"pytest", "--strict-config"}}})
+	ps := Health(base)
+	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "Unknown config option: ticketd_absent_plugin_key") {
+		t.Fatalf("Health = %+v for a run pytest refused (%s, tests %d); want one problem naming the refused key\n%s",
+			ps, base[0].Summary, base[0].Tests, base[0].Output)
 	}
 }
