@@ -153,6 +153,12 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := missingPlugins(c, r, tests); ok {
 		return cond, true
 	}
+	if cond, ok := strictConfig(c, r, tests); ok {
+		return cond, true
+	}
+	if cond, ok := strictMarkers(c, r, tests); ok {
+		return cond, true
+	}
 	if cond, ok := unknownMarks(c, r); ok {
 		return cond, true
 	}
@@ -166,8 +172,18 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 		return cond, true
 	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
-		return Condition{Kind: KindUnittest, Notes: []string{
-			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}, true
+		cond := Condition{Kind: KindUnittest, Notes: []string{
+			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}
+		// decorator keeps its unittest tests in tests/test.py, tests/ not a package: neither
+		// pytest's python_files nor discovery from the root finds them, so the unittest check
+		// starts in that folder at once (the rerun must find tests to be kept).
+		if !rootDiscovers(dir) {
+			if start, ok := unittestStart(dir, Check{Kind: KindUnittest}, Result{}); ok {
+				cond.Args = start.Args
+				cond.Notes = append(cond.Notes, start.Notes...)
+			}
+		}
+		return cond, true
 	}
 	return Condition{}, false
 }
@@ -290,6 +306,78 @@ func unknownMarks(c Check, r Result) (Condition, bool) {
 	return Condition{Args: []string{"-W", ignoreUnknownMarks}, Notes: []string{fmt.Sprintf(
 		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the configuration's filterwarnings turns into an error: the check runs with -W %s (install %s for the checks' interpreter to run as configured)",
 		m[1], plugin, ignoreUnknownMarks, plugin)}}, true
+}
+
+// unknownIniOption is pytest's refusal, under --strict-config, of a configuration key it does
+// not know (one of a newer pytest, or of a plugin the interpreter lacks).
+var unknownIniOption = regexp.MustCompile(`(?m)^ERROR: Unknown config option: (\S+)`)
+
+// strictConfig works around a base run that --strict-config in the configuration's addopts
+// stopped before collecting anything, on a configuration key the installed pytest does not
+// know: a key of a newer pytest (consider_namespace_packages, pytest 8.1) or of a plugin the
+// interpreter lacks (timeout, asyncio_mode). The check runs with the addopts without
+// --strict-config; the key is then a warning and the rest of the configuration applies.
+// --strict-config in the check's own command is the operator's to change (Health names the
+// key).
+func strictConfig(c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || r.Passed || r.Tests > 0 {
+		return Condition{}, false
+	}
+	var keys []string
+	for _, m := range unknownIniOption.FindAllStringSubmatch(r.Output, -1) {
+		if !slices.Contains(keys, m[1]) {
+			keys = append(keys, m[1])
+		}
+	}
+	if len(keys) == 0 {
+		return Condition{}, false
+	}
+	kept, removed := withoutOptions(currentAddopts(c, tests), []string{"--strict-config"}, "")
+	if len(removed) == 0 {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
+		"the pytest configuration (%s) sets %s, which the installed pytest does not know (a newer pytest's, or a plugin's this interpreter lacks), and its addopts refuse unknown keys with --strict-config: the check runs with -o %q (install the pytest or plugin that knows them for the checks' interpreter to run as configured)",
+		tests.Config, strings.Join(keys, ", "), value)}}, true
+}
+
+// unregisteredMark is pytest's refusal, under --strict-markers, of a mark that no plugin or
+// configuration registers.
+var unregisteredMark = regexp.MustCompile("'([A-Za-z_][A-Za-z0-9_]*)' not found in `markers` configuration option")
+
+// strictMarkers works around a base run that --strict-markers in the configuration's addopts
+// stopped on a mark of a plugin the interpreter lacks (portalocker's conftest.py marks its
+// doctests with pytest-timeout's timeout: an internal error, no test runs; a test module
+// using the mark does not collect). The check runs with the addopts without --strict-markers
+// and with -W ignore::pytest.PytestUnknownMarkWarning, so that the mark is a mere warning
+// even where filterwarnings = error: a mark the change invents is then not refused, but it
+// changes no outcome the gate compares. --strict-markers in the check's own command is the
+// operator's to change.
+func strictMarkers(c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || r.Passed {
+		return Condition{}, false
+	}
+	m := unregisteredMark.FindStringSubmatch(r.Output)
+	if m == nil || !strings.Contains(r.Output, "INTERNALERROR>") && r.Errored == 0 {
+		return Condition{}, false
+	}
+	kept, removed := withoutOptions(currentAddopts(c, tests), []string{"--strict-markers", "--strict"}, "")
+	if len(removed) == 0 {
+		return Condition{}, false
+	}
+	value := "addopts=" + discover.ShellJoin(kept)
+	args := []string{"-o", value}
+	if !slices.Contains(c.ExtraArgs, ignoreUnknownMarks) {
+		args = append(args, "-W", ignoreUnknownMarks)
+	}
+	plugin := "the plugin that registers it"
+	if p, ok := markPlugins[m[1]]; ok {
+		plugin = p
+	}
+	return Condition{Args: args, Notes: []string{fmt.Sprintf(
+		"the base run stopped on pytest.mark.%s, a mark no installed plugin registers (%s's), which the pytest configuration's addopts (%s) refuses with %s: the check runs with -o %q -W %s (install %s for the checks' interpreter to run as configured)",
+		m[1], plugin, tests.Config, strings.Join(removed, " "), value, ignoreUnknownMarks, plugin)}}, true
 }
 
 // cacheOption reports whether a is an option of pytest's cache provider.
@@ -465,6 +553,42 @@ func unittestFolder(dir string) string {
 		return found[0]
 	}
 	return ""
+}
+
+// rootDiscovers reports whether `python -m unittest discover` from dir could find a test
+// module: one at the root, or one inside a top-level package (discovery enters packages).
+func rootDiscovers(dir string) bool {
+	if hasTestModule(dir) {
+		return true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true // unknown: leave discovery as it is
+	}
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if fi, err := os.Lstat(filepath.Join(sub, "__init__.py")); !e.IsDir() || err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		found := false
+		_ = filepath.WalkDir(sub, func(p string, d os.DirEntry, err error) error {
+			if err != nil || found {
+				return filepath.SkipDir
+			}
+			if d.IsDir() && p != sub && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if d.IsDir() && hasTestModule(p) {
+				found = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // identifier matches a name Python can import.

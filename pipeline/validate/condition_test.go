@@ -37,6 +37,13 @@ func TestAdapt(t *testing.T) {
 		{"a root test.py that unittest runs",
 			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "test.py": unittestCase},
 			Check{Name: "tests", Kind: KindPytest}, KindUnittest, nil, nil, "runs with unittest", 1},
+		// decorator: its unittest tests are tests/test.py, tests/ is no package.
+		{"a tests/test.py that neither pytest nor unittest from the root finds",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "tests/test.py": unittestCase, "tests/helpers.py": "X = 1\n"},
+			Check{Name: "tests", Kind: KindPytest}, KindUnittest, []string{"-s", "tests", "-t", "tests"}, nil, "the test modules are in tests/", 1},
+		{"a root test.py and tests/test.py: discovery from the root, as before",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "test.py": unittestCase, "tests/test.py": unittestCase},
+			Check{Name: "tests", Kind: KindPytest}, KindUnittest, nil, nil, "runs with unittest", 1},
 		{"a package in lib/ that nothing puts on the path",
 			map[string]string{"lib/calc/__init__.py": "def double(x):\n    return 2 * x\n", "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, []string{"lib"}, "lib/ put on PYTHONPATH: the base run failed with No module named 'calc'", 1},
@@ -64,6 +71,31 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\nfilterwarnings = [\"error\"]\n",
 				"test_calc.py": "import pytest\n\n\n@pytest.mark.timeout(5)\ndef test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "(pytest-timeout's)", 1},
+		// jaraco's skeleton sets consider_namespace_packages (pytest 8.1); with --strict-config in
+		// addopts pytest 7 refuses to start.
+		{"--strict-config in addopts refusing a newer pytest's configuration key",
+			map[string]string{"pytest.ini": "[pytest]\naddopts = --strict-config -q\nconsider_namespace_packages = true\nticketd_absent_plugin_key = 1\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "sets consider_namespace_packages, which the installed pytest does not know", 1},
+		{"--strict-config of the check's own command is left as it is",
+			map[string]string{"pytest.ini": "[pytest]\nticketd_absent_plugin_key = 1\n", "test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest, Command: []string{"pytest", "--strict-config"}}, "", nil, nil, "", 0},
+		// portalocker: its conftest.py marks doctests with pytest-timeout's timeout, and
+		// --strict-markers in addopts refuses the mark when the plugin is missing (the mark is
+		// made up here, so that no developer's machine has its plugin).
+		{"--strict-markers in addopts refusing a conftest hook's mark of a plugin that is not installed",
+			map[string]string{"pytest.ini": "[pytest]\naddopts = --strict-markers -q\n",
+				"conftest.py":  "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.ticketd_absent_plugin_mark(20))\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q", "-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "refuses with --strict-markers", 1},
+		{"--strict-markers in addopts and filterwarnings = error, the mark on a test",
+			map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"-ra\", \"--strict-markers\"]\nfilterwarnings = [\"error\"]\n",
+				"test_calc.py": "import pytest\n\n\n@pytest.mark.ticketd_absent_plugin_mark(5)\ndef test_one():\n    assert True\n\n\ndef test_two():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-ra", "-W", "ignore::pytest.PytestUnknownMarkWarning"}, nil, "pytest.mark.ticketd_absent_plugin_mark", 2},
+		{"--strict-markers of the check's own command is left as it is",
+			map[string]string{"conftest.py": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.ticketd_absent_plugin_mark)\n",
+				"test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest, Command: []string{"pytest", "--strict-markers"}}, "", nil, nil, "", 1},
 		// typing_extensions: its unittest tests sit in src/ beside the module they import, and
 		// discovery from the root does not enter src/ (no __init__.py).
 		{"unittest's test modules in src/ beside the code",

@@ -55,6 +55,9 @@ func Health(results []Result) []Problem {
 			if strings.Contains(r.Summary, stoppedAtNote) {
 				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: a -k pattern that skips it), or " + p.Hint
 			}
+		case r.Kind == KindPytest && r.Tests == 0 && !r.Passed && usageError(r.Output) != "":
+			p.Reason = "pytest refused to run at the base commit: " + usageError(r.Output)
+			p.Hint = "an option or configuration key that the installed pytest or its plugins do not know (a newer pytest's, or a missing plugin's): install what knows it for the checks' interpreter, or leave it out of the check's command (with --strict-config, an unknown key of the configuration is an error)"
 		case r.Kind == KindPytest && r.Tests == 0:
 			p.Reason = "the test run at the base commit collected no test (and `python -m unittest discover` found none either)"
 			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files match python_files (by default test_*.py or *_test.py; set python_files = tests.py test_*.py for a tests.py)"
@@ -66,13 +69,13 @@ func Health(results []Result) []Problem {
 				p.Reason += fmt.Sprintf(" (No module named '%s')", m[1])
 				p.Hint, p.Missing = importHint(m[1]), m[1]
 			}
-		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && internalError(r.Output) != "":
+		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && internalError(r.Output) != "":
 			p.Reason = "pytest stopped with an internal error at the base commit, before any test ran: " + internalError(r.Output)
 			p.Hint = "an exception in a conftest.py hook or a plugin: run the check's command by hand in a clean checkout of the base commit (with filterwarnings = error, a warning raised there, such as a deprecation, is such an exception)"
 			if m := missingModule.FindStringSubmatch(internalError(r.Output)); m != nil {
 				p.Missing = m[1]
 			}
-		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests && sessionError(r) != "":
+		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && sessionError(r) != "":
 			p.Reason = "pytest could not collect the test session at the base commit, so no test ran: " + sessionError(r)
 			p.Hint = "a conftest.py hook or a plugin fails while pytest walks the repository (often a pytest_collect_file written for an older pytest): fix it, or name the test files or folders in the check's command so that pytest collects only those (command: [python3, -m, pytest, tests])"
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
@@ -89,6 +92,38 @@ func Health(results []Result) []Problem {
 		out = append(out, p)
 	}
 	return out
+}
+
+// usageLine is the line pytest prints when it refuses its command line or configuration
+// before collecting (exit status 4).
+var usageLine = regexp.MustCompile(`(?m)^ERROR: (.+)$`)
+
+// usageError is the error pytest refused to start with, "" when none: an unknown option or
+// configuration key ("Unknown config option: consider_namespace_packages").
+func usageError(output string) string {
+	m := usageLine.FindStringSubmatch(output)
+	if m == nil || strings.HasPrefix(m[1], "usage:") {
+		return ""
+	}
+	return clip(strings.TrimSpace(m[1]), 300)
+}
+
+// nonePassed reports whether no test of r's report passed: every one errored, or the rest
+// were skipped (a module-level skip reports its module as skipped even when an internal
+// error stops the session right after collection, as portalocker's Windows-only modules do).
+func nonePassed(r Result) bool {
+	if r.Errored == r.Tests {
+		return true
+	}
+	if len(r.Outcomes) == 0 {
+		return false
+	}
+	for _, o := range r.Outcomes {
+		if o == OutcomePassed {
+			return false
+		}
+	}
+	return true
 }
 
 // missingModule finds "No module named 'x'" in an error.

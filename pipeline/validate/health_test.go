@@ -1,8 +1,10 @@
 package validate
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHealth(t *testing.T) {
@@ -15,11 +17,23 @@ func TestHealth(t *testing.T) {
 		{"some failures", Result{Name: "t", Kind: KindPytest, Tests: 4, Errored: 1, Findings: []Finding{{Test: "a::b", Message: "boom"}}}, ""},
 		{"lint debt", Result{Name: "l", Kind: KindRuff, Findings: []Finding{{Test: "F401", Message: "unused"}}}, ""},
 		{"no tests", Result{Name: "t", Kind: KindPytest, Passed: true, Tests: 0, Summary: "no tests collected"}, "collected no test"},
+		{"configuration refused", Result{Name: "t", Kind: KindPytest, Tests: 0, ExitCode: 4, Summary: "0 passed (pytest exited 4)",
+			Output: "-------------- generated xml file: /run/ticketd/ticketd-junit.xml --------------\nno tests ran in 0.03s\nERROR: Unknown config option: consider_namespace_packages\n"},
+			"pytest refused to run at the base commit: Unknown config option: consider_namespace_packages"},
 		{"no report", Result{Name: "t", Kind: KindPytest, Tests: -1, Summary: "pytest exited 4 without a test report", Output: "ERROR: usage\n"}, "no test report"},
 		{"all errored", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 3, Findings: []Finding{{Test: "tests.test_a", Message: "ModuleNotFoundError: No module named 'vendor'"}}}, "every one of the 3"},
 		{"internal error", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Test: "pytest::internal", Message: "internal error"}},
 			Output: "INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR>   File \"tests/conftest.py\", line 20, in pytest_collection_modifyitems\nINTERNALERROR>     item.add_marker(pytest.mark.no_cover)\nINTERNALERROR> pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a typo?\n"},
 			"internal error at the base commit, before any test ran: pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover"},
+		// portalocker: two Windows-only modules skip at collection, then a conftest.py hook stops
+		// the session; no test passed, so the suite gates nothing.
+		{"internal error after module-level skips", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 1,
+			Outcomes: map[string]Outcome{"pytest::internal": OutcomeError, "test_win.py": OutcomeSkipped, "test_nt.py": OutcomeSkipped},
+			Output:   "INTERNALERROR>   File \"conftest.py\", line 50, in pytest_collection_modifyitems\nINTERNALERROR> Failed: 'timeout' not found in `markers` configuration option\n"},
+			"internal error at the base commit, before any test ran: Failed: 'timeout' not found"},
+		{"internal error after tests passed", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 1,
+			Outcomes: map[string]Outcome{"pytest::internal": OutcomeError, "test_a.py::test_a": OutcomePassed, "test_nt.py": OutcomeSkipped},
+			Output:   "INTERNALERROR> RuntimeError: boom in pytest_terminal_summary\n"}, ""},
 		// docopt's root conftest.py builds its collector the way pytest 5 did: the session errors.
 		{"session errored", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Message: "Direct construction of conftest.DocoptTestFile has been deprecated, please use conftest.DocoptTestFile.from_parent. (collection failure)"}}},
 			"could not collect the test session at the base commit, so no test ran: Direct construction of conftest.DocoptTestFile"},
@@ -106,5 +120,43 @@ func TestHealthHungTestHint(t *testing.T) {
 		if len(ps) != 1 || !strings.Contains(ps[0].Hint, tt.want) {
 			t.Errorf("Health(summary %q) = %+v; want a hint with %q", tt.summary, ps, tt.want)
 		}
+	}
+}
+
+// A base run that a conftest.py hook stops after some modules skipped at collection (real
+// pytest): no test passed, so the repository's suite cannot gate a fix and Health says so,
+// as it does when every collected test errors.
+func TestHealthInternalErrorAfterSkips(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"conftest.py":  "def pytest_collection_modifyitems(items):\n    raise RuntimeError('ticketd-hook-broke')\n",
+		"test_win.py":  "import pytest\n\npytest.skip('Windows only', allow_module_level=True)\n",
+		"test_calc.py": "def test_one():\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	base := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})
+	ps := Health(base)
+	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "internal error") || !strings.Contains(ps[0].Reason, "ticketd-hook-broke") {
+		t.Fatalf("Health = %+v for a run (%s, tests %d, errored %d, outcomes %v) where no test passed; want one internal-error problem naming the hook's error\n%s",
+			ps, base[0].Summary, base[0].Tests, base[0].Errored, base[0].Outcomes, base[0].Output)
+	}
+}
+
+// A check whose own command has --strict-config, in a repository configured for a newer
+// pytest (real pytest): the repository pauses, and the reason names the key pytest refused
+// rather than saying that no test was collected.
+func TestHealthConfigurationRefused(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pytest.ini": "[pytest]\nticketd_absent_plugin_key = 1\n",
+		"test_a.py":  "def test_one():\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	base := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute,
+		Command: []string{"pytest", "--strict-config"}}})
+	ps := Health(base)
+	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "Unknown config option: ticketd_absent_plugin_key") {
+		t.Fatalf("Health = %+v for a run pytest refused (%s, tests %d); want one problem naming the refused key\n%s",
+			ps, base[0].Summary, base[0].Tests, base[0].Output)
 	}
 }
