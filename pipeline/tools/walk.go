@@ -120,7 +120,9 @@ type grepRun struct {
 	w        *Workspace
 	re       *regexp.Regexp
 	out, big []string
-	full     bool // MaxGrepMatches reached
+	full     bool  // MaxGrepMatches reached
+	scanned  int64 // bytes of the files searched so far
+	spent    bool  // MaxGrepScanBytes reached: the walk stopped
 }
 
 // file searches one walked file. Only regular files are opened, through resolve, so a
@@ -137,6 +139,11 @@ func (g *grepRun) file(rel string, d fs.DirEntry) error {
 		g.big = append(g.big, rel)
 		return nil
 	}
+	if g.scanned+t.info.Size() > MaxGrepScanBytes {
+		g.spent = true
+		return fs.SkipAll
+	}
+	g.scanned += t.info.Size()
 	data, _, err := g.w.readWhole(t, MaxGrepFileBytes, "grep")
 	if err != nil || strings.IndexByte(string(data[:min(len(data), sniffBytes)]), 0) >= 0 {
 		return nil
@@ -171,6 +178,9 @@ func (g *grepRun) result() string {
 	}
 	if g.full {
 		res += fmt.Sprintf("\n(stopped at %d matches; narrow the pattern or path)", MaxGrepMatches)
+	}
+	if g.spent {
+		res += fmt.Sprintf("\n(stopped after searching %s of files, as much as one grep reads; files after these were not searched: narrow the path)", humanBytes(MaxGrepScanBytes))
 	}
 	if len(g.big) > 0 {
 		res += fmt.Sprintf("\n(not searched, larger than %s: %s)", humanBytes(MaxGrepFileBytes), strings.Join(clipList(g.big, 10), ", "))
