@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// Clean removes every untracked file of the working copy, ignored ones included, except the
-// paths in keep (the files the maker's tools wrote), and the folders it empties; it returns
+// Clean removes every untracked file and folder of the working copy, ignored and empty ones
+// included, except the paths in keep (the files the maker's tools wrote); it returns
 // what it removed, sorted. Between two checks this is what makes each start from exactly the
 // maker's tree: a cache, build output or a planted module (pytest.pyc in an ignored folder)
 // that one check left can never be loaded by the next. It reads the working copy with git
@@ -29,7 +29,9 @@ func (t *Tree) Clean(ctx context.Context, keep []string) ([]string, error) {
 	if os.Geteuid() != 0 {
 		errs = append(errs, reopenDirs(ctx, root))
 	}
-	out, err := t.dirs().git(ctx, nil, "ls-files", "-z", "--others", "--directory", "--no-empty-directory")
+	// Empty folders too: one a check made, or emptied by Undo, is still a namespace package
+	// Python imports (an "import foo" a test expects to fail succeeds).
+	out, err := t.dirs().git(ctx, nil, "ls-files", "-z", "--others", "--directory")
 	if err != nil {
 		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
 	}

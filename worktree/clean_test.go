@@ -160,3 +160,51 @@ func TestCleanReopensClosedDirs(t *testing.T) {
 		t.Errorf("pkg/mod.py after Clean: %q, %v; want it kept", data, err)
 	}
 }
+
+// TestCleanRemovesEmptyFolders: a folder a check made, or one Undo emptied of the check's
+// files, is a namespace package to Python (an "import foo" a test expects to fail succeeds
+// in the next check), so Clean removes empty untracked folders too. A submodule's folder,
+// empty in a worktree, and the folders of the maker's files stay.
+func TestCleanRemovesEmptyFolders(t *testing.T) {
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	repo := newRepo(t, true)
+	git(t, repo, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "vendor/lib")
+	git(t, repo, "commit", "--quiet", "-m", "submodule")
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
+	kept := []string{"newpkg/maker.py"}
+	writeFile(t, in("newpkg/maker.py"), "x = 1\n")
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check: a file in a folder of its own (Undo removes the file), empty folders.
+	writeFile(t, in("foo/bar.txt"), "left\n")
+	for _, d := range []string{"emptyA/emptyB", "newpkg/empty"} {
+		if err := os.MkdirAll(in(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tree.Undo(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := tree.Clean(ctx, kept)
+	if want := []string{"emptyA", "foo", "newpkg/empty"}; err != nil || !slices.Equal(removed, want) {
+		t.Errorf("Clean removed %q, %v; want %q", removed, err, want)
+	}
+	for _, p := range []string{"emptyA", "foo", "newpkg/empty"} {
+		if _, err := os.Lstat(in(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Clean: %v, want it removed", p, err)
+		}
+	}
+	for _, p := range []string{"vendor/lib", "newpkg/maker.py"} {
+		if _, err := os.Lstat(in(p)); err != nil {
+			t.Errorf("%s after Clean: %v, want it kept", p, err)
+		}
+	}
+}
