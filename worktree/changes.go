@@ -337,16 +337,23 @@ func readSnap(root *os.Root, rel string) snapFile {
 // checks' own caches and state between runs, which git never commits. It returns the paths
 // it put back, sorted. No hook or filter runs, and every write stays inside the tree.
 func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
-	now, err := t.status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
-	}
 	root, err := os.OpenRoot(t.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
 	}
 	defer root.Close()
 	u := undo{t: t, root: root, snap: s}
+	if os.Geteuid() != 0 {
+		// A tracked file a check edited in a folder it then closed is invisible to git
+		// status and unwritable: it would stay edited for the next check (see reopenDirs).
+		if err := reopenDirs(ctx, root); err != nil {
+			u.errs = append(u.errs, err)
+		}
+	}
+	now, err := t.status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
 	for _, p := range undoCandidates(now, s) {
 		if want, recorded := s.files[p]; recorded {
 			u.restore(p, want)

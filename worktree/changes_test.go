@@ -546,3 +546,37 @@ func TestUndoCostDoesNotGrowWithFiles(t *testing.T) {
 		t.Errorf("after Undo git status lists %q, want nothing", left)
 	}
 }
+
+// TestUndoReopensClosedDirs: a check that edits a tracked file and then closes its folder
+// (chmod 000) hid the edit from git status and made the file unwritable, so Undo left it
+// edited for the next check. As root every folder is open, so run the test binary as a user
+// (setpriv --reuid=nobody) to see the case.
+func TestUndoReopensClosedDirs(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, "tests", "test_mean.py"), "def test_mean():\n    assert False\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a test")
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := filepath.Join(tree.Dir, "tests")
+	writeFile(t, filepath.Join(tests, "test_mean.py"), "def test_mean():\n    assert True\n")
+	if err := os.Chmod(tests, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(tests, 0o755) })
+	put, err := tree.Undo(ctx, snap)
+	if err != nil || !slices.Equal(put, []string{"tests/test_mean.py"}) {
+		t.Errorf("Undo put back %q, %v; want the edited test", put, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(tests, "test_mean.py")); err != nil || !strings.Contains(string(data), "assert False") {
+		t.Errorf("tests/test_mean.py after Undo: %q, %v; want its base content", data, err)
+	}
+}
