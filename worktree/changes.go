@@ -279,9 +279,12 @@ func (t *Tree) status(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A check can leave tens of thousands of files: every step here is linear in them.
 	var paths []string
+	seen := map[string]bool{}
 	for _, entry := range strings.Split(out, "\x00") {
-		if len(entry) >= 4 && !slices.Contains(paths, entry[3:]) {
+		if len(entry) >= 4 && !seen[entry[3:]] {
+			seen[entry[3:]] = true
 			paths = append(paths, entry[3:])
 		}
 	}
@@ -328,20 +331,29 @@ func readSnap(root *os.Root, rel string) snapFile {
 
 // Undo puts the working copy back to s, undoing what ran since (the checks): a path the
 // snapshot holds gets its recorded content back (or is removed again), any other changed path
-// its base content (tracked) or is removed (untracked). Ignored files stay: they are the
+// its content in the tree's index (tracked: the base's, or in a round the earlier fix's; a
+// symlink comes back as a symlink) or is removed (untracked). Its cost is a few git
+// processes, however many files the checks left. Ignored files stay: they are the
 // checks' own caches and state between runs, which git never commits. It returns the paths
 // it put back, sorted. No hook or filter runs, and every write stays inside the tree.
 func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
-	now, err := t.status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
-	}
 	root, err := os.OpenRoot(t.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
 	}
 	defer root.Close()
 	u := undo{t: t, root: root, snap: s}
+	if os.Geteuid() != 0 {
+		// A tracked file a check edited in a folder it then closed is invisible to git
+		// status and unwritable: it would stay edited for the next check (see reopenDirs).
+		if err := reopenDirs(ctx, root); err != nil {
+			u.errs = append(u.errs, err)
+		}
+	}
+	now, err := t.status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
 	for _, p := range undoCandidates(now, s) {
 		if want, recorded := s.files[p]; recorded {
 			u.restore(p, want)
@@ -365,12 +377,10 @@ func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
 func undoCandidates(now []string, s *Snapshot) []string {
 	candidates := slices.Clone(now)
 	for p := range s.files {
-		if !slices.Contains(candidates, p) {
-			candidates = append(candidates, p)
-		}
+		candidates = append(candidates, p)
 	}
 	slices.Sort(candidates)
-	return candidates
+	return slices.Compact(candidates)
 }
 
 // undo is one Undo in progress: the paths put back, those that go back to the base, and
@@ -413,23 +423,40 @@ func (u *undo) restore(p string, want snapFile) {
 	}
 }
 
-// checkoutBase checks out the base content of the paths to put back that the base holds,
-// and returns them.
+// checkoutBase checks out, from the tree's own index, the paths to put back that the index
+// holds, and returns them. The index is the tree's HEAD (the base commit, or in a round the
+// fix it goes on from): what a path not in the snapshot held before the checks. One
+// ls-files lists it and one checkout-index writes every path, read from stdin (a check may
+// have left more paths than fit on a command line); git writes no entry through a symlink
+// a check put in its way.
 func (u *undo) checkoutBase(ctx context.Context) []string {
+	if len(u.toBase) == 0 {
+		return nil
+	}
+	g := u.t.dirs()
+	out, err := g.git(ctx, nil, "ls-files", "-z", "--cached", "--full-name")
+	if err != nil {
+		u.errs = append(u.errs, fmt.Errorf("list the tree's tracked files: %w", err))
+		return nil
+	}
+	inIndex := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		inIndex[p] = true
+	}
 	var tracked []string
+	var stdin bytes.Buffer
 	for _, p := range u.toBase {
-		if _, inBase, err := u.t.FileAtBase(ctx, p); err == nil && inBase {
+		if inIndex[p] {
 			tracked = append(tracked, p)
+			stdin.WriteString(p)
+			stdin.WriteByte(0)
 		}
 	}
 	if len(tracked) == 0 {
 		return nil
 	}
 	u.put = append(u.put, tracked...)
-	// The tree's own index is the base commit's: checkout from it. Literal pathspecs, so
-	// a file a check named "*" matches itself only.
-	args := append([]string{"checkout", "--quiet", "--"}, tracked...)
-	if _, err := u.t.dirs().git(ctx, []string{"GIT_LITERAL_PATHSPECS=1"}, args...); err != nil {
+	if _, err := g.gitInput(ctx, nil, stdin.Bytes(), "checkout-index", "--force", "-z", "--stdin"); err != nil {
 		u.errs = append(u.errs, err)
 	}
 	return tracked
@@ -443,8 +470,15 @@ func (u *undo) removeUntracked(ctx context.Context, tracked []string) {
 	if err != nil {
 		u.errs = append(u.errs, err)
 	}
+	still := map[string]bool{}
+	for _, p := range again {
+		still[p] = true
+	}
+	for _, p := range tracked {
+		still[p] = false
+	}
 	for _, p := range u.toBase {
-		if slices.Contains(tracked, p) || !slices.Contains(again, p) {
+		if !still[p] {
 			continue
 		}
 		if _, recorded := u.snap.files[p]; recorded {

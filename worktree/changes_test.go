@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -419,5 +420,163 @@ func TestChangesInsideSubmoduleRefused(t *testing.T) {
 				t.Errorf("the branch moved to %s (commit %s), want it left at %s", got, commit, head)
 			}
 		})
+	}
+}
+
+// TestUndoPutsBackWhatTheIndexHolds: a path no snapshot recorded goes back to what the
+// tree's index holds, whatever kind of entry it is there and whatever a check put in its
+// place. Looked up as a regular file of the base commit, a tracked symlink a check removed
+// stayed removed, and in a round a file the earlier fix added (in HEAD, not in the base) was
+// deleted once a check edited it, so the next check ran without it.
+func TestUndoPutsBackWhatTheIndexHolds(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	if err := os.Symlink("stats.py", filepath.Join(repo, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(repo, "pkg", "mod.py"), "y = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a symlink and a package")
+	git(t, repo, "checkout", "-q", "-b", "ticketd/1-fix")
+	writeFile(t, filepath.Join(repo, "added.py"), "new = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "the earlier fix")
+	git(t, repo, "checkout", "-q", "main")
+	outside := t.TempDir()
+
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.PrepareFrom(ctx, repo, "main", "ticketd/1-fix-r2", "ticketd/1-fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check: the tracked symlink removed, the earlier fix's file edited, a tracked
+	// folder replaced by a symlink to a folder outside.
+	in := func(p string) string { return filepath.Join(tree.Dir, p) }
+	if err := os.Remove(in("link.py")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, in("added.py"), "edited by a check\n")
+	if err := os.RemoveAll(in("pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, in("pkg")); err != nil {
+		t.Fatal(err)
+	}
+	put, err := tree.Undo(ctx, snap)
+	if want := []string{"added.py", "link.py", "pkg/mod.py"}; err != nil || !slices.Equal(put, want) {
+		t.Errorf("Undo put back %q, %v; want %q", put, err, want)
+	}
+	if got, err := os.Readlink(in("link.py")); err != nil || got != "stats.py" {
+		t.Errorf("link.py after Undo: -> %q, %v; want the tracked symlink to stats.py", got, err)
+	}
+	if data, err := os.ReadFile(in("added.py")); err != nil || string(data) != "new = 1\n" {
+		t.Errorf("added.py after Undo: %q, %v; want the earlier fix's content", data, err)
+	}
+	if fi, err := os.Lstat(in("pkg")); err != nil || !fi.IsDir() {
+		t.Errorf("pkg after Undo: %v, %v; want the tracked folder", fi, err)
+	}
+	if data, err := os.ReadFile(in("pkg/mod.py")); err != nil || string(data) != "y = 1\n" {
+		t.Errorf("pkg/mod.py after Undo: %q, %v; want its content", data, err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("Undo wrote through the check's symlink into %s: %v", outside, entries)
+	}
+	if after, err := tree.Snapshot(ctx); err != nil || len(after.files) != 0 {
+		t.Errorf("after Undo the changed paths are %v, %v; want none", slices.Collect(maps.Keys(after.files)), err)
+	}
+}
+
+// gitCounter puts a git first on PATH that counts its runs and runs the real one, and returns
+// a function reading the count.
+func gitCounter(t *testing.T) func() int {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs")
+	script := "#!/bin/sh\necho run >> '" + log + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() int {
+		data, _ := os.ReadFile(log)
+		return strings.Count(string(data), "run\n")
+	}
+}
+
+// TestUndoCostDoesNotGrowWithFiles: a check that leaves thousands of files (a test writing
+// its output into the worktree) costs Undo a few git processes, not one or two per file:
+// with one per file, 3,000 files took 7 s, after every check of every submit.
+func TestUndoCostDoesNotGrowWithFiles(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 300
+	for i := range files {
+		writeFile(t, filepath.Join(tree.Dir, "out", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%04d.txt", i)), "x\n")
+	}
+	writeFile(t, filepath.Join(tree.Dir, "old.py"), "x = 2\n")
+	runs := gitCounter(t)
+	put, err := tree.Undo(ctx, snap)
+	if err != nil || len(put) != files+1 {
+		t.Fatalf("Undo put back %d paths, %v; want %d", len(put), err, files+1)
+	}
+	if n := runs(); n > 10 {
+		t.Errorf("Undo of %d files ran git %d times, want a handful", files+1, n)
+	}
+	if data, _ := os.ReadFile(filepath.Join(tree.Dir, "old.py")); string(data) != "x = 1\n" {
+		t.Errorf("old.py after Undo: %q, want its base content", data)
+	}
+	if left, _ := tree.status(ctx); len(left) != 0 {
+		t.Errorf("after Undo git status lists %q, want nothing", left)
+	}
+}
+
+// TestUndoReopensClosedDirs: a check that edits a tracked file and then closes its folder
+// (chmod 000) hid the edit from git status and made the file unwritable, so Undo left it
+// edited for the next check. As root every folder is open, so run the test binary as a user
+// (setpriv --reuid=nobody) to see the case.
+func TestUndoReopensClosedDirs(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, "tests", "test_mean.py"), "def test_mean():\n    assert False\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a test")
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := filepath.Join(tree.Dir, "tests")
+	writeFile(t, filepath.Join(tests, "test_mean.py"), "def test_mean():\n    assert True\n")
+	if err := os.Chmod(tests, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(tests, 0o755) })
+	put, err := tree.Undo(ctx, snap)
+	if err != nil || !slices.Equal(put, []string{"tests/test_mean.py"}) {
+		t.Errorf("Undo put back %q, %v; want the edited test", put, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(tests, "test_mean.py")); err != nil || !strings.Contains(string(data), "assert False") {
+		t.Errorf("tests/test_mean.py after Undo: %q, %v; want its base content", data, err)
 	}
 }

@@ -12,25 +12,30 @@ import (
 	"strings"
 )
 
-// Clean removes every untracked file of the working copy, ignored ones included, except the
-// paths in keep (the files the maker's tools wrote), and the folders it empties; it returns
+// Clean removes every untracked file and folder of the working copy, ignored and empty ones
+// included, except the paths in keep (the files the maker's tools wrote); it returns
 // what it removed, sorted. Between two checks this is what makes each start from exactly the
 // maker's tree: a cache, build output or a planted module (pytest.pyc in an ignored folder)
 // that one check left can never be loaded by the next. It reads the working copy with git
 // ls-files, which follows no symlink, and removes through an os.Root of the tree, so no path
 // leads outside it. A nested repository a check made is removed whole.
 func (t *Tree) Clean(ctx context.Context, keep []string) ([]string, error) {
-	out, err := t.dirs().git(ctx, nil, "ls-files", "-z", "--others", "--directory", "--no-empty-directory")
-	if err != nil {
-		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
-	}
 	root, err := os.OpenRoot(t.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("clean worktree %s: %w", t.Dir, err)
 	}
 	defer root.Close()
-	var removed []string
 	var errs []error
+	if os.Geteuid() != 0 {
+		errs = append(errs, reopenDirs(ctx, root))
+	}
+	// Empty folders too: one a check made, or emptied by Undo, is still a namespace package
+	// Python imports (an "import foo" a test expects to fail succeeds).
+	out, err := t.dirs().git(ctx, nil, "ls-files", "-z", "--others", "--directory")
+	if err != nil {
+		return nil, fmt.Errorf("list what the checks left in worktree %s: %w", t.Dir, err)
+	}
+	var removed []string
 	for _, entry := range strings.Split(out, "\x00") {
 		if entry == "" {
 			continue
@@ -59,6 +64,37 @@ func (t *Tree) Clean(ctx context.Context, keep []string) ([]string, error) {
 		return removed, fmt.Errorf("clean worktree %s: %w", t.Dir, err)
 	}
 	return removed, nil
+}
+
+// reopenDirs gives the owner back read, write and search on every folder of the working
+// copy (its .git aside) that a check closed (chmod 000, 0300). git lists nothing in a folder
+// it cannot read, so what a check hid there survived Clean, and the next check, run as the
+// same user, could open it again and load it. Symlinks are not followed. Only a daemon that
+// is not root needs it: root's git and removals see into every folder.
+func reopenDirs(ctx context.Context, root *os.Root) error {
+	var errs []error
+	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil || !d.IsDir():
+			return nil
+		case p == ".git":
+			return fs.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if perm := info.Mode().Perm(); perm&0o700 != 0o700 {
+			if err := root.Chmod(filepath.FromSlash(p), perm|0o700); err != nil {
+				errs = append(errs, fmt.Errorf("reopen folder %s a check closed: %w", p, err))
+				return fs.SkipDir
+			}
+		}
+		return nil
+	})
+	return errors.Join(errs...)
 }
 
 // coversKept reports whether folder dir holds one of keep.

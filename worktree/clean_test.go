@@ -113,3 +113,98 @@ func TestRepublish(t *testing.T) {
 		t.Errorf("CommitPatch = %q, %v", p, err)
 	}
 }
+
+// TestCleanReopensClosedDirs: a check can close a folder it made (chmod 000 or 0300) to hide
+// what it planted there; git lists nothing in a folder it cannot read, so the folder
+// survived Clean, and the next check, run as the same user, could open it and load what was
+// planted. A tracked folder it closed is opened again too. As root every folder is open to
+// git, so run the test binary as a user (setpriv --reuid=nobody) to see the case.
+func TestCleanReopensClosedDirs(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, "pkg", "mod.py"), "y = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a package")
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
+	writeFile(t, in("plant/sitecustomize.py"), "planted\n")
+	writeFile(t, in("drop/deep/conftest.py"), "planted\n")
+	writeFile(t, in("pkg/new.py"), "planted\n")
+	for _, c := range []struct {
+		p    string
+		mode os.FileMode
+	}{{"plant", 0}, {"drop/deep", 0o300}, {"drop", 0o500}, {"pkg", 0}} {
+		if err := os.Chmod(in(c.p), c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{"plant", "drop", "drop/deep", "pkg"} {
+			os.Chmod(in(p), 0o700)
+		}
+	})
+	removed, err := tree.Clean(ctx, nil)
+	if want := []string{"drop", "pkg/new.py", "plant"}; err != nil || !slices.Equal(removed, want) {
+		t.Errorf("Clean removed %q, %v; want %q", removed, err, want)
+	}
+	for _, p := range []string{"plant", "drop", "pkg/new.py"} {
+		if _, err := os.Lstat(in(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Clean: %v, want it removed", p, err)
+		}
+	}
+	if data, err := os.ReadFile(in("pkg/mod.py")); err != nil || string(data) != "y = 1\n" {
+		t.Errorf("pkg/mod.py after Clean: %q, %v; want it kept", data, err)
+	}
+}
+
+// TestCleanRemovesEmptyFolders: a folder a check made, or one Undo emptied of the check's
+// files, is a namespace package to Python (an "import foo" a test expects to fail succeeds
+// in the next check), so Clean removes empty untracked folders too. A submodule's folder,
+// empty in a worktree, and the folders of the maker's files stay.
+func TestCleanRemovesEmptyFolders(t *testing.T) {
+	ctx := context.Background()
+	lib := newRepo(t, true)
+	repo := newRepo(t, true)
+	git(t, repo, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", lib, "vendor/lib")
+	git(t, repo, "commit", "--quiet", "-m", "submodule")
+	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
+	kept := []string{"newpkg/maker.py"}
+	writeFile(t, in("newpkg/maker.py"), "x = 1\n")
+	snap, err := tree.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check: a file in a folder of its own (Undo removes the file), empty folders.
+	writeFile(t, in("foo/bar.txt"), "left\n")
+	for _, d := range []string{"emptyA/emptyB", "newpkg/empty"} {
+		if err := os.MkdirAll(in(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tree.Undo(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := tree.Clean(ctx, kept)
+	if want := []string{"emptyA", "foo", "newpkg/empty"}; err != nil || !slices.Equal(removed, want) {
+		t.Errorf("Clean removed %q, %v; want %q", removed, err, want)
+	}
+	for _, p := range []string{"emptyA", "foo", "newpkg/empty"} {
+		if _, err := os.Lstat(in(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Clean: %v, want it removed", p, err)
+		}
+	}
+	for _, p := range []string{"vendor/lib", "newpkg/maker.py"} {
+		if _, err := os.Lstat(in(p)); err != nil {
+			t.Errorf("%s after Clean: %v, want it kept", p, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -229,4 +230,42 @@ func TestDiffSeesSameSizeEditAfterDiff(t *testing.T) {
 		return
 	}
 	t.Fatal("could not make the edit within the first Diff's second in 10 tries")
+}
+
+// TestFileAtBaseBounded: a committed blob can be gigabytes that compress to kilobytes (a
+// zip bomb in AGENTS.md or pyproject.toml); FileAtBase reads the daemon's copy of it whole,
+// so one larger than MaxFileAtBase is refused by its size, never read. Files up to the
+// bound, a missing path and a folder read as before.
+func TestFileAtBaseBounded(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	big := strings.Repeat("# AGENTS\n", MaxFileAtBase/9+1)
+	writeFile(t, filepath.Join(repo, "AGENTS.md"), big)
+	writeFile(t, filepath.Join(repo, "edge.txt"), strings.Repeat("x", MaxFileAtBase))
+	writeFile(t, filepath.Join(repo, "pkg", "m.py"), "m = 1\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "a large file")
+	m := NewManager(t.TempDir(), nil)
+	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path      string
+		wantSize  int
+		wantFound bool
+		wantErr   error
+	}{
+		{"AGENTS.md", 0, false, ErrTooLargeAtBase},
+		{"edge.txt", MaxFileAtBase, true, nil},
+		{"pkg/m.py", 6, true, nil},
+		{"pkg", 0, false, ErrNotRegularAtBase},
+		{"missing.md", 0, false, nil},
+	}
+	for _, tt := range tests {
+		data, found, err := tree.FileAtBase(ctx, tt.path)
+		if len(data) != tt.wantSize || found != tt.wantFound || !errors.Is(err, tt.wantErr) {
+			t.Errorf("FileAtBase(%q) = %d bytes, %v, %v; want %d bytes, %v, %v", tt.path, len(data), found, err, tt.wantSize, tt.wantFound, tt.wantErr)
+		}
+	}
 }

@@ -79,6 +79,15 @@ var hardening = [][2]string{
 	{"gc.auto", "0"},
 	{"maintenance.auto", "false"},
 	{"core.quotePath", "false"},
+	// The patch ApplyBranch reads with git diff goes to git apply: no colour, and the a/ and
+	// b/ prefixes apply strips.
+	{"color.ui", "never"},
+	{"color.diff", "never"},
+	{"diff.noprefix", "false"},
+	{"diff.mnemonicPrefix", "false"},
+	{"diff.srcPrefix", "a/"},
+	{"diff.dstPrefix", "b/"},
+	{"diff.relative", "false"},
 }
 
 // hardenedEnv is the environment of ticketd's git: the allowlisted variables

@@ -272,6 +272,12 @@ func TestHardeningBeatsRepoConfig(t *testing.T) {
 			evilValue = "always"
 		case "gc.auto":
 			evilValue = "1"
+		case "color.ui", "color.diff":
+			evilValue = "always"
+		case "diff.noprefix", "diff.mnemonicPrefix", "diff.relative":
+			evilValue = "true"
+		case "diff.srcPrefix", "diff.dstPrefix":
+			evilValue = "x/"
 		}
 		git(t, repo, "config", "--add", k, evilValue)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -69,13 +70,24 @@ func (t *Tree) Changed(ctx context.Context) ([]string, error) {
 // or a folder at the base commit.
 var ErrNotRegularAtBase = errors.New("not a regular file at the base commit")
 
+// ErrTooLargeAtBase is returned by FileAtBase for a file larger than MaxFileAtBase.
+var ErrTooLargeAtBase = errors.New("too large to read at the base commit")
+
+// MaxFileAtBase bounds the file FileAtBase reads, the size of the largest file the maker's
+// tools rewrite (tools.MaxEditBytes): what ticketd reads at the base (instructions, test
+// configuration, the base version of a file the fix changed) is never larger, while a
+// committed blob can be gigabytes that compress to a few kilobytes, read whole into the
+// daemon's memory (three times over) otherwise.
+const MaxFileAtBase = 16 << 20
+
 // FileAtBase returns the content of rel (slash-separated, relative to the tree) at
 // BaseCommit; found is false when the base commit has no such path. The blob is read as
 // stored (cat-file runs no filter or textconv), so a Git LFS file reads as its pointer, as
-// it is checked out.
+// it is checked out. A file larger than MaxFileAtBase is not read: ErrTooLargeAtBase.
 func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found bool, err error) {
 	// Literal pathspecs: a file named ":(glob)x.py" or ":!x.py" is that file, not magic.
-	out, err := t.dirs().git(ctx, literalPathspecs, "ls-tree", "-z", "--full-tree", t.BaseCommit, "--", rel)
+	// -l: the blob's size, known before it is read.
+	out, err := t.dirs().git(ctx, literalPathspecs, "ls-tree", "-z", "-l", "--full-tree", t.BaseCommit, "--", rel)
 	if err != nil {
 		return nil, false, fmt.Errorf("look up %s at %s: %w", rel, short(t.BaseCommit), err)
 	}
@@ -84,12 +96,15 @@ func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found b
 		return nil, false, nil
 	}
 	meta, name, _ := strings.Cut(entry, "\t")
-	fields := strings.Fields(meta)
-	if len(fields) != 3 || name != rel {
+	fields := strings.Fields(meta) // mode, type, object, size ("-" for a folder or submodule)
+	if len(fields) != 4 || name != rel {
 		return nil, false, nil // a folder of that name lists its entries, not itself
 	}
 	if fields[1] != "blob" || fields[0] == "120000" {
 		return nil, false, fmt.Errorf("%s (mode %s): %w", rel, fields[0], ErrNotRegularAtBase)
+	}
+	if size, err := strconv.ParseInt(fields[3], 10, 64); err != nil || size > MaxFileAtBase {
+		return nil, false, fmt.Errorf("%s is %s bytes at %s, more than the %d ticketd reads: %w", rel, fields[3], short(t.BaseCommit), MaxFileAtBase, ErrTooLargeAtBase)
 	}
 	blob, err := t.dirs().git(ctx, nil, "cat-file", "blob", fields[2])
 	if err != nil {

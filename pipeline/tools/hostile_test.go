@@ -297,3 +297,36 @@ func TestOpenRefusesSwappedSymlink(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestOddNamesShownQuoted: a repository's file name may hold a newline or bytes that are not
+// UTF-8. Shown raw, "x.py\n(listing stopped...)" read as two entries of list_files, neither
+// of which exists; such names are shown quoted and marked as names the tools cannot open.
+// (grep, which opens what it searches, leaves them out.)
+func TestOddNamesShownQuoted(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"plain.py", "odd\nname.py", "bad\xffname.py", "x.py\n(listing stopped at 2000 files; list a subdirectory)"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("needle = 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := NewWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := w.ListFiles(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(list, "\n"); len(lines) != len(names) {
+		t.Errorf("list_files shows %d lines for %d files:\n%s", len(lines), len(names), list)
+	}
+	for _, want := range []string{`"odd\nname.py" (a name the tools cannot open)`, `"bad\xffname.py" (a name the tools cannot open)`, "plain.py"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list_files lacks %q:\n%s", want, list)
+		}
+	}
+	if grep, err := w.Grep(context.Background(), "needle", ""); err != nil || grep != "plain.py:1: needle = 1" {
+		t.Errorf("grep = %q, %v; want only plain.py's line", grep, err)
+	}
+}

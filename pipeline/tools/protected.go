@@ -28,8 +28,8 @@ var protectedNames = map[string]string{
 	"pyproject.toml":          "a dependency manifest",
 	"setup.py":                "a dependency manifest (it runs on install)",
 	"setup.cfg":               "a dependency manifest",
-	"Pipfile":                 "a dependency manifest",
-	"Pipfile.lock":            "a lockfile",
+	"pipfile":                 "a dependency manifest",
+	"pipfile.lock":            "a lockfile",
 	"poetry.lock":             "a lockfile",
 	"pdm.lock":                "a lockfile",
 	"uv.lock":                 "a lockfile",
@@ -44,10 +44,10 @@ var protectedNames = map[string]string{
 	"pip.conf":                "package manager configuration",
 	"go.mod":                  "a dependency manifest",
 	"go.sum":                  "a lockfile",
-	"Cargo.toml":              "a dependency manifest",
-	"Cargo.lock":              "a lockfile",
-	"Gemfile":                 "a dependency manifest",
-	"Gemfile.lock":            "a lockfile",
+	"cargo.toml":              "a dependency manifest",
+	"cargo.lock":              "a lockfile",
+	"gemfile":                 "a dependency manifest",
+	"gemfile.lock":            "a lockfile",
 	"composer.json":           "a dependency manifest",
 	"composer.lock":           "a lockfile",
 	"__pycache__":             "compiled bytecode (Python would run it instead of the source)",
@@ -65,7 +65,7 @@ var protectedRoots = map[string]string{
 	".buildkite":              "CI configuration",
 	"azure-pipelines.yml":     "CI configuration",
 	"bitbucket-pipelines.yml": "CI configuration",
-	"Jenkinsfile":             "CI configuration",
+	"jenkinsfile":             "CI configuration",
 	".husky":                  "hook configuration (git hooks installed on npm install)",
 	".vscode":                 "editor configuration (its tasks and settings run on opening the folder)",
 	".idea":                   "editor configuration (its run configurations run on opening the folder)",
@@ -83,18 +83,40 @@ var shadowNames = map[string]bool{
 // maker may not write it, "" when it may.
 func protectedReason(rel string) string {
 	parts := strings.Split(rel, "/")
-	if why, ok := protectedRoots[parts[0]]; ok {
+	folded := make([]string, len(parts))
+	for i, p := range parts {
+		folded[i] = foldName(p)
+	}
+	if why, ok := protectedRoots[folded[0]]; ok {
 		return why
 	}
-	for _, p := range parts {
+	for _, p := range folded {
 		if why, ok := protectedNames[p]; ok {
 			return why
 		}
 	}
-	if why := protectedKind(parts); why != "" {
+	if why := protectedKind(folded); why != "" {
 		return why
 	}
 	return shadowReason(parts)
+}
+
+// foldName is name as a case-insensitive file system reads it, the key of protectedNames and
+// protectedRoots: letters folded, the code points HFS+ ignores dropped, and what NTFS drops
+// or reads as a data stream (trailing dots and spaces, from a colon on) cut. A fix checked
+// out on macOS or Windows puts ".VSCode/tasks.json" where the editor reads .vscode, and
+// "Setup.PY" where pip runs setup.py.
+func foldName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if hfsIgnorable(r) {
+			return -1
+		}
+		return r
+	}, name)
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return strings.ToLower(strings.TrimRight(name, ". "))
 }
 
 // protectedKind refuses files by what their name says they are, wherever they are:
@@ -178,7 +200,7 @@ func ToolPackages(baseFiles []string) []string {
 // hasProtectedName reports whether one of parts is protected at any depth (__pycache__).
 func hasProtectedName(parts []string) bool {
 	for _, p := range parts {
-		if _, ok := protectedNames[p]; ok {
+		if _, ok := protectedNames[foldName(p)]; ok {
 			return true
 		}
 	}

@@ -40,6 +40,19 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"pytest.pyc", "bytecode"},
 		{"pkg/__pycache__/calc.cpython-311.pyc", "bytecode"},
 		{"evil.pth", "path configuration"},
+		// What a case-insensitive checkout (macOS, Windows) reads as a protected name.
+		{".VSCode/tasks.json", "editor"},
+		{".GitHub/workflows/ci.yml", "CI configuration"},
+		{"Setup.PY", "runs on install"},
+		{"pkg/.ENVRC", "direnv"},
+		{"PIPFILE", "dependency manifest"},
+		{"jenkinsfile", "CI configuration"},
+		{".gitattributes.", "git configuration"},
+		{"setup.py ", "runs on install"},
+		{"pyproject.toml::$DATA", "dependency manifest"},
+		{".vs\u200ccode/settings.json", "editor"},
+		{"evil.PTH.", "path configuration"},
+		{"pkg/__PyCache__/x.txt", "bytecode"},
 		{"calc.py", ""},
 		{"tests/test_calc.py", ""},
 		{"conftest.py", ""},
@@ -47,6 +60,8 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"docs/github.md", ""},
 		{"pkg/py.py", ""},
 		{"src/pkg/.github.py", ""},
+		{"docs/.github/notes.md", ""},
+		{"pkg/setup_py.py", ""},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			ws := newTestWorkspace(t, nil)

@@ -309,3 +309,29 @@ func peakRSS() int64 {
 	}
 	return 0
 }
+
+// TestGrepReadsBoundedTotal: every file of a repository of many megabyte-sized files (data,
+// fixtures, bundles) is under MaxGrepFileBytes, so a grep that matches little read them all,
+// every call. One grep reads at most MaxGrepScanBytes and says where it stopped; the matches
+// found before are kept.
+func TestGrepReadsBoundedTotal(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.py"), []byte("needle = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := int(MaxGrepScanBytes/MaxGrepFileBytes) + 8
+	for i := range files {
+		sparse(t, filepath.Join(dir, fmt.Sprintf("data%03d.bin", i)), "", MaxGrepFileBytes)
+	}
+	w, err := NewWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.Grep(context.Background(), "needle", "")
+	if err != nil || !strings.Contains(got, "a.py:1: needle = 1") || !strings.Contains(got, "(stopped after searching 256.0 MiB of files") {
+		t.Errorf("grep over %d files of %s = %q, %v; want the match and a note that it stopped", files, humanBytes(MaxGrepFileBytes), got, err)
+	}
+	if read := w.BytesRead(); read > MaxGrepScanBytes {
+		t.Errorf("grep read %s, want at most %s", humanBytes(read), humanBytes(MaxGrepScanBytes))
+	}
+}

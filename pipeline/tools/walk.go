@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // walkFiles calls fn for every non-directory entry below a model-given directory (or for the
@@ -48,6 +50,17 @@ func (w *Workspace) walkFiles(ctx context.Context, dir string, fn func(rel strin
 	return err
 }
 
+// shownName is rel as list_files shows it: as it is, or, when it holds a control
+// character (a newline) or bytes that are not UTF-8, quoted and marked. A repository's file
+// name shown raw could read as several entries of the listing, none of which exists,
+// and the tools can open neither kind of name.
+func shownName(rel string) string {
+	if !utf8.ValidString(rel) || strings.ContainsFunc(rel, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(rel) + " (a name the tools cannot open)"
+	}
+	return rel
+}
+
 func (w *Workspace) rel(abs string) string {
 	r, err := filepath.Rel(w.root, abs)
 	if err != nil {
@@ -77,13 +90,14 @@ func (w *Workspace) ListFiles(ctx context.Context, dir string) (string, error) {
 			full = true
 			return fs.SkipAll
 		}
+		name := shownName(rel)
 		switch m := d.Type(); {
 		case m&fs.ModeSymlink != 0:
-			out = append(out, rel+" (symlink)")
+			out = append(out, name+" (symlink)")
 		case !m.IsRegular():
-			out = append(out, rel+" ("+kindOf(m)+")")
+			out = append(out, name+" ("+kindOf(m)+")")
 		default:
-			out = append(out, rel)
+			out = append(out, name)
 		}
 		return nil
 	})
@@ -120,7 +134,9 @@ type grepRun struct {
 	w        *Workspace
 	re       *regexp.Regexp
 	out, big []string
-	full     bool // MaxGrepMatches reached
+	full     bool  // MaxGrepMatches reached
+	scanned  int64 // bytes of the files searched so far
+	spent    bool  // MaxGrepScanBytes reached: the walk stopped
 }
 
 // file searches one walked file. Only regular files are opened, through resolve, so a
@@ -137,6 +153,11 @@ func (g *grepRun) file(rel string, d fs.DirEntry) error {
 		g.big = append(g.big, rel)
 		return nil
 	}
+	if g.scanned+t.info.Size() > MaxGrepScanBytes {
+		g.spent = true
+		return fs.SkipAll
+	}
+	g.scanned += t.info.Size()
 	data, _, err := g.w.readWhole(t, MaxGrepFileBytes, "grep")
 	if err != nil || strings.IndexByte(string(data[:min(len(data), sniffBytes)]), 0) >= 0 {
 		return nil
@@ -171,6 +192,9 @@ func (g *grepRun) result() string {
 	}
 	if g.full {
 		res += fmt.Sprintf("\n(stopped at %d matches; narrow the pattern or path)", MaxGrepMatches)
+	}
+	if g.spent {
+		res += fmt.Sprintf("\n(stopped after searching %s of files, as much as one grep reads; files after these were not searched: narrow the path)", humanBytes(MaxGrepScanBytes))
 	}
 	if len(g.big) > 0 {
 		res += fmt.Sprintf("\n(not searched, larger than %s: %s)", humanBytes(MaxGrepFileBytes), strings.Join(clipList(g.big, 10), ", "))

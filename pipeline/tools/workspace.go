@@ -26,6 +26,10 @@ const (
 	MaxEditBytes = 16 << 20
 	// MaxGrepFileBytes is the largest file grep searches; bigger ones are named as skipped.
 	MaxGrepFileBytes = 2 << 20
+	// MaxGrepScanBytes is how much file content one grep reads in all: a repository of
+	// thousands of megabyte-sized files (fixtures, data, vendored bundles) would otherwise
+	// be read whole by every grep that matches little.
+	MaxGrepScanBytes = 256 << 20
 	MaxListEntries   = 2000
 	MaxGrepMatches   = 200
 )
