@@ -109,12 +109,12 @@ func (s *Store) Retext(ctx context.Context, nt NewTicket) (Retexted, error) {
 	return r, nil
 }
 
-// SameText returns the earliest ticket of source whose title and body are these (compared
+// SameText returns the earliest ticket of source and repo whose title and body are these (compared
 // as Enqueue stores them), ok false when there is none: a renamed or copied issue file
 // names an issue the queue already has.
-func (s *Store) SameText(ctx context.Context, source, title, body string) (t Ticket, ok bool, err error) {
+func (s *Store) SameText(ctx context.Context, source, repo, title, body string) (t Ticket, ok bool, err error) {
 	var id int64
-	err = s.rd.QueryRow(ctx, s.q.SameText, source, CleanText(title), CleanText(body)).Scan(&id)
+	err = s.rd.QueryRow(ctx, s.q.SameText, source, repo, CleanText(title), CleanText(body)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Ticket{}, false, nil
 	}

@@ -68,25 +68,28 @@ func testRetext(t *testing.T, e engine) {
 
 func TestSameText(t *testing.T) { forEachEngine(t, testSameText) }
 
-// testSameText: the earliest ticket of a source with a title and body, compared as stored.
+// testSameText: the earliest ticket of a source and repository with a title and body,
+// compared as stored. The same text for another repository is another issue (one fix
+// asked of each repository).
 func testSameText(t *testing.T, e engine) {
 	b := e.setup(t)
 	first := b.enqueue(t, "a.md", func(nt *NewTicket) { nt.Body = "it\x00 crashes" })
 	b.enqueue(t, "b.md", func(nt *NewTicket) { nt.Title = "ticket a.md"; nt.Body = "it crashes" })
 	b.enqueue(t, "c.md", func(nt *NewTicket) { nt.Source = "other"; nt.Title = "x" })
 	tests := []struct {
-		source, title, body string
-		want                int64
+		source, repo, title, body string
+		want                      int64
 	}{
-		{"test", "ticket a.md", "it crashes", first},
-		{"test", "ticket a.md", "it\x00 crashes", first},
-		{"test", "ticket a.md", "it crashes!", 0},
-		{"other", "ticket a.md", "it crashes", 0},
+		{"test", "sample", "ticket a.md", "it crashes", first},
+		{"test", "sample", "ticket a.md", "it\x00 crashes", first},
+		{"test", "sample", "ticket a.md", "it crashes!", 0},
+		{"other", "sample", "ticket a.md", "it crashes", 0},
+		{"test", "another", "ticket a.md", "it crashes", 0},
 	}
 	for _, tt := range tests {
-		got, ok, err := b.s.SameText(b.ctx, tt.source, tt.title, tt.body)
+		got, ok, err := b.s.SameText(b.ctx, tt.source, tt.repo, tt.title, tt.body)
 		if err != nil || got.ID != tt.want || ok != (tt.want != 0) {
-			t.Errorf("SameText(%q, %q, %q) = #%d, %v, %v; want #%d", tt.source, tt.title, tt.body, got.ID, ok, err, tt.want)
+			t.Errorf("SameText(%q, %q, %q, %q) = #%d, %v, %v; want #%d", tt.source, tt.repo, tt.title, tt.body, got.ID, ok, err, tt.want)
 		}
 	}
 }

@@ -28,7 +28,7 @@ type Enqueuer interface {
 	// Retext gives a ticket no worker claimed yet its issue's new text.
 	Retext(ctx context.Context, t store.NewTicket) (store.Retexted, error)
 	// SameText finds the source's ticket of a renamed or copied file.
-	SameText(ctx context.Context, source, title, body string) (store.Ticket, bool, error)
+	SameText(ctx context.Context, source, repo, title, body string) (store.Ticket, bool, error)
 	// List finds the queued tickets whose file is gone.
 	List(ctx context.Context, f store.Filter) ([]store.Summary, error)
 }
@@ -363,7 +363,7 @@ func (sc *scan) take(ctx context.Context, name string, sig fileSig) error {
 	}
 	// A new name with the text of a ticket already taken in is that issue renamed or copied
 	// (mv a.md b.md while a.md's ticket waits): taken in again, it would be fixed twice.
-	same, ok, err := sc.q.SameText(ctx, nt.Source, nt.Title, nt.Body)
+	same, ok, err := sc.q.SameText(ctx, nt.Source, nt.Repo, nt.Title, nt.Body)
 	if err != nil {
 		return fmt.Errorf("look for the ticket of issue %s under another file name: %w", path, err)
 	}

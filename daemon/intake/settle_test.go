@@ -331,6 +331,12 @@ func TestScanTakesARenamedFileOnce(t *testing.T) {
 		!strings.Contains(reasons["copy of b.md"], "ticket #2, taken in from b.md") {
 		t.Errorf("scan after a rename and a copy: added %v, skipped %+v; want both skipped as tickets #1 and #2", rep.Added, rep.Skipped)
 	}
+	// The same text for another repository is another issue: one fix asked of each.
+	mustWrite(t, filepath.Join(dir, "d.md"), "---\ntitle: mean crashes\nrepo: lib\n---\nmean([]) raises ZeroDivisionError\n")
+	d.KnownRepo = func(string) bool { return true }
+	if rep, err := d.Scan(ctx, st); err != nil || len(rep.Added) != 1 {
+		t.Errorf("scan of a.md's text for repository lib: added %v, skipped %+v, %v; want a ticket", rep.Added, rep.Skipped, err)
+	}
 }
 
 // Tickets are numbered in the order of their files' names, whichever had to be waited for:

@@ -13,7 +13,8 @@ type SQL struct {
 	Enqueue string
 	// TicketBySource: source, external_id -> id.
 	TicketBySource string
-	// SameText: source, title, body -> id of the source's earliest ticket with that text.
+	// SameText: source, repo, title, body -> id of the source's earliest ticket of that
+	// repository with that text.
 	SameText string
 	// Retext (no reservation): RetextParams; the repo, title, body, labels and priority of
 	// a ticket no worker ever claimed (queued, fence_token 0), updated_at; no row otherwise.

@@ -211,7 +211,7 @@ var statements = storedriver.SQL{
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nextval('events_id_seq'))
 			ON CONFLICT (source, external_id) DO NOTHING RETURNING id`,
 	TicketBySource: `SELECT id FROM tickets WHERE source = $1 AND external_id = $2`,
-	SameText:       `SELECT id FROM tickets WHERE source = $1 AND title = $2 AND body = $3 ORDER BY id LIMIT 1`,
+	SameText:       `SELECT id FROM tickets WHERE source = $1 AND repo = $2 AND title = $3 AND body = $4 ORDER BY id LIMIT 1`,
 	Retext: `UPDATE tickets SET repo = $1, title = $2, body = $3, labels = $4, priority = $5, updated_at = $6
 			WHERE id = $7 AND state = 'queued' AND fence_token = 0`,
 	GetTicket:    `SELECT ` + ticketCols + ` FROM tickets WHERE id = $1`,

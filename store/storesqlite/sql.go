@@ -41,7 +41,7 @@ var statements = storedriver.SQL{
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM events))
 			ON CONFLICT (source, external_id) DO NOTHING`,
 	TicketBySource: `SELECT id FROM tickets WHERE source = ? AND external_id = ?`,
-	SameText:       `SELECT id FROM tickets WHERE source = ? AND title = ? AND body = ? ORDER BY id LIMIT 1`,
+	SameText:       `SELECT id FROM tickets WHERE source = ? AND repo = ? AND title = ? AND body = ? ORDER BY id LIMIT 1`,
 	Retext: `UPDATE tickets SET repo = ?, title = ?, body = ?, labels = ?, priority = ?, updated_at = ?
 			WHERE id = ? AND state = 'queued' AND fence_token = 0`,
 	GetTicket:    `SELECT ` + ticketCols + ` FROM tickets WHERE id = ?`,
