@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,28 +31,30 @@ type fixTree struct {
 	prior []worktree.Change
 }
 
-// leftSet gathers paths, each once.
+// leftSet gathers paths, each once. A check may leave tens of thousands of files (a
+// virtualenv, node_modules, a build tree), and add runs after every check: a set keeps it
+// linear. The zero value is ready.
 type leftSet struct {
 	mu    sync.Mutex
-	paths []string
+	paths map[string]struct{}
 }
 
 func (l *leftSet) add(paths []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.paths == nil {
+		l.paths = make(map[string]struct{}, len(paths))
+	}
 	for _, p := range paths {
-		if !slices.Contains(l.paths, p) {
-			l.paths = append(l.paths, p)
-		}
+		l.paths[p] = struct{}{}
 	}
 }
 
+// list returns the paths gathered, sorted.
 func (l *leftSet) list() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := slices.Clone(l.paths)
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(l.paths))
 }
 
 func newFixTree(tree *worktree.Tree, ws *tools.Workspace) fixTree {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -121,5 +122,34 @@ func TestGuardEachCheckStartsClean(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(tree.Dir, "shop", "fix.py")); string(b) != "Y = 2\n" {
 		t.Errorf("after the run the maker's file is %q; want its change", b)
+	}
+}
+
+// TestLeftSetManyPaths: what the checks leave is gathered after every check, and one check
+// can leave tens of thousands of files (a virtualenv, a build tree): the set keeps each path
+// once, across overlapping batches and repeats within one, and lists them sorted.
+func TestLeftSetManyPaths(t *testing.T) {
+	const n = 30000
+	var l leftSet
+	for b := range 3 { // batch b holds paths b*n/2 .. b*n/2+n-1, each twice
+		var batch []string
+		for i := range n {
+			p := fmt.Sprintf("venv/lib/site-packages/pkg%06d.py", b*n/2+i)
+			batch = append(batch, p, p)
+		}
+		l.add(batch)
+	}
+	got := l.list()
+	if want := n/2*2 + n; len(got) != want {
+		t.Fatalf("list holds %d paths; want %d, each once", len(got), want)
+	}
+	for i, p := range got {
+		if want := fmt.Sprintf("venv/lib/site-packages/pkg%06d.py", i); p != want {
+			t.Fatalf("list[%d] = %q; want %q (sorted, each once)", i, p, want)
+		}
+	}
+	var empty leftSet
+	if got := empty.list(); len(got) != 0 {
+		t.Errorf("an empty set lists %v; want nothing", got)
 	}
 }

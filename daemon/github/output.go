@@ -76,7 +76,7 @@ func (p *Publisher) RetryRefused() { p.refused.reset() }
 // reason a human must remove (needsHuman): then it returns that refusal again until its
 // backoff ends.
 func (p *Publisher) held(what string, id int64, fn func() (string, error)) (string, error) {
-	return p.refused.try(fmt.Sprintf("%s %d", what, id), p.Client.now, fn)
+	return p.refused.try(fmt.Sprintf("%s %d", what, id), p.Client.now, p.logger(), fn)
 }
 
 // PublishReport is what one Publish did.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"sync"
@@ -61,9 +62,28 @@ func needsHuman(err error) bool {
 // the remote, or met its 5xx, is not a refusal.
 var pushRefused = regexp.MustCompile(`: the remote refused it: |The requested URL returned error: 40[134]\b`)
 
+// heldRefusal is a refusal a write is held back by. Repeat is false when it starts (or
+// GitHub's words changed): the pass that met it is worth an error in the log. It is true
+// while the same refusal goes on, re-reported without asking GitHub or met again when the
+// hold ended: the pass still fails (Syncer.Failing), but the log says it at debug level.
+type heldRefusal struct {
+	err    error
+	times  int
+	until  time.Time
+	repeat bool
+}
+
+func (h *heldRefusal) Error() string {
+	return fmt.Sprintf("%v (refused %d time(s) in a row; ticketd asks again at %s, or at once at the next night or after a restart)",
+		h.err, h.times, h.until.UTC().Format(time.RFC3339))
+}
+
+func (h *heldRefusal) Unwrap() error { return h.err }
+
 // try runs fn for key unless a refusal holds it back: then the refusal is returned again,
-// saying when key is tried next, and GitHub is not asked.
-func (r *refusals) try(key string, now func() time.Time, fn func() (string, error)) (string, error) {
+// saying when key is tried next, and GitHub is not asked. A refusal that ends (fn asked and
+// was not refused) is logged on log, once.
+func (r *refusals) try(key string, now func() time.Time, log *slog.Logger, fn func() (string, error)) (string, error) {
 	r.mu.Lock()
 	var last refusal
 	if rf := r.held[key]; rf != nil {
@@ -71,8 +91,7 @@ func (r *refusals) try(key string, now func() time.Time, fn func() (string, erro
 	}
 	r.mu.Unlock()
 	if last.err != nil && now().Before(last.until) {
-		return "", fmt.Errorf("%w (refused %d time(s) in a row; ticketd asks again at %s, or at once at the next night or after a restart)",
-			last.err, last.times, last.until.UTC().Format(time.RFC3339))
+		return "", &heldRefusal{err: last.err, times: last.times, until: last.until, repeat: true}
 	}
 	url, err := fn()
 	r.mu.Lock()
@@ -81,7 +100,10 @@ func (r *refusals) try(key string, now func() time.Time, fn func() (string, erro
 	case err != nil && (rateLimited(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return url, err // GitHub was not asked, or did not answer: the backoff stands
 	case !needsHuman(err):
-		delete(r.held, key)
+		if rf := r.held[key]; rf != nil {
+			delete(r.held, key)
+			log.Info("github refusal ended", "write", key, "refused_times", rf.times, "was", rf.err.Error())
+		}
 		return url, err
 	}
 	if r.held == nil {
@@ -92,13 +114,31 @@ func (r *refusals) try(key string, now func() time.Time, fn func() (string, erro
 		rf = &refusal{}
 		r.held[key] = rf
 	}
+	repeat := rf.err != nil && rf.err.Error() == err.Error()
 	rf.err, rf.times = err, rf.times+1
 	hold := refusalBackoffCap
 	if rf.times <= 10 {
 		hold = min(refusalBackoff<<(rf.times-1), refusalBackoffCap)
 	}
 	rf.until = now().Add(hold)
-	return url, err
+	return url, &heldRefusal{err: err, times: rf.times, until: rf.until, repeat: repeat}
+}
+
+// splitHeld splits err (errors.Join'ed, at any depth) into the parts worth an error in the
+// log (fresh) and the refusals that only go on (held, see heldRefusal).
+func splitHeld(err error) (fresh, held []error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			f, h := splitHeld(e)
+			fresh, held = append(fresh, f...), append(held, h...)
+		}
+		return fresh, held
+	}
+	var h *heldRefusal
+	if errors.As(err, &h) && h.repeat {
+		return nil, []error{err}
+	}
+	return []error{err}, nil
 }
 
 // reset forgets every refusal: the next pass asks GitHub again.

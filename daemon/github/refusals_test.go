@@ -190,3 +190,107 @@ func runGit(t *testing.T, dir string, args ...string) {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
+
+// logRecord is one record a capture handler kept: its level, message and err attribute.
+type logRecord struct {
+	level slog.Level
+	msg   string
+	err   string
+}
+
+// capture is a slog.Handler that keeps every record, debug included.
+type capture struct {
+	mu      sync.Mutex
+	records []logRecord
+}
+
+func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *capture) WithGroup(string) slog.Handler            { return c }
+func (c *capture) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{level: r.Level, msg: r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" || a.Key == "was" {
+			rec.err = a.Value.String()
+		}
+		return true
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records = append(c.records, rec)
+	return nil
+}
+
+// take returns the records kept since the last take.
+func (c *capture) take() []logRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.records
+	c.records = nil
+	return out
+}
+
+// TestPublishRefusalLoggedOnce: a refusal held back is logged as an error when it starts
+// and when GitHub's words change, at debug level while it goes on (re-reported without
+// asking, or met again when its hold ends), and at info when it ends; Syncer.Failing
+// reports it at every pass all the same.
+func TestPublishRefusalLoggedOnce(t *testing.T) {
+	const create = "POST /repos/acme/app/pulls"
+	scope := reply{403, nil, `{"message":"Resource not accessible by personal access token"}`}
+	archived := reply{403, nil, `{"message":"Repository was archived so is read-only."}`}
+	b, cn := setupCanned(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
+	c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Transport: cn, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client = c
+	finish(t, b, "acme/app#1", "average of an empty list", true, "")
+	logs := &capture{}
+	p := newPublisher(b, &pushLog{})
+	p.Logger = slog.New(logs)
+	s := &Syncer{Publisher: p, Logger: p.Logger}
+	steps := []struct {
+		name    string
+		after   time.Duration
+		answer  *reply // nil: GitHub answers as the fake does
+		level   slog.Level
+		msg     string
+		words   string
+		failing bool
+	}{
+		{"refused: the hold starts", 0, &scope, slog.LevelError, "github publish", "Resource not accessible", true},
+		{"held: re-reported", time.Minute, &scope, slog.LevelDebug, "github publish still refused", "Resource not accessible", true},
+		{"hold over, refused the same", 2 * time.Minute, &scope, slog.LevelDebug, "github publish still refused", "Resource not accessible", true},
+		{"held again", time.Minute, &scope, slog.LevelDebug, "github publish still refused", "Resource not accessible", true},
+		{"hold over, refused otherwise", 4 * time.Minute, &archived, slog.LevelError, "github publish", "archived", true},
+		{"held: the new refusal", time.Minute, &archived, slog.LevelDebug, "github publish still refused", "archived", true},
+		{"fixed: the refusal ends", time.Hour, nil, slog.LevelInfo, "github refusal ended", "archived", false},
+	}
+	for _, st := range steps {
+		clk.add(st.after)
+		if st.answer != nil {
+			cn.set(create, *st.answer)
+		} else {
+			cn.unset(create)
+		}
+		s.Publish(ctx)
+		var matched bool
+		for _, r := range logs.take() {
+			if r.level >= slog.LevelError && r.level != st.level {
+				t.Errorf("%s: logged %s %q (%s); want no error", st.name, r.level, r.msg, r.err)
+			}
+			if r.level == st.level && r.msg == st.msg && strings.Contains(r.err, st.words) {
+				matched = true
+			}
+		}
+		if !matched {
+			t.Errorf("%s: no %s record %q naming %q", st.name, st.level, st.msg, st.words)
+		}
+		failing := strings.Join(s.Failing(), "\n")
+		if got := strings.Contains(failing, st.words); got != st.failing {
+			t.Errorf("%s: failing = %q; want it to name %q: %v", st.name, failing, st.words, st.failing)
+		}
+	}
+}

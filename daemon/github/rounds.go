@@ -162,31 +162,26 @@ func (p *Publisher) newAsks(ctx context.Context, ref repoRef, reviews []*gh.Pull
 	return newest, asks, nil
 }
 
-// revise asks the round: every unresolved thread a person opened, and the asking reviews'
-// own text, as untrusted data for the maker.
+// revise asks the round: the unresolved threads a person opened, and the asking reviews'
+// own text, as untrusted data for the maker, within the bounds pickRoundThreads keeps.
 func (p *Publisher) revise(ctx context.Context, t store.Ticket, ref repoRef, num int, asks []*gh.PullRequestReview, self string) error {
 	all, err := fetchThreads(ctx, p.Client, ref, num)
 	if err != nil {
 		return err
 	}
-	var threads []store.Thread
-	for _, th := range openThreads(all, self) {
-		threads = append(threads, store.Thread{ID: th.ID, Author: th.Comments[0].Login, Path: th.Path, Line: th.Line,
-			Body: threadText(th), URL: th.Comments[0].URL})
-	}
+	var reviews []store.Thread
 	var who []string
 	for _, r := range asks {
 		who = append(who, r.GetUser().GetLogin())
 		if body := strings.TrimSpace(r.GetBody()); body != "" {
-			threads = append(threads, store.Thread{ID: "review-" + strconv.FormatInt(r.GetID(), 10), Author: r.GetUser().GetLogin(),
+			reviews = append(reviews, store.Thread{ID: "review-" + strconv.FormatInt(r.GetID(), 10), Author: r.GetUser().GetLogin(),
 				Body: body, URL: r.GetHTMLURL()})
 		}
 	}
-	if len(threads) > 50 {
-		threads = threads[:50]
-	}
+	picked := pickRoundThreads(openThreads(all, self), reviews)
+	threads := picked.Threads
 	actor := "github:" + strings.Join(slices.Compact(who), ",")
-	_, err = p.Store.Revise(ctx, t.ID, actor, store.RoundAsk{Source: store.RoundReview, Threads: threads, MaxRounds: p.maxRounds()})
+	_, err = p.Store.Revise(ctx, t.ID, actor, store.RoundAsk{Source: store.RoundReview, Note: picked.Note, Threads: threads, MaxRounds: p.maxRounds()})
 	switch {
 	case errors.Is(err, store.ErrRoundsSpent):
 		p.logger().Warn("github review past review.max_rounds: ticket escalated", "ticket", t.ID, "pull", num, "open_threads", len(threads))
@@ -196,22 +191,8 @@ func (p *Publisher) revise(ctx context.Context, t store.Ticket, ref repoRef, num
 	case err != nil:
 		return err
 	}
-	p.logger().Info("github review asks a round", "ticket", t.ID, "pull", num, "threads", len(threads), "by", actor)
+	p.logger().Info("github review asks a round", "ticket", t.ID, "pull", num, "threads", len(threads), "left_out", picked.LeftOut, "by", actor)
 	return nil
-}
-
-// threadText is a thread's conversation: its first comment, then the replies by people,
-// each with its author.
-func threadText(th reviewThread) string {
-	var b strings.Builder
-	b.WriteString(th.Comments[0].Body)
-	for _, c := range th.Comments[1:] {
-		if c.Bot || c.Login == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "\n\n%s replied: %s", c.Login, c.Body)
-	}
-	return b.String()
 }
 
 func (p *Publisher) maxRounds() int {

@@ -170,7 +170,15 @@ func (s *Syncer) logErr(op string, err error) {
 		s.Logger.Warn("github "+op+" paused", "err", err)
 	default:
 		s.health.note(op, err)
-		s.Logger.Error("github "+op, "err", err)
+		// A refusal held back (see refusals) was logged when it started; while it goes on,
+		// each pass re-reports it at debug level rather than an error at every poll.
+		fresh, held := splitHeld(err)
+		if len(fresh) > 0 {
+			s.Logger.Error("github "+op, "err", errors.Join(fresh...))
+		}
+		if len(held) > 0 {
+			s.Logger.Debug("github "+op+" still refused", "err", errors.Join(held...))
+		}
 	}
 }
 

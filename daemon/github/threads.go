@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v89/github"
 )
@@ -23,6 +24,8 @@ type threadComment struct {
 	Bot   bool
 	Body  string
 	URL   string
+	// At is when it was written (zero when GitHub named no time).
+	At time.Time
 }
 
 // reviewThreadsQuery reads a page of a pull request's review threads (REST has no resolved
@@ -35,7 +38,7 @@ const reviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!
         nodes {
           id isResolved isOutdated path line
           comments(first: 50) {
-            nodes { author { login __typename } body url }
+            nodes { author { login __typename } body url createdAt }
             pageInfo { hasNextPage endCursor }
           }
         }
@@ -51,7 +54,7 @@ const threadCommentsQuery = `query($id: ID!, $cursor: String) {
   node(id: $id) {
     ... on PullRequestReviewThread {
       comments(first: 100, after: $cursor) {
-        nodes { author { login __typename } body url }
+        nodes { author { login __typename } body url createdAt }
         pageInfo { hasNextPage endCursor }
       }
     }
@@ -80,8 +83,9 @@ type commentConnection struct {
 			Login    string `json:"login"`
 			Typename string `json:"__typename"`
 		} `json:"author"`
-		Body string `json:"body"`
-		URL  string `json:"url"`
+		Body      string `json:"body"`
+		URL       string `json:"url"`
+		CreatedAt string `json:"createdAt"`
 	} `json:"nodes"`
 	PageInfo pageInfo `json:"pageInfo"`
 }
@@ -90,6 +94,9 @@ func (cc commentConnection) comments() []threadComment {
 	var out []threadComment
 	for _, c := range cc.Nodes {
 		tc := threadComment{Body: c.Body, URL: c.URL}
+		if at, err := time.Parse(time.RFC3339, c.CreatedAt); err == nil {
+			tc.At = at // outside input: a missing or odd time only loses the ordering
+		}
 		if c.Author != nil {
 			tc.Login, tc.Bot = c.Author.Login, c.Author.Typename == "Bot"
 		}

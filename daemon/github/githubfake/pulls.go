@@ -50,6 +50,7 @@ type threadComment struct {
 	Bot  bool
 	Body string
 	URL  string
+	At   time.Time
 }
 
 // CheckRun is one check run of a commit, as the Checks API lists it.
@@ -131,7 +132,7 @@ func (f *Server) AddReview(repo string, n int, rv Review) int64 {
 			"body": c.Body, "path": c.Path, "line": line, "original_line": c.Line, "html_url": url, "author_association": assoc,
 			"created_at": f.clock.Format(time.RFC3339)})
 		p.threads = append(p.threads, &Thread{ID: fmt.Sprintf("PRRT_%d", cid), Path: c.Path, Line: c.Line,
-			Comments: []threadComment{{ID: cid, User: rv.User, Bot: rv.Bot, Body: c.Body, URL: url}}})
+			Comments: []threadComment{{ID: cid, User: rv.User, Bot: rv.Bot, Body: c.Body, URL: url, At: f.clock}}})
 	}
 	return id
 }
@@ -289,7 +290,8 @@ func (f *Server) ReplyToThread(repo string, n int, id, login string, bot bool, b
 			continue
 		}
 		f.nextID++
-		th.Comments = append(th.Comments, threadComment{ID: f.nextID, User: login, Bot: bot, Body: body,
+		f.clock = f.clock.Add(time.Second)
+		th.Comments = append(th.Comments, threadComment{ID: f.nextID, User: login, Bot: bot, Body: body, At: f.clock,
 			URL: fmt.Sprintf("https://github.example/%s/pull/%d#discussion_r%d", repo, n, f.nextID)})
 		return
 	}
@@ -360,7 +362,8 @@ func commentsJSON(th *Thread, first int, after *string) (map[string]any, error) 
 			}
 			author = map[string]any{"login": c.User, "__typename": typ}
 		}
-		cs = append(cs, map[string]any{"databaseId": c.ID, "author": author, "body": c.Body, "url": c.URL})
+		cs = append(cs, map[string]any{"databaseId": c.ID, "author": author, "body": c.Body, "url": c.URL,
+			"createdAt": c.At.Format(time.RFC3339)})
 	}
 	return map[string]any{"nodes": cs, "pageInfo": info}, nil
 }
