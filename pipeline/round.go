@@ -50,7 +50,7 @@ func roundContext(r *Round) string {
 	}
 	for i, th := range r.Threads {
 		if i == 0 {
-			b.WriteString("\nUnresolved review threads (all of them, oldest first):\n")
+			b.WriteString("\nUnresolved review threads, in the pull request's order (a note above says so when some were left out):\n")
 		}
 		where := th.Path
 		if where != "" && th.Line > 0 {
