@@ -70,8 +70,12 @@ type Gate struct {
 
 // failureKeys names each failure of a run so that runs can be compared: a test id where the
 // parser gives one, otherwise file and message, otherwise the whole check.
-func failureKeys(results []validate.Result) map[string]string {
-	keys := map[string]string{}
+//
+// groups gives, for each key of a counted finding whose file has more than one of it, the
+// note that names them all ("(2 of this in a.py, at lines 5, 25)"): added where such a
+// finding is new, since which of them the change added is not known.
+func failureKeys(results []validate.Result) (keys, groups map[string]string) {
+	keys, groups = map[string]string{}, map[string]string{}
 	for _, r := range results {
 		if r.Passed || r.Cancelled || r.TimedOut && len(r.Findings) == 0 {
 			continue // not a failure of the code: a cut-short run, or a time-out (see Compare)
@@ -106,12 +110,12 @@ func failureKeys(results []validate.Result) map[string]string {
 				if seen[id] > 1 {
 					key += fmt.Sprintf(" #%d", seen[id])
 				}
-				detail += fmt.Sprintf(" (%d of this in %s, at lines %s)", len(lines[id]), f.File, lineList(lines[id]))
+				groups[r.Name+": "+key] = fmt.Sprintf(" (%d of this in %s, at lines %s)", len(lines[id]), f.File, lineList(lines[id]))
 			}
 			keys[r.Name+": "+key] = fmt.Sprintf("%s: %s: %s", r.Name, orDash(f.Test), clip(detail, 800))
 		}
 	}
-	return keys
+	return keys, groups
 }
 
 // findingID is what a finding of r is known by across runs, and whether its occurrences in
@@ -141,7 +145,8 @@ func lineList(lines []int) string {
 
 // Compare applies the gate rule to the current results against the baseline.
 func Compare(baseline, current []validate.Result) Gate {
-	base, cur := failureKeys(baseline), failureKeys(current)
+	base, _ := failureKeys(baseline)
+	cur, groups := failureKeys(current)
 	g := Gate{Results: current, newTests: map[string][]string{}}
 	for check, ids := range FailingTests(current) {
 		for _, id := range ids {
@@ -154,7 +159,7 @@ func Compare(baseline, current []validate.Result) Gate {
 		if _, ok := base[k]; ok {
 			g.Remaining = append(g.Remaining, d)
 		} else {
-			g.New = append(g.New, d)
+			g.New = append(g.New, d+groups[k])
 			g.failedKeys = append(g.failedKeys, k)
 		}
 	}
