@@ -16,8 +16,8 @@ import (
 // A base run can fail for reasons that are ticketd's to work around rather than a human's to
 // fix: pytest collects nothing where unittest finds the tests (a root test.py), unittest's
 // discovery from the root never enters the folder holding the test modules (src/ without an
-// __init__.py), the tests cannot import the project's package from a src/ or lib/ folder
-// nothing puts on the path,
+// __init__.py), the tests cannot import the project's package from a src/ or lib/ folder,
+// or a monorepo's packages from their own project folders, that nothing puts on the path,
 // the configuration's addopts names options of plugins the interpreter lacks, or the package
 // imports a version file its build generates. Adapt reruns
 // such a check with the condition that works around it, keeps the condition when the rerun is
@@ -445,7 +445,8 @@ func currentAddopts(c Check, tests *discover.Tests) []string {
 var importFolders = []string{"src", "lib"}
 
 // unimportedFolder works around tests that fail with "No module named 'x'" where x is the
-// project's own package at the root, in src/ or in lib/, which nothing puts on the path.
+// project's own package at the root, in src/ or in lib/, which nothing puts on the path, or
+// in a project folder of its own (subprojectFolders).
 func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 	if c.Kind != KindPytest && c.Kind != KindUnittest || pythonPathSet(c.Env) {
 		return Condition{}, false
@@ -474,7 +475,88 @@ func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 			}
 		}
 	}
-	return Condition{}, false
+	return subprojectFolders(dir, c, r)
+}
+
+// subprojectFolders works around a repository of several packages (a monorepo: one folder
+// per package, each with its own setup.py or pyproject.toml, which its developers install
+// before testing): tests fail with "No module named 'x'" where x is one of those packages'
+// own modules. Every such folder (or its src/) goes on PYTHONPATH at once, so that a
+// repository of many packages needs one rerun, not one per package.
+func subprojectFolders(dir string, c Check, r Result) (Condition, bool) {
+	var cond Condition
+	seen := map[string]bool{}
+	projects := subprojects(dir)
+	for _, mod := range missingModules(r) {
+		top, _, _ := strings.Cut(mod, ".")
+		if seen[top] {
+			continue
+		}
+		seen[top] = true
+		for _, p := range projects {
+			folder := ""
+			switch {
+			case importable(filepath.Join(dir, filepath.FromSlash(p)), top):
+				folder = p
+			case importable(filepath.Join(dir, filepath.FromSlash(p), "src"), top):
+				folder = p + "/src"
+			default:
+				continue
+			}
+			if !slices.Contains(c.PythonPath, folder) && !slices.Contains(cond.Path, folder) {
+				cond.Path = append(cond.Path, folder)
+				cond.Notes = append(cond.Notes, fmt.Sprintf(
+					"%s/ put on PYTHONPATH: the base run failed with No module named '%s', and %s is the repository's own package in %s/, a project folder of its own (%s) that nothing installs for the checks (set env: {PYTHONPATH: ...} on the check, or a repos.<name>.setup recipe installing it, to override)",
+					folder, mod, top, p, subprojectFile(dir, p)))
+			}
+			break
+		}
+	}
+	return cond, len(cond.Path) > 0
+}
+
+// subprojectMarkers are the files that make a folder a Python project of its own.
+var subprojectMarkers = []string{"pyproject.toml", "setup.py", "setup.cfg"}
+
+// maxSubprojects bounds the project folders subprojects returns.
+const maxSubprojects = 200
+
+// subprojects lists the folders, slash-separated and relative to dir, one or two levels
+// below it (pkg-a/, packages/pkg-a/) that hold a project file, sorted; hidden, cache and
+// virtualenv folders are skipped.
+func subprojects(dir string) []string {
+	var out []string
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		entries, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if !e.IsDir() || layoutSkipsDir(e.Name()) || len(out) >= maxSubprojects {
+				continue
+			}
+			sub := path.Join(rel, e.Name())
+			if subprojectFile(dir, sub) != "" {
+				out = append(out, sub)
+			} else if depth < 2 {
+				walk(sub, depth+1)
+			}
+		}
+	}
+	walk("", 1)
+	slices.Sort(out)
+	return out
+}
+
+// subprojectFile names the project file the folder rel holds, "" when none.
+func subprojectFile(dir, rel string) string {
+	for _, m := range subprojectMarkers {
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel), m)); err == nil && fi.Mode().IsRegular() {
+			return rel + "/" + m
+		}
+	}
+	return ""
 }
 
 // missingModules are the modules a result says Python could not import ("No module named

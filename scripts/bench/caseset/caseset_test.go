@@ -221,6 +221,39 @@ func FuzzParseCaseFile(f *testing.F) {
 	})
 }
 
+// repo/ is the upstream snapshot file for file: a file upstream tracks although its own
+// .gitignore matches it (distro's tests/resources/distros/*/usr/lib/os-release, under the
+// "lib/" of Python's usual .gitignore) is part of the base commit.
+func TestMaterializeKeepsIgnoredFiles(t *testing.T) {
+	root := t.TempDir()
+	writeCase(t, root, "c", map[string]string{
+		"repo/.gitignore": "lib/\n*.log\n",
+		"repo/tests/resources/arch/usr/lib/os-release": "ID=arch\n",
+		"repo/tests/resources/arch/etc/os-release":     "symlink:../usr/lib/os-release",
+		"repo/tests/resources/build.log":               "kept\n",
+	})
+	cases, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "repo")
+	if err := cases[0].Materialize(t.Context(), dst); err != nil {
+		t.Fatalf("Materialize: %v", err)
+	}
+	out, err := runGit(t.Context(), dst, "ls-files")
+	if err != nil {
+		t.Fatalf("ls-files: %v %s", err, out)
+	}
+	for _, want := range []string{"tests/resources/arch/usr/lib/os-release", "tests/resources/arch/etc/os-release", "tests/resources/build.log"} {
+		if !slices.Contains(strings.Split(strings.TrimSpace(out), "\n"), want) {
+			t.Errorf("base commit lacks %s (ignored by repo/.gitignore); it has:\n%s", want, out)
+		}
+	}
+	if status, err := runGit(t.Context(), dst, "status", "--porcelain", "--ignored"); err != nil || status != "" {
+		t.Errorf("status after Materialize: %q %v, want clean", status, err)
+	}
+}
+
 func TestMaterializeIsRepeatable(t *testing.T) {
 	root := t.TempDir()
 	writeCase(t, root, "c", nil)

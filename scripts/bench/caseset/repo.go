@@ -40,7 +40,10 @@ func (c Case) Materialize(ctx context.Context, dst string) error {
 	}
 	steps := [][]string{
 		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
+		// -f: repo/ is upstream's files, some of which upstream tracks although its own
+		// .gitignore matches them (test data under a lib/ folder); without it they would
+		// be missing from the base commit, and so from every worktree.
+		{"add", "-A", "-f"},
 		{"-c", "user.name=ticketd bench", "-c", "user.email=bench@ticketd.invalid", "-c", "commit.gpgsign=false",
 			"commit", "-q", "--no-verify", "-m", "base"},
 	}
