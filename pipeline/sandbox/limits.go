@@ -249,7 +249,7 @@ func onlyChildByParent(pid int) (int, error) {
 		if err != nil {
 			continue
 		}
-		if ppid, ok := parentOf(p); ok && ppid == pid {
+		if ppid, ok := ParentOf(p); ok && ppid == pid {
 			kids = append(kids, p)
 		}
 	}
@@ -259,8 +259,8 @@ func onlyChildByParent(pid int) (int, error) {
 	return kids[0], nil
 }
 
-// parentOf reads the parent pid from /proc/pid/stat.
-func parentOf(pid int) (int, bool) {
+// ParentOf is pid's parent, read from /proc/<pid>/stat; false when it cannot be read.
+func ParentOf(pid int) (int, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // watchSize measures what the check stores every poll until ctx ends and returns why the
@@ -139,7 +141,7 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if ppid, ok := parentOf(p); ok {
+		if ppid, ok := sandbox.ParentOf(p); ok {
 			children[ppid] = append(children[ppid], p)
 		}
 	}
@@ -148,25 +150,6 @@ func descendants(pid int) []int {
 		out = append(out, children[out[i]]...)
 	}
 	return out
-}
-
-// parentOf is pid's parent, read from /proc/<pid>/stat; false when it cannot be read.
-func parentOf(pid int) (int, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	rest := string(data)
-	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	f := strings.Fields(rest)
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
 }
 
 // privateFS is the used size of the sandbox's private /tmp and /dev/shm, read through the

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
 // A check that runs out of time says where it was. "timed out" alone leaves the maker
@@ -59,7 +61,7 @@ func abortPython(p int, listed map[int]bool) bool {
 		return false // gone already, or a kernel before 5.3: the kill that follows stops it
 	}
 	defer unix.Close(fd)
-	if parent, ok := parentOf(p); !ok || !listed[parent] || !isPython(p) {
+	if parent, ok := sandbox.ParentOf(p); !ok || !listed[parent] || !isPython(p) {
 		return false
 	}
 	if err := unix.Prlimit(p, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
