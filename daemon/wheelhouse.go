@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,7 @@ func wheelhouseCheck(name string, r config.Repo, cfg config.Config) string {
 	if r.Setup == nil || r.Setup.Network {
 		return ""
 	}
-	houses := r.Setup.Wheelhouses(os.Getenv, readPipConfig)
+	houses := r.Setup.Wheelhouses(os.Getenv, envsetup.ReadPipConfig)
 	var probs []string
 	for _, w := range houses {
 		if p := wheelhouseProblem(w, cfg); p != "" {
@@ -57,21 +56,6 @@ func wheelhouseProblem(w envsetup.Wheelhouse, cfg config.Config) string {
 		}
 	}
 	return ""
-}
-
-// readPipConfig reads a pip configuration file for Wheelhouses: a regular file only (the
-// machine's /etc/pip.conf could be anything), its first 64 KiB.
-func readPipConfig(name string) ([]byte, error) {
-	// Stat before opening: opening a FIFO would wait for a writer.
-	if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64<<10))
 }
 
 // under reports whether p is one of roots or inside one.

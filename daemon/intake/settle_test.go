@@ -257,16 +257,7 @@ func TestScanTakesInAnEditWhileQueued(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.md")
 	st := openStore(t)
-	d := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}
-	scan := func(content string) ScanReport {
-		t.Helper()
-		mustWrite(t, path, content)
-		rep, err := d.Scan(ctx, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	scan := scanWriting(t, Dir{Path: dir, DefaultRepo: "app", Clock: settledClock()}, st, path)
 	body := func(id int64) string {
 		t.Helper()
 		tk, err := st.Get(ctx, id)
@@ -373,16 +364,7 @@ func TestScanOnASharedDatabase(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "01.md")
 	st := openStore(t)
-	d := Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), Shared: true}
-	scan := func(content string) ScanReport {
-		t.Helper()
-		mustWrite(t, path, content)
-		rep, err := d.Scan(ctx, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	scan := scanWriting(t, Dir{Path: dir, DefaultRepo: "app", Clock: settledClock(), Shared: true}, st, path)
 	first := scan("---\ntitle: mean crashes\n---\nmean([]) raises\x1b[31m")
 	if len(first.Added) != 1 {
 		t.Fatalf("first scan added %v, want one ticket", first.Added)
@@ -398,5 +380,18 @@ func TestScanOnASharedDatabase(t *testing.T) {
 	}
 	if tk, err := st.Get(ctx, id); err != nil || tk.Title != "mean crashes" {
 		t.Errorf("ticket %d = %q, %v; want its text kept", id, tk.Title, err)
+	}
+}
+
+// scanWriting returns a func that writes content to path and scans d into st.
+func scanWriting(t *testing.T, d Dir, st *store.Store, path string) func(content string) ScanReport {
+	return func(content string) ScanReport {
+		t.Helper()
+		mustWrite(t, path, content)
+		rep, err := d.Scan(context.Background(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
 	}
 }

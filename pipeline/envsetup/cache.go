@@ -45,8 +45,13 @@ func writeMarker(dir string, m marker) error {
 }
 
 // readSmall reads a regular file of at most 1 MiB, never following a symlink.
-func readSmall(p string) ([]byte, error) {
-	fi, err := os.Lstat(p)
+func readSmall(p string) ([]byte, error) { return readRegular(os.Lstat, p, 1<<20) }
+
+// readRegular reads the first limit bytes of p when stat (os.Stat to follow a symlink,
+// os.Lstat not to) says it is a regular file: a FIFO is never opened, so never waited on,
+// and /dev/zero never read.
+func readRegular(stat func(string) (os.FileInfo, error), p string, limit int64) ([]byte, error) {
+	fi, err := stat(p)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +63,7 @@ func readSmall(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 1<<20))
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // removeEnv removes an environment, its marker and its build copy.

@@ -3,6 +3,7 @@ package envsetup
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -14,6 +15,11 @@ var PipConfigFiles = []string{"/etc/pip.conf", "/etc/xdg/pip/pip.conf"}
 
 // maxPipConfig bounds how much of a pip configuration file is read.
 const maxPipConfig = 64 << 10
+
+// ReadPipConfig reads a pip configuration file for Wheelhouses: a regular file only (the
+// machine's /etc/pip.conf could be anything; a symlink to one is followed), its first
+// maxPipConfig bytes.
+func ReadPipConfig(name string) ([]byte, error) { return readRegular(os.Stat, name, maxPipConfig) }
 
 // A Wheelhouse is a local folder the recipe's pip installs from, and what names it.
 type Wheelhouse struct {
