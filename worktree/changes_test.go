@@ -553,15 +553,7 @@ func TestUndoCostDoesNotGrowWithFiles(t *testing.T) {
 // (setpriv --reuid=nobody) to see the case.
 func TestUndoReopensClosedDirs(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, true)
-	writeFile(t, filepath.Join(repo, "tests", "test_mean.py"), "def test_mean():\n    assert False\n")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a test")
-	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
-	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-closed")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := closedDirTree(t, "tests/test_mean.py", "def test_mean():\n    assert False\n")
 	snap, err := tree.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

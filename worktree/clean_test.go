@@ -121,15 +121,7 @@ func TestRepublish(t *testing.T) {
 // git, so run the test binary as a user (setpriv --reuid=nobody) to see the case.
 func TestCleanReopensClosedDirs(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, true)
-	writeFile(t, filepath.Join(repo, "pkg", "mod.py"), "y = 1\n")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "a package")
-	m := NewManager(filepath.Join(t.TempDir(), "trees"), nil)
-	tree, err := m.Prepare(ctx, repo, "main", "ticketd/1-closed")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := closedDirTree(t, "pkg/mod.py", "y = 1\n")
 	in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
 	writeFile(t, in("plant/sitecustomize.py"), "planted\n")
 	writeFile(t, in("drop/deep/conftest.py"), "planted\n")
@@ -207,4 +199,19 @@ func TestCleanRemovesEmptyFolders(t *testing.T) {
 			t.Errorf("%s after Clean: %v, want it kept", p, err)
 		}
 	}
+}
+
+// closedDirTree is a tree of a repository whose base commit adds file (slash-separated)
+// with content, for the tests of folders a check closes.
+func closedDirTree(t *testing.T, file, content string) *Tree {
+	t.Helper()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, filepath.FromSlash(file)), content)
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "add "+file)
+	tree, err := NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(context.Background(), repo, "main", "ticketd/1-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
 }

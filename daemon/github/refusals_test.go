@@ -61,12 +61,7 @@ func TestPublishRefusalBackoff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b, cn := setupCanned(t)
 			ctx := context.Background()
-			clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
-			c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Transport: cn, Now: clk.now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.client = c
+			clk := clockedClient(t, &b, cn)
 			cn.set(create, tt.answer)
 			finish(t, b, "acme/app#1", "average of an empty list", true, "")
 			pl := &pushLog{}
@@ -135,12 +130,7 @@ func TestPublishPushRefusalBackoff(t *testing.T) {
 	}
 	b := setup(t)
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
-	c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.client = c
+	clk := clockedClient(t, &b, nil)
 	tk := finish(t, b, "acme/app#1", "average of an empty list", true, "")
 	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
 	runGit(t, src, "init", "-q")
@@ -240,12 +230,7 @@ func TestPublishRefusalLoggedOnce(t *testing.T) {
 	archived := reply{403, nil, `{"message":"Repository was archived so is read-only."}`}
 	b, cn := setupCanned(t)
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
-	c, err := NewClient(ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Transport: cn, Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.client = c
+	clk := clockedClient(t, &b, cn)
 	finish(t, b, "acme/app#1", "average of an empty list", true, "")
 	logs := &capture{}
 	p := newPublisher(b, &pushLog{})
@@ -293,4 +278,21 @@ func TestPublishRefusalLoggedOnce(t *testing.T) {
 			t.Errorf("%s: failing = %q; want it to name %q: %v", st.name, failing, st.words, st.failing)
 		}
 	}
+}
+
+// clockedClient gives b a client on a test clock, through cn's canned answers when cn is
+// not nil, and returns the clock.
+func clockedClient(t *testing.T, b *bundle, cn *canned) *clock {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)}
+	opts := ClientOptions{BaseURL: b.fake.URL(), Token: githubfake.Token, Now: clk.now}
+	if cn != nil {
+		opts.Transport = cn
+	}
+	c, err := NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client = c
+	return clk
 }
