@@ -51,6 +51,9 @@ func write(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if filepath.Base(filepath.Dir(path)) == "issues" {
+		settleIssues(t, filepath.Dir(path)) // filed before the night, as issues are
+	}
 }
 
 // newFixture builds a repository of a realistic size (modules enough for a repository map of

@@ -92,6 +92,9 @@ func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if filepath.Base(filepath.Dir(p)) == "issues" {
+			settleIssues(t, filepath.Dir(p))
+		}
 	}
 	gitIn := func(args ...string) {
 		t.Helper()

@@ -71,6 +71,9 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if filepath.Base(filepath.Dir(p)) == "issues" {
+			settleIssues(t, filepath.Dir(p))
+		}
 	}
 
 	// The repository: one one-line bug per ticket, a test for each; pushed to a bare
