@@ -203,7 +203,7 @@ func touches(files []string, id string, tests *discover.Tests) bool {
 // change's own version of the test no longer runs and passes (deleted, renamed, skipped,
 // xfailed), or its base version no longer passes while the change's version does not fail
 // (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
-// version while nothing else failed, or the change edits it and it is a doctest in the code
+// version while nothing new failed in that check, or the change edits it and it is a doctest in the code
 // (see doctests.go). A base version that fails, where the change's version fails too (or the
 // change left the test alone), is an ordinary new failure.
 func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
@@ -233,8 +233,8 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 				continue // it still passes, in its base version and in the change's
 			case v.Failing() && (!mine || ownOut.Failing()):
 				continue // the change broke it and left it as it was: a new failure
-			case v == validate.OutcomeMissing && !now.Passed && !mine:
-				continue // the run failed before it: the failure says why
+			case v == validate.OutcomeMissing && !mine && hasNewFailure(g, t.Name):
+				continue // the run failed before it: the new failure says why
 			}
 			what := fmt.Sprintf("%s: %s: in its base version %s with the change", t.Name, id, outcomeWords(v))
 			if mine {
@@ -245,6 +245,14 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// hasNewFailure reports whether check failed in g in a way the base did not: only such a
+// failure explains a test the base passed going missing. A failure the base already had does
+// not: a run that stops early (a KeyboardInterrupt or pytest.exit in the code) after a base
+// failure leaves the tests after it unrun and looks no worse than the base.
+func hasNewFailure(g Gate, check string) bool {
+	return slices.ContainsFunc(g.failedKeys, func(k string) bool { return strings.HasPrefix(k, check+": ") })
 }
 
 // sortedPassed are the ids whose outcome is a pass, sorted.

@@ -28,6 +28,15 @@ var tamperTestsDir = map[string]string{"calc.py": tamperBase["calc.py"], "tests/
 var tamperPyproject = map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
 	"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra\"\n"}
 
+// tamperBaseFailure is tamperBase with a second base failure (mul adds), tested between
+// test_add and test_sub; fixedAddOnly fixes add alone.
+var tamperBaseFailure = map[string]string{
+	"calc.py":      "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+	"test_calc.py": "from calc import add, mul, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
+}
+
+const fixedAddOnly = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n\n\n"
+
 // tamperDoctest is tamperBase's bug in a repository whose pytest runs the doctests of its
 // code: add's doctest fails at the base, sub's passes.
 var tamperDoctest = map[string]string{
@@ -233,6 +242,10 @@ def pytest_runtest_makereport(item, call):
 		{name: "code skipping the base's test module, with a new test, whole suite", whole: true, after: map[string]string{"calc.py": skipsTestCalc,
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
 			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "code interrupting the run after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": fixedAddOnly + "def sub(a, b):\n    raise KeyboardInterrupt\n"},
+			status: StatusFailed, reason: "pytest was interrupted"},
+		{name: "code ending pytest after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": "import pytest\n\n\n" + fixedAddOnly + "def sub(a, b):\n    pytest.exit('done', returncode=1)\n"},
+			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version is missing"},
 		{name: "code patching pytest's reports", after: map[string]string{"calc.py": reportPatch + "\n\n" + tamperBase["calc.py"]},
 			status: StatusTestsChanged, reason: "reaches into the test runner"},
 		{name: "code rewriting the JUnit report at exit", after: map[string]string{"calc.py": "import atexit as _ax\nimport os as _os\nimport sys as _s\n\n\ndef _rewrite():\n    for a in _s.argv:\n        if a.startswith('--junitxml='):\n            p = a.split('=', 1)[1]\n            with open(p) as f:\n                t = f.read()\n            import re\n\n            t = re.sub(r'<failure.*?</failure>', '', t, flags=re.S)\n            with open(p, 'w') as f:\n                f.write(t)\n    _os._exit(0)\n\n\n_ax.register(_rewrite)\n\n\n" + tamperBase["calc.py"]},

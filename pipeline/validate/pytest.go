@@ -23,6 +23,9 @@ var ErrPytestNotFound = errors.New("pytest not found")
 // pytestExitNoTests is pytest's exit status when it collected no tests.
 const pytestExitNoTests = 5
 
+// pytestExitInterrupted is pytest's exit status when the run was interrupted.
+const pytestExitInterrupted = 2
+
 // maxReportBytes caps the JUnit report read back from a check: a suite of tens of thousands
 // of tests with tracebacks stays well under it.
 const maxReportBytes = 64 << 20
@@ -126,6 +129,12 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 	markXPassed(report.outcomes, output)
 	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings,
 		tests: report.tests, errored: report.errors, outcomes: report.outcomes}
+	if code == pytestExitInterrupted {
+		// The run stopped before every test ran (a KeyboardInterrupt, or pytest.exit, in a
+		// test, a fixture or the code under test): the report holds only the tests before it,
+		// and the tests after it must not look merely absent beside the base's failures.
+		p.findings = append(p.findings, Finding{Message: "pytest was interrupted (exit 2): the run stopped before every test ran; the tests after the point where it stopped did not run (a KeyboardInterrupt or pytest.exit in a test, a fixture or the code under test)"})
+	}
 	if code != 0 && len(report.findings) == 0 {
 		p.summary += fmt.Sprintf(" (pytest exited %d)", code)
 	}
