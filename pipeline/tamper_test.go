@@ -87,6 +87,16 @@ def _passing(cls, item, call):
 _r.TestReport.from_item_and_call = classmethod(_passing)
 `
 
+// txtReportPatch is reportPatch as the examples of a doctest text file (pytest collects
+// test*.txt without being asked, and runs them first here: test_aaa.txt).
+const txtReportPatch = `>>> import _pytest.reports as _r
+>>> def _passing(cls, item, call, _orig=_r.TestReport.from_item_and_call.__func__):
+...     rep = _orig(cls, item, call)
+...     rep.outcome, rep.longrepr = "passed", None
+...     return rep
+>>> _r.TestReport.from_item_and_call = classmethod(_passing)
+`
+
 // passingPlugin is a pytest plugin that reports every test as passed.
 const passingPlugin = `import pytest
 
@@ -242,6 +252,8 @@ def pytest_runtest_makereport(item, call):
 		{name: "code skipping the base's test module, with a new test, whole suite", whole: true, after: map[string]string{"calc.py": skipsTestCalc,
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
 			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
+		{name: "a doctest text file rewriting reports", after: map[string]string{"calc.py": brokenSub, "test_aaa.txt": txtReportPatch},
+			status: StatusFailed, reason: "test_calc.py::test_sub"},
 		{name: "code interrupting the run after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": fixedAddOnly + "def sub(a, b):\n    raise KeyboardInterrupt\n"},
 			status: StatusFailed, reason: "pytest was interrupted"},
 		{name: "code ending pytest after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": "import pytest\n\n\n" + fixedAddOnly + "def sub(a, b):\n    pytest.exit('done', returncode=1)\n"},

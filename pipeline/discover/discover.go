@@ -430,12 +430,22 @@ func (t *Tests) UnittestModule(p string) string {
 	return strings.ReplaceAll(rel, "/", ".")
 }
 
-// IsDoctestFile reports whether p is a text file pytest collects doctests from (--doctest-glob).
+// DefaultDoctestGlob is the text files pytest collects doctests from when no --doctest-glob
+// is given: always on, --doctest-modules or not.
+const DefaultDoctestGlob = "test*.txt"
+
+// IsDoctestFile reports whether p is a text file pytest collects doctests from: one that
+// --doctest-glob names, or without it DefaultDoctestGlob. Its examples run inside pytest, as
+// a test module's code does.
 func (t *Tests) IsDoctestFile(p string) bool {
 	if t == nil || strings.HasSuffix(p, ".py") {
 		return false
 	}
-	for _, g := range t.DoctestGlobs {
+	globs := t.DoctestGlobs
+	if len(globs) == 0 {
+		globs = []string{DefaultDoctestGlob}
+	}
+	for _, g := range globs {
 		if fnmatchPath(g, p) {
 			return true
 		}

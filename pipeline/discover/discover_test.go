@@ -59,7 +59,10 @@ func TestIsTestFile(t *testing.T) {
 			[]string{"other.py"}},
 		{"doctest glob in addopts", map[string]string{"tox.ini": "[pytest]\naddopts = --doctest-glob='*.md' -q\n"}, Options{},
 			[]string{"README.md", "docs/usage.md"},
-			[]string{"docs/usage.rst"}},
+			[]string{"docs/usage.rst", "test_usage.txt"}},
+		{"doctest text files by default", nil, Options{},
+			[]string{"test_usage.txt", "docs/testing.txt"},
+			[]string{"notes.txt", "docs/usage.rst", "latest.txt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
