@@ -172,7 +172,7 @@ func TestChangesDiff(diff string, ev *Evidence) string {
 // base's imports needed, pytest's pythonpath), Python imports them instead of the tool. The
 // write tools refuse them at the root and in src/ already; deeper, only the checks'
 // configuration says whether a folder is on the path, so any such folder counts.
-func shadowFindings(job Job, changed []string) []string {
+func shadowFindings(ctx context.Context, job Job, changed []string) []string {
 	var out []string
 	for _, p := range changed {
 		if hasGitElement(p) || tools.ProtectedPath(p, job.AllowPaths) != "" || tools.Allowed(job.AllowPaths, p) {
@@ -196,8 +196,43 @@ func shadowFindings(job Job, changed []string) []string {
 				break
 			}
 		}
+		if module, folder := onCheckPath(job, p); module != "" && tools.ImportedModule(module) && !tools.ShadowModule(module) && !inBase(ctx, job, p) {
+			out = append(out, fmt.Sprintf("%s: a module named like %q, which Python and the checks' tools import, in %s/, a folder a check puts on its import path: Python would import it instead of the real one, inside the checks", p, module, folder))
+		}
 	}
 	return out
+}
+
+// onCheckPath is the top-level module p is in a folder a check puts on PYTHONPATH
+// (Check.PythonPath), and that folder: module.py or module/__init__.py right inside it
+// (what shadows a module of the same name); "" otherwise.
+func onCheckPath(job Job, p string) (module, folder string) {
+	for _, c := range job.Checks {
+		for _, f := range c.PythonPath {
+			f = strings.Trim(path.Clean(f), "/")
+			rest, ok := strings.CutPrefix(p, f+"/")
+			if !ok || f == "." || f == "" {
+				continue
+			}
+			if name, ok := strings.CutSuffix(rest, ".py"); ok && !strings.Contains(name, "/") {
+				return name, f
+			}
+			if name, ok := strings.CutSuffix(rest, "/__init__.py"); ok && !strings.Contains(name, "/") {
+				return name, f
+			}
+		}
+	}
+	return "", ""
+}
+
+// inBase reports whether the base commit holds p (the project's own module there); false
+// when it cannot be read.
+func inBase(ctx context.Context, job Job, p string) bool {
+	if job.BaseFile == nil {
+		return false
+	}
+	_, found, err := job.BaseFile(ctx, p)
+	return err == nil && found
 }
 
 // lintIgnoreNames are files that hide files from a check without configuring it: Ruff
@@ -284,7 +319,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 			out = append(out, fmt.Sprintf("%s: is %s; files that run elsewhere never reach a fix branch", p, why))
 		}
 	}
-	out = append(out, shadowFindings(job, changed)...)
+	out = append(out, shadowFindings(ctx, job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
 	}

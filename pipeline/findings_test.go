@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
+	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
 // Added suppressions are found with their file and line; a moved line is not added, and an
@@ -129,13 +130,17 @@ func TestShadowFindings(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pkg", "__init__.py"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	job := Job{Dir: dir, AllowPaths: []string{"vendor/pluggy.py"}}
+	job := Job{Dir: dir, AllowPaths: []string{"vendor/pluggy.py"}, Checks: []validate.Check{{Name: "tests", PythonPath: []string{"lib"}}},
+		BaseFile: func(_ context.Context, p string) ([]byte, bool, error) { return nil, p == "lib/queue.py", nil }}
 	changed := []string{"lib/pytest.py", "lib/_pytest/runner.py", "a/b/sitecustomize.py", "pkg/pytest.py",
-		"lib/pytest.txt", "vendor/pluggy.py", "lib/calc.py", "pytest.py"}
-	got := shadowFindings(job, changed)
+		"lib/pytest.txt", "vendor/pluggy.py", "lib/calc.py", "pytest.py", "lib/typing.py", "lib/json/__init__.py",
+		"lib/queue.py", "scripts/typing.py", "lib/pkg/typing.py"}
+	got := shadowFindings(context.Background(), job, changed)
 	want := []string{"lib/pytest.py: a module named like the check tool \"pytest\" in lib/",
 		"lib/_pytest/runner.py: a module named like the check tool \"_pytest\" in lib/",
-		"a/b/sitecustomize.py: a module named like the check tool \"sitecustomize\" in a/b/"}
+		"a/b/sitecustomize.py: a module named like the check tool \"sitecustomize\" in a/b/",
+		"lib/typing.py: a module named like \"typing\", which Python and the checks' tools import, in lib/",
+		"lib/json/__init__.py: a module named like \"json\", which Python and the checks' tools import, in lib/"}
 	if len(got) != len(want) {
 		t.Fatalf("findings for %q:\n%s\nwant %d", changed, strings.Join(got, "\n"), len(want))
 	}

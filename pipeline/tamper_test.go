@@ -97,6 +97,23 @@ const txtReportPatch = `>>> import _pytest.reports as _r
 >>> _r.TestReport.from_item_and_call = classmethod(_passing)
 `
 
+// typingShadow is a typing module at the root, imported by every `python -m` run in the
+// worktree before its tool: it ends mypy with its success line, and hands pytest the real
+// typing.
+const typingShadow = `import importlib.util as _u
+import os as _os
+import sys as _s
+import sysconfig as _c
+
+if "mypy" in _s.argv[0]:
+    print("Success: no issues found in 1 source file")
+    _os._exit(0)
+_spec = _u.spec_from_file_location("typing", _os.path.join(_c.get_paths()["stdlib"], "typing.py"))
+_m = _u.module_from_spec(_spec)
+_s.modules["typing"] = _m
+_spec.loader.exec_module(_m)
+`
+
 // passingPlugin is a pytest plugin that reports every test as passed.
 const passingPlugin = `import pytest
 
@@ -230,6 +247,8 @@ def pytest_runtest_makereport(item, call):
 			status: StatusBudget, told: "check tool \"_pytest\""},
 		{name: "pluggy.py shadowing pluggy", after: map[string]string{"pluggy.py": "import sys\nsys.exit(0)\n"},
 			status: StatusBudget, told: "check tool \"pluggy\""},
+		{name: "typing.py at the root passing the type check", after: map[string]string{"typing.py": typingShadow},
+			status: StatusBudget, told: "named like \"typing\", which Python and the checks' tools import"},
 		{name: "a .pth file", after: map[string]string{"x.pth": "import os; os._exit(0)\n"},
 			status: StatusBudget, told: "a path configuration file"},
 		{name: "planted bytecode", after: map[string]string{"__pycache__/calc.cpython-311.pyc": "not bytecode\n"},

@@ -142,16 +142,24 @@ func protectedKind(parts []string) string {
 // (sitecustomize): what no folder on the checks' import path may hold.
 func ShadowModule(name string) bool { return shadowNames[name] }
 
-// shadowReason refuses a module or package named like a check tool at an import root (the
-// root or src/).
+// shadowReason refuses a module or package named like a check tool, or like a module Python
+// or the tools import (importedNames), at an import root (the root or src/).
 func shadowReason(parts []string) string {
 	root := parts
 	if len(root) > 1 && root[0] == "src" {
 		root = root[1:]
 	}
 	module := strings.TrimSuffix(root[0], ".py")
-	if shadowNames[module] && (len(root) > 1 || strings.HasSuffix(root[0], ".py")) {
+	if len(root) == 1 && !strings.HasSuffix(root[0], ".py") {
+		return ""
+	}
+	switch {
+	case shadowNames[module]:
 		return fmt.Sprintf("a module named like the check tool %q (Python would import it instead of the tool)", module)
+	case importedNames[module] && (len(root) == 1 || len(root) == 2 && root[1] == "__init__.py"):
+		// A folder without __init__.py (html/ of templates, site/) imports as a namespace
+		// package, after the real module: only a module or a regular package shadows it.
+		return fmt.Sprintf("a module named like %q, which Python and the checks' tools import (Python would import it instead of the real one, inside the checks)", module)
 	}
 	return ""
 }
@@ -184,7 +192,7 @@ func ToolPackages(baseFiles []string) []string {
 			parts, prefix = parts[1:], "src/"
 		}
 		name := strings.TrimSuffix(parts[0], ".py")
-		if !shadowNames[name] || startHooks[name] || hasProtectedName(parts) {
+		if !shadowNames[name] && !importedNames[name] || startHooks[name] || hasProtectedName(parts) {
 			continue
 		}
 		switch {

@@ -40,6 +40,9 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"pytest.pyc", "bytecode"},
 		{"pkg/__pycache__/calc.cpython-311.pyc", "bytecode"},
 		{"evil.pth", "path configuration"},
+		{"typing.py", "Python and the checks' tools import"},
+		{"src/json/__init__.py", "Python and the checks' tools import"},
+		{"packaging.py", "Python and the checks' tools import"},
 		// What a case-insensitive checkout (macOS, Windows) reads as a protected name.
 		{".VSCode/tasks.json", "editor"},
 		{".GitHub/workflows/ci.yml", "CI configuration"},
@@ -62,6 +65,10 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"src/pkg/.github.py", ""},
 		{"docs/.github/notes.md", ""},
 		{"pkg/setup_py.py", ""},
+		{"test.py", ""},
+		{"pkg/typing.py", ""},
+		{"html/index.html", ""},
+		{"site/notes.py", ""},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			ws := newTestWorkspace(t, nil)
@@ -144,10 +151,10 @@ func TestToolPackagesOfTheProjectItself(t *testing.T) {
 	base := []string{
 		"src/pluggy/__init__.py", "src/pluggy/_manager.py", "testing/test_pluginmanager.py",
 		"src/_pytest/__init__.py", "src/py.py", "mypy/__init__.py", "sitecustomize.py",
-		"src/pluggy/sub/__init__.py", "docs/pytest.py",
+		"src/pluggy/sub/__init__.py", "docs/pytest.py", "src/packaging/__init__.py", "code.py",
 	}
 	allow := AllowAtBase([]string{"requirements.txt"}, base)
-	if want := []string{"requirements.txt", "src/pluggy/*.py", "src/_pytest/*.py", "src/py.py", "mypy/*.py", "src/pluggy/sub/*.py"}; !slices.Equal(allow, want) {
+	if want := []string{"requirements.txt", "src/pluggy/*.py", "src/_pytest/*.py", "src/py.py", "mypy/*.py", "src/pluggy/sub/*.py", "src/packaging/*.py", "code.py"}; !slices.Equal(allow, want) {
 		t.Errorf("AllowAtBase = %q, want %q", allow, want)
 	}
 	for _, tt := range []struct {
@@ -169,6 +176,9 @@ func TestToolPackagesOfTheProjectItself(t *testing.T) {
 		{"src/pluggy/__pycache__/x.py", false},   // so does its folder
 		{"src/pluggy/zz.pth", false},             // and path files
 		{"src/pluggy/newsub/__init__.py", false}, // a folder the base does not hold
+		{"src/packaging/version.py", true},       // packaging's own package
+		{"code.py", true},                        // a root module the base holds
+		{"typing.py", false},                     // a new one named like the library's
 	} {
 		why := ProtectedPath(tt.path, allow)
 		if got := why == ""; got != tt.allowed {
