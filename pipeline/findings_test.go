@@ -200,7 +200,10 @@ func TestRunnerReaches(t *testing.T) {
 		{"plain code", added("calc.py", "return a + b  # pytest finds this"), "add is wrong", nil, nil},
 		{"a test module", added("test_calc.py", "from _pytest.monkeypatch import MonkeyPatch"), "add is wrong", nil, nil},
 		{"a conftest", added("conftest.py", "def pytest_configure(config):"), "add is wrong", nil, nil},
-		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):"), "add is wrong", nil, nil},
+		{"the project's pytest plugin", added("plugin.py", "def pytest_configure(config):", "    config.addinivalue_line(\"markers\", \"slow\")"), "add is wrong", nil, nil},
+		{"the project's pytest plugin rewriting reports", added("plugin.py", "@pytest.hookimpl(hookwrapper=True)", "def pytest_runtest_makereport(item, call):", "    rep.outcome = \"passed\"", "    session.exitstatus = 0", "def pytest_collection_modifyitems(items):"),
+			"add is wrong", nil, []string{"plugin.py:2: ", "plugin.py:3: ", "plugin.py:4: ", "plugin.py:5: ", "plugin.py:6: "}},
+		{"an issue about the plugin's reports", added("plugin.py", "def pytest_runtest_makereport(item, call):"), "the pytest hook pytest_runtest_makereport drops the duration", nil, nil},
 		{"an issue about the plugin", added("calc.py", "import pluggy"), "the pytest plugin crashes", nil, nil},
 	}
 	for _, tt := range tests {

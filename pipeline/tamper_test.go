@@ -28,6 +28,13 @@ var tamperTestsDir = map[string]string{"calc.py": tamperBase["calc.py"], "tests/
 var tamperPyproject = map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
 	"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra\"\n"}
 
+// tamperPlugin is tamperBase with a pytest plugin of the project's own (calcplug.py, code that
+// its conftest loads), and its plugin with passingPlugin's hook added.
+var tamperPlugin = map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
+	"conftest.py": "pytest_plugins = [\"calcplug\"]\n", "calcplug.py": calcPlug}
+
+const calcPlug = "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+
 // tamperBaseFailure is tamperBase with a second base failure (mul adds), tested between
 // test_add and test_sub; fixedAddOnly fixes add alone.
 var tamperBaseFailure = map[string]string{
@@ -273,6 +280,9 @@ def pytest_runtest_makereport(item, call):
 			status: StatusTestsChanged, reason: "test_calc.py::test_sub: in its base version was skipped"},
 		{name: "a doctest text file rewriting reports", after: map[string]string{"calc.py": brokenSub, "test_aaa.txt": txtReportPatch},
 			status: StatusFailed, reason: "test_calc.py::test_sub"},
+		{name: "the project's pytest plugin gaining a hook that passes failures", base: tamperPlugin, after: map[string]string{"calc.py": brokenSub,
+			"calcplug.py": calcPlug + "\n\n" + strings.TrimPrefix(passingPlugin, "import pytest\n\n\n")},
+			status: StatusTestsChanged, reason: "calcplug.py:10: adds code that reaches into the test runner"},
 		{name: "code interrupting the run after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": fixedAddOnly + "def sub(a, b):\n    raise KeyboardInterrupt\n"},
 			status: StatusFailed, reason: "pytest was interrupted"},
 		{name: "code ending pytest after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": "import pytest\n\n\n" + fixedAddOnly + "def sub(a, b):\n    pytest.exit('done', returncode=1)\n"},
