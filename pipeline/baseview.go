@@ -38,7 +38,8 @@ func infraPaths(changed []string) []string {
 }
 
 // baseInfraRunner runs checks with every changed configuration file and conftest.py of a
-// change (changed) as at the base commit: every check run of an attempt goes through it.
+// change (changed) as at the base commit, and refuses a run that changed the base's tests
+// (testTree.watchRun): every check run of an attempt goes through it.
 // Without a reader of the base commit (Job.BaseFile nil) it runs them as they are.
 type baseInfraRunner struct {
 	tree    *testTree
@@ -49,12 +50,15 @@ type baseInfraRunner struct {
 var _ CheckRunner = baseInfraRunner{}
 
 func (r baseInfraRunner) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	run := func() []validate.Result {
+		return r.tree.watchRun(checks, func() []validate.Result { return r.run.Run(ctx, dir, checks) })
+	}
 	paths := infraPaths(r.changed)
 	if len(paths) == 0 || r.tree.baseFile == nil {
-		return r.run.Run(ctx, dir, checks)
+		return run()
 	}
 	var res []validate.Result
-	err := r.tree.swapToBase(ctx, paths, func() { res = r.run.Run(ctx, dir, checks) })
+	err := r.tree.swapToBase(ctx, paths, func() { res = run() })
 	if err != nil {
 		return unusable(checks, "the base commit's test configuration could not be put in place for the checks: "+err.Error())
 	}

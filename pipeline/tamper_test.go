@@ -35,6 +35,15 @@ var tamperPlugin = map[string]string{"calc.py": tamperBase["calc.py"], "test_cal
 
 const calcPlug = "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
 
+// tamperTwoModules is tamperBase with each test in a module of its own under tests/, and
+// rewritesTestSub code under test that, imported by tests/test_add.py, rewrites
+// tests/test_sub.py (collected after it) into a test that passes, and breaks sub.
+var tamperTwoModules = map[string]string{"calc.py": tamperBase["calc.py"],
+	"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+	"tests/test_sub.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"}
+
+const rewritesTestSub = "import os as _os\n\n_p = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"tests\", \"test_sub.py\")\nwith open(_p, \"w\") as _f:\n    _f.write(\"def test_sub():\\n    pass\\n\")\n\n\n" + brokenSub
+
 // tamperBaseFailure is tamperBase with a second base failure (mul adds), tested between
 // test_add and test_sub; fixedAddOnly fixes add alone.
 var tamperBaseFailure = map[string]string{
@@ -283,6 +292,8 @@ def pytest_runtest_makereport(item, call):
 		{name: "the project's pytest plugin gaining a hook that passes failures", base: tamperPlugin, after: map[string]string{"calc.py": brokenSub,
 			"calcplug.py": calcPlug + "\n\n" + strings.TrimPrefix(passingPlugin, "import pytest\n\n\n")},
 			status: StatusTestsChanged, reason: "calcplug.py:10: adds code that reaches into the test runner"},
+		{name: "code rewriting a test module before pytest collects it", base: tamperTwoModules, after: map[string]string{"calc.py": rewritesTestSub},
+			status: StatusFailed, reason: "a check changed tests/test_sub.py"},
 		{name: "code interrupting the run after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": fixedAddOnly + "def sub(a, b):\n    raise KeyboardInterrupt\n"},
 			status: StatusFailed, reason: "pytest was interrupted"},
 		{name: "code ending pytest after a base failure", base: tamperBaseFailure, after: map[string]string{"calc.py": "import pytest\n\n\n" + fixedAddOnly + "def sub(a, b):\n    pytest.exit('done', returncode=1)\n"},

@@ -23,6 +23,9 @@ type testTree struct {
 	checks  []validate.Check // the job's checks, which say how the runners find tests
 	once    sync.Once
 	found   *discover.Tests
+	// watch is what a check may not change (watched), read once.
+	watchOnce sync.Once
+	watch     []string
 }
 
 func newTestTree(job Job) *testTree {

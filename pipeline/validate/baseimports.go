@@ -28,6 +28,11 @@ func ScanBase(dir string) (*BaseImports, error) {
 	return &BaseImports{g: g}, nil
 }
 
+// Files are the Python files of the base, sorted.
+func (b *BaseImports) Files() []string {
+	return slices.Sorted(maps.Keys(b.g.files))
+}
+
 // Scan is ScanImports of dir, a worktree at b's base whose change touched changed (paths
 // edited, added or deleted; a deleted one still counts as a module, as ScanImports' gone
 // do). A change that adds a Python module may change what other files' imports resolve
