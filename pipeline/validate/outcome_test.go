@@ -34,6 +34,12 @@ func TestOutcomes(t *testing.T) {
 	if err != nil || !maps.Equal(col.outcomes, map[string]Outcome{"tests/test_c.py": OutcomeError, "test_c.py::test_c": OutcomePassed}) {
 		t.Errorf("collection error: %v %v", col.outcomes, err)
 	}
+	// A run a KeyboardInterrupt cut short writes an empty case for the test it stopped in: no
+	// test, and never a pass.
+	cut, err := parseJUnit([]byte(`<testsuites><testsuite tests="2"><testcase classname="test_c" name="test_a" file="test_c.py"/><testcase time="0.000" /></testsuite></testsuites>`), "/w")
+	if err != nil || !maps.Equal(cut.outcomes, map[string]Outcome{"test_c.py::test_a": OutcomePassed}) || cut.summary() != "1 passed" {
+		t.Errorf("interrupted run: %v %q %v", cut.outcomes, cut.summary(), err)
+	}
 	if got, want := r.summary(), "2 failed, 1 errors, 2 passed, 1 skipped, 1 xfailed, 1 xpassed (not counted as passing)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
