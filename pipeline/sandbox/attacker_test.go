@@ -117,6 +117,22 @@ print("BREACH connected")' "$P" 2>/dev/null; true`
 		{name: "socket in /run", script: connect, setup: socketIn("/run")},
 		{name: "socket in /var/tmp", script: connect, setup: socketIn("/var/tmp")},
 		{name: "socket in the daemon's home", script: connect, setup: socketIn(home)},
+		{name: "io_uring", script: python + ` -c 'import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(425, 4, ctypes.create_string_buffer(120)) >= 0: print("BREACH io_uring_setup")'`,
+			setup: func(t *testing.T) (string, bool) {
+				data, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled")
+				if err == nil && strings.TrimSpace(string(data)) != "0" {
+					t.Logf("kernel.io_uring_disabled is %s on this host", strings.TrimSpace(string(data)))
+					return "", false
+				}
+				return "-", true
+			}},
+		{name: "reserving disk blocks with fallocate", script: python + ` -c 'import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("reserved", os.O_CREAT | os.O_WRONLY, 0o644)
+if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 20)) == 0: print("BREACH fallocate, FALLOC_FL_KEEP_SIZE")
+os.unlink("reserved")'`},
 		{name: "a host /tmp file", script: `test -e "$P" && echo BREACH; true`, setup: func(t *testing.T) (string, bool) {
 			f, err := os.CreateTemp("", "ticketd-host-")
 			if err != nil {
