@@ -158,6 +158,40 @@ func TestCommandKeepsNoDescriptor(t *testing.T) {
 	}
 }
 
+// TestCommandPassesNoInheritedDescriptor: a descriptor ticketd inherited without
+// close-on-exec (from a shell, a cron, a supervisor: here, one the test opens so) on a file
+// the sandbox hides never reaches a command, sandboxed or not: the command cannot read the
+// file through it. Without the sandbox the file itself stays readable (ModeNone isolates
+// nothing); the probe looks only at descriptors.
+func TestCommandPassesNoInheritedDescriptor(t *testing.T) {
+	requireBwrap(t)
+	hidden := t.TempDir()
+	secret := filepath.Join(hidden, "ticketd.db")
+	if err := os.WriteFile(secret, []byte("sk-inherited-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(secret, unix.O_RDONLY, 0) // no O_CLOEXEC: as an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	for _, mode := range []Mode{ModeBwrap, ModeNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			spec := Spec{Mode: mode, Dir: t.TempDir(), Reports: t.TempDir(), Hide: []string{hidden}, Env: []string{"PATH=/usr/bin:/bin"}}
+			out := probeRunArgv(t, spec, "/usr/bin/python3", "-c", `import os
+for n in sorted(int(f) for f in os.listdir("/proc/self/fd")):
+    try:
+        if b"sk-inherited" in os.pread(n, 64, 0): print("BREACH", n)
+    except OSError:
+        pass
+print("END")`)
+			if strings.Contains(out, "BREACH") || !strings.HasSuffix(out, "END\n") {
+				t.Errorf("uid %d, %s: the command read a hidden file through descriptor %d ticketd inherited: %q", os.Geteuid(), mode, fd, out)
+			}
+		})
+	}
+}
+
 // TestSeccompFilter runs the seccomp program on the calls of each system call table this
 // machine serves: its keyring calls fail with EPERM, fallocate with EOPNOTSUPP, io_uring's
 // calls with ENOSYS, other calls pass, and a call of a table the filter does not know fails.

@@ -138,6 +138,9 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = s.env()
 	if cmd.Env == nil {
