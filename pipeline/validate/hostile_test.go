@@ -15,8 +15,8 @@ import (
 // TestSizeLimitCannotBeHidden: the ways issue 19 found to store more than max_worktree_size
 // unseen — a directory made unreadable (0300) to the watcher, a file deleted while held open,
 // /dev/shm, the private $HOME, and (issue 31) a memfd — each stop the check with the size reason, under bwrap and
-// (where the place exists on the host's disk) without it. A sparse file, which takes no disk,
-// does not.
+// (where the place exists on the host's disk) without it; so do thousands of empty files,
+// which take inodes but no block. A sparse file, which takes no disk, does not.
 func TestSizeLimitCannotBeHidden(t *testing.T) {
 	requireBwrap(t)
 	const fill = "head -c 3000000 /dev/zero"
@@ -33,6 +33,9 @@ func TestSizeLimitCannotBeHidden(t *testing.T) {
 		// Issue 31: a memfd is tmpfs pages in no folder and, unmapped, in no process's RSS.
 		{"memfd", `python3 -c "import os, time; f = os.memfd_create('x'); os.write(f, b'0' * 3000000); time.sleep(20)"`, sandbox.Modes, true},
 		{"sparse file", "truncate -s 100M sparse; sleep 1", sandbox.Modes, false},
+		// Empty files take no block: thousands of them used up inodes unseen.
+		{"empty files", "mkdir e; cd e; for i in $(seq 2000); do : > f$i; done; sleep 20", sandbox.Modes, true},
+		{"empty files in /tmp", "mkdir /tmp/e; cd /tmp/e; for i in $(seq 2000); do : > f$i; done; sleep 20", []sandbox.Mode{sandbox.ModeBwrap}, true},
 	}
 	for _, tt := range tests {
 		for _, mode := range tt.modes {

@@ -66,6 +66,12 @@ func (u usage) measure(ctx context.Context, budget int64) int64 {
 	return total + deletedOpen(pids, devs, seen)
 }
 
+// minEntryBytes is the least a file, folder or link counts for, a block as most file
+// systems store one: an empty file takes no block at all, so without it a check could make
+// millions of them within the limit, using up the host file system's inodes (the daemon's
+// database and git then cannot create a file) or, in its tmpfs /tmp, kernel memory.
+const minEntryBytes = 4096
+
 // fileID names a file across hard links.
 type fileID struct{ dev, ino uint64 }
 
@@ -116,7 +122,7 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 				id := fileID{uint64(st.Dev), st.Ino}
 				if !seen[id] {
 					seen[id] = true
-					total += st.Blocks * 512
+					total += max(st.Blocks*512, minEntryBytes)
 				}
 			}
 			if fi.IsDir() && !walk(p) {
@@ -173,7 +179,7 @@ func privateFS(pids []int) int64 {
 				continue
 			}
 			found = true
-			total += int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
+			total += max(int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize, int64(sfs.Files-sfs.Ffree)*minEntryBytes)
 		}
 		if found {
 			return total
