@@ -125,3 +125,29 @@ func TestOtherTicketsHomeUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepFoldersStopTheCheck: a chain of thousands of nested folders (milliseconds of
+// mkdir, a few megabytes) made each look of the size watch take minutes when every folder
+// was opened by its path from the top, leaving the check free to write anything in the
+// meantime. Folders nested deeper than any project's count as over the limit at once.
+func TestDeepFoldersStopTheCheck(t *testing.T) {
+	requireBwrap(t)
+	script := `python3 -c "import os, time
+for _ in range(3000):
+    os.mkdir('d'); os.chdir('d')
+time.sleep(20)"`
+	for _, mode := range sandbox.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			dir := t.TempDir()
+			r := Runner{Sandbox: mode, SizePoll: 20 * time.Millisecond, ScratchRoot: t.TempDir()}
+			res := r.Run(context.Background(), dir, []Check{{Name: "deep", Kind: KindCommand, Command: []string{"sh", "-c", script}, Timeout: time.Minute}})[0]
+			t.Logf("uid %d: passed=%v abort=%q duration=%s output=%q", os.Geteuid(), res.Passed, res.Abort, res.Duration, res.Output)
+			if !strings.Contains(res.Abort, "nested folders more than") {
+				t.Fatalf("a check nesting 3000 folders was not stopped for it: %q", res.Summary)
+			}
+			if res.Duration > 15*time.Second {
+				t.Errorf("the check was not stopped before its own end: %s", res.Duration)
+			}
+		})
+	}
+}
