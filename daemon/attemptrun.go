@@ -73,6 +73,11 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 		// The repository or its base ref went away during the night: the machine's fault, not
 		// the ticket's; the repository is paused as the start-up check pauses it.
 		return cause{Stage: stageGone, Err: fmt.Errorf("prepare worktree: %v", err)}, false
+	case errors.Is(err, worktree.ErrCheckoutTooLarge):
+		// The base's files would not fit max_worktree_size: no attempt can check it out. Not
+		// the ticket's fault; the repository is paused for the night, the error naming the
+		// largest files and what to do.
+		return cause{Stage: stageGone, Err: fmt.Errorf("prepare worktree: %v", err)}, false
 	case err != nil:
 		return setup(fmt.Errorf("prepare worktree: %w", err))
 	}

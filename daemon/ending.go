@@ -55,8 +55,8 @@ const (
 	// stageRefused: the ticket cannot be attempted as configured (a repository not under
 	// repos, a base commit whose own checks break a limit): a charged failure.
 	stageRefused stage = iota
-	// stageGone: the repository or its base ref is gone: the machine's fault, the repository
-	// is paused.
+	// stageGone: the repository or its base ref is gone, or its base is too large to check
+	// out: the machine's fault, the repository is paused.
 	stageGone
 	// stageEnv: the repository's environment could not be built: the machine's fault.
 	stageEnv

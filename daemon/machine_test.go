@@ -327,3 +327,33 @@ func TestShutdownWithAFailingDatabase(t *testing.T) {
 		t.Fatalf("the night did not end within 2 min of the shutdown with a failing database; logs:\n%s", logs.String())
 	}
 }
+
+// TestCheckoutTooLargePausesRepo: the base commit holds a blob of megabytes of zeros (a zip
+// bomb to a checkout: a few kilobytes in the repository) whose files add up to more than
+// max_worktree_size. No worktree is written, no ticket is charged, the repository is paused
+// for the night with a reason naming the file, and the night is partial.
+func TestCheckoutTooLargePausesRepo(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	f := newFixture(t, 2)
+	write(t, filepath.Join(f.repo, "data", "bomb.bin"), string(make([]byte, 3<<20)))
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-q", "-m", "a large blob")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	st, logs, _, done := machineNight(t, f, url, func(c *config.Config) { c.MaxWorktreeSize = 2 << 20 })
+	rep := waitNight(t, done, logs)
+	ctx := context.Background()
+	for _, id := range []int64{1, 2} {
+		tk, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := tk.Reason + " " + lastNote(ctx, st, id)
+		if tk.State != store.StateQueued || tk.Attempts != 0 || !strings.Contains(why, "data/bomb.bin (3.0 MiB)") {
+			t.Errorf("ticket %d: %s with %d attempts (%q); want queued, none charged, the file named", id, tk.State, tk.Attempts, why)
+		}
+	}
+	if rep.Outcome != store.OutcomePartial || !strings.Contains(rep.Error, "paused") {
+		t.Errorf("night %s (%s), want partial naming the paused repository", rep.Outcome, rep.Error)
+	}
+}

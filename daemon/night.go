@@ -278,6 +278,10 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	}
 	trees := worktree.NewManager(cfg.Workspace, log)
 	trees.Ready = worktreeReady(cfg)
+	// A commit whose files alone outgrow what a check's worktree may hold (a blob of
+	// gigabytes of zeros, megabytes in the repository) is refused before the checkout writes
+	// it to disk.
+	trees.MaxCheckout = int64(cfg.MaxWorktreeSize)
 	// A ticket's worktree is kept for the next ticket of its repository, which then writes
 	// only the files that differ instead of checking out every file again (seconds on a big
 	// repository). At most one tree per worker is kept; the night's end removes them.

@@ -337,6 +337,9 @@ func readSnap(root *os.Root, rel string) snapFile {
 // checks' own caches and state between runs, which git never commits. It returns the paths
 // it put back, sorted. No hook or filter runs, and every write stays inside the tree.
 func (t *Tree) Undo(ctx context.Context, s *Snapshot) ([]string, error) {
+	if err := reopenTop(t.Dir); err != nil {
+		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)
+	}
 	root, err := os.OpenRoot(t.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("undo the checks in worktree %s: %w", t.Dir, err)

@@ -20,6 +20,9 @@ import (
 // ls-files, which follows no symlink, and removes through an os.Root of the tree, so no path
 // leads outside it. A nested repository a check made is removed whole.
 func (t *Tree) Clean(ctx context.Context, keep []string) ([]string, error) {
+	if err := reopenTop(t.Dir); err != nil {
+		return nil, fmt.Errorf("clean worktree %s: %w", t.Dir, err)
+	}
 	root, err := os.OpenRoot(t.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("clean worktree %s: %w", t.Dir, err)
@@ -64,6 +67,21 @@ func (t *Tree) Clean(ctx context.Context, keep []string) ([]string, error) {
 		return removed, fmt.Errorf("clean worktree %s: %w", t.Dir, err)
 	}
 	return removed, nil
+}
+
+// reopenTop gives the owner back read, write and search on the worktree's own folder dir
+// when a check closed it (chmod 000): a check run as the daemon's user owns it, and nothing
+// inside (git status, a removal, reopenDirs) can be reached until it is open again. A
+// symlink (never made by ticketd) is left alone.
+func reopenTop(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o700 == 0o700 {
+		return nil
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()|0o700|fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return fmt.Errorf("reopen the worktree's folder a check closed: %w", err)
+	}
+	return nil
 }
 
 // reopenDirs gives the owner back read, write and search on every folder of the working

@@ -215,3 +215,50 @@ func closedDirTree(t *testing.T, file, content string) *Tree {
 	}
 	return tree
 }
+
+// TestCleanAndUndoReopenClosedRoot: a check run as the daemon's user (a daemon that is not
+// root) may close the worktree's own folder (chmod 000): Clean and Undo then open it again
+// and do their work, instead of failing and leaving what the check wrote for the next one.
+// As root the closed folder is no obstacle and the test passes either way; run it as a user
+// (setpriv --reuid=65534 --regid=65534 --clear-groups) to see the case.
+func TestCleanAndUndoReopenClosedRoot(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		run  func(t *testing.T, tree *Tree, snap *Snapshot) error
+	}{
+		{"clean", func(t *testing.T, tree *Tree, _ *Snapshot) error { _, err := tree.Clean(ctx, nil); return err }},
+		{"undo", func(t *testing.T, tree *Tree, snap *Snapshot) error { _, err := tree.Undo(ctx, snap); return err }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := closedDirTree(t, "tests/test_mean.py", "def test_mean():\n    assert False\n")
+			snap, err := tree.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
+			writeFile(t, in("tests/test_mean.py"), "def test_mean():\n    assert True\n")
+			writeFile(t, in("conftest.py"), "planted\n")
+			if err := os.Chmod(tree.Dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(tree.Dir, 0o755) })
+			if err := tt.run(t, tree, snap); err != nil {
+				t.Fatalf("%s of a worktree whose folder a check closed: %v", tt.name, err)
+			}
+			fi, err := os.Stat(tree.Dir)
+			if err != nil || fi.Mode().Perm()&0o700 != 0o700 {
+				t.Fatalf("the worktree's folder after %s: %v, %v; want it open to its owner", tt.name, fi.Mode(), err)
+			}
+			if tt.name == "clean" {
+				if _, err := os.Lstat(in("conftest.py")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("conftest.py after Clean: %v, want it removed", err)
+				}
+				return
+			}
+			if data, err := os.ReadFile(in("tests/test_mean.py")); err != nil || !strings.Contains(string(data), "assert False") {
+				t.Errorf("tests/test_mean.py after Undo: %q, %v; want its base content", data, err)
+			}
+		})
+	}
+}

@@ -100,11 +100,18 @@ type Manager struct {
 	// its new base, where a fresh one writes every file. Close removes the kept trees.
 	Keep int
 
+	// MaxCheckout, when above 0, is how many bytes the files of a commit Prepare checks out
+	// may add up to: a larger one is refused with ErrCheckoutTooLarge before anything is
+	// written (a daemon sets it to max_worktree_size, which no check of a larger tree could
+	// pass anyway).
+	MaxCheckout int64
+
 	mu     sync.Mutex
 	live   map[string]bool     // worktree dirs prepared and not yet removed (kept ones too)
 	repos  map[string]repoDirs // repository path as given -> where git found it
 	kept   []keptTree          // kept for reuse, the most recently kept last
 	closed bool                // Close ran: nothing more is kept
+	fits   map[string]bool     // commits whose files checkCheckoutSize found within MaxCheckout
 }
 
 // NewManager returns a Manager keeping worktrees under root, which is created
@@ -176,6 +183,9 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 	}
 	if out, err := repo.git(ctx, nil, "check-ref-format", "--branch", branch); err != nil || strings.TrimSpace(out) == "" {
 		return nil, fmt.Errorf("prepare worktree of %s: invalid branch name %q: %w", top, branch, err)
+	}
+	if err := m.checkCheckoutSize(ctx, repo, from); err != nil {
+		return nil, err
 	}
 	if tree := m.reuse(ctx, repo, base, from, branch); tree != nil {
 		return tree, nil

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -117,6 +118,47 @@ print("BREACH connected")' "$P" 2>/dev/null; true`
 		{name: "socket in /run", script: connect, setup: socketIn("/run")},
 		{name: "socket in /var/tmp", script: connect, setup: socketIn("/var/tmp")},
 		{name: "socket in the daemon's home", script: connect, setup: socketIn(home)},
+		{name: "an abstract unix socket of the host", script: python + ` -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("\0" + sys.argv[1])
+print("BREACH connected")' "$P" 2>/dev/null; true`,
+			setup: func(t *testing.T) (string, bool) {
+				name := fmt.Sprintf("ticketd-probe-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
+				ln, err := net.Listen("unix", "@"+name)
+				if err != nil {
+					t.Logf("listen on the abstract socket %s: %v", name, err)
+					return "", false
+				}
+				t.Cleanup(func() { ln.Close() })
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						c.Close()
+					}
+				}()
+				return name, true
+			}},
+		{name: "the daemon's process", script: `kill -0 "$P" 2>/dev/null && echo BREACH signal; head -c1 /proc/"$P"/environ >/dev/null 2>&1 && echo BREACH environ; true`,
+			setup: func(t *testing.T) (string, bool) { return strconv.Itoa(os.Getpid()), true }},
+		{name: "io_uring", script: python + ` -c 'import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(425, 4, ctypes.create_string_buffer(120)) >= 0: print("BREACH io_uring_setup")'`,
+			setup: func(t *testing.T) (string, bool) {
+				data, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled")
+				if err == nil && strings.TrimSpace(string(data)) != "0" {
+					t.Logf("kernel.io_uring_disabled is %s on this host", strings.TrimSpace(string(data)))
+					return "", false
+				}
+				return "-", true
+			}},
+		{name: "reserving disk blocks with fallocate", script: python + ` -c 'import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("reserved", os.O_CREAT | os.O_WRONLY, 0o644)
+if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 20)) == 0: print("BREACH fallocate, FALLOC_FL_KEEP_SIZE")
+os.unlink("reserved")'`},
 		{name: "a host /tmp file", script: `test -e "$P" && echo BREACH; true`, setup: func(t *testing.T) (string, bool) {
 			f, err := os.CreateTemp("", "ticketd-host-")
 			if err != nil {

@@ -137,6 +137,67 @@ func TestGrantWrite(t *testing.T) {
 	}
 }
 
+// TestGrantFollowsNoSymlink: the grant of a worktree (as root, to the checks' group) never
+// changes a file outside it, whatever symlink code under test left or swaps in: a symlink
+// to a file outside, and a folder the walk listed and then found swapped for a symlink to a
+// folder outside holding a file of the same name. The files outside keep their group and
+// mode.
+func TestGrantFollowsNoSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the grant changes groups: runs as root only, as ticketd does when it uses it")
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "x")
+	for _, p := range []string{filepath.Join(dir, "pkg", "x"), secret} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]os.FileMode{}
+	for _, p := range []string{secret, outside} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes[p] = fi.Mode()
+	}
+	id := Identity{UID: 54321, GID: 54322}
+	if err := grantTree(dir, id); err != nil {
+		t.Fatal(err)
+	}
+	// The walk listed pkg/x; pkg is now a symlink to the folder outside.
+	if err := os.Rename(filepath.Join(dir, "pkg"), filepath.Join(dir, "pkg.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"pkg/x", "link", "pkg"} {
+		if err := grantEntry(dir, rel, id.GID); err != nil {
+			t.Errorf("grant %s: %v", rel, err)
+		}
+	}
+	for _, p := range []string{secret, outside} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, want := statOf(t, fi), modes[p]; st.Gid != 0 || fi.Mode() != want {
+			t.Errorf("%s outside the worktree: gid %d, mode %s after the grant; want gid 0, mode %s", p, st.Gid, fi.Mode(), want)
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "pkg.old", "x"))
+	if err != nil || statOf(t, fi).Gid != uint32(id.GID) || fi.Mode()&0o060 != 0o060 {
+		t.Errorf("the worktree's own file: %v, %v; want it granted", fi.Mode(), err)
+	}
+}
+
 func statOf(t *testing.T, fi os.FileInfo) *syscall.Stat_t {
 	t.Helper()
 	st, ok := fi.Sys().(*syscall.Stat_t)

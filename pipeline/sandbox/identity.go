@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Identity is the host user and group a check runs as when ticketd runs as root, so that no
@@ -155,7 +157,7 @@ func grantWrite(dir, reports string, id Identity) error {
 	})
 }
 
-// grantTree gives every entry of the worktree dir to id's group (grantGroup): the grant of a
+// grantTree gives every entry of the worktree dir to id's group (grantEntry): the grant of a
 // worktree not made ready for checks when it was created (ReadyForChecks).
 func grantTree(dir string, id Identity) error {
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -171,7 +173,14 @@ func grantTree(dir string, id Identity) error {
 			}
 			return nil
 		}
-		return grantGroup(p, d, id.GID)
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		return grantEntry(dir, rel, id.GID)
 	})
 	if err != nil {
 		return fmt.Errorf("sandbox: make the worktree %s writable for the checks' group %d: %w", dir, id.GID, err)
@@ -179,47 +188,80 @@ func grantTree(dir string, id Identity) error {
 	return nil
 }
 
-// grantGroup gives one worktree entry to group gid and makes it group-writable (a folder
-// also setgid, so what the check creates in it keeps the group). Symlinks, FIFOs and
-// sockets are left alone, and an entry gone meanwhile is no error: a check may still be
-// cleaning up.
-func grantGroup(p string, d fs.DirEntry, gid int) error {
-	if d.Type()&fs.ModeSymlink != 0 {
-		return nil
-	}
-	fi, err := d.Info()
+// grantEntry gives the worktree entry rel (relative to dir, "." for dir itself) to group
+// gid and makes it group-writable (a folder also setgid, so what the check creates in it
+// keeps the group). The path is opened one element at a time without following any symlink,
+// and the entry is changed through that descriptor: an entry the walk listed as a file,
+// or a folder on its path, swapped for a symlink since (by code under test) leads nowhere
+// outside the worktree; it is skipped. Symlinks, FIFOs and sockets are not made writable,
+// and an entry gone meanwhile is no error: a check may still be cleaning up.
+func grantEntry(dir, rel string, gid int) error {
+	fd, err := openNoFollow(dir, rel)
 	if err != nil {
-		return nil
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			return nil // gone, or a symlink now: nothing of the worktree's to grant
+		}
+		return fmt.Errorf("open %s: %w", rel, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	kind := st.Mode & unix.S_IFMT
+	if kind == unix.S_IFLNK {
 		return nil
 	}
 	if int(st.Gid) != gid {
-		if err := os.Lchown(p, -1, gid); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // gone meanwhile
-			}
-			return err
+		if err := unix.Fchownat(fd, "", -1, gid, unix.AT_EMPTY_PATH); err != nil {
+			return fmt.Errorf("give %s to group %d: %w", rel, gid, err)
 		}
-		fi, err = os.Lstat(p) // chown clears setgid bits
-		if err != nil {
-			return nil
+		if err := unix.Fstat(fd, &st); err != nil { // chown clears setgid bits
+			return fmt.Errorf("stat %s: %w", rel, err)
 		}
 	}
-	want := fi.Mode() | 0o060
-	if fi.IsDir() {
-		want |= 0o010 | fs.ModeSetgid
-	}
-	if !fi.Mode().IsDir() && !fi.Mode().IsRegular() {
+	want := st.Mode&0o7777 | 0o060
+	switch kind {
+	case unix.S_IFDIR:
+		want |= 0o010 | unix.S_ISGID
+	case unix.S_IFREG:
+	default:
 		return nil // a FIFO or socket a check left: nothing to grant
 	}
-	if want != fi.Mode() {
-		if err := os.Chmod(p, want&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+	if want == st.Mode&0o7777 {
+		return nil
+	}
+	// An O_PATH descriptor takes no fchmod; its /proc link names exactly the opened entry.
+	if err := unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), want, 0); err != nil {
+		return fmt.Errorf("make %s group-writable: %w", rel, err)
 	}
 	return nil
+}
+
+// openNoFollow opens rel below dir as an O_PATH descriptor, walking it one element at a
+// time with O_NOFOLLOW: a symlink anywhere on the way fails with ELOOP or ENOTDIR.
+func openNoFollow(dir, rel string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if rel == "." {
+		return fd, nil
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, part := range parts {
+		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i < len(parts)-1 {
+			flags |= unix.O_DIRECTORY
+		}
+		next, err := unix.Openat(fd, part, flags, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
 }
 
 // asUser prepares cmd, the bwrap command of a ticketd run as root, to run its command as

@@ -107,6 +107,9 @@ git cat-file -p ticketd/2-other-work 2>/dev/null | grep -q "other ticket" && ech
 		{"another worktree", `git worktree list 2>/dev/null | grep -q other-tree && echo BREACH
 ls "` + common + `/worktrees" 2>/dev/null | grep -q other && echo BREACH
 cat "` + other + `/secret_fix.py" 2>/dev/null | grep -q FIXED && echo BREACH; true`, false, nil},
+		{"lowering its oom_score_adj", `echo 0 > /proc/self/oom_score_adj 2>/dev/null
+test "$(cat /proc/self/oom_score_adj)" -lt 1000 && echo BREACH; true`, false, nil},
+		{"a writable file of its own in /proc", `find /proc/self/ /proc/1/ -maxdepth 1 -type f -writable 2>/dev/null | grep -q . && echo BREACH; true`, false, nil},
 		{"storing in a hiding folder", `for d in ` + strings.Join(plant, " ") + `; do head -c 65536 /dev/zero > "$d/planted-31" 2>/dev/null && echo "BREACH $d"; done; true`, false, nil},
 	}
 	for _, p := range probes {

@@ -158,15 +158,49 @@ func TestCommandKeepsNoDescriptor(t *testing.T) {
 	}
 }
 
-// TestKeyringFilter runs the seccomp program on the calls of each system call table this
-// machine serves: its keyring calls fail with EPERM, other calls pass, and a call of a table
-// the filter does not know fails.
-func TestKeyringFilter(t *testing.T) {
-	prog, err := keyringFilter()
+// TestCommandPassesNoInheritedDescriptor: a descriptor ticketd inherited without
+// close-on-exec (from a shell, a cron, a supervisor: here, one the test opens so) on a file
+// the sandbox hides never reaches a command, sandboxed or not: the command cannot read the
+// file through it. Without the sandbox the file itself stays readable (ModeNone isolates
+// nothing); the probe looks only at descriptors.
+func TestCommandPassesNoInheritedDescriptor(t *testing.T) {
+	requireBwrap(t)
+	hidden := t.TempDir()
+	secret := filepath.Join(hidden, "ticketd.db")
+	if err := os.WriteFile(secret, []byte("sk-inherited-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(secret, unix.O_RDONLY, 0) // no O_CLOEXEC: as an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	for _, mode := range []Mode{ModeBwrap, ModeNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			spec := Spec{Mode: mode, Dir: t.TempDir(), Reports: t.TempDir(), Hide: []string{hidden}, Env: []string{"PATH=/usr/bin:/bin"}}
+			out := probeRunArgv(t, spec, "/usr/bin/python3", "-c", `import os
+for n in sorted(int(f) for f in os.listdir("/proc/self/fd")):
+    try:
+        if b"sk-inherited" in os.pread(n, 64, 0): print("BREACH", n)
+    except OSError:
+        pass
+print("END")`)
+			if strings.Contains(out, "BREACH") || !strings.HasSuffix(out, "END\n") {
+				t.Errorf("uid %d, %s: the command read a hidden file through descriptor %d ticketd inherited: %q", os.Geteuid(), mode, fd, out)
+			}
+		})
+	}
+}
+
+// TestSeccompFilter runs the seccomp program on the calls of each system call table this
+// machine serves: its keyring calls fail with EPERM, fallocate with EOPNOTSUPP, io_uring's
+// calls with ENOSYS, other calls pass, and a call of a table the filter does not know fails.
+func TestSeccompFilter(t *testing.T) {
+	prog, err := seccompFilter()
 	if err != nil {
 		t.Skipf("no filter on this architecture: %v", err)
 	}
-	tables, err := keyringTables()
+	tables, err := filterTables()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,24 +211,40 @@ func TestKeyringFilter(t *testing.T) {
 	}
 	calls := []call{{"an unknown table", 0x12345678, 0, retDenied}}
 	for _, tb := range tables {
-		for _, nr := range tb.nrs {
-			calls = append(calls, call{fmt.Sprintf("keyring call %d of arch %#x", nr, tb.arch), tb.arch, nr, retDenied})
+		denied := map[uint32]bool{}
+		for _, d := range tb.denied {
+			denied[d.nr] = true
+			calls = append(calls, call{fmt.Sprintf("denied call %d of arch %#x", d.nr, tb.arch), tb.arch, d.nr, d.ret})
 			if tb.mask != 0 {
-				calls = append(calls, call{fmt.Sprintf("keyring call %d|%#x of arch %#x", nr, tb.mask, tb.arch), tb.arch, nr | tb.mask, retDenied})
+				calls = append(calls, call{fmt.Sprintf("denied call %d|%#x of arch %#x", d.nr, tb.mask, tb.arch), tb.arch, d.nr | tb.mask, d.ret})
 			}
 		}
-		for _, nr := range []uint32{0, 1, 3, tb.nrs[0] - 1, tb.nrs[2] + 1} {
-			calls = append(calls, call{fmt.Sprintf("call %d of arch %#x", nr, tb.arch), tb.arch, nr, retAllow})
+		for _, d := range tb.denied {
+			for _, nr := range []uint32{0, 1, 3, d.nr - 1, d.nr + 1} {
+				if !denied[nr] {
+					calls = append(calls, call{fmt.Sprintf("call %d of arch %#x", nr, tb.arch), tb.arch, nr, retAllow})
+				}
+			}
 		}
 	}
+	wantRets := map[uint32]bool{retDenied: false, retFallocate: false, retIOURing: false}
 	for _, c := range calls {
-		if got, err := runFilter(prog, c.arch, c.nr); err != nil || got != c.want {
+		got, err := runFilter(prog, c.arch, c.nr)
+		if err != nil || got != c.want {
 			t.Errorf("%s: the filter returned %#x (%v), want %#x", c.name, got, err, c.want)
+		}
+		if _, ok := wantRets[got]; ok {
+			wantRets[got] = true
+		}
+	}
+	for ret, seen := range wantRets {
+		if !seen {
+			t.Errorf("no call got the answer %#x", ret)
 		}
 	}
 }
 
-// runFilter interprets the classic BPF instructions keyringFilter uses on a call's
+// runFilter interprets the classic BPF instructions seccompFilter uses on a call's
 // seccomp_data (its number and arch).
 func runFilter(prog []unix.SockFilter, arch, nr uint32) (uint32, error) {
 	var a uint32

@@ -36,7 +36,8 @@ import (
 //     another's, nor the daemon.
 //   - Every process of the command has oom_score_adj 1000: when the machine runs out of
 //     memory anyway (many processes each under Memory), the kernel kills a check's process
-//     first, never the daemon.
+//     first, never the daemon. /proc is read-only in the sandbox (procArgs), so no process
+//     of the check can write it back down.
 //
 // The zero value means the defaults.
 type Limits struct {

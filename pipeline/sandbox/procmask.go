@@ -16,7 +16,10 @@ var (
 // reaches the host's kernel: procReadOnly bound read-only over itself (the sysctl tables a
 // reader sees are its own namespaces', so the host's /proc/sys shows the same), procMasked
 // hidden (a file under /dev/null, a folder under an empty read-only tmpfs). Paths this
-// kernel does not have are skipped.
+// kernel does not have are skipped. Last, the whole /proc is made read-only: a process's
+// own files there obey its owner's bits, so a check could otherwise write its
+// oom_score_adj back down from OOMScoreAdj (to the daemon's own value, unless ticketd is
+// root with CAP_SYS_RESOURCE) and leave the daemon the OOM killer's choice again.
 func procArgs() []string {
 	args := []string{"--proc", "/proc"}
 	for _, p := range procReadOnly {
@@ -34,5 +37,5 @@ func procArgs() []string {
 			args = append(args, "--ro-bind", "/dev/null", p)
 		}
 	}
-	return args
+	return append(args, "--remount-ro", "/proc")
 }

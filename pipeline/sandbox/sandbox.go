@@ -2,7 +2,7 @@
 // command a check or the judge names — behind a trust boundary. With ModeBwrap (the default)
 // a command runs under bubblewrap: the system read-only, the worktree writable, a private
 // /tmp and $HOME, the daemon's files (database, results, other worktrees, its home) hidden,
-// a read-only git view of the worktree's own branch in place of its git metadata, /proc/sys
+// a read-only git view of the worktree's own branch in place of its git metadata, /proc
 // read-only, fresh PID, IPC and network namespaces (loopback only), a new session, killed
 // with its parent, never root on the host, its memory per process and its processes bounded
 // (Limits), the OOM killer's first choice, and an environment built from an allowlist

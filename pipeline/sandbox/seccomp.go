@@ -5,22 +5,43 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
+// The sandbox's seccomp filter answers a few system calls itself, and allows every other.
+//
 // The kernel's keyrings belong to no namespace bwrap makes: a check would inherit the daemon's
 // session keyring (systemd gives every service one, a login shell has one) and read or add
 // to its keys, and, when ticketd is root, share its user's keyrings with every other check run
 // as the same sandbox_user for as long as the daemon lives, a store that outlives the check.
-// As Docker's and Flatpak's default profiles do, a seccomp filter makes add_key, request_key
-// and keyctl fail with EPERM in every sandboxed command; all else is allowed.
+// As Docker's and Flatpak's default profiles do, add_key, request_key and keyctl fail with
+// EPERM in every sandboxed command.
+//
+// fallocate reserves any number of disk blocks in one call, at no cost in time: a check
+// could fill the worktree's disk (the daemon's database's too, as often as not) between two
+// of the size watch's looks, where writing the same bytes takes seconds. It fails with
+// EOPNOTSUPP, as on a file system without it; glibc's posix_fallocate then writes the
+// blocks instead, and callers of fallocate expect that answer.
+//
+// io_uring's operations (fallocate among them) are not system calls a seccomp filter sees,
+// and its code is much of the kernel's recent attack surface: as Docker's default profile
+// does since 25.0, io_uring_setup, io_uring_enter and io_uring_register fail, with ENOSYS
+// as on a kernel built without it, so that a library that tries it falls back to ordinary
+// calls.
 
-// keyringCalls are the keyring system calls of one system call table.
-type keyringCalls struct {
-	arch uint32 // AUDIT_ARCH_* of the table
-	mask uint32 // bits cleared from the number before comparing (x32's flag on x86-64)
-	nrs  [3]uint32
+// deniedCall is one system call the filter answers with ret instead of running it.
+type deniedCall struct {
+	nr  uint32
+	ret uint32
+}
+
+// callTable is the denied calls of one system call table.
+type callTable struct {
+	arch   uint32 // AUDIT_ARCH_* of the table
+	mask   uint32 // bits cleared from the number before comparing (x32's flag on x86-64)
+	denied []deniedCall
 }
 
 // nativeArch is this build's system call table: the one ticketd, and so bwrap and the command
@@ -49,21 +70,38 @@ func nativeArch() (uint32, error) {
 	return 0, fmt.Errorf("sandbox: no seccomp filter for %s: the checks' keyrings cannot be closed on this architecture; run ticketd on amd64 or arm64, or set `sandbox: none`", runtime.GOARCH)
 }
 
-// keyringTables are the system call tables a process of this machine may use: the native one
+// Answers of the filter to the calls it denies.
+var (
+	retKeyring   = retDenied
+	retFallocate = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
+	retIOURing   = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// deniedCalls are the calls denied in a table, by their numbers there. io_uring's numbers
+// are the same in every table.
+func deniedCalls(addKey, requestKey, keyctl, fallocate uint32) []deniedCall {
+	return []deniedCall{
+		{addKey, retKeyring}, {requestKey, retKeyring}, {keyctl, retKeyring},
+		{fallocate, retFallocate},
+		{425, retIOURing}, {426, retIOURing}, {427, retIOURing}, // io_uring_setup, _enter, _register
+	}
+}
+
+// filterTables are the system call tables a process of this machine may use: the native one
 // and the 32-bit one a 64-bit x86 or ARM kernel also serves (x32 shares x86-64's arch value
 // and numbers, with bit 30 set).
-func keyringTables() ([]keyringCalls, error) {
+func filterTables() ([]callTable, error) {
 	native, err := nativeArch()
 	if err != nil {
 		return nil, err
 	}
-	tables := []keyringCalls{{arch: native, nrs: [3]uint32{unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL}}}
+	tables := []callTable{{arch: native, denied: deniedCalls(unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL, unix.SYS_FALLOCATE)}}
 	switch runtime.GOARCH {
 	case "amd64":
 		tables[0].mask = 0x40000000 // __X32_SYSCALL_BIT
-		tables = append(tables, keyringCalls{arch: unix.AUDIT_ARCH_I386, nrs: [3]uint32{286, 287, 288}})
+		tables = append(tables, callTable{arch: unix.AUDIT_ARCH_I386, denied: deniedCalls(286, 287, 288, 324)})
 	case "arm64":
-		tables = append(tables, keyringCalls{arch: unix.AUDIT_ARCH_ARM, nrs: [3]uint32{309, 310, 311}})
+		tables = append(tables, callTable{arch: unix.AUDIT_ARCH_ARM, denied: deniedCalls(309, 310, 311, 352)})
 	}
 	return tables, nil
 }
@@ -80,20 +118,28 @@ const (
 	retDenied = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 )
 
-// keyringFilter is the seccomp program bwrap installs (--seccomp): per table, the keyring
-// calls fail with EPERM and every other call is allowed; a call of any other table (a
-// 32-bit ABI this filter does not know) fails with EPERM too.
-func keyringFilter() ([]unix.SockFilter, error) {
-	tables, err := keyringTables()
+// seccompFilter is the seccomp program bwrap installs (--seccomp): per table, each denied
+// call returns its answer and every other call is allowed; a call of any other table (a
+// 32-bit ABI this filter does not know) fails with EPERM.
+func seccompFilter() ([]unix.SockFilter, error) {
+	tables, err := filterTables()
 	if err != nil {
 		return nil, err
 	}
-	prog := []unix.SockFilter{{Code: bpfLdAbs, K: dataArch}}
+	// The answers follow the blocks, the EPERM of unknown tables first.
+	answers := []uint32{retDenied}
+	for _, tb := range tables {
+		for _, d := range tb.denied {
+			if !slices.Contains(answers, d.ret) {
+				answers = append(answers, d.ret)
+			}
+		}
+	}
 	n := 1
 	for _, tb := range tables {
 		n += blockLen(tb)
 	}
-	denied := n // the last instruction
+	prog := []unix.SockFilter{{Code: bpfLdAbs, K: dataArch}}
 	for _, tb := range tables {
 		start := len(prog)
 		prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: tb.arch, Jf: uint8(blockLen(tb) - 1)},
@@ -101,21 +147,25 @@ func keyringFilter() ([]unix.SockFilter, error) {
 		if tb.mask != 0 {
 			prog = append(prog, unix.SockFilter{Code: bpfAndK, K: ^tb.mask})
 		}
-		for _, nr := range tb.nrs {
-			prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: nr, Jt: uint8(denied - len(prog) - 1)})
+		for _, d := range tb.denied {
+			to := n + slices.Index(answers, d.ret)
+			prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: d.nr, Jt: uint8(to - len(prog) - 1)})
 		}
 		prog = append(prog, unix.SockFilter{Code: bpfRetK, K: retAllow})
 		if len(prog)-start != blockLen(tb) {
-			panic("sandbox: keyring filter block length miscounted")
+			panic("sandbox: seccomp filter block length miscounted")
 		}
 	}
-	return append(prog, unix.SockFilter{Code: bpfRetK, K: retDenied}), nil
+	for _, ret := range answers {
+		prog = append(prog, unix.SockFilter{Code: bpfRetK, K: ret})
+	}
+	return prog, nil
 }
 
-// blockLen is the number of instructions of one table's block in keyringFilter: the arch
-// test, the load of the number (and its mask), a test per call, the allow.
-func blockLen(tb keyringCalls) int {
-	n := 2 + len(tb.nrs) + 1
+// blockLen is the number of instructions of one table's block in seccompFilter: the arch
+// test, the load of the number (and its mask), a test per denied call, the allow.
+func blockLen(tb callTable) int {
+	n := 2 + len(tb.denied) + 1
 	if tb.mask != 0 {
 		n++
 	}
@@ -125,7 +175,7 @@ func blockLen(tb keyringCalls) int {
 // seccompFile returns a pipe holding the filter, to be handed to bwrap as a descriptor: its
 // write end is closed, so bwrap reads the program to the end.
 func seccompFile() (*os.File, error) {
-	prog, err := keyringFilter()
+	prog, err := seccompFilter()
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,8 @@ import (
 // read-only), Reports (writable), a private /proc, a minimal read-only /dev with a small
 // private /dev/shm, and a private /tmp holding $HOME, both size-limited tmpfs. Nothing else
 // of the host exists there: no /run, /var, /home or /root, so no unix socket on the host's
-// disk either. /proc/sys and the other kernel interfaces Docker protects are read-only or
-// masked. It has no capability, and it is never root on the host: as root, ticketd runs it as
+// disk either. /proc is read-only, and the kernel interfaces Docker protects in it masked
+// where Docker masks them. It has no capability, and it is never root on the host: as root, ticketd runs it as
 // Spec.User (see Probe).
 type Spec struct {
 	// Mode is ModeBwrap (the default) or ModeNone.
@@ -136,6 +136,9 @@ func (s Spec) env() []string {
 func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 	args, err := s.Args(argv)
 	if err != nil {
+		return nil, err
+	}
+	if err := closeInheritedOnExec(); err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)

@@ -15,8 +15,8 @@ import (
 // TestSizeLimitCannotBeHidden: the ways issue 19 found to store more than max_worktree_size
 // unseen — a directory made unreadable (0300) to the watcher, a file deleted while held open,
 // /dev/shm, the private $HOME, and (issue 31) a memfd — each stop the check with the size reason, under bwrap and
-// (where the place exists on the host's disk) without it. A sparse file, which takes no disk,
-// does not.
+// (where the place exists on the host's disk) without it; so do thousands of empty files,
+// which take inodes but no block. A sparse file, which takes no disk, does not.
 func TestSizeLimitCannotBeHidden(t *testing.T) {
 	requireBwrap(t)
 	const fill = "head -c 3000000 /dev/zero"
@@ -33,6 +33,9 @@ func TestSizeLimitCannotBeHidden(t *testing.T) {
 		// Issue 31: a memfd is tmpfs pages in no folder and, unmapped, in no process's RSS.
 		{"memfd", `python3 -c "import os, time; f = os.memfd_create('x'); os.write(f, b'0' * 3000000); time.sleep(20)"`, sandbox.Modes, true},
 		{"sparse file", "truncate -s 100M sparse; sleep 1", sandbox.Modes, false},
+		// Empty files take no block: thousands of them used up inodes unseen.
+		{"empty files", "mkdir e; cd e; for i in $(seq 2000); do : > f$i; done; sleep 20", sandbox.Modes, true},
+		{"empty files in /tmp", "mkdir /tmp/e; cd /tmp/e; for i in $(seq 2000); do : > f$i; done; sleep 20", []sandbox.Mode{sandbox.ModeBwrap}, true},
 	}
 	for _, tt := range tests {
 		for _, mode := range tt.modes {
@@ -118,6 +121,32 @@ func TestOtherTicketsHomeUnreachable(t *testing.T) {
 			t.Logf("mode %s: found=%v output=%q", m.mode, found, res.Output)
 			if found == m.isolated {
 				t.Errorf("mode %s: another ticket's $HOME found=%v, want %v", m.mode, found, !m.isolated)
+			}
+		})
+	}
+}
+
+// TestDeepFoldersStopTheCheck: a chain of thousands of nested folders (milliseconds of
+// mkdir, a few megabytes) made each look of the size watch take minutes when every folder
+// was opened by its path from the top, leaving the check free to write anything in the
+// meantime. Folders nested deeper than any project's count as over the limit at once.
+func TestDeepFoldersStopTheCheck(t *testing.T) {
+	requireBwrap(t)
+	script := `python3 -c "import os, time
+for _ in range(3000):
+    os.mkdir('d'); os.chdir('d')
+time.sleep(20)"`
+	for _, mode := range sandbox.Modes {
+		t.Run(string(mode), func(t *testing.T) {
+			dir := t.TempDir()
+			r := Runner{Sandbox: mode, SizePoll: 20 * time.Millisecond, ScratchRoot: t.TempDir()}
+			res := r.Run(context.Background(), dir, []Check{{Name: "deep", Kind: KindCommand, Command: []string{"sh", "-c", script}, Timeout: time.Minute}})[0]
+			t.Logf("uid %d: passed=%v abort=%q duration=%s output=%q", os.Geteuid(), res.Passed, res.Abort, res.Duration, res.Output)
+			if !strings.Contains(res.Abort, "nested folders more than") {
+				t.Fatalf("a check nesting 3000 folders was not stopped for it: %q", res.Summary)
+			}
+			if res.Duration > 15*time.Second {
+				t.Errorf("the check was not stopped before its own end: %s", res.Duration)
 			}
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,7 +25,11 @@ func watchSize(ctx context.Context, poll time.Duration, limit int64, u usage) st
 			return ""
 		case <-t.C:
 		}
-		if total := u.measure(ctx, limit); total > limit {
+		total, deep := u.measure(ctx, limit)
+		if deep != "" {
+			return fmt.Sprintf("the check nested folders more than %d deep in %s: the check was stopped and the attempt is abandoned (no project's files nest so deep, and the size limit cannot be watched in such a tree)", maxTreeDepth, deep)
+		}
+		if total > limit {
 			return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, $HOME, /dev/shm, reports and deleted files it kept open, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
 				formatBytes(total), formatBytes(limit))
 		}
@@ -43,8 +46,9 @@ type usage struct {
 	pid  int      // the check's process (bwrap under the sandbox)
 }
 
-// measure returns the total in bytes, stopping early once it passes budget.
-func (u usage) measure(ctx context.Context, budget int64) int64 {
+// measure returns the total in bytes, stopping early once it passes budget, and the
+// directory of u.dirs in which folders nest deeper than maxTreeDepth, if any.
+func (u usage) measure(ctx context.Context, budget int64) (int64, string) {
 	seen := map[fileID]bool{}
 	devs := map[uint64]bool{}
 	var total int64
@@ -53,44 +57,65 @@ func (u usage) measure(ctx context.Context, budget int64) int64 {
 		if syscall.Stat(d, &st) == nil {
 			devs[uint64(st.Dev)] = true
 		}
-		total += treeBlocks(ctx, d, budget-total, seen)
+		n, deep := treeBlocks(ctx, d, budget-total, seen)
+		if deep {
+			return total, d
+		}
+		total += n
 		if total > budget {
-			return total
+			return total, ""
 		}
 	}
 	if u.pid <= 0 {
-		return total
+		return total, ""
 	}
 	pids := descendants(u.pid)
 	total += privateFS(pids)
-	return total + deletedOpen(pids, devs, seen)
+	return total + deletedOpen(pids, devs, seen), ""
 }
+
+// minEntryBytes is the least a file, folder or link counts for, a block as most file
+// systems store one: an empty file takes no block at all, so without it a check could make
+// millions of them within the limit, using up the host file system's inodes (the daemon's
+// database and git then cannot create a file) or, in its tmpfs /tmp, kernel memory.
+const minEntryBytes = 4096
 
 // fileID names a file across hard links.
 type fileID struct{ dev, ino uint64 }
 
+// maxTreeDepth is how deep folders may nest in what a check writes before the tree counts as
+// over the limit: no project nests a hundred deep, and a check that makes a chain of
+// thousands (milliseconds of mkdir) must not make each look of the watch take minutes, during
+// which it could write anything unseen.
+const maxTreeDepth = 256
+
 // treeBlocks adds up the disk blocks of everything under dir (each inode once), stopping
 // early once it passes budget. A directory it cannot read is made readable (the check, running
 // as the daemon's user, may have made it 0300 to hide what it holds) and read again; if that
-// fails too, the tree counts as over the budget. Paths are resolved inside dir (os.Root), so a
-// directory swapped for a symlink while it is walked cannot send the walk, or its chmod,
-// elsewhere.
-func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]bool) int64 {
+// fails too, the tree counts as over the budget. A tree nested deeper than maxTreeDepth is
+// reported as such (deep) instead.
+// Each folder is opened from its parent's descriptor (os.Root.OpenRoot), so a walk costs the
+// same at any depth, and a directory swapped for a symlink while it is walked cannot send the
+// walk, or its chmod, outside dir.
+func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]bool) (total int64, deep bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return 0 // gone, or not made yet
+		return 0, false // gone, or not made yet
 	}
 	defer root.Close()
-	var total int64
-	var walk func(rel string) bool
-	walk = func(rel string) bool {
+	var walk func(r *os.Root, depth int) bool
+	walk = func(r *os.Root, depth int) bool {
 		if ctx.Err() != nil || total > budget {
 			return false
 		}
-		f, err := root.Open(rel)
+		if depth > maxTreeDepth {
+			deep = true
+			return false
+		}
+		f, err := r.Open(".")
 		if errors.Is(err, fs.ErrPermission) {
-			if root.Chmod(rel, 0o700) == nil {
-				f, err = root.Open(rel)
+			if r.Chmod(".", 0o700) == nil {
+				f, err = r.Open(".")
 			}
 		}
 		if err != nil {
@@ -107,8 +132,7 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 			return false
 		}
 		for _, name := range names {
-			p := filepath.Join(rel, name)
-			fi, err := root.Lstat(p)
+			fi, err := r.Lstat(name)
 			if err != nil {
 				continue
 			}
@@ -116,17 +140,33 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 				id := fileID{uint64(st.Dev), st.Ino}
 				if !seen[id] {
 					seen[id] = true
-					total += st.Blocks * 512
+					total += max(st.Blocks*512, minEntryBytes)
 				}
 			}
-			if fi.IsDir() && !walk(p) {
+			if !fi.IsDir() {
+				continue
+			}
+			sub, err := r.OpenRoot(name)
+			if errors.Is(err, fs.ErrPermission) && r.Chmod(name, 0o700) == nil {
+				sub, err = r.OpenRoot(name)
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed meanwhile
+			}
+			if err != nil {
+				total = budget + 1
+				return false
+			}
+			ok := walk(sub, depth+1)
+			sub.Close()
+			if !ok {
 				return false
 			}
 		}
 		return true
 	}
-	walk(".")
-	return total
+	walk(root, 0)
+	return total, deep
 }
 
 // descendants returns pid and every process below it, read from /proc.
@@ -173,7 +213,7 @@ func privateFS(pids []int) int64 {
 				continue
 			}
 			found = true
-			total += int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
+			total += max(int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize, int64(sfs.Files-sfs.Ffree)*minEntryBytes)
 		}
 		if found {
 			return total

@@ -1,0 +1,89 @@
+package worktree
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrCheckoutTooLarge is returned by Prepare for a commit whose files add up to more than
+// Manager.MaxCheckout: git's checkout writes every file it is told to, however large, and a
+// blob of many gigabytes of zeros takes a few megabytes in the repository.
+var ErrCheckoutTooLarge = errors.New("the commit's files are larger than a worktree may be")
+
+// largestShown is how many of the largest files the error of a too large checkout names.
+const largestShown = 3
+
+// checkCheckoutSize refuses commit, before anything is written, when its files (blobs, as
+// git ls-tree -r -l sizes them; submodules are not checked out) add up to more than
+// m.MaxCheckout. A commit found small enough once is not listed again.
+func (m *Manager) checkCheckoutSize(ctx context.Context, repo repoDirs, commit string) error {
+	limit := m.MaxCheckout
+	if limit <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	fits := m.fits[commit]
+	m.mu.Unlock()
+	if fits {
+		return nil
+	}
+	out, err := repo.git(ctx, nil, "ls-tree", "-r", "-l", "-z", "--full-tree", commit)
+	if err != nil {
+		return fmt.Errorf("prepare worktree of %s: list the files of %s: %w", repo.WorkTree, short(commit), err)
+	}
+	type file struct {
+		path string
+		size int64
+	}
+	var total int64
+	var files []file
+	for _, entry := range strings.Split(out, "\x00") {
+		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
+		meta, path, ok := strings.Cut(entry, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" {
+			continue
+		}
+		size, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			continue
+		}
+		total += size
+		files = append(files, file{path, size})
+	}
+	if total <= limit {
+		m.mu.Lock()
+		if m.fits == nil {
+			m.fits = map[string]bool{}
+		}
+		m.fits[commit] = true
+		m.mu.Unlock()
+		return nil
+	}
+	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(b.size, a.size) })
+	var largest []string
+	for _, f := range files[:min(len(files), largestShown)] {
+		largest = append(largest, fmt.Sprintf("%s (%s)", f.path, formatBytes(f.size)))
+	}
+	return fmt.Errorf("prepare worktree of %s at %s: its %d files add up to %s, more than the %s a worktree may hold (max_worktree_size): %w; the largest: %s; nothing was checked out: remove such files from the base branch (or keep them out of the repository, e.g. with Git LFS), or raise max_worktree_size in the config if the checks need them",
+		repo.WorkTree, short(commit), len(files), formatBytes(total), formatBytes(limit), ErrCheckoutTooLarge, strings.Join(largest, ", "))
+}
+
+// formatBytes writes n in binary units, e.g. "1.0 GiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
