@@ -26,6 +26,7 @@ const (
 	killAtClaim    chaosPhase = "claim"   // a ticket is leased, no model call made yet
 	killMidAttempt chaosPhase = "attempt" // the attempt's model calls are under way
 	killMidCheck   chaosPhase = "check"   // pytest runs in an attempt's worktree
+	killCommitted  chaosPhase = "commit"  // the fix is committed on its branch, not yet recorded done
 	killInPush     chaosPhase = "push"    // a fix branch is being received by the push remote
 	killAtEnd      chaosPhase = "end"     // every ticket is done, the night is ending
 )
@@ -43,7 +44,6 @@ type chaosNight struct {
 	remote   string   // the bare push remote
 	hold     string   // while this file exists, the remote holds every push it receives
 	arrived  string   // the remote creates this file when it holds a push
-	updates  string   // the remote appends "old new ref" per ref it updated
 	later    string   // issues not filed yet (fileMore moves them into the intake folder)
 }
 
@@ -53,8 +53,8 @@ func newChaosNight(t *testing.T, engine string, tickets int) chaosNight {
 		`{workers: 2, lease: 5s, heartbeat: 500ms, poll: 50ms, max_attempts: 3, retry_backoff: 50ms}`)
 	c := chaosNight{nightFixture: f, location: f.db, env: os.Environ(),
 		remote: filepath.Join(f.dir, "pub.git"), hold: filepath.Join(f.dir, "hold-push"),
-		arrived: filepath.Join(f.dir, "push-arrived"), updates: filepath.Join(f.dir, "remote-updates"),
-		later: filepath.Join(f.dir, "later")}
+		arrived: filepath.Join(f.dir, "push-arrived"),
+		later:   filepath.Join(f.dir, "later")}
 	// The issues are filed a few at a time (fileMore), so that each night has work.
 	if err := os.Rename(filepath.Join(f.dir, "issues"), c.later); err != nil {
 		t.Fatal(err)
@@ -69,18 +69,14 @@ func newChaosNight(t *testing.T, engine string, tickets int) chaosNight {
 		}
 	}
 	run(f.dir, "init", "-q", "--bare", c.remote)
+	// Its reflogs count the updates of each ref (pushedTimes).
+	run(c.remote, "config", "core.logAllRefUpdates", "always")
 	run(f.repo, "remote", "add", "pub", c.remote)
-	// The remote's hooks are the test's probes: they record what the remote took, and hold
-	// a push (bounded, so a broken test does not hang) while the hold file exists.
-	hooks := map[string]string{
-		"pre-receive":  fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ -e %q ] && [ $i -lt 1200 ]; do touch %q; sleep 0.05; i=$((i+1)); done\ncat >/dev/null\n", c.hold, c.arrived),
-		"post-receive": fmt.Sprintf("#!/bin/sh\ncat >> %q\n", c.updates),
-	}
-	for name, body := range hooks {
-		p := filepath.Join(c.remote, "hooks", name)
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	// The remote's hook holds a push (bounded, so a broken test does not hang) while the
+	// hold file exists.
+	hook := fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ -e %q ] && [ $i -lt 1200 ]; do touch %q; sleep 0.05; i=$((i+1)); done\ncat >/dev/null\n", c.hold, c.arrived)
+	if err := os.WriteFile(filepath.Join(c.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := os.ReadFile(f.config)
 	if err != nil {
@@ -163,6 +159,25 @@ func (c chaosNight) startOnce(t *testing.T, bin string) (*exec.Cmd, chan error) 
 	return cmd, done
 }
 
+// committed says whether ticket id's fix branch in the clone holds a commit over main.
+func (c chaosNight) committed(t *testing.T, id int64) bool {
+	t.Helper()
+	out, err := exec.Command("git", "-C", c.repo, "for-each-ref", "--format=%(refname)", fmt.Sprintf("refs/heads/ticketd/%d-*", id)).Output()
+	if err != nil {
+		return false
+	}
+	for _, ref := range strings.Fields(string(out)) {
+		if strings.Contains(ref, "-attempt-") {
+			continue
+		}
+		n, err := exec.Command("git", "-C", c.repo, "rev-list", "--count", "main.."+ref).Output()
+		if err == nil && strings.TrimSpace(string(n)) != "0" {
+			return true
+		}
+	}
+	return false
+}
+
 // strikeAt waits until the process with pid has reached phase, and reports the ticket
 // (0 for the night's end) it was working then; ended is true when the process exited first.
 func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.Rand, done <-chan error) (victim store.Ticket, ended bool, exit error) {
@@ -199,6 +214,8 @@ func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.
 			if pytestRunning(c.workspace) {
 				victim, hit = pick(func(s store.Summary) bool { return s.ModelCalls > 0 })
 			}
+		case killCommitted:
+			victim, hit = pick(func(s store.Summary) bool { return c.committed(t, s.ID) })
 		case killInPush:
 			_, err := os.Stat(c.arrived)
 			hit = err == nil
@@ -252,9 +269,9 @@ func testChaosNight(t *testing.T, engine string) {
 	}
 	t.Logf("seed %d (replay: %s=%d)", seed, envChaosSeed, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	const tickets = 8
+	const tickets = 10
 	c := newChaosNight(t, engine, tickets)
-	phases := []chaosPhase{killAtClaim, killMidAttempt, killMidCheck, killInPush}
+	phases := []chaosPhase{killAtClaim, killMidAttempt, killMidCheck, killCommitted, killInPush}
 	rng.Shuffle(len(phases), func(i, j int) { phases[i], phases[j] = phases[j], phases[i] })
 	phases = append(phases, killAtEnd) // the end needs every ticket done
 	t.Logf("kill order: %v", phases)
@@ -295,6 +312,9 @@ func testChaosNight(t *testing.T, engine string) {
 			break
 		}
 		if phase == killInPush {
+			// ticketd's own git push must not outlive it (the remote still holds the push):
+			// it goes at once with its parent, not whenever the remote lets it finish.
+			c.waitGone(t, "ticketd's git push", func(cmdline string) bool { return strings.Contains(cmdline, " push --porcelain ") })
 			os.Remove(c.hold) // the remote comes back: the next night pushes what it lacks
 			os.Remove(c.arrived)
 		}
@@ -400,19 +420,9 @@ func testChaosNight(t *testing.T, engine string) {
 	if !slices.Equal(local, want) || !slices.Equal(onRemote, want) {
 		t.Errorf("branches: in the clone %v, on the remote %v; want each done ticket's once: %v", local, onRemote, want)
 	}
-	log, _ := os.ReadFile(c.updates)
-	updated := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
-		if f := strings.Fields(line); len(f) == 3 {
-			updated[f[2]]++
-		}
-	}
-	if len(updated) != tickets {
-		t.Errorf("the remote recorded updates of %d refs, want the %d fixes':\n%s", len(updated), tickets, log)
-	}
-	for ref, n := range updated {
-		if n != 1 {
-			t.Errorf("the remote updated %s %d times; want once:\n%s", ref, n, log)
+	for _, b := range onRemote {
+		if n := c.pushedTimes(t, b); n != 1 {
+			t.Errorf("the remote updated %s %d times; want once", b, n)
 		}
 	}
 
@@ -440,6 +450,35 @@ func testChaosNight(t *testing.T, engine string) {
 	if len(runs) == 0 || runs[0].Outcome != store.OutcomeOK || failed < len(struck) {
 		t.Errorf("nights %+v; want the last ok and at least %d failed (the killed ones)", runs, len(struck))
 	}
+}
+
+// waitGone waits until no process under the fixture's folder matches; it fails the test
+// when one still does 30 s after (the remote's hook holds a push for 60 s).
+func (c chaosNight) waitGone(t *testing.T, what string, match func(cmdline string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []string
+		for pid, cmdline := range processesUnder(c.dir) {
+			if match(cmdline) {
+				left = append(left, fmt.Sprintf("%d: %s", pid, cmdline))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s outlived the killed daemon by 30 s: %v", what, left)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pushedTimes is how many times the remote updated branch (its reflog).
+func (c chaosNight) pushedTimes(t *testing.T, branch string) int {
+	t.Helper()
+	return len(strings.Fields(gitOut(t, c.remote, "reflog", "show", "--format=%H", "refs/heads/"+branch, "--")))
 }
 
 // log is the tail of the daemon's log.
