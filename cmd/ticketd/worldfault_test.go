@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -144,11 +145,13 @@ func TestRemoteGoneMidNight(t *testing.T) {
 }
 
 // failingEndpoint stands in front of the scripted model (a test double): it passes the
-// first pass chat requests (the night's preflight, one per role) and answers every later
-// one 500, until heal is set.
+// first pass chat requests (the night's preflight, one per role) and fails every later one,
+// until heal is set: with a 500, or, when hang is set, by never answering (the client's
+// time-out ends the request).
 type failingEndpoint struct {
 	next   http.Handler
 	pass   int64
+	hang   bool
 	chats  atomic.Int64
 	failed atomic.Int64
 	heal   atomic.Bool
@@ -158,6 +161,10 @@ func (p *failingEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if strings.HasSuffix(r.URL.Path, "/chat/completions") && p.chats.Add(1) > p.pass && !p.heal.Load() {
 		p.failed.Add(1)
+		if p.hang {
+			<-r.Context().Done()
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, `{"error":{"message":"internal error: the model replica is down","type":"server_error"}}`)
@@ -168,15 +175,30 @@ func (p *failingEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestEndpointFailsAllNight: the model endpoint passes the night's preflight, then answers
-// 500 to everything. No ticket is charged (each is released or parked, never retried or
-// escalated); the operator is told (ERROR in the log, exit 3, the night not ok naming the
-// endpoint's answer); the next night, against a healed endpoint, fixes them with one
-// attempt each.
+// 500 to everything, or never answers (each request ends at the endpoint's time-out). No
+// ticket is charged (each is released or parked, never retried or escalated); the operator
+// is told (ERROR in the log, exit 3, the night not ok naming what the endpoint did); the
+// next night, against a healed endpoint, fixes them with one attempt each.
 func TestEndpointFailsAllNight(t *testing.T) {
-	t.Parallel() // a process, folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("builds the ticketd binary and runs two nights")
 	}
+	for _, tc := range []struct {
+		name  string
+		hang  bool
+		words string // in the night's error
+	}{
+		{"500", false, "500"},
+		{"timeout", true, "time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a process, folder, database and model server of its own
+			testEndpointFailsAllNight(t, tc.hang, tc.words)
+		})
+	}
+}
+
+func testEndpointFailsAllNight(t *testing.T, hang bool, words string) {
 	bin := buildTicketd(t)
 	c := newChaosNight(t, "sqlite", 2)
 	c.fileMore(t, 2)
@@ -192,10 +214,10 @@ func TestEndpointFailsAllNight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := &failingEndpoint{next: httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host}), pass: 4}
+	ep := &failingEndpoint{next: httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host}), pass: 4, hang: hang}
 	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
-	text := strings.Replace(string(cfg), string(m[1]), srv.URL+target.Path, 1)
+	text := strings.Replace(string(cfg), fmt.Sprintf("{base_url: %q}", m[1]), fmt.Sprintf("{base_url: %q, timeout: 2s}", srv.URL+target.Path), 1)
 	// Bounded for the test: few retries, a breaker that trips and probes soon.
 	text += "  retry: {max_retries: 1, base_delay: 10ms, max_delay: 50ms}\n  breaker: {failures: 3, probe_base: 200ms, probe_max: 400ms}\n"
 	text = strings.Replace(text, "max_attempts: 3,", "max_attempts: 3, max_transport_releases: 2, window: 20s, grace: 5s,", 1)
@@ -204,15 +226,15 @@ func TestEndpointFailsAllNight(t *testing.T) {
 	}
 
 	n := c.runOnce(t, bin)
-	t.Logf("night: exit %d, %s (%s); %d chat requests, %d answered 500", n.code, n.run.Outcome, n.run.Error, ep.chats.Load(), ep.failed.Load())
+	t.Logf("night: exit %d, %s (%s); %d chat requests, %d failed", n.code, n.run.Outcome, n.run.Error, ep.chats.Load(), ep.failed.Load())
 	if ep.failed.Load() == 0 {
 		t.Fatalf("the endpoint never failed a request (%d passed): the night did not run into it", ep.chats.Load())
 	}
 	if n.code != exitIncomplete {
 		t.Errorf("exit %d with the endpoint failing all night; want %d", n.code, exitIncomplete)
 	}
-	if n.run.Outcome == store.OutcomeOK || !strings.Contains(n.run.Error, "500") {
-		t.Errorf("night %s (%s); want not ok, naming the endpoint's 500", n.run.Outcome, n.run.Error)
+	if n.run.Outcome == store.OutcomeOK || !strings.Contains(n.run.Error, words) {
+		t.Errorf("night %s (%s); want not ok, naming %q", n.run.Outcome, n.run.Error, words)
 	}
 	if len(n.errors) == 0 {
 		t.Errorf("no ERROR line in the log of a night whose endpoint failed throughout")
