@@ -505,3 +505,113 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestStaleNodeCannotFinish: on PostgreSQL, node A is frozen (SIGSTOP) mid-attempt, its
+// lease expires, node B rescues the ticket and fixes it; then A is thawed (SIGCONT) and
+// its worker goes on as if nothing happened. The fence token must stop it: the ticket is
+// done once, by B, with one attempt charged; the remote took B's fix once and nothing of
+// A's; A ends its night without an error of its own making and leaves no worktree.
+func TestStaleNodeCannotFinish(t *testing.T) {
+	t.Parallel() // processes, folders, a database and a model server of their own
+	if testing.Short() {
+		t.Skip("builds the ticketd binary and runs a night on two nodes")
+	}
+	storetest.PostgresURL(t) // skips, naming TICKETD_TEST_POSTGRES, without a server
+	bin := buildTicketd(t)
+	a := newChaosNight(t, "postgres", 1)
+	a.fileMore(t, 1)
+	// Node B: a folder of its own, its clone of the same repository pushing to the same
+	// remote, no issues of its own.
+	b := a
+	b.dir = filepath.Join(a.dir, "vm-b")
+	b.repo, b.workspace, b.config = filepath.Join(b.dir, "shop"), filepath.Join(b.dir, "work"), filepath.Join(b.dir, "config.yaml")
+	if err := os.MkdirAll(filepath.Join(b.dir, "issues"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, a.dir, "clone", "-q", a.repo, b.repo)
+	gitOut(t, b.repo, "remote", "add", "pub", a.remote)
+	cfg, err := os.ReadFile(a.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.config, []byte(strings.Replace(string(cfg), "node: chaos", "node: vm-b", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmdA, doneA := a.startOnce(t, bin)
+	victim, ended, err := a.strikeAt(t, killMidAttempt, cmdA.Process.Pid, rand.New(rand.NewPCG(1, 1)), doneA)
+	if ended {
+		t.Fatalf("node A ended (%v) before its attempt got going\n%s", err, a.log(30))
+	}
+	if err := cmdA.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			cmdA.Process.Signal(syscall.SIGCONT)
+			cmdA.Process.Kill()
+			<-doneA
+		}
+	}()
+	// B starts once A's lease has run out, so it has something to rescue.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var tk store.Ticket
+		a.look(t, func(s *store.Store) { tk, _ = s.Get(t.Context(), victim.ID) })
+		if tk.State == store.StateRunning && !tk.LeaseExpiresAt.IsZero() && time.Now().After(tk.LeaseExpiresAt) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's lease on ticket %d did not run out within a minute: %+v", victim.ID, tk)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	nb := b.runOnce(t, bin)
+	t.Logf("node B's night: exit %d, %s (%s)", nb.code, nb.run.Outcome, nb.run.Error)
+	var tk store.Ticket
+	a.look(t, func(s *store.Store) { tk, _ = s.Get(t.Context(), victim.ID) })
+	if tk.State != store.StateDone || tk.FenceToken == victim.FenceToken {
+		t.Fatalf("after node B's night ticket %d is %s under token %d (A's was %d); want done by B\n%s", tk.ID, tk.State, tk.FenceToken, victim.FenceToken, b.log(30))
+	}
+
+	// A wakes up and goes on with its attempt.
+	if err := cmdA.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	select {
+	case err = <-doneA:
+		t.Logf("node A after thawing: %v\n%s", err, a.log(12))
+	case <-time.After(3 * time.Minute):
+		cmdA.Process.Kill()
+		t.Fatalf("node A did not end its night within 3 minutes of thawing\n%s", a.log(30))
+	}
+
+	var after store.Ticket
+	var evs []store.Event
+	a.look(t, func(s *store.Store) {
+		after, _ = s.Get(t.Context(), victim.ID)
+		evs, _ = s.Events(t.Context(), victim.ID)
+	})
+	terminal := 0
+	for _, e := range evs {
+		if e.ToState.Terminal() && e.FromState != e.ToState {
+			terminal++
+		}
+		if strings.HasSuffix(e.Actor, "-"+strconv.Itoa(cmdA.Process.Pid)) && e.Kind != store.EventClaimed && e.Kind != store.EventNote {
+			t.Errorf("the frozen node wrote %s (%s) after losing its lease", e.Kind, e.Reason)
+		}
+	}
+	if after.State != store.StateDone || after.Attempts != 1 || terminal != 1 || after.FenceToken != tk.FenceToken || after.Branch != tk.Branch {
+		t.Errorf("ticket %d: %s, %d attempts, %d terminal events, token %d, branch %s; want done once by B (token %d, branch %s), one attempt",
+			after.ID, after.State, after.Attempts, terminal, after.FenceToken, after.Branch, tk.FenceToken, tk.Branch)
+	}
+	onRemote := strings.Fields(gitOut(t, a.remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
+	if len(onRemote) != 1 || onRemote[0] != tk.Branch || a.pushedTimes(t, tk.Branch) != 1 {
+		t.Errorf("the remote holds %v; want only B's fix %s, pushed once", onRemote, tk.Branch)
+	}
+	if wt := gitOut(t, a.repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("node A left worktrees registered:\n%s", wt)
+	}
+}
