@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ticketd/ticketd/store"
 )
@@ -317,6 +318,127 @@ func TestDatabaseReadOnly(t *testing.T) {
 	for _, s := range c.summaries(t) {
 		if s.State != store.StateDone || s.Attempts != 1 {
 			t.Errorf("ticket %d: %s with %d attempts (%s); want done with one", s.ID, s.State, s.Attempts, s.Reason)
+		}
+	}
+}
+
+// ext4Shutdown is EXT4_IOC_SHUTDOWN (_IOR('X', 125, __u32)), and shutdownNoLogFlush its
+// flag EXT4_GOING_FLAGS_NOLOGFLUSH: the file system fails every later operation with EIO,
+// as a dying disk does, until it is mounted again.
+const (
+	ext4Shutdown       = 0x8004587d
+	shutdownNoLogFlush = 2
+)
+
+// loopDisk mounts a fresh ext4 file system of size MB on a loop device at dir; it skips the
+// test where that cannot be done (not root, no loop devices, no mkfs.ext4).
+func loopDisk(t *testing.T, dir string, size int) (remount func()) {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, int64(size)<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Skipf("cannot make an ext4 file system (apt-get install e2fsprogs) for a dying disk: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mount := func() {
+		t.Helper()
+		if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot loop-mount an ext4 file system (needs root and loop devices), so a dying disk cannot be tested here: %v\n%s", err, out)
+		}
+	}
+	mount()
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return func() {
+		t.Helper()
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Fatalf("umount %s: %v\n%s", dir, err, out)
+		}
+		mount()
+	}
+}
+
+// TestDatabaseDiskDiesMidNight: the disk holding the SQLite database starts failing every
+// write (EIO) while an attempt runs, and stays so. The night must not hang past its window
+// and grace, must tell the operator (ERROR in the log, a failing exit code), and once the
+// disk is back the next night must fix the ticket without charging it for the lost night.
+func TestDatabaseDiskDiesMidNight(t *testing.T) {
+	t.Parallel() // a process, folder, database and model server of its own
+	if testing.Short() {
+		t.Skip("builds the ticketd binary and runs nights")
+	}
+	bin := buildTicketd(t)
+	c := newChaosNight(t, "sqlite", 1)
+	disk := filepath.Join(c.dir, "db")
+	remount := loopDisk(t, disk, 32)
+	c.location = filepath.Join(disk, "ticketd.db")
+	cfg, err := os.ReadFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(cfg), "store: {path: ticketd.db}", "store: {path: db/ticketd.db}", 1)
+	text = strings.Replace(text, "max_attempts: 3,", "max_attempts: 3, window: 20s, grace: 5s,", 1)
+	if err := os.WriteFile(c.config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.fileMore(t, 1)
+	logPath := filepath.Join(c.dir, "daemon.log")
+	cmd, done := c.startOnce(t, bin)
+	if _, ended, err := c.strikeAt(t, killMidAttempt, cmd.Process.Pid, rand.New(rand.NewPCG(1, 1)), done); ended {
+		t.Fatalf("ticketd once ended (%v) before an attempt ran\n%s", err, c.log(30))
+	}
+	fd, err := syscall.Open(disk, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := uint32(shutdownNoLogFlush)
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), ext4Shutdown, uintptr(unsafe.Pointer(&flag)))
+	syscall.Close(fd)
+	if errno != 0 {
+		cmd.Process.Kill()
+		<-done
+		t.Skipf("cannot shut the ext4 file system down (EXT4_IOC_SHUTDOWN): %v", errno)
+	}
+	var exit *exec.ExitError
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("ticketd once still runs 3 minutes after its database's disk died (window 20s, grace 5s)\n%s", c.log(30))
+	}
+	log, _ := os.ReadFile(logPath)
+	t.Logf("ticketd once after its database's disk died: %v\n%s", err, tail(log, 8))
+	if !errors.As(err, &exit) || exit.ExitCode() == exitOK {
+		t.Errorf("ticketd once exited %v after its database's disk died; want a failure", err)
+	}
+	if !strings.Contains(string(log), `"level":"ERROR","msg":"ticket database write failed`) {
+		t.Errorf("no ERROR line says the database took no writes")
+	}
+	// The night's last words (its log line, stderr) name the outage and the record that
+	// could not be written: ticketctl cannot show this night as it ended.
+	for _, words := range []string{"the ticket database took no writes from", "the night's end could not be recorded"} {
+		if !strings.Contains(tail(log, 2), words) {
+			t.Errorf("the night's end does not say %q:\n%s", words, tail(log, 2))
+		}
+	}
+
+	remount()
+	n := c.runOnce(t, bin)
+	if n.code != exitOK {
+		t.Errorf("the night after the disk is back: exit %d, %s (%s)\n%s", n.code, n.run.Outcome, n.run.Error, c.log(30))
+	}
+	for _, s := range c.summaries(t) {
+		if s.State != store.StateDone || s.Attempts != 1 {
+			t.Errorf("ticket %d: %s with %d attempts (%s); want done with one", s.ID, s.State, s.Attempts, s.Reason)
+		}
+		if out := strings.TrimSpace(gitOut(t, c.repo, "rev-list", "--count", "main.."+s.Branch)); out != "1" {
+			t.Errorf("ticket %d's branch %s has %s commits over main; want one fix", s.ID, s.Branch, out)
 		}
 	}
 }
