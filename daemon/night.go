@@ -195,6 +195,7 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 			rep.Outcome = store.OutcomePartial
 		}
 		rep.Error = strings.TrimPrefix(rep.Error+"; ", "; ") + fmt.Sprintf("the night's end could not be recorded in the ticket database: %v", err)
+		d.keepUnrecorded(log, rep)
 	}
 	d.logNightEnded(context.WithoutCancel(ctx), log, rep, ctx.Err() != nil)
 	notify.AfterNight(context.WithoutCancel(ctx), d.Store, d.Config.Notify.Webhook, runID, log) // the morning digest; never fails the night
