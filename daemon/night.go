@@ -188,7 +188,14 @@ func (d *Daemon) RunNight(ctx context.Context, trigger string) (NightReport, err
 	rep.Finished = d.now()
 	rep.Outcome, rep.Error = ending.outcome(ctx, err, rep.Stopped)
 	if err := d.Store.EndRun(context.WithoutCancel(ctx), runID, rep.Outcome, rep.Error); err != nil {
-		log.Warn("finish run", "run", runID, "err", err)
+		// The record an operator reads the night from is not there (the next start closes
+		// it as a night that died): the exit code and the log must say so instead.
+		log.Error("record the night's end", "run", runID, "outcome", rep.Outcome, "err", err)
+		if rep.Outcome == store.OutcomeOK {
+			rep.Outcome = store.OutcomePartial
+		}
+		rep.Error = strings.TrimPrefix(rep.Error+"; ", "; ") + fmt.Sprintf("the night's end could not be recorded in the ticket database: %v", err)
+		d.keepUnrecorded(log, rep)
 	}
 	d.logNightEnded(context.WithoutCancel(ctx), log, rep, ctx.Err() != nil)
 	notify.AfterNight(context.WithoutCancel(ctx), d.Store, d.Config.Notify.Webhook, runID, log) // the morning digest; never fails the night
@@ -541,18 +548,19 @@ const TriggerCron = "cron"
 // ending reads what the night left undone.
 func (w *workerPool) ending(ctx context.Context, gate endpointGate) nightEnding {
 	var e nightEnding
-	due, err := w.d.Store.NextDue(ctx)
-	if err != nil {
-		w.log.Warn("read what the night left undone", "err", err)
-		return e
-	}
-	now := w.d.now()
-	e.ready, e.parked, e.pausedLeft = due.Ready, due.Parked, due.Paused
-	if due.Queued > 0 && !due.NextRunAfter.After(now) && e.ready == 0 {
-		e.ready = 1
-	}
+	// What the machine failed is known without the database: a database that takes no
+	// reads either (its disk died) must not hide its own outage behind an ok night.
 	e.paused = w.unhealthy.reasons()
 	e.machine, e.outages = w.faults.list(), w.health.outages()
+	if due, err := w.d.Store.NextDue(ctx); err != nil {
+		w.log.Error("read what the night left undone", "err", err)
+		e.outages = append(e.outages, fmt.Sprintf("what the night left undone could not be read from the ticket database: %v", err))
+	} else {
+		e.ready, e.parked, e.pausedLeft = due.Ready, due.Parked, due.Paused
+		if due.Queued > 0 && !due.NextRunAfter.After(w.d.now()) && e.ready == 0 {
+			e.ready = 1
+		}
+	}
 	e.notPushed = w.d.pushes.list()
 	if w.end != nil {
 		e.unjudged = w.end.suite.unpublished()

@@ -28,6 +28,7 @@ const DefaultStoreCheckEvery = 2 * time.Second
 // holds the only lock on a SQLite file (every unfinished night is dead), else for this
 // node's own nights and the nodes whose lease on their night expired.
 func (d *Daemon) SettleDeadNights(ctx context.Context, exclusive bool) ([]store.DeadNight, error) {
+	d.recordUnrecorded(ctx) // nights that ended while their database took no writes did not die
 	scope := store.DeadOwn
 	if exclusive {
 		scope = store.DeadAll
@@ -112,6 +113,7 @@ func (d *Daemon) guardNight(ctx context.Context, log *slog.Logger, runID int64, 
 // are in must not be joined as if they lived), then says why this node must not run a night
 // (nil when it may).
 func (d *Daemon) beforeJoin(ctx context.Context, log *slog.Logger) error {
+	d.recordUnrecorded(ctx) // under `ticketd run`, the last night's end its database did not take
 	if d.Config.Store.Shared() {
 		if dead, err := d.Store.SettleDead(ctx, store.DeadExpired); err != nil {
 			log.Warn("close the nights of dead nodes", "err", err)

@@ -21,8 +21,13 @@ const killGrace = 2 * time.Second
 // left of the group killGrace later (a hook that ignores SIGTERM) is killed. Call the
 // returned func once cmd was waited for: when the whole group is gone by then, it stops
 // that kill, so the kill cannot reach a process group that reused the id.
+//
+// Where the system can (Linux), git also gets SIGTERM when ticketd dies (a SIGKILL, the
+// OOM killer): a push whose remote is slow to answer would otherwise run on, orphaned,
+// and land after the next night started, or never end.
 func ownProcessGroup(cmd *exec.Cmd) (waited func()) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	var mu sync.Mutex
 	var kill *time.Timer
 	var pgid int
