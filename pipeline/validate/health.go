@@ -78,6 +78,11 @@ func Health(results []Result) []Problem {
 		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && sessionError(r) != "":
 			p.Reason = "pytest could not collect the test session at the base commit, so no test ran: " + sessionError(r)
 			p.Hint = "a conftest.py hook or a plugin fails while pytest walks the repository (often a pytest_collect_file written for an older pytest): fix it, or name the test files or folders in the check's command so that pytest collects only those (command: [python3, -m, pytest, tests])"
+			if m := missingModule.FindStringSubmatch(sessionError(r)); m != nil {
+				// A conftest.py below the root imports a test dependency (a plugin) the
+				// interpreter lacks: installing it, not changing a hook, is the remedy.
+				p.Hint, p.Missing = importHint(m[1]), m[1]
+			}
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)

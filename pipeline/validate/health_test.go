@@ -160,3 +160,24 @@ func TestHealthConfigurationRefused(t *testing.T) {
 			ps, base[0].Summary, base[0].Tests, base[0].Output)
 	}
 }
+
+// A conftest.py inside the package's test folder that imports a test dependency the checks'
+// interpreter lacks (html5lib's html5lib/tests/conftest.py imports pytest_expect), real
+// pytest: the session cannot be collected, and the problem names the missing module, so the
+// operator is told to install it (or, with a recipe, where) rather than to fix a hook.
+func TestHealthNestedConftestMissingModule(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pkg/__init__.py":       "",
+		"pkg/tests/__init__.py": "",
+		"pkg/tests/conftest.py": "from ticketd_absent_expect_plugin import expect  # noqa\n",
+		"pkg/tests/test_a.py":   "def test_one():\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	base := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})
+	ps := Health(base)
+	if len(ps) != 1 || ps[0].Missing != "ticketd_absent_expect_plugin" || !strings.Contains(ps[0].Hint, "cannot import ticketd_absent_expect_plugin") {
+		t.Fatalf("Health = %+v for a run whose conftest.py cannot import its plugin (%s, tests %d); want one problem missing ticketd_absent_expect_plugin, with an install hint\n%s",
+			ps, base[0].Summary, base[0].Tests, base[0].Output)
+	}
+}
