@@ -129,7 +129,10 @@ func checkByName(checks []Check, name string) (Check, bool) {
 }
 
 // healthier reports whether run b can gate fixes better than run a: it ran tests where a
-// ran none, or as many with fewer errors, or more.
+// ran none, or as many with fewer errors, or more tests that did not error. The errors may
+// grow with the tests: platformdirs' 7 test modules all fail to import its generated version
+// file, and once it is written, 670 of the 987 tests they hold error on pytest-mock's fixture
+// (not installed) while 295 pass and gate.
 func healthier(b, a Result) bool {
 	switch {
 	case b.NotStarted || b.TimedOut || b.Tests <= 0:
@@ -139,7 +142,7 @@ func healthier(b, a Result) bool {
 	case b.Errored < a.Errored:
 		return b.Tests >= a.Tests-a.Errored
 	}
-	return b.Tests > a.Tests && b.Errored <= a.Errored
+	return b.Tests-b.Errored > a.Tests-a.Errored
 }
 
 // nextCondition finds the condition that would work around r's failure, if any.

@@ -345,6 +345,25 @@ func TestAdaptGeneratedVersionFile(t *testing.T) {
 			t.Errorf("the worktree's own version file was changed or removed: %q, %v", data, err)
 		}
 	})
+	// platformdirs: once the package imports, most tests error on the fixture of a plugin
+	// nobody installed (pytest-mock's mocker), so the adapted run has more errors than the
+	// base's failed modules; it still gates, with the tests that pass, where the base gated none.
+	t.Run("then tests error on a missing plugin's fixture", func(t *testing.T) {
+		tree := files(hatch)
+		tree["tests/test_mocked.py"] = "import humanize\n\nimport pytest\n\n\n@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_mocked(ticketd_absent_mocker, n):\n    assert humanize.apnumber(n)\n"
+		dir := writeTree(t, tree)
+		r := &Runner{Sandbox: testSandbox(t)}
+		run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+		base := run(context.Background(), []Check{check})
+		if base[0].Tests != 2 || base[0].Errored != 2 {
+			t.Fatalf("the base run is not two modules that fail to import (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+		}
+		got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+		if got.Condition == nil || len(got.Condition.Files) != 1 || got.Tests != 5 || got.Errored != 3 {
+			t.Fatalf("condition %+v, %d tests, %d errored (%s); want the version file written and 2 tests passing beside 3 that error on the fixture\n%s",
+				got.Condition, got.Tests, got.Errored, got.Summary, got.Output)
+		}
+	})
 	t.Run("not named by the build", func(t *testing.T) {
 		dir := writeTree(t, files("[project]\nname = \"humanize\"\nversion = \"1.0\"\n"))
 		r := &Runner{Sandbox: testSandbox(t)}
