@@ -512,8 +512,37 @@ func baselineNotes(results []validate.Result, files []string) []string {
 		if miss := validate.MissingImports(r); len(miss) > 0 {
 			out = append(out, importNote(r.Name, miss, files))
 		}
+		if miss := validate.MissingFixtures(r); len(miss) > 0 {
+			out = append(out, fixtureNote(r.Name, miss))
+		}
 	}
 	return out
+}
+
+// pluginFixtures are the plugins that define fixtures tests often use without the plugin
+// installed, to name in fixtureNote.
+var pluginFixtures = map[string]string{
+	"mocker": "pytest-mock", "class_mocker": "pytest-mock", "module_mocker": "pytest-mock", "package_mocker": "pytest-mock", "session_mocker": "pytest-mock",
+	"benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver", "requests_mock": "requests-mock", "freezer": "pytest-freezer",
+}
+
+// fixtureNote says which fixtures no conftest.py or installed plugin provides at the base
+// commit and how many tests errored at setup for want of each: like a file that cannot
+// import, those tests gate no fix, and platformdirs' 669 such tests (pytest-mock's mocker) are
+// only lines among the base's failures in a report.
+func fixtureNote(check string, miss []validate.FixtureMiss) string {
+	n := 0
+	parts := make([]string, 0, len(miss))
+	for _, m := range miss {
+		n += m.Tests
+		part := fmt.Sprintf("%s, %d test(s) in %s", m.Fixture, m.Tests, strings.Join(clipList(m.Files, 3), ", "))
+		if plugin := pluginFixtures[m.Fixture]; plugin != "" {
+			part += " (a fixture of " + plugin + ")"
+		}
+		parts = append(parts, part)
+	}
+	return fmt.Sprintf("check %s: %d test(s) error at setup at the base commit, so they cannot gate a fix; no conftest.py or installed plugin provides the fixture: %s; install the plugins that define these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		check, n, strings.Join(parts, "; "))
 }
 
 // importNote says which test files failed to import at the base commit and which missing

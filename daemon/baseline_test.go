@@ -183,6 +183,16 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 			"check tests: 5 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: pretend (tests/test_manylinux.py, tests/test_musllinux.py, tests/test_tags.py and 1 more); tomli_w (tests/test_pylock.py); install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
 		}},
 		{"not a pytest check", []validate.Result{{Name: "types", Kind: validate.KindMypy, Findings: []validate.Finding{collect("tests/test_a.py", "x")}}}, nil, []string{}},
+		// platformdirs: most tests take pytest-mock's mocker, which is not installed.
+		{"fixtures nothing provides", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			{File: "tests/test_unix.py", Test: "tests/test_unix.py::test_a[1]", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_unix.py", Test: "tests/test_unix.py::test_a[2]", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_macos.py", Test: "tests/test_macos.py::test_b", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_api.py", Test: "tests/test_api.py::test_c", Message: "failed on setup: fixture 'ticketd_fixture' not found"},
+			{File: "tests/test_api.py", Test: "tests/test_api.py::test_d", Message: "AssertionError: fixture 'late' not found\nin the second line"},
+		}}}, nil, []string{
+			"check tests: 4 test(s) error at setup at the base commit, so they cannot gate a fix; no conftest.py or installed plugin provides the fixture: mocker, 3 test(s) in tests/test_unix.py, tests/test_macos.py (a fixture of pytest-mock); ticketd_fixture, 1 test(s) in tests/test_api.py; install the plugins that define these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
 		// bitarray: the package's extension (bitarray/_bitarray.c) is built by setup.py; no
 		// install puts it into the worktree, so the note does not send the operator to install it.
 		{"the repository's own extension", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{

@@ -253,6 +253,44 @@ func MissingImports(r Result) []ImportMiss {
 	return out
 }
 
+// FixtureMiss is a fixture that neither a conftest.py nor an installed plugin provides, the
+// number of tests that errored at setup for want of it, and their files.
+type FixtureMiss struct {
+	Fixture string
+	Tests   int
+	Files   []string
+}
+
+// missingFixture is the finding of a test whose setup errored because pytest found no
+// fixture of that name (junitFinding puts the cause first).
+var missingFixture = regexp.MustCompile(`^failed on setup: fixture '([A-Za-z_][A-Za-z0-9_]*)' not found`)
+
+// MissingFixtures lists, for a pytest result, the fixtures whose absence made tests error at
+// setup, in the order first seen: most often a plugin's that the checks' interpreter lacks
+// (pytest-mock's mocker), which leaves those tests unable to gate any fix. Nil when none.
+func MissingFixtures(r Result) []FixtureMiss {
+	if r.Kind != KindPytest {
+		return nil
+	}
+	var out []FixtureMiss
+	for _, f := range r.Findings {
+		m := missingFixture.FindStringSubmatch(firstLine(f.Message))
+		if m == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x FixtureMiss) bool { return x.Fixture == m[1] })
+		if i < 0 {
+			out = append(out, FixtureMiss{Fixture: m[1]})
+			i = len(out) - 1
+		}
+		out[i].Tests++
+		if file, _, _ := strings.Cut(f.Test, "::"); file != "" && !slices.Contains(out[i].Files, file) {
+			out[i].Files = append(out[i].Files, file)
+		}
+	}
+	return out
+}
+
 // internalError is the last line of pytest's INTERNALERROR traceback, which names the
 // exception ("pytest.PytestUnknownMarkWarning: Unknown pytest.mark.no_cover - is this a
 // typo?"), "" when the output holds none.
