@@ -40,10 +40,21 @@ type Condition struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// merge adds o to c.
+// merge adds o to c. An -o addopts= of o replaces c's: each is the whole of addopts.
 func (c *Condition) merge(o Condition) {
 	if o.Kind != "" {
 		c.Kind, c.Args = o.Kind, nil
+	}
+	if setsAddopts(o.Args) {
+		var kept []string
+		for i := 0; i < len(c.Args); i++ {
+			if c.Args[i] == "-o" && i+1 < len(c.Args) && strings.HasPrefix(c.Args[i+1], "addopts=") {
+				i++
+				continue
+			}
+			kept = append(kept, c.Args[i])
+		}
+		c.Args = kept
 	}
 	c.Args = append(c.Args, o.Args...)
 	c.Path = append(c.Path, o.Path...)
@@ -97,16 +108,27 @@ func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir
 		if !ok {
 			continue
 		}
-		var cond Condition
+		// cond is the condition kept so far; trial, the one being tried, may go on from a
+		// rerun that is no healthier but fails anew at start (last): removing aio-libs' -p
+		// pytest_cov from addopts only lets pytest refuse the --cov options that come with it.
+		var cond, trial Condition
+		last := r
 		for range maxConditionRounds {
-			next, ok := nextCondition(dir, c.With(&cond), r, tests)
+			next, ok := nextCondition(dir, c.With(&trial), last, tests)
 			if !ok || ctx.Err() != nil {
 				break
 			}
-			trial := cond
-			trial.merge(next)
-			rerun := run(ctx, []Check{c.With(&trial)})
-			if len(rerun) != 1 || !healthier(rerun[0], r) {
+			step := trial
+			step.merge(next)
+			rerun := run(ctx, []Check{c.With(&step)})
+			if len(rerun) != 1 {
+				break
+			}
+			trial, last = step, rerun[0]
+			if !healthier(rerun[0], r) {
+				if startFailed(rerun[0]) {
+					continue
+				}
 				break
 			}
 			cond, r = trial, rerun[0]
@@ -117,6 +139,22 @@ func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir
 		out[i] = r
 	}
 	return out
+}
+
+// setsAddopts reports whether args hold -o addopts=.
+func setsAddopts(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-o" && strings.HasPrefix(args[i+1], "addopts=") {
+			return true
+		}
+	}
+	return false
+}
+
+// startFailed reports whether a pytest run stopped before it wrote a test report (a usage
+// error, a plugin that did not import), rather than running, hanging or not starting at all.
+func startFailed(r Result) bool {
+	return r.Kind == KindPytest && r.Tests < 0 && !r.NotStarted && !r.TimedOut && !r.Cancelled
 }
 
 func checkByName(checks []Check, name string) (Check, bool) {

@@ -73,6 +73,12 @@ func TestAdapt(t *testing.T) {
 		{"a -p plugin that does not import",
 			map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p ticketd_no_such_plugin -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_no_such_plugin)", 1},
+		// aio-libs (frozenlist): addopts preloads pytest-cov with -p pytest_cov and names its
+		// options; without the plugin pytest stops on the import, then, once that is left out,
+		// refuses the options.
+		{"a -p plugin that does not import, and its options",
+			map[string]string{"pytest.ini": "[pytest]\naddopts =\n  -p ticketd_absent_cov_plugin\n  --ticketd-absent-cov\n  --ticketd-absent-cov-context=test\n  -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(--ticketd-absent-cov --ticketd-absent-cov-context=test)", 1},
 		// dateutil: its conftest.py marks tests with pytest-cov's no_cover, and filterwarnings =
 		// error makes the unknown mark an internal error when pytest-cov is missing.
 		{"a conftest hook adding a mark of a plugin that is not installed",
