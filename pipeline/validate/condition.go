@@ -38,6 +38,9 @@ type Condition struct {
 	Files []GeneratedFile `json:"files,omitempty"`
 	// Notes say what ticketd changed and why, one line each.
 	Notes []string `json:"notes,omitempty"`
+	// pluginNote is the note of the step that left plugins' options out of addopts, which a
+	// later such step (naming all it leaves out) replaces: one addopts is in effect.
+	pluginNote string
 }
 
 // merge adds o to c. An -o addopts= of o replaces c's: each is the whole of addopts.
@@ -59,6 +62,12 @@ func (c *Condition) merge(o Condition) {
 	c.Args = append(c.Args, o.Args...)
 	c.Path = append(c.Path, o.Path...)
 	c.Files = append(c.Files, o.Files...)
+	if o.pluginNote != "" && c.pluginNote != "" {
+		c.Notes = slices.DeleteFunc(c.Notes, func(n string) bool { return n == c.pluginNote })
+	}
+	if o.pluginNote != "" {
+		c.pluginNote = o.pluginNote
+	}
 	c.Notes = append(c.Notes, o.Notes...)
 }
 
@@ -299,15 +308,36 @@ func missingPlugins(c Check, r Result, tests *discover.Tests) (Condition, bool) 
 	value := "addopts=" + discover.ShellJoin(kept)
 	why := "names options of plugins this interpreter lacks"
 	remedy := "install the plugins for the checks' interpreter to run them"
+	// The note names all that the configuration's addopts loses to missing plugins, also in
+	// an earlier step (aio-libs' -p pytest_cov, then its --cov options), whose note it replaces.
+	removed = leftOut(tests.Addopts, kept)
 	if !slices.ContainsFunc(removed, func(a string) bool { return !cacheOption(a) }) {
 		// --lf, --sw and the like are pytest's own, from the cache provider that every check
 		// runs without (pytestArgs): nothing to install.
 		why = "names options of pytest's cache, which the checks run without (-p no:cacheprovider: nothing may be written into the worktree)"
 		remedy = "a run that depends on the last run's failures cannot judge a change"
 	}
-	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
-		"the pytest configuration's addopts (%s) %s (%s): the check runs with -o %q (%s)",
-		tests.Config, why, strings.Join(removed, " "), value, remedy)}}, true
+	note := fmt.Sprintf("the pytest configuration's addopts (%s) %s (%s): the check runs with -o %q (%s)",
+		tests.Config, why, strings.Join(removed, " "), value, remedy)
+	return Condition{Args: []string{"-o", value}, Notes: []string{note}, pluginNote: note}, true
+}
+
+// leftOut are the items of addopts that kept lacks, in order (each as often as it is
+// missing), but for the --strict options other conditions leave out for their own reasons.
+func leftOut(addopts, kept []string) []string {
+	left := slices.Clone(kept)
+	var out []string
+	for _, a := range addopts {
+		if i := slices.Index(left, a); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+			continue
+		}
+		if a == "--strict-config" || a == "--strict-markers" || a == "--strict" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // unknownMark is pytest's warning for a mark that no plugin or configuration registers.

@@ -78,7 +78,7 @@ func TestAdapt(t *testing.T) {
 		// refuses the options.
 		{"a -p plugin that does not import, and its options",
 			map[string]string{"pytest.ini": "[pytest]\naddopts =\n  -p ticketd_absent_cov_plugin\n  --ticketd-absent-cov\n  --ticketd-absent-cov-context=test\n  -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
-			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(--ticketd-absent-cov --ticketd-absent-cov-context=test)", 1},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_absent_cov_plugin --ticketd-absent-cov --ticketd-absent-cov-context=test): the check runs with -o \"addopts=-q\"", 1},
 		// dateutil: its conftest.py marks tests with pytest-cov's no_cover, and filterwarnings =
 		// error makes the unknown mark an internal error when pytest-cov is missing.
 		{"a conftest hook adding a mark of a plugin that is not installed",
@@ -170,6 +170,9 @@ func TestAdapt(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(got.Notes, "\n"), tt.wantNote) {
 				t.Errorf("notes %q lack %q", got.Notes, tt.wantNote)
+			}
+			if n := strings.Count(strings.Join(got.Notes, "\n"), "names options of plugins"); n > 1 {
+				t.Errorf("notes %q say %d times what addopts loses to missing plugins; one addopts is in effect", got.Notes, n)
 			}
 			// A later run under the same condition (an attempt's gate) runs the same way.
 			again := r.Run(context.Background(), dir, Conditioned([]Check{tt.check}, []Result{got}))[0]
