@@ -466,7 +466,11 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 		text = fmt.Sprintf("baseline of %s at %s computed: the checks ran at the base commit in %s",
 			repo, short(base), facts.took.Round(time.Millisecond))
 	}
-	notes := baselineNotes(facts.results)
+	files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base)
+	if err != nil {
+		w.log.Warn("list the base's files for the baseline note", "repo", repo, "err", err)
+	}
+	notes := baselineNotes(facts.results, files)
 	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
 	}
@@ -487,8 +491,9 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 
 // baselineNotes are what ticketd changed about how the base commit's checks ran (a src/
 // layout's PYTHONPATH), each once, prefixed by the checks it concerns, and the test files
-// that could not even import there for want of a module (see importNote).
-func baselineNotes(results []validate.Result) []string {
+// that could not even import there for want of a module (see importNote); files are the
+// base's, to tell the repository's own compiled extensions from missing dependencies.
+func baselineNotes(results []validate.Result, files []string) []string {
 	var order []string
 	by := map[string][]string{}
 	for _, r := range results {
@@ -505,30 +510,125 @@ func baselineNotes(results []validate.Result) []string {
 	}
 	for _, r := range results {
 		if miss := validate.MissingImports(r); len(miss) > 0 {
-			out = append(out, importNote(r.Name, miss))
+			out = append(out, importNote(r.Name, miss, files))
+		}
+		if miss := validate.MissingFixtures(r); len(miss) > 0 {
+			out = append(out, fixtureNote(r.Name, miss))
 		}
 	}
 	return out
 }
 
+// pluginFixtures are the plugins that define fixtures tests often use without the plugin
+// installed, to name in fixtureNote.
+var pluginFixtures = map[string]string{
+	"mocker": "pytest-mock", "class_mocker": "pytest-mock", "module_mocker": "pytest-mock", "package_mocker": "pytest-mock", "session_mocker": "pytest-mock",
+	"benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver", "requests_mock": "requests-mock", "freezer": "pytest-freezer",
+}
+
+// fixtureNote says which fixtures no conftest.py or installed plugin provides at the base
+// commit and how many tests errored at setup for want of each: like a file that cannot
+// import, those tests gate no fix, and platformdirs' 669 such tests (pytest-mock's mocker) are
+// only lines among the base's failures in a report.
+func fixtureNote(check string, miss []validate.FixtureMiss) string {
+	n := 0
+	parts := make([]string, 0, len(miss))
+	for _, m := range miss {
+		n += m.Tests
+		part := fmt.Sprintf("%s, %d test(s) in %s", m.Fixture, m.Tests, strings.Join(clipList(m.Files, 3), ", "))
+		if plugin := pluginFixtures[m.Fixture]; plugin != "" {
+			part += " (a fixture of " + plugin + ")"
+		}
+		parts = append(parts, part)
+	}
+	return fmt.Sprintf("check %s: %d test(s) error at setup at the base commit, so they cannot gate a fix; no conftest.py or installed plugin provides the fixture: %s; install the plugins that define these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		check, n, strings.Join(parts, "; "))
+}
+
 // importNote says which test files failed to import at the base commit and which missing
 // module each lacked: their tests gate no fix (a fix to the code they test is shipped on
 // the other tests and its own), and the report shows them only one by one among the base's
-// failures. A missing dependency is the operator's to install.
-func importNote(check string, miss []validate.ImportMiss) string {
-	files := 0
+// failures. A missing dependency is the operator's to install; a compiled extension of the
+// repository's own package (ownExtension) no install brings into the worktree, so the note
+// says that instead of sending the operator to install it.
+func importNote(check string, miss []validate.ImportMiss, files []string) string {
+	n := 0
+	installable := false
 	parts := make([]string, 0, len(miss))
 	for _, m := range miss {
-		files += len(m.Files)
+		n += len(m.Files)
 		names := m.Files
 		more := ""
 		if len(names) > 3 {
 			names, more = names[:3], fmt.Sprintf(" and %d more", len(m.Files)-3)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more))
+		part := fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more)
+		if src := ownExtension(files, m.Module); src != "" {
+			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
+		} else {
+			installable = true
+		}
+		parts = append(parts, part)
 	}
-	return fmt.Sprintf("check %s: %d test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: %s; install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
-		check, files, strings.Join(parts, "; "))
+	text := fmt.Sprintf("check %s: %d test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: %s",
+		check, n, strings.Join(parts, "; "))
+	if installable {
+		text += "; install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
+	}
+	return text
+}
+
+// extensionSources are the suffixes of the source files a compiled extension module is
+// built from (C, C++, Cython), each also in CPython's own spelling (_speedmodule.c).
+var extensionSources = []string{".c", ".cpp", ".cc", ".cxx", ".pyx", "module.c"}
+
+// ownExtension is the source file at the base (files) of module when module is a compiled
+// extension inside the repository's own package (bitarray._bitarray, built by setup.py from
+// bitarray/_bitarray.c), "" otherwise: a top-level module, or one whose Python source is there.
+// The checks import the package from the worktree, where no build puts the extension.
+func ownExtension(files []string, module string) string {
+	if !strings.Contains(module, ".") || len(files) == 0 {
+		return ""
+	}
+	have := make(map[string]bool, len(files))
+	for _, f := range files {
+		have[f] = true
+	}
+	for _, prefix := range []string{"", "src/"} {
+		base := prefix + strings.ReplaceAll(module, ".", "/")
+		if have[base+".py"] || have[base+"/__init__.py"] || !have[path.Dir(base)+"/__init__.py"] {
+			continue
+		}
+		for _, ext := range extensionSources {
+			if have[base+ext] {
+				return base + ext
+			}
+		}
+	}
+	return ""
+}
+
+// extensionHints replaces the hint of each problem whose missing module is the repository's
+// own compiled extension (ownExtension): neither installing the project nor PYTHONPATH puts
+// the built extension into the worktree the checks import the package from.
+func extensionHints(files []string, problems []validate.Problem) []validate.Problem {
+	var out []validate.Problem
+	for i, p := range problems {
+		src := ownExtension(files, p.Missing)
+		if src == "" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(problems)
+		}
+		out[i].Hint = fmt.Sprintf("%s is a compiled extension of the repository's own package, built from %s, and the checks import that package from the worktree, "+
+			"where nothing builds it: ticketd cannot run these tests yet, with or without a repos.<name>.setup recipe (docs/environments.md, Limits); "+
+			"leave such a repository out of ticketd's, or give it a check whose command runs only tests that do not import the extension", p.Missing, src)
+	}
+	if out == nil {
+		return problems
+	}
+	return out
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.
@@ -539,6 +639,7 @@ func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, probl
 	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
 	if files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base); err == nil {
 		problems = unittestStartHints(files, problems)
+		problems = extensionHints(files, problems)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "repository %s is unhealthy at base %s: its tickets are not claimed until it is fixed (no attempt spent).", repo, short(base))

@@ -168,24 +168,75 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		results []validate.Result
+		files   []string // the base's
 		want    []string
 	}{
 		{"none", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
 			{File: "tests/test_a.py", Test: "tests/test_a.py::test_x", Message: "ModuleNotFoundError: No module named 'late'"},
-		}}}, []string{}},
+		}}}, nil, []string{}},
 		{"some modules", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Notes: []string{"src/ put on PYTHONPATH"}, Findings: []validate.Finding{
 			collect("tests/test_manylinux.py", "pretend"), collect("tests/test_musllinux.py", "pretend"),
 			collect("tests/test_tags.py", "pretend"), collect("tests/test_version.py", "pretend"),
 			collect("tests/test_pylock.py", "tomli_w"),
-		}}}, []string{
+		}}}, nil, []string{
 			"checks tests: src/ put on PYTHONPATH",
 			"check tests: 5 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: pretend (tests/test_manylinux.py, tests/test_musllinux.py, tests/test_tags.py and 1 more); tomli_w (tests/test_pylock.py); install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
 		}},
-		{"not a pytest check", []validate.Result{{Name: "types", Kind: validate.KindMypy, Findings: []validate.Finding{collect("tests/test_a.py", "x")}}}, []string{}},
+		{"not a pytest check", []validate.Result{{Name: "types", Kind: validate.KindMypy, Findings: []validate.Finding{collect("tests/test_a.py", "x")}}}, nil, []string{}},
+		// platformdirs: most tests take pytest-mock's mocker, which is not installed.
+		{"fixtures nothing provides", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			{File: "tests/test_unix.py", Test: "tests/test_unix.py::test_a[1]", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_unix.py", Test: "tests/test_unix.py::test_a[2]", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_macos.py", Test: "tests/test_macos.py::test_b", Message: "failed on setup: fixture 'mocker' not found"},
+			{File: "tests/test_api.py", Test: "tests/test_api.py::test_c", Message: "failed on setup: fixture 'ticketd_fixture' not found"},
+			{File: "tests/test_api.py", Test: "tests/test_api.py::test_d", Message: "AssertionError: fixture 'late' not found\nin the second line"},
+		}}}, nil, []string{
+			"check tests: 4 test(s) error at setup at the base commit, so they cannot gate a fix; no conftest.py or installed plugin provides the fixture: mocker, 3 test(s) in tests/test_unix.py, tests/test_macos.py (a fixture of pytest-mock); ticketd_fixture, 1 test(s) in tests/test_api.py; install the plugins that define these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
+		// bitarray: the package's extension (bitarray/_bitarray.c) is built by setup.py; no
+		// install puts it into the worktree, so the note does not send the operator to install it.
+		{"the repository's own extension", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("bitarray/test_bitarray.py", "bitarray._bitarray"), collect("bitarray/test_util.py", "bitarray._bitarray"),
+		}}}, []string{"bitarray/__init__.py", "bitarray/_bitarray.c", "bitarray/util.py", "setup.py"}, []string{
+			"check tests: 2 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: bitarray._bitarray (bitarray/test_bitarray.py, bitarray/test_util.py), the repository's own compiled extension (bitarray/_bitarray.c), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)",
+		}},
 	} {
-		if got := baselineNotes(tc.results); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+		if got := baselineNotes(tc.results, tc.files); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A missing module that is a compiled extension of the repository's own package is named as
+// such, not as a dependency to install: the checks import the package from the worktree.
+func TestExtensionHints(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		files   []string
+		missing string
+		want    string // the source named in the hint; "" for the hint left as it was
+	}{
+		{"package extension in C", []string{"bitarray/__init__.py", "bitarray/_bitarray.c", "setup.py"}, "bitarray._bitarray", "bitarray/_bitarray.c"},
+		{"src/ layout, Cython", []string{"src/fastx/__init__.py", "src/fastx/_speed.pyx"}, "fastx._speed", "src/fastx/_speed.pyx"},
+		{"CPython's spelling", []string{"pkg/__init__.py", "pkg/_coremodule.c"}, "pkg._core", "pkg/_coremodule.c"},
+		{"a Python module of that name is there", []string{"pkg/__init__.py", "pkg/_core.py", "pkg/_core.c"}, "pkg._core", ""},
+		{"a dependency's submodule", []string{"app/__init__.py", "app/main.py"}, "yaml._yaml", ""},
+		{"a top-level module", []string{"pvectorcmodule.c", "pyrsistent/__init__.py"}, "pvectorc", ""},
+		{"nothing missing", []string{"pkg/__init__.py", "pkg/_core.c"}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validate.Problem{Check: "tests", Reason: "every one of the 2 collected tests errors at the base commit", Hint: "generic", Missing: tt.missing}
+			got := extensionHints(tt.files, []validate.Problem{p})
+			if tt.want == "" {
+				if got[0].Hint != p.Hint {
+					t.Errorf("hint = %q, want it left as %q", got[0].Hint, p.Hint)
+				}
+				return
+			}
+			if !strings.Contains(got[0].Hint, "compiled extension of the repository's own package, built from "+tt.want) || strings.Contains(got[0].Hint, "PYTHONPATH") {
+				t.Errorf("hint = %q, want it to name %s as the repository's own extension, without a PYTHONPATH remedy", got[0].Hint, tt.want)
+			}
+		})
 	}
 }
 

@@ -29,6 +29,11 @@ func changeLabel(in reportInput) string {
 	return "The partial change this attempt left (not committed; saved as `patch` beside this report)"
 }
 
+// maxRemainingListed bounds the base's failures a report lists one by one: platformdirs'
+// 670 tests that error at the base (pytest-mock missing) made a 200 KB report; the baseline
+// note says why they fail, and the attempt's checks.json keeps them all.
+const maxRemainingListed = 20
+
 // writeChecks writes what the gate did on the last submitted change.
 func writeChecks(b *strings.Builder, in reportInput) {
 	out := in.Outcome
@@ -94,7 +99,11 @@ func writeChecks(b *strings.Builder, in reportInput) {
 		for _, c := range out.Checks {
 			fmt.Fprintf(b, "- %s (%s): %s, %s\n", c.Name, c.Kind, c.Summary, c.Duration.Round(time.Millisecond))
 		}
-		for _, r := range g.Remaining {
+		for i, r := range g.Remaining {
+			if i == maxRemainingListed {
+				fmt.Fprintf(b, "  - and %d more failing at the base too (`attempt-%d/checks.json` lists them all)\n", len(g.Remaining)-i, in.Attempt)
+				break
+			}
 			fmt.Fprintf(b, "  - failing at the base too: %s\n", strings.SplitN(r, "\n", 2)[0])
 		}
 		for _, s := range g.Slow {

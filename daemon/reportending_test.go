@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,32 @@ func TestReportEndings(t *testing.T) {
 			}
 			golden(t, tt.name, got)
 		})
+	}
+}
+
+// A base with hundreds of failures (platformdirs: 670 tests error without pytest-mock) lists
+// the first ones and says how many more there are and where they all are, instead of one line
+// each.
+func TestReportBoundsBaseFailures(t *testing.T) {
+	var remaining []string
+	for i := range maxRemainingListed + 5 {
+		remaining = append(remaining, fmt.Sprintf("tests: tests/test_unix.py::test_x[%d]: failed on setup: fixture 'mocker' not found", i))
+	}
+	checks := []validate.Result{{Name: "tests", Kind: validate.KindPytest, Summary: "25 errors, 3 passed", Duration: time.Second}}
+	gate := &pipeline.Gate{Passed: true, Tier: pipeline.TierFull, Remaining: remaining, Results: checks}
+	got := renderReport(reportInput{
+		Ticket:  store.Ticket{ID: 7, Title: "state dir", Body: "b", Source: "dir", ExternalID: "issues/7.md", Repo: "pd", MaxAttempts: 2},
+		Attempt: 2, Branch: "ticketd/7-state-dir", Base: "0123456789abcdef0123", Ending: record.Done,
+		Outcome: pipeline.Outcome{Conclusion: pipeline.Conclusion{Status: pipeline.StatusFixed}, Artifacts: pipeline.Artifacts{Gate: gate, Checks: checks}, Metrics: pipeline.Metrics{Submits: 1}},
+		Now:     time.Date(2026, 12, 3, 2, 0, 0, 0, time.UTC),
+	})
+	if n := strings.Count(got, "  - failing at the base too: "); n != maxRemainingListed {
+		t.Errorf("report lists %d base failures one by one, want %d:\n%s", n, maxRemainingListed, got)
+	}
+	if !strings.Contains(got, "  - and 5 more failing at the base too (`attempt-2/checks.json` lists them all)") {
+		t.Errorf("report does not say how many more base failures there are and where:\n%s", got)
+	}
+	if !strings.Contains(got, "Gate passed (the whole suite): no failure that the base commit did not have; 0 failure(s) of the base commit fixed, 25 already at the base") {
+		t.Errorf("report does not count every base failure:\n%s", got)
 	}
 }

@@ -73,6 +73,12 @@ func TestAdapt(t *testing.T) {
 		{"a -p plugin that does not import",
 			map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p ticketd_no_such_plugin -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_no_such_plugin)", 1},
+		// aio-libs (frozenlist): addopts preloads pytest-cov with -p pytest_cov and names its
+		// options; without the plugin pytest stops on the import, then, once that is left out,
+		// refuses the options.
+		{"a -p plugin that does not import, and its options",
+			map[string]string{"pytest.ini": "[pytest]\naddopts =\n  -p ticketd_absent_cov_plugin\n  --ticketd-absent-cov\n  --ticketd-absent-cov-context=test\n  -q\n", "test_calc.py": "def test_one():\n    assert True\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "addopts=-q"}, nil, "(-p ticketd_absent_cov_plugin --ticketd-absent-cov --ticketd-absent-cov-context=test): the check runs with -o \"addopts=-q\"", 1},
 		// dateutil: its conftest.py marks tests with pytest-cov's no_cover, and filterwarnings =
 		// error makes the unknown mark an internal error when pytest-cov is missing.
 		{"a conftest hook adding a mark of a plugin that is not installed",
@@ -164,6 +170,9 @@ func TestAdapt(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(got.Notes, "\n"), tt.wantNote) {
 				t.Errorf("notes %q lack %q", got.Notes, tt.wantNote)
+			}
+			if n := strings.Count(strings.Join(got.Notes, "\n"), "names options of plugins"); n > 1 {
+				t.Errorf("notes %q say %d times what addopts loses to missing plugins; one addopts is in effect", got.Notes, n)
 			}
 			// A later run under the same condition (an attempt's gate) runs the same way.
 			again := r.Run(context.Background(), dir, Conditioned([]Check{tt.check}, []Result{got}))[0]
@@ -343,6 +352,25 @@ func TestAdaptGeneratedVersionFile(t *testing.T) {
 		}
 		if data, err := os.ReadFile(own); err != nil || string(data) != "__version__ = ''\n" {
 			t.Errorf("the worktree's own version file was changed or removed: %q, %v", data, err)
+		}
+	})
+	// platformdirs: once the package imports, most tests error on the fixture of a plugin
+	// nobody installed (pytest-mock's mocker), so the adapted run has more errors than the
+	// base's failed modules; it still gates, with the tests that pass, where the base gated none.
+	t.Run("then tests error on a missing plugin's fixture", func(t *testing.T) {
+		tree := files(hatch)
+		tree["tests/test_mocked.py"] = "import humanize\n\nimport pytest\n\n\n@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_mocked(ticketd_absent_mocker, n):\n    assert humanize.apnumber(n)\n"
+		dir := writeTree(t, tree)
+		r := &Runner{Sandbox: testSandbox(t)}
+		run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+		base := run(context.Background(), []Check{check})
+		if base[0].Tests != 2 || base[0].Errored != 2 {
+			t.Fatalf("the base run is not two modules that fail to import (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+		}
+		got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+		if got.Condition == nil || len(got.Condition.Files) != 1 || got.Tests != 5 || got.Errored != 3 {
+			t.Fatalf("condition %+v, %d tests, %d errored (%s); want the version file written and 2 tests passing beside 3 that error on the fixture\n%s",
+				got.Condition, got.Tests, got.Errored, got.Summary, got.Output)
 		}
 	})
 	t.Run("not named by the build", func(t *testing.T) {

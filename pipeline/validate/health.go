@@ -78,6 +78,11 @@ func Health(results []Result) []Problem {
 		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && sessionError(r) != "":
 			p.Reason = "pytest could not collect the test session at the base commit, so no test ran: " + sessionError(r)
 			p.Hint = "a conftest.py hook or a plugin fails while pytest walks the repository (often a pytest_collect_file written for an older pytest): fix it, or name the test files or folders in the check's command so that pytest collects only those (command: [python3, -m, pytest, tests])"
+			if m := missingModule.FindStringSubmatch(sessionError(r)); m != nil {
+				// A conftest.py below the root imports a test dependency (a plugin) the
+				// interpreter lacks: installing it, not changing a hook, is the remedy.
+				p.Hint, p.Missing = importHint(m[1]), m[1]
+			}
 		case r.Kind == KindPytest && r.Tests > 0 && r.Errored == r.Tests:
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
@@ -242,6 +247,44 @@ func MissingImports(r Result) []ImportMiss {
 			i = len(out) - 1
 		}
 		if !slices.Contains(out[i].Files, file) {
+			out[i].Files = append(out[i].Files, file)
+		}
+	}
+	return out
+}
+
+// FixtureMiss is a fixture that neither a conftest.py nor an installed plugin provides, the
+// number of tests that errored at setup for want of it, and their files.
+type FixtureMiss struct {
+	Fixture string
+	Tests   int
+	Files   []string
+}
+
+// missingFixture is the finding of a test whose setup errored because pytest found no
+// fixture of that name (junitFinding puts the cause first).
+var missingFixture = regexp.MustCompile(`^failed on setup: fixture '([A-Za-z_][A-Za-z0-9_]*)' not found`)
+
+// MissingFixtures lists, for a pytest result, the fixtures whose absence made tests error at
+// setup, in the order first seen: most often a plugin's that the checks' interpreter lacks
+// (pytest-mock's mocker), which leaves those tests unable to gate any fix. Nil when none.
+func MissingFixtures(r Result) []FixtureMiss {
+	if r.Kind != KindPytest {
+		return nil
+	}
+	var out []FixtureMiss
+	for _, f := range r.Findings {
+		m := missingFixture.FindStringSubmatch(firstLine(f.Message))
+		if m == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x FixtureMiss) bool { return x.Fixture == m[1] })
+		if i < 0 {
+			out = append(out, FixtureMiss{Fixture: m[1]})
+			i = len(out) - 1
+		}
+		out[i].Tests++
+		if file, _, _ := strings.Cut(f.Test, "::"); file != "" && !slices.Contains(out[i].Files, file) {
 			out[i].Files = append(out[i].Files, file)
 		}
 	}

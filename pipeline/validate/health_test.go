@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,56 @@ func TestHealthConfigurationRefused(t *testing.T) {
 	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "Unknown config option: ticketd_absent_plugin_key") {
 		t.Fatalf("Health = %+v for a run pytest refused (%s, tests %d); want one problem naming the refused key\n%s",
 			ps, base[0].Summary, base[0].Tests, base[0].Output)
+	}
+}
+
+// A conftest.py inside the package's test folder that imports a test dependency the checks'
+// interpreter lacks (html5lib's html5lib/tests/conftest.py imports pytest_expect), real
+// pytest: the session cannot be collected, and the problem names the missing module, so the
+// operator is told to install it (or, with a recipe, where) rather than to fix a hook.
+func TestHealthNestedConftestMissingModule(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"pkg/__init__.py":       "",
+		"pkg/tests/__init__.py": "",
+		"pkg/tests/conftest.py": "from ticketd_absent_expect_plugin import expect  # noqa\n",
+		"pkg/tests/test_a.py":   "def test_one():\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	base := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})
+	ps := Health(base)
+	if len(ps) != 1 || ps[0].Missing != "ticketd_absent_expect_plugin" || !strings.Contains(ps[0].Hint, "cannot import ticketd_absent_expect_plugin") {
+		t.Fatalf("Health = %+v for a run whose conftest.py cannot import its plugin (%s, tests %d); want one problem missing ticketd_absent_expect_plugin, with an install hint\n%s",
+			ps, base[0].Summary, base[0].Tests, base[0].Output)
+	}
+}
+
+// Tests that error at setup on a fixture nothing provides (platformdirs' tests use
+// pytest-mock's mocker, not installed), real pytest: each finding says which fixture, in its
+// first line (pytest's message starts with the test's source), and MissingFixtures counts the
+// tests of each missing fixture, so the baseline can tell the operator what to install.
+func TestMissingFixtures(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"tests/test_a.py": "import pytest\n\n\n@pytest.mark.parametrize(\n    'n',\n    [\n        1,\n        2,\n        3,\n    ],\n)\ndef test_mocked(ticketd_absent_mocker, n):\n    assert n\n\n\ndef test_plain():\n    assert True\n",
+		"tests/test_b.py": "def test_other(ticketd_absent_mocker, tmp_path):\n    assert tmp_path\n\n\ndef test_server(ticketd_absent_httpserver):\n    assert True\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})[0]
+	if res.Tests != 6 || res.Errored != 5 {
+		t.Fatalf("run: %d tests, %d errored (%s); want 6 tests, 5 erroring at setup\n%s", res.Tests, res.Errored, res.Summary, res.Output)
+	}
+	for _, f := range res.Findings {
+		if first := firstLine(f.Message); !strings.Contains(first, "fixture 'ticketd_absent_") {
+			t.Errorf("finding %s: first line %q does not name the missing fixture; message:\n%s", f.Test, first, f.Message)
+		}
+	}
+	got := MissingFixtures(res)
+	want := []FixtureMiss{
+		{Fixture: "ticketd_absent_mocker", Tests: 4, Files: []string{"tests/test_a.py", "tests/test_b.py"}},
+		{Fixture: "ticketd_absent_httpserver", Tests: 1, Files: []string{"tests/test_b.py"}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("MissingFixtures = %+v, want %+v", got, want)
 	}
 }

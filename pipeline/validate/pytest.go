@@ -307,11 +307,27 @@ func junitFinding(tc junitCase, p junitProblem, dir string) Finding {
 			msg += "\n" + eLast
 		}
 	}
+	if when, ok := setupPhase(msg); ok && eLast != "" && !strings.Contains(firstLine(msg), eLast) {
+		// pytest's message of a fixture lookup error is the test's source from its
+		// decorators on, so the cause would be cut off: "fixture 'mocker' not found" first.
+		msg = "failed on " + when + ": " + eLast
+	}
 	if msg == "" {
 		msg = strings.TrimSpace(p.Type)
 	}
 	f.Message = clip(limitLines(msg, 8), 600)
 	return f
+}
+
+// setupPhase is "setup" or "teardown" for the message pytest's JUnit report gives an error
+// outside the test's call (`failed on setup with "..."`).
+func setupPhase(msg string) (string, bool) {
+	for _, when := range []string{"setup", "teardown"} {
+		if strings.HasPrefix(msg, "failed on "+when+" with ") {
+			return when, true
+		}
+	}
+	return "", false
 }
 
 // junitTestID rebuilds pytest's node id (tests/test_x.py::TestC::test_y)
