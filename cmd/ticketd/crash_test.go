@@ -134,7 +134,7 @@ func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold
 			t.Fatal(err)
 		}
 		if filepath.Base(filepath.Dir(p)) == "issues" {
-			settleIssues(t, filepath.Dir(p))
+			testenv.SettleIssues(t, filepath.Dir(p))
 		}
 	}
 	gitIn := func(args ...string) {
