@@ -669,6 +669,7 @@ func TestBadReposPaused(t *testing.T) {
 // role and the status: nothing is claimed, no ticket is charged, and the night is recorded
 // as failed with why.
 func TestFailingRoleStopsThePreflight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	f := newFixture(t, 1)
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})
