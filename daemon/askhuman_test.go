@@ -54,6 +54,7 @@ func makerRequestTexts(t *testing.T, server *scriptedmodel.Server) []string {
 // store, the report and the events), no attempt charged; the night ends without spinning on
 // it; the answer queues it, and the next night's maker reads question and answer and fixes it.
 func TestAskHumanNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	f := newFixture(t, 1)
 	const question = "Should surcharge_0(100) be 100 or 101: is rule 0 meant to add a cent?"
@@ -129,6 +130,7 @@ func TestAskHumanNight(t *testing.T) {
 // night posts the question once on the issue, the author answers there, and the next night
 // takes the answer at its intake, fixes the ticket with it and opens the pull request.
 func TestGitHubQuestionNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	ctx := context.Background()
 	f := newFixture(t, 1)
@@ -194,6 +196,7 @@ func TestGitHubQuestionNight(t *testing.T) {
 // preflight included, offers ask_human, so a maker inclined to ask (the scripted one's
 // BehaviourAsk, which asks only with the tool offered) decides and fixes instead.
 func TestAskingOffNight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	f := newFixture(t, 1)
 	f.cases[0].Behaviour, f.cases[0].Question = scriptedmodel.BehaviourAsk, "Should surcharge_0(100) be 100 or 101?"

@@ -20,6 +20,7 @@ import (
 // posted to notify.webhook, saying ok and the fixed ticket's figures; a webhook that answers
 // 500 the next night is logged and recorded on that night, whose outcome stays its own.
 func TestNightSendsTheDigest(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	f := newFixture(t, 1)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})

@@ -120,6 +120,7 @@ func TestUnhealthyBaseline(t *testing.T) {
 // A configured check whose tool is not installed stops the night at start, naming the check
 // and how to install it.
 func TestMissingToolIsStartupError(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	f := newFixture(t, 1)
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	cfg := f.config(t, url, 1)

@@ -29,6 +29,7 @@ const agentsMD = `# Notes for coding agents
 // ticket, and it is cached with that part: each role's first request of the later tickets
 // finds at least the share of its prompt cached that it finds without the file.
 func TestRepoInstructionsCached(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	const tickets = 6
 	shares := map[bool]map[string][]float64{}

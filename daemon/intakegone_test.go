@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -19,7 +20,7 @@ func TestIntakeNotesAGoneIssueFile(t *testing.T) {
 	dir := t.TempDir()
 	issues := filepath.Join(dir, "issues")
 	write(t, filepath.Join(issues, "a.md"), "---\ntitle: mean crashes\n---\nmean([]) raises\n")
-	settleIssues(t, issues)
+	testenv.SettleIssues(t, issues)
 	st, err := store.Open(ctx, filepath.Join(dir, "t.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 	if filepath.Base(filepath.Dir(path)) == "issues" {
-		settleIssues(t, filepath.Dir(path)) // filed before the night, as issues are
+		testenv.SettleIssues(t, filepath.Dir(path)) // filed before the night, as issues are
 	}
 }
 
@@ -94,22 +94,8 @@ func newFixture(t *testing.T, n int) fixture {
 			title, i, 101+i, i, 100+i))
 		f.cases = append(f.cases, scriptedmodel.Case{Match: title, Patch: patch})
 	}
-	settleIssues(t, f.issues)
+	testenv.SettleIssues(t, f.issues)
 	return f
-}
-
-// settleIssues dates the issue files in dir an hour back, as written before the night: a
-// scan waits for a file written a moment ago to stop changing, on the night's clock, which
-// a test's fake clock may never move.
-func settleIssues(t *testing.T, dir string) {
-	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-	past := time.Now().Add(-time.Hour)
-	for _, p := range paths {
-		if err := os.Chtimes(p, past, past); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // scripted starts the scripted model (the test double) with the fixture's cases.
@@ -683,6 +669,7 @@ func TestBadReposPaused(t *testing.T) {
 // role and the status: nothing is claimed, no ticket is charged, and the night is recorded
 // as failed with why.
 func TestFailingRoleStopsThePreflight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	f := newFixture(t, 1)
 	server, url := f.scripted(t, scriptedmodel.Options{Seed: 1,
 		RoleFaults: map[string]scriptedmodel.Faults{"judge": {ServerErrorRate: 1}}})

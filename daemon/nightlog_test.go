@@ -85,6 +85,7 @@ func (tm *timers) fire(t *testing.T) {
 // its outcome, counts and cost, and an escalation is a WARN. Durations are seconds and costs
 // are money, never a raw float.
 func TestNightLogs(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	f := newFixture(t, 3)
 	f.cases[2].Behaviour = scriptedmodel.BehaviourNever
@@ -157,6 +158,7 @@ func TestNightLogs(t *testing.T) {
 // TestShutdownIsNotAnError: a night stopped by the process's shutdown ends with an INFO line,
 // not a warning or an error: it did what was asked.
 func TestShutdownIsNotAnError(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	realNight(t)

@@ -242,6 +242,7 @@ func doneTicket(t *testing.T, st *store.Store, repo, ext string) int64 {
 // passes at once and leaves a refusal (a requeue) for the night's end, so a refused
 // ticket is not claimed again the same night.
 func TestRunReadyWaitsForItsRepository(t *testing.T) {
+	t.Parallel() // repositories and a check runner of its own
 	root := t.TempDir()
 	repo := filepath.Join(root, "pricing")
 	writeRepo(t, repo, map[string]string{"rules.py": "def tax(x):\n    return x\n"})

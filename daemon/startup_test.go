@@ -113,6 +113,7 @@ func (m *meetingChecks) Preflight(ctx context.Context, dir string, c validate.Ch
 // answer until a start-up check has begun, and the check waits for the endpoint's request:
 // a night that ran them one after the other would fail its preflight.
 func TestStartupChecksRunBesidePreflight(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
 	f := newFixture(t, 1)
 	_, scripted := f.scripted(t, scriptedmodel.Options{Seed: 1})

@@ -19,12 +19,7 @@ import (
 // nights reads the fixture's nights, newest first.
 func (f nightFixture) nights(t *testing.T) []store.Run {
 	t.Helper()
-	s, err := store.Open(context.Background(), f.db, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	runs, err := s.Runs(context.Background(), 0)
+	runs, err := f.mustStore(t).Runs(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

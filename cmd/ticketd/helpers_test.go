@@ -1,11 +1,8 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 )
@@ -34,20 +31,6 @@ func commitAll(t *testing.T, dir string) {
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-}
-
-// settleIssues dates the issue files in dir an hour back, as issues filed before the night
-// are: a scan waits 2 s for a file written a moment ago to stop changing, a wait each
-// night of these tests would otherwise add.
-func settleIssues(t *testing.T, dir string) {
-	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-	past := time.Now().Add(-time.Hour)
-	for _, p := range paths {
-		if err := os.Chtimes(p, past, past); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

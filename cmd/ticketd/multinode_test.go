@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/clock/clocktest"
 	"github.com/ticketd/ticketd/store/storetest"
@@ -72,7 +73,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		if filepath.Base(filepath.Dir(p)) == "issues" {
-			settleIssues(t, filepath.Dir(p))
+			testenv.SettleIssues(t, filepath.Dir(p))
 		}
 	}
 

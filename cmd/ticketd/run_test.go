@@ -61,7 +61,7 @@ func newRunFixture(t *testing.T, schedule string) runFixture {
 		}
 	}
 	commitAll(t, repo)
-	settleIssues(t, filepath.Join(dir, "issues"))
+	testenv.SettleIssues(t, filepath.Join(dir, "issues"))
 	patch := "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+    return x + x\n"
 	url := startScripted(t, []scriptedmodel.Case{{Match: "double is wrong", Patch: patch}}, scriptedmodel.Options{Seed: 1})
 	cfg := fmt.Sprintf(`store: {path: ticketd.db}

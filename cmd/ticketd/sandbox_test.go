@@ -75,7 +75,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 			commitAll(t, repo)
 			os.MkdirAll(filepath.Join(dir, "issues"), 0o755)
 			os.WriteFile(filepath.Join(dir, "issues", "01.md"), []byte("---\ntitle: f returns the wrong value\nrepo: app\nlabels: [bug]\n---\nf() should return 2.\n"), 0o644)
-			settleIssues(t, filepath.Join(dir, "issues"))
+			testenv.SettleIssues(t, filepath.Join(dir, "issues"))
 			cfg := fmt.Sprintf(`store: {path: ticketd.db}
 night: {workers: 1, lease: 30s, heartbeat: 5s}
 intake: [{kind: dir, path: issues}]

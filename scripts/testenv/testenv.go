@@ -4,15 +4,18 @@
 // adds the finders for tools whose place only scripts know (Ruff's engine in
 // scripts/ruff-wasm, mypy for /usr/bin/python3, chromium). Each test finds its tool its own
 // way (sandbox.Probe, validate.ResolvePytest, exec.LookPath) and hands the error to Need.
+// It also holds the set-up that tests of several packages share (SettleIssues).
 package testenv
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/store/storetest/toolenv"
 )
@@ -104,6 +107,24 @@ func ChromiumPath(t testing.TB) string {
 	p, err := exec.LookPath("chromium")
 	Need(t, Chromium, err)
 	return p
+}
+
+// SettleIssues dates the issue files (*.md) in dir an hour back, as issues filed before the
+// night are. The intake waits for a file changed a moment ago to stop changing (2 s, on the
+// night's clock, which a test's fake clock may never move): without this, every night of a
+// test that wrote its issues just before would start with that wait.
+func SettleIssues(t testing.TB, dir string) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	if err != nil {
+		t.Fatalf("list the issue files of %s: %v", dir, err)
+	}
+	past := time.Now().Add(-time.Hour)
+	for _, p := range paths {
+		if err := os.Chtimes(p, past, past); err != nil {
+			t.Fatalf("date the issue file back: %v", err)
+		}
+	}
 }
 
 func lastLine(s string) string {

@@ -3,7 +3,10 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // recorder is a testing.TB that records Skip, Fatalf and Logf instead of ending the test.
@@ -53,5 +56,36 @@ func TestForwards(t *testing.T) {
 				t.Errorf("Have: failed %q, logged %q; want fail %v, log %v", r.failed, r.logged, tt.wantHaveFail, tt.wantHaveLogsSkip)
 			}
 		})
+	}
+}
+
+// TestSettleIssues: the issue files of the folder are dated an hour back, other files and
+// other folders' issues are left as they are.
+func TestSettleIssues(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "sub")
+	paths := map[string]bool{ // path: dated back
+		filepath.Join(dir, "01.md"):     true,
+		filepath.Join(dir, "02.md"):     true,
+		filepath.Join(dir, "notes.txt"): false,
+		filepath.Join(other, "03.md"):   false,
+	}
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p := range paths {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	SettleIssues(t, dir)
+	for p, back := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if age := time.Since(info.ModTime()); (age > 59*time.Minute) != back {
+			t.Errorf("%s: modified %s ago; dated back %v, want %v", p, age.Round(time.Second), !back, back)
+		}
 	}
 }
