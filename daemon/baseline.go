@@ -467,6 +467,9 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 			repo, short(base), facts.took.Round(time.Millisecond))
 	}
 	notes := baselineNotes(facts.results)
+	if u := facts.tests.UnreadNote(); u != "" {
+		notes = append(notes, u)
+	}
 	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
 	}

@@ -201,9 +201,10 @@ func hungTestCondition(dir string, c Check, r Result, tests *discover.Tests) (Co
 		return Condition{}, false
 	}
 	// Node ids are relative to pytest's rootdir: the configuration file's folder, or the
-	// worktree (pytestArgs) when there is none.
+	// worktree (pytestArgs pins it) when the root holds no configuration file, even where
+	// the command's paths lead pytest to one in a folder (tests/pytest.ini).
 	idPath := rel
-	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." {
+	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." && hasPytestConfig(dir) {
 		p, cut := strings.CutPrefix(rel, root+"/")
 		if !cut {
 			return Condition{}, false
