@@ -114,6 +114,9 @@ func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir
 			r.Condition = &kept
 			r.Notes = append(r.Notes, cond.Notes...)
 		}
+		if r.TimedOut && !r.Cancelled {
+			r.Hang = hangReport(dir, c.With(r.Condition), r)
+		}
 		out[i] = r
 	}
 	return out

@@ -52,8 +52,11 @@ func Health(results []Result) []Problem {
 		case r.TimedOut:
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
 			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
-			if strings.Contains(r.Summary, stoppedAtNote) {
-				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: a -k pattern that skips it), or " + p.Hint
+			switch {
+			case r.Hang != "":
+				p.Hint = r.Hang + ", or " + p.Hint
+			case strings.Contains(r.Summary, stoppedAtNote):
+				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: name only the test modules that end), or " + p.Hint
 			}
 		case r.Kind == KindPytest && r.Tests == 0 && !r.Passed && usageError(r.Output) != "":
 			p.Reason = "pytest refused to run at the base commit: " + usageError(r.Output)
