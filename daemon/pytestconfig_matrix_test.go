@@ -52,7 +52,7 @@ type configRow struct {
 	// test the buggy change breaks, as the refusal names it.
 	newTest, broken string
 	// note is a text a note on the tickets must hold ("" none); unhealthy, when set, says
-	// the base cannot gate: the tickets are held back with a note holding it.
+	// the base cannot gate: the tickets are held back with a note holding it (and note).
 	note, unhealthy string
 	// report are texts the fix's report must hold: what could not run, and how it ended.
 	report []string
@@ -90,9 +90,9 @@ func configRows() []configRow {
 				"calcpkg/tests/test_core.py": strings.Replace(lowTest, "from calc ", "from calcpkg.core ", 1)},
 			test: defaultTest("calcpkg/tests/test_core.py"), newTest: "calcpkg/tests/test_core.py::test_high", broken: "calcpkg/tests/test_core.py::test_low"},
 		{name: "required-plugins", files: map[string]string{"pytest.ini": "[pytest]\nrequired_plugins = pytest-foo\n", "test_calc.py": lowTest},
-			test: defaultTest("test_calc.py"), unhealthy: "Missing required plugins: pytest-foo"},
+			test: defaultTest("test_calc.py"), unhealthy: "Missing required plugins: pytest-foo", note: "install pytest-foo for the checks' interpreter"},
 		{name: "minversion", files: map[string]string{"pytest.ini": "[pytest]\nminversion = 8.0\n", "test_calc.py": lowTest},
-			test: defaultTest("test_calc.py"), unhealthy: "'minversion' requires pytest-8.0"},
+			test: defaultTest("test_calc.py"), unhealthy: "'minversion' requires pytest-8.0", note: "asks for pytest 8.0 or newer"},
 		{name: "testpaths-missing", files: map[string]string{"pytest.ini": "[pytest]\ntestpaths = tests\n", "testing/test_calc.py": lowTest},
 			test: defaultTest("testing/test_calc.py"), newTest: "testing/test_calc.py::test_high", broken: "testing/test_calc.py::test_low"},
 		{name: "norecursedirs", files: map[string]string{"pytest.ini": "[pytest]\nnorecursedirs = legacy .*\n", "tests/test_calc.py": lowTest,
@@ -258,7 +258,9 @@ func TestPytestConfigurationMatrix(t *testing.T) {
 			scriptedmodel.Case{Match: "[" + r.name + "] clamp drops its lower bound", Patch: bug})
 	}
 	cfg := realConfig(t, root, scriptedServer(t, cases), repos...)
-	cfg.Night.MaxAttempts = 1
+	// One attempt of three steps (read, edit, submit): a refused change is not submitted
+	// again, which would only cost the night its time.
+	cfg.Night.MaxAttempts, cfg.Budget.MaxSteps = 1, 3
 	for i, r := range rows {
 		write(t, filepath.Join(root, "issues", fmt.Sprintf("bug-%02d.md", i)), fmt.Sprintf(
 			"---\ntitle: [%s] clamp drops its lower bound\nrepo: %s\nlabels: [bug]\n---\nWhat the user saw: clamp(5, 0, 3) is 5. Expected 3.\n", r.name, r.name))
@@ -275,8 +277,10 @@ func TestPytestConfigurationMatrix(t *testing.T) {
 					if tk.State != store.StateQueued || tk.Attempts != 0 {
 						t.Errorf("ticket %q %s after %d attempt(s) (%s); want it held back, no attempt spent", tk.Title, tk.State, tk.Attempts, tk.Reason)
 					}
-					if s := notes(t, n.store, tk.ID); !strings.Contains(s, r.unhealthy) {
-						t.Errorf("ticket %q: no note says %q:\n%s", tk.Title, r.unhealthy, s)
+					for _, want := range []string{r.unhealthy, r.note} {
+						if s := notes(t, n.store, tk.ID); !strings.Contains(s, want) {
+							t.Errorf("ticket %q: no note says %q:\n%s", tk.Title, want, s)
+						}
 					}
 				}
 				return
