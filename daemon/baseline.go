@@ -471,6 +471,9 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 		w.log.Warn("list the base's files for the baseline note", "repo", repo, "err", err)
 	}
 	notes := baselineNotes(facts.results, files)
+	if u := facts.tests.UnreadNote(); u != "" {
+		notes = append(notes, u)
+	}
 	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
 	}

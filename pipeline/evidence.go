@@ -157,6 +157,13 @@ func reproduced(ctx context.Context, c *checkRun, changed []string, g Gate, base
 			out = append(out, t.Name+": "+id)
 		}
 	}
+	// A test marked xfail for the bug failed at the base as expected, and its base version
+	// passes with the change (a strict XPASS), which took the mark away.
+	for _, key := range g.unmarked {
+		if !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
 	return out, notes
 }
 

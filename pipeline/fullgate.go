@@ -46,8 +46,15 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 	}
 	own, ownFlaky := c.ownTests(ctx, tests)
 	flaky = append(flaky, ownFlaky...)
+	touched := slices.DeleteFunc(slices.Clone(c.changed), func(p string) bool { return !c.tree.isTestPath(p) })
+	view, unmarked := unmarkedXfails(view, own, c.baseline, touched, c.tree.tests())
 	results = inOrder(c.checks, append(results, mergeOwn(view, own)...))
 	g := Compare(c.baseline, results)
+	g.unmarked = unmarked
+	if len(unmarked) > 0 {
+		g.Text += fmt.Sprintf("\n%d test(s) marked xfail at the base commit pass with your change, and your change took the mark away (xfail_strict makes their marked base version fail): they count as passing:\n- %s\n",
+			len(unmarked), strings.Join(unmarked, "\n- "))
+	}
 	if len(slow) > 0 {
 		g.Slow = slow
 		g.Text += fmt.Sprintf("\n%d check(s) timed out at first, then finished when re-run on their own (the machine was busy; not counted against you):\n- %s\n", len(slow), strings.Join(slow, "\n- "))

@@ -60,6 +60,11 @@ type Gate struct {
 	// (check → outcomes), nil for a check that did not run them.
 	own map[string]map[string]validate.Outcome
 
+	// unmarked are the tests ("check: id") that xfailed at the base commit and pass with
+	// the change, which took their xfail mark away (see unmarkedXfails): evidence in the
+	// base's own words.
+	unmarked []string
+
 	// newTests names the new failures that are single tests (check → node ids): what a
 	// flake re-run can retry.
 	newTests map[string][]string

@@ -11,7 +11,9 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"fmt"
 	"io"
+	"maps"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -64,6 +66,12 @@ type Tests struct {
 	// ["toolz"]` for tests inside the package and its doctests), or a src/ folder. Only the
 	// test modules and test folders inside them are tests.
 	CodeFolders []string
+	// Unread are the keys of pyproject.toml's [tool.pytest] table when the checks' pytest
+	// (version, older than 9) does not read that table: coverage.py and pytest 9's own
+	// documentation write it, pytest 7 and 8 read [tool.pytest.ini_options] alone and
+	// ignore it without a word. Nil otherwise.
+	Unread  []string
+	version string
 }
 
 // Options are the repository's test checks' commands: argv as configured, empty for a
@@ -88,7 +96,11 @@ var defaults = Default()
 func Read(read Reader, o Options) *Tests {
 	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
 	file, vals := pytestConfig(read, pytestMajor(o.PytestVersion))
+	if file == "" {
+		file, vals = nestedConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
+	}
 	t.Config = file
+	t.Unread, t.version = unreadTable(read, file, pytestMajor(o.PytestVersion)), o.PytestVersion
 	t.Files = vals["python_files"].words()
 	t.Paths = cleanPaths(vals["testpaths"].words())
 	t.Classes = vals["python_classes"].words()
@@ -113,6 +125,81 @@ func Read(read Reader, o Options) *Tests {
 	}
 	t.CodeFolders = codeFolders(read, append(append(slices.Clone(t.Paths), t.UnittestStart), t.UnittestModules...))
 	return t
+}
+
+// nestedConfig finds, for a repository without a pytest configuration at its root, the one
+// pytest reads when a check's command names paths: pytest looks in the folder the paths
+// have in common and then each folder above it (a tests/pytest.ini is read by `pytest
+// tests`, never by a bare `pytest`). The first command naming paths decides.
+func nestedConfig(read Reader, major int, commands [][]string) (string, map[string]iniValue) {
+	for _, argv := range commands {
+		var dirs []string
+		args := pytestArgs(argv)
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if strings.HasPrefix(a, "-") {
+				if !strings.Contains(a, "=") && TakesValue(a) {
+					i++
+				}
+				continue
+			}
+			p, _, _ := strings.Cut(a, "::")
+			if p = cleanPath(p); p == "" {
+				continue
+			}
+			if strings.HasSuffix(p, ".py") {
+				p = path.Dir(p)
+			}
+			dirs = append(dirs, p)
+		}
+		if len(dirs) == 0 {
+			continue
+		}
+		common := dirs[0]
+		for _, d := range dirs[1:] {
+			for !under(d, common) {
+				common = path.Dir(common)
+			}
+		}
+		for d := common; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+			in := func(p string) ([]byte, bool) { return read(d + "/" + p) }
+			if file, vals := pytestConfig(in, major); file != "" {
+				return d + "/" + file, vals
+			}
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+// unreadTable are the keys of pyproject.toml's [tool.pytest] table, sorted, when a pytest
+// of the given major version ignores it: one older than 9, whose configuration is
+// pyproject.toml or none (another file would win in pytest 9 too).
+func unreadTable(read Reader, config string, major int) []string {
+	if major >= 9 || config != "" && config != "pyproject.toml" {
+		return nil
+	}
+	data, ok := read("pyproject.toml")
+	if !ok {
+		return nil
+	}
+	if len(data) > maxConfigBytes {
+		data = data[:maxConfigBytes]
+	}
+	vals, found, _ := tomlTable(string(data), "tool.pytest")
+	if !found || len(vals) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(vals))
+}
+
+// UnreadNote says which settings the checks' pytest ignores (Unread), "" when none.
+func (t *Tests) UnreadNote() string {
+	if t == nil || len(t.Unread) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("pyproject.toml sets %s in [tool.pytest], a table only pytest 9 and later read: the checks' pytest %s reads [tool.pytest.ini_options] alone and ignores them without a word, so they do not apply (tests only they would collect do not run and gate no fix); move them to [tool.pytest.ini_options], or install pytest 9 for the checks' interpreter",
+		strings.Join(t.Unread, ", "), cmp.Or(t.version, "in use"))
 }
 
 // codeFolders are the folders of dirs that hold the code under test: a src/ folder, or a

@@ -3,6 +3,7 @@ package discover
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,6 +58,13 @@ func TestIsTestFile(t *testing.T) {
 		{"unittest naming a module", nil, Options{Unittest: [][]string{{"python3", "-m", "unittest", "tests"}}},
 			[]string{"tests.py"},
 			[]string{"other.py"}},
+		{"a tests/pytest.ini that the command's folder leads pytest to", map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n"},
+			Options{Pytest: [][]string{{"python3", "-m", "pytest", "-q", "tests/unit", "tests/check_b.py::test_b"}}},
+			[]string{"tests/unit/check_a.py"},
+			[]string{"tests/unit/test_a.py"}},
+		{"a tests/pytest.ini that a bare pytest never reads", map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n"}, Options{Pytest: [][]string{nil}},
+			[]string{"tests/test_a.py"},
+			[]string{"tests/check_a.py"}},
 		{"doctest glob in addopts", map[string]string{"tox.ini": "[pytest]\naddopts = --doctest-glob='*.md' -q\n"}, Options{},
 			[]string{"README.md", "docs/usage.md"},
 			[]string{"docs/usage.rst", "test_usage.txt"}},
@@ -414,6 +422,33 @@ func TestUnittestModule(t *testing.T) {
 		d := Read(reader(nil), Options{Unittest: [][]string{tt.argv}})
 		if got := d.UnittestModule(tt.path); got != tt.want {
 			t.Errorf("%q: UnittestModule(%q) = %q, want %q", tt.argv, tt.path, got, tt.want)
+		}
+	}
+}
+
+// pytest before 9 reads pyproject.toml's [tool.pytest.ini_options] alone: the keys of a
+// [tool.pytest] table are ignored, which discovery must both follow and say.
+func TestUnreadToolPytestTable(t *testing.T) {
+	const toml = "[tool.pytest]\npython_classes = [\"Describe\"]\ntestpaths = [\"spec\"]\n"
+	for _, tt := range []struct {
+		name, version string
+		files         map[string]string
+		unread        []string
+	}{
+		{"pytest 7", "7.2.1", map[string]string{"pyproject.toml": toml}, []string{"python_classes", "testpaths"}},
+		{"pytest 8 with ini_options too", "8.3.0", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-q\"\n\n" + toml}, []string{"python_classes", "testpaths"}},
+		{"pytest 9 reads it", "9.0.0", map[string]string{"pyproject.toml": toml}, nil},
+		{"pytest.ini is the configuration", "7.2.1", map[string]string{"pytest.ini": "[pytest]\n", "pyproject.toml": toml}, nil},
+	} {
+		d := Read(reader(tt.files), Options{PytestVersion: tt.version})
+		if !slices.Equal(d.Unread, tt.unread) {
+			t.Errorf("%s: Unread = %q, want %q", tt.name, d.Unread, tt.unread)
+		}
+		if note := d.UnreadNote(); (note != "") != (tt.unread != nil) || tt.unread != nil && !strings.Contains(note, "pytest "+tt.version) {
+			t.Errorf("%s: UnreadNote = %q", tt.name, note)
+		}
+		if tt.unread != nil && !slices.Equal(d.Classes, DefaultPythonClasses) {
+			t.Errorf("%s: Classes = %q; pytest %s collects %q", tt.name, d.Classes, tt.version, DefaultPythonClasses)
 		}
 	}
 }

@@ -186,6 +186,9 @@ type Result struct {
 	// Condition is how the check had to run at the base commit to gate fixes (see Adapt);
 	// nil when as configured.
 	Condition *Condition `json:"condition,omitempty"`
+	// Hang says what never ended at the base commit where no condition can leave it out
+	// (a unittest test, a pytest fixture), and what the operator can do; set by Adapt.
+	Hang string `json:"hang,omitempty"`
 	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
 	// shutdown): it says nothing about the code under test.
 	Cancelled bool `json:"cancelled,omitempty"`

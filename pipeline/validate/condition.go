@@ -145,6 +145,9 @@ func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir
 			r.Condition = &kept
 			r.Notes = append(r.Notes, cond.Notes...)
 		}
+		if r.TimedOut && !r.Cancelled {
+			r.Hang = hangReport(dir, c.With(r.Condition), r)
+		}
 		out[i] = r
 	}
 	return out
@@ -251,9 +254,10 @@ func hungTestCondition(dir string, c Check, r Result, tests *discover.Tests) (Co
 		return Condition{}, false
 	}
 	// Node ids are relative to pytest's rootdir: the configuration file's folder, or the
-	// worktree (pytestArgs) when there is none.
+	// worktree (pytestArgs pins it) when the root holds no configuration file, even where
+	// the command's paths lead pytest to one in a folder (tests/pytest.ini).
 	idPath := rel
-	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." {
+	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." && hasPytestConfig(dir) {
 		p, cut := strings.CutPrefix(rel, root+"/")
 		if !cut {
 			return Condition{}, false

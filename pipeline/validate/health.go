@@ -52,19 +52,24 @@ func Health(results []Result) []Problem {
 		case r.TimedOut:
 			p.Reason = "the check timed out at the base commit: " + firstLine(r.Summary)
 			p.Hint = "raise timeout: on the check above what the suite needs (run it by hand at the base commit to see), or point its command at a faster subset"
-			if strings.Contains(r.Summary, stoppedAtNote) {
-				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: a -k pattern that skips it), or " + p.Hint
+			switch {
+			case r.Hang != "":
+				p.Hint = r.Hang + ", or " + p.Hint
+			case strings.Contains(r.Summary, stoppedAtNote):
+				p.Hint = "a test that never ends at the base commit is where the check stopped (above): leave it out in the check's command (pytest: --deselect FILE::TEST; unittest: name only the test modules that end), or " + p.Hint
 			}
 		case r.Kind == KindPytest && r.Tests == 0 && !r.Passed && usageError(r.Output) != "":
 			p.Reason = "pytest refused to run at the base commit: " + usageError(r.Output)
-			p.Hint = "an option or configuration key that the installed pytest or its plugins do not know (a newer pytest's, or a missing plugin's): install what knows it for the checks' interpreter, or leave it out of the check's command (with --strict-config, an unknown key of the configuration is an error)"
+			p.Hint = usageHint(usageError(r.Output))
 		case r.Kind == KindPytest && r.Tests == 0:
 			p.Reason = "the test run at the base commit collected no test (and `python -m unittest discover` found none either)"
 			p.Hint = "name the test folder in the check's command (command: [python3, -m, pytest, tests]) or set testpaths in the pytest configuration, and check the test files match python_files (by default test_*.py or *_test.py; set python_files = tests.py test_*.py for a tests.py)"
 		case r.Kind == KindPytest && r.Tests < 0 && !r.Passed:
 			p.Reason = "the test run at the base commit produced no test report: " + firstLine(r.Summary)
 			p.Hint = "run the check's command by hand in a clean checkout of the base commit: a conftest.py that fails to import, or an option in the pytest configuration that the installed pytest or its plugins do not know, are the usual causes"
-			if m := missingModule.FindStringSubmatch(r.Output); m != nil {
+			if h := configInstallHint(usageError(r.Output)); h != "" {
+				p.Hint = h
+			} else if m := missingModule.FindStringSubmatch(r.Output); m != nil {
 				// A conftest.py (or a plugin it loads) that cannot import: no test can run.
 				p.Reason += fmt.Sprintf(" (No module named '%s')", m[1])
 				p.Hint, p.Missing = importHint(m[1]), m[1]
@@ -112,6 +117,33 @@ func usageError(output string) string {
 	}
 	return clip(strings.TrimSpace(m[1]), 300)
 }
+
+// usageHint says what would let pytest start past the usage error msg: the plugins a
+// configuration's required_plugins names, or the pytest its minversion asks for, installed
+// for the checks' interpreter; else an unknown option or key left out.
+func usageHint(msg string) string {
+	if h := configInstallHint(msg); h != "" {
+		return h
+	}
+	return "an option or configuration key that the installed pytest or its plugins do not know (a newer pytest's, or a missing plugin's): install what knows it for the checks' interpreter, or leave it out of the check's command (with --strict-config, an unknown key of the configuration is an error)"
+}
+
+// configInstallHint says what to install for the checks' interpreter when pytest refused to
+// start on its configuration's required_plugins or minversion (msg, usageError's), ""
+// for any other refusal.
+func configInstallHint(msg string) string {
+	const recipe = " for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md, or python: set to a virtualenv's python that has it)"
+	if plugins, ok := strings.CutPrefix(msg, "Missing required plugins: "); ok {
+		return "the pytest configuration's required_plugins names plugins the checks' interpreter lacks: install " + plugins + recipe
+	}
+	if m := minVersion.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("the pytest configuration's minversion asks for pytest %s or newer, and the checks' interpreter has pytest %s: install a pytest that new%s", m[1], m[2], recipe)
+	}
+	return ""
+}
+
+// minVersion is pytest's refusal of a configuration whose minversion is above its own.
+var minVersion = regexp.MustCompile(`'minversion' requires pytest-(\S+), actual pytest-([^\s']+)`)
 
 // nonePassed reports whether no test of r's report passed: every one errored, or the rest
 // were skipped (a module-level skip reports its module as skipped even when an internal

@@ -212,3 +212,24 @@ func TestMissingFixtures(t *testing.T) {
 		t.Errorf("MissingFixtures = %+v, want %+v", got, want)
 	}
 }
+
+// A base that pytest refuses for its configuration's required_plugins or minversion is told
+// what to install, not to leave an option out of the command.
+func TestHealthUsageHints(t *testing.T) {
+	for _, tt := range []struct{ output, want string }{
+		{"ERROR: Missing required plugins: pytest-django, pytest-foo>=2\n", "install pytest-django, pytest-foo>=2 for the checks' interpreter"},
+		{"ERROR: /w/pytest.ini: 'minversion' requires pytest-8.0, actual pytest-7.2.1'\n", "asks for pytest 8.0 or newer, and the checks' interpreter has pytest 7.2.1"},
+		{"ERROR: Unknown config option: timeout\n", "leave it out of the check's command"},
+	} {
+		// Tests is 0 or -1 as the run left a JUnit report or none.
+		for _, tests := range []int{0, -1} {
+			ps := Health([]Result{{Name: "t", Kind: KindPytest, ExitCode: 4, Tests: tests, Output: tt.output}})
+			if tests < 0 && !strings.Contains(tt.want, "install") {
+				continue // an unknown option without a report: the generic hint
+			}
+			if len(ps) != 1 || !strings.Contains(ps[0].Hint, tt.want) {
+				t.Errorf("Health(output %q, tests %d) = %+v; want a hint with %q", tt.output, tests, ps, tt.want)
+			}
+		}
+	}
+}

@@ -407,3 +407,49 @@ class TestC:
 		}
 	}
 }
+
+// A hang that --deselect cannot leave out is reported precisely instead: a unittest test
+// (unittest's command line cannot leave one test out) and a pytest fixture that never
+// returns (every test using it would hang in turn). The repository stays unhealthy, and
+// the hint names what hung, where, and what the operator can do.
+func TestAdaptHangReported(t *testing.T) {
+	requirePytest(t)
+	for _, tt := range []struct {
+		name  string
+		check Check
+		files map[string]string
+		hint  []string
+	}{
+		{"unittest test", Check{Name: "tests", Kind: KindUnittest, Timeout: time.Hour}, map[string]string{
+			"spin.py":      spinPy,
+			"test_spin.py": "import unittest\n\nfrom spin import spin\n\n\nclass SpinTest(unittest.TestCase):\n    def test_fine(self):\n        pass\n\n    def test_spin(self):\n        spin(0)\n",
+		}, []string{"the unittest test SpinTest.test_spin (test_spin.py:11) never ended at the base commit", "@unittest.skip"}},
+		{"pytest fixture", Check{Name: "tests", Kind: KindPytest, Timeout: time.Hour}, map[string]string{
+			"spin.py":              spinPy,
+			"conftest.py":          "import pytest\n\nfrom spin import spin\n\n\n@pytest.fixture\ndef server():\n    spin(0)\n    return 1\n",
+			"tests/test_server.py": "def test_fine():\n    pass\n\n\ndef test_server(server):\n    assert server\n",
+		}, []string{"the fixture server (conftest.py:8) never returned at the base commit", "every test that uses it"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeTree(t, tt.files)
+			r := &Runner{Sandbox: testSandbox(t), timer: timeOutWhen(t, filepath.Join(dir, "started"))}
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{tt.check})
+			if !base[0].TimedOut {
+				t.Fatalf("the base run did not time out: %+v", base[0])
+			}
+			got := Adapt(context.Background(), run, dir, []Check{tt.check}, base)
+			ps := Health(got)
+			if len(ps) != 1 {
+				t.Fatalf("Health = %v; want the hang as the one problem", ps)
+			}
+			for _, want := range tt.hint {
+				if !strings.Contains(ps[0].Hint, want) {
+					t.Errorf("hint lacks %q: %s\n%s", want, ps[0], got[0].Output)
+				}
+			}
+		})
+	}
+}
+
+const spinPy = "def spin(n):\n    open(\"started\", \"w\").close()\n    while True:\n        n += 1\n"
