@@ -25,6 +25,10 @@ var (
 	ErrUnknownRef      = errors.New("unknown git ref")
 	ErrNothingToCommit = errors.New("nothing to commit")
 	ErrBranchInUse     = errors.New("branch is checked out in another worktree")
+	// ErrCheckoutTooLarge: the commit's files add up to more than Manager.MaxCheckout. git's
+	// checkout writes every file it is told to, however large, and a blob of gigabytes of
+	// zeros takes a few megabytes in the repository.
+	ErrCheckoutTooLarge = errors.New("the commit's files are larger than a worktree may be")
 )
 
 // Default commit identity, used unless Manager.AuthorName/AuthorEmail are set.

@@ -3,17 +3,11 @@ package worktree
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-// ErrCheckoutTooLarge is returned by Prepare for a commit whose files add up to more than
-// Manager.MaxCheckout: git's checkout writes every file it is told to, however large, and a
-// blob of many gigabytes of zeros takes a few megabytes in the repository.
-var ErrCheckoutTooLarge = errors.New("the commit's files are larger than a worktree may be")
 
 // largestShown is how many of the largest files the error of a too large checkout names.
 const largestShown = 3
