@@ -66,11 +66,19 @@ func (d *Daemon) recordUnrecorded(ctx context.Context) {
 		if end.Node != d.Store.Node() {
 			continue
 		}
+		open, err := d.openPart(ctx, end.Run)
+		if err != nil {
+			d.logger().Warn("read the night whose end the database did not take", "run", end.Run, "err", err)
+			continue
+		}
 		why := strings.TrimPrefix(end.Error+"; ", "; ") + "recorded at the next start: the database took no writes when the night ended"
-		err = d.Store.EndRun(ctx, end.Run, end.Outcome, why)
+		if open {
+			err = d.Store.EndRun(ctx, end.Run, end.Outcome, why)
+		}
 		switch {
-		case errors.Is(err, store.ErrRunNotFound):
-			// Another database than the one that night ran on: nothing to record.
+		case !open || errors.Is(err, store.ErrRunNotFound):
+			// Closed since (another node saw it end), or another database than the one the
+			// night ran on: nothing to record.
 		case err != nil:
 			d.logger().Warn("record a night's end the database did not take then", "run", end.Run, "err", err)
 			continue
@@ -81,4 +89,26 @@ func (d *Daemon) recordUnrecorded(ctx context.Context) {
 			d.logger().Warn("remove a recorded night's end", "file", p, "err", err)
 		}
 	}
+}
+
+// unrecordedLookBack bounds how many recent nights openPart reads.
+const unrecordedLookBack = 100
+
+// openPart says whether this node's part of night run is still open (not finished).
+func (d *Daemon) openPart(ctx context.Context, run int64) (bool, error) {
+	runs, err := d.Store.Runs(ctx, unrecordedLookBack)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.ID != run {
+			continue
+		}
+		for _, n := range r.Nodes {
+			if n.Node == d.Store.Node() && n.FinishedAt.IsZero() {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

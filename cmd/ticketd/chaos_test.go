@@ -245,13 +245,16 @@ func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.
 // TestChaosNight runs real nights of the built ticketd (on SQLite, and on PostgreSQL when
 // TICKETD_TEST_POSTGRES is set) over several tickets that push their fixes to a bare
 // remote, and SIGKILLs it once in each phase of a night, in a seeded order: as a ticket is
-// claimed, mid-attempt, mid-check, while the remote receives a fix's push, and once every
-// ticket is done as the night ends. Each kill is followed by a restart; a last night runs
-// undisturbed. Then: every ticket is done exactly once (one terminal event), with the one
-// attempt the scripted model needs (no kill is charged); each fix is one commit on one
-// branch, on the remote once (no ref updated twice); no worktree, branch of a lost attempt
-// or process is left; each killed night is on record as failed; and the stale leases the
-// kills left were taken over with new fence tokens, never finished by the dead process.
+// claimed, mid-attempt, mid-check, once the fix is committed but not yet recorded done,
+// while the remote receives a fix's push (ticketd's git push must die with it), and once
+// every ticket is done as the night ends. Issues are filed a few before each kill, so each
+// night has work. Each kill is followed by a restart; a last night runs undisturbed. Then:
+// every ticket is done exactly once (one terminal event), with the one attempt the
+// scripted model needs (no kill is charged); each fix is one commit on one branch, on the
+// remote once (its reflog: no ref updated twice); no worktree, branch of a lost attempt or
+// process is left; each killed night is on record as failed; and the leases the kills left
+// were taken back and finished under new fence tokens, never by the dead process.
+// TICKETD_CHAOS_SEED replays another order and choice of victims.
 func TestChaosNight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the ticketd binary and runs nights with kills (long tier; run without -short)")
