@@ -35,7 +35,8 @@ func (m *Manager) checkCheckoutSize(ctx context.Context, repo repoDirs, commit s
 		size int64
 	}
 	var total int64
-	var files []file
+	var n int
+	var largest []file // the largestShown largest, largest first: a big tree is not kept whole
 	for _, entry := range strings.Split(out, "\x00") {
 		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
 		meta, path, ok := strings.Cut(entry, "\t")
@@ -48,7 +49,12 @@ func (m *Manager) checkCheckoutSize(ctx context.Context, repo repoDirs, commit s
 			continue
 		}
 		total += size
-		files = append(files, file{path, size})
+		n++
+		if len(largest) < largestShown || size > largest[len(largest)-1].size {
+			i, _ := slices.BinarySearchFunc(largest, size, func(f file, s int64) int { return cmp.Compare(s, f.size) })
+			largest = slices.Insert(largest, i, file{path, size})
+			largest = largest[:min(len(largest), largestShown)]
+		}
 	}
 	if total <= limit {
 		m.mu.Lock()
@@ -59,13 +65,12 @@ func (m *Manager) checkCheckoutSize(ctx context.Context, repo repoDirs, commit s
 		m.mu.Unlock()
 		return nil
 	}
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(b.size, a.size) })
-	var largest []string
-	for _, f := range files[:min(len(files), largestShown)] {
-		largest = append(largest, fmt.Sprintf("%s (%s)", f.path, formatBytes(f.size)))
+	var named []string
+	for _, f := range largest {
+		named = append(named, fmt.Sprintf("%s (%s)", f.path, formatBytes(f.size)))
 	}
 	return fmt.Errorf("prepare worktree of %s at %s: its %d files add up to %s, more than the %s a worktree may hold (max_worktree_size): %w; the largest: %s; nothing was checked out: remove such files from the base branch (or keep them out of the repository, e.g. with Git LFS), or raise max_worktree_size in the config if the checks need them",
-		repo.WorkTree, short(commit), len(files), formatBytes(total), formatBytes(limit), ErrCheckoutTooLarge, strings.Join(largest, ", "))
+		repo.WorkTree, short(commit), n, formatBytes(total), formatBytes(limit), ErrCheckoutTooLarge, strings.Join(named, ", "))
 }
 
 // formatBytes writes n in binary units, e.g. "1.0 GiB".
