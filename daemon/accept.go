@@ -216,7 +216,7 @@ func finishPublish(ctx context.Context, st *store.Store, repo config.Repo, t sto
 		})
 		if !pushed {
 			d := &Daemon{Store: st, Logger: log}
-			pushed = d.pushBranch(ctx, log, repo, t.ID, t.Branch)
+			pushed = d.pushFix(ctx, log, repo, t.ID, t.Branch)
 		}
 		if pushed {
 			res.Pushed = repo.PushRemote

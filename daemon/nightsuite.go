@@ -373,7 +373,7 @@ func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, 
 		if err := d.Store.AddNote(ctx, f.id, d.Store.Node(), note); err != nil {
 			log.Warn("note the night's whole suite", "ticket", f.id, "err", err)
 		}
-		d.pushBranch(ctx, log, f.repo, f.id, f.branch)
+		d.pushFix(ctx, log, f.repo, f.id, f.branch)
 	}
 	for _, f := range group {
 		failure, refused := v.refused[f.id]

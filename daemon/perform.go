@@ -181,7 +181,7 @@ func (w *ender) complete(ctx context.Context, log *slog.Logger, a *attemptRun, o
 			log.Warn("note the held fix", "err", err)
 		}
 	} else {
-		w.d.pushBranch(ctx, log, a.repo, t.ID, branch)
+		w.d.pushFix(ctx, log, a.repo, t.ID, branch)
 	}
 	w.d.settleDuplicates(ctx, log, t.ID)
 }

@@ -52,6 +52,65 @@ func (d *Daemon) pushBranch(ctx context.Context, log *slog.Logger, repo config.R
 	return true
 }
 
+// pushFix pushes done ticket id's fix branch (pushBranch) and, once it is on the push
+// remote, deletes from there the released-attempt branches of the ticket this node pushed
+// (pruneReleased).
+func (d *Daemon) pushFix(ctx context.Context, log *slog.Logger, repo config.Repo, id int64, branch string) bool {
+	if !d.pushBranch(ctx, log, repo, id, branch) {
+		return false
+	}
+	d.pruneReleased(ctx, log, repo, id)
+	return true
+}
+
+// pruneReleased deletes from the push remote the released-attempt branches of done ticket id
+// (ticketd/<id>-attempt-<n>-released: the partial work of an attempt stopped from outside,
+// pushed so it would not stay on this machine's disk). Its fix is pushed now, and they would
+// stay on the remote for good, one more for every ticket a night stopped; for GitHub
+// repositories the publisher prunes them the same way (github.Publisher.PruneReleased). Only
+// branches this node's history says it pushed are deleted, and only while the remote's
+// branch points where the clone's does: one someone moved since is left alone. A failure is
+// logged; the branch merely stays.
+func (d *Daemon) pruneReleased(ctx context.Context, log *slog.Logger, repo config.Repo, id int64) {
+	prefix := fmt.Sprintf("ticketd/%d-attempt-", id)
+	branches, err := worktree.Branches(ctx, repo.Path, prefix)
+	if err != nil {
+		log.Warn("list the released branches of a done ticket", "ticket", id, "err", err)
+		return
+	}
+	var released []string
+	for _, b := range branches {
+		n, ok := strings.CutSuffix(strings.TrimPrefix(b, prefix), "-released")
+		if ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			released = append(released, b)
+		}
+	}
+	if len(released) == 0 {
+		return
+	}
+	evs, err := d.Store.Events(ctx, id)
+	if err != nil {
+		log.Warn("read the history of a done ticket to prune its released branches", "ticket", id, "err", err)
+		return
+	}
+	for _, b := range released {
+		if !slices.ContainsFunc(evs, func(e store.Event) bool {
+			return e.Kind == store.EventNote && e.Reason == pushedNote+b+" to "+repo.PushRemote
+		}) {
+			continue
+		}
+		deleted, err := worktree.DeleteFromRemote(ctx, repo.Path, repo.PushRemote, b, pushToken(repo))
+		switch {
+		case err != nil:
+			log.Warn("delete a done ticket's released branch from the push remote (it stays there)", "ticket", id, "branch", b, "remote", repo.PushRemote, "err", err)
+		case deleted:
+			log.Info("deleted a done ticket's released branch from the push remote", "ticket", id, "branch", b, "remote", repo.PushRemote)
+		default:
+			log.Info("left a released branch on the push remote: it moved since this node pushed it, or is gone", "ticket", id, "branch", b, "remote", repo.PushRemote)
+		}
+	}
+}
+
 // pushFailures counts the pushes a night's push remotes did not take (refused, unreachable),
 // each remote's first error kept for the night's ending: a remote that refuses every fix
 // leaves them all on this machine's disk, which the morning must see. Safe for concurrent use.
@@ -130,7 +189,7 @@ func (d *Daemon) pushLeftovers(ctx context.Context, log *slog.Logger, repos map[
 			if !leftoverToPush(t.Branch, evs) {
 				continue
 			}
-			d.pushBranch(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
+			d.pushFix(ctx, log.With("ticket", t.ID), r, t.ID, t.Branch)
 		}
 	}
 }

@@ -21,8 +21,23 @@ import (
 // command-scope config (GIT_CONFIG_COUNT in the environment), so it is never on a command
 // line (visible in ps), in a config file or in an error message, and goes only to remoteURL.
 func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
+	repo, cfg, env, err := pushSetup(ctx, dir, remoteURL, branch, token)
+	if err != nil {
+		return err
+	}
+	ref := "refs/heads/" + branch
+	if out, err := repo.gitWith(ctx, cfg, env, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
+		return redact(pushFailure(branch, remoteURL, out, err), token, basicAuth(token))
+	}
+	return nil
+}
+
+// pushSetup opens the repository at dir for a push of branch to remoteURL and returns the
+// command-scope config and environment that allow exactly the remote's transport and carry
+// token (see Push).
+func pushSetup(ctx context.Context, dir, remoteURL, branch, token string) (repoDirs, [][2]string, []string, error) {
 	if strings.HasPrefix(remoteURL, "-") || strings.HasPrefix(branch, "-") {
-		return fmt.Errorf("push %q to %q: remote and branch may not start with a dash", branch, remoteURL)
+		return repoDirs{}, nil, nil, fmt.Errorf("push %q to %q: remote and branch may not start with a dash", branch, remoteURL)
 	}
 	scheme := "file"
 	if u, err := url.Parse(remoteURL); err == nil && u.Scheme != "" {
@@ -31,21 +46,17 @@ func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
 	switch scheme {
 	case "https", "http", "file":
 	default:
-		return fmt.Errorf("push branch %s to %s: only https (or http/file for local remotes) is supported, not %q", branch, remoteURL, scheme)
+		return repoDirs{}, nil, nil, fmt.Errorf("push branch %s to %s: only https (or http/file for local remotes) is supported, not %q", branch, remoteURL, scheme)
 	}
 	repo, err := openRepo(ctx, dir)
 	if err != nil {
-		return err
+		return repoDirs{}, nil, nil, err
 	}
 	cfg := [][2]string{{"protocol." + scheme + ".allow", "always"}}
 	if token != "" {
 		cfg = append(cfg, [2]string{"http." + remoteURL + ".extraHeader", "Authorization: Basic " + basicAuth(token)})
 	}
-	ref := "refs/heads/" + branch
-	if out, err := repo.gitWith(ctx, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
-		return redact(pushFailure(branch, remoteURL, out, err), token, basicAuth(token))
-	}
-	return nil
+	return repo, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, nil
 }
 
 // pushError is a push the remote did not take: its verdict on the branch and what git said.
@@ -153,4 +164,42 @@ func PushToRemote(ctx context.Context, dir, remote, branch, token string) error 
 		return fmt.Errorf("push branch %s: the repository %s has no remote %q (git remote add %s URL): %w", branch, dir, remote, remote, err)
 	}
 	return Push(ctx, dir, strings.TrimSpace(out), branch, token)
+}
+
+// DeleteFromRemote deletes branch from the remote named remote (remote.<name>.url, as
+// PushToRemote finds it), but only while the remote's branch points where this repository's
+// own branch does (git push --force-with-lease): a branch someone moved since, or one the
+// remote no longer has, is left as it is and deleted is false. token is sent as Push sends
+// it.
+func DeleteFromRemote(ctx context.Context, dir, remote, branch, token string) (deleted bool, err error) {
+	if strings.HasPrefix(remote, "-") {
+		return false, fmt.Errorf("delete %q from remote %q: a remote name may not start with a dash", branch, remote)
+	}
+	repo, err := openRepo(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	out, err := repo.git(ctx, nil, "config", "--get", "remote."+remote+".url")
+	if err != nil {
+		return false, fmt.Errorf("delete branch %s from remote %q: the repository %s has no such remote (git remote add %s URL): %w", branch, remote, dir, remote, err)
+	}
+	remoteURL := strings.TrimSpace(out)
+	repo, cfg, env, err := pushSetup(ctx, dir, remoteURL, branch, token)
+	if err != nil {
+		return false, err
+	}
+	ref := "refs/heads/" + branch
+	head, err := repo.git(ctx, nil, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
+		return false, fmt.Errorf("delete branch %s from %s: this repository has no such branch to compare the remote's with: %w", branch, remoteURL, err)
+	}
+	out, err = repo.gitWith(ctx, cfg, env, "push", "--porcelain", "--force-with-lease="+ref+":"+strings.TrimSpace(head), "--", remoteURL, ":"+ref)
+	if err == nil {
+		return true, nil
+	}
+	failure := pushFailure(branch, remoteURL, out, err)
+	if pe, ok := failure.(*pushError); ok && strings.Contains(pe.verdict, "stale info") {
+		return false, nil // moved by someone else, or gone already: not ours to delete
+	}
+	return false, redact(fmt.Errorf("delete branch %s from remote %q: %w", branch, remote, failure), token, basicAuth(token))
 }
