@@ -14,24 +14,65 @@ import (
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
-// watchSize measures what the check stores every poll until ctx ends and returns why the
+// watchSize measures what the check stores (u.measure) until ctx ends and returns why the
 // check must stop as soon as it passes limit; "" when ctx ended first.
 func watchSize(ctx context.Context, poll time.Duration, limit int64, u usage) string {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	return watchEvery(ctx, poll, limit, u.measure)
+}
+
+// Pacing of the size watch's looks: the first at once, the next minSizePoll later, and from
+// there twice the wait each time while nothing grows, up to the poll (a second): a check
+// that writes from its first millisecond is seen within tens of them, not after a whole
+// poll, and an idle one costs a few more looks in its first second only. While the usage
+// grows the wait is half the time left at that pace before the limit (never under
+// minSizePoll), so a fast writer is stopped near the limit, not a poll's worth past it. A
+// look never waits less than sizeCostFactor times the last look took (a large tree's
+// walk), so the watch takes at most a fifth of a core, and never more than the poll.
+const (
+	minSizePoll    = 50 * time.Millisecond
+	sizeCostFactor = 4
+)
+
+// watchEvery is watchSize with its measure apart, paced as the constants above say.
+func watchEvery(ctx context.Context, poll time.Duration, limit int64, measure func(context.Context, int64) (int64, string)) string {
+	wait := min(minSizePoll, poll)
+	var last int64
+	var lastAt time.Time
+	for n := 0; ; n++ {
+		start := time.Now()
+		total, deep := measure(ctx, limit)
+		if ctx.Err() != nil {
 			return ""
-		case <-t.C:
 		}
-		total, deep := u.measure(ctx, limit)
+		cost := time.Since(start)
 		if deep != "" {
 			return fmt.Sprintf("the check nested folders more than %d deep in %s: the check was stopped and the attempt is abandoned (no project's files nest so deep, and the size limit cannot be watched in such a tree)", maxTreeDepth, deep)
 		}
 		if total > limit {
 			return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, $HOME, /dev/shm, reports and deleted files it kept open, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
 				formatBytes(total), formatBytes(limit))
+		}
+		switch {
+		case n == 0:
+		case total > last:
+			// At this pace the limit is eta away: look again halfway there.
+			elapsed := max(start.Sub(lastAt), time.Millisecond)
+			half := float64(limit-total) / float64(total-last) * float64(elapsed) / 2
+			wait = poll
+			if half < float64(poll) {
+				wait = time.Duration(half)
+			}
+		default:
+			wait = min(wait*2, poll)
+		}
+		wait = max(wait, min(minSizePoll, poll), min(sizeCostFactor*cost, poll))
+		last, lastAt = total, start
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ""
+		case <-t.C:
 		}
 	}
 }
