@@ -265,6 +265,9 @@ func (b *Builder) run(ctx context.Context, dir string, env Env, r Recipe, comman
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; ESRCH when none
+	if why := sandbox.Stopped(cmd); why != "" {
+		fmt.Fprintf(w, "ticketd: %s\n", why)
+	}
 	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
 		// Only without the sandbox: under bwrap the command's end ends its PID namespace.
 		return -1, fmt.Errorf("command %q ended, but a process it started in the background still held its output open %s later "+

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -29,7 +30,9 @@ import (
 // command inherits them and none can raise them (it has no capability):
 //   - Memory is RLIMIT_DATA of each process: what it may allocate (heap and private
 //     writable mappings; reserved but inaccessible address space and files it maps do not
-//     count). Past it an allocation fails: Python raises MemoryError.
+//     count). Past it an allocation fails: Python raises MemoryError. It also bounds all of
+//     the command's processes together: while it runs, the memory they hold is added up,
+//     and past Memory the sandbox is killed (memwatch.go; Stopped says so).
 //   - Processes is RLIMIT_NPROC: the processes and threads the command may have at once.
 //     The kernel counts them per user namespace, and every command has one of its own, so
 //     they are the command's alone, not its user's: one check's fork loop cannot starve
@@ -41,8 +44,8 @@ import (
 //
 // The zero value means the defaults.
 type Limits struct {
-	// Memory is the bytes each process may allocate; 0 means DefaultMemoryLimit(), negative
-	// no limit.
+	// Memory is the bytes each process may allocate, and all of the command's processes
+	// together may hold; 0 means DefaultMemoryLimit(), negative no limit.
 	Memory int64
 	// Processes is how many processes and threads the command may have at once; 0 means
 	// DefaultProcessLimit(), negative no limit.
@@ -147,6 +150,9 @@ type starter struct {
 	info   *os.File // read end of --info-fd
 	block  *os.File // write end of --block-fd
 	once   sync.Once
+
+	mu      sync.Mutex
+	stopped string // why the sandbox stopped the command (Stopped)
 }
 
 func (s *starter) Read([]byte) (int, error) {
@@ -160,6 +166,7 @@ func (s *starter) Read([]byte) (int, error) {
 			// Before the command runs: the block is never released. bwrap leads its group.
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			s.cmd.Process.Kill()
+			s.stop(fmt.Sprintf("the sandbox was stopped before the command ran: %v", err))
 			if w := s.cmd.Stderr; w != nil {
 				fmt.Fprintf(w, "ticketd: the sandbox was stopped before the command ran: %v\n", err)
 			}
@@ -191,11 +198,28 @@ func (s *starter) apply() error {
 	}
 	// bwrap itself only waits for the sandbox; it goes first too.
 	_ = writeOOMScoreAdj(s.cmd.Process.Pid)
+	pidfd := -1
+	if limit := s.limits.MemoryBytes(); limit > 0 {
+		if pidfd, err = openPidfd(s.cmd.Process.Pid); err != nil {
+			warnNoMemoryWatch.Do(func() {
+				slog.Warn("checks run without the bound on their whole memory: each process stays bounded by max_check_memory, all of a check's processes together are not", "err", err)
+			})
+		}
+	}
 	if _, err := s.block.Write([]byte{1}); err != nil {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
+	}
+	if pidfd >= 0 {
+		go s.watchMemory(pidfd, s.cmd.Process.Pid, s.limits.MemoryBytes())
 	}
 	return nil
 }
+
+// warnNoMemoryWatch logs once that the kernel offers no pidfds for the memory watch.
+var warnNoMemoryWatch sync.Once
 
 // applyLimits sets l on process pid, and its oom_score_adj. A limit above what pid has
 // already (the daemon's own, inherited: LimitNPROC= in its unit, say) leaves that one: ticketd

@@ -204,6 +204,10 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if note := limitNote(r.Limits, res, combined); note != "" && r.Sandbox != sandbox.ModeNone {
 		res.Summary = note + ". " + res.Summary
 	}
+	if out.stopped != "" && !res.Cancelled {
+		res.Passed = false
+		res.Summary = out.stopped + ". " + res.Summary
+	}
 	return res
 }
 
@@ -565,6 +569,7 @@ type execOutput struct {
 	exitCode int
 	timedOut bool
 	oversize string // why the size limit stopped the check; "" when it did not
+	stopped  string // why the sandbox stopped it (sandbox.Stopped: its memory as a whole)
 	duration time.Duration
 }
 
@@ -636,6 +641,7 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 	waitErr := cmd.Wait()
 	close(exited)
 	out.duration = time.Since(start)
+	out.stopped = sandbox.Stopped(cmd)
 	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
 	cancel(nil)
 	out.oversize = watch.wait()

@@ -110,7 +110,7 @@ func (u usage) measure(ctx context.Context, budget int64) (int64, string) {
 	if u.pid <= 0 {
 		return total, ""
 	}
-	pids := descendants(u.pid)
+	pids := sandbox.Descendants(u.pid)
 	total += privateFS(pids)
 	return total + deletedOpen(pids, devs, seen), ""
 }
@@ -208,29 +208,6 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 	}
 	walk(root, 0)
 	return total, deep
-}
-
-// descendants returns pid and every process below it, read from /proc.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return []int{pid}
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := sandbox.ParentOf(p); ok {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
 }
 
 // privateFS is the used size of the sandbox's private /tmp and /dev/shm, read through the
