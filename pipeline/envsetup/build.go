@@ -226,6 +226,9 @@ func (b *Builder) build(ctx context.Context, req Request, env Env) (Env, error) 
 			return fail(&BuildError{Err: err})
 		}
 	}
+	if err := lockDown(env.Dir); err != nil {
+		return fail(&BuildError{Err: err})
+	}
 	py := filepath.Join(env.Dir, "bin", "python")
 	if fi, err := os.Stat(py); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 		env.Python = py

@@ -150,6 +150,34 @@ func chownTree(dir string, uid, gid int) error {
 	return nil
 }
 
+// lockDown takes from everything in a finished environment the bits a recipe (code of the
+// repository's, untrusted) could leave to outlive it: write for group and others, set-user-ID
+// and set-group-ID. The environment is read by every later check of the repository, of
+// every ticket: a file any local user may write would let one change what those checks
+// run, and a set-ID program left there runs as whoever owns it.
+func lockDown(dir string) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if m := fi.Mode(); m&(0o022|fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			return os.Chmod(p, m.Perm()&^0o022|m&fs.ModeSticky)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("take write for others and set-ID bits from the environment %s: %w", dir, err)
+	}
+	return nil
+}
+
 func hashString(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:8]
