@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -50,6 +51,21 @@ type Limits struct {
 	// Processes is how many processes and threads the command may have at once; 0 means
 	// DefaultProcessLimit(), negative no limit.
 	Processes int
+	// Files is how many open files all of the command's processes may hold at once (the
+	// sizes of their descriptor tables, watched with the memory); 0 means an eighth of the
+	// host's fs.file-max, at least 65,536 (checkFiles), negative no limit.
+	Files int64
+}
+
+// FileCount is the open-files limit in force, 0 for none.
+func (l Limits) FileCount() int64 {
+	switch {
+	case l.Files == 0:
+		return checkFiles()
+	case l.Files < 0:
+		return 0
+	}
+	return l.Files
 }
 
 // Defaults of Limits: generous for real test suites (numpy and its BLAS threads, pytest-xdist
@@ -198,13 +214,11 @@ func (s *starter) apply() error {
 	}
 	// bwrap itself only waits for the sandbox; it goes first too.
 	_ = writeOOMScoreAdj(s.cmd.Process.Pid)
-	pidfd := -1
-	if limit := s.limits.MemoryBytes(); limit > 0 {
-		if pidfd, err = openPidfd(s.cmd.Process.Pid); err != nil {
-			warnNoMemoryWatch.Do(func() {
-				slog.Warn("checks run without the bound on their whole memory: each process stays bounded by max_check_memory, all of a check's processes together are not", "err", err)
-			})
-		}
+	pidfd, err := openPidfd(s.cmd.Process.Pid)
+	if err != nil {
+		warnNoMemoryWatch.Do(func() {
+			slog.Warn("checks run without the bound on their whole memory and open files: each process stays bounded by max_check_memory, all of a check's processes together are not", "err", err)
+		})
 	}
 	if _, err := s.block.Write([]byte{1}); err != nil {
 		if pidfd >= 0 {
@@ -213,7 +227,15 @@ func (s *starter) apply() error {
 		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
 	}
 	if pidfd >= 0 {
-		go s.watchMemory(pidfd, s.cmd.Process.Pid, s.limits.MemoryBytes())
+		limit := s.limits.MemoryBytes()
+		if limit <= 0 {
+			limit = math.MaxInt64
+		}
+		files := s.limits.FileCount()
+		if files <= 0 {
+			files = math.MaxInt64
+		}
+		go s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files)
 	}
 	return nil
 }

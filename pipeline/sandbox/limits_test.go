@@ -311,3 +311,37 @@ print("ALL DONE", flush=True)
 		}
 	}
 }
+
+// TestOpenFilesAreTheChecks: a check whose forked processes each open files within their own
+// descriptor limit, but together more than the check may hold, is killed before the host's
+// file table (fs.file-max) runs out, and Stopped says why. Here the bound is 4,096 files and
+// eight processes open 1,000 each (and stop by themselves after 60 s).
+func TestOpenFilesAreTheChecks(t *testing.T) {
+	spec := limitSpec(t, Limits{Memory: 512 << 20, Processes: 64})
+	spec.Limits.Files = 4096
+	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", `
+import os, time
+kids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(1000)]
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("ALL DONE", flush=True)
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	why := Stopped(cmd)
+	t.Logf("uid %d: %v, stopped %q, output %q", os.Geteuid(), err, why, out.String())
+	if why == "" || strings.Contains(out.String(), "ALL DONE") || !strings.Contains(why, "more than its limit of 4096") {
+		t.Errorf("eight processes of 1,000 open files each under a 4,096-file bound ran to their end (%v), or Stopped = %q", err, why)
+	}
+}

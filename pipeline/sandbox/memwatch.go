@@ -64,8 +64,9 @@ func openPidfd(pid int) (int, error) {
 }
 
 // watchMemory kills the sandbox of bwrap (pidfd, pid) once its processes together hold more
-// than limit bytes, and returns when bwrap has ended. It owns pidfd.
-func (s *starter) watchMemory(pidfd, pid int, limit int64) {
+// than limit bytes, or more open files than maxFiles, and returns when bwrap has ended. It
+// owns pidfd.
+func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64) {
 	defer unix.Close(pidfd)
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 	for {
@@ -76,7 +77,13 @@ func (s *starter) watchMemory(pidfd, pid int, limit int64) {
 		if err != nil || n > 0 {
 			return // bwrap ended (readable), or the descriptor is unusable
 		}
-		used := TreeMemory(pid)
+		used, files := treeUsage(pid)
+		if files > maxFiles {
+			s.stop(fmt.Sprintf("the check held %d open files at once (the descriptor tables of its processes), more than its limit of %d (by default an eighth of the host's fs.file-max): the sandbox and every process in it were killed before the host ran out of them",
+				files, maxFiles))
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+			return
+		}
 		if used <= limit {
 			continue
 		}
@@ -89,14 +96,48 @@ func (s *starter) watchMemory(pidfd, pid int, limit int64) {
 	}
 }
 
-// TreeMemory is the memory pid and every process below it hold: the sum of their Pss.
-// Processes it cannot read (gone meanwhile) count nothing.
-func TreeMemory(pid int) int64 {
-	var total int64
+// treeUsage is the memory pid and every process below it hold, the sum of their Pss, and the
+// open files they may hold, the sum of their descriptor tables' sizes (FDSize: at least
+// the open descriptors, each a file of the host's fs.file-max). Processes it cannot read
+// (gone meanwhile) count nothing.
+func treeUsage(pid int) (mem, files int64) {
 	for _, p := range Descendants(pid) {
-		total += pss(p)
+		mem += pss(p)
+		files += fdSize(p)
 	}
-	return total
+	return mem, files
+}
+
+// fdSize is the FDSize of process pid's status, 0 when it cannot be read.
+func fdSize(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(data), "\nFDSize:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	n, _ := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	return n
+}
+
+// checkFiles is how many open files a check may hold at once: an eighth of the host's
+// fs.file-max (every open file of every process counts in it, and past it every open on the
+// host fails with ENFILE, the daemon's database's too), at least 65,536. Each process of a
+// check may hold as many as the daemon's RLIMIT_NOFILE (often 20,000 or more), so a hundred
+// forked processes, whose memory is mostly shared, could otherwise take them all.
+func checkFiles() int64 {
+	data, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		return 1 << 16
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 1 << 16
+	}
+	return max(n/8, 1<<16)
 }
 
 // pss is the Pss of process pid in bytes, 0 when it cannot be read.
