@@ -226,6 +226,9 @@ func (b *Builder) build(ctx context.Context, req Request, env Env) (Env, error) 
 			return fail(&BuildError{Err: err})
 		}
 	}
+	if err := lockDown(env.Dir); err != nil {
+		return fail(&BuildError{Err: err})
+	}
 	py := filepath.Join(env.Dir, "bin", "python")
 	if fi, err := os.Stat(py); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 		env.Python = py
@@ -265,6 +268,9 @@ func (b *Builder) run(ctx context.Context, dir string, env Env, r Recipe, comman
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; ESRCH when none
+	if why := sandbox.Stopped(cmd); why != "" {
+		fmt.Fprintf(w, "ticketd: %s\n", why)
+	}
 	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
 		// Only without the sandbox: under bwrap the command's end ends its PID namespace.
 		return -1, fmt.Errorf("command %q ended, but a process it started in the background still held its output open %s later "+

@@ -481,3 +481,26 @@ func TestSetupWithoutNetworkDoesNotRetryTheIndex(t *testing.T) {
 		t.Errorf("shinyfmt not installed from the wheelhouse: %v %s", err, out)
 	}
 }
+
+// TestEnvironmentLockedDown: a recipe that leaves world-writable or set-ID files and folders in
+// its environment (read by every later check of the repository, of every ticket) gets them
+// back without those bits.
+func TestEnvironmentLockedDown(t *testing.T) {
+	t.Parallel()
+	bu := setup(t)
+	src := writeFixture(t, t.TempDir(), map[string]string{"README.md": "x\n"})
+	r := Recipe{Commands: []string{`mkdir -p "$ENV/d" && echo x > "$ENV/d/f" && chmod 6777 "$ENV/d/f" && chmod 2777 "$ENV/d" && chmod 0777 "$ENV"`}}
+	env, err := bu.b.Ensure(t.Context(), Request{Repo: "app", Source: src.dir, Files: src.files, Recipe: r})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	for _, p := range []string{env.Dir, filepath.Join(env.Dir, "d"), filepath.Join(env.Dir, "d", "f")} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode(); m&(0o022|os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("%s is %v after the build: writable by others or set-ID", p, m)
+		}
+	}
+}

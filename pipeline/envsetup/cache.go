@@ -89,53 +89,49 @@ func hasEnvs(repoDir string) bool {
 }
 
 // copyFiles copies the tracked files of src into dst: regular files with their mode bits,
-// symlinks as symlinks; nothing else (a recipe runs in exactly the base commit's files).
+// symlinks as symlinks; nothing else (a recipe runs in exactly the base commit's files). No
+// symlink is followed, in a folder on the way either (openTracked): a path through one is
+// not the checkout's file and is left out, as an absent one is.
 func copyFiles(src, dst string, files []string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
 	for _, rel := range files {
-		from := filepath.Join(src, filepath.FromSlash(rel))
 		to := filepath.Join(dst, filepath.FromSlash(rel))
-		fi, err := os.Lstat(from)
+		e, err := openTracked(src, rel)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotInTree) {
 				continue // a submodule's folder, or a file the checkout does not have
 			}
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(from)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			if err := copyFile(from, to, fi.Mode().Perm()); err != nil {
-				return err
-			}
+		if err := copyEntry(e, to); err != nil {
+			return fmt.Errorf("copy %s: %w", rel, err)
 		}
 	}
 	return nil
 }
 
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
+// copyEntry writes e at to: a symlink as the same symlink, a regular file's content with its
+// mode bits; anything else is skipped.
+func copyEntry(e trackedEntry, to string) error {
+	if e.file != nil {
+		defer e.file.Close()
+	}
+	if e.mode != fs.ModeSymlink && e.file == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	if e.mode == fs.ModeSymlink {
+		return os.Symlink(e.target, to)
+	}
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, e.perm|0o600)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
+	_, err = io.Copy(out, e.file)
 	return errors.Join(err, out.Close())
 }
 
@@ -150,6 +146,34 @@ func chownTree(dir string, uid, gid int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("give %s to uid %d: %w", dir, uid, err)
+	}
+	return nil
+}
+
+// lockDown takes from everything in a finished environment the bits a recipe (code of the
+// repository's, untrusted) could leave to outlive it: write for group and others, set-user-ID
+// and set-group-ID. The environment is read by every later check of the repository, of
+// every ticket: a file any local user may write would let one change what those checks
+// run, and a set-ID program left there runs as whoever owns it.
+func lockDown(dir string) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if m := fi.Mode(); m&(0o022|fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			return os.Chmod(p, m.Perm()&^0o022|m&fs.ModeSticky)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("take write for others and set-ID bits from the environment %s: %w", dir, err)
 	}
 	return nil
 }

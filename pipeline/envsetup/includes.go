@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -56,7 +55,7 @@ func withIncludes(dir string, files, inputs, commands []string) []string {
 	for len(queue) > 0 {
 		rel := queue[0]
 		queue = queue[1:]
-		for _, name := range fileIncludes(filepath.Join(dir, filepath.FromSlash(rel))) {
+		for _, name := range fileIncludes(dir, rel) {
 			add(path.Dir(rel), name)
 		}
 	}
@@ -71,18 +70,14 @@ func isRequirementsFile(rel string) bool {
 }
 
 // fileIncludes are the files one requirements file includes; a file that is no regular file
-// (a FIFO, a symlink) is not read.
-func fileIncludes(p string) []string {
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() {
+// (a FIFO, a symlink), or lies below a symlinked folder, is not read.
+func fileIncludes(dir, rel string) []string {
+	e, err := openTracked(dir, rel)
+	if err != nil || e.file == nil {
 		return nil
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInputBytes))
+	defer e.file.Close()
+	data, err := io.ReadAll(io.LimitReader(e.file, maxInputBytes))
 	if err != nil {
 		return nil
 	}

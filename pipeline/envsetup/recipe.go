@@ -13,11 +13,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"slices"
 	"time"
 )
@@ -71,7 +71,8 @@ const maxInputBytes = 16 << 20
 // from dir: a hash of the recipe, of every tracked file an input pattern matches (name and
 // content; a symlink by its target), of every tracked requirements file those or the
 // commands include (-r, -c: withIncludes) and of the interpreter's version. Only regular files
-// and symlinks are read, a symlink never followed: a repository cannot make the key read a
+// and symlinks are read, a symlink never followed (a folder on the way either: openTracked):
+// a repository, or what a check left in the worktree, cannot make the key read a
 // FIFO or /dev/zero.
 func Key(r Recipe, dir string, files []string, pythonVersion string) (string, []string, error) {
 	h := sha256.New()
@@ -90,31 +91,28 @@ func Key(r Recipe, dir string, files []string, pythonVersion string) (string, []
 	h.Write(head)
 	inputs := withIncludes(dir, files, Inputs(r, files), r.Commands)
 	for _, rel := range inputs {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		fi, err := os.Lstat(p)
+		e, err := openTracked(dir, rel)
+		if errors.Is(err, errNotInTree) {
+			// Not the checkout's file (a check left a symlinked folder): keyed as such, never
+			// read through the link.
+			fmt.Fprintf(h, "\x00%s\x00not in the tree", rel)
+			continue
+		}
 		if err != nil {
 			return "", nil, fmt.Errorf("environment key: input %s: %w", rel, err)
 		}
 		fmt.Fprintf(h, "\x00%s\x00", rel)
 		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return "", nil, fmt.Errorf("environment key: input %s: %w", rel, err)
-			}
-			fmt.Fprintf(h, "symlink\x00%s", target)
-		case fi.Mode().IsRegular():
-			f, err := os.Open(p)
-			if err != nil {
-				return "", nil, fmt.Errorf("environment key: input %s: %w", rel, err)
-			}
-			_, err = io.Copy(h, io.LimitReader(f, maxInputBytes))
-			f.Close()
+		case e.mode == fs.ModeSymlink:
+			fmt.Fprintf(h, "symlink\x00%s", e.target)
+		case e.file != nil:
+			_, err = io.Copy(h, io.LimitReader(e.file, maxInputBytes))
+			e.file.Close()
 			if err != nil {
 				return "", nil, fmt.Errorf("environment key: input %s: %w", rel, err)
 			}
 		default:
-			fmt.Fprintf(h, "other\x00%s", fi.Mode().Type())
+			fmt.Fprintf(h, "other\x00%s", e.mode.Type())
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], inputs, nil

@@ -656,7 +656,9 @@ func (c *Client) failureError(ep *endpoint, role Role, model string, f fault, at
 			role, ErrContentFiltered, status, ep.name, said)
 	}
 	last := f.class
-	if f.class == ErrorClassTimeout && f.status == 0 {
+	if f.class == ErrorClassTimeout && f.status == 0 && f.bound != "" {
+		last = "timeout: no answer within " + f.bound
+	} else if f.class == ErrorClassTimeout && f.status == 0 {
 		last = fmt.Sprintf("timeout: no answer within %s (models.endpoints.%s.timeout; raise it for a slow server)", ep.timeout, ep.name)
 	} else if status != "" {
 		last += " (" + status + ")"

@@ -127,6 +127,9 @@ func (c *Client) preflightRole(ctx context.Context, req Request, deadline time.T
 		default:
 			f = classify(ctx, err, ws)
 		}
+		if timeout < ep.timeout {
+			f.bound = fmt.Sprintf("%s (models.preflight_timeout, below models.endpoints.%s.timeout %s; raise it for a slow server)", timeout, ep.name, ep.timeout)
+		}
 		f.apiMsg = c.redact(ep, f.apiMsg)
 		delay := backoff(n+1, c.cfg.Retry.BaseDelay, c.cfg.Retry.MaxDelay, c.jitter)
 		if ra, ok := parseRetryAfter(ws.retryAfter, c.clock.Now()); ok {
@@ -250,6 +253,19 @@ func (c *Client) probeChat(ctx context.Context, ep *endpoint) error {
 	if said == "" && err != nil {
 		said = c.redact(ep, clean(err.Error()))
 	}
-	return fmt.Errorf("probe of models.endpoints.%s (%s, 1 token of %s) failed after %s, %s %s: %s: %w",
-		ep.name, ep.baseURL, model, time.Since(start).Round(time.Millisecond), f.class, f.statusText(), said, ErrTransport)
+	return fmt.Errorf("probe of models.endpoints.%s (%s, 1 token of %s) failed after %s, %s: %s: %w",
+		ep.name, ep.baseURL, model, time.Since(start).Round(time.Millisecond), probeFailure(f, ep), said, ErrTransport)
+}
+
+// probeFailure names a failed probe's class, with the status the server sent or, for a
+// time-out without one, the bound it ran into: "server (HTTP 503)", "timeout (no answer
+// within 5m0s, models.endpoints.local.timeout)", or the bare class.
+func probeFailure(f fault, ep *endpoint) string {
+	switch st := f.statusText(); {
+	case f.class == ErrorClassTimeout && f.status == 0:
+		return fmt.Sprintf("%s (no answer within %s, models.endpoints.%s.timeout)", f.class, ep.timeout, ep.name)
+	case st != "":
+		return fmt.Sprintf("%s (%s)", f.class, st)
+	}
+	return f.class
 }

@@ -461,3 +461,54 @@ func TestProbeUsesTheEndpointTimeout(t *testing.T) {
 		t.Errorf("still down after a probe the server answered in 150ms: %+v", down)
 	}
 }
+
+// TestTimeoutTexts: a request that timed out without a status says which bound it ran
+// into, and nothing reads "timeout : Post": the breaker's probe names the endpoint's
+// timeout, a preflight bounded by models.preflight_timeout names that one.
+func TestTimeoutTexts(t *testing.T) {
+	hanging := func(t *testing.T) string {
+		stop := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(stop) })
+		return srv.URL
+	}
+	t.Run("probe", func(t *testing.T) {
+		cfg := testConfig(hanging(t))
+		ep := cfg.Endpoints["local"]
+		ep.Timeout = 20 * time.Millisecond
+		cfg.Endpoints["local"] = ep
+		cfg.Retry.MaxRetries = 1
+		cfg.Breaker = BreakerConfig{Failures: 2, ProbeBase: time.Millisecond, ProbeMax: time.Millisecond}
+		b := setup(t, cfg)
+		if _, err := b.client.Chat(context.Background(), userMsg("x")); !errors.Is(err, ErrEndpointDown) {
+			t.Fatalf("err = %v, want the breaker open", err)
+		}
+		b.clock.Advance(time.Second)
+		down := b.client.Unavailable(context.Background())
+		if len(down) != 1 {
+			t.Fatalf("down = %+v, want the endpoint still down", down)
+		}
+		msg := down[0].LastError
+		t.Logf("last error: %s", msg)
+		if strings.Contains(msg, " :") || !strings.Contains(msg, "timeout (no answer within 20ms, models.endpoints.local.timeout): Post") {
+			t.Errorf("probe's error = %q, want \"timeout (no answer within 20ms, models.endpoints.local.timeout): Post …\"", msg)
+		}
+	})
+	t.Run("preflight", func(t *testing.T) {
+		cfg := testConfig(hanging(t))
+		cfg.PreflightTimeout = 20 * time.Millisecond
+		cfg.PreflightWait = time.Millisecond
+		b := setup(t, cfg)
+		err := b.client.Preflight(context.Background(), preflightReqs())
+		t.Logf("err: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "no answer within 20ms (models.preflight_timeout") || strings.Contains(err.Error(), "within 5m0s") {
+			t.Errorf("Preflight = %v, want it to name models.preflight_timeout's 20ms, not the endpoint's 5m timeout", err)
+		}
+	})
+}

@@ -33,6 +33,9 @@ type fault struct {
 	// anyRequest says the answer does not depend on what the request carried (see
 	// Fault.AnyRequest).
 	anyRequest bool
+	// bound names the setting that bounded a time-out without a status when it was not the
+	// endpoint's own timeout (models.preflight_timeout); "" means the endpoint's.
+	bound string
 }
 
 // classify sorts an error from go-openai into an error class. parent is the caller's

@@ -226,3 +226,30 @@ echo x > /dev/null && echo DEVNULL_OK`, 2<<20, 2<<20, ShmSize+1<<20))
 		t.Errorf("/dev/null is not writable: %s", out)
 	}
 }
+
+// TestCheckHoldsNoExtraDescriptor: a check's command starts with stdin, stdout and stderr
+// and nothing else. As root bwrap is handed the check's user namespace as descriptor 3
+// (--userns) and never closes it: every process of the check held a descriptor of its own
+// user namespace. Run as root and as a user (setpriv --reuid=65534 ...): both must pass.
+func TestCheckHoldsNoExtraDescriptor(t *testing.T) {
+	requireBwrap(t)
+	scratch, err := NewScratch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { scratch.Remove() })
+	spec := Spec{Dir: t.TempDir(), Reports: scratch.Dir, Env: []string{"PATH=/usr/bin:/bin"}}
+	out := probeRun(t, spec, `/usr/bin/python3 -I -S -c '
+import os
+for f in os.listdir("/proc/self/fd"):
+    if int(f) > 2:
+        try:
+            print("EXTRA", f, os.readlink("/proc/self/fd/" + f))
+        except OSError:
+            pass  # the listing'"'"'s own, closed by now
+print("listed")'`)
+	t.Logf("uid %d: %q", os.Geteuid(), out)
+	if strings.Contains(out, "EXTRA") || !strings.Contains(out, "listed") {
+		t.Errorf("the check holds descriptors beyond stdio: %s", out)
+	}
+}

@@ -78,6 +78,29 @@ func rootInside(id Identity) int {
 	return 1
 }
 
+// nsCounts bound, in the checks' user namespace, what the kernel counts per user in every
+// namespace up to the host's: a check's inotify instances and watches and its fanotify
+// groups and marks are also charged to the namespace's owner there, host root when ticketd
+// is root. Measured before this bound: one check held all 128 inotify instances root may
+// have (fs.inotify.max_user_instances), and every root process on the host (systemd, udev,
+// the daemon) got EMFILE from inotify_init until it ended. A test suite that watches files
+// needs a few.
+var nsCounts = []struct {
+	name  string
+	value int
+}{{"max_inotify_instances", 16}, {"max_inotify_watches", 8192}, {"max_fanotify_groups", 16}, {"max_fanotify_marks", 8192}}
+
+// nsCountScript sets nsCounts where the kernel has them: "echo N > /proc/sys/user/NAME && "
+// for each.
+var nsCountScript = func() string {
+	var b strings.Builder
+	for _, c := range nsCounts {
+		p := "/proc/sys/user/" + c.name
+		fmt.Fprintf(&b, "{ ! [ -e %s ] || echo %d > %s; } && ", p, c.value, p)
+	}
+	return b.String()
+}()
+
 // capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
 const capSysResource = 24
 
@@ -87,13 +110,14 @@ const capSysResource = 24
 // its own, so that the kernel counts its processes apart from every other command's
 // (RLIMIT_NPROC is counted per user namespace and user: Limits). It starts a helper shell in
 // the namespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
-// no user namespace of its own, which would give it capabilities again) and waits. ticketd
+// no user namespace of its own, which would give it capabilities again) and the counts of
+// nsCounts, and waits. ticketd
 // keeps the namespace by opening it, then lets the helper go.
 func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	in := rootInside(id)
-	h := exec.CommandContext(ctx, "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && echo ready && read -r _")
+	h := exec.CommandContext(ctx, "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && "+nsCountScript+"echo ready && read -r _")
 	h.Env = []string{"PATH=/usr/bin:/bin"}
 	h.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ticketd/ticketd/scripts/testenv"
 )
@@ -203,4 +206,46 @@ func TestProbeRefusesWritableSysctls(t *testing.T) {
 	if _, err := Probe(context.Background(), bwrap); err != nil {
 		t.Errorf("the self-test refused ticketd's own sandbox: %v", err)
 	}
+}
+
+// TestInotifyBoundAsRoot: as root, a check's inotify instances are also charged to host
+// root (the owner of its user namespace); a check that takes as many as it can must leave
+// root some: before the bound it took all 128, and every root process's inotify_init failed
+// with EMFILE until it ended. As a user they are the daemon user's own (not bounded here).
+func TestInotifyBoundAsRoot(t *testing.T) {
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("as a user a check's inotify instances count against the daemon's own user only")
+	}
+	spec := Spec{Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
+	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", `
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 4096 and libc.inotify_init() >= 0:
+    n += 1
+print("instances", n, flush=True)
+time.sleep(60)  # holds them until the test kills it
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the check said %q: %v", line, err)
+	}
+	t.Logf("the check holds: %s", strings.TrimSpace(line))
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatalf("root's inotify_init on the host failed while a check held all it could: %v (the check: %s)", err, strings.TrimSpace(line))
+	}
+	unix.Close(fd)
 }

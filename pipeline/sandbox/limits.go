@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -29,7 +31,9 @@ import (
 // command inherits them and none can raise them (it has no capability):
 //   - Memory is RLIMIT_DATA of each process: what it may allocate (heap and private
 //     writable mappings; reserved but inaccessible address space and files it maps do not
-//     count). Past it an allocation fails: Python raises MemoryError.
+//     count). Past it an allocation fails: Python raises MemoryError. It also bounds all of
+//     the command's processes together: while it runs, the memory they hold is added up,
+//     and past Memory the sandbox is killed (memwatch.go; Stopped says so).
 //   - Processes is RLIMIT_NPROC: the processes and threads the command may have at once.
 //     The kernel counts them per user namespace, and every command has one of its own, so
 //     they are the command's alone, not its user's: one check's fork loop cannot starve
@@ -41,12 +45,27 @@ import (
 //
 // The zero value means the defaults.
 type Limits struct {
-	// Memory is the bytes each process may allocate; 0 means DefaultMemoryLimit(), negative
-	// no limit.
+	// Memory is the bytes each process may allocate, and all of the command's processes
+	// together may hold; 0 means DefaultMemoryLimit(), negative no limit.
 	Memory int64
 	// Processes is how many processes and threads the command may have at once; 0 means
 	// DefaultProcessLimit(), negative no limit.
 	Processes int
+	// Files is how many open files all of the command's processes may hold at once (the
+	// sizes of their descriptor tables, watched with the memory); 0 means an eighth of the
+	// host's fs.file-max, at least 65,536 (checkFiles), negative no limit.
+	Files int64
+}
+
+// FileCount is the open-files limit in force, 0 for none.
+func (l Limits) FileCount() int64 {
+	switch {
+	case l.Files == 0:
+		return checkFiles()
+	case l.Files < 0:
+		return 0
+	}
+	return l.Files
 }
 
 // Defaults of Limits: generous for real test suites (numpy and its BLAS threads, pytest-xdist
@@ -147,6 +166,9 @@ type starter struct {
 	info   *os.File // read end of --info-fd
 	block  *os.File // write end of --block-fd
 	once   sync.Once
+
+	mu      sync.Mutex
+	stopped string // why the sandbox stopped the command (Stopped)
 }
 
 func (s *starter) Read([]byte) (int, error) {
@@ -160,6 +182,7 @@ func (s *starter) Read([]byte) (int, error) {
 			// Before the command runs: the block is never released. bwrap leads its group.
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			s.cmd.Process.Kill()
+			s.stop(fmt.Sprintf("the sandbox was stopped before the command ran: %v", err))
 			if w := s.cmd.Stderr; w != nil {
 				fmt.Fprintf(w, "ticketd: the sandbox was stopped before the command ran: %v\n", err)
 			}
@@ -191,11 +214,34 @@ func (s *starter) apply() error {
 	}
 	// bwrap itself only waits for the sandbox; it goes first too.
 	_ = writeOOMScoreAdj(s.cmd.Process.Pid)
+	pidfd, err := openPidfd(s.cmd.Process.Pid)
+	if err != nil {
+		warnNoMemoryWatch.Do(func() {
+			slog.Warn("checks run without the bound on their whole memory and open files: each process stays bounded by max_check_memory, all of a check's processes together are not", "err", err)
+		})
+	}
 	if _, err := s.block.Write([]byte{1}); err != nil {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
+	}
+	if pidfd >= 0 {
+		limit := s.limits.MemoryBytes()
+		if limit <= 0 {
+			limit = math.MaxInt64
+		}
+		files := s.limits.FileCount()
+		if files <= 0 {
+			files = math.MaxInt64
+		}
+		go s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files)
 	}
 	return nil
 }
+
+// warnNoMemoryWatch logs once that the kernel offers no pidfds for the memory watch.
+var warnNoMemoryWatch sync.Once
 
 // applyLimits sets l on process pid, and its oom_score_adj. A limit above what pid has
 // already (the daemon's own, inherited: LimitNPROC= in its unit, say) leaves that one: ticketd

@@ -266,3 +266,82 @@ print("SECOND forked 5")
 		t.Errorf("while another sandboxed command held its process limit full, a second could not fork:\n%s", out)
 	}
 }
+
+// TestMemoryLimitIsTheChecks: a check whose processes each stay under the memory limit but
+// together hold several times it is killed, and Stopped says why; one that stays under it
+// as a whole runs to its end. Each child fills 48 MiB under a 96 MiB limit and waits (up to
+// 60 s, in case nothing stops them).
+func TestMemoryLimitIsTheChecks(t *testing.T) {
+	const script = `
+import os, sys, time
+n = int(sys.argv[1])
+kids = []
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        b = b"x" * (48 << 20)
+        time.sleep(60 if n > 1 else 0.5)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("ALL DONE", flush=True)
+`
+	spec := limitSpec(t, Limits{Memory: 96 << 20, Processes: 64})
+	for _, tt := range []struct {
+		children string
+		wantStop bool
+	}{{"1", false}, {"6", true}} {
+		cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", script, tt.children})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		why := Stopped(cmd)
+		t.Logf("uid %d, %s children of 48 MiB: %v, stopped %q, output %q", os.Geteuid(), tt.children, err, why, out.String())
+		switch {
+		case tt.wantStop && (why == "" || strings.Contains(out.String(), "ALL DONE")):
+			t.Errorf("%s children of 48 MiB each under a 96 MiB limit ran to their end (%v): the limit is per process only", tt.children, err)
+		case tt.wantStop && !strings.Contains(why, "more than its limit of 96.0 MiB"):
+			t.Errorf("Stopped = %q, want it to name the 96 MiB limit", why)
+		case !tt.wantStop && (why != "" || !strings.Contains(out.String(), "ALL DONE")):
+			t.Errorf("one child of 48 MiB under a 96 MiB limit was stopped (%q) or did not finish: %s", why, out.String())
+		}
+	}
+}
+
+// TestOpenFilesAreTheChecks: a check whose forked processes each open files within their own
+// descriptor limit, but together more than the check may hold, is killed before the host's
+// file table (fs.file-max) runs out, and Stopped says why. Here the bound is 4,096 files and
+// eight processes open 1,000 each (and stop by themselves after 60 s).
+func TestOpenFilesAreTheChecks(t *testing.T) {
+	spec := limitSpec(t, Limits{Memory: 512 << 20, Processes: 64})
+	spec.Limits.Files = 4096
+	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", `
+import os, time
+kids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(1000)]
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("ALL DONE", flush=True)
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	why := Stopped(cmd)
+	t.Logf("uid %d: %v, stopped %q, output %q", os.Geteuid(), err, why, out.String())
+	if why == "" || strings.Contains(out.String(), "ALL DONE") || !strings.Contains(why, "more than its limit of 4096") {
+		t.Errorf("eight processes of 1,000 open files each under a 4,096-file bound ran to their end (%v), or Stopped = %q", err, why)
+	}
+}

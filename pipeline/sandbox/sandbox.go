@@ -4,7 +4,7 @@
 // /tmp and $HOME, the daemon's files (database, results, other worktrees, its home) hidden,
 // a read-only git view of the worktree's own branch in place of its git metadata, /proc
 // read-only, fresh PID, IPC and network namespaces (loopback only), a new session, killed
-// with its parent, never root on the host, its memory per process and its processes bounded
+// with its parent, never root on the host, its memory (per process and as a whole) and its processes bounded
 // (Limits), the OOM killer's first choice, and an environment built from an allowlist
 // instead of the daemon's own. ModeNone runs the command directly with the same allowlisted
 // environment and nothing else: it exists for machines without bubblewrap and as the

@@ -239,7 +239,21 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	// The root bwrap builds is a tmpfs: read-only, so nothing can be stored outside the
 	// size-limited places.
 	args = append(args, "--remount-ro", "/", "--chdir", s.Dir, "--")
+	args = append(args, closeUserNSArgs(os.Geteuid())...)
 	return append(args, argv...), nil
+}
+
+// closeUserNSArgs start the command through a shell that closes descriptor userNSFD first,
+// when ticketd is root. bwrap joins the user namespace it is handed there (--userns) but
+// never closes it, so every process of the check would inherit a descriptor of its own user
+// namespace: it grants nothing /proc/self/ns/user does not (no setns into the namespace one
+// is in, no NS_GET_PARENT beyond it), but a check holds no descriptor of ticketd's making.
+// The shell execs the command in its place: same process, same argv.
+func closeUserNSArgs(euid int) []string {
+	if euid != 0 {
+		return nil
+	}
+	return []string{"/bin/sh", "-c", `exec ` + strconv.Itoa(userNSFD) + `<&- "$0" "$@"`}
 }
 
 func (s Spec) tmpSize() int64 {

@@ -151,3 +151,35 @@ time.sleep(20)"`
 		})
 	}
 }
+
+// TestWhatACheckLeavesIsLookedAt: what a check writes just before it ends is seen by one
+// last look of the size watch: a burst past the limit, and a tree of long folder names whose
+// paths pass 4096 bytes (git's status cannot see into it, so nothing would undo what the
+// check stored there, for the next check and the next ticket to read). The poll is an hour:
+// only the looks as the check starts and ends can see them.
+func TestWhatACheckLeavesIsLookedAt(t *testing.T) {
+	requireBwrap(t)
+	tests := []struct {
+		name, script, want string
+	}{
+		{"a burst before the end", "sleep 0.5; head -c 3000000 /dev/zero > big", "grew past its size limit"},
+		{"a path git cannot see", `sleep 0.5; python3 -c "import os
+n = 'x' * 250
+for _ in range(20):
+    os.mkdir(n); os.chdir(n)
+open('note', 'w').write('for the next check')"`, "a path of more than"},
+	}
+	for _, tt := range tests {
+		for _, mode := range sandbox.Modes {
+			t.Run(tt.name+"/"+string(mode), func(t *testing.T) {
+				dir := t.TempDir()
+				r := Runner{Sandbox: mode, MaxWorktreeSize: 2 << 20, SizePoll: time.Hour, ScratchRoot: t.TempDir()}
+				res := r.Run(context.Background(), dir, []Check{{Name: "leave", Kind: KindCommand, Command: []string{"sh", "-c", tt.script}, Timeout: time.Minute}})[0]
+				t.Logf("uid %d: passed=%v abort=%q output=%q", os.Geteuid(), res.Passed, res.Abort, res.Output)
+				if res.Passed || !strings.Contains(res.Abort, tt.want) {
+					t.Errorf("passed=%v abort=%q, want the attempt abandoned for %q", res.Passed, res.Abort, tt.want)
+				}
+			})
+		}
+	}
+}

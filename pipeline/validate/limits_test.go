@@ -90,3 +90,30 @@ except OSError as e:
 		t.Errorf("a command forking past 24 processes: passed=%v abort=%q summary=%q, want a failure that names the process limit\n%s", fork.Passed, fork.Abort, fork.Summary, fork.Output)
 	}
 }
+
+// TestCheckOverItsMemoryAsAWhole: a check whose processes each stay under the memory limit
+// but together hold several times it fails, and its summary says so.
+func TestCheckOverItsMemoryAsAWhole(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	r := Runner{Limits: sandbox.Limits{Memory: 96 << 20, Processes: 64}}
+	res := r.Run(context.Background(), t.TempDir(), []Check{{Name: "many", Kind: KindCommand, Timeout: 2 * time.Minute, Command: []string{"/usr/bin/python3", "-c", `
+import os, time
+kids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        b = b"x" * (48 << 20)
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("ALL DONE")
+`}}})[0]
+	t.Logf("passed=%v summary=%q", res.Passed, res.Summary)
+	if res.Passed || !strings.Contains(res.Summary, "processes together held") || !strings.Contains(res.Summary, "96.0 MiB") || res.Abort != "" || res.NotStarted {
+		t.Errorf("six processes of 48 MiB under a 96 MiB limit: passed=%v abort=%q not_started=%v summary=%q, want a failure naming the memory of the check as a whole\n%s",
+			res.Passed, res.Abort, res.NotStarted, res.Summary, res.Output)
+	}
+}

@@ -204,6 +204,10 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if note := limitNote(r.Limits, res, combined); note != "" && r.Sandbox != sandbox.ModeNone {
 		res.Summary = note + ". " + res.Summary
 	}
+	if out.stopped != "" && !res.Cancelled {
+		res.Passed = false
+		res.Summary = out.stopped + ". " + res.Summary
+	}
 	return res
 }
 
@@ -565,6 +569,7 @@ type execOutput struct {
 	exitCode int
 	timedOut bool
 	oversize string // why the size limit stopped the check; "" when it did not
+	stopped  string // why the sandbox stopped it (sandbox.Stopped: its memory as a whole)
 	duration time.Duration
 }
 
@@ -616,7 +621,7 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 		return out, fmt.Errorf("could not start %q in %s: %w; check the command in the config", strings.Join(argv, " "), spec.Dir, err)
 	}
 	copying := p.copyTo(out)
-	watch := r.startSizeWatch(cctx, cancel, []string{spec.Dir, scratch.Dir}, cmd.Process.Pid)
+	watch := r.startSizeWatch(ctx, cctx, cancel, []string{spec.Dir, scratch.Dir}, cmd.Process.Pid)
 	exited := make(chan struct{})
 	var timedOut atomic.Bool
 	stopTimer := r.afterTimeout(timeout, func() {
@@ -636,6 +641,7 @@ func (r *Runner) exec(ctx context.Context, spec sandbox.Spec, scratch *sandbox.S
 	waitErr := cmd.Wait()
 	close(exited)
 	out.duration = time.Since(start)
+	out.stopped = sandbox.Stopped(cmd)
 	_ = killGroup(cmd.Process.Pid) // stragglers; ESRCH when none
 	cancel(nil)
 	out.oversize = watch.wait()
@@ -723,9 +729,10 @@ type sizeWatch struct {
 	oversize string // why the limit stopped the check; read after wait
 }
 
-// startSizeWatch cancels the check (errOversize) once dirs outgrow the size limit; no
-// watch runs without a limit.
-func (r *Runner) startSizeWatch(ctx context.Context, cancel context.CancelCauseFunc, dirs []string, pid int) *sizeWatch {
+// startSizeWatch cancels the check (errOversize) once dirs outgrow the size limit, and looks
+// once more when the check has ended (ctx, the check's own, is done) unless parent, the
+// attempt's, is done too; no watch runs without a limit.
+func (r *Runner) startSizeWatch(parent, ctx context.Context, cancel context.CancelCauseFunc, dirs []string, pid int) *sizeWatch {
 	w := &sizeWatch{}
 	limit := cmp.Or(r.MaxWorktreeSize, DefaultMaxWorktreeSize)
 	if limit <= 0 {
@@ -735,7 +742,16 @@ func (r *Runner) startSizeWatch(ctx context.Context, cancel context.CancelCauseF
 		w.oversize = watchSize(ctx, cmp.Or(r.SizePoll, defaultSizePoll), limit, usage{dirs: dirs, pid: pid})
 		if w.oversize != "" {
 			cancel(errOversize)
+			return
 		}
+		if parent.Err() != nil {
+			return // the attempt was cancelled: nothing to judge
+		}
+		// The check has ended: one last look at what it left, so that nothing it wrote after
+		// the last look during its run (a burst before it exits, a path git cannot see)
+		// escapes the watch.
+		total, deep := usage{dirs: dirs}.measure(parent, limit)
+		w.oversize = sizeVerdict(total, deep, limit)
 	})
 	return w
 }

@@ -14,24 +14,74 @@ import (
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
-// watchSize measures what the check stores every poll until ctx ends and returns why the
+// watchSize measures what the check stores (u.measure) until ctx ends and returns why the
 // check must stop as soon as it passes limit; "" when ctx ended first.
 func watchSize(ctx context.Context, poll time.Duration, limit int64, u usage) string {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
+	return watchEvery(ctx, poll, limit, u.measure)
+}
+
+// sizeVerdict is why a look of the size watch stops the check ("" when it does not): a tree
+// it cannot watch (deep, from measure), or total past limit.
+func sizeVerdict(total int64, deep string, limit int64) string {
+	if deep != "" {
+		return deep + ": the check was stopped and the attempt is abandoned"
+	}
+	if total > limit {
+		return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, $HOME, /dev/shm, reports and deleted files it kept open, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
+			formatBytes(total), formatBytes(limit))
+	}
+	return ""
+}
+
+// Pacing of the size watch's looks: the first at once, the next minSizePoll later, and from
+// there twice the wait each time while nothing grows, up to the poll (a second): a check
+// that writes from its first millisecond is seen within tens of them, not after a whole
+// poll, and an idle one costs a few more looks in its first second only. While the usage
+// grows the wait is half the time left at that pace before the limit (never under
+// minSizePoll), so a fast writer is stopped near the limit, not a poll's worth past it. A
+// look never waits less than sizeCostFactor times the last look took (a large tree's
+// walk), so the watch takes at most a fifth of a core, and never more than the poll.
+const (
+	minSizePoll    = 50 * time.Millisecond
+	sizeCostFactor = 4
+)
+
+// watchEvery is watchSize with its measure apart, paced as the constants above say.
+func watchEvery(ctx context.Context, poll time.Duration, limit int64, measure func(context.Context, int64) (int64, string)) string {
+	wait := min(minSizePoll, poll)
+	var last int64
+	var lastAt time.Time
+	for n := 0; ; n++ {
+		start := time.Now()
+		total, deep := measure(ctx, limit)
+		if ctx.Err() != nil {
+			return ""
+		}
+		cost := time.Since(start)
+		if why := sizeVerdict(total, deep, limit); why != "" {
+			return why
+		}
+		switch {
+		case n == 0:
+		case total > last:
+			// At this pace the limit is eta away: look again halfway there.
+			elapsed := max(start.Sub(lastAt), time.Millisecond)
+			half := float64(limit-total) / float64(total-last) * float64(elapsed) / 2
+			wait = poll
+			if half < float64(poll) {
+				wait = time.Duration(half)
+			}
+		default:
+			wait = min(wait*2, poll)
+		}
+		wait = max(wait, min(minSizePoll, poll), min(sizeCostFactor*cost, poll))
+		last, lastAt = total, start
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return ""
 		case <-t.C:
-		}
-		total, deep := u.measure(ctx, limit)
-		if deep != "" {
-			return fmt.Sprintf("the check nested folders more than %d deep in %s: the check was stopped and the attempt is abandoned (no project's files nest so deep, and the size limit cannot be watched in such a tree)", maxTreeDepth, deep)
-		}
-		if total > limit {
-			return fmt.Sprintf("the worktree grew past its size limit during the check (more than %s with the check's /tmp, $HOME, /dev/shm, reports and deleted files it kept open, limit %s): the check was stopped and the attempt is abandoned; raise max_worktree_size in the config if the repository's checks legitimately need more",
-				formatBytes(total), formatBytes(limit))
 		}
 	}
 }
@@ -46,8 +96,9 @@ type usage struct {
 	pid  int      // the check's process (bwrap under the sandbox)
 }
 
-// measure returns the total in bytes, stopping early once it passes budget, and the
-// directory of u.dirs in which folders nest deeper than maxTreeDepth, if any.
+// measure returns the total in bytes, stopping early once it passes budget, and what makes a
+// tree of u.dirs unwatchable, if anything: folders nested deeper than maxTreeDepth, or a path
+// longer than maxPathBytes.
 func (u usage) measure(ctx context.Context, budget int64) (int64, string) {
 	seen := map[fileID]bool{}
 	devs := map[uint64]bool{}
@@ -58,8 +109,8 @@ func (u usage) measure(ctx context.Context, budget int64) (int64, string) {
 			devs[uint64(st.Dev)] = true
 		}
 		n, deep := treeBlocks(ctx, d, budget-total, seen)
-		if deep {
-			return total, d
+		if deep != "" {
+			return total, deep
 		}
 		total += n
 		if total > budget {
@@ -69,7 +120,7 @@ func (u usage) measure(ctx context.Context, budget int64) (int64, string) {
 	if u.pid <= 0 {
 		return total, ""
 	}
-	pids := descendants(u.pid)
+	pids := sandbox.Descendants(u.pid)
 	total += privateFS(pids)
 	return total + deletedOpen(pids, devs, seen), ""
 }
@@ -89,27 +140,34 @@ type fileID struct{ dev, ino uint64 }
 // which it could write anything unseen.
 const maxTreeDepth = 256
 
+// maxPathBytes is how long a path (on the host, from /) of what a check writes may be: git
+// cannot look at a path longer than PATH_MAX (4096 bytes), so a tree of folders with long
+// names a few levels deep is invisible to its status, and what the check stored there would
+// outlive the check, undone by nothing, for the next check and the next ticket to read.
+// No project's paths come near.
+const maxPathBytes = 4000
+
 // treeBlocks adds up the disk blocks of everything under dir (each inode once), stopping
 // early once it passes budget. A directory it cannot read is made readable (the check, running
 // as the daemon's user, may have made it 0300 to hide what it holds) and read again; if that
-// fails too, the tree counts as over the budget. A tree nested deeper than maxTreeDepth is
-// reported as such (deep) instead.
+// fails too, the tree counts as over the budget. A tree nested deeper than maxTreeDepth, or
+// holding a path longer than maxPathBytes, is reported as such (deep) instead.
 // Each folder is opened from its parent's descriptor (os.Root.OpenRoot), so a walk costs the
 // same at any depth, and a directory swapped for a symlink while it is walked cannot send the
 // walk, or its chmod, outside dir.
-func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]bool) (total int64, deep bool) {
+func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]bool) (total int64, deep string) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return 0, false // gone, or not made yet
+		return 0, "" // gone, or not made yet
 	}
 	defer root.Close()
-	var walk func(r *os.Root, depth int) bool
-	walk = func(r *os.Root, depth int) bool {
+	var walk func(r *os.Root, depth, plen int) bool
+	walk = func(r *os.Root, depth, plen int) bool {
 		if ctx.Err() != nil || total > budget {
 			return false
 		}
 		if depth > maxTreeDepth {
-			deep = true
+			deep = fmt.Sprintf("the check nested folders more than %d deep in %s (no project's files nest so deep, and the size limit cannot be watched in such a tree)", maxTreeDepth, dir)
 			return false
 		}
 		f, err := r.Open(".")
@@ -132,6 +190,10 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 			return false
 		}
 		for _, name := range names {
+			if plen+1+len(name) > maxPathBytes {
+				deep = fmt.Sprintf("the check made a path of more than %d bytes in %s (git cannot see a path longer than 4096 bytes, so what the check stored there would outlive it; no project's paths are so long)", maxPathBytes, dir)
+				return false
+			}
 			fi, err := r.Lstat(name)
 			if err != nil {
 				continue
@@ -157,7 +219,7 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 				total = budget + 1
 				return false
 			}
-			ok := walk(sub, depth+1)
+			ok := walk(sub, depth+1, plen+1+len(name))
 			sub.Close()
 			if !ok {
 				return false
@@ -165,31 +227,8 @@ func treeBlocks(ctx context.Context, dir string, budget int64, seen map[fileID]b
 		}
 		return true
 	}
-	walk(root, 0)
+	walk(root, 0, len(dir))
 	return total, deep
-}
-
-// descendants returns pid and every process below it, read from /proc.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return []int{pid}
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := sandbox.ParentOf(p); ok {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
 }
 
 // privateFS is the used size of the sandbox's private /tmp and /dev/shm, read through the

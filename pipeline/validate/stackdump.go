@@ -36,7 +36,7 @@ const dumpGrace = 2 * time.Second
 // worktree; one whose limit cannot be set is not signalled), and returns how many it
 // signalled. Other processes are left to the kill that follows.
 func abortPythons(pid int) int {
-	procs := descendants(pid)
+	procs := sandbox.Descendants(pid)
 	// pid is the check's own process, ours until we wait for it: its parent is us.
 	listed := map[int]bool{os.Getpid(): true}
 	for _, p := range procs {

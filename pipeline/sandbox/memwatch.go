@@ -1,0 +1,194 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The memory of a check as a whole: RLIMIT_DATA bounds each process, so a check that forks
+// twenty processes each under it could hold twenty times Limits.Memory. While the command
+// runs, ticketd adds up the memory its processes hold — each one's proportional set size
+// (Pss in /proc/<pid>/smaps_rollup: its private pages, and its share of the pages it
+// shares, so a forked child's copy-on-write pages and a library mapped by all are counted
+// once) — every memoryPoll, and kills the sandbox when the sum passes Limits.Memory. It needs
+// no privilege and no cgroup: on this project's machines /sys/fs/cgroup is a cgroup v1
+// hierarchy or a v2 one without delegated controllers, where no memory.max can be made for a
+// check. What the check keeps in its tmpfs /tmp and /dev/shm is counted by the size watch
+// (pipeline/validate), not here. Between two looks a check can allocate what the machine
+// gives it in memoryPoll; past that, the kernel's OOM killer still takes a check's process
+// first (OOMScoreAdj).
+const memoryPoll = 250 * time.Millisecond
+
+// ErrMemoryWatch is why a command runs without the watch of its whole memory: a kernel
+// without pidfds (before 5.3). Its processes are then bounded one by one only.
+var ErrMemoryWatch = errors.New("the check's total memory cannot be watched")
+
+// Stopped says why the sandbox stopped cmd (made by Spec.Command), "" when it did not: its
+// processes together held more memory than Limits.Memory, or its limits could not be set.
+// Call it after cmd.Wait.
+func Stopped(cmd *exec.Cmd) string {
+	if s, ok := cmd.Stdin.(*starter); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.stopped
+	}
+	return ""
+}
+
+// stop records why the sandbox was stopped (the first reason only).
+func (s *starter) stop(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped == "" {
+		s.stopped = why
+	}
+}
+
+// openPidfd opens a pidfd of bwrap, the command's process, while it is certainly alive (its
+// sandbox waits on the block pipe): the watch then never signals a process that reused the
+// pid.
+func openPidfd(pid int) (int, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, fmt.Errorf("%w: pidfd_open of bwrap (pid %d): %v", ErrMemoryWatch, pid, err)
+	}
+	return fd, nil
+}
+
+// watchMemory kills the sandbox of bwrap (pidfd, pid) once its processes together hold more
+// than limit bytes, or more open files than maxFiles, and returns when bwrap has ended. It
+// owns pidfd.
+func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64) {
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(memoryPoll.Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n > 0 {
+			return // bwrap ended (readable), or the descriptor is unusable
+		}
+		used, files := treeUsage(pid)
+		if files > maxFiles {
+			s.stop(fmt.Sprintf("the check held %d open files at once (the descriptor tables of its processes), more than its limit of %d (by default an eighth of the host's fs.file-max): the sandbox and every process in it were killed before the host ran out of them",
+				files, maxFiles))
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+			return
+		}
+		if used <= limit {
+			continue
+		}
+		s.stop(fmt.Sprintf("the check ran out of memory: its processes together held %s, more than its limit of %s (max_check_memory bounds each process's allocations and all of the check's processes together), and the sandbox and every process in it were killed",
+			formatMiB(used), formatMiB(limit)))
+		// bwrap leads the sandbox: as root it is the init of the PID namespace, as a user its
+		// init dies with it (--die-with-parent); either way the whole check ends.
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		return
+	}
+}
+
+// treeUsage is the memory pid and every process below it hold, the sum of their Pss, and the
+// open files they may hold, the sum of their descriptor tables' sizes (FDSize: at least
+// the open descriptors, each a file of the host's fs.file-max). Processes it cannot read
+// (gone meanwhile) count nothing.
+func treeUsage(pid int) (mem, files int64) {
+	for _, p := range Descendants(pid) {
+		mem += pss(p)
+		files += fdSize(p)
+	}
+	return mem, files
+}
+
+// fdSize is the FDSize of process pid's status, 0 when it cannot be read.
+func fdSize(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(data), "\nFDSize:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	n, _ := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	return n
+}
+
+// checkFiles is how many open files a check may hold at once: an eighth of the host's
+// fs.file-max (every open file of every process counts in it, and past it every open on the
+// host fails with ENFILE, the daemon's database's too), at least 65,536. Each process of a
+// check may hold as many as the daemon's RLIMIT_NOFILE (often 20,000 or more), so a hundred
+// forked processes, whose memory is mostly shared, could otherwise take them all.
+func checkFiles() int64 {
+	data, err := os.ReadFile("/proc/sys/fs/file-max")
+	if err != nil {
+		return 1 << 16
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 1 << 16
+	}
+	return max(n/8, 1<<16)
+}
+
+// pss is the Pss of process pid in bytes, 0 when it cannot be read.
+func pss(pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "Pss:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
+}
+
+// Descendants returns pid and every process below it, read from /proc.
+func Descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return []int{pid}
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := ParentOf(p); ok {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// formatMiB writes n bytes in MiB, or GiB from 1 GiB, to a tenth: "96.0 MiB", "4.0 GiB".
+func formatMiB(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
