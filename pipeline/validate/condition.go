@@ -540,7 +540,7 @@ func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 				mod, top)}}, true
 		}
 		for _, folder := range importFolders {
-			if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {
+			if slices.Contains(c.PythonPath, folder) || folder == packageFolder(dir) && len(SrcLayout(dir)) > 0 {
 				continue // already on the path
 			}
 			if importable(filepath.Join(dir, folder), top) {
