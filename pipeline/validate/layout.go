@@ -276,8 +276,8 @@ func pathFolders(dir string, c Check) (folders []string, note string) {
 		folders = append(folders, folder)
 		note = SrcLayoutNote(folder, pkgs)
 	}
-	if c.EnvDir != "" && len(srcPackages(filepath.Join(dir, "src"))) > 0 && !slices.Contains(folders, "src") {
-		folders = append(folders, "src")
+	if folder := packageFolder(dir); c.EnvDir != "" && len(srcPackages(filepath.Join(dir, filepath.FromSlash(folder)))) > 0 && !slices.Contains(folders, folder) {
+		folders = append(folders, folder)
 	}
 	return folders, note
 }

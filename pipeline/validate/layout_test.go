@@ -172,3 +172,23 @@ func TestRunPackageDirAheadOfInstalledCopy(t *testing.T) {
 		t.Errorf("notes %q; want the lib/ note naming package_dir", res.Notes)
 	}
 }
+
+// A check run in a repository's environment gets the package folder ahead of the editable
+// install the environment holds, even when the repository's own configuration puts it on the
+// path (the environment's path hooks would come first): lib/ when package_dir names it.
+func TestPathFoldersInEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"src/", map[string]string{"conftest.py": "import sys\nsys.path.insert(0, 'src')\n", "src/tally/__init__.py": ""}, []string{"src"}},
+		{"lib/ by package_dir", map[string]string{"conftest.py": "import sys\nsys.path.insert(0, 'lib')\n", "setup.py": "setup(package_dir={'': 'lib'})\n", "lib/tally/__init__.py": ""}, []string{"lib"}},
+		{"no package folder", map[string]string{"tally/__init__.py": ""}, nil},
+	} {
+		folders, _ := pathFolders(writeTree(t, tt.files), Check{Name: "tests", Kind: KindPytest, EnvDir: "/envs/tally"})
+		if !slices.Equal(folders, tt.want) {
+			t.Errorf("%s: pathFolders = %v; want %v", tt.name, folders, tt.want)
+		}
+	}
+}
