@@ -53,7 +53,7 @@ func (b *BaseImports) Scan(dir string, changed ...string) (*ImportGraph, error) 
 	}
 	// The base's files, folders and literals are shared, never written; the edges are the
 	// submit's own.
-	g := &ImportGraph{root: dir, files: b.g.files, dirs: b.g.dirs, imports: maps.Clone(b.g.imports),
+	g := &ImportGraph{root: dir, files: b.g.files, dirs: b.g.dirs, pkgRoots: b.g.pkgRoots, imports: maps.Clone(b.g.imports),
 		literals: b.g.literals, opaque: slices.Clone(b.g.opaque)}
 	own := false // g.literals is still the base's
 	for _, p := range edited {

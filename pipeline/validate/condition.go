@@ -540,7 +540,7 @@ func unimportedFolder(dir string, c Check, r Result) (Condition, bool) {
 				mod, top)}}, true
 		}
 		for _, folder := range importFolders {
-			if slices.Contains(c.PythonPath, folder) || folder == "src" && len(SrcLayout(dir)) > 0 {
+			if slices.Contains(c.PythonPath, folder) || folder == packageFolder(dir) && len(SrcLayout(dir)) > 0 {
 				continue // already on the path
 			}
 			if importable(filepath.Join(dir, folder), top) {
@@ -666,50 +666,123 @@ func importable(root, name string) bool {
 // with `-s folder -t folder`: the folder is the top of the modules' names and first on
 // sys.path, so the tests import the code beside them as their own runs do (-t . would
 // refuse a start folder that is not a package). src/ goes first; another folder only when
-// it is the one.
+// it is the one. When the folder holds no test module itself but one package below it does
+// (zope.deprecation's src/zope/deprecation/tests.py, src/zope/ a namespace package that
+// discovery does not enter either), the run starts in that package: `-s
+// src/zope/deprecation -t src` imports it as zope.deprecation.tests, as zope-testrunner
+// --test-path=src does.
 func unittestStart(dir string, c Check, r Result) (Condition, bool) {
 	if c.Kind != KindUnittest || len(c.Command) > 0 || r.Tests != 0 ||
 		hasFlag(c.ExtraArgs, "-s", "--start-directory", "-t", "--top-level-directory") {
 		return Condition{}, false
 	}
-	folder := unittestFolder(dir)
-	if folder == "" {
+	start, top := unittestFolder(dir)
+	if start == "" {
 		return Condition{}, false
 	}
-	return Condition{Args: []string{"-s", folder, "-t", folder}, Notes: []string{fmt.Sprintf(
-		"`python -m unittest discover` from the repository root found no test: the test modules are in %s/, which it does not enter (no __init__.py), so the check runs `python -m unittest discover -s %s -t %s`, importing them from that folder as a run started there does (set command: on the check to override)",
-		folder, folder, folder)}}, true
+	where := fmt.Sprintf("in %s/, which it does not enter (no __init__.py)", top)
+	if start != top {
+		where = fmt.Sprintf("in the package %s/, below %s/, which it does not enter (%s/ is not a package)", start, top, top)
+	}
+	return Condition{Args: []string{"-s", start, "-t", top}, Notes: []string{fmt.Sprintf(
+		"`python -m unittest discover` from the repository root found no test: the test modules are %s, so the check runs `python -m unittest discover -s %s -t %s`, importing them from %s/ as a run started there does (set command: on the check to override)",
+		where, start, top, top)}}, true
 }
 
-// unittestFolder is the top-level folder, not a package and not hidden, whose test modules
-// (test*.py, named as Python can import them) unittest's discovery can start from: src when
-// it holds some, else the only such folder; "" when none or several do.
-func unittestFolder(dir string) string {
+// unittestFolder is where unittest's discovery can start (start) and the top of the module
+// names (top), both slash-separated and relative: a top-level folder, not a package and not
+// hidden, whose test modules (test*.py, named as Python can import them) it holds itself
+// (start is top), or, failing that, in the one package below it (through namespace folders)
+// whose tree does; src first, else the only such folder; "" when none or several do.
+func unittestFolder(dir string) (start, top string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	var found []string
+	found := map[string]string{} // top: start
+	var tops []string
 	for _, e := range entries {
 		name := e.Name()
 		if !e.IsDir() || strings.HasPrefix(name, ".") || !identifier.MatchString(name) {
 			continue
 		}
 		sub := filepath.Join(dir, name)
-		if fi, err := os.Lstat(filepath.Join(sub, "__init__.py")); err == nil && fi.Mode().IsRegular() {
+		if isPackage(sub) {
 			continue // a package: discovery from the root enters it already
 		}
-		if hasTestModule(sub) {
-			found = append(found, name)
+		switch pkgs := testPackagesBelow(sub, name, 3); {
+		case hasTestModule(sub):
+			found[name] = name
+		case len(pkgs) == 1:
+			found[name] = pkgs[0]
+		default:
+			continue
 		}
+		tops = append(tops, name)
 	}
 	switch {
-	case slices.Contains(found, "src"):
-		return "src"
-	case len(found) == 1:
-		return found[0]
+	case found["src"] != "":
+		return found["src"], "src"
+	case len(tops) == 1:
+		return found[tops[0]], tops[0]
 	}
-	return ""
+	return "", ""
+}
+
+func isPackage(folder string) bool {
+	fi, err := os.Lstat(filepath.Join(folder, "__init__.py"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// testPackagesBelow lists the packages (rel, slash-separated) below the non-package folder
+// that hold a test module somewhere in their tree, entering namespace folders down to depth
+// levels; the first package on each path counts, as discovery from it enters its
+// subpackages.
+func testPackagesBelow(folder, rel string, depth int) []string {
+	if depth == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !identifier.MatchString(name) {
+			continue
+		}
+		sub, subRel := filepath.Join(folder, name), rel+"/"+name
+		if !isPackage(sub) {
+			out = append(out, testPackagesBelow(sub, subRel, depth-1)...)
+			continue
+		}
+		if packageHasTests(sub) {
+			out = append(out, subRel)
+		}
+	}
+	return out
+}
+
+// packageHasTests reports whether the package's tree, through its subpackages, holds a test
+// module.
+func packageHasTests(pkg string) bool {
+	found := false
+	_ = filepath.WalkDir(pkg, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || found:
+			return filepath.SkipDir
+		case !d.IsDir():
+			return nil
+		case p != pkg && (!isPackage(p) || strings.HasPrefix(d.Name(), ".")):
+			return filepath.SkipDir
+		case hasTestModule(p):
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // rootDiscovers reports whether `python -m unittest discover` from dir could find a test

@@ -167,6 +167,12 @@ type ImportGraph struct {
 	files   map[string]string
 	dirs    map[string]bool // directories holding Python files, for namespace packages
 	imports map[string][]string
+	// pkgRoots maps a top-level package's name to the folders holding it that are not
+	// already roots of every import (the root, src/): python/src for cucumber_expressions in
+	// a monorepo's python/ folder, lib for PyYAML's yaml. A check imports from them once a
+	// folder is on its path (package_dir, a project folder of its own), so an import the
+	// usual roots do not resolve is looked for there too.
+	pkgRoots map[string][]string
 	// literals are the module-like string literals of every file (ParseDynamic), opaque the
 	// files that load modules by computed names: what DynamicReason reads.
 	literals map[string]bool
@@ -189,12 +195,40 @@ func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
 	if err := filepath.WalkDir(dir, s.visit); err != nil {
 		return nil, fmt.Errorf("scan python imports under %s: %w", dir, err)
 	}
+	g.pkgRoots = packageRoots(g.files)
 	// Every file is known: each is read, parsed and linked in turn, so only one file's
 	// imports are held at a time, not the whole repository's.
 	for _, rel := range s.py {
 		s.scan(rel)
 	}
 	return g, nil
+}
+
+// packageRoots finds the top-level packages (a folder with __init__.py whose parent has
+// none) outside the root and src/, by name: the folders that hold them.
+func packageRoots(files map[string]string) map[string][]string {
+	out := map[string][]string{}
+	for f := range files {
+		pkg, ok := strings.CutSuffix(f, "/__init__.py")
+		if !ok {
+			continue
+		}
+		parent := path.Dir(pkg)
+		if parent == "." || parent == "src" {
+			continue
+		}
+		if _, nested := files[parent+"/__init__.py"]; nested {
+			continue
+		}
+		name := path.Base(pkg)
+		if !slices.Contains(out[name], parent) {
+			out[name] = append(out[name], parent)
+		}
+	}
+	for _, roots := range out {
+		slices.Sort(roots)
+	}
+	return out
 }
 
 // importScan is one ScanImports walk: it records the graph's files and folders, then reads
@@ -327,6 +361,13 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 			roots = append(roots, d)
 			if d == "." || d == "/" {
 				break
+			}
+		}
+		if top, _, _ := strings.Cut(imp.Module, "."); top != "" {
+			roots = append(roots, g.pkgRoots[top]...)
+		} else {
+			for _, name := range imp.Names {
+				roots = append(roots, g.pkgRoots[name]...)
 			}
 		}
 	}

@@ -132,6 +132,27 @@ func TestTestsAffectedBy(t *testing.T) {
 			want:    []string{"tests/test_thing.py"},
 		},
 		{
+			// cucumber-expressions: python/ is the Python project of a monorepo, its package
+			// in python/src, which a check imports once that folder is on its path.
+			name: "package in a subproject's src/",
+			files: map[string]string{
+				"python/src/cuke/__init__.py": "", "python/src/cuke/gen.py": "", "python/src/cuke/other.py": "",
+				"python/tests/__init__.py": "", "python/tests/test_gen.py": "from cuke.gen import g\n",
+				"python/tests/test_other.py": "import cuke.other\n", "go/gen.go": "",
+			},
+			changed: []string{"python/src/cuke/gen.py"},
+			want:    []string{"python/tests/test_gen.py"},
+		},
+		{
+			name: "package in the folder package_dir names (PyYAML's lib/)",
+			files: map[string]string{
+				"lib/yaml/__init__.py": "from .dumper import *\n", "lib/yaml/dumper.py": "from .representer import *\n", "lib/yaml/representer.py": "",
+				"tests/test_dump.py": "import yaml\n", "tests/test_os.py": "import os\n",
+			},
+			changed: []string{"lib/yaml/representer.py"},
+			want:    []string{"tests/test_dump.py"},
+		},
+		{
 			name:    "non-python change selects nothing",
 			files:   map[string]string{"README.md": "", "tests/test_a.py": "import a\n", "a.py": ""},
 			changed: []string{"README.md"},

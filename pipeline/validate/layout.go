@@ -28,10 +28,26 @@ const (
 	maxLayoutScanBytes = 64 << 10
 )
 
-// SrcLayout returns the packages of dir's src/ folder that its tests import, when nothing
-// in the repository's configuration puts src/ on the path; nil otherwise.
+// SrcLayout returns the packages of dir's package folder that its tests import, when nothing
+// in the repository's configuration puts that folder on the path; nil otherwise. The folder
+// is src/, or the one the packaging configuration names (packageFolder: PyYAML's lib/).
 func SrcLayout(dir string) []string {
-	pkgs := srcPackages(filepath.Join(dir, "src"))
+	_, pkgs := packageLayout(dir)
+	return pkgs
+}
+
+// packageLayout is SrcLayout with the folder the packages are in: src/, or the one the
+// packaging configuration names (packageFolder).
+func packageLayout(dir string) (folder string, pkgs []string) {
+	folder = packageFolder(dir)
+	if pkgs = layoutPackages(dir, folder); len(pkgs) == 0 {
+		return "", nil
+	}
+	return folder, pkgs
+}
+
+func layoutPackages(dir, folder string) []string {
+	pkgs := srcPackages(filepath.Join(dir, filepath.FromSlash(folder)))
 	if len(pkgs) == 0 || pathConfigured(dir) {
 		return nil
 	}
@@ -103,10 +119,15 @@ func (s *testImportScan) isTestSource(rel, name string) bool {
 	return s.tests.IsTestFile(rel) || name == "conftest.py" || s.tests.IsTestPackageInit(rel)
 }
 
-// SrcLayoutNote is the note a check's result carries when SrcLayout put src/ on its path.
-func SrcLayoutNote(pkgs []string) string {
-	return "src/ put on PYTHONPATH: the tests import " + strings.Join(pkgs, ", ") +
-		" from src/, and no pytest pythonpath setting or conftest.py puts it on the path (set env: {PYTHONPATH: ...} on the check to override)"
+// SrcLayoutNote is the note a check's result carries when SrcLayout put folder (src, or
+// the package folder the packaging configuration names) on its path.
+func SrcLayoutNote(folder string, pkgs []string) string {
+	why := ""
+	if folder != "src" {
+		why = " (the packaging configuration's package_dir)"
+	}
+	return folder + "/ put on PYTHONPATH: the tests import " + strings.Join(pkgs, ", ") +
+		" from " + folder + "/" + why + ", and no pytest pythonpath setting or conftest.py puts it on the path; without it they would import an installed copy, or nothing (set env: {PYTHONPATH: ...} on the check to override)"
 }
 
 // srcPackages lists the importable names directly in src: folders holding Python files
@@ -123,7 +144,7 @@ func srcPackages(src string) []string {
 			continue // hidden files, __pycache__, a stray __init__.py
 		}
 		switch {
-		case e.IsDir() && !strings.Contains(name, ".") && !strings.Contains(name, "-") && hasPython(filepath.Join(src, name)):
+		case e.IsDir() && !strings.Contains(name, ".") && !strings.Contains(name, "-") && holdsPackage(filepath.Join(src, name), 3):
 			out = append(out, name)
 		case e.Type().IsRegular() && strings.HasSuffix(name, ".py") && name != "setup.py" && name != "conftest.py":
 			out = append(out, strings.TrimSuffix(name, ".py"))
@@ -131,6 +152,28 @@ func srcPackages(src string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// holdsPackage reports whether dir is a package: it holds Python files, or it is a namespace
+// package (src/zope/ without __init__.py) whose folders, down to depth levels, do.
+func holdsPackage(dir string, depth int) bool {
+	if hasPython(dir) {
+		return true
+	}
+	if depth <= 1 {
+		return false
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if name := e.Name(); e.IsDir() && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "__") &&
+			!strings.Contains(name, "-") && holdsPackage(filepath.Join(dir, name), depth-1) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPython(dir string) bool {
@@ -229,12 +272,12 @@ func pathFolders(dir string, c Check) (folders []string, note string) {
 			folders = append(folders, f)
 		}
 	}
-	if pkgs := SrcLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, "src") {
-		folders = append(folders, "src")
-		note = SrcLayoutNote(pkgs)
+	if folder, pkgs := packageLayout(dir); len(pkgs) > 0 && !slices.Contains(folders, folder) {
+		folders = append(folders, folder)
+		note = SrcLayoutNote(folder, pkgs)
 	}
-	if c.EnvDir != "" && len(srcPackages(filepath.Join(dir, "src"))) > 0 && !slices.Contains(folders, "src") {
-		folders = append(folders, "src")
+	if folder := packageFolder(dir); c.EnvDir != "" && len(srcPackages(filepath.Join(dir, filepath.FromSlash(folder)))) > 0 && !slices.Contains(folders, folder) {
+		folders = append(folders, folder)
 	}
 	return folders, note
 }

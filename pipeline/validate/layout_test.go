@@ -46,6 +46,15 @@ func TestSrcLayout(t *testing.T) {
 		{"tests inside the package", map[string]string{"src/tally/__init__.py": "", "src/tally/tests/test_x.py": "from tally import x\n"}, []string{"tally"}},
 		{"imported only by tests/__init__.py (tomli)", map[string]string{"src/tomli/__init__.py": "", "tests/__init__.py": "import tomli as tomllib\n", "tests/test_x.py": "from . import tomllib\n"}, []string{"tomli"}},
 		{"a tests.py that pytest's settings name", map[string]string{"src/tally/__init__.py": "", "setup.cfg": "[tool:pytest]\npython_files = tests.py\n", "tests.py": "import tally\n"}, []string{"tally"}},
+		{"setup.py package_dir names lib/ (PyYAML)", map[string]string{"setup.py": "setup(\n    package_dir={'': 'lib'},\n)\n", "lib/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, []string{"tally"}},
+		{"setup.cfg package_dir on its own line", map[string]string{"setup.cfg": "[metadata]\nname = tally\n\n[options]\npackage_dir =\n    =lib\n", "lib/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, []string{"tally"}},
+		{"pyproject package-dir table", map[string]string{"pyproject.toml": "[tool.setuptools.package-dir]\n\"\" = \"python\"\n", "python/tally.py": "", "test_x.py": "import tally\n"}, []string{"tally"}},
+		{"pyproject inline package-dir", map[string]string{"pyproject.toml": "[tool.setuptools]\npackage-dir = {\"\" = \"lib\"}\n", "lib/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, []string{"tally"}},
+		{"pyproject packages.find where", map[string]string{"pyproject.toml": "[tool.setuptools.packages.find]\nwhere = [\"lib\"]\n", "lib/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, []string{"tally"}},
+		{"a declared folder that does not exist", map[string]string{"setup.py": "setup(package_dir={'': 'lib'})\n", "src/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, []string{"tally"}},
+		{"package_dir of the root itself", map[string]string{"setup.py": "setup(package_dir={'': '.'})\n", "tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, nil},
+		{"lib/ that nothing declares", map[string]string{"lib/tally/__init__.py": "", "tests/test_x.py": "import tally\n"}, nil},
+		{"a namespace package under src/ (zope.*)", map[string]string{"src/zope/deprecation/__init__.py": "", "src/zope/deprecation/tests.py": "from zope.deprecation import x\n"}, []string{"zope"}},
 		{"a package's __init__.py is not a test's", map[string]string{"src/tally/__init__.py": "", "app/__init__.py": "import tally\n"}, nil},
 	}
 	for _, tt := range tests {
@@ -138,5 +147,48 @@ func TestCheckEnvValidate(t *testing.T) {
 	bad := Check{Name: "t", Kind: KindPytest, Env: map[string]string{"1X": "y"}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `env: "1X"`) {
 		t.Errorf("Validate(%+v) = %v; want the bad name named", bad, err)
+	}
+}
+
+// A package folder named by setup.py's package_dir (PyYAML's lib/) goes on the path ahead of
+// an installed distribution of the same name, which would otherwise import silently and be
+// what every check tests. The "installed" copy here is a folder on the PYTHONPATH the
+// daemon's environment passes on.
+func TestRunPackageDirAheadOfInstalledCopy(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"setup.py":                     "from setuptools import setup\nsetup(name='tally', package_dir={'': 'lib'}, packages=['tally'])\n",
+		"lib/tally/__init__.py":        "WHERE = 'worktree'\n",
+		".installed/tally/__init__.py": "WHERE = 'installed'\n",
+		"tests/test_where.py":          "import tally\n\n\ndef test_where():\n    assert tally.WHERE == 'worktree'\n",
+	})
+	t.Setenv("PYTHONPATH", filepath.Join(dir, ".installed"))
+	r := &Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute}})[0]
+	if !res.Passed {
+		t.Errorf("passed false (%s); want the worktree's lib/tally imported\n%s", res.Summary, res.Output)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "lib/ put on PYTHONPATH") || !strings.Contains(res.Notes[0], "package_dir") {
+		t.Errorf("notes %q; want the lib/ note naming package_dir", res.Notes)
+	}
+}
+
+// A check run in a repository's environment gets the package folder ahead of the editable
+// install the environment holds, even when the repository's own configuration puts it on the
+// path (the environment's path hooks would come first): lib/ when package_dir names it.
+func TestPathFoldersInEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"src/", map[string]string{"conftest.py": "import sys\nsys.path.insert(0, 'src')\n", "src/tally/__init__.py": ""}, []string{"src"}},
+		{"lib/ by package_dir", map[string]string{"conftest.py": "import sys\nsys.path.insert(0, 'lib')\n", "setup.py": "setup(package_dir={'': 'lib'})\n", "lib/tally/__init__.py": ""}, []string{"lib"}},
+		{"no package folder", map[string]string{"tally/__init__.py": ""}, nil},
+	} {
+		folders, _ := pathFolders(writeTree(t, tt.files), Check{Name: "tests", Kind: KindPytest, EnvDir: "/envs/tally"})
+		if !slices.Equal(folders, tt.want) {
+			t.Errorf("%s: pathFolders = %v; want %v", tt.name, folders, tt.want)
+		}
 	}
 }
