@@ -7,3 +7,6 @@ func lockFile(path string) (func(), error) { return func() {}, nil }
 
 // lockDatabaseFile is a no-op where flock is unavailable.
 func lockDatabaseFile(path string) (func(), string, error) { return func() {}, "", nil }
+
+// processEnded is false where flock is unavailable: there are no locks to wait for.
+func processEnded(pid string) bool { return false }

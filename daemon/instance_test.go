@@ -3,12 +3,15 @@ package daemon
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
 
 // TestLockInstance: a second ticketd on the same workspace, or on the same database with a
@@ -109,4 +112,130 @@ func TestLockDatabaseFollowsTheFile(t *testing.T) {
 			t.Errorf("a second ticketd on %s: %v; want ErrAnotherInstance naming pid %d", filepath.Base(path), err, os.Getpid())
 		}
 	}
+}
+
+// endedPID is the pid of a process that has ended and been reaped.
+func endedPID(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(cmd.Process.Pid)
+}
+
+// TestLockInstanceOutlivesTheHoldersForks: a SIGKILLed ticketd's locks stay held, for
+// milliseconds after its parent saw it end, by the processes it had forked that had not yet
+// run their programs (each holds a copy of the lock's descriptor). A ticketd started in
+// that moment (cmd/ticketd's TestKillsBlameNoTicket once, at load 19) was refused as
+// another instance. Now, while the pid in the lock has ended, the lock is tried again until
+// it is free, within a bound; a live holder is refused at once, and a lock an ended
+// ticketd's leftover keeps for good is named as such. Here the test holds each lock on a
+// descriptor of its own (the fork's copy) and writes an ended pid in it.
+func TestLockInstanceOutlivesTheHoldersForks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Config{Workspace: filepath.Join(dir, "work"), Store: config.Store{Path: filepath.Join(dir, "ticketd.db")}}
+	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Store.Path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := endedPID(t)
+	// hold takes path's lock as a dead ticketd's fork would hold it, naming ended.
+	hold := func(path string) func() {
+		t.Helper()
+		release, err := lockFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(ended+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return release
+	}
+	for _, lock := range []struct {
+		name string
+		path string
+		take func(Clock) (func(), error)
+	}{
+		{"workspace", filepath.Join(cfg.Workspace, instanceLockName), func(c Clock) (func(), error) { return LockInstance(cfg, c) }},
+		{"database path", cfg.Store.Path + ".lock", func(c Clock) (func(), error) { return LockInstance(cfg, c) }},
+	} {
+		t.Run(lock.name, func(t *testing.T) {
+			// The fork lets go while the new ticketd waits: it starts.
+			forkCopy := hold(lock.path)
+			t.Cleanup(func() { forkCopy() }) // when the test fails before it lets go
+			clk := clocktest.New(time.Now())
+			type result struct {
+				release func()
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				r, err := lock.take(clk)
+				got <- result{r, err}
+			}()
+			var early *result
+			clocktest.WaitFor(t, time.Minute, "LockInstance waits for the ended holder's lock", func() bool {
+				select {
+				case r := <-got:
+					early = &r
+					return true
+				default:
+					return len(clk.Waits()) > 0
+				}
+			})
+			if early != nil {
+				t.Fatalf("LockInstance answered without waiting for the ended holder's fork to let go: %v", early.err)
+			}
+			forkCopy()
+			clk.Advance(holderGonePoll)
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("LockInstance once the ended holder's fork let go: %v", r.err)
+			}
+			r.release()
+
+			// The fork never lets go: refused after the bound, naming what holds it.
+			defer hold(lock.path)()
+			auto := clocktest.New(time.Now()).AutoAdvance(0)
+			_, err := lock.take(auto)
+			if !errors.Is(err, ErrAnotherInstance) || !strings.Contains(err.Error(), "pid "+ended+", which has ended, left behind") {
+				t.Errorf("LockInstance with the lock kept by an ended holder's leftover: %v; want ErrAnotherInstance saying pid %s ended and left it behind", err, ended)
+			}
+			var waited time.Duration
+			for _, w := range auto.Waits() {
+				waited += w
+			}
+			if waited < holderGoneWait {
+				t.Errorf("waited %v before refusing; want %v", waited, holderGoneWait)
+			}
+		})
+	}
+	t.Run("database file", func(t *testing.T) {
+		// The database file's lock names its holder from /proc/locks, where an ended
+		// holder's flock stays under its pid: the test's own lock here names this (live)
+		// process, so only the refusal at once is checked.
+		release, err := LockDatabase(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		clk := clocktest.New(time.Now()).AutoAdvance(0)
+		if _, err := LockDatabase(cfg, clk); !errors.Is(err, ErrAnotherInstance) || len(clk.Waits()) != 0 {
+			t.Errorf("LockDatabase with a live holder: %v after %d waits; want ErrAnotherInstance at once", err, len(clk.Waits()))
+		}
+	})
+	t.Run("live holder", func(t *testing.T) {
+		release, err := LockInstance(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		clk := clocktest.New(time.Now()).AutoAdvance(0)
+		if _, err := LockInstance(cfg, clk); !errors.Is(err, ErrAnotherInstance) || !strings.Contains(err.Error(), "in use by ticketd pid "+strconv.Itoa(os.Getpid())) || len(clk.Waits()) != 0 {
+			t.Errorf("LockInstance with a live holder: %v after %d waits; want ErrAnotherInstance naming pid %d at once", err, len(clk.Waits()), os.Getpid())
+		}
+	})
 }

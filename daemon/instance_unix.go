@@ -32,6 +32,25 @@ func lockFile(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// processEnded reports whether pid (decimal, as a lock names its holder) is a process that
+// has ended: none, or a zombie. "unknown" or a live process is not.
+func processEnded(pid string) bool {
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 {
+		return false
+	}
+	if err := syscall.Kill(n, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) S ...: the state follows the last ')', the command may hold one.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
 // lockDatabaseFile takes an exclusive, non-blocking flock on the SQLite database file itself,
 // so the lock follows the file, not the path. errLocked names the holder's pid (from /proc/locks; "unknown"
 // elsewhere). flock and SQLite's own locks (fcntl) do not meet; but closing any descriptor
