@@ -50,7 +50,6 @@ func TestBaselineKeptAcrossNights(t *testing.T) {
 	t.Parallel() // a night of its own: repository, store, model server, clock
 	realNight(t)
 	f := newFixture(t, 3)
-	f.computeBaseline = true // the subject: no baseline of another test's night
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
 	issues := f.issues
 	nights := []struct {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,67 +30,6 @@ import (
 type fixture struct {
 	dir, repo, issues string
 	cases             []scriptedmodel.Case
-	// computeBaseline keeps config from seeding the night's store with the baseline an
-	// earlier test computed at the same base commit: for tests of the baseline itself.
-	computeBaseline bool
-}
-
-// fixtureBaselines are the baselines nights kept for fixture repositories, by base commit
-// and checks hash. Every fixture of n bugs has the same base commit (fixed author and
-// dates), so a later test's night at that commit is given the baseline (store.SaveBaseline
-// under its own repository path) and reuses it, as a night after one at an unchanged base
-// does, instead of running the suite at the base again (a pytest run and a rerun of its
-// failing tests in the sandbox, 1-2 s at load 20, which most nights of this package paid).
-// The first test of each key computes it; baseline_test.go covers computing, keeping and
-// reusing it.
-var fixtureBaselines = struct {
-	mu sync.Mutex
-	by map[string]store.Baseline
-}{by: map[string]store.Baseline{}}
-
-// seedBaseline gives cfg's store the baseline kept for the fixture's base commit and checks,
-// if an earlier test's night kept one; if none did, it keeps what this test's night keeps.
-func (f fixture) seedBaseline(t *testing.T, cfg config.Config) {
-	t.Helper()
-	repo, ok := cfg.Repos["shop"]
-	if !ok || repo.Path != f.repo || cfg.Store.Shared() {
-		return
-	}
-	commit := strings.TrimSpace(git(t, f.repo, "rev-parse", repo.BaseRef+"^{commit}"))
-	hash := checksHash(repo.Checks)
-	key := commit + " " + hash
-	fixtureBaselines.mu.Lock()
-	kept, ok := fixtureBaselines.by[key]
-	fixtureBaselines.mu.Unlock()
-	ctx := context.Background()
-	if !ok {
-		t.Cleanup(func() {
-			if _, err := os.Stat(cfg.Store.Path); err != nil {
-				return
-			}
-			st, err := OpenStore(ctx, cfg)
-			if err != nil {
-				return // a test that broke its database on purpose
-			}
-			defer st.Close()
-			if b, ok, err := st.LoadBaseline(ctx, f.repo, commit, hash); err == nil && ok {
-				fixtureBaselines.mu.Lock()
-				fixtureBaselines.by[key] = b
-				fixtureBaselines.mu.Unlock()
-			}
-		})
-		return
-	}
-	st, err := OpenStore(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open the store to seed the fixture's baseline: %v", err)
-	}
-	defer st.Close()
-	kept.Repo = f.repo
-	if err := st.SaveBaseline(ctx, kept); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("the night reuses the baseline an earlier test's night kept at %s", short(commit))
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -143,13 +81,7 @@ func newFixture(t *testing.T, n int) fixture {
 	}
 	git(t, f.repo, "init", "-q", "-b", "main")
 	git(t, f.repo, "add", "-A")
-	// A fixed author and date: every fixture of n bugs has one base commit (fixtureBaselines).
-	commit := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
-	commit.Dir = f.repo
-	commit.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
-	if out, err := commit.CombinedOutput(); err != nil {
-		t.Fatalf("git commit: %v\n%s", err, out)
-	}
+	git(t, f.repo, "commit", "-q", "-m", "base")
 	for i := range n {
 		path := filepath.Join(f.repo, "shop", fmt.Sprintf("rule_%02d.py", i))
 		data, _ := os.ReadFile(path)
@@ -204,9 +136,6 @@ models:
 	cfg, err := config.Parse(filepath.Join(f.dir, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !f.computeBaseline {
-		f.seedBaseline(t, cfg)
 	}
 	return cfg
 }
