@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -101,6 +102,15 @@ var nsCountScript = func() string {
 	return b.String()
 }()
 
+// userNSStart makes the starts of newUserNamespace's helpers one at a time. Go forks a child
+// of a new user namespace and has it wait, before it runs anything, for its ID maps on a pipe
+// only the parent writes; two such forks at once each inherit the other's pipe. Were ticketd
+// killed between them, each child would wait for the other to close a pipe it never closes,
+// for good, with copies of all ticketd's descriptors: its instance and database locks held
+// by two orphans, and no ticketd could start again (their parent-death signal is set only
+// after that wait).
+var userNSStart sync.Mutex
+
 // capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
 const capSysResource = 24
 
@@ -137,7 +147,10 @@ func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
 	}
 	var stderr strings.Builder
 	h.Stderr = &stderr
-	if err := h.Start(); err != nil {
+	userNSStart.Lock()
+	err = h.Start()
+	userNSStart.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("%w: create a user namespace for the checks (%s): %v; user namespaces must be enabled (sysctl user.max_user_namespaces > 0)", ErrUnavailable, id, err)
 	}
 	defer h.Wait()
