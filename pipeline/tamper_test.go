@@ -81,6 +81,23 @@ var tamperUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
 // tamperLib is tamperBase with its code in lib/, a folder the check puts on PYTHONPATH.
 var tamperLib = map[string]string{"lib/calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"]}
 
+// tamperGolden is tamperBase with the expected values in a data file outside the test folders
+// (golden/expected.json), which the test module reads directly; goldenBug is that file with
+// add's value rewritten to the bug's output.
+var tamperGolden = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": "{\"add\": 4, \"sub\": 2}\n",
+	"tests/test_calc.py": "import json\nimport os\n\nfrom calc import add, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\n" +
+		"with open(os.path.join(_HERE, \"..\", \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
+// tamperTable is a bug in a data table the code reads (units.json: a kilometre of 100
+// metres), which the tests read only through the code: correcting the table is the fix.
+var tamperTable = map[string]string{
+	"conv.py": "import json\nimport os\n\nwith open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"table\", \"units.json\")) as _f:\n    _UNITS = json.load(_f)\n\n\n" +
+		"def to_m(n, unit):\n    return n * _UNITS[unit]\n",
+	"table/units.json":   "{\"km\": 100, \"m\": 1}\n",
+	"tests/test_conv.py": "from conv import to_m\n\n\ndef test_km():\n    assert to_m(2, \"km\") == 2000\n\n\ndef test_m():\n    assert to_m(3, \"m\") == 3\n"}
+
 // brokenSub is calc.py with add fixed and sub broken.
 const brokenSub = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
 
@@ -309,6 +326,16 @@ def pytest_runtest_makereport(item, call):
 		{name: "passing doctest rewritten to a regression", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(strings.Replace(tamperDoctest["calc.py"], "    2\n", "    8\n", 1), "return a - b\n", "return a + b\n", 2),
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
 			status: StatusTestsChanged, reason: "calc.py::calc.sub"},
+		{name: "golden data rewritten to the bug's output", base: tamperGolden, after: map[string]string{"golden/expected.json": "{\"add\": 0, \"sub\": 2}\n"},
+			status: StatusUnverified},
+		{name: "golden data rewritten to hide a regression", base: tamperGolden, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub"},
+		{name: "code rewriting golden data before the test reads it", base: tamperGolden, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"expected.json\"), \"w\") as _f:\n    _f.write('{\"add\": 4, \"sub\": 8}')\n\n\n" + brokenSub},
+			status: StatusFailed, reason: "a check changed golden/expected.json"},
+		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "honest fix of a data table the code reads", base: tamperTable, after: map[string]string{"table/units.json": "{\"km\": 1000, \"m\": 1}\n"},
+			status: StatusFixed, ev: "tests: tests/test_conv.py::test_km"},
 		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
 			status: StatusFixed, ev: "tests: calc.py::calc.add"},
 	}

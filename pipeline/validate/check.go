@@ -192,6 +192,10 @@ type Result struct {
 	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
 	// shutdown): it says nothing about the code under test.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Reads are the worktree's files (not Python source) a pytest run's Python code opened
+	// for reading, each with the worktree file that opened it (see FileRead): at the base
+	// commit, which data files the base's tests read themselves.
+	Reads []FileRead `json:"reads,omitempty"`
 }
 
 // Aborted returns the first result's Abort reason, "" when none broke a limit.
