@@ -3,12 +3,14 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -48,47 +50,78 @@ const (
 
 // readsPluginSource records, in memory, each open for reading of a file under the working
 // directory (the worktree) that is not Python source, with the innermost frame of a file
-// under it, and writes them out as "file\tby" lines when pytest ends. It records nothing
-// where Python has no audit hooks (before 3.8).
+// under it ("R\tfile\tby" lines), and each write over, rename over or removal of a file
+// there that existed, with that frame and the test running ("W\tfile\tby\ttest"), and
+// writes them out when pytest ends. It records nothing where Python has no audit hooks
+// (before 3.8).
 const readsPluginSource = `import os
 import sys
+
+import pytest
 
 _ROOT = os.path.join(os.getcwd(), "")
 _OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "` + readsFilePrefix + `%d.txt")
 _MAX = 20000
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _seen = {}
+_test = [""]
+
+
+def _rel(path):
+    path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(os.fspath(path))))
+    return path[len(_ROOT):] if path.startswith(_ROOT) else None
+
+
+def _by():
+    f = sys._getframe(2)
+    while f is not None and not f.f_code.co_filename.startswith(_ROOT):
+        f = f.f_back
+    return None if f is None else f.f_code.co_filename[len(_ROOT):]
+
+
+def _note(key):
+    if "\n" not in key:
+        _seen[key] = None
 
 
 def _hook(event, args):
-    if event != "open" or len(_seen) >= _MAX:
+    if len(_seen) >= _MAX or event not in ("open", "os.rename", "os.remove"):
         return
     try:
-        path, mode, flags = args
-        if isinstance(path, int):
-            return
-        if mode is not None:
-            if any(c in mode for c in "wax+"):
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(path, int):
                 return
-        elif flags & _WRITE:
+            write = any(c in mode for c in "wax+") if mode is not None else flags & _WRITE
+        else:
+            path, write = args[1] if event == "os.rename" else args[0], True
+            if isinstance(path, int):
+                return
+        rel = _rel(path)
+        if rel is None:
             return
-        path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(os.fspath(path))))
-        if not path.startswith(_ROOT) or path.endswith((".py", ".pyc")):
-            return
-        f = sys._getframe(1)
-        while f is not None and not f.f_code.co_filename.startswith(_ROOT):
-            f = f.f_back
-        if f is None:
-            return
-        key = path[len(_ROOT):] + "\t" + f.f_code.co_filename[len(_ROOT):]
-        if "\n" not in key:
-            _seen[key] = None
+        if not write:
+            if not rel.endswith((".py", ".pyc")):
+                by = _by()
+                if by is not None:
+                    _note("R\t" + rel + "\t" + by)
+        elif os.path.lexists(path):
+            _note("W\t" + rel + "\t" + (_by() or "") + "\t" + _test[0])
     except Exception:
         pass
 
 
 if hasattr(sys, "addaudithook"):
     sys.addaudithook(_hook)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _test[0] = item.nodeid
+    try:
+        yield
+    finally:
+        _test[0] = ""
 
 
 def pytest_unconfigure(config):
@@ -142,32 +175,87 @@ func withReadsPlugin(argv, env []string, reports, inner string) ([]string, []str
 	return append(slices.Clone(argv), "-p", readsPlugin), env
 }
 
+// fileRewrite is a file of the worktree that a test run wrote over, renamed over or
+// removed (File), the worktree file on the stack that did (By, "" when none) and the test
+// running then (Test, "" outside a test: at collection).
+type fileRewrite struct {
+	File, By, Test string
+}
+
 // collectReads reads back what the plugin recorded in reports: each file read and by what,
-// once, sorted. Anything that is not the plugin's plain file, or is larger than it writes,
-// is left unread.
-func collectReads(reports string) []FileRead {
+// and each Python file rewritten, once each, sorted. Anything that is not the plugin's plain
+// file, or is larger than it writes, is left unread.
+func collectReads(reports string) ([]FileRead, []fileRewrite) {
 	if reports == "" {
-		return nil
+		return nil, nil
 	}
 	names, _ := filepath.Glob(filepath.Join(reports, readsFilePrefix+"*.txt"))
-	seen := map[FileRead]bool{}
-	var out []FileRead
+	seen := map[string]bool{}
+	var reads []FileRead
+	var writes []fileRewrite
 	for _, name := range names[:min(len(names), maxReadsFiles)] {
 		data, err := sandbox.ReadReport(name, maxReadsBytes)
 		if err != nil {
 			continue
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() && len(out) < maxReads {
-			file, by, ok := strings.Cut(sc.Text(), "\t")
-			r := FileRead{File: path.Clean(filepath.ToSlash(file)), By: path.Clean(filepath.ToSlash(by))}
-			if !ok || file == "" || by == "" || !filepath.IsLocal(r.File) || !filepath.IsLocal(r.By) || seen[r] {
+		for sc.Scan() && len(reads)+len(writes) < maxReads {
+			f := strings.Split(sc.Text(), "\t")
+			if seen[sc.Text()] || len(f) < 3 || !local(f[1]) {
 				continue
 			}
-			seen[r] = true
-			out = append(out, r)
+			seen[sc.Text()] = true
+			switch {
+			case f[0] == "R" && len(f) == 3 && local(f[2]):
+				reads = append(reads, FileRead{File: path.Clean(f[1]), By: path.Clean(f[2])})
+			case f[0] == "W" && len(f) == 4:
+				writes = append(writes, fileRewrite{File: path.Clean(f[1]), By: f[2], Test: f[3]})
+			}
 		}
 	}
-	slices.SortFunc(out, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
-	return out
+	slices.SortFunc(reads, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
+	slices.SortFunc(writes, func(a, b fileRewrite) int { return strings.Compare(a.File+"\x00"+a.Test, b.File+"\x00"+b.Test) })
+	return reads, writes
+}
+
+// local reports whether p is a non-empty slash-separated path inside the worktree.
+func local(p string) bool { return p != "" && filepath.IsLocal(filepath.FromSlash(p)) }
+
+// rewrittenTests are the rewrites of writes that hit the tests (test modules, conftest.py,
+// helpers in test folders, as the check's discovery in dir finds them), in words: "test
+// tests/test_a.py::test_x rewrote tests/test_b.py". A run of the base's tests that rewrites
+// them cannot judge a change: every attempt's check would stop there (the gate stamps the
+// base's tests around each run).
+func rewrittenTests(dir string, c Check, writes []fileRewrite) []string {
+	if len(writes) == 0 {
+		return nil
+	}
+	tests := discover.FromDir(dir, DiscoverOptions([]Check{c}))
+	var out []string
+	for _, w := range writes {
+		if !strings.HasSuffix(w.File, ".py") || !tests.IsTestPath(w.File) {
+			continue
+		}
+		verb := "rewrote or removed"
+		switch {
+		case w.Test != "":
+			out = append(out, fmt.Sprintf("test %s %s %s", w.Test, verb, w.File))
+		case w.By != "":
+			out = append(out, fmt.Sprintf("%s (as pytest collected it) %s %s", w.By, verb, w.File))
+		default:
+			out = append(out, fmt.Sprintf("the run %s %s", verb, w.File))
+		}
+	}
+	return slices.Compact(out)
+}
+
+// ownOutput drops from reads the files the run itself wrote over (writes): a file a test
+// writes is its output, not what it expects, and no input for the gate to keep.
+func ownOutput(reads []FileRead, writes []fileRewrite) []FileRead {
+	if len(writes) == 0 {
+		return reads
+	}
+	return slices.DeleteFunc(reads, func(r FileRead) bool {
+		return slices.ContainsFunc(writes, func(w fileRewrite) bool { return w.File == r.File })
+	})
 }

@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,54 @@ func TestRecordsReads(t *testing.T) {
 		if got := recordsReads(tt.argv); got != tt.want {
 			t.Errorf("recordsReads(%q) = %v, want %v", tt.argv, got, tt.want)
 		}
+	}
+}
+
+// A base suite whose own tests rewrite the tests (a test writing over another test module,
+// or replacing it) cannot judge a change: every attempt's checks would stop on the gate's
+// stamps. The run names the test and the file, and Health says so once, at the baseline.
+// A data file a test writes itself is its output, not an input the gate keeps; a new file a
+// test creates is no rewrite.
+func TestRunPytestRewritesTests(t *testing.T) {
+	requirePytest(t)
+	for _, tt := range []struct {
+		name  string
+		write string // test_a's body
+		want  []string
+	}{
+		{name: "written over", write: "    with open(os.path.join(HERE, 'test_b.py'), 'w') as f:\n        f.write(SRC)\n",
+			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
+		{name: "replaced", write: "    p = os.path.join(HERE, 'new.tmp')\n    with open(p, 'w') as f:\n        f.write(SRC)\n    os.replace(p, os.path.join(HERE, 'test_b.py'))\n",
+			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
+		{name: "a data file and a new module", write: "    with open(os.path.join(HERE, '..', 'out.json'), 'w') as f:\n        f.write('{}')\n    with open(os.path.join(HERE, 'gen_x.py'), 'w') as f:\n        f.write('')\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{
+				"out.json":        "{}\n",
+				"tests/test_b.py": "def test_b():\n    pass\n",
+				"tests/test_a.py": "import os\n\nHERE = os.path.dirname(os.path.abspath(__file__))\nSRC = 'def test_b():\\n    pass\\n'\nwith open(os.path.join(HERE, '..', 'out.json')) as _f:\n    _f.read()\n\n\ndef test_a():\n" + tt.write,
+			})
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+			if !res.Passed {
+				t.Fatalf("pytest failed: %s\n%s", res.Summary, res.Output)
+			}
+			if !slices.Equal(res.Rewrites, tt.want) {
+				t.Errorf("rewrites %q, want %q", res.Rewrites, tt.want)
+			}
+			problems := Health([]Result{res})
+			if len(tt.want) == 0 {
+				if len(problems) > 0 {
+					t.Errorf("health %v, want none", problems)
+				}
+				if slices.ContainsFunc(res.Reads, func(r FileRead) bool { return r.File == "out.json" }) {
+					t.Errorf("reads %+v: out.json, which the test writes itself, is no input", res.Reads)
+				}
+				return
+			}
+			if len(problems) != 1 || !strings.Contains(problems[0].Reason, tt.want[0]) || !strings.Contains(problems[0].Hint, "tmp_path") {
+				t.Errorf("health %+v; want one problem naming %q, with a hint", problems, tt.want[0])
+			}
+		})
 	}
 }

@@ -191,7 +191,10 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 
 	combined := out.combined.tail(parseCap)
 	if c.Kind == KindPytest {
-		res.Reads = collectReads(scratch.Dir)
+		var writes []fileRewrite
+		res.Reads, writes = collectReads(scratch.Dir)
+		res.Reads = ownOutput(res.Reads, writes)
+		res.Rewrites = rewrittenTests(dir, c, writes)
 	}
 	p := interpret(c.Kind, junitPath, dir, out, combined)
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
