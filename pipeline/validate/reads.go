@@ -51,14 +51,17 @@ const (
 // readsPluginSource records, in memory, each open for reading of a file under the working
 // directory (the worktree) that is not Python source, with the innermost frame of a file
 // under it ("R\tfile\tby" lines), and each write over, rename over or removal of a file
-// there that existed, with that frame and the test running ("W\tfile\tby\ttest"), and
+// there that existed before the run (not one the run made), with that frame and the test
+// running ("W\tfile\tby\ttest"), and
 // writes them out when pytest ends. It records nothing where Python has no audit hooks
 // (before 3.8).
 const readsPluginSource = `import os
 import sys
+import time
 
 import pytest
 
+_START = time.time()
 _ROOT = os.path.join(os.getcwd(), "")
 _OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "` + readsFilePrefix + `%d.txt")
 _MAX = 20000
@@ -105,7 +108,7 @@ def _hook(event, args):
                 by = _by()
                 if by is not None:
                     _note("R\t" + rel + "\t" + by)
-        elif os.path.lexists(path):
+        elif os.path.lexists(path) and os.lstat(path).st_mtime < _START:
             _note("W\t" + rel + "\t" + (_by() or "") + "\t" + _test[0])
     except Exception:
         pass

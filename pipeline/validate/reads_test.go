@@ -70,8 +70,8 @@ func TestRecordsReads(t *testing.T) {
 // A base suite whose own tests rewrite the tests (a test writing over another test module,
 // or replacing it) cannot judge a change: every attempt's checks would stop on the gate's
 // stamps. The run names the test and the file, and Health says so once, at the baseline.
-// A data file a test writes itself is its output, not an input the gate keeps; a new file a
-// test creates is no rewrite.
+// A data file a test writes itself is its output, not an input the gate keeps; a module a
+// test creates, and writes again, is no rewrite.
 func TestRunPytestRewritesTests(t *testing.T) {
 	requirePytest(t)
 	for _, tt := range []struct {
@@ -83,7 +83,7 @@ func TestRunPytestRewritesTests(t *testing.T) {
 			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
 		{name: "replaced", write: "    p = os.path.join(HERE, 'new.tmp')\n    with open(p, 'w') as f:\n        f.write(SRC)\n    os.replace(p, os.path.join(HERE, 'test_b.py'))\n",
 			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
-		{name: "a data file and a new module", write: "    with open(os.path.join(HERE, '..', 'out.json'), 'w') as f:\n        f.write('{}')\n    with open(os.path.join(HERE, 'gen_x.py'), 'w') as f:\n        f.write('')\n"},
+		{name: "a data file and a new module", write: "    with open(os.path.join(HERE, '..', 'out.json'), 'w') as f:\n        f.write('{}')\n    for _ in range(2):\n        with open(os.path.join(HERE, 'gen_x.py'), 'w') as f:\n            f.write('')\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := writeFiles(t, map[string]string{
