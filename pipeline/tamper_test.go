@@ -375,7 +375,7 @@ def pytest_runtest_makereport(item, call):
 		{name: "golden data rewritten to the bug's output", base: tamperGolden, after: map[string]string{"golden/expected.json": "{\"add\": 0, \"sub\": 2}\n"},
 			status: StatusUnverified},
 		{name: "golden data rewritten to hide a regression", base: tamperGolden, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
-			status: StatusFailed, reason: "tests/test_calc.py::test_sub"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
 		{name: "code rewriting golden data before the test reads it", base: tamperGolden, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"expected.json\"), \"w\") as _f:\n    _f.write('{\"add\": 4, \"sub\": 8}')\n\n\n" + brokenSub},
 			status: StatusFailed, reason: "a check changed golden/expected.json"},
 		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
