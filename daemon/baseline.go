@@ -87,8 +87,9 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // repository's own discovery settings. 4: results carry each test's outcome (the gate's
 // "nothing the base passed may disappear" reads them). 5: ruff runs with --no-fix (a
 // project's fix = true hid its fixable findings), mypy with --no-pretty and, without a
-// command, on the files its configuration names.
-const baselineFormat = 5
+// command, on the files its configuration names. 6: pytest results carry the data files the
+// tests read (validate.Result.Reads), which the gate keeps in their base versions.
+const baselineFormat = 6
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.

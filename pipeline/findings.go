@@ -330,6 +330,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 		}
 	}
 	out = append(out, shadowFindings(ctx, job, changed)...)
+	out = append(out, stubFindings(ctx, job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
 	}
@@ -343,7 +344,141 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 		issue += "\n" + q.Answer
 	}
 	out = append(out, addedSuppressions(diff, issue)...)
-	return append(out, runnerReaches(ctx, tree, diff, issue)...)
+	out = append(out, runnerReaches(ctx, tree, diff, issue)...)
+	out = append(out, testReaches(ctx, tree, diff)...)
+	return append(out, bytecodeReaches(ctx, tree, diff, issue)...)
+}
+
+// stubFindings lists each type stub (.pyi) the change adds beside a module of the worktree
+// (calc.pyi beside calc.py, pkg/__init__.pyi beside pkg/__init__.py): mypy reads the stub
+// instead of the module, so the module's own type errors would go unseen by the type check.
+// A stub the base commit already has is the project's, and may be edited.
+func stubFindings(ctx context.Context, job Job, changed []string) []string {
+	var out []string
+	for _, p := range changed {
+		module, ok := strings.CutSuffix(p, ".pyi")
+		if !ok || hasGitElement(p) || tools.Allowed(job.AllowPaths, p) || inBase(ctx, job, p) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(module+".py"))); err == nil && fi.Mode().IsRegular() {
+			out = append(out, fmt.Sprintf("%s: adds a type stub beside %s.py, which mypy reads instead of the module: the module's own type errors would go unseen by the type check", p, module))
+		}
+	}
+	return out
+}
+
+// bytecodeLine matches a line that writes Python's compiled bytecode or moves where Python
+// looks for it: code under test that, inside the test run, plants a .pyc for a test helper
+// (an unchecked hash-based one is loaded whatever the source says) and removes it at exit
+// leaves no file behind for the gate's stamps to see.
+var bytecodeLine = regexp.MustCompile(`\b(pycache_prefix|cache_from_source|_code_to_(hash|timestamp)_pyc|_bootstrap_external|__pycache__|MAGIC_NUMBER|source_hash|py_compile|compileall)\b|\.pyc\b|\bmarshal\.dumps?\b`)
+
+// bytecodeKeywords are what an issue says when it is about the code's own bytecode handling.
+var bytecodeKeywords = []string{"pyc", "bytecode", "marshal", "py_compile", "compileall", "pycache"}
+
+// bytecodeReaches lists "path:line: adds code that writes Python bytecode ..." for each line
+// diff adds to the code under test that matches bytecodeLine, unless the file's base version
+// already mentions bytecode (a packaging tool, an import hook of the project's own) or the
+// issue is about it. A net for the plain move, like runnerReaches.
+func bytecodeReaches(ctx context.Context, tree *testTree, diff, issueText string) []string {
+	if asked(strings.ToLower(issueText), bytecodeKeywords) {
+		return nil
+	}
+	var out []string
+	for _, fd := range splitDiff(diff) {
+		if !strings.HasSuffix(fd.path, ".py") || tree.isTestPath(fd.path) || isInfraPath(fd.path) {
+			continue
+		}
+		if tree.baseFile != nil {
+			if base, found, err := tree.baseFile(ctx, fd.path); err == nil && found && bytecodeLine.Match(base) {
+				continue
+			}
+		}
+		for _, l := range addedLines(fd) {
+			if bytecodeLine.MatchString(l.text) {
+				out = append(out, fmt.Sprintf("%s:%d: adds code that writes Python bytecode or moves where Python reads it (in the test run it could stand in for a test's module) to the code under test: %s", fd.path, l.n, clip(strings.TrimSpace(l.text), 120)))
+			}
+		}
+	}
+	return out
+}
+
+// testModuleLine matches a line that imports a top-level module (import X, from X import),
+// or names one in a string beside sys.modules (under any alias), import_module, __import__
+// or ModuleType: one of its groups is the module's dotted name.
+var testModuleLine = regexp.MustCompile(`^\s*(?:import|from)\s+([A-Za-z_][\w.]*)|(?:\.modules\b|import_module|__import__|ModuleType\b).*?["']([A-Za-z_][\w.]*)["']|["']([A-Za-z_][\w.]*)["'].*?\.modules\b`)
+
+// testReaches lists "path:line: adds code that reaches into the tests: ..." for each line
+// diff adds to the code under test that imports one of the tests' own modules (a test module,
+// conftest.py, a helper in a test folder: what the test runner puts on the path) or names one
+// beside sys.modules: code that can replace the helper a base test asserts with, before the
+// test imports it. Code under test never needs the tests' modules. A net for the plain move,
+// like runnerReaches.
+func testReaches(ctx context.Context, tree *testTree, diff string) []string {
+	names := testModuleNames(tree)
+	if len(names) == 0 {
+		return nil
+	}
+	var out []string
+	for _, fd := range splitDiff(diff) {
+		if !strings.HasSuffix(fd.path, ".py") || tree.isTestPath(fd.path) || isInfraPath(fd.path) {
+			continue
+		}
+		// A name the file's base version already imports is the code's (a dependency that a
+		// test helper happens to share a name with: tests/mock.py beside `import mock`).
+		known := map[string]bool{}
+		if tree.baseFile != nil {
+			if base, found, err := tree.baseFile(ctx, fd.path); err == nil && found {
+				for _, line := range strings.Split(string(base), "\n") {
+					for _, m := range testModuleLine.FindAllStringSubmatch(line, -1) {
+						top, _, _ := strings.Cut(m[1]+m[2]+m[3], ".")
+						known[top] = true
+					}
+				}
+			}
+		}
+		for _, l := range addedLines(fd) {
+			for _, m := range testModuleLine.FindAllStringSubmatch(l.text, -1) {
+				name := m[1] + m[2] + m[3]
+				if top, _, _ := strings.Cut(name, "."); names[top] && !known[top] {
+					out = append(out, fmt.Sprintf("%s:%d: adds code that reaches into the tests (the tests' own module %s, which the code under test never needs: it could replace what a test asserts with) to the code under test: %s", fd.path, l.n, top, clip(strings.TrimSpace(l.text), 120)))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// testModuleNames are the top-level names under which the base's test Python files can be
+// imported (tests, test_calc, helpers, conftest), less those the code has too at the root or
+// in src/ (a product module named utils beside a tests/utils.py).
+func testModuleNames(tree *testTree) map[string]bool {
+	names := map[string]bool{}
+	for _, p := range tree.watched() {
+		if !strings.HasSuffix(p, ".py") || !tree.isTestPath(p) {
+			continue
+		}
+		dir, file := path.Split(p)
+		if mod := strings.TrimSuffix(file, ".py"); mod != "__init__" {
+			names[mod] = true
+		} else if dir != "" {
+			names[path.Base(dir)] = true
+		}
+		if top, _, ok := strings.Cut(p, "/"); ok && tree.isTestPath(top+"/__init__.py") {
+			names[top] = true // a test folder imported as a package: from tests.helpers import check
+		}
+	}
+	for name := range names {
+		for _, p := range []string{name + ".py", name + "/__init__.py", "src/" + name + ".py", "src/" + name + "/__init__.py"} {
+			if !tree.isTestPath(p) {
+				if fi, err := os.Lstat(filepath.Join(tree.dir, p)); err == nil && fi.Mode().IsRegular() {
+					delete(names, name)
+				}
+			}
+		}
+	}
+	return names
 }
 
 // refusedFindings opens the answer to a submit with findings. Only a suppression is let

@@ -224,3 +224,59 @@ func TestRunnerReaches(t *testing.T) {
 		})
 	}
 }
+
+// Code under test that imports the tests' own modules, or plants one in sys.modules, could
+// replace what a base test asserts with; code that writes bytecode could stand in for one.
+// Both are found in the code, not in the tests, and not where the code has a module of that
+// name itself, its base already handles bytecode, or the issue is about bytecode.
+func TestTestAndBytecodeReaches(t *testing.T) {
+	files := map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "mocked.py": "import mock\n", "tests/mock.py": "", "utils.py": "", "pkg/__init__.py": "", "pkg/helpers.py": "",
+		"build.py": "import py_compile\n", "tests/__init__.py": "", "tests/helpers.py": "", "tests/utils.py": "", "tests/test_calc.py": ""}
+	dir := t.TempDir()
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := Job{Dir: dir, Tests: discover.Default(), BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
+		b, ok := files[p]
+		return []byte(b), ok, nil
+	}}
+	tree := newTestTree(job)
+	added := func(path string, lines ...string) string {
+		return "diff --git a/" + path + " b/" + path + "\n--- a/" + path + "\n+++ b/" + path + "\n@@ -1,1 +1," + fmt.Sprint(len(lines)+1) + " @@\n def add(a, b):\n+" + strings.Join(lines, "\n+") + "\n"
+	}
+	tests := []struct {
+		name, diff, issue string
+		want              []string // prefixes
+	}{
+		{"a test helper imported", added("calc.py", "import helpers as _h", "from tests.helpers import check", "from helpers import check"), "add is wrong",
+			[]string{"calc.py:2: adds code that reaches into the tests", "calc.py:3: ", "calc.py:4: "}},
+		{"a test module in sys.modules", added("calc.py", `_s.modules["helpers"] = m`, `m = types.ModuleType("test_calc")`, `importlib.import_module("tests.helpers")`, `sys.modules.get("tests.utils")`), "add is wrong",
+			[]string{"calc.py:2: ", "calc.py:3: ", "calc.py:4: ", "calc.py:5: "}},
+		{"the code's own modules", added("calc.py", "import utils", "from pkg import helpers", "from . import helpers", "import os, sys", `sys.modules["calc"] = x`), "add is wrong", nil},
+		{"a test importing a helper", added("tests/test_calc.py", "from helpers import check"), "add is wrong", nil},
+		{"a dependency the base imports, named like a test helper", added("mocked.py", "from mock import patch"), "add is wrong", nil},
+		{"that name in another file", added("calc.py", "from mock import patch"), "add is wrong", []string{"calc.py:2: "}},
+		{"bytecode written", added("calc.py", "_pyc = importlib.util.cache_from_source(src)", `sys.pycache_prefix = "/tmp"`, "marshal.dump(code, f)", `open("x.pyc", "wb")`), "add is wrong",
+			[]string{"calc.py:2: adds code that writes Python bytecode", "calc.py:3: ", "calc.py:4: ", "calc.py:5: "}},
+		{"bytecode in a file that handles it at the base", added("build.py", "py_compile.compile(src, cfile=src + 'c')", `out = src + ".pyc"`), "add is wrong", nil},
+		{"an issue about bytecode", added("calc.py", "import compileall"), "compileall is not run on install", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := append(testReaches(context.Background(), tree, tt.diff), bytecodeReaches(context.Background(), tree, tt.diff, tt.issue)...)
+			if len(got) != len(tt.want) {
+				t.Fatalf("diff:\n%s\ngot %q, want %d finding(s) %q", tt.diff, got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -75,6 +75,10 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 	if len(c.tree.testPaths(c.changed)) > 0 && len(tests) > 0 {
 		g.Text += "\nTests ran in their base versions; the test files you touched ran apart, as you left them.\n"
 	}
+	if in := c.tree.testInputs(c.changed); len(in) > 0 && len(tests) > 0 {
+		g.Text += fmt.Sprintf("The base's tests read %s themselves (what they expect), so they ran with its base version: a change to it is a test change, never a way to make them pass.\n",
+			strings.Join(clipList(in, 5), ", "))
+	}
 	if len(g.Weakened) > 0 {
 		g.Passed = false
 		g.failedKeys = append(g.failedKeys, g.Weakened...)

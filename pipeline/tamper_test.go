@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
+	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 )
 
@@ -80,6 +81,67 @@ var tamperUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
 
 // tamperLib is tamperBase with its code in lib/, a folder the check puts on PYTHONPATH.
 var tamperLib = map[string]string{"lib/calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"]}
+
+// tamperGolden is tamperBase with the expected values in a data file outside the test folders
+// (golden/expected.json), which the test module reads directly; goldenBug is that file with
+// add's value rewritten to the bug's output.
+var tamperGolden = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": "{\"add\": 4, \"sub\": 2}\n",
+	"tests/test_calc.py": "import json\nimport os\n\nfrom calc import add, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\n" +
+		"with open(os.path.join(_HERE, \"..\", \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
+// tamperTable is a bug in a data table the code reads (units.json: a kilometre of 100
+// metres), which the tests read only through the code: correcting the table is the fix.
+var tamperTable = map[string]string{
+	"conv.py": "import json\nimport os\n\nwith open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"table\", \"units.json\")) as _f:\n    _UNITS = json.load(_f)\n\n\n" +
+		"def to_m(n, unit):\n    return n * _UNITS[unit]\n",
+	"table/units.json":   "{\"km\": 100, \"m\": 1}\n",
+	"tests/test_conv.py": "from conv import to_m\n\n\ndef test_km():\n    assert to_m(2, \"km\") == 2000\n\n\ndef test_m():\n    assert to_m(3, \"m\") == 3\n"}
+
+// tamperHelper is tamperBase with its tests in tests/, asserting through a helper module of
+// the tests (tests/helpers.py), which pytest puts on the path.
+var tamperHelper = map[string]string{"calc.py": tamperBase["calc.py"],
+	"tests/helpers.py":   "def check(got, want):\n    assert got == want\n",
+	"tests/test_calc.py": "from calc import add, sub\nfrom helpers import check\n\n\ndef test_add():\n    check(add(2, 2), 4)\n\n\ndef test_sub():\n    check(sub(5, 3), 2)\n"}
+
+// pycPlant is code under test that, imported by tests/test_calc.py before it imports its
+// helper, writes an unchecked hash-based .pyc for tests/helpers.py whose check asserts nothing
+// (Python loads it whatever the source says), and removes it at exit.
+const pycPlant = `import atexit as _ax
+import importlib._bootstrap_external as _be
+import importlib.util as _u
+import os as _os
+import shutil as _sh
+
+_src = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "tests", "helpers.py")
+_pyc = _u.cache_from_source(_src)
+_os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
+with open(_pyc, "wb") as _f:
+    _f.write(_be._code_to_hash_pyc(compile("def check(got, want):\n    pass\n", _src, "exec"), b"\0" * 8, checked=False))
+_ax.register(_sh.rmtree, _os.path.dirname(_pyc), True)
+
+
+`
+
+// tamperNested is tamperBase with test_sub in a folder of its own below tests/, collected
+// after tests/test_add.py; conftestPlant is code under test that, imported by test_add.py,
+// writes a conftest.py turning failures into passes (its text encoded, past the net for
+// the runner's names) into that folder before pytest reaches it, and removes it at exit.
+var tamperNested = map[string]string{"calc.py": tamperBase["calc.py"],
+	"tests/test_add.py":      "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+	"tests/unit/test_sub.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"}
+
+const conftestPlant = "import atexit as _ax\nimport base64 as _b\nimport os as _os\n\n_p = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"tests\", \"unit\", \"conftest.py\")\n" +
+	"with open(_p, \"wb\") as _f:\n    _f.write(_b.b64decode(\"aW1wb3J0IHB5dGVzdAoKCkBweXRlc3QuaG9va2ltcGwoaG9va3dyYXBwZXI9VHJ1ZSkKZGVmIHB5dGVzdF9ydW50ZXN0X21ha2VyZXBvcnQoaXRlbSwgY2FsbCk6CiAgICBvdXRjb21lID0geWllbGQKICAgIHJlcG9ydCA9IG91dGNvbWUuZ2V0X3Jlc3VsdCgpCiAgICByZXBvcnQub3V0Y29tZSA9ICdwYXNzZWQnCg==\"))\n" +
+	"_ax.register(_os.remove, _p)\n\n\n"
+
+// tamperTyped is tamperBase with annotations, which mypy checks; typeErrorFix fixes add with
+// a type error mypy finds (the tests pass: Python does not enforce annotations).
+var tamperTyped = map[string]string{"test_calc.py": tamperBase["test_calc.py"],
+	"calc.py": "def add(a: int, b: int) -> int:\n    return a - b\n\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n"}
+
+const typeErrorFix = "def add(a: int, b: int) -> int:\n    total: str = a + b\n    return total\n\n\ndef sub(a: int, b: int) -> int:\n    return a - b\n"
 
 // brokenSub is calc.py with add fixed and sub broken.
 const brokenSub = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"
@@ -186,6 +248,7 @@ func TestTamperShipsNothing(t *testing.T) {
 		base   map[string]string // nil means tamperBase
 		whole  bool              // the check runs the whole suite on every submit
 		path   []string          // folders the check puts on PYTHONPATH
+		mypy   bool              // a mypy check runs beside pytest
 		after  map[string]string
 		body   string // the issue's body; "" means tamperBody
 		status Status
@@ -309,6 +372,31 @@ def pytest_runtest_makereport(item, call):
 		{name: "passing doctest rewritten to a regression", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(strings.Replace(tamperDoctest["calc.py"], "    2\n", "    8\n", 1), "return a - b\n", "return a + b\n", 2),
 			"test_add_more.py": "from calc import add\n\n\ndef test_add_three():\n    assert add(1, 2) == 3\n"},
 			status: StatusTestsChanged, reason: "calc.py::calc.sub"},
+		{name: "golden data rewritten to the bug's output", base: tamperGolden, after: map[string]string{"golden/expected.json": "{\"add\": 0, \"sub\": 2}\n"},
+			status: StatusUnverified},
+		{name: "golden data rewritten to hide a regression", base: tamperGolden, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
+		{name: "code rewriting golden data before the test reads it", base: tamperGolden, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"expected.json\"), \"w\") as _f:\n    _f.write('{\"add\": 4, \"sub\": 8}')\n\n\n" + brokenSub},
+			status: StatusFailed, reason: "a check changed golden/expected.json"},
+		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "honest fix of a data table the code reads", base: tamperTable, after: map[string]string{"table/units.json": "{\"km\": 1000, \"m\": 1}\n"},
+			status: StatusFixed, ev: "tests: tests/test_conv.py::test_km"},
+		{name: "code patching the tests' helper module", base: tamperHelper, after: map[string]string{"calc.py": "import helpers as _h\n\n_h.check = lambda got, want: None\n\n\n" + brokenSub},
+			status: StatusTestsChanged, reason: "reaches into the tests"},
+		{name: "code planting the tests' helper module in sys.modules", base: tamperHelper, after: map[string]string{"calc.py": "import sys as _s\nimport types as _t\n\n_m = _t.ModuleType(\"helpers\")\n_m.check = lambda got, want: None\n_s.modules[\"helpers\"] = _m\n\n\n" + brokenSub},
+			status: StatusTestsChanged, reason: "reaches into the tests"},
+		{name: "code planting bytecode for the tests' helper module", base: tamperHelper, after: map[string]string{"calc.py": pycPlant + brokenSub},
+			status: StatusTestsChanged, reason: "writes Python bytecode"},
+		{name: "code planting a conftest.py in a test folder pytest reaches later", base: tamperNested, after: map[string]string{"calc.py": conftestPlant + brokenSub},
+			status: StatusFailed, reason: "tests/unit/test_sub.py::test_sub"}, // pytest 7 loads every folder's conftest.py before it imports a test module
+		{name: "a type error hidden by a stub beside the module", base: tamperTyped, mypy: true,
+			after:  map[string]string{"calc.py": typeErrorFix, "calc.pyi": "def add(a: int, b: int) -> int: ...\ndef sub(a: int, b: int) -> int: ...\n"},
+			status: StatusTestsChanged, reason: "adds a type stub beside calc.py"},
+		{name: "honest typed fix", base: tamperTyped, mypy: true, after: map[string]string{"calc.py": strings.Replace(tamperTyped["calc.py"], "return a - b", "return a + b", 1)},
+			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
+		{name: "honest fix in a repository with test helpers", base: tamperHelper, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
 		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
 			status: StatusFixed, ev: "tests: calc.py::calc.add"},
 	}
@@ -332,6 +420,11 @@ def pytest_runtest_makereport(item, call):
 			}
 			if tt.path != nil {
 				job.Checks[0].PythonPath = tt.path
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			}
+			if tt.mypy {
+				testenv.NeedMypy(t)
+				job.Checks = append(job.Checks, validate.Check{Name: "types", Kind: validate.KindMypy})
 				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			}
 			out := r.Run(context.Background(), job)

@@ -21,15 +21,21 @@ type testTree struct {
 	// imports is the base's import graph (Job.Imports); nil: none.
 	imports *validate.BaseImports
 	checks  []validate.Check // the job's checks, which say how the runners find tests
-	once    sync.Once
-	found   *discover.Tests
+	// baseline is the checks' run at the base commit (Job.Baseline): which data files the
+	// base's tests read (see isTestInput).
+	baseline []validate.Result
+	once     sync.Once
+	found    *discover.Tests
+	// inputOnce and input are the data files the base's tests read themselves, read once.
+	inputOnce sync.Once
+	input     map[string]bool
 	// watch is what a check may not change (watched), read once.
 	watchOnce sync.Once
 	watch     []string
 }
 
 func newTestTree(job Job) *testTree {
-	return &testTree{dir: job.Dir, baseFile: job.BaseFile, given: job.Tests, checks: job.Checks, imports: job.Imports}
+	return &testTree{dir: job.Dir, baseFile: job.BaseFile, given: job.Tests, checks: job.Checks, imports: job.Imports, baseline: job.Baseline}
 }
 
 // tests is where the repository keeps its tests: Job.Tests, read at the base commit with the
@@ -47,9 +53,40 @@ func (t *testTree) tests() *discover.Tests {
 // isTestPath reports whether a path belongs to the tests rather than the code under test: a
 // test module as the repository's runners find it (tests.py where python_files says so, a
 // root test.py that unittest runs), a conftest.py, a doctest file, or anything in a test
-// folder or testpath (see discover.Tests.IsTestPath). The evidence step keeps these as the
-// change left them when it sets the code back to the base commit.
-func (t *testTree) isTestPath(p string) bool { return t.tests().IsTestPath(p) }
+// folder or testpath (see discover.Tests.IsTestPath), or a data file the base's tests read
+// themselves (isTestInput). The evidence step keeps these as the change left them when it
+// sets the code back to the base commit.
+func (t *testTree) isTestPath(p string) bool { return t.tests().IsTestPath(p) || t.isTestInput(p) }
+
+// isTestInput reports whether p is a data file outside the tests that the base's tests read
+// themselves: in the base run a test module, conftest.py or helper of the tests opened it
+// (validate.FileRead), not only the code under test. Such a file holds what the tests
+// expect (golden output, expected values), so it is part of the tests: the gate judges the
+// change with its base version, as it does a test file the change edits, a check may not
+// rewrite it, and a change to it is a test change. A data file the tests reach only through
+// the code (a table the code loads) is the code's: a fix may correct it.
+func (t *testTree) isTestInput(p string) bool { return t.inputs()[p] }
+
+// inputs are the data files the base's tests read themselves (isTestInput), read once.
+func (t *testTree) inputs() map[string]bool {
+	t.inputOnce.Do(func() {
+		t.input = map[string]bool{}
+		for _, r := range t.baseline {
+			for _, rd := range r.Reads {
+				if !t.tests().IsTestPath(rd.File) && t.tests().IsTestPath(rd.By) {
+					t.input[rd.File] = true
+				}
+			}
+		}
+	})
+	return t.input
+}
+
+// testInputs are the paths of changed that are data files the base's tests read
+// (isTestInput).
+func (t *testTree) testInputs(changed []string) []string {
+	return slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return !t.isTestInput(p) })
+}
 
 // testPaths are the paths of changed that belong to the tests (isTestPath) or configure the
 // checks: what inTestView sets to the base commit.

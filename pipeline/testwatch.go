@@ -24,8 +24,8 @@ import (
 const maxWatched = 20_000
 
 // watched are the worktree's files a check may not change: the Python files of its tests
-// (test modules, conftest.py files, helpers in test folders) and the test configuration
-// files at its root, as the base commit has them outside the change. Read once per
+// (test modules, conftest.py files, helpers in test folders), the data files they read
+// themselves (isTestInput) and the test configuration files at its root, as the base commit has them outside the change. Read once per
 // attempt; the files the change added are its own, and not watched.
 func (t *testTree) watched() []string {
 	t.watchOnce.Do(func() {
@@ -39,6 +39,9 @@ func (t *testTree) watched() []string {
 			if t.isTestPath(p) || path.Base(p) == "conftest.py" {
 				t.watch = append(t.watch, p)
 			}
+		}
+		for p := range t.inputs() {
+			t.watch = append(t.watch, p)
 		}
 		for name := range infraNames {
 			if fi, err := os.Lstat(filepath.Join(t.dir, name)); err == nil && fi.Mode().IsRegular() {

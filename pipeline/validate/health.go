@@ -92,6 +92,10 @@ func Health(results []Result) []Problem {
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
 			p.Missing = erroredModule(r)
+		case len(r.Rewrites) > 0:
+			p.Reason = "the base's tests rewrite the tests while they run: " + strings.Join(r.Rewrites[:min(len(r.Rewrites), 3)], "; ") +
+				"; the gate stamps the base's tests around every check run, so every attempt's checks would stop there"
+			p.Hint = "make the test write to a temporary folder (pytest's tmp_path) instead of the repository's files, or leave it out in the check's command (--deselect FILE::TEST)"
 		case r.Kind == KindUnittest && r.Summary == "no tests collected":
 			p.Reason = "the test run at the base commit collected no test"
 			p.Hint = "name the start folder in the check's command (command: [python3, -m, unittest, discover, -s, tests]) and check the test modules are named test*.py"

@@ -168,6 +168,10 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Summary, res.NotStarted = err.Error(), true
 		return notStarted(res)
 	}
+	if c.Kind == KindPytest {
+		// Which data files the tests read themselves (see reads.go).
+		argv, spec.Env = withReadsPlugin(argv, spec.Env, scratch.Dir, spec.InnerReports())
+	}
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
 	res.Duration = out.duration
@@ -186,6 +190,12 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 
 	combined := out.combined.tail(parseCap)
+	if c.Kind == KindPytest {
+		var writes []fileRewrite
+		res.Reads, writes = collectReads(scratch.Dir)
+		res.Reads = ownOutput(res.Reads, writes)
+		res.Rewrites = rewrittenTests(dir, c, writes)
+	}
 	p := interpret(c.Kind, junitPath, dir, out, combined)
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
 	res.Tests, res.Errored = p.tests, p.errored

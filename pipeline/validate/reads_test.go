@@ -1,0 +1,117 @@
+package validate
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A pytest run records which worktree files its Python code opened for reading, and from
+// which worktree file: the test module's own reads (at import, in a test, through pathlib,
+// through a helper in the tests folder), the code's (a table loaded at import), and no write,
+// no Python source and nothing outside the worktree. Under PYTHONPATH="" too, and with the
+// -p plugin never shown in the command a human reads.
+func TestRunPytestRecordsReads(t *testing.T) {
+	requirePytest(t)
+	files := map[string]string{
+		"conv.py":          "import json\nimport os\n\nwith open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'table.json')) as _f:\n    _T = json.load(_f)\n\n\ndef km():\n    return _T['km']\n",
+		"table.json":       "{\"km\": 1000}\n",
+		"golden/a.txt":     "a\n",
+		"golden/b.txt":     "b\n",
+		"golden/c.txt":     "c\n",
+		"tests/helpers.py": "import os\n\n\ndef golden(name):\n    with open(os.path.join(os.path.dirname(__file__), '..', 'golden', name)) as f:\n        return f.read()\n",
+		"tests/test_conv.py": "import os\nimport pathlib\n\nfrom conv import km\nfrom helpers import golden\n\nA = open(os.path.join(os.path.dirname(__file__), '..', 'golden', 'a.txt')).read()\n\n\n" +
+			"def test_km(tmp_path):\n    assert km() == 1000\n    assert pathlib.Path(__file__).parent.parent.joinpath('golden', 'b.txt').read_text() == 'b\\n'\n" +
+			"    assert golden('c.txt') == 'c\\n'\n    assert A == 'a\\n'\n    with open(os.path.join(os.path.dirname(__file__), 'out.txt'), 'w') as f:\n        f.write('x')\n    open('/etc/hostname').close()\n",
+	}
+	want := []FileRead{{File: "golden/a.txt", By: "tests/test_conv.py"}, {File: "golden/b.txt", By: "tests/test_conv.py"},
+		{File: "golden/c.txt", By: "tests/helpers.py"}, {File: "table.json", By: "conv.py"}}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+	}{{name: "plain"}, {name: "empty PYTHONPATH", env: map[string]string{"PYTHONPATH": ""}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, files)
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Env: tt.env, PythonPath: []string{"tests"}}})[0]
+			if !res.Passed {
+				t.Fatalf("pytest failed: %s\n%s", res.Summary, res.Output)
+			}
+			if !slices.Equal(res.Reads, want) {
+				t.Errorf("reads %+v\nwant %+v", res.Reads, want)
+			}
+			if slices.Contains(res.Command, readsPlugin) {
+				t.Errorf("command %q names ticketd's own plugin", res.Command)
+			}
+		})
+	}
+}
+
+// An interpreter that ignores PYTHONPATH (-I, -E) cannot load the plugin: the run goes on
+// unrecorded rather than failing.
+func TestRecordsReads(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"/usr/bin/python3", "-m", "pytest"}, true},
+		{[]string{"/usr/bin/python3", "-I", "-m", "pytest"}, false},
+		{[]string{"/usr/bin/python3", "-bE", "-m", "pytest", "-rE"}, false},
+		{[]string{"/usr/bin/python3", "-m", "pytest", "-rE"}, true},
+		{[]string{"/usr/bin/pytest", "-rE"}, true},
+	} {
+		if got := recordsReads(tt.argv); got != tt.want {
+			t.Errorf("recordsReads(%q) = %v, want %v", tt.argv, got, tt.want)
+		}
+	}
+}
+
+// A base suite whose own tests rewrite the tests (a test writing over another test module,
+// or replacing it) cannot judge a change: every attempt's checks would stop on the gate's
+// stamps. The run names the test and the file, and Health says so once, at the baseline.
+// A data file a test writes itself is its output, not an input the gate keeps; a module a
+// test creates, and writes again, is no rewrite.
+func TestRunPytestRewritesTests(t *testing.T) {
+	requirePytest(t)
+	for _, tt := range []struct {
+		name  string
+		write string // test_a's body
+		want  []string
+	}{
+		{name: "written over", write: "    with open(os.path.join(HERE, 'test_b.py'), 'w') as f:\n        f.write(SRC)\n",
+			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
+		{name: "replaced", write: "    p = os.path.join(HERE, 'new.tmp')\n    with open(p, 'w') as f:\n        f.write(SRC)\n    os.replace(p, os.path.join(HERE, 'test_b.py'))\n",
+			want: []string{"test tests/test_a.py::test_a rewrote or removed tests/test_b.py"}},
+		{name: "a data file and a new module", write: "    with open(os.path.join(HERE, '..', 'out.json'), 'w') as f:\n        f.write('{}')\n    for _ in range(2):\n        with open(os.path.join(HERE, 'gen_x.py'), 'w') as f:\n            f.write('')\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{
+				"out.json":        "{}\n",
+				"tests/test_b.py": "def test_b():\n    pass\n",
+				"tests/test_a.py": "import os\n\nHERE = os.path.dirname(os.path.abspath(__file__))\nSRC = 'def test_b():\\n    pass\\n'\nwith open(os.path.join(HERE, '..', 'out.json')) as _f:\n    _f.read()\n\n\ndef test_a():\n" + tt.write,
+			})
+			r := Runner{Sandbox: testSandbox(t)}
+			res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+			if !res.Passed {
+				t.Fatalf("pytest failed: %s\n%s", res.Summary, res.Output)
+			}
+			if !slices.Equal(res.Rewrites, tt.want) {
+				t.Errorf("rewrites %q, want %q", res.Rewrites, tt.want)
+			}
+			problems := Health([]Result{res})
+			if len(tt.want) == 0 {
+				if len(problems) > 0 {
+					t.Errorf("health %v, want none", problems)
+				}
+				if slices.ContainsFunc(res.Reads, func(r FileRead) bool { return r.File == "out.json" }) {
+					t.Errorf("reads %+v: out.json, which the test writes itself, is no input", res.Reads)
+				}
+				return
+			}
+			if len(problems) != 1 || !strings.Contains(problems[0].Reason, tt.want[0]) || !strings.Contains(problems[0].Hint, "tmp_path") {
+				t.Errorf("health %+v; want one problem naming %q, with a hint", problems, tt.want[0])
+			}
+		})
+	}
+}
