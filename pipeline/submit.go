@@ -67,6 +67,7 @@ func (a *attempt) candidate(ctx context.Context, args string) (candidate, *toolR
 	}
 	diff, err := a.job.Diff(ctx)
 	if err != nil {
+		a.diskFault(err) // the repository's disk, not the maker's change
 		return candidate{}, &toolResult{failed: true, text: "error: could not read your changes: " + err.Error()}
 	}
 	if strings.TrimSpace(diff) == "" {
