@@ -14,21 +14,24 @@ import (
 )
 
 // TestDiskFullAtEachStep: a disk of the machine fills at one step of a ticket's attempt and
-// stays full: the repository's as the maker submits (git cannot write the
+// stays full: the workspace's as the maker submits (the checks, which write beside the
+// tests, run on a full disk); the repository's as the maker submits (git cannot write the
 // index it reads the change with) and as the judge passes the fix (git cannot write its
 // commit); the output folder's as the fix's report is written. Whatever the step, the
 // world's failure is no ticket's: the ticket is not charged (released as the machine's, or
 // done with its one attempt when the fix was committed), the model never reads the full
 // disk as a mistake of its own, no worktree is left registered, and the night is partial
-// naming the full disk.
+// naming the full disk. (A suite that writes nothing passes on a full disk, and its night
+// is rightly ok: the case that matters is the one whose checks write.)
 func TestDiskFullAtEachStep(t *testing.T) {
 	realNight(t)
 	for _, tc := range []struct {
 		name   string
 		role   string // the request held while the disk fills
 		marker string // in the held request
-		where  string // what lives on the small disk: "repo", "output"
+		where  string // what lives on the small disk: "workspace+writes", "repo", "output"
 	}{
+		{"workspace mid-check where the tests write", "maker", "edited shop/rule_00.py", "workspace+writes"},
 		{"repository mid-check", "maker", "edited shop/rule_00.py", "repo"},
 		{"repository mid-commit", "judge", "# Ticket ", "repo"},
 		{"output mid-report", "judge", "# Ticket ", "output"},
@@ -41,6 +44,13 @@ func TestDiskFullAtEachStep(t *testing.T) {
 			g, gated := newGateOn(t, url, tc.role, tc.marker)
 			cfg := f.config(t, gated, 1)
 			switch tc.where {
+			case "workspace+writes":
+				// The suite writes a scratch file beside itself, as many do (a cache, a
+				// log): on a full disk the checks fail for the machine, not for the fix.
+				write(t, filepath.Join(f.repo, "conftest.py"), "import os\n\n\ndef pytest_sessionstart(session):\n    with open(os.path.join(str(session.config.rootpath), 'scratch.log'), 'w') as f:\n        f.write('x' * 65536)\n")
+				git(t, f.repo, "add", "conftest.py")
+				git(t, f.repo, "commit", "-q", "-m", "a suite that writes")
+				cfg.Workspace = filepath.Join(disk, "work")
 			case "repo":
 				repo := filepath.Join(disk, "shop")
 				if out, err := exec.Command("cp", "-a", f.repo, repo).CombinedOutput(); err != nil {
