@@ -57,17 +57,7 @@ func TestKillWhilePublishingPR(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	cfg, err := os.ReadFile(c.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(cfg), "intake: [{kind: dir, path: issues}]\n", "", 1)
-	text = strings.Replace(text, "    push_remote: pub\n", "", 1)
-	text += fmt.Sprintf("github:\n  api_url: %s/\n  poll: 1s\n  watch: 1s\n  repos: [{name: acme/shop, repo: shop, label: ticketd, push_url: %s}]\n  output: {enabled: true}\n", srv.URL, c.remote)
-	if err := os.WriteFile(c.config, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.env = append(c.env, "GITHUB_TOKEN="+githubfake.Token)
+	c.useGitHub(t, srv.URL)
 
 	cmd, done := c.startOnce(t, bin)
 	select {
@@ -122,4 +112,22 @@ func TestKillWhilePublishingPR(t *testing.T) {
 	if t.Failed() {
 		t.Logf("log:\n%s", c.log(60))
 	}
+}
+
+// useGitHub takes the night's issues from the GitHub API at api (the test double, or a proxy
+// in front of it), repository acme/shop, and publishes its fixes there: pushed to the bare
+// remote, draft pull requests opened.
+func (c *chaosNight) useGitHub(t *testing.T, api string) {
+	t.Helper()
+	cfg, err := os.ReadFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(cfg), "intake: [{kind: dir, path: issues}]\n", "", 1)
+	text = strings.Replace(text, "    push_remote: pub\n", "", 1)
+	text += fmt.Sprintf("github:\n  api_url: %s/\n  poll: 1s\n  watch: 1s\n  repos: [{name: acme/shop, repo: shop, label: ticketd, push_url: %s}]\n  output: {enabled: true}\n", api, c.remote)
+	if err := os.WriteFile(c.config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "GITHUB_TOKEN="+githubfake.Token)
 }
