@@ -195,6 +195,7 @@ func TestRepositoryMovedUnderAFinishedFix(t *testing.T) {
 // one role until opened, and says when the first is held.
 type gate struct {
 	role   string
+	marker []byte // a held request holds this too ("# Ticket ": a ticket's, not the preflight's)
 	held   chan struct{}
 	open   chan struct{}
 	once   sync.Once
@@ -203,15 +204,21 @@ type gate struct {
 
 func newGate(t *testing.T, url, role string) (*gate, string) {
 	t.Helper()
+	return newGateOn(t, url, role, "# Ticket ")
+}
+
+// newGateOn is newGate holding only the requests of role that hold marker.
+func newGateOn(t *testing.T, url, role, marker string) (*gate, string) {
+	t.Helper()
 	target, err := neturl.Parse(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gate{role: role, held: make(chan struct{}), open: make(chan struct{})}
+	g := &gate{role: role, marker: []byte(marker), held: make(chan struct{}), open: make(chan struct{})}
 	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte("ticketd role: "+g.role)) && bytes.Contains(body, []byte("# Ticket ")) {
+		if bytes.Contains(body, []byte("ticketd role: "+g.role)) && bytes.Contains(body, g.marker) {
 			g.once.Do(func() { close(g.held) })
 			select {
 			case <-g.open:

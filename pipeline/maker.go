@@ -245,9 +245,11 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		var gate Gate
 		cand := candidate{targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}
 		if a.job.Diff != nil {
-			if diff, err := a.job.Diff(ctx); err == nil {
+			diff, err := a.job.Diff(ctx)
+			if err == nil {
 				cand.changed = changedPaths(ctx, a.job, a.log, diff)
 			}
+			a.diskFault(err)
 		}
 		res.text, gate = a.runChecks(ctx, a.checkRun(cand))
 		res.failed = !gate.Passed
@@ -269,9 +271,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		if err != nil {
 			res.text = "error: " + err.Error()
 			res.failed = true
-			if a.job.DiskFault != nil && diskfault.Is(err) {
-				a.job.DiskFault(err)
-			}
+			a.diskFault(err)
 		}
 	}
 	if a.r.Recorder != nil {
@@ -286,6 +286,14 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		}
 	}
 	return res
+}
+
+// diskFault tells the job's DiskFault of err when it is a storage failure of the machine
+// (diskfault.Is), which ends the attempt as the machine's before the model reads it.
+func (a *attempt) diskFault(err error) {
+	if err != nil && a.job.DiskFault != nil && diskfault.Is(err) {
+		a.job.DiskFault(err)
+	}
 }
 
 func clip(s string, n int) string {

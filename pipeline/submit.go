@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 
+	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -67,6 +69,7 @@ func (a *attempt) candidate(ctx context.Context, args string) (candidate, *toolR
 	}
 	diff, err := a.job.Diff(ctx)
 	if err != nil {
+		a.diskFault(err) // the repository's disk, not the maker's change
 		return candidate{}, &toolResult{failed: true, text: "error: could not read your changes: " + err.Error()}
 	}
 	if strings.TrimSpace(diff) == "" {
@@ -101,6 +104,14 @@ func (a *attempt) checkRun(cand candidate) *checkRun {
 // runChecks runs c's gate (for submit and run_checks) and counts its first tier.
 func (a *attempt) runChecks(ctx context.Context, c *checkRun) (string, Gate) {
 	text, g := c.gate(ctx)
+	if !g.Passed && !g.Cancelled {
+		if err := checksOutOfSpace(g.Results, a.job.Dir); err != nil {
+			// The disk, not the change, failed the checks: they judged nothing, and the
+			// attempt ends as the machine's before the model reads them.
+			a.diskFault(err)
+			g.Cancelled = ctx.Err() != nil
+		}
+	}
 	if g.FirstTier != nil {
 		a.firstTierTime += g.FirstTier.Duration
 	}
@@ -108,6 +119,30 @@ func (a *attempt) runChecks(ctx context.Context, c *checkRun) (string, Gate) {
 		a.firstTierCaught++
 	}
 	return text, g
+}
+
+// checksOutOfSpace is the storage failure of a check that failed saying its disk is full
+// ("OSError: [Errno 28] No space left on device"), when the disk of the worktree dir is
+// indeed full; nil otherwise. The words alone are not enough (a test may print them, or
+// assert on them), and a check that outgrew the worktree's limit filled the disk itself:
+// that ends the attempt as its own (validate.Aborted).
+func checksOutOfSpace(results []validate.Result, dir string) error {
+	if validate.Aborted(results) != "" {
+		return nil
+	}
+	for _, r := range results {
+		if r.Passed {
+			continue
+		}
+		text := r.Summary + "\n" + r.Output
+		for _, f := range r.Findings {
+			text += "\n" + f.Message
+		}
+		if diskfault.Describe(errors.New(text)) == "no space left on device" && diskfault.Full(dir) {
+			return fmt.Errorf("check %s failed with its disk full (%s): %w", r.Name, dir, syscall.ENOSPC)
+		}
+	}
+	return nil
 }
 
 // checksStage runs the checks on cand; a gate that does not pass refuses it, or ends the

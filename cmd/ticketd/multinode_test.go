@@ -102,6 +102,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 	git(seed, "commit", "-q", "-m", "base")
 	remote := filepath.Join(root, "shared.git")
 	git(root, "clone", "-q", "--bare", seed, remote)
+	git(remote, "config", "core.logAllRefUpdates", "always") // its reflogs count each branch's pushes
 	// The scripted model (a test double) is slow enough that a kill lands mid-attempt.
 	modelURL := startScripted(t, cases, scriptedmodel.Options{Seed: 1, Latency: 300 * time.Millisecond})
 
@@ -261,6 +262,9 @@ models:
 	}
 	got, _ := st.Get(ctx, victim.ID)
 	t.Logf("claims per node: %v; ticket %d rescued by %s", byNode, victim.ID, rescuedBy)
+	if got.FenceToken == victim.FenceToken {
+		t.Errorf("killed ticket %d ended under the fence token %d of the killed node; want the survivor's new one", victim.ID, victim.FenceToken)
+	}
 	if got.Rescues != 1 || rescuedBy == "" || got.LeaseNode != "vm-b" {
 		t.Errorf("killed ticket %d: %d rescues, rescued by %q on %s; want rescued once by vm-b", victim.ID, got.Rescues, rescuedBy, got.LeaseNode)
 	}
@@ -296,6 +300,14 @@ models:
 		n := ticketCase(t, tk.Title)
 		if got := git(remote, "show", tk.Branch+":"+fmt.Sprintf("rule_%02d.py", n)); !strings.Contains(got, fmt.Sprintf("return cents + %d\n", n)) {
 			t.Errorf("ticket %d's branch on the remote holds %q; want the fix", tk.ID, got)
+		}
+		// One commit, pushed once: the killed node's attempt pushed nothing the survivor's
+		// push then moved.
+		if out := strings.TrimSpace(git(remote, "rev-list", "--count", "main.."+tk.Branch)); out != "1" {
+			t.Errorf("ticket %d's branch %s on the remote has %s commits over main; want one", tk.ID, tk.Branch, out)
+		}
+		if out := strings.Fields(git(remote, "reflog", "show", "--format=%H", "refs/heads/"+tk.Branch, "--")); len(out) != 1 {
+			t.Errorf("the remote updated %s %d times; want once", tk.Branch, len(out))
 		}
 	}
 

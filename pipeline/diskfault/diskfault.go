@@ -41,8 +41,10 @@ func Describe(err error) string {
 			return e.words
 		}
 	}
-	// SQLite says it in words of its own.
-	if strings.Contains(msg, "database or disk is full") || strings.Contains(msg, "sqlite_full") {
+	// SQLite says it in words of its own, and so does git when an object or index file does
+	// not fit ("sha1 file '...index.lock' write error. Out of diskspace").
+	if strings.Contains(msg, "database or disk is full") || strings.Contains(msg, "sqlite_full") ||
+		strings.Contains(msg, "out of diskspace") {
 		return "no space left on device"
 	}
 	return ""
