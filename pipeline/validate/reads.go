@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -142,7 +144,7 @@ def pytest_unconfigure(config):
 // interpreter running pytest as a module reads PYTHONPATH unless -I or -E comes before -m.
 func recordsReads(argv []string) bool {
 	if !isModuleRun(argv, "pytest") {
-		return true
+		return len(argv) == 0 || !shebangIgnoresPath(argv[0])
 	}
 	for _, a := range argv[1:] {
 		if a == "-m" {
@@ -155,6 +157,33 @@ func recordsReads(argv []string) bool {
 	return true
 }
 
+// shebangIgnoresPath reports whether the script at path starts its interpreter with -I or
+// -E (a `#!/usr/bin/python3 -I` console script), which ignores PYTHONPATH: pytest could not
+// import the plugin and would stop at its start. Anything but a regular file is read as no
+// script: never a FIFO's open or a device's read.
+func shebangIgnoresPath(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	if !strings.HasPrefix(line, "#!") {
+		return false
+	}
+	for _, a := range strings.Fields(line)[1:] {
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "IE") {
+			return true
+		}
+	}
+	return false
+}
+
 // withReadsPlugin writes the recording plugin into the check's reports folder (host path
 // reports, inner path inner), and returns argv loading it and env with that folder last on
 // PYTHONPATH. On failure to write it, the run goes on unrecorded.
@@ -165,17 +194,22 @@ func withReadsPlugin(argv, env []string, reports, inner string) ([]string, []str
 	if err := os.WriteFile(filepath.Join(reports, readsPlugin+".py"), []byte(readsPluginSource), 0o644); err != nil {
 		return argv, env
 	}
-	env = slices.Clone(env)
-	i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPATH=") })
-	switch {
-	case i < 0:
-		env = append(env, "PYTHONPATH="+inner)
-	case env[i] == "PYTHONPATH=":
-		env[i] = "PYTHONPATH=" + inner // an empty entry would put the working directory on the path
-	default:
-		env[i] += string(os.PathListSeparator) + inner
+	// The last PYTHONPATH is the one the command gets (os/exec keeps the last of a repeated
+	// name): the check's own, or the src/ layout's, after the one the daemon passes on.
+	var path string
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		v, ok := strings.CutPrefix(kv, "PYTHONPATH=")
+		if ok {
+			path = v
+		}
+		return ok
+	})
+	if path == "" {
+		path = inner // an empty entry would put the working directory on the path
+	} else {
+		path += string(os.PathListSeparator) + inner
 	}
-	return append(slices.Clone(argv), "-p", readsPlugin), env
+	return append(slices.Clone(argv), "-p", readsPlugin), append(env, "PYTHONPATH="+path)
 }
 
 // fileRewrite is a file of the worktree that a test run wrote over, renamed over or

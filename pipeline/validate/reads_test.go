@@ -2,9 +2,12 @@ package validate
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A pytest run records which worktree files its Python code opened for reading, and from
@@ -113,5 +116,62 @@ func TestRunPytestRewritesTests(t *testing.T) {
 				t.Errorf("health %+v; want one problem naming %q, with a hint", problems, tt.want[0])
 			}
 		})
+	}
+}
+
+// TestReadsPluginPath: the plugin's folder goes at the end of the PYTHONPATH the command
+// gets, which is the last of a repeated PYTHONPATH (os/exec keeps the last): the daemon's own
+// passed on, then the src/ layout's or the check's. Before, it went into the first, and with
+// both present pytest could not import the plugin and every check failed to start.
+func TestReadsPluginPath(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"none", []string{"HOME=/h"}, "PYTHONPATH=/r"},
+		{"empty", []string{"PYTHONPATH="}, "PYTHONPATH=/r"},
+		{"one", []string{"PYTHONPATH=/a"}, "PYTHONPATH=/a:/r"},
+		{"passed on, then the layout's", []string{"PYTHONPATH=/installed", "HOME=/h", "PYTHONPATH=/w/lib:/installed"}, "PYTHONPATH=/w/lib:/installed:/r"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			argv, env := withReadsPlugin([]string{"python3", "-m", "pytest"}, tt.env, t.TempDir(), "/r")
+			var paths []string
+			for _, kv := range env {
+				if strings.HasPrefix(kv, "PYTHONPATH=") {
+					paths = append(paths, kv)
+				}
+			}
+			if len(paths) != 1 || paths[0] != tt.want {
+				t.Errorf("PYTHONPATH entries %q; want only %q", paths, tt.want)
+			}
+			if got := strings.Join(argv, " "); !strings.HasSuffix(got, "-p "+readsPlugin) {
+				t.Errorf("argv %q; want -p %s at the end", got, readsPlugin)
+			}
+		})
+	}
+}
+
+// TestReadsPluginRefusedRunsWithout: a check whose pytest could not import the recording
+// plugin (a script whose shebang runs `python3 -I`, which ignores PYTHONPATH) runs without it,
+// with a note. Before, pytest stopped at its start on ticketd's account, and every check of
+// such a repository failed.
+func TestReadsPluginRefusedRunsWithout(t *testing.T) {
+	requirePytest(t)
+	dir := writeTree(t, map[string]string{
+		"run-tests":         "#!/usr/bin/python3 -I\nimport sys\nimport pytest\nsys.exit(pytest.main(sys.argv[1:]))\n",
+		"tests/test_one.py": "def test_one():\n    assert 1 + 1 == 2\n",
+	})
+	if err := os.Chmod(filepath.Join(dir, "run-tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Timeout: time.Minute,
+		Command: []string{filepath.Join(dir, "run-tests"), "tests"}}})[0]
+	if !res.Passed || res.Tests != 1 {
+		t.Errorf("passed %v, %d tests (%s); want the one test passed\n%s", res.Passed, res.Tests, res.Summary, res.Output)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "are not recorded") {
+		t.Errorf("notes %q; want one saying the reads are not recorded", res.Notes)
 	}
 }

@@ -170,6 +170,9 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 	if c.Kind == KindPytest {
 		// Which data files the tests read themselves (see reads.go).
+		if !recordsReads(argv) {
+			res.Notes = append(res.Notes, "the tests' reads of data files are not recorded: the check's Python runs with -I or -E, which ignores PYTHONPATH, so ticketd's recording plugin cannot load; a data file the tests read is not kept in its base version")
+		}
 		argv, spec.Env = withReadsPlugin(argv, spec.Env, scratch.Dir, spec.InnerReports())
 	}
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
