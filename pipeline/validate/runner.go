@@ -192,6 +192,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if len(p.outcomes) > 0 {
 		res.Outcomes = p.outcomes
 	}
+	res.ImportSkips = p.importSkips
 	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
@@ -343,6 +344,8 @@ type parsed struct {
 	tests, errored int
 	// outcomes is each test's outcome by id, nil when the report names none.
 	outcomes map[string]Outcome
+	// importSkips are the tests skipped for a module that would not import.
+	importSkips []ImportSkip
 }
 
 // toolAbsent recognises a tool that never ran: the shell's "command not found"

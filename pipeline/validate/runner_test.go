@@ -711,3 +711,30 @@ func testSandbox(t *testing.T) sandbox.Mode {
 	}
 	return sandbox.ModeNone
 }
+
+// TestImportSkips: pyrsistent's vector tests take its C extension through
+// pytest.importorskip, parametrised, and skip where it is not built; the result counts
+// them by the missing module (a skip for another reason is not counted), with real pytest.
+func TestImportSkips(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, false)
+	for name, content := range map[string]string{
+		"tests/test_vector.py": "import pytest\n\n\n@pytest.fixture(params=['json', 'pvectorc_absent'])\ndef impl(request):\n    return pytest.importorskip(request.param)\n\n\n" +
+			"@pytest.mark.parametrize('n', [1, 2])\ndef test_append(impl, n):\n    assert impl\n\n\n@pytest.mark.skip(reason='only for pvectorc')\ndef test_other():\n    pass\n",
+		"tests/test_module.py": "import pytest\n\npytest.importorskip('pvectorc_absent')\n\n\ndef test_m():\n    pass\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	if len(res.ImportSkips) != 1 {
+		t.Fatalf("ImportSkips = %+v, want one for pvectorc_absent\n%s", res.ImportSkips, res.Output)
+	}
+	got := res.ImportSkips[0]
+	slices.Sort(got.Files)
+	if got.Module != "pvectorc_absent" || got.Tests != 3 || !slices.Equal(got.Files, []string{"tests/test_module.py", "tests/test_vector.py"}) {
+		t.Errorf("ImportSkips = %+v, want pvectorc_absent: 3 tests (2 parametrised, 1 module) in tests/test_module.py, tests/test_vector.py", got)
+	}
+}
