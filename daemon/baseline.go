@@ -481,6 +481,9 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 	if u := facts.tests.UnreadNote(); u != "" {
 		notes = append(notes, u)
 	}
+	if m := facts.tests.MissingTestpathsNote(files); m != "" {
+		notes = append(notes, m)
+	}
 	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
 	}

@@ -526,3 +526,32 @@ ratio = 2.50
 		t.Errorf("discovery: %s", d.Describe())
 	}
 }
+
+// Configured testpaths that name nothing: pytest drops each silently, and with none left
+// collects from the root; testpaths a check's command overrides with its own paths do not
+// apply at all.
+func TestMissingTestpaths(t *testing.T) {
+	files := []string{"testing/test_a.py", "docs/test_d.py", "src/pkg/tests/unit/test_u.py", "pkg/__init__.py"}
+	for _, tt := range []struct {
+		name    string
+		config  string
+		opts    Options
+		missing []string
+		noteHas string // "" for no note
+	}{
+		{"all missing", "[pytest]\ntestpaths = tests\n", Options{}, []string{"tests"}, "pytest.ini sets testpaths = tests, which names no file or folder at the base commit: pytest then collects from the repository root"},
+		{"one of two missing", "[pytest]\ntestpaths = tests docs\n", Options{}, []string{"tests"}, "pytest.ini's testpaths name tests, which is not at the base commit: pytest skips it without a word and collects from docs alone"},
+		{"globs that match", "[pytest]\ntestpaths = src/*/tests **/unit docs/test_d.py\n", Options{}, nil, ""},
+		{"a glob that matches nothing", "[pytest]\ntestpaths = src/*/spec testing\n", Options{}, []string{"src/*/spec"}, "collects from testing alone"},
+		{"present", "[pytest]\ntestpaths = testing\n", Options{}, nil, ""},
+		{"the command names its paths", "[pytest]\ntestpaths = tests\n", Options{Pytest: [][]string{{"python3", "-m", "pytest", "testing"}}}, nil, ""},
+		{"an override on the command", "[pytest]\ntestpaths = testing\n", Options{Pytest: [][]string{{"python3", "-m", "pytest", "-o", "testpaths=spec"}}}, []string{"spec"}, "testpaths = spec"},
+	} {
+		d := Read(reader(map[string]string{"pytest.ini": tt.config}), tt.opts)
+		missing, _ := d.MissingTestpaths(files)
+		note := d.MissingTestpathsNote(files)
+		if !slices.Equal(missing, tt.missing) || (tt.noteHas == "") != (note == "") || !strings.Contains(note, tt.noteHas) {
+			t.Errorf("%s: missing %q, note %q; want %q, a note holding %q", tt.name, missing, note, tt.missing, tt.noteHas)
+		}
+	}
+}
