@@ -90,8 +90,10 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // "nothing the base passed may disappear" reads them). 5: ruff runs with --no-fix (a
 // project's fix = true hid its fixable findings), mypy with --no-pretty and, without a
 // command, on the files its configuration names. 6: results carry the tests
-// pytest.importorskip skipped (validate.Result.ImportSkips).
-const baselineFormat = 6
+// pytest.importorskip skipped (validate.Result.ImportSkips). 7: pytest's rootdir is
+// pinned to the worktree when the root's files hold no pytest section (node ids changed
+// for a tests/pytest.ini beside such a file).
+const baselineFormat = 7
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.

@@ -52,6 +52,16 @@ func ConfigFiles() []string {
 	return out
 }
 
+// RootConfig is the file at the root (read) that the given pytest version ("7.2.1"; ""
+// the newest) reads its configuration from, "" when none holds it: a setup.cfg without
+// [tool:pytest] or a pyproject.toml without [tool.pytest.ini_options] does not stop
+// pytest's search, which goes on from the folder of the paths it is given (a
+// tests/pytest.ini) and then above the root.
+func RootConfig(read Reader, pytestVersion string) string {
+	file, _ := pytestConfig(read, pytestMajor(pytestVersion))
+	return file
+}
+
 // maxConfigBytes bounds how much of one configuration file is read.
 const maxConfigBytes = 1 << 20
 

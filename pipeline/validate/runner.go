@@ -454,7 +454,7 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	// at the base nor in the change, so a regression there would never show. The last
 	// --maxfail wins; 0 is pytest's "no limit".
 	argv = append(argv, "--maxfail=0")
-	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
+	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir, c.PytestVersion) {
 		argv = append(argv, "--rootdir="+dir)
 	}
 	for _, id := range c.Only {

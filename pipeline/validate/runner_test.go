@@ -738,3 +738,46 @@ func TestImportSkips(t *testing.T) {
 		t.Errorf("ImportSkips = %+v, want pvectorc_absent: 3 tests (2 parametrised, 1 module) in tests/test_module.py, tests/test_vector.py", got)
 	}
 }
+
+// A tests/pytest.ini beside a root configuration file without a pytest section: pytest's
+// search does not stop at the root file, so `pytest tests`, and a selected run of any
+// command (`pytest tests/check_calc.py::test_low`), read tests/pytest.ini and would make
+// tests/ the rootdir, naming the test check_calc.py::test_low. The gate pins the rootdir to
+// the worktree, as it does without any root file, so ids stay the repository's in the
+// whole run and in the selected one alike; a root pytest section (the control) needs no pin.
+func TestRootdirBesideRootFileWithoutPytestSection(t *testing.T) {
+	requirePytest(t)
+	const test = "def test_low():\n    assert True\n"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"setup.cfg without [tool:pytest]", map[string]string{"setup.cfg": "[metadata]\nname = calc\n"}},
+		{"pyproject.toml without [tool.pytest.ini_options]", map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n"}},
+		{"tox.ini without [pytest]", map[string]string{"tox.ini": "[tox]\nenvlist = py3\n"}},
+		{"no root file", map[string]string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n", "tests/check_calc.py": test}
+			for k, v := range tt.files {
+				files[k] = v
+			}
+			dir := writeFiles(t, files)
+			py, err := ResolvePytest(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Runner{Sandbox: testSandbox(t)}
+			for _, c := range []Check{
+				{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(py), "tests")},
+				{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(py), "tests"), Only: []string{"tests/check_calc.py::test_low"}},
+				{Name: "tests", Kind: KindPytest, Only: []string{"tests/check_calc.py::test_low"}},
+			} {
+				res := r.Run(context.Background(), dir, []Check{c})[0]
+				if got := slices.Sorted(maps.Keys(res.Outcomes)); !slices.Equal(got, []string{"tests/check_calc.py::test_low"}) || !res.Passed {
+					t.Errorf("command %q: outcomes %q (passed %v), want tests/check_calc.py::test_low passed\n%s", res.Command, got, res.Passed, res.Output)
+				}
+			}
+		})
+	}
+}
