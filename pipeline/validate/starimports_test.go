@@ -98,3 +98,30 @@ func TestStarExports(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStarNames: any source is read for its top-level code, its names, its exports and the
+// names it mentions without panicking; what a source names always includes what its
+// one-line code names, and exports never hold a name that was not given.
+func FuzzStarNames(f *testing.F) {
+	addSeeds(f, "imports")
+	addSeeds(f, "dynamic")
+	f.Add([]byte("__all__ = ['a', \"b\"]\n@d\ndef a():\n    '''b'''\n    return 'b' # b\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		topLevelSig(src)
+		names := changedNames(src)
+		names["volume"] = true
+		for n := range starExports(src, names) {
+			if !names[n] {
+				t.Errorf("export %q was not among the names", n)
+			}
+		}
+		for n := range mentioned(src, names) {
+			if !names[n] {
+				t.Errorf("mentioned %q was not among the names", n)
+			}
+		}
+		if m := mentioned(append(slices.Clone(src), "\nvolume\n"...), names); !m["volume"] && !strings.Contains(string(src), `"""`) && !strings.Contains(string(src), "'''") && !strings.ContainsAny(string(src), "\"'#\\") {
+			t.Errorf("a bare word on its own line is not seen in %q", src)
+		}
+	})
+}
