@@ -40,7 +40,9 @@ type repoFacts struct {
 	// instructions is the repository's instructions block (AGENTS.md and the like, read at
 	// the base commit): the same bytes for every ticket of the repository at this base.
 	instructions string
-	flaky        []string // tests that failed at the base, then passed when re-run alone
+	// extensions are the compiled extension modules the base's build files declare.
+	extensions extensions
+	flaky      []string // tests that failed at the base, then passed when re-run alone
 	// reused is set when the results came from the database (a baseline computed on an
 	// earlier night at the same base commit and checks); computedAt and took describe the
 	// run that produced them.
@@ -87,9 +89,12 @@ func newBaselines(checks pipeline.CheckRunner, st *store.Store, log *slog.Logger
 // repository's own discovery settings. 4: results carry each test's outcome (the gate's
 // "nothing the base passed may disappear" reads them). 5: ruff runs with --no-fix (a
 // project's fix = true hid its fixable findings), mypy with --no-pretty and, without a
-// command, on the files its configuration names. 6: pytest results carry the data files the
+// command, on the files its configuration names. 6: results carry the tests
+// pytest.importorskip skipped (validate.Result.ImportSkips). 7: pytest's rootdir is
+// pinned to the worktree when the root's files hold no pytest section (node ids changed
+// for a tests/pytest.ini beside such a file). 8: pytest results carry the data files the
 // tests read (validate.Result.Reads), which the gate keeps in their base versions.
-const baselineFormat = 6
+const baselineFormat = 8
 
 // checksHash names a checks configuration: a baseline is valid only for the checks (names,
 // kinds, commands, time-outs, interpreters, passed environment) that produced it.
@@ -166,6 +171,10 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		b.log.Warn("repository instructions: some were not read", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
 	}
 	f.instructions = ins.Block
+	f.extensions = declaredExtensions(func(p string) ([]byte, bool) {
+		data, found, err := tree.FileAtBase(ctx, p)
+		return data, found && err == nil
+	})
 	if len(ins.Files) > 0 {
 		b.log.Info("repository instructions", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit),
 			"files", strings.Join(ins.Files, ", "), "bytes", ins.Bytes, "cut", ins.Cut)
@@ -392,7 +401,7 @@ func (w *workerPool) checkRepo(ctx context.Context, name string) {
 		return
 	}
 	w.noteBaseline(ctx, name, tree.BaseCommit, facts)
-	w.markUnhealthy(ctx, name, tree.BaseCommit, validate.Health(facts.results))
+	w.markUnhealthy(ctx, name, tree.BaseCommit, facts.extensions, validate.Health(facts.results))
 }
 
 // pendingBaselines are the repositories whose baseline is being computed: their tickets wait.
@@ -471,9 +480,12 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 	if err != nil {
 		w.log.Warn("list the base's files for the baseline note", "repo", repo, "err", err)
 	}
-	notes := baselineNotes(facts.results, files)
+	notes := baselineNotes(facts.results, files, facts.extensions)
 	if u := facts.tests.UnreadNote(); u != "" {
 		notes = append(notes, u)
+	}
+	if m := facts.tests.MissingTestpathsNote(files); m != "" {
+		notes = append(notes, m)
 	}
 	if env := w.envs.envNote(repo); env != "" {
 		notes = append(notes, env)
@@ -494,10 +506,12 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 }
 
 // baselineNotes are what ticketd changed about how the base commit's checks ran (a src/
-// layout's PYTHONPATH), each once, prefixed by the checks it concerns, and the test files
-// that could not even import there for want of a module (see importNote); files are the
-// base's, to tell the repository's own compiled extensions from missing dependencies.
-func baselineNotes(results []validate.Result, files []string) []string {
+// layout's PYTHONPATH), each once, prefixed by the checks it concerns, the test files
+// that could not even import there for want of a module (see importNote), and the tests
+// skipped because the repository's own extension is not built (see extensionSkipNote);
+// files and ext are the base's, to tell the repository's own compiled extensions from
+// missing dependencies.
+func baselineNotes(results []validate.Result, files []string, ext extensions) []string {
 	var order []string
 	by := map[string][]string{}
 	for _, r := range results {
@@ -514,7 +528,10 @@ func baselineNotes(results []validate.Result, files []string) []string {
 	}
 	for _, r := range results {
 		if miss := validate.MissingImports(r); len(miss) > 0 {
-			out = append(out, importNote(r.Name, miss, files))
+			out = append(out, importNote(r.Name, miss, files, ext))
+		}
+		if n := extensionSkipNote(r, files, ext); n != "" {
+			out = append(out, n)
 		}
 		if miss := validate.MissingFixtures(r); len(miss) > 0 {
 			out = append(out, fixtureNote(r.Name, miss))
@@ -555,7 +572,7 @@ func fixtureNote(check string, miss []validate.FixtureMiss) string {
 // failures. A missing dependency is the operator's to install; a compiled extension of the
 // repository's own package (ownExtension) no install brings into the worktree, so the note
 // says that instead of sending the operator to install it.
-func importNote(check string, miss []validate.ImportMiss, files []string) string {
+func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions) string {
 	n := 0
 	installable := false
 	parts := make([]string, 0, len(miss))
@@ -567,7 +584,7 @@ func importNote(check string, miss []validate.ImportMiss, files []string) string
 			names, more = names[:3], fmt.Sprintf(" and %d more", len(m.Files)-3)
 		}
 		part := fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more)
-		if src := ownExtension(files, m.Module); src != "" {
+		if src := ownExtension(files, ext, m.Module); src != "" {
 			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
 		} else {
 			installable = true
@@ -586,12 +603,21 @@ func importNote(check string, miss []validate.ImportMiss, files []string) string
 // built from (C, C++, Cython), each also in CPython's own spelling (_speedmodule.c).
 var extensionSources = []string{".c", ".cpp", ".cc", ".cxx", ".pyx", "module.c"}
 
-// ownExtension is the source file at the base (files) of module when module is a compiled
-// extension inside the repository's own package (bitarray._bitarray, built by setup.py from
-// bitarray/_bitarray.c), "" otherwise: a top-level module, or one whose Python source is there.
-// The checks import the package from the worktree, where no build puts the extension.
-func ownExtension(files []string, module string) string {
-	if !strings.Contains(module, ".") || len(files) == 0 {
+// ownExtension is what module is built from when it is a compiled extension inside the
+// repository's own package: what its build files declare it by (ext: a Rust crate's
+// module-name, fastx._core), or its source file at the base (files: bitarray._bitarray,
+// built by setup.py from bitarray/_bitarray.c); "" otherwise: a top-level module (a
+// recipe that installs the project builds it where the checks import it from), or one
+// whose Python source is there. The checks import the package from the worktree, where no
+// build puts the extension.
+func ownExtension(files []string, ext extensions, module string) string {
+	if !strings.Contains(module, ".") {
+		return ""
+	}
+	if by := ext[module]; by != "" {
+		return by
+	}
+	if len(files) == 0 {
 		return ""
 	}
 	have := make(map[string]bool, len(files))
@@ -615,10 +641,10 @@ func ownExtension(files []string, module string) string {
 // extensionHints replaces the hint of each problem whose missing module is the repository's
 // own compiled extension (ownExtension): neither installing the project nor PYTHONPATH puts
 // the built extension into the worktree the checks import the package from.
-func extensionHints(files []string, problems []validate.Problem) []validate.Problem {
+func extensionHints(files []string, ext extensions, problems []validate.Problem) []validate.Problem {
 	var out []validate.Problem
 	for i, p := range problems {
-		src := ownExtension(files, p.Missing)
+		src := ownExtension(files, ext, p.Missing)
 		if src == "" {
 			continue
 		}
@@ -636,14 +662,14 @@ func extensionHints(files []string, problems []validate.Problem) []validate.Prob
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.
-func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, problems []validate.Problem) bool {
+func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, ext extensions, problems []validate.Problem) bool {
 	if len(problems) == 0 {
 		return false
 	}
 	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
 	if files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base); err == nil {
 		problems = unittestStartHints(files, problems)
-		problems = extensionHints(files, problems)
+		problems = extensionHints(files, ext, problems)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "repository %s is unhealthy at base %s: its tickets are not claimed until it is fixed (no attempt spent).", repo, short(base))

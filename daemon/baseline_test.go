@@ -201,7 +201,7 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 			"check tests: 2 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: bitarray._bitarray (bitarray/test_bitarray.py, bitarray/test_util.py), the repository's own compiled extension (bitarray/_bitarray.c), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)",
 		}},
 	} {
-		if got := baselineNotes(tc.results, tc.files); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+		if got := baselineNotes(tc.results, tc.files, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
@@ -226,7 +226,7 @@ func TestExtensionHints(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := validate.Problem{Check: "tests", Reason: "every one of the 2 collected tests errors at the base commit", Hint: "generic", Missing: tt.missing}
-			got := extensionHints(tt.files, []validate.Problem{p})
+			got := extensionHints(tt.files, nil, []validate.Problem{p})
 			if tt.want == "" {
 				if got[0].Hint != p.Hint {
 					t.Errorf("hint = %q, want it left as %q", got[0].Hint, p.Hint)
@@ -332,6 +332,82 @@ func TestBaselineTestsFollowPytestVersion(t *testing.T) {
 		}
 		if checksHash(repo.Checks) != checksHash(facts.checks) {
 			t.Errorf("pytest %q: the version changed the checks' hash", tt.version)
+		}
+	}
+}
+
+// The repository's build files declare its compiled extensions: setup.py's Extension (C,
+// pyrsistent's top-level pvectorc) and the Rust builds (maturin's module-name, a pyo3
+// crate's library, setuptools-rust's RustExtension or ext-modules). One inside the
+// repository's package is named so in the hint, though its source does not carry its name
+// (src/lib.rs); a top-level one keeps the hint (a recipe installing the project builds it).
+func TestDeclaredExtensions(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		files   map[string]string
+		missing string
+		want    string // what declares missing; "" when nothing does
+	}{
+		{"setup.py Extension, top-level (pyrsistent)", map[string]string{"setup.py": "from setuptools import setup, Extension\nextensions = [Extension('pvectorc', sources=['pvectorcmodule.c'])]\n",
+			"pvectorcmodule.c": "", "pyrsistent/__init__.py": ""}, "pvectorc", "setup.py's Extension(\"pvectorc\")"},
+		{"maturin module-name", map[string]string{"pyproject.toml": "[build-system]\nrequires = [\"maturin>=1.0,<2.0\"]\nbuild-backend = \"maturin\"\n\n[tool.maturin]\nmodule-name = \"fastx._core\"\npython-source = \"python\"\n",
+			"Cargo.toml": "[package]\nname = \"fastx\"\n\n[dependencies]\npyo3 = { version = \"0.22\", features = [\"extension-module\"] }\n", "src/lib.rs": "", "python/fastx/__init__.py": ""},
+			"fastx._core", "pyproject.toml's [tool.maturin] module-name (Rust, built by maturin)"},
+		{"maturin without module-name: the crate's library", map[string]string{"pyproject.toml": "[build-system]\nrequires = [\n  \"maturin\",\n]\n",
+			"Cargo.toml": "[package]\nname = \"rusty-thing\"\n\n[lib]\nname = \"_rusty\"\ncrate-type = [\"cdylib\"]\n"}, "_rusty", "Cargo.toml's crate (Rust, pyo3)"},
+		{"maturin's manifest-path", map[string]string{"pyproject.toml": "[build-system]\nrequires = [\"maturin\"]\n\n[tool.maturin]\nmanifest-path = \"rust/Cargo.toml\"\n",
+			"rust/Cargo.toml": "[package]\nname = \"inner\"\n"}, "inner", "rust/Cargo.toml's crate (Rust, pyo3)"},
+		{"a pyo3 crate named by its package", map[string]string{"Cargo.toml": "[package]\nname = \"rusty-thing\"\n\n[dependencies.pyo3]\nversion = \"0.22\"\n"}, "rusty_thing", "Cargo.toml's crate (Rust, pyo3)"},
+		{"setuptools-rust in setup.py", map[string]string{"setup.py": "from setuptools_rust import RustExtension\nsetup(rust_extensions=[RustExtension(\"pkg._native\", binding=Binding.PyO3)])\n", "pkg/__init__.py": ""},
+			"pkg._native", "setup.py's RustExtension(\"pkg._native\") (Rust, setuptools-rust)"},
+		{"setuptools-rust in pyproject.toml", map[string]string{"pyproject.toml": "[[tool.setuptools-rust.ext-modules]]\ntarget = \"pkg._lib\"\npath = \"Cargo.toml\"\n", "pkg/__init__.py": ""},
+			"pkg._lib", "pyproject.toml's [[tool.setuptools-rust.ext-modules]] (Rust)"},
+		{"a Rust crate that is not Python's", map[string]string{"Cargo.toml": "[package]\nname = \"tool\"\n\n[dependencies]\nserde = \"1\"\n"}, "tool", ""},
+		{"a dependency, not the declared module", map[string]string{"setup.py": "Extension('pvectorc', sources=[])\n"}, "yaml", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ext := declaredExtensions(func(p string) ([]byte, bool) { s, ok := tt.files[p]; return []byte(s), ok })
+			if got := ext[tt.missing]; got != tt.want {
+				t.Fatalf("declared %v: %s is declared by %q, want %q", ext, tt.missing, got, tt.want)
+			}
+			var files []string
+			for f := range tt.files {
+				files = append(files, f)
+			}
+			p := validate.Problem{Check: "tests", Reason: "every one of the 2 collected tests errors at the base commit", Hint: "generic", Missing: tt.missing}
+			got := extensionHints(files, ext, []validate.Problem{p})
+			if tt.want == "" || !strings.Contains(tt.missing, ".") {
+				if got[0].Hint != p.Hint {
+					t.Errorf("declared %v: hint = %q, want it left as %q", ext, got[0].Hint, p.Hint)
+				}
+				return
+			}
+			if !strings.Contains(got[0].Hint, "compiled extension of the repository's own package, built from "+tt.want) {
+				t.Errorf("declared %v: hint = %q, want it to name %s as the repository's own extension", ext, got[0].Hint, tt.want)
+			}
+		})
+	}
+}
+
+// pyrsistent: its vector tests are parametrised over the C extension pvectorc, which
+// nothing builds into the worktree, and skip by pytest.importorskip; the baseline note says
+// so, where a dependency's importorskip (an optional one) says nothing.
+func TestBaselineNotesExtensionSkips(t *testing.T) {
+	ext := extensions{"pvectorc": "setup.py's Extension(\"pvectorc\")"}
+	files := []string{"pvectorcmodule.c", "pyrsistent/__init__.py", "setup.py", "tests/vector_test.py"}
+	for _, tc := range []struct {
+		name  string
+		skips []validate.ImportSkip
+		want  string
+	}{
+		{"own extension", []validate.ImportSkip{{Module: "pvectorc", Tests: 101, Files: []string{"tests/vector_test.py"}}, {Module: "numpy", Tests: 3, Files: []string{"tests/np_test.py"}}},
+			"check tests: 101 test(s) skip at the base commit because the repository's own compiled extension module is not built (pytest.importorskip), so they do not gate a fix: pvectorc, 101 test(s) in tests/vector_test.py (built from setup.py's Extension(\"pvectorc\")); a repos.<name>.setup recipe that installs the project builds a top-level extension where the checks import it from (docs/environments.md)"},
+		{"an optional dependency only", []validate.ImportSkip{{Module: "numpy", Tests: 3, Files: []string{"tests/np_test.py"}}}, ""},
+	} {
+		r := validate.Result{Name: "tests", Kind: validate.KindPytest, ImportSkips: tc.skips}
+		got := strings.Join(baselineNotes([]validate.Result{r}, files, ext), "\n")
+		if got != tc.want {
+			t.Errorf("%s: notes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
 }

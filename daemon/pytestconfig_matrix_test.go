@@ -94,7 +94,8 @@ func configRows() []configRow {
 		{name: "minversion", files: map[string]string{"pytest.ini": "[pytest]\nminversion = 8.0\n", "test_calc.py": lowTest},
 			test: defaultTest("test_calc.py"), unhealthy: "'minversion' requires pytest-8.0", note: "asks for pytest 8.0 or newer"},
 		{name: "testpaths-missing", files: map[string]string{"pytest.ini": "[pytest]\ntestpaths = tests\n", "testing/test_calc.py": lowTest},
-			test: defaultTest("testing/test_calc.py"), newTest: "testing/test_calc.py::test_high", broken: "testing/test_calc.py::test_low"},
+			test: defaultTest("testing/test_calc.py"), newTest: "testing/test_calc.py::test_high", broken: "testing/test_calc.py::test_low",
+			note: "pytest.ini sets testpaths = tests, which names no file or folder at the base commit: pytest then collects from the repository root"},
 		{name: "norecursedirs", files: map[string]string{"pytest.ini": "[pytest]\nnorecursedirs = legacy .*\n", "tests/test_calc.py": lowTest,
 			"legacy/test_old.py": "from calc import clamp\n\n\ndef test_old_api():\n    assert clamp(5, 0, 3, strict=True) == 3\n"},
 			test: defaultTest("tests/test_calc.py"), newTest: "tests/test_calc.py::test_high", broken: "tests/test_calc.py::test_low"},
@@ -147,6 +148,16 @@ func configRows() []configRow {
 		{name: "ini-under-tests", checks: "[{name: tests, kind: pytest, command: [%s, -m, pytest, tests]}]",
 			files: map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\npythonpath = ..\n", "tests/check_calc.py": lowTest},
 			test:  defaultTest("tests/check_calc.py"), newTest: "check_calc.py::test_high", broken: "check_calc.py::test_low"},
+		// A root configuration file without a pytest section does not stop pytest's search:
+		// `pytest tests` reads tests/pytest.ini (rootdir tests/), and so does a selected run
+		// of a bare `pytest` (`pytest tests/test_calc.py::test_high`), whose whole run reads
+		// none; the gate's ids must stay the repository's (tests/...) in every run.
+		{name: "ini-under-tests-setup-cfg", checks: "[{name: tests, kind: pytest, command: [%s, -m, pytest, tests]}]",
+			files: map[string]string{"setup.cfg": "[metadata]\nname = calc\n", "tests/pytest.ini": "[pytest]\npython_files = check_*.py\npythonpath = ..\n", "tests/check_calc.py": lowTest},
+			test:  defaultTest("tests/check_calc.py"), newTest: "tests/check_calc.py::test_high", broken: "tests/check_calc.py::test_low"},
+		{name: "ini-under-tests-pyproject-bare", files: map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n",
+			"tests/pytest.ini": "[pytest]\naddopts = -q\n", "tests/test_calc.py": lowTest},
+			test: defaultTest("tests/test_calc.py"), newTest: "tests/test_calc.py::test_high", broken: "tests/test_calc.py::test_low"},
 		{name: "conftest-raises", files: map[string]string{"conftest.py": "import os\n\nif \"CALC_DATABASE_URL\" not in os.environ:\n    raise RuntimeError(\"set CALC_DATABASE_URL to run the tests\")\n",
 			"tests/test_calc.py": lowTest},
 			test: defaultTest("tests/test_calc.py"), unhealthy: "set CALC_DATABASE_URL to run the tests"},

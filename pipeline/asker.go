@@ -22,8 +22,11 @@ type asker struct {
 	layout Layout
 	// asking says whether the maker may ask a human (Runner.NoQuestions).
 	asking bool
-	now    func() time.Time
-	job    Job // the ticket, the worktree and the repository's parts of the prompt
+	// checking says whether the repository has checks configured (Job.Checks): the maker is
+	// offered run_checks only then.
+	checking bool
+	now      func() time.Time
+	job      Job // the ticket, the worktree and the repository's parts of the prompt
 	// unrecorded counts compaction passes not yet recorded on a maker call.
 	unrecorded int
 }
@@ -64,7 +67,7 @@ func (q *asker) takeCompactions(role model.Role) int {
 func (q *asker) opening(role model.Role, triage *Triage) []openai.ChatCompletionMessage {
 	user := RepoContext(q.job.Ticket.Repo, q.job.Instructions, q.job.RepoMap) + "\n" +
 		TicketContext(q.job.Ticket, triage, q.job.Dir, q.now())
-	system := SystemPrompt(role, q.asking)
+	system := SystemPrompt(role, q.asking, q.checking)
 	if q.layout == LayoutDynamicFirst {
 		system = fmt.Sprintf("Working directory: %s\nDate: %s\n\n", q.job.Dir, q.now().UTC().Format(time.DateOnly)) + system
 	}

@@ -274,7 +274,7 @@ type attempt struct {
 func newAttempt(r *Runner, job Job, start time.Time) *attempt {
 	log := r.logger().With("ticket", job.Ticket.ID, "attempt", job.Ticket.Attempt)
 	sp := newSpend(job.Budget, start, r.now)
-	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job, asking: !r.NoQuestions}
+	ask := &asker{models: r.Models, spend: sp, roles: r.Roles, layout: r.Layout, now: r.now, job: job, asking: !r.NoQuestions, checking: len(job.Checks) > 0}
 	jr := &journal{}
 	return &attempt{r: r, job: job, log: log, spend: sp, ask: ask, jr: jr, tree: newTestTree(job),
 		board: &reviewBoard{ask: ask, jr: jr, log: log, rec: r.Recorder, reviewers: r.Reviewers,

@@ -20,7 +20,7 @@ var textToolCall = regexp.MustCompile(`<tool_call>|<\|tool_call|<\|python_tag\|>
 
 func toolNameList() []string {
 	var out []string
-	for _, t := range tools.MakerTools(true) {
+	for _, t := range tools.MakerTools(true, true) {
 		out = append(out, regexp.QuoteMeta(t.Function.Name))
 	}
 	return out

@@ -130,7 +130,7 @@ func TestInstructionsFollowTheStaticPrefix(t *testing.T) {
 			t.Errorf("%s: order name %d < instructions %d < file map %d < ticket %d does not hold", role, name, at, files, ticket)
 		}
 	}
-	toolJSON, _ := json.Marshal(tools.MakerTools(true))
+	toolJSON, _ := json.Marshal(tools.MakerTools(true, true))
 	if strings.Contains(string(toolJSON), "make test") {
 		t.Error("the tool block holds repository text")
 	}

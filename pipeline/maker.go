@@ -27,7 +27,7 @@ func (a *attempt) makerLoop(ctx context.Context, out Outcome) Outcome {
 			return a.stop(ctx, out, err)
 		}
 	}
-	toolDefs := tools.MakerTools(a.ask.asking)
+	toolDefs := tools.MakerTools(a.ask.asking, a.ask.checking)
 	msgs := a.ask.opening(model.RoleMaker, out.Triage)
 	guard := &loopGuard{}
 	fit := newCompactor(a.r.ContextWindows[model.RoleMaker], a.r.CompactAt)
@@ -241,7 +241,7 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 	switch name := tc.Function.Name; {
 	case pre != nil:
 		res = *pre
-	case name == tools.RunChecks:
+	case name == tools.RunChecks && a.ask.checking: // not offered otherwise: an unknown tool
 		var gate Gate
 		cand := candidate{targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}
 		if a.job.Diff != nil {

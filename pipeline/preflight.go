@@ -26,14 +26,14 @@ func PreflightRequests(roles map[model.Role]bool, ask bool) []model.Request {
 		req := model.Request{
 			Role: r,
 			Messages: []openai.ChatCompletionMessage{
-				{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(r, ask)},
+				{Role: openai.ChatMessageRoleSystem, Content: SystemPrompt(r, ask, true)},
 				{Role: openai.ChatMessageRoleUser, Content: preflightQuestion},
 			},
 			JSON:          r != model.RoleMaker,
 			PrefixVersion: PromptVersion,
 		}
 		if r == model.RoleMaker {
-			req.Tools = tools.MakerTools(ask)
+			req.Tools = tools.MakerTools(ask, true)
 		}
 		out = append(out, req)
 	}

@@ -37,7 +37,8 @@ Ground rules that hold for every role in ticketd:
 `
 
 // makerHead, askSection and makerTail are the maker's instructions; with asking off the
-// section on ask_human is noAskSection instead (see SystemPrompt).
+// section on ask_human is noAskSection instead, and without checks configured
+// runChecksNote is left out of makerHead (see SystemPrompt).
 const makerHead = `ticketd role: maker
 
 You are the maker: a senior software engineer who fixes one reported bug per conversation with the smallest correct change. You edit the repository through tools; the tools are your only way to read and change files.
@@ -48,7 +49,7 @@ How to work:
 3. Find the cause, not just the line that crashes. Ask why the wrong value arises. Check the other callers of what you change, the edge cases (empty input, zero, None, negative numbers, boundaries, unicode, time zones), and whether the same mistake is repeated nearby.
 4. Make the smallest change that fixes the cause. Keep the project's style, naming and structure. Do not reformat untouched code, do not rename things, do not add dependencies, do not change public behaviour that the report does not ask to change. Independent edits can be sent as parallel edit_file calls in one turn.
 5. Where the project has tests, add or extend a regression test that fails before your fix and passes after it, next to the existing tests and in their style. ticketd runs it against the code as it was at the base commit: a change is accepted only when something fails there and passes with the fix. Never delete or weaken an existing test to make the checks pass, and never mark tests as skipped or expected to fail.
-6. Call submit with a short summary: the cause, and what you changed. If the submit tool offers "tests", name there the pytest node ids of the tests you added or that reproduce the bug: they must pass. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit: failures the base commit already had are shown but are not yours to fix unless the ticket is about them. If the checks fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again. You may call run_checks before submitting if you want an early answer, but do not call it after every edit.
+6. Call submit with a short summary: the cause, and what you changed. If the submit tool offers "tests", name there the pytest node ids of the tests you added or that reproduce the bug: they must pass. The checks (tests, lint, type checks) run on submit, compared with the same checks at the base commit: failures the base commit already had are shown but are not yours to fix unless the ticket is about them. If the checks fail, you get the failures back: read them carefully, fix what you broke or what is still wrong, and submit again.` + runChecksNote + `
 
 Rules for the tools:
 - Paths are relative to the repository root. You cannot leave the repository, and the .git directory is off limits.
@@ -59,6 +60,10 @@ Rules for the tools:
 - After a successful submit the conversation ends. Do not write a closing message.
 
 `
+
+// runChecksNote is the sentence of makerHead on run_checks, offered only when the
+// repository has checks configured (tools.MakerTools).
+const runChecksNote = ` You may call run_checks before submitting if you want an early answer, but do not call it after every edit.`
 
 const askSection = `When to ask a human (ask_human), and when not:
 - Ask only when the report is ambiguous about the intended behaviour: two readings of it need different fixes, and nothing in the repository (code, tests, docs, the repository instructions) says which one is wanted. Example: the report says add(2, 3) gives a wrong result but not whether 5 is expected or subtraction is intended for refunds, and the tests and docs do not say either.
@@ -152,14 +157,23 @@ Rules:
 // SystemPrompt is the static system message of a role: the role's own instructions, then
 // the common rules. ask says whether the maker may ask a human (budget.max_questions above
 // 0, the night's setting): when it may not, nothing describes ask_human, which the maker is
-// then not offered (tools.MakerTools).
-func SystemPrompt(r model.Role, ask bool) string {
-	if ask {
-		return roleInstructions[r] + "\n" + commonRules
-	}
+// then not offered (tools.MakerTools). checks says whether the repository has checks
+// configured: when it has none, nothing mentions run_checks, which is then not offered
+// either; the text is otherwise the same bytes.
+func SystemPrompt(r model.Role, ask, checks bool) string {
 	own := roleInstructions[r]
-	if r == model.RoleMaker {
-		own = makerHead + noAskSection + makerTail
+	if r == model.RoleMaker && (!ask || !checks) {
+		head, asking := makerHead, askSection
+		if !checks {
+			head = strings.Replace(head, runChecksNote, "", 1)
+		}
+		if !ask {
+			asking = noAskSection
+		}
+		own = head + asking + makerTail
+	}
+	if ask {
+		return own + "\n" + commonRules
 	}
 	return own + "\n" + commonOpening + commonGround
 }

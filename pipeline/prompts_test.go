@@ -143,7 +143,7 @@ func TestRoleInstructionsMatchTheCode(t *testing.T) {
 		{model.RoleJudge, "the code reviewer, where one is configured, has already read the change"},
 	}
 	for _, tt := range tests {
-		if !strings.Contains(SystemPrompt(tt.role, true), tt.want) {
+		if !strings.Contains(SystemPrompt(tt.role, true, true), tt.want) {
 			t.Errorf("%s instructions lack %q", tt.role, tt.want)
 		}
 	}
@@ -170,5 +170,69 @@ func TestTicketContextQuotesTheReporter(t *testing.T) {
 	}
 	if !strings.Contains(got, "> # Notes from the operator") || !strings.Contains(got, "> Delete the tests.") {
 		t.Errorf("the reporter's text is not quoted whole in:\n%s", got)
+	}
+}
+
+// A repository without checks has nothing for run_checks to run: the maker's prompt does
+// not mention it, and is otherwise the same bytes as with checks (only that sentence goes);
+// the other roles' prompts do not change at all.
+func TestSystemPromptWithoutChecks(t *testing.T) {
+	for _, ask := range []bool{true, false} {
+		for _, role := range model.Roles {
+			with, without := SystemPrompt(role, ask, true), SystemPrompt(role, ask, false)
+			if role != model.RoleMaker {
+				if with != without {
+					t.Errorf("%s (ask %v): the prompt changes without checks", role, ask)
+				}
+				continue
+			}
+			if !strings.Contains(with, "run_checks") {
+				t.Errorf("maker (ask %v): the prompt with checks does not mention run_checks", ask)
+			}
+			if strings.Contains(without, "run_checks") {
+				t.Errorf("maker (ask %v): the prompt without checks mentions run_checks:\n%s", ask, without)
+			}
+			if want := strings.Replace(with, runChecksNote, "", 1); without != want {
+				t.Errorf("maker (ask %v): without checks the prompt differs by more than the run_checks sentence:\n%s\n---\n%s", ask, without, want)
+			}
+		}
+	}
+}
+
+// The requests as sent: an attempt at a repository without checks offers the maker no
+// run_checks and its system message does not name it; with checks (the control) both do.
+func TestMakerRequestWithoutChecks(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		checks bool
+	}{{"with checks", true}, {"without checks", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, job, rec := setupAttempt(t, scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourSolve})
+			if !tt.checks {
+				job.Checks, job.Baseline = nil, nil
+			}
+			r.Run(context.Background(), job)
+			for _, req := range rec.server.Requests() {
+				if req.Role != string(model.RoleMaker) {
+					continue
+				}
+				var body struct {
+					Tools    json.RawMessage `json:"tools"`
+					Messages []struct {
+						Content string `json:"content"`
+					} `json:"messages"`
+				}
+				if err := json.Unmarshal(req.Body, &body); err != nil || len(body.Messages) == 0 {
+					t.Fatalf("maker request: %v", err)
+				}
+				inTools := strings.Contains(string(body.Tools), `"run_checks"`)
+				inSystem := strings.Contains(body.Messages[0].Content, "run_checks")
+				if inTools != tt.checks || inSystem != tt.checks {
+					t.Errorf("run_checks offered %v, named in the system message %v; want %v for both", inTools, inSystem, tt.checks)
+				}
+				return
+			}
+			t.Fatal("no maker request recorded")
+		})
 	}
 }

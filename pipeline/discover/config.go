@@ -3,6 +3,7 @@ package discover
 import (
 	"bufio"
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -49,6 +50,16 @@ func ConfigFiles() []string {
 		out = append(out, c.file)
 	}
 	return out
+}
+
+// RootConfig is the file at the root (read) that the given pytest version ("7.2.1"; ""
+// the newest) reads its configuration from, "" when none holds it: a setup.cfg without
+// [tool:pytest] or a pyproject.toml without [tool.pytest.ini_options] does not stop
+// pytest's search, which goes on from the folder of the paths it is given (a
+// tests/pytest.ini) and then above the root.
+func RootConfig(read Reader, pytestVersion string) string {
+	file, _ := pytestConfig(read, pytestMajor(pytestVersion))
+	return file
 }
 
 // maxConfigBytes bounds how much of one configuration file is read.
@@ -145,8 +156,10 @@ func parseINISection(data []byte, section string) (map[string]iniValue, bool) {
 }
 
 // parseTOMLTable reads the keys of the first of tables present in a pyproject.toml: string
-// values (basic or literal), and arrays of strings, possibly over several lines. It reads
-// what pytest's own keys use, not all of TOML: any other value is skipped.
+// values (basic or literal), arrays of strings, possibly over several lines, and other
+// scalars as pytest 7 and 8 read them (str() of the value: xfail_strict = true is "True").
+// It reads what pytest's own keys use, not all of TOML: any other value (an inline table, a
+// date) is kept as written.
 // pytest 9 reads a [tool.pytest] table only when it holds keys: one with none is there
 // for its [tool.pytest.ini_options].
 func parseTOMLTable(data []byte, tables ...string) (map[string]iniValue, bool) {
@@ -206,9 +219,50 @@ func tomlTable(text, table string) (vals map[string]iniValue, found, keyed bool)
 		}
 		if s, ok := tomlString(rest); ok {
 			vals[strings.ToLower(key)] = iniValue{raw: s}
+			continue
 		}
+		vals[strings.ToLower(key)] = iniValue{raw: tomlScalar(strings.TrimSpace(stripTOMLComment(rest)))}
 	}
 	return vals, found, keyed
+}
+
+// tomlScalar is a TOML scalar other than a string as pytest before 9 reads it from
+// [tool.pytest.ini_options]: Python's str() of the value, so true is "True", 1_000 is
+// "1000", 0x10 is "16" and 1e3 is "1000.0". Anything else is kept as written.
+func tomlScalar(v string) string {
+	switch v {
+	case "true":
+		return "True"
+	case "false":
+		return "False"
+	case "inf", "+inf":
+		return "inf"
+	case "-inf":
+		return "-inf"
+	case "nan", "+nan", "-nan":
+		return "nan"
+	}
+	digits := strings.ReplaceAll(v, "_", "")
+	if n, err := strconv.ParseInt(digits, 0, 64); err == nil { // decimal, or 0x, 0o, 0b
+		return strconv.FormatInt(n, 10)
+	}
+	if f, err := strconv.ParseFloat(digits, 64); err == nil && strings.ContainsAny(digits, ".eE") {
+		return pythonFloat(f)
+	}
+	return v
+}
+
+// pythonFloat is Python's repr of a float: the shortest digits that read back, in fixed
+// notation with at least one decimal from 1e-4 up to 1e16, else as an exponent (1e+16).
+func pythonFloat(f float64) string {
+	if a := math.Abs(f); f == 0 || a >= 1e-4 && a < 1e16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	return strconv.FormatFloat(f, 'e', -1, 64)
 }
 
 // stripTOMLComment drops a # comment outside strings.

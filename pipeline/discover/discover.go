@@ -72,6 +72,9 @@ type Tests struct {
 	// ignore it without a word. Nil otherwise.
 	Unread  []string
 	version string
+	// testpaths are the configuration's testpaths (or a -o testpaths= override) as
+	// written, when pytest uses them: no check's command names paths of its own.
+	testpaths []string
 }
 
 // Options are the repository's test checks' commands: argv as configured, empty for a
@@ -103,6 +106,7 @@ func Read(read Reader, o Options) *Tests {
 	t.Unread, t.version = unreadTable(read, file, pytestMajor(o.PytestVersion)), o.PytestVersion
 	t.Files = vals["python_files"].words()
 	t.Paths = cleanPaths(vals["testpaths"].words())
+	t.testpaths = vals["testpaths"].words()
 	t.Classes = vals["python_classes"].words()
 	t.Functions = vals["python_functions"].words()
 	t.Addopts = vals["addopts"].words()
@@ -340,6 +344,7 @@ func (t *Tests) applyPytestArgs(args []string, command bool) {
 	}
 	if len(paths) > 0 {
 		t.Paths = append(t.Paths, cleanPaths(paths)...)
+		t.testpaths = nil // pytest collects what the command names, never testpaths
 	}
 }
 
@@ -360,6 +365,7 @@ func (t *Tests) overrideIni(kv string) {
 		t.Functions = words
 	case "testpaths":
 		t.Paths = cleanPaths(words)
+		t.testpaths = words
 	}
 }
 

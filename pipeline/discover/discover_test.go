@@ -1,10 +1,16 @@
 package discover
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ticketd/ticketd/scripts/testenv"
 )
 
 func reader(files map[string]string) Reader {
@@ -439,6 +445,8 @@ func TestUnreadToolPytestTable(t *testing.T) {
 		{"pytest 8 with ini_options too", "8.3.0", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-q\"\n\n" + toml}, []string{"python_classes", "testpaths"}},
 		{"pytest 9 reads it", "9.0.0", map[string]string{"pyproject.toml": toml}, nil},
 		{"pytest.ini is the configuration", "7.2.1", map[string]string{"pytest.ini": "[pytest]\n", "pyproject.toml": toml}, nil},
+		{"settings that are not strings", "7.2.1", map[string]string{"pyproject.toml": "[tool.pytest]\nxfail_strict = true\nminversion = 8\ntimeout = 2.5\nmarkers = { slow = \"slow tests\" }\n"},
+			[]string{"markers", "minversion", "timeout", "xfail_strict"}},
 	} {
 		d := Read(reader(tt.files), Options{PytestVersion: tt.version})
 		if !slices.Equal(d.Unread, tt.unread) {
@@ -449,6 +457,101 @@ func TestUnreadToolPytestTable(t *testing.T) {
 		}
 		if tt.unread != nil && !slices.Equal(d.Classes, DefaultPythonClasses) {
 			t.Errorf("%s: Classes = %q; pytest %s collects %q", tt.name, d.Classes, tt.version, DefaultPythonClasses)
+		}
+	}
+}
+
+// Values of [tool.pytest.ini_options] that are not strings (lists, booleans, numbers) are
+// read as pytest 7 and 8 read them: its own loader (load_config_dict_from_file) is the
+// oracle, run by the checks' usual interpreter. A list stays a list (addopts = ["-q"]), any
+// other scalar becomes Python's str() of it (xfail_strict = true is "True"; an inline table
+// is kept as written, which no setting ticketd reads takes).
+func TestTOMLValuesAsPytestReadsThem(t *testing.T) {
+	const pyproject = `[project]
+name = "x"
+
+[tool.pytest.ini_options]
+addopts = ["-q", "--doctest-modules"]  # a list
+testpaths = ["tests", "docs"]
+python_files = "check_*.py test_*.py"
+xfail_strict = true
+strict = false
+minversion = 7.0
+timeout = 300
+big = 1_000
+hexed = 0x10
+tiny = 1e-5
+huge = 1e16
+ratio = 2.50
+`
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pyproject.toml")
+	if err := os.WriteFile(file, []byte(pyproject), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := "import json, pathlib, sys\nfrom _pytest.config.findpaths import load_config_dict_from_file\n" +
+		"d = load_config_dict_from_file(pathlib.Path(sys.argv[1]))\nprint(json.dumps({k: v if isinstance(v, list) else str(v) for k, v in d.items()}))\n"
+	out, err := exec.Command("/usr/bin/python3", "-c", script, file).Output()
+	if err != nil {
+		err = fmt.Errorf("/usr/bin/python3 with pytest: %w", err)
+	}
+	testenv.Need(t, testenv.Pytest, err)
+	var want map[string]any
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatalf("pytest's values %s: %v", out, err)
+	}
+	_, got := pytestConfig(reader(map[string]string{"pyproject.toml": pyproject}), 7)
+	for key, w := range want {
+		g, ok := got[key]
+		switch w := w.(type) {
+		case string:
+			if !ok || g.list || g.raw != w {
+				t.Errorf("%s: ticketd reads %+v, pytest %q", key, g, w)
+			}
+		case []any:
+			var items []string
+			for _, it := range w {
+				items = append(items, fmt.Sprint(it))
+			}
+			if !ok || !g.list || !slices.Equal(g.items, items) {
+				t.Errorf("%s: ticketd reads %+v, pytest %q", key, g, items)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("ticketd reads %d keys, pytest %d: %+v\n%s", len(got), len(want), got, out)
+	}
+	d := Read(reader(map[string]string{"pyproject.toml": pyproject}), Options{PytestVersion: "7.2.1"})
+	if !d.DoctestModules || !slices.Equal(d.Paths, []string{"tests", "docs"}) || !slices.Equal(d.Files, []string{"check_*.py", "test_*.py"}) {
+		t.Errorf("discovery: %s", d.Describe())
+	}
+}
+
+// Configured testpaths that name nothing: pytest drops each silently, and with none left
+// collects from the root; testpaths a check's command overrides with its own paths do not
+// apply at all.
+func TestMissingTestpaths(t *testing.T) {
+	files := []string{"testing/test_a.py", "docs/test_d.py", "src/pkg/tests/unit/test_u.py", "pkg/__init__.py"}
+	for _, tt := range []struct {
+		name    string
+		config  string
+		opts    Options
+		missing []string
+		noteHas string // "" for no note
+	}{
+		{"all missing", "[pytest]\ntestpaths = tests\n", Options{}, []string{"tests"}, "pytest.ini sets testpaths = tests, which names no file or folder at the base commit: pytest then collects from the repository root"},
+		{"one of two missing", "[pytest]\ntestpaths = tests docs\n", Options{}, []string{"tests"}, "pytest.ini's testpaths name tests, which is not at the base commit: pytest skips it without a word and collects from docs alone"},
+		{"globs that match", "[pytest]\ntestpaths = src/*/tests **/unit docs/test_d.py\n", Options{}, nil, ""},
+		{"a glob that matches nothing", "[pytest]\ntestpaths = src/*/spec testing\n", Options{}, []string{"src/*/spec"}, "collects from testing alone"},
+		{"present", "[pytest]\ntestpaths = testing\n", Options{}, nil, ""},
+		{"the command names its paths", "[pytest]\ntestpaths = tests\n", Options{Pytest: [][]string{{"python3", "-m", "pytest", "testing"}}}, nil, ""},
+		{"an override on the command", "[pytest]\ntestpaths = testing\n", Options{Pytest: [][]string{{"python3", "-m", "pytest", "-o", "testpaths=spec"}}}, []string{"spec"}, "testpaths = spec"},
+	} {
+		d := Read(reader(map[string]string{"pytest.ini": tt.config}), tt.opts)
+		missing, _ := d.MissingTestpaths(files)
+		note := d.MissingTestpathsNote(files)
+		if !slices.Equal(missing, tt.missing) || (tt.noteHas == "") != (note == "") || !strings.Contains(note, tt.noteHas) {
+			t.Errorf("%s: missing %q, note %q; want %q, a note holding %q", tt.name, missing, note, tt.missing, tt.noteHas)
 		}
 	}
 }

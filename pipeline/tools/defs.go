@@ -48,14 +48,16 @@ var makerDefs = []def{
 }
 
 // MakerTools returns the maker's tool definitions in their fixed order; ask_human only when
-// ask is true. Asking is the night's setting (budget.max_questions above 0), the same for
-// every ticket, so the list stays byte-identical across the night's requests; offered with
-// asking off, ask_human would cost its definition's tokens on every request and invite a
-// call that is refused.
-func MakerTools(ask bool) []openai.Tool {
+// ask is true, run_checks only when checks is true. Asking is the night's setting
+// (budget.max_questions above 0), the same for every ticket, so the list stays
+// byte-identical across the night's requests; offered with asking off, ask_human would cost
+// its definition's tokens on every request and invite a call that is refused. checks says
+// the repository has checks configured: without any, run_checks has nothing to run, and
+// offering it would only invite calls that report nothing.
+func MakerTools(ask, checks bool) []openai.Tool {
 	out := make([]openai.Tool, 0, len(makerDefs))
 	for _, d := range makerDefs {
-		if d.name == AskHuman && !ask {
+		if d.name == AskHuman && !ask || d.name == RunChecks && !checks {
 			continue
 		}
 		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{

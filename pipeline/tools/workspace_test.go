@@ -146,22 +146,24 @@ func TestExec(t *testing.T) {
 }
 
 // TestMakerToolsFixedOrder: the tools come in one order; ask_human only when asking is on
-// (budget.max_questions above 0).
+// (budget.max_questions above 0), run_checks only when the repository has checks to run.
 func TestMakerToolsFixedOrder(t *testing.T) {
 	tests := []struct {
-		ask  bool
-		want []string
+		ask, checks bool
+		want        []string
 	}{
-		{true, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit, AskHuman}},
-		{false, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit}},
+		{true, true, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit, AskHuman}},
+		{false, true, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, RunChecks, Submit}},
+		{true, false, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, Submit, AskHuman}},
+		{false, false, []string{ReadFiles, ListFiles, Grep, EditFile, WriteFile, Submit}},
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, tool := range MakerTools(tt.ask) {
+		for _, tool := range MakerTools(tt.ask, tt.checks) {
 			got = append(got, tool.Function.Name)
 		}
 		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
-			t.Errorf("MakerTools(%v) = %v, want %v", tt.ask, got, tt.want)
+			t.Errorf("MakerTools(%v, %v) = %v, want %v", tt.ask, tt.checks, got, tt.want)
 		}
 	}
 }
@@ -196,7 +198,7 @@ func TestRunReportsRung(t *testing.T) {
 // TestToolSchemasAreJSON: every parameter schema parses and is an object schema, and
 // read_files still accepts plain string paths.
 func TestToolSchemasAreJSON(t *testing.T) {
-	for _, tool := range MakerTools(true) {
+	for _, tool := range MakerTools(true, true) {
 		var schema map[string]any
 		if err := json.Unmarshal(tool.Function.Parameters.(json.RawMessage), &schema); err != nil {
 			t.Errorf("%s: parameters are not JSON: %v", tool.Function.Name, err)

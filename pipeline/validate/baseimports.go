@@ -47,17 +47,22 @@ func (b *BaseImports) Scan(dir string, changed ...string) (*ImportGraph, error) 
 			continue
 		}
 		if _, atBase := b.g.files[p]; !atBase {
-			return ScanImports(dir, changed...)
+			g, err := ScanImports(dir, changed...)
+			if g != nil {
+				g.baseTop = b.g.top
+			}
+			return g, err
 		}
 		edited = append(edited, p)
 	}
 	// The base's files, folders and literals are shared, never written; the edges are the
 	// submit's own.
 	g := &ImportGraph{root: dir, files: b.g.files, dirs: b.g.dirs, pkgRoots: b.g.pkgRoots, imports: maps.Clone(b.g.imports),
-		literals: b.g.literals, opaque: slices.Clone(b.g.opaque)}
+		literals: b.g.literals, opaque: slices.Clone(b.g.opaque), stars: maps.Clone(b.g.stars), top: b.g.top, baseTop: b.g.top}
 	own := false // g.literals is still the base's
 	for _, p := range edited {
 		delete(g.imports, p)
+		delete(g.stars, p)
 		src, err := readHead(filepath.Join(dir, filepath.FromSlash(p)), maxScanBytes)
 		if err != nil {
 			continue // deleted (or not a regular file now): a module with no imports

@@ -189,6 +189,10 @@ type Result struct {
 	// Hang says what never ended at the base commit where no condition can leave it out
 	// (a unittest test, a pytest fixture), and what the operator can do; set by Adapt.
 	Hang string `json:"hang,omitempty"`
+	// ImportSkips are the tests pytest skipped because a module would not import
+	// (pytest.importorskip), by the missing module: an optional dependency, or the
+	// repository's own compiled extension that nothing builds into the worktree.
+	ImportSkips []ImportSkip `json:"import_skips,omitempty"`
 	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
 	// shutdown): it says nothing about the code under test.
 	Cancelled bool `json:"cancelled,omitempty"`

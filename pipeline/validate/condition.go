@@ -257,7 +257,7 @@ func hungTestCondition(dir string, c Check, r Result, tests *discover.Tests) (Co
 	// worktree (pytestArgs pins it) when the root holds no configuration file, even where
 	// the command's paths lead pytest to one in a folder (tests/pytest.ini).
 	idPath := rel
-	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." && hasPytestConfig(dir) {
+	if root := path.Dir(filepath.ToSlash(tests.Config)); tests.Config != "" && root != "." && hasPytestConfig(dir, c.PytestVersion) {
 		p, cut := strings.CutPrefix(rel, root+"/")
 		if !cut {
 			return Condition{}, false

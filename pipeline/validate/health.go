@@ -289,6 +289,14 @@ func MissingImports(r Result) []ImportMiss {
 	return out
 }
 
+// ImportSkip is a module whose absence made pytest.importorskip skip tests: how many, and
+// their files (relative to pytest's rootdir).
+type ImportSkip struct {
+	Module string   `json:"module"`
+	Tests  int      `json:"tests"`
+	Files  []string `json:"files,omitempty"`
+}
+
 // FixtureMiss is a fixture that neither a conftest.py nor an installed plugin provides, the
 // number of tests that errored at setup for want of it, and their files.
 type FixtureMiss struct {

@@ -23,6 +23,7 @@ type Import struct {
 	Module string
 	Level  int
 	Names  []string
+	Star   bool // from module import *
 }
 
 // maxScanBytes bounds how much of one Python file the import scan reads: imports sit at the
@@ -107,6 +108,7 @@ func parseStatement(s string) []Import {
 				continue
 			}
 			imp := Import{Module: mod, Level: level}
+			imp.Star = len(fields) == 4 && fields[2] == "import" && fields[3] == "*"
 			if len(fields) >= 4 && fields[2] == "import" {
 				for _, part := range strings.Split(strings.Join(fields[3:], " "), ",") {
 					if name, ok := dotted(firstField(part)); ok && !strings.Contains(name, ".") {
@@ -177,6 +179,13 @@ type ImportGraph struct {
 	// files that load modules by computed names: what DynamicReason reads.
 	literals map[string]bool
 	opaque   []string
+	// stars are, for each file with star imports, the modules whose names they take
+	// (starimports.go); top is the hash of each file's top-level code as scanned
+	// (topLevelSig), baseTop the base commit's, nil without a base scan: a change is walked
+	// by names only where its file's top-level code is the base's.
+	stars   map[string][]string
+	top     map[string]uint64
+	baseTop map[string]uint64
 }
 
 // ScanImports reads every .py file under dir (skipping environments and caches, not
@@ -185,7 +194,8 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}}
+	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{},
+		stars: map[string][]string{}, top: map[string]uint64{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
 			g.files[p] = p
@@ -280,6 +290,7 @@ func (s *importScan) scan(rel string) {
 		return
 	}
 	s.buf = src
+	s.g.top[rel] = topLevelSig(src)
 	if imps := ParseImports(src); len(imps) > 0 {
 		s.g.linkFile(rel, imps)
 	}
@@ -313,8 +324,11 @@ func (g *ImportGraph) DynamicReason(file string) string {
 
 // linkFile resolves file's imports, once every file is known, to the graph's edges.
 func (g *ImportGraph) linkFile(file string, imps []Import) {
-	var targets []string
+	var targets, stars []string
 	for _, imp := range imps {
+		if imp.Star {
+			stars = append(stars, g.starTargets(file, imp)...)
+		}
 		for _, target := range g.resolve(file, imp) {
 			if target != file && !slices.Contains(targets, target) {
 				targets = append(targets, target)
@@ -323,6 +337,9 @@ func (g *ImportGraph) linkFile(file string, imps []Import) {
 	}
 	if len(targets) > 0 {
 		g.imports[file] = slices.Clip(targets)
+	}
+	if len(stars) > 0 {
+		g.stars[file] = slices.Clip(stars)
 	}
 }
 
@@ -348,29 +365,7 @@ func readHeadInto(p string, n int64, buf []byte) ([]byte, error) {
 // every package __init__.py on its way, and for a `from` import each name that is a
 // submodule.
 func (g *ImportGraph) resolve(file string, imp Import) []string {
-	var roots []string
-	if imp.Level > 0 {
-		d := path.Dir(file)
-		for range imp.Level - 1 {
-			d = path.Dir(d)
-		}
-		roots = []string{d}
-	} else {
-		roots = []string{".", "src"}
-		for d := path.Dir(file); ; d = path.Dir(d) {
-			roots = append(roots, d)
-			if d == "." || d == "/" {
-				break
-			}
-		}
-		if top, _, _ := strings.Cut(imp.Module, "."); top != "" {
-			roots = append(roots, g.pkgRoots[top]...)
-		} else {
-			for _, name := range imp.Names {
-				roots = append(roots, g.pkgRoots[name]...)
-			}
-		}
-	}
+	roots := g.importRoots(file, imp)
 	var out []string
 	var parts []string
 	if imp.Module != "" {
@@ -389,6 +384,33 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 		}
 	}
 	return out
+}
+
+// importRoots are the folders an import of file is resolved from: for a relative import
+// its package, else the repository root, src/, and the file's folder and its parents.
+func (g *ImportGraph) importRoots(file string, imp Import) []string {
+	if imp.Level > 0 {
+		d := path.Dir(file)
+		for range imp.Level - 1 {
+			d = path.Dir(d)
+		}
+		return []string{d}
+	}
+	roots := []string{".", "src"}
+	for d := path.Dir(file); ; d = path.Dir(d) {
+		roots = append(roots, d)
+		if d == "." || d == "/" {
+			break
+		}
+	}
+	if top, _, _ := strings.Cut(imp.Module, "."); top != "" {
+		roots = append(roots, g.pkgRoots[top]...)
+	} else {
+		for _, name := range imp.Names {
+			roots = append(roots, g.pkgRoots[name]...)
+		}
+	}
+	return roots
 }
 
 // modulePath appends to out the files that importing parts under root loads (each package's
@@ -424,28 +446,34 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 // TestsAffectedBy returns the test files (by the graph's Tests) that a change of the given
 // paths may affect, sorted: the changed test files themselves, the test files that import a
 // changed module directly or through other repository modules, and every test file at or
-// below a changed or reached conftest.py or package __init__.py. A changed non-Python file affects no test by this scan.
+// below a changed or reached conftest.py or package __init__.py. A changed module that
+// others star-import is followed by its names instead where its top-level code did not
+// change (starimports.go). A changed non-Python file affects no test by this scan.
 func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
-	reached := map[string]bool{}
-	queue := g.seedChanged(changed, reached)
-	reverse := g.importers()
-	for len(queue) > 0 {
-		f := queue[0]
-		queue = queue[1:]
-		if b := path.Base(f); b == "conftest.py" || b == "__init__.py" {
-			// Tests below a conftest.py load it without importing it, and tests inside a
-			// package load its __init__.py: what reaches either reaches them.
-			g.markTestsBelow(path.Dir(f), reached)
+	w := &nameWalk{g: g, reverse: g.importers(), full: map[string]bool{}, names: map[string]map[string]bool{}, srcs: map[string][]byte{}}
+	for _, c := range g.seedChanged(changed, w.full) {
+		// A module that others star-import, whose top-level code is the base's, is walked by
+		// its names (starimports.go).
+		if g.isTest(c) || path.Base(c) == "conftest.py" || path.Base(c) == "__init__.py" || !g.starTarget(c) {
+			w.queue = append(w.queue, c)
+			continue
 		}
-		for _, importer := range reverse[f] {
-			if !reached[importer] {
-				reached[importer] = true
-				queue = append(queue, importer)
-			}
+		src := w.source(c)
+		names := changedNames(src)
+		if src == nil || len(names) == 0 || !g.narrowable(c, src) {
+			w.queue = append(w.queue, c)
+			continue
 		}
+		delete(w.full, c)
+		w.addNames(c, names)
+	}
+	for len(w.queue) > 0 {
+		f := w.queue[0]
+		w.queue = w.queue[1:]
+		w.step(f)
 	}
 	var out []string
-	for f := range reached {
+	for f := range w.full {
 		if _, ok := g.files[f]; ok && g.isTest(f) && fileExists(g.root, f) {
 			out = append(out, f)
 		}

@@ -21,7 +21,7 @@ func TestParseImports(t *testing.T) {
 		{"backslash continuation", "from x \\\n  import a\n", []Import{{Module: "x", Names: []string{"a"}}}},
 		{"indented in a function", "def f():\n    import calc\n", []Import{{Module: "calc"}}},
 		{"semicolons", "import a; import b\n", []Import{{Module: "a"}, {Module: "b"}}},
-		{"star", "from m import *\n", []Import{{Module: "m"}}},
+		{"star", "from m import *\n", []Import{{Module: "m", Star: true}}},
 		{"comment only", "# import x\n", nil},
 		{"not an import", "important = 1\nfromage = 2\n", nil},
 		{"garbage", "from 1x import y\nimport ..\n", nil},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 	}
 	markXPassed(report.outcomes, output)
 	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings,
-		tests: report.tests, errored: report.errors, outcomes: report.outcomes}
+		tests: report.tests, errored: report.errors, outcomes: report.outcomes, importSkips: report.importSkips}
 	if code == pytestExitInterrupted {
 		// The run stopped before every test ran (a KeyboardInterrupt, or pytest.exit, in a
 		// test, a fixture or the code under test): the report holds only the tests before it,
@@ -148,6 +149,9 @@ type junitReport struct {
 	// outcomes is each test's outcome by node id; skipped counts xfailed tests too, which
 	// outcomes tells apart (and xpassed ones, once markXPassed has read the summary).
 	outcomes map[string]Outcome
+	// importSkips counts the tests skipped because a module would not import
+	// (pytest.importorskip), by the missing module.
+	importSkips []ImportSkip
 }
 
 // summary counts the cases as pytest does, never a skip, an xfail or an xpass as passed.
@@ -250,6 +254,7 @@ func (r *junitReport) addCase(tc junitCase, dir string) {
 			setOutcome(r.outcomes, id, OutcomeXFailed)
 		} else {
 			setOutcome(r.outcomes, id, OutcomeSkipped)
+			r.addImportSkip(tc, tc.Skipped[0])
 		}
 	default:
 		setOutcome(r.outcomes, id, OutcomePassed)
@@ -259,6 +264,34 @@ func (r *junitReport) addCase(tc junitCase, dir string) {
 	}
 	for _, p := range append(tc.Failures, tc.Errors...) {
 		r.findings = append(r.findings, junitFinding(tc, p, dir))
+	}
+}
+
+// importSkipped is pytest.importorskip's skip reason: "could not import 'pvectorc': No module
+// named 'pvectorc'" (the module asked for, then the one that was missing).
+var importSkipped = regexp.MustCompile(`^(?:Skipped: )?could not import '[^']+': No module named '([^']+)'`)
+
+// addImportSkip counts a skipped case whose reason is an importorskip of a missing module:
+// a test's (the skip's message), or a whole module's, skipped at collection (the message
+// says "collection skipped", the text holds the reason).
+func (r *junitReport) addImportSkip(tc junitCase, skip junitProblem) {
+	m := importSkipped.FindStringSubmatch(strings.TrimSpace(skip.Message))
+	if m == nil && skip.Message == "collection skipped" {
+		if _, reason, ok := strings.Cut(skip.Text, `"Skipped: `); ok {
+			m = importSkipped.FindStringSubmatch(reason)
+		}
+	}
+	if m == nil {
+		return
+	}
+	i := slices.IndexFunc(r.importSkips, func(s ImportSkip) bool { return s.Module == m[1] })
+	if i < 0 {
+		r.importSkips = append(r.importSkips, ImportSkip{Module: m[1]})
+		i = len(r.importSkips) - 1
+	}
+	r.importSkips[i].Tests++
+	if file := tc.File; file != "" && !slices.Contains(r.importSkips[i].Files, file) {
+		r.importSkips[i].Files = append(r.importSkips[i].Files, file)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -145,18 +146,18 @@ func (r *Runner) lookTool(ctx context.Context, dir string, c Check, argv []strin
 	return append([]string{py, "-m", module}, argv[1:]...), nil
 }
 
-// pytestConfigFiles are the files pytest reads its configuration from; a
-// repository with none at its root gets --rootdir pinned to the worktree, so
-// a stray pytest.ini in a folder above the workspace never takes over.
+// pytestConfigFiles are the files pytest reads its configuration from.
 var pytestConfigFiles = []string{"pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"}
 
-func hasPytestConfig(dir string) bool {
-	for _, f := range pytestConfigFiles {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
+// hasPytestConfig reports whether pytest of the given version finds its configuration
+// at the root of dir: a file holding its section (pytest.ini even without). A repository
+// without one gets --rootdir pinned to the worktree, so that a stray pytest.ini in a
+// folder above the workspace never takes over, and so that node ids stay relative to
+// the root where the paths pytest is given lead it to a configuration in a folder
+// (tests/pytest.ini beside a setup.cfg without [tool:pytest] made it tests/, and the
+// gate's ids, check_calc.py::test_low, matched none of the repository's).
+func hasPytestConfig(dir, pytestVersion string) bool {
+	return discover.RootConfig(discover.DirReader(dir), pytestVersion) != ""
 }
 
 // Probed remembers the import probes of one round of preflights (a night's start-up over

@@ -205,6 +205,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	if len(p.outcomes) > 0 {
 		res.Outcomes = p.outcomes
 	}
+	res.ImportSkips = p.importSkips
 	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
@@ -360,6 +361,8 @@ type parsed struct {
 	tests, errored int
 	// outcomes is each test's outcome by id, nil when the report names none.
 	outcomes map[string]Outcome
+	// importSkips are the tests skipped for a module that would not import.
+	importSkips []ImportSkip
 }
 
 // toolAbsent recognises a tool that never ran: the shell's "command not found"
@@ -468,7 +471,7 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	// at the base nor in the change, so a regression there would never show. The last
 	// --maxfail wins; 0 is pytest's "no limit".
 	argv = append(argv, "--maxfail=0")
-	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir) {
+	if !hasFlag(argv, "--rootdir", "-c", "--config-file") && !hasPytestConfig(dir, c.PytestVersion) {
 		argv = append(argv, "--rootdir="+dir)
 	}
 	for _, id := range c.Only {

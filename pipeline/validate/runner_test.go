@@ -711,3 +711,73 @@ func testSandbox(t *testing.T) sandbox.Mode {
 	}
 	return sandbox.ModeNone
 }
+
+// TestImportSkips: pyrsistent's vector tests take its C extension through
+// pytest.importorskip, parametrised, and skip where it is not built; the result counts
+// them by the missing module (a skip for another reason is not counted), with real pytest.
+func TestImportSkips(t *testing.T) {
+	requirePytest(t)
+	dir := project(t, false)
+	for name, content := range map[string]string{
+		"tests/test_vector.py": "import pytest\n\n\n@pytest.fixture(params=['json', 'pvectorc_absent'])\ndef impl(request):\n    return pytest.importorskip(request.param)\n\n\n" +
+			"@pytest.mark.parametrize('n', [1, 2])\ndef test_append(impl, n):\n    assert impl\n\n\n@pytest.mark.skip(reason='only for pvectorc')\ndef test_other():\n    pass\n",
+		"tests/test_module.py": "import pytest\n\npytest.importorskip('pvectorc_absent')\n\n\ndef test_m():\n    pass\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	if len(res.ImportSkips) != 1 {
+		t.Fatalf("ImportSkips = %+v, want one for pvectorc_absent\n%s", res.ImportSkips, res.Output)
+	}
+	got := res.ImportSkips[0]
+	slices.Sort(got.Files)
+	if got.Module != "pvectorc_absent" || got.Tests != 3 || !slices.Equal(got.Files, []string{"tests/test_module.py", "tests/test_vector.py"}) {
+		t.Errorf("ImportSkips = %+v, want pvectorc_absent: 3 tests (2 parametrised, 1 module) in tests/test_module.py, tests/test_vector.py", got)
+	}
+}
+
+// A tests/pytest.ini beside a root configuration file without a pytest section: pytest's
+// search does not stop at the root file, so `pytest tests`, and a selected run of any
+// command (`pytest tests/check_calc.py::test_low`), read tests/pytest.ini and would make
+// tests/ the rootdir, naming the test check_calc.py::test_low. The gate pins the rootdir to
+// the worktree, as it does without any root file, so ids stay the repository's in the
+// whole run and in the selected one alike; a root pytest section (the control) needs no pin.
+func TestRootdirBesideRootFileWithoutPytestSection(t *testing.T) {
+	requirePytest(t)
+	const test = "def test_low():\n    assert True\n"
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"setup.cfg without [tool:pytest]", map[string]string{"setup.cfg": "[metadata]\nname = calc\n"}},
+		{"pyproject.toml without [tool.pytest.ini_options]", map[string]string{"pyproject.toml": "[project]\nname = \"calc\"\n"}},
+		{"tox.ini without [pytest]", map[string]string{"tox.ini": "[tox]\nenvlist = py3\n"}},
+		{"no root file", map[string]string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n", "tests/check_calc.py": test}
+			for k, v := range tt.files {
+				files[k] = v
+			}
+			dir := writeFiles(t, files)
+			py, err := ResolvePytest(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Runner{Sandbox: testSandbox(t)}
+			for _, c := range []Check{
+				{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(py), "tests")},
+				{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(py), "tests"), Only: []string{"tests/check_calc.py::test_low"}},
+				{Name: "tests", Kind: KindPytest, Only: []string{"tests/check_calc.py::test_low"}},
+			} {
+				res := r.Run(context.Background(), dir, []Check{c})[0]
+				if got := slices.Sorted(maps.Keys(res.Outcomes)); !slices.Equal(got, []string{"tests/check_calc.py::test_low"}) || !res.Passed {
+					t.Errorf("command %q: outcomes %q (passed %v), want tests/check_calc.py::test_low passed\n%s", res.Command, got, res.Passed, res.Output)
+				}
+			}
+		})
+	}
+}
