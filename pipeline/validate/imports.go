@@ -387,7 +387,8 @@ func (g *ImportGraph) resolve(file string, imp Import) []string {
 }
 
 // importRoots are the folders an import of file is resolved from: for a relative import
-// its package, else the repository root, src/, and the file's folder and its parents.
+// its package, else the repository root, src/, the file's folder and its parents, and the
+// other folders the imported top-level package was found in (pkgRoots: python/src, lib).
 func (g *ImportGraph) importRoots(file string, imp Import) []string {
 	if imp.Level > 0 {
 		d := path.Dir(file)
