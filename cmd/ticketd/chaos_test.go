@@ -430,31 +430,7 @@ func testChaosNight(t *testing.T, engine string) {
 			t.Errorf("ticket %d's branch on the remote holds %q; want the fix", tk.ID, got)
 		}
 	}
-	slices.Sort(want)
-	local := strings.Fields(gitOut(t, c.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	onRemote := strings.Fields(gitOut(t, c.remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	if !slices.Equal(local, want) || !slices.Equal(onRemote, want) {
-		t.Errorf("branches: in the clone %v, on the remote %v; want each done ticket's once: %v", local, onRemote, want)
-	}
-	for _, b := range onRemote {
-		if n := c.pushedTimes(t, b); n != 1 {
-			t.Errorf("the remote updated %s %d times; want once", b, n)
-		}
-	}
-
-	// Nothing left behind: worktrees, workspace, processes.
-	if wt := gitOut(t, c.repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left registered:\n%s", wt)
-	}
-	entries, _ := os.ReadDir(c.workspace)
-	for _, e := range entries {
-		if e.Name() != "ticketd.lock" { // the single-instance lock, not a leftover
-			t.Errorf("workspace still holds %s", e.Name())
-		}
-	}
-	if left := processesUnder(c.dir); len(left) > 0 {
-		t.Errorf("processes left under the night's folder: %v", left)
-	}
+	c.checkNothingLeft(t, want)
 
 	// Each killed night is on record as failed, for the morning; the last one is ok.
 	failed := 0
@@ -488,6 +464,37 @@ func (c chaosNight) waitGone(t *testing.T, what string, match func(cmdline strin
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkNothingLeft checks what a chaos night leaves once its tickets are done: the branches
+// want (each done ticket's fix), no other, in the clone and on the remote, each updated on the
+// remote once; no worktree, no file in the workspace but its lock, no process under the
+// night's folder.
+func (c chaosNight) checkNothingLeft(t *testing.T, want []string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	local := strings.Fields(gitOut(t, c.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
+	onRemote := strings.Fields(gitOut(t, c.remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
+	if !slices.Equal(local, want) || !slices.Equal(onRemote, want) {
+		t.Errorf("branches: in the clone %v, on the remote %v; want each done ticket's once, no other: %v", local, onRemote, want)
+	}
+	for _, b := range onRemote {
+		if n := c.pushedTimes(t, b); n != 1 {
+			t.Errorf("the remote updated %s %d times; want once", b, n)
+		}
+	}
+	if wt := gitOut(t, c.repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
+		t.Errorf("worktrees left registered:\n%s", wt)
+	}
+	entries, _ := os.ReadDir(c.workspace)
+	for _, e := range entries {
+		if e.Name() != "ticketd.lock" { // the single-instance lock, not a leftover
+			t.Errorf("workspace still holds %s", e.Name())
+		}
+	}
+	if left := processesUnder(c.dir); len(left) > 0 {
+		t.Errorf("processes left under the night's folder: %v", left)
 	}
 }
 

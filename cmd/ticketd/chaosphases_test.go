@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,29 +138,7 @@ func TestChaosNightPhases(t *testing.T) {
 			t.Errorf("ticket %d's branch %s has %s commits over main; want one", tk.ID, tk.Branch, out)
 		}
 	}
-	slices.Sort(want)
-	local := strings.Fields(gitOut(t, c.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	onRemote := strings.Fields(gitOut(t, c.remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	if !slices.Equal(local, want) || !slices.Equal(onRemote, want) {
-		t.Errorf("branches: in the clone %v, on the remote %v; want each done ticket's once, no scratch branch: %v", local, onRemote, want)
-	}
-	for _, b := range onRemote {
-		if n := c.pushedTimes(t, b); n != 1 {
-			t.Errorf("the remote updated %s %d times; want once", b, n)
-		}
-	}
-	if wt := gitOut(t, c.repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left registered:\n%s", wt)
-	}
-	entries, _ := os.ReadDir(c.workspace)
-	for _, e := range entries {
-		if e.Name() != "ticketd.lock" {
-			t.Errorf("workspace still holds %s", e.Name())
-		}
-	}
-	if left := processesUnder(c.dir); len(left) > 0 {
-		t.Errorf("processes left under the night's folder: %v", left)
-	}
+	c.checkNothingLeft(t, want)
 	failed := 0
 	for _, r := range runs {
 		if r.Outcome == store.OutcomeFailed {

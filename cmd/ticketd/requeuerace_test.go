@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,23 +97,7 @@ func TestForcedRequeueRacesTheNight(t *testing.T) {
 			t.Errorf("ticket %d's branch %s has %s commits over main; want one", tk.ID, tk.Branch, out)
 		}
 	}
-	slices.Sort(want)
-	local := strings.Fields(gitOut(t, c.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	onRemote := strings.Fields(gitOut(t, c.remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/ticketd/"))
-	if !slices.Equal(local, want) || !slices.Equal(onRemote, want) {
-		t.Errorf("branches: in the clone %v, on the remote %v; want each done ticket's once: %v", local, onRemote, want)
-	}
-	for _, b := range onRemote {
-		if n := c.pushedTimes(t, b); n != 1 {
-			t.Errorf("the remote updated %s %d times; want once", b, n)
-		}
-	}
-	if wt := gitOut(t, c.repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 1 {
-		t.Errorf("worktrees left registered:\n%s", wt)
-	}
-	if left := processesUnder(c.dir); len(left) > 0 {
-		t.Errorf("processes left under the night's folder: %v", left)
-	}
+	c.checkNothingLeft(t, want)
 	if t.Failed() {
 		t.Logf("log:\n%s", c.log(60))
 	}
