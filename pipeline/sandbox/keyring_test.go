@@ -140,6 +140,7 @@ func TestCommandKeepsNoDescriptor(t *testing.T) {
 	spec := Spec{Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
 	count := func() int {
 		t.Helper()
+		watching.Wait() // a watch closes its pidfd when it sees bwrap end, maybe after Wait
 		fds, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
 			t.Fatalf("list this process's descriptors: %v", err)

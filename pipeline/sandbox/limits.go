@@ -235,10 +235,19 @@ func (s *starter) apply() error {
 		if files <= 0 {
 			files = math.MaxInt64
 		}
-		go s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files)
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files)
+		}()
 	}
 	return nil
 }
+
+// watching counts the memory watches running. A watch ends, closing its pidfd, once it sees
+// bwrap end, which may be just after the command's Wait has returned: the tests that count
+// ticketd's descriptors wait for it.
+var watching sync.WaitGroup
 
 // warnNoMemoryWatch logs once that the kernel offers no pidfds for the memory watch.
 var warnNoMemoryWatch sync.Once
