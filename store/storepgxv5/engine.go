@@ -59,6 +59,9 @@ type Engine struct {
 
 var _ storedriver.Engine = (*Engine)(nil)
 
+// idleInTransaction is the session setting idle_in_transaction_session_timeout (see Open).
+const idleInTransaction = "60s"
+
 // Open connects to the database at rawURL (postgres://user@host:port/db?...), migrates its
 // schema under an advisory lock (several nodes may start at once) and starts listening for
 // notices. The pool holds at most 16 connections unless the URL says pool_max_conns.
@@ -81,6 +84,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Engine, error) {
 	// set enable_bitmapscan.
 	if _, set := cfg.ConnConfig.RuntimeParams["enable_bitmapscan"]; !set {
 		cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
+	}
+	// A node stopped in the middle of a transaction (a paused VM, a SIGSTOP, a machine
+	// swapping to death) keeps its row locks for as long as its session lives: the ticket
+	// it leased can never be rescued by another node, whose claims skip locked rows, and a
+	// write of another node to such a row waits without end. The server ends a session left
+	// idle inside a transaction after this long, and its locks go with it. The store's
+	// transactions send their statements one after another, milliseconds apart, so a minute
+	// is never a live one's. The URL may set another value.
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = idleInTransaction
 	}
 	if opts.Now == nil {
 		opts.Now = func() int64 { return time.Now().UnixMilli() }

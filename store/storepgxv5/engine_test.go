@@ -619,3 +619,32 @@ func TestMigrateOutlastsARestart(t *testing.T) {
 	default:
 	}
 }
+
+// TestSessionsEndIdleTransactions: the store's sessions have PostgreSQL end a session left
+// idle inside a transaction after a minute, so a node stopped mid-transaction (a paused VM,
+// a SIGSTOP) does not keep its row locks for good: another node could never rescue the
+// ticket it leased (cmd/ticketd's TestStaleNodeCannotFinish hung so once). The URL may set
+// another value.
+func TestSessionsEndIdleTransactions(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.FreshPostgres(t)
+	for _, tt := range []struct{ name, url, want string }{
+		{"default", url, "1min"},
+		{"the URL's own", url + map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "idle_in_transaction_session_timeout=5s", "5s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := storepgxv5.Open(ctx, tt.url, storepgxv5.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var got string
+			if err := e.Pool().QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("idle_in_transaction_session_timeout = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
