@@ -84,7 +84,24 @@ const MaxFileAtBase = 16 << 20
 // BaseCommit; found is false when the base commit has no such path. The blob is read as
 // stored (cat-file runs no filter or textconv), so a Git LFS file reads as its pointer, as
 // it is checked out. A file larger than MaxFileAtBase is not read: ErrTooLargeAtBase.
+// Answers are kept (basecache.go): a file at a commit does not change.
 func (t *Tree) FileAtBase(ctx context.Context, rel string) (data []byte, found bool, err error) {
+	if !fullHash(t.BaseCommit) { // a name, which can move: read it each time
+		return t.readAtBase(ctx, rel)
+	}
+	key := baseKey{commonDir: t.commonDir, commit: t.BaseCommit, rel: rel}
+	if ans, ok := baseFiles.get(key); ok {
+		return ans.data, ans.found, nil
+	}
+	data, found, err = t.readAtBase(ctx, rel)
+	if err == nil {
+		baseFiles.put(key, baseAnswer{data: data, found: found})
+	}
+	return data, found, err
+}
+
+// readAtBase is FileAtBase from git.
+func (t *Tree) readAtBase(ctx context.Context, rel string) (data []byte, found bool, err error) {
 	// Literal pathspecs: a file named ":(glob)x.py" or ":!x.py" is that file, not magic.
 	// -l: the blob's size, known before it is read.
 	out, err := t.dirs().git(ctx, literalPathspecs, "ls-tree", "-z", "-l", "--full-tree", t.BaseCommit, "--", rel)
