@@ -158,9 +158,11 @@ func (s *Store) Claim(ctx context.Context, worker string, leaseFor time.Duration
 
 // claimBase is a claim's parameters (a batch's, or Claim's but for its Worker) at the
 // store's now, after settling expired leases in tx when that is due. Settling costs a
-// statement, so it runs at most every settleEvery of store time, and whenever the queue
-// looks empty; a claim never rescues a ticket that settling would end, so a late settle
-// is only late, never wrong.
+// statement, so it runs at most every settleEvery of store time, and then only when the
+// engine, reading the earliest lease expiry afresh, finds one at or before now
+// (storedriver.LeaseHorizon: a daemon's claims come minutes apart, and each would pay it),
+// and whenever the queue looks empty; a claim never rescues a ticket that settling would
+// end, so a late settle is only late, never wrong.
 func (s *Store) claimBase(ctx context.Context, tx storedriver.Tx, worker string, leaseFor time.Duration) (storedriver.ClaimParams, error) {
 	base := storedriver.ClaimParams{MaxRescues: noRescueLimit, Node: s.opts.Node,
 		Event: storedriver.ClaimEvent{Kind: string(EventClaimed), From: string(StateQueued), To: string(StateRunning)}}
@@ -169,8 +171,17 @@ func (s *Store) claimBase(ctx context.Context, tx storedriver.Tx, worker string,
 	}
 	now := s.nowMS()
 	if last := s.lastSettle.Load(); now-last >= settleEvery.Milliseconds() || now < last {
-		if err := s.settleExpired(ctx, tx, now, worker); err != nil {
-			return base, err
+		may := true
+		if lh, ok := tx.(storedriver.LeaseHorizon); ok {
+			var err error
+			if may, err = lh.LeasesMayHaveExpired(ctx, now); err != nil {
+				return base, err
+			}
+		}
+		if may {
+			if err := s.settleExpired(ctx, tx, now, worker); err != nil {
+				return base, err
+			}
 		}
 		s.lastSettle.Store(now)
 	}

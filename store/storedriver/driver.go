@@ -100,6 +100,16 @@ type Tx interface {
 	Claim(ctx context.Context, p ClaimParams) (Row, error)
 }
 
+// LeaseHorizon is a Tx that can tell whether any lease may have expired: a claim settles
+// expired leases (store.settleExpired, a statement that on PostgreSQL also turns a claim
+// sent alone into BEGIN, settle, claim and COMMIT) only when one may have.
+type LeaseHorizon interface {
+	// LeasesMayHaveExpired reads afresh the earliest lease expiry among the running tickets
+	// (the engine's lease horizon, which its next Claim then uses) and reports whether it
+	// is at or before now. false means no lease had expired at the read.
+	LeasesMayHaveExpired(ctx context.Context, now int64) (bool, error)
+}
+
 // LastExecer is a Tx that can commit with a statement: ExecLast runs query as the
 // transaction's last statement (the caller runs none after it when it changed a row) and,
 // when it is also the first, runs it as a transaction of its own, in one round trip; it

@@ -104,12 +104,9 @@ func (t *ptx) Insert(ctx context.Context, sql string, args ...any) (int64, error
 func (t *ptx) Claim(ctx context.Context, p storedriver.ClaimParams) (storedriver.Row, error) {
 	e := t.e
 	if last := e.lastRefresh.Load(); p.Now-last >= refreshEvery || p.Now < last {
-		var h int64
-		if err := e.pool.QueryRow(ctx, leaseHorizonQuery).Scan(&h); err != nil {
-			return nil, fmt.Errorf("lease horizon: %w", err)
+		if err := e.refreshLeaseHorizon(ctx, p.Now); err != nil {
+			return nil, err
 		}
-		e.leaseHorizon.Store(h)
-		e.lastRefresh.Store(p.Now)
 	}
 	// Taken in before the claim runs: the horizon may only come early, never late.
 	e.lowerLeaseHorizon(p.Expires)
@@ -227,6 +224,31 @@ func (r *ownRows) Close() error {
 // refreshEvery bounds how often (store time, ms) Claim rereads the lease horizon: leases
 // taken by other nodes enter it then.
 const refreshEvery = 1000
+
+// refreshLeaseHorizon rereads the earliest lease expiry of the running tickets, at store
+// time now.
+func (e *Engine) refreshLeaseHorizon(ctx context.Context, now int64) error {
+	var h int64
+	if err := e.pool.QueryRow(ctx, leaseHorizonQuery).Scan(&h); err != nil {
+		return fmt.Errorf("lease horizon: %w", err)
+	}
+	e.leaseHorizon.Store(h)
+	e.lastRefresh.Store(now)
+	return nil
+}
+
+var _ storedriver.LeaseHorizon = (*ptx)(nil)
+
+// LeasesMayHaveExpired rereads the lease horizon (storedriver.LeaseHorizon). The claim
+// that follows uses what it read and does not read it again: a claim that is due to
+// settle costs the horizon's round trip and its own, where settling would have added
+// two (BEGIN with the settle, and COMMIT).
+func (t *ptx) LeasesMayHaveExpired(ctx context.Context, now int64) (bool, error) {
+	if err := t.e.refreshLeaseHorizon(ctx, now); err != nil {
+		return false, err
+	}
+	return now >= t.e.leaseHorizon.Load(), nil
+}
 
 // lowerLeaseHorizon takes in a lease this engine is granting.
 func (e *Engine) lowerLeaseHorizon(exp int64) {

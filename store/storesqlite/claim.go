@@ -167,6 +167,18 @@ func (e *Engine) refreshLeaseHorizon(ctx context.Context, tx *wtx) error {
 	return nil
 }
 
+var _ storedriver.LeaseHorizon = (*wtx)(nil)
+
+// LeasesMayHaveExpired rereads the lease horizon in the write transaction
+// (storedriver.LeaseHorizon); the claim that follows uses it without reading it again.
+func (tx *wtx) LeasesMayHaveExpired(ctx context.Context, now int64) (bool, error) {
+	if err := tx.e.refreshLeaseHorizon(ctx, tx); err != nil {
+		return false, err
+	}
+	tx.e.lastRefresh.Store(now)
+	return now >= tx.e.leaseHorizon.Load(), nil
+}
+
 // lowerLeaseHorizon takes in a lease this engine just granted.
 func (e *Engine) lowerLeaseHorizon(exp int64) {
 	for {
