@@ -259,3 +259,35 @@ func (s *summaryRecorder) all() []string {
 	defer s.mu.Unlock()
 	return slices.Clone(s.sums)
 }
+
+// extendedTest adds the regression assertion to a test the base commit already has, as
+// more-itertools' upstream fixes do (a line more in test_ilen).
+const extendedTest = `diff --git a/test_calc.py b/test_calc.py
+--- a/test_calc.py
++++ b/test_calc.py
+@@ -3,3 +3,4 @@
+ 
+ def test_double_zero():
+     assert double(0) in (0, 1)
++    assert double(2) == 4
+`
+
+// A maker whose only test change extends an existing test is told why that shows nothing
+// (the test runs in its base version) and what to do instead: a new test function.
+func TestEvidenceExtendedExistingTest(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + extendedTest},
+		map[string]string{"test_calc.py": "from calc import double\n\n\ndef test_double_zero():\n    assert double(0) in (0, 1)\n"})
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusUnverified {
+		t.Fatalf("status %s (%s); want unverified\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	var told bool
+	for _, tc := range rec.tools {
+		told = told || tc.Tool == tools.Submit && strings.HasPrefix(tc.Result, refusedNoProof) &&
+			strings.Contains(tc.Result, "Your edits to test_calc.py do not count") && strings.Contains(tc.Result, "new test function")
+	}
+	if !told {
+		t.Errorf("no submit answer told the maker its edit of an existing test does not count: %+v", rec.tools)
+	}
+}

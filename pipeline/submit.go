@@ -311,6 +311,12 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 	} else {
 		b.WriteString("No test fails at the base commit and passes with your change.\n")
 	}
+	if len(ev.NewTests) == 0 && len(ev.TestChanges) > 0 {
+		// Upstream fixes often add an assertion to an existing test; here that never runs
+		// against the fix, and a maker told only "no test fails" would resubmit the same.
+		fmt.Fprintf(&b, "Your edits to %s do not count: ticketd runs each test the base commit already has as the base commit has it, so an assertion added to an existing test never runs against your fix. Put the regression test in a new test function (or method) whose name the base commit lacks.\n",
+			strings.Join(clipList(ev.TestChanges, 5), ", "))
+	}
 	for _, n := range ev.Notes {
 		fmt.Fprintf(&b, "Note: %s\n", n)
 	}
