@@ -233,6 +233,8 @@ type nameWalk struct {
 	names   map[string]map[string]bool
 	queue   []string
 	srcs    map[string][]byte
+	// opaqueDone are the computed imports (file, index) already walked (triggerOpaque).
+	opaqueDone map[string]bool
 }
 
 // source is file's text in the graph's tree, nil when it cannot be read.
