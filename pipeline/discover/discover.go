@@ -801,26 +801,9 @@ func translate(pattern string) string {
 		case '?':
 			b.WriteString(`.`)
 		case '[':
-			j := i + 1
-			if j < len(pattern) && pattern[j] == '!' {
-				j++
-			}
-			if j < len(pattern) && pattern[j] == ']' {
-				j++
-			}
-			for j < len(pattern) && pattern[j] != ']' {
-				j++
-			}
-			if j >= len(pattern) {
-				b.WriteString(`\[`)
-				continue
-			}
-			set := pattern[i+1 : j]
-			if strings.HasPrefix(set, "!") {
-				set = "^" + set[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(set, `\`, `\\`) + "]")
-			i = j
+			class, next := fnmatchClass(pattern, i)
+			b.WriteString(class)
+			i = next
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}

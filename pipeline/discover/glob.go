@@ -28,35 +28,43 @@ func GlobRegexp(pattern string) (*regexp.Regexp, error) {
 		case c == '?':
 			b.WriteString("[^/]")
 		case c == '[':
-			j := i + 1
-			if j < len(pattern) && pattern[j] == '!' {
-				j++
-			}
-			if j < len(pattern) && pattern[j] == ']' {
-				j++
-			}
-			for j < len(pattern) && pattern[j] != ']' {
-				j++
-			}
-			if j >= len(pattern) {
-				b.WriteString(`\[`)
-				continue
-			}
-			// Inside RE2's class a backslash escapes and "[:" opens a named class; in
-			// Python's, both are themselves.
-			set := strings.NewReplacer(`\`, `\\`, "[", `\[`).Replace(pattern[i+1 : j])
-			switch {
-			case strings.HasPrefix(set, "!"):
-				set = "^" + set[1:]
-			case strings.HasPrefix(set, "^"):
-				set = `\` + set
-			}
-			b.WriteString("[" + set + "]")
-			i = j
+			class, next := fnmatchClass(pattern, i)
+			b.WriteString(class)
+			i = next
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}
 	}
 	b.WriteString("$")
 	return regexp.Compile(b.String())
+}
+
+// fnmatchClass translates the class of Python's fnmatch that opens at pattern[i] ("["): its
+// regular expression and the index of its last byte. A "]" first in it (after a "!") is part
+// of it, a backslash is itself, a leading "^" is literal, "!" negates; a "[" that nothing
+// closes is itself.
+func fnmatchClass(pattern string, i int) (string, int) {
+	j := i + 1
+	if j < len(pattern) && pattern[j] == '!' {
+		j++
+	}
+	if j < len(pattern) && pattern[j] == ']' {
+		j++
+	}
+	for j < len(pattern) && pattern[j] != ']' {
+		j++
+	}
+	if j >= len(pattern) {
+		return `\[`, i
+	}
+	// Inside RE2's class a backslash escapes and "[:" opens a named class; in Python's, both
+	// are themselves.
+	set := strings.NewReplacer(`\`, `\\`, "[", `\[`).Replace(pattern[i+1 : j])
+	switch {
+	case strings.HasPrefix(set, "!"):
+		set = "^" + set[1:]
+	case strings.HasPrefix(set, "^"):
+		set = `\` + set
+	}
+	return "[" + set + "]", j
 }

@@ -56,3 +56,21 @@ func TestTestpathMatchesPythonClasses(t *testing.T) {
 		}
 	}
 }
+
+// python_files and --doctest-glob are fnmatch patterns ("*" crosses "/"), with the same
+// classes as GlobRegexp's: "[^t]est_*.py" is a class of "^" and "t" in Python.
+func TestFnmatchClasses(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"[^t]est_*.py", "test_a.py", true},
+		{"[^t]est_*.py", "best_a.py", false},
+		{"[!t]est_*.py", "best_a.py", true},
+		{"[]]*.py", "]a.py", true},
+	} {
+		if got := fnmatch(tt.pattern, tt.name); got != tt.want {
+			t.Errorf("fnmatch(%q, %q) = %v; want %v", tt.pattern, tt.name, got, tt.want)
+		}
+	}
+}
