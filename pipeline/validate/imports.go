@@ -450,8 +450,7 @@ func (g *ImportGraph) modulePath(root string, parts []string, out *[]string) boo
 // others star-import is followed by its names instead where its top-level code did not
 // change (starimports.go). A changed non-Python file affects no test by this scan.
 func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
-	w := &nameWalk{g: g, reverse: g.importers(), full: map[string]bool{}, names: map[string]map[string]bool{}, srcs: map[string][]byte{},
-		opaqueDone: map[string]bool{}}
+	w := &nameWalk{g: g, reverse: g.importers(), full: map[string]bool{}, names: map[string]map[string]bool{}, srcs: map[string][]byte{}}
 	for _, c := range g.seedChanged(changed, w.full) {
 		// A module that others star-import, whose top-level code is the base's, is walked by
 		// its names (starimports.go).

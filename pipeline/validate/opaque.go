@@ -265,11 +265,16 @@ func (s opaqueSite) prefixes(file string) []string {
 // mayLoad reports whether the site, in file, may load f: f's name starts with one of its
 // prefixes, or, with onTheWay, f is a package on the way to one.
 func (s opaqueSite) mayLoad(file, f string, onTheWay bool) bool {
+	return s.mayLoadNamed(file, ModuleNames(f), onTheWay)
+}
+
+// mayLoadNamed is mayLoad of a file with these module names.
+func (s opaqueSite) mayLoadNamed(file string, names []string, onTheWay bool) bool {
 	ps := s.prefixes(file)
 	if ps == nil {
 		return true
 	}
-	for _, n := range ModuleNames(f) {
+	for _, n := range names {
 		for _, p := range ps {
 			if strings.HasPrefix(n, p) || onTheWay && strings.HasPrefix(p, n+".") {
 				return true
@@ -314,20 +319,42 @@ func (g *ImportGraph) opaqueReason(file string) string {
 // imports of f: their file wholly, or for the unit that runs them. A package on the way to
 // what they load counts only when reached wholly: one reached for some names runs no
 // changed code when loaded (its top-level code is the base's), and only code that names
-// them sees the change, as everywhere in the name walk.
+// them sees the change, as everywhere in the name walk. Each computed import is walked
+// once; the files the walk reaches are many, the computed imports few.
 func (w *nameWalk) triggerOpaque(f string) {
-	for file, sites := range w.g.opaque {
-		for k, s := range sites {
-			key := fmt.Sprint(file, "\x00", k)
-			if w.opaqueDone[key] || !s.mayLoad(file, f, w.full[f]) {
-				continue
-			}
-			w.opaqueDone[key] = true
-			if s.unit == "" || w.g.isTest(file) || path.Base(file) == "conftest.py" {
-				w.setFull(file)
-			} else {
-				w.addNames(file, map[string]bool{s.unit: true})
+	if w.pending == nil {
+		w.pending = []pendingSite{} // not nil: made once
+		for _, file := range slices.Sorted(maps.Keys(w.g.opaque)) {
+			for _, s := range w.g.opaque[file] {
+				w.pending = append(w.pending, pendingSite{file: file, site: s})
 			}
 		}
 	}
+	var names []string // f's module names, once some site needs them
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		load := p.site.prefix == "" && p.site.own == ""
+		if !load {
+			if names == nil {
+				names = ModuleNames(f)
+			}
+			load = p.site.mayLoadNamed(p.file, names, w.full[f])
+		}
+		if !load {
+			kept = append(kept, p)
+			continue
+		}
+		if p.site.unit == "" || w.g.isTest(p.file) || path.Base(p.file) == "conftest.py" {
+			w.setFull(p.file)
+		} else {
+			w.addNames(p.file, map[string]bool{p.site.unit: true})
+		}
+	}
+	w.pending = kept
+}
+
+// pendingSite is a computed import the walk has not reached yet.
+type pendingSite struct {
+	file string
+	site opaqueSite
 }
