@@ -2,10 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/pipeline/discover"
 )
 
 // The review angles a checker can take. Correctness always reviews; the others are opt-in
@@ -103,49 +104,28 @@ func (r Reviewer) Applies(changed []string, diff string) (bool, string) {
 	return false, ""
 }
 
-// globRegexp turns a path glob into a regular expression over slash-separated paths: "**"
-// matches across folders, "*" and "?" within one, [...] a class; a pattern without "/"
-// matches the last path element at any depth.
+// globRegexp turns a path glob into a regular expression over slash-separated paths
+// (discover.GlobRegexp, the glob of testpaths: "**" matches across folders, "*" and "?"
+// within one, [...] a class as in Python's fnmatch, [!...] its negation), anchored at the
+// root by a leading "/"; a pattern without "/" matches the last path element at any depth,
+// as in .gitignore (where testpaths, a Python glob, match at the root only). A "[" that no
+// "]" closes, which the glob reads as itself, is refused here: in configuration it is a typo.
 func globRegexp(g string) (*regexp.Regexp, error) {
 	if strings.TrimSpace(g) == "" {
 		return nil, fmt.Errorf("empty pattern")
 	}
-	if _, err := path.Match(strings.ReplaceAll(g, "**", "*"), ""); err != nil {
-		return nil, fmt.Errorf("bad glob: %w", err)
+	if i := strings.IndexByte(g, '['); i >= 0 && !strings.Contains(g[i+1:], "]") {
+		return nil, fmt.Errorf("bad glob: a [ at byte %d that no ] closes (write [[] for the character itself)", i)
 	}
 	pat := strings.TrimPrefix(g, "/")
-	var b strings.Builder
-	b.WriteString("^")
 	if !strings.Contains(pat, "/") {
-		b.WriteString("(?:.*/)?")
+		pat = "**/" + pat
 	}
-	for i := 0; i < len(pat); i++ {
-		c := pat[i]
-		switch {
-		case strings.HasPrefix(pat[i:], "**/"):
-			b.WriteString("(?:.*/)?")
-			i += 2
-		case strings.HasPrefix(pat[i:], "**"):
-			b.WriteString(".*")
-			i++
-		case c == '*':
-			b.WriteString("[^/]*")
-		case c == '?':
-			b.WriteString("[^/]")
-		case c == '[':
-			j := strings.IndexByte(pat[i:], ']')
-			class := pat[i+1 : i+j]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + class + "]")
-			i += j
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
+	re, err := discover.GlobRegexp(pat)
+	if err != nil {
+		return nil, fmt.Errorf("bad glob: %w", err)
 	}
-	b.WriteString("$")
-	return regexp.Compile(b.String())
+	return re, nil
 }
 
 // DefaultReviewers is correctness alone: what a configuration without review.reviewers runs.

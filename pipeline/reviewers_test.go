@@ -257,3 +257,18 @@ func TestReviewersDisagreeEndToEnd(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A reviewer's paths use the glob of testpaths (discover.GlobRegexp): a class starting with
+// "]" is one, which path.Match accepts and the old translator made a regular expression
+// that did not compile; a pattern without "/" still matches at any depth.
+func TestReviewerPathsGlob(t *testing.T) {
+	r, err := NewReviewer(AngleSecurity, []string{"[]]*.py", "/api/**"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{"]x.py": true, "pkg/]x.py": true, "x.py": false, "api/v1/h.py": true, "pkg/api/h.py": false} {
+		if got, _ := r.Applies([]string{p}, ""); got != want {
+			t.Errorf("Applies(%s) = %v; want %v", p, got, want)
+		}
+	}
+}

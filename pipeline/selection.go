@@ -36,9 +36,11 @@ func (s *Selection) inSelection(id string) bool {
 // chooseTests decides which tests judge a change of the paths changed. It selects only what
 // the import graph can see: a change to the tests' configuration (conftest.py, pytest.ini,
 // pyproject.toml, setup.cfg, tox.ini, …), a package __init__.py, a file that is not a Python
-// module (data a test may read), or a module something may load by name selects the whole
-// suite; so does a check configured full_suite: every_submit, or a base run whose results
-// cannot stand for the tests not run. Every changed path is a seed of the graph, so an edge
+// module (data a test may read), a module a string names, or a computed import in a file
+// no scanned file imports (ImportGraph.DynamicReason) selects the whole suite; so does a
+// check configured full_suite: every_submit, or a base run whose results cannot stand for
+// the tests not run. A computed import the graph sees loaded is walked as an import of
+// what it may load (validate/opaque.go). Every changed path is a seed of the graph, so an edge
 // the change removed (a test edited to stop importing what it changed) is still walked: the
 // edited file itself is reached, and what imports it.
 func chooseTests(dir string, tests *discover.Tests, imports *validate.BaseImports, checks []validate.Check, baseline []validate.Result, changed, targets []string) (Selection, *validate.ImportGraph) {

@@ -3,7 +3,9 @@ package discover
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -60,6 +62,53 @@ func ConfigFiles() []string {
 func RootConfig(read Reader, pytestVersion string) string {
 	file, _ := pytestConfig(read, pytestMajor(pytestVersion))
 	return file
+}
+
+// ConfigFor is the configuration file (slash-separated, relative to the root) that pytest
+// of the given version reads for a run from the root naming args (its path arguments:
+// folders, files, node ids; none for a bare run), "" when none of the repository's files
+// holds it. pytest looks in the folder the existing paths have in common (a file's
+// folder), then in each folder above it: `pytest tests/test_x.py` reads a tests/pytest.ini
+// that a bare `pytest` never reads. A path that does not exist counts for nothing, as in
+// pytest. stat says whether a path exists and is a folder.
+func ConfigFor(read Reader, pytestVersion string, args []string, stat func(p string) (exists, dir bool)) string {
+	major := pytestMajor(pytestVersion)
+	common := ""
+	for _, a := range args {
+		p, _, _ := strings.Cut(a, "::")
+		p = cleanPath(p)
+		if p == "" {
+			continue
+		}
+		if ok, dir := stat(p); !ok {
+			continue
+		} else if !dir {
+			p = path.Dir(p) // a file: its folder
+		}
+		switch {
+		case common == "":
+			common = p
+		default:
+			for !under(p, common) {
+				common = path.Dir(common)
+			}
+		}
+	}
+	for d := cmp.Or(common, "."); ; d = path.Dir(d) {
+		in := read
+		if d != "." {
+			in = func(p string) ([]byte, bool) { return read(d + "/" + p) }
+		}
+		if file, _ := pytestConfig(in, major); file != "" {
+			if d == "." {
+				return file
+			}
+			return d + "/" + file
+		}
+		if d == "." || d == "/" {
+			return ""
+		}
+	}
 }
 
 // maxConfigBytes bounds how much of one configuration file is read.

@@ -98,9 +98,11 @@ var defaults = Default()
 // test checks' commands.
 func Read(read Reader, o Options) *Tests {
 	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
-	file, vals := pytestConfig(read, pytestMajor(o.PytestVersion))
+	// pytest looks from the folder of the paths a command names upwards: a folder's own
+	// configuration wins over the root's.
+	file, vals := nestedConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
 	if file == "" {
-		file, vals = nestedConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
+		file, vals = pytestConfig(read, pytestMajor(o.PytestVersion))
 	}
 	t.Config = file
 	t.Unread, t.version = unreadTable(read, file, pytestMajor(o.PytestVersion)), o.PytestVersion
@@ -131,10 +133,10 @@ func Read(read Reader, o Options) *Tests {
 	return t
 }
 
-// nestedConfig finds, for a repository without a pytest configuration at its root, the one
-// pytest reads when a check's command names paths: pytest looks in the folder the paths
-// have in common and then each folder above it (a tests/pytest.ini is read by `pytest
-// tests`, never by a bare `pytest`). The first command naming paths decides.
+// nestedConfig finds the configuration below the root that pytest reads when a check's
+// command names paths: pytest looks in the folder the paths have in common and then each
+// folder above it (a tests/pytest.ini is read by `pytest tests`, before any root file, and
+// never by a bare `pytest`). The first command naming paths decides.
 func nestedConfig(read Reader, major int, commands [][]string) (string, map[string]iniValue) {
 	for _, argv := range commands {
 		var dirs []string
@@ -801,26 +803,9 @@ func translate(pattern string) string {
 		case '?':
 			b.WriteString(`.`)
 		case '[':
-			j := i + 1
-			if j < len(pattern) && pattern[j] == '!' {
-				j++
-			}
-			if j < len(pattern) && pattern[j] == ']' {
-				j++
-			}
-			for j < len(pattern) && pattern[j] != ']' {
-				j++
-			}
-			if j >= len(pattern) {
-				b.WriteString(`\[`)
-				continue
-			}
-			set := pattern[i+1 : j]
-			if strings.HasPrefix(set, "!") {
-				set = "^" + set[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(set, `\`, `\\`) + "]")
-			i = j
+			class, next := fnmatchClass(pattern, i)
+			b.WriteString(class)
+			i = next
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}

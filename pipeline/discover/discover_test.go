@@ -68,6 +68,10 @@ func TestIsTestFile(t *testing.T) {
 			Options{Pytest: [][]string{{"python3", "-m", "pytest", "-q", "tests/unit", "tests/check_b.py::test_b"}}},
 			[]string{"tests/unit/check_a.py"},
 			[]string{"tests/unit/test_a.py"}},
+		{"a tests/pytest.ini the command's folder leads pytest to wins over the root's", map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n", "tox.ini": "[pytest]\npython_files = spec_*.py\n"},
+			Options{Pytest: [][]string{{"python3", "-m", "pytest", "tests"}}},
+			[]string{"tests/check_a.py"},
+			[]string{"tests/spec_a.py"}},
 		{"a tests/pytest.ini that a bare pytest never reads", map[string]string{"tests/pytest.ini": "[pytest]\npython_files = check_*.py\n"}, Options{Pytest: [][]string{nil}},
 			[]string{"tests/test_a.py"},
 			[]string{"tests/check_a.py"}},
@@ -552,6 +556,48 @@ func TestMissingTestpaths(t *testing.T) {
 		note := d.MissingTestpathsNote(files)
 		if !slices.Equal(missing, tt.missing) || (tt.noteHas == "") != (note == "") || !strings.Contains(note, tt.noteHas) {
 			t.Errorf("%s: missing %q, note %q; want %q, a note holding %q", tt.name, missing, note, tt.missing, tt.noteHas)
+		}
+	}
+}
+
+// TestConfigFor: pytest reads the configuration it finds from the folder its paths have in
+// common upwards, a file without a pytest section not stopping it; a bare run starts at
+// the root.
+func TestConfigFor(t *testing.T) {
+	files := map[string]string{
+		"setup.cfg":               "[metadata]\nname = x\n",
+		"tests/pytest.ini":        "[pytest]\n",
+		"tests/unit/test_a.py":    "",
+		"tests/test_b.py":         "",
+		"other/test_c.py":         "",
+		"pkg/sub/tox.ini":         "[pytest]\naddopts = -q\n",
+		"pkg/sub/tests/test_d.py": "",
+	}
+	stat := func(p string) (bool, bool) {
+		if _, ok := files[p]; ok {
+			return true, false
+		}
+		for f := range files {
+			if strings.HasPrefix(f, p+"/") {
+				return true, true
+			}
+		}
+		return false, false
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"tests"}, "tests/pytest.ini"},
+		{[]string{"tests/unit/test_a.py::test_x"}, "tests/pytest.ini"},
+		{[]string{"tests/test_b.py", "tests/unit/test_a.py"}, "tests/pytest.ini"},
+		{[]string{"tests/test_b.py", "other/test_c.py"}, ""},
+		{[]string{"missing/test_z.py", "tests/test_b.py"}, "tests/pytest.ini"},
+		{[]string{"pkg/sub/tests/test_d.py"}, "pkg/sub/tox.ini"},
+	} {
+		if got := ConfigFor(reader(files), "7.2.1", tt.args, stat); got != tt.want {
+			t.Errorf("ConfigFor(%q) = %q; want %q", tt.args, got, tt.want)
 		}
 	}
 }

@@ -73,43 +73,13 @@ func parentDir(p string) string {
 	return p[:i]
 }
 
-// globRegexp translates a recursive glob; nil when it holds no wildcard or does not compile.
+// globRegexp translates a recursive glob (GlobRegexp); nil when it holds no wildcard or does
+// not compile.
 func globRegexp(pattern string) *regexp.Regexp {
 	if !strings.ContainsAny(pattern, "*?[") {
 		return nil
 	}
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(pattern); i++ {
-		switch c := pattern[i]; {
-		case strings.HasPrefix(pattern[i:], "**/"):
-			b.WriteString("(?:.*/)?")
-			i += 2
-		case strings.HasPrefix(pattern[i:], "**"):
-			b.WriteString(".*")
-			i++
-		case c == '*':
-			b.WriteString("[^/]*")
-		case c == '?':
-			b.WriteString("[^/]")
-		case c == '[':
-			j := strings.IndexByte(pattern[i+1:], ']')
-			if j < 0 {
-				b.WriteString(`\[`)
-				continue
-			}
-			set := pattern[i+1 : i+1+j]
-			if strings.HasPrefix(set, "!") {
-				set = "^" + set[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(set, `\`, `\\`) + "]")
-			i += j + 1
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
+	re, err := GlobRegexp(pattern)
 	if err != nil {
 		return nil
 	}

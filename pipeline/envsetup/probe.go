@@ -45,10 +45,16 @@ func ProbeCheck(like validate.Check, packages []string) validate.Check {
 }
 
 // Packages are the project's top-level import packages in dir: folders holding __init__.py
-// at the root or in src/, tests, docs and examples left out.
+// at the root, in src/, or in the folder the packaging configuration keeps them in
+// (package_dir = =lib, which the checks put on PYTHONPATH: validate.PackageFolder), tests,
+// docs and examples left out.
 func Packages(dir string) []string {
 	var out []string
-	for _, base := range []string{dir, filepath.Join(dir, "src")} {
+	bases := []string{dir, filepath.Join(dir, "src")}
+	if folder := validate.PackageFolder(dir); folder != "src" {
+		bases = append(bases, filepath.Join(dir, filepath.FromSlash(folder)))
+	}
+	for _, base := range bases {
 		entries, err := os.ReadDir(base)
 		if err != nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,5 +103,33 @@ func TestEditableSrcLayoutUsesTheWorktree(t *testing.T) {
 	}
 	if want := "ok tally -> " + filepath.Join(tree.dir, "src", "tally"); !res[1].Passed || !strings.Contains(res[1].Output, want) {
 		t.Errorf("probe: passed %v, %q; want %q", res[1].Passed, res[1].Output, want)
+	}
+}
+
+// A setuptools project keeping its packages in lib/ (setup.cfg's package_dir = =lib, PyYAML's
+// layout): the checks put lib/ on PYTHONPATH, and the probe looks for lib's packages, found
+// there in the worktree; it used to look at the root and src/ only, found no package and
+// proved nothing.
+func TestProbeFindsPackageDirPackages(t *testing.T) {
+	for _, tc := range []struct{ name, file, content string }{
+		{"setup.cfg", "setup.cfg", "[metadata]\nname = yamlish\n\n[options]\npackage_dir =\n    =lib\npackages = find:\n\n[options.packages.find]\nwhere = lib\n"},
+		{"setup.py", "setup.py", "from setuptools import setup\nsetup(name='yamlish', package_dir={'': 'lib'}, packages=['yamlish'])\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := writeFixture(t, t.TempDir(), map[string]string{
+				tc.file:                   tc.content,
+				"lib/yamlish/__init__.py": "def load(s):\n    return s\n",
+				"tests/test_load.py":      "from yamlish import load\n\n\ndef test_load():\n    assert load('a') == 'a'\n",
+			})
+			pkgs := Packages(tree.dir)
+			if !slices.Equal(pkgs, []string{"yamlish"}) {
+				t.Fatalf("Packages = %q; want [yamlish] from lib/", pkgs)
+			}
+			like := validate.Check{Name: "tests", Kind: validate.KindPytest}
+			res := (&validate.Runner{Sandbox: sandbox.ModeNone}).Run(context.Background(), tree.dir, []validate.Check{ProbeCheck(like, pkgs)})
+			if want := "ok yamlish -> " + filepath.Join(tree.dir, "lib", "yamlish"); !res[0].Passed || !strings.Contains(res[0].Output, want) {
+				t.Errorf("probe: passed %v, %q; want %q", res[0].Passed, res[0].Output, want)
+			}
+		})
 	}
 }

@@ -58,11 +58,12 @@ func (b *BaseImports) Scan(dir string, changed ...string) (*ImportGraph, error) 
 	// The base's files, folders and literals are shared, never written; the edges are the
 	// submit's own.
 	g := &ImportGraph{root: dir, files: b.g.files, dirs: b.g.dirs, pkgRoots: b.g.pkgRoots, imports: maps.Clone(b.g.imports),
-		literals: b.g.literals, opaque: slices.Clone(b.g.opaque), stars: maps.Clone(b.g.stars), top: b.g.top, baseTop: b.g.top}
+		literals: b.g.literals, opaque: maps.Clone(b.g.opaque), stars: maps.Clone(b.g.stars), top: b.g.top, baseTop: b.g.top}
 	own := false // g.literals is still the base's
 	for _, p := range edited {
 		delete(g.imports, p)
 		delete(g.stars, p)
+		delete(g.opaque, p)
 		src, err := readHead(filepath.Join(dir, filepath.FromSlash(p)), maxScanBytes)
 		if err != nil {
 			continue // deleted (or not a regular file now): a module with no imports
@@ -79,8 +80,8 @@ func (b *BaseImports) Scan(dir string, changed ...string) (*ImportGraph, error) 
 			}
 			g.literals[string(name)] = true
 		})
-		if opaque && !slices.Contains(g.opaque, p) {
-			g.opaque = append(g.opaque, p)
+		if opaque {
+			g.opaque[p] = opaqueSites(src)
 		}
 	}
 	return g, nil

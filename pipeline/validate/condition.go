@@ -148,6 +148,9 @@ func Adapt(ctx context.Context, run func(context.Context, []Check) []Result, dir
 		if r.TimedOut && !r.Cancelled {
 			r.Hang = hangReport(dir, c.With(r.Condition), r)
 		}
+		if note := markNote(dir, c, results[i], r); note != "" {
+			r.Notes = append(slices.Clone(r.Notes), note)
+		}
 		out[i] = r
 	}
 	return out

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -416,5 +417,63 @@ func TestDiscoverOptionsUnderCondition(t *testing.T) {
 			t.Errorf("%s: start %q, test module %v, code a test path %v; want start %q, a test module, code not a test path (%s)", tt.name,
 				d.UnittestStart, d.IsTestFile("src/test_typing_extensions.py"), d.IsTestPath("src/typing_extensions.py"), tt.start, d.Describe())
 		}
+	}
+}
+
+// pydash: tests marked with pytest-mypy-testing's mypy_testing fail at the base without the
+// plugin (as plain tests, or not collected under --strict-markers or -W error); the
+// baseline says why, naming the mark and the modules. A test that fails for its own reason
+// in a module without such a mark gets no such note.
+func TestAdaptNotesUnknownMarkFailures(t *testing.T) {
+	requirePytest(t)
+	py, err := ResolvePytest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"tests/__init__.py":                        "",
+		"tests/pytest_mypy_testing/__init__.py":    "",
+		"tests/pytest_mypy_testing/test_arrays.py": "import pytest\n\n\n@pytest.mark.mypy_testing\ndef test_mypy_chunk() -> None:\n    reveal_type([1])  # R: builtins.list[builtins.int]\n",
+		"tests/test_arrays.py":                     "def test_chunk():\n    assert [1]\n",
+		"tests/test_broken.py":                     "def test_broken():\n    assert False\n",
+	}
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		want    string // part of the note; "" for none
+		without bool   // the marked module left out: no note
+	}{
+		{"as plain tests", nil, "runs those tests as plain tests", false},
+		{"--strict-markers in the command", []string{"--strict-markers"}, "--strict-markers refuses", false},
+		{"-W error in the command", []string{"-W", "error"}, "runs those tests as plain tests", false},
+		{"a failure of its own", nil, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := maps.Clone(files)
+			if tt.without {
+				delete(tree, "tests/pytest_mypy_testing/test_arrays.py")
+			}
+			dir := writeTree(t, tree)
+			check := Check{Name: "tests", Kind: KindPytest, Command: append(slices.Clone(py), tt.args...), Timeout: time.Minute}
+			r := &Runner{Sandbox: testSandbox(t)}
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{check})
+			got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+			var note string
+			for _, n := range got.Notes {
+				if strings.Contains(n, "mark no installed plugin registers") && strings.Contains(n, "fail at the base") {
+					note = n
+				}
+			}
+			if tt.want == "" {
+				if note != "" {
+					t.Errorf("note %q; want none", note)
+				}
+				return
+			}
+			if !strings.Contains(note, tt.want) || !strings.Contains(note, "pytest.mark.mypy_testing") || !strings.Contains(note, "tests/pytest_mypy_testing/test_arrays.py") || !strings.HasPrefix(note, "1 test(s)") {
+				t.Errorf("notes %q; want one naming 1 test, pytest.mark.mypy_testing, its module and %q\n%s", got.Notes, tt.want, got.Output)
+			}
+		})
 	}
 }

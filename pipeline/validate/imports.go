@@ -175,10 +175,11 @@ type ImportGraph struct {
 	// folder is on its path (package_dir, a project folder of its own), so an import the
 	// usual roots do not resolve is looked for there too.
 	pkgRoots map[string][]string
-	// literals are the module-like string literals of every file (ParseDynamic), opaque the
-	// files that load modules by computed names: what DynamicReason reads.
+	// literals are the module-like string literals of every file (ParseDynamic): what
+	// DynamicReason reads; opaque are, for each file that loads modules by computed names,
+	// where it does (opaque.go): what the walk follows.
 	literals map[string]bool
-	opaque   []string
+	opaque   map[string][]opaqueSite
 	// stars are, for each file with star imports, the modules whose names they take
 	// (starimports.go); top is the hash of each file's top-level code as scanned
 	// (topLevelSig), baseTop the base commit's, nil without a base scan: a change is walked
@@ -194,7 +195,7 @@ type ImportGraph struct {
 // parents (pytest's rootdir insertion for test files without __init__.py). Paths in gone
 // (files the change deleted) count as modules, so the tests that still import them are found.
 func ScanImports(dir string, gone ...string) (*ImportGraph, error) {
-	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{},
+	g := &ImportGraph{root: dir, files: map[string]string{}, dirs: map[string]bool{}, imports: map[string][]string{}, literals: map[string]bool{}, opaque: map[string][]opaqueSite{},
 		stars: map[string][]string{}, top: map[string]uint64{}}
 	for _, p := range gone {
 		if p = path.Clean(filepath.ToSlash(p)); strings.HasSuffix(p, ".py") {
@@ -295,7 +296,7 @@ func (s *importScan) scan(rel string) {
 		s.g.linkFile(rel, imps)
 	}
 	if scanDynamic(src, s.g.addLiteral) {
-		s.g.opaque = append(s.g.opaque, rel)
+		s.g.opaque[rel] = opaqueSites(src)
 	}
 }
 
@@ -307,19 +308,17 @@ func (g *ImportGraph) addLiteral(name []byte) {
 }
 
 // DynamicReason says why file (a module of the repository) may be loaded by name at run
-// time, which the import graph does not show: a string literal somewhere in the repository
-// names it, or some file loads modules by a computed name. "" when neither.
+// time in tests the import graph does not show: a string literal somewhere in the
+// repository names it, or a file no scanned file imports loads modules by a computed name
+// (opaque.go; a computed import in a file the graph sees loading is walked as an import by
+// TestsAffectedBy). "" when neither.
 func (g *ImportGraph) DynamicReason(file string) string {
 	for _, n := range ModuleNames(file) {
 		if g.literals[n] {
 			return fmt.Sprintf("%s may be imported by name: the string %q appears in the repository's code", file, n)
 		}
 	}
-	if len(g.opaque) > 0 {
-		slices.Sort(g.opaque)
-		return fmt.Sprintf("%s loads modules by a computed name (importlib, __import__, pkgutil, runpy), which may load %s", g.opaque[0], file)
-	}
-	return ""
+	return g.opaqueReason(file)
 }
 
 // linkFile resolves file's imports, once every file is known, to the graph's edges.
@@ -471,6 +470,7 @@ func (g *ImportGraph) TestsAffectedBy(changed []string) []string {
 	for len(w.queue) > 0 {
 		f := w.queue[0]
 		w.queue = w.queue[1:]
+		w.triggerOpaque(f)
 		w.step(f)
 	}
 	var out []string

@@ -29,7 +29,11 @@ var inlineRootDir = regexp.MustCompile(`(?:""|'')\s*=\s*["']([^"']+)["']`)
 // [tool.setuptools.packages.find] where. "src" when none says (the convention, and where
 // other build backends look); a declared folder counts only when it is inside dir, is not the
 // root itself, and exists.
-func packageFolder(dir string) string {
+func packageFolder(dir string) string { return PackageFolder(dir) }
+
+// PackageFolder is packageFolder, for the environment's import probe: the folder the checks
+// put on PYTHONPATH is the one whose packages it must find in the worktree.
+func PackageFolder(dir string) string {
 	for _, f := range []func(string) string{pyprojectPackageDir, setupCfgPackageDir, setupPyDeclaredDir} {
 		if folder := f(dir); folder != "" {
 			folder = path.Clean(strings.TrimSpace(folder))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -447,7 +448,7 @@ func (r *Runner) baseArgv(ctx context.Context, dir string, c Check) ([]string, e
 // inside the sandbox), the short summary, every module's result and only the named tests.
 func pytestArgs(argv []string, c Check, dir, inner string) []string {
 	if len(c.Only) > 0 {
-		argv = withoutPathArgs(argv, dir)
+		argv = withoutPathArgs(pinConfig(argv, c, dir), dir)
 	}
 	argv = append(argv, c.ExtraArgs...)
 	// xunit1 keeps the file and line attributes that xunit2 drops;
@@ -478,6 +479,55 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 		if id != "" && !strings.HasPrefix(id, "-") { // a node id, never an option
 			argv = append(argv, nodeArg(id))
 		}
+	}
+	return argv
+}
+
+// pinConfig makes a run that names its own tests (c.Only) read the configuration file, and
+// have the rootdir, that the check's own command has: pytest finds its configuration from
+// the paths it is given, so a bare `pytest` at a root whose setup.cfg has no pytest section
+// reads none, while `pytest tests/test_x.py::test_y` reads a tests/pytest.ini (its
+// filterwarnings, markers, addopts): the selected run and the whole suite would judge one
+// test by different settings. When the two differ, -c names the whole run's file
+// (/dev/null for none, with the conftest cut-off pytest then takes: the rootdir).
+func pinConfig(argv []string, c Check, dir string) []string {
+	if hasFlag(argv, "-c", "--config-file") {
+		return argv // the command names its file: both runs read it
+	}
+	stat := func(p string) (bool, bool) {
+		if filepath.IsAbs(p) {
+			return false, false
+		}
+		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		return err == nil, err == nil && fi.IsDir()
+	}
+	exists := func(p string) bool { ok, _ := stat(p); return ok }
+	var paths []string
+	for _, i := range discover.PathArgs(argv, exists) {
+		paths = append(paths, argv[i])
+	}
+	read := discover.DirReader(dir)
+	whole := discover.ConfigFor(read, c.PytestVersion, paths, stat)
+	if whole == discover.ConfigFor(read, c.PytestVersion, c.Only, stat) {
+		return argv
+	}
+	// The whole run's rootdir: its file's folder, or the root when pytestArgs gives it
+	// --rootdir (no configuration at the root).
+	rootdir := dir
+	if whole != "" && hasPytestConfig(dir, c.PytestVersion) {
+		rootdir = filepath.Join(dir, filepath.FromSlash(path.Dir(whole)))
+	}
+	argv = slices.Clone(argv)
+	if whole == "" {
+		argv = append(argv, "-c", os.DevNull)
+		if !hasFlag(argv, "--confcutdir") {
+			argv = append(argv, "--confcutdir="+rootdir)
+		}
+	} else {
+		argv = append(argv, "-c", filepath.Join(dir, filepath.FromSlash(whole)))
+	}
+	if !hasFlag(argv, "--rootdir") {
+		argv = append(argv, "--rootdir="+rootdir)
 	}
 	return argv
 }

@@ -781,3 +781,50 @@ func TestRootdirBesideRootFileWithoutPytestSection(t *testing.T) {
 		})
 	}
 }
+
+// A bare `pytest` at a root whose configuration file has no pytest section reads no
+// configuration, while a selected run naming tests/test_w.py::test_w reads the
+// tests/pytest.ini beside it (pytest searches from the paths it is given): its
+// filterwarnings = error failed in the selected run a test the whole suite passed. The
+// selected run reads what the check's own command reads: nothing for a bare pytest, the
+// tests/pytest.ini for `pytest tests` (both runs fail the test then).
+func TestSelectedRunReadsTheWholeRunsConfig(t *testing.T) {
+	requirePytest(t)
+	py, err := ResolvePytest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "tests/test_w.py::test_w"
+	for _, tt := range []struct {
+		name    string
+		root    map[string]string
+		command []string
+		passed  bool
+	}{
+		{"bare pytest, setup.cfg without [tool:pytest]", map[string]string{"setup.cfg": "[metadata]\nname = w\n"}, py, true},
+		{"bare pytest, no root file", nil, py, true},
+		{"pytest tests reads tests/pytest.ini", map[string]string{"setup.cfg": "[metadata]\nname = w\n"}, append(slices.Clone(py), "tests"), false},
+		{"a root pytest section", map[string]string{"tox.ini": "[pytest]\nfilterwarnings = default\n"}, py, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{
+				"tests/pytest.ini": "[pytest]\nfilterwarnings = error\n",
+				"tests/test_w.py":  "import warnings\n\n\ndef test_w():\n    warnings.warn('boom')\n",
+			}
+			for k, v := range tt.root {
+				files[k] = v
+			}
+			dir := writeFiles(t, files)
+			r := Runner{Sandbox: testSandbox(t)}
+			for _, c := range []Check{
+				{Name: "tests", Kind: KindPytest, Command: tt.command},
+				{Name: "tests", Kind: KindPytest, Command: tt.command, Only: []string{id}},
+			} {
+				res := r.Run(context.Background(), dir, []Check{c})[0]
+				if got := slices.Sorted(maps.Keys(res.Outcomes)); !slices.Equal(got, []string{id}) || res.Passed != tt.passed {
+					t.Errorf("command %q: outcomes %q passed %v; want %s passed %v\n%s", res.Command, got, res.Passed, id, tt.passed, res.Output)
+				}
+			}
+		})
+	}
+}

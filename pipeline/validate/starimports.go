@@ -233,6 +233,8 @@ type nameWalk struct {
 	names   map[string]map[string]bool
 	queue   []string
 	srcs    map[string][]byte
+	// pending are the computed imports not walked yet (triggerOpaque), nil before the first.
+	pending []pendingSite
 }
 
 // source is file's text in the graph's tree, nil when it cannot be read.
