@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,7 +55,7 @@ func interpretMypy(dir string, code int, output string) parsed {
 	p := parsed{passed: code == 0, findings: findings, summary: summary}
 	if p.summary == "" {
 		if len(findings) > 0 {
-			p.summary = fmt.Sprintf("%d errors", len(findings))
+			p.summary = errorCount(len(findings))
 		} else {
 			p.summary = exitSummary(code, output)
 		}

@@ -40,7 +40,7 @@ func TestOutcomes(t *testing.T) {
 	if err != nil || !maps.Equal(cut.outcomes, map[string]Outcome{"test_c.py::test_a": OutcomePassed}) || cut.summary() != "1 passed" {
 		t.Errorf("interrupted run: %v %q %v", cut.outcomes, cut.summary(), err)
 	}
-	if got, want := r.summary(), "2 failed, 1 errors, 2 passed, 1 skipped, 1 xfailed, 1 xpassed (not counted as passing)"; got != want {
+	if got, want := r.summary(), "2 failed, 1 error, 2 passed, 1 skipped, 1 xfailed, 1 xpassed (not counted as passing)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 

@@ -37,15 +37,15 @@ func TestParseJUnit(t *testing.T) {
 			{File: "tests/test_stats.py", Line: 14, Test: "tests/test_stats.py::TestMean::test_sub", Message: "AssertionError: 1 != 0"},
 			{File: "tests/test_stats.py", Line: 17, Test: "tests/test_stats.py::test_plain", Message: "assert 1.5 == 2\n +  where 1.5 = mean([1, 2])"},
 		}},
-		{"junit/errors.xml", "1 errors, 0 passed", []Finding{
+		{"junit/errors.xml", "1 error, 0 passed", []Finding{
 			{File: "tests/test_broken.py", Line: 1, Test: "tests/test_broken.py::tests.test_broken", Message: "ModuleNotFoundError: No module named 'nosuchmod' (collection failure)"},
 		}},
 		// A root conftest.py whose collection hook fails (docopt's, written for an older
 		// pytest): the session itself errors, with no node id and no "E " line.
-		{"junit/session_error.xml", "1 errors, 0 passed", []Finding{
+		{"junit/session_error.xml", "1 error, 0 passed", []Finding{
 			{Message: "Direct construction of conftest.DocoptTestFile has been deprecated, please use conftest.DocoptTestFile.from_parent. (collection failure)"},
 		}},
-		{"junit/setup_error_skip.xml", "1 errors, 0 passed, 1 skipped", []Finding{
+		{"junit/setup_error_skip.xml", "1 error, 0 passed, 1 skipped", []Finding{
 			{File: "tests/test_fix.py", Line: 4, Test: "tests/test_fix.py::test_a", Message: `failed on setup with "RuntimeError: fixture broke"`},
 		}},
 	}

@@ -154,6 +154,14 @@ type junitReport struct {
 	importSkips []ImportSkip
 }
 
+// errorCount is n errors as pytest and mypy write it: "1 error", "2 errors".
+func errorCount(n int) string {
+	if n == 1 {
+		return "1 error"
+	}
+	return fmt.Sprintf("%d errors", n)
+}
+
 // summary counts the cases as pytest does, never a skip, an xfail or an xpass as passed.
 func (r junitReport) summary() string {
 	n := Counts(r.outcomes)
@@ -164,7 +172,7 @@ func (r junitReport) summary() string {
 		parts = append(parts, fmt.Sprintf("%d failed", r.failed))
 	}
 	if r.errors > 0 {
-		parts = append(parts, fmt.Sprintf("%d errors", r.errors))
+		parts = append(parts, errorCount(r.errors))
 	}
 	parts = append(parts, fmt.Sprintf("%d passed", max(passed, 0)))
 	if skipped := r.skipped - xfailed; skipped > 0 {
