@@ -297,6 +297,27 @@ func serve(ctx context.Context, cmd string, cfg config.Config, log *slog.Logger,
 	return exitOK
 }
 
+// nightCounts says how many of the night's tickets ended done and escalated, as its run
+// records them when it ends; where that record cannot be read (the database went away) or
+// was never written (its end could not be recorded), it says so rather than print zeros
+// for fixes that may well have been done.
+func nightCounts(ctx context.Context, st *store.Store, id int64) string {
+	runs, err := st.Runs(context.WithoutCancel(ctx), 0)
+	if err != nil {
+		return fmt.Sprintf("done and escalated unknown: the ticket database could not be read: %v", err)
+	}
+	for _, r := range runs {
+		if r.ID != id {
+			continue
+		}
+		if r.EndedAt.IsZero() {
+			return "done and escalated unknown: the night's end is not recorded in the ticket database"
+		}
+		return fmt.Sprintf("%d done, %d escalated", r.Done, r.Escalated)
+	}
+	return fmt.Sprintf("done and escalated unknown: the ticket database holds no night %d", id)
+}
+
 // onceSummary prints how the night of `ticketd once` went (stdout: the figures; stderr: why
 // it is not ok) and returns its exit code.
 func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, err error, stdout, stderr io.Writer) int {
@@ -304,17 +325,8 @@ func onceSummary(ctx context.Context, st *store.Store, rep daemon.NightReport, e
 		fmt.Fprintf(stderr, "ticketd once: %v\n", err)
 		return exitFailed
 	}
-	var run store.Run
-	if runs, rerr := st.Runs(context.WithoutCancel(ctx), 0); rerr == nil {
-		for _, r := range runs {
-			if r.ID == rep.RunID {
-				run = r
-				break
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "night %d %s: %d ticket(s) worked (%d done, %d escalated), %s, %s\n", rep.RunID, rep.Outcome,
-		len(rep.Touched), run.Done, run.Escalated, model.FormatCost(rep.Dollars, rep.EstimatedDollars > 0, rep.CostUnknown),
+	fmt.Fprintf(stdout, "night %d %s: %d ticket(s) worked (%s), %s, %s\n", rep.RunID, rep.Outcome,
+		len(rep.Touched), nightCounts(ctx, st, rep.RunID), model.FormatCost(rep.Dollars, rep.EstimatedDollars > 0, rep.CostUnknown),
 		rep.Finished.Sub(rep.Started).Round(time.Second))
 	if rep.EstimatedDollars > 0 {
 		fmt.Fprintf(stdout, "  ~: $%.4f of it estimated (the server sent no usage, or a request was abandoned)\n", rep.EstimatedDollars)

@@ -100,8 +100,9 @@ func (p *throwawayPostgres) die(t *testing.T) {
 // TestPostgresDiesAtNightEnd: on PostgreSQL (a server of the test's own), the database
 // dies as the night ends: every ticket is done and the night holds its fix's push for the
 // whole suite, the remote taking it, when the server stops. The night must not hang, must
-// tell the operator (ERROR in the log, a failing exit code, its last words naming the
-// database and the end it could not record), and keep that end; once the server is back,
+// fail its writes at once once one has waited out the write timeout, must tell the operator
+// (ERROR in the log, a failing exit code, its last words naming the database and the end it
+// could not record, a summary that does not count its done fix as none), and keep that end; once the server is back,
 // the next start records the night as it ended (not as a process that died), charges no
 // ticket a crash, and the fix is one commit, on the remote once.
 func TestPostgresDiesAtNightEnd(t *testing.T) {
@@ -166,6 +167,16 @@ func TestPostgresDiesAtNightEnd(t *testing.T) {
 	if words := "the night's end could not be recorded"; !strings.Contains(tail(log, 2), words) {
 		t.Errorf("the night's end does not say %q:\n%s", words, tail(log, 2))
 	}
+	// Its writes after the first that gave up on the server are tried once each (they
+	// waited the 30 s write timeout each in turn: the night ended a minute and a half late).
+	if end := logLine(log, "record the night's end"); !strings.Contains(end, "has not answered since") {
+		t.Errorf("the night's end was not failed at once, the database known gone by then:\n%s", end)
+	}
+	// Its summary does not say "0 done" of a night whose fix was done: its counts could not
+	// be read.
+	if summary := logLine(log, "night 1 partial:"); !strings.Contains(summary, "done and escalated unknown") {
+		t.Errorf("the night's summary does not say its counts are unknown:\n%s", summary)
+	}
 
 	pg.start(t)
 	os.Remove(c.arrived)
@@ -199,4 +210,14 @@ func TestPostgresDiesAtNightEnd(t *testing.T) {
 	if left := processesUnder(c.dir); len(left) > 0 {
 		t.Errorf("processes left under the night's folder: %v", left)
 	}
+}
+
+// logLine is the first line of log holding words, or "" for none.
+func logLine(log []byte, words string) string {
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, words) {
+			return line
+		}
+	}
+	return ""
 }

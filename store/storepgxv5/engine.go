@@ -50,6 +50,10 @@ type Engine struct {
 	// the queued tickets.
 	lastRefresh, leaseHorizon atomic.Int64
 
+	// unreachable is set when a write gave up after WriteTimeout of a server that did not
+	// answer, and cleared by the next write that commits (see Write).
+	unreachable atomic.Pointer[unreachable]
+
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
@@ -182,6 +186,14 @@ func (e *Engine) Close() error {
 // Write runs fn in a READ COMMITTED transaction, rerun on a serialization failure or a
 // deadlock (with a short growing pause) until BusyRetries run out (storedriver.ErrBusy),
 // and on a connection lost before COMMIT until WriteTimeout has passed.
+//
+// A write that waited WriteTimeout for a lost server and gave up marks the database
+// unreachable: until a write commits again, each write is tried once (its connection
+// bounded by probeTimeout) and fails at once saying since when the database is gone. A
+// process whose server died (a night's end writing its last notes and its run) then fails
+// each of its writes in turn instead of waiting WriteTimeout for each; a blip (a restart,
+// a failover) still gets the whole WriteTimeout from the first write that meets it, and the
+// write that ends the outage clears the mark.
 func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Context, tx storedriver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -194,11 +206,28 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 	e.wg.Add(1)
 	e.mu.Unlock()
 	defer e.wg.Done()
+	if gone := e.unreachable.Load(); gone != nil {
+		err := e.tryWrite(ctx, fn, true)
+		var lost *connLost
+		if errors.As(err, &lost) {
+			return fmt.Errorf("%s: the database at %s did not take the write: it has not answered since %s (a write waited %s for it and gave up), "+
+				"so each write is tried once until one goes through (check that the server runs and this machine reaches it): %w",
+				op, e.location, gone.since.UTC().Format(time.RFC3339), e.opts.WriteTimeout, lost.err)
+		}
+		if err == nil || !retryable(err) {
+			e.noteReached(err)
+			return err
+		}
+		// The server answered (refusing this transaction as busy): it is back, and the
+		// write goes the usual way.
+		e.unreachable.CompareAndSwap(gone, nil)
+	}
 	pause := 2 * time.Millisecond
 	start := time.Now()
 	for try := 0; ; try++ {
-		err := e.tryWrite(ctx, fn)
+		err := e.tryWrite(ctx, fn, false)
 		if err == nil || !retryable(err) {
+			e.noteReached(err)
 			return err
 		}
 		var lost *connLost
@@ -207,6 +236,7 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 		// failover takes seconds) is waited for until WriteTimeout.
 		if !isLost && try >= e.opts.BusyRetries || isLost && time.Since(start) > e.opts.WriteTimeout {
 			if isLost { // unreachable, not busy: say what the server said
+				e.unreachable.CompareAndSwap(nil, &unreachable{since: start})
 				return fmt.Errorf("%s: the database at %s did not take the write in %d tries: %w", op, e.location, try+1, lost.err)
 			}
 			return fmt.Errorf("%s: %w (%d tries; last: %v)", op, storedriver.ErrBusy, try+1, err)
@@ -225,17 +255,40 @@ func (e *Engine) Write(ctx context.Context, op string, fn func(ctx context.Conte
 	}
 }
 
+// unreachable is since when writes have found no server (see Engine.Write).
+type unreachable struct{ since time.Time }
+
+// probeTimeout bounds the connection of a write tried once while the database is marked
+// unreachable: a server whose machine went away (packets dropped, not refused) must not
+// hold each such write for WriteTimeout.
+const probeTimeout = 5 * time.Second
+
+// noteReached clears the unreachable mark once a write reached the server: it committed, or
+// the server itself refused it (a PostgreSQL error).
+func (e *Engine) noteReached(err error) {
+	if err == nil || errors.As(err, new(*pgconn.PgError)) {
+		e.unreachable.Store(nil)
+	}
+}
+
 // tryWrite is one transaction. Its statements run without ctx's cancellation, so a caller
 // giving up never leaves half a write; WriteTimeout bounds it instead, or ctx's deadline
-// when it has one.
-func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx storedriver.Tx) error) error {
+// when it has one. A probe (the database is marked unreachable) waits at most probeTimeout
+// for its connection.
+func (e *Engine) tryWrite(ctx context.Context, fn func(ctx context.Context, tx storedriver.Tx) error, probe bool) error {
 	timeout := e.opts.WriteTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d) // a caller that set a deadline of its own (a long copy) gets it
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	conn, err := e.pool.Acquire(wctx)
+	actx := wctx
+	if probe { // the database is marked unreachable: a connection does not get the whole timeout
+		var cancelAcquire context.CancelFunc
+		actx, cancelAcquire = context.WithTimeout(wctx, min(timeout, probeTimeout))
+		defer cancelAcquire()
+	}
+	conn, err := e.pool.Acquire(actx)
 	if err != nil {
 		// Nothing ran: a connection the server dropped (restart, failover, idle cut) is
 		// discarded by the pool and the next try takes another.

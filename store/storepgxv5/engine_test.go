@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,13 +319,18 @@ func enqueueRaw(ctx context.Context, e *storepgxv5.Engine, tx storedriver.Tx, ex
 }
 
 // TestDatabaseGoneThenBack: with the database unreachable, a write fails within the write
-// timeout saying the database did not take it (not that it was busy, nor a hang); once it
-// is back, writes go through again.
+// timeout saying the database did not take it (not that it was busy, nor a hang); the writes
+// after it are tried once each and fail at once, saying since when the database is gone
+// (before, each waited the whole write timeout in turn: a night ending on a dead server ran
+// a minute and a half late); once it is back, writes go through again, and the next outage
+// is waited for again as a blip.
 func TestDatabaseGoneThenBack(t *testing.T) {
 	ctx := context.Background()
 	u, target, p := proxiedDatabase(t)
 	addr := p.ln.Addr().String()
-	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Second, PollEvery: 50 * time.Millisecond})
+	var retries atomic.Int32
+	e, err := storepgxv5.Open(ctx, u.String(), storepgxv5.Options{WriteTimeout: time.Second, PollEvery: 50 * time.Millisecond,
+		Options: storedriver.Options{OnRetry: func(string, int, error) { retries.Add(1) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,10 +350,27 @@ func TestDatabaseGoneThenBack(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("the failing write took %v; want it bounded by the 1s write timeout and its last try", took)
 	}
+	if n := retries.Swap(0); n == 0 {
+		t.Errorf("the first write with the database gone was not retried; want it rerun until the write timeout (a blip)")
+	}
+	for i := range 2 {
+		err := write()
+		t.Logf("write %d after the database was found gone: %v", i+2, err)
+		if err == nil || !strings.Contains(err.Error(), "has not answered since") || !strings.Contains(err.Error(), addr) {
+			t.Errorf("write %d after the database was found gone: %v; want it to say since when the database at %s is gone", i+2, err, addr)
+		}
+		if n := retries.Swap(0); n != 0 {
+			t.Errorf("write %d after the database was found gone was retried %d times; want one try, failing at once", i+2, n)
+		}
+	}
 	back := startProxy(t, addr, target)
-	defer back.close()
 	if err := write(); err != nil {
 		t.Errorf("write once the database is back: %v", err)
+	}
+	retries.Store(0)
+	back.close()
+	if err := write(); err == nil || strings.Contains(err.Error(), "has not answered since") || retries.Load() == 0 {
+		t.Errorf("write in a new outage after the database was back: %v after %d retries; want it retried for the write timeout, as a blip", err, retries.Load())
 	}
 }
 

@@ -27,6 +27,7 @@ type checkpointer struct {
 	done   chan struct{}
 	passes atomic.Int64  // completed passes, for tests
 	passed chan struct{} // buffered(1): signalled after each pass, for tests
+	ran    chan struct{} // buffered(1): signalled after each pass, failed ones too, for tests
 	once   sync.Once
 	err    error
 }
@@ -34,7 +35,7 @@ type checkpointer struct {
 func newCheckpointer(db *sql.DB) *checkpointer {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
-	c := &checkpointer{db: db, kick: make(chan struct{}, 1), done: make(chan struct{}), passed: make(chan struct{}, 1)}
+	c := &checkpointer{db: db, kick: make(chan struct{}, 1), done: make(chan struct{}), passed: make(chan struct{}, 1), ran: make(chan struct{}, 1)}
 	go c.loop()
 	return c
 }
@@ -54,6 +55,10 @@ func (c *checkpointer) loop() {
 			case c.passed <- struct{}{}:
 			default:
 			}
+		}
+		select {
+		case c.ran <- struct{}{}:
+		default:
 		}
 	}
 }

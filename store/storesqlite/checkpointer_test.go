@@ -135,3 +135,43 @@ func TestCloseTwice(t *testing.T) {
 	}
 	_ = s.Close() // the result may be an error (closed connections); a panic fails the test
 }
+
+// TestCheckpointerNeverRecreatesADeletedFile: the database file is deleted while the store
+// has it open, before the background checkpointer's first pass. Before, that pass opened
+// its connection with the right to create, and put a new, empty database at the path: the
+// night's check then saw the file replaced instead of deleted (one way
+// daemon.TestDatabaseDeletedMidNight could fail under load), and the next start would find
+// an empty queue. Now the pass fails, and the path stays empty.
+func TestCheckpointerNeverRecreatesADeletedFile(t *testing.T) {
+	b := setup(t, nil, nil)
+	path := b.s.Path()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	ran := false
+	for i := 0; !ran && i < 2*storesqlite.CheckpointEvery; i++ {
+		if err := b.s.AddNote(b.ctx, b.enqueue(t, fmt.Sprint(i)), "test", "note"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-b.e.CheckpointRan():
+			ran = true
+		default:
+		}
+	}
+	if !ran {
+		select {
+		case <-b.e.CheckpointRan():
+		case <-time.After(time.Minute): // a bound on disk I/O, not a clock the test waits out
+			t.Fatal("no background checkpoint pass after 4x storesqlite.CheckpointEvery commits")
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the deleted database's path holds a file again after a checkpoint pass (stat: %v); want it left deleted", err)
+	}
+	if err := b.e.CheckFile(); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("CheckFile: %v; want the file deleted", err)
+	}
+}

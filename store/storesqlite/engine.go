@@ -186,7 +186,11 @@ func Open(ctx context.Context, path string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("open store %s read pool: %w", abs, err)
 	}
 	e.r = r
-	ck, err := sql.Open(driverName, uri+"?"+busy+"&_pragma=synchronous("+opts.Synchronous+")")
+	// mode=rw: the checkpointer opens its connection at its first pass, which may come after
+	// the file was deleted; a connection allowed to create would put a new, empty database
+	// at the path, and the night's check (CheckFile) would then see the file replaced, not
+	// deleted, and a later start would find an empty database where the queue was.
+	ck, err := sql.Open(driverName, uri+"?mode=rw&"+busy+"&_pragma=synchronous("+opts.Synchronous+")")
 	if err != nil {
 		e.wc.Close()
 		w.Close()

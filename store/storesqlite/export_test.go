@@ -23,6 +23,9 @@ func Migrate(ctx context.Context, db *sql.DB, v int, now int64) error {
 // CheckpointPassed is signalled after each background checkpoint pass.
 func (e *Engine) CheckpointPassed() <-chan struct{} { return e.ckpt.passed }
 
+// CheckpointRan is signalled after each background checkpoint pass, failed ones too.
+func (e *Engine) CheckpointRan() <-chan struct{} { return e.ckpt.ran }
+
 // CheckpointPasses counts the background checkpoint passes.
 func (e *Engine) CheckpointPasses() int64 { return e.ckpt.passes.Load() }
 
