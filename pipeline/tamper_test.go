@@ -114,6 +114,12 @@ var tamperGoldenUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
 		"with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
 		"class CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), EXPECTED[\"add\"])\n\n    def test_sub(self):\n        self.assertEqual(sub(5, 3), EXPECTED[\"sub\"])\n"}
 
+// tamperVendored is tamperBase whose add calls a copy of a library kept in _build/, a folder
+// Ruff skips by default, with a lint finding of its own (an unused import) there at the base.
+var tamperVendored = map[string]string{"test_calc.py": tamperBase["test_calc.py"],
+	"calc.py":            "from _build.vendored import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
+	"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a - b\n"}
+
 // tamperTable is a bug in a data table the code reads (units.json: a kilometre of 100
 // metres), which the tests read only through the code: correcting the table is the fix.
 var tamperTable = map[string]string{
@@ -273,6 +279,7 @@ func TestTamperShipsNothing(t *testing.T) {
 		path     []string          // folders the check puts on PYTHONPATH
 		mypy     bool              // a mypy check runs beside pytest
 		unittest bool              // the check is unittest's, not pytest's
+		ruff     bool              // a ruff check runs beside pytest
 		after    map[string]string
 		body     string // the body; "" means tamperBody
 		status   Status
@@ -410,6 +417,11 @@ def pytest_runtest_makereport(item, call):
 			status: StatusFailed, reason: "test_sub", told: "The base's tests read golden/expected.json themselves"},
 		{name: "honest fix of code tested through a child process", base: tamperGoldenChild, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "new code hidden from the lint check in a folder Ruff skips", ruff: true, after: map[string]string{"calc.py": "from dist.helpers import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
+			"dist/helpers.py": "import os\nimport sys\n\n\ndef plus(a, b):\n    return a + b\n"},
+			status: StatusTestsChanged, reason: "dist/helpers.py: a new Python file in dist/"},
+		{name: "honest fix of a vendored file the lint check skips", base: tamperVendored, ruff: true, after: map[string]string{"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a + b\n"},
+			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
 		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
 		{name: "honest fix of a data table the code reads", base: tamperTable, after: map[string]string{"table/units.json": "{\"km\": 1000, \"m\": 1}\n"},
@@ -456,6 +468,10 @@ def pytest_runtest_makereport(item, call):
 			}
 			if tt.unittest {
 				job.Checks[0].Kind = validate.KindUnittest
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			}
+			if tt.ruff {
+				job.Checks = append(job.Checks, validate.Check{Name: "lint", Kind: validate.KindRuff, Command: []string{testenv.RuffCommand(t), "check", "."}})
 				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			}
 			if tt.mypy {
