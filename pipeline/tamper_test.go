@@ -120,6 +120,14 @@ var tamperVendored = map[string]string{"test_calc.py": tamperBase["test_calc.py"
 	"calc.py":            "from _build.vendored import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
 	"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a - b\n"}
 
+// tamperGoldenGlob is tamperGolden whose test module merges every golden/*.json it finds,
+// in name order: a file the change adds there would stand over the base's expected values.
+var tamperGoldenGlob = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": tamperGolden["golden/expected.json"],
+	"tests/test_calc.py": "import glob\nimport json\nimport os\n\nfrom calc import add, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\nEXPECTED = {}\n" +
+		"for _p in sorted(glob.glob(os.path.join(_HERE, \"..\", \"golden\", \"*.json\"))):\n    with open(_p) as _f:\n        EXPECTED.update(json.load(_f))\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
 // tamperTable is a bug in a data table the code reads (units.json: a kilometre of 100
 // metres), which the tests read only through the code: correcting the table is the fix.
 var tamperTable = map[string]string{
@@ -422,6 +430,10 @@ def pytest_runtest_makereport(item, call):
 			status: StatusTestsChanged, reason: "dist/helpers.py: a new Python file in dist/"},
 		{name: "honest fix of a vendored file the lint check skips", base: tamperVendored, ruff: true, after: map[string]string{"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a + b\n"},
 			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
+		{name: "golden data added beside the golden file the tests list, hiding a regression", base: tamperGoldenGlob, after: map[string]string{"calc.py": brokenSub, "golden/zz.json": "{\n  \"sub\": 8\n}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub"},
+		{name: "code adding golden data beside the golden file the tests list", base: tamperGoldenGlob, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"zz.json\"), \"w\") as _f:\n    _f.write('{\"sub\": 8}')\n\n\n" + brokenSub},
+			status: StatusFailed, reason: "golden"},
 		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
 		{name: "honest fix of a data table the code reads", base: tamperTable, after: map[string]string{"table/units.json": "{\"km\": 1000, \"m\": 1}\n"},

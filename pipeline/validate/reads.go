@@ -3,6 +3,7 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,9 @@ const (
 // process's working directory, passed on to the processes it starts) that is not Python
 // source, with the innermost frame of a file under it ("R\tfile\tby" lines); each write
 // over, rename over or removal of a file there that existed before the run (not one the run
-// made), with that frame and the test running ("W\tfile\tby\ttest"); each process started
+// made), with that frame and the test running ("W\tfile\tby\ttest"), or the folder of a file
+// or folder it makes ("N\tfolder"); each listing of a folder under it other than the
+// worktree's root, with that frame ("L\tfolder\tby"); each process started
 // by a worktree file, with the worktree files its command line names ("S\tid\tby\tfile...");
 // and, in a process so started that records itself, its start ("C\tid"): a started process
 // that never says so recorded nothing, and the files its command names count as read. Each
@@ -76,20 +79,61 @@ import sys
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
 _OUT = os.path.join(_DIR, "` + readsFilePrefix + `%d.txt")
-_ROOT_VAR, _START_VAR, _BY_VAR, _TEST_VAR, _SPAWN_VAR = (
-    "TICKETD_READS_ROOT", "TICKETD_READS_START", "TICKETD_READS_BY", "TICKETD_READS_TEST", "TICKETD_READS_SPAWN")
-if not os.environ.get(_ROOT_VAR):
+_ROOT_FILE = os.path.join(_DIR, "root.txt")
+
+
+def _read(p):
+    try:
+        with open(p, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _put(p, text, flags):
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | flags, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
+
+
+# The worktree (the first process's working directory) and when the run started: written by
+# the first process, read by the ones it starts. Nothing goes through the environment, which
+# the tests may read.
+_r = _read(_ROOT_FILE)
+if _r is None:
     import time
 
-    os.environ[_ROOT_VAR] = os.path.join(os.getcwd(), "")
-    os.environ[_START_VAR] = repr(time.time())
-_ROOT = os.environ[_ROOT_VAR]
+    _r = os.path.join(os.getcwd(), "") + "\n" + repr(time.time())
+    try:
+        _put(_ROOT_FILE, _r, os.O_EXCL)
+    except OSError:
+        _r = _read(_ROOT_FILE) or _r
+_ROOT, _, _r = _r.partition("\n")
 try:
-    _START = float(os.environ.get(_START_VAR, ""))
+    _START = float(_r)
 except ValueError:
     _START = 0.0
-_BY = os.environ.get(_BY_VAR, "")
-_SPAWN = os.environ.get(_SPAWN_VAR, "")
+
+
+def _started_by():
+    """What the process that started this one wrote when it did (see _spawn): its parent's,
+    or its grandparent's through a shell."""
+    pid = os.getppid()
+    for _ in range(2):
+        s = _read(os.path.join(_DIR, "spawn-%d.txt" % pid))
+        if s is not None:
+            return (s.split("\t") + ["", "", ""])[:3]
+        st = _read("/proc/%d/stat" % pid)
+        try:
+            pid = int(st.rpartition(")")[2].split()[1])
+        except (AttributeError, IndexError, ValueError):
+            break
+    return ["", "", ""]
+
+
+_BY, _TEST, _SPAWN = _started_by()
 _MAX = 20000
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _CODE = (".py", ".pyc", ".pyi", ".pyx", ".so", ".sh", ".bash", ".pl", ".rb", ".js", ".ts", ".lua", ".php", ".tcl")
@@ -98,7 +142,7 @@ _seen = {}
 _spawned = [0]
 # The test running (pytest's node id), set by ticketd's pytest plugin; in a process a test
 # started, that test.
-test = [os.environ.get(_TEST_VAR, "")]
+test = [_TEST]
 
 
 def _rel(path, base=None):
@@ -119,11 +163,7 @@ def _note(key):
     _seen[key] = None
     # Opened for each record: a descriptor kept open could be closed by the code, and its
     # number given to one of the code's own files.
-    fd = os.open(_OUT % os.getpid(), os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        os.write(fd, (key + "\n").encode("utf-8", "surrogateescape"))
-    finally:
-        os.close(fd)
+    _put(_OUT % os.getpid(), key + "\n", os.O_APPEND)
 
 
 def _named(argv, cwd):
@@ -163,13 +203,13 @@ def _named(argv, cwd):
 
 def _spawn(event, args):
     if event == "subprocess.Popen":
-        argv, cwd, env = args[1], args[2], args[3]
+        argv, cwd = args[1], args[2]
     elif event == "os.system":
-        argv, cwd, env = args[0], None, None
+        argv, cwd = args[0], None
     elif event == "os.spawn":
-        argv, cwd, env = args[2], None, args[3]
+        argv, cwd = args[2], None
     else:
-        argv, cwd, env = args[1], None, args[2]
+        argv, cwd = args[1], None
     by = _by()
     _spawned[0] += 1
     sid = "%d.%d" % (os.getpid(), _spawned[0])
@@ -178,11 +218,8 @@ def _spawn(event, args):
         _note("S\t" + sid + "\t" + by + "\t" + "\t".join(files))
     else:
         sid = ""
-    for target in (os.environ, env):
-        if target is os.environ or isinstance(target, dict) and target is not os.environ:
-            target[_BY_VAR] = by or ""
-            target[_TEST_VAR] = test[0]
-            target[_SPAWN_VAR] = sid
+    name = " ".join(test[0].split())
+    _put(os.path.join(_DIR, "spawn-%d.txt" % os.getpid()), (by or "") + "\t" + name + "\t" + sid, os.O_TRUNC)
 
 
 def _hook(event, args):
@@ -197,10 +234,21 @@ def _hook(event, args):
             if isinstance(path, int):
                 return
             write = any(c in mode for c in "wax+") if mode is not None else flags & _WRITE
-        elif event in ("os.rename", "os.remove"):
+        elif event in ("os.rename", "os.remove", "os.mkdir"):
             path, write = args[1] if event == "os.rename" else args[0], True
             if isinstance(path, int):
                 return
+        elif event in ("os.listdir", "os.scandir"):
+            path = args[0]
+            # Not the import system's listings: an import from a test lists every folder
+            # it searches, which says nothing about what the test expects.
+            if isinstance(path, int) or sys._getframe(1).f_code.co_filename.startswith("<frozen"):
+                return
+            rel = _rel(path if path is not None and path != "" else ".")
+            by = _by() if rel else None
+            if by:
+                _note("L\t" + rel + "\t" + by)
+            return
         else:
             return
         rel = _rel(path)
@@ -211,7 +259,9 @@ def _hook(event, args):
                 by = _by()
                 if by:
                     _note("R\t" + rel + "\t" + by)
-        elif os.path.lexists(path) and os.lstat(path).st_mtime < _START:
+        elif not os.path.lexists(path):
+            _note("N\t" + os.path.dirname(rel))
+        elif os.lstat(path).st_mtime < _START:
             _note("W\t" + rel + "\t" + (_by() or "") + "\t" + test[0])
     except Exception:
         pass
@@ -359,18 +409,18 @@ type fileRewrite struct {
 }
 
 // collectReads reads back what the recording wrote in reports: each file read and by what,
-// and each file rewritten, once each, sorted. The files a started process's command line
+// each folder listed and by what (lists: a folder the run also made a file or folder in is
+// left out, as the run's own output), and each file rewritten, once each, sorted. The files a started process's command line
 // names count as read by the file that started it when the process recorded nothing itself
 // (it was not Python, or not one that kept PYTHONPATH). Anything that is not the recording's
 // plain file, or is larger than it writes, is left unread.
-func collectReads(reports string) ([]FileRead, []fileRewrite) {
+func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite) {
 	if reports == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	names, _ := filepath.Glob(filepath.Join(reports, readsDir, readsFilePrefix+"*.txt"))
 	seen := map[string]bool{}
-	var reads []FileRead
-	var writes []fileRewrite
+	made := map[string]bool{}        // folders the run made something in
 	started := map[string][]string{} // spawn id -> "by", then the files its command names
 	recorded := map[string]bool{}    // spawn ids whose process recorded itself
 	for _, name := range names[:min(len(names), maxReadsFiles)] {
@@ -379,7 +429,7 @@ func collectReads(reports string) ([]FileRead, []fileRewrite) {
 			continue
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() && len(reads)+len(writes)+len(started) < maxReads {
+		for sc.Scan() && len(reads)+len(lists)+len(writes)+len(started) < maxReads {
 			f := strings.Split(sc.Text(), "\t")
 			if seen[sc.Text()] || len(f) < 2 {
 				continue
@@ -388,6 +438,10 @@ func collectReads(reports string) ([]FileRead, []fileRewrite) {
 			switch {
 			case f[0] == "C" && len(f) == 2:
 				recorded[f[1]] = true
+			case f[0] == "N" && len(f) == 2:
+				made[path.Clean(cmp.Or(f[1], "."))] = true
+			case f[0] == "L" && len(f) == 3 && local(f[1]) && local(f[2]):
+				lists = append(lists, FileRead{File: path.Clean(f[1]), By: path.Clean(f[2])})
 			case f[0] == "S" && len(f) >= 4 && local(f[2]):
 				started[f[1]] = f[2:]
 			case f[0] == "R" && len(f) == 3 && local(f[1]) && local(f[2]):
@@ -409,8 +463,10 @@ func collectReads(reports string) ([]FileRead, []fileRewrite) {
 	}
 	slices.SortFunc(reads, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
 	reads = slices.Compact(reads)
+	lists = slices.DeleteFunc(lists, func(l FileRead) bool { return made[l.File] })
+	slices.SortFunc(lists, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
 	slices.SortFunc(writes, func(a, b fileRewrite) int { return strings.Compare(a.File+"\x00"+a.Test, b.File+"\x00"+b.Test) })
-	return reads, writes
+	return reads, lists, writes
 }
 
 // local reports whether p is a non-empty slash-separated path inside the worktree.

@@ -237,3 +237,29 @@ func TestRunRecordsChildReads(t *testing.T) {
 		})
 	}
 }
+
+// The folders a test lists itself are recorded (golden/ through glob), not those the import
+// system lists for it (pkg/, as the test imports pkg.calc), nor a folder the run writes
+// into (out/, its own output), nor the worktree's root.
+func TestRunRecordsLists(t *testing.T) {
+	requirePytest(t)
+	dir := writeFiles(t, map[string]string{
+		"pkg/__init__.py": "",
+		"pkg/calc.py":     "def one():\n    return 1\n",
+		"golden/a.json":   "1\n",
+		"out/keep.txt":    "",
+		"test_lists.py": "import glob\nimport os\n\nfrom pkg.calc import one\n\n\ndef test_lists():\n" +
+			"    assert [one() for _ in glob.glob('golden/*.json')] == [1]\n" +
+			"    os.listdir('.')\n" +
+			"    open('out/new.txt', 'w').close()\n" +
+			"    os.listdir('out')\n",
+	})
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	if !res.Passed {
+		t.Fatalf("pytest failed: %s\n%s", res.Summary, res.Output)
+	}
+	if want := []FileRead{{File: "golden", By: "test_lists.py"}}; !slices.Equal(res.Lists, want) {
+		t.Errorf("lists %+v, want %+v", res.Lists, want)
+	}
+}

@@ -196,7 +196,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	combined := out.combined.tail(parseCap)
 	if records {
 		var writes []fileRewrite
-		res.Reads, writes = collectReads(scratch.Dir)
+		res.Reads, res.Lists, writes = collectReads(scratch.Dir)
 		res.Reads = ownOutput(res.Reads, writes)
 		res.Rewrites = rewrittenTests(dir, c, writes)
 	}
