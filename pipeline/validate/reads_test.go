@@ -63,6 +63,8 @@ func TestRecordsReads(t *testing.T) {
 		{[]string{"/usr/bin/python3", "-bE", "-m", "pytest", "-rE"}, false},
 		{[]string{"/usr/bin/python3", "-m", "pytest", "-rE"}, true},
 		{[]string{"/usr/bin/pytest", "-rE"}, true},
+		{[]string{"/usr/bin/python3", "-m", "unittest", "discover"}, true},
+		{[]string{"/usr/bin/python3", "-I", "-m", "unittest", "discover"}, false},
 	} {
 		if got := recordsReads(tt.argv); got != tt.want {
 			t.Errorf("recordsReads(%q) = %v, want %v", tt.argv, got, tt.want)
