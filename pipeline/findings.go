@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/pipeline/tools"
+	"github.com/ticketd/ticketd/pipeline/validate"
 )
 
 // A change answers for what it does to the checks before it is judged. Suppressions it adds
@@ -331,6 +333,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	}
 	out = append(out, shadowFindings(ctx, job, changed)...)
 	out = append(out, stubFindings(ctx, job, changed)...)
+	out = append(out, lintSkippedFindings(ctx, job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
 	}
@@ -365,6 +368,68 @@ func stubFindings(ctx context.Context, job Job, changed []string) []string {
 		}
 	}
 	return out
+}
+
+// ruffDefaultExclude are the folder names Ruff skips by default (its `exclude` setting's
+// default, with `build`, which Ruff versions before 0.1 skipped too): a file in one is never
+// linted by `ruff check .` unless the project configures otherwise.
+var ruffDefaultExclude = map[string]bool{".bzr": true, ".direnv": true, ".eggs": true, ".git": true, ".git-rewrite": true,
+	".hg": true, ".ipynb_checkpoints": true, ".mypy_cache": true, ".nox": true, ".pants.d": true, ".pyenv": true,
+	".pytest_cache": true, ".pytype": true, ".ruff_cache": true, ".svn": true, ".tox": true, ".venv": true, ".vscode": true,
+	"__pypackages__": true, "_build": true, "buck-out": true, "build": true, "dist": true, "node_modules": true,
+	"site-packages": true, "venv": true}
+
+// lintSkippedFindings lists each Python file the change adds inside a folder Ruff skips by
+// default (dist/helpers.py), where the job has a ruff check: code the package imports from
+// there would never be linted. A folder the base commit already keeps files in is the
+// project's (a vendored library it excludes on purpose, a package named build): a file added
+// or edited there is the project's business, linted or not as its configuration says.
+func lintSkippedFindings(ctx context.Context, job Job, changed []string) []string {
+	if !slices.ContainsFunc(job.Checks, func(c validate.Check) bool { return c.Kind == validate.KindRuff }) {
+		return nil
+	}
+	var out []string
+	for _, p := range changed {
+		if !strings.HasSuffix(p, ".py") && !strings.HasSuffix(p, ".pyi") || hasGitElement(p) || tools.Allowed(job.AllowPaths, p) || inBase(ctx, job, p) {
+			continue
+		}
+		parts := strings.Split(p, "/")
+		for i, name := range parts[:len(parts)-1] {
+			folder := strings.Join(parts[:i+1], "/")
+			if !ruffDefaultExclude[strings.ToLower(name)] || keepsBaseFiles(ctx, job, folder) {
+				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+				out = append(out, fmt.Sprintf("%s: a new Python file in %s/, a folder Ruff skips by default: the lint check would never read it; put the code in the package, beside the module that uses it", p, folder))
+			}
+			break
+		}
+	}
+	return out
+}
+
+// maxFolderScan bounds the files keepsBaseFiles looks at.
+const maxFolderScan = 200
+
+// keepsBaseFiles reports whether the worktree's folder holds a file the base commit has
+// (among the first maxFolderScan files found in it).
+func keepsBaseFiles(ctx context.Context, job Job, folder string) bool {
+	n := 0
+	found := false
+	_ = filepath.WalkDir(filepath.Join(job.Dir, filepath.FromSlash(folder)), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found || n >= maxFolderScan {
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			n++
+			if rel, err := filepath.Rel(job.Dir, p); err == nil && inBase(ctx, job, filepath.ToSlash(rel)) {
+				found = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // bytecodeLine matches a line that writes Python's compiled bytecode or moves where Python

@@ -151,6 +151,42 @@ func TestShadowFindings(t *testing.T) {
 	}
 }
 
+// A new Python file in a folder Ruff skips by default is named where a ruff check would miss
+// it; not without a ruff check, not where the base already keeps files in that folder (the
+// project's vendored code, edited or added to), not where the operator allowed it, and not
+// for a file that is not Python.
+func TestLintSkippedFindings(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"dist/helpers.py", "src/pkg/.venv/x.py", "Build/y.py", "_build/vendored.py", "_build/new.py", "node_modules/ok.py", "dist/notes.txt", "pkg/calc.py"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := []string{"dist/helpers.py", "src/pkg/.venv/x.py", "Build/y.py", "_build/vendored.py", "_build/new.py", "node_modules/ok.py", "dist/notes.txt", "pkg/calc.py"}
+	job := Job{Dir: dir, AllowPaths: []string{"node_modules/ok.py"},
+		Checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}, {Name: "lint", Kind: validate.KindRuff}},
+		BaseFile: func(_ context.Context, p string) ([]byte, bool, error) {
+			return nil, p == "_build/vendored.py" || p == "pkg/calc.py", nil
+		}}
+	got := lintSkippedFindings(context.Background(), job, changed)
+	want := []string{"dist/helpers.py: a new Python file in dist/", "src/pkg/.venv/x.py: a new Python file in src/pkg/.venv/", "Build/y.py: a new Python file in Build/"}
+	if len(got) != len(want) {
+		t.Fatalf("findings for %q:\n%s\nwant %q", changed, strings.Join(got, "\n"), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("finding %d = %q, want it to start %q", i, got[i], w)
+		}
+	}
+	job.Checks = job.Checks[:1]
+	if got := lintSkippedFindings(context.Background(), job, changed); len(got) != 0 {
+		t.Errorf("without a ruff check: %q, want none", got)
+	}
+}
+
 // What the refusal says the issue can allow is what submitFindings lets an issue allow: a
 // suppression, never a change to the test configuration.
 func TestFindingsRefusalSaysWhatTheIssueAllows(t *testing.T) {

@@ -91,6 +91,43 @@ var tamperGolden = map[string]string{"calc.py": tamperBase["calc.py"],
 		"with open(os.path.join(_HERE, \"..\", \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
 		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
 
+// tamperGoldenChild is tamperGolden whose test module reads the expected values through a
+// process it starts: a Python one-liner (Python's audit hook of the pytest process does not
+// reach it). tamperGoldenCat is the same read through cat, a program that is not Python.
+var tamperGoldenChild = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": tamperGolden["golden/expected.json"],
+	"tests/test_calc.py": "import json\nimport os\nimport subprocess\nimport sys\n\nfrom calc import add, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\n" +
+		"EXPECTED = json.loads(subprocess.run([sys.executable, \"-c\", \"import sys; sys.stdout.write(open(sys.argv[1]).read())\", os.path.join(_HERE, \"..\", \"golden\", \"expected.json\")],\n" +
+		"                                     check=True, capture_output=True, text=True).stdout)\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
+var tamperGoldenCat = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": tamperGolden["golden/expected.json"],
+	"tests/test_calc.py": "import json\nimport subprocess\n\nfrom calc import add, sub\n\n" +
+		"EXPECTED = json.loads(subprocess.run(\"cat golden/expected.json\", shell=True, check=True, capture_output=True, text=True).stdout)\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
+// tamperGoldenUnittest is tamperGolden with unittest-style tests, for a unittest check.
+var tamperGoldenUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": tamperGolden["golden/expected.json"],
+	"test_calc.py": "import json\nimport os\nimport unittest\n\nfrom calc import add, sub\n\n" +
+		"with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
+		"class CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), EXPECTED[\"add\"])\n\n    def test_sub(self):\n        self.assertEqual(sub(5, 3), EXPECTED[\"sub\"])\n"}
+
+// tamperVendored is tamperBase whose add calls a copy of a library kept in _build/, a folder
+// Ruff skips by default, with a lint finding of its own (an unused import) there at the base.
+var tamperVendored = map[string]string{"test_calc.py": tamperBase["test_calc.py"],
+	"calc.py":            "from _build.vendored import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
+	"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a - b\n"}
+
+// tamperGoldenGlob is tamperGolden whose test module merges every golden/*.json it finds,
+// in name order: a file the change adds there would stand over the base's expected values.
+var tamperGoldenGlob = map[string]string{"calc.py": tamperBase["calc.py"],
+	"golden/expected.json": tamperGolden["golden/expected.json"],
+	"tests/test_calc.py": "import glob\nimport json\nimport os\n\nfrom calc import add, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\nEXPECTED = {}\n" +
+		"for _p in sorted(glob.glob(os.path.join(_HERE, \"..\", \"golden\", \"*.json\"))):\n    with open(_p) as _f:\n        EXPECTED.update(json.load(_f))\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
 // tamperTable is a bug in a data table the code reads (units.json: a kilometre of 100
 // metres), which the tests read only through the code: correcting the table is the fix.
 var tamperTable = map[string]string{
@@ -244,17 +281,19 @@ func TestTamperShipsNothing(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	tests := []struct {
-		name   string
-		base   map[string]string // nil means tamperBase
-		whole  bool              // the check runs the whole suite on every submit
-		path   []string          // folders the check puts on PYTHONPATH
-		mypy   bool              // a mypy check runs beside pytest
-		after  map[string]string
-		body   string // the body; "" means tamperBody
-		status Status
-		reason string // a substring of the outcome's reason
-		ev     string // a substring of the evidence text (fixed outcomes)
-		told   string // a substring of a tool's answer to the maker
+		name     string
+		base     map[string]string // nil means tamperBase
+		whole    bool              // the check runs the whole suite on every submit
+		path     []string          // folders the check puts on PYTHONPATH
+		mypy     bool              // a mypy check runs beside pytest
+		unittest bool              // the check is unittest's, not pytest's
+		ruff     bool              // a ruff check runs beside pytest
+		after    map[string]string
+		body     string // the body; "" means tamperBody
+		status   Status
+		reason   string // a substring of the outcome's reason
+		ev       string // a substring of the evidence text (fixed outcomes)
+		told     string // a substring of a tool's answer to the maker
 	}{
 		{name: "honest fix", after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "Base tests, run as the base commit has them, that failed there and ran and passed with the change: tests: test_calc.py::test_add"},
@@ -378,6 +417,26 @@ def pytest_runtest_makereport(item, call):
 			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
 		{name: "code rewriting golden data before the test reads it", base: tamperGolden, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"expected.json\"), \"w\") as _f:\n    _f.write('{\"add\": 4, \"sub\": 8}')\n\n\n" + brokenSub},
 			status: StatusFailed, reason: "a check changed golden/expected.json"},
+		{name: "golden data read by a Python child process, rewritten to hide a regression", base: tamperGoldenChild, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
+		{name: "golden data read by cat, rewritten to hide a regression", base: tamperGoldenCat, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
+		{name: "golden data read under unittest, rewritten to hide a regression", base: tamperGoldenUnittest, unittest: true, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
+			status: StatusFailed, reason: "test_sub", told: "The base's tests read golden/expected.json themselves"},
+		{name: "honest fix of code tested through a child process", base: tamperGoldenChild, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "new code hidden from the lint check in a folder Ruff skips", ruff: true, after: map[string]string{"calc.py": "from dist.helpers import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
+			"dist/helpers.py": "import os\nimport sys\n\n\ndef plus(a, b):\n    return a + b\n"},
+			status: StatusTestsChanged, reason: "dist/helpers.py: a new Python file in dist/"},
+		{name: "honest fix of a vendored file the lint check skips", base: tamperVendored, ruff: true, after: map[string]string{"_build/vendored.py": "import os\n\n\ndef plus(a, b):\n    return a + b\n"},
+			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
+		{name: "golden data added beside the golden file the tests list, hiding a regression", base: tamperGoldenGlob, after: map[string]string{"calc.py": brokenSub, "golden/zz.json": "{\n  \"sub\": 8\n}\n"},
+			status: StatusFailed, reason: "tests/test_calc.py::test_sub"},
+		{name: "code adding golden data beside the golden file the tests list", base: tamperGoldenGlob, after: map[string]string{"calc.py": "import os as _os\n\nwith open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"golden\", \"zz.json\"), \"w\") as _f:\n    _f.write('{\"sub\": 8}')\n\n\n" + brokenSub},
+			status: StatusFailed, reason: "golden"},
+		{name: "fix in a module the repository ignores, which the branch would lack", base: map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"], ".gitignore": "gen/\n"},
+			after:  map[string]string{"calc.py": "from gen.helpers import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n", "gen/helpers.py": "def plus(a, b):\n    return a + b\n"},
+			status: StatusFailed},
 		{name: "honest fix of golden-tested code", base: tamperGolden, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
 		{name: "honest fix of a data table the code reads", base: tamperTable, after: map[string]string{"table/units.json": "{\"km\": 1000, \"m\": 1}\n"},
@@ -420,6 +479,14 @@ def pytest_runtest_makereport(item, call):
 			}
 			if tt.path != nil {
 				job.Checks[0].PythonPath = tt.path
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			}
+			if tt.unittest {
+				job.Checks[0].Kind = validate.KindUnittest
+				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+			}
+			if tt.ruff {
+				job.Checks = append(job.Checks, validate.Check{Name: "lint", Kind: validate.KindRuff, Command: []string{testenv.RuffCommand(t), "check", "."}})
 				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			}
 			if tt.mypy {

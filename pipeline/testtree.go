@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"os"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline/discover"
@@ -29,6 +31,9 @@ type testTree struct {
 	// inputOnce and input are the data files the base's tests read themselves, read once.
 	inputOnce sync.Once
 	input     map[string]bool
+	// listOnce and lists are the folders the base's tests list themselves, read once.
+	listOnce sync.Once
+	lists    map[string]bool
 	// watch is what a check may not change (watched), read once.
 	watchOnce sync.Once
 	watch     []string
@@ -65,7 +70,29 @@ func (t *testTree) isTestPath(p string) bool { return t.tests().IsTestPath(p) ||
 // change with its base version, as it does a test file the change edits, a check may not
 // rewrite it, and a change to it is a test change. A data file the tests reach only through
 // the code (a table the code loads) is the code's: a fix may correct it.
-func (t *testTree) isTestInput(p string) bool { return t.inputs()[p] }
+//
+// A file the change adds, or edits, in a folder the base's tests list themselves (they read
+// golden/*.json, whatever is there) is the tests' too, Python source aside: a new
+// golden/zz.json would stand over the base's expected values.
+func (t *testTree) isTestInput(p string) bool {
+	return t.inputs()[p] || t.listed()[path.Dir(p)] && !strings.HasSuffix(p, ".py")
+}
+
+// listed are the folders outside the tests that the base's tests list themselves
+// (validate.Result.Lists), read once.
+func (t *testTree) listed() map[string]bool {
+	t.listOnce.Do(func() {
+		t.lists = map[string]bool{}
+		for _, r := range t.baseline {
+			for _, l := range r.Lists {
+				if l.File != "." && !t.tests().IsTestPath(l.File) && t.tests().IsTestPath(l.By) {
+					t.lists[l.File] = true
+				}
+			}
+		}
+	})
+	return t.lists
+}
 
 // inputs are the data files the base's tests read themselves (isTestInput), read once.
 func (t *testTree) inputs() map[string]bool {

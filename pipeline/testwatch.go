@@ -25,7 +25,8 @@ const maxWatched = 20_000
 
 // watched are the worktree's files a check may not change: the Python files of its tests
 // (test modules, conftest.py files, helpers in test folders), the data files they read
-// themselves (isTestInput) and the test configuration files at its root, as the base commit has them outside the change. Read once per
+// themselves (isTestInput), the folders they list themselves (golden/, whose entries they
+// read) and the test configuration files at its root, as the base commit has them outside the change. Read once per
 // attempt; the files the change added are its own, and not watched.
 func (t *testTree) watched() []string {
 	t.watchOnce.Do(func() {
@@ -41,6 +42,11 @@ func (t *testTree) watched() []string {
 			}
 		}
 		for p := range t.inputs() {
+			t.watch = append(t.watch, p)
+		}
+		// A folder the tests list: a file made or removed in it during the run changes
+		// what they find there.
+		for p := range t.listed() {
 			t.watch = append(t.watch, p)
 		}
 		for name := range infraNames {

@@ -196,10 +196,15 @@ type Result struct {
 	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
 	// shutdown): it says nothing about the code under test.
 	Cancelled bool `json:"cancelled,omitempty"`
-	// Reads are the worktree's files (not Python source) a pytest run's Python code opened
-	// for reading, each with the worktree file that opened it (see FileRead): at the base
-	// commit, which data files the base's tests read themselves.
+	// Reads are the worktree's files (not Python source) a pytest or unittest run's Python
+	// code, its started processes' included, opened for reading, each with the worktree file
+	// that opened it (see FileRead): at the base commit, which data files the base's tests
+	// read themselves.
 	Reads []FileRead `json:"reads,omitempty"`
+	// Lists are the worktree's folders (not its root) such a run's Python code listed, each
+	// with the worktree file that did, leaving out those it made files in: at the base
+	// commit, the folders whose files the base's tests find themselves (golden/*.json).
+	Lists []FileRead `json:"lists,omitempty"`
 	// Rewrites say which of the tests' own Python files a pytest run wrote over, renamed over
 	// or removed, and which test did ("test tests/test_a.py::test_x rewrote or removed
 	// tests/test_b.py"): at the base commit, a suite that cannot judge a change (Health).

@@ -3,6 +3,7 @@ package validate
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -18,16 +19,22 @@ import (
 
 // A base test may read its expected values from a data file outside the test folders
 // (pkg/data/expected.json, golden/output.txt). A change that rewrites such a file to match
-// broken code would make the base's test pass in its base version. So every pytest run
-// records which of the worktree's files its Python code opened for reading, and from which
-// of the worktree's Python files (the innermost one on the stack): the base run's record
-// tells the gate which data files the base's tests read themselves (pipeline's testTree),
-// and those are judged in their base versions like the test files. A file the tests only
-// read through the code under test (a data table the code loads) is the code's.
+// broken code would make the base's test pass in its base version. So every pytest and
+// unittest run records which of the worktree's files its Python code opened for reading, and
+// from which of the worktree's Python files (the innermost one on the stack): the base run's
+// record tells the gate which data files the base's tests read themselves (pipeline's
+// testTree), and those are judged in their base versions like the test files. A file the
+// tests only read through the code under test (a data table the code loads) is the code's.
 //
-// The record is made by a pytest plugin that ticketd writes into the check's reports folder,
-// outside the worktree, and loads with -p before any of the repository's code runs: a
-// Python audit hook on "open".
+// The record is made by a Python audit hook on "open" (readsAuditSource) that ticketd writes
+// into a folder of the check's reports, outside the worktree, put first on PYTHONPATH with a
+// sitecustomize.py that loads it: every Python process of the check that keeps PYTHONPATH
+// loads it at its start, before any of the repository's code runs, so the processes a test
+// starts (`python -c "open('golden/x')..."`, a script of the tests) are recorded too, their
+// reads attributed to the test that started them where no file of the worktree is on their
+// stack. A process that is not Python (`cat golden/x`, a shell) records nothing itself: the
+// worktree files its command line names count as read by the Python file that started it.
+// pytest also loads a plugin (-p) that names the test running, for the rewrites' record.
 
 // FileRead is one worktree file a test run opened for reading (File), and the innermost
 // worktree Python file on the stack when it did (By), both relative to the worktree.
@@ -36,114 +43,286 @@ type FileRead struct {
 	By   string `json:"by"`
 }
 
-// readsPlugin is the module name of the recording plugin, unlikely to be a project's own.
-const readsPlugin = "_ticketd_reads"
+// Module names of the recording, unlikely to be a project's own; readsDir is the folder of
+// the reports they are written into, and that goes first on PYTHONPATH.
+const (
+	readsPlugin = "_ticketd_reads"
+	readsAudit  = "_ticketd_audit"
+	readsDir    = "_ticketd"
+)
 
-// readsFilePrefix names the files the plugin writes, one per process (pytest-xdist's
-// workers load it too).
+// readsFilePrefix names the files the hook writes, one per process.
 const readsFilePrefix = "ticketd-reads-"
 
-// Bounds on what is read back: reads per run, files (processes) and bytes per file.
+// Bounds on what is read back: records per run, files (processes) and bytes per file.
 const (
 	maxReads      = 20_000
-	maxReadsFiles = 64
+	maxReadsFiles = 2048
 	maxReadsBytes = 4 << 20
 )
 
-// readsPluginSource records, in memory, each open for reading of a file under the working
-// directory (the worktree) that is not Python source, with the innermost frame of a file
-// under it ("R\tfile\tby" lines), and each write over, rename over or removal of a file
-// there that existed before the run (not one the run made), with that frame and the test
-// running ("W\tfile\tby\ttest"), and
-// writes them out when pytest ends. It records nothing where Python has no audit hooks
+// readsAuditSource records each open for reading of a file under the worktree (the first
+// process's working directory, passed on to the processes it starts) that is not Python
+// source, with the innermost frame of a file under it ("R\tfile\tby" lines); each write
+// over, rename over or removal of a file there that existed before the run (not one the run
+// made), with that frame and the test running ("W\tfile\tby\ttest"), or the folder of a file
+// or folder it makes ("N\tfolder"); each listing of a folder under it other than the
+// worktree's root, with that frame ("L\tfolder\tby"); each process started
+// by a worktree file, with the worktree files its command line names ("S\tid\tby\tfile...");
+// and, in a process so started that records itself, its start ("C\tid"): a started process
+// that never says so recorded nothing, and the files its command names count as read. Each
+// record is appended as it is made (a process ended by os._exit or a signal keeps what it
+// saw), to a file of its own per process. It records nothing where Python has no audit hooks
 // (before 3.8).
-const readsPluginSource = `import os
+const readsAuditSource = `import os
 import sys
-import time
 
-import pytest
+_DIR = os.path.dirname(os.path.abspath(__file__))
+_OUT = os.path.join(_DIR, "` + readsFilePrefix + `%d.txt")
+_ROOT_FILE = os.path.join(_DIR, "root.txt")
 
-_START = time.time()
-_ROOT = os.path.join(os.getcwd(), "")
-_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "` + readsFilePrefix + `%d.txt")
+
+def _read(p):
+    try:
+        with open(p, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _put(p, text, flags):
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | flags, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
+
+
+# The worktree (the first process's working directory) and when the run started: written by
+# the first process, read by the ones it starts. Nothing goes through the environment, which
+# the tests may read.
+_r = _read(_ROOT_FILE)
+if _r is None:
+    import time
+
+    _r = os.path.join(os.getcwd(), "") + "\n" + repr(time.time())
+    try:
+        _put(_ROOT_FILE, _r, os.O_EXCL)
+    except OSError:
+        _r = _read(_ROOT_FILE) or _r
+_ROOT, _, _r = _r.partition("\n")
+try:
+    _START = float(_r)
+except ValueError:
+    _START = 0.0
+
+
+def _started_by():
+    """What the process that started this one wrote when it did (see _spawn): its parent's,
+    or its grandparent's through a shell."""
+    pid = os.getppid()
+    for _ in range(2):
+        s = _read(os.path.join(_DIR, "spawn-%d.txt" % pid))
+        if s is not None:
+            return (s.split("\t") + ["", "", ""])[:3]
+        st = _read("/proc/%d/stat" % pid)
+        try:
+            pid = int(st.rpartition(")")[2].split()[1])
+        except (AttributeError, IndexError, ValueError):
+            break
+    return ["", "", ""]
+
+
+_BY, _TEST, _SPAWN = _started_by()
 _MAX = 20000
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_CODE = (".py", ".pyc", ".pyi", ".pyx", ".so", ".sh", ".bash", ".pl", ".rb", ".js", ".ts", ".lua", ".php", ".tcl")
+_SPAWNS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
 _seen = {}
-_test = [""]
+_spawned = [0]
+# The test running (pytest's node id), set by ticketd's pytest plugin; in a process a test
+# started, that test.
+test = [_TEST]
 
 
-def _rel(path):
-    path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(os.fspath(path))))
+def _rel(path, base=None):
+    path = os.path.normpath(os.path.join(base or os.getcwd(), os.fsdecode(os.fspath(path))))
     return path[len(_ROOT):] if path.startswith(_ROOT) else None
 
 
 def _by():
-    f = sys._getframe(2)
+    f = sys._getframe(1)
     while f is not None and not f.f_code.co_filename.startswith(_ROOT):
         f = f.f_back
-    return None if f is None else f.f_code.co_filename[len(_ROOT):]
+    return _BY if f is None else f.f_code.co_filename[len(_ROOT):]
 
 
 def _note(key):
-    if "\n" not in key:
-        _seen[key] = None
+    if key in _seen or "\n" in key or len(_seen) >= _MAX:
+        return
+    _seen[key] = None
+    # Opened for each record: a descriptor kept open could be closed by the code, and its
+    # number given to one of the code's own files.
+    _put(_OUT % os.getpid(), key + "\n", os.O_APPEND)
+
+
+def _named(argv, cwd):
+    """The worktree's data files a command line names (not the program, not code)."""
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        argv, first = [argv], 0
+    else:
+        argv, first = list(argv or ())[:256], 1
+    words = []
+    for i, a in enumerate(argv):
+        try:
+            a = os.fsdecode(os.fspath(a))
+        except TypeError:
+            continue
+        if any(c.isspace() for c in a):  # a shell's command, or sh -c's
+            import shlex
+
+            try:
+                words.extend(shlex.split(a))
+            except ValueError:
+                words.extend(a.split())
+        elif i >= first:
+            words.append(a)
+    base = os.path.join(os.getcwd(), os.fsdecode(os.fspath(cwd))) if cwd else os.getcwd()
+    out = []
+    for w in words[:256]:
+        if w.startswith("-") and "=" in w:
+            w = w.split("=", 1)[1]
+        rel = _rel(w, base) if w else None
+        if not rel or "\t" in rel or rel.endswith(_CODE):
+            continue
+        p = _ROOT + rel
+        if os.path.isfile(p) and not os.access(p, os.X_OK) and rel not in out:
+            out.append(rel)
+    return out
+
+
+def _spawn(event, args):
+    if event == "subprocess.Popen":
+        argv, cwd = args[1], args[2]
+    elif event == "os.system":
+        argv, cwd = args[0], None
+    elif event == "os.spawn":
+        argv, cwd = args[2], None
+    else:
+        argv, cwd = args[1], None
+    by = _by()
+    _spawned[0] += 1
+    sid = "%d.%d" % (os.getpid(), _spawned[0])
+    files = _named(argv, cwd) if by else []
+    if files:
+        _note("S\t" + sid + "\t" + by + "\t" + "\t".join(files))
+    else:
+        sid = ""
+    name = " ".join(test[0].split())
+    _put(os.path.join(_DIR, "spawn-%d.txt" % os.getpid()), (by or "") + "\t" + name + "\t" + sid, os.O_TRUNC)
 
 
 def _hook(event, args):
-    if len(_seen) >= _MAX or event not in ("open", "os.rename", "os.remove"):
+    if len(_seen) >= _MAX:
         return
     try:
+        if event in _SPAWNS:
+            _spawn(event, args)
+            return
         if event == "open":
             path, mode, flags = args
             if isinstance(path, int):
                 return
             write = any(c in mode for c in "wax+") if mode is not None else flags & _WRITE
-        else:
+        elif event in ("os.rename", "os.remove", "os.mkdir"):
             path, write = args[1] if event == "os.rename" else args[0], True
             if isinstance(path, int):
                 return
+        elif event in ("os.listdir", "os.scandir"):
+            path = args[0]
+            # Not the import system's listings: an import from a test lists every folder
+            # it searches, which says nothing about what the test expects.
+            if isinstance(path, int) or sys._getframe(1).f_code.co_filename.startswith("<frozen"):
+                return
+            rel = _rel(path if path is not None and path != "" else ".")
+            by = _by() if rel else None
+            if by:
+                _note("L\t" + rel + "\t" + by)
+            return
+        else:
+            return
         rel = _rel(path)
         if rel is None:
             return
         if not write:
             if not rel.endswith((".py", ".pyc")):
                 by = _by()
-                if by is not None:
+                if by:
                     _note("R\t" + rel + "\t" + by)
-        elif os.path.lexists(path) and os.lstat(path).st_mtime < _START:
-            _note("W\t" + rel + "\t" + (_by() or "") + "\t" + _test[0])
+        elif not os.path.lexists(path):
+            _note("N\t" + os.path.dirname(rel))
+        elif os.lstat(path).st_mtime < _START:
+            _note("W\t" + rel + "\t" + (_by() or "") + "\t" + test[0])
     except Exception:
         pass
 
 
+def chain():
+    """Runs the sitecustomize module this folder's stands in front of, if any."""
+    import importlib.machinery
+    import importlib.util
+
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _DIR]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = mod
+    spec.loader.exec_module(mod)
+
+
 if hasattr(sys, "addaudithook"):
     sys.addaudithook(_hook)
+    if _SPAWN:
+        try:
+            _note("C\t" + _SPAWN)
+        except Exception:
+            pass
+`
+
+// readsSitecustomize starts the recording in every Python process that keeps PYTHONPATH,
+// then runs the sitecustomize it hides (the distribution's, a virtualenv's). Its own lines
+// are Python 2's too: a Python 2 process a test starts must not print an error.
+const readsSitecustomize = `# ticketd: record which worktree files this check's Python processes read (` + readsAudit + `.py).
+try:
+    import ` + readsAudit + `
+except Exception:
+    ` + readsAudit + ` = None
+if ` + readsAudit + ` is not None:
+    ` + readsAudit + `.chain()
+`
+
+// readsPluginSource is the pytest plugin: it makes sure the hook is in (a pytest started
+// with -S runs no sitecustomize) and names the test running for the rewrites' record.
+const readsPluginSource = `import pytest
+
+import ` + readsAudit + ` as _audit
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _test[0] = item.nodeid
+    _audit.test[0] = item.nodeid
     try:
         yield
     finally:
-        _test[0] = ""
-
-
-def pytest_unconfigure(config):
-    lines = list(_seen)
-    if not lines:
-        return
-    try:
-        with open(_OUT % os.getpid(), "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write("\n".join(lines) + "\n")
-    except OSError:
-        pass
+        _audit.test[0] = ""
 `
 
-// recordsReads reports whether a pytest command can load the recording plugin: an
-// interpreter running pytest as a module reads PYTHONPATH unless -I or -E comes before -m.
+// recordsReads reports whether a pytest or unittest command's Python reads PYTHONPATH, where
+// the recording is: an interpreter running the tool as a module does unless -I or -E comes
+// before -m; a script, unless its shebang says so.
 func recordsReads(argv []string) bool {
-	if !isModuleRun(argv, "pytest") {
+	if !isModuleRun(argv, "pytest") && !isModuleRun(argv, "unittest") {
 		return len(argv) == 0 || !shebangIgnoresPath(argv[0])
 	}
 	for _, a := range argv[1:] {
@@ -184,18 +363,26 @@ func shebangIgnoresPath(path string) bool {
 	return false
 }
 
-// withReadsPlugin writes the recording plugin into the check's reports folder (host path
-// reports, inner path inner), and returns argv loading it and env with that folder last on
-// PYTHONPATH. On failure to write it, the run goes on unrecorded.
-func withReadsPlugin(argv, env []string, reports, inner string) ([]string, []string) {
+// withReadsPlugin writes the recording into a folder of the check's reports (host path
+// reports, inner path inner), and returns env with that folder first on PYTHONPATH and, for
+// pytest, argv loading the plugin. On failure to write it, the run goes on unrecorded.
+func withReadsPlugin(argv, env []string, reports, inner string, pytest bool) ([]string, []string) {
 	if reports == "" || !recordsReads(argv) {
 		return argv, env
 	}
-	if err := os.WriteFile(filepath.Join(reports, readsPlugin+".py"), []byte(readsPluginSource), 0o644); err != nil {
+	dir := filepath.Join(reports, readsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return argv, env
 	}
+	for name, src := range map[string]string{readsAudit: readsAuditSource, "sitecustomize": readsSitecustomize, readsPlugin: readsPluginSource} {
+		if err := os.WriteFile(filepath.Join(dir, name+".py"), []byte(src), 0o644); err != nil {
+			return argv, env
+		}
+	}
 	// The last PYTHONPATH is the one the command gets (os/exec keeps the last of a repeated
-	// name): the check's own, or the src/ layout's, after the one the daemon passes on.
+	// name): the check's own, or the src/ layout's, after the one the daemon passes on. The
+	// folder goes first in it, so that its sitecustomize is the one Python runs (it runs the
+	// one it stands in front of); the folder holds nothing else a project could import.
 	var path string
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		v, ok := strings.CutPrefix(kv, "PYTHONPATH=")
@@ -204,12 +391,14 @@ func withReadsPlugin(argv, env []string, reports, inner string) ([]string, []str
 		}
 		return ok
 	})
-	if path == "" {
-		path = inner // an empty entry would put the working directory on the path
-	} else {
-		path += string(os.PathListSeparator) + inner
+	folder := inner + "/" + readsDir
+	if path != "" { // an empty entry would put the working directory on the path
+		folder += string(os.PathListSeparator) + path
 	}
-	return append(slices.Clone(argv), "-p", readsPlugin), append(env, "PYTHONPATH="+path)
+	if pytest {
+		argv = append(slices.Clone(argv), "-p", readsPlugin)
+	}
+	return argv, append(env, "PYTHONPATH="+folder)
 }
 
 // fileRewrite is a file of the worktree that a test run wrote over, renamed over or
@@ -219,40 +408,65 @@ type fileRewrite struct {
 	File, By, Test string
 }
 
-// collectReads reads back what the plugin recorded in reports: each file read and by what,
-// and each Python file rewritten, once each, sorted. Anything that is not the plugin's plain
-// file, or is larger than it writes, is left unread.
-func collectReads(reports string) ([]FileRead, []fileRewrite) {
+// collectReads reads back what the recording wrote in reports: each file read and by what,
+// each folder listed and by what (lists: a folder the run also made a file or folder in is
+// left out, as the run's own output), and each file rewritten, once each, sorted. The files a started process's command line
+// names count as read by the file that started it when the process recorded nothing itself
+// (it was not Python, or not one that kept PYTHONPATH). Anything that is not the recording's
+// plain file, or is larger than it writes, is left unread.
+func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite) {
 	if reports == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	names, _ := filepath.Glob(filepath.Join(reports, readsFilePrefix+"*.txt"))
+	names, _ := filepath.Glob(filepath.Join(reports, readsDir, readsFilePrefix+"*.txt"))
 	seen := map[string]bool{}
-	var reads []FileRead
-	var writes []fileRewrite
+	made := map[string]bool{}        // folders the run made something in
+	started := map[string][]string{} // spawn id -> "by", then the files its command names
+	recorded := map[string]bool{}    // spawn ids whose process recorded itself
 	for _, name := range names[:min(len(names), maxReadsFiles)] {
 		data, err := sandbox.ReadReport(name, maxReadsBytes)
 		if err != nil {
 			continue
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() && len(reads)+len(writes) < maxReads {
+		for sc.Scan() && len(reads)+len(lists)+len(writes)+len(started) < maxReads {
 			f := strings.Split(sc.Text(), "\t")
-			if seen[sc.Text()] || len(f) < 3 || !local(f[1]) {
+			if seen[sc.Text()] || len(f) < 2 {
 				continue
 			}
 			seen[sc.Text()] = true
 			switch {
-			case f[0] == "R" && len(f) == 3 && local(f[2]):
+			case f[0] == "C" && len(f) == 2:
+				recorded[f[1]] = true
+			case f[0] == "N" && len(f) == 2:
+				made[path.Clean(cmp.Or(f[1], "."))] = true
+			case f[0] == "L" && len(f) == 3 && local(f[1]) && local(f[2]):
+				lists = append(lists, FileRead{File: path.Clean(f[1]), By: path.Clean(f[2])})
+			case f[0] == "S" && len(f) >= 4 && local(f[2]):
+				started[f[1]] = f[2:]
+			case f[0] == "R" && len(f) == 3 && local(f[1]) && local(f[2]):
 				reads = append(reads, FileRead{File: path.Clean(f[1]), By: path.Clean(f[2])})
-			case f[0] == "W" && len(f) == 4:
+			case f[0] == "W" && len(f) == 4 && local(f[1]):
 				writes = append(writes, fileRewrite{File: path.Clean(f[1]), By: f[2], Test: f[3]})
 			}
 		}
 	}
+	for id, s := range started {
+		if recorded[id] {
+			continue // its own reads are in the record
+		}
+		for _, file := range s[1:] {
+			if local(file) {
+				reads = append(reads, FileRead{File: path.Clean(file), By: path.Clean(s[0])})
+			}
+		}
+	}
 	slices.SortFunc(reads, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
+	reads = slices.Compact(reads)
+	lists = slices.DeleteFunc(lists, func(l FileRead) bool { return made[l.File] })
+	slices.SortFunc(lists, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
 	slices.SortFunc(writes, func(a, b fileRewrite) int { return strings.Compare(a.File+"\x00"+a.Test, b.File+"\x00"+b.Test) })
-	return reads, writes
+	return reads, lists, writes
 }
 
 // local reports whether p is a non-empty slash-separated path inside the worktree.

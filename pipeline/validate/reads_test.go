@@ -63,6 +63,8 @@ func TestRecordsReads(t *testing.T) {
 		{[]string{"/usr/bin/python3", "-bE", "-m", "pytest", "-rE"}, false},
 		{[]string{"/usr/bin/python3", "-m", "pytest", "-rE"}, true},
 		{[]string{"/usr/bin/pytest", "-rE"}, true},
+		{[]string{"/usr/bin/python3", "-m", "unittest", "discover"}, true},
+		{[]string{"/usr/bin/python3", "-I", "-m", "unittest", "discover"}, false},
 	} {
 		if got := recordsReads(tt.argv); got != tt.want {
 			t.Errorf("recordsReads(%q) = %v, want %v", tt.argv, got, tt.want)
@@ -129,13 +131,13 @@ func TestReadsPluginPath(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"none", []string{"HOME=/h"}, "PYTHONPATH=/r"},
-		{"empty", []string{"PYTHONPATH="}, "PYTHONPATH=/r"},
-		{"one", []string{"PYTHONPATH=/a"}, "PYTHONPATH=/a:/r"},
-		{"passed on, then the layout's", []string{"PYTHONPATH=/installed", "HOME=/h", "PYTHONPATH=/w/lib:/installed"}, "PYTHONPATH=/w/lib:/installed:/r"},
+		{"none", []string{"HOME=/h"}, "PYTHONPATH=/r/_ticketd"},
+		{"empty", []string{"PYTHONPATH="}, "PYTHONPATH=/r/_ticketd"},
+		{"one", []string{"PYTHONPATH=/a"}, "PYTHONPATH=/r/_ticketd:/a"},
+		{"passed on, then the layout's", []string{"PYTHONPATH=/installed", "HOME=/h", "PYTHONPATH=/w/lib:/installed"}, "PYTHONPATH=/r/_ticketd:/w/lib:/installed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			argv, env := withReadsPlugin([]string{"python3", "-m", "pytest"}, tt.env, t.TempDir(), "/r")
+			argv, env := withReadsPlugin([]string{"python3", "-m", "pytest"}, tt.env, t.TempDir(), "/r", true)
 			var paths []string
 			for _, kv := range env {
 				if strings.HasPrefix(kv, "PYTHONPATH=") {
@@ -173,5 +175,93 @@ func TestReadsPluginRefusedRunsWithout(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "are not recorded") {
 		t.Errorf("notes %q; want one saying the reads are not recorded", res.Notes)
+	}
+}
+
+// The processes a test starts are recorded too: a Python one-liner's reads count as the
+// test's, a project's CLI's reads (python -m cli) as the code's, and what a program that is
+// not Python (cat), or a Python started without PYTHONPATH, is told to read on its command
+// line as the test's. A program, code and what the run writes itself are no input. A
+// unittest check records the same way, and a sitecustomize the project has on its path
+// still runs.
+func TestRunRecordsChildReads(t *testing.T) {
+	requirePytest(t)
+	test := "import builtins\nimport os\nimport subprocess\nimport sys\n\nfrom cli import main\n\n" +
+		"PY = [sys.executable, '-c', 'import sys; sys.stdout.write(open(sys.argv[1]).read())']\n" +
+		"CLEAN = {'PATH': os.environ['PATH']}\n\n\n" +
+		"def test_children():\n" +
+		"    assert builtins.PROJECT_SITE == 1\n" +
+		"    assert subprocess.run(PY + ['golden/a.txt'], capture_output=True, text=True).stdout == 'a\\n'\n" +
+		"    assert subprocess.run([sys.executable, '-m', 'cli', 'data/table.txt'], capture_output=True, text=True).stdout == 't\\n'\n" +
+		"    assert subprocess.run('cat golden/b.txt', shell=True, capture_output=True, text=True).stdout == 'b\\n'\n" +
+		"    assert subprocess.run(PY + ['golden/c.txt'], env=CLEAN, capture_output=True, text=True).stdout == 'c\\n'\n" +
+		"    assert subprocess.run(['sh', 'tool.sh'], capture_output=True, text=True).returncode == 0\n" +
+		"    subprocess.run([sys.executable, '-c', 'open(\"out.txt\", \"w\").write(\"x\")'], check=True)\n"
+	files := map[string]string{
+		"cli.py":               "import sys\n\n\ndef main(p):\n    sys.stdout.write(open(p).read())\n\n\nif __name__ == '__main__':\n    main(sys.argv[1])\n",
+		"data/table.txt":       "t\n",
+		"golden/a.txt":         "a\n",
+		"golden/b.txt":         "b\n",
+		"golden/c.txt":         "c\n",
+		"out.txt":              "",
+		"tool.sh":              "exit 0\n",
+		"lib/sitecustomize.py": "import builtins\n\nbuiltins.PROJECT_SITE = 1\n",
+		"test_children.py":     test,
+		"test_unit.py": "import builtins\nimport subprocess\nimport sys\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_child(self):\n" +
+			"        self.assertEqual(builtins.PROJECT_SITE, 1)\n" +
+			"        out = subprocess.run([sys.executable, '-c', 'import sys; sys.stdout.write(open(sys.argv[1]).read())', 'golden/a.txt'], capture_output=True, text=True).stdout\n" +
+			"        self.assertEqual(out, 'a\\n')\n",
+	}
+	for _, tt := range []struct {
+		kind string
+		want []FileRead
+	}{
+		{KindPytest, []FileRead{{File: "data/table.txt", By: "cli.py"}, {File: "golden/a.txt", By: "test_children.py"},
+			{File: "golden/b.txt", By: "test_children.py"}, {File: "golden/c.txt", By: "test_children.py"}}},
+		{KindUnittest, []FileRead{{File: "golden/a.txt", By: "test_unit.py"}}},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			dir := writeFiles(t, files)
+			r := Runner{Sandbox: testSandbox(t)}
+			c := Check{Name: "tests", Kind: tt.kind, PythonPath: []string{"lib"}}
+			if tt.kind == KindPytest {
+				c.Command = []string{"/usr/bin/python3", "-m", "pytest", "test_children.py"}
+			} else {
+				c.Command = []string{"/usr/bin/python3", "-m", "unittest", "test_unit"}
+			}
+			res := r.Run(context.Background(), dir, []Check{c})[0]
+			if !res.Passed {
+				t.Fatalf("%s failed: %s\n%s", tt.kind, res.Summary, res.Output)
+			}
+			if !slices.Equal(res.Reads, tt.want) {
+				t.Errorf("reads %+v\nwant %+v", res.Reads, tt.want)
+			}
+		})
+	}
+}
+
+// The folders a test lists itself are recorded (golden/ through glob), not those the import
+// system lists for it (pkg/, as the test imports pkg.calc), nor a folder the run writes
+// into (out/, its own output), nor the worktree's root.
+func TestRunRecordsLists(t *testing.T) {
+	requirePytest(t)
+	dir := writeFiles(t, map[string]string{
+		"pkg/__init__.py": "",
+		"pkg/calc.py":     "def one():\n    return 1\n",
+		"golden/a.json":   "1\n",
+		"out/keep.txt":    "",
+		"test_lists.py": "import glob\nimport os\n\nfrom pkg.calc import one\n\n\ndef test_lists():\n" +
+			"    assert [one() for _ in glob.glob('golden/*.json')] == [1]\n" +
+			"    os.listdir('.')\n" +
+			"    open('out/new.txt', 'w').close()\n" +
+			"    os.listdir('out')\n",
+	})
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest}})[0]
+	if !res.Passed {
+		t.Fatalf("pytest failed: %s\n%s", res.Summary, res.Output)
+	}
+	if want := []FileRead{{File: "golden", By: "test_lists.py"}}; !slices.Equal(res.Lists, want) {
+		t.Errorf("lists %+v, want %+v", res.Lists, want)
 	}
 }

@@ -169,12 +169,13 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Summary, res.NotStarted = err.Error(), true
 		return notStarted(res)
 	}
-	if c.Kind == KindPytest {
+	records := c.Kind == KindPytest || c.Kind == KindUnittest
+	if records {
 		// Which data files the tests read themselves (see reads.go).
 		if !recordsReads(argv) {
-			res.Notes = append(res.Notes, "the tests' reads of data files are not recorded: the check's Python runs with -I or -E, which ignores PYTHONPATH, so ticketd's recording plugin cannot load; a data file the tests read is not kept in its base version")
+			res.Notes = append(res.Notes, "the tests' reads of data files are not recorded: the check's Python runs with -I or -E, which ignores PYTHONPATH, so ticketd's recording cannot load; a data file the tests read is not kept in its base version")
 		}
-		argv, spec.Env = withReadsPlugin(argv, spec.Env, scratch.Dir, spec.InnerReports())
+		argv, spec.Env = withReadsPlugin(argv, spec.Env, scratch.Dir, spec.InnerReports(), c.Kind == KindPytest)
 	}
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	out, err := r.exec(ctx, spec, scratch, argv, timeout, c.Kind == KindRuff)
@@ -194,9 +195,9 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 
 	combined := out.combined.tail(parseCap)
-	if c.Kind == KindPytest {
+	if records {
 		var writes []fileRewrite
-		res.Reads, writes = collectReads(scratch.Dir)
+		res.Reads, res.Lists, writes = collectReads(scratch.Dir)
 		res.Reads = ownOutput(res.Reads, writes)
 		res.Rewrites = rewrittenTests(dir, c, writes)
 	}
