@@ -153,7 +153,7 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		}
 	}
 	if s.Mode.orDefault() == ModeBwrap {
-		filter, err := seccompFile()
+		filter, err := seccompFile(ShmSegmentCap(os.Geteuid(), s.Limits.MemoryBytes()))
 		if err != nil {
 			closeAll(cmd.ExtraFiles)
 			return nil, err
