@@ -81,3 +81,25 @@ func TestIPCMemoryBounded(t *testing.T) {
 		t.Errorf("the check kept %d MiB in SysV message queues, more than its %d MiB memory limit", msg, limit)
 	}
 }
+
+// TestTmpfsBoundedByMemory: what a check writes in its private /tmp and /dev/shm is memory
+// (tmpfs) that no process's Pss shows; neither may hold more than the check's memory limit.
+// Before the bound a check under a 32 MiB limit wrote 96 MiB into /tmp (1 GiB by default,
+// max_worktree_size) and, under a 16 MiB limit, 48 MiB into /dev/shm (64 MiB).
+func TestTmpfsBoundedByMemory(t *testing.T) {
+	for _, tt := range []struct {
+		dir   string
+		limit int64
+	}{{"/tmp", 32 << 20}, {"/dev/shm", 16 << 20}} {
+		spec := limitSpec(t, Limits{Memory: tt.limit, Processes: 64})
+		out := probeRunArgv(t, spec, "/bin/sh", "-c", fmt.Sprintf(`head -c %d /dev/zero > %s/big; echo STORED $(( $(wc -c < %s/big) >> 20 )) MiB`, 3*tt.limit, tt.dir, tt.dir))
+		t.Logf("uid %d, %s under a %d MiB limit: %s", os.Geteuid(), tt.dir, tt.limit>>20, strings.TrimSpace(out))
+		var stored int64
+		if _, err := fmt.Sscanf(out[max(strings.Index(out, "STORED "), 0):], "STORED %d MiB", &stored); err != nil {
+			t.Fatalf("the check said %q: %v", out, err)
+		}
+		if stored<<20 > tt.limit {
+			t.Errorf("the check stored %d MiB in its %s, more than its %d MiB memory limit", stored, tt.dir, tt.limit>>20)
+		}
+	}
+}

@@ -38,7 +38,7 @@ type Spec struct {
 	// private /tmp, it is also TMPDIR and holds HOME. Empty means none.
 	Reports string
 	// TmpSize bounds the private /tmp (with $HOME) under bwrap; 0 means DefaultTmpSize,
-	// negative no bound.
+	// negative no bound. The memory limit bounds it too (its files are memory).
 	TmpSize int64
 	// Hide are directories covered by an empty tmpfs where they lie inside something the
 	// command sees (the daemon's config folder under /etc, the workspace around the
@@ -224,7 +224,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
 	args = append(args, "--seccomp", strconv.Itoa(seccompFD(os.Geteuid())))
 	args = append(args, limitArgs(os.Geteuid())...)
-	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(s.shmSize(), 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
 	for _, m := range mounts {
 		args = append(args, m.args(s.tmpSize())...)
@@ -256,11 +256,29 @@ func closeUserNSArgs(euid int) []string {
 	return []string{"/bin/sh", "-c", `exec ` + strconv.Itoa(userNSFD) + `<&- "$0" "$@"`}
 }
 
+// tmpSize is the size of the private /tmp: TmpSize (its default for 0, none when
+// negative), and never more than the memory limit. A tmpfs's files are memory in no
+// process's Pss, so the watch of the check's whole memory does not see them: a /tmp larger
+// than the limit would let a check under a 256 MiB limit hold 1 GiB of the host's memory
+// there.
 func (s Spec) tmpSize() int64 {
-	if s.TmpSize == 0 {
-		return DefaultTmpSize
+	size := s.TmpSize
+	if size == 0 {
+		size = DefaultTmpSize
 	}
-	return s.TmpSize
+	if mem := s.Limits.MemoryBytes(); mem > 0 && (size < 0 || size > mem) {
+		return mem
+	}
+	return size
+}
+
+// shmSize is the size of the private /dev/shm: ShmSize, never more than the memory limit
+// (as tmpSize).
+func (s Spec) shmSize() int64 {
+	if mem := s.Limits.MemoryBytes(); mem > 0 {
+		return min(ShmSize, mem)
+	}
+	return ShmSize
 }
 
 // userArgs put the command in a user namespace without any capability, whoever runs the
