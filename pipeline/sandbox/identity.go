@@ -114,9 +114,13 @@ var userNSStart sync.Mutex
 // capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
 const capSysResource = 24
 
-// newUserNamespace makes the user namespace of one command run as id by a ticketd running
-// as root: uid and gid id mapped to themselves, host root to rootInside, nothing else, and a
-// limit of zero further user namespaces inside; bwrap joins it (--userns). Each command gets
+// newUserNamespace makes the user namespace of one command run as id: uid and gid id mapped
+// to themselves, and, when ticketd is root, host root to rootInside, nothing else (a user
+// may map only itself), and a limit of zero further user namespaces inside; bwrap joins it
+// (--userns). As a user, id is ticketd's own user, who owns the namespace: the counts of
+// nsCounts bound there what a check charges to it, which the daemon needs too (bwrap's
+// own namespace has no bound, and a check took all 128 inotify instances of the daemon's
+// user). Each command gets
 // its own, so that the kernel counts its processes apart from every other command's
 // (RLIMIT_NPROC is counted per user namespace and user: Limits). It starts a helper shell in
 // the namespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
@@ -135,6 +139,10 @@ func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: in, HostID: 0, Size: 1}, {ContainerID: id.GID, HostID: id.GID, Size: 1}},
 		AmbientCaps: []uintptr{capSysResource},
 		Pdeathsig:   syscall.SIGKILL,
+	}
+	if os.Geteuid() != 0 {
+		h.SysProcAttr.UidMappings = h.SysProcAttr.UidMappings[1:]
+		h.SysProcAttr.GidMappings = h.SysProcAttr.GidMappings[1:]
 	}
 	stdin, err := h.StdinPipe()
 	if err != nil {

@@ -197,40 +197,62 @@ print("END")`)
 // machine serves: its keyring calls fail with EPERM, fallocate with EOPNOTSUPP, io_uring's
 // calls with ENOSYS, other calls pass, and a call of a table the filter does not know fails.
 func TestSeccompFilter(t *testing.T) {
-	prog, err := seccompFilter()
+	for _, shmCap := range []uint32{0, 1 << 20} {
+		t.Run(fmt.Sprintf("shmCap=%d", shmCap), func(t *testing.T) { testSeccompFilter(t, shmCap) })
+	}
+}
+
+// testSeccompFilter runs the filter of shmCap (ShmSegmentCap) on every call it denies, on
+// calls next to them it must allow, and on shmget's sizes around the bound.
+func testSeccompFilter(t *testing.T, shmCap uint32) {
+	prog, err := seccompFilter(shmCap)
 	if err != nil {
 		t.Skipf("no filter on this architecture: %v", err)
 	}
-	tables, err := filterTables()
+	tables, err := filterTables(shmCap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type call struct {
 		name     string
 		arch, nr uint32
+		arg1     uint64
 		want     uint32
 	}
-	calls := []call{{"an unknown table", 0x12345678, 0, retDenied}}
+	calls := []call{{"an unknown table", 0x12345678, 0, 0, retDenied}}
 	for _, tb := range tables {
 		denied := map[uint32]bool{}
 		for _, d := range tb.denied {
 			denied[d.nr] = true
-			calls = append(calls, call{fmt.Sprintf("denied call %d of arch %#x", d.nr, tb.arch), tb.arch, d.nr, d.ret})
+			calls = append(calls, call{fmt.Sprintf("denied call %d of arch %#x", d.nr, tb.arch), tb.arch, d.nr, 0, d.ret})
 			if tb.mask != 0 {
-				calls = append(calls, call{fmt.Sprintf("denied call %d|%#x of arch %#x", d.nr, tb.mask, tb.arch), tb.arch, d.nr | tb.mask, d.ret})
+				calls = append(calls, call{fmt.Sprintf("denied call %d|%#x of arch %#x", d.nr, tb.mask, tb.arch), tb.arch, d.nr | tb.mask, 0, d.ret})
+			}
+		}
+		if tb.shm != nil {
+			denied[tb.shm.nr] = true
+			m := uint64(tb.shm.max)
+			for _, c := range []struct {
+				size uint64
+				want uint32
+			}{{0, retAllow}, {56, retAllow}, {m, retAllow}, {m + 1, retShmSize}, {1 << 32, retShmSize}, {1<<32 + 56, retShmSize}, {^uint64(0), retShmSize}} {
+				calls = append(calls, call{fmt.Sprintf("shmget of %d bytes, arch %#x", c.size, tb.arch), tb.arch, tb.shm.nr, c.size, c.want})
 			}
 		}
 		for _, d := range tb.denied {
 			for _, nr := range []uint32{0, 1, 3, d.nr - 1, d.nr + 1} {
 				if !denied[nr] {
-					calls = append(calls, call{fmt.Sprintf("call %d of arch %#x", nr, tb.arch), tb.arch, nr, retAllow})
+					calls = append(calls, call{fmt.Sprintf("call %d of arch %#x", nr, tb.arch), tb.arch, nr, 1 << 40, retAllow})
 				}
 			}
 		}
 	}
 	wantRets := map[uint32]bool{retDenied: false, retFallocate: false, retIOURing: false}
+	if shmCap != 0 {
+		wantRets[retShmSize], wantRets[retNoSysV] = false, false
+	}
 	for _, c := range calls {
-		got, err := runFilter(prog, c.arch, c.nr)
+		got, err := runFilter(prog, c.arch, c.nr, c.arg1)
 		if err != nil || got != c.want {
 			t.Errorf("%s: the filter returned %#x (%v), want %#x", c.name, got, err, c.want)
 		}
@@ -246,8 +268,9 @@ func TestSeccompFilter(t *testing.T) {
 }
 
 // runFilter interprets the classic BPF instructions seccompFilter uses on a call's
-// seccomp_data (its number and arch).
-func runFilter(prog []unix.SockFilter, arch, nr uint32) (uint32, error) {
+// seccomp_data (its number, arch and second argument).
+func runFilter(prog []unix.SockFilter, arch, nr uint32, arg1 uint64) (uint32, error) {
+	lo, hi := arg1Words()
 	var a uint32
 	for pc := 0; pc < len(prog); pc++ {
 		ins := prog[pc]
@@ -258,13 +281,17 @@ func runFilter(prog []unix.SockFilter, arch, nr uint32) (uint32, error) {
 				a = nr
 			case dataArch:
 				a = arch
+			case lo:
+				a = uint32(arg1)
+			case hi:
+				a = uint32(arg1 >> 32)
 			default:
 				return 0, fmt.Errorf("load of offset %d at %d", ins.K, pc)
 			}
 		case bpfAndK:
 			a &= ins.K
-		case bpfJeqK:
-			if a == ins.K {
+		case bpfJeqK, bpfJgtK:
+			if ins.Code == bpfJeqK && a == ins.K || ins.Code == bpfJgtK && a > ins.K {
 				pc += int(ins.Jt)
 			} else {
 				pc += int(ins.Jf)

@@ -212,6 +212,11 @@ func (s *starter) apply() error {
 	if err := applyLimits(child, s.limits); err != nil {
 		return err
 	}
+	if m := s.limits.MemoryBytes(); m > 0 && os.Geteuid() == 0 {
+		if err := setIPCLimits(child, m); err != nil {
+			return err
+		}
+	}
 	// bwrap itself only waits for the sandbox; it goes first too.
 	_ = writeOOMScoreAdj(s.cmd.Process.Pid)
 	pidfd, err := openPidfd(s.cmd.Process.Pid)

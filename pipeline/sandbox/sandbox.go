@@ -121,7 +121,7 @@ func probeUser(ctx context.Context, path string, id Identity) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		hint := "bubblewrap 0.8.0 or later is needed (--size, --disable-userns), with the right to create user, PID and network namespaces; in a container, e.g. docker --privileged or --security-opt seccomp=unconfined"
+		hint := "bubblewrap 0.8.0 or later is needed (--size, --userns), with the right to create user, PID and network namespaces; in a container, e.g. docker --privileged or --security-opt seccomp=unconfined"
 		if os.Geteuid() == 0 {
 			hint += "; as root, user namespaces must be enabled (sysctl user.max_user_namespaces > 0), since ticketd runs checks as " + id.orDefault().String() + ", never as root"
 		}

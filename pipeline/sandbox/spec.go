@@ -38,7 +38,7 @@ type Spec struct {
 	// private /tmp, it is also TMPDIR and holds HOME. Empty means none.
 	Reports string
 	// TmpSize bounds the private /tmp (with $HOME) under bwrap; 0 means DefaultTmpSize,
-	// negative no bound.
+	// negative no bound. The memory limit bounds it too (its files are memory).
 	TmpSize int64
 	// Hide are directories covered by an empty tmpfs where they lie inside something the
 	// command sees (the daemon's config folder under /etc, the workspace around the
@@ -151,9 +151,15 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		if err := s.asUser(ctx, cmd); err != nil {
 			return nil, err
 		}
+	} else if s.Mode.orDefault() == ModeBwrap {
+		ns, err := newUserNamespace(ctx, Identity{UID: os.Geteuid(), GID: os.Getegid()})
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{ns}
 	}
 	if s.Mode.orDefault() == ModeBwrap {
-		filter, err := seccompFile()
+		filter, err := seccompFile(ShmSegmentCap(os.Geteuid(), s.Limits.MemoryBytes()))
 		if err != nil {
 			closeAll(cmd.ExtraFiles)
 			return nil, err
@@ -224,7 +230,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	args = append(args, userArgs(os.Geteuid(), s.User)...)
 	args = append(args, "--seccomp", strconv.Itoa(seccompFD(os.Geteuid())))
 	args = append(args, limitArgs(os.Geteuid())...)
-	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(ShmSize, 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	args = append(args, "--dev", "/dev", "--size", strconv.FormatInt(s.shmSize(), 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	args = append(args, procArgs()...)
 	for _, m := range mounts {
 		args = append(args, m.args(s.tmpSize())...)
@@ -243,51 +249,62 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	return append(args, argv...), nil
 }
 
-// closeUserNSArgs start the command through a shell that closes descriptor userNSFD first,
-// when ticketd is root. bwrap joins the user namespace it is handed there (--userns) but
+// closeUserNSArgs start the command through a shell that closes descriptor userNSFD first.
+// bwrap joins the user namespace it is handed there (--userns) but
 // never closes it, so every process of the check would inherit a descriptor of its own user
 // namespace: it grants nothing /proc/self/ns/user does not (no setns into the namespace one
 // is in, no NS_GET_PARENT beyond it), but a check holds no descriptor of ticketd's making.
 // The shell execs the command in its place: same process, same argv.
-func closeUserNSArgs(euid int) []string {
-	if euid != 0 {
-		return nil
-	}
+func closeUserNSArgs(int) []string {
 	return []string{"/bin/sh", "-c", `exec ` + strconv.Itoa(userNSFD) + `<&- "$0" "$@"`}
 }
 
+// tmpSize is the size of the private /tmp: TmpSize (its default for 0, none when
+// negative), and never more than the memory limit. A tmpfs's files are memory in no
+// process's Pss, so the watch of the check's whole memory does not see them: a /tmp larger
+// than the limit would let a check under a 256 MiB limit hold 1 GiB of the host's memory
+// there.
 func (s Spec) tmpSize() int64 {
-	if s.TmpSize == 0 {
-		return DefaultTmpSize
+	size := s.TmpSize
+	if size == 0 {
+		size = DefaultTmpSize
 	}
-	return s.TmpSize
+	if mem := s.Limits.MemoryBytes(); mem > 0 && (size < 0 || size > mem) {
+		return mem
+	}
+	return size
+}
+
+// shmSize is the size of the private /dev/shm: ShmSize, never more than the memory limit
+// (as tmpSize).
+func (s Spec) shmSize() int64 {
+	if mem := s.Limits.MemoryBytes(); mem > 0 {
+		return min(ShmSize, mem)
+	}
+	return ShmSize
 }
 
 // userArgs put the command in a user namespace without any capability, whoever runs the
 // daemon, and in which no further user namespace may be made, so no capability can be
-// regained. As a user, bwrap makes that namespace and the command is that user. As root,
-// the command joins the namespace userNamespace made (passed as fd userNSFD: Command puts it
-// there) as id, a host user other than root: bwrap's own namespace would map the command to
-// host root, whose files (sysctls among them) obey plain owner bits.
+// regained: the namespace newUserNamespace made (passed as fd userNSFD: Command puts it
+// there), where the counts the kernel keeps per user (inotify, fanotify) are bounded. As a
+// user the command is that user. As root it is id, a host user other than root: bwrap's own
+// namespace would map the command to host root, whose files (sysctls among them) obey plain
+// owner bits.
 func userArgs(euid int, id Identity) []string {
 	if euid != 0 {
-		return []string{"--unshare-user", "--disable-userns", "--cap-drop", "ALL"}
+		return []string{"--userns", strconv.Itoa(userNSFD), "--cap-drop", "ALL"}
 	}
 	id = id.orDefault()
 	return []string{"--userns", strconv.Itoa(userNSFD), "--uid", strconv.Itoa(id.UID), "--gid", strconv.Itoa(id.GID), "--cap-drop", "ALL"}
 }
 
-// seccompFD is the descriptor bwrap reads the keyring filter (seccomp.go) from: the last of
-// cmd.ExtraFiles, after the user namespace when ticketd is root.
-func seccompFD(euid int) int {
-	if euid == 0 {
-		return userNSFD + 1
-	}
-	return 3
-}
+// seccompFD is the descriptor bwrap reads the keyring filter (seccomp.go) from: the one
+// after the user namespace in cmd.ExtraFiles, whoever runs ticketd.
+func seccompFD(int) int { return userNSFD + 1 }
 
-// userNSFD is the descriptor the checks' user namespace has in bwrap when ticketd is root:
-// the first of cmd.ExtraFiles.
+// userNSFD is the descriptor the checks' user namespace has in bwrap: the first of
+// cmd.ExtraFiles.
 const userNSFD = 3
 
 // findExecutable checks that name exists as bwrap will look it up — on the sandbox's PATH

@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMeasureKernelBuffers measures what docs/security.md reports as not bounded: memory a
+// check keeps in filled socketpairs and pipes (kernel buffers in no process's Pss) and the
+// pseudo-terminals it can take from every other namespace. It logs figures and asserts
+// nothing; it runs only with TICKETD_MEASURE=1 (go test ./pipeline/sandbox -run
+// TestMeasureKernelBuffers -v), as root and as a user.
+func TestMeasureKernelBuffers(t *testing.T) {
+	if os.Getenv("TICKETD_MEASURE") != "1" {
+		t.Skip("a measurement: set TICKETD_MEASURE=1")
+	}
+	spec := limitSpec(t, Limits{Memory: 64 << 20, Processes: 64})
+	for _, p := range []struct{ name, script string }{
+		{"socketpairs", `
+import socket, resource
+s, h = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (h, h))
+held, pairs, cap = 0, [], 512 << 20
+chunk = b"x" * 65536
+try:
+    while held < cap:
+        a, b = socket.socketpair()
+        a.setblocking(False)
+        pairs.append((a, b))
+        while True:
+            try:
+                held += a.send(chunk)
+            except BlockingIOError:
+                break
+except OSError as e:
+    print("stopped:", e)
+print("held", held >> 20, "MiB in", len(pairs), "socketpairs")
+`},
+		{"pipes", `
+import os, fcntl, resource
+s, h = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (h, h))
+held, ps, cap = 0, [], 512 << 20
+try:
+    while held < cap:
+        r, w = os.pipe()
+        try:
+            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
+        os.set_blocking(w, False)
+        ps.append((r, w))
+        while True:
+            try:
+                held += os.write(w, b"x" * 65536)
+            except BlockingIOError:
+                break
+except OSError as e:
+    print("stopped:", e)
+print("held", held >> 20, "MiB in", len(ps), "pipes")
+`},
+		{"ptys", `
+import os
+fds = []
+try:
+    while len(fds) < 5000:
+        fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+except OSError as e:
+    print("stopped:", e)
+print("opened", len(fds), "ptys")
+`},
+	} {
+		t.Logf("uid %d, %s under a 64 MiB limit: %s", os.Geteuid(), p.name, probeRunArgv(t, spec, "/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", p.script))
+	}
+}
