@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -46,11 +47,15 @@ type sysctl struct {
 
 // setIPCLimits writes ipcLimits(mem) into the IPC namespace of process pid, the sandbox's
 // first process before its command runs. /proc/sys/kernel's IPC settings are those of the
-// writer's IPC namespace: a thread of ticketd joins the check's and writes them, and is
-// never returned to the Go runtime (it ends with its goroutine). Joining needs
-// CAP_SYS_ADMIN over the namespace and in ticketd's own user namespace, so only a ticketd
-// run as root can; and as a user no one could write them anyway: the kernel lets only the
-// uid that is 0 in the namespace's owning user namespace write them, and bwrap maps none.
+// writer's IPC namespace: a thread of ticketd joins the check's, writes them and joins its
+// own again before the Go runtime may use it for anything else. The thread must not end
+// instead: every process ticketd started from it (bwrap, git, the user-namespace helpers)
+// holds a parent-death signal, which the kernel sends when the creating thread exits, and a
+// thread locked by a goroutine that ends is ended by the runtime (golang/go#27505); checks
+// died at random that way. Joining needs CAP_SYS_ADMIN over the namespace and in ticketd's
+// own user namespace, so only a ticketd run as root can; and as a user no one could write
+// them anyway: the kernel lets only the uid that is 0 in the namespace's owning user
+// namespace write them, and bwrap maps none.
 func setIPCLimits(pid int, mem int64) error {
 	ns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/ipc")
 	if err != nil {
@@ -59,18 +64,34 @@ func setIPCLimits(pid int, mem int64) error {
 	defer ns.Close()
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread leaves with the check's namespace
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/ipc")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("open ticketd's own IPC namespace: %w", err)
+			return
+		}
+		defer own.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWIPC); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("join the IPC namespace of the sandbox (pid %d): %w", pid, err)
 			return
 		}
+		var werr error
 		for _, s := range ipcLimits(mem) {
 			if err := os.WriteFile("/proc/sys/"+s.name, []byte(strconv.FormatInt(s.value, 10)), 0); err != nil {
-				errc <- fmt.Errorf("bound the SysV IPC memory of the sandbox (pid %d): %w", pid, err)
-				return
+				werr = fmt.Errorf("bound the SysV IPC memory of the sandbox (pid %d): %w", pid, err)
+				break
 			}
 		}
-		errc <- nil
+		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWIPC); err != nil {
+			// Stuck in the check's namespace: the thread stays locked and ends with this
+			// goroutine, the lesser harm than running ticketd's code there.
+			errc <- errors.Join(werr, fmt.Errorf("return to ticketd's own IPC namespace: %w", err))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- werr
 	}()
 	return <-errc
 }

@@ -157,7 +157,7 @@ func limitArgs(euid int) []string {
 // descriptors bwrap was handed (the seccomp filter, the user namespace, the hand-over's
 // pipe ends), waits for bwrap to name the sandbox's first process, sets the limits on it
 // and lets it run the command. When the limits cannot be set the sandbox is killed before
-// the command runs, and what failed is written to the command's stderr.
+// the command runs, and what failed is kept for Stopped (and written to a stderr that is a file).
 type starter struct {
 	cmd    *exec.Cmd
 	limits Limits
@@ -183,8 +183,10 @@ func (s *starter) Read([]byte) (int, error) {
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			s.cmd.Process.Kill()
 			s.stop(fmt.Sprintf("the sandbox was stopped before the command ran: %v", err))
-			if w := s.cmd.Stderr; w != nil {
-				fmt.Fprintf(w, "ticketd: the sandbox was stopped before the command ran: %v\n", err)
+			// Only to a file: any other writer is being written by os/exec's own copying
+			// goroutine (a data race); callers with a buffer read Stopped.
+			if f, ok := s.cmd.Stderr.(*os.File); ok {
+				fmt.Fprintf(f, "ticketd: the sandbox was stopped before the command ran: %v\n", err)
 			}
 		}
 	})

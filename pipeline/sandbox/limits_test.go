@@ -93,7 +93,7 @@ func TestOnlyChild(t *testing.T) {
 
 // TestStarterKillsWhenLimitsFail: when the limits cannot be set (here: bwrap names a
 // sandbox, but the process has no child to set them on), the process is killed before
-// anything runs and its stderr says why.
+// anything runs, and Stopped says why.
 func TestStarterKillsWhenLimitsFail(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	var stderr strings.Builder
@@ -117,8 +117,11 @@ func TestStarterKillsWhenLimitsFail(t *testing.T) {
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the process ended with %v, want killed by SIGKILL", err)
 	}
-	if !strings.Contains(stderr.String(), "stopped before the command ran") || !strings.Contains(stderr.String(), "children") {
-		t.Errorf("stderr = %q, want the reason", stderr.String())
+	s.mu.Lock()
+	why := s.stopped
+	s.mu.Unlock()
+	if !strings.Contains(why, "stopped before the command ran") || !strings.Contains(why, "children") {
+		t.Errorf("stopped = %q, want the reason", why)
 	}
 }
 
