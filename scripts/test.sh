@@ -95,20 +95,4 @@ fi
 echo "go test -race"
 # -timeout bounds a hang, not a slow run: the daemon package takes about 6 min on an idle
 # 2-core machine and more than 20 min at load 30 (several suites at once).
-# cmd/ticketd's tests mostly wait (real ticketd binaries on their leases, polls, backoffs,
-# kills and restarts) rather than compute, and its longest (the chaos nights) ran alone
-# before the package's other tests could start: it runs in a go test of its own, from the
-# start, beside the other packages, with 4 of its tests at once instead of one per core.
-# Its output is shown once it ends, so the two runs' lines never interleave.
-ticketd_out=$(mktemp)
-go test -race -count=1 -timeout 35m -parallel 4 ./cmd/ticketd/ >"$ticketd_out" 2>&1 &
-ticketd_pid=$!
-rest_rc=0
-go test -race -count=1 -timeout 35m $(go list ./... | grep -vx 'github.com/ticketd/ticketd/cmd/ticketd') || rest_rc=$?
-ticketd_rc=0
-wait "$ticketd_pid" || ticketd_rc=$?
-cat "$ticketd_out"
-rm -f "$ticketd_out"
-if [ "$rest_rc" != 0 ] || [ "$ticketd_rc" != 0 ]; then
-  exit 1
-fi
+go test -race -count=1 -timeout 35m ./...

@@ -272,7 +272,6 @@ func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.
 // were taken back and finished under new fence tokens, never by the dead process.
 // TICKETD_CHAOS_SEED replays another order and choice of victims.
 func TestChaosNight(t *testing.T) {
-	t.Parallel() // each engine's night has its own process, folder, database and model server; the package's other tests need not wait for both
 	if testing.Short() {
 		t.Skip("builds the ticketd binary and runs nights with kills (long tier; run without -short)")
 	}
