@@ -49,7 +49,6 @@ var baseURLRe = regexp.MustCompile(`base_url: "([^"]+)"`)
 // attempt is charged, the night is recorded as failed with the server's words, and the
 // status page and /metrics show it. Setting what the error names makes the next night ok.
 func TestBadNight(t *testing.T) {
-	t.Parallel() // a folder, database and model server of its own
 	f := newRunFixture(t, "@daily")
 	cfgText, err := os.ReadFile(f.config)
 	if err != nil {
@@ -154,7 +153,6 @@ func TestBadNight(t *testing.T) {
 // TestSecondDaemonRefused: a second ticketd on the workspace and database of a running one
 // refuses to start, naming the first one's pid, before it touches anything.
 func TestSecondDaemonRefused(t *testing.T) {
-	t.Parallel() // a folder and database of its own (the lock it meets is its own)
 	f := newRunFixture(t, "@daily")
 	cfg, err := config.Load(f.config)
 	if err != nil {

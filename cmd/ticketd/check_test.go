@@ -21,7 +21,6 @@ import (
 // intake folder that is missing, an endpoint that does not answer) and exits 1; a config
 // with several mistakes reports them all.
 func TestCheck(t *testing.T) {
-	t.Parallel() // a folder, database and model server of its own
 	f := newRunFixture(t, "@daily")
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"check", "--config", f.config}, &out, &errb); code != exitOK {
@@ -70,7 +69,6 @@ func TestCheck(t *testing.T) {
 // TestRefusesForeignDatabase: store.path naming another program's SQLite file is refused,
 // as ticketctl refuses it: ticketd adds no table to it.
 func TestRefusesForeignDatabase(t *testing.T) {
-	t.Parallel() // a folder and database of its own
 	f := newRunFixture(t, "@daily")
 	db, err := sql.Open("sqlite", "file:"+f.db)
 	if err != nil {

@@ -31,7 +31,6 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	t.Parallel() // folders of its own
 	dir := t.TempDir()
 	badConfig := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(badConfig, []byte("night:\n  wokers: 3\n"), 0o644); err != nil {
@@ -98,7 +97,6 @@ func TestRun(t *testing.T) {
 // models.preflight_wait, then exits 3 (the endpoint kept the night from its tickets) naming the endpoint's URL, the error and the setting,
 // without working any ticket.
 func TestOnceDeadEndpoint(t *testing.T) {
-	t.Parallel() // a folder, repository and database of its own
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app")
 	if err := os.MkdirAll(filepath.Join(dir, "issues"), 0o755); err != nil {
@@ -140,7 +138,6 @@ func TestOnceDeadEndpoint(t *testing.T) {
 // start exits 1, and the failed start is a night on record (ticketctl nights, the console,
 // /metrics), not only an exit code nobody reads under systemd.
 func TestRunDeadEndpointRecordsTheNight(t *testing.T) {
-	t.Parallel() // a folder, repository and database of its own
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "issues"), 0o755); err != nil {
 		t.Fatal(err)

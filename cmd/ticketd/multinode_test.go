@@ -38,7 +38,6 @@ type node struct {
 // ticketctl on either node must list every ticket and show the other node's report; and
 // the killed node's restart must collect its dead worktree.
 func TestSeveralNodesOnePostgres(t *testing.T) {
-	t.Parallel() // processes, folders, a fresh schema and a model server of its own
 	if testing.Short() {
 		t.Skip("builds ticketd and runs a night on two nodes")
 	}

@@ -111,7 +111,6 @@ func ticketState(t *testing.T, db string, id int64) store.State {
 // night works the ticket to done, a stop (what SIGTERM does) ends the command cleanly, and
 // with --log-format json every log line is one JSON object with time, level and msg.
 func TestRunOnSchedule(t *testing.T) {
-	t.Parallel() // a folder, database and model server of its own
 	if testing.Short() {
 		t.Skip("runs scheduled nights (long tier; run without -short)")
 	}

@@ -77,7 +77,6 @@ func needTool(t *testing.T, name, install string) string {
 // `systemd-analyze security --offline=true`, and the settings known to break bwrap are not
 // in it.
 func TestSystemdUnit(t *testing.T) {
-	t.Parallel() // reads the README only
 	unit := readmeUnit(t)
 	set := unitSettings(unit)
 	for key, want := range map[string]string{"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
@@ -132,7 +131,6 @@ func TestSystemdUnit(t *testing.T) {
 // negative control mounts /proc/sys over itself read-only, as ProtectKernelTunables= does:
 // there bwrap cannot mount /proc, so the emulation can tell a unit that breaks the sandbox.
 func TestBwrapUnderTheUnit(t *testing.T) {
-	t.Parallel() // processes and folders of its own
 	if testing.Short() {
 		t.Skip("builds ticketd and runs two demo nights")
 	}
