@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -72,6 +73,11 @@ except OSError as e:
 print("opened", len(fds), "ptys")
 `},
 	} {
-		t.Logf("uid %d, %s under a 64 MiB limit: %s", os.Geteuid(), p.name, probeRunArgv(t, spec, "/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", p.script))
+		cmd, err := spec.Command(context.Background(), []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", p.script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		t.Logf("uid %d, %s under a 64 MiB limit: %s(%v; stopped %q)", os.Geteuid(), p.name, out, err, Stopped(cmd))
 	}
 }

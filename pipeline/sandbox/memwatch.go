@@ -171,7 +171,7 @@ func (s *starter) endCgroup(cg *checkCgroup, limit int64) {
 // oomStopped is Stopped's reason when the kernel's OOM killer ended kills processes in the
 // check's memory cgroup.
 func oomStopped(limit, kills int64) string {
-	return fmt.Sprintf("the check ran out of memory: its processes together reached its limit of %s (max_check_memory, which its memory cgroup enforces on every allocation, with its /tmp files and its pipes' buffers), the kernel's OOM killer ended %d of them, and the sandbox and every process in it were killed",
+	return fmt.Sprintf("the check ran out of memory: its processes together reached its limit of %s (max_check_memory, which its memory cgroup enforces on every allocation, with its /tmp files and the kernel's buffers of its pipes and sockets), the kernel's OOM killer ended %d of them, and the sandbox and every process in it were killed",
 		formatMiB(limit), kills)
 }
 
