@@ -97,7 +97,7 @@ func CgroupIsolation() string {
 	if p.v2 {
 		return "each check runs in its own cgroup (v2, under " + p.memory + "): memory.max = max_check_memory, memory.swap.max = 0, memory.oom.group = 1" + pidsNote(p.pids != "", "pids.max = max_check_processes")
 	}
-	return "each check runs in its own cgroups (v1, under " + p.memory + pidsNote(p.pids != "", " and "+p.pids) + "): memory.limit_in_bytes and memory.memsw.limit_in_bytes = max_check_memory" + pidsNote(p.pids != "", "pids.max = max_check_processes") 
+	return "each check runs in its own cgroups (v1, under " + p.memory + pidsNote(p.pids != "", " and "+p.pids) + "): memory.limit_in_bytes and memory.memsw.limit_in_bytes = max_check_memory" + pidsNote(p.pids != "", "pids.max = max_check_processes")
 }
 
 func pidsNote(ok bool, s string) string {
