@@ -108,6 +108,9 @@ func prepareSandbox(ctx context.Context, cfg config.Config, log *slog.Logger) (s
 	if err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
 	}
+	if cfg.Sandbox != sandbox.ModeNone {
+		log.Info("checks' memory and processes as a whole", "isolation", sandbox.CgroupIsolation())
+	}
 	removed, err := sandbox.RemoveLeftovers("")
 	if err != nil {
 		log.Warn("remove leftover check folders", "err", err)

@@ -34,6 +34,9 @@ import (
 //     count). Past it an allocation fails: Python raises MemoryError. It also bounds all of
 //     the command's processes together: while it runs, the memory they hold is added up,
 //     and past Memory the sandbox is killed (memwatch.go; Stopped says so).
+//   - Where ticketd can make a cgroup for the check (cgroup.go), Memory is also its memory
+//     limit and Processes its pids limit: the kernel holds all of the check's processes
+//     together to them at every allocation and fork, kernel buffers of its pipes included.
 //   - Processes is RLIMIT_NPROC: the processes and threads the command may have at once.
 //     The kernel counts them per user namespace, and every command has one of its own, so
 //     they are the command's alone, not its user's: one check's fork loop cannot starve
@@ -169,6 +172,9 @@ type starter struct {
 
 	mu      sync.Mutex
 	stopped string // why the sandbox stopped the command (Stopped)
+	// cgroupGone is closed once the check's cgroup has been emptied and removed, after the
+	// command ended (Stopped waits for it: an OOM kill is read there); nil without one.
+	cgroupGone chan struct{}
 }
 
 func (s *starter) Read([]byte) (int, error) {
@@ -227,13 +233,37 @@ func (s *starter) apply() error {
 			slog.Warn("checks run without the bound on their whole memory and open files: each process stays bounded by max_check_memory, all of a check's processes together are not", "err", err)
 		})
 	}
+	// The check's cgroup, where one can be made; it needs the pidfd's watch to be removed
+	// once the check has ended, so a kernel without pidfds (before 5.3) has none.
+	var cg *checkCgroup
+	if parent := cgroups().parent; parent != nil && pidfd >= 0 {
+		if cg, err = parent.create(s.limits); err == nil {
+			if err = cg.join(child); err != nil {
+				_ = cg.remove()
+			}
+		}
+		if err != nil {
+			unix.Close(pidfd)
+			return err
+		}
+	}
 	if _, err := s.block.Write([]byte{1}); err != nil {
 		if pidfd >= 0 {
 			unix.Close(pidfd)
 		}
+		if cg != nil {
+			_ = cg.remove()
+		}
 		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
 	}
 	if pidfd >= 0 {
+		var gone chan struct{}
+		if cg != nil {
+			gone = make(chan struct{})
+			s.mu.Lock()
+			s.cgroupGone = gone
+			s.mu.Unlock()
+		}
 		limit := s.limits.MemoryBytes()
 		if limit <= 0 {
 			limit = math.MaxInt64
@@ -245,7 +275,11 @@ func (s *starter) apply() error {
 		watching.Add(1)
 		go func() {
 			defer watching.Done()
-			s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files)
+			s.watchMemory(pidfd, s.cmd.Process.Pid, limit, files, cg)
+			if cg != nil {
+				s.endCgroup(cg, limit)
+				close(gone)
+			}
 		}()
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,9 +20,9 @@ import (
 // (Pss in /proc/<pid>/smaps_rollup: its private pages, and its share of the pages it
 // shares, so a forked child's copy-on-write pages and a library mapped by all are counted
 // once) — every memoryPoll, and kills the sandbox when the sum passes Limits.Memory. It needs
-// no privilege and no cgroup: on this project's machines /sys/fs/cgroup is a cgroup v1
-// hierarchy or a v2 one without delegated controllers, where no memory.max can be made for a
-// check. What the check keeps in its tmpfs /tmp and /dev/shm is counted by the size watch
+// no privilege and no cgroup: it is the bound where no cgroup can be made for a check
+// (cgroup.go); where one is, the kernel bounds the memory at every allocation and the watch
+// only adds up the open files and reads the cgroup's OOM kills. What the check keeps in its tmpfs /tmp and /dev/shm is counted by the size watch
 // (pipeline/validate), not here. Between two looks a check can allocate what the machine
 // gives it in memoryPoll; past that, the kernel's OOM killer still takes a check's process
 // first (OOMScoreAdj). While the sum grows the watch looks sooner (nextMemoryLook): a check
@@ -63,6 +64,12 @@ var ErrMemoryWatch = errors.New("the check's total memory cannot be watched")
 func Stopped(cmd *exec.Cmd) string {
 	if s, ok := cmd.Stdin.(*starter); ok {
 		s.mu.Lock()
+		gone := s.cgroupGone
+		s.mu.Unlock()
+		if gone != nil {
+			<-gone // the command has ended: its cgroup is being emptied and removed
+		}
+		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.stopped
 	}
@@ -90,9 +97,10 @@ func openPidfd(pid int) (int, error) {
 }
 
 // watchMemory kills the sandbox of bwrap (pidfd, pid) once its processes together hold more
-// than limit bytes, or more open files than maxFiles, and returns when bwrap has ended. It
-// owns pidfd.
-func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64) {
+// than limit bytes, or more open files than maxFiles, or once the OOM killer has ended one of
+// them in its cgroup cg (nil: none), and returns when bwrap has ended or is killed. It owns
+// pidfd.
+func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64, cg *checkCgroup) {
 	defer unix.Close(pidfd)
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 	wait := memoryPoll
@@ -103,11 +111,29 @@ func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64) {
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if err != nil || n > 0 {
-			return // bwrap ended (readable), or the descriptor is unusable
+		if n > 0 {
+			return // bwrap ended (readable)
+		}
+		if err != nil {
+			if cg == nil {
+				return // the descriptor is unusable: no watch
+			}
+			// The cgroup is removed when this returns, killing what is in it: never while the
+			// check may still run.
+			time.Sleep(memoryPoll)
+			continue
+		}
+		if cg != nil {
+			if kills := cg.oomKills(); kills > 0 {
+				s.stop(oomStopped(limit, kills))
+				_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+				return
+			}
 		}
 		start := time.Now()
-		used, files := treeUsage(pid)
+		// With a cgroup the kernel bounds the memory (and counts it better: pages charged
+		// once, kernel buffers too), so only the files are added up.
+		used, files := treeUsage(pid, cg == nil)
 		wait = nextMemoryLook(limit, used, last, start.Sub(lastAt), time.Since(start))
 		last, lastAt = used, start
 		if files > maxFiles {
@@ -128,13 +154,36 @@ func (s *starter) watchMemory(pidfd, pid int, limit int64, maxFiles int64) {
 	}
 }
 
+// endCgroup empties and removes the check's cgroup once its command has ended (or was
+// killed), and records an OOM kill in it that the watch did not see before the end.
+func (s *starter) endCgroup(cg *checkCgroup, limit int64) {
+	if err := cg.drain(); err != nil {
+		slog.Warn("a check's cgroup could not be emptied", "err", err)
+	}
+	if kills := cg.oomKills(); kills > 0 {
+		s.stop(oomStopped(limit, kills))
+	}
+	if err := cg.rmdir(); err != nil {
+		slog.Warn("a check's cgroup could not be removed", "err", err)
+	}
+}
+
+// oomStopped is Stopped's reason when the kernel's OOM killer ended kills processes in the
+// check's memory cgroup.
+func oomStopped(limit, kills int64) string {
+	return fmt.Sprintf("the check ran out of memory: its processes together reached its limit of %s (max_check_memory, which its memory cgroup enforces on every allocation, with its /tmp files and the kernel's buffers of its pipes and sockets), the kernel's OOM killer ended %d of them, and the sandbox and every process in it were killed",
+		formatMiB(limit), kills)
+}
+
 // treeUsage is the memory pid and every process below it hold, the sum of their Pss, and the
 // open files they may hold, the sum of their descriptor tables' sizes (FDSize: at least
 // the open descriptors, each a file of the host's fs.file-max). Processes it cannot read
-// (gone meanwhile) count nothing.
-func treeUsage(pid int) (mem, files int64) {
+// (gone meanwhile) count nothing. Without withMem the memory is not read (0).
+func treeUsage(pid int, withMem bool) (mem, files int64) {
 	for _, p := range Descendants(pid) {
-		mem += pss(p)
+		if withMem {
+			mem += pss(p)
+		}
 		files += fdSize(p)
 	}
 	return mem, files

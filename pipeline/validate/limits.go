@@ -36,7 +36,7 @@ func limitNote(l sandbox.Limits, res Result, output string) string {
 		notes = append(notes, fmt.Sprintf("the check ran out of memory: each of its processes may allocate at most %s (max_check_memory), and an allocation past it fails (Python: MemoryError)", formatBytes(m)))
 	}
 	if res.ExitCode == sigkillExit && !res.TimedOut {
-		notes = append(notes, "a process of the check was killed by SIGKILL (exit 137), most likely by the kernel's OOM killer: the machine ran out of memory, and the checks' processes are the first it kills")
+		notes = append(notes, "a process of the check was killed by SIGKILL (exit 137), most likely by the kernel's OOM killer: the check's memory cgroup (max_check_memory) or the machine ran out of memory, and the checks' processes are the first it kills")
 	}
 	if n := l.ProcessCount(); n > 0 && (containsAny(output, processMarks) || strings.Contains(output, eagain) && containsAny(output, spawnMarks)) {
 		notes = append(notes, fmt.Sprintf("the check reached its process limit: it may run at most %d processes and threads at once (max_check_processes), and a fork or a new thread past it fails (EAGAIN, Resource temporarily unavailable)", n))
