@@ -56,6 +56,11 @@ type Gate struct {
 	// never shipped by itself (StatusTestsChanged).
 	Weakened []string
 
+	// editedDoctests are the entries of Weakened that are doctests in the code the change
+	// edits (doctests.go): the one weakening a maker may have made in good faith, writing
+	// its regression test as a doctest line as many projects do.
+	editedDoctests []string
+
 	// own is each test check's run of the change's own test modules as the change left them
 	// (check → outcomes), nil for a check that did not run them.
 	own map[string]map[string]validate.Outcome
