@@ -258,6 +258,9 @@ type attempt struct {
 	// findingRefusals counts submits refused for suppressions, test configuration or
 	// protected paths (see findings.go).
 	findingRefusals int
+	// doctestRefusals counts submits refused because they edit doctests in the code the
+	// base passed (see doctests.go).
+	doctestRefusals int
 	// verified caches the verification commands' runs on one diff (see evidence.go).
 	verified *verificationRuns
 	// firstTierCaught and firstTierTime feed Outcome's fields of the same names.

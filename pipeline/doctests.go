@@ -13,6 +13,27 @@ import (
 // one the base passed counts as weakened (kept for a human, as for any rewritten test), since
 // its base version never ran against the change.
 
+// MaxDoctestRefusals bounds the submits sent back because their only weakened tests are
+// doctests in the code that the change edits. Many projects write a regression test as a
+// doctest line in the function's docstring (tabulate, jaraco.functools); a maker that does
+// so gets one answer saying why it cannot count and where to put the test instead. The
+// next such submit ends the attempt for a human, as any other weakened test does.
+const MaxDoctestRefusals = 1
+
+// refuseEditedDoctests answers a submit whose only weakened tests are edited doctests
+// (gate.editedDoctests): the change goes back to the maker with the reason and the way out.
+func (a *attempt) refuseEditedDoctests(gate Gate) *toolResult {
+	a.doctestRefusals++
+	a.jr.note("submit %d: refused: it edits doctests in the code that the base passed (%s); asked to leave them as they were and put the regression test in a test module",
+		a.submits, clip(strings.Join(gate.editedDoctests, "; "), 300))
+	var b strings.Builder
+	b.WriteString(refusedByChecks + gate.Text)
+	b.WriteString("\nThose are doctests in the code your change edits. ticketd runs every test the base commit has in its base version, and a doctest in a docstring cannot be set back without setting back the code around it: an edited doctest is never evidence, and counts as a test the change rewrote. ")
+	b.WriteString("Leave the docstrings' examples and expected output exactly as the base commit has them, and put the regression test in a new test function in the project's test files (a test module beside the existing tests), which ticketd runs against the base commit's code. ")
+	b.WriteString("If the fix truly must change what a doctest shows (the behaviour it pins is the bug), submit the same change again with the reason in the summary: the attempt then ends, and a human decides whether to accept it.")
+	return &toolResult{failed: true, text: b.String()}
+}
+
 // editedDoctests are, per changed file of the code under test, the scopes (qualified names,
 // "" for the module's own docstring) whose doctest text differs from the base commit's.
 func (t *testTree) editedDoctests(ctx context.Context, changed []string) map[string][]string {

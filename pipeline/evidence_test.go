@@ -291,3 +291,49 @@ func TestEvidenceExtendedExistingTest(t *testing.T) {
 		t.Errorf("no submit answer told the maker its edit of an existing test does not count: %+v", rec.tools)
 	}
 }
+
+// doctestOnlyFix fixes double for negative numbers and adds the regression as a doctest line
+// in its docstring, as tabulate and jaraco.functools write theirs.
+const doctestOnlyFix = `diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,6 +1,8 @@
+ def double(x):
+     """
+     >>> double(2)
+     4
++    >>> double(-2)
++    -4
+     """
+-    return abs(x) * 2
++    return x * 2
+`
+
+// A maker whose only regression test is a doctest line added to the code's docstring is
+// sent back once, told why an edited doctest cannot count and where the test goes instead;
+// the same change again ends the attempt for a human, as any weakened test does.
+func TestEvidenceDoctestOnlyRegressionRefusedOnce(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: doctestOnlyFix}, map[string]string{
+		"pytest.ini": "[pytest]\naddopts = --doctest-modules\n",
+		"calc.py":    "def double(x):\n    \"\"\"\n    >>> double(2)\n    4\n    \"\"\"\n    return abs(x) * 2\n",
+	})
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusTestsChanged || !strings.Contains(out.Reason, "calc.py::calc.double") {
+		t.Fatalf("status %s (%s); want tests changed naming calc.py::calc.double\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	var answers []string
+	for _, tc := range rec.tools {
+		if tc.Tool == tools.Submit {
+			answers = append(answers, tc.Result)
+		}
+	}
+	if len(answers) != 2 {
+		t.Fatalf("%d submits; want the first sent back and the second to end the attempt: %q", len(answers), answers)
+	}
+	for _, want := range []string{"calc.py::calc.double", "Leave the docstrings' examples and expected output exactly as the base commit has them", "new test function"} {
+		if !strings.Contains(answers[0], want) {
+			t.Errorf("first submit's answer lacks %q:\n%s", want, answers[0])
+		}
+	}
+}

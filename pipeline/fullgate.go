@@ -66,7 +66,7 @@ func (c *checkRun) fullChecks(ctx context.Context) Gate {
 	for _, r := range own {
 		g.own[r.Name] = r.Outcomes
 	}
-	g.Weakened = c.weakened(ctx, g)
+	g.Weakened, g.editedDoctests = c.weakened(ctx, g)
 	if len(flaky) > 0 {
 		g.Flaky = flaky
 		g.Text += fmt.Sprintf("\n%d test(s) failed, then passed when re-run alone (flaky, not counted): %s\n", len(flaky), strings.Join(flaky, ", "))
@@ -216,11 +216,11 @@ func touches(files []string, id string, tests *discover.Tests) bool {
 // (rewritten to match), or the change's code skips, xfails or leaves uncollected its base
 // version while nothing new failed in that check, or the change edits it and it is a doctest in the code
 // (see doctests.go). A base version that fails, where the change's version fails too (or the
-// change left the test alone), is an ordinary new failure.
-func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
+// change left the test alone), is an ordinary new failure. doctests are the entries of out
+// that are such edited doctests.
+func (c *checkRun) weakened(ctx context.Context, g Gate) (out, doctests []string) {
 	touched := slices.DeleteFunc(slices.Clone(c.changed), func(p string) bool { return !c.tree.isTestPath(p) })
 	edited := c.tree.editedDoctests(ctx, c.changed)
-	var out []string
 	for _, t := range testChecks(c.checks) {
 		base := resultNamed(c.baseline, t.Name)
 		now := resultNamed(g.Results, t.Name)
@@ -236,7 +236,8 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 				ownOut = outcomeAt(own, id)
 			}
 			if isEditedDoctest(edited, id) {
-				out = append(out, fmt.Sprintf("%s: %s: a doctest in the code that the change edits; its base version cannot run with the change, and the change's %s", t.Name, id, outcomeWords(v)))
+				what := fmt.Sprintf("%s: %s: a doctest in the code that the change edits; its base version cannot run with the change, and the change's %s", t.Name, id, outcomeWords(v))
+				out, doctests = append(out, what), append(doctests, what)
 				continue
 			}
 			switch {
@@ -255,7 +256,8 @@ func (c *checkRun) weakened(ctx context.Context, g Gate) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	sort.Strings(doctests)
+	return out, doctests
 }
 
 // hasNewFailure reports whether check failed in g in a way the base did not: only such a

@@ -56,6 +56,11 @@ type Gate struct {
 	// never shipped by itself (StatusTestsChanged).
 	Weakened []string
 
+	// editedDoctests are the entries of Weakened that are doctests in the code the change
+	// edits (doctests.go): the one weakening a maker may have made in good faith, writing
+	// its regression test as a doctest line as many projects do.
+	editedDoctests []string
+
 	// own is each test check's run of the change's own test modules as the change left them
 	// (check → outcomes), nil for a check that did not run them.
 	own map[string]map[string]validate.Outcome
@@ -117,10 +122,23 @@ func failureKeys(results []validate.Result) (keys, groups map[string]string) {
 				}
 				groups[r.Name+": "+key] = fmt.Sprintf(" (%d of this in %s, at lines %s)", len(lines[id]), f.File, lineList(lines[id]))
 			}
-			keys[r.Name+": "+key] = fmt.Sprintf("%s: %s: %s", r.Name, orDash(f.Test), clip(detail, 800))
+			keys[r.Name+": "+key] = fmt.Sprintf("%s: %s: %s", r.Name, orDash(shownID(f.Test)), clip(detail, 800))
 		}
 	}
 	return keys, groups
+}
+
+// shownID is a finding's test id as a reader knows it. A test module pytest could not
+// collect (an import error) comes from its JUnit report as "file::dotted.module"
+// ("test.py::test", "tests/test_x.py::tests.test_x"), which reads as a test function of that
+// name: it is shown by its path, as pytest's own summary names it. Only the text changes;
+// the id stays the finding's key (re-runs and evidence name the module by it).
+func shownID(id string) string {
+	file, name, ok := strings.Cut(id, "::")
+	if ok && strings.HasSuffix(file, ".py") && name == strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", ".") {
+		return file
+	}
+	return id
 }
 
 // findingID is what a finding of r is known by across runs, and whether its occurrences in

@@ -119,3 +119,26 @@ func TestVerifyFindings(t *testing.T) {
 		}
 	}
 }
+
+// A test module that fails to import is named by its path in the gate's text, not by the
+// "file::dotted.module" id its JUnit case gives (read as a test function "test"); the key
+// stays the id, so the base's failure is still carried, not new.
+func TestCompareNamesAnUncollectedModuleByItsPath(t *testing.T) {
+	for _, tc := range []struct{ file, id string }{
+		{"test.py", "test.py::test"},
+		{"tests/test_x.py", "tests/test_x.py::tests.test_x"},
+	} {
+		broken := []validate.Result{{Name: "tests", Kind: validate.KindPytest, Errored: 1, Findings: []validate.Finding{
+			{File: tc.file, Line: 3, Test: tc.id, Message: "ModuleNotFoundError: No module named 'text_unidecode' (collection failure)"}}}}
+		g := Compare(broken, broken)
+		want := "- tests: " + tc.file + ": " + tc.file + ":3: ModuleNotFoundError"
+		if !g.Passed || len(g.Remaining) != 1 || !strings.Contains(g.Text, want) || strings.Contains(g.Text, tc.id) {
+			t.Errorf("%s: passed %v, remaining %q; want the base failure carried and shown as %q:\n%s", tc.id, g.Passed, g.Remaining, want, g.Text)
+		}
+	}
+	kept := Compare(nil, []validate.Result{{Name: "tests", Kind: validate.KindPytest, Tests: 1, Findings: []validate.Finding{
+		{File: "tests/test_x.py", Line: 5, Test: "tests/test_x.py::test_x", Message: "assert 1 == 2"}}}})
+	if !strings.Contains(kept.Text, "tests: tests/test_x.py::test_x: ") {
+		t.Errorf("a test function's id is rewritten:\n%s", kept.Text)
+	}
+}

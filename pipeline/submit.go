@@ -162,6 +162,9 @@ func (a *attempt) checksStage(ctx context.Context, c *checkRun, cand candidate) 
 		return gate, &toolResult{final: &failed}
 	}
 	if len(gate.Weakened) > 0 {
+		if len(gate.editedDoctests) == len(gate.Weakened) && a.doctestRefusals < MaxDoctestRefusals {
+			return gate, a.refuseEditedDoctests(gate)
+		}
 		res := weakenedStop(a.jr, cand.summary, gate)
 		return gate, &res
 	}
