@@ -60,6 +60,26 @@ var builtTicketd = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// buildTicketctl returns the ticketctl binary, built once per test binary into binDir like
+// buildTicketd: the tests that steer a live night with it only execute it, and each build
+// links for seconds (more under load).
+func buildTicketctl(t *testing.T) string {
+	t.Helper()
+	bin, err := builtTicketctl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+var builtTicketctl = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "ticketctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../ticketctl").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ../ticketctl: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
 // nightFixture is a Python repository with n one-line bugs, one issue and one scripted
 // patch per bug, and a config whose schedule, lease and latency suit a test that stops the
 // daemon mid-attempt.

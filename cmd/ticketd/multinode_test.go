@@ -46,10 +46,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 		t.Fatalf("this test runs real pytest: %v", err)
 	}
 	bin := buildTicketd(t)
-	ctlBin := filepath.Join(t.TempDir(), "ticketctl")
-	if out, err := exec.Command("go", "build", "-o", ctlBin, "../ticketctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build ticketctl: %v\n%s", err, out)
-	}
+	ctlBin := buildTicketctl(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,7 @@ func TestForcedRequeueRacesTheNight(t *testing.T) {
 		t.Skip("builds the ticketd and ticketctl binaries and runs a night")
 	}
 	bin := buildTicketd(t)
-	ctl := filepath.Join(t.TempDir(), "ticketctl")
-	if out, err := exec.Command("go", "build", "-o", ctl, "../ticketctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build ticketctl: %v\n%s", err, out)
-	}
+	ctl := buildTicketctl(t)
 	c := newChaosNight(t, "sqlite", 2)
 	c.fileMore(t, 2)
 	cmd, done := c.startOnce(t, bin)
