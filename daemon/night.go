@@ -59,6 +59,8 @@ type Daemon struct {
 	onStoreWait func()
 	// pushes are the night's pushes the push remote did not take, for its ending.
 	pushes pushFailures
+	// staleLocks counts the git lock files removeStaleLocks removed.
+	staleLocks atomic.Int64
 }
 
 // Causes recorded when a night stops work in flight.

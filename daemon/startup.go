@@ -237,7 +237,8 @@ var keptBranch = regexp.MustCompile(`^ticketd/[0-9]+-attempt-[0-9]+(-[0-9]+|-rel
 var ticketBranch = regexp.MustCompile(`^ticketd/([0-9]+)-`)
 
 // collectLeftovers removes, at the start of a night, what lost attempts left in each
-// repository (a crash, a SIGKILL, a reboot): their worktrees, and their working branches.
+// repository (a crash, a SIGKILL, a reboot): the lock files their killed git left in
+// ticketd's branches (removeStaleLocks), their worktrees, and their working branches.
 // Kept are the branches of kept attempts (ticketd/<id>-attempt-<n>), a ticket's recorded
 // branch (its fix, or its latest kept work), the fix branch a requeue of a done ticket kept,
 // and the branch of a ticket whose lease is still live (another ticketd on the same
@@ -250,6 +251,7 @@ func (d *Daemon) collectLeftovers(ctx context.Context, log *slog.Logger, trees *
 	}
 	for _, name := range slices.Sorted(maps.Keys(repos)) {
 		r := repos[name]
+		d.removeStaleLocks(ctx, log, trees, name, r.Path)
 		if removed, err := trees.CollectLeftovers(ctx, r.Path); err != nil {
 			log.Warn("collect leftover worktrees", "repo", name, "err", err)
 		} else if len(removed) > 0 {

@@ -321,7 +321,7 @@ func execGit(ctx context.Context, dir string, env []string, stdin []byte, args .
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	waited := ownProcessGroup(cmd)
+	waited := ownProcessGroup(cmd, talksToRemote(args))
 	// If a child of git outlives a kill while holding stdout, Wait still
 	// returns after this long; the child is reaped by whoever reaps orphans.
 	cmd.WaitDelay = 5 * time.Second
@@ -399,6 +399,16 @@ func retryLocked(ctx context.Context, run func() (string, error)) (string, error
 		waited += delay
 		delay *= 2
 	}
+}
+
+// remoteCommands are the git commands that reach a remote: only they die with ticketd (see
+// ownProcessGroup).
+var remoteCommands = map[string]bool{"push": true, "fetch": true, "pull": true, "ls-remote": true, "clone": true}
+
+// talksToRemote says whether the git command args (its subcommand first, as execGit is
+// given it) may reach a remote.
+func talksToRemote(args []string) bool {
+	return len(args) > 0 && remoteCommands[args[0]]
 }
 
 // exitCode returns the exit status carried by a git error, or -1.

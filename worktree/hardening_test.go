@@ -23,7 +23,7 @@ func plainGit(t testing.TB, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = userGitEnv()
-	waited := ownProcessGroup(cmd)
+	waited := ownProcessGroup(cmd, false)
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	waited()

@@ -25,8 +25,9 @@ func startExtras(ctx context.Context, d *daemon.Daemon, log *slog.Logger) error 
 	}
 	opts := status.Options{Logger: log.With("component", "status"), Hosts: d.Config.HTTP.Hosts, ReadOnly: d.Config.HTTP.ReadOnly,
 		MaxRounds: d.Config.Review.MaxRounds, Forecast: d.Forecast}
+	opts.Collectors = d.Collectors()
 	if gh != nil {
-		opts.Collectors = gh.Collectors()
+		opts.Collectors = append(opts.Collectors, gh.Collectors()...)
 	}
 	opts.Accept = func(ctx context.Context, id int64, who string) (string, error) {
 		ao := daemon.AcceptOptions{Who: who, Logger: log}
