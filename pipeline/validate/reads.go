@@ -25,7 +25,9 @@ import (
 // from which of the worktree's Python files (the innermost one on the stack): the base run's
 // record tells the gate which data files the base's tests read themselves (pipeline's
 // testTree), and those are judged in their base versions like the test files. A file the
-// tests only read through the code under test (a data table the code loads) is the code's.
+// tests only read through the code under test (a data table the code loads) is the code's,
+// unless a test hands it over: a worktree file on the stack (or the one that started the
+// process) whose source names it (load("golden/x")) reads it too.
 //
 // The record is made by a Python audit hook on "open" (readsAuditSource) that ticketd writes
 // into a folder of the check's reports, outside the worktree, put first on PYTHONPATH with a
@@ -33,9 +35,12 @@ import (
 // loads it at its start, before any of the repository's code runs, so the processes a test
 // starts (`python -c "open('golden/x')..."`, a script of the tests) are recorded too, their
 // reads attributed to the test that started them where no file of the worktree is on their
-// stack. A process that is not Python (`cat golden/x`, a shell) records nothing itself: the
-// worktree files its command line names count as read by the Python file that started it.
-// pytest also loads a plugin (-p) that names the test running, for the rewrites' record.
+// stack. The worktree files a command line names count as read by the Python file that
+// started it, whatever the process is: one that is not Python (`cat golden/x`, a shell)
+// records nothing itself, and the project's own command line (`python -m pkg.cli golden/x`)
+// reads it as the code. pytest also loads a plugin (-p) that names the test running, for the
+// rewrites' record. The same module notes, at each process's exit, the libraries it loaded
+// (Result.Modules), and in a unittest check's own process what unittest's result was told.
 
 // FileRead is one worktree file a test run opened for reading (File), and the innermost
 // worktree Python file on the stack when it did (By), both relative to the worktree.
