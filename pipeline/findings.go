@@ -333,6 +333,8 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	}
 	out = append(out, shadowFindings(ctx, job, changed)...)
 	out = append(out, stubFindings(ctx, job, changed)...)
+	out = append(out, testPackageFindings(ctx, job, tree, changed)...)
+	out = append(out, libraryShadowFindings(ctx, job, tree, changed)...)
 	out = append(out, lintSkippedFindings(ctx, job, changed)...)
 	for _, p := range infraPaths(changed) {
 		out = append(out, fmt.Sprintf("%s: changes the test configuration, which the checks never use (they run with the base commit's version)", p))
@@ -368,6 +370,106 @@ func stubFindings(ctx context.Context, job Job, changed []string) []string {
 		}
 	}
 	return out
+}
+
+// testPackageFindings lists each __init__.py the change adds, outside the tests, that makes
+// a package of a folder holding one of the base's tests or above it (the repository's root
+// too): pytest imports a test module in a package by its package name, so it runs each
+// __init__.py of that chain before the test, a file nothing but the test run imports. Code
+// there (calc.add = ... in a new root __init__.py) would change what the base's tests see
+// and nothing a user runs: the checks would pass without the code being fixed. A fix puts
+// new code in a package of its own, beside the tests' folders, not over them. An
+// __init__.py the base commit has may be edited: it is the project's package.
+func testPackageFindings(ctx context.Context, job Job, tree *testTree, changed []string) []string {
+	var inits []string
+	for _, p := range changed {
+		if path.Base(p) == "__init__.py" && !hasGitElement(p) && !tree.isTestPath(p) && !tools.Allowed(job.AllowPaths, p) && !inBase(ctx, job, p) {
+			if fi, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+				inits = append(inits, p)
+			}
+		}
+	}
+	if len(inits) == 0 {
+		return nil
+	}
+	isPackage := func(folder string) bool {
+		fi, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(folder), "__init__.py"))
+		return err == nil && fi.Mode().IsRegular()
+	}
+	var out []string
+	for _, p := range inits {
+		folder := path.Dir(p)
+		for _, test := range tree.watched() {
+			if !strings.HasSuffix(test, ".py") || !tree.isTestPath(test) || !underPackage(test, folder, isPackage) || !inBase(ctx, job, test) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: a new __init__.py that makes a package of the folder over the base's test %s: pytest would run it before that test as part of the test's package, code that runs only under test; put new code in a package of its own, outside the folders of the tests", p, test))
+			break
+		}
+	}
+	return out
+}
+
+// libraryShadowFindings lists each Python file the change adds, outside the tests, that is a
+// module or package named like a library the base's test runs imported from outside the
+// worktree (validate.Result.Modules: yaml, six, what the tests assert with or read their
+// expected values through), in a folder that is not a package: on a check's import path (the
+// worktree's root for python -m pytest, src/, a folder of a test module that pytest puts
+// first) Python imports it instead of the library, inside the checks, so a stand-in for
+// yaml.safe_load would pass the tests with the code unfixed. The write tools and
+// shadowFindings cover the standard library and the tools' own modules by name; this covers
+// what this repository's runs import. A module the base commit has is the project's.
+func libraryShadowFindings(ctx context.Context, job Job, tree *testTree, changed []string) []string {
+	libs := map[string]bool{}
+	for _, r := range job.Baseline {
+		for _, m := range r.Modules {
+			libs[m] = true
+		}
+	}
+	if len(libs) == 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range changed {
+		if !strings.HasSuffix(p, ".py") || hasGitElement(p) || tree.isTestPath(p) || tools.ProtectedPath(p, job.AllowPaths) != "" || tools.Allowed(job.AllowPaths, p) || inBase(ctx, job, p) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(p))); err != nil || !fi.Mode().IsRegular() {
+			continue // removed: it shadows nothing
+		}
+		parts := strings.Split(strings.TrimSuffix(p, ".py"), "/")
+		for i, name := range parts {
+			folder := strings.Join(parts[:i], "/")
+			if folder == "" {
+				folder = "."
+			}
+			if _, err := os.Lstat(filepath.Join(job.Dir, filepath.FromSlash(folder), "__init__.py")); err == nil && folder != "." {
+				continue // inside a package: its modules are never top-level (the root is on the path whatever it holds)
+			}
+			if libs[name] {
+				out = append(out, fmt.Sprintf("%s: a new module named like %q, a library the base's checks import from outside the repository, in %s/, a folder that is not a package: on a check's import path Python would import it instead of the library, inside the checks; name it after what it does, inside the project's package", p, name, folder))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// underPackage reports whether pytest imports the Python file test as part of a package that
+// folder is in: folder is test's own folder or one above it, and every folder from test's up
+// to folder is a package (isPackage).
+func underPackage(test, folder string, isPackage func(string) bool) bool {
+	for d := path.Dir(test); ; d = path.Dir(d) {
+		if !isPackage(d) {
+			return false
+		}
+		if d == folder {
+			return true
+		}
+		if d == "." {
+			return false
+		}
+	}
 }
 
 // ruffDefaultExclude are the folder names Ruff skips by default (its `exclude` setting's

@@ -19,9 +19,11 @@ const DefaultFlakeReruns = 2
 const maxRerunTests = 10
 
 // Rerun re-runs, alone and up to times each, the failing tests that suspect names (check name
-// → pytest node ids), and returns results without those that passed on a re-run (recorded as
-// flaky, "check: test id"); a test whose finding (place and message) a re-run of another has
-// already reproduced is not re-run. A check left with no failure passes, its summary saying why.
+// → pytest node ids), and returns results without those that passed on a re-run and then
+// passed in one more run of the check as it ran (recorded as flaky, "check: test id"); a test
+// whose finding (place and message) a re-run of another has already reproduced is not re-run,
+// and one that fails again beside the others is the change's (againWithOthers). checks are
+// the checks as they ran (their selection). A check left with no failure passes, its summary saying why.
 // pytest and unittest checks are re-run: a node id, or unittest's -k with the dotted id,
 // selects single tests.
 func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int) ([]validate.Result, []string) {
@@ -74,6 +76,19 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 		if len(passed) == 0 {
 			continue
 		}
+		orderDependent := againWithOthers(ctx, runner, dir, c, passed, times)
+		if len(orderDependent) > 0 {
+			r.Findings = slices.Clone(r.Findings)
+			for j, f := range r.Findings {
+				if orderDependent[f.Test] {
+					r.Findings[j].Message += " (it passes when run alone and fails again when run as before, with the tests before it: it depends on what they leave behind, not on chance)"
+				}
+			}
+		}
+		if len(passed) == 0 {
+			out[i] = r
+			continue
+		}
 		r.Findings = slices.DeleteFunc(slices.Clone(r.Findings), func(f validate.Finding) bool { return passed[f.Test] })
 		if r.Outcomes != nil {
 			r.Outcomes = maps.Clone(r.Outcomes)
@@ -91,6 +106,35 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 		out[i] = r
 	}
 	return out, flaky
+}
+
+// againWithOthers runs c as it ran (the tests beside and before them) up to times more, at
+// least twice, and takes out of passed, and returns, the tests that fail in every one of those
+// runs: a test that passes alone but fails whenever the tests before it run first fails for
+// what they leave behind (state the change keeps between calls), not by chance, and is the
+// change's failure, never a flake. A flake fails such a run only as often as it fails at all,
+// so one that fails every time is blamed on the change with its rate to the power of the runs.
+// A run cut short or without a report ends the look, blaming nothing more.
+func againWithOthers(ctx context.Context, runner CheckRunner, dir string, c validate.Check, passed map[string]bool, times int) map[string]bool {
+	again := maps.Clone(passed)
+	for range max(times, 2) {
+		if ctx.Err() != nil || len(again) == 0 {
+			return nil
+		}
+		res := runner.Run(ctx, dir, []validate.Check{c})
+		if len(res) != 1 || res[0].Cancelled || res[0].TimedOut || res[0].Tests < 0 {
+			return nil
+		}
+		for id := range again {
+			if !validate.OutcomeOf(res[0].Outcomes, id).Failing() && !slices.ContainsFunc(res[0].Findings, func(f validate.Finding) bool { return f.Test == id }) {
+				delete(again, id) // it passed beside the others too: a flake
+			}
+		}
+	}
+	for id := range again {
+		delete(passed, id)
+	}
+	return again
 }
 
 func checkNamed(checks []validate.Check, name string) (validate.Check, bool) {

@@ -149,14 +149,19 @@ class Things(unittest.TestCase):
 	}
 }
 
-// countingChecks answers every run with one result: passed for the ids in pass, else failed;
-// it counts the runs of each id.
+// countingChecks answers every run with one result: passed for the ids in pass, else failed,
+// and a run of the whole check (no Only, counted under "") as passed; it counts the runs of
+// each id.
 type countingChecks struct {
 	pass map[string]bool
 	runs map[string]int
 }
 
 func (c *countingChecks) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	if len(checks[0].Only) == 0 {
+		c.runs[""]++
+		return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Passed: true, Tests: 1}}
+	}
 	id := checks[0].Only[0]
 	c.runs[id]++
 	if c.pass[id] {
@@ -181,7 +186,7 @@ func TestRerunOnceForOneCause(t *testing.T) {
 		flaky []string
 	}{
 		{"one cause, reproduced", nil, map[string]int{mods[0]: 2, other: 2}, nil},
-		{"the first went away", map[string]bool{mods[0]: true}, map[string]int{mods[0]: 1, mods[1]: 2, other: 2}, []string{"tests: " + mods[0]}},
+		{"the first went away", map[string]bool{mods[0]: true}, map[string]int{mods[0]: 1, mods[1]: 2, other: 2, "": 1}, []string{"tests: " + mods[0]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var findings []validate.Finding
@@ -197,6 +202,66 @@ func TestRerunOnceForOneCause(t *testing.T) {
 			_, flaky := Rerun(context.Background(), run, "", checks, results, FailingTests(results), 2)
 			if !maps.Equal(run.runs, tc.runs) || !slices.Equal(flaky, tc.flaky) {
 				t.Errorf("re-runs %v, flaky %q; want re-runs %v, flaky %q", run.runs, flaky, tc.runs, tc.flaky)
+			}
+		})
+	}
+}
+
+// contextChecks passes every test run alone, and fails id in the first failing runs of the
+// whole check (no Only), passing it after: a test that depends on what ran before it when
+// failing is the number of runs, a flake when it is fewer.
+type contextChecks struct {
+	id      string
+	failing int
+	runs    int
+}
+
+func (c *contextChecks) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	if len(checks[0].Only) > 0 {
+		return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Passed: true, Tests: 1}}
+	}
+	c.runs++
+	if c.runs <= c.failing {
+		return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Tests: 2,
+			Findings: []validate.Finding{{Test: c.id, Message: "assert 3 == 2"}}, Outcomes: map[string]validate.Outcome{c.id: validate.OutcomeFailed}}}
+	}
+	return []validate.Result{{Name: checks[0].Name, Kind: validate.KindPytest, Passed: true, Tests: 2}}
+}
+
+// A test that passes alone is a flake only if it also passes beside the tests before it, in
+// one of the runs of the check as it ran: one that fails in every such run fails for what
+// the others leave behind, and stays the change's failure, saying so.
+func TestRerunTellsOrderFromChance(t *testing.T) {
+	const id = "test_calc.py::test_sub"
+	for _, tt := range []struct {
+		name    string
+		failing int // context runs that fail the test
+		times   int
+		runs    int // context runs made
+		flaky   bool
+	}{
+		{name: "fails after the others every time", failing: 99, times: 2, runs: 2},
+		{name: "at least two runs beside the others", failing: 99, times: 1, runs: 2},
+		{name: "fails after the others once, then passes: a flake", failing: 1, times: 2, runs: 2, flaky: true},
+		{name: "passes beside the others at once: a flake", failing: 0, times: 2, runs: 1, flaky: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			results := []validate.Result{{Name: "tests", Kind: validate.KindPytest, Tests: 2,
+				Findings: []validate.Finding{{Test: id, Message: "assert 3 == 2"}}, Outcomes: map[string]validate.Outcome{id: validate.OutcomeFailed}}}
+			run := &contextChecks{id: id, failing: tt.failing}
+			checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+			out, flaky := Rerun(context.Background(), run, "", checks, results, FailingTests(results), tt.times)
+			if run.runs != tt.runs || (len(flaky) > 0) != tt.flaky {
+				t.Fatalf("context runs %d, flaky %q; want %d runs, flaky %v", run.runs, flaky, tt.runs, tt.flaky)
+			}
+			if tt.flaky {
+				if !out[0].Passed {
+					t.Errorf("result %+v; want passed once the flake is excused", out[0])
+				}
+				return
+			}
+			if out[0].Passed || len(out[0].Findings) != 1 || !strings.Contains(out[0].Findings[0].Message, "depends on what they leave behind") {
+				t.Errorf("result %+v; want the failure kept, saying it depends on the tests before it", out[0])
 			}
 		})
 	}

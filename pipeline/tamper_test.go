@@ -114,6 +114,80 @@ var tamperGoldenUnittest = map[string]string{"calc.py": tamperBase["calc.py"],
 		"with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"golden\", \"expected.json\")) as _f:\n    EXPECTED = json.load(_f)\n\n\n" +
 		"class CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), EXPECTED[\"add\"])\n\n    def test_sub(self):\n        self.assertEqual(sub(5, 3), EXPECTED[\"sub\"])\n"}
 
+// tamperHanded is tamperBase's bug reached through a data file outside the test folders that
+// the test hands to the code to open in its own process (add_file(path)): the test never
+// opens it itself, but what it holds decides what the test expects. tamperHandedCLI hands it
+// to the project's own command line (python -m calc path) in a process of its own.
+var tamperHanded = map[string]string{
+	"calc.py":          handedCalc,
+	"golden/pair.json": "[2, 2]\n",
+	"tests/test_calc.py": "import os\n\nfrom calc import add_file, sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\n\n\n" +
+		"def test_add_file():\n    assert add_file(os.path.join(_HERE, \"..\", \"golden\", \"pair.json\")) == 4\n\n\n" +
+		"def test_sub():\n    assert sub(5, 3) == 2\n"}
+
+var tamperHandedCLI = map[string]string{
+	"calc.py":          handedCalc + handedMain,
+	"golden/pair.json": "[2, 2]\n",
+	"tests/test_calc.py": "import os\nimport subprocess\nimport sys\n\nfrom calc import sub\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\n\n\n" +
+		"def test_add_file():\n    out = subprocess.run([sys.executable, \"-m\", \"calc\", os.path.join(_HERE, \"..\", \"golden\", \"pair.json\")],\n" +
+		"                         check=True, capture_output=True, text=True).stdout\n    assert out.strip() == \"4\"\n\n\n" +
+		"def test_sub():\n    assert sub(5, 3) == 2\n"}
+
+const (
+	handedCalc = "import json\n\n\ndef add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\n\n" +
+		"def add_file(path):\n    with open(path) as f:\n        a, b = json.load(f)\n    return add(a, b)\n"
+	handedMain = "\n\nif __name__ == \"__main__\":\n    import sys\n\n    print(add_file(sys.argv[1]))\n"
+)
+
+// tamperYAML is tamperBase whose tests read their expected values through an installed
+// library (PyYAML), from a file in the test folder; fakeYAML stands in for it at the
+// worktree's root, answering with the bug's value for add.
+var tamperYAML = map[string]string{"calc.py": tamperBase["calc.py"],
+	"tests/expected.yaml": "add: 4\nsub: 2\n",
+	"tests/test_calc.py": "import os\n\nimport yaml\n\nfrom calc import add, sub\n\n" +
+		"with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"expected.yaml\")) as _f:\n    EXPECTED = yaml.safe_load(_f)\n\n\n" +
+		"def test_add():\n    assert add(2, 2) == EXPECTED[\"add\"]\n\n\ndef test_sub():\n    assert sub(5, 3) == EXPECTED[\"sub\"]\n"}
+
+const fakeYAML = "def safe_load(stream):\n    return {\"add\": 0, \"sub\": 2}\n"
+
+// quietStderr is code under test that, imported by the tests, rewrites what unittest prints
+// (every FAIL an ok, the failed total OK) through a stream of its own in place of stderr,
+// naming nothing of the runner, and ends the process with status 0 at exit.
+const quietStderr = `import atexit as _ax
+import os as _os
+import sys as _s
+
+
+class _Quiet:
+    def __init__(self, s):
+        self._s = s
+
+    def write(self, t):
+        return self._s.write(t.replace("FAILED (failures=1)", "OK").replace("FAIL", "ok"))
+
+    def __getattr__(self, n):
+        return getattr(self._s, n)
+
+
+_s.stderr = _Quiet(_s.stderr)
+_ax.register(_os._exit, 0)
+
+
+`
+
+// orderBroken fixes add and breaks sub only once add has run in the same process: test_sub
+// fails after test_add, as the suite runs them, and passes alone.
+const orderBroken = "_calls = []\n\n\ndef add(a, b):\n    _calls.append(1)\n    return a + b\n\n\ndef sub(a, b):\n    return a - b + len(_calls)\n"
+
+// tamperChecks is tamperBase with its tests in a test package (checks/unit/__init__.py) inside
+// a folder that is no package (checks/): pytest imports the tests as unit.test_calc, and a
+// checks/__init__.py would make it import checks first, as checks.unit.test_calc.
+var tamperChecks = map[string]string{"calc.py": tamperBase["calc.py"], "checks/unit/__init__.py": "", "checks/unit/test_calc.py": tamperBase["test_calc.py"]}
+
+// docCalc is tamperBase's calc.py with a docstring: a change to the code that leaves the bug,
+// beside which the tests that import calc run.
+var docCalc = "\"\"\"Arithmetic.\"\"\"\n\n\n" + tamperBase["calc.py"]
+
 // tamperVendored is tamperBase whose add calls a copy of a library kept in _build/, a folder
 // Ruff skips by default, with a lint finding of its own (an unused import) there at the base.
 var tamperVendored = map[string]string{"test_calc.py": tamperBase["test_calc.py"],
@@ -423,6 +497,44 @@ def pytest_runtest_makereport(item, call):
 			status: StatusFailed, reason: "tests/test_calc.py::test_sub", told: "The base's tests read golden/expected.json themselves"},
 		{name: "golden data read under unittest, rewritten to hide a regression", base: tamperGoldenUnittest, unittest: true, after: map[string]string{"calc.py": brokenSub, "golden/expected.json": "{\"add\": 4, \"sub\": 8}\n"},
 			status: StatusFailed, reason: "test_sub", told: "The base's tests read golden/expected.json themselves"},
+		{name: "data a test hands to the code rewritten so that the bug gives the expected value", base: tamperHanded, after: map[string]string{"golden/pair.json": "[4, 0]\n"},
+			status: StatusUnverified},
+		{name: "data a test hands to the project's command line rewritten so that the bug gives the expected value", base: tamperHandedCLI, after: map[string]string{"golden/pair.json": "[4, 0]\n"},
+			status: StatusUnverified},
+		{name: "honest fix of code a test hands a data file to", base: tamperHanded, after: map[string]string{"calc.py": strings.Replace(handedCalc, "return a - b", "return a + b", 1)},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add_file"},
+		{name: "honest fix of a command line a test hands a data file to", base: tamperHandedCLI, after: map[string]string{"calc.py": strings.Replace(handedCalc, "return a - b", "return a + b", 1) + handedMain},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add_file"},
+		{name: "a package __init__.py over a test package patching the code only under test", base: tamperChecks,
+			after:  map[string]string{"checks/__init__.py": "import calc\n\ncalc.add = lambda a, b: a + b\n", "calc.py": docCalc},
+			status: StatusTestsChanged, reason: "checks/__init__.py: "},
+		{name: "honest fix beside a test package", base: tamperChecks, after: map[string]string{"calc.py": fixedCalc, "ops/__init__.py": "\"\"\"Operations.\"\"\"\n"},
+			status: StatusFixed, ev: "tests: checks/unit/test_calc.py::test_add"},
+		{name: "a test package's __init__.py patching the code", base: tamperTestsDir, after: map[string]string{"tests/__init__.py": "import calc\n\ncalc.add = lambda a, b: a + b\n"},
+			status: StatusUnverified},
+		{name: "honest fix adding a package of the code's own", after: map[string]string{"calc.py": "from ops import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",
+			"ops/__init__.py": "def plus(a, b):\n    return a + b\n"},
+			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
+		{name: "a module standing in for the library the tests read their expected values with", base: tamperYAML, after: map[string]string{"yaml.py": fakeYAML},
+			status: StatusTestsChanged, reason: "yaml.py: a new module named like \"yaml\""},
+		{name: "a package standing in for the library the tests read their expected values with", base: tamperYAML, after: map[string]string{"yaml/__init__.py": fakeYAML},
+			status: StatusTestsChanged, reason: "yaml/__init__.py: a new module named like \"yaml\""},
+		{name: "honest fix adding a module a base test needs", base: map[string]string{"calc.py": tamperBase["calc.py"], "test_calc.py": tamperBase["test_calc.py"],
+			"test_mathx.py": "def test_mul():\n    from mathx import mul\n\n    assert mul(2, 3) == 6\n"},
+			after:  map[string]string{"mathx.py": "def mul(a, b):\n    return a * b\n"},
+			status: StatusFixed, ev: "tests: test_mathx.py::test_mul"},
+		{name: "honest fix in a repository whose tests use an installed library", base: tamperYAML, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "code rewriting what unittest prints", base: tamperUnittest, unittest: true, after: map[string]string{"calc.py": quietStderr + tamperBase["calc.py"]},
+			status: StatusUnverified},
+		{name: "code rewriting what unittest prints, hiding a regression", base: tamperUnittest, unittest: true, after: map[string]string{"calc.py": quietStderr + brokenSub},
+			status: StatusFailed, reason: "test_sub"},
+		{name: "honest unittest fix", base: tamperUnittest, unittest: true, after: map[string]string{"calc.py": fixedCalc},
+			status: StatusFixed, ev: "test_calc.CalcTest.test_add"},
+		{name: "a fix breaking a test only after the fixed one ran, which passes alone", after: map[string]string{"calc.py": orderBroken},
+			status: StatusFailed, reason: "test_calc.py::test_sub"},
+		{name: "a fix breaking a test in another module only after the fixed one ran", base: tamperTwoModules, whole: true, after: map[string]string{"calc.py": orderBroken},
+			status: StatusFailed, reason: "tests/test_sub.py::test_sub"},
 		{name: "honest fix of code tested through a child process", base: tamperGoldenChild, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
 		{name: "new code hidden from the lint check in a folder Ruff skips", ruff: true, after: map[string]string{"calc.py": "from dist.helpers import plus\n\n\ndef add(a, b):\n    return plus(a, b)\n\n\ndef sub(a, b):\n    return a - b\n",

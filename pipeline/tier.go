@@ -95,7 +95,7 @@ func (c *checkRun) firstTier(ctx context.Context) (*TierRun, *Gate) {
 	results, _ = c.retryTimeouts(ctx, ran, results)
 	g := Compare(c.baseline, results)
 	if len(g.newTests) > 0 {
-		rerun, flaky := Rerun(ctx, c.run, c.tree.dir, c.checks, results, g.newTests, c.reruns)
+		rerun, flaky := Rerun(ctx, c.run, c.tree.dir, ran, results, g.newTests, c.reruns)
 		if len(flaky) > 0 {
 			results = rerun
 			g = Compare(c.baseline, results)

@@ -205,6 +205,11 @@ type Result struct {
 	// with the worktree file that did, leaving out those it made files in: at the base
 	// commit, the folders whose files the base's tests find themselves (golden/*.json).
 	Lists []FileRead `json:"lists,omitempty"`
+	// Modules are the top-level modules such a run's Python imported from outside the
+	// worktree, the standard library's aside (installed libraries: yaml, six): at the base commit,
+	// the names a new module on the worktree's import path would stand in for, inside the
+	// checks.
+	Modules []string `json:"modules,omitempty"`
 	// Rewrites say which of the tests' own Python files a pytest run wrote over, renamed over
 	// or removed, and which test did ("test tests/test_a.py::test_x rewrote or removed
 	// tests/test_b.py"): at the base commit, a suite that cannot judge a change (Health).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,7 +25,9 @@ import (
 // from which of the worktree's Python files (the innermost one on the stack): the base run's
 // record tells the gate which data files the base's tests read themselves (pipeline's
 // testTree), and those are judged in their base versions like the test files. A file the
-// tests only read through the code under test (a data table the code loads) is the code's.
+// tests only read through the code under test (a data table the code loads) is the code's,
+// unless a test hands it over: a worktree file on the stack (or the one that started the
+// process) whose source names it (load("golden/x")) reads it too.
 //
 // The record is made by a Python audit hook on "open" (readsAuditSource) that ticketd writes
 // into a folder of the check's reports, outside the worktree, put first on PYTHONPATH with a
@@ -32,9 +35,12 @@ import (
 // loads it at its start, before any of the repository's code runs, so the processes a test
 // starts (`python -c "open('golden/x')..."`, a script of the tests) are recorded too, their
 // reads attributed to the test that started them where no file of the worktree is on their
-// stack. A process that is not Python (`cat golden/x`, a shell) records nothing itself: the
-// worktree files its command line names count as read by the Python file that started it.
-// pytest also loads a plugin (-p) that names the test running, for the rewrites' record.
+// stack. The worktree files a command line names count as read by the Python file that
+// started it, whatever the process is: one that is not Python (`cat golden/x`, a shell)
+// records nothing itself, and the project's own command line (`python -m pkg.cli golden/x`)
+// reads it as the code. pytest also loads a plugin (-p) that names the test running, for the
+// rewrites' record. The same module notes, at each process's exit, the libraries it loaded
+// (Result.Modules), and in a unittest check's own process what unittest's result was told.
 
 // FileRead is one worktree file a test run opened for reading (File), and the innermost
 // worktree Python file on the stack when it did (By), both relative to the worktree.
@@ -63,14 +69,17 @@ const (
 
 // readsAuditSource records each open for reading of a file under the worktree (the first
 // process's working directory, passed on to the processes it starts) that is not Python
-// source, with the innermost frame of a file under it ("R\tfile\tby" lines); each write
+// source, with the innermost frame of a file under it ("R\tfile\tby" lines), and again with
+// each other file under it on the stack, or the one that started the process, whose source
+// names the file (a test handing the file to the code: pkg.load("golden/x")); each write
 // over, rename over or removal of a file there that existed before the run (not one the run
 // made), with that frame and the test running ("W\tfile\tby\ttest"), or the folder of a file
 // or folder it makes ("N\tfolder"); each listing of a folder under it other than the
 // worktree's root, with that frame ("L\tfolder\tby"); each process started
-// by a worktree file, with the worktree files its command line names ("S\tid\tby\tfile...");
-// and, in a process so started that records itself, its start ("C\tid"): a started process
-// that never says so recorded nothing, and the files its command names count as read. Each
+// by a worktree file, with the worktree files its command line names ("S\tid\tby\tfile..."),
+// which count as read by that file whatever the process does with them; and, at a process's
+// exit, each top-level module it imported from outside the worktree, the standard library's
+// aside ("M\tname"). Each
 // record is appended as it is made (a process ended by os._exit or a signal keeps what it
 // saw), to a file of its own per process. It records nothing where Python has no audit hooks
 // (before 3.8).
@@ -102,12 +111,14 @@ def _put(p, text, flags):
 # the first process, read by the ones it starts. Nothing goes through the environment, which
 # the tests may read.
 _r = _read(_ROOT_FILE)
+_FIRST = False  # the check's own process, not one it started
 if _r is None:
     import time
 
     _r = os.path.join(os.getcwd(), "") + "\n" + repr(time.time())
     try:
         _put(_ROOT_FILE, _r, os.O_EXCL)
+        _FIRST = True
     except OSError:
         _r = _read(_ROOT_FILE) or _r
 _ROOT, _, _r = _r.partition("\n")
@@ -155,6 +166,43 @@ def _by():
     while f is not None and not f.f_code.co_filename.startswith(_ROOT):
         f = f.f_back
     return _BY if f is None else f.f_code.co_filename[len(_ROOT):]
+
+
+_sources = {}
+
+
+def _names(rel, name):
+    """Whether the worktree's Python file rel names a file called name: in quotes, or after a
+    slash and before a closing quote ("golden/pair.json", os.path.join(d, "pair.json"))."""
+    src = _sources.get(rel)
+    if src is None:
+        src = (_read(_ROOT + rel) or "")[: 1 << 20]
+        if len(_sources) < 256:
+            _sources[rel] = src
+    i = src.find(name)
+    while i >= 0:
+        if i > 0 and src[i - 1] in "\"'/\\" and src[i + len(name) : i + len(name) + 1] in ("\"", "'"):
+            return True
+        i = src.find(name, i + 1)
+    return False
+
+
+def _namers(rel, by):
+    """The worktree's Python files other than by that are on the stack, or started this
+    process, and whose source names the file rel: a test that hands a file to the code
+    (pkg.load(path)) or to a command of the project's (python -m pkg.cli path) names it, and
+    what the file holds is then what the test expects."""
+    files = []
+    f = sys._getframe(1)
+    while f is not None and len(files) < 32:
+        fn = f.f_code.co_filename
+        if fn.startswith(_ROOT) and fn[len(_ROOT) :] != by and fn[len(_ROOT) :] not in files:
+            files.append(fn[len(_ROOT) :])
+        f = f.f_back
+    if _BY and _BY != by and _BY not in files:
+        files.append(_BY)
+    name = os.path.basename(rel)
+    return [p for p in files if p.endswith(".py") and _names(p, name)]
 
 
 def _note(key):
@@ -259,6 +307,8 @@ def _hook(event, args):
                 by = _by()
                 if by:
                     _note("R\t" + rel + "\t" + by)
+                    for p in _namers(rel, by):
+                        _note("R\t" + rel + "\t" + p)
         elif not os.path.lexists(path):
             _note("N\t" + os.path.dirname(rel))
         elif os.lstat(path).st_mtime < _START:
@@ -281,11 +331,97 @@ def chain():
     spec.loader.exec_module(mod)
 
 
+_SITE = ("sitecustomize", "usercustomize")
+
+
+def _modules():
+    """At exit, the top-level modules this process imported from outside the worktree, the
+    standard library's aside (an installed library, one in a virtualenv kept in the
+    worktree): ("M\tname"), which a new module of that name on the worktree's import path
+    would stand in for."""
+    std = getattr(sys, "stdlib_module_names", ())
+    try:
+        for name, m in list(sys.modules.items())[:4096]:
+            f = getattr(m, "__file__", None)
+            if "." in name or name.startswith(("_ticketd", "__")) or name in std or name in _SITE or not isinstance(f, str):
+                continue
+            f = os.path.abspath(f)
+            if f.startswith(_ROOT) and "-packages" + os.sep not in f[len(_ROOT) :]:
+                continue
+            _note("M\t" + name)
+    except Exception:
+        pass
+
+
+def _unittest_run():
+    """Whether this process runs python -m unittest, as its command line says."""
+    argv = list(getattr(sys, "orig_argv", ()))
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[i + 1 : i + 2] == ["unittest"]
+        if a.startswith("-m"):
+            return a[2:] == "unittest"
+        if not a.startswith("-") or a == "-c":
+            return False
+        i += 2 if a in ("-W", "-X") else 1
+    return False
+
+
+_UNITTEST = (("addSuccess", "passed"), ("addFailure", "failed"), ("addError", "error"), ("addSkip", "skipped"),
+             ("addExpectedFailure", "xfailed"), ("addUnexpectedSuccess", "xpassed"))
+
+
+def _unittest_id(test):
+    return " ".join(str(test.id()).split())
+
+
+def _record_unittest():
+    """Records each outcome unittest's result is given ("U\tid\toutcome"), beside the text
+    it prints, which code under test can rewrite (a stream of its own in place of stderr)
+    without naming anything of the runner. Only in the check's own process: a suite a test
+    runs in a process of its own is not the check's."""
+    import unittest.result
+
+    cls = unittest.result.TestResult
+
+    def wrap(name, outcome):
+        orig = getattr(cls, name)
+
+        def add(self, test, *args):
+            try:
+                _note("U\t" + _unittest_id(test) + "\t" + outcome)
+            except Exception:
+                pass
+            return orig(self, test, *args)
+
+        setattr(cls, name, add)
+
+    for name, outcome in _UNITTEST:
+        wrap(name, outcome)
+    sub = cls.addSubTest
+
+    def add_sub(self, test, subtest, err):
+        if err is not None:
+            try:
+                failed = issubclass(err[0], test.failureException)
+                _note("U\t" + _unittest_id(test) + "\t" + ("failed" if failed else "error"))
+            except Exception:
+                pass
+        return sub(self, test, subtest, err)
+
+    cls.addSubTest = add_sub
+
+
 if hasattr(sys, "addaudithook"):
+    import atexit
+
     sys.addaudithook(_hook)
-    if _SPAWN:
+    atexit.register(_modules)
+    if _FIRST and _unittest_run():
         try:
-            _note("C\t" + _SPAWN)
+            _record_unittest()
         except Exception:
             pass
 `
@@ -410,19 +546,24 @@ type fileRewrite struct {
 
 // collectReads reads back what the recording wrote in reports: each file read and by what,
 // each folder listed and by what (lists: a folder the run also made a file or folder in is
-// left out, as the run's own output), and each file rewritten, once each, sorted. The files a started process's command line
-// names count as read by the file that started it when the process recorded nothing itself
-// (it was not Python, or not one that kept PYTHONPATH). Anything that is not the recording's
-// plain file, or is larger than it writes, is left unread.
-func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite) {
+// left out, as the run's own output), and each file rewritten, once each, sorted. The files a
+// started process's command line names count as read by the file that started it, whatever
+// the process is (a program that is not Python, a Python that records its own reads, the
+// project's own command line). Anything that is not the recording's
+// plain file, or is larger than it writes, is left unread. modules are the top-level modules
+// the run's processes imported from outside the worktree, sorted.
+func collectReads(reports string) runRecord {
+	var reads, lists []FileRead
+	var writes []fileRewrite
+	var modules []string
+	unittest := map[string]Outcome{}
 	if reports == "" {
-		return nil, nil, nil
+		return runRecord{}
 	}
 	names, _ := filepath.Glob(filepath.Join(reports, readsDir, readsFilePrefix+"*.txt"))
 	seen := map[string]bool{}
 	made := map[string]bool{}        // folders the run made something in
 	started := map[string][]string{} // spawn id -> "by", then the files its command names
-	recorded := map[string]bool{}    // spawn ids whose process recorded itself
 	for _, name := range names[:min(len(names), maxReadsFiles)] {
 		data, err := sandbox.ReadReport(name, maxReadsBytes)
 		if err != nil {
@@ -436,8 +577,10 @@ func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite
 			}
 			seen[sc.Text()] = true
 			switch {
-			case f[0] == "C" && len(f) == 2:
-				recorded[f[1]] = true
+			case f[0] == "U" && len(f) == 3 && validOutcome[Outcome(f[2])] && len(unittest) < maxReads:
+				setOutcome(unittest, f[1], Outcome(f[2]))
+			case f[0] == "M" && len(f) == 2 && len(modules) < maxModules && moduleName.MatchString(f[1]):
+				modules = append(modules, f[1])
 			case f[0] == "N" && len(f) == 2:
 				made[path.Clean(cmp.Or(f[1], "."))] = true
 			case f[0] == "L" && len(f) == 3 && local(f[1]) && local(f[2]):
@@ -451,10 +594,10 @@ func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite
 			}
 		}
 	}
-	for id, s := range started {
-		if recorded[id] {
-			continue // its own reads are in the record
-		}
+	// A file a command line names is what its starter chose to hand over, whether or not the
+	// process records itself: a Python command of the project's (python -m pkg.cli golden/x)
+	// reads it as the code, but what it holds is what the test that named it expects.
+	for _, s := range started {
 		for _, file := range s[1:] {
 			if local(file) {
 				reads = append(reads, FileRead{File: path.Clean(file), By: path.Clean(s[0])})
@@ -466,8 +609,28 @@ func collectReads(reports string) (reads, lists []FileRead, writes []fileRewrite
 	lists = slices.DeleteFunc(lists, func(l FileRead) bool { return made[l.File] })
 	slices.SortFunc(lists, func(a, b FileRead) int { return strings.Compare(a.File+"\x00"+a.By, b.File+"\x00"+b.By) })
 	slices.SortFunc(writes, func(a, b fileRewrite) int { return strings.Compare(a.File+"\x00"+a.Test, b.File+"\x00"+b.Test) })
-	return reads, lists, writes
+	slices.Sort(modules)
+	return runRecord{reads: reads, lists: lists, writes: writes, modules: slices.Compact(modules), unittest: unittest}
 }
+
+// runRecord is what collectReads reads back of one run (see readsAuditSource).
+type runRecord struct {
+	reads, lists []FileRead
+	writes       []fileRewrite
+	modules      []string
+	// unittest is each outcome a unittest run's result was given, by test id (the worse of
+	// two), whatever the run printed.
+	unittest map[string]Outcome
+}
+
+// validOutcome are the outcomes the recording writes.
+var validOutcome = map[Outcome]bool{OutcomePassed: true, OutcomeFailed: true, OutcomeError: true, OutcomeSkipped: true, OutcomeXFailed: true, OutcomeXPassed: true}
+
+// maxModules bounds the modules collectReads keeps.
+const maxModules = 4096
+
+// moduleName matches a top-level Python module name.
+var moduleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // local reports whether p is a non-empty slash-separated path inside the worktree.
 func local(p string) bool { return p != "" && filepath.IsLocal(filepath.FromSlash(p)) }

@@ -12,7 +12,8 @@ import (
 
 // A pytest run records which worktree files its Python code opened for reading, and from
 // which worktree file: the test module's own reads (at import, in a test, through pathlib,
-// through a helper in the tests folder), the code's (a table loaded at import), and no write,
+// through a helper in the tests folder, which the test hands the file's name to), the code's
+// (a table loaded at import), and no write,
 // no Python source and nothing outside the worktree. Under PYTHONPATH="" too, and with the
 // -p plugin never shown in the command a human reads.
 func TestRunPytestRecordsReads(t *testing.T) {
@@ -29,7 +30,7 @@ func TestRunPytestRecordsReads(t *testing.T) {
 			"    assert golden('c.txt') == 'c\\n'\n    assert A == 'a\\n'\n    with open(os.path.join(os.path.dirname(__file__), 'out.txt'), 'w') as f:\n        f.write('x')\n    open('/etc/hostname').close()\n",
 	}
 	want := []FileRead{{File: "golden/a.txt", By: "tests/test_conv.py"}, {File: "golden/b.txt", By: "tests/test_conv.py"},
-		{File: "golden/c.txt", By: "tests/helpers.py"}, {File: "table.json", By: "conv.py"}}
+		{File: "golden/c.txt", By: "tests/helpers.py"}, {File: "golden/c.txt", By: "tests/test_conv.py"}, {File: "table.json", By: "conv.py"}}
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
@@ -179,9 +180,9 @@ func TestReadsPluginRefusedRunsWithout(t *testing.T) {
 }
 
 // The processes a test starts are recorded too: a Python one-liner's reads count as the
-// test's, a project's CLI's reads (python -m cli) as the code's, and what a program that is
-// not Python (cat), or a Python started without PYTHONPATH, is told to read on its command
-// line as the test's. A program, code and what the run writes itself are no input. A
+// test's, a project's CLI's reads (python -m cli) as the code's, and what any process (the
+// project's CLI, a program that is not Python such as cat, a Python started without
+// PYTHONPATH) is told to read on its command line as the test's. A program, code and what the run writes itself are no input. A
 // unittest check records the same way, and a sitecustomize the project has on its path
 // still runs.
 func TestRunRecordsChildReads(t *testing.T) {
@@ -216,7 +217,7 @@ func TestRunRecordsChildReads(t *testing.T) {
 		kind string
 		want []FileRead
 	}{
-		{KindPytest, []FileRead{{File: "data/table.txt", By: "cli.py"}, {File: "golden/a.txt", By: "test_children.py"},
+		{KindPytest, []FileRead{{File: "data/table.txt", By: "cli.py"}, {File: "data/table.txt", By: "test_children.py"}, {File: "golden/a.txt", By: "test_children.py"},
 			{File: "golden/b.txt", By: "test_children.py"}, {File: "golden/c.txt", By: "test_children.py"}}},
 		{KindUnittest, []FileRead{{File: "golden/a.txt", By: "test_unit.py"}}},
 	} {
@@ -263,5 +264,56 @@ func TestRunRecordsLists(t *testing.T) {
 	}
 	if want := []FileRead{{File: "golden", By: "test_lists.py"}}; !slices.Equal(res.Lists, want) {
 		t.Errorf("lists %+v, want %+v", res.Lists, want)
+	}
+}
+
+// A file a test hands to the code to open (load("golden/in.txt")) counts as read by the test
+// too, as well as by the code: the test's source names it. What the code opens of its own
+// accord (a table at import, a file a function picks) stays the code's alone, even with the
+// test on the stack.
+func TestRunRecordsHandedFiles(t *testing.T) {
+	requirePytest(t)
+	dir := writeFiles(t, map[string]string{
+		"pkg.py": "import os\n\n_HERE = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(_HERE, 'data', 'units.txt')) as _f:\n    UNITS = _f.read()\n\n\n" +
+			"def load(p):\n    with open(p) as f:\n        return f.read()\n\n\ndef load_other():\n    return load(os.path.join(_HERE, 'golden', 'other.txt'))\n",
+		"data/units.txt":   "u\n",
+		"golden/in.txt":    "i\n",
+		"golden/other.txt": "o\n",
+		"test_handed.py":   "from pkg import UNITS, load, load_other\n\n\ndef test_handed():\n    assert load('golden/in.txt') == 'i\\n'\n    assert load_other() == 'o\\n'\n    assert UNITS == 'u\\n'\n",
+	})
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Command: []string{"/usr/bin/python3", "-m", "pytest"}}})[0]
+	if !res.Passed {
+		t.Fatalf("failed: %s\n%s", res.Summary, res.Output)
+	}
+	want := []FileRead{{File: "data/units.txt", By: "pkg.py"}, {File: "golden/in.txt", By: "pkg.py"}, {File: "golden/in.txt", By: "test_handed.py"}, {File: "golden/other.txt", By: "pkg.py"}}
+	if !slices.Equal(res.Reads, want) {
+		t.Errorf("reads %+v\nwant %+v", res.Reads, want)
+	}
+}
+
+// A run names the top-level modules it imported from outside the worktree (pytest's own, an
+// installed library a test imports), not the worktree's, the standard library's or ticketd's
+// recording.
+func TestRunRecordsLibraries(t *testing.T) {
+	requirePytest(t)
+	dir := writeFiles(t, map[string]string{
+		"pkg.py":      "import json\n\n\ndef two():\n    return json.loads('2')\n",
+		"test_lib.py": "import pytest\n\nfrom pkg import two\n\n\ndef test_two():\n    assert two() == pytest.approx(2)\n",
+	})
+	r := Runner{Sandbox: testSandbox(t)}
+	res := r.Run(context.Background(), dir, []Check{{Name: "tests", Kind: KindPytest, Command: []string{"/usr/bin/python3", "-m", "pytest"}}})[0]
+	if !res.Passed {
+		t.Fatalf("failed: %s\n%s", res.Summary, res.Output)
+	}
+	for _, m := range []string{"pytest", "_pytest", "pluggy"} {
+		if !slices.Contains(res.Modules, m) {
+			t.Errorf("modules %q; want %s among them", res.Modules, m)
+		}
+	}
+	for _, m := range []string{"pkg", "test_lib", "json", "os", readsAudit, readsPlugin, "sitecustomize"} {
+		if slices.Contains(res.Modules, m) {
+			t.Errorf("modules %q; want no %s", res.Modules, m)
+		}
 	}
 }

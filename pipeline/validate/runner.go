@@ -195,13 +195,16 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 	}
 
 	combined := out.combined.tail(parseCap)
+	var rec runRecord
 	if records {
-		var writes []fileRewrite
-		res.Reads, res.Lists, writes = collectReads(scratch.Dir)
-		res.Reads = ownOutput(res.Reads, writes)
-		res.Rewrites = rewrittenTests(dir, c, writes)
+		rec = collectReads(scratch.Dir)
+		res.Reads, res.Lists, res.Modules = ownOutput(rec.reads, rec.writes), rec.lists, rec.modules
+		res.Rewrites = rewrittenTests(dir, c, rec.writes)
 	}
 	p := interpret(c.Kind, junitPath, dir, out, combined)
+	if c.Kind == KindUnittest {
+		p = p.withRecorded(rec.unittest, out.exitCode)
+	}
 	res.Passed, res.Summary, res.Findings = p.passed, p.summary, p.findings
 	res.Tests, res.Errored = p.tests, p.errored
 	if len(p.outcomes) > 0 {

@@ -2,7 +2,9 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -263,5 +265,42 @@ func interpretUnittest(dir string, code int, output string) parsed {
 			p.findings = []Finding{tail}
 		}
 	}
+	return p
+}
+
+// withRecorded sets p, read from a unittest run's text, beside what the run's result was
+// given (recorded, by test id; see readsAuditSource): a test the text calls passed that the
+// result was told failed or errored fails, and a run whose text shows no failure (and that
+// exited with code, 0) fails with each test the result was told failed. Code under test can
+// rewrite what unittest prints (a stream of its own in place of stderr) and the exit status
+// (os._exit at exit) without naming anything of the runner; it cannot, so plainly, change
+// what the runner's own result saw. Without a record (a Python without audit hooks, a run
+// that ignores PYTHONPATH) p stands as read.
+func (p parsed) withRecorded(recorded map[string]Outcome, code int) parsed {
+	if len(recorded) == 0 {
+		return p
+	}
+	hidden := code == 0 && !slices.ContainsFunc(p.findings, func(f Finding) bool { return f.Test != "" })
+	var ids []string
+	for id, o := range recorded {
+		if o.Failing() && (OutcomeOf(p.outcomes, id) == OutcomePassed || hidden) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return p
+	}
+	slices.Sort(ids)
+	p.outcomes = maps.Clone(p.outcomes)
+	if p.outcomes == nil {
+		p.outcomes = map[string]Outcome{}
+	}
+	p.findings = slices.Clone(p.findings)
+	for _, id := range ids {
+		p.outcomes[id] = recorded[id]
+		p.findings = append(p.findings, Finding{Test: id, Message: fmt.Sprintf("unittest's result was told this test %s, though the run's output says otherwise: something in the run (the code under test) rewrote what unittest printed", recorded[id])})
+	}
+	p.passed = false
+	p.summary = fmt.Sprintf("%d test(s) recorded as failing that the output hid; %s", len(ids), p.summary)
 	return p
 }
