@@ -42,43 +42,36 @@ func testSandbox(t *testing.T) string {
 
 // buildTicketd returns the ticketd binary, built once per test binary into binDir (which
 // TestMain removes) and shared by the tests that run and kill it: each build links for
-// seconds, and a test only executes it.
-func buildTicketd(t *testing.T) string {
+// seconds (more under load), and a test only executes it.
+func buildTicketd(t *testing.T) string { return built(t, builtTicketd) }
+
+// buildTicketctl returns the ticketctl binary, built once per test binary like
+// buildTicketd, for the tests that steer a live night with it.
+func buildTicketctl(t *testing.T) string { return built(t, builtTicketctl) }
+
+var (
+	builtTicketd   = sync.OnceValues(func() (string, error) { return goBuild("ticketd", ".") })
+	builtTicketctl = sync.OnceValues(func() (string, error) { return goBuild("ticketctl", "../ticketctl") })
+)
+
+// built returns the binary once returns, failing t when it could not be built.
+func built(t *testing.T, once func() (string, error)) string {
 	t.Helper()
-	bin, err := builtTicketd()
+	bin, err := once()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bin
 }
 
-var builtTicketd = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "ticketd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
+// goBuild builds the package at pkg into binDir/name.
+func goBuild(name, pkg string) (string, error) {
+	bin := filepath.Join(binDir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
-})
-
-// buildTicketctl returns the ticketctl binary, built once per test binary into binDir like
-// buildTicketd: the tests that steer a live night with it only execute it, and each build
-// links for seconds (more under load).
-func buildTicketctl(t *testing.T) string {
-	t.Helper()
-	bin, err := builtTicketctl()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
 }
-
-var builtTicketctl = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "ticketctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../ticketctl").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ../ticketctl: %w\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // nightFixture is a Python repository with n one-line bugs, one issue and one scripted
 // patch per bug, and a config whose schedule, lease and latency suit a test that stops the
