@@ -131,7 +131,7 @@ func configRows() []configRow {
 			"legacy.py":          "import warnings\n\nwarnings.warn(\"legacy is deprecated\", DeprecationWarning)\n",
 			"tests/test_calc.py": lowTest, "tests/test_legacy.py": "import legacy\n\n\ndef test_legacy():\n    assert legacy\n"},
 			test: defaultTest("tests/test_calc.py"), newTest: "tests/test_calc.py::test_high", broken: "tests/test_calc.py::test_low",
-			report: []string{"failing at the base too: tests: tests/test_legacy.py::tests.test_legacy: legacy.py:3: DeprecationWarning: legacy is deprecated"}},
+			report: []string{"failing at the base too: tests: tests/test_legacy.py: legacy.py:3: DeprecationWarning: legacy is deprecated"}},
 		{name: "xfail-strict", files: map[string]string{"pytest.ini": "[pytest]\nxfail_strict = true\n",
 			"tests/test_calc.py": "import pytest\n\nfrom calc import clamp\n\n\n@pytest.mark.xfail(reason=\"clamp ignores hi\")\ndef test_high():\n    assert clamp(5, 0, 3) == 3\n\n\ndef test_low():\n    assert clamp(-1, 0, 3) == 0\n"},
 			test:    map[string][2]string{"tests/test_calc.py": {"@pytest.mark.xfail(reason=\"clamp ignores hi\")\n", ""}},
