@@ -77,14 +77,7 @@ func TestCgroupBoundsPipes(t *testing.T) {
 	requireCgroups(t)
 	const limit = 64 << 20
 	spec := limitSpec(t, Limits{Memory: limit, Processes: 64})
-	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", pipeFillScript})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	why := Stopped(cmd)
+	out, why, err := runStopped(t, spec, []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", pipeFillScript})
 	t.Logf("uid %d: pipes under a 64 MiB limit: %v, stopped %q, output %q", os.Geteuid(), err, why, out.String())
 	if strings.Contains(why, "OOM killer") {
 		return
@@ -144,14 +137,7 @@ for k in kids:
 func TestCgroupBoundsBurst(t *testing.T) {
 	requireCgroups(t)
 	spec := limitSpec(t, Limits{Memory: 128 << 20, Processes: 64})
-	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", burstScript})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	why := Stopped(cmd)
+	out, why, err := runStopped(t, spec, []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", burstScript})
 	t.Logf("uid %d: 8 bursts of 48 MiB under a 128 MiB limit: %v, stopped %q, output %q", os.Geteuid(), err, why, out.String())
 	if strings.Contains(out.String(), "ALL HELD") {
 		t.Errorf("8 processes held 48 MiB each at once under a 128 MiB limit (stopped %q)", why)
@@ -269,7 +255,7 @@ func TestCgroupFallback(t *testing.T) {
 	}
 	// The watch still bounds the check as a whole: six processes of 48 MiB under 96 MiB.
 	spec := limitSpec(t, Limits{Memory: 96 << 20, Processes: 64})
-	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", `
+	out, why, err := runStopped(t, spec, []string{"/usr/bin/timeout", "-s", "KILL", "60", "/usr/bin/python3", "-c", `
 import os, time
 kids = []
 for i in range(6):
@@ -283,13 +269,6 @@ for k in kids:
     os.waitpid(k, 0)
 print("ALL DONE", flush=True)
 `})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	why := Stopped(cmd)
 	if !strings.Contains(why, "more than its limit of 96.0 MiB") || strings.Contains(out.String(), "ALL DONE") {
 		t.Errorf("without a cgroup, six processes of 48 MiB under 96 MiB: %v, stopped %q, output %q; want the watch to stop them", err, why, out.String())
 	}

@@ -155,6 +155,20 @@ func TestApplyLimitsNeverRaises(t *testing.T) {
 	}
 }
 
+// runStopped runs argv in spec's sandbox to its end and returns what it printed (stdout and
+// stderr together), why the sandbox stopped it (Stopped; "" when it did not) and Run's error.
+func runStopped(t *testing.T, spec Spec, argv []string) (out *strings.Builder, why string, err error) {
+	t.Helper()
+	cmd, err := spec.Command(context.Background(), argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
+	return out, Stopped(cmd), err
+}
+
 // limitSpec is a sandbox with small limits whose hold is checked by a harmless probe first:
 // the hostile commands of the tests below run only under limits seen in force.
 func limitSpec(t *testing.T, l Limits) Spec {
@@ -322,7 +336,7 @@ print("ALL DONE", flush=True)
 func TestOpenFilesAreTheChecks(t *testing.T) {
 	spec := limitSpec(t, Limits{Memory: 512 << 20, Processes: 64})
 	spec.Limits.Files = 4096
-	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", `
+	out, why, err := runStopped(t, spec, []string{"/usr/bin/python3", "-c", `
 import os, time
 kids = []
 for i in range(8):
@@ -336,13 +350,6 @@ for k in kids:
     os.waitpid(k, 0)
 print("ALL DONE", flush=True)
 `})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	why := Stopped(cmd)
 	t.Logf("uid %d: %v, stopped %q, output %q", os.Geteuid(), err, why, out.String())
 	if why == "" || strings.Contains(out.String(), "ALL DONE") || !strings.Contains(why, "more than its limit of 4096") {
 		t.Errorf("eight processes of 1,000 open files each under a 4,096-file bound ran to their end (%v), or Stopped = %q", err, why)

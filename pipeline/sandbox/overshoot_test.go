@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -49,14 +48,7 @@ func TestMemoryWatchOvershoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(slots, 0o666)
-	cmd, err := spec.Command(context.Background(), []string{"/usr/bin/python3", "-c", overshootScript, strconv.Itoa(children), "slots", strconv.Itoa(limit >> 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	why := Stopped(cmd)
+	out, why, err := runStopped(t, spec, []string{"/usr/bin/python3", "-c", overshootScript, strconv.Itoa(children), "slots", strconv.Itoa(limit >> 20)})
 	data, rerr := os.ReadFile(slots)
 	if rerr != nil {
 		t.Fatal(rerr)
