@@ -39,29 +39,7 @@ except OSError as e:
     print("stopped:", e)
 print("held", held >> 20, "MiB in", len(pairs), "socketpairs")
 `},
-		{"pipes", `
-import os, fcntl, resource
-s, h = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (h, h))
-held, ps, cap = 0, [], 512 << 20
-try:
-    while held < cap:
-        r, w = os.pipe()
-        try:
-            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
-        except OSError:
-            pass
-        os.set_blocking(w, False)
-        ps.append((r, w))
-        while True:
-            try:
-                held += os.write(w, b"x" * 65536)
-            except BlockingIOError:
-                break
-except OSError as e:
-    print("stopped:", e)
-print("held", held >> 20, "MiB in", len(ps), "pipes")
-`},
+		{"pipes", pipeFillScript},
 		{"ptys", `
 import os
 fds = []
