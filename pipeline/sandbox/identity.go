@@ -111,8 +111,40 @@ var nsCountScript = func() string {
 // after that wait).
 var userNSStart sync.Mutex
 
-// capSysResource is CAP_SYS_RESOURCE, which the helper needs to set the namespace's limit.
-const capSysResource = 24
+// Capabilities the helper of newUserNamespace keeps, in the checks' user namespace only:
+// CAP_SYS_RESOURCE to set the namespace's counts; CAP_SYS_ADMIN and CAP_SYS_CHROOT to join
+// the sandbox's mount namespace and mount its devpts instance (ptys.go); CAP_SYS_PTRACE, as
+// root, to open that namespace at all (/proc/<pid>/ns/mnt of a process of another uid).
+const (
+	capSysChroot   = 18
+	capSysPtrace   = 19
+	capSysAdmin    = 21
+	capSysResource = 24
+)
+
+// userNS is the user namespace of one command, and the helper that made it while it waits
+// to mount the sandbox's devpts instance (ptys.go).
+type userNS struct {
+	// file is the namespace, for bwrap's --userns.
+	file *os.File
+	// helper is the process in the namespace; nil when it has ended or none waits.
+	helper *exec.Cmd
+	in     *os.File // the helper's stdin: the sandbox's pid is written there
+	stderr *strings.Builder
+	stop   context.CancelFunc // kills the helper
+	ptys   int                // the bound it waits to mount, 0 for none
+}
+
+// close ends the helper if it still waits; the namespace stays open for bwrap.
+func (u *userNS) close() {
+	if u.helper == nil {
+		return
+	}
+	u.in.Close()
+	u.stop()
+	u.helper.Wait()
+	u.helper = nil
+}
 
 // newUserNamespace makes the user namespace of one command run as id: uid and gid id mapped
 // to themselves, and, when ticketd is root, host root to rootInside, nothing else (a user
@@ -125,53 +157,76 @@ const capSysResource = 24
 // (RLIMIT_NPROC is counted per user namespace and user: Limits). It starts a helper shell in
 // the namespace; the helper sets user.max_user_namespaces to 0 there (a check can then make
 // no user namespace of its own, which would give it capabilities again) and the counts of
-// nsCounts, and waits. ticketd
-// keeps the namespace by opening it, then lets the helper go.
-func newUserNamespace(ctx context.Context, id Identity) (*os.File, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+// nsCounts, and waits. ticketd keeps the namespace by opening it. With ptys > 0 the helper
+// then waits for the pid of the sandbox, set up, to mount its devpts instance of at most
+// ptys pseudo-terminals (mountPtys); otherwise ticketd lets it go at once.
+func newUserNamespace(ctx context.Context, id Identity, ptys int) (*userNS, error) {
 	in := rootInside(id)
-	h := exec.CommandContext(ctx, "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && "+nsCountScript+"echo ready && read -r _")
-	h.Env = []string{"PATH=/usr/bin:/bin"}
+	script := "echo 0 > /proc/sys/user/max_user_namespaces && " + nsCountScript + "echo ready && read -r _"
+	caps := []uintptr{capSysResource}
+	if ptys > 0 {
+		script = "echo 0 > /proc/sys/user/max_user_namespaces && " + nsCountScript + "echo ready && " + ptyMountScript(ptys)
+		caps = append(caps, capSysAdmin, capSysChroot)
+		if os.Geteuid() == 0 {
+			caps = append(caps, capSysPtrace)
+		}
+	}
+	hctx, stop := context.WithCancel(ctx)
+	h := exec.CommandContext(hctx, "/bin/sh", "-c", script)
+	h.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin"}
 	h.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: in, HostID: 0, Size: 1}, {ContainerID: id.UID, HostID: id.UID, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: in, HostID: 0, Size: 1}, {ContainerID: id.GID, HostID: id.GID, Size: 1}},
-		AmbientCaps: []uintptr{capSysResource},
+		AmbientCaps: caps,
 		Pdeathsig:   syscall.SIGKILL,
 	}
 	if os.Geteuid() != 0 {
 		h.SysProcAttr.UidMappings = h.SysProcAttr.UidMappings[1:]
 		h.SysProcAttr.GidMappings = h.SysProcAttr.GidMappings[1:]
 	}
-	stdin, err := h.StdinPipe()
+	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("sandbox: user namespace for %s: %w", id, err)
 	}
-	defer stdin.Close()
+	h.Stdin = stdinR
 	stdout, err := h.StdoutPipe()
 	if err != nil {
+		stop()
+		stdinR.Close()
+		stdinW.Close()
 		return nil, fmt.Errorf("sandbox: user namespace for %s: %w", id, err)
 	}
-	var stderr strings.Builder
-	h.Stderr = &stderr
+	u := &userNS{helper: h, in: stdinW, stderr: &strings.Builder{}, stop: stop, ptys: max(ptys, 0)}
+	h.Stderr = u.stderr
 	userNSStart.Lock()
 	err = h.Start()
 	userNSStart.Unlock()
+	stdinR.Close()
 	if err != nil {
+		stop()
+		stdinW.Close()
 		return nil, fmt.Errorf("%w: create a user namespace for the checks (%s): %v; user namespaces must be enabled (sysctl user.max_user_namespaces > 0)", ErrUnavailable, id, err)
 	}
-	defer h.Wait()
-	defer h.Process.Kill()
+	// A helper that never says ready is killed after 20 s, as the command's context would.
+	slow := time.AfterFunc(20*time.Second, stop)
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	slow.Stop()
 	if strings.TrimSpace(line) != "ready" {
-		return nil, fmt.Errorf("%w: the checks' user namespace (%s) could not forbid further user namespaces: %s", ErrUnavailable, id, strings.TrimSpace(stderr.String()))
+		u.close()
+		return nil, fmt.Errorf("%w: the checks' user namespace (%s) could not forbid further user namespaces: %s", ErrUnavailable, id, strings.TrimSpace(u.stderr.String()))
 	}
 	f, err := os.Open("/proc/" + strconv.Itoa(h.Process.Pid) + "/ns/user")
 	if err != nil {
+		u.close()
 		return nil, fmt.Errorf("sandbox: open the checks' user namespace: %w", err)
 	}
-	return f, nil
+	u.file = f
+	if ptys <= 0 {
+		u.close()
+	}
+	return u, nil
 }
 
 // grantWrite makes what a check may write — the worktree dir, and reports (its own scratch
@@ -313,13 +368,13 @@ func openNoFollow(dir, rel string) (int, error) {
 // s.User: a user namespace of its own as descriptor userNSFD (closed on ticketd's side once
 // bwrap has started), none of root's supplementary
 // groups (bwrap would keep them), the worktree and reports made writable for that user.
-func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
+func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) (*userNS, error) {
 	id := s.User.orDefault()
-	ns, err := newUserNamespace(ctx, id)
+	ns, err := newUserNamespace(ctx, id, s.Limits.PtyCount())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd.ExtraFiles = []*os.File{ns}
+	cmd.ExtraFiles = []*os.File{ns.file}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 	// bwrap's parent stays host root while the sandbox's init is id: the kernel does not let
 	// the one's parent-death signal reach the other, so --die-with-parent alone would leave
@@ -327,8 +382,9 @@ func (s Spec) asUser(ctx context.Context, cmd *exec.Cmd) error {
 	// every process of the check with it when it ends, however it ends.
 	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	if err := grantWrite(s.Dir, s.Reports, id); err != nil {
-		ns.Close()
-		return err
+		ns.close()
+		ns.file.Close()
+		return nil, err
 	}
-	return nil
+	return ns, nil
 }

@@ -58,6 +58,27 @@ type Limits struct {
 	// sizes of their descriptor tables, watched with the memory); 0 means an eighth of the
 	// host's fs.file-max, at least 65,536 (checkFiles), negative no limit.
 	Files int64
+	// Ptys is how many pseudo-terminals the command may hold at once: the max of the
+	// devpts instance mounted at the sandbox's /dev/pts (ptys.go); 0 means DefaultPtyLimit,
+	// negative no bound of its own (bwrap's instance, which only the kernel's
+	// kernel.pty.max less kernel.pty.reserve bounds, for all namespaces together).
+	Ptys int
+}
+
+// DefaultPtyLimit is the pty limit of a Limits whose Ptys is 0: far more than a test suite
+// holds at once (pexpect and the pty module open one or two per child they drive), a
+// fiftieth of what the kernel gives all namespaces together here (3,071).
+const DefaultPtyLimit = 64
+
+// PtyCount is the pty limit in force, 0 for none.
+func (l Limits) PtyCount() int {
+	switch {
+	case l.Ptys == 0:
+		return DefaultPtyLimit
+	case l.Ptys < 0:
+		return 0
+	}
+	return l.Ptys
 }
 
 // FileCount is the open-files limit in force, 0 for none.
@@ -168,7 +189,10 @@ type starter struct {
 	handed []*os.File
 	info   *os.File // read end of --info-fd
 	block  *os.File // write end of --block-fd
-	once   sync.Once
+	// ptys is the hand-over in which the sandbox's devpts instance is mounted (ptys.go);
+	// nil when the ptys are not bounded.
+	ptys *ptyHandover
+	once sync.Once
 
 	mu      sync.Mutex
 	stopped string // why the sandbox stopped the command (Stopped)
@@ -184,6 +208,9 @@ func (s *starter) Read([]byte) (int, error) {
 		}
 		defer s.info.Close()
 		defer s.block.Close()
+		if s.ptys != nil {
+			defer s.ptys.close()
+		}
 		if err := s.apply(); err != nil {
 			// Before the command runs: the block is never released. bwrap leads its group.
 			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
@@ -247,14 +274,14 @@ func (s *starter) apply() error {
 			return err
 		}
 	}
-	if _, err := s.block.Write([]byte{1}); err != nil {
+	if err := s.release(child); err != nil {
 		if pidfd >= 0 {
 			unix.Close(pidfd)
 		}
 		if cg != nil {
 			_ = cg.remove()
 		}
-		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
+		return err
 	}
 	if pidfd >= 0 {
 		var gone chan struct{}
@@ -283,6 +310,19 @@ func (s *starter) apply() error {
 		}()
 	}
 	return nil
+}
+
+// release lets bwrap build the sandbox and, where the ptys are bounded, mounts their devpts
+// instance in it (ptyHandover) before its shell runs the command; child is the sandbox's
+// first process.
+func (s *starter) release(child int) error {
+	if _, err := s.block.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release the sandbox (bwrap's --block-fd): %w", err)
+	}
+	if s.ptys == nil {
+		return nil
+	}
+	return s.ptys.run(child)
 }
 
 // watching counts the memory watches running. A watch ends, closing its pidfd, once it sees

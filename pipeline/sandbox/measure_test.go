@@ -7,8 +7,9 @@ import (
 )
 
 // TestMeasureKernelBuffers measures what docs/security.md reports as not bounded: memory a
-// check keeps in filled socketpairs and pipes (kernel buffers in no process's Pss) and the
-// pseudo-terminals it can take from every other namespace. It logs figures and asserts
+// check keeps in filled socketpairs and pipes (kernel buffers in no process's Pss), and the
+// pseudo-terminals it can open (all the kernel gives namespaces before ptys.go, its
+// devpts instance's max since). It logs figures and asserts
 // nothing; it runs only with TICKETD_MEASURE=1 (go test ./pipeline/sandbox -run
 // TestMeasureKernelBuffers -v), as root and as a user; with TICKETD_CHECK_CGROUPS=off it
 // measures the checks without a cgroup of their own.

@@ -4,7 +4,7 @@
 // /tmp and $HOME, the daemon's files (database, results, other worktrees, its home) hidden,
 // a read-only git view of the worktree's own branch in place of its git metadata, /proc
 // read-only, fresh PID, IPC and network namespaces (loopback only), a new session, killed
-// with its parent, never root on the host, its memory (per process and as a whole) and its processes bounded
+// with its parent, never root on the host, its memory (per process and as a whole), its processes and its pseudo-terminals bounded
 // (Limits), the OOM killer's first choice, and an environment built from an allowlist
 // instead of the daemon's own. ModeNone runs the command directly with the same allowlisted
 // environment and nothing else: it exists for machines without bubblewrap and as the
@@ -124,6 +124,11 @@ func probeUser(ctx context.Context, path string, id Identity) (string, error) {
 		hint := "bubblewrap 0.8.0 or later is needed (--size, --userns), with the right to create user, PID and network namespaces; in a container, e.g. docker --privileged or --security-opt seccomp=unconfined"
 		if os.Geteuid() == 0 {
 			hint += "; as root, user namespaces must be enabled (sysctl user.max_user_namespaces > 0), since ticketd runs checks as " + id.orDefault().String() + ", never as root"
+		}
+		if why := Stopped(cmd); why != "" {
+			// The sandbox was built, then stopped before its command ran (a limit that could
+			// not be set): that, not bubblewrap, is what to fix.
+			return "", fmt.Errorf("%w: %s", ErrUnavailable, why)
 		}
 		return "", fmt.Errorf("%w: %s %s: %v: %s; %s; %s",
 			ErrUnavailable, path, strings.Join(cmd.Args[1:], " "), err, strings.TrimSpace(stderr.String()), hint, InstallHint)

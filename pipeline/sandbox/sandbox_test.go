@@ -165,7 +165,7 @@ func TestArgsOrderParentsFirst(t *testing.T) {
 	}
 	line := strings.Join(args, " ")
 	order := []string{"--cap-drop ALL", "--ro-bind /usr /usr", "--tmpfs /tmp", "--tmpfs " + work, "--tmpfs " + home, "--ro-bind " + tool + " " + tool,
-		"--bind " + tree + " " + tree, "--ro-bind /dev/null " + tree + "/.git", "--remount-ro " + work, "--remount-ro " + home, "--chdir " + tree + " -- " + strings.Join(append(closeUserNSArgs(os.Geteuid()), "true"), " ")}
+		"--bind " + tree + " " + tree, "--ro-bind /dev/null " + tree + "/.git", "--remount-ro " + work, "--remount-ro " + home, "--chdir " + tree + " -- " + strings.Join(append(sandboxShellArgs(os.Geteuid(), true), "true"), " ")}
 	at := 0
 	for _, o := range order {
 		i := strings.Index(line[at:], o)

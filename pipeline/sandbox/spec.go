@@ -147,38 +147,58 @@ func (s Spec) Command(ctx context.Context, argv []string) (*exec.Cmd, error) {
 		cmd.Env = []string{} // nil would inherit the daemon's environment
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var ns *userNS
 	if s.Mode.orDefault() == ModeBwrap && os.Geteuid() == 0 {
-		if err := s.asUser(ctx, cmd); err != nil {
+		if ns, err = s.asUser(ctx, cmd); err != nil {
 			return nil, err
 		}
 	} else if s.Mode.orDefault() == ModeBwrap {
-		ns, err := newUserNamespace(ctx, Identity{UID: os.Geteuid(), GID: os.Getegid()})
-		if err != nil {
+		if ns, err = newUserNamespace(ctx, Identity{UID: os.Geteuid(), GID: os.Getegid()}, s.Limits.PtyCount()); err != nil {
 			return nil, err
 		}
-		cmd.ExtraFiles = []*os.File{ns}
+		cmd.ExtraFiles = []*os.File{ns.file}
 	}
 	if s.Mode.orDefault() == ModeBwrap {
+		fail := func(err error, more ...*os.File) (*exec.Cmd, error) {
+			ns.close()
+			closeAll(append(cmd.ExtraFiles, more...))
+			return nil, err
+		}
 		filter, err := seccompFile(ShmSegmentCap(os.Geteuid(), s.Limits.MemoryBytes()))
 		if err != nil {
-			closeAll(cmd.ExtraFiles)
-			return nil, err
+			return fail(err)
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, filter)
 		infoR, infoW, blockR, blockW, err := limitPipes()
 		if err != nil {
-			closeAll(cmd.ExtraFiles)
-			return nil, err
+			return fail(err)
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+		st := &starter{cmd: cmd, limits: s.Limits, info: infoR, block: blockW}
 		euid := os.Geteuid()
 		fd := func(f *os.File) int { return 3 + slices.Index(cmd.ExtraFiles, f) } // ExtraFiles start at 3
-		if fd(filter) != seccompFD(euid) || fd(infoW) != infoFD(euid) || fd(blockR) != blockFD(euid) {
-			closeAll(append(cmd.ExtraFiles, infoR, blockW))
-			return nil, fmt.Errorf("sandbox: bwrap's descriptors would be seccomp %d, info %d, block %d; it is told %d, %d, %d",
-				fd(filter), fd(infoW), fd(blockR), seccompFD(euid), infoFD(euid), blockFD(euid))
+		if s.Limits.PtyCount() > 0 {
+			readyR, readyW, err := os.Pipe()
+			if err != nil {
+				return fail(fmt.Errorf("sandbox: pipe for the sandbox's shell: %w", err), infoR, blockW)
+			}
+			goR, goW, err := os.Pipe()
+			if err != nil {
+				return fail(fmt.Errorf("sandbox: pipe for the sandbox's shell: %w", err), infoR, blockW, readyR, readyW)
+			}
+			cmd.ExtraFiles = append(cmd.ExtraFiles, readyW, goR)
+			st.ptys = &ptyHandover{ns: ns, ready: readyR, goW: goW}
+			if fd(readyW) != readyFD(euid) || fd(goR) != goFD(euid) {
+				return fail(fmt.Errorf("sandbox: the sandbox's shell's descriptors would be %d and %d; it is told %d and %d",
+					fd(readyW), fd(goR), readyFD(euid), goFD(euid)), infoR, blockW, readyR, goW)
+			}
 		}
-		cmd.Stdin = &starter{cmd: cmd, limits: s.Limits, handed: slices.Clone(cmd.ExtraFiles), info: infoR, block: blockW}
+		if fd(filter) != seccompFD(euid) || fd(infoW) != infoFD(euid) || fd(blockR) != blockFD(euid) {
+			return fail(fmt.Errorf("sandbox: bwrap's descriptors would be seccomp %d, info %d, block %d; it is told %d, %d, %d",
+				fd(filter), fd(infoW), fd(blockR), seccompFD(euid), infoFD(euid), blockFD(euid)), infoR, blockW)
+		}
+		st.handed = slices.Clone(cmd.ExtraFiles)
+		cmd.Stdin = st
 	}
 	if s.Mode.orDefault() == ModeNone {
 		cmd.Dir = s.Dir
@@ -245,7 +265,7 @@ func (s Spec) Args(argv []string) ([]string, error) {
 	// The root bwrap builds is a tmpfs: read-only, so nothing can be stored outside the
 	// size-limited places.
 	args = append(args, "--remount-ro", "/", "--chdir", s.Dir, "--")
-	args = append(args, closeUserNSArgs(os.Geteuid())...)
+	args = append(args, sandboxShellArgs(os.Geteuid(), s.Limits.PtyCount() > 0)...)
 	return append(args, argv...), nil
 }
 
