@@ -145,6 +145,16 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"src/typing_extensions.py": "def f():\n    return 1\n", "src/_helper.py": "X = 2\n",
 				"src/test_typing_extensions.py": "import unittest\n\nimport typing_extensions\nfrom _helper import X\n\n\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(typing_extensions.f() + X, 3)\n"},
 			Check{Name: "tests", Kind: KindUnittest, Command: []string{"/usr/bin/python3", "-m", "unittest", "discover"}}, "", nil, nil, "", 0},
+		// texttable: pytest functions in a root tests.py, no pytest configuration; tox.ini runs
+		// `pytest tests.py`. unittest finds nothing there either.
+		{"a root tests.py of pytest functions that python_files does not match",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "tests.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\nclass TestMore:\n    def test_zero(self):\n        assert double(0) == 0\n",
+				"tox.ini": "[testenv]\ncommands = pytest --cov=calc tests.py\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "python_files=test_*.py *_test.py tests.py"}, nil, "the tests are in tests.py, which python_files (test_*.py *_test.py) does not match", 2},
+		{"a tests.py of pytest functions in testpaths, beside python_files of the configuration",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "setup.cfg": "[tool:pytest]\ntestpaths = checks\npython_files = check_*.py\n",
+				"checks/tests.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "python_files=check_*.py tests.py"}, nil, "checks/tests.py", 1},
 		{"a healthy repository", map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
 		{"a dependency that is not installed (not the project's)",
@@ -416,6 +426,28 @@ func TestDiscoverOptionsUnderCondition(t *testing.T) {
 		if d.UnittestStart != tt.start || !d.IsTestFile("src/test_typing_extensions.py") || d.IsTestPath("src/typing_extensions.py") {
 			t.Errorf("%s: start %q, test module %v, code a test path %v; want start %q, a test module, code not a test path (%s)", tt.name,
 				d.UnittestStart, d.IsTestFile("src/test_typing_extensions.py"), d.IsTestPath("src/typing_extensions.py"), tt.start, d.Describe())
+		}
+	}
+}
+
+// The -o python_files= of a Condition (a root tests.py) reaches discovery, so test selection
+// and the evidence step take tests.py for a test module, not for code under test.
+func TestDiscoverOptionsUnderPytestCondition(t *testing.T) {
+	dir := writeTree(t, map[string]string{"texttable.py": "", "tests.py": "def test_x():\n    pass\n"})
+	check := Check{Name: "tests", Kind: KindPytest}
+	cond := &Condition{Args: []string{"-o", "python_files=test_*.py *_test.py tests.py"}}
+	for _, tt := range []struct {
+		name  string
+		check Check
+		test  bool
+	}{
+		{"as configured", check, false},
+		{"under the condition", check.With(cond), true},
+	} {
+		d := discover.FromDir(dir, DiscoverOptions([]Check{tt.check}))
+		if d.IsTestFile("tests.py") != tt.test || d.IsTestPath("texttable.py") {
+			t.Errorf("%s: tests.py a test module %v, texttable.py a test path %v; want %v, false (%s)", tt.name,
+				d.IsTestFile("tests.py"), d.IsTestPath("texttable.py"), tt.test, d.Describe())
 		}
 	}
 }
