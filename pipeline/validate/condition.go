@@ -224,6 +224,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := generatedVersion(dir, c, r); ok {
 		return cond, true
 	}
+	if cond, ok := generatedMetadata(dir, c, r); ok {
+		return cond, true
+	}
 	if cond, ok := unittestStart(dir, c, r); ok {
 		return cond, true
 	}

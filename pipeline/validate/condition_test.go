@@ -509,3 +509,65 @@ func TestAdaptNotesUnknownMarkFailures(t *testing.T) {
 		})
 	}
 }
+
+// A project whose code reads its version from its installed metadata (click's __version__,
+// `version("calc")` in a package's __init__.py) in a checkout the checks import from src/
+// without installing it: importlib.metadata raises PackageNotFoundError and every test
+// errors at the base. A one-file egg-info of the project's name is written beside the package
+// for each check and removed after it; a distribution that is not the repository's own (a
+// missing dependency's) is left as it is (the negative control).
+func TestAdaptGeneratedMetadata(t *testing.T) {
+	requirePytest(t)
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute}
+	for _, tt := range []struct {
+		name, dist string
+		want       string // the egg-info written, "" for none
+	}{
+		{"the repository's own package", "calc", "src/calc-0.0.0+ticketd.egg-info"},
+		{"a dependency nobody installed", "ticketd-absent-dist", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, map[string]string{
+				"pyproject.toml":       "[project]\nname = \"calc\"\ndynamic = [\"version\"]\n",
+				"src/calc/__init__.py": "from importlib.metadata import version\n\n__version__ = version(\"" + tt.dist + "\")\n\n\ndef double(x):\n    return 2 * x\n",
+				"tests/test_calc.py":   "import calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert calc.__version__\n",
+			})
+			r := &Runner{Sandbox: testSandbox(t)}
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{check})
+			if base[0].Tests <= 0 || base[0].Errored != base[0].Tests || !strings.Contains(base[0].Output+findingText(base[0]), "PackageNotFoundError") {
+				t.Fatalf("the base run did not error on the missing metadata (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+			}
+			got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+			if tt.want == "" {
+				if got.Condition != nil {
+					t.Fatalf("condition %+v for another distribution's metadata", got.Condition)
+				}
+				return
+			}
+			if got.Condition == nil || len(got.Condition.Files) != 1 || got.Condition.Files[0].Path != tt.want {
+				t.Fatalf("condition %+v, want the metadata file %s; result %s\n%s", got.Condition, tt.want, got.Summary, got.Output)
+			}
+			if !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), tt.want+" written for the checks") {
+				t.Errorf("adapted run: passed %v, %d tests (%s), notes %q; want 2 passed with a note\n%s", got.Passed, got.Tests, got.Summary, got.Notes, got.Output)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(tt.want))); err == nil {
+				t.Error("the metadata file is left in the worktree after the check")
+			}
+			again := r.Run(context.Background(), dir, Conditioned([]Check{check}, []Result{got}))[0]
+			if !again.Passed || again.Tests != 2 {
+				t.Errorf("conditioned run: passed %v, %d tests (%s)\n%s", again.Passed, again.Tests, again.Summary, again.Output)
+			}
+		})
+	}
+}
+
+// findingText is every finding's message of r, one a line.
+func findingText(r Result) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		b.WriteString(f.Message + "\n")
+	}
+	return b.String()
+}
