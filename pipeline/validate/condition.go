@@ -185,7 +185,9 @@ func checkByName(checks []Check, name string) (Check, bool) {
 // ran none, or as many with fewer errors, or more tests that did not error. The errors may
 // grow with the tests: platformdirs' 7 test modules all fail to import its generated version
 // file, and once it is written, 670 of the 987 tests they hold error on pytest-mock's fixture
-// (not installed) while 295 pass and gate.
+// (not installed) while 295 pass and gate. The same tests with the same errors and fewer
+// failures are healthier too: wcwidth's test_package_version fails (not errors) on the
+// metadata of the uninstalled package, and passes once it is written.
 func healthier(b, a Result) bool {
 	switch {
 	case b.NotStarted || b.TimedOut || b.Tests <= 0:
@@ -194,8 +196,21 @@ func healthier(b, a Result) bool {
 		return true
 	case b.Errored < a.Errored:
 		return b.Tests >= a.Tests-a.Errored
+	case b.Tests == a.Tests && b.Errored == a.Errored:
+		return countFailed(b) < countFailed(a)
 	}
 	return b.Tests-b.Errored > a.Tests-a.Errored
+}
+
+// countFailed is the number of r's tests that failed (not errored).
+func countFailed(r Result) int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o == OutcomeFailed {
+			n++
+		}
+	}
+	return n
 }
 
 // nextCondition finds the condition that would work around r's failure, if any.
