@@ -525,7 +525,7 @@ func TestAdaptGeneratedMetadata(t *testing.T) {
 	}{
 		{"the repository's own package", "calc", "src/calc-0.0.0+ticketd.egg-info"},
 		// wcwidth: only a test reads the metadata, and fails (not errors) on it.
-		{"the repository's own package, read by a test", "", "src/calc-0.0.0+ticketd.egg-info"},
+		{"the repository's own package, read by a test", "", "src/calc-1.2.egg-info"},
 		{"a dependency nobody installed", "ticketd-absent-dist", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -536,8 +536,10 @@ func TestAdaptGeneratedMetadata(t *testing.T) {
 				"tests/test_calc.py":   "import calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert calc.__version__\n",
 			}
 			if tt.dist == "" {
-				files["src/calc/__init__.py"] = "def double(x):\n    return 2 * x\n"
-				files["tests/test_calc.py"] = "import importlib.metadata\n\nimport calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert importlib.metadata.version(\"calc\")\n"
+				// The metadata's version is pyproject's static one, which __version__ repeats.
+				files["pyproject.toml"] = "[project]\nname = \"calc\"\nversion = \"1.2\"  # also in calc/__init__.py\n\n[tool.x]\nversion = \"9\"\n"
+				files["src/calc/__init__.py"] = "__version__ = \"1.2\"\n\n\ndef double(x):\n    return 2 * x\n"
+				files["tests/test_calc.py"] = "import importlib.metadata\n\nimport calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert importlib.metadata.version(\"calc\") == calc.__version__\n"
 			}
 			dir := writeTree(t, files)
 			r := &Runner{Sandbox: testSandbox(t)}

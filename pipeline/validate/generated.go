@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -62,7 +63,34 @@ var noMetadata = regexp.MustCompile(`PackageNotFoundError: No package metadata w
 
 // metadataFileContent is an egg-info file's metadata (importlib.metadata reads a file named
 // NAME-VERSION.egg-info as the distribution's PKG-INFO), with a version that says it is none.
-const metadataFileContent = "Metadata-Version: 2.1\nName: %s\nVersion: 0.0.0+ticketd\nSummary: written by ticketd for its checks: the project is not installed; removed after each check\n"
+const metadataFileContent = "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: written by ticketd for its checks: the project is not installed; removed after each check\n"
+
+// noVersion is the version a generated metadata file gives when the project states none.
+const noVersion = "0.0.0+ticketd"
+
+// projectVersion is the static version of pyproject.toml's [project] table (wcwidth's tests
+// compare __version__ with the metadata's), "" when it has none (a dynamic one).
+func projectVersion(dir string) string {
+	data, err := sandbox.ReadReport(filepath.Join(dir, "pyproject.toml"), 1<<20)
+	if err != nil {
+		return ""
+	}
+	inProject := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			inProject = line == "[project]"
+			continue
+		}
+		if m := staticVersion.FindStringSubmatch(line); inProject && m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// staticVersion is a `version = "1.2.3"` line; the value is kept to what a version holds.
+var staticVersion = regexp.MustCompile(`^version\s*=\s*["']([A-Za-z0-9.+!_-]{1,64})["']`)
 
 // generatedMetadata works around tests that fail with importlib.metadata's
 // PackageNotFoundError for the project's own distribution: its code or tests read their
@@ -88,13 +116,14 @@ func generatedMetadata(dir string, c Check, r Result) (Condition, bool) {
 				if !importable(filepath.Join(dir, folder), pkg) && !importable(filepath.Join(dir, folder), strings.ToLower(pkg)) {
 					continue
 				}
-				p := path.Join(folder, dist+"-0.0.0+ticketd.egg-info")
+				version := cmp.Or(projectVersion(dir), noVersion)
+				p := path.Join(folder, dist+"-"+version+".egg-info")
 				if hasGenerated(c.Generated, p) {
 					return Condition{}, false
 				}
-				return Condition{Files: []GeneratedFile{{Path: p, Content: fmt.Sprintf(metadataFileContent, dist)}}, Notes: []string{fmt.Sprintf(
-					"%s written for the checks (version 0.0.0+ticketd): the base run failed with PackageNotFoundError for %s, the repository's own package, which the checks import from %s without installing it; it is removed after each check and never committed (install the project into the checks' environment, a repos.<name>.setup recipe, for its real metadata)",
-					p, dist, folderName(folder))}}, true
+				return Condition{Files: []GeneratedFile{{Path: p, Content: fmt.Sprintf(metadataFileContent, dist, version)}}, Notes: []string{fmt.Sprintf(
+					"%s written for the checks (version %s): the base run failed with PackageNotFoundError for %s, the repository's own package, which the checks import from %s without installing it; it is removed after each check and never committed (install the project into the checks' environment, a repos.<name>.setup recipe, for its real metadata)",
+					p, version, dist, folderName(folder))}}, true
 			}
 		}
 	}
