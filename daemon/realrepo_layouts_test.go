@@ -112,6 +112,42 @@ func lintRepo(t *testing.T, root string) realRepo {
 	return r
 }
 
+// tablerRepo: pytest functions in a root tests.py and no pytest configuration; the project
+// runs `pytest tests.py` (texttable's tox.ini), so a bare pytest collects nothing there and
+// unittest finds no TestCase.
+func tablerRepo(t *testing.T, root string) realRepo {
+	t.Helper()
+	r := realRepo{name: "tabler", path: filepath.Join(root, "tabler"), title: "Integer cells are truncated instead of rounded"}
+	writeRepo(t, r.path, map[string]string{
+		"tox.ini":   "[testenv]\ndeps = pytest-cov\ncommands = pytest --cov=tabler tests.py\n",
+		"tabler.py": "def fmt_int(x):\n    return str(int(float(x)))\n",
+		"tests.py":  "from tabler import fmt_int\n\n\ndef test_int():\n    assert fmt_int(3) == \"3\"\n",
+	})
+	r.patch = fixPatch(t, r.path, map[string][2]string{
+		"tabler.py": {"    return str(int(float(x)))\n", "    return str(int(round(float(x))))\n"},
+		"tests.py":  {"def test_int():\n", "def test_rounds():\n    assert fmt_int(2.7) == \"3\"\n\n\ndef test_int():\n"},
+	})
+	return r
+}
+
+// stampRepo: a src/ package nobody installed whose version comes from its metadata
+// (click's __version__): the test of it errors with PackageNotFoundError at the base.
+func stampRepo(t *testing.T, root string) realRepo {
+	t.Helper()
+	r := realRepo{name: "stamp", path: filepath.Join(root, "stamp"), title: "Stamps of single-digit days lack the leading zero"}
+	writeRepo(t, r.path, map[string]string{
+		"pyproject.toml":        "[project]\nname = \"stamp\"\ndynamic = [\"version\"]\n",
+		"src/stamp/__init__.py": "from importlib.metadata import version\n\n\ndef stamp(day):\n    return \"d%d\" % day\n\n\ndef banner():\n    return \"stamp \" + version(\"stamp\")\n",
+		"tests/test_stamp.py":   "from stamp import stamp\n\n\ndef test_stamp():\n    assert stamp(12) == \"d12\"\n",
+		"tests/test_banner.py":  "from stamp import banner\n\n\ndef test_banner():\n    assert banner().startswith(\"stamp \")\n",
+	})
+	r.patch = fixPatch(t, r.path, map[string][2]string{
+		"src/stamp/__init__.py": {`    return "d%d" % day`, `    return "d%02d" % day`},
+		"tests/test_stamp.py":   {"def test_stamp():\n", "def test_single_digit():\n    assert stamp(3) == \"d03\"\n\n\ndef test_stamp():\n"},
+	})
+	return r
+}
+
 func TestRealRepositoryLayouts(t *testing.T) {
 	t.Parallel() // a night of its own: repositories, store, model server, clock
 	realNight(t)
@@ -121,11 +157,12 @@ func TestRealRepositoryLayouts(t *testing.T) {
 	}
 	root := t.TempDir()
 	kv, mean, tomlet, geom, lint := kvstoreRepo(t, root), meanRepo(t, root), tomletRepo(t, root), geomRepo(t, root, pytest[0]), lintRepo(t, root)
+	tabler, stamp := tablerRepo(t, root), stampRepo(t, root)
 	var cases []scriptedmodel.Case
-	for _, r := range []realRepo{kv, mean, tomlet, geom, lint} {
+	for _, r := range []realRepo{kv, mean, tomlet, geom, lint, tabler, stamp} {
 		cases = append(cases, scriptedmodel.Case{Match: r.title, Patch: r.patch})
 	}
-	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom, lint), 0)
+	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom, lint, tabler, stamp), 0)
 
 	for _, tc := range []struct {
 		r       realRepo
@@ -145,6 +182,12 @@ func TestRealRepositoryLayouts(t *testing.T) {
 			[]string{"Target tests (they pass): geom/test/test_shapes.py::test_perimeter", "failing at the base too: tests: geom/test/test_plot.py"}},
 		{lint, "test_slug.py::test_several_spaces", nil, []string{"-o", "addopts="}, "names options of plugins this interpreter lacks (--flake8 --black)",
 			[]string{"Evidence that the change fixes the bug", "tests: test_slug.py::test_several_spaces"}},
+		// tests.py is the tests: its new test is the evidence, its edit a test change.
+		{tabler, "tests.py::test_rounds", nil, nil, `the check runs with -o "python_files=test_*.py *_test.py tests.py"`,
+			[]string{"New tests that failed at the base commit and ran and passed with the change: tests: tests.py::test_rounds", "Edited test files of the base commit (never evidence; their base versions ran): tests.py"}},
+		// The banner test runs (and passes) instead of erroring as an unrelated base failure.
+		{stamp, "tests/test_stamp.py::test_single_digit", []string{"PYTHONPATH=src"}, nil, "src/stamp-0.0.0+ticketd.egg-info written for the checks",
+			[]string{"tests: tests/test_stamp.py::test_single_digit", "0 already at the base and unrelated still failing"}},
 	} {
 		tk := ticketByRepo(t, n.store, tc.r.name)
 		all, ok := submits(t, n.store, tk.ID)

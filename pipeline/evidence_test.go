@@ -337,3 +337,36 @@ func TestEvidenceDoctestOnlyRegressionRefusedOnce(t *testing.T) {
 		}
 	}
 }
+
+// dataCaseFix fixes double and adds its regression test as a case in the data file a test
+// module turns into parametrized tests, as jmespath adds cases to tests/compliance/*.json.
+const dataCaseFix = fixPatch + `diff --git a/tests/cases.json b/tests/cases.json
+--- a/tests/cases.json
++++ b/tests/cases.json
+@@ -1 +1 @@
+-[["half", 4, 2]]
++[["half", 4, 2], ["double", 2, 4]]
+`
+
+// A regression test written as a case more in the tests' data file is the change's new test:
+// the test module that read the file at the base runs as the change left the data, and its
+// new case, failing at the base commit's code, is the evidence. The gate still judges the
+// data in its base version (the edited file is listed, never evidence by itself).
+func TestEvidenceNewCaseInTestData(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: dataCaseFix}, map[string]string{
+		"calc.py":           buggy + "\n\ndef half(x):\n    return x // 2\n",
+		"test_calc.py":      "from calc import half\n\n\ndef test_half():\n    assert half(2) == 1\n",
+		"tests/__init__.py": "",
+		"tests/cases.json":  "[[\"half\", 4, 2]]\n",
+		"tests/test_cases.py": "import json\nimport os\n\nimport pytest\n\nimport calc\n\nwith open(os.path.join(os.path.dirname(__file__), \"cases.json\")) as f:\n    CASES = json.load(f)\n\n\n" +
+			"@pytest.mark.parametrize(\"name, x, expected\", CASES)\ndef test_case(name, x, expected):\n    assert getattr(calc, name)(x) == expected\n",
+	})
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s); want fixed by the new data case\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if out.Evidence == nil || !slices.Contains(out.Evidence.NewTests, "tests: tests/test_cases.py::test_case[double-2-4]") {
+		t.Errorf("evidence %+v; want the new case tests/test_cases.py::test_case[double-2-4]", out.Evidence)
+	}
+}

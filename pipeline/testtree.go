@@ -129,12 +129,38 @@ func (t *testTree) testPaths(changed []string) []string {
 
 // changedTestModules are the changed paths that are test modules (as the repository's test
 // runners find them, see tests) and exist now.
+//
+// A test module that read a changed data file of the tests at the base commit
+// (validate.Result.Reads) counts too: jmespath's regression tests are cases added to
+// tests/compliance/*.json, which tests/test_compliance.py turns into parametrized tests. Run
+// as the change left the data, its new cases are the change's new tests (they must fail at
+// the base commit's code to be evidence); the gate still judges the data in its base version.
 func (t *testTree) changedTestModules(changed []string) []string {
 	var out []string
+	add := func(p string) {
+		if slices.Contains(out, p) || hasGitElement(p) {
+			return
+		}
+		if fi, err := os.Lstat(t.dir + "/" + p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	data := map[string]bool{}
 	for _, p := range changed {
-		if t.tests().IsTestFile(p) && !hasGitElement(p) {
-			if fi, err := os.Lstat(t.dir + "/" + p); err == nil && fi.Mode().IsRegular() {
-				out = append(out, p)
+		switch {
+		case t.tests().IsTestFile(p):
+			add(p)
+		case !strings.HasSuffix(p, ".py") && t.isTestPath(p) && !isInfraPath(p):
+			data[p] = true
+		}
+	}
+	if len(data) == 0 {
+		return out
+	}
+	for _, r := range t.baseline {
+		for _, rd := range r.Reads {
+			if data[rd.File] && t.tests().IsTestFile(rd.By) {
+				add(rd.By)
 			}
 		}
 	}

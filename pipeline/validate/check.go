@@ -244,7 +244,17 @@ func DiscoverOptions(checks []Check) discover.Options {
 	for _, c := range checks {
 		switch c.Kind {
 		case KindPytest:
-			o.Pytest = append(o.Pytest, c.Command)
+			argv := c.Command
+			if len(c.ExtraArgs) > 0 {
+				// A Condition's options (-o python_files=... for a tests.py) after the
+				// kind's default command: discovery reads the -o overrides among them.
+				argv = slices.Clone(c.Command)
+				if len(argv) == 0 {
+					argv = []string{"python3", "-m", "pytest"}
+				}
+				argv = append(argv, c.ExtraArgs...)
+			}
+			o.Pytest = append(o.Pytest, argv)
 			o.PytestVersion = cmp.Or(o.PytestVersion, c.PytestVersion)
 		case KindUnittest:
 			argv := c.Command

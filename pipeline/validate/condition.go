@@ -185,7 +185,9 @@ func checkByName(checks []Check, name string) (Check, bool) {
 // ran none, or as many with fewer errors, or more tests that did not error. The errors may
 // grow with the tests: platformdirs' 7 test modules all fail to import its generated version
 // file, and once it is written, 670 of the 987 tests they hold error on pytest-mock's fixture
-// (not installed) while 295 pass and gate.
+// (not installed) while 295 pass and gate. The same tests with the same errors and fewer
+// failures are healthier too: wcwidth's test_package_version fails (not errors) on the
+// metadata of the uninstalled package, and passes once it is written.
 func healthier(b, a Result) bool {
 	switch {
 	case b.NotStarted || b.TimedOut || b.Tests <= 0:
@@ -194,8 +196,21 @@ func healthier(b, a Result) bool {
 		return true
 	case b.Errored < a.Errored:
 		return b.Tests >= a.Tests-a.Errored
+	case b.Tests == a.Tests && b.Errored == a.Errored:
+		return countFailed(b) < countFailed(a)
 	}
 	return b.Tests-b.Errored > a.Tests-a.Errored
+}
+
+// countFailed is the number of r's tests that failed (not errored).
+func countFailed(r Result) int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o == OutcomeFailed {
+			n++
+		}
+	}
+	return n
 }
 
 // nextCondition finds the condition that would work around r's failure, if any.
@@ -224,7 +239,13 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := generatedVersion(dir, c, r); ok {
 		return cond, true
 	}
+	if cond, ok := generatedMetadata(dir, c, r); ok {
+		return cond, true
+	}
 	if cond, ok := unittestStart(dir, c, r); ok {
+		return cond, true
+	}
+	if cond, ok := unmatchedTestModules(dir, c, r, tests); ok {
 		return cond, true
 	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
@@ -841,4 +862,66 @@ func hasTestModule(folder string) bool {
 		}
 	}
 	return false
+}
+
+// unmatchedModuleNames are the test modules projects name so that pytest's python_files
+// (test_*.py, *_test.py, by default) does not match them: texttable keeps its pytest
+// functions in a root tests.py and names it on the command line (tox.ini: `pytest
+// tests.py`).
+var unmatchedModuleNames = []string{"tests.py", "test.py"}
+
+// pytestStyleTest finds a test function or Test class at the top of a module: what pytest
+// collects once python_files matches it.
+var pytestStyleTest = regexp.MustCompile(`(?m)^(?:async\s+)?def\s+test\w*\s*\(|^class\s+Test\w*\s*[(:]`)
+
+// unittestStyle finds a unittest TestCase in a module, which the unittest fallback runs.
+var unittestStyle = regexp.MustCompile(`\bTestCase\b`)
+
+// unmatchedTestModules works around a pytest check of the default command that collected no
+// test at the base commit because the tests are in a tests.py or test.py (at the root or in
+// testpaths) that python_files does not match, written for pytest (test functions, no
+// unittest TestCase, which the unittest fallback runs as before). The check runs with
+// -o python_files= the configuration's patterns and those modules' names, which collects
+// them as the project's own command (`pytest tests.py`) does, and lets test selection and
+// the evidence step know them as tests (DiscoverOptions reads the condition's -o).
+func unmatchedTestModules(dir string, c Check, r Result, tests *discover.Tests) (Condition, bool) {
+	if c.Kind != KindPytest || len(c.Command) > 0 || r.Tests != 0 || !r.Passed || tests == nil {
+		return Condition{}, false
+	}
+	for _, a := range c.ExtraArgs {
+		if strings.HasPrefix(a, "python_files=") {
+			return Condition{}, false
+		}
+	}
+	folders := []string{"."}
+	for _, p := range tests.Paths {
+		if p != "." && !slices.Contains(folders, p) {
+			folders = append(folders, p)
+		}
+	}
+	var found, names []string
+	for _, folder := range folders {
+		for _, name := range unmatchedModuleNames {
+			rel := path.Join(folder, name)
+			if tests.IsTestFile(rel) {
+				continue
+			}
+			data := readRegular(filepath.Join(dir, filepath.FromSlash(rel)), 1<<20)
+			if !pytestStyleTest.Match(data) || unittestStyle.Match(data) {
+				continue
+			}
+			found = append(found, rel)
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return Condition{}, false
+	}
+	files := append(slices.Clone(tests.Files), names...)
+	value := "python_files=" + strings.Join(files, " ")
+	return Condition{Args: []string{"-o", value}, Notes: []string{fmt.Sprintf(
+		"pytest collected no test at the base commit: the tests are in %s, which python_files (%s) does not match; the check runs with -o \"%s\", as a command naming the file does (set python_files in the pytest configuration, or command: on the check, to say so)",
+		strings.Join(found, ", "), strings.Join(tests.Files, " "), value)}}, true
 }

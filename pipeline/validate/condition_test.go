@@ -145,6 +145,16 @@ func TestAdapt(t *testing.T) {
 			map[string]string{"src/typing_extensions.py": "def f():\n    return 1\n", "src/_helper.py": "X = 2\n",
 				"src/test_typing_extensions.py": "import unittest\n\nimport typing_extensions\nfrom _helper import X\n\n\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(typing_extensions.f() + X, 3)\n"},
 			Check{Name: "tests", Kind: KindUnittest, Command: []string{"/usr/bin/python3", "-m", "unittest", "discover"}}, "", nil, nil, "", 0},
+		// texttable: pytest functions in a root tests.py, no pytest configuration; tox.ini runs
+		// `pytest tests.py`. unittest finds nothing there either.
+		{"a root tests.py of pytest functions that python_files does not match",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "tests.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\nclass TestMore:\n    def test_zero(self):\n        assert double(0) == 0\n",
+				"tox.ini": "[testenv]\ncommands = pytest --cov=calc tests.py\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "python_files=test_*.py *_test.py tests.py"}, nil, "the tests are in tests.py, which python_files (test_*.py *_test.py) does not match", 2},
+		{"a tests.py of pytest functions in testpaths, beside python_files of the configuration",
+			map[string]string{"calc.py": "def double(x):\n    return 2 * x\n", "setup.cfg": "[tool:pytest]\ntestpaths = checks\npython_files = check_*.py\n",
+				"checks/tests.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"},
+			Check{Name: "tests", Kind: KindPytest}, "", []string{"-o", "python_files=check_*.py tests.py"}, nil, "checks/tests.py", 1},
 		{"a healthy repository", map[string]string{"test_calc.py": "def test_one():\n    assert True\n"},
 			Check{Name: "tests", Kind: KindPytest}, "", nil, nil, "", 1},
 		{"a dependency that is not installed (not the project's)",
@@ -420,6 +430,28 @@ func TestDiscoverOptionsUnderCondition(t *testing.T) {
 	}
 }
 
+// The -o python_files= of a Condition (a root tests.py) reaches discovery, so test selection
+// and the evidence step take tests.py for a test module, not for code under test.
+func TestDiscoverOptionsUnderPytestCondition(t *testing.T) {
+	dir := writeTree(t, map[string]string{"texttable.py": "", "tests.py": "def test_x():\n    pass\n"})
+	check := Check{Name: "tests", Kind: KindPytest}
+	cond := &Condition{Args: []string{"-o", "python_files=test_*.py *_test.py tests.py"}}
+	for _, tt := range []struct {
+		name  string
+		check Check
+		test  bool
+	}{
+		{"as configured", check, false},
+		{"under the condition", check.With(cond), true},
+	} {
+		d := discover.FromDir(dir, DiscoverOptions([]Check{tt.check}))
+		if d.IsTestFile("tests.py") != tt.test || d.IsTestPath("texttable.py") {
+			t.Errorf("%s: tests.py a test module %v, texttable.py a test path %v; want %v, false (%s)", tt.name,
+				d.IsTestFile("tests.py"), d.IsTestPath("texttable.py"), tt.test, d.Describe())
+		}
+	}
+}
+
 // pydash: tests marked with pytest-mypy-testing's mypy_testing fail at the base without the
 // plugin (as plain tests, or not collected under --strict-markers or -W error); the
 // baseline says why, naming the mark and the modules. A test that fails for its own reason
@@ -476,4 +508,75 @@ func TestAdaptNotesUnknownMarkFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A project whose code reads its version from its installed metadata (click's __version__,
+// `version("calc")` in a package's __init__.py) in a checkout the checks import from src/
+// without installing it: importlib.metadata raises PackageNotFoundError and every test
+// errors at the base. A one-file egg-info of the project's name is written beside the package
+// for each check and removed after it; a distribution that is not the repository's own (a
+// missing dependency's) is left as it is (the negative control).
+func TestAdaptGeneratedMetadata(t *testing.T) {
+	requirePytest(t)
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute}
+	for _, tt := range []struct {
+		name, dist string
+		want       string // the egg-info written, "" for none
+	}{
+		{"the repository's own package", "calc", "src/calc-0.0.0+ticketd.egg-info"},
+		// wcwidth: only a test reads the metadata, and fails (not errors) on it.
+		{"the repository's own package, read by a test", "", "src/calc-1.2.egg-info"},
+		{"a dependency nobody installed", "ticketd-absent-dist", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{
+				"pyproject.toml":       "[project]\nname = \"calc\"\ndynamic = [\"version\"]\n",
+				"src/calc/__init__.py": "from importlib.metadata import version\n\n__version__ = version(\"" + tt.dist + "\")\n\n\ndef double(x):\n    return 2 * x\n",
+				"tests/test_calc.py":   "import calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert calc.__version__\n",
+			}
+			if tt.dist == "" {
+				// The metadata's version is pyproject's static one, which __version__ repeats.
+				files["pyproject.toml"] = "[project]\nname = \"calc\"\nversion = \"1.2\"  # also in calc/__init__.py\n\n[tool.x]\nversion = \"9\"\n"
+				files["src/calc/__init__.py"] = "__version__ = \"1.2\"\n\n\ndef double(x):\n    return 2 * x\n"
+				files["tests/test_calc.py"] = "import importlib.metadata\n\nimport calc\n\n\ndef test_double():\n    assert calc.double(2) == 4\n\n\ndef test_version():\n    assert importlib.metadata.version(\"calc\") == calc.__version__\n"
+			}
+			dir := writeTree(t, files)
+			r := &Runner{Sandbox: testSandbox(t)}
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{check})
+			if base[0].Tests <= 0 || base[0].Passed || !strings.Contains(base[0].Output+findingText(base[0]), "PackageNotFoundError") {
+				t.Fatalf("the base run did not error on the missing metadata (%s): the premise does not hold\n%s", base[0].Summary, base[0].Output)
+			}
+			got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+			if tt.want == "" {
+				if got.Condition != nil {
+					t.Fatalf("condition %+v for another distribution's metadata", got.Condition)
+				}
+				return
+			}
+			if got.Condition == nil || len(got.Condition.Files) != 1 || got.Condition.Files[0].Path != tt.want {
+				t.Fatalf("condition %+v, want the metadata file %s; result %s\n%s", got.Condition, tt.want, got.Summary, got.Output)
+			}
+			if !got.Passed || got.Tests != 2 || !strings.Contains(strings.Join(got.Notes, "\n"), tt.want+" written for the checks") {
+				t.Errorf("adapted run: passed %v, %d tests (%s), notes %q; want 2 passed with a note\n%s", got.Passed, got.Tests, got.Summary, got.Notes, got.Output)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(tt.want))); err == nil {
+				t.Error("the metadata file is left in the worktree after the check")
+			}
+			again := r.Run(context.Background(), dir, Conditioned([]Check{check}, []Result{got}))[0]
+			if !again.Passed || again.Tests != 2 {
+				t.Errorf("conditioned run: passed %v, %d tests (%s)\n%s", again.Passed, again.Tests, again.Summary, again.Output)
+			}
+		})
+	}
+}
+
+// findingText is every finding's message of r, one a line.
+func findingText(r Result) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		b.WriteString(f.Message + "\n")
+	}
+	return b.String()
 }

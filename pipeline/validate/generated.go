@@ -1,12 +1,14 @@
 package validate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -53,6 +55,87 @@ func generatedVersion(dir string, c Check, r Result) (Condition, bool) {
 			p, mod, config)}}, true
 	}
 	return Condition{}, false
+}
+
+// noMetadata is what importlib.metadata raises for a distribution nothing installed:
+// "importlib.metadata.PackageNotFoundError: No package metadata was found for click".
+var noMetadata = regexp.MustCompile(`PackageNotFoundError: No package metadata was found for ([A-Za-z0-9][A-Za-z0-9._-]*)`)
+
+// metadataFileContent is an egg-info file's metadata (importlib.metadata reads a file named
+// NAME-VERSION.egg-info as the distribution's PKG-INFO), with a version that says it is none.
+const metadataFileContent = "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: written by ticketd for its checks: the project is not installed; removed after each check\n"
+
+// noVersion is the version a generated metadata file gives when the project states none.
+const noVersion = "0.0.0+ticketd"
+
+// projectVersion is the static version of pyproject.toml's [project] table (wcwidth's tests
+// compare __version__ with the metadata's), "" when it has none (a dynamic one).
+func projectVersion(dir string) string {
+	data, err := sandbox.ReadReport(filepath.Join(dir, "pyproject.toml"), 1<<20)
+	if err != nil {
+		return ""
+	}
+	inProject := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			inProject = line == "[project]"
+			continue
+		}
+		if m := staticVersion.FindStringSubmatch(line); inProject && m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// staticVersion is a `version = "1.2.3"` line; the value is kept to what a version holds.
+var staticVersion = regexp.MustCompile(`^version\s*=\s*["']([A-Za-z0-9.+!_-]{1,64})["']`)
+
+// generatedMetadata works around tests that fail with importlib.metadata's
+// PackageNotFoundError for the project's own distribution: its code or tests read their
+// version from the installed metadata (click's __version__, `version("pkg")` in a package's
+// __init__.py), and a checkout the checks import from src/ or the root has none. A one-file
+// egg-info of that name is written beside the package (src/ or the root, which the checks
+// import it from) for each check and removed after it. A distribution that is not the
+// repository's own package (a missing dependency's) is left as it is: installing it is the
+// remedy.
+func generatedMetadata(dir string, c Check, r Result) (Condition, bool) {
+	if c.Kind != KindPytest && c.Kind != KindUnittest {
+		return Condition{}, false
+	}
+	texts := []string{r.Output}
+	for _, f := range r.Findings {
+		texts = append(texts, f.Message)
+	}
+	for _, text := range texts {
+		for _, m := range noMetadata.FindAllStringSubmatch(text, -1) {
+			dist := m[1]
+			pkg := strings.NewReplacer("-", "_", ".", "_").Replace(dist)
+			for _, folder := range []string{"src", "."} {
+				if !importable(filepath.Join(dir, folder), pkg) && !importable(filepath.Join(dir, folder), strings.ToLower(pkg)) {
+					continue
+				}
+				version := cmp.Or(projectVersion(dir), noVersion)
+				p := path.Join(folder, dist+"-"+version+".egg-info")
+				if hasGenerated(c.Generated, p) {
+					return Condition{}, false
+				}
+				return Condition{Files: []GeneratedFile{{Path: p, Content: fmt.Sprintf(metadataFileContent, dist, version)}}, Notes: []string{fmt.Sprintf(
+					"%s written for the checks (version %s): the base run failed with PackageNotFoundError for %s, the repository's own package, which the checks import from %s without installing it; it is removed after each check and never committed (install the project into the checks' environment, a repos.<name>.setup recipe, for its real metadata)",
+					p, version, dist, folderName(folder))}}, true
+			}
+		}
+	}
+	return Condition{}, false
+}
+
+// folderName names a slash-separated folder relative to the worktree for a note.
+func folderName(folder string) string {
+	if folder == "." {
+		return "the repository's root"
+	}
+	return folder + "/"
 }
 
 // versionFile is the path of module, when it is a version module of the project's own
