@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,11 +114,20 @@ func (f fixture) scripted(t *testing.T, opts scriptedmodel.Options) (*scriptedmo
 	return server, url
 }
 
+// testPoll is night.poll in the tests' nights. An idle worker (a night of one ticket has
+// one, and every worker waits while a repository's baseline runs) asks the queue this often
+// when no notice wakes it: a claim and a read of the queue, SQLite under -race. At 20 ms
+// those asks were about a seventh of a night's CPU (the matrix's rows, measured with and
+// without); the night's own notices (an enqueue, a release, a baseline ready) and the
+// retries' and leases' due times end the wait, so the poll is only the back-stop, and a
+// night ends at most one poll after its last ticket.
+const testPoll = 250 * time.Millisecond
+
 func (f fixture) config(t *testing.T, baseURL string, workers int) config.Config {
 	t.Helper()
 	text := fmt.Sprintf(`
 sandbox: %s
-night: {workers: %d, lease: 30s, heartbeat: 5s, max_attempts: 3, retry_backoff: 50ms, poll: 20ms}
+night: {workers: %d, lease: 30s, heartbeat: 5s, max_attempts: 3, retry_backoff: 50ms, poll: %s}
 intake: [{kind: dir, path: %s}]
 repos:
   shop:
@@ -132,7 +142,7 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge: {endpoint: scripted, model: gpt-4.1-mini}
   retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
-`, testSandbox(t), workers, f.issues, f.repo, baseURL)
+`, testSandbox(t), workers, testPoll, f.issues, f.repo, baseURL)
 	cfg, err := config.Parse(filepath.Join(f.dir, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +154,23 @@ models:
 // (logged). Their subject is the queue, not the sandbox, which sandbox_test.go covers.
 func testSandbox(t *testing.T) string {
 	t.Helper()
-	_, err := sandbox.Probe(context.Background(), "")
+	_, err := probedSandbox()
 	if testenv.Have(t, testenv.Bubblewrap, err) {
 		return string(sandbox.ModeBwrap)
 	}
 	return string(sandbox.ModeNone)
 }
+
+// The machine's tools, probed once per test binary: the answer cannot change while the
+// tests run, and each probe is processes of its own. ResolvePytest tries every python3 on
+// PATH before /usr/bin/python3; behind a pyenv shim that is a dozen bash processes and two
+// interpreters, about 0.8 s of CPU, which each of the package's seventy-odd nights paid
+// again before it started. The nights themselves still resolve their tools as ticketd does
+// (validate.Runner, sandbox.Probe at the night's start): only the tests' own look is shared.
+var (
+	resolvedPytest = sync.OnceValues(func() ([]string, error) { return validate.ResolvePytest(context.Background()) })
+	probedSandbox  = sync.OnceValues(func() (string, error) { return sandbox.Probe(context.Background(), "") })
+)
 
 // realNight marks a test that runs a real night (intake, worktrees, pytest, the scripted
 // model over HTTP): the long tier, which -short skips. It needs pytest.
@@ -158,7 +179,7 @@ func realNight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real night (long tier; run without -short)")
 	}
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
 }
 

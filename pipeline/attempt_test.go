@@ -100,7 +100,7 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 // its baseline run.
 func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c scriptedmodel.Case) (*Runner, Job, *calls) {
 	t.Helper()
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	gitRun := fixtureRepo(t, dir, files)
@@ -145,7 +145,7 @@ func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c sc
 
 func TestAttempt(t *testing.T) {
 	t.Parallel() // each runs its own scripted model, repository and pytest
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
 	tests := []struct {
 		name       string
@@ -226,12 +226,21 @@ func TestAttemptReusesCachedTriage(t *testing.T) {
 // (logged). Their subject is the attempt, not the sandbox (pipeline/sandbox's tests are).
 func testSandbox(t *testing.T) sandbox.Mode {
 	t.Helper()
-	_, err := sandbox.Probe(context.Background(), "")
+	_, err := probedSandbox()
 	if testenv.Have(t, testenv.Bubblewrap, err) {
 		return sandbox.ModeBwrap
 	}
 	return sandbox.ModeNone
 }
+
+// The machine's tools, probed once per test binary: the answer cannot change while the
+// tests run, and each probe costs processes of its own (ResolvePytest about 0.8 s of CPU
+// behind a pyenv shim, which it tries before /usr/bin/python3; sandbox.Probe about 0.1 s).
+// What the tests run (validate.Runner) still resolves its tools as ticketd does.
+var (
+	resolvedPytest = sync.OnceValues(func() ([]string, error) { return validate.ResolvePytest(context.Background()) })
+	probedSandbox  = sync.OnceValues(func() (string, error) { return sandbox.Probe(context.Background(), "") })
+)
 
 // TestAttemptPanicIsItsFailure: a panic inside the attempt (a ticketd bug set off by one
 // ticket's input; here through the SaveTriage seam) ends that attempt as failed, naming the

@@ -116,7 +116,7 @@ func TestBreakingUnrelatedTestIsBlocked(t *testing.T) {
 // A unittest suite's flaky test is re-run alone (unittest's -k) and found flaky; a test that
 // fails every time is not (the control).
 func TestRerunUnittest(t *testing.T) {
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
 	dir := t.TempDir()
 	fixtureRepo(t, dir, map[string]string{

@@ -33,12 +33,21 @@ import (
 // (logged). Their subject is the daemon's lifecycle; sandbox_test.go covers the sandbox.
 func testSandbox(t *testing.T) string {
 	t.Helper()
-	_, err := sandbox.Probe(context.Background(), "")
+	_, err := probedSandbox()
 	if testenv.Have(t, testenv.Bubblewrap, err) {
 		return string(sandbox.ModeBwrap)
 	}
 	return string(sandbox.ModeNone)
 }
+
+// The machine's tools, probed once per test binary: the answer cannot change while the
+// tests run, and each probe costs processes of its own (ResolvePytest about 0.8 s of CPU
+// behind a pyenv shim, which it tries before /usr/bin/python3; sandbox.Probe about 0.1 s).
+// The daemons under test still resolve their tools as ticketd does.
+var (
+	resolvedPytest = sync.OnceValues(func() ([]string, error) { return validate.ResolvePytest(context.Background()) })
+	probedSandbox  = sync.OnceValues(func() (string, error) { return sandbox.Probe(context.Background(), "") })
+)
 
 // buildTicketd returns the ticketd binary, built once per test binary into binDir (which
 // TestMain removes) and shared by the tests that run and kill it: each build links for
@@ -127,7 +136,7 @@ func newNightFixture(t *testing.T, n int, latency time.Duration, night string) n
 // contains hold (when not empty): that attempt cannot end by itself.
 func newHeldNightFixture(t *testing.T, n int, latency time.Duration, night, hold string) nightFixture {
 	t.Helper()
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

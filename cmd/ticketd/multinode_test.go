@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
-	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/store/clock/clocktest"
@@ -42,7 +41,7 @@ func TestSeveralNodesOnePostgres(t *testing.T) {
 		t.Skip("builds ticketd and runs a night on two nodes")
 	}
 	dbURL := storetest.FreshPostgres(t)
-	if _, err := validate.ResolvePytest(context.Background()); err != nil {
+	if _, err := resolvedPytest(); err != nil {
 		t.Fatalf("this test runs real pytest: %v", err)
 	}
 	bin := buildTicketd(t)

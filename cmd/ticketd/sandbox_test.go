@@ -14,7 +14,6 @@ import (
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
-	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store/clock/clocktest"
 )
@@ -52,9 +51,9 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the ticketd binary")
 	}
-	_, err := validate.ResolvePytest(context.Background())
+	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
-	_, err = sandbox.Probe(context.Background(), "")
+	_, err = probedSandbox()
 	testenv.Need(t, testenv.Bubblewrap, err)
 	bin := buildTicketd(t)
 	for _, tt := range []struct {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,30 +58,44 @@ func Have(t testing.TB, tool Tool, err error) bool {
 // NeedMypy skips or fails t unless `/usr/bin/python3 -m mypy` runs.
 func NeedMypy(t testing.TB) {
 	t.Helper()
-	out, err := exec.Command("/usr/bin/python3", "-m", "mypy", "--version").CombinedOutput()
-	if err != nil {
-		err = errors.New(strings.TrimSpace(err.Error() + ": " + lastLine(string(out))))
-	}
-	Need(t, Mypy, err)
+	Need(t, Mypy, mypyRuns())
 }
+
+// The probes below run once per test binary (the tools cannot change while its tests run):
+// each is an interpreter or a Node.js process of its own, a third of a second of CPU or
+// more, which every test that needs the tool paid again.
+var (
+	mypyRuns = sync.OnceValue(func() error {
+		out, err := exec.Command("/usr/bin/python3", "-m", "mypy", "--version").CombinedOutput()
+		if err != nil {
+			return errors.New(strings.TrimSpace(err.Error() + ": " + lastLine(string(out))))
+		}
+		return nil
+	})
+	ruffCommand = sync.OnceValues(func() (string, error) {
+		if p, err := exec.LookPath("ruff"); err == nil {
+			return p, nil
+		}
+		_, self, _, ok := runtime.Caller(0)
+		if !ok {
+			return "", errors.New("no ruff on PATH, and the shim's folder is unknown")
+		}
+		shim := filepath.Join(filepath.Dir(self), "..", "ruff-wasm", "ruff")
+		if out, err := exec.Command(shim, "--version").CombinedOutput(); err != nil {
+			return "", errors.New("no ruff on PATH, and the shim " + shim + " does not run: " + err.Error() + ": " + lastLine(string(out)))
+		}
+		return shim, nil
+	})
+)
 
 // RuffCommand is a ruff on PATH, else the shim over Ruff's WebAssembly engine in
 // scripts/ruff-wasm (installed there by scripts/test.sh); it skips or fails t when neither
 // runs.
 func RuffCommand(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("ruff"); err == nil {
-		return p
-	}
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		Need(t, Ruff, errors.New("no ruff on PATH, and the shim's folder is unknown"))
-	}
-	shim := filepath.Join(filepath.Dir(self), "..", "ruff-wasm", "ruff")
-	if out, err := exec.Command(shim, "--version").CombinedOutput(); err != nil {
-		Need(t, Ruff, errors.New("no ruff on PATH, and the shim "+shim+" does not run: "+err.Error()+": "+lastLine(string(out))))
-	}
-	return shim
+	p, err := ruffCommand()
+	Need(t, Ruff, err)
+	return p
 }
 
 // RuffShim is the shim over Ruff's WebAssembly engine in scripts/ruff-wasm, whether or not
