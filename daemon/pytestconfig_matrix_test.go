@@ -271,7 +271,6 @@ func TestPytestConfigurationMatrix(t *testing.T) {
 	// One attempt of three steps (read, edit, submit): a refused change is not submitted
 	// again, which would only cost the night its time.
 	cfg.Night.MaxAttempts, cfg.Budget.MaxSteps = 1, 3
-	cfg.Night.Poll = testPoll // realConfig's 20 ms: its idle worker's asks, 52 tickets long
 	for i, r := range rows {
 		write(t, filepath.Join(root, "issues", fmt.Sprintf("bug-%02d.md", i)), fmt.Sprintf(
 			"---\ntitle: [%s] clamp drops its lower bound\nrepo: %s\nlabels: [bug]\n---\nWhat the user saw: clamp(5, 0, 3) is 5. Expected 3.\n", r.name, r.name))

@@ -151,7 +151,7 @@ func stampRepo(t *testing.T, root string) realRepo {
 func TestRealRepositoryLayouts(t *testing.T) {
 	t.Parallel() // a night of its own: repositories, store, model server, clock
 	realNight(t)
-	pytest, err := validate.ResolvePytest(context.Background())
+	pytest, err := resolvedPytest()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func realConfig(t *testing.T, root, baseURL string, repos ...realRepo) config.Co
 	}
 	text := fmt.Sprintf(`
 sandbox: %s
-night: {workers: 2, lease: 30s, heartbeat: 5s, max_attempts: 2, retry_backoff: 50ms, poll: 20ms}
+night: {workers: 2, lease: 30s, heartbeat: 5s, max_attempts: 2, retry_backoff: 50ms, poll: %s}
 intake: [{kind: dir, path: %s}]
 repos:
 %s
@@ -153,7 +153,7 @@ models:
     checker: {endpoint: scripted, model: gpt-4.1-mini}
     judge: {endpoint: scripted, model: gpt-4.1-mini}
   retry: {max_retries: 6, base_delay: 10ms, max_delay: 100ms}
-`, testSandbox(t), issues, reposYAML.String(), baseURL)
+`, testSandbox(t), testPoll, issues, reposYAML.String(), baseURL)
 	cfg, err := config.Parse(filepath.Join(root, "config.yaml"), []byte(text))
 	if err != nil {
 		t.Fatal(err)
