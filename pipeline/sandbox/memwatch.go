@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -243,8 +244,58 @@ func pss(pid int) int64 {
 	return 0
 }
 
-// Descendants returns pid and every process below it, read from /proc.
+// Descendants returns pid and every process below it. The watch looks up to 100 times a
+// second while a check's memory grows, so each look reads the tree's own children lists
+// (/proc/PID/task/TID/children: a child belongs to the thread that made it), at a cost that
+// grows with the check's processes, not the machine's; where the kernel has no children
+// lists (built without CONFIG_PROC_CHILDREN) it reads every process's parent instead.
 func Descendants(pid int) []int {
+	if !haveChildrenLists() {
+		return descendantsByScan(pid)
+	}
+	out := []int{pid}
+	seen := map[int]bool{pid: true} // a pid reused while it is read cannot make a loop
+	for i := 0; i < len(out); i++ {
+		for _, c := range childrenOf(out[i]) {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// haveChildrenLists says whether this kernel keeps /proc/PID/task/TID/children.
+var haveChildrenLists = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	return err == nil
+})
+
+// childrenOf lists the children of every thread of pid, none when it is gone.
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// descendantsByScan is Descendants from every process's parent in /proc.
+func descendantsByScan(pid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return []int{pid}
