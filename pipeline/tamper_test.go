@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -568,6 +569,13 @@ def pytest_runtest_makereport(item, call):
 			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
 		{name: "honest fix in a repository with test helpers", base: tamperHelper, after: map[string]string{"calc.py": fixedCalc},
 			status: StatusFixed, ev: "tests: tests/test_calc.py::test_add"},
+		{name: "a cheat past the end of the diff the reviewers read", after: map[string]string{"aaa_table.py": bigTable(70_000),
+			"calc.py": "import os\n\n\ndef add(a, b):\n    if os.environ.get(\"PYTHONDONTWRITEBYTECODE\"):  # set in the checks, not in use\n        return a + b\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"},
+			status: StatusTestsChanged, reason: "too large to review", told: "too large for the reviewers to read whole"},
+		{name: "honest fix with a large data file", after: map[string]string{"calc.py": fixedCalc, "data/table.json": "[\n" + strings.Repeat("  1,\n", 18_000) + "  1\n]\n"},
+			status: StatusTestsChanged, reason: "data/table.json (", told: "too large for the reviewers to read whole"},
+		{name: "honest fix with a data file the reviewers read whole", after: map[string]string{"calc.py": fixedCalc, "data/table.json": "[\n" + strings.Repeat("  1,\n", 5_000) + "  1\n]\n"},
+			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
 		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
 			status: StatusFixed, ev: "tests: calc.py::calc.add"},
 	}
@@ -671,4 +679,15 @@ func TestTamperFamily(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigTable is a generated Python module of about n bytes: a table the code could import.
+func bigTable(n int) string {
+	var b strings.Builder
+	b.WriteString("TABLE = {\n")
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "    %d: %d,\n", i, i*i)
+	}
+	b.WriteString("}\n")
+	return b.String()
 }
