@@ -93,7 +93,7 @@ func writeChecks(b *strings.Builder, in reportInput) {
 		}
 	}
 	if d := pipeline.TestChangesDiff(in.Diff, out.Evidence); g != nil && d != "" {
-		fmt.Fprintf(b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n```diff\n%s\n```\n\n", clipLines(d, 200))
+		fmt.Fprintf(b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n%s\n\n", pipeline.Fence("diff", clipLines(d, 200)))
 	}
 	if g != nil {
 		for _, c := range out.Checks {
