@@ -76,24 +76,32 @@ type numberedLine struct {
 }
 
 // addedLines are the lines fd adds, numbered in the new version. A line the same file's
-// diff also removes (moved, re-indented) is not added.
+// diff also removes (moved, re-indented) is not added. The "--- a/" and "+++ b/" lines are
+// headers only before the first hunk: inside one, "+++x" is an added line "++x" (Python reads
+// "++pytest.skip(...)" as a call), never a header to pass over.
 func addedLines(fd fileDiff) []numberedLine {
 	lines := strings.Split(fd.body, "\n")
 	removed := map[string]bool{}
+	inHunk := false
 	for _, l := range lines {
-		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+		switch {
+		case hunkHeader.MatchString(l):
+			inHunk = true
+		case inHunk && strings.HasPrefix(l, "-"):
 			removed[strings.TrimSpace(l[1:])] = true
 		}
 	}
 	var out []numberedLine
 	n := 0
+	inHunk = false
 	for _, l := range lines {
 		if m := hunkHeader.FindStringSubmatch(l); m != nil {
 			n, _ = strconv.Atoi(m[1])
+			inHunk = true
 			continue
 		}
 		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case !inHunk:
 		case strings.HasPrefix(l, "+"):
 			if !removed[strings.TrimSpace(l[1:])] {
 				out = append(out, numberedLine{n, l[1:]})
@@ -351,6 +359,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	out = append(out, addedSuppressions(diff, issue)...)
 	out = append(out, runnerReaches(ctx, tree, diff, issue)...)
 	out = append(out, testReaches(ctx, tree, diff)...)
+	out = append(out, hiddenTextFindings(ctx, tree, diff)...)
 	return append(out, bytecodeReaches(ctx, tree, diff, issue)...)
 }
 
