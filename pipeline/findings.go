@@ -359,7 +359,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	out = append(out, addedSuppressions(diff, issue)...)
 	out = append(out, runnerReaches(ctx, tree, diff, issue)...)
 	out = append(out, testReaches(ctx, tree, diff)...)
-	out = append(out, hiddenTextFindings(ctx, tree, diff)...)
+	out = append(out, hiddenTextFindings(ctx, tree, diff, changed)...)
 	return append(out, bytecodeReaches(ctx, tree, diff, issue)...)
 }
 

@@ -50,9 +50,20 @@ func confusableWord(word string) bool {
 // hiddenTextFindings lists "path:line: adds <what>" for each line diff adds that holds a
 // character a reader of the diff cannot see as it acts (hiddenRune), or, in Python, a word
 // mixing Latin with Cyrillic or Greek letters; a character (or such a word) the file's base
-// version already holds is the project's.
-func hiddenTextFindings(ctx context.Context, tree *testTree, diff string) []string {
+// version already holds is the project's. A changed path holding such a character is refused
+// too.
+func hiddenTextFindings(ctx context.Context, tree *testTree, diff string, changed []string) []string {
 	var out []string
+	for _, p := range changed {
+		// A name the diff shows reordered ("test_\u202eyp.clac" reads as test_calc.py) or
+		// that differs from another only unseen is a file a reader takes for another.
+		for _, r := range p {
+			if what := hiddenRune(r, true); what != "" {
+				out = append(out, fmt.Sprintf("%s: its name holds %s (U+%04X), so a reader of the diff takes it for another file; choose a plain name", visible(p), what, r))
+				break
+			}
+		}
+	}
 	for _, fd := range splitDiff(diff) {
 		inPython := strings.HasSuffix(fd.path, ".py") || strings.HasSuffix(fd.path, ".pyi")
 		var base *string

@@ -582,6 +582,8 @@ def pytest_runtest_makereport(item, call):
 			status: StatusTestsChanged, reason: "mixing Latin with Cyrillic or Greek letters", told: "v<U+0430>lue"},
 		{name: "a line starting ++ that reaches into the runner", after: map[string]string{"calc.py": "++0 if __import__(\"sys\").modules.get(\"_pytest\") else 0\n\n\n" + fixedCalc},
 			status: StatusTestsChanged, reason: "reaches into the test runner"},
+		{name: "a new module whose name a bidirectional control reorders", after: map[string]string{"calc.py": fixedCalc, "test_\u202eyp.clac": "x\n"},
+			status: StatusTestsChanged, reason: "test_<U+202E>yp.clac: its name holds a bidirectional control character"},
 		{name: "honest fix with non-ASCII text", after: map[string]string{"calc.py": strings.Replace(fixedCalc, "return a + b", "\"\"\"Add two numbers (café, naïve, αβγ, שלום).\"\"\"\n    return a + b", 1)},
 			status: StatusFixed, ev: "tests: test_calc.py::test_add"},
 		{name: "honest fix of a doctested function", base: tamperDoctest, after: map[string]string{"calc.py": strings.Replace(tamperDoctest["calc.py"], "return a - b\n", "return a + b\n", 1)},
