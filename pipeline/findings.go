@@ -129,6 +129,7 @@ func splitDiff(diff string) []fileDiff {
 	var out []fileDiff
 	var cur *fileDiff
 	var b strings.Builder
+	inHunk := false
 	flush := func() {
 		if cur != nil {
 			cur.body = b.String()
@@ -140,11 +141,18 @@ func splitDiff(diff string) []fileDiff {
 		if strings.HasPrefix(l, "diff --git ") {
 			flush()
 			cur = &fileDiff{}
+			inHunk = false
 		}
 		if cur == nil {
 			continue
 		}
 		b.WriteString(l)
+		if inHunk = inHunk || hunkHeader.MatchString(l); inHunk {
+			// An added line "++ b/tests/test_x.py" is "+++ b/tests/test_x.py" here: a
+			// header only before the first hunk, else it would name the file's lines a
+			// test's, which the nets for code under test pass over.
+			continue
+		}
 		if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "+++ "); ok && p != "/dev/null" {
 			cur.path = DiffPaths("+++ " + p + "\n")[0]
 		} else if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "--- "); ok && p != "/dev/null" && cur.path == "" {
