@@ -366,9 +366,10 @@ func (a *attempt) unreviewable(summary, diff string) *toolResult {
 		return nil
 	}
 	files := diffSizes(diff)
-	why := fmt.Sprintf("the change's diff is %d bytes, longer than the %d the checker and the judge read, so part of it would ship unreviewed (largest: %s)",
+	what := fmt.Sprintf("change's diff is %d bytes, longer than the %d the checker and the judge read, so part of it would ship unreviewed (largest: %s)",
 		len(diff), MaxReviewDiff, strings.Join(clipList(files, 5), ", "))
-	text := refusedTooLarge + "The " + why[4:] + ".\n\nKeep the change to what the fix needs: no reformatting, no generated or vendored files, no large data. If the fix truly needs it, say why in the submit summary and submit it unchanged: the attempt then ends, and a human reviews and may accept it."
+	why := "the " + what
+	text := refusedTooLarge + "The " + what + ".\n\nKeep the change to what the fix needs: no reformatting, no generated or vendored files, no large data. If the fix truly needs it, say why in the submit summary and submit it unchanged: the attempt then ends, and a human reviews and may accept it."
 	if a.largeRefusals == 0 {
 		a.largeRefusals++
 		a.jr.note("submit %d: refused before the checks: %s", a.submits, why)
