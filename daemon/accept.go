@@ -14,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/daemon/github"
+	"github.com/ticketd/ticketd/pipeline"
 	"github.com/ticketd/ticketd/store"
 	"github.com/ticketd/ticketd/worktree"
 )
@@ -200,7 +201,7 @@ func acceptedReport(t store.Ticket, res *AcceptResult, who string, at time.Time,
 	fmt.Fprintf(&b, "# Ticket %d: %s\n\n**Fixed: accepted by %s** (%s); ticketd had not shipped it by itself.\n\n", t.ID, t.Title, who, at.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "Why ticketd did not ship it: %s\n\n", oneLine(t.Reason))
 	fmt.Fprintf(&b, "Branch `%s`, published from the kept `%s`. Review it with:\n\n    git log -p %s^..%s\n\n", res.Branch, res.From, res.Branch, res.Branch)
-	fmt.Fprintf(&b, "The change, %s:\n\n```diff\n%s\n```\n\n", diffStat(patch), clipLines(patch, 300))
+	fmt.Fprintf(&b, "The change, %s:\n\n%s\n\n", diffStat(patch), pipeline.Fence("diff", clipLines(patch, 300)))
 	b.WriteString("---\n\nThe escalation's report:\n\n")
 	b.WriteString(escalation)
 	return b.String()

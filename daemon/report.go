@@ -177,7 +177,7 @@ func writeAsked(b *strings.Builder, in reportInput) {
 		fmt.Fprintf(b, "Question %d (asked by attempt %d): %s\n\nAnswer by %s:\n\n%s\n\n", q.N, q.Attempt, oneLine(q.Text), orDashReport(q.AnsweredBy), quote(q.Answer))
 	}
 	if out.Triage != nil {
-		fmt.Fprintf(b, "Triage: %s\n\n", out.Triage.Summary)
+		fmt.Fprintf(b, "Triage:\n\n%s\n\n", pipeline.Fence("text", out.Triage.Summary))
 		for _, c := range out.Triage.AcceptanceCriteria {
 			fmt.Fprintf(b, "- [ ] %s\n", c)
 		}
@@ -190,12 +190,14 @@ func writeChanged(b *strings.Builder, in reportInput) {
 	out := in.Outcome
 	b.WriteString("## What changed\n\n")
 	if out.Summary != "" {
-		fmt.Fprintf(b, "%s\n\n", out.Summary)
+		// The maker's words: fenced, so that no line of them (a heading, an HTML comment
+		// that hides what follows) renders as the report's own Markdown.
+		fmt.Fprintf(b, "The maker's summary:\n\n%s\n\n", pipeline.Fence("text", out.Summary))
 	}
 	if strings.TrimSpace(in.Diff) == "" {
 		b.WriteString("The maker's tools changed no file.\n\n")
 	} else {
-		fmt.Fprintf(b, "%s, %s:\n\n```diff\n%s\n```\n\n", changeLabel(in), diffStat(in.Diff), clipLines(in.Diff, 300))
+		fmt.Fprintf(b, "%s, %s:\n\n%s\n\n", changeLabel(in), diffStat(in.Diff), pipeline.Fence("diff", clipLines(in.Diff, 300)))
 	}
 	if len(in.Leftovers) > 0 {
 		fmt.Fprintf(b, "The checks also wrote (discarded, not part of the change): %s\n\n", strings.Join(clipList(in.Leftovers, 50), ", "))

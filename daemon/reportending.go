@@ -93,7 +93,7 @@ func writeChecks(b *strings.Builder, in reportInput) {
 		}
 	}
 	if d := pipeline.TestChangesDiff(in.Diff, out.Evidence); g != nil && d != "" {
-		fmt.Fprintf(b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n```diff\n%s\n```\n\n", clipLines(d, 200))
+		fmt.Fprintf(b, "Test changes (an edit to a test is never evidence: the checks ran the base's versions; the test configuration was the base's):\n\n%s\n\n", pipeline.Fence("diff", clipLines(d, 200)))
 	}
 	if g != nil {
 		for _, c := range out.Checks {
@@ -150,7 +150,7 @@ func writeNextStep(b *strings.Builder, in reportInput) {
 		b.WriteString(" Start from the reason above and the partial patch; when the ticket is ready for another try, run:\n\n")
 		fmt.Fprintf(b, "    ticketctl requeue %d\n", t.ID)
 		if out.Status == pipeline.StatusTestsChanged && in.Branch != "" {
-			b.WriteString("\nThe gate refused this change by rule: it changes tests the base passed, or the checks themselves. When it is right (a fix that changes behaviour a test pins, a fixture the fix needs), publish the kept branch as the ticket's fix (branch, patch, report, push and draft pull request as for a done ticket) with:\n\n")
+			b.WriteString("\nThe gate refused this change by rule: it changes tests the base passed or the checks themselves, or it is more than the reviewers read whole. When it is right (a fix that changes behaviour a test pins, a fixture the fix needs, a large data file you have read), publish the kept branch as the ticket's fix (branch, patch, report, push and draft pull request as for a done ticket) with:\n\n")
 			fmt.Fprintf(b, "    ticketctl accept %d\n", t.ID)
 		}
 	}
@@ -161,7 +161,7 @@ func escalationWhy(out pipeline.Outcome) string {
 	g := out.Gate
 	switch {
 	case out.Status == pipeline.StatusTestsChanged:
-		return "The gate refused the last change by rule (it changes tests the base passed, or the checks themselves): another attempt would only pay for the same answer."
+		return "The gate refused the last change by rule (it changes tests the base passed or the checks themselves, or it would hide part of itself from the reviewers: the reason above says which): another attempt would only pay for the same answer."
 	case out.Status == pipeline.StatusBudget:
 		return "ticketd stopped the attempt at its budget (" + oneLine(out.Reason) + ") before a change passed the checks and the review."
 	case g != nil && !g.Passed && !g.Cancelled:

@@ -258,6 +258,8 @@ type attempt struct {
 	// findingRefusals counts submits refused for suppressions, test configuration or
 	// protected paths (see findings.go).
 	findingRefusals int
+	// largeRefusals counts submits refused for a diff longer than the reviewers read.
+	largeRefusals int
 	// doctestRefusals counts submits refused because they edit doctests in the code the
 	// base passed (see doctests.go).
 	doctestRefusals int

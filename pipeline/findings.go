@@ -76,24 +76,32 @@ type numberedLine struct {
 }
 
 // addedLines are the lines fd adds, numbered in the new version. A line the same file's
-// diff also removes (moved, re-indented) is not added.
+// diff also removes (moved, re-indented) is not added. The "--- a/" and "+++ b/" lines are
+// headers only before the first hunk: inside one, "+++x" is an added line "++x" (Python reads
+// "++pytest.skip(...)" as a call), never a header to pass over.
 func addedLines(fd fileDiff) []numberedLine {
 	lines := strings.Split(fd.body, "\n")
 	removed := map[string]bool{}
+	inHunk := false
 	for _, l := range lines {
-		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+		switch {
+		case hunkHeader.MatchString(l):
+			inHunk = true
+		case inHunk && strings.HasPrefix(l, "-"):
 			removed[strings.TrimSpace(l[1:])] = true
 		}
 	}
 	var out []numberedLine
 	n := 0
+	inHunk = false
 	for _, l := range lines {
 		if m := hunkHeader.FindStringSubmatch(l); m != nil {
 			n, _ = strconv.Atoi(m[1])
+			inHunk = true
 			continue
 		}
 		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case !inHunk:
 		case strings.HasPrefix(l, "+"):
 			if !removed[strings.TrimSpace(l[1:])] {
 				out = append(out, numberedLine{n, l[1:]})
@@ -121,6 +129,7 @@ func splitDiff(diff string) []fileDiff {
 	var out []fileDiff
 	var cur *fileDiff
 	var b strings.Builder
+	inHunk := false
 	flush := func() {
 		if cur != nil {
 			cur.body = b.String()
@@ -132,11 +141,18 @@ func splitDiff(diff string) []fileDiff {
 		if strings.HasPrefix(l, "diff --git ") {
 			flush()
 			cur = &fileDiff{}
+			inHunk = false
 		}
 		if cur == nil {
 			continue
 		}
 		b.WriteString(l)
+		if inHunk = inHunk || hunkHeader.MatchString(l); inHunk {
+			// An added line "++ b/tests/test_x.py" is "+++ b/tests/test_x.py" here: a
+			// header only before the first hunk, else it would name the file's lines a
+			// test's, which the nets for code under test pass over.
+			continue
+		}
 		if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "+++ "); ok && p != "/dev/null" {
 			cur.path = DiffPaths("+++ " + p + "\n")[0]
 		} else if p, ok := strings.CutPrefix(strings.TrimRight(l, "\n"), "--- "); ok && p != "/dev/null" && cur.path == "" {
@@ -351,6 +367,7 @@ func submitFindings(ctx context.Context, job Job, tree *testTree, diff string, c
 	out = append(out, addedSuppressions(diff, issue)...)
 	out = append(out, runnerReaches(ctx, tree, diff, issue)...)
 	out = append(out, testReaches(ctx, tree, diff)...)
+	out = append(out, hiddenTextFindings(ctx, tree, diff, changed)...)
 	return append(out, bytecodeReaches(ctx, tree, diff, issue)...)
 }
 

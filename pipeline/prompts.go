@@ -248,8 +248,8 @@ func TicketContext(t Ticket, triage *Triage, dir string, now time.Time) string {
 		}
 	}
 	if u := t.Unverified; u != nil {
-		fmt.Fprintf(&b, "\n# The previous attempt was not verified\n\nAttempt %d changed the code so that the checks pass, but nothing showed that the change fixes the reported bug (%s). Its change was:\n\n```diff\n%s\n```\n\nThis time, first add a regression test beside the existing tests that reproduces the bug: it must fail on the code as it is now. Then fix the code, and name the test in submit's \"tests\". A submit without a new or changed test is refused.\n",
-			u.Attempt, clip(strings.Join(strings.Fields(u.Reason), " "), 300), clip(strings.TrimSpace(u.Patch), maxPriorPatchBytes))
+		fmt.Fprintf(&b, "\n# The previous attempt was not verified\n\nAttempt %d changed the code so that the checks pass, but nothing showed that the change fixes the reported bug (%s). Its change was:\n\n%s\n\nThis time, first add a regression test beside the existing tests that reproduces the bug: it must fail on the code as it is now. Then fix the code, and name the test in submit's \"tests\". A submit without a new or changed test is refused.\n",
+			u.Attempt, clip(strings.Join(strings.Fields(u.Reason), " "), 300), Fence("diff", clip(strings.TrimSpace(u.Patch), maxPriorPatchBytes)))
 	}
 	fmt.Fprintf(&b, "\nWorking directory: %s\nDate: %s\nAttempt: %d\n", dir, now.UTC().Format("2006-01-02"), t.Attempt)
 	return b.String()

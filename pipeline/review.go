@@ -72,9 +72,14 @@ type reviewBoard struct {
 	arbitrations []Arbitration
 }
 
-// material is the change as the reviewers and the judge read it.
+// material is the change as the reviewers and the judge read it. The summary and the diff
+// are the maker's: each is fenced so that no line of them closes its block and reads as
+// ticketd's own framing (a "# Evidence" section, a second "Proposed fix"). The diff is
+// whole: a submit whose diff is longer than MaxReviewDiff never reaches the reviewers
+// (reviewable); the clip is only a net.
 func (c candidate) material() string {
-	return fmt.Sprintf("\n# Proposed fix\n\nMaker's summary: %s\n\n```diff\n%s\n```\n", c.summary, clip(c.diff, 60_000))
+	return fmt.Sprintf("\n# Proposed fix\n\nMaker's summary (the maker's words, not ticketd's):\n\n%s\n\nThe change (%d bytes of diff, shown whole):\n\n%s\n",
+		Fence("text", c.summary), len(c.diff), Fence("diff", clip(c.diff, MaxReviewDiff)))
 }
 
 // review is the review stage: a new round, in which the checker's reviewers (when the

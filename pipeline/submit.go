@@ -90,6 +90,9 @@ func (a *attempt) candidate(ctx context.Context, args string) (candidate, *toolR
 		res := a.answerFindings(s.Summary, found)
 		return candidate{}, &res
 	}
+	if res := a.unreviewable(s.Summary, diff); res != nil {
+		return candidate{}, res
+	}
 	return candidate{diff: diff, changed: changed, summary: s.Summary, named: slices.Clone(a.named),
 		targets: targetTests(a.named, a.issueTests, a.tri, a.job.Baseline)}, nil
 }
@@ -346,4 +349,52 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 	}
 	a.jr.note("stopped: %s", out.Reason)
 	return toolResult{failed: true, text: refusedNoProof + b.String(), final: &out}
+}
+
+// MaxReviewDiff is the longest diff the checker's reviewers and the judge are given: about
+// 15,000 tokens, beside the repository map, the issue and the evidence.
+const MaxReviewDiff = 60_000
+
+// unreviewable refuses a submit whose diff is longer than the reviewers read, where a
+// checker or a judge reviews: cut to MaxReviewDiff, the part past the cut would ship unread
+// (a 70 KB generated table first in path order, then `if "pytest" in sys.argv[0]` in the
+// code). The maker is told once and may make the change smaller; a change that truly needs
+// that much (a large data file) ends for a human, its patch and branch kept (ticketctl
+// accept publishes it). nil when the diff fits, or when no model reviews.
+func (a *attempt) unreviewable(summary, diff string) *toolResult {
+	if len(diff) <= MaxReviewDiff || !a.board.ask.roles[model.RoleChecker] && !a.board.ask.roles[model.RoleJudge] {
+		return nil
+	}
+	files := diffSizes(diff)
+	what := fmt.Sprintf("change's diff is %d bytes, longer than the %d the checker and the judge read, so part of it would ship unreviewed (largest: %s)",
+		len(diff), MaxReviewDiff, strings.Join(clipList(files, 5), ", "))
+	why := "the " + what
+	text := refusedTooLarge + "The " + what + ".\n\nKeep the change to what the fix needs: no reformatting, no generated or vendored files, no large data. If the fix truly needs it, say why in the submit summary and submit it unchanged: the attempt then ends, and a human reviews and may accept it."
+	if a.largeRefusals == 0 {
+		a.largeRefusals++
+		a.jr.note("submit %d: refused before the checks: %s", a.submits, why)
+		return &toolResult{failed: true, text: text}
+	}
+	out := Outcome{Conclusion: Conclusion{Status: StatusTestsChanged, Reason: "too large to review, kept for a human (ticketctl accept publishes it): " + why}, Artifacts: Artifacts{Summary: summary}}
+	a.jr.note("stopped: %s", out.Reason)
+	return &toolResult{failed: true, text: text, final: &out}
+}
+
+// refusedTooLarge opens the answer to a submit too large to review.
+const refusedTooLarge = "Not accepted: your change is too large for the reviewers to read whole. Nothing was run.\n\n"
+
+// diffSizes lists "path (N bytes)" for each file of diff, largest first.
+func diffSizes(diff string) []string {
+	fds := splitDiff(diff)
+	slices.SortStableFunc(fds, func(x, y fileDiff) int { return len(y.body) - len(x.body) })
+	out := make([]string, 0, len(fds))
+	for _, fd := range fds {
+		name := fd.path
+		if name == "" { // a binary file's diff has no ---/+++ lines
+			first, _, _ := strings.Cut(fd.body, "\n")
+			name = strings.TrimPrefix(first, "diff --git ")
+		}
+		out = append(out, fmt.Sprintf("%s (%d bytes)", name, len(fd.body)))
+	}
+	return out
 }

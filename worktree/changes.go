@@ -131,11 +131,61 @@ func (t *Tree) DiffChanges(ctx context.Context, changes []Change) (string, error
 	if err != nil {
 		return "", fmt.Errorf("diff the changes in worktree %s: %w", t.Dir, err)
 	}
-	out, err := t.dirs().git(ctx, nil, "diff-tree", "-r", "-p", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", t.BaseCommit, tree, "--")
+	out, err := t.diffTrees(ctx, tree, "--binary", nil)
+	if err != nil || !strings.Contains(out, "\nGIT binary patch\n") {
+		return out, err
+	}
+	// A file diffed as binary may be text that the repository's attributes call binary
+	// (`*.json -diff`, `*.py binary`): its diff would be base85 that no reviewer, judge or
+	// human reads, and a change hidden in it would ship unread. Text by its content (as git
+	// itself tells, before attributes) is diffed as text; only real binaries stay binary.
+	var text, other []string
+	for _, c := range changes {
+		if t.textOnBothSides(ctx, c) {
+			text = append(text, c.Path)
+		} else {
+			other = append(other, c.Path)
+		}
+	}
+	if len(text) == 0 {
+		return out, nil
+	}
+	asText, err := t.diffTrees(ctx, tree, "--text", text)
+	if err != nil || len(other) == 0 {
+		return asText, err
+	}
+	binary, err := t.diffTrees(ctx, tree, "--binary", other)
+	return asText + binary, err
+}
+
+// diffTrees is git diff-tree from BaseCommit to tree, mode (--binary or --text), in the form
+// DiffChanges returns; paths (literal) limit it when not nil.
+func (t *Tree) diffTrees(ctx context.Context, tree, mode string, paths []string) (string, error) {
+	args := append([]string{"diff-tree", "-r", "-p", mode, "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", t.BaseCommit, tree, "--"}, paths...)
+	out, err := t.dirs().git(ctx, literalPathspecs, args...)
 	if err != nil {
 		return "", fmt.Errorf("diff the changes in worktree %s against %s: %w", t.Dir, short(t.BaseCommit), err)
 	}
 	return out, nil
+}
+
+// textOnBothSides reports whether c's new content and its base version (when it has one)
+// are text as git's own test tells it (no NUL in the first 8,000 bytes), whatever the
+// attributes say.
+func (t *Tree) textOnBothSides(ctx context.Context, c Change) bool {
+	if looksBinary(c.Data) {
+		return false
+	}
+	base, found, err := t.FileAtBase(ctx, c.Path)
+	if errors.Is(err, ErrNotRegularAtBase) {
+		return true // a folder or a link at the base: nothing binary on that side
+	}
+	return err == nil && (!found || !looksBinary(base))
+}
+
+// looksBinary is git's buffer_is_binary: a NUL in the first 8,000 bytes.
+func looksBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
 
 // CommitChanges commits changes on the tree's branch, on top of its HEAD, with the Manager's

@@ -572,3 +572,55 @@ func TestUndoReopensClosedDirs(t *testing.T) {
 		t.Errorf("tests/test_mean.py after Undo: %q, %v; want its base content", data, err)
 	}
 }
+
+// TestDiffShowsTextThatAttributesCallBinary: a repository's .gitattributes may call text
+// binary (`*.py -diff`, `*.json binary`, common for lock files and fixtures); git then diffs a
+// change to it as a base85 "GIT binary patch" that the checker, the judge and a human read
+// nothing of, and a change hidden there would ship unread. DiffChanges shows such files as
+// text and keeps a real binary (a NUL in it) binary; the patch still applies to the base and
+// gives the commit's tree.
+func TestDiffShowsTextThatAttributesCallBinary(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	writeFile(t, filepath.Join(repo, ".gitattributes"), "*.py -diff\n*.json binary\n")
+	writeFile(t, filepath.Join(repo, "table.json"), "{\"a\": 1}\n")
+	writeFile(t, filepath.Join(repo, "logo.bin"), "\x00\x01old")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "attributes")
+	tree, err := NewManager(t.TempDir(), nil).Prepare(ctx, repo, "main", BranchName(1, "attrs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := []Change{
+		{Path: "stats.py", Data: []byte("def mean(xs):\n    return sum(xs) / max(len(xs), 1)\n")},
+		{Path: "table.json", Data: []byte("{\"a\": 2}\n")},
+		{Path: "logo.bin", Data: []byte("\x00\x01new")},
+		{Path: "new.py", Data: []byte("HIDDEN = True\n")},
+	}
+	diff, err := tree.DiffChanges(ctx, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"+    return sum(xs) / max(len(xs), 1)\n", "+{\"a\": 2}\n", "+HIDDEN = True\n"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the diff does not show %q as text:\n%s", want, diff)
+		}
+	}
+	if strings.Count(diff, "GIT binary patch") != 1 || !strings.Contains(diff, "diff --git a/logo.bin b/logo.bin\n") {
+		t.Errorf("want logo.bin alone as a binary patch:\n%s", diff)
+	}
+	commit, err := tree.CommitChanges(ctx, "fix", changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := t.TempDir()
+	git(t, "", "clone", "--quiet", "--branch", "main", repo, check)
+	cmd := exec.Command("git", "apply", "--index", "-")
+	cmd.Dir, cmd.Env, cmd.Stdin = check, userGitEnv(), strings.NewReader(diff)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply of the diff: %v\n%s", err, out)
+	}
+	if got, want := git(t, check, "write-tree"), git(t, repo, "rev-parse", commit+"^{tree}"); got != want {
+		t.Errorf("the applied diff gives tree %s, the commit holds %s", got, want)
+	}
+}

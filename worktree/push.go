@@ -26,11 +26,18 @@ func Push(ctx context.Context, dir, remoteURL, branch, token string) error {
 		return err
 	}
 	ref := "refs/heads/" + branch
-	if out, err := repo.gitWith(ctx, cfg, env, "push", "--porcelain", "--", remoteURL, ref+":"+ref); err != nil {
+	if out, err := repo.gitWith(ctx, cfg, env, "push", "--porcelain", receivePack, "--", remoteURL, ref+":"+ref); err != nil {
 		return redact(pushFailure(branch, remoteURL, out, err), token, basicAuth(token))
 	}
 	return nil
 }
+
+// receivePack names the program a push starts for a file remote. Without it git takes
+// remote.<name or URL>.receivepack from the repository's config, a shell command line run on
+// this machine, which the code under test could write where the git directory is writable
+// (sandbox: none); no command-scope setting can reset a key whose name holds the URL, and
+// the command line wins over config. Over http(s) the option is not used.
+const receivePack = "--receive-pack=git-receive-pack"
 
 // pushSetup opens the repository at dir for a push of branch to remoteURL and returns the
 // command-scope config and environment that allow exactly the remote's transport and carry
@@ -193,7 +200,7 @@ func DeleteFromRemote(ctx context.Context, dir, remote, branch, token string) (d
 	if err != nil {
 		return false, fmt.Errorf("delete branch %s from %s: this repository has no such branch to compare the remote's with: %w", branch, remoteURL, err)
 	}
-	out, err = repo.gitWith(ctx, cfg, env, "push", "--porcelain", "--force-with-lease="+ref+":"+strings.TrimSpace(head), "--", remoteURL, ":"+ref)
+	out, err = repo.gitWith(ctx, cfg, env, "push", "--porcelain", receivePack, "--force-with-lease="+ref+":"+strings.TrimSpace(head), "--", remoteURL, ":"+ref)
 	if err == nil {
 		return true, nil
 	}

@@ -165,3 +165,42 @@ func TestPushToRemoteTokenInHeader(t *testing.T) {
 		t.Errorf("server saw Authorization %q, want %q first", auth, want)
 	}
 }
+
+// TestPushRunsNoConfiguredReceivePack: a repository config's remote.<url>.receivepack (and
+// uploadpack) names the command git starts for a file remote, as a shell command line on
+// this machine: where the git directory is writable by the code under test (sandbox: none),
+// a check could name its own program for ticketd's next push or delete to run. ticketd's
+// push names git-receive-pack itself, which the command line makes win over any config.
+// Negative control: plain git push runs the configured command.
+func TestPushRunsNoConfiguredReceivePack(t *testing.T) {
+	ctx := context.Background()
+	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
+	gitT(t, src, "init", "-q")
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
+	gitT(t, src, "add", ".")
+	gitT(t, src, "commit", "-qm", "a")
+	gitT(t, src, "branch", "ticketd/1-fix")
+	gitT(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	remote = "file://" + remote
+	gitT(t, src, "remote", "add", "origin", remote)
+	mark := filepath.Join(t.TempDir(), "ran")
+	for _, name := range []string{remote, "origin"} {
+		gitT(t, src, "config", "remote."+name+".receivepack", "touch "+mark+"; git-receive-pack")
+	}
+	if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if err := PushToRemote(ctx, src, "origin", "ticketd/1-fix", ""); err != nil {
+		t.Fatalf("push to origin: %v", err)
+	}
+	if deleted, err := DeleteFromRemote(ctx, src, "origin", "ticketd/1-fix", ""); err != nil || !deleted {
+		t.Fatalf("delete from origin: %v, %v", deleted, err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("ticketd's push ran the repository's configured receive-pack command")
+	}
+	gitT(t, src, "-c", "protocol.file.allow=always", "push", "-q", remote, "ticketd/1-fix")
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("negative control: plain git push did not run the configured command (%v), so the test cannot tell", err)
+	}
+}
