@@ -24,15 +24,23 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func TestPushToBareRemote(t *testing.T) {
-	ctx := context.Background()
-	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
+// repoAndBareRemote is a repository of one commit with the branch ticketd/1-fix, and the
+// path of an empty bare repository to push it to.
+func repoAndBareRemote(t *testing.T) (src, remote string) {
+	t.Helper()
+	src, remote = t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
 	gitT(t, src, "init", "-q")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
 	gitT(t, src, "add", ".")
 	gitT(t, src, "commit", "-qm", "a")
 	gitT(t, src, "branch", "ticketd/1-fix")
 	gitT(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	return src, remote
+}
+
+func TestPushToBareRemote(t *testing.T) {
+	ctx := context.Background()
+	src, remote := repoAndBareRemote(t)
 	for i := range 2 { // the second push is a no-op: a restart re-pushing is harmless
 		if err := Push(ctx, src, remote, "ticketd/1-fix", ""); err != nil {
 			t.Fatalf("push %d: %v", i+1, err)
@@ -174,13 +182,7 @@ func TestPushToRemoteTokenInHeader(t *testing.T) {
 // Negative control: plain git push runs the configured command.
 func TestPushRunsNoConfiguredReceivePack(t *testing.T) {
 	ctx := context.Background()
-	src, remote := t.TempDir(), filepath.Join(t.TempDir(), "remote.git")
-	gitT(t, src, "init", "-q")
-	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
-	gitT(t, src, "add", ".")
-	gitT(t, src, "commit", "-qm", "a")
-	gitT(t, src, "branch", "ticketd/1-fix")
-	gitT(t, filepath.Dir(remote), "init", "-q", "--bare", remote)
+	src, remote := repoAndBareRemote(t)
 	remote = "file://" + remote
 	gitT(t, src, "remote", "add", "origin", remote)
 	mark := filepath.Join(t.TempDir(), "ran")
