@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
 
@@ -246,19 +248,48 @@ func privateFS(pids []int) int64 {
 			path string
 			host uint64
 		}{{"/tmp", uint64(hostTmp.Dev)}, {"/dev/shm", uint64(hostShm.Dev)}} {
-			var st syscall.Stat_t
-			var sfs syscall.Statfs_t
-			if syscall.Stat(base+m.path, &st) != nil || uint64(st.Dev) == m.host || syscall.Statfs(base+m.path, &sfs) != nil {
-				continue
+			if used, ok := privateTmpfsUsed(base+m.path, m.host); ok {
+				found = true
+				total += used
 			}
-			found = true
-			total += max(int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize, int64(sfs.Files-sfs.Ffree)*minEntryBytes)
 		}
 		if found {
 			return total
 		}
 	}
 	return 0
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (linux/magic.h TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
+
+// privateTmpfsUsed is the used size of the file system at path when it is a private tmpfs:
+// a tmpfs, and not the host's own (hostDev) at that path. The sandbox's /tmp and /dev/shm are
+// nothing else, so no other file system is counted. Stat and statfs read one descriptor:
+// looked up by path twice, a process still building its sandbox (bwrap moves its root and
+// mounts meanwhile) once showed its staging tmpfs to the stat and the host's disk to the
+// statfs, and the check was stopped for the 21 GiB that disk held.
+func privateTmpfsUsed(path string, hostDev uint64) (int64, bool) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	var sfs unix.Statfs_t
+	if unix.Fstat(fd, &st) != nil || unix.Fstatfs(fd, &sfs) != nil {
+		return 0, false
+	}
+	return tmpfsUsed(uint64(st.Dev), hostDev, sfs)
+}
+
+// tmpfsUsed is privateTmpfsUsed's verdict on what one descriptor's stat and statfs said: the
+// blocks in use, or the inodes in use at minEntryBytes each when that is more.
+func tmpfsUsed(dev, hostDev uint64, sfs unix.Statfs_t) (int64, bool) {
+	if dev == hostDev || uint64(sfs.Type) != tmpfsMagic {
+		return 0, false
+	}
+	return max(int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize, int64(sfs.Files-sfs.Ffree)*minEntryBytes), true
 }
 
 // deletedOpen adds the blocks of files on the devices devs that one of pids holds open

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSizeWatchPacing runs the size watch on a fake clock against made-up usage: a tree over
@@ -83,5 +85,62 @@ func TestSizeWatchPacing(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestPrivateTmpfsUsed: only a tmpfs other than the host's own counts as the sandbox's private
+// /tmp or /dev/shm. A process still building its sandbox once showed the host's disk where
+// its /tmp was looked up, and the check was stopped for everything that disk held.
+func TestPrivateTmpfsUsed(t *testing.T) {
+	tmpfs := unix.Statfs_t{Type: tmpfsMagic, Bsize: 4096, Blocks: 1000, Bfree: 900, Files: 100, Ffree: 90}
+	disk := tmpfs
+	disk.Type = 0xef53 // ext4
+	manyFiles := tmpfs
+	manyFiles.Ffree = 0
+	tests := []struct {
+		name     string
+		dev      uint64
+		sfs      unix.Statfs_t
+		want     int64
+		countsAs bool
+	}{
+		{"private tmpfs", 7, tmpfs, 100 * 4096, true},
+		{"private tmpfs, inodes count more", 7, manyFiles, 100 * minEntryBytes, true},
+		{"the host's own", 5, tmpfs, 0, false},
+		{"a disk, not the host's mount", 7, disk, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tmpfsUsed(tt.dev, 5, tt.sfs)
+			if got != tt.want || ok != tt.countsAs {
+				t.Errorf("tmpfsUsed = %d, %v; want %d, %v", got, ok, tt.want, tt.countsAs)
+			}
+		})
+	}
+
+	// The same through real descriptors: the root file system (a disk here) is not counted
+	// even when it is not the host's mount at that path.
+	var root unix.Statfs_t
+	if err := unix.Statfs("/", &root); err != nil {
+		t.Fatal(err)
+	}
+	if root.Type == tmpfsMagic {
+		t.Skip("/ is a tmpfs on this machine: no disk to tell apart")
+	}
+	if used, ok := privateTmpfsUsed("/", 0); ok {
+		t.Errorf("the root file system counted as a private tmpfs (%d bytes)", used)
+	}
+	const shm = "/dev/shm"
+	if err := unix.Statfs(shm, &root); err == nil && root.Type == tmpfsMagic {
+		if _, ok := privateTmpfsUsed(shm, 0); !ok {
+			t.Errorf("%s, a tmpfs not the host's mount there, not counted", shm)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(shm, &st); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := privateTmpfsUsed(shm, uint64(st.Dev)); ok {
+			t.Errorf("%s counted although it is the host's own", shm)
+		}
 	}
 }
