@@ -86,6 +86,27 @@ func (f fixTree) commit(ctx context.Context, message string) (string, error) {
 	return f.CommitChanges(ctx, message, f.changes())
 }
 
+// toCheckoutForm rewrites each file the tools wrote whose bytes a checkout of the fix's
+// commit would not give back (the repository's line-ending and encoding rules,
+// worktree.Tree.CheckoutForms) to what that checkout gives: the checks run on what the
+// branch will hold.
+func (f fixTree) toCheckoutForm(ctx context.Context) error {
+	var written []worktree.Change
+	for _, w := range f.ws.Written() {
+		written = append(written, worktree.Change{Path: w.Path, Data: w.Data})
+	}
+	forms, err := f.CheckoutForms(ctx, written)
+	if err != nil {
+		return err
+	}
+	for _, p := range slices.Sorted(maps.Keys(forms)) {
+		if err := f.ws.Rewrite(p, forms[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // leftovers lists what the checks wrote that the fix leaves out, over the whole attempt.
 func (f fixTree) leftovers(ctx context.Context) ([]string, error) {
 	now, err := f.Leftovers(ctx, f.changes())
@@ -140,6 +161,14 @@ func (g *fixGuard) Run(ctx context.Context, dir string, checks []validate.Check)
 	// back to it, and the maker's tools do not write while the checks run. Each snapshot is
 	// a walk of the whole worktree (git status), a cost that grows with the repository.
 	var snap *worktree.Snapshot
+	if err := f.toCheckoutForm(ctx); err != nil && ctx.Err() == nil {
+		// The checks would judge bytes the branch may not hold: none runs.
+		for _, c := range checks {
+			res = append(res, validate.Result{Name: c.Name, Kind: c.Kind, ExitCode: -1, Tests: -1,
+				Summary: "not run: " + err.Error(), Abort: "the maker's files could not be put in the form a checkout gives: " + err.Error()})
+		}
+		return res
+	}
 	for _, c := range checks {
 		if ctx.Err() != nil {
 			return append(res, g.inner.Run(ctx, dir, []validate.Check{c})...) // reported as not run

@@ -125,6 +125,65 @@ func TestGuardEachCheckStartsClean(t *testing.T) {
 	}
 }
 
+// TestGuardChecksWhatACheckoutGives: the checks read the maker's files as a checkout of the
+// fix's commit writes them. Under `*.txt text` a file the maker wrote with CRLF is stored,
+// published and checked out with LF: a test reading it in binary mode must see LF, or it
+// passes on bytes no branch holds. Without such a rule the bytes stay as written.
+func TestGuardChecksWhatACheckoutGives(t *testing.T) {
+	tests := []struct {
+		name, attributes, want string
+	}{
+		{"text rule", "*.txt text\n", "a\nb\n"},
+		{"no rule", "", "a\r\nb\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			write(t, filepath.Join(repo, "app.py"), "X = 1\n")
+			if tt.attributes != "" {
+				write(t, filepath.Join(repo, ".gitattributes"), tt.attributes)
+			}
+			git(t, repo, "init", "-q", "--initial-branch=main")
+			git(t, repo, "add", "-A")
+			git(t, repo, "commit", "-q", "-m", "base")
+			ctx := context.Background()
+			tree, err := worktree.NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-eol")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := tools.NewWorkspace(tree.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ws.WriteFile(ctx, "data.txt", "a\r\nb\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			inner := checkFunc(func(dir string, c validate.Check) validate.Result {
+				b, _ := os.ReadFile(filepath.Join(dir, "data.txt"))
+				seen = append(seen, string(b))
+				return validate.Result{Name: c.Name, Kind: c.Kind}
+			})
+			g := newFixGuard(inner, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			f := newFixTree(tree, ws)
+			defer g.track(f)()
+			g.Run(ctx, tree.Dir, []validate.Check{{Name: "pytest"}, {Name: "ruff"}})
+			if want := []string{tt.want, tt.want}; !slices.Equal(seen, want) {
+				t.Errorf("the checks read data.txt as %q, want %q", seen, want)
+			}
+			if ch := f.changes(); len(ch) != 1 || string(ch[0].Data) != tt.want {
+				t.Errorf("the maker's change is %+v, want data.txt holding %q", ch, tt.want)
+			}
+			if left, err := f.leftovers(ctx); err != nil || len(left) > 0 {
+				t.Errorf("leftovers %q (%v), want none: the rewrite is the maker's file, not a check's", left, err)
+			}
+			if _, err := ws.WriteFile(ctx, "data.txt", "c\n"); err != nil {
+				t.Errorf("the maker cannot overwrite the file it wrote after the rewrite: %v", err)
+			}
+		})
+	}
+}
+
 // TestLeftSetManyPaths: what the checks leave is gathered after every check, and one check
 // can leave tens of thousands of files (a virtualenv, a build tree): the set keeps each path
 // once, across overlapping batches and repeats within one, and lists them sorted.

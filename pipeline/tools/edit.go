@@ -72,6 +72,28 @@ func (w *Workspace) WriteFile(ctx context.Context, path, content string) (string
 	return fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, t.rel, len(content), lineCount([]byte(content))), nil
 }
 
+// Rewrite replaces a file the tools wrote in this attempt with data, keeping its mode, and
+// records it as the tools' last write and the maker's last read of it. The daemon puts the
+// maker's files in the form a checkout of their commit gives (line endings, encoding) before
+// the checks, so that the checks, the maker's next read and the branch agree.
+func (w *Workspace) Rewrite(rel string, data []byte) error {
+	w.mu.Lock()
+	prev, ok := w.written[rel]
+	w.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("rewrite %s: the tools did not write it in this attempt", rel)
+	}
+	t, err := w.writable(rel)
+	if err != nil {
+		return fmt.Errorf("rewrite %s: %w", rel, err)
+	}
+	if err := w.writeAtomic(t, data, prev.Mode); err != nil {
+		return err
+	}
+	w.markRead(t.abs, readState{hash: hashOf(data), size: int64(len(data))})
+	return nil
+}
+
 // EditResult is what edit_file did: the text for the model and the ladder rung that matched,
 // for the tool-call record.
 type EditResult struct {
