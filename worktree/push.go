@@ -59,11 +59,44 @@ func pushSetup(ctx context.Context, dir, remoteURL, branch, token string) (repoD
 	if err != nil {
 		return repoDirs{}, nil, nil, err
 	}
+	if err := refuseURLRewrites(ctx, repo, remoteURL, branch); err != nil {
+		return repoDirs{}, nil, nil, err
+	}
 	cfg := [][2]string{{"protocol." + scheme + ".allow", "always"}}
 	if token != "" {
 		cfg = append(cfg, [2]string{"http." + remoteURL + ".extraHeader", "Authorization: Basic " + basicAuth(token)})
 	}
 	return repo, cfg, []string{"GIT_ALLOW_PROTOCOL=" + scheme}, nil
+}
+
+// refuseURLRewrites refuses a push whose URL the repository's config rewrites
+// (url.<base>.insteadOf or pushInsteadOf, the longest base that starts the URL): git would
+// send the branch to the rewritten URL, which the code under test can set where the git
+// directory is writable, and no command-scope setting can reset a key named by its base.
+// The token would not follow (its header is keyed by remoteURL), but the fix would be
+// published where no one looks.
+func refuseURLRewrites(ctx context.Context, repo repoDirs, remoteURL, branch string) error {
+	out, err := repo.git(ctx, nil, "config", "-z", "--get-regexp", `^url\..*\.(pushinsteadof|insteadof)$`)
+	if err != nil && exitCode(err) != 1 { // 1: no such key
+		return fmt.Errorf("push branch %s to %s: read the repository's URL rewrites: %w", branch, remoteURL, err)
+	}
+	if key, from := urlRewrite(out, remoteURL); key != "" {
+		return fmt.Errorf("push branch %s to %s: the repository's config rewrites that URL (%s = %s), so git would push somewhere else; ticketd pushes only to the URL configured: remove the rule (git config --unset '%s'); the next night's start pushes the branch again",
+			branch, remoteURL, key, from, key)
+	}
+	return nil
+}
+
+// urlRewrite finds, in `git config -z --get-regexp` output (key, newline, value, NUL), a
+// rewrite rule whose value starts url: its key and value, "" when none.
+func urlRewrite(out, url string) (key, from string) {
+	for _, entry := range strings.Split(out, "\x00") {
+		k, v, _ := strings.Cut(entry, "\n")
+		if k != "" && strings.HasPrefix(url, v) {
+			return k, v
+		}
+	}
+	return "", ""
 }
 
 // pushError is a push the remote did not take: its verdict on the branch and what git said.

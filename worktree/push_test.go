@@ -206,3 +206,56 @@ func TestPushRunsNoConfiguredReceivePack(t *testing.T) {
 		t.Fatalf("negative control: plain git push did not run the configured command (%v), so the test cannot tell", err)
 	}
 }
+
+// TestPushRefusesRewrittenURL: a url.<base>.insteadOf or pushInsteadOf rule in the
+// repository's config that starts the push URL would send the branch elsewhere: the push is
+// refused, naming the rule, and the rewrite target receives nothing. A rule for other URLs
+// leaves the push alone.
+func TestPushRefusesRewrittenURL(t *testing.T) {
+	tests := []struct {
+		name, key string
+		matches   bool
+	}{
+		{"pushInsteadOf", "pushInsteadOf", true},
+		{"insteadOf", "insteadOf", true},
+		{"a rule for another URL", "pushInsteadOf", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			src, remote := repoAndBareRemote(t)
+			remote = "file://" + remote
+			_, elsewhere := repoAndBareRemote(t)
+			from := remote
+			if !tt.matches {
+				from = "file:///no/such/remote"
+			}
+			gitT(t, src, "config", "url.file://"+elsewhere+"."+tt.key, from)
+			err := Push(ctx, src, remote, "ticketd/1-fix", "")
+			if got := gitT(t, elsewhere, "branch", "--list", "ticketd/1-fix"); got != "" {
+				t.Errorf("the rewrite's target received the branch: %q", got)
+			}
+			if tt.matches {
+				if err == nil || !strings.Contains(err.Error(), "rewrites that URL") || !strings.Contains(err.Error(), elsewhere) {
+					t.Errorf("push = %v, want it refused naming the rule", err)
+				}
+			} else if err != nil {
+				t.Errorf("push: %v", err)
+			}
+		})
+	}
+}
+
+func FuzzURLRewrite(f *testing.F) {
+	f.Add("url.https://evil.example/.pushinsteadof\nhttps://github.com/\x00", "https://github.com/o/r.git")
+	f.Add("url.x.insteadof\n\x00url.y.insteadof\x00", "file:///srv/r")
+	f.Fuzz(func(t *testing.T, out, url string) {
+		key, from := urlRewrite(out, url)
+		if key != "" && !strings.HasPrefix(url, from) {
+			t.Fatalf("urlRewrite(%q, %q) = %q, %q: the rule does not start the URL", out, url, key, from)
+		}
+		if key == "" && from != "" {
+			t.Fatalf("urlRewrite(%q, %q) gave a value without a key", out, url)
+		}
+	})
+}
