@@ -167,6 +167,16 @@ func TestGuardChecksWhatACheckoutGives(t *testing.T) {
 			g := newFixGuard(inner, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			f := newFixTree(tree, ws)
 			defer g.track(f)()
+			// A run with another version in place (the pipeline's view of the base's files)
+			// sees that version: the rewrite leaves a file alone that does not hold the change.
+			data := filepath.Join(tree.Dir, "data.txt")
+			write(t, data, "base\n")
+			g.Run(ctx, tree.Dir, []validate.Check{{Name: "pytest"}})
+			if !slices.Equal(seen, []string{"base\n"}) {
+				t.Errorf("a run with the base's version in place read data.txt as %q, want that version", seen)
+			}
+			write(t, data, "a\r\nb\r\n")
+			seen = nil
 			g.Run(ctx, tree.Dir, []validate.Check{{Name: "pytest"}, {Name: "ruff"}})
 			if want := []string{tt.want, tt.want}; !slices.Equal(seen, want) {
 				t.Errorf("the checks read data.txt as %q, want %q", seen, want)

@@ -32,6 +32,7 @@ func TestCheckoutForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
+			writeFile(t, filepath.Join(tree.Dir, tt.path), tt.data)
 			forms, err := tree.CheckoutForms(ctx, []Change{{Path: tt.path, Data: []byte(tt.data)}})
 			if err != nil {
 				t.Fatal(err)
@@ -41,6 +42,11 @@ func TestCheckoutForms(t *testing.T) {
 				t.Errorf("CheckoutForms(%s, %q) = %q (listed %v), want %q", tt.path, tt.data, got, listed, tt.want)
 			}
 		})
+	}
+	// Another version in place (a view of the base's): left as it is.
+	writeFile(t, filepath.Join(tree.Dir, "data.txt"), "the base's\n")
+	if forms, err := tree.CheckoutForms(ctx, []Change{{Path: "data.txt", Data: []byte("x\r\n")}}); err != nil || len(forms) > 0 {
+		t.Errorf("a change the working copy does not hold: forms %q (%v), want none", forms, err)
 	}
 	if _, err := tree.CheckoutForms(ctx, []Change{{Path: "../outside.txt", Data: []byte("x\n")}}); err == nil {
 		t.Error("a path outside the tree was accepted")
