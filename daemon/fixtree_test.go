@@ -181,6 +181,13 @@ func TestGuardChecksWhatACheckoutGives(t *testing.T) {
 			if want := []string{tt.want, tt.want}; !slices.Equal(seen, want) {
 				t.Errorf("the checks read data.txt as %q, want %q", seen, want)
 			}
+			rewritten := ws.TakeRewritten()
+			if want := tt.want != "a\r\nb\r\n"; slices.Equal(rewritten, []string{"data.txt"}) != want || (!want && len(rewritten) > 0) {
+				t.Errorf("paths to tell the maker about: %q", rewritten)
+			}
+			if again := ws.TakeRewritten(); len(again) > 0 {
+				t.Errorf("the maker would be told twice about %q", again)
+			}
 			if ch := f.changes(); len(ch) != 1 || string(ch[0].Data) != tt.want {
 				t.Errorf("the maker's change is %+v, want data.txt holding %q", ch, tt.want)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/pipeline/model"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
+	"github.com/ticketd/ticketd/pipeline/tools"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/scripts/testenv"
 	"github.com/ticketd/ticketd/store"
@@ -255,5 +256,53 @@ func TestAttemptPanicIsItsFailure(t *testing.T) {
 	}
 	if out.Calls == 0 {
 		t.Error("the triage call made before the panic is not counted in the outcome")
+	}
+}
+
+// rewritingChecks stands for the daemon's guard (daemon/fixtree.go) where the repository's
+// rules give the maker's files another form: before the checks it rewrites every file the
+// tools wrote, as the guard does when a checkout gives other bytes.
+type rewritingChecks struct {
+	inner CheckRunner
+	ws    *tools.Workspace
+}
+
+func (c rewritingChecks) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	for _, w := range c.ws.Written() {
+		if err := c.ws.Rewrite(w.Path, w.Data); err != nil {
+			panic(err)
+		}
+	}
+	return c.inner.Run(ctx, dir, checks)
+}
+
+// TestMakerToldOfCheckoutForm: when the checks read a file the maker wrote in the form a
+// checkout gives (another line ending, another encoding), the maker's next answer from the
+// checks says so, once, naming the file: a test about those bytes would otherwise fail for a
+// reason the maker cannot see.
+func TestMakerToldOfCheckoutForm(t *testing.T) {
+	t.Parallel() // its own scripted model and repository
+	r, job, rec := setupAttempt(t, scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight})
+	ws, err := tools.NewWorkspace(job.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Workspace = ws
+	r.Checks = rewritingChecks{inner: r.Checks, ws: ws}
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusFixed {
+		t.Fatalf("status %s (%s), want fixed", out.Status, out.Reason)
+	}
+	const note = "make a checkout of your commit write other bytes to calc.py than you wrote"
+	told := 0
+	for _, tc := range rec.tools {
+		if strings.Contains(tc.Result, note) {
+			told++
+		}
+	}
+	// Each submit's checks rewrote calc.py here: each answer the maker read says so once (the
+	// last submit ended the attempt).
+	if told != out.Submits {
+		t.Errorf("%d of %d submit answers say that calc.py is read in another form; tool results:\n%v", told, out.Submits, rec.tools)
 	}
 }

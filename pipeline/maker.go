@@ -274,6 +274,9 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 			a.diskFault(err)
 		}
 	}
+	if name := tc.Function.Name; pre == nil && (name == tools.Submit || name == tools.RunChecks && a.ask.checking) {
+		res.text += checkoutFormNote(ws)
+	}
 	if a.r.Recorder != nil {
 		_, rerr := a.r.Recorder.RecordToolCall(context.WithoutCancel(ctx), store.ToolCall{
 			TicketID: a.job.Ticket.ID, Attempt: a.job.Ticket.Attempt, Step: a.spend.steps,
@@ -301,4 +304,16 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// checkoutFormNote tells the maker, once, which files it wrote the checks read in another
+// form: the caller's checks read each file as a checkout of the fix's commit gives it (the
+// repository's line-ending and encoding rules; daemon/fixtree.go), and a test about those
+// bytes would otherwise fail for a reason the maker cannot see. "" when there are none.
+func checkoutFormNote(ws *tools.Workspace) string {
+	paths := ws.TakeRewritten()
+	if len(paths) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n\nNote: the repository's rules for line endings or encodings (.gitattributes, git config) make a checkout of your commit write other bytes to %s than you wrote; the checks read that checkout's bytes, as will everyone who checks out the fix. Read the file again before relying on its exact bytes.", strings.Join(paths, ", "))
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -91,7 +93,23 @@ func (w *Workspace) Rewrite(rel string, data []byte) error {
 		return err
 	}
 	w.markRead(t.abs, readState{hash: hashOf(data), size: int64(len(data))})
+	w.mu.Lock()
+	if w.rewritten == nil {
+		w.rewritten = map[string]bool{}
+	}
+	w.rewritten[rel] = true
+	w.mu.Unlock()
 	return nil
+}
+
+// TakeRewritten returns the paths Rewrite changed since the last call, sorted, and forgets
+// them: the maker is told once that the file it wrote now holds another form.
+func (w *Workspace) TakeRewritten() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := slices.Sorted(maps.Keys(w.rewritten))
+	w.rewritten = nil
+	return out
 }
 
 // EditResult is what edit_file did: the text for the model and the ladder rung that matched,

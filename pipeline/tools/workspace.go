@@ -43,7 +43,10 @@ type Workspace struct {
 	mu      sync.Mutex
 	read    map[string]readState
 	written map[string]Written // by relative path: what the tools last wrote there
-	allow   []string           // protected paths the repository allows (SetAllowPaths)
+	// rewritten are the paths Rewrite put in their checkout form since TakeRewritten
+	// last asked.
+	rewritten map[string]bool
+	allow     []string // protected paths the repository allows (SetAllowPaths)
 
 	bytesRead atomic.Int64 // file bytes read by all tools, for tests and benchmarks
 }
