@@ -76,18 +76,18 @@ func (f checkFunc) Run(_ context.Context, dir string, checks []validate.Check) [
 	return out
 }
 
-// TestGuardEachCheckStartsClean: in one run of several checks, each check starts on the
-// worktree as the maker left it, whatever the checks before it wrote (a tracked module, the
-// maker's own file, a new file), with one snapshot of the tree for the whole run.
-func TestGuardEachCheckStartsClean(t *testing.T) {
+// guardedTree commits files (path to content) as a fresh repository's main and returns a
+// worktree of it on a fix branch with the maker's workspace over it.
+func guardedTree(t *testing.T, files map[string]string) (*worktree.Tree, *tools.Workspace) {
+	t.Helper()
 	repo := t.TempDir()
-	write(t, filepath.Join(repo, "shop", "other.py"), "X = 1\n")
-	write(t, filepath.Join(repo, "shop", "fix.py"), "Y = 1\n")
+	for p, content := range files {
+		write(t, filepath.Join(repo, filepath.FromSlash(p)), content)
+	}
 	git(t, repo, "init", "-q", "--initial-branch=main")
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "base")
-	ctx := context.Background()
-	tree, err := worktree.NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-guard")
+	tree, err := worktree.NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(context.Background(), repo, "main", "ticketd/1-guard")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,15 @@ func TestGuardEachCheckStartsClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tree, ws
+}
+
+// TestGuardEachCheckStartsClean: in one run of several checks, each check starts on the
+// worktree as the maker left it, whatever the checks before it wrote (a tracked module, the
+// maker's own file, a new file), with one snapshot of the tree for the whole run.
+func TestGuardEachCheckStartsClean(t *testing.T) {
+	ctx := context.Background()
+	tree, ws := guardedTree(t, map[string]string{"shop/other.py": "X = 1\n", "shop/fix.py": "Y = 1\n"})
 	if _, err := ws.EditFile(ctx, "shop/fix.py", "Y = 1", "Y = 2", false); err != nil {
 		t.Fatal(err)
 	}
@@ -138,23 +147,12 @@ func TestGuardChecksWhatACheckoutGives(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			repo := t.TempDir()
-			write(t, filepath.Join(repo, "app.py"), "X = 1\n")
+			files := map[string]string{"app.py": "X = 1\n"}
 			if tt.attributes != "" {
-				write(t, filepath.Join(repo, ".gitattributes"), tt.attributes)
+				files[".gitattributes"] = tt.attributes
 			}
-			git(t, repo, "init", "-q", "--initial-branch=main")
-			git(t, repo, "add", "-A")
-			git(t, repo, "commit", "-q", "-m", "base")
 			ctx := context.Background()
-			tree, err := worktree.NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-eol")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ws, err := tools.NewWorkspace(tree.Dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tree, ws := guardedTree(t, files)
 			if _, err := ws.WriteFile(ctx, "data.txt", "a\r\nb\r\n"); err != nil {
 				t.Fatal(err)
 			}
