@@ -211,6 +211,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Outcomes = p.outcomes
 	}
 	res.ImportSkips = p.importSkips
+	res.AsyncSkips = p.asyncSkips
 	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
@@ -368,6 +369,8 @@ type parsed struct {
 	outcomes map[string]Outcome
 	// importSkips are the tests skipped for a module that would not import.
 	importSkips []ImportSkip
+	// asyncSkips are the `async def` tests skipped for want of an async plugin.
+	asyncSkips []string
 }
 
 // toolAbsent recognises a tool that never ran: the shell's "command not found"
