@@ -498,8 +498,8 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 // test by different settings. When the two differ, -c names the whole run's file
 // (/dev/null for none, with the conftest cut-off pytest then takes: the rootdir).
 func pinConfig(argv []string, c Check, dir string) []string {
-	if hasFlag(argv, "-c", "--config-file") {
-		return argv // the command names its file: both runs read it
+	if hasFlag(argv, "-c", "--config-file") || hasFlag(c.ExtraArgs, "-c", "--config-file") {
+		return argv // the command or the check's condition names its file: both runs read it
 	}
 	stat := func(p string) (bool, bool) {
 		if filepath.IsAbs(p) {
