@@ -536,8 +536,29 @@ func baselineNotes(results []validate.Result, files []string, ext extensions) []
 		if miss := validate.MissingFixtures(r); len(miss) > 0 {
 			out = append(out, fixtureNote(r.Name, miss))
 		}
+		if n := asyncSkipNote(r); n != "" {
+			out = append(out, n)
+		}
 	}
 	return out
+}
+
+// asyncSkipNote says how many tests of a pytest result are `async def` tests that pytest
+// skipped at the base commit for want of an async plugin (asgiref's, written for
+// pytest-asyncio): a skipped test gates nothing, where the report's "skipped" alone reads
+// like a platform's skipif. "" when none.
+func asyncSkipNote(r validate.Result) string {
+	if len(r.AsyncSkips) == 0 {
+		return ""
+	}
+	var files []string
+	for _, id := range r.AsyncSkips {
+		if file, _, _ := strings.Cut(id, "::"); !slices.Contains(files, file) {
+			files = append(files, file)
+		}
+	}
+	return fmt.Sprintf("check %s: %d test(s) are `async def` tests that pytest skips at the base commit because the checks' interpreter has no async plugin (pytest-asyncio, anyio, ...), so they never run and gate no fix (%s); install the plugin the project's tests use for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		r.Name, len(r.AsyncSkips), strings.Join(clipList(files, 3), ", "))
 }
 
 // pluginFixtures are the plugins that define fixtures tests often use without the plugin

@@ -200,6 +200,11 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 		}}}, []string{"bitarray/__init__.py", "bitarray/_bitarray.c", "bitarray/util.py", "setup.py"}, []string{
 			"check tests: 2 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: bitarray._bitarray (bitarray/test_bitarray.py, bitarray/test_util.py), the repository's own compiled extension (bitarray/_bitarray.c), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)",
 		}},
+		// asgiref: its tests are `async def` tests written for pytest-asyncio, not installed.
+		{"async tests without an async plugin", []validate.Result{{Name: "tests", Kind: validate.KindPytest,
+			AsyncSkips: []string{"tests/test_sync.py::test_a", "tests/test_sync.py::test_b", "tests/test_wsgi.py::test_c"}}}, nil, []string{
+			"check tests: 3 test(s) are `async def` tests that pytest skips at the base commit because the checks' interpreter has no async plugin (pytest-asyncio, anyio, ...), so they never run and gate no fix (tests/test_sync.py, tests/test_wsgi.py); install the plugin the project's tests use for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
 	} {
 		if got := baselineNotes(tc.results, tc.files, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)

@@ -130,6 +130,27 @@ func tablerRepo(t *testing.T, root string) realRepo {
 	return r
 }
 
+// taggerRepo: a monorepo whose only Python project is in py/ (cucumber/tag-expressions'
+// python/ beside go/, java/, ...), configured there (--doctest-glob=README.md, testpaths,
+// pythonpath), nothing Python at the root; the project's README example shows the bug.
+func taggerRepo(t *testing.T, root string) realRepo {
+	t.Helper()
+	r := realRepo{name: "tagger", path: filepath.Join(root, "tagger"), title: "Tags with surrounding spaces are not normalised"}
+	writeRepo(t, r.path, map[string]string{
+		"README.md":                 "Tag normalisation in Go and Python.\n",
+		"go/tags.go":                "package tags\n",
+		"py/pyproject.toml":         "[project]\nname = \"tagger\"\n\n[tool.pytest.ini_options]\naddopts = \"--doctest-glob=README.md\"\ntestpaths = [\"README.md\", \"tests\"]\npythonpath = [\"src\"]\n",
+		"py/README.md":              "tagger\n\n>>> from tagger import norm\n>>> norm(' @Slow ')\n'@slow'\n",
+		"py/src/tagger/__init__.py": "def norm(tag):\n    return tag.lower()\n",
+		"py/tests/test_norm.py":     "from tagger import norm\n\n\ndef test_lower():\n    assert norm(\"@A\") == \"@a\"\n",
+	})
+	r.patch = fixPatch(t, r.path, map[string][2]string{
+		"py/src/tagger/__init__.py": {"    return tag.lower()\n", "    return tag.strip().lower()\n"},
+		"py/tests/test_norm.py":     {"def test_lower():\n", "def test_strips():\n    assert norm(\" @b\\t\") == \"@b\"\n\n\ndef test_lower():\n"},
+	})
+	return r
+}
+
 // stampRepo: a src/ package nobody installed whose version comes from its metadata
 // (click's __version__): the test of it errors with PackageNotFoundError at the base.
 func stampRepo(t *testing.T, root string) realRepo {
@@ -157,12 +178,12 @@ func TestRealRepositoryLayouts(t *testing.T) {
 	}
 	root := t.TempDir()
 	kv, mean, tomlet, geom, lint := kvstoreRepo(t, root), meanRepo(t, root), tomletRepo(t, root), geomRepo(t, root, pytest[0]), lintRepo(t, root)
-	tabler, stamp := tablerRepo(t, root), stampRepo(t, root)
+	tabler, stamp, tagger := tablerRepo(t, root), stampRepo(t, root), taggerRepo(t, root)
 	var cases []scriptedmodel.Case
-	for _, r := range []realRepo{kv, mean, tomlet, geom, lint, tabler, stamp} {
+	for _, r := range []realRepo{kv, mean, tomlet, geom, lint, tabler, stamp, tagger} {
 		cases = append(cases, scriptedmodel.Case{Match: r.title, Patch: r.patch})
 	}
-	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom, lint, tabler, stamp), 0)
+	n := runNight(t, realConfig(t, root, scriptedServer(t, cases), kv, mean, tomlet, geom, lint, tabler, stamp, tagger), 0)
 
 	for _, tc := range []struct {
 		r       realRepo
@@ -188,6 +209,10 @@ func TestRealRepositoryLayouts(t *testing.T) {
 		// The banner test runs (and passes) instead of erroring as an unrelated base failure.
 		{stamp, "tests/test_stamp.py::test_single_digit", []string{"PYTHONPATH=src"}, nil, "src/stamp-0.0.0+ticketd.egg-info written for the checks",
 			[]string{"tests: tests/test_stamp.py::test_single_digit", "0 already at the base and unrelated still failing"}},
+		// The project's README example, collected by its own configuration's --doctest-glob,
+		// fails at the base and passes with the fix.
+		{tagger, "py/tests/test_norm.py::test_strips", nil, nil, "the pytest configuration of py/pyproject.toml applies",
+			[]string{"tests: py/tests/test_norm.py::test_strips", "tests: py/README.md::README.md"}},
 	} {
 		tk := ticketByRepo(t, n.store, tc.r.name)
 		all, ok := submits(t, n.store, tk.ID)

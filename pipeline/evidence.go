@@ -45,6 +45,13 @@ type Evidence struct {
 	// PassAtBase are tests the change adds or the maker named that do not fail at the base
 	// commit: they do not show the bug.
 	PassAtBase []string `json:"pass_at_base,omitempty"`
+	// NotRun are tests the change adds that did not run with the change (skipped, as at the
+	// base commit: an `async def` test with no async plugin, a skipif): a skipped test shows
+	// nothing either way, and is not a test that passes at the base.
+	NotRun []string `json:"not_run,omitempty"`
+	// AsyncNotRun is set when some of NotRun are `async def` tests pytest skipped for want of
+	// an async plugin (pytest-asyncio, anyio, ...) for the checks' interpreter.
+	AsyncNotRun bool `json:"async_not_run,omitempty"`
 	// Verified are verification commands that fail at the base commit and pass with the change.
 	Verified []string `json:"verified,omitempty"`
 	// TestChanges are the test files of the base commit that the change edits: never evidence
@@ -80,6 +87,12 @@ func (e *Evidence) Text() string {
 	}
 	if len(e.PassAtBase) > 0 {
 		fmt.Fprintf(&b, "Tests of the change that do not fail at the base commit (they do not show the bug): %s\n", strings.Join(clipList(e.PassAtBase, 10), ", "))
+	}
+	if len(e.NotRun) > 0 {
+		fmt.Fprintf(&b, "Tests of the change that did not run (skipped with the change, so they show nothing): %s\n", strings.Join(clipList(e.NotRun, 10), ", "))
+		if e.AsyncNotRun {
+			fmt.Fprintf(&b, "Note: %s\n", asyncSkipAdvice)
+		}
 	}
 	if len(e.TestChanges) > 0 {
 		fmt.Fprintf(&b, "Edited test files of the base commit (never evidence; their base versions ran): %s\n", strings.Join(clipList(e.TestChanges, 10), ", "))
@@ -249,6 +262,15 @@ func newTestEvidence(ctx context.Context, c *checkRun, ev *Evidence, br baseRun,
 		key := br.c.Name + ": " + id
 		atBase := outcomeAt(br.res.Outcomes, id)
 		switch {
+		case outcomeAt(own, id) == validate.OutcomeSkipped:
+			// Skipped with the change: it never ran against the fix, so whatever it did at
+			// the base it shows nothing, and "passes at the base too" would be untrue.
+			if !slices.Contains(ev.NotRun, id) {
+				ev.NotRun = append(ev.NotRun, id)
+			}
+			if slices.Contains(br.res.AsyncSkips, id) {
+				ev.AsyncNotRun = true
+			}
 		case atBase.Failing() && outcomeAt(own, id) == validate.OutcomePassed:
 			if !slices.Contains(ev.NewTests, key) {
 				ev.NewTests = append(ev.NewTests, key)
@@ -263,6 +285,9 @@ func newTestEvidence(ctx context.Context, c *checkRun, ev *Evidence, br baseRun,
 		}
 	}
 }
+
+// asyncSkipAdvice says why an `async def` test of the change did not run, and what to do.
+const asyncSkipAdvice = "pytest skips `async def` tests here: the checks' interpreter has no async plugin (pytest-asyncio, anyio, ...), so such a test never runs, with the fix or without it. Install the plugin the project's tests use for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md), or write the regression test as a plain `def` test that runs the coroutine itself (asyncio.run(...))"
 
 // passAtBaseText names a test that did not fail at the base commit, with how it ended there
 // when that was not a pass.

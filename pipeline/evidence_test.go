@@ -370,3 +370,49 @@ func TestEvidenceNewCaseInTestData(t *testing.T) {
 		t.Errorf("evidence %+v; want the new case tests/test_cases.py::test_case[double-2-4]", out.Evidence)
 	}
 }
+
+// asyncTest adds, beside the fix, a regression test written as an `async def` test, as
+// projects tested through pytest-asyncio write them.
+const asyncTest = `diff --git a/test_double_async.py b/test_double_async.py
+new file mode 100644
+--- /dev/null
++++ b/test_double_async.py
+@@ -0,0 +1,5 @@
++from calc import double
++
++
++async def test_double_two():
++    assert double(2) == 4
+`
+
+// An `async def` regression test that pytest skips for want of an async plugin never ran:
+// the fix is not shipped, and neither the maker nor the report is told that the test "passes
+// at the base too" (it ran neither way); both are told why it was skipped and what to do.
+func TestEvidenceAsyncTestNeverRan(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + asyncTest},
+		map[string]string{"test_calc.py": "from calc import double\n\n\ndef test_zero():\n    assert double(0) in (0, 1)\n"})
+	out := r.Run(context.Background(), job)
+	if out.Status != StatusUnverified || !strings.Contains(out.Reason, "test_double_async.py::test_double_two did not run: skipped") {
+		t.Fatalf("status %s (%s); want unverified naming the test that did not run\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if strings.Contains(out.Reason, "pass at the base commit too") || !strings.Contains(out.Reason, "no async plugin") {
+		t.Errorf("reason %q: want the skipped test not called passing at the base, and the missing async plugin named", out.Reason)
+	}
+	if out.Evidence == nil || !slices.Contains(out.Evidence.NotRun, "test_double_async.py::test_double_two") || !strings.Contains(out.Evidence.Text(), "pytest-asyncio") {
+		t.Errorf("evidence %+v; want test_double_async.py::test_double_two among the tests that did not run, with the async advice", out.Evidence)
+	}
+	var told bool
+	for _, tc := range rec.tools {
+		if tc.Tool != tools.Submit || !strings.HasPrefix(tc.Result, refusedNoProof) {
+			continue
+		}
+		told = true
+		if !strings.Contains(tc.Result, "did not run: pytest skipped them") || strings.Contains(tc.Result, "pass at the base commit too") || strings.Contains(tc.Result, "do not count") {
+			t.Errorf("submit answer %q: want the test named as skipped, never as passing at the base or as an edit", tc.Result)
+		}
+	}
+	if !told {
+		t.Errorf("no submit answer was a refusal for want of evidence: %+v", rec.tools)
+	}
+}

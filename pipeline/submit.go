@@ -314,10 +314,19 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 		fmt.Fprintf(&b, "Your test(s) %s pass at the base commit too: ticketd ran them against the code as it was before your change, and they did not fail, so they do not reproduce the bug. Change them so that they fail without your fix.\n",
 			strings.Join(clipList(ev.PassAtBase, 10), ", "))
 		why += fmt.Sprintf(" (the change's tests %s pass at the base commit too)", strings.Join(clipList(ev.PassAtBase, 5), ", "))
-	} else {
+	} else if len(ev.NotRun) == 0 {
 		b.WriteString("No test fails at the base commit and passes with your change.\n")
 	}
-	if len(ev.NewTests) == 0 && len(ev.TestChanges) > 0 {
+	if len(ev.NotRun) > 0 {
+		fmt.Fprintf(&b, "Your test(s) %s did not run: pytest skipped them with your change (and at the base commit), so they show nothing. A skipped test is not a passing one.\n",
+			strings.Join(clipList(ev.NotRun, 10), ", "))
+		why += fmt.Sprintf(" (the change's tests %s did not run: skipped)", strings.Join(clipList(ev.NotRun, 5), ", "))
+		if ev.AsyncNotRun {
+			fmt.Fprintf(&b, "%s.\n", asyncSkipAdvice)
+			why += "; " + asyncSkipAdvice
+		}
+	}
+	if len(ev.NewTests) == 0 && len(ev.NotRun) == 0 && len(ev.TestChanges) > 0 {
 		// Upstream fixes often add an assertion to an existing test; here that never runs
 		// against the fix, and a maker told only "no test fails" would resubmit the same.
 		fmt.Fprintf(&b, "Your edits to %s do not count: ticketd runs each test the base commit already has as the base commit has it, so an assertion added to an existing test never runs against your fix. Put the regression test in a new test function (or method) whose name the base commit lacks.\n",
@@ -327,7 +336,7 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 		fmt.Fprintf(&b, "Note: %s\n", n)
 	}
 	b.WriteString("Add a regression test beside the existing tests, in their style, that fails without your fix and passes with it (ticketd runs it against the base commit to check), name its pytest node id in submit's \"tests\", and submit again.")
-	keys := append([]string{"no evidence"}, ev.PassAtBase...)
+	keys := append(append([]string{"no evidence"}, ev.PassAtBase...), ev.NotRun...)
 	repeat := a.repeated("evidence", keys, cand.diff)
 	if hasTestSuite(a.job.Baseline) && a.evidenceRefusals < MaxEvidenceRefusals && !repeat {
 		a.evidenceRefusals++

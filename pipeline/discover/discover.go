@@ -100,7 +100,10 @@ func Read(read Reader, o Options) *Tests {
 	t := &Tests{Pytest: len(o.Pytest) > 0 || len(o.Unittest) == 0, Unittest: len(o.Unittest) > 0}
 	// pytest looks from the folder of the paths a command names upwards: a folder's own
 	// configuration wins over the root's.
-	file, vals := nestedConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
+	file, vals := commandConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
+	if file == "" {
+		file, vals = nestedConfig(read, pytestMajor(o.PytestVersion), o.Pytest)
+	}
 	if file == "" {
 		file, vals = pytestConfig(read, pytestMajor(o.PytestVersion))
 	}
@@ -131,6 +134,45 @@ func Read(read Reader, o Options) *Tests {
 	}
 	t.CodeFolders = codeFolders(read, append(append(slices.Clone(t.Paths), t.UnittestStart), t.UnittestModules...))
 	return t
+}
+
+// commandConfig is the configuration file a check's command names with -c (--config-file),
+// relative to the root: pytest reads that file alone, wherever the paths are. The first
+// command naming one decides; an absolute path (-c /dev/null: no configuration) is not the
+// repository's and reads as none.
+func commandConfig(read Reader, major int, commands [][]string) (string, map[string]iniValue) {
+	for _, argv := range commands {
+		args := pytestArgs(argv)
+		for i := 0; i < len(args); i++ {
+			opt, val, hasVal := strings.Cut(args[i], "=")
+			if opt != "-c" && opt != "--config-file" {
+				continue
+			}
+			if !hasVal && i+1 < len(args) {
+				i++
+				val = args[i]
+			}
+			if strings.HasPrefix(val, "/") {
+				return "", nil
+			}
+			p := cleanPath(val)
+			if p == "" || p == "." {
+				return "", nil
+			}
+			dir, base := path.Dir(p), path.Base(p)
+			in := func(q string) ([]byte, bool) {
+				if q != base {
+					return nil, false
+				}
+				return read(path.Join(dir, q))
+			}
+			if file, vals := pytestConfig(in, major); file != "" {
+				return p, vals
+			}
+			return "", nil
+		}
+	}
+	return "", nil
 }
 
 // nestedConfig finds the configuration below the root that pytest reads when a check's

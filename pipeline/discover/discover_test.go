@@ -601,3 +601,29 @@ func TestConfigFor(t *testing.T) {
 		}
 	}
 }
+
+// A command's -c names the configuration pytest reads, wherever it is; an absolute one
+// (-c /dev/null) is none of the repository's, and a file without pytest's section is none.
+func TestCommandConfig(t *testing.T) {
+	files := map[string]string{
+		"setup.cfg":         "[metadata]\nname = root\n",
+		"py/pyproject.toml": "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\npython_files = [\"check_*.py\"]\n",
+		"py/pytest.ini":     "[pytest]\npython_files = other_*.py\n",
+		"py/setup.cfg":      "[metadata]\nname = x\n",
+	}
+	for _, tt := range []struct {
+		name, config string
+		argv         []string
+		files        []string
+	}{
+		{"the file named", "py/pyproject.toml", []string{"python3", "-m", "pytest", "-c", "py/pyproject.toml"}, []string{"check_*.py"}},
+		{"--config-file=", "py/pytest.ini", []string{"python3", "-m", "pytest", "--config-file=./py/pytest.ini"}, []string{"other_*.py"}},
+		{"absolute", "", []string{"python3", "-m", "pytest", "-c", "/dev/null"}, DefaultPythonFiles},
+		{"no pytest section", "", []string{"python3", "-m", "pytest", "-c", "py/setup.cfg"}, DefaultPythonFiles},
+	} {
+		got := Read(reader(files), Options{Pytest: [][]string{tt.argv}, PytestVersion: "7.2.1"})
+		if got.Config != tt.config || !slices.Equal(got.Files, tt.files) {
+			t.Errorf("%s: config %q, python_files %q; want %q, %q", tt.name, got.Config, got.Files, tt.config, tt.files)
+		}
+	}
+}

@@ -154,7 +154,10 @@ func shadowReason(parts []string) string {
 		return ""
 	}
 	switch {
-	case shadowNames[module]:
+	case shadowNames[module] && (len(root) == 1 || makesPackage(root[1:])):
+		// As below: a folder without __init__ (a monorepo's py/ holding py/tests/) imports
+		// as a namespace package after the real tool; what would make it, or a folder in it,
+		// a regular package is refused.
 		return fmt.Sprintf("a module named like the check tool %q (Python would import it instead of the tool)", module)
 	case importedNames[module] && (len(root) == 1 || len(root) == 2 && root[1] == "__init__.py"):
 		// A folder without __init__.py (html/ of templates, site/) imports as a namespace
@@ -162,6 +165,17 @@ func shadowReason(parts []string) string {
 		return fmt.Sprintf("a module named like %q, which Python and the checks' tools import (Python would import it instead of the real one, inside the checks)", module)
 	}
 	return ""
+}
+
+// makesPackage reports whether one of parts (a path below a folder named like a tool) is an
+// __init__ module (__init__.py, __init__.<ABI tag>.so), which makes its folder a package.
+func makesPackage(parts []string) bool {
+	for _, p := range parts {
+		if strings.HasPrefix(strings.ToLower(p), "__init__.") {
+			return true
+		}
+	}
+	return false
 }
 
 // startHooks are the shadow names Python runs at start-up rather than imports: never the

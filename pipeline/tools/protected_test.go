@@ -34,7 +34,9 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"poetry.lock", "lockfile"},
 		{"package.json", "scripts run on install"},
 		{"pytest.py", "check tool"},
-		{"_pytest/runner.py", "check tool"},
+		{"_pytest/__init__.py", "check tool"},
+		{"py/__init__.cpython-311-x86_64-linux-gnu.so", "check tool"},
+		{"src/pytest/__init__.py", "check tool"},
 		{"src/pytest.py", "check tool"},
 		{"sitecustomize.py", "check tool"},
 		{"pytest.pyc", "bytecode"},
@@ -69,6 +71,10 @@ func TestProtectedPathsRefused(t *testing.T) {
 		{"pkg/typing.py", ""},
 		{"html/index.html", ""},
 		{"site/notes.py", ""},
+		// A folder named like a tool without __init__.py is a namespace package, which the
+		// real tool wins over: cucumber/tag-expressions' layout with the project in py/.
+		{"py/tests/test_norm.py", ""},
+		{"_pytest/runner.py", ""},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			ws := newTestWorkspace(t, nil)

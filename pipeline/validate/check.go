@@ -193,6 +193,9 @@ type Result struct {
 	// (pytest.importorskip), by the missing module: an optional dependency, or the
 	// repository's own compiled extension that nothing builds into the worktree.
 	ImportSkips []ImportSkip `json:"import_skips,omitempty"`
+	// AsyncSkips are the tests pytest skipped because they are `async def` and no async
+	// plugin (pytest-asyncio, anyio, ...) is installed: they never ran, whatever the code.
+	AsyncSkips []string `json:"async_skips,omitempty"`
 	// Cancelled is set when the run was cut short from outside (the attempt's budget, a
 	// shutdown): it says nothing about the code under test.
 	Cancelled bool `json:"cancelled,omitempty"`

@@ -248,6 +248,9 @@ func nextCondition(dir string, c Check, r Result, tests *discover.Tests) (Condit
 	if cond, ok := unmatchedTestModules(dir, c, r, tests); ok {
 		return cond, true
 	}
+	if cond, ok := subprojectConfig(dir, c, r); ok {
+		return cond, true
+	}
 	if c.Kind == KindPytest && r.Tests == 0 && r.Passed {
 		cond := Condition{Kind: KindUnittest, Notes: []string{
 			"pytest collected no test at the base commit, but `python -m unittest discover` finds the tests: the check runs with unittest (set kind: unittest on the check to say so, or python_files in the pytest configuration for pytest to find them)"}}
@@ -612,6 +615,51 @@ func subprojectFolders(dir string, c Check, r Result) (Condition, bool) {
 		}
 	}
 	return cond, len(cond.Path) > 0
+}
+
+// subprojectConfig runs a pytest check under the configuration of the repository's only
+// Python project when that project lives in a folder of its own (cucumber/tag-expressions:
+// python/pyproject.toml beside go/, java/, ...) and the root has no pytest configuration: a
+// bare pytest at the root reads none, so the project's addopts (--doctest-glob=README.md),
+// testpaths, markers and filterwarnings never apply, and the tests only they collect (its
+// README's examples) never gate a fix. The check runs with -c naming that file, the rootdir
+// kept at the root (node ids stay relative to it) and the file's testpaths put under the
+// folder, as pytest run inside the folder collects. Kept, as every condition, only when the
+// rerun is healthier. A command that names paths, -c or --rootdir is the operator's choice.
+func subprojectConfig(dir string, c Check, r Result) (Condition, bool) {
+	if c.Kind != KindPytest || startFailed(r) || hasFlag(c.Command, "-c", "--config-file", "--rootdir") ||
+		hasFlag(c.ExtraArgs, "-c", "--config-file", "--rootdir") || hasPytestConfig(dir, c.PytestVersion) {
+		return Condition{}, false
+	}
+	exists := func(p string) bool {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		return err == nil
+	}
+	if len(discover.PathArgs(c.Command, exists)) > 0 {
+		return Condition{}, false
+	}
+	var found []string
+	for _, sub := range subprojects(dir) {
+		if f := discover.RootConfig(discover.DirReader(filepath.Join(dir, filepath.FromSlash(sub))), c.PytestVersion); f != "" {
+			found = append(found, sub+"/"+f)
+		}
+	}
+	if len(found) != 1 {
+		return Condition{}, false // none, or several projects: which one the check means is the operator's to say
+	}
+	sub := path.Dir(found[0])
+	paths := discover.FromDir(filepath.Join(dir, filepath.FromSlash(sub)), discover.Options{PytestVersion: c.PytestVersion}).Paths
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var under []string
+	for _, p := range paths {
+		under = append(under, path.Join(sub, p))
+	}
+	testpaths := "testpaths=" + discover.ShellJoin(under)
+	return Condition{Args: []string{"-c", found[0], "--rootdir=.", "-o", testpaths}, Notes: []string{fmt.Sprintf(
+		"the pytest configuration of %s applies: the repository's root has none, and %s/ is its only Python project with one; the check runs with -c %s --rootdir=. -o %q, as pytest run in %s/ would collect (give the check a command to run otherwise)",
+		found[0], sub, found[0], testpaths, sub)}}, true
 }
 
 // subprojectMarkers are the files that make a folder a Python project of its own.

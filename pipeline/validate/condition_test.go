@@ -580,3 +580,47 @@ func findingText(r Result) string {
 	}
 	return b.String()
 }
+
+// A monorepo whose only Python project is in a folder of its own (cucumber/tag-expressions'
+// python/ beside go/, java/, ...), with no pytest configuration at the root: the check runs
+// under that project's configuration (-c), its testpaths put under the folder, so its
+// addopts (--doctest-glob=README.md), pythonpath and testpaths apply and its README's
+// example gates fixes; the root's README, which a bare testpaths would name, is not
+// collected. Discovery reads the -c the condition gives.
+func TestAdaptSubprojectConfig(t *testing.T) {
+	requirePytest(t)
+	t.Parallel()
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute}
+	dir := writeTree(t, map[string]string{
+		"README.md":             "Tag expressions in many languages.\n\n>>> 1 + 1\n3\n",
+		"go/go.mod":             "module example.com/tags\n",
+		"py/pyproject.toml":     "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\naddopts = \"--doctest-glob=README.md\"\ntestpaths = [\"README.md\", \"tests\"]\npythonpath = [\".\"]\n",
+		"py/calc.py":            "def double(x):\n    return 2 * x\n",
+		"py/README.md":          "calc\n\n>>> from calc import double\n>>> double(2)\n4\n",
+		"py/tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n",
+	})
+	r := &Runner{Sandbox: testSandbox(t)}
+	run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+	base := run(context.Background(), []Check{check})
+	got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+	if got.Condition == nil || !slices.Contains(got.Condition.Args, "py/pyproject.toml") {
+		t.Fatalf("condition %+v, want -c py/pyproject.toml; result %s\n%s", got.Condition, got.Summary, got.Output)
+	}
+	readme := false
+	for id, o := range got.Outcomes {
+		readme = readme || strings.HasPrefix(id, "py/README.md") && o == OutcomePassed
+	}
+	if !got.Passed || got.Tests != 2 || !readme {
+		t.Errorf("adapted run: passed %v, %d tests (%s), outcomes %v; want py/README.md's doctest and the test, both passed\n%s", got.Passed, got.Tests, got.Summary, got.Outcomes, got.Output)
+	}
+	tests := discover.FromDir(dir, DiscoverOptions(Conditioned([]Check{check}, []Result{got})))
+	if tests.Config != "py/pyproject.toml" || !slices.Equal(tests.Paths, []string{"py/README.md", "py/tests"}) || !slices.Contains(tests.DoctestGlobs, "README.md") {
+		t.Errorf("discovery under the condition: config %q, paths %q, doctest globs %q; want py/pyproject.toml, [py/README.md py/tests], README.md", tests.Config, tests.Paths, tests.DoctestGlobs)
+	}
+	// A selected run of one test module reads the same configuration (its pythonpath).
+	sel := Conditioned([]Check{check}, []Result{got})[0]
+	sel.Only = []string{"py/tests/test_calc.py"}
+	if one := r.Run(context.Background(), dir, []Check{sel})[0]; !one.Passed || one.Tests != 1 {
+		t.Errorf("selected run: passed %v, %d tests (%s)\n%s", one.Passed, one.Tests, one.Summary, one.Output)
+	}
+}

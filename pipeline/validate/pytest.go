@@ -129,7 +129,7 @@ func interpretPytest(junitPath, dir string, code int, output string) parsed {
 	}
 	markXPassed(report.outcomes, output)
 	p := parsed{passed: code == 0, summary: report.summary(), findings: report.findings,
-		tests: report.tests, errored: report.errors, outcomes: report.outcomes, importSkips: report.importSkips}
+		tests: report.tests, errored: report.errors, outcomes: report.outcomes, importSkips: report.importSkips, asyncSkips: report.asyncSkips}
 	if code == pytestExitInterrupted {
 		// The run stopped before every test ran (a KeyboardInterrupt, or pytest.exit, in a
 		// test, a fixture or the code under test): the report holds only the tests before it,
@@ -152,6 +152,8 @@ type junitReport struct {
 	// importSkips counts the tests skipped because a module would not import
 	// (pytest.importorskip), by the missing module.
 	importSkips []ImportSkip
+	// asyncSkips are the tests skipped as `async def` tests with no async plugin.
+	asyncSkips []string
 }
 
 // errorCount is n errors as pytest and mypy write it: "1 error", "2 errors".
@@ -263,6 +265,9 @@ func (r *junitReport) addCase(tc junitCase, dir string) {
 		} else {
 			setOutcome(r.outcomes, id, OutcomeSkipped)
 			r.addImportSkip(tc, tc.Skipped[0])
+			if strings.HasPrefix(strings.TrimSpace(tc.Skipped[0].Message), asyncSkipped) && !slices.Contains(r.asyncSkips, id) {
+				r.asyncSkips = append(r.asyncSkips, id)
+			}
 		}
 	default:
 		setOutcome(r.outcomes, id, OutcomePassed)
@@ -274,6 +279,10 @@ func (r *junitReport) addCase(tc junitCase, dir string) {
 		r.findings = append(r.findings, junitFinding(tc, p, dir))
 	}
 }
+
+// asyncSkipped opens pytest's skip reason for an `async def` test that no installed plugin
+// runs (pytest 7 and 8: "async def function and no async plugin installed (see warnings)").
+const asyncSkipped = "async def function and no async plugin installed"
 
 // importSkipped is pytest.importorskip's skip reason: "could not import 'pvectorc': No module
 // named 'pvectorc'" (the module asked for, then the one that was missing).

@@ -211,6 +211,7 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.Outcomes = p.outcomes
 	}
 	res.ImportSkips = p.importSkips
+	res.AsyncSkips = p.asyncSkips
 	if !res.Passed && !res.NotStarted && toolAbsent(out.exitCode, combined) {
 		res.NotStarted = true
 		res.Summary = fmt.Sprintf("the tool did not start (exit %d): %s", out.exitCode, res.Summary)
@@ -368,6 +369,8 @@ type parsed struct {
 	outcomes map[string]Outcome
 	// importSkips are the tests skipped for a module that would not import.
 	importSkips []ImportSkip
+	// asyncSkips are the `async def` tests skipped for want of an async plugin.
+	asyncSkips []string
 }
 
 // toolAbsent recognises a tool that never ran: the shell's "command not found"
@@ -495,8 +498,8 @@ func pytestArgs(argv []string, c Check, dir, inner string) []string {
 // test by different settings. When the two differ, -c names the whole run's file
 // (/dev/null for none, with the conftest cut-off pytest then takes: the rootdir).
 func pinConfig(argv []string, c Check, dir string) []string {
-	if hasFlag(argv, "-c", "--config-file") {
-		return argv // the command names its file: both runs read it
+	if hasFlag(argv, "-c", "--config-file") || hasFlag(c.ExtraArgs, "-c", "--config-file") {
+		return argv // the command or the check's condition names its file: both runs read it
 	}
 	stat := func(p string) (bool, bool) {
 		if filepath.IsAbs(p) {
