@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -50,5 +51,73 @@ func TestCheckoutForms(t *testing.T) {
 	}
 	if _, err := tree.CheckoutForms(ctx, []Change{{Path: "../outside.txt", Data: []byte("x\n")}}); err == nil {
 		t.Error("a path outside the tree was accepted")
+	}
+}
+
+// TestCheckoutFormsKept: asked again with the same files and the same rules, CheckoutForms
+// answers as git did without running it (a gate asks before each of its runs of checks);
+// a change of any input of the rules — a .gitattributes the maker writes in a folder on the
+// path, the repository's config, info/attributes — or of the bytes asks git again, and the
+// answer follows.
+func TestCheckoutFormsKept(t *testing.T) {
+	repo := newRepo(t, false)
+	ctx := context.Background()
+	tree, err := NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := gitCounter(t)
+	in := func(p string) string { return filepath.Join(tree.Dir, filepath.FromSlash(p)) }
+	const crlf = "a\r\nb\r\n"
+	steps := []struct {
+		name     string
+		change   func(t *testing.T) // what happens before the ask
+		path     string
+		data     string
+		want     string // "" when the checkout gives the data back as it is
+		wantRuns int    // git processes the ask costs
+	}{
+		{"first ask", nil, "pkg/data.txt", crlf, "", 2},
+		{"same again: kept", nil, "pkg/data.txt", crlf, "", 0},
+		{"a .gitattributes in a folder on the path", func(t *testing.T) {
+			writeFile(t, in("pkg/.gitattributes"), "*.txt text\n")
+		}, "pkg/data.txt", crlf, "a\nb\n", 2},
+		{"same again: kept", nil, "pkg/data.txt", crlf, "a\nb\n", 0},
+		{"the rule removed", func(t *testing.T) {
+			if err := os.Remove(in("pkg/.gitattributes")); err != nil {
+				t.Fatal(err)
+			}
+		}, "pkg/data.txt", crlf, "", 0}, // the inputs of the first ask again
+		{"other bytes", nil, "pkg/data.txt", "c\r\n", "", 2},
+		{"the repository's config", func(t *testing.T) {
+			git(t, repo, "config", "core.autocrlf", "input")
+		}, "pkg/data.txt", "c\r\n", "c\n", 2},
+		{"same again: kept", nil, "pkg/data.txt", "c\r\n", "c\n", 0},
+		{"info/attributes", func(t *testing.T) {
+			git(t, repo, "config", "--unset", "core.autocrlf")
+			writeFile(t, filepath.Join(repo, ".git", "info", "attributes"), "*.txt -text\n")
+		}, "pkg/data.txt", "c\r\n", "", 2},
+		{"an include in the config: never kept", func(t *testing.T) {
+			git(t, repo, "config", "include.path", "/nonexistent/ticketd-test")
+		}, "pkg/data.txt", "c\r\n", "", 4}, // and the filter drivers are listed (filterOverrides)
+		{"still asked each time", nil, "pkg/data.txt", "c\r\n", "", 4},
+	}
+	for _, st := range steps {
+		if st.change != nil {
+			st.change(t)
+		}
+		writeFile(t, in(st.path), st.data)
+		before := runs()
+		forms, err := tree.CheckoutForms(ctx, []Change{{Path: st.path, Data: []byte(st.data)}})
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got, listed := forms[st.path]
+		if listed != (st.want != "") || string(got) != st.want {
+			t.Errorf("%s: CheckoutForms = %q (listed %v), want %q", st.name, got, listed, st.want)
+		}
+		if n := runs() - before; n != st.wantRuns {
+			t.Errorf("%s: %d git processes, want %d", st.name, n, st.wantRuns)
+		}
 	}
 }

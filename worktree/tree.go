@@ -24,6 +24,9 @@ type Tree struct {
 	gitDir, commonDir string
 
 	authorName, authorEmail string
+
+	// forms keeps CheckoutForms' answers while the tree lives (nil: none kept).
+	forms *formMemo
 }
 
 // dirs is where ticketd's git finds the tree.
