@@ -227,3 +227,63 @@ func globalAttributesFile() string {
 	}
 	return ""
 }
+
+// changesKey digests what a tree built from changes on base, and the patch from base to it,
+// depend on besides the repository's objects: base (a full hash: a name can move), each
+// change's path, bytes and mode, and the rules git stores and diffs them by (formKey: the
+// .gitattributes on each path, info/attributes, the config). kind keeps a tree apart from a
+// patch. ok is false when one of them cannot be keyed: git is asked each time.
+func (t *Tree) changesKey(kind, base string, changes []Change) (key [sha256.Size]byte, ok bool) {
+	if t.built == nil || !fullHash(base) {
+		return key, false
+	}
+	root, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		return key, false
+	}
+	defer root.Close()
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", kind, base, len(changes))
+	for _, c := range changes {
+		if validChange(c) != nil {
+			return key, false
+		}
+		k, ok := t.formKey(root, c)
+		if !ok {
+			return key, false
+		}
+		h.Write(k[:])
+		fmt.Fprintf(h, "%t\x00", c.Executable)
+	}
+	copy(key[:], h.Sum(nil))
+	return key, true
+}
+
+// builtMemo keeps the trees buildTree wrote and the patches DiffChanges made, by changesKey.
+// Safe for concurrent use; a nil *builtMemo keeps nothing.
+type builtMemo struct {
+	mu      sync.Mutex
+	answers map[[sha256.Size]byte]string
+}
+
+func (m *builtMemo) get(key [sha256.Size]byte) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.answers[key]
+	return v, ok
+}
+
+func (m *builtMemo) put(key [sha256.Size]byte, v string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.answers == nil || len(m.answers) >= maxFormAnswers {
+		m.answers = map[[sha256.Size]byte]string{}
+	}
+	m.answers[key] = v
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -119,5 +121,66 @@ func TestCheckoutFormsKept(t *testing.T) {
 		if n := runs() - before; n != st.wantRuns {
 			t.Errorf("%s: %d git processes, want %d", st.name, n, st.wantRuns)
 		}
+	}
+}
+
+// TestBuiltChangesKept: the patch of the same changes is built once per tree (a submit's, then
+// the result's), and a commit of them reuses the tree that patch built: same patch, same
+// commit tree, fewer git processes. A .gitattributes written on the path, other bytes or
+// another mode build again, and the patch follows them.
+func TestBuiltChangesKept(t *testing.T) {
+	repo := newRepo(t, false)
+	ctx := context.Background()
+	tree, err := NewManager(filepath.Join(t.TempDir(), "trees"), nil).Prepare(ctx, repo, "main", "ticketd/1-built")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := gitCounter(t)
+	fix := []Change{{Path: "stats.py", Data: []byte("def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n")}, {Path: "notes/data.txt", Data: []byte("a\r\nb\r\n")}}
+	diff := func(name string, changes []Change, wantRuns int) string {
+		t.Helper()
+		before := runs()
+		patch, err := tree.DiffChanges(ctx, changes)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := runs() - before; (wantRuns == 0) != (n == 0) {
+			t.Errorf("%s: %d git processes, want %s", name, n, map[bool]string{true: "none", false: "some"}[wantRuns == 0])
+		}
+		return patch
+	}
+	first := diff("first patch", fix, 1)
+	if !strings.Contains(first, "+b\r\n") {
+		t.Fatalf("first patch keeps no CRLF in data.txt:\n%s", first)
+	}
+	if again := diff("same changes again", fix, 0); again != first {
+		t.Errorf("kept patch differs:\n%s\nwant\n%s", again, first)
+	}
+	// The commit builds on HEAD, the base: the tree the patch built.
+	before := runs()
+	commit, err := tree.CommitChanges(ctx, "fix mean", fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runs() - before; n != 4 { // rev-parse HEAD, rev-parse its tree, commit-tree, update-ref
+		t.Errorf("commit of the changes the patch built: %d git processes, want 4", n)
+	}
+	if got := git(t, repo, "diff", "--binary", tree.BaseCommit, commit); strings.TrimSpace(got) != strings.TrimSpace(first) {
+		t.Errorf("the commit's changes:\n%s\nwant the patch's:\n%s", got, first)
+	}
+	writeFile(t, filepath.Join(tree.Dir, "notes", ".gitattributes"), "*.txt text\n")
+	ruled := diff("a .gitattributes on the path", fix, 1)
+	if strings.Contains(ruled, "\r") || !strings.Contains(ruled, "+b\n") {
+		t.Errorf("patch after the rule keeps CRLF:\n%s", ruled)
+	}
+	exec := slices.Clone(fix)
+	exec[0].Executable = true
+	if p := diff("another mode", exec, 1); !strings.Contains(p, "new mode 100755") && !strings.Contains(p, "100755") {
+		t.Errorf("patch of an executable stats.py names no mode 100755:\n%s", p)
+	}
+	other := slices.Clone(fix)
+	other[0].Data = []byte("x = 2\n")
+	if p := diff("other bytes", other, 1); !strings.Contains(p, "+x = 2") {
+		t.Errorf("patch of other bytes:\n%s", p)
 	}
 }

@@ -228,6 +228,7 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 		authorName:  cmpOr(m.AuthorName, DefaultAuthorName),
 		authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail),
 		forms:       &formMemo{},
+		built:       &builtMemo{},
 	}
 	if err := m.checkOut(ctx, repo, tree, from); err != nil {
 		return nil, err
