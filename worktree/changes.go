@@ -48,7 +48,26 @@ func validChange(c Change) error {
 // written back with CRLF by the tools is stored with the LF the repository keeps, and the
 // commit changes the lines the tools changed, not every line's ending. No filter driver
 // runs: the repository's are switched off (filterOverrides), and none other is configured.
+//
+// The tree is kept on the Tree (builtMemo) under changesKey: a patch at a submit, the
+// commit and the result's patch build the same tree from the same changes, five or more git
+// processes each time.
 func (t *Tree) buildTree(ctx context.Context, base string, changes []Change) (string, error) {
+	key, keyed := t.changesKey("tree", base, changes)
+	if keyed {
+		if tree, ok := t.built.get(key); ok {
+			return tree, nil
+		}
+	}
+	tree, err := t.writeTree(ctx, base, changes)
+	if err == nil && keyed {
+		t.built.put(key, tree)
+	}
+	return tree, err
+}
+
+// writeTree is buildTree from git.
+func (t *Tree) writeTree(ctx context.Context, base string, changes []Change) (string, error) {
 	g := t.dirs()
 	idx := filepath.Join(t.gitDir, changesIndexName)
 	_ = os.Remove(idx)
@@ -126,7 +145,25 @@ func (t *Tree) refuseSubmodulePaths(ctx context.Context, base string, changes []
 // DiffChanges returns the unified diff (git format, binary-safe, no renames) from BaseCommit
 // to BaseCommit with changes applied: what a commit of them would change. It is empty when
 // the changes change nothing.
+//
+// The patch is kept on the Tree under changesKey, as the tree is: the result's patch is the
+// last submit's.
 func (t *Tree) DiffChanges(ctx context.Context, changes []Change) (string, error) {
+	key, keyed := t.changesKey("patch", t.BaseCommit, changes)
+	if keyed {
+		if patch, ok := t.built.get(key); ok {
+			return patch, nil
+		}
+	}
+	patch, err := t.diffChanges(ctx, changes)
+	if err == nil && keyed {
+		t.built.put(key, patch)
+	}
+	return patch, err
+}
+
+// diffChanges is DiffChanges from git.
+func (t *Tree) diffChanges(ctx context.Context, changes []Change) (string, error) {
 	tree, err := t.buildTree(ctx, t.BaseCommit, changes)
 	if err != nil {
 		return "", fmt.Errorf("diff the changes in worktree %s: %w", t.Dir, err)

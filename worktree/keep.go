@@ -118,7 +118,7 @@ func (m *Manager) reuse(ctx context.Context, repo repoDirs, base, from, branch s
 	m.kept = append(m.kept[:i], m.kept[i+1:]...)
 	m.mu.Unlock()
 	t := &Tree{Dir: k.dir, Branch: branch, BaseCommit: base, RepoPath: repo.WorkTree, gitDir: k.gitDir, commonDir: k.commonDir,
-		authorName: cmpOr(m.AuthorName, DefaultAuthorName), authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail)}
+		authorName: cmpOr(m.AuthorName, DefaultAuthorName), authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail), forms: &formMemo{}, built: &builtMemo{}}
 	if err := m.refit(ctx, t, &k, from); err != nil {
 		if ctx.Err() == nil {
 			m.logger.Info("kept worktree not reused: removed, a fresh one is made", "dir", k.dir, "err", err)

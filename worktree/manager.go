@@ -227,6 +227,8 @@ func (m *Manager) prepare(ctx context.Context, repoPath, baseRef, branch, start 
 		commonDir:   repo.CommonDir,
 		authorName:  cmpOr(m.AuthorName, DefaultAuthorName),
 		authorEmail: cmpOr(m.AuthorEmail, DefaultAuthorEmail),
+		forms:       &formMemo{},
+		built:       &builtMemo{},
 	}
 	if err := m.checkOut(ctx, repo, tree, from); err != nil {
 		return nil, err

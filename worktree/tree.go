@@ -24,6 +24,11 @@ type Tree struct {
 	gitDir, commonDir string
 
 	authorName, authorEmail string
+
+	// forms keeps CheckoutForms' answers while the tree lives (nil: none kept).
+	forms *formMemo
+	// built keeps the trees and patches built from changes while the tree lives (nil: none).
+	built *builtMemo
 }
 
 // dirs is where ticketd's git finds the tree.

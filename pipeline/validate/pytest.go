@@ -45,12 +45,6 @@ func ResolvePytest(ctx context.Context) ([]string, error) {
 	return []string{py, "-m", "pytest"}, nil
 }
 
-// probe runs a candidate briefly and reports why it does not work.
-func probe(ctx context.Context, name string, args ...string) error {
-	_, err := probeOutput(ctx, name, args...)
-	return err
-}
-
 // maxProbeOutput bounds what a probe's stdout keeps: a version, a path.
 const maxProbeOutput = 256
 

@@ -43,10 +43,12 @@ func (r *Runner) Interpreter(ctx context.Context, dir string, c Check, module st
 	return r.systemPython(ctx, module)
 }
 
-// pythonCache remembers, per module, the system python3 that imports it.
+// pythonCache remembers, per module, the system python3 that imports it, and what its
+// import probe printed (pytest's version).
 type pythonCache struct {
-	mu    sync.Mutex
-	found map[string]string
+	mu      sync.Mutex
+	found   map[string]string
+	printed map[string]string // by module
 }
 
 func (r *Runner) systemPython(ctx context.Context, module string) (string, error) {
@@ -55,15 +57,27 @@ func (r *Runner) systemPython(ctx context.Context, module string) (string, error
 	if py, ok := r.pythons.found[module]; ok {
 		return py, nil
 	}
-	py, err := findPython(ctx, module)
+	py, out, err := findPythonPrinted(ctx, module)
 	if err != nil {
 		return "", err
 	}
 	if r.pythons.found == nil {
-		r.pythons.found = map[string]string{}
+		r.pythons.found, r.pythons.printed = map[string]string{}, map[string]string{}
 	}
-	r.pythons.found[module] = py
+	r.pythons.found[module], r.pythons.printed[module] = py, out
 	return py, nil
+}
+
+// probedHere is what the runner's own search (systemPython) found when it chose py for
+// module: the same probe, in the same environment, as Probed.ask's, so the start-up need not
+// start that Python again to ask it the same question.
+func (r *Runner) probedHere(py, module string) (printed string, ok bool) {
+	r.pythons.mu.Lock()
+	defer r.pythons.mu.Unlock()
+	if found, ok := r.pythons.found[module]; !ok || found != py {
+		return "", false
+	}
+	return r.pythons.printed[module], true
 }
 
 // pythonCandidates lists every python3 on PATH, in PATH order, then Debian's.
@@ -86,15 +100,23 @@ func pythonCandidates() []string {
 
 // findPython returns the first candidate python3 that can import module.
 func findPython(ctx context.Context, module string) (string, error) {
+	py, _, err := findPythonPrinted(ctx, module)
+	return py, err
+}
+
+// findPythonPrinted is findPython with what the chosen candidate's probe printed
+// (importScript: pytest's version).
+func findPythonPrinted(ctx context.Context, module string) (string, string, error) {
 	var tried []string
 	for _, py := range pythonCandidates() {
-		if err := probe(ctx, py, "-c", "import "+module); err != nil {
+		out, err := probeOutput(ctx, py, "-c", importScript(module))
+		if err != nil {
 			tried = append(tried, fmt.Sprintf("%s -c 'import %s' (%v)", py, module, err))
 			continue
 		}
-		return py, nil
+		return py, out, nil
 	}
-	return "", fmt.Errorf("%w: no python3 can import %s: tried %s; %s, or set python: in the repository's config (e.g. .venv/bin/python)",
+	return "", "", fmt.Errorf("%w: no python3 can import %s: tried %s; %s, or set python: in the repository's config (e.g. .venv/bin/python)",
 		ErrToolMissing, module, strings.Join(tried, "; "), installHint(module))
 }
 
@@ -195,6 +217,36 @@ func (p *Probed) importable(ctx context.Context, py, module string) error {
 	return err
 }
 
+// seed records that py imports module and printed out, as ask would have found, unless the
+// round has an answer already.
+func (p *Probed) seed(py, module, out string) {
+	if p == nil {
+		return
+	}
+	key := py + "\x00" + module
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.done[key]; ok {
+		return
+	}
+	if p.done == nil {
+		p.done = map[string]probeAnswer{}
+	}
+	p.done[key] = probeAnswer{version: out}
+}
+
+// askSeeded is seen.ask(py, module), answered by the runner's own probe of py when it chose
+// py for module this night.
+func (r *Runner) askSeeded(ctx context.Context, seen *Probed, py, module string) (string, error) {
+	if out, ok := r.probedHere(py, module); ok {
+		if seen == nil {
+			return out, nil
+		}
+		seen.seed(py, module, out)
+	}
+	return seen.ask(ctx, py, module)
+}
+
 // ask probes py's import of module once per round: the version it printed (pytest's), and
 // why it did not import.
 func (p *Probed) ask(ctx context.Context, py, module string) (string, error) {
@@ -241,7 +293,7 @@ func (r *Runner) PytestVersion(ctx context.Context, dir string, c Check, seen *P
 	if py == "" {
 		return ""
 	}
-	v, err := seen.ask(ctx, py, "pytest")
+	v, err := r.askSeeded(ctx, seen, py, "pytest")
 	if err != nil {
 		return ""
 	}
@@ -336,7 +388,7 @@ func (r *Runner) Preflight(ctx context.Context, dir string, c Check, seen *Probe
 		return fmt.Errorf("%w: check %q: %q cannot run (%v); %s", ErrToolMissing, c.Name, argv[0], err, installHint(tool))
 	}
 	if len(argv) >= 3 && argv[1] == "-m" {
-		if err := seen.importable(ctx, argv[0], argv[2]); err != nil {
+		if _, err := r.askSeeded(ctx, seen, argv[0], argv[2]); err != nil {
 			return fmt.Errorf("%w: check %q: %s cannot import %s (%v); %s", ErrToolMissing, c.Name, argv[0], argv[2], err, installHint(argv[2]))
 		}
 	}

@@ -289,3 +289,47 @@ func TestPytestVersionDecidesDiscovery(t *testing.T) {
 			check.PytestVersion, collectsBench, d.Paths, d.Config, out)
 	}
 }
+
+// TestStartupAsksSystemPythonOnce: a check without python: is given the first python3 that
+// imports its tool, found by asking each; the start-up's own questions to that python3 (does
+// it import the tool, which pytest is it) are what that search asked, so it starts once, not
+// once for the search and again for the start-up, and the answers are the same.
+func TestStartupAsksSystemPythonOnce(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "asked")
+	py := filepath.Join(dir, "python3")
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\ncase \"$*\" in *'import pytest'*) printf 7.2.1; exit 0;; esac\necho \"ModuleNotFoundError: no module\" >&2\nexit 1\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, tt := range []struct {
+		name        string
+		seen        *Probed
+		check       Check
+		wantVersion string
+		asked       int
+	}{
+		{"a round", &Probed{}, Check{Name: "tests", Kind: KindPytest}, "7.2.1", 1},
+		{"no round", nil, Check{Name: "tests", Kind: KindPytest}, "7.2.1", 1},
+		// mypy: the stand-in imports none and is asked once; the search goes on to the next
+		// python3 (or finds none), which is none of this test's business.
+		{"another tool", &Probed{}, Check{Name: "types", Kind: KindMypy}, "", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(log)
+			r := &Runner{Sandbox: sandbox.ModeNone, ScratchRoot: t.TempDir()}
+			ctx := context.Background()
+			if err := r.Preflight(ctx, t.TempDir(), tt.check, tt.seen); err != nil && tt.check.Kind == KindPytest {
+				t.Fatal(err)
+			}
+			if got := r.PytestVersion(ctx, t.TempDir(), tt.check, tt.seen); got != tt.wantVersion {
+				t.Errorf("PytestVersion = %q, want %q", got, tt.wantVersion)
+			}
+			data, _ := os.ReadFile(log)
+			if n := strings.Count(string(data), "import "); n != tt.asked {
+				t.Errorf("the stand-in python3 was asked %d times:\n%s\nwant %d", n, data, tt.asked)
+			}
+		})
+	}
+}

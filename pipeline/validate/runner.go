@@ -86,6 +86,7 @@ type Runner struct {
 	User sandbox.Identity
 
 	pythons pythonCache // system python3 per tool module, resolved once
+	shims   shimMemo    // the interpreters pyenv shims run (pyenv.go)
 	// timer replaces time.AfterFunc for a check's time-out in tests that must time a
 	// check out at a moment of their choosing (nil: time.AfterFunc).
 	timer func(timeout time.Duration, f func()) (stop func())
@@ -162,6 +163,9 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Check) Result {
 		res.NotStarted = errors.Is(err, ErrToolMissing)
 		return notStarted(res)
 	}
+
+	// The interpreter a pyenv shim would pick, asked once instead of on every run.
+	argv, spec.Env = r.unshim(ctx, spec, scratch, argv)
 
 	remove, err := writeGenerated(dir, c.Generated)
 	defer remove()
