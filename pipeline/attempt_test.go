@@ -125,7 +125,7 @@ func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest, Python: testPython()}}
 	vr := &validate.Runner{Sandbox: testSandbox(t)}
 	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
@@ -242,6 +242,22 @@ var (
 	resolvedPytest = sync.OnceValues(func() ([]string, error) { return validate.ResolvePytest(context.Background()) })
 	probedSandbox  = sync.OnceValues(func() (string, error) { return sandbox.Probe(context.Background(), "") })
 )
+
+// testPython is the python the tests' Python checks (pytest, unittest, mypy) name: the
+// interpreter of the once-resolved pytest, "" where none has pytest (those tests skip or
+// fail on resolvedPytest first). A check without one makes validate.Runner look for a
+// python3 that imports the check's module, first on PATH: here that is pyenv's shim, a bash
+// script that runs a dozen more bash processes and an interpreter before the answer, once
+// per runner for pytest, and, for a unittest check (the shim's python imports unittest), on
+// every run of the check. How a runner finds the interpreter is validate's tests' subject
+// (TestInterpreter, TestResolvePytest); the attempt's tests only need one that works.
+func testPython() string {
+	pytest, err := resolvedPytest()
+	if err != nil || len(pytest) == 0 {
+		return ""
+	}
+	return pytest[0]
+}
 
 // TestAttemptPanicIsItsFailure: a panic inside the attempt (a ticketd bug set off by one
 // ticket's input; here through the SaveTriage seam) ends that attempt as failed, naming the

@@ -62,7 +62,7 @@ func TestLintAndTypeGate(t *testing.T) {
 			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
 			job.Checks = append(job.Checks,
 				validate.Check{Name: "lint", Kind: validate.KindRuff, Command: ruff},
-				validate.Check{Name: "types", Kind: validate.KindMypy})
+				validate.Check{Name: "types", Kind: validate.KindMypy, Python: testPython()})
 			job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			for _, b := range job.Baseline[1:] {
 				if b.Passed || len(b.Findings) == 0 || b.NotStarted {
