@@ -27,11 +27,13 @@ const agentsMD = `# Notes for coding agents
 // TestRepoInstructionsCached: with an AGENTS.md committed at the base, every request of every
 // role carries it in the repository part, after the static system message and before the
 // ticket, and it is cached with that part: each role's first request of the later tickets
-// finds at least the share of its prompt cached that it finds without the file.
+// finds at least the share of its prompt cached that it finds without the file. The night
+// without it is TestPromptCacheShare's cache-friendly night: each of its shares must be at
+// least cacheFriendlyShare.
 func TestRepoInstructionsCached(t *testing.T) {
 	t.Parallel() // a night of its own: repository, store, model server
 	realNight(t)
-	const tickets = 6
+	const tickets = cacheTickets
 	shares := map[bool]map[string][]float64{}
 	var block map[string]float64
 	for _, with := range []bool{false, true} {
@@ -42,7 +44,7 @@ func TestRepoInstructionsCached(t *testing.T) {
 			git(t, f.repo, "commit", "-q", "-m", "agents notes")
 		}
 		server, url := f.scripted(t, scriptedmodel.Options{Seed: 7})
-		n := runNight(t, f.config(t, url, 3), pipeline.LayoutCacheFriendly)
+		n := runNight(t, f.config(t, url, cacheWorkers), pipeline.LayoutCacheFriendly)
 		list, err := n.store.List(context.Background(), store.Filter{})
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +55,21 @@ func TestRepoInstructionsCached(t *testing.T) {
 			}
 		}
 		shares[with] = firstRequestShares(t, n.store, tickets)
+		if !with {
+			// TestPromptCacheShare's cache-friendly layout, checked on this night.
+			for _, role := range model.Roles {
+				got := shares[false][string(role)]
+				if len(got) != tickets-1 {
+					t.Errorf("without AGENTS.md: %s: %d first requests after the first, want %d", role, len(got), tickets-1)
+				}
+				for i, s := range got {
+					if s < cacheFriendlyShare {
+						t.Errorf("without AGENTS.md: %s: first request #%d has cached share %.3f, want >= %.2f", role, i+2, s, cacheFriendlyShare)
+					}
+				}
+				t.Logf("without AGENTS.md: %s first-request cached shares: %v", role, fmtShares(got))
+			}
+		}
 		if with {
 			block = cacheBlockShares(t, n.store, tickets)
 		}

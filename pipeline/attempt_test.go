@@ -2,10 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +87,11 @@ func setupAttempt(t *testing.T, c scriptedmodel.Case) (*Runner, Job, *calls) {
 // set, that patch instead of the fix).
 func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]string) (*Runner, Job, *calls) {
 	t.Helper()
+	return setupAttemptFiles(t, c, extra, extra == nil)
+}
+
+// attemptFiles is setupAttempt's repository with extra files.
+func attemptFiles(extra map[string]string) map[string]string {
 	files := map[string]string{
 		"calc.py":      buggy,
 		"test_calc.py": "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
@@ -90,16 +99,31 @@ func setupAttemptWith(t *testing.T, c scriptedmodel.Case, extra map[string]strin
 	for name, content := range extra {
 		files[name] = content
 	}
+	return files
+}
+
+// setupAttemptFiles is setupAttemptWith; shared says the repository's baseline may be the
+// one run once per test binary for the same files and checks (sharedBaseline): only for
+// files whose tests write nothing when run, which setupAttempt's two files are.
+func setupAttemptFiles(t *testing.T, c scriptedmodel.Case, extra map[string]string, shared bool) (*Runner, Job, *calls) {
+	t.Helper()
+	files := attemptFiles(extra)
 	if c.Patch == "" {
 		c.Patch = fixPatch
 	}
-	return setupRepoAttempt(t, files, Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"}, c)
+	return setupRepoAttemptShared(t, files, Ticket{ID: 1, Attempt: 1, Title: "double is wrong", Body: "double(2) gives 5", Repo: "calc"}, c, shared)
 }
 
 // setupRepoAttempt is an attempt at ticket in a fresh repository holding files, with the
 // scripted model answering c (matched on the ticket's title), real pytest as the gate and
 // its baseline run.
 func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c scriptedmodel.Case) (*Runner, Job, *calls) {
+	t.Helper()
+	return setupRepoAttemptShared(t, files, ticket, c, false)
+}
+
+// setupRepoAttemptShared is setupRepoAttempt; shared as setupAttemptFiles says.
+func setupRepoAttemptShared(t *testing.T, files map[string]string, ticket Ticket, c scriptedmodel.Case, shared bool) (*Runner, Job, *calls) {
 	t.Helper()
 	_, err := resolvedPytest()
 	testenv.Need(t, testenv.Pytest, err)
@@ -125,15 +149,21 @@ func setupRepoAttempt(t *testing.T, files map[string]string, ticket Ticket, c sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest, Python: testPython()}}
 	vr := &validate.Runner{Sandbox: testSandbox(t)}
 	r := &Runner{Models: client, Checks: vr, Recorder: rec, Roles: map[model.Role]bool{
 		model.RoleTriage: true, model.RoleMaker: true, model.RoleChecker: true, model.RoleJudge: true}}
+	var baseline []validate.Result
+	if shared {
+		baseline = sharedBaseline(t, vr, dir, files, checks)
+	} else {
+		baseline = vr.Run(context.Background(), dir, checks)
+	}
 	job := Job{
 		Ticket:   ticket,
 		Dir:      dir,
 		Checks:   checks,
-		Baseline: vr.Run(context.Background(), dir, checks),
+		Baseline: baseline,
 		Diff: func(ctx context.Context) (string, error) {
 			gitRun("add", "-A")
 			return gitRun("diff", "--cached"), nil
@@ -242,6 +272,75 @@ var (
 	resolvedPytest = sync.OnceValues(func() ([]string, error) { return validate.ResolvePytest(context.Background()) })
 	probedSandbox  = sync.OnceValues(func() (string, error) { return sandbox.Probe(context.Background(), "") })
 )
+
+// testPython is the python the tests' Python checks (pytest, unittest, mypy) name: the
+// interpreter of the once-resolved pytest, "" where none has pytest (those tests skip or
+// fail on resolvedPytest first). A check without one makes validate.Runner look for a
+// python3 that imports the check's module, first on PATH: here that is pyenv's shim, a bash
+// script that runs a dozen more bash processes and an interpreter before the answer, once
+// per runner for pytest, and, for a unittest check (the shim's python imports unittest), on
+// every run of the check. How a runner finds the interpreter is validate's tests' subject
+// (TestInterpreter, TestResolvePytest); the attempt's tests only need one that works.
+func testPython() string {
+	pytest, err := resolvedPytest()
+	if err != nil || len(pytest) == 0 {
+		return ""
+	}
+	return pytest[0]
+}
+
+// sharedBaselines holds the baselines run once per test binary (sharedBaseline), by their
+// repository's files and checks.
+var sharedBaselines sync.Map // string → *onceBaseline
+
+type onceBaseline struct {
+	once sync.Once
+	data []byte // the results as JSON: each test decodes a copy of its own
+	err  error
+}
+
+// sharedBaseline is checks' run at the base of a repository holding files (in dir), run
+// once per test binary for the same files and checks: a test that sets up the same base
+// gets a copy of the first one's results, as a night's attempts get the baseline kept for
+// their base commit, computed in another worktree (daemon's TestBaselineKeptAcrossNights).
+// Only for files whose tests write nothing when run (the checks write nothing into the
+// worktree themselves: no bytecode, no pytest cache), so the repository a test gets is
+// the same whether its baseline ran there or elsewhere. setupAttempt's baseline was one
+// identical pytest run in each of thirty-odd tests; TestLintAndTypeGate's (pytest, Ruff's
+// engine and mypy without a cache) one in each of its three cases.
+func sharedBaseline(t *testing.T, vr CheckRunner, dir string, files map[string]string, checks []validate.Check) []validate.Result {
+	t.Helper()
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var key strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&key, "%q %q\n", name, files[name])
+	}
+	fmt.Fprintf(&key, "%#v", checks)
+	v, _ := sharedBaselines.LoadOrStore(key.String(), &onceBaseline{})
+	b := v.(*onceBaseline)
+	b.once.Do(func() {
+		results := vr.Run(context.Background(), dir, checks)
+		if b.data, b.err = json.Marshal(results); b.err != nil {
+			return
+		}
+		var back []validate.Result
+		if b.err = json.Unmarshal(b.data, &back); b.err == nil && !reflect.DeepEqual(back, results) {
+			b.err = fmt.Errorf("the baseline does not survive a JSON round trip:\n%+v\n%+v", results, back)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("shared baseline: %v", b.err)
+	}
+	var out []validate.Result
+	if err := json.Unmarshal(b.data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 // TestAttemptPanicIsItsFailure: a panic inside the attempt (a ticketd bug set off by one
 // ticket's input; here through the SaveTriage seam) ends that attempt as failed, naming the

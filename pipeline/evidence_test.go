@@ -180,7 +180,7 @@ func TestEvidenceUnittestSuite(t *testing.T) {
 	r, job, _ := setupAttemptWith(t, scriptedmodel.Case{}, map[string]string{
 		"test_calc_unit.py": "import unittest\n\nfrom calc import double\n\n\nclass DoubleTest(unittest.TestCase):\n    def test_two(self):\n        self.assertEqual(double(2), 4)\n",
 	})
-	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest}}
+	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest, Python: testPython()}}
 	job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 	if b := job.Baseline[0]; b.Passed || b.Tests != 1 {
 		t.Fatalf("baseline: passed=%v tests=%d (%s); want 1 test failing", b.Passed, b.Tests, b.Summary)
@@ -211,7 +211,7 @@ func TestOwnTestsUnittestSelectsChangedModules(t *testing.T) {
 		fmt.Sprintf("@@ -0,0 +1,%d @@\n", len(lines)) + strings.Join(lines, "")
 	other := "import unittest\n\n\nclass OtherTest(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n\n    def test_b(self):\n        self.assertTrue(True)\n\n    def test_c(self):\n        self.assertTrue(True)\n"
 	r, job, _ := setupAttemptWith(t, scriptedmodel.Case{Patch: patch}, map[string]string{"test_other.py": other})
-	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest}}
+	job.Checks = []validate.Check{{Name: "unit", Kind: validate.KindUnittest, Python: testPython()}}
 	job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 	if b := job.Baseline[0]; !b.Passed || b.Tests != 3 {
 		t.Fatalf("baseline: passed=%v tests=%d (%s); want 3 passing", b.Passed, b.Tests, b.Summary)

@@ -137,7 +137,7 @@ class Things(unittest.TestCase):
 `,
 	})
 	vr := &validate.Runner{Sandbox: testSandbox(t)}
-	checks := []validate.Check{{Name: "tests", Kind: validate.KindUnittest}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindUnittest, Python: testPython()}}
 	results := vr.Run(context.Background(), dir, checks)
 	failing := FailingTests(results)
 	if len(failing["tests"]) != 2 {

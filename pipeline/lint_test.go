@@ -59,11 +59,13 @@ func TestLintAndTypeGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: tt.patch}, extra)
+			// The cases' base is the same (its tests write nothing): its baseline, mypy
+			// without a cache and Ruff's engine among it, runs once (sharedBaseline).
+			r, job, rec := setupAttemptFiles(t, scriptedmodel.Case{Patch: tt.patch}, extra, true)
 			job.Checks = append(job.Checks,
 				validate.Check{Name: "lint", Kind: validate.KindRuff, Command: ruff},
-				validate.Check{Name: "types", Kind: validate.KindMypy})
-			job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
+				validate.Check{Name: "types", Kind: validate.KindMypy, Python: testPython()})
+			job.Baseline = sharedBaseline(t, r.Checks, job.Dir, attemptFiles(extra), job.Checks)
 			for _, b := range job.Baseline[1:] {
 				if b.Passed || len(b.Findings) == 0 || b.NotStarted {
 					t.Fatalf("baseline %s should report the debt: passed=%v not_started=%v summary=%q findings=%+v", b.Name, b.Passed, b.NotStarted, b.Summary, b.Findings)

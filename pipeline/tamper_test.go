@@ -623,7 +623,7 @@ def pytest_runtest_makereport(item, call):
 			}
 			if tt.mypy {
 				testenv.NeedMypy(t)
-				job.Checks = append(job.Checks, validate.Check{Name: "types", Kind: validate.KindMypy})
+				job.Checks = append(job.Checks, validate.Check{Name: "types", Kind: validate.KindMypy, Python: testPython()})
 				job.Baseline = r.Checks.Run(context.Background(), job.Dir, job.Checks)
 			}
 			out := r.Run(context.Background(), job)
