@@ -408,7 +408,7 @@ func TestEvidenceAsyncTestNeverRan(t *testing.T) {
 			continue
 		}
 		told = true
-		if !strings.Contains(tc.Result, "did not run: pytest skipped them") || strings.Contains(tc.Result, "pass at the base commit too") || strings.Contains(tc.Result, "do not count") {
+		if !strings.Contains(tc.Result, "did not run: the checks skipped them") || strings.Contains(tc.Result, "pass at the base commit too") || strings.Contains(tc.Result, "do not count") {
 			t.Errorf("submit answer %q: want the test named as skipped, never as passing at the base or as an edit", tc.Result)
 		}
 	}

@@ -318,7 +318,7 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 		b.WriteString("No test fails at the base commit and passes with your change.\n")
 	}
 	if len(ev.NotRun) > 0 {
-		fmt.Fprintf(&b, "Your test(s) %s did not run: pytest skipped them with your change (and at the base commit), so they show nothing. A skipped test is not a passing one.\n",
+		fmt.Fprintf(&b, "Your test(s) %s did not run: the checks skipped them with your change, so they show nothing either way. A skipped test is not a passing one.\n",
 			strings.Join(clipList(ev.NotRun, 10), ", "))
 		why += fmt.Sprintf(" (the change's tests %s did not run: skipped)", strings.Join(clipList(ev.NotRun, 5), ", "))
 		if ev.AsyncNotRun {
