@@ -337,17 +337,27 @@ func (s Spec) findExecutable(name string) (string, error) {
 		}
 		return name, nil
 	}
-	path := lookup(s.Env, "PATH")
+	path := Getenv(s.Env, "PATH")
+	if p := LookPath(name, path); p != "" {
+		return p, nil
+	}
+	return "", fmt.Errorf("executable %q not found on the sandbox's PATH %q", name, path)
+}
+
+// LookPath is the first executable regular file name in the absolute folders of path, as
+// the sandbox's execvp finds a program without a slash (a relative folder would be
+// resolved in the sandbox's working directory, which the host cannot see), or "".
+func LookPath(name, path string) string {
 	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
+		if !filepath.IsAbs(dir) {
 			continue
 		}
 		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
 		}
 	}
-	return "", fmt.Errorf("executable %q not found on the sandbox's PATH %q", name, path)
+	return ""
 }
 
 // mount is one bwrap mount operation.
@@ -632,7 +642,7 @@ func ToolPaths(env []string) []string {
 			out = append(out, p)
 		}
 	}
-	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
+	for _, p := range filepath.SplitList(Getenv(env, "PATH")) {
 		if filepath.IsAbs(p) {
 			add(p)
 		}
@@ -640,7 +650,7 @@ func ToolPaths(env []string) []string {
 	if root := PyenvRoot(env); root != "" {
 		add(root)
 	}
-	if venv := lookup(env, "VIRTUAL_ENV"); filepath.IsAbs(venv) {
+	if venv := Getenv(env, "VIRTUAL_ENV"); filepath.IsAbs(venv) {
 		add(venv)
 	}
 	return out
@@ -686,10 +696,10 @@ func exists(p string) bool {
 // (its shims) lies in, else "". Inside the sandbox $HOME is private, so pyenv's default
 // ($HOME/.pyenv) would be wrong: the caller passes PYENV_ROOT explicitly.
 func PyenvRoot(env []string) string {
-	if root := lookup(env, "PYENV_ROOT"); filepath.IsAbs(root) {
+	if root := Getenv(env, "PYENV_ROOT"); filepath.IsAbs(root) {
 		return filepath.Clean(root)
 	}
-	for _, p := range filepath.SplitList(lookup(env, "PATH")) {
+	for _, p := range filepath.SplitList(Getenv(env, "PATH")) {
 		if i := strings.Index(p, "/.pyenv/"); i >= 0 && filepath.IsAbs(p) {
 			return p[:i+len("/.pyenv")]
 		}
@@ -697,8 +707,9 @@ func PyenvRoot(env []string) string {
 	return ""
 }
 
-// lookup returns the value of name in env, the last one when repeated.
-func lookup(env []string, name string) string {
+// Getenv is the value of name in env, the last one when repeated (as the sandboxed
+// command's getenv sees it), or "".
+func Getenv(env []string, name string) string {
 	v := ""
 	for _, kv := range env {
 		if rest, ok := strings.CutPrefix(kv, name+"="); ok {

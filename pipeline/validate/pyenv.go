@@ -99,37 +99,12 @@ func pyenvShim(argv0 string, env []string) string {
 	}
 	prog := argv0
 	if !strings.ContainsRune(prog, '/') {
-		prog = lookPathIn(prog, envValue(env, "PATH"))
+		prog = sandbox.LookPath(prog, sandbox.Getenv(env, "PATH"))
 	}
 	if prog == "" || filepath.Dir(prog) != filepath.Join(root, "shims") {
 		return ""
 	}
 	return prog
-}
-
-// lookPathIn is the first executable regular file name in the folders of path.
-func lookPathIn(name, path string) string {
-	for _, d := range filepath.SplitList(path) {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
-}
-
-// envValue is the value of name in env, the last one when repeated.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = rest
-		}
-	}
-	return v
 }
 
 // shimKey digests everything the shim's answer depends on: the shim itself, the check's
@@ -253,7 +228,7 @@ func (r *Runner) askShim(ctx context.Context, spec sandbox.Spec, scratch *sandbo
 			env = append(env, kv)
 		}
 	}
-	if envValue(env, "PATH") == "" {
+	if sandbox.Getenv(env, "PATH") == "" {
 		return shimAnswer{}
 	}
 	return shimAnswer{exe: exe, env: env, ok: true}
