@@ -42,7 +42,10 @@ type repoFacts struct {
 	instructions string
 	// extensions are the compiled extension modules the base's build files declare.
 	extensions extensions
-	flaky      []string // tests that failed at the base, then passed when re-run alone
+	// deps are the requirements the base's pyproject.toml, setup.cfg and requirements files
+	// list: where a module the checks lack is declared, and so how to install it.
+	deps  discover.Dependencies
+	flaky []string // tests that failed at the base, then passed when re-run alone
 	// reused is set when the results came from the database (a baseline computed on an
 	// earlier night at the same base commit and checks); computedAt and took describe the
 	// run that produced them.
@@ -171,10 +174,12 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		b.log.Warn("repository instructions: some were not read", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
 	}
 	f.instructions = ins.Block
-	f.extensions = declaredExtensions(func(p string) ([]byte, bool) {
+	atBase := func(p string) ([]byte, bool) {
 		data, found, err := tree.FileAtBase(ctx, p)
 		return data, found && err == nil
-	})
+	}
+	f.extensions = declaredExtensions(atBase)
+	f.deps = discover.ReadDependencies(atBase, files)
 	if len(ins.Files) > 0 {
 		b.log.Info("repository instructions", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit),
 			"files", strings.Join(ins.Files, ", "), "bytes", ins.Bytes, "cut", ins.Cut)
@@ -401,7 +406,7 @@ func (w *workerPool) checkRepo(ctx context.Context, name string) {
 		return
 	}
 	w.noteBaseline(ctx, name, tree.BaseCommit, facts)
-	w.markUnhealthy(ctx, name, tree.BaseCommit, facts.extensions, validate.Health(facts.results))
+	w.markUnhealthy(ctx, name, tree.BaseCommit, facts.extensions, facts.deps, validate.Health(facts.results))
 }
 
 // pendingBaselines are the repositories whose baseline is being computed: their tickets wait.
@@ -683,11 +688,12 @@ func extensionHints(files []string, ext extensions, problems []validate.Problem)
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.
-func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, ext extensions, problems []validate.Problem) bool {
+func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, ext extensions, deps discover.Dependencies, problems []validate.Problem) bool {
 	if len(problems) == 0 {
 		return false
 	}
 	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
+	problems = dependencyHints(repo, w.cfg.Repos[repo], deps, problems)
 	if files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base); err == nil {
 		problems = unittestStartHints(files, problems)
 		problems = extensionHints(files, ext, problems)

@@ -117,6 +117,53 @@ func TestUnhealthyBaseline(t *testing.T) {
 	}
 }
 
+// A conftest.py that imports a test plugin the checks' interpreter lacks pauses the
+// repository, and the note says where the project lists the plugin and how to install what
+// lists it: invoke's tests import pytest_relaxed, which its pyproject.toml lists in
+// [dependency-groups] dev, where the generic `pip install -e '.[test]'` never looks.
+func TestUnhealthyBaselineNamesDeclaredDependency(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	f := newFixture(t, 1)
+	write(t, filepath.Join(f.repo, "tests", "conftest.py"), "from spec_style_runner import trap  # a test plugin, not installed\n")
+	write(t, filepath.Join(f.repo, "pyproject.toml"), "[project]\nname = \"shop\"\n\n[dependency-groups]\ndev = [\n  \"spec-style-runner>=2\",\n  \"coverage\",\n]\n")
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-qm", "spec-style tests")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	tickets, err := st.List(context.Background(), store.Filter{})
+	if err != nil || len(tickets) != 1 {
+		t.Fatalf("list: %d tickets, %v", len(tickets), err)
+	}
+	events, _ := st.Events(context.Background(), tickets[0].ID)
+	var note string
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(e.Reason, "unhealthy") {
+			note = e.Reason
+		}
+	}
+	for _, want := range []string{
+		`to make it healthy: the tests cannot import spec_style_runner; the project lists it as "spec-style-runner>=2" in pyproject.toml's [dependency-groups] dev`,
+		"pip install -e . --group dev",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the unhealthy note lacks %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(note, ".[test]") {
+		t.Errorf("the unhealthy note advises an extra the project does not have:\n%s", note)
+	}
+}
+
 // A configured check whose tool is not installed stops the night at start, naming the check
 // and how to install it.
 func TestMissingToolIsStartupError(t *testing.T) {
