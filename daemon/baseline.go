@@ -596,11 +596,12 @@ func fixtureNote(check string, miss []validate.FixtureMiss) string {
 // module each lacked: their tests gate no fix (a fix to the code they test is shipped on
 // the other tests and its own), and the report shows them only one by one among the base's
 // failures. A missing dependency is the operator's to install; a compiled extension of the
-// repository's own package (ownExtension) no install brings into the worktree, so the note
-// says that instead of sending the operator to install it.
+// repository's own package (ownExtension), a Python 2 module (python2Module) or a module the
+// repository holds in another folder (ownModule) no install brings, so the note says that
+// instead of sending the operator to install it (docutils' sandbox/: StringIO, __init__,
+// docutils_to_docbook).
 func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions) string {
-	n := 0
-	installable := false
+	n, installable := 0, 0 // installable: the modules an install may bring
 	parts := make([]string, 0, len(miss))
 	for _, m := range miss {
 		n += len(m.Files)
@@ -612,17 +613,69 @@ func importNote(check string, miss []validate.ImportMiss, files []string, ext ex
 		part := fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more)
 		if src := ownExtension(files, ext, m.Module); src != "" {
 			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
+		} else if why := python2Module(m.Module); why != "" {
+			part += ", " + why + ": those files are Python 2 code, which no install makes importable"
+		} else if src := ownModule(files, m.Module); src != "" {
+			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else {
-			installable = true
+			installable++
 		}
 		parts = append(parts, part)
 	}
 	text := fmt.Sprintf("check %s: %d test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: %s",
 		check, n, strings.Join(parts, "; "))
-	if installable {
-		text += "; install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
+	if installable > 0 {
+		what := "these"
+		if installable < len(parts) {
+			what = "the others"
+		}
+		text += "; install " + what + " for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
 	}
 	return text
+}
+
+// python2Modules are modules of Python 2's standard library that Python 3 renamed or
+// removed: a test file importing one is Python 2 code (docutils' sandbox/ imports StringIO).
+var python2Modules = map[string]bool{
+	"StringIO": true, "cStringIO": true, "cPickle": true, "ConfigParser": true, "Queue": true,
+	"urllib2": true, "urlparse": true, "httplib": true, "HTMLParser": true, "htmlentitydefs": true,
+	"__builtin__": true, "commands": true, "Tkinter": true, "tkMessageBox": true, "SocketServer": true,
+	"BaseHTTPServer": true, "SimpleHTTPServer": true, "CGIHTTPServer": true, "Cookie": true,
+	"cookielib": true, "xmlrpclib": true, "SimpleXMLRPCServer": true, "dummy_thread": true,
+	"thread": true, "copy_reg": true, "repr": true, "anydbm": true, "dbhash": true, "whichdb": true,
+	"UserDict": true, "UserList": true, "UserString": true, "sets": true, "md5": true, "sha": true,
+	"exceptions": true, "new": true, "popen2": true, "robotparser": true, "dircache": true,
+}
+
+// python2Module says why module is Python 2's, "" when it is not known to be: a module of
+// its standard library that Python 3 has not, or __init__, which only Python 2's implicit
+// relative import (`from __init__ import X` in a package) finds.
+func python2Module(module string) string {
+	switch {
+	case module == "__init__":
+		return "Python 2's implicit relative import of the package's __init__.py"
+	case python2Modules[module]:
+		return "a module of Python 2's standard library that Python 3 has not"
+	}
+	return ""
+}
+
+// ownModule is the repository's file that is module (a top-level name: a .py file or a
+// package's __init__.py, in any folder), "" when there is none. A test file that cannot
+// import a module the repository holds elsewhere (docutils' sandbox/docbook/test/ imports
+// docutils_to_docbook, in sandbox/docbook/scripts/) lacks a path, not an install.
+func ownModule(files []string, module string) string {
+	if module == "" || strings.Contains(module, ".") {
+		return ""
+	}
+	for _, f := range files {
+		for _, want := range []string{module + ".py", module + "/__init__.py"} {
+			if f == want || strings.HasSuffix(f, "/"+want) {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 // extensionSources are the suffixes of the source files a compiled extension module is

@@ -200,6 +200,25 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 		}}}, []string{"bitarray/__init__.py", "bitarray/_bitarray.c", "bitarray/util.py", "setup.py"}, []string{
 			"check tests: 2 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: bitarray._bitarray (bitarray/test_bitarray.py, bitarray/test_util.py), the repository's own compiled extension (bitarray/_bitarray.c), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)",
 		}},
+		// docutils: sandbox/ holds Python 2 test files (StringIO, `from __init__ import`) and
+		// ones importing modules kept in another folder of the repository; none of these is
+		// an install away, only tomli_w is.
+		{"modules no install brings", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("sandbox/old/test_io.py", "StringIO"), collect("sandbox/old/test_fn.py", "__init__"),
+			collect("sandbox/docbook/test/test_all.py", "docutils_to_docbook"), collect("sandbox/xml/test/test_parse.py", "docutils_xml"),
+			collect("tests/test_pylock.py", "tomli_w"),
+		}}}, []string{"sandbox/docbook/scripts/docutils_to_docbook.py", "sandbox/xml/docutils_xml/__init__.py", "tests/test_pylock.py"}, []string{
+			"check tests: 5 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: StringIO (sandbox/old/test_io.py), a module of Python 2's standard library that Python 3 has not: those files are Python 2 code, which no install makes importable; " +
+				"__init__ (sandbox/old/test_fn.py), Python 2's implicit relative import of the package's __init__.py: those files are Python 2 code, which no install makes importable; " +
+				"docutils_to_docbook (sandbox/docbook/test/test_all.py), a module of the repository (sandbox/docbook/scripts/docutils_to_docbook.py) that is not on the path those tests run with, which no install brings; " +
+				"docutils_xml (sandbox/xml/test/test_parse.py), a module of the repository (sandbox/xml/docutils_xml/__init__.py) that is not on the path those tests run with, which no install brings; " +
+				"tomli_w (tests/test_pylock.py); install the others for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
+		{"only Python 2 modules", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("sandbox/old/test_io.py", "cStringIO"),
+		}}}, nil, []string{
+			"check tests: 1 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: cStringIO (sandbox/old/test_io.py), a module of Python 2's standard library that Python 3 has not: those files are Python 2 code, which no install makes importable",
+		}},
 		// asgiref: its tests are `async def` tests written for pytest-asyncio, not installed.
 		{"async tests without an async plugin", []validate.Result{{Name: "tests", Kind: validate.KindPytest,
 			AsyncSkips: []string{"tests/test_sync.py::test_a", "tests/test_sync.py::test_b", "tests/test_wsgi.py::test_c"}}}, nil, []string{
