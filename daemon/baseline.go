@@ -615,7 +615,7 @@ func importNote(check string, miss []validate.ImportMiss, files []string, ext ex
 			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
 		} else if why := python2Module(m.Module); why != "" {
 			part += ", " + why + ": those files are Python 2 code, which no install makes importable"
-		} else if src := ownModule(files, m.Module); src != "" {
+		} else if src := ownModule(files, m.Module, first(m.Files)); src != "" {
 			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else {
 			installable++
@@ -661,21 +661,38 @@ func python2Module(module string) string {
 }
 
 // ownModule is the repository's file that is module (a top-level name: a .py file or a
-// package's __init__.py, in any folder), "" when there is none. A test file that cannot
-// import a module the repository holds elsewhere (docutils' sandbox/docbook/test/ imports
-// docutils_to_docbook, in sandbox/docbook/scripts/) lacks a path, not an install.
-func ownModule(files []string, module string) string {
+// package's __init__.py, in any folder) nearest to the test file near that imports it (the
+// most leading folders in common, then the shortest path), "" when there is none. A test
+// file that cannot import a module the repository holds elsewhere (docutils'
+// sandbox/docbook/test/ imports docutils_to_docbook, in sandbox/docbook/scripts/) lacks a
+// path, not an install.
+func ownModule(files []string, module, near string) string {
 	if module == "" || strings.Contains(module, ".") {
 		return ""
 	}
+	best, bestShared := "", -1
 	for _, f := range files {
 		for _, want := range []string{module + ".py", module + "/__init__.py"} {
-			if f == want || strings.HasSuffix(f, "/"+want) {
-				return f
+			if f != want && !strings.HasSuffix(f, "/"+want) {
+				continue
+			}
+			shared := sharedFolders(f, near)
+			if shared > bestShared || shared == bestShared && len(f) < len(best) {
+				best, bestShared = f, shared
 			}
 		}
 	}
-	return ""
+	return best
+}
+
+// sharedFolders is how many leading folders paths a and b have in common.
+func sharedFolders(a, b string) int {
+	as, bs := strings.Split(path.Dir(a), "/"), strings.Split(path.Dir(b), "/")
+	n := 0
+	for n < len(as) && n < len(bs) && as[n] == bs[n] && as[n] != "." {
+		n++
+	}
+	return n
 }
 
 // extensionSources are the suffixes of the source files a compiled extension module is
