@@ -485,7 +485,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 	if err != nil {
 		w.log.Warn("list the base's files for the baseline note", "repo", repo, "err", err)
 	}
-	notes := baselineNotes(facts.results, files, facts.extensions)
+	notes := baselineNotes(facts.results, files, facts.extensions, facts.deps)
 	if u := facts.tests.UnreadNote(); u != "" {
 		notes = append(notes, u)
 	}
@@ -516,7 +516,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 // skipped because the repository's own extension is not built (see extensionSkipNote);
 // files and ext are the base's, to tell the repository's own compiled extensions from
 // missing dependencies.
-func baselineNotes(results []validate.Result, files []string, ext extensions) []string {
+func baselineNotes(results []validate.Result, files []string, ext extensions, deps discover.Dependencies) []string {
 	var order []string
 	by := map[string][]string{}
 	for _, r := range results {
@@ -533,7 +533,7 @@ func baselineNotes(results []validate.Result, files []string, ext extensions) []
 	}
 	for _, r := range results {
 		if miss := validate.MissingImports(r); len(miss) > 0 {
-			out = append(out, importNote(r.Name, miss, files, ext))
+			out = append(out, importNote(r.Name, miss, files, ext, deps))
 		}
 		if n := extensionSkipNote(r, files, ext); n != "" {
 			out = append(out, n)
@@ -600,7 +600,7 @@ func fixtureNote(check string, miss []validate.FixtureMiss) string {
 // repository holds in another folder (ownModule) no install brings, so the note says that
 // instead of sending the operator to install it (docutils' sandbox/: StringIO, __init__,
 // docutils_to_docbook).
-func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions) string {
+func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions, deps discover.Dependencies) string {
 	n, installable := 0, 0 // installable: the modules an install may bring
 	parts := make([]string, 0, len(miss))
 	for _, m := range miss {
@@ -619,6 +619,11 @@ func importNote(check string, miss []validate.ImportMiss, files []string, ext ex
 			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else {
 			installable++
+			if d := deps.For(m.Module); len(d) > 0 {
+				// mako's tests lack markupsafe, a dependency of the project itself: `pip
+				// install -e .` brings it, where "install these" leaves the operator to guess.
+				part += fmt.Sprintf(", listed as %q in %s (pip %s)", d[0].Requirement, d[0].Where(), d[0].Install())
+			}
 		}
 		parts = append(parts, part)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
@@ -225,9 +226,30 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 			"check tests: 3 test(s) are `async def` tests that pytest skips at the base commit because the checks' interpreter has no async plugin (pytest-asyncio, anyio, ...), so they never run and gate no fix (tests/test_sync.py, tests/test_wsgi.py); install the plugin the project's tests use for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
 		}},
 	} {
-		if got := baselineNotes(tc.results, tc.files, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+		if got := baselineNotes(tc.results, tc.files, nil, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A test file that cannot import a dependency the project lists is named with where it is
+// listed and the pip command that installs it: mako's tests lack markupsafe, a dependency of
+// the project itself, which `pip install -e .` brings.
+func TestImportNoteNamesDeclaredDependency(t *testing.T) {
+	collect := func(file, module string) validate.Finding {
+		return validate.Finding{File: file, Test: file + "::" + strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", "."),
+			Message: "ModuleNotFoundError: No module named '" + module + "' (collection failure)"}
+	}
+	deps := discover.ReadDependencies(func(p string) ([]byte, bool) {
+		return []byte("[project]\nname = \"Mako\"\ndependencies = [\n    \"MarkupSafe>=0.9.2\",\n]\n"), p == "pyproject.toml"
+	}, nil)
+	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+		collect("test/test_filters.py", "markupsafe"), collect("test/test_cache.py", "markupsafe"), collect("test/test_babel.py", "babel"),
+	}}
+	got := strings.Join(baselineNotes([]validate.Result{r}, []string{"pyproject.toml", "test/test_filters.py"}, nil, deps), "\n")
+	const want = "check tests: 3 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: markupsafe (test/test_filters.py, test/test_cache.py), listed as \"MarkupSafe>=0.9.2\" in pyproject.toml's project dependencies (pip install -e .); babel (test/test_babel.py); install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
+	if got != want {
+		t.Errorf("baselineNotes =\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -429,7 +451,7 @@ func TestBaselineNotesExtensionSkips(t *testing.T) {
 		{"an optional dependency only", []validate.ImportSkip{{Module: "numpy", Tests: 3, Files: []string{"tests/np_test.py"}}}, ""},
 	} {
 		r := validate.Result{Name: "tests", Kind: validate.KindPytest, ImportSkips: tc.skips}
-		got := strings.Join(baselineNotes([]validate.Result{r}, files, ext), "\n")
+		got := strings.Join(baselineNotes([]validate.Result{r}, files, ext, nil), "\n")
 		if got != tc.want {
 			t.Errorf("%s: notes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
