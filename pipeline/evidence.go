@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -305,15 +306,7 @@ func uncollectedEvidence(ev *Evidence, br baseRun, files []string, own map[strin
 		if !outcomeAt(own, f).Failing() {
 			continue
 		}
-		why := "it did not collect"
-		if view != nil {
-			for _, fd := range view.Findings {
-				if strings.HasPrefix(fd.Test, f+"::") && strings.HasSuffix(fd.Message, "(collection failure)") {
-					why, _, _ = strings.Cut(strings.TrimSuffix(fd.Message, " (collection failure)"), "\n")
-					break
-				}
-			}
-		}
+		why := cmp.Or(collectionError(view, f), "it did not collect")
 		if outcomeAt(br.res.Outcomes, f).Failing() {
 			why += ", at the base commit too"
 		}
@@ -322,6 +315,21 @@ func uncollectedEvidence(ev *Evidence, br baseRun, files []string, own map[strin
 			ev.Uncollected = append(ev.Uncollected, entry)
 		}
 	}
+}
+
+// collectionError is the first line of the error pytest reported, in r, for the test file
+// file as a whole (a module that did not collect), "" when it reported none.
+func collectionError(r *validate.Result, file string) string {
+	if r == nil {
+		return ""
+	}
+	for _, fd := range r.Findings {
+		if strings.HasPrefix(fd.Test, file+"::") && strings.HasSuffix(fd.Message, "(collection failure)") {
+			line, _, _ := strings.Cut(strings.TrimSuffix(fd.Message, " (collection failure)"), "\n")
+			return line
+		}
+	}
+	return ""
 }
 
 // asyncSkipAdvice says why an `async def` test of the change did not run, and what to do.

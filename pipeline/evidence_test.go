@@ -465,3 +465,38 @@ func TestEvidenceTestFileNeverCollected(t *testing.T) {
 		t.Errorf("no submit answer was a refusal for want of evidence: %+v", rec.tools)
 	}
 }
+
+// A target test (named on submit) in a test file that does not collect never ran: the
+// refusal says its file did not collect and why, not only that it "errored".
+func TestTargetInFileNeverCollected(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	const namedTest = `diff --git a/test_render.py b/test_render.py
+--- a/test_render.py
++++ b/test_render.py
+@@ -5,2 +5,6 @@ from calc import double
+ def test_render_zero():
+     assert double(0) in (0, 1)
++
++
++def test_double_two():
++    assert double(2) == 4
+`
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + namedTest}, map[string]string{
+		"test_calc.py":   "from calc import double\n\n\ndef test_zero():\n    assert double(0) in (0, 1)\n",
+		"test_render.py": "import missing_render_dep\n\nfrom calc import double\n\n\ndef test_render_zero():\n    assert double(0) in (0, 1)\n",
+	})
+	out := r.Run(context.Background(), job)
+	if out.Status == StatusFixed {
+		t.Fatalf("status %s (%s); want the fix refused: its target never ran", out.Status, out.Reason)
+	}
+	const want = "test_render.py::test_double_two did not run: test_render.py did not collect (ModuleNotFoundError: No module named 'missing_render_dep')"
+	var told bool
+	for _, tc := range rec.tools {
+		if tc.Tool == tools.Submit && strings.Contains(tc.Result, want) {
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("no submit answer says %q: %+v", want, rec.tools)
+	}
+}
