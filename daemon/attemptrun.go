@@ -103,7 +103,7 @@ func (w *workerPool) prepare(ctx context.Context, cancel context.CancelCauseFunc
 	if a.facts, err = w.baselines.get(ctx, a.repo, tree); err != nil {
 		return setup(fmt.Errorf("baseline checks: %w", err))
 	}
-	if w.markUnhealthy(ctx, t.Repo, tree.BaseCommit, a.facts.extensions, validate.Health(a.facts.results)) {
+	if w.markUnhealthy(ctx, t.Repo, tree.BaseCommit, a.facts.extensions, a.facts.deps, validate.Health(a.facts.results)) {
 		// The base moved to a broken commit during the night (or a check's tool stopped
 		// starting): give the ticket back unspent.
 		return setup(fmt.Errorf("repository %s is unhealthy at base %s; see the note on this ticket", t.Repo, short(tree.BaseCommit)))

@@ -42,7 +42,10 @@ type repoFacts struct {
 	instructions string
 	// extensions are the compiled extension modules the base's build files declare.
 	extensions extensions
-	flaky      []string // tests that failed at the base, then passed when re-run alone
+	// deps are the requirements the base's pyproject.toml, setup.cfg and requirements files
+	// list: where a module the checks lack is declared, and so how to install it.
+	deps  discover.Dependencies
+	flaky []string // tests that failed at the base, then passed when re-run alone
 	// reused is set when the results came from the database (a baseline computed on an
 	// earlier night at the same base commit and checks); computedAt and took describe the
 	// run that produced them.
@@ -171,10 +174,12 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 		b.log.Warn("repository instructions: some were not read", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit), "err", err)
 	}
 	f.instructions = ins.Block
-	f.extensions = declaredExtensions(func(p string) ([]byte, bool) {
+	atBase := func(p string) ([]byte, bool) {
 		data, found, err := tree.FileAtBase(ctx, p)
 		return data, found && err == nil
-	})
+	}
+	f.extensions = declaredExtensions(atBase)
+	f.deps = discover.ReadDependencies(atBase, files)
 	if len(ins.Files) > 0 {
 		b.log.Info("repository instructions", "repo", tree.RepoPath, "base_commit", short(tree.BaseCommit),
 			"files", strings.Join(ins.Files, ", "), "bytes", ins.Bytes, "cut", ins.Cut)
@@ -401,7 +406,7 @@ func (w *workerPool) checkRepo(ctx context.Context, name string) {
 		return
 	}
 	w.noteBaseline(ctx, name, tree.BaseCommit, facts)
-	w.markUnhealthy(ctx, name, tree.BaseCommit, facts.extensions, validate.Health(facts.results))
+	w.markUnhealthy(ctx, name, tree.BaseCommit, facts.extensions, facts.deps, validate.Health(facts.results))
 }
 
 // pendingBaselines are the repositories whose baseline is being computed: their tickets wait.
@@ -480,7 +485,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 	if err != nil {
 		w.log.Warn("list the base's files for the baseline note", "repo", repo, "err", err)
 	}
-	notes := baselineNotes(facts.results, files, facts.extensions)
+	notes := baselineNotes(facts.results, files, facts.extensions, facts.deps)
 	if u := facts.tests.UnreadNote(); u != "" {
 		notes = append(notes, u)
 	}
@@ -511,7 +516,7 @@ func (w *workerPool) noteBaseline(ctx context.Context, repo, base string, facts 
 // skipped because the repository's own extension is not built (see extensionSkipNote);
 // files and ext are the base's, to tell the repository's own compiled extensions from
 // missing dependencies.
-func baselineNotes(results []validate.Result, files []string, ext extensions) []string {
+func baselineNotes(results []validate.Result, files []string, ext extensions, deps discover.Dependencies) []string {
 	var order []string
 	by := map[string][]string{}
 	for _, r := range results {
@@ -528,7 +533,7 @@ func baselineNotes(results []validate.Result, files []string, ext extensions) []
 	}
 	for _, r := range results {
 		if miss := validate.MissingImports(r); len(miss) > 0 {
-			out = append(out, importNote(r.Name, miss, files, ext))
+			out = append(out, importNote(r.Name, miss, files, ext, deps))
 		}
 		if n := extensionSkipNote(r, files, ext); n != "" {
 			out = append(out, n)
@@ -591,11 +596,12 @@ func fixtureNote(check string, miss []validate.FixtureMiss) string {
 // module each lacked: their tests gate no fix (a fix to the code they test is shipped on
 // the other tests and its own), and the report shows them only one by one among the base's
 // failures. A missing dependency is the operator's to install; a compiled extension of the
-// repository's own package (ownExtension) no install brings into the worktree, so the note
-// says that instead of sending the operator to install it.
-func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions) string {
-	n := 0
-	installable := false
+// repository's own package (ownExtension), a Python 2 module (python2Module) or a module the
+// repository holds in another folder (ownModule) no install brings, so the note says that
+// instead of sending the operator to install it (docutils' sandbox/: StringIO, __init__,
+// docutils_to_docbook).
+func importNote(check string, miss []validate.ImportMiss, files []string, ext extensions, deps discover.Dependencies) string {
+	n, installable := 0, 0 // installable: the modules an install may bring
 	parts := make([]string, 0, len(miss))
 	for _, m := range miss {
 		n += len(m.Files)
@@ -607,17 +613,91 @@ func importNote(check string, miss []validate.ImportMiss, files []string, ext ex
 		part := fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more)
 		if src := ownExtension(files, ext, m.Module); src != "" {
 			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
+		} else if why := python2Module(m.Module); why != "" {
+			part += ", " + why + ": those files are Python 2 code, which no install makes importable"
+		} else if src := ownModule(files, m.Module, first(m.Files)); src != "" {
+			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else {
-			installable = true
+			installable++
+			if d := deps.For(m.Module); len(d) > 0 {
+				// mako's tests lack markupsafe, a dependency of the project itself: `pip
+				// install -e .` brings it, where "install these" leaves the operator to guess.
+				part += fmt.Sprintf(", listed as %q in %s (pip %s)", d[0].Requirement, d[0].Where(), d[0].Install())
+			}
 		}
 		parts = append(parts, part)
 	}
 	text := fmt.Sprintf("check %s: %d test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: %s",
 		check, n, strings.Join(parts, "; "))
-	if installable {
-		text += "; install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
+	if installable > 0 {
+		what := "these"
+		if installable < len(parts) {
+			what = "the others"
+		}
+		text += "; install " + what + " for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
 	}
 	return text
+}
+
+// python2Modules are modules of Python 2's standard library that Python 3 renamed or
+// removed: a test file importing one is Python 2 code (docutils' sandbox/ imports StringIO).
+var python2Modules = map[string]bool{
+	"StringIO": true, "cStringIO": true, "cPickle": true, "ConfigParser": true, "Queue": true,
+	"urllib2": true, "urlparse": true, "httplib": true, "HTMLParser": true, "htmlentitydefs": true,
+	"__builtin__": true, "commands": true, "Tkinter": true, "tkMessageBox": true, "SocketServer": true,
+	"BaseHTTPServer": true, "SimpleHTTPServer": true, "CGIHTTPServer": true, "Cookie": true,
+	"cookielib": true, "xmlrpclib": true, "SimpleXMLRPCServer": true, "dummy_thread": true,
+	"thread": true, "copy_reg": true, "repr": true, "anydbm": true, "dbhash": true, "whichdb": true,
+	"UserDict": true, "UserList": true, "UserString": true, "sets": true, "md5": true, "sha": true,
+	"exceptions": true, "new": true, "popen2": true, "robotparser": true, "dircache": true,
+}
+
+// python2Module says why module is Python 2's, "" when it is not known to be: a module of
+// its standard library that Python 3 has not, or __init__, which only Python 2's implicit
+// relative import (`from __init__ import X` in a package) finds.
+func python2Module(module string) string {
+	switch {
+	case module == "__init__":
+		return "Python 2's implicit relative import of the package's __init__.py"
+	case python2Modules[module]:
+		return "a module of Python 2's standard library that Python 3 has not"
+	}
+	return ""
+}
+
+// ownModule is the repository's file that is module (a top-level name: a .py file or a
+// package's __init__.py, in any folder) nearest to the test file near that imports it (the
+// most leading folders in common, then the shortest path), "" when there is none. A test
+// file that cannot import a module the repository holds elsewhere (docutils'
+// sandbox/docbook/test/ imports docutils_to_docbook, in sandbox/docbook/scripts/) lacks a
+// path, not an install.
+func ownModule(files []string, module, near string) string {
+	if module == "" || strings.Contains(module, ".") {
+		return ""
+	}
+	best, bestShared := "", -1
+	for _, f := range files {
+		for _, want := range []string{module + ".py", module + "/__init__.py"} {
+			if f != want && !strings.HasSuffix(f, "/"+want) {
+				continue
+			}
+			shared := sharedFolders(f, near)
+			if shared > bestShared || shared == bestShared && len(f) < len(best) {
+				best, bestShared = f, shared
+			}
+		}
+	}
+	return best
+}
+
+// sharedFolders is how many leading folders paths a and b have in common.
+func sharedFolders(a, b string) int {
+	as, bs := strings.Split(path.Dir(a), "/"), strings.Split(path.Dir(b), "/")
+	n := 0
+	for n < len(as) && n < len(bs) && as[n] == bs[n] && as[n] != "." {
+		n++
+	}
+	return n
 }
 
 // extensionSources are the suffixes of the source files a compiled extension module is
@@ -683,11 +763,12 @@ func extensionHints(files []string, ext extensions, problems []validate.Problem)
 }
 
 // markUnhealthy records problems of a repository's baseline once per night.
-func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, ext extensions, problems []validate.Problem) bool {
+func (w *workerPool) markUnhealthy(ctx context.Context, repo, base string, ext extensions, deps discover.Dependencies, problems []validate.Problem) bool {
 	if len(problems) == 0 {
 		return false
 	}
 	problems = recipeHints(repo, w.cfg.Repos[repo], problems)
+	problems = dependencyHints(repo, w.cfg.Repos[repo], deps, problems)
 	if files, err := worktree.FilesAt(w.cfg.Repos[repo].Path, base); err == nil {
 		problems = unittestStartHints(files, problems)
 		problems = extensionHints(files, ext, problems)

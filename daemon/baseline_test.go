@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/store"
@@ -200,15 +201,55 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 		}}}, []string{"bitarray/__init__.py", "bitarray/_bitarray.c", "bitarray/util.py", "setup.py"}, []string{
 			"check tests: 2 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: bitarray._bitarray (bitarray/test_bitarray.py, bitarray/test_util.py), the repository's own compiled extension (bitarray/_bitarray.c), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)",
 		}},
+		// docutils: sandbox/ holds Python 2 test files (StringIO, `from __init__ import`) and
+		// ones importing modules kept in another folder of the repository; none of these is
+		// an install away, only tomli_w is.
+		{"modules no install brings", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("sandbox/old/test_io.py", "StringIO"), collect("sandbox/old/test_fn.py", "__init__"),
+			collect("sandbox/docbook/test/test_all.py", "docutils_to_docbook"), collect("sandbox/xml/test/test_parse.py", "docutils_xml"),
+			collect("tests/test_pylock.py", "tomli_w"),
+		}}}, []string{"docutils/parsers/docutils_xml.py", "sandbox/docbook/scripts/docutils_to_docbook.py", "sandbox/xml/docutils_xml/__init__.py", "tests/test_pylock.py"}, []string{
+			"check tests: 5 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: StringIO (sandbox/old/test_io.py), a module of Python 2's standard library that Python 3 has not: those files are Python 2 code, which no install makes importable; " +
+				"__init__ (sandbox/old/test_fn.py), Python 2's implicit relative import of the package's __init__.py: those files are Python 2 code, which no install makes importable; " +
+				"docutils_to_docbook (sandbox/docbook/test/test_all.py), a module of the repository (sandbox/docbook/scripts/docutils_to_docbook.py) that is not on the path those tests run with, which no install brings; " +
+				"docutils_xml (sandbox/xml/test/test_parse.py), a module of the repository (sandbox/xml/docutils_xml/__init__.py) that is not on the path those tests run with, which no install brings; " +
+				"tomli_w (tests/test_pylock.py); install the others for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
+		}},
+		{"only Python 2 modules", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("sandbox/old/test_io.py", "cStringIO"),
+		}}}, nil, []string{
+			"check tests: 1 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: cStringIO (sandbox/old/test_io.py), a module of Python 2's standard library that Python 3 has not: those files are Python 2 code, which no install makes importable",
+		}},
 		// asgiref: its tests are `async def` tests written for pytest-asyncio, not installed.
 		{"async tests without an async plugin", []validate.Result{{Name: "tests", Kind: validate.KindPytest,
 			AsyncSkips: []string{"tests/test_sync.py::test_a", "tests/test_sync.py::test_b", "tests/test_wsgi.py::test_c"}}}, nil, []string{
 			"check tests: 3 test(s) are `async def` tests that pytest skips at the base commit because the checks' interpreter has no async plugin (pytest-asyncio, anyio, ...), so they never run and gate no fix (tests/test_sync.py, tests/test_wsgi.py); install the plugin the project's tests use for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)",
 		}},
 	} {
-		if got := baselineNotes(tc.results, tc.files, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+		if got := baselineNotes(tc.results, tc.files, nil, nil); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: baselineNotes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A test file that cannot import a dependency the project lists is named with where it is
+// listed and the pip command that installs it: mako's tests lack markupsafe, a dependency of
+// the project itself, which `pip install -e .` brings.
+func TestImportNoteNamesDeclaredDependency(t *testing.T) {
+	collect := func(file, module string) validate.Finding {
+		return validate.Finding{File: file, Test: file + "::" + strings.ReplaceAll(strings.TrimSuffix(file, ".py"), "/", "."),
+			Message: "ModuleNotFoundError: No module named '" + module + "' (collection failure)"}
+	}
+	deps := discover.ReadDependencies(func(p string) ([]byte, bool) {
+		return []byte("[project]\nname = \"Mako\"\ndependencies = [\n    \"MarkupSafe>=0.9.2\",\n]\n"), p == "pyproject.toml"
+	}, nil)
+	r := validate.Result{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+		collect("test/test_filters.py", "markupsafe"), collect("test/test_cache.py", "markupsafe"), collect("test/test_babel.py", "babel"),
+	}}
+	got := strings.Join(baselineNotes([]validate.Result{r}, []string{"pyproject.toml", "test/test_filters.py"}, nil, deps), "\n")
+	const want = "check tests: 3 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: markupsafe (test/test_filters.py, test/test_cache.py), listed as \"MarkupSafe>=0.9.2\" in pyproject.toml's project dependencies (pip install -e .); babel (test/test_babel.py); install these for the checks' interpreter (a repos.<name>.setup recipe, docs/environments.md)"
+	if got != want {
+		t.Errorf("baselineNotes =\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -410,7 +451,7 @@ func TestBaselineNotesExtensionSkips(t *testing.T) {
 		{"an optional dependency only", []validate.ImportSkip{{Module: "numpy", Tests: 3, Files: []string{"tests/np_test.py"}}}, ""},
 	} {
 		r := validate.Result{Name: "tests", Kind: validate.KindPytest, ImportSkips: tc.skips}
-		got := strings.Join(baselineNotes([]validate.Result{r}, files, ext), "\n")
+		got := strings.Join(baselineNotes([]validate.Result{r}, files, ext, nil), "\n")
 		if got != tc.want {
 			t.Errorf("%s: notes =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ticketd/ticketd/daemon/config"
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -230,7 +232,7 @@ func recipeHints(name string, repo config.Repo, problems []validate.Problem) []v
 			// extension, which the worktree shadows: no install fixes that.
 			continue
 		}
-		if j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == p.Check }); j >= 0 && repo.Checks[j].Python != "" {
+		if !inRecipeEnv(repo, p.Check) {
 			continue // the check names its own interpreter
 		}
 		pkg := strings.ReplaceAll(p.Missing, "_", "-")
@@ -241,6 +243,73 @@ func recipeHints(name string, repo config.Repo, problems []validate.Problem) []v
 			name, p.Missing, pkg, p.Missing)
 	}
 	return out
+}
+
+// inRecipeEnv reports whether check runs with the interpreter of repo's recipe: the
+// repository has one, and neither it nor the check names another python.
+func inRecipeEnv(repo config.Repo, check string) bool {
+	if repo.Setup == nil || repo.Python != "" {
+		return false
+	}
+	j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == check })
+	return j < 0 || repo.Checks[j].Python == ""
+}
+
+// dependencyHints tells, in the hint of each problem that is a module missing from the
+// checks' interpreter, where the project lists the distribution that provides it (deps, read
+// at the base) and the pip command that installs what lists it. The generic advice, `pip
+// install -e '.[test]'`, installs nothing more when the project keeps its test dependencies
+// in a dependency group or a requirements file (invoke: pytest-relaxed in [dependency-groups]
+// dev), and the operator would install, rerun and still find the repository paused.
+// Problems whose module no list names pass as they are.
+func dependencyHints(name string, repo config.Repo, deps discover.Dependencies, problems []validate.Problem) []validate.Problem {
+	var out []validate.Problem
+	for i, p := range problems {
+		found := deps.For(p.Missing)
+		if len(found) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(problems)
+		}
+		d := found[0]
+		listed := fmt.Sprintf("the project lists it as %q in %s", d.Requirement, d.Where())
+		if len(found) > 1 {
+			var also []string
+			for _, o := range found[1:] {
+				also = append(also, o.Where())
+			}
+			listed += " (also in " + strings.Join(also, ", ") + ")"
+		}
+		groupNote := ""
+		if d.Kind == "group" {
+			groupNote = " (pip 25.1 or later reads --group)"
+		}
+		switch {
+		case inRecipeEnv(repo, p.Check):
+			out[i].Hint = fmt.Sprintf("the checks run in the environment of repos.%s.setup, which lacks the module %s; %s: add `\"$ENV/bin/pip\" %s`%s to the recipe (with --no-index --find-links WHEELHOUSE when installing offline); the changed recipe is a new key, so the next night rebuilds the environment",
+				name, p.Missing, listed, d.Install(), groupNote)
+		default:
+			python := cmp.Or(checkPython(repo, p.Check), repo.Python)
+			where := fmt.Sprintf("into a virtualenv in the repository (python3 -m venv .venv && .venv/bin/pip %s%s; ticketd then runs the checks with .venv/bin/python)", d.Install(), groupNote)
+			if python != "" {
+				where = fmt.Sprintf("into the checks' interpreter, from the repository's root (%s -m pip %s%s)", python, d.Install(), groupNote)
+			}
+			out[i].Hint = fmt.Sprintf("the tests cannot import %s; %s: install that %s", p.Missing, listed, where)
+		}
+	}
+	if out == nil {
+		return problems
+	}
+	return out
+}
+
+// checkPython is the python the repository's check names, "" when it names none.
+func checkPython(repo config.Repo, check string) string {
+	if j := slices.IndexFunc(repo.Checks, func(c validate.Check) bool { return c.Name == check }); j >= 0 {
+		return repo.Checks[j].Python
+	}
+	return ""
 }
 
 func lastLines(s string, n int) string {

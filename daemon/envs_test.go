@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/daemon/config"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/envsetup"
 	"github.com/ticketd/ticketd/pipeline/envsetup/envtest"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
@@ -297,5 +298,57 @@ func TestEnvWheelhouseHiddenFromTheSandbox(t *testing.T) {
 	}
 	if envs := environments(t, st); len(envs) != 0 {
 		t.Errorf("environments: %+v; want none built for a recipe refused at start-up", envs)
+	}
+}
+
+// The hint of a module the checks lack names where the project lists its distribution and
+// the pip command that installs what lists it, with the recipe or without: invoke keeps
+// pytest-relaxed in pyproject.toml's [dependency-groups] dev, which `pip install -e
+// '.[test]'` (the generic advice) never installs.
+func TestDependencyHints(t *testing.T) {
+	t.Parallel()
+	const orig = "the original hint"
+	files := map[string]string{
+		"pyproject.toml":       "[project]\nname = \"app\"\n\n[project.optional-dependencies]\ntest = [\"pytest-timeout\"]\n\n[dependency-groups]\ndev = [\n  \"pytest-relaxed>=2\",\n]\n",
+		"dev-requirements.txt": "icecream>=2.1\npytest-timeout\n",
+	}
+	deps := discover.ReadDependencies(func(p string) ([]byte, bool) {
+		s, ok := files[p]
+		return []byte(s), ok
+	}, []string{"dev-requirements.txt", "pyproject.toml"})
+	recipe := &envsetup.Recipe{Commands: []string{"true"}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+	for _, tc := range []struct {
+		name    string
+		repo    config.Repo
+		missing string
+		want    []string // in the hint; none: the hint is left as it was
+	}{
+		{"a dependency group", config.Repo{Checks: checks}, "pytest_relaxed",
+			[]string{`the tests cannot import pytest_relaxed; the project lists it as "pytest-relaxed>=2" in pyproject.toml's [dependency-groups] dev`, ".venv/bin/pip install -e . --group dev (pip 25.1 or later reads --group)"}},
+		{"a requirements file", config.Repo{Checks: checks}, "icecream",
+			[]string{`"icecream>=2.1" in dev-requirements.txt`, ".venv/bin/pip install -r dev-requirements.txt"}},
+		{"an extra, and a file too", config.Repo{Checks: checks}, "pytest_timeout",
+			[]string{"[project.optional-dependencies] test (also in dev-requirements.txt)", "pip install -e '.[test]'"}},
+		{"the repository names python:", config.Repo{Python: "/opt/py/bin/python", Checks: checks}, "pytest_relaxed",
+			[]string{"/opt/py/bin/python -m pip install -e . --group dev"}},
+		{"the recipe's environment", config.Repo{Setup: recipe, Checks: checks}, "pytest_relaxed",
+			[]string{"environment of repos.app.setup, which lacks the module pytest_relaxed", "add `\"$ENV/bin/pip\" install -e . --group dev`"}},
+		{"listed nowhere", config.Repo{Checks: checks}, "yaml", nil},
+		{"nothing missing", config.Repo{Checks: checks}, "", nil},
+	} {
+		p := validate.Problem{Check: "tests", Missing: tc.missing, Hint: orig}
+		got := dependencyHints("app", tc.repo, deps, []validate.Problem{p})[0].Hint
+		if len(tc.want) == 0 {
+			if got != orig {
+				t.Errorf("%s: hint %q, want it left as it was", tc.name, got)
+			}
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: hint %q lacks %q", tc.name, got, w)
+			}
+		}
 	}
 }

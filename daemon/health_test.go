@@ -117,6 +117,106 @@ func TestUnhealthyBaseline(t *testing.T) {
 	}
 }
 
+// A conftest.py that imports a test plugin the checks' interpreter lacks pauses the
+// repository, and the note says where the project lists the plugin and how to install what
+// lists it: invoke's tests import pytest_relaxed, which its pyproject.toml lists in
+// [dependency-groups] dev, where the generic `pip install -e '.[test]'` never looks.
+func TestUnhealthyBaselineNamesDeclaredDependency(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	f := newFixture(t, 1)
+	write(t, filepath.Join(f.repo, "tests", "conftest.py"), "from spec_style_runner import trap  # a test plugin, not installed\n")
+	write(t, filepath.Join(f.repo, "pyproject.toml"), "[project]\nname = \"shop\"\n\n[dependency-groups]\ndev = [\n  \"spec-style-runner>=2\",\n  \"coverage\",\n]\n")
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-qm", "spec-style tests")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	tickets, err := st.List(context.Background(), store.Filter{})
+	if err != nil || len(tickets) != 1 {
+		t.Fatalf("list: %d tickets, %v", len(tickets), err)
+	}
+	events, _ := st.Events(context.Background(), tickets[0].ID)
+	var note string
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(e.Reason, "unhealthy") {
+			note = e.Reason
+		}
+	}
+	for _, want := range []string{
+		`to make it healthy: the tests cannot import spec_style_runner; the project lists it as "spec-style-runner>=2" in pyproject.toml's [dependency-groups] dev`,
+		"pip install -e . --group dev",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the unhealthy note lacks %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(note, ".[test]") {
+		t.Errorf("the unhealthy note advises an extra the project does not have:\n%s", note)
+	}
+}
+
+// A base where no test passes because the package does not import is unhealthy, even when
+// its tests fail rather than error: inflect without typeguard, where --doctest-modules
+// imports the package first and, under --import-mode importlib, the tests then find an empty
+// package module and fail on AttributeError. Before, such a base was worked, every test a
+// base failure, and a fix was judged on nothing (its test file, run apart, was even blamed
+// for the package's ModuleNotFoundError).
+func TestUnhealthyBaselineNoTestPasses(t *testing.T) {
+	t.Parallel() // a night of its own: repository, store, model server, clock
+	realNight(t)
+	f := newFixture(t, 1)
+	git(t, f.repo, "rm", "-rq", "tests")
+	write(t, filepath.Join(f.repo, "pytest.ini"), "[pytest]\naddopts = --doctest-modules --import-mode importlib\n")
+	write(t, filepath.Join(f.repo, "pyproject.toml"), "[project]\nname = \"shop\"\ndependencies = [\"shop-vendor-sdk >= 4\"]\n")
+	write(t, filepath.Join(f.repo, "shop", "__init__.py"), "import shop_vendor_sdk  # a dependency, not installed\n\n\ndef total(xs):\n    return sum(xs)\n")
+	write(t, filepath.Join(f.repo, "tests", "test_total.py"), "import shop\n\n\ndef test_total():\n    assert shop.total([1, 2]) == 3\n\n\ndef test_empty():\n    assert shop.total([]) == 0\n")
+	git(t, f.repo, "add", "-A")
+	git(t, f.repo, "commit", "-qm", "the package needs the vendor SDK")
+	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
+	cfg := f.config(t, url, 1)
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
+	if _, err := d.RunNight(context.Background(), "test"); err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	tickets, err := st.List(context.Background(), store.Filter{})
+	if err != nil || len(tickets) != 1 {
+		t.Fatalf("list: %d tickets, %v", len(tickets), err)
+	}
+	if tk := tickets[0]; tk.State != store.StateQueued || tk.Attempts != 0 {
+		t.Errorf("ticket: state %s, %d attempts; want queued, no attempt spent", tk.State, tk.Attempts)
+	}
+	events, _ := st.Events(context.Background(), tickets[0].ID)
+	var note string
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(e.Reason, "unhealthy") {
+			note = e.Reason
+		}
+	}
+	for _, want := range []string{
+		"passes at the base commit, and shop/__init__.py cannot import shop_vendor_sdk",
+		`the project lists it as "shop-vendor-sdk >= 4" in pyproject.toml's project dependencies`,
+		"pip install -e .",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the unhealthy note lacks %q:\n%s", want, note)
+		}
+	}
+}
+
 // A configured check whose tool is not installed stops the night at start, naming the check
 // and how to install it.
 func TestMissingToolIsStartupError(t *testing.T) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,12 @@ type Evidence struct {
 	// AsyncNotRun is set when some of NotRun are `async def` tests pytest skipped for want of
 	// an async plugin (pytest-asyncio, anyio, ...) for the checks' interpreter.
 	AsyncNotRun bool `json:"async_not_run,omitempty"`
+	// Uncollected are the change's test files that pytest could not collect with the change
+	// ("file (why)"): none of their tests ran, the change's new ones included. Most often the
+	// file imports what the checks' interpreter lacks, at the base commit too (mako's
+	// test/test_filters.py without markupsafe), where "an assertion added to an existing
+	// test never runs" would send the maker after the wrong cause.
+	Uncollected []string `json:"uncollected,omitempty"`
 	// Verified are verification commands that fail at the base commit and pass with the change.
 	Verified []string `json:"verified,omitempty"`
 	// TestChanges are the test files of the base commit that the change edits: never evidence
@@ -93,6 +100,9 @@ func (e *Evidence) Text() string {
 		if e.AsyncNotRun {
 			fmt.Fprintf(&b, "Note: %s\n", asyncSkipAdvice)
 		}
+	}
+	if len(e.Uncollected) > 0 {
+		fmt.Fprintf(&b, "Test files of the change that pytest could not collect with the change (none of their tests ran): %s\n", strings.Join(clipList(e.Uncollected, 10), "; "))
 	}
 	if len(e.TestChanges) > 0 {
 		fmt.Fprintf(&b, "Edited test files of the base commit (never evidence; their base versions ran): %s\n", strings.Join(clipList(e.TestChanges, 10), ", "))
@@ -139,6 +149,7 @@ func evidence(ctx context.Context, c *checkRun, cand candidate, g Gate, verify [
 	}
 	for _, br := range runs {
 		newTestEvidence(ctx, c, ev, br, testFiles, g.own[br.c.Name], cand.named)
+		uncollectedEvidence(ev, br, testFiles, g.own[br.c.Name], resultNamed(g.Results, br.c.Name))
 	}
 	vr := verifiedAfter(ctx, c, cand.diff, verify, verBase)
 	for _, r := range vr.items {
@@ -284,6 +295,41 @@ func newTestEvidence(ctx context.Context, c *checkRun, ev *Evidence, br baseRun,
 			ev.PassAtBase = append(ev.PassAtBase, passAtBaseText(id, o))
 		}
 	}
+}
+
+// uncollectedEvidence adds to ev the change's test files (files) that its own run (own)
+// reports as not collected: a module-level error, so none of the file's tests ran with the
+// change, its new ones included. view is the gate's result of the check, whose findings say
+// why; br, the run at the base commit, says whether the file failed the same way there.
+func uncollectedEvidence(ev *Evidence, br baseRun, files []string, own map[string]validate.Outcome, view *validate.Result) {
+	for _, f := range files {
+		if !outcomeAt(own, f).Failing() {
+			continue
+		}
+		why := cmp.Or(collectionError(view, f), "it did not collect")
+		if outcomeAt(br.res.Outcomes, f).Failing() {
+			why += ", at the base commit too"
+		}
+		entry := fmt.Sprintf("%s (%s)", f, why)
+		if !slices.Contains(ev.Uncollected, entry) {
+			ev.Uncollected = append(ev.Uncollected, entry)
+		}
+	}
+}
+
+// collectionError is the first line of the error pytest reported, in r, for the test file
+// file as a whole (a module that did not collect), "" when it reported none.
+func collectionError(r *validate.Result, file string) string {
+	if r == nil {
+		return ""
+	}
+	for _, fd := range r.Findings {
+		if strings.HasPrefix(fd.Test, file+"::") && strings.HasSuffix(fd.Message, "(collection failure)") {
+			line, _, _ := strings.Cut(strings.TrimSuffix(fd.Message, " (collection failure)"), "\n")
+			return line
+		}
+	}
+	return ""
 }
 
 // asyncSkipAdvice says why an `async def` test of the change did not run, and what to do.

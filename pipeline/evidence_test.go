@@ -416,3 +416,87 @@ func TestEvidenceAsyncTestNeverRan(t *testing.T) {
 		t.Errorf("no submit answer was a refusal for want of evidence: %+v", rec.tools)
 	}
 }
+
+// renderTest adds, beside the fix, a regression test (a method, which the maker does not name
+// in submit's "tests") to a test file that does not import (it imports a module the checks'
+// interpreter lacks, at the base commit too).
+const renderTest = `diff --git a/test_render.py b/test_render.py
+--- a/test_render.py
++++ b/test_render.py
+@@ -5,2 +5,7 @@ from calc import double
+ def test_render_zero():
+     assert double(0) in (0, 1)
++
++
++class TestDouble:
++    def test_two(self):
++        assert double(2) == 4
+`
+
+// A regression test added to a test file that pytest cannot collect (mako's
+// test/test_filters.py imports markupsafe, absent) never ran: the maker and the report are
+// told the file did not collect and why, never that "an assertion added to an existing test
+// never runs", which would send the maker after the wrong cause.
+func TestEvidenceTestFileNeverCollected(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + renderTest}, map[string]string{
+		"test_calc.py":   "from calc import double\n\n\ndef test_zero():\n    assert double(0) in (0, 1)\n",
+		"test_render.py": "import missing_render_dep\n\nfrom calc import double\n\n\ndef test_render_zero():\n    assert double(0) in (0, 1)\n",
+	})
+	out := r.Run(context.Background(), job)
+	const want = "test_render.py (ModuleNotFoundError: No module named 'missing_render_dep', at the base commit too)"
+	if out.Status != StatusUnverified || !strings.Contains(out.Reason, "could not be collected: "+want) {
+		t.Fatalf("status %s (%s); want unverified naming the file that did not collect\nhistory:\n%s", out.Status, out.Reason, strings.Join(out.History, "\n"))
+	}
+	if out.Evidence == nil || !slices.Contains(out.Evidence.Uncollected, want) || !strings.Contains(out.Evidence.Text(), "could not collect") {
+		t.Errorf("evidence %+v; want %q among the files that did not collect", out.Evidence, want)
+	}
+	var told bool
+	for _, tc := range rec.tools {
+		if tc.Tool != tools.Submit || !strings.HasPrefix(tc.Result, refusedNoProof) {
+			continue
+		}
+		told = true
+		if !strings.Contains(tc.Result, "pytest could not collect them with your change") || strings.Contains(tc.Result, "do not count") || strings.Contains(tc.Result, "pass at the base commit too") {
+			t.Errorf("submit answer %q: want the file named as not collected, never the edit as an assertion that never runs", tc.Result)
+		}
+	}
+	if !told {
+		t.Errorf("no submit answer was a refusal for want of evidence: %+v", rec.tools)
+	}
+}
+
+// A target test (named on submit) in a test file that does not collect never ran: the
+// refusal says its file did not collect and why, not only that it "errored".
+func TestTargetInFileNeverCollected(t *testing.T) {
+	t.Parallel() // each runs its own scripted model, repository and pytest
+	const namedTest = `diff --git a/test_render.py b/test_render.py
+--- a/test_render.py
++++ b/test_render.py
+@@ -5,2 +5,6 @@ from calc import double
+ def test_render_zero():
+     assert double(0) in (0, 1)
++
++
++def test_double_two():
++    assert double(2) == 4
+`
+	r, job, rec := setupAttemptWith(t, scriptedmodel.Case{Patch: fixPatch + namedTest}, map[string]string{
+		"test_calc.py":   "from calc import double\n\n\ndef test_zero():\n    assert double(0) in (0, 1)\n",
+		"test_render.py": "import missing_render_dep\n\nfrom calc import double\n\n\ndef test_render_zero():\n    assert double(0) in (0, 1)\n",
+	})
+	out := r.Run(context.Background(), job)
+	if out.Status == StatusFixed {
+		t.Fatalf("status %s (%s); want the fix refused: its target never ran", out.Status, out.Reason)
+	}
+	const want = "test_render.py::test_double_two did not run: test_render.py did not collect (ModuleNotFoundError: No module named 'missing_render_dep')"
+	var told bool
+	for _, tc := range rec.tools {
+		if tc.Tool == tools.Submit && strings.Contains(tc.Result, want) {
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("no submit answer says %q: %+v", want, rec.tools)
+	}
+}

@@ -209,7 +209,15 @@ func (c *checkRun) requireTargets(ctx context.Context, g Gate) Gate {
 		var bad []string
 		for _, id := range targets {
 			if o := c.targetOutcome(g, t.Name, id); o != validate.OutcomePassed {
-				bad = append(bad, fmt.Sprintf("%s %s", id, outcomeWords(o)))
+				what := fmt.Sprintf("%s %s", id, outcomeWords(o))
+				if file, _, _ := strings.Cut(id, "::"); o.Failing() && file != id {
+					// A target whose file did not collect never ran: say why, not only
+					// "errored" (a test file that imports what the interpreter lacks).
+					if why := collectionError(resultNamed(g.Results, t.Name), file); why != "" {
+						what = fmt.Sprintf("%s did not run: %s did not collect (%s)", id, file, why)
+					}
+				}
+				bad = append(bad, what)
 			}
 		}
 		if len(bad) > 0 {
@@ -226,7 +234,7 @@ func (c *checkRun) requireTargets(ctx context.Context, g Gate) Gate {
 		g.Text += fmt.Sprintf("\nThe target tests pass: %s\n", strings.Join(targets, ", "))
 	} else {
 		g.Passed = false
-		g.Text += fmt.Sprintf("\nThe target tests (%s) must run and pass (a test that exists at the base commit in its base version), and do not:\n- %s\n", strings.Join(targets, ", "), strings.Join(failed, "\n- "))
+		g.Text += fmt.Sprintf("\nThe target tests (%s) must run and pass (in its base version a test the base commit has, as you left it a test you add), and do not:\n- %s\n", strings.Join(targets, ", "), strings.Join(failed, "\n- "))
 	}
 	return g
 }

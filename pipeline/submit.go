@@ -326,7 +326,13 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 			why += "; " + asyncSkipAdvice
 		}
 	}
-	if len(ev.NewTests) == 0 && len(ev.NotRun) == 0 && len(ev.TestChanges) > 0 {
+	if len(ev.Uncollected) > 0 {
+		fmt.Fprintf(&b, "Your test file(s) did not run: pytest could not collect them with your change, so none of their tests ran, the ones you added included: %s. A file that does not import tests nothing. "+
+			"When it fails the same way at the base commit, the cause is the checks' environment, not your change: a module the checks' interpreter lacks is for the operator to install; if a test file that imports can hold a regression test for the fix, put it there.\n",
+			strings.Join(clipList(ev.Uncollected, 5), "; "))
+		why += fmt.Sprintf(" (the change's test files could not be collected: %s)", strings.Join(clipList(ev.Uncollected, 3), "; "))
+	}
+	if len(ev.NewTests) == 0 && len(ev.NotRun) == 0 && len(ev.Uncollected) == 0 && len(ev.TestChanges) > 0 {
 		// Upstream fixes often add an assertion to an existing test; here that never runs
 		// against the fix, and a maker told only "no test fails" would resubmit the same.
 		fmt.Fprintf(&b, "Your edits to %s do not count: ticketd runs each test the base commit already has as the base commit has it, so an assertion added to an existing test never runs against your fix. Put the regression test in a new test function (or method) whose name the base commit lacks.\n",
@@ -336,7 +342,7 @@ func (a *attempt) noEvidence(cand candidate, gate Gate, ev *Evidence) toolResult
 		fmt.Fprintf(&b, "Note: %s\n", n)
 	}
 	b.WriteString("Add a regression test beside the existing tests, in their style, that fails without your fix and passes with it (ticketd runs it against the base commit to check), name its pytest node id in submit's \"tests\", and submit again.")
-	keys := append(append([]string{"no evidence"}, ev.PassAtBase...), ev.NotRun...)
+	keys := append(append(append([]string{"no evidence"}, ev.PassAtBase...), ev.NotRun...), ev.Uncollected...)
 	repeat := a.repeated("evidence", keys, cand.diff)
 	if hasTestSuite(a.job.Baseline) && a.evidenceRefusals < MaxEvidenceRefusals && !repeat {
 		a.evidenceRefusals++

@@ -624,3 +624,52 @@ func TestAdaptSubprojectConfig(t *testing.T) {
 		t.Errorf("selected run: passed %v, %d tests (%s)\n%s", one.Passed, one.Tests, one.Summary, one.Output)
 	}
 }
+
+// Two test files with one basename in folders that are not packages: pytest collects the
+// first and refuses the second ("import file mismatch"), which a project running its test
+// folders one CI job each never sees. The check runs with --import-mode=importlib, kept
+// because the rerun collects both; an --import-mode the configuration sets is left alone.
+func TestAdaptImportFileMismatch(t *testing.T) {
+	requirePytest(t)
+	t.Parallel()
+	check := Check{Name: "tests", Kind: KindPytest, Timeout: time.Minute}
+	files := map[string]string{
+		"shop/__init__.py":               "",
+		"shop/util.py":                   "def slug(s):\n    return s.strip().lower().replace(\" \", \"-\")\n",
+		"tests/unit/test_util.py":        "from shop.util import slug\n\n\ndef test_slug_lower():\n    assert slug(\"Hello\") == \"hello\"\n",
+		"tests/integration/test_util.py": "from shop.util import slug\n\n\ndef test_slug_spaces():\n    assert slug(\"a b\") == \"a-b\"\n",
+	}
+	for _, tc := range []struct {
+		name, ini string
+		want      bool // the condition
+	}{
+		{"prepend mode", "[pytest]\ntestpaths = tests\n", true},
+		{"the configuration names a mode", "[pytest]\ntestpaths = tests\naddopts = --import-mode=append\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tree := maps.Clone(files)
+			tree["pytest.ini"] = tc.ini
+			dir := writeTree(t, tree)
+			r := &Runner{Sandbox: testSandbox(t)}
+			run := func(ctx context.Context, cs []Check) []Result { return r.Run(ctx, dir, cs) }
+			base := run(context.Background(), []Check{check})
+			got := Adapt(context.Background(), run, dir, []Check{check}, base)[0]
+			if !tc.want {
+				if got.Condition != nil && slices.Contains(got.Condition.Args, "--import-mode=importlib") {
+					t.Errorf("condition %+v; want the configuration's import mode left alone", got.Condition)
+				}
+				return
+			}
+			if got.Condition == nil || !slices.Contains(got.Condition.Args, "--import-mode=importlib") {
+				t.Fatalf("condition %+v, want --import-mode=importlib; base %s\n%s", got.Condition, base[0].Summary, base[0].Output)
+			}
+			if !got.Passed || got.Tests != 2 {
+				t.Errorf("adapted run: passed %v, %d tests (%s); want both test files collected and passing\n%s", got.Passed, got.Tests, got.Summary, got.Output)
+			}
+			if note := strings.Join(got.Condition.Notes, "\n"); !strings.Contains(note, "tests/unit/test_util.py did not collect") || !strings.Contains(note, "import file mismatch") {
+				t.Errorf("notes %q; want the file that did not collect and why", got.Condition.Notes)
+			}
+		})
+	}
+}

@@ -92,6 +92,16 @@ func Health(results []Result) []Problem {
 			p.Reason = fmt.Sprintf("every one of the %d collected tests errors at the base commit", r.Tests)
 			p.Hint = erroredHint(r)
 			p.Missing = erroredModule(r)
+		case r.Kind == KindPytest && r.Tests > 0 && nonePassed(r) && len(MissingImports(r)) > 0:
+			// No test passes, and a file does not import for want of a module: the package
+			// itself, most often, whose failed import leaves the rest failing rather than
+			// erroring (inflect without typeguard: --doctest-modules imports inflect/ first,
+			// under --import-mode importlib the tests then find an empty inflect module and
+			// fail on AttributeError). A fix judged against such a base is judged on nothing.
+			miss := MissingImports(r)[0]
+			p.Reason = fmt.Sprintf("no test of the %d collected passes at the base commit, and %s cannot import %s",
+				r.Tests, strings.Join(clipFiles(miss.Files, 3), ", "), miss.Module)
+			p.Hint, p.Missing = importHint(miss.Module), miss.Module
 		case len(r.Rewrites) > 0:
 			p.Reason = "the base's tests rewrite the tests while they run: " + strings.Join(r.Rewrites[:min(len(r.Rewrites), 3)], "; ") +
 				"; the gate stamps the base's tests around every check run, so every attempt's checks would stop there"
@@ -214,6 +224,14 @@ func erroredHint(r Result) string {
 		return importHint(m[1])
 	}
 	return "run the check's command by hand in a clean checkout of the base commit and fix what every test errors on (a fixture, a missing dependency, a conftest.py)"
+}
+
+// clipFiles is files, at most n of them, with how many more there are.
+func clipFiles(files []string, n int) []string {
+	if len(files) <= n {
+		return files
+	}
+	return append(slices.Clone(files[:n]), fmt.Sprintf("%d more", len(files)-n))
 }
 
 // importHint says what would let tests that cannot import module run.

@@ -38,6 +38,21 @@ func TestHealth(t *testing.T) {
 		// docopt's root conftest.py builds its collector the way pytest 5 did: the session errors.
 		{"session errored", Result{Name: "t", Kind: KindPytest, Tests: 1, Errored: 1, Findings: []Finding{{Message: "Direct construction of conftest.DocoptTestFile has been deprecated, please use conftest.DocoptTestFile.from_parent. (collection failure)"}}},
 			"could not collect the test session at the base commit, so no test ran: Direct construction of conftest.DocoptTestFile"},
+		// inflect without typeguard: --doctest-modules imports the package first and fails;
+		// the tests, under --import-mode importlib, then fail on an empty inflect module.
+		{"no test passes, the package does not import", Result{Name: "t", Kind: KindPytest, Tests: 4, Errored: 1,
+			Findings: []Finding{
+				{Test: "inflect/__init__.py::inflect.__init__", Message: "ModuleNotFoundError: No module named 'typeguard' (collection failure)"},
+				{Test: "tests/test_an.py::test_an", Message: "AttributeError: module 'inflect' has no attribute 'engine'"}},
+			Outcomes: map[string]Outcome{"inflect/__init__.py": OutcomeError, "tests/test_an.py::test_an": OutcomeFailed,
+				"tests/test_an.py::test_an_abbreviation": OutcomeFailed, "tests/test_pwd.py::test_skip": OutcomeSkipped}},
+			"no test of the 4 collected passes at the base commit, and inflect/__init__.py cannot import typeguard"},
+		{"a test passes beside a file that does not import", Result{Name: "t", Kind: KindPytest, Tests: 3, Errored: 1,
+			Findings: []Finding{{Test: "tests/test_b.py::tests.test_b", Message: "ModuleNotFoundError: No module named 'pretend' (collection failure)"}},
+			Outcomes: map[string]Outcome{"tests/test_b.py": OutcomeError, "tests/test_a.py::test_a": OutcomePassed, "tests/test_a.py::test_bug": OutcomeFailed}}, ""},
+		{"no test passes, nothing missing (the bug's own test)", Result{Name: "t", Kind: KindPytest, Tests: 1,
+			Findings: []Finding{{Test: "tests/test_a.py::test_bug", Message: "assert 5 == 4"}},
+			Outcomes: map[string]Outcome{"tests/test_a.py::test_bug": OutcomeFailed}}, ""},
 		{"tool missing", Result{Name: "l", Kind: KindRuff, NotStarted: true, Summary: "ruff is not on PATH", Command: []string{"ruff", "check", "."}}, "could not start"},
 		{"timed out", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m"}, "timed out at the base commit"},
 		{"hung test", Result{Name: "t", Kind: KindPytest, TimedOut: true, Tests: -1, Summary: "timed out after 10m (killed)" + stoppedAtNote + "tests/test_x.py:3 in test_hang"}, "stopped at tests/test_x.py:3 in test_hang"},
