@@ -58,8 +58,16 @@ var (
 // LooksValue reports a value shaped like a credential: a known token shape, a URL with a
 // password (postgres://user:pass@host), or a DSN carrying one (?password=..., keyword
 // DSNs such as "host=db password=...").
+//
+// As in Redact, a pattern runs only on a value holding a word it needs: every sandboxed
+// command asks this of every variable of its environment.
 func LooksValue(value string) bool {
-	if credentialValue.MatchString(value) || dsnPassword.MatchString(value) {
+	var l lowered
+	if (containsAny(value, tokenLiterals) || strings.Contains(value, "-----BEGIN ") || l.mayHold(value, "bearer")) &&
+		credentialValue.MatchString(value) {
+		return true
+	}
+	if strings.Contains(value, "=") && l.mayHold(value, "passw", "pwd") && dsnPassword.MatchString(value) {
 		return true
 	}
 	_, rest, ok := strings.Cut(value, "://")

@@ -88,6 +88,9 @@ func FuzzRedact(f *testing.F) {
 		if every := redactEvery(s); got != every {
 			t.Errorf("Redact(%q) = %q, every pattern run gives %q", s, got, every)
 		}
+		if looks, every := LooksValue(s), looksEvery(s); looks != every {
+			t.Errorf("LooksValue(%q) = %v, both patterns on it say %v", s, looks, every)
+		}
 		if again := Redact(got); again != got {
 			t.Errorf("Redact(%q) not idempotent: %q then %q", s, got, again)
 		}
@@ -169,4 +172,29 @@ func TestMayHold(t *testing.T) {
 			t.Errorf("mayHold(%q) = %v, want %v", tt.text, got, tt.want)
 		}
 	}
+}
+
+// TestLooksValueSkipsOnlyWhatCannotMatch: LooksValue answers what running both of its
+// patterns on every value answers.
+func TestLooksValueSkipsOnlyWhatCannotMatch(t *testing.T) {
+	values := append(redactCases(), "host=db pa\u017F\u017Fword=x", "PWD=x", "a pwd=x", "\u212Aey", "BEARER abcdefgh12345678",
+		"x -----BEGIN EC PRIVATE KEY-----", "/usr/local/bin:/usr/bin", "sk-", "password = hunter2")
+	for _, v := range values {
+		if got, want := LooksValue(v), looksEvery(v); got != want {
+			t.Errorf("LooksValue(%q) = %v, both patterns on it say %v", v, got, want)
+		}
+	}
+}
+
+// looksEvery is LooksValue with both patterns run on every value.
+func looksEvery(v string) bool {
+	if credentialValue.MatchString(v) || dsnPassword.MatchString(v) {
+		return true
+	}
+	_, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return false
+	}
+	userinfo, _, ok := strings.Cut(rest, "@")
+	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
 }
