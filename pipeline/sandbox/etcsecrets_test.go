@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -158,7 +159,7 @@ func TestEtcSecretsCacheSeesChanges(t *testing.T) {
 // the folder's times as they were; one that saw only older changes is.
 func TestEtcSecretsCacheRacyFolder(t *testing.T) {
 	root := secretsTree(t) // every folder's ctime is about now (backdating its mtime set it)
-	made := time.Now()
+	made := newestChange(t, root)
 	for _, tt := range []struct {
 		clock time.Duration // the walk's start, after the tree was made
 		keep  bool
@@ -177,6 +178,29 @@ func TestEtcSecretsCacheRacyFolder(t *testing.T) {
 			t.Errorf("a walk %v after the folders changed: two lists took %d walks, want %d", tt.clock, c.walks, want)
 		}
 	}
+}
+
+// newestChange is the latest ctime of the folders under root.
+func newestChange(t *testing.T, root string) time.Time {
+	t.Helper()
+	var newest time.Time
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		if c := time.Unix(st.Ctim.Unix()); c.After(newest) {
+			newest = c
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newest
 }
 
 // TestEtcSecretsOfThisHost: the list of the real /etc, kept or not, is what a fresh walk finds.
