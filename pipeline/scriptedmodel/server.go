@@ -120,8 +120,9 @@ type Server struct {
 	// raws remembers what each message or tool definition decodes and compacts to, by its
 	// bytes: a client sends its whole conversation with every request, so a session of n
 	// requests would decode its first message n times (most of the double's CPU in a night).
-	rawsMu sync.Mutex
-	raws   map[string]*rawForms
+	rawsMu    sync.Mutex
+	raws      map[string]*rawForms
+	rawsBytes int // the keys' and compact forms' bytes in raws
 
 	httpSrv *http.Server
 }
@@ -133,8 +134,12 @@ type rawForms struct {
 	compact []byte // canonicalPrompt's line for it (without the newline), nil until asked
 }
 
-// maxRaws bounds Server.raws: past it the remembered forms are dropped and made again.
-const maxRaws = 4096
+// maxRaws and maxRawsBytes bound Server.raws: past either the remembered forms are dropped
+// and made again (a benchmark's night of many tickets would otherwise keep every message).
+const (
+	maxRaws      = 4096
+	maxRawsBytes = 64 << 20
+)
 
 // forms returns the remembered forms of raw, making the entry.
 func (s *Server) forms(raw json.RawMessage) *rawForms {
@@ -142,11 +147,13 @@ func (s *Server) forms(raw json.RawMessage) *rawForms {
 	defer s.rawsMu.Unlock()
 	f, ok := s.raws[string(raw)]
 	if !ok {
-		if len(s.raws) >= maxRaws {
+		if len(s.raws) >= maxRaws || s.rawsBytes+2*len(raw) > maxRawsBytes {
 			clear(s.raws)
+			s.rawsBytes = 0
 		}
 		f = &rawForms{}
 		s.raws[string(raw)] = f
+		s.rawsBytes += 2 * len(raw) // the key, and at most as much for its compact form
 	}
 	return f
 }
