@@ -224,3 +224,22 @@ func chmod(t *testing.T, p string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkEtcSecrets: what each sandboxed command pays for the list of /etc's secrets, kept
+// (list) or walked afresh (walk): go test -run '^$' -bench EtcSecrets ./pipeline/sandbox
+func BenchmarkEtcSecrets(b *testing.B) {
+	b.Run("walk", func(b *testing.B) {
+		b.ReportAllocs()
+		c := &secretsCache{dir: "/etc", now: time.Now}
+		for b.Loop() {
+			c.walk()
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		c := &secretsCache{dir: "/etc", now: time.Now}
+		for b.Loop() {
+			c.list()
+		}
+	})
+}
