@@ -51,6 +51,21 @@ var suppressions = []suppression{
 // hunkHeader reads the new side's first line of a unified diff hunk.
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
 
+// isHunkHeader is hunkHeader.MatchString(l), its expression run only on a line starting as
+// every hunk header does: a diff's other lines (most of them) never can match, and each match
+// of the expression allocates.
+func isHunkHeader(l string) bool {
+	return strings.HasPrefix(l, "@@ -") && hunkHeader.MatchString(l)
+}
+
+// hunkHeaderMatch is hunkHeader.FindStringSubmatch(l), likewise.
+func hunkHeaderMatch(l string) []string {
+	if !strings.HasPrefix(l, "@@ -") {
+		return nil
+	}
+	return hunkHeader.FindStringSubmatch(l)
+}
+
 // addedSuppressions lists "path:line: adds <what>" for each line diff adds that silences a
 // check, where the issue (issueText) does not ask for it.
 func addedSuppressions(diff, issueText string) []string {
@@ -85,7 +100,7 @@ func addedLines(fd fileDiff) []numberedLine {
 	inHunk := false
 	for _, l := range lines {
 		switch {
-		case hunkHeader.MatchString(l):
+		case isHunkHeader(l):
 			inHunk = true
 		case inHunk && strings.HasPrefix(l, "-"):
 			removed[strings.TrimSpace(l[1:])] = true
@@ -95,7 +110,7 @@ func addedLines(fd fileDiff) []numberedLine {
 	n := 0
 	inHunk = false
 	for _, l := range lines {
-		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+		if m := hunkHeaderMatch(l); m != nil {
 			n, _ = strconv.Atoi(m[1])
 			inHunk = true
 			continue
@@ -147,7 +162,7 @@ func splitDiff(diff string) []fileDiff {
 			continue
 		}
 		b.WriteString(l)
-		if inHunk = inHunk || hunkHeader.MatchString(l); inHunk {
+		if inHunk = inHunk || isHunkHeader(l); inHunk {
 			// An added line "++ b/tests/test_x.py" is "+++ b/tests/test_x.py" here: a
 			// header only before the first hunk, else it would name the file's lines a
 			// test's, which the nets for code under test pass over.

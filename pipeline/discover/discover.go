@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 )
@@ -799,8 +800,61 @@ func fnmatchPath(pattern, p string) bool {
 // fnmatch is Python's fnmatch.fnmatch on POSIX: * and ? match any character, "/" included;
 // [seq] and [!seq] match one character of (not of) seq.
 func fnmatch(pattern, name string) bool {
+	if plainGlob(pattern) {
+		return matchPlain(pattern, name)
+	}
 	re := compiledGlob(pattern)
 	return re != nil && re.MatchString(name)
+}
+
+// plainGlob reports a pattern of ASCII without a class: only "*", "?" and literal bytes, the
+// shape of nearly every python_files pattern (test_*.py, *_test.py). matchPlain matches those
+// without a regular expression: the first tier asks about every file of the repository, and
+// the compiled pattern's match allocated and scanned per file.
+func plainGlob(pattern string) bool {
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] >= utf8.RuneSelf || pattern[i] == '[' {
+			return false
+		}
+	}
+	return true
+}
+
+// matchPlain is what translate(pattern)'s expression matches, for a plainGlob pattern: "*"
+// any run of characters, "?" one character (a UTF-8 sequence, or one byte that is not one, as
+// the regexp package reads text), anything else itself, the whole name. A "*" gives back one
+// character at a time, never part of one.
+func matchPlain(pattern, name string) bool {
+	px, nx := 0, 0
+	starPx, starNx := -1, 0 // after the last "*": where to resume in pattern and in name
+	for px < len(pattern) || nx < len(name) {
+		if px < len(pattern) {
+			switch c := pattern[px]; c {
+			case '*':
+				starPx, starNx = px+1, nx
+				px++
+				continue
+			case '?':
+				if nx < len(name) {
+					_, w := utf8.DecodeRuneInString(name[nx:])
+					px, nx = px+1, nx+w
+					continue
+				}
+			default:
+				if nx < len(name) && name[nx] == c {
+					px, nx = px+1, nx+1
+					continue
+				}
+			}
+		}
+		if starPx < 0 || starNx >= len(name) {
+			return false
+		}
+		_, w := utf8.DecodeRuneInString(name[starNx:])
+		starNx += w
+		px, nx = starPx, starNx
+	}
+	return true
 }
 
 // maxCachedGlobs bounds the compiled patterns kept: a repository configures a handful, so

@@ -125,6 +125,23 @@ func TestStarterKillsWhenLimitsFail(t *testing.T) {
 	}
 }
 
+// TestStarterCopiesWithoutBuffer: os/exec copies a command's stdin with io.Copy; the
+// starter's copy (empty, once the limits are set) allocates nothing, where io.Copy's own
+// buffer would be 32 KB for every sandboxed command.
+func TestStarterCopiesWithoutBuffer(t *testing.T) {
+	s := &starter{}
+	s.once.Do(func() {})                                      // the hand-over is done: what is left is the copy itself
+	var w io.Writer = struct{ io.Writer }{&strings.Builder{}} // no ReadFrom: the copy is the reader's
+	allocs := testing.AllocsPerRun(10, func() {
+		if n, err := io.Copy(w, s); n != 0 || err != nil {
+			t.Errorf("io.Copy = %d, %v; want 0, nil", n, err)
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("io.Copy from the starter allocated %.0f times a copy, want none", allocs)
+	}
+}
+
 // TestApplyLimitsNeverRaises: a limit the process has already below the configured one (the
 // daemon's LimitNPROC=, inherited) stays; ticketd only lowers, and as a user could not raise.
 func TestApplyLimitsNeverRaises(t *testing.T) {

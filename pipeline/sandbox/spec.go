@@ -415,7 +415,7 @@ func depth(p string) int {
 // and orders the operations parents first; at equal depth, hiding comes before exposing.
 func (s Spec) mounts(prog string) ([]mount, error) {
 	mp := &mountPlan{ms: systemMounts(), seen: map[string]bool{}}
-	if err := mp.addAll(mountHide, etcSecrets("/etc")); err != nil {
+	if err := mp.addAll(mountHide, etcSecrets.list()); err != nil {
 		return nil, err
 	}
 	mp.ms = append(mp.ms, mount{kind: mountTmp, dst: "/tmp"})
@@ -558,39 +558,6 @@ func underSystem(p string) bool {
 		}
 	}
 	return false
-}
-
-// etcSecrets lists what under dir is not world-readable (a directory: not world-searchable
-// too): /etc/shadow and /etc/gshadow, SSH host keys, /etc/ssl/private, sudoers, a
-// ticketd.env kept there. Hidden from every check, so a daemon run as root, whose checks the
-// kernel still treats as root's for files they can reach, does not hand them over.
-func etcSecrets(dir string) []string {
-	var out []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if d != nil && d.IsDir() && p != dir {
-				out = append(out, p)
-			}
-			return nil
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		perm := fi.Mode().Perm()
-		switch {
-		case d.IsDir() && perm&0o005 != 0o005 && p != dir:
-			out = append(out, p)
-			return filepath.SkipDir
-		case !d.IsDir() && perm&0o004 == 0:
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
 }
 
 // GitPaths returns the git metadata a worktree at dir depends on: dir/.git (a file in a linked

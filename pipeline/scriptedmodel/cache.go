@@ -3,6 +3,7 @@ package scriptedmodel
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -32,11 +33,19 @@ func canonicalPrompt(tools, messages []json.RawMessage) []byte {
 	var b bytes.Buffer
 	for _, list := range [][]json.RawMessage{tools, messages} {
 		for _, raw := range list {
-			if err := json.Compact(&b, raw); err != nil {
-				b.Write(raw) // already validated by decoding; keep bytes as sent
-			}
+			b.Write(compactLine(raw))
 			b.WriteByte('\n')
 		}
+	}
+	return b.Bytes()
+}
+
+// compactLine is raw's line in the canonical prompt: compact JSON, or raw as sent where it
+// does not compact (it was validated by decoding).
+func compactLine(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return slices.Clone(raw)
 	}
 	return b.Bytes()
 }

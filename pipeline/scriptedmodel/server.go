@@ -1,6 +1,7 @@
 package scriptedmodel
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -116,7 +117,87 @@ type Server struct {
 	passed  map[string]int       // RateLimitAfter: requests let through before the limit was reached
 	reviews map[string]int       // checker/judge answers per role and case: the only per-ticket state
 
+	// raws remembers what each message or tool definition decodes and compacts to, by its
+	// bytes: a client sends its whole conversation with every request, so a session of n
+	// requests would decode its first message n times (most of the double's CPU in a night).
+	rawsMu    sync.Mutex
+	raws      map[string]*rawForms
+	rawsBytes int // the keys' and compact forms' bytes in raws
+
 	httpSrv *http.Server
+}
+
+// rawForms is what the double makes of one message's or tool definition's bytes.
+type rawForms struct {
+	msg     message // decodeMessage's, when decoded is set
+	decoded bool
+	compact []byte // canonicalPrompt's line for it (without the newline), nil until asked
+}
+
+// maxRaws and maxRawsBytes bound Server.raws: past either the remembered forms are dropped
+// and made again (a benchmark's night of many tickets would otherwise keep every message).
+const (
+	maxRaws      = 4096
+	maxRawsBytes = 64 << 20
+)
+
+// forms returns the remembered forms of raw, making the entry.
+func (s *Server) forms(raw json.RawMessage) *rawForms {
+	s.rawsMu.Lock()
+	defer s.rawsMu.Unlock()
+	f, ok := s.raws[string(raw)]
+	if !ok {
+		if len(s.raws) >= maxRaws || s.rawsBytes+2*len(raw) > maxRawsBytes {
+			clear(s.raws)
+			s.rawsBytes = 0
+		}
+		f = &rawForms{}
+		s.raws[string(raw)] = f
+		s.rawsBytes += 2 * len(raw) // the key, and at most as much for its compact form
+	}
+	return f
+}
+
+// decode is decodeMessage(raw, i), remembered when it succeeds. The message is shared: no
+// caller changes its slices.
+func (s *Server) decode(raw json.RawMessage, i int) (message, error) {
+	f := s.forms(raw)
+	s.rawsMu.Lock()
+	m, ok := f.msg, f.decoded
+	s.rawsMu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := decodeMessage(raw, i)
+	if err != nil {
+		return m, err
+	}
+	s.rawsMu.Lock()
+	f.msg, f.decoded = m, true
+	s.rawsMu.Unlock()
+	return m, nil
+}
+
+// prompt is canonicalPrompt(tools, messages), each line's compact form remembered.
+func (s *Server) prompt(tools, messages []json.RawMessage) []byte {
+	var b bytes.Buffer
+	for _, list := range [][]json.RawMessage{tools, messages} {
+		for _, raw := range list {
+			f := s.forms(raw)
+			s.rawsMu.Lock()
+			c := f.compact
+			s.rawsMu.Unlock()
+			if c == nil {
+				c = compactLine(raw)
+				s.rawsMu.Lock()
+				f.compact = c
+				s.rawsMu.Unlock()
+			}
+			b.Write(c)
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
 }
 
 // New compiles the cases, parsing and checking every patch up front so a bad scenario
@@ -151,7 +232,7 @@ func New(cases []Case, opts Options) (*Server, error) {
 	if opts.Latency < 0 {
 		return nil, fmt.Errorf("new scripted model: Latency %v is negative", opts.Latency)
 	}
-	s := &Server{opts: opts, cache: newPrefixCache(opts.CacheTTL), seen: map[uint64]int{}, limited: map[string]time.Time{}, passed: map[string]int{}, reviews: map[string]int{}}
+	s := &Server{opts: opts, cache: newPrefixCache(opts.CacheTTL), seen: map[uint64]int{}, raws: map[string]*rawForms{}, limited: map[string]time.Time{}, passed: map[string]int{}, reviews: map[string]int{}}
 	for i, c := range cases {
 		p, err := compileCase(i, c)
 		if err != nil {
@@ -330,7 +411,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, ex *exchange) (in
 		}
 	}
 	for i, raw := range ex.req.Messages {
-		m, err := decodeMessage(raw, i)
+		m, err := s.decode(raw, i)
 		if err != nil {
 			return bad, "invalid_request_error", err
 		}
@@ -450,7 +531,7 @@ func (s *Server) record(rec Recorded) {
 // answer builds the role's reply and its usage. The prompt cache is consulted at answer
 // time, as a provider writes the prefix once it has processed the prompt.
 func (s *Server) answer(ex *exchange) chatResponse {
-	prompt := canonicalPrompt(ex.req.Tools, ex.req.Messages)
+	prompt := s.prompt(ex.req.Tools, ex.req.Messages)
 	digest := sha256.Sum256(prompt)
 	title := ticketTitle(ex.msgs)
 	var (

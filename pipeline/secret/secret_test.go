@@ -80,13 +80,151 @@ func TestRedact(t *testing.T) {
 }
 
 func FuzzRedact(f *testing.F) {
-	for _, s := range []string{"https://u:p@h/x", "password=x", "ghp_" + strings.Repeat("a", 30), "extraheader = Authorization: x", "-----BEGIN PRIVATE KEY-----"} {
+	for _, s := range append([]string{"https://u:p@h/x", "password=x", "ghp_" + strings.Repeat("a", 30), "extraheader = Authorization: x", "-----BEGIN PRIVATE KEY-----"}, redactCases()...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := Redact(s)
+		if every := redactEvery(s); got != every {
+			t.Errorf("Redact(%q) = %q, every pattern run gives %q", s, got, every)
+		}
+		if looks, every := LooksValue(s), looksEvery(s); looks != every {
+			t.Errorf("LooksValue(%q) = %v, both patterns on it say %v", s, looks, every)
+		}
 		if again := Redact(got); again != got {
 			t.Errorf("Redact(%q) not idempotent: %q then %q", s, got, again)
 		}
 	})
+}
+
+// redactEvery is Redact with every pattern run on every text, as it was before Redact learned
+// to skip a pattern on text without a word the pattern needs.
+func redactEvery(text string) string {
+	if text == "" {
+		return text
+	}
+	text = pemBlock.ReplaceAllString(text, Mask)
+	text = headerValue.ReplaceAllString(text, "${1}"+Mask)
+	text = urlUserinfo.ReplaceAllStringFunc(text, redactUserinfo)
+	text = redactAssignments(text)
+	text = keywordPassword.ReplaceAllString(text, "${1}"+Mask)
+	return tokenAnywhere.ReplaceAllString(text, Mask)
+}
+
+// redactCases are texts for which Redact must do exactly what redactEvery does: one per
+// pattern and token shape, each in lower, upper and mixed case, the two non-ASCII letters
+// (?i) folds onto ASCII (the Kelvin sign for k, the long s for s), and plain check output.
+func redactCases() []string {
+	gh := "ghp_" + strings.Repeat("A", 36)
+	base := []string{
+		"extraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46c2VjcmV0",
+		"Proxy-Authorization: Basic abcdef", "X-Api-Key: abcdefgh", "api-key=abcdefgh", "PRIVATE-TOKEN: glpat-abcdefghijklmnopqrst",
+		"Cookie: session=abcdef", "set cookie: x",
+		"https://x-access-token:" + gh + "@github.com/acme/app.git", "postgres://app:hunter2@db:5432/prod",
+		"DB_PASSWORD=opensesame", "db_passwd: 'opensesame'", `{"client_secret": "abcd1234efgh"}`, "AUTH_TOKEN=ab12cd34ef",
+		"api_key=abcd1234", "ACCESS-KEY: abcd1234", "private_key=abcd1234", "Credentials=abcd1234",
+		"host=db user=app password=hunter2", "?sslmode=require&pwd=hunter2", " SSLPASSWORD=hunter2",
+		"sk-abcdefghijklmnop", "sk_live_abcdefgh1234", "rk_test_abcdefgh1234", "whsec_abcdefghijklmnop1234",
+		"AIza" + strings.Repeat("b", 35), "hf_" + strings.Repeat("c", 24), "npm_" + strings.Repeat("d", 24),
+		"SG." + strings.Repeat("e", 20) + "." + strings.Repeat("f", 20), gh, "gho_" + strings.Repeat("g", 24),
+		"ghu_" + strings.Repeat("g", 24), "ghs_" + strings.Repeat("g", 24), "ghr_" + strings.Repeat("g", 24),
+		"github_pat_" + strings.Repeat("h", 24), "xoxb-1234567890-abc", "AKIAABCDEFGHIJKLMNOP", "ASIAABCDEFGHIJKLMNOP",
+		"glpat-" + strings.Repeat("i", 24), "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abc", "Authorization: Bearer abcdefgh12345678",
+		"bearer abcdefgh12345678", "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
+		"tests/test_token.py::test_refresh FAILED\n    token = make_token(user)\nssh://git@github.com/acme/app.git",
+		"collected 12 items\n\ntests/test_billing.py ....F.......  [100%]\nE   AssertionError: assert 1 == 2",
+		"tokens: 46848 prompt (34816 cached)\nmax_tokens=4096 prompt_tokens: 707", "",
+	}
+	var out []string
+	for _, s := range base {
+		out = append(out, s, strings.ToUpper(s), strings.ToLower(s), strings.ToTitle(s))
+	}
+	return append(out,
+		"\u212Aey=abcd1234", "api_\u212Aey: abcd1234", "coo\u212Aie: abcdef", "\u017Fecret=abcd1234", "pa\u017F\u017Fword=hunter2",
+		"TO\u212AEN=ab12cd34ef", "\u017F\u017Flpassword=hunter2", "x-api-\u212Aey: abcdef", "Bearer\u00a0abcdefgh12345678 é",
+	)
+}
+
+// TestRedactSkipsOnlyWhatCannotMatch: a pattern skipped on a text (no word it needs there)
+// changes nothing: Redact does what running every pattern does.
+func TestRedactSkipsOnlyWhatCannotMatch(t *testing.T) {
+	for _, in := range redactCases() {
+		if got, want := Redact(in), redactEvery(in); got != want {
+			t.Errorf("Redact(%q) = %q, every pattern run gives %q", in, got, want)
+		}
+	}
+}
+
+// TestMayHold: only ASCII text without any of the words is passed over.
+func TestMayHold(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want bool
+	}{
+		{"collected 12 items", false},
+		{"COOKIE: x", true},
+		{"a Cookie jar", true},
+		{"coo\u212Aie", true}, // the Kelvin sign folds onto k
+		{"caf\u00e9", true},   // not ASCII: not judged
+	} {
+		var l lowered
+		if got := l.mayHold(tt.text, "cookie", "token"); got != tt.want {
+			t.Errorf("mayHold(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
+
+// TestLooksValueSkipsOnlyWhatCannotMatch: LooksValue answers what running both of its
+// patterns on every value answers.
+func TestLooksValueSkipsOnlyWhatCannotMatch(t *testing.T) {
+	values := append(redactCases(), "host=db pa\u017F\u017Fword=x", "PWD=x", "a pwd=x", "\u212Aey", "BEARER abcdefgh12345678",
+		"x -----BEGIN EC PRIVATE KEY-----", "/usr/local/bin:/usr/bin", "sk-", "password = hunter2")
+	for _, v := range values {
+		if got, want := LooksValue(v), looksEvery(v); got != want {
+			t.Errorf("LooksValue(%q) = %v, both patterns on it say %v", v, got, want)
+		}
+	}
+}
+
+// looksEvery is LooksValue with both patterns run on every value.
+func looksEvery(v string) bool {
+	if credentialValue.MatchString(v) || dsnPassword.MatchString(v) {
+		return true
+	}
+	_, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return false
+	}
+	userinfo, _, ok := strings.Cut(rest, "@")
+	return ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/ ")
+}
+
+// BenchmarkRedact: a pytest failure's output (about 5 KB) through Redact, and through every
+// pattern as before: go test -run '^$' -bench Redact ./pipeline/secret
+func BenchmarkRedact(b *testing.B) {
+	out := strings.Repeat(`============================= test session starts ==============================
+platform linux -- Python 3.11.2, pytest-7.2.1, pluggy-1.0.0
+rootdir: /work/repo, configfile: pyproject.toml
+collected 12 items
+
+tests/test_billing.py ....F.......                                          [100%]
+
+=================================== FAILURES ===================================
+____________________________ test_half_cent_rounds ____________________________
+    def test_half_cent_rounds():
+>       assert round_cents(Decimal("0.005")) == Decimal("0.01")
+E       AssertionError: assert Decimal('0.00') == Decimal('0.01')
+tests/test_billing.py:42: AssertionError
+`, 8)
+	for _, f := range []struct {
+		name   string
+		redact func(string) string
+	}{{"Redact", Redact}, {"every-pattern", redactEvery}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			for b.Loop() {
+				f.redact(out)
+			}
+		})
+	}
 }

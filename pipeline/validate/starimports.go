@@ -62,6 +62,12 @@ func blockStart(line []byte) (name, kind string, ok bool) {
 	if line[0] == '@' {
 		return "", "@", true
 	}
+	// Only a line starting with one of topDefRe's keywords can match it: most lines do not,
+	// and the expression's match allocates per call (every top-level line of every changed
+	// module comes here).
+	if !bytes.HasPrefix(line, []byte("def")) && !bytes.HasPrefix(line, []byte("class")) && !bytes.HasPrefix(line, []byte("async")) {
+		return "", "", false
+	}
 	if m := topDefRe.FindSubmatch(line); m != nil {
 		kind = "def"
 		if bytes.HasPrefix(line, []byte("class")) {
