@@ -366,15 +366,21 @@ func arrayClosed(s string) bool {
 	return false
 }
 
-// tomlStrings returns the string items of a TOML array's text.
+// tomlStrings returns the string items of a TOML array's text. An inline table is not one:
+// its strings (a dependency group's {include-group = "lint"}) are skipped with it.
 func tomlStrings(s string) []string {
 	var out []string
+	depth := 0 // inside how many inline tables
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '#':
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
+		case '{':
+			depth++
+		case '}':
+			depth = max(depth-1, 0)
 		case '"', '\'':
 			q := s[i]
 			var b strings.Builder
@@ -387,7 +393,9 @@ func tomlStrings(s string) []string {
 				}
 				b.WriteByte(s[j])
 			}
-			out = append(out, b.String())
+			if depth == 0 {
+				out = append(out, b.String())
+			}
 			i = j
 		}
 	}

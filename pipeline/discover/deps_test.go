@@ -58,6 +58,7 @@ lint = ["flake8~=7.3.0"]
 		{"pytest_relaxed.trap", nil},
 		{"", nil},
 		{"include_group", nil},
+		{"lint", nil}, // the group dev includes, not a distribution dev lists
 	}
 	for _, tc := range tests {
 		var got []string
