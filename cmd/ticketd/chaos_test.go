@@ -175,23 +175,48 @@ func (c chaosNight) startOnce(t *testing.T, bin string) (*exec.Cmd, chan error) 
 	return cmd, done
 }
 
-// committed says whether ticket id's fix branch in the clone holds a commit over main.
-func (c chaosNight) committed(t *testing.T, id int64) bool {
-	t.Helper()
-	out, err := exec.Command("git", "-C", c.repo, "for-each-ref", "--format=%(refname)", fmt.Sprintf("refs/heads/ticketd/%d-*", id)).Output()
-	if err != nil {
-		return false
-	}
-	for _, ref := range strings.Fields(string(out)) {
-		if strings.Contains(ref, "-attempt-") {
-			continue
+// branchHeads reads the fix branches' heads (ticket id to commit) from the clone's ref files,
+// loose ones over packed ones, and main's head: the commit phase's window, from a fix's
+// commit to its done record, is a fraction of a second, less than a look through the store
+// and two git processes per ticket take on a loaded machine, so the phase is watched for
+// here without starting a process or opening the store.
+func (c chaosNight) branchHeads() (heads map[int64]string, main string) {
+	gitDir := filepath.Join(c.repo, ".git")
+	heads = map[int64]string{}
+	set := func(ref, sha string) {
+		if ref == "refs/heads/main" {
+			main = sha
+			return
 		}
-		n, err := exec.Command("git", "-C", c.repo, "rev-list", "--count", "main.."+ref).Output()
-		if err == nil && strings.TrimSpace(string(n)) != "0" {
-			return true
+		name, ok := strings.CutPrefix(ref, "refs/heads/ticketd/")
+		if !ok || strings.Contains(name, "-attempt-") {
+			return
+		}
+		num, _, _ := strings.Cut(name, "-")
+		if id, err := strconv.ParseInt(num, 10, 64); err == nil {
+			heads[id] = sha
 		}
 	}
-	return false
+	if packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
+		for _, line := range strings.Split(string(packed), "\n") {
+			if sha, ref, ok := strings.Cut(line, " "); ok && len(sha) >= 40 {
+				set(ref, sha)
+			}
+		}
+	}
+	read := func(ref string) {
+		if b, err := os.ReadFile(filepath.Join(gitDir, ref)); err == nil {
+			set(ref, strings.TrimSpace(string(b)))
+		}
+	}
+	read("refs/heads/main")
+	entries, _ := os.ReadDir(filepath.Join(gitDir, "refs", "heads", "ticketd"))
+	for _, e := range entries {
+		if !e.IsDir() {
+			read("refs/heads/ticketd/" + e.Name())
+		}
+	}
+	return heads, main
 }
 
 // strikeAt waits until the process with pid has reached phase, and reports the ticket
@@ -205,8 +230,31 @@ func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.
 	for _, s := range c.summaries(t) {
 		before[s.ID] = s.ModelCalls
 	}
+	// The commit phase is watched for in the ref files alone (branchHeads): a fix branch whose
+	// head moved off main and off where it was when this look began was committed by this
+	// process, the only one running. The victim is read from the store after the kill.
+	startHeads, main := c.branchHeads()
 	deadline := time.Now().Add(5 * time.Minute) // only keeps a broken daemon from hanging the test
 	for time.Now().Before(deadline) {
+		if phase == killCommitted {
+			heads, _ := c.branchHeads()
+			var ids []int64
+			for id, sha := range heads {
+				if main != "" && sha != main && sha != startHeads[id] {
+					ids = append(ids, id)
+				}
+			}
+			if len(ids) > 0 {
+				slices.Sort(ids)
+				return store.Ticket{ID: ids[rng.IntN(len(ids))]}, false, nil
+			}
+			select {
+			case err := <-done:
+				return store.Ticket{}, true, err
+			case <-time.After(time.Millisecond):
+				continue
+			}
+		}
 		var mine []store.Summary
 		all := c.summaries(t)
 		for _, s := range all {
@@ -237,8 +285,6 @@ func (c chaosNight) strikeAt(t *testing.T, phase chaosPhase, pid int, rng *rand.
 			if pytestRunning(c.workspace) {
 				victim, hit = pick(func(s store.Summary) bool { return s.ModelCalls > 0 })
 			}
-		case killCommitted:
-			victim, hit = pick(func(s store.Summary) bool { return c.committed(t, s.ID) })
 		case killInPush:
 			_, err := os.Stat(c.arrived)
 			hit = err == nil
@@ -344,6 +390,11 @@ func testChaosNight(t *testing.T, engine string) {
 				t.Logf("%s: ticket %d was ended by pid %d before its SIGKILL; filing more issues, striking again", phase, victim.ID, cmd.Process.Pid)
 				c.fileMore(t, 2)
 				continue
+			}
+			if victim.ID != 0 && victim.FenceToken == 0 {
+				// Watched for in the ref files (the commit phase): the lease the kill left
+				// is in the store, its fence token the dead process's.
+				c.look(t, func(s *store.Store) { victim, _ = s.Get(t.Context(), victim.ID) })
 			}
 			struck = append(struck, strike{phase, victim, cmd.Process.Pid})
 			t.Logf("%s after %s: SIGKILLed pid %d (ticket %d)", phase, time.Since(began).Round(time.Millisecond), cmd.Process.Pid, victim.ID)
