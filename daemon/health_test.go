@@ -130,16 +130,7 @@ func TestUnhealthyBaselineNamesDeclaredDependency(t *testing.T) {
 	git(t, f.repo, "add", "-A")
 	git(t, f.repo, "commit", "-qm", "spec-style tests")
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
-	cfg := f.config(t, url, 1)
-	st, err := OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
-	if _, err := d.RunNight(context.Background(), "test"); err != nil {
-		t.Fatalf("night: %v", err)
-	}
+	st := runNight(t, f.config(t, url, 1), 0).store
 	tickets, err := st.List(context.Background(), store.Filter{})
 	if err != nil || len(tickets) != 1 {
 		t.Fatalf("list: %d tickets, %v", len(tickets), err)
@@ -182,16 +173,7 @@ func TestUnhealthyBaselineNoTestPasses(t *testing.T) {
 	git(t, f.repo, "add", "-A")
 	git(t, f.repo, "commit", "-qm", "the package needs the vendor SDK")
 	_, url := f.scripted(t, scriptedmodel.Options{Seed: 1})
-	cfg := f.config(t, url, 1)
-	st, err := OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	d := &Daemon{Config: cfg, Store: st, Logger: slog.New(slog.DiscardHandler)}
-	if _, err := d.RunNight(context.Background(), "test"); err != nil {
-		t.Fatalf("night: %v", err)
-	}
+	st := runNight(t, f.config(t, url, 1), 0).store
 	tickets, err := st.List(context.Background(), store.Filter{})
 	if err != nil || len(tickets) != 1 {
 		t.Fatalf("list: %d tickets, %v", len(tickets), err)
