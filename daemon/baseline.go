@@ -613,10 +613,12 @@ func importNote(check string, miss []validate.ImportMiss, files []string, ext ex
 		part := fmt.Sprintf("%s (%s%s)", m.Module, strings.Join(names, ", "), more)
 		if src := ownExtension(files, ext, m.Module); src != "" {
 			part += fmt.Sprintf(", the repository's own compiled extension (%s), which ticketd does not build into the checks' worktrees (docs/environments.md, Limits)", src)
+		} else if src := ownModule(files, m.Module, first(m.Files)); src != "" && m.Module != "__init__" {
+			// Before the Python 2 names: a repository's own commands/ or sets.py is what a
+			// test file lacks, not Python 2's module of that name.
+			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else if why := python2Module(m.Module); why != "" {
 			part += ", " + why + ": those files are Python 2 code, which no install makes importable"
-		} else if src := ownModule(files, m.Module, first(m.Files)); src != "" {
-			part += fmt.Sprintf(", a module of the repository (%s) that is not on the path those tests run with, which no install brings", src)
 		} else {
 			installable++
 			if d := deps.For(m.Module); len(d) > 0 {

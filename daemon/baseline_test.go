@@ -220,6 +220,13 @@ func TestBaselineNotesMissingImports(t *testing.T) {
 		}}}, nil, []string{
 			"check tests: 1 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: cStringIO (sandbox/old/test_io.py), a module of Python 2's standard library that Python 3 has not: those files are Python 2 code, which no install makes importable",
 		}},
+		// A module named like one of Python 2's that the repository holds is the
+		// repository's, not Python 2's.
+		{"own module named like Python 2's", []validate.Result{{Name: "tests", Kind: validate.KindPytest, Findings: []validate.Finding{
+			collect("tools/tests/test_cli.py", "commands"),
+		}}}, []string{"tools/commands/__init__.py", "tools/tests/test_cli.py"}, []string{
+			"check tests: 1 test file(s) fail to import at the base commit, so their tests cannot gate a fix; missing: commands (tools/tests/test_cli.py), a module of the repository (tools/commands/__init__.py) that is not on the path those tests run with, which no install brings",
+		}},
 		// asgiref: its tests are `async def` tests written for pytest-asyncio, not installed.
 		{"async tests without an async plugin", []validate.Result{{Name: "tests", Kind: validate.KindPytest,
 			AsyncSkips: []string{"tests/test_sync.py::test_a", "tests/test_sync.py::test_b", "tests/test_wsgi.py::test_c"}}}, nil, []string{
