@@ -270,6 +270,8 @@ type attempt struct {
 	firstTierTime   time.Duration
 	// lastGate is the gate of the last submit, which an attempt stopped later reports.
 	lastGate *Gate
+	// refusedChecks is the change the checks last refused, while no other was checked since.
+	refusedChecks *checkedChange
 	// makerAnswers counts the maker's answers so far: an overflow before the first is the
 	// endpoint's (its context cannot hold the opening prompt), not the conversation's.
 	makerAnswers int

@@ -405,3 +405,88 @@ func TestMakerToldOfCheckoutForm(t *testing.T) {
 		t.Errorf("%d of %d submit answers say that calc.py is read in another form; tool results:\n%v", told, out.Submits, rec.tools)
 	}
 }
+
+// segmentRunner counts check runs per change: each call of the job's Diff (a submit or a
+// run_checks reading the change) opens a segment, and each run the checks make is counted in
+// the segment open at the time.
+type segmentRunner struct {
+	inner CheckRunner
+	mu    sync.Mutex
+	diffs []string
+	runs  []int
+}
+
+func (s *segmentRunner) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	s.mu.Lock()
+	if n := len(s.runs); n > 0 {
+		s.runs[n-1]++
+	}
+	s.mu.Unlock()
+	return s.inner.Run(ctx, dir, checks)
+}
+
+func (s *segmentRunner) diffRead(diff string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.diffs = append(s.diffs, diff)
+	s.runs = append(s.runs, 0)
+}
+
+// A change the checks refused, sent again without an edit (a resubmit, or run_checks after
+// the refusal), gets the refusal back without the same runs again; a change that differs
+// from the last one checked is checked. Real pytest: each segment counts the runs made while
+// the maker's one change stood.
+func TestRefusedChangeNotCheckedAgain(t *testing.T) {
+	t.Parallel()
+	_, err := resolvedPytest()
+	testenv.Need(t, testenv.Pytest, err)
+	tests := []struct {
+		name    string
+		c       scriptedmodel.Case
+		status  Status
+		reason  string
+		repeats int // segments that repeat the change before them: no run
+	}{
+		{name: "resubmitted unchanged", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourNever, Patch: fixPatch + doubleTwoTest},
+			status: StatusFailed, reason: sameRefusalStop, repeats: 1},
+		{name: "run_checks after the refusal, then the fix", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourLateFix, Patch: fixPatch + doubleTwoTest},
+			status: StatusFixed, repeats: 1},
+		{name: "each submit a new change", c: scriptedmodel.Case{Behaviour: scriptedmodel.BehaviourWrongThenRight}, status: StatusFixed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, job, _ := setupAttempt(t, tt.c)
+			seg := &segmentRunner{inner: r.Checks}
+			r.Checks = seg
+			diff := job.Diff
+			job.Diff = func(ctx context.Context) (string, error) {
+				d, err := diff(ctx)
+				seg.diffRead(d)
+				return d, err
+			}
+			out := r.Run(context.Background(), job)
+			if out.Status != tt.status || !strings.Contains(out.Reason, tt.reason) {
+				t.Fatalf("status %s (%s), want %s containing %q\nhistory:\n%s", out.Status, out.Reason, tt.status, tt.reason, strings.Join(out.History, "\n"))
+			}
+			repeats := 0
+			for i := range seg.diffs {
+				same := i > 0 && seg.diffs[i] == seg.diffs[i-1] && seg.runs[i-1] > 0
+				switch {
+				case same && seg.runs[i] != 0:
+					t.Errorf("change %d is change %d unchanged, which the checks refused, and the checks ran %d time(s) again", i+1, i, seg.runs[i])
+				case same:
+					repeats++
+				case seg.runs[i] == 0:
+					t.Errorf("change %d differs from the one before and no check ran on it", i+1)
+				}
+			}
+			if repeats != tt.repeats {
+				t.Errorf("%d change(s) repeated the one before with no run, want %d (runs per change %v)\nhistory:\n%s", repeats, tt.repeats, seg.runs, strings.Join(out.History, "\n"))
+			}
+			if tt.repeats > 0 && !slices.ContainsFunc(out.History, func(h string) bool { return strings.Contains(h, "checks not run again") }) {
+				t.Errorf("the history does not say the checks were not run again:\n%s", strings.Join(out.History, "\n"))
+			}
+		})
+	}
+}

@@ -247,11 +247,11 @@ func (a *attempt) execOne(ctx context.Context, ws *tools.Workspace, tc openai.To
 		if a.job.Diff != nil {
 			diff, err := a.job.Diff(ctx)
 			if err == nil {
-				cand.changed = changedPaths(ctx, a.job, a.log, diff)
+				cand.diff, cand.changed = diff, changedPaths(ctx, a.job, a.log, diff)
 			}
 			a.diskFault(err)
 		}
-		res.text, gate = a.runChecks(ctx, a.checkRun(cand))
+		res.text, gate = a.runChecks(ctx, a.checkRun(cand), cand.diff)
 		res.failed = !gate.Passed
 		if gate.Cancelled && ctx.Err() != nil {
 			stopped := a.stop(ctx, Outcome{Artifacts: Artifacts{Checks: gate.Results, Gate: &gate}}, context.Cause(ctx))

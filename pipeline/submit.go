@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ticketd/ticketd/pipeline/diskfault"
 	"github.com/ticketd/ticketd/pipeline/model"
@@ -104,16 +105,29 @@ func (a *attempt) checkRun(cand candidate) *checkRun {
 		reruns: a.r.flakeReruns(), now: a.r.now, log: a.log, jr: a.jr}
 }
 
-// runChecks runs c's gate (for submit and run_checks) and counts its first tier.
-func (a *attempt) runChecks(ctx context.Context, c *checkRun) (string, Gate) {
+// runChecks runs c's gate over the change diff (for submit and run_checks) and counts its
+// first tier. The change the checks last refused, sent again as it was (a model that
+// resubmits without an edit, or calls run_checks on what submit just refused), gets that
+// refusal back without the same runs again (refusedChecks).
+func (a *attempt) runChecks(ctx context.Context, c *checkRun, diff string) (string, Gate) {
+	if r := a.refusedChecks; r != nil && diff != "" && r.diff == diff && slices.Equal(r.targets, c.targets) {
+		a.jr.note("checks not run again: the change is the one they refused %s ago, unchanged", a.r.now().Sub(r.at).Round(time.Second))
+		return "Your change is the same as when the checks last ran, so they were not run again. " + r.text, r.gate
+	}
+	a.refusedChecks = nil
 	text, g := c.gate(ctx)
+	outOfSpace := false
 	if !g.Passed && !g.Cancelled {
 		if err := checksOutOfSpace(g.Results, a.job.Dir); err != nil {
 			// The disk, not the change, failed the checks: they judged nothing, and the
 			// attempt ends as the machine's before the model reads them.
 			a.diskFault(err)
 			g.Cancelled = ctx.Err() != nil
+			outOfSpace = true
 		}
+	}
+	if diff != "" && c.reruns > 0 && !g.Passed && !g.Cancelled && !outOfSpace && len(g.TimedOut) == 0 && validate.Aborted(g.Results) == "" {
+		a.refusedChecks = &checkedChange{diff: diff, targets: slices.Clone(c.targets), text: text, gate: g, at: a.r.now()}
 	}
 	if g.FirstTier != nil {
 		a.firstTierTime += g.FirstTier.Duration
@@ -151,7 +165,7 @@ func checksOutOfSpace(results []validate.Result, dir string) error {
 // checksStage runs the checks on cand; a gate that does not pass refuses it, or ends the
 // attempt (cut short, aborted, tests weakened, the same failures again).
 func (a *attempt) checksStage(ctx context.Context, c *checkRun, cand candidate) (Gate, *toolResult) {
-	_, gate := a.runChecks(ctx, c)
+	_, gate := a.runChecks(ctx, c, cand.diff)
 	a.lastGate = &gate
 	if gate.Cancelled && ctx.Err() != nil {
 		// The budget or a shutdown cut the checks short: that is how the attempt ends, never
@@ -284,6 +298,21 @@ const (
 // the same failures as the one before, with no file changed in between: a loop, which more
 // submits would only pay for.
 const sameRefusalStop = "the same checks failed twice with no change"
+
+// checkedChange is a change the checks refused: its diff and target tests, and the gate's
+// answer. What the checks run on is exactly the maker's files (the daemon's fixGuard cleans
+// the worktree to them before each check), so the same diff and targets are the same runs;
+// a gate that timed out, ran out of disk or aborted is not kept (the machine may differ
+// next time), nor one that passed (the stages after it decide), nor one made without flake
+// re-runs (Runner.FlakeReruns < 0): then a test that failed once was never run again, and
+// the same change checked again is the only second chance a flaky test gets.
+type checkedChange struct {
+	diff    string
+	targets []string
+	text    string
+	gate    Gate
+	at      time.Time
+}
 
 // refusal is a refused submit: what refused it, the keys of what failed, and the diff.
 type refusal struct {
