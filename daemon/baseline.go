@@ -203,9 +203,10 @@ func (b *baselines) compute(ctx context.Context, repo config.Repo, tree *worktre
 	}, tree.Dir, repo.Checks, f.results)
 	f.checks = validate.Conditioned(repo.Checks, f.results)
 	f.tests = baseTests(ctx, tree, f.checks)
-	// A test failing at the base is run once more alone: a flaky one must neither count as a
-	// failure a fix has to make pass nor make a later flake look like a fix.
-	f.results, f.flaky = pipeline.Rerun(ctx, b.checks, tree.Dir, f.checks, f.results, pipeline.FailingTests(f.results), 1)
+	// A test failing at the base is run once more (the base's failing tests together): a
+	// flaky one must neither count as a failure a fix has to make pass nor make a later flake
+	// look like a fix.
+	f.results, f.flaky = pipeline.RerunBase(ctx, b.checks, tree.Dir, f.checks, f.results, pipeline.FailingTests(f.results))
 	if ctx.Err() != nil {
 		return f, context.Cause(ctx)
 	}

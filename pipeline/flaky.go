@@ -27,6 +27,19 @@ const maxRerunTests = 10
 // pytest and unittest checks are re-run: a node id, or unittest's -k with the dotted id,
 // selects single tests.
 func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int) ([]validate.Result, []string) {
+	return rerun(ctx, runner, dir, checks, results, suspect, times, false)
+}
+
+// RerunBase is Rerun once for the base commit's failing tests, all of a check's suspects in
+// one run: a test that fails again beside the base's other failing tests fails again, and
+// only one that passes there is looked at further (againWithOthers). Alone, a base with
+// ten failing tests cost ten pytest starts on every baseline; together, one. A run that
+// reports no outcomes per test falls back to each test alone.
+func RerunBase(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string) ([]validate.Result, []string) {
+	return rerun(ctx, runner, dir, checks, results, suspect, 1, true)
+}
+
+func rerun(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string, times int, together bool) ([]validate.Result, []string) {
 	if times <= 0 || len(suspect) == 0 {
 		return results, nil
 	}
@@ -52,6 +65,18 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 			}
 		}
 		reproduced := map[string]bool{}
+		if together && len(ids) > 1 {
+			group := c
+			group.Only = slices.Clone(ids)
+			if res := runner.Run(ctx, dir, []validate.Check{group}); len(res) == 1 && res[0].Outcomes != nil && !res[0].Cancelled && !res[0].TimedOut {
+				for _, id := range ids {
+					if validate.OutcomeOf(res[0].Outcomes, id) == validate.OutcomePassed && !slices.ContainsFunc(res[0].Findings, func(f validate.Finding) bool { return f.Test == id }) {
+						passed[id] = true
+					}
+				}
+				ids = nil // each was run again: decided
+			}
+		}
 		for _, id := range ids {
 			why, known := cause[id]
 			if known && reproduced[why] {

@@ -266,3 +266,69 @@ func TestRerunTellsOrderFromChance(t *testing.T) {
 		})
 	}
 }
+
+// groupChecks answers re-runs of the base's failing tests: a run of several (Only) with an
+// outcome per test, failing all but pass (or no outcomes at all, as a runner without a
+// report per test gives); a run of one fails; the whole check (no Only) passes.
+type groupChecks struct {
+	pass       map[string]bool
+	noOutcomes bool
+	runs       []string
+}
+
+func (g *groupChecks) Run(_ context.Context, _ string, checks []validate.Check) []validate.Result {
+	c := checks[0]
+	g.runs = append(g.runs, strings.Join(c.Only, " "))
+	switch {
+	case len(c.Only) == 0:
+		return []validate.Result{{Name: c.Name, Kind: validate.KindPytest, Passed: true, Tests: 3}}
+	case len(c.Only) == 1 || g.noOutcomes:
+		return []validate.Result{{Name: c.Name, Kind: validate.KindPytest, Tests: len(c.Only), Errored: len(c.Only),
+			Findings: []validate.Finding{{Test: c.Only[0], Message: "assert 1 == 2 in " + c.Only[0]}}}}
+	}
+	r := validate.Result{Name: c.Name, Kind: validate.KindPytest, Tests: len(c.Only), Outcomes: map[string]validate.Outcome{}}
+	for _, id := range c.Only {
+		if g.pass[id] {
+			r.Outcomes[id] = validate.OutcomePassed
+			continue
+		}
+		r.Outcomes[id] = validate.OutcomeFailed
+		r.Findings = append(r.Findings, validate.Finding{Test: id, Message: "assert 1 == 2 in " + id})
+	}
+	return []validate.Result{r}
+}
+
+// The base's failing tests are re-run once, together: one pytest start whatever their
+// number; one that passes there is a flake once it passes beside the others too; a runner
+// that gives no outcome per test has each re-run alone, as before.
+func TestRerunBaseTogether(t *testing.T) {
+	a, b, c := "tests/test_a.py::test_a", "tests/test_b.py::test_b", "tests/test_c.py::test_c"
+	for _, tt := range []struct {
+		name       string
+		failing    []string
+		pass       map[string]bool
+		noOutcomes bool
+		runs       []string
+		flaky      []string
+	}{
+		{name: "all fail again: one run", failing: []string{a, b, c}, runs: []string{a + " " + b + " " + c}},
+		{name: "one passes: a flake once it passes beside the others", failing: []string{a, b, c}, pass: map[string]bool{b: true},
+			runs: []string{a + " " + b + " " + c, ""}, flaky: []string{"tests: " + b}},
+		{name: "no outcome per test: each alone", failing: []string{a, b}, noOutcomes: true, runs: []string{a + " " + b, a, b}},
+		{name: "one failing test: alone", failing: []string{a}, runs: []string{a}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := validate.Result{Name: "tests", Kind: validate.KindPytest, Tests: 5, Errored: len(tt.failing)}
+			for _, id := range tt.failing {
+				res.Findings = append(res.Findings, validate.Finding{Test: id, Message: "assert 1 == 2 in " + id}) // one cause each
+			}
+			run := &groupChecks{pass: tt.pass, noOutcomes: tt.noOutcomes}
+			checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
+			results := []validate.Result{res}
+			_, flaky := RerunBase(context.Background(), run, "", checks, results, FailingTests(results))
+			if !slices.Equal(run.runs, tt.runs) || !slices.Equal(flaky, tt.flaky) {
+				t.Errorf("runs %q, flaky %q; want runs %q, flaky %q", run.runs, flaky, tt.runs, tt.flaky)
+			}
+		})
+	}
+}
