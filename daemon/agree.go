@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/validate"
 	"github.com/ticketd/ticketd/worktree"
 )
 
@@ -36,7 +37,11 @@ type pendingFix struct {
 	Branch   string
 	Base     string // the base commit it was made at
 	RepoPath string
+	Repo     string // the repository's name in the config
 	facts    repoFacts
+	// held is the selection of the tests that decided its gate when the fix is to be held
+	// for the night's whole suite (nightsuite.go), nil when it is published at once.
+	held *pipeline.Selection
 }
 
 // disagreement says why a fix may not be published beside earlier ones.
@@ -121,9 +126,18 @@ func (n *nightFixes) agree(ctx context.Context, log *slog.Logger, fix pendingFix
 // combinedChecks is the agreement check itself: in a scratch worktree at the base, the
 // earlier fixes, then this one, applied in turn; then the repository's checks, judged
 // against the base's results as the gate judges one fix.
+//
+// Where the fix and every earlier one wait for the night's whole suite (suite), which runs
+// over all of them together before any is pushed, the checks run as the selected gate runs
+// them (pipeline.RunReached): the tests the stacked changes reach, the fixes' new tests with
+// them. A whole suite per fix published would undo what selection saves (issue 37): with
+// three fixes to one repository in a night, two whole-suite runs, each while the
+// repository's other fixes wait for their turn. Stacked fixes that fail only outside what
+// they reach are left to the whole suite, which refuses them all (judgeGroup).
 type combinedChecks struct {
 	trees  *worktree.Manager
 	checks pipeline.CheckRunner
+	suite  *nightSuite // nil: every agreement check runs the whole suite
 }
 
 func (c combinedChecks) checkFix(ctx context.Context, log *slog.Logger, fix pendingFix, earlier []publishedFix) error {
@@ -150,12 +164,13 @@ func (c combinedChecks) checkFix(ctx context.Context, log *slog.Logger, fix pend
 	} else if err != nil {
 		return fmt.Errorf("%w: %w", ErrMachineFault, err)
 	}
-	g := pipeline.Compare(fix.facts.results, c.checks.Run(ctx, tree.Dir, fix.facts.checks))
+	run := c.runner(ctx, log, tree, fix, earlier)
+	g := pipeline.Compare(fix.facts.results, run())
 	if !g.Passed && !g.Cancelled {
 		// A flaky test must not keep a good fix back: the checks run once more, and a pass
 		// then is a pass (the gate, too, re-runs what failed before it refuses).
 		log.Info("the agreement check failed; running it once more", "new", clipped(g.New, 3))
-		g = pipeline.Compare(fix.facts.results, c.checks.Run(ctx, tree.Dir, fix.facts.checks))
+		g = pipeline.Compare(fix.facts.results, run())
 	}
 	if g.Cancelled {
 		return fmt.Errorf("the agreement check's checks were cut short: %w", context.Cause(ctx))
@@ -169,6 +184,30 @@ func (c combinedChecks) checkFix(ctx context.Context, log *slog.Logger, fix pend
 	}
 	log.Info("fix agrees with tonight's published fixes", "with", with)
 	return nil
+}
+
+// runner is how the agreement check runs the checks on tree, where fix is stacked on
+// earlier: the tests the stack reaches when all of them wait for the night's whole suite,
+// else the whole suite.
+func (c combinedChecks) runner(ctx context.Context, log *slog.Logger, tree *worktree.Tree, fix pendingFix, earlier []publishedFix) func() []validate.Result {
+	whole := func() []validate.Result { return c.checks.Run(ctx, tree.Dir, fix.facts.checks) }
+	if fix.held == nil || !c.suite.holdsAll(fix.Repo, fix.Base, earlier) {
+		return whole
+	}
+	changed, err := tree.Changed(ctx)
+	if err != nil {
+		log.Warn("the agreement check cannot list the stacked changes: running the whole suite", "err", err)
+		return whole
+	}
+	return func() []validate.Result {
+		res, sel := pipeline.RunReached(ctx, c.checks, tree.Dir, fix.facts.tests, fix.facts.imports, fix.facts.checks, fix.facts.results, changed, fix.held.Targets)
+		if sel.Whole != "" {
+			log.Info("agreement check: the whole suite ran", "why", sel.Whole)
+		} else {
+			log.Info("agreement check: the tests the stacked fixes reach ran; the night's whole suite runs over them before any is pushed", "test_files", len(sel.Files))
+		}
+		return res
+	}
 }
 
 // overlapping are the earlier fixes that change a path fix changes (all of them when
@@ -210,5 +249,5 @@ func clipped(xs []string, n int) []string {
 
 // pending is the attempt's committed fix, as the agreement check reads it.
 func (a *attemptRun) pending() pendingFix {
-	return pendingFix{Ticket: a.lease.Ticket.ID, Branch: a.tree.Branch, Base: a.tree.BaseCommit, RepoPath: a.tree.RepoPath, facts: a.facts}
+	return pendingFix{Ticket: a.lease.Ticket.ID, Branch: a.tree.Branch, Base: a.tree.BaseCommit, RepoPath: a.tree.RepoPath, Repo: a.lease.Ticket.Repo, facts: a.facts}
 }

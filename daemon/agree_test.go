@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/pipeline"
+	"github.com/ticketd/ticketd/pipeline/discover"
 	"github.com/ticketd/ticketd/pipeline/sandbox"
 	"github.com/ticketd/ticketd/pipeline/scriptedmodel"
 	"github.com/ticketd/ticketd/pipeline/validate"
@@ -90,6 +93,10 @@ func agreeRepo(t *testing.T) (dir string, base string) {
 	write(t, filepath.Join(dir, "shop", "price.py"), "from shop import fees\n\n\ndef price(cents):\n    return cents + fees.fee(cents)\n")
 	write(t, filepath.Join(dir, "shop", "names.py"), "NAME = 'shop'\n")
 	write(t, filepath.Join(dir, "tests", "test_price.py"), "from shop.price import price\n\n\ndef test_price():\n    assert price(100) == 101\n")
+	write(t, filepath.Join(dir, "tests", "test_names.py"), "from shop.names import NAME\n\n\ndef test_name():\n    assert NAME\n")
+	for i := range 4 { // tests no fix reaches: the held fixes' agreement check leaves them out
+		write(t, filepath.Join(dir, "tests", fmt.Sprintf("test_misc%d.py", i)), "import os\n\n\ndef test_sep():\n    assert os.sep\n")
+	}
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "base")
@@ -143,5 +150,80 @@ func TestCombinedChecks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "shop", "report.py")); !os.IsNotExist(err) {
 		t.Errorf("the check left its stack in the repository's own working copy (%v)", err)
+	}
+}
+
+// onlyRuns runs the real checks and records what each run of the pytest check selected
+// ("" for the whole suite).
+type onlyRuns struct {
+	inner pipeline.CheckRunner
+	mu    sync.Mutex
+	runs  []string
+}
+
+func (o *onlyRuns) Run(ctx context.Context, dir string, checks []validate.Check) []validate.Result {
+	o.mu.Lock()
+	for _, c := range checks {
+		if c.Kind == validate.KindPytest {
+			o.runs = append(o.runs, strings.Join(c.Only, " "))
+		}
+	}
+	o.mu.Unlock()
+	return o.inner.Run(ctx, dir, checks)
+}
+
+func (o *onlyRuns) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.runs
+	o.runs = nil
+	return out
+}
+
+// The agreement check of fixes that all wait for the night's whole suite runs the tests the
+// stacked changes reach, with the fixes' new test files; it still finds two fixes that fail
+// together there. A fix published at once, or stacked on one the whole suite already
+// judged, is checked with the whole suite. Real git and pytest.
+func TestCombinedChecksOfHeldFixes(t *testing.T) {
+	t.Parallel()
+	realNight(t)
+	dir, base := agreeRepo(t)
+	runs := &onlyRuns{inner: &validate.Runner{Sandbox: sandbox.Mode(testSandbox(t))}}
+	checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest, Timeout: 2 * time.Minute}}
+	ctx := context.Background()
+	facts := repoFacts{checks: checks, results: runs.Run(ctx, dir, checks), tests: discover.FromDir(dir, validate.DiscoverOptions(checks))}
+	runs.take()
+	suite := &nightSuite{}
+	suite.holdFix(heldFix{id: 1, branch: "fix-a", name: "shop", base: base, facts: facts})
+	c := combinedChecks{trees: worktree.NewManager(filepath.Join(t.TempDir(), "work"), nil), checks: runs, suite: suite}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	selected := &pipeline.Selection{Files: []string{"tests/test_price.py"}}
+	tests := []struct {
+		name     string
+		branch   string
+		held     *pipeline.Selection
+		earlier  int64 // the published fix below it
+		disagree string
+		runs     []string
+	}{
+		{name: "held on held: what they reach", branch: "fix-c", held: selected, earlier: 1,
+			runs: []string{"tests/test_names.py tests/test_price.py"}},
+		{name: "held on held: their new test fails together", branch: "fix-b", held: selected, earlier: 1, disagree: "test_report",
+			runs: []string{"tests/test_price.py tests/test_report.py", "tests/test_price.py tests/test_report.py"}},
+		{name: "published at once: the whole suite", branch: "fix-c", earlier: 1, runs: []string{""}},
+		{name: "on a fix the whole suite judged: the whole suite", branch: "fix-c", held: selected, earlier: 7, runs: []string{""}},
+	}
+	for _, tt := range tests {
+		fix := pendingFix{Ticket: 2, Branch: tt.branch, Base: base, RepoPath: dir, Repo: "shop", facts: facts, held: tt.held}
+		err := c.checkFix(ctx, log, fix, []publishedFix{{Ticket: tt.earlier, Branch: "fix-a"}})
+		if tt.disagree == "" && err != nil {
+			t.Errorf("%s: %v; want it to agree", tt.name, err)
+		}
+		if d, ok := err.(*disagreement); tt.disagree != "" && (!ok || !strings.Contains(d.Why, tt.disagree)) {
+			t.Errorf("%s: %v; want a disagreement naming %s", tt.name, err, tt.disagree)
+		}
+		if got := runs.take(); !slices.Equal(got, tt.runs) {
+			t.Errorf("%s: the pytest runs selected %q, want %q", tt.name, got, tt.runs)
+		}
 	}
 }

@@ -351,7 +351,8 @@ func (d *Daemon) night(ctx context.Context, log *slog.Logger, rep *NightReport, 
 	w.windowEnd = d.now().Add(cfg.Night.Window)
 	w.end = &ender{d: d, st: d.Store, health: w.health, results: w.results, faults: w.faults, pauseRepo: w.pauseRepo,
 		limits: limits{MaxDollars: cfg.Budget.MaxDollars, WindowEnd: w.windowEnd}, parking: nightParking(cfg, runID, rep.Trigger, w.windowEnd),
-		fixes: newNightFixes(combinedChecks{trees: trees, checks: w.guard}), suite: &nightSuite{d: d, trees: trees, run: checks}}
+		suite: &nightSuite{d: d, trees: trees, run: checks}}
+	w.end.fixes = newNightFixes(combinedChecks{trees: trees, checks: w.guard, suite: w.end.suite})
 	// Fixes an earlier night held for its whole suite and never judged wait for tonight's
 	// (heldagain.go); their baselines are read beside the night's own.
 	reheld := make(chan struct{})

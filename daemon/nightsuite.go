@@ -141,6 +141,23 @@ func (n *nightSuite) holdFix(f heldFix) {
 	n.held[key] = append(n.held[key], f)
 }
 
+// holdsAll reports whether every fix of earlier is held, its whole suite not run yet, in
+// the group of repository name and base: a whole suite will run over them together.
+func (n *nightSuite) holdsAll(name, base string, earlier []publishedFix) bool {
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	group := n.held[name+" "+base]
+	for _, e := range earlier {
+		if !slices.ContainsFunc(group, func(f heldFix) bool { return f.id == e.Ticket }) {
+			return false
+		}
+	}
+	return true
+}
+
 // take returns the held fixes, grouped, and forgets them.
 func (n *nightSuite) take() [][]heldFix {
 	n.mu.Lock()
@@ -259,8 +276,8 @@ func eachAtOnce[T any](items []T, width int, do func(T)) {
 }
 
 // judgeGroup runs the whole suite over the group together; when it fails, over each fix
-// alone, to find which fixes fail it. Fixes that fail only together are all refused (they
-// disagree: the night's agreement check is their place).
+// alone, to find which fixes fail it. Fixes that fail only together are all refused: they
+// disagree where the agreement check, which ran the tests they reach, did not look.
 func judgeGroup(ctx context.Context, log *slog.Logger, trees *worktree.Manager, run pipeline.CheckRunner, group []heldFix) suiteVerdict {
 	g, err := suiteOver(ctx, trees, run, group)
 	together := ""

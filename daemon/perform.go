@@ -70,7 +70,11 @@ func (w *ender) perform(ctx context.Context, log *slog.Logger, a *attemptRun, e 
 		// fixes (agree.go).
 		done := w.fixes.turn(a.tree.RepoPath)
 		defer done()
-		if err := w.fixes.agree(ctx, log, a.pending()); err != nil {
+		fix := a.pending()
+		if w.suite != nil && holds(out) {
+			fix.held = out.Gate.Selection
+		}
+		if err := w.fixes.agree(ctx, log, fix); err != nil {
 			refused := out
 			refused.Reason = err.Error()
 			w.perform(ctx, log, a, decide(cause{Stage: stageAgree, Err: err, Stop: context.Cause(ctx)}, out, a.lease, w.limits), refused)

@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -237,4 +240,33 @@ func mergeBase(sel *Selection, run, base validate.Result) validate.Result {
 	run.Tests = len(outcomes)
 	run.Summary = fmt.Sprintf("%s; %d test(s) the change cannot reach stand at the base commit's results", orDash(run.Summary), stood)
 	return run
+}
+
+// RunReached runs checks on the tree at dir as the selected gate judges a change of changed:
+// the pytest checks narrowed to the test files the change reaches by the import graph (its
+// targets, and the test files it adds, with them), the base's results (baseline) standing
+// for the tests not run; the whole suite when the selection cannot decide (chooseTests).
+// The night's agreement check runs a stack of held fixes this way: the whole suite runs over
+// them together before any is published (NightSuite). It returns the results and the
+// selection they were run with.
+func RunReached(ctx context.Context, run CheckRunner, dir string, tests *discover.Tests, imports *validate.BaseImports, checks []validate.Check, baseline []validate.Result, changed, targets []string) ([]validate.Result, Selection) {
+	sel, _ := chooseTests(dir, tests, imports, checks, baseline, changed, targets)
+	if sel.Whole != "" {
+		return run.Run(ctx, dir, checks), sel
+	}
+	atBase := baseTestFiles(checks, baseline)
+	for _, p := range changed {
+		if !atBase[p] && !slices.Contains(sel.Files, p) && tests != nil && tests.IsTestFile(p) {
+			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+				sel.Files = append(sel.Files, p)
+			}
+		}
+	}
+	slices.Sort(sel.Files)
+	narrowed := narrowTo(&sel, checks)
+	var view []validate.Result
+	if len(narrowed) > 0 {
+		view = run.Run(ctx, dir, narrowed)
+	}
+	return inOrder(checks, standIn(&sel, checks, view, baseline)), sel
 }
