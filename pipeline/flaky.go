@@ -33,8 +33,8 @@ func Rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 // RerunBase is Rerun once for the base commit's failing tests, all of a check's suspects in
 // one run: a test that fails again beside the base's other failing tests fails again, and
 // only one that passes there is looked at further (againWithOthers). Alone, a base with
-// ten failing tests cost ten pytest starts on every baseline; together, one. A run that
-// reports no outcomes per test falls back to each test alone.
+// ten failing tests cost ten pytest starts on every baseline; together, one. A test the
+// run reports no outcome for (or a run without outcomes per test) is re-run alone.
 func RerunBase(ctx context.Context, runner CheckRunner, dir string, checks []validate.Check, results []validate.Result, suspect map[string][]string) ([]validate.Result, []string) {
 	return rerun(ctx, runner, dir, checks, results, suspect, 1, true)
 }
@@ -65,17 +65,8 @@ func rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 			}
 		}
 		reproduced := map[string]bool{}
-		if together && len(ids) > 1 {
-			group := c
-			group.Only = slices.Clone(ids)
-			if res := runner.Run(ctx, dir, []validate.Check{group}); len(res) == 1 && res[0].Outcomes != nil && !res[0].Cancelled && !res[0].TimedOut {
-				for _, id := range ids {
-					if validate.OutcomeOf(res[0].Outcomes, id) == validate.OutcomePassed && !slices.ContainsFunc(res[0].Findings, func(f validate.Finding) bool { return f.Test == id }) {
-						passed[id] = true
-					}
-				}
-				ids = nil // each was run again: decided
-			}
+		if together {
+			ids = rerunTogether(ctx, runner, dir, c, r, ids, passed)
 		}
 		for _, id := range ids {
 			why, known := cause[id]
@@ -131,6 +122,41 @@ func rerun(ctx context.Context, runner CheckRunner, dir string, checks []validat
 		out[i] = r
 	}
 	return out, flaky
+}
+
+// rerunTogether runs the tests of ids again in one run of c, marks in passed those that
+// pass there, and returns the ids still to be re-run alone: those the run reports nothing
+// on, and those of a module that failed to collect (its id, given as an argument, stops
+// pytest's whole session). A run of one test, or without outcomes per test, decides
+// nothing: all are left for alone.
+func rerunTogether(ctx context.Context, runner CheckRunner, dir string, c validate.Check, r validate.Result, ids []string, passed map[string]bool) []string {
+	var group, alone []string
+	for _, id := range ids {
+		if slices.ContainsFunc(r.Findings, func(f validate.Finding) bool {
+			return f.Test == id && strings.HasSuffix(f.Message, "collection failure)")
+		}) {
+			alone = append(alone, id)
+		} else {
+			group = append(group, id)
+		}
+	}
+	if len(group) < 2 {
+		return ids
+	}
+	c.Only = group
+	res := runner.Run(ctx, dir, []validate.Check{c})
+	if len(res) != 1 || res[0].Outcomes == nil || res[0].Cancelled || res[0].TimedOut {
+		return ids
+	}
+	for _, id := range group {
+		switch o := validate.OutcomeOf(res[0].Outcomes, id); {
+		case o == validate.OutcomeMissing:
+			alone = append(alone, id)
+		case o == validate.OutcomePassed && !slices.ContainsFunc(res[0].Findings, func(f validate.Finding) bool { return f.Test == id }):
+			passed[id] = true
+		}
+	}
+	return alone
 }
 
 // againWithOthers runs c as it ran (the tests beside and before them) up to times more, at

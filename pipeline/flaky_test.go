@@ -273,6 +273,7 @@ func TestRerunTellsOrderFromChance(t *testing.T) {
 type groupChecks struct {
 	pass       map[string]bool
 	noOutcomes bool
+	unknown    map[string]bool // ids the run of several reports nothing on
 	runs       []string
 }
 
@@ -288,6 +289,9 @@ func (g *groupChecks) Run(_ context.Context, _ string, checks []validate.Check) 
 	}
 	r := validate.Result{Name: c.Name, Kind: validate.KindPytest, Tests: len(c.Only), Outcomes: map[string]validate.Outcome{}}
 	for _, id := range c.Only {
+		if g.unknown[id] {
+			continue
+		}
 		if g.pass[id] {
 			r.Outcomes[id] = validate.OutcomePassed
 			continue
@@ -303,11 +307,13 @@ func (g *groupChecks) Run(_ context.Context, _ string, checks []validate.Check) 
 // that gives no outcome per test has each re-run alone, as before.
 func TestRerunBaseTogether(t *testing.T) {
 	a, b, c := "tests/test_a.py::test_a", "tests/test_b.py::test_b", "tests/test_c.py::test_c"
+	m := "tests/test_m.py::tests.test_m" // pytest's id of a module's collection error
 	for _, tt := range []struct {
 		name       string
 		failing    []string
 		pass       map[string]bool
 		noOutcomes bool
+		unknown    map[string]bool
 		runs       []string
 		flaky      []string
 	}{
@@ -315,14 +321,20 @@ func TestRerunBaseTogether(t *testing.T) {
 		{name: "one passes: a flake once it passes beside the others", failing: []string{a, b, c}, pass: map[string]bool{b: true},
 			runs: []string{a + " " + b + " " + c, ""}, flaky: []string{"tests: " + b}},
 		{name: "no outcome per test: each alone", failing: []string{a, b}, noOutcomes: true, runs: []string{a + " " + b, a, b}},
+		{name: "no outcome for one: it alone", failing: []string{a, b, c}, unknown: map[string]bool{c: true}, runs: []string{a + " " + b + " " + c, c}},
+		{name: "a module that did not collect: alone, never in the run of several", failing: []string{a, b, m}, runs: []string{a + " " + b, m}},
 		{name: "one failing test: alone", failing: []string{a}, runs: []string{a}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := validate.Result{Name: "tests", Kind: validate.KindPytest, Tests: 5, Errored: len(tt.failing)}
 			for _, id := range tt.failing {
-				res.Findings = append(res.Findings, validate.Finding{Test: id, Message: "assert 1 == 2 in " + id}) // one cause each
+				msg := "assert 1 == 2 in " + id // one cause each
+				if id == m {
+					msg = "SyntaxError: invalid syntax (collection failure)"
+				}
+				res.Findings = append(res.Findings, validate.Finding{Test: id, Message: msg})
 			}
-			run := &groupChecks{pass: tt.pass, noOutcomes: tt.noOutcomes}
+			run := &groupChecks{pass: tt.pass, noOutcomes: tt.noOutcomes, unknown: tt.unknown}
 			checks := []validate.Check{{Name: "tests", Kind: validate.KindPytest}}
 			results := []validate.Result{res}
 			_, flaky := RerunBase(context.Background(), run, "", checks, results, FailingTests(results))
