@@ -697,8 +697,9 @@ func waitCompleted(ctx context.Context, admin *pgx.Conn, rschema string, n int) 
 
 // sampleClaims times c.samples claims of a lone ready ticket on s and as many fetches of a
 // lone available River job, and prints their medians and p90s. The samples alternate, a
-// ticketd claim then a River fetch, so both meet the same disk: a claim's time is mostly
-// its commit's WAL flush, which other work on the machine makes jittery.
+// ticketd claim then a River fetch and the other way round, so both meet the same disk: a
+// claim's time is mostly its commit's WAL flush, which other work on the machine makes
+// jittery.
 func sampleClaims(ctx context.Context, c pgConfig, s *store.Store, ru, rschema string, stdout io.Writer) error {
 	pool, err := pgxpool.New(ctx, ru)
 	if err != nil {
@@ -716,7 +717,7 @@ func sampleClaims(ctx context.Context, c pgConfig, s *store.Store, ru, rschema s
 	// the listener and the collector included): the client's share of a claim, which the
 	// server's statistics do not show.
 	var tdCPU, rvCPU time.Duration
-	for i := range c.samples {
+	ticketd := func(i int) error {
 		if _, _, err := s.Enqueue(ctx, store.NewTicket{Source: "sample", ExternalID: fmt.Sprint(i)}); err != nil {
 			return err
 		}
@@ -726,13 +727,13 @@ func sampleClaims(ctx context.Context, c pgConfig, s *store.Store, ru, rschema s
 		if err != nil {
 			return err
 		}
-		if err := s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{}); err != nil {
-			return err
-		}
+		return s.Complete(ctx, l.Ticket.ID, l.Token, store.Result{})
+	}
+	river := func() error {
 		if _, err := insertOnly.Insert(ctx, benchArgs{}, &river.InsertOpts{Queue: "sample"}); err != nil {
 			return err
 		}
-		t0, c0 = time.Now(), cpuTime()
+		t0, c0 := time.Now(), cpuTime()
 		jobs, err := exec.JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{ClientID: "bench", MaxAttemptedBy: 100,
 			MaxToLock: 1, Queue: "sample", Schema: rschema})
 		rv, rvCPU = append(rv, time.Since(t0)), rvCPU+cpuTime()-c0
@@ -742,13 +743,43 @@ func sampleClaims(ctx context.Context, c pgConfig, s *store.Store, ru, rschema s
 		if len(jobs.Jobs) != 1 {
 			return fmt.Errorf("river fetch: %d jobs, want the one just inserted", len(jobs.Jobs))
 		}
+		return nil
+	}
+	// ABBA: a ticketd claim then a River fetch, then the other way round, so neither queue
+	// always follows the other's writes (and whatever periodic work they set off).
+	for i := range c.samples {
+		first, second := func() error { return ticketd(i) }, river
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "claim of the only ready ticket behind %d finished, %d samples: ticketd median %v p90 %v; river median %v p90 %v; river/ticketd (median) %.2f\n",
 		c.history, c.samples, percentileOf(td, 50).Round(time.Microsecond), percentileOf(td, 90).Round(time.Microsecond),
 		percentileOf(rv, 50).Round(time.Microsecond), percentileOf(rv, 90).Round(time.Microsecond), float64(percentileOf(rv, 50))/float64(percentileOf(td, 50)))
+	// Sample i of each queue went first when i is even for ticketd, odd for River.
+	fmt.Fprintf(stdout, "median by position: ticketd first %v, second %v; river first %v, second %v\n",
+		medianOfEvery(td, 0), medianOfEvery(td, 1), medianOfEvery(rv, 1), medianOfEvery(rv, 0))
 	fmt.Fprintf(stdout, "client CPU per call (this process, user+system): ticketd claim %v, river fetch %v\n",
 		(tdCPU / time.Duration(c.samples)).Round(time.Microsecond), (rvCPU / time.Duration(c.samples)).Round(time.Microsecond))
 	return nil
+}
+
+// medianOfEvery is the median of ds[from], ds[from+2], ds[from+4], ...
+func medianOfEvery(ds []time.Duration, from int) time.Duration {
+	var every []time.Duration
+	for i := from; i < len(ds); i += 2 {
+		every = append(every, ds[i])
+	}
+	if len(every) == 0 {
+		return 0
+	}
+	return percentileOf(every, 50).Round(time.Microsecond)
 }
 
 // percentileOf is the p-th percentile of ds (nearest rank).
