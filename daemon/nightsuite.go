@@ -28,7 +28,9 @@ import (
 //
 // A repository's group need not wait for the whole night: a worker that finds nothing to
 // claim runs the group of a repository with no ticket left open (runReady), so those runs
-// overlap the night's last tickets instead of following them. Only its passes are carried
+// overlap the night's last tickets instead of following them; once the window has closed,
+// a worker whose attempt ended runs the group of each repository with no attempt under way,
+// queued tickets or not, during the grace period. Only its passes are carried
 // out then; its refusals wait for the night's end, as a refusal found there does, so a
 // refused ticket is not claimed again the same night (its requeue gives it a fresh budget,
 // and the same selection would pass it and the suite refuse it, round after round).
@@ -201,13 +203,14 @@ func (n *nightSuite) runAll(ctx context.Context, log *slog.Logger, width int) {
 
 // runReady runs the whole suite over one group whose repository has no ticket left open
 // (queued or running, on any node, nor an attempt under way here) and reports whether it
-// ran one. It publishes the fixes the suite passed at once and keeps its refusals for
-// runAll.
-func (n *nightSuite) runReady(ctx context.Context, log *slog.Logger) bool {
+// ran one. Once this node's claims are over (claimsOver), only an attempt under way here
+// keeps a group waiting: no ticket this node could still claim would join it. It publishes
+// the fixes the suite passed at once and keeps its refusals for runAll.
+func (n *nightSuite) runReady(ctx context.Context, log *slog.Logger, claimsOver bool) bool {
 	if n == nil {
 		return false
 	}
-	group := n.takeReady(ctx)
+	group := n.takeReady(ctx, claimsOver)
 	if group == nil {
 		return false
 	}
@@ -221,8 +224,9 @@ func (n *nightSuite) runReady(ctx context.Context, log *slog.Logger) bool {
 	return true
 }
 
-// takeReady takes the first held group whose repository has no ticket open, nil when none.
-func (n *nightSuite) takeReady(ctx context.Context) []heldFix {
+// takeReady takes the first held group whose repository has no ticket open (with
+// claimsOver, no attempt under way here), nil when none.
+func (n *nightSuite) takeReady(ctx context.Context, claimsOver bool) []heldFix {
 	n.mu.Lock()
 	keys := slices.Sorted(maps.Keys(n.held))
 	n.mu.Unlock()
@@ -234,11 +238,13 @@ func (n *nightSuite) takeReady(ctx context.Context) []heldFix {
 		if len(group) == 0 || busy {
 			continue
 		}
-		// Read after busy: an attempt that starts meanwhile was claimed, and the store shows
-		// its ticket running.
-		open, err := n.d.Store.List(ctx, store.Filter{Repo: group[0].name, States: []store.State{store.StateQueued, store.StateRunning}, Limit: 1})
-		if err != nil || len(open) > 0 {
-			continue
+		if !claimsOver {
+			// Read after busy: an attempt that starts meanwhile was claimed, and the store
+			// shows its ticket running.
+			open, err := n.d.Store.List(ctx, store.Filter{Repo: group[0].name, States: []store.State{store.StateQueued, store.StateRunning}, Limit: 1})
+			if err != nil || len(open) > 0 {
+				continue
+			}
 		}
 		n.mu.Lock()
 		group = n.held[k]

@@ -267,7 +267,10 @@ func TestRunReadyWaitsForItsRepository(t *testing.T) {
 		open   store.State // a second ticket of the repository left in this state; "" none
 		other  bool        // a ticket of another repository left queued
 		busy   bool        // an attempt on the repository still ending on this node
-		ran    bool
+		// claimsOver: this node claims nothing more tonight (the window closed): tickets
+		// it can no longer claim do not keep the group waiting.
+		claimsOver bool
+		ran        bool
 	}{
 		{name: "all over, passes", branch: good, ran: true},
 		{name: "all over, refused", branch: bad, ran: true},
@@ -275,6 +278,10 @@ func TestRunReadyWaitsForItsRepository(t *testing.T) {
 		{name: "a ticket still queued", branch: good, open: store.StateQueued},
 		{name: "a ticket still running", branch: good, open: store.StateRunning},
 		{name: "an attempt still ending here", branch: good, busy: true},
+		{name: "claims over, a ticket still queued", branch: good, open: store.StateQueued, claimsOver: true, ran: true},
+		{name: "claims over, refused with a ticket still queued", branch: bad, open: store.StateQueued, claimsOver: true, ran: true},
+		{name: "claims over, a ticket running with no attempt of it here", branch: good, open: store.StateRunning, claimsOver: true, ran: true},
+		{name: "claims over, an attempt still ending here", branch: good, busy: true, claimsOver: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -308,7 +315,7 @@ func TestRunReadyWaitsForItsRepository(t *testing.T) {
 				t.Cleanup(done)
 			}
 
-			if got := n.runReady(ctx, d.logger()); got != tt.ran {
+			if got := n.runReady(ctx, d.logger(), tt.claimsOver); got != tt.ran {
 				t.Fatalf("runReady = %v; want %v", got, tt.ran)
 			}
 			passed := noteWith(t, st, id, NightSuiteNote) != ""
@@ -330,5 +337,96 @@ func TestRunReadyWaitsForItsRepository(t *testing.T) {
 				t.Errorf("runAll did not judge the group runReady left")
 			}
 		})
+	}
+}
+
+// TestWholeSuiteRunsInTheGracePeriod: when the window closes, one attempt ("slow", whose fix
+// adds a test that hangs) runs until the grace period ends, and another ("good", its checker
+// held until the window has closed) ends early in it with its fix held for the whole suite,
+// its repository holding a queued ticket the closed window leaves alone. The worker whose
+// attempt ended runs good's whole suite then, and its fix is pushed tonight. Before, every
+// suite waited for the night's last attempt, whose stop at the grace period's end cut them
+// all short: good's fix stayed unpublished until the next night.
+func TestWholeSuiteRunsInTheGracePeriod(t *testing.T) {
+	t.Parallel() // a night of its own
+	realNight(t)
+	root := t.TempDir()
+	good, slow := calcRepo(t, root, "good", false), calcRepo(t, root, "slow", false)
+	slow.patch = fixPatch(t, slow.path, map[string][2]string{
+		"calc.py":      {"    return x + x + 1\n", "    return x + x\n"},
+		"test_calc.py": {"def test_double_one():", "def test_double_two():\n    import time\n    time.sleep(3600)\n\n\ndef test_double_one():"},
+	})
+	slow.checks = "[{name: tests, kind: pytest, timeout: 1h}]" // the grace period ends it, not a time-out
+	url := scriptedServer(t, []scriptedmodel.Case{{Match: good.title, Patch: good.patch}, {Match: slow.title, Patch: slow.patch}})
+	// The checker is asked once good's fix passed its gate; slow's never gets that far.
+	hold := holdRole(t, url, "checker", good.title)
+	cfg := realConfig(t, root, hold.URL, good, slow)
+	r := cfg.Repos["good"]
+	r.PushRemote = "pub"
+	cfg.Repos["good"] = r
+	// Heartbeats follow the test's clock: a lease of the store's (real) clock must outlast
+	// the night unbeaten.
+	cfg.Night.Window, cfg.Night.Grace, cfg.Night.Lease = time.Minute, time.Minute, time.Hour
+	clock := newFakeClock(time.Now())
+	st, done := startNight(t, context.Background(), cfg, clock)
+	hold.waitArrived(t)
+	clock.Advance(cfg.Night.Window) // claims stop before Advance returns
+	ctx := context.Background()
+	// The backlog: a ticket of good the closed window leaves queued, there before good's
+	// attempt ends.
+	const backlog = "the report page forgets the chosen currency"
+	if _, _, err := st.Enqueue(ctx, store.NewTicket{Source: "test", ExternalID: "backlog", Repo: "good", Title: backlog}); err != nil {
+		t.Fatal(err)
+	}
+	hold.Release()
+
+	byTitle := func() map[string]store.Ticket {
+		t.Helper()
+		list, err := st.List(ctx, store.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]store.Ticket{}
+		for _, tk := range list {
+			out[tk.Title] = tk.Ticket
+		}
+		return out
+	}
+	// The grace period has not ended (the clock stands still): the suite must run inside it,
+	// and the push it passes. The bound only keeps a night that never runs it from hanging
+	// the test.
+	published := false
+	for deadline := time.Now().Add(2 * time.Minute); !published && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if g, ok := byTitle()[good.title]; ok {
+			published = noteWith(t, st, g.ID, NightSuiteNote) != "" && noteWith(t, st, g.ID, pushedNote+g.Branch+" ") != ""
+		}
+	}
+	if !published {
+		t.Errorf("good's whole suite did not run and pass its fix while slow's attempt held the grace period")
+	}
+	clock.Advance(cfg.Night.Grace)
+	rep := awaitNight(t, done)
+	if !errors.Is(rep.Stopped, ErrWindowClosed) {
+		t.Errorf("night stopped by %v, want the window", rep.Stopped)
+	}
+
+	tickets := byTitle()
+	g := tickets[good.title]
+	if g.State != store.StateDone || noteWith(t, st, g.ID, HeldNote) == "" {
+		t.Fatalf("good: %s (%s), held note %q; want done, its fix held for the whole suite", g.State, g.Reason, noteWith(t, st, g.ID, HeldNote))
+	}
+	if !strings.Contains(git(t, good.path, "ls-remote", "pub"), g.Branch) {
+		events, _ := st.Events(ctx, g.ID)
+		var said []string
+		for _, e := range events {
+			said = append(said, string(e.Kind)+": "+e.Reason)
+		}
+		t.Errorf("good: %s not pushed tonight; its events:\n%s", g.Branch, strings.Join(said, "\n"))
+	}
+	if s := tickets[slow.title]; s.State != store.StateQueued || s.Attempts != 0 || !strings.Contains(s.Reason, "grace period") {
+		t.Errorf("slow: %s with %d attempts (%s); want released at the grace period's end, none spent", s.State, s.Attempts, s.Reason)
+	}
+	if b := tickets[backlog]; b.State != store.StateQueued || b.Attempts != 0 {
+		t.Errorf("backlog ticket: %s with %d attempts; want queued, never claimed: it came after the window", b.State, b.Attempts)
 	}
 }

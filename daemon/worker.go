@@ -78,9 +78,28 @@ type endpointGate interface {
 
 var _ endpointGate = (*model.Client)(nil)
 
-// loop claims and works tickets until there is nothing left to do in the window.
+// loop claims and works tickets until there is nothing left to do in the window, then runs
+// the whole suites it can before the night's last attempt ends.
 func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 	log := w.log.With("worker", worker)
+	w.claimLoop(claimCtx, workCtx, worker, log)
+	// Once this node claims nothing more (the window closed, or the night stopped claiming),
+	// a repository with no attempt under way here has all of its fixes of the night, queued
+	// tickets or not: its whole suite runs now, in this idle worker, during the grace
+	// period. Left for the night's end, it would wait for the slowest attempt, which may run
+	// out the grace period and leave the suite no time, so fixes done before the window
+	// closed were published a night late.
+	if w.end == nil {
+		return
+	}
+	claimsOver := claimCtx.Err() != nil
+	for workCtx.Err() == nil && w.end.suite.runReady(workCtx, log, claimsOver) {
+	}
+}
+
+// claimLoop claims and works tickets until claims stop or the queue has nothing more for
+// this worker before the window closes.
+func (w *workerPool) claimLoop(claimCtx, workCtx context.Context, worker string, log *slog.Logger) {
 	for claimCtx.Err() == nil {
 		if w.gate != nil {
 			if down := w.gate.Unavailable(claimCtx); len(down) > 0 {
@@ -114,7 +133,7 @@ func (w *workerPool) loop(claimCtx, workCtx context.Context, worker string) {
 		if errors.Is(err, store.ErrNoTicket) {
 			// Idle: the whole suite of a repository whose tickets are all over runs now,
 			// beside the night's last tickets (nightsuite.go).
-			if w.end != nil && w.end.suite.runReady(workCtx, log) {
+			if w.end != nil && w.end.suite.runReady(workCtx, log, false) {
 				continue
 			}
 			wait, more := w.nextWork(claimCtx)
