@@ -370,17 +370,21 @@ func suiteOver(ctx context.Context, trees *worktree.Manager, run pipeline.CheckR
 // carryOut pushes the passing fixes and sends the refused ones back to their tickets.
 func (n *nightSuite) carryOut(ctx context.Context, log *slog.Logger, d *Daemon, group []heldFix, v suiteVerdict) {
 	if v.unusable != "" {
-		if ctx.Err() != nil {
-			// A shutdown or the grace period's end, not a fault: the next night's start holds
-			// them again (heldagain.go).
-			log.Info("night's whole suite cut short by the night's stop: its fixes wait for the next night's", "repo", group[0].name, "fixes", len(group))
-			return
-		}
-		log.Error("night's whole suite judged nothing: its fixes stay unpublished until the next night's judges them", "repo", group[0].name, "err", v.unusable)
 		ids := make([]string, len(group))
 		for i, f := range group {
 			ids[i] = "#" + strconv.FormatInt(f.id, 10)
 		}
+		if ctx.Err() != nil {
+			// A shutdown or the grace period's end, not a fault: the next night's start holds
+			// them again (heldagain.go). The night's ending names them all the same (a
+			// window-closed night is partial): they are done, and not on the push remote.
+			log.Info("night's whole suite cut short by the night's stop: its fixes wait for the next night's", "repo", group[0].name, "fixes", len(group))
+			n.mu.Lock()
+			n.unjudged = append(n.unjudged, fmt.Sprintf("%s of %s (cut short: %s)", strings.Join(ids, ", "), group[0].name, oneLineUpTo(context.Cause(ctx).Error(), 300)))
+			n.mu.Unlock()
+			return
+		}
+		log.Error("night's whole suite judged nothing: its fixes stay unpublished until the next night's judges them", "repo", group[0].name, "err", v.unusable)
 		n.mu.Lock()
 		n.unjudged = append(n.unjudged, fmt.Sprintf("%s of %s (%s)", strings.Join(ids, ", "), group[0].name, oneLineUpTo(v.unusable, 800)))
 		n.mu.Unlock()

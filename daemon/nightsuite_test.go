@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -428,5 +429,42 @@ func TestWholeSuiteRunsInTheGracePeriod(t *testing.T) {
 	}
 	if b := tickets[backlog]; b.State != store.StateQueued || b.Attempts != 0 {
 		t.Errorf("backlog ticket: %s with %d attempts; want queued, never claimed: it came after the window", b.State, b.Attempts)
+	}
+}
+
+// A whole suite the night's stop cuts short (the grace period ran out before it ran) leaves
+// its fixes done and unpublished, to be held again by the next night's start. The night's
+// ending names them: before, only an info log line did, and a window-closed night's report
+// named the tickets left queued but not the fixes left off the push remote.
+func TestSuiteCutShortIsNamedAtTheEnd(t *testing.T) {
+	t.Parallel() // a store and repository of its own
+	root := t.TempDir()
+	repo := filepath.Join(root, "pricing")
+	writeRepo(t, repo, map[string]string{"rules.py": "def tax(x):\n    return x\n"})
+	base := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	st, err := store.Open(context.Background(), filepath.Join(root, "t.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id := doneTicket(t, st, "pricing", "held")
+	d := &Daemon{Store: st, Logger: slog.New(slog.DiscardHandler)}
+	n := &nightSuite{d: d, trees: worktree.NewManager(filepath.Join(root, "work"), nil), run: verdictRunner{}}
+	n.held = map[string][]heldFix{"pricing " + base: {{id: id, branch: "main", name: "pricing", repo: config.Repo{Path: repo}, base: base,
+		facts: repoFacts{checks: []validate.Check{{Name: "tests", Kind: validate.KindPytest}}}}}}
+	stopped, stop := context.WithCancelCause(context.Background())
+	stop(fmt.Errorf("%w and its grace period of 10m0s ran out", ErrWindowClosed))
+
+	n.runAll(stopped, d.logger(), 1)
+	want := fmt.Sprintf("#%d of pricing (cut short: %v and its grace period of 10m0s ran out)", id, ErrWindowClosed)
+	if got := n.unpublished(); len(got) != 1 || got[0] != want {
+		t.Fatalf("unpublished = %q; want [%q]", got, want)
+	}
+	if tk, _ := st.Get(context.Background(), id); tk.State != store.StateDone || noteWith(t, st, id, NightSuiteNote) != "" {
+		t.Errorf("held ticket: %s, suite note %q; want done and unjudged, for the next night", tk.State, noteWith(t, st, id, NightSuiteNote))
+	}
+	outcome, why := nightEnding{unjudged: n.unpublished()}.outcome(context.Background(), nil, ErrWindowClosed)
+	if outcome != store.OutcomePartial || !strings.Contains(why, "fixes not published") || !strings.Contains(why, want) {
+		t.Errorf("night's ending: %s (%s); want partial, naming %s", outcome, why, want)
 	}
 }
