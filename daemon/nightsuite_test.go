@@ -381,26 +381,13 @@ func TestWholeSuiteRunsInTheGracePeriod(t *testing.T) {
 	}
 	hold.Release()
 
-	byTitle := func() map[string]store.Ticket {
-		t.Helper()
-		list, err := st.List(ctx, store.Filter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]store.Ticket{}
-		for _, tk := range list {
-			out[tk.Title] = tk.Ticket
-		}
-		return out
-	}
 	// The grace period has not ended (the clock stands still): the suite must run inside it,
 	// and the push it passes. The bound only keeps a night that never runs it from hanging
 	// the test.
 	published := false
 	for deadline := time.Now().Add(2 * time.Minute); !published && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if g, ok := byTitle()[good.title]; ok {
-			published = noteWith(t, st, g.ID, NightSuiteNote) != "" && noteWith(t, st, g.ID, pushedNote+g.Branch+" ") != ""
-		}
+		g := ticketByTitle(t, st, good.title)
+		published = noteWith(t, st, g.ID, NightSuiteNote) != "" && noteWith(t, st, g.ID, pushedNote+g.Branch+" ") != ""
 	}
 	if !published {
 		t.Errorf("good's whole suite did not run and pass its fix while slow's attempt held the grace period")
@@ -411,23 +398,18 @@ func TestWholeSuiteRunsInTheGracePeriod(t *testing.T) {
 		t.Errorf("night stopped by %v, want the window", rep.Stopped)
 	}
 
-	tickets := byTitle()
-	g := tickets[good.title]
+	g := ticketByTitle(t, st, good.title)
 	if g.State != store.StateDone || noteWith(t, st, g.ID, HeldNote) == "" {
 		t.Fatalf("good: %s (%s), held note %q; want done, its fix held for the whole suite", g.State, g.Reason, noteWith(t, st, g.ID, HeldNote))
 	}
 	if !strings.Contains(git(t, good.path, "ls-remote", "pub"), g.Branch) {
 		events, _ := st.Events(ctx, g.ID)
-		var said []string
-		for _, e := range events {
-			said = append(said, string(e.Kind)+": "+e.Reason)
-		}
-		t.Errorf("good: %s not pushed tonight; its events:\n%s", g.Branch, strings.Join(said, "\n"))
+		t.Errorf("good: %s not pushed tonight; its events: %+v", g.Branch, events)
 	}
-	if s := tickets[slow.title]; s.State != store.StateQueued || s.Attempts != 0 || !strings.Contains(s.Reason, "grace period") {
+	if s := ticketByTitle(t, st, slow.title); s.State != store.StateQueued || s.Attempts != 0 || !strings.Contains(s.Reason, "grace period") {
 		t.Errorf("slow: %s with %d attempts (%s); want released at the grace period's end, none spent", s.State, s.Attempts, s.Reason)
 	}
-	if b := tickets[backlog]; b.State != store.StateQueued || b.Attempts != 0 {
+	if b := ticketByTitle(t, st, backlog); b.State != store.StateQueued || b.Attempts != 0 {
 		t.Errorf("backlog ticket: %s with %d attempts; want queued, never claimed: it came after the window", b.State, b.Attempts)
 	}
 }
